@@ -19,6 +19,7 @@ import (
 //	min:"n" max:"n"     bounds of a numeric option (durations in Go syntax, e.g. "1ms")
 //	live:"true"         may change while the driver runs (through Reconfigurer)
 //	secret:"true"       never echoed: redacted in logs, API output and reports
+//	alias:"a,b"         other accepted names, e.g. NDBench's own names for the option
 //
 // Field types: string, bool, int, int64, uint, uint64, float64, time.Duration, []string
 // (comma-separated in text form).
@@ -37,6 +38,7 @@ type Option struct {
 	Max     string   `json:"max,omitempty"`
 	Live    bool     `json:"live"`
 	Secret  bool     `json:"secret"`
+	Aliases []string `json:"aliases,omitempty"`
 
 	index []int
 }
@@ -116,6 +118,9 @@ func Schema(opts any) ([]Option, error) {
 		if e := f.Tag.Get("enum"); e != "" {
 			o.Enum = strings.Split(e, ",")
 		}
+		if a := f.Tag.Get("alias"); a != "" {
+			o.Aliases = strings.Split(a, ",")
+		}
 		out = append(out, o)
 	}
 	return out, nil
@@ -163,9 +168,9 @@ func ApplyDefaults(opts any) error {
 	return nil
 }
 
-// Set assigns text values to the options in opts (a pointer to an options struct). Every
-// value is checked; on any error nothing is changed and all errors are returned as
-// FieldErrors.
+// Set assigns text values to the options in opts (a pointer to an options struct), by name
+// or alias. Every value is checked; on any error nothing is changed and all errors are
+// returned as FieldErrors.
 func Set(opts any, values map[string]string) error {
 	schema, err := Schema(opts)
 	if err != nil {
@@ -174,6 +179,9 @@ func Set(opts any, values map[string]string) error {
 	byName := make(map[string]Option, len(schema))
 	for _, o := range schema {
 		byName[o.Name] = o
+		for _, a := range o.Aliases {
+			byName[a] = o
+		}
 	}
 	// Apply to a copy first so a failure leaves opts untouched.
 	dst := reflect.ValueOf(opts).Elem()
@@ -385,4 +393,20 @@ func AsFieldErrors(err error) (FieldErrors, bool) {
 		return FieldErrors{fe}, true
 	}
 	return nil, false
+}
+
+// Canonical returns the canonical name of the option that name refers to in schema, matching
+// names and aliases without regard to case (environment variables are upper case).
+func Canonical(schema []Option, name string) (string, bool) {
+	for _, o := range schema {
+		if strings.EqualFold(o.Name, name) {
+			return o.Name, true
+		}
+		for _, a := range o.Aliases {
+			if strings.EqualFold(a, name) {
+				return o.Name, true
+			}
+		}
+	}
+	return "", false
 }
