@@ -1,0 +1,373 @@
+package stats
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// newTestCollector returns a collector whose cumulative span starts at t0, so tests can
+// drive Tick with exact times.
+func newTestCollector(t *testing.T, cfg Config) (*Collector, time.Time) {
+	t.Helper()
+	c := NewCollector(cfg)
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	c.ResetAt(t0)
+	return c, t0
+}
+
+func TestTickInterval(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 4})
+	reads := c.Recorder(OpRead)
+	for w := range 8 {
+		s := reads.Shard(w)
+		s.Success(time.Duration(w+1)*time.Millisecond, time.Duration(w+1)*time.Microsecond)
+	}
+	reads.Shard(0).Miss(10*time.Millisecond, 10*time.Millisecond)
+	c.Recorder(OpWrite).Shard(3).Failure(driver.ClassUnavailable)
+	c.Recorder(OpWrite).Shard(2).Success(time.Millisecond, time.Millisecond)
+	c.SetTarget(OpRead, 100, 8)
+	c.SetBacklog(OpRead, func() (time.Duration, int64) { return 250 * time.Millisecond, 25 })
+
+	iv := c.Tick(t0.Add(2 * time.Second))
+	if !iv.Start.Equal(t0) || !iv.End.Equal(t0.Add(2*time.Second)) || iv.Seconds() != 2 {
+		t.Errorf("interval span %v..%v (%vs), want %v..+2s", iv.Start, iv.End, iv.Seconds(), t0)
+	}
+	r := iv.Ops[OpRead]
+	if r.Successes != 8 || r.Misses != 1 || r.Response.TotalCount() != 9 || r.Service.TotalCount() != 9 {
+		t.Errorf("read interval: %d successes, %d misses, %d/%d latencies; want 8, 1, 9/9",
+			r.Successes, r.Misses, r.Response.TotalCount(), r.Service.TotalCount())
+	}
+
+	s := iv.Summary()
+	rd := s.Ops["read"]
+	if rd.Count != 9 || rd.Rate != 4.5 || rd.Misses != 1 {
+		t.Errorf("read summary count %d rate %v misses %d; want 9, 4.5, 1", rd.Count, rd.Rate, rd.Misses)
+	}
+	if !near(rd.ResponseTime.Max, 10000) || rd.ServiceTime.P50 != 5 {
+		t.Errorf("read latency max %v p50 svc %v; want 10000, 5", rd.ResponseTime.Max, rd.ServiceTime.P50)
+	}
+	if rd.TargetRate != 100 || rd.Workers != 8 || rd.BacklogMs != 250 || rd.Pending != 25 {
+		t.Errorf("read gauges %v/%v/%v/%v; want 100/8/250/25", rd.TargetRate, rd.Workers, rd.BacklogMs, rd.Pending)
+	}
+	wr := s.Ops["write"]
+	if wr.Count != 1 || wr.Errors != 1 || wr.Failures["unavailable"] != 1 {
+		t.Errorf("write summary %+v; want 1 op, 1 unavailable error", wr)
+	}
+
+	// Latest is the same interval, through the compact series form.
+	l := c.Latest()
+	if got := l.Ops["read"]; got.Count != 9 || !near(got.ResponseTime.Max, 10000) || got.BacklogMs != 250 {
+		t.Errorf("Latest read = %+v", got)
+	}
+	if !l.Start.Equal(t0) || l.Seconds != 2 {
+		t.Errorf("Latest span %v, %vs", l.Start, l.Seconds)
+	}
+
+	// The next interval starts where this one ended and sees only new records.
+	reads.Shard(1).Success(time.Millisecond, time.Millisecond)
+	iv = c.Tick(t0.Add(3 * time.Second))
+	if !iv.Start.Equal(t0.Add(2*time.Second)) || iv.Ops[OpRead].Successes != 1 || iv.Ops[OpRead].Response.TotalCount() != 1 {
+		t.Errorf("second interval from %v with %d successes", iv.Start, iv.Ops[OpRead].Successes)
+	}
+	cum := c.Cumulative().Ops["read"]
+	if cum.Count != 10 || cum.Rate != 10.0/3 || !near(cum.ResponseTime.Max, 10000) {
+		t.Errorf("cumulative read count %d rate %v max %v; want 10, 3.33, 10000", cum.Count, cum.Rate, cum.ResponseTime.Max)
+	}
+	resp, svc := c.CumulativeHistograms(OpRead)
+	if resp.TotalCount() != 10 || svc.TotalCount() != 10 {
+		t.Errorf("cumulative histograms hold %d, %d values; want 10", resp.TotalCount(), svc.TotalCount())
+	}
+	// They are copies: changing them does not change the collector's.
+	resp.Reset()
+	if r2, _ := c.CumulativeHistograms(OpRead); r2.TotalCount() != 10 {
+		t.Error("CumulativeHistograms returned the collector's own histogram")
+	}
+}
+
+// near reports whether a histogram-reported value is within the 3-significant-digit
+// precision of want: HDR reports the highest value equivalent to what was recorded.
+func near(got, want float64) bool {
+	return got >= want && got <= want*1.001
+}
+
+func TestSummaryJSONShape(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 1})
+	c.Recorder(OpRead).Shard(0).Success(time.Millisecond, time.Millisecond)
+	c.Tick(t0.Add(time.Second))
+
+	for name, v := range map[string]any{"latest": c.Latest(), "cumulative": c.Cumulative(), "point": c.Series()[0]} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		top := []string{"end", "ops", "seconds", "start"}
+		if name == "point" {
+			top = []string{"ops", "t"}
+		}
+		if got := keys(m); !slices.Equal(got, top) {
+			t.Errorf("%s keys %v, want %v", name, got, top)
+		}
+		ops := m["ops"].(map[string]any)
+		if got := keys(ops); !slices.Equal(got, []string{"backfill", "read", "write"}) {
+			t.Errorf("%s ops %v", name, got)
+		}
+		op := ops["backfill"].(map[string]any) // an op with no data still has every key
+		want := []string{"backlogMs", "count", "errors", "failures", "misses", "pending", "rate",
+			"responseTime", "serviceTime", "targetRate", "validation", "workers"}
+		if got := keys(op); !slices.Equal(got, want) {
+			t.Errorf("%s op keys %v, want %v", name, got, want)
+		}
+		if got := keys(op["failures"].(map[string]any)); !slices.Equal(got, []string{"other", "rejected", "throttled", "timeout", "unavailable"}) {
+			t.Errorf("%s failures keys %v", name, got)
+		}
+		if got := keys(op["validation"].(map[string]any)); !slices.Equal(got, []string{"corrupt", "lost", "stale", "wrongKey"}) {
+			t.Errorf("%s validation keys %v", name, got)
+		}
+		if got := keys(op["responseTime"].(map[string]any)); !slices.Equal(got, []string{"max", "mean", "p50", "p95", "p99", "p995", "p999"}) {
+			t.Errorf("%s latency keys %v", name, got)
+		}
+	}
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func TestLatestBeforeFirstTick(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{})
+	c.SetTarget(OpWrite, 50, 3)
+	l := c.Latest()
+	if !l.Start.Equal(t0) || len(l.Ops) != NumOps || l.Ops["write"].Workers != 3 || l.Ops["read"].Failures == nil {
+		t.Errorf("Latest before any tick = %+v", l)
+	}
+	if got := c.Series(); got == nil || len(got) != 0 {
+		t.Errorf("Series before any tick = %#v, want empty non-nil", got)
+	}
+}
+
+func TestSeriesIsBoundedOldestFirst(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 2, SeriesLen: 3})
+	w := c.Recorder(OpWrite).Shard(0)
+	for i := 1; i <= 5; i++ {
+		for range i {
+			w.Success(time.Millisecond, time.Millisecond)
+		}
+		c.Tick(t0.Add(time.Duration(i) * time.Second))
+	}
+	pts := c.Series()
+	var got []int64
+	for _, p := range pts {
+		got = append(got, p.Ops["write"].Count)
+	}
+	if !slices.Equal(got, []int64{3, 4, 5}) {
+		t.Errorf("series write counts %v, want [3 4 5]", got)
+	}
+	if !pts[2].Time.Equal(t0.Add(5*time.Second)) || pts[2].Ops["write"].Rate != 5 {
+		t.Errorf("last point at %v rate %v", pts[2].Time, pts[2].Ops["write"].Rate)
+	}
+	since := c.SeriesSince(t0.Add(4 * time.Second))
+	if len(since) != 1 || since[0].Ops["write"].Count != 5 {
+		t.Errorf("SeriesSince(4s) = %d points", len(since))
+	}
+	// Cumulative keeps everything the ring dropped.
+	if n := c.Cumulative().Ops["write"].Count; n != 15 {
+		t.Errorf("cumulative count %d, want 15", n)
+	}
+}
+
+func TestReset(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 2})
+	r := c.Recorder(OpRead).Shard(0)
+	r.Success(time.Second, time.Second)
+	c.Tick(t0.Add(time.Second))
+	r.Success(time.Second, time.Second) // recorded before the reset: discarded
+	c.ResetAt(t0.Add(10 * time.Second))
+	if n := c.Cumulative().Ops["read"].Count; n != 0 {
+		t.Errorf("cumulative count after reset %d, want 0", n)
+	}
+	r.Success(time.Millisecond, time.Millisecond)
+	iv := c.Tick(t0.Add(12 * time.Second))
+	if !iv.Start.Equal(t0.Add(10 * time.Second)) {
+		t.Errorf("interval after reset starts at %v", iv.Start)
+	}
+	cum := c.Cumulative()
+	rd := cum.Ops["read"]
+	if rd.Count != 1 || rd.ResponseTime.Max != 1000 || cum.Seconds != 2 || rd.Rate != 0.5 {
+		t.Errorf("cumulative after reset: count %d max %v over %vs rate %v; want 1, 1000, 2, 0.5",
+			rd.Count, rd.ResponseTime.Max, cum.Seconds, rd.Rate)
+	}
+	if len(c.Series()) != 2 {
+		t.Errorf("reset dropped the series: %d points", len(c.Series()))
+	}
+}
+
+func TestSubscribe(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 1})
+	var a, b []int64
+	cancelA := c.Subscribe(func(iv *Interval) { a = append(a, iv.Ops[OpRead].Successes) })
+	c.Subscribe(func(iv *Interval) {
+		b = append(b, iv.Ops[OpRead].Response.TotalCount())
+		_ = c.Latest() // the read-only views are usable from a subscriber
+	})
+	s := c.Recorder(OpRead).Shard(0)
+	s.Success(time.Millisecond, time.Millisecond)
+	c.Tick(t0.Add(time.Second))
+	cancelA()
+	cancelA()
+	s.Success(time.Millisecond, time.Millisecond)
+	s.Success(time.Millisecond, time.Millisecond)
+	c.Tick(t0.Add(2 * time.Second))
+	if !slices.Equal(a, []int64{1}) || !slices.Equal(b, []int64{1, 2}) {
+		t.Errorf("subscribers saw %v and %v; want [1] and [1 2]", a, b)
+	}
+}
+
+func TestInvalidOp(t *testing.T) {
+	c := NewCollector(Config{Shards: 1})
+	bad := Op(NumOps)
+	c.SetTarget(bad, 1, 1)
+	c.SetBacklog(bad, nil)
+	if c.Recorder(bad) != nil {
+		t.Error("Recorder(invalid) is not nil")
+	}
+	if r, s := c.CumulativeHistograms(bad); r != nil || s != nil {
+		t.Error("CumulativeHistograms(invalid) is not nil")
+	}
+	if c.CumulativeCounts(bad) != (Counts{}) {
+		t.Error("CumulativeCounts(invalid) is not zero")
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	got := NewCollector(Config{}).Config()
+	want := Config{Shards: DefaultShards(), Interval: time.Second, SeriesLen: 3600}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+}
+
+// Eight goroutines record while ticks run concurrently; nothing may be lost or
+// counted twice across the swaps.
+func TestConcurrentRecordAndTick(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 4, SeriesLen: 100000})
+	const workers, perWorker = 8, 20000
+	var seen Counts
+	var seenResp int64
+	var tickCount atomic.Int64
+	c.Subscribe(func(iv *Interval) {
+		seen.Add(&iv.Ops[OpRead].Counts)
+		seenResp += iv.Ops[OpRead].Response.TotalCount()
+		tickCount.Add(1)
+	})
+
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for w := range workers {
+		wg.Go(func() {
+			s := c.Recorder(OpRead).Shard(w)
+			for i := range perWorker {
+				if i%2000 == 1999 {
+					// Make sure ticks interleave with recording however the
+					// scheduler runs us: wait for the next swap.
+					for last := tickCount.Load(); tickCount.Load() == last; {
+						runtime.Gosched()
+					}
+				}
+				d := time.Duration(1+i%5000) * time.Microsecond
+				switch i % 10 {
+				case 0:
+					s.Miss(d, d)
+				case 1:
+					s.Failure(driver.Classes[(i/10)%driver.NumClasses])
+				case 2:
+					s.Invalid(Lost)
+					s.Success(d, d)
+				default:
+					s.Success(d, d)
+				}
+			}
+		})
+	}
+	ticks := 0
+	go func() { wg.Wait(); close(done) }()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		ticks++
+		c.Tick(t0.Add(time.Duration(ticks) * time.Millisecond))
+	}
+	c.Tick(t0.Add(time.Duration(ticks+1) * time.Millisecond)) // flush
+
+	const n = workers * perWorker
+	cum := c.CumulativeCounts(OpRead)
+	want := Counts{Successes: n * 8 / 10, Misses: n / 10}
+	for _, cl := range driver.Classes {
+		want.Failures[cl] = int64(n / 10 / driver.NumClasses)
+	}
+	want.Validation[Lost] = n / 10
+	if cum != want {
+		t.Errorf("cumulative counts %+v, want %+v", cum, want)
+	}
+	if seen != want {
+		t.Errorf("sum of intervals %+v, want %+v", seen, want)
+	}
+	resp, _ := c.CumulativeHistograms(OpRead)
+	if resp.TotalCount() != n*9/10 || seenResp != n*9/10 {
+		t.Errorf("latencies: cumulative %d, intervals %d; want %d", resp.TotalCount(), seenResp, n*9/10)
+	}
+	var seriesCount int64
+	for _, p := range c.Series() {
+		seriesCount += p.Ops["read"].Count
+	}
+	if seriesCount != n*9/10 {
+		t.Errorf("series total %d, want %d", seriesCount, n*9/10)
+	}
+	t.Logf("%d ticks during recording", ticks)
+}
+
+func TestRunTicksUntilCancelled(t *testing.T) {
+	c := NewCollector(Config{Shards: 1, Interval: time.Millisecond})
+	got := make(chan int64, 100)
+	c.Subscribe(func(iv *Interval) {
+		select {
+		case got <- iv.Ops[OpWrite].Successes:
+		default:
+		}
+	})
+	c.Recorder(OpWrite).Shard(0).Success(time.Millisecond, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { c.Run(ctx); close(stopped) }()
+
+	var total int64
+	for range 3 {
+		total += <-got
+	}
+	cancel()
+	<-stopped
+	if total != 1 {
+		t.Errorf("intervals carried %d writes, want 1", total)
+	}
+}

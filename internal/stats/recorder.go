@@ -1,0 +1,209 @@
+package stats
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// MaxDefaultShards caps DefaultShards. Every shard of every op that records holds four
+// histograms (response and service time, active and retired) of ~188 KB each, i.e.
+// ~754 KB per shard per op: at 16 shards that is 12 MB per op and 36 MB with reads,
+// writes and backfill all active, plus 2.3 MB of collector histograms. That keeps a
+// 1000-worker process (about 8 MB of goroutine stacks) far below the 150 MB RSS budget
+// on any machine, while 16 locks still leave each shard mostly uncontended: a record
+// holds its lock for ~20 ns.
+const MaxDefaultShards = 16
+
+// DefaultShards returns the shard count used when Config.Shards is 0: 4 per
+// GOMAXPROCS so that concurrently running workers rarely share a lock, capped at
+// MaxDefaultShards to bound histogram memory.
+func DefaultShards() int {
+	return min(max(4*runtime.GOMAXPROCS(0), 4), MaxDefaultShards)
+}
+
+// Counts are the outcome counters of one op class over some span.
+type Counts struct {
+	// Successes are ops that got an answer with a value (or a write acknowledgment).
+	Successes int64
+	// Misses are reads answered with "not found"; their latency is recorded like a
+	// success because the store did answer.
+	Misses int64
+	// Failures are failed ops by driver.Class. Their latency is not recorded: a
+	// timeout's latency is the timeout, and mixing it in would hide the store's.
+	Failures [driver.NumClasses]int64
+	// Validation counts reads whose value failed validation, by kind.
+	Validation [NumValidations]int64
+	// Clamped counts latencies above HighestValue recorded as HighestValue.
+	Clamped int64
+}
+
+// Count returns successes plus misses: every op that got a valid answer.
+func (c *Counts) Count() int64 { return c.Successes + c.Misses }
+
+// Errors returns the sum of failures over all classes.
+func (c *Counts) Errors() int64 {
+	var n int64
+	for _, f := range c.Failures {
+		n += f
+	}
+	return n
+}
+
+// Add adds o into c.
+func (c *Counts) Add(o *Counts) {
+	c.Successes += o.Successes
+	c.Misses += o.Misses
+	for i := range c.Failures {
+		c.Failures[i] += o.Failures[i]
+	}
+	for i := range c.Validation {
+		c.Validation[i] += o.Validation[i]
+	}
+	c.Clamped += o.Clamped
+}
+
+// buffer is one half of a shard's double buffer: everything recorded in an interval.
+type buffer struct {
+	resp, svc *hdrhistogram.Histogram
+	Counts
+}
+
+func newBuffer() *buffer {
+	return &buffer{resp: NewHistogram(), svc: NewHistogram()}
+}
+
+func (b *buffer) latency(resp, svc time.Duration) {
+	r, rc := Micros(resp)
+	s, sc := Micros(svc)
+	// The values are in range by construction, so RecordValue cannot fail.
+	_ = b.resp.RecordValue(r)
+	_ = b.svc.RecordValue(s)
+	if rc || sc {
+		b.Clamped++
+	}
+}
+
+func (b *buffer) reset() {
+	if b.resp.TotalCount() != 0 {
+		b.resp.Reset()
+	}
+	if b.svc.TotalCount() != 0 {
+		b.svc.Reset()
+	}
+	b.Counts = Counts{}
+}
+
+// Shard is the part of a Recorder one group of workers records into. Its methods are safe
+// for concurrent use, cost one uncontended lock and two histogram increments, and do not
+// allocate (except once, on a shard's first record, when its histograms are created: a
+// shard or op that never records costs no histogram memory).
+type Shard struct {
+	mu     sync.Mutex
+	active *buffer // recorded into; nil until the first record
+	spare  *buffer // retired by the last swap; touched only by the collector
+	// The padding keeps neighbouring shards' locks off one cache line (and its
+	// prefetched pair), so workers on different shards do not contend through it.
+	_ [128 - 24]byte
+}
+
+func (s *Shard) buf() *buffer {
+	if s.active == nil {
+		s.active, s.spare = newBuffer(), newBuffer()
+	}
+	return s.active
+}
+
+// Success records an op that got a value or an acknowledgment. resp is measured from
+// the op's intended start time, svc from its actual start.
+func (s *Shard) Success(resp, svc time.Duration) {
+	s.mu.Lock()
+	b := s.buf()
+	b.latency(resp, svc)
+	b.Successes++
+	s.mu.Unlock()
+}
+
+// Miss records a read answered with "not found" (driver.ErrNotFound). A miss is a
+// valid answer, so its latency goes into the histograms.
+func (s *Shard) Miss(resp, svc time.Duration) {
+	s.mu.Lock()
+	b := s.buf()
+	b.latency(resp, svc)
+	b.Misses++
+	s.mu.Unlock()
+}
+
+// Failure counts a failed op of class c. Its latency is not recorded.
+func (s *Shard) Failure(c driver.Class) {
+	if int(c) >= driver.NumClasses {
+		c = driver.ClassOther
+	}
+	s.mu.Lock()
+	s.buf().Failures[c]++
+	s.mu.Unlock()
+}
+
+// Invalid counts a read whose value failed validation. The read's latency is recorded
+// separately with Success (or Miss, for a lost write).
+func (s *Shard) Invalid(k Validation) {
+	if int(k) >= NumValidations {
+		return
+	}
+	s.mu.Lock()
+	s.buf().Validation[k]++
+	s.mu.Unlock()
+}
+
+// swap retires the active buffer and returns it, or nil if nothing was ever recorded.
+// The caller owns the returned buffer until the next swap and must reset it.
+func (s *Shard) swap() *buffer {
+	s.mu.Lock()
+	b := s.active
+	if b != nil {
+		s.active, s.spare = s.spare, b
+	}
+	s.mu.Unlock()
+	return b
+}
+
+// Recorder records one op class. It is sharded so that workers do not contend: a worker
+// records into Shard(its index).
+type Recorder struct {
+	op     Op
+	shards []Shard
+}
+
+func newRecorder(op Op, shards int) *Recorder {
+	return &Recorder{op: op, shards: make([]Shard, shards)}
+}
+
+// Op returns the op class this recorder records.
+func (r *Recorder) Op() Op { return r.op }
+
+// Shard returns the shard for a worker index. Workers should look their shard up once
+// and keep it; any index (even negative) maps to a valid shard.
+func (r *Recorder) Shard(worker int) *Shard {
+	return &r.shards[uint(worker)%uint(len(r.shards))]
+}
+
+// drain swaps every shard and merges the retired buffers into resp, svc and c, outside
+// the shard locks, then resets them for reuse.
+func (r *Recorder) drain(resp, svc *hdrhistogram.Histogram, c *Counts) {
+	for i := range r.shards {
+		b := r.shards[i].swap()
+		if b == nil {
+			continue
+		}
+		if resp != nil {
+			MergeHistograms(resp, b.resp)
+			MergeHistograms(svc, b.svc)
+			c.Add(&b.Counts)
+		}
+		b.reset()
+	}
+}

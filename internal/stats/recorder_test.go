@@ -1,0 +1,110 @@
+package stats
+
+import (
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+func TestShardRecordsOutcomes(t *testing.T) {
+	r := newRecorder(OpRead, 4)
+	s := r.Shard(7)
+	s.Success(2*time.Millisecond, time.Millisecond)
+	s.Success(4*time.Millisecond, 3*time.Millisecond)
+	s.Miss(6*time.Millisecond, 5*time.Millisecond)
+	s.Failure(driver.ClassTimeout)
+	s.Failure(driver.ClassTimeout)
+	s.Failure(driver.Class(200)) // unknown class counts as other rather than vanishing
+	s.Invalid(Stale)
+	s.Invalid(Validation(200)) // ignored
+	s.Success(2*time.Hour, time.Nanosecond)
+
+	resp, svc := NewHistogram(), NewHistogram()
+	var c Counts
+	r.drain(resp, svc, &c)
+
+	want := Counts{Successes: 3, Misses: 1, Clamped: 1}
+	want.Failures[driver.ClassTimeout] = 2
+	want.Failures[driver.ClassOther] = 1
+	want.Validation[Stale] = 1
+	if c != want {
+		t.Errorf("counts = %+v, want %+v", c, want)
+	}
+	if c.Count() != 4 || c.Errors() != 3 {
+		t.Errorf("Count() = %d, Errors() = %d; want 4, 3", c.Count(), c.Errors())
+	}
+	// Failures add no latency; successes and misses do.
+	if resp.TotalCount() != 4 || svc.TotalCount() != 4 {
+		t.Errorf("histogram counts = %d, %d; want 4, 4", resp.TotalCount(), svc.TotalCount())
+	}
+	if got := resp.Max(); !resp.ValuesAreEquivalent(got, HighestValue) {
+		t.Errorf("clamped response max = %d, want ~%d", got, HighestValue)
+	}
+	if got := svc.Min(); got != 1 {
+		t.Errorf("service min = %d, want 1 (sub-µs rounds up)", got)
+	}
+
+	// A drained shard starts empty.
+	var again Counts
+	resp.Reset()
+	r.drain(resp, svc, &again)
+	if again != (Counts{}) || resp.TotalCount() != 0 {
+		t.Errorf("second drain = %+v, %d values; want empty", again, resp.TotalCount())
+	}
+}
+
+func TestRecorderShardMapping(t *testing.T) {
+	r := newRecorder(OpWrite, 4)
+	tests := []struct{ a, b int }{{0, 4}, {1, 5}, {3, 1003}}
+	for _, tt := range tests {
+		if r.Shard(tt.a) != r.Shard(tt.b) {
+			t.Errorf("workers %d and %d map to different shards", tt.a, tt.b)
+		}
+	}
+	if r.Shard(0) == r.Shard(1) {
+		t.Error("workers 0 and 1 share a shard")
+	}
+	if r.Shard(-1) == nil {
+		t.Error("negative worker index has no shard")
+	}
+	if r.Op() != OpWrite {
+		t.Errorf("Op() = %v", r.Op())
+	}
+}
+
+func TestShardPadding(t *testing.T) {
+	if sz := unsafe.Sizeof(Shard{}); sz != 128 {
+		t.Errorf("Shard is %d bytes, want 128 so neighbouring shards' locks share no cache line", sz)
+	}
+}
+
+func TestShardRecordingDoesNotAllocate(t *testing.T) {
+	s := newRecorder(OpRead, 1).Shard(0)
+	s.Success(time.Millisecond, time.Millisecond) // first record creates the histograms
+	allocs := testing.AllocsPerRun(1000, func() {
+		s.Success(time.Millisecond, 900*time.Microsecond)
+		s.Miss(time.Millisecond, 900*time.Microsecond)
+		s.Failure(driver.ClassThrottled)
+		s.Invalid(Corrupt)
+		s.Success(3*time.Hour, 3*time.Hour)
+	})
+	if allocs != 0 {
+		t.Errorf("recording allocates %v times per run", allocs)
+	}
+}
+
+func TestDefaultShardsBoundsMemory(t *testing.T) {
+	n := DefaultShards()
+	if n < 4 || n > MaxDefaultShards {
+		t.Fatalf("DefaultShards() = %d, want in [4, %d]", n, MaxDefaultShards)
+	}
+	// Worst case at the cap: every shard of every op recording, two kinds x two buffers.
+	perHist := NewHistogram().ByteSize()
+	total := perHist * 2 * 2 * MaxDefaultShards * NumOps
+	if total > 64<<20 {
+		t.Errorf("shard histograms at the cap take %d MB, want well under the 150 MB process budget", total>>20)
+	}
+	t.Logf("histogram %d B; shard histograms at %d shards x %d ops: %.1f MB", perHist, MaxDefaultShards, NumOps, float64(total)/(1<<20))
+}

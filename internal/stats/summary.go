@@ -1,0 +1,149 @@
+package stats
+
+import (
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// Summary is the report of a span of time: the last interval (Collector.Latest), the run
+// so far (Collector.Cumulative) or one interval (Interval.Summary).
+type Summary struct {
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Seconds float64   `json:"seconds"`
+	// Ops has one entry per op class, keyed by Op.String(), always all of them.
+	Ops map[string]OpSummary `json:"ops"`
+}
+
+// OpSummary is the report of one op class over a span. Latencies are in microseconds.
+type OpSummary struct {
+	// Count is successes plus misses: every op that got a valid answer.
+	Count int64 `json:"count"`
+	// Rate is Count per second over the span.
+	Rate   float64 `json:"rate"`
+	Misses int64   `json:"misses"`
+	// Failures has every driver.Class name as a key, zeros included, so a consumer never
+	// has to tell "no failures" from "not reported".
+	Failures map[string]int64 `json:"failures"`
+	// Errors is the sum of Failures.
+	Errors int64 `json:"errors"`
+	// Validation has every Validation name as a key, zeros included.
+	Validation   map[string]int64 `json:"validation"`
+	ResponseTime Latency          `json:"responseTime"`
+	ServiceTime  Latency          `json:"serviceTime"`
+	// TargetRate and Workers are the engine's settings at the end of the span.
+	TargetRate float64 `json:"targetRate"`
+	Workers    int     `json:"workers"`
+	// BacklogMs and Pending are how far the pacer's schedule was behind, and how many
+	// intended ops were overdue, when the span ended.
+	BacklogMs float64 `json:"backlogMs"`
+	Pending   int64   `json:"pending"`
+}
+
+// Point is one interval of the time series.
+type Point struct {
+	// Time is the end of the interval.
+	Time time.Time            `json:"t"`
+	Ops  map[string]OpSummary `json:"ops"`
+}
+
+// gauges are the engine's settings and pacing state sampled at a tick.
+type gauges struct {
+	target  float64
+	workers int
+	backlog time.Duration
+	pending int64
+}
+
+// latency32 is a Latency stored in float32: HDR values carry 3 significant digits, so
+// float32's 7 loses nothing that matters, and it halves the size of a series point.
+type latency32 struct {
+	p50, p95, p99, p995, p999, max, mean float32
+}
+
+func compactLatency(l Latency) latency32 {
+	return latency32{float32(l.P50), float32(l.P95), float32(l.P99), float32(l.P995),
+		float32(l.P999), float32(l.Max), float32(l.Mean)}
+}
+
+func (l latency32) expand() Latency {
+	return Latency{float64(l.p50), float64(l.p95), float64(l.p99), float64(l.p995),
+		float64(l.p999), float64(l.max), float64(l.mean)}
+}
+
+// opRec is the compact form of an OpSummary kept in the series ring (about 180 bytes;
+// maps are built only when a Point is read).
+type opRec struct {
+	counts    Counts
+	resp, svc latency32
+	target    float64
+	workers   int32
+	backlogMs float32
+	pending   int64
+}
+
+// pointRec is the compact form of a Point: about 560 bytes, so the default 3600-point
+// series takes about 2 MB.
+type pointRec struct {
+	end     int64 // unix nanoseconds
+	seconds float32
+	ops     [NumOps]opRec
+}
+
+func newOpRec(c *Counts, resp, svc Latency, g gauges) opRec {
+	return opRec{
+		counts:    *c,
+		resp:      compactLatency(resp),
+		svc:       compactLatency(svc),
+		target:    g.target,
+		workers:   int32(min(g.workers, 1<<31-1)),
+		backlogMs: float32(g.backlog.Seconds() * 1000),
+		pending:   g.pending,
+	}
+}
+
+func (p *pointRec) point() Point {
+	ops := make(map[string]OpSummary, NumOps)
+	for _, op := range Ops {
+		r := &p.ops[op]
+		g := gauges{target: r.target, workers: int(r.workers), pending: r.pending}
+		s := buildOpSummary(&r.counts, r.resp.expand(), r.svc.expand(), float64(p.seconds), g)
+		s.BacklogMs = float64(r.backlogMs)
+		ops[op.String()] = s
+	}
+	return Point{Time: time.Unix(0, p.end), Ops: ops}
+}
+
+func buildOpSummary(c *Counts, resp, svc Latency, seconds float64, g gauges) OpSummary {
+	s := OpSummary{
+		Count:        c.Count(),
+		Misses:       c.Misses,
+		Failures:     make(map[string]int64, driver.NumClasses),
+		Errors:       c.Errors(),
+		Validation:   make(map[string]int64, NumValidations),
+		ResponseTime: resp,
+		ServiceTime:  svc,
+		TargetRate:   g.target,
+		Workers:      g.workers,
+		BacklogMs:    g.backlog.Seconds() * 1000,
+		Pending:      g.pending,
+	}
+	if seconds > 0 {
+		s.Rate = float64(s.Count) / seconds
+	}
+	for _, cl := range driver.Classes {
+		s.Failures[cl.String()] = c.Failures[cl]
+	}
+	for _, v := range Validations {
+		s.Validation[v.String()] = c.Validation[v]
+	}
+	return s
+}
+
+func spanSeconds(start, end time.Time) float64 {
+	if !end.After(start) {
+		return 0
+	}
+	return end.Sub(start).Seconds()
+}
