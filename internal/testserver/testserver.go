@@ -1,0 +1,461 @@
+// Package testserver starts real data stores (Redis, Memcached, PostgreSQL, Cassandra) on
+// loopback for integration tests, and stops them by PID.
+//
+// Each server gets free ports and a fresh data directory, runs as a direct child of the test
+// binary (so the harness knows its real PID and the kernel kills it if the test binary dies),
+// writes its output to Dir/server.log, and is ready only once it answers its own protocol.
+// Binaries come from scripts/install-test-deps.sh; when one is missing, the start error says
+// to run that script, and the test fails rather than skips.
+//
+// Typical use, one server per test package:
+//
+//	var srv *testserver.Server
+//
+//	func TestMain(m *testing.M) {
+//		os.Exit(testserver.Main(m, testserver.Redis, func(s *testserver.Server) { srv = s }))
+//	}
+package testserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Host is the only address test servers bind to and tests talk to.
+const Host = "127.0.0.1"
+
+// installHint is appended to errors about missing binaries so the fix is one command away.
+const installHint = "run scripts/install-test-deps.sh (as root) to install the test servers"
+
+// Server is a running (or killed) data-store process started by this package.
+type Server struct {
+	// Name is the store's name: "redis", "memcached", "postgres" or "cassandra".
+	Name string
+	// Host is always 127.0.0.1.
+	Host string
+	// Port is the client port (CQL native port for Cassandra).
+	Port int
+	// Dir is the server's private directory: data, config files and server.log.
+	Dir string
+	// Ports holds the server's other ports by purpose (Cassandra: "storage", "ssl_storage").
+	Ports map[string]int
+
+	spec spec
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the current process has been reaped
+	stopped bool
+}
+
+// spec is what differs between stores: how to prepare the directory once, how to build the
+// command, how to tell it is ready and how to ask it to stop.
+type spec struct {
+	// prepare runs once before the first start (initdb, config files).
+	prepare func(ctx context.Context, s *Server) error
+	// command builds the server command; the harness adds output, process group and death signal.
+	command func(s *Server) (*exec.Cmd, error)
+	// ready returns nil once the server answers its protocol on addr.
+	ready func(ctx context.Context, addr string) error
+	// readyTimeout bounds the wait for readiness after each start.
+	readyTimeout time.Duration
+	// stopSignal asks for a clean shutdown (SIGTERM unless the store wants another).
+	stopSignal syscall.Signal
+	// stopTimeout bounds the wait for a clean shutdown before SIGKILL.
+	stopTimeout time.Duration
+	// extraPorts names ports to allocate besides Port.
+	extraPorts []string
+	// credential, when set, runs the server as another user (stores that refuse root).
+	credential *syscall.Credential
+}
+
+// Addr returns "127.0.0.1:PORT".
+func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+// DSN returns a connection URL for PostgreSQL (trust auth, user postgres) and "" for other stores.
+func (s *Server) DSN() string {
+	if s.Name != "postgres" {
+		return ""
+	}
+	return fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.Addr())
+}
+
+// PID returns the process id of the running server, or 0 when it is not running.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.runningLocked() {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// LogPath returns the file that holds the server's output across restarts.
+func (s *Server) LogPath() string { return filepath.Join(s.Dir, "server.log") }
+
+// LogTail returns the last lines of the server's output, for failure messages.
+func (s *Server) LogTail() string { return tailFile(s.LogPath(), 40, 4096) }
+
+// Kill stops the server abruptly with SIGKILL (to its whole process group, so a store with
+// helper processes goes down at once), as an outage test wants. Dir and Port are kept, so
+// Restart brings the same server back. Killing a server that is not running is a no-op.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.runningLocked() {
+		return nil
+	}
+	return s.killLocked()
+}
+
+// Restart starts the server again on the same port and directory and waits until it is
+// ready. A running server is first stopped cleanly, so Restart also works as a plain restart.
+func (s *Server) Restart(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("restart %s on %s: server was stopped and its directory removed", s.Name, s.Addr())
+	}
+	if s.runningLocked() {
+		if err := s.terminateLocked(); err != nil {
+			return fmt.Errorf("restart %s on %s: %w", s.Name, s.Addr(), err)
+		}
+	}
+	// The old process may hold the port for a moment after it dies (its sockets close
+	// asynchronously), so a failed bind is retried until the readiness deadline.
+	deadline := time.Now().Add(s.spec.readyTimeout)
+	for {
+		err := s.startLocked(ctx)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errBind) || time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("restart %s on %s: %w", s.Name, s.Addr(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("restart %s on %s: %w", s.Name, s.Addr(), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop shuts the server down (its clean-shutdown signal, then SIGKILL after a bounded wait)
+// and removes Dir. It is idempotent, and safe on a killed server.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
+	var errs []error
+	if s.runningLocked() {
+		if err := s.terminateLocked(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.Dir != "" {
+		if err := os.RemoveAll(s.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", s.Dir, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop %s on %s: %w", s.Name, s.Addr(), err)
+	}
+	return nil
+}
+
+func (s *Server) runningLocked() bool {
+	if s.cmd == nil || s.done == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// killLocked SIGKILLs the process group and waits until the process is reaped.
+func (s *Server) killLocked() error {
+	pid := s.cmd.Process.Pid
+	// The server leads its own process group (Setpgid), so -pid reaches its helpers too.
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill %s (pid %d): %w", s.Name, pid, err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("kill %s (pid %d): process still running 10s after SIGKILL", s.Name, pid)
+	}
+	// Helpers (PostgreSQL backends) hold shared memory and files until they are gone; a
+	// restart before then fails, so wait for the group to empty (zombies do not count).
+	deadline := time.Now().Add(10 * time.Second)
+	for groupAlive(pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill %s (pid %d): helper processes still running 10s after SIGKILL", s.Name, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// groupAlive reports whether any live (non-zombie) process is in process group pgid.
+func groupAlive(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command: state ppid pgrp ...
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
+}
+
+// terminateLocked asks for a clean shutdown, waits a bounded time, then kills.
+func (s *Server) terminateLocked() error {
+	pid := s.cmd.Process.Pid
+	if err := syscall.Kill(pid, s.spec.stopSignal); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal %s (pid %d): %w", s.Name, pid, err)
+	}
+	select {
+	case <-s.done:
+		// Helpers that outlive the leader (none expected) must not keep ports or files.
+		if groupAlive(pid) {
+			return s.killLocked()
+		}
+		return nil
+	case <-time.After(s.spec.stopTimeout):
+	}
+	return s.killLocked()
+}
+
+// errBind marks a start that failed because the port was taken, which a caller may retry.
+var errBind = errors.New("address already in use")
+
+// startLocked starts the process once and waits for readiness. On failure the process is
+// killed and the error carries the log tail.
+func (s *Server) startLocked(ctx context.Context) error {
+	cmd, err := s.spec.command(s)
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open server log: %w", err)
+	}
+	defer logf.Close() // the child has its own copy of the descriptor
+	fmt.Fprintf(logf, "=== testserver: %s %s\n", time.Now().Format(time.RFC3339), strings.Join(cmd.Args, " "))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if cmd.Dir == "" {
+		cmd.Dir = s.Dir
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL, // the server dies with the test binary
+		Credential: s.spec.credential,
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	s.cmd, s.done = cmd, done
+
+	rctx, cancel := context.WithTimeout(ctx, s.spec.readyTimeout)
+	defer cancel()
+	if err := s.waitReady(rctx); err != nil {
+		exited := !s.runningLocked()
+		if !exited {
+			_ = s.killLocked()
+		}
+		tail := s.LogTail()
+		// Only this start's output counts: the log keeps earlier runs too.
+		last := tail
+		if i := strings.LastIndex(tail, "=== testserver:"); i >= 0 {
+			last = tail[i:]
+		}
+		if exited && isBindFailure(last) {
+			return fmt.Errorf("%w: %s exited: log %s:\n%s", errBind, s.Name, s.LogPath(), tail)
+		}
+		return fmt.Errorf("%s not ready: %w; log %s:\n%s", s.Name, err, s.LogPath(), tail)
+	}
+	return nil
+}
+
+// waitReady polls the readiness probe until it succeeds, the process exits or ctx ends.
+func (s *Server) waitReady(ctx context.Context) error {
+	var last error
+	for {
+		select {
+		case <-s.done:
+			return fmt.Errorf("process exited (%v) before it was ready", s.cmd.ProcessState)
+		default:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		last = s.spec.ready(pctx, s.Addr())
+		cancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last probe: %v)", ctx.Err(), last)
+		case <-s.done:
+			return fmt.Errorf("process exited (%v) before it was ready", s.cmd.ProcessState)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func isBindFailure(log string) bool {
+	l := strings.ToLower(log)
+	return strings.Contains(l, "address already in use") || strings.Contains(l, "bindexception") ||
+		strings.Contains(l, "could not bind") || strings.Contains(l, "failed to bind") ||
+		strings.Contains(l, "pre-existing shared memory block")
+}
+
+// start allocates ports and a directory, prepares it and starts the server. A bind failure
+// (another process took a port between our probe and the server's bind) is retried once
+// with fresh ports.
+func start(ctx context.Context, name string, sp spec) (*Server, error) {
+	var lastErr error
+	for attempt := 0; attempt < 2; attempt++ {
+		s, err := startOnce(ctx, name, sp)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errBind) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func startOnce(ctx context.Context, name string, sp spec) (*Server, error) {
+	ports, err := freePorts(1 + len(sp.extraPorts))
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	dir, err := os.MkdirTemp("", "ndbench-"+name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("start %s: create data dir: %w", name, err)
+	}
+	s := &Server{Name: name, Host: Host, Port: ports[0], Dir: dir, Ports: map[string]int{}, spec: sp}
+	for i, p := range sp.extraPorts {
+		s.Ports[p] = ports[i+1]
+	}
+	fail := func(err error) (*Server, error) {
+		_ = s.Stop()
+		return nil, fmt.Errorf("start %s on %s: %w", name, s.Addr(), err)
+	}
+	if sp.credential != nil {
+		// MkdirTemp makes a 0700 root-owned dir; the server user must own it.
+		if err := os.Chown(dir, int(sp.credential.Uid), int(sp.credential.Gid)); err != nil {
+			return fail(fmt.Errorf("chown data dir: %w", err))
+		}
+	}
+	if sp.prepare != nil {
+		if err := sp.prepare(ctx, s); err != nil {
+			return fail(err)
+		}
+	}
+	s.mu.Lock()
+	err = s.startLocked(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// freePorts returns n distinct ports that were free a moment ago. All listeners stay open
+// until every port is chosen so the n ports differ.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(Host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// tailFile returns at most the last maxLines lines and maxBytes bytes of path.
+func tailFile(path string, maxLines, maxBytes int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	off := st.Size() - int64(maxBytes)
+	if off < 0 {
+		off = 0
+	}
+	buf := make([]byte, st.Size()-off)
+	n, _ := f.ReadAt(buf, off)
+	return tailLines(buf[:n], maxLines)
+}
+
+func tailLines(b []byte, maxLines int) string {
+	b = bytes.TrimRight(b, "\n")
+	lines := bytes.Split(b, []byte("\n"))
+	if len(lines) > maxLines {
+		lines = lines[len(lines)-maxLines:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// lookBinary finds a server binary on PATH or in the given directories.
+func lookBinary(name string, dirs ...string) (string, error) {
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found (%w); %s", name, err, installHint)
+	}
+	return p, nil
+}

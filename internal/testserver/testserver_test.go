@@ -1,0 +1,81 @@
+package testserver
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTailLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		n        int
+		want     string
+	}{
+		{"fewer lines than asked", "a\nb\n", 5, "a\nb"},
+		{"keeps the last lines", "a\nb\nc\nd\n", 2, "c\nd"},
+		{"no trailing newline", "a\nb\nc", 1, "c"},
+		{"empty", "", 3, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tailLines([]byte(tc.in), tc.n); got != tc.want {
+				t.Errorf("tailLines(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsBindFailure(t *testing.T) {
+	for _, tc := range []struct {
+		log  string
+		want bool
+	}{
+		{"# Warning: Could not create server TCP listening socket 127.0.0.1:6379: bind: Address already in use", true},
+		{"failed to listen on TCP port 11211: Address already in use", true},
+		{"FATAL:  could not bind IPv4 address \"127.0.0.1\": Address already in use", true},
+		{"FATAL:  pre-existing shared memory block (key 1, ID 4) is still in use", true},
+		{"java.net.BindException: Address already in use", true},
+		{"FATAL:  data directory has wrong ownership", false},
+		{"", false},
+	} {
+		if got := isBindFailure(tc.log); got != tc.want {
+			t.Errorf("isBindFailure(%q) = %v, want %v", tc.log, got, tc.want)
+		}
+	}
+}
+
+func TestDSNOnlyForPostgres(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"postgres", "postgres://postgres@127.0.0.1:5999/postgres?sslmode=disable"},
+		{"redis", ""},
+		{"cassandra", ""},
+	} {
+		s := &Server{Name: tc.name, Host: Host, Port: 5999}
+		if got := s.DSN(); got != tc.want {
+			t.Errorf("%s DSN() = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestFreePortsDistinct(t *testing.T) {
+	ports, err := freePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if p <= 0 || seen[p] {
+			t.Fatalf("freePorts(3) = %v, want 3 distinct ports", ports)
+		}
+		seen[p] = true
+	}
+}
+
+func TestMissingCassandraNamesInstallScript(t *testing.T) {
+	t.Setenv("NDBENCH_CASSANDRA_HOME", t.TempDir())
+	_, err := Cassandra(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "install-test-deps.sh") {
+		t.Fatalf("Cassandra() with an empty home: err = %v, want a hint to run install-test-deps.sh", err)
+	}
+}
