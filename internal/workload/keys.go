@@ -1,0 +1,392 @@
+// Package workload generates what the engine sends to a store: key indices drawn from a
+// configurable access pattern, NDBench-shaped key strings, pools of random values, the
+// validation codec that lets a read detect corrupt, misdirected, stale and lost values,
+// and the ranges a parallel backfill splits the keyspace into.
+//
+// Everything here is built for the engine's hot path: picking a key or a value takes tens
+// of nanoseconds and allocates nothing. Each worker passes its own *rand.Rand (PCG), so
+// generators hold no per-call state; what they share (zeta constants, the window clock's
+// start, the latest/sequential counters) is immutable or atomic.
+package workload
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// Op tells a key generator what the key is for. Only the latest and sequential patterns
+// care: in latest, writes create new keys and reads chase them.
+type Op uint8
+
+// The operations a key is picked for.
+const (
+	OpRead Op = iota
+	OpWrite
+)
+
+// Pattern names. NDBench's names (random, sliding_window, sliding_window_flip, zipfian)
+// are accepted as they are, so NDBench configurations keep working.
+const (
+	PatternUniform           = "uniform"
+	PatternZipfian           = "zipfian"
+	PatternScrambledZipfian  = "scrambled_zipfian"
+	PatternSlidingWindow     = "sliding_window"
+	PatternSlidingWindowFlip = "sliding_window_flip"
+	PatternLatest            = "latest"
+	PatternHotspot           = "hotspot"
+	PatternSequential        = "sequential"
+	PatternExponential       = "exponential"
+)
+
+// aliases maps accepted alternative names to canonical pattern names.
+var aliases = map[string]string{
+	"random":    PatternUniform, // NDBench's name
+	"scrambled": PatternScrambledZipfian,
+}
+
+var patterns = []string{
+	PatternUniform, "random", PatternZipfian, PatternScrambledZipfian, "scrambled",
+	PatternSlidingWindow, PatternSlidingWindowFlip, PatternLatest, PatternHotspot,
+	PatternSequential, PatternExponential,
+}
+
+// Patterns returns the accepted pattern names including aliases, for validation messages
+// and UI choices. The caller may modify the returned slice.
+func Patterns() []string { return append([]string(nil), patterns...) }
+
+// CanonicalPattern returns the canonical name of a pattern (case-insensitive, aliases
+// resolved) and whether it is known.
+func CanonicalPattern(name string) (string, bool) {
+	s := strings.ToLower(strings.TrimSpace(name))
+	if c, ok := aliases[s]; ok {
+		return c, true
+	}
+	for _, p := range patterns {
+		if p == s {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// Defaults applied by NewKeys when a field is zero.
+const (
+	DefaultZipfExponent = 0.99 // YCSB's zipfian constant
+	// DefaultExpPercentile and DefaultExpFraction are YCSB's ExponentialGenerator
+	// defaults: 95% of operations go to the first 1/1.1667 = 85.7% of the keys.
+	DefaultExpPercentile = 95
+	DefaultExpFraction   = 0.8571428571
+)
+
+// KeyParams configures a key generator. Fields a pattern does not use are ignored (and not
+// validated), so switching patterns at run time never trips over leftover settings.
+type KeyParams struct {
+	// Pattern is one of Patterns(), case-insensitive.
+	Pattern string
+	// NumKeys is the keyspace size; keys are indices in [0, NumKeys).
+	NumKeys int64
+	// ZipfExponent is theta for zipfian, scrambled_zipfian and latest: P(rank k) ~
+	// 1/(k+1)^theta. Zero means DefaultZipfExponent. Any value > 0 is accepted.
+	ZipfExponent float64
+	// WindowSize is the number of keys in the window of the sliding_window patterns,
+	// in [1, NumKeys].
+	WindowSize int64
+	// WindowDuration is the time the window takes for one pass over the keyspace, for both
+	// sliding window patterns:
+	//   - sliding_window: the window's first key moves linearly from 0 to
+	//     NumKeys-WindowSize over WindowDuration (NDBench's "test duration"), then starts
+	//     over at 0. NDBench stops the test at that point; ndbench runs forever.
+	//   - sliding_window_flip: the keyspace is cut into floor(NumKeys/WindowSize) disjoint
+	//     windows [i*WindowSize, (i+1)*WindowSize) and each is used for
+	//     WindowDuration/floor(NumKeys/WindowSize) before flipping to the next, wrapping
+	//     after the last. (NDBench's own flip setting is the per-window time; multiply it by
+	//     the number of windows to convert.)
+	WindowDuration time.Duration
+	// HotKeys is, for hotspot, the fraction of keys that are hot, in (0, 1]: the first
+	// max(1, floor(HotKeys*NumKeys)) indices.
+	HotKeys float64
+	// HotFraction is, for hotspot, the fraction of operations that go to hot keys, [0, 1].
+	HotFraction float64
+	// ExpPercentile and ExpFraction shape exponential: ExpPercentile percent of operations
+	// go to the first ExpFraction*NumKeys keys (key 0 is the hottest). Zero means the YCSB
+	// defaults DefaultExpPercentile and DefaultExpFraction. ExpPercentile in (0, 100),
+	// ExpFraction in (0, 1].
+	ExpPercentile float64
+	ExpFraction   float64
+	// Seed keys the scrambled_zipfian permutation; generators built with the same seed put
+	// the hot keys at the same indices, so a restarted run or another node hits the same
+	// hot set.
+	Seed uint64
+	// Now is the clock of the sliding window patterns; nil means time.Now.
+	Now func() time.Time
+	// Start is the instant the window is at position 0; zero means NewKeys' call time.
+	// Passing the previous generator's Start when swapping generators keeps the window
+	// moving smoothly instead of jumping back to the start of the keyspace.
+	Start time.Time
+}
+
+// Keys picks key indices. Implementations are safe for concurrent use; each caller passes
+// its own RNG.
+type Keys interface {
+	// Next returns a key index in [0, NumKeys).
+	Next(r *rand.Rand, op Op) int64
+}
+
+// NewKeys validates p and returns a generator for its pattern. Invalid parameters yield
+// driver.FieldErrors naming workload.<field>, the value and what is allowed.
+func NewKeys(p KeyParams) (Keys, error) {
+	pat, errs := p.validate()
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	n := p.NumKeys
+	switch pat {
+	case PatternUniform:
+		return uniformKeys{n: n}, nil
+	case PatternZipfian:
+		return zipfKeys{z: newZipf(n, p.zipfExponent())}, nil
+	case PatternScrambledZipfian:
+		return &scrambledKeys{z: newZipf(n, p.zipfExponent()), perm: newPermutation(n, p.Seed)}, nil
+	case PatternSlidingWindow, PatternSlidingWindowFlip:
+		now := p.Now
+		if now == nil {
+			now = time.Now
+		}
+		start := p.Start
+		if start.IsZero() {
+			start = now()
+		}
+		w := &windowKeys{n: n, size: p.WindowSize, dur: p.WindowDuration, now: now, start: start}
+		if pat == PatternSlidingWindowFlip {
+			w.tiles = n / p.WindowSize
+			w.hold = p.WindowDuration / time.Duration(w.tiles)
+			if w.hold <= 0 {
+				w.hold = 1
+			}
+			return &flipKeys{w}, nil
+		}
+		return w, nil
+	case PatternLatest:
+		return &latestKeys{n: n, z: newZipf(n, p.zipfExponent())}, nil
+	case PatternHotspot:
+		hot := max(1, int64(p.HotKeys*float64(n)))
+		hot = min(hot, n)
+		return hotspotKeys{n: n, hot: hot, frac: p.HotFraction}, nil
+	case PatternSequential:
+		return &sequentialKeys{n: n}, nil
+	case PatternExponential:
+		pct, frac := p.ExpPercentile, p.ExpFraction
+		if pct == 0 {
+			pct = DefaultExpPercentile
+		}
+		if frac == 0 {
+			frac = DefaultExpFraction
+		}
+		gamma := -math.Log(1-pct/100) / (frac * float64(n))
+		return exponentialKeys{n: n, invGamma: 1 / gamma}, nil
+	}
+	// validate rejects unknown patterns; this is only reached if the lists diverge.
+	return nil, driver.FieldErrors{{Field: "workload.pattern", Value: p.Pattern, Allowed: strings.Join(patterns, ", ")}}
+}
+
+func (p KeyParams) zipfExponent() float64 {
+	if p.ZipfExponent == 0 {
+		return DefaultZipfExponent
+	}
+	return p.ZipfExponent
+}
+
+// maxWindowDuration keeps window arithmetic (nanoseconds times NumKeys) far from overflow
+// concerns and rejects durations that are certainly typos.
+const maxWindowDuration = 365 * 24 * time.Hour
+
+func (p KeyParams) validate() (string, driver.FieldErrors) {
+	var errs driver.FieldErrors
+	bad := func(field, value, allowed string) {
+		errs = append(errs, &driver.FieldError{Field: "workload." + field, Value: value, Allowed: allowed})
+	}
+	pat, ok := CanonicalPattern(p.Pattern)
+	if !ok {
+		bad("pattern", p.Pattern, strings.Join(patterns, ", "))
+	}
+	if p.NumKeys < 1 {
+		bad("numKeys", strconv.FormatInt(p.NumKeys, 10), "an integer >= 1")
+	}
+	fmtF := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	switch pat {
+	case PatternZipfian, PatternScrambledZipfian, PatternLatest:
+		if t := p.ZipfExponent; t < 0 || math.IsNaN(t) || math.IsInf(t, 0) {
+			bad("zipfExponent", fmtF(t), "a number > 0 (0 means the default 0.99)")
+		}
+	case PatternSlidingWindow, PatternSlidingWindowFlip:
+		if p.WindowSize < 1 || (p.NumKeys >= 1 && p.WindowSize > p.NumKeys) {
+			bad("windowSize", strconv.FormatInt(p.WindowSize, 10), fmt.Sprintf("an integer in [1, numKeys=%d]", p.NumKeys))
+		}
+		if p.WindowDuration <= 0 || p.WindowDuration > maxWindowDuration {
+			bad("windowDuration", p.WindowDuration.String(), "a duration in (0, 8760h]")
+		}
+	case PatternHotspot:
+		if h := p.HotKeys; !(h > 0 && h <= 1) {
+			bad("hotKeys", fmtF(h), "a fraction in (0, 1]")
+		}
+		if f := p.HotFraction; !(f >= 0 && f <= 1) {
+			bad("hotFraction", fmtF(f), "a fraction in [0, 1]")
+		}
+	case PatternExponential:
+		if v := p.ExpPercentile; !(v >= 0 && v < 100) {
+			bad("expPercentile", fmtF(v), "a percentage in (0, 100) (0 means the default 95)")
+		}
+		if v := p.ExpFraction; !(v >= 0 && v <= 1) {
+			bad("expFraction", fmtF(v), "a fraction in (0, 1] (0 means the default 0.857)")
+		}
+	}
+	return pat, errs
+}
+
+// uniformKeys picks every key with equal probability (NDBench's "random").
+type uniformKeys struct{ n int64 }
+
+func (k uniformKeys) Next(r *rand.Rand, _ Op) int64 { return r.Int64N(k.n) }
+
+// zipfKeys returns the zipfian rank as the index: key 0 is the hottest, key 1 the next,
+// and so on (YCSB's unscrambled "zipfian"; NDBench's sampler also puts the hot keys at the
+// low indices, though 1-based).
+type zipfKeys struct{ z *zipf }
+
+func (k zipfKeys) Next(r *rand.Rand, _ Op) int64 { return k.z.rank(r) }
+
+// scrambledKeys spreads the zipfian ranks over the keyspace with a keyed bijection, so hot
+// keys are not neighbours (which matters to range-partitioned stores and caches with
+// locality) while the frequency profile is exactly that of zipfian.
+type scrambledKeys struct {
+	z    *zipf
+	perm permutation
+}
+
+func (k *scrambledKeys) Next(r *rand.Rand, _ Op) int64 {
+	return int64(k.perm.apply(uint64(k.z.rank(r))))
+}
+
+// windowKeys is NDBench's sliding_window: keys are uniform within a window of size keys
+// whose first key is round(f * (n - size)), f being the fraction of the current pass
+// ((now - start) mod dur) / dur. Before start (a clock set back) the window is at 0.
+type windowKeys struct {
+	n, size int64
+	dur     time.Duration
+	now     func() time.Time
+	start   time.Time
+	// flip only
+	tiles int64
+	hold  time.Duration
+}
+
+func (k *windowKeys) Next(r *rand.Rand, _ Op) int64 {
+	return k.first() + r.Int64N(k.size)
+}
+
+// first returns the window's first key at the current time.
+func (k *windowKeys) first() int64 {
+	el := k.now().Sub(k.start)
+	if el <= 0 || k.n == k.size {
+		return 0
+	}
+	f := float64(el%k.dur) / float64(k.dur)
+	return int64(math.Round(f * float64(k.n-k.size)))
+}
+
+// flipKeys is NDBench's sliding_window_flip: the window jumps from one disjoint block of
+// size keys to the next every hold, wrapping after floor(n/size) blocks (keys beyond the
+// last whole block are never used, as in NDBench).
+type flipKeys struct{ *windowKeys }
+
+func (k *flipKeys) Next(r *rand.Rand, _ Op) int64 {
+	return k.first()*k.size + r.Int64N(k.size)
+}
+
+// first returns the index of the current block.
+func (k *flipKeys) first() int64 {
+	el := k.now().Sub(k.start)
+	if el <= 0 {
+		return 0
+	}
+	return int64(el/k.hold) % k.tiles
+}
+
+// latestKeys is YCSB's "latest" (SkewedLatestGenerator): every write takes the next key
+// of a shared head (head mod n), and reads pick head-1-rank with a zipfian rank, so the
+// most recently written keys are the most read. Before any write the head is 0 and reads
+// go to the top of the keyspace (n-1, n-2, ...): the last keys a sequential backfill
+// wrote.
+type latestKeys struct {
+	n    int64
+	z    *zipf
+	head atomic.Int64
+}
+
+func (k *latestKeys) Next(r *rand.Rand, op Op) int64 {
+	if op == OpWrite {
+		return floorMod(k.head.Add(1)-1, k.n)
+	}
+	return floorMod(k.head.Load()-1-k.z.rank(r), k.n)
+}
+
+// hotspotKeys is YCSB's HotspotIntegerGenerator: frac of operations go uniformly to the
+// first hot keys, the rest uniformly to the others.
+type hotspotKeys struct {
+	n, hot int64
+	frac   float64
+}
+
+func (k hotspotKeys) Next(r *rand.Rand, _ Op) int64 {
+	if k.hot == k.n || r.Float64() < k.frac {
+		return r.Int64N(k.hot)
+	}
+	return k.hot + r.Int64N(k.n-k.hot)
+}
+
+// sequentialKeys walks the keyspace in order, wrapping, with one counter shared by reads
+// and writes (and all workers), so every key is touched once per pass.
+type sequentialKeys struct {
+	n    int64
+	next atomic.Int64
+}
+
+func (k *sequentialKeys) Next(_ *rand.Rand, _ Op) int64 {
+	return floorMod(k.next.Add(1)-1, k.n)
+}
+
+// exponentialKeys is YCSB's ExponentialGenerator: index = floor(-ln(U)/gamma), with gamma
+// chosen so that percentile% of draws fall below fraction*n. Draws >= n are redrawn
+// (about 3% with the defaults), so the distribution is the exponential truncated to the
+// keyspace.
+type exponentialKeys struct {
+	n        int64
+	invGamma float64
+}
+
+func (k exponentialKeys) Next(r *rand.Rand, _ Op) int64 {
+	for {
+		// 1-Float64 is in (0, 1], so the log is finite.
+		x := -math.Log(1-r.Float64()) * k.invGamma
+		if x < float64(k.n) {
+			return int64(x)
+		}
+	}
+}
+
+// floorMod is x mod n in [0, n) for any sign of x; counters may wrap past MaxInt64 on
+// practically infinite runs.
+func floorMod(x, n int64) int64 {
+	m := x % n
+	if m < 0 {
+		m += n
+	}
+	return m
+}
