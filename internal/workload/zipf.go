@@ -161,8 +161,8 @@ func helper2(x float64) float64 {
 // zipfian. The domain is < 4n, so on average fewer than 4 (typically ~2) walks are needed.
 type permutation struct {
 	n    uint64
-	half uint     // bits per Feistel half
-	mask uint64   // (1<<half)-1
+	half uint      // bits per Feistel half
+	mask uint64    // (1<<half)-1
 	keys [4]uint64 // round keys
 }
 
