@@ -1,0 +1,396 @@
+// Package config builds ndbench's typed, validated configuration from layered sources:
+// built-in defaults < config file (YAML, or NDBench .properties) < NDBENCH_* environment <
+// runtime overrides (--set, API). Every effective value remembers which source set it, an
+// invalid layer leaves nothing applied, and a Store swaps whole snapshots atomically and
+// tells subscribers which keys changed.
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// Config is the typed, validated configuration.
+type Config struct {
+	DriverName string
+	// Drivers holds the raw option values set for every driver, keyed by driver name and
+	// canonical option name (options of unregistered drivers keep the name as written).
+	Drivers  map[string]map[string]string
+	Workload Workload
+	// DriverOptions is the decoded options struct of the selected driver (from
+	// driver.NewOptions), ready for driver.Open.
+	DriverOptions any
+}
+
+// Entry is one effective key with its value and the source that set it.
+type Entry struct {
+	Key    string
+	Value  string // driver.Redacted when Secret and set
+	Source string // "default", "file config.yaml", "env NDBENCH_X", "--set", ...
+	Secret bool
+}
+
+// Snapshot is one immutable, validated configuration. Treat it as read-only: a Store hands
+// the same snapshot to every reader.
+type Snapshot struct {
+	Config  Config
+	Version uint64
+	// Entries lists every effective key, including defaults, sorted by key.
+	Entries []Entry
+	// Notices are things the user should know that are not errors: options for drivers that
+	// are not selected or not in this build, NDBench properties without an equivalent.
+	Notices []string
+
+	layers []Layer
+	values map[string]string // effective values, unredacted, for diffs
+}
+
+// Value returns the effective value of key and the source that set it. Secret values come
+// back redacted, as in Entries.
+func (s *Snapshot) Value(key string) (value, source string, ok bool) {
+	i := sort.Search(len(s.Entries), func(i int) bool { return s.Entries[i].Key >= key })
+	if i < len(s.Entries) && s.Entries[i].Key == key {
+		return s.Entries[i].Value, s.Entries[i].Source, true
+	}
+	return "", "", false
+}
+
+// Sources are the inputs of Load.
+type Sources struct {
+	File string   // config file: YAML, or NDBench properties when it ends in .properties
+	Env  []string // os.Environ() form; only NDBENCH_* variables are read
+	Sets []string // --set arguments, "key=value"
+}
+
+// Load builds the first snapshot (Version 1) from the defaults and the given sources. On
+// any bad key or value it returns driver.FieldErrors naming all of them, each with its
+// value, source and what is allowed.
+func Load(s Sources) (*Snapshot, error) {
+	layers := []Layer{DefaultsLayer()}
+	var errs driver.FieldErrors
+	if s.File != "" {
+		l, fes, err := FileLayer(s.File)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, fes...)
+		layers = append(layers, l)
+	}
+	env, fes := EnvLayer(s.Env)
+	errs = append(errs, fes...)
+	layers = append(layers, env)
+	sets, fes := SetsLayer(s.Sets)
+	errs = append(errs, fes...)
+	layers = append(layers, sets)
+
+	snap, err := Build(layers)
+	if err != nil {
+		fes, ok := driver.AsFieldErrors(err)
+		if !ok {
+			return nil, err
+		}
+		errs = append(errs, fes...)
+	}
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return nil, errs
+	}
+	snap.Version = 1
+	return snap, nil
+}
+
+// effective is the winning value of one key.
+type effective struct {
+	value, source string
+}
+
+// Build merges layers (ordered by their names' precedence, not by position), maps and
+// checks every key, decodes the workload and the selected driver's options and validates
+// the whole configuration. Errors are driver.FieldErrors naming every bad key. The
+// snapshot's Version is left 0 for the caller to set.
+func Build(layers []Layer) (*Snapshot, error) {
+	ordered := make([]Layer, len(layers))
+	copy(ordered, layers)
+	sort.SliceStable(ordered, func(i, j int) bool { return rank(ordered[i].Name) < rank(ordered[j].Name) })
+
+	eff := map[string]effective{}
+	var errs driver.FieldErrors
+	var notices []string
+	for _, l := range ordered {
+		keys := make([]string, 0, len(l.Values))
+		for k := range l.Values {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, raw := range keys {
+			origin := l.origin(raw)
+			key, value, notice, fe := normalize(raw, l.Values[raw], origin)
+			switch {
+			case fe != nil:
+				errs = append(errs, fe)
+			case notice != "":
+				notices = append(notices, notice)
+			default:
+				if !strings.EqualFold(raw, key) {
+					origin += " as " + strings.TrimSpace(raw)
+				}
+				eff[key] = effective{value: value, source: origin}
+			}
+		}
+	}
+
+	cfg := Config{Drivers: map[string]map[string]string{}}
+	cfg.DriverName = strings.TrimSpace(eff["driver.name"].value)
+	if _, ok := driver.Lookup(cfg.DriverName); !ok {
+		errs = append(errs, &driver.FieldError{Field: "driver.name", Value: cfg.DriverName,
+			Allowed: "a registered driver: " + strings.Join(driver.Names(), ", "), Source: eff["driver.name"].source})
+	}
+
+	w, werrs := decodeWorkload(eff)
+	errs = append(errs, werrs...)
+	cfg.Workload = w
+
+	for key, e := range eff {
+		rest, ok := strings.CutPrefix(key, "drivers.")
+		if !ok {
+			continue
+		}
+		name, opt, _ := strings.Cut(rest, ".")
+		if cfg.Drivers[name] == nil {
+			cfg.Drivers[name] = map[string]string{}
+		}
+		cfg.Drivers[name][opt] = e.value
+		if name != cfg.DriverName {
+			notices = append(notices, fmt.Sprintf("%s is not used by driver %s", key, cfg.DriverName))
+		}
+	}
+
+	values := make(map[string]string, len(eff))
+	for k, e := range eff {
+		values[k] = e.value
+	}
+	if def, ok := driver.Lookup(cfg.DriverName); ok {
+		opts, err := driver.NewOptions(cfg.DriverName, cfg.Drivers[cfg.DriverName])
+		if err != nil {
+			fes, isField := driver.AsFieldErrors(err)
+			if !isField {
+				fes = driver.FieldErrors{{Field: "drivers." + cfg.DriverName, Allowed: err.Error()}}
+			}
+			for _, fe := range fes {
+				key := "drivers." + cfg.DriverName + "." + fe.Field
+				errs = append(errs, &driver.FieldError{Field: key, Value: fe.Value, Allowed: fe.Allowed, Source: eff[key].source})
+			}
+		} else {
+			cfg.DriverOptions = opts
+			// Show every option of the selected driver, defaults included.
+			for opt, v := range driver.Values(opts, false) {
+				key := "drivers." + def.Name + "." + opt
+				if _, set := eff[key]; !set {
+					eff[key] = effective{value: v, source: "default"}
+					values[key] = v
+				}
+			}
+		}
+	}
+
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return nil, errs
+	}
+
+	snap := &Snapshot{Config: cfg, Notices: dedupSorted(notices), values: values}
+	for k, e := range eff {
+		secret := isSecretKey(k)
+		v := e.value
+		if secret && v != "" {
+			v = driver.Redacted
+		}
+		snap.Entries = append(snap.Entries, Entry{Key: k, Value: v, Source: e.source, Secret: secret})
+	}
+	sort.Slice(snap.Entries, func(i, j int) bool { return snap.Entries[i].Key < snap.Entries[j].Key })
+	snap.layers = make([]Layer, len(ordered))
+	for i, l := range ordered {
+		snap.layers[i] = l.clone()
+	}
+	return snap, nil
+}
+
+// decodeWorkload parses the workload.* values and validates the result, naming the source
+// of each bad value.
+func decodeWorkload(eff map[string]effective) (Workload, driver.FieldErrors) {
+	vals := map[string]string{}
+	for k, e := range eff {
+		if opt, ok := strings.CutPrefix(k, "workload."); ok {
+			vals[opt] = e.value
+		}
+	}
+	if p, ok := vals["pattern"]; ok {
+		vals["pattern"] = strings.ToLower(strings.TrimSpace(p)) // NDBench writes ZIPFIAN too
+	}
+	w := DefaultWorkload()
+	var fes driver.FieldErrors
+	if err := driver.Set(&w, vals); err != nil {
+		fes, _ = driver.AsFieldErrors(err)
+		for _, fe := range fes {
+			fe.Field = "workload." + fe.Field
+		}
+	} else {
+		w.Pattern = canonicalPattern(w.Pattern)
+		if err := w.Validate(); err != nil {
+			fes, _ = driver.AsFieldErrors(err)
+		}
+	}
+	for _, fe := range fes {
+		fe.Source = eff[fe.Field].source
+	}
+	return w, fes
+}
+
+// allowedKeys describes the accepted key forms, for unknown-key errors.
+const allowedKeys = "driver.name, drivers.<driver>.<option>, workload.<option> or ndbench.config.<property>"
+
+// normalize maps a key as written onto its canonical form, or returns a notice (an NDBench
+// property without an equivalent) or a field error (an unknown key or option).
+func normalize(raw, value, origin string) (key, val, notice string, fe *driver.FieldError) {
+	k := strings.TrimSpace(raw)
+	bad := func(allowed string) (string, string, string, *driver.FieldError) {
+		return "", "", "", &driver.FieldError{Field: k, Value: redactFor(k, value), Allowed: allowed, Source: origin}
+	}
+	if hasPrefixFold(k, NDBenchPrefix) {
+		mapped, v, unsupported, ok := mapNDBench(k, value)
+		if !ok {
+			return bad("an NDBench property " + NDBenchPrefix + "<name> with name one of " +
+				strings.Join(ndbenchCoreNames(), ", ") + ", or " + NDBenchPrefix + "<plugin>.<option>")
+		}
+		if unsupported != "" {
+			return "", "", k + " is not supported: " + unsupported, nil
+		}
+		k, value = mapped, v
+	}
+	section, rest, _ := strings.Cut(k, ".")
+	switch strings.ToLower(section) {
+	case "driver":
+		if strings.EqualFold(rest, "name") {
+			return "driver.name", value, "", nil
+		}
+		return bad("driver.name")
+	case "workload":
+		schema := WorkloadSchema()
+		if c, ok := driver.Canonical(schema, rest); ok {
+			return "workload." + c, value, "", nil
+		}
+		return bad("one of the workload options " + strings.Join(optionNames(schema), ", "))
+	case "drivers":
+		name, opt, _ := strings.Cut(rest, ".")
+		if name == "" || opt == "" {
+			return bad("drivers.<driver>.<option>")
+		}
+		name = strings.ToLower(name)
+		def, registered := driver.Lookup(name)
+		if !registered {
+			return "drivers." + name + "." + opt, value, "", nil
+		}
+		schema, err := driver.Schema(def.NewOptions())
+		if err != nil {
+			return bad(err.Error())
+		}
+		if c, ok := driver.Canonical(schema, opt); ok {
+			return "drivers." + name + "." + c, value, "", nil
+		}
+		return bad("one of the options of driver " + name + ": " + strings.Join(optionNames(schema), ", "))
+	}
+	return bad(allowedKeys)
+}
+
+func optionNames(schema []driver.Option) []string {
+	names := make([]string, len(schema))
+	for i, o := range schema {
+		names[i] = o.Name
+	}
+	return names
+}
+
+// isSecretKey reports whether the value of a canonical key must be redacted: options marked
+// secret in a registered driver's schema, and for drivers not in this build any option
+// whose name looks like a credential.
+func isSecretKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, "drivers.")
+	if !ok {
+		return false
+	}
+	name, opt, _ := strings.Cut(rest, ".")
+	def, registered := driver.Lookup(name)
+	if !registered {
+		return secretName(opt)
+	}
+	schema, err := driver.Schema(def.NewOptions())
+	if err != nil {
+		return secretName(opt)
+	}
+	for _, o := range schema {
+		if o.Name == opt {
+			return o.Secret
+		}
+	}
+	return secretName(opt)
+}
+
+// secretName reports whether an option or variable name looks like a credential: it
+// contains password, secret, token or credential, or ends in key (apiKey, accessKey; but
+// not keyspace or numKeys).
+func secretName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"password", "passwd", "secret", "token", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(n, "key")
+}
+
+// redactFor returns value, or driver.Redacted when key names a secret.
+func redactFor(key, value string) string {
+	if value == "" {
+		return value
+	}
+	if strings.HasPrefix(strings.ToLower(key), "drivers.") {
+		if isSecretKey(key) {
+			return driver.Redacted
+		}
+		return value
+	}
+	last := key
+	if i := strings.LastIndexAny(key, "._"); i >= 0 {
+		last = key[i+1:]
+	}
+	if secretName(last) {
+		return driver.Redacted
+	}
+	return value
+}
+
+func sortErrors(errs driver.FieldErrors) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].Field != errs[j].Field {
+			return errs[i].Field < errs[j].Field
+		}
+		return errs[i].Source < errs[j].Source
+	})
+}
+
+func dedupSorted(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

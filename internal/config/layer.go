@@ -1,0 +1,283 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// Layer names, lowest precedence first. A layer with another name (a future source) sits
+// between env and runtime.
+const (
+	LayerDefault = "default"
+	LayerFile    = "file"
+	LayerEnv     = "env"
+	LayerEtcd    = "etcd"
+	LayerRuntime = "runtime"
+)
+
+// Layer is one source of configuration: a name that fixes its precedence and a flat map of
+// values. Keys are canonical keys in any case ("workload.readRate", "drivers.redis.addrs"),
+// NDBench aliases ("workload.numReaders") or NDBench property names
+// ("ndbench.config.readRateLimit"); the loader maps and checks them, so a new source only
+// has to produce this map.
+type Layer struct {
+	Name    string            // precedence: LayerDefault, LayerFile, LayerEnv, LayerEtcd, LayerRuntime, ...
+	Source  string            // how its values are labelled: "file config.yaml", "--set", "default"
+	Values  map[string]string // key -> value, as the source wrote them
+	Origins map[string]string // optional per-key label overriding Source, e.g. "env NDBENCH_X"
+}
+
+// rank orders layers: unknown names (future sources) go between etcd and runtime.
+func rank(name string) int {
+	switch name {
+	case LayerDefault:
+		return 0
+	case LayerFile:
+		return 10
+	case LayerEnv:
+		return 20
+	case LayerEtcd:
+		return 30
+	case LayerRuntime:
+		return 50
+	}
+	return 40
+}
+
+// origin returns the label of key in l.
+func (l Layer) origin(key string) string {
+	if o, ok := l.Origins[key]; ok {
+		return o
+	}
+	if l.Source != "" {
+		return l.Source
+	}
+	return l.Name
+}
+
+func (l Layer) clone() Layer {
+	c := Layer{Name: l.Name, Source: l.Source, Values: make(map[string]string, len(l.Values))}
+	for k, v := range l.Values {
+		c.Values[k] = v
+	}
+	if l.Origins != nil {
+		c.Origins = make(map[string]string, len(l.Origins))
+		for k, v := range l.Origins {
+			c.Origins[k] = v
+		}
+	}
+	return c
+}
+
+// DefaultDriver is the driver used when driver.name is not set: embedded, so a first run
+// needs no server.
+const DefaultDriver = "pebble"
+
+// DefaultsLayer returns the built-in defaults: driver.name and every workload option.
+// Driver options take their defaults from the driver's own schema.
+func DefaultsLayer() Layer {
+	l := Layer{Name: LayerDefault, Source: "default", Values: map[string]string{"driver.name": DefaultDriver}}
+	for _, o := range WorkloadSchema() {
+		l.Values["workload."+o.Name] = o.Default
+	}
+	return l
+}
+
+// FileLayer reads a configuration file: NDBench properties when the name ends in
+// .properties, YAML otherwise. A properties file may only hold ndbench.config.* keys; other
+// keys come back as field errors (the layer holds the rest). Read and syntax errors are
+// plain errors.
+func FileLayer(path string) (Layer, driver.FieldErrors, error) {
+	src := "file " + path
+	l := Layer{Name: LayerFile, Source: src, Values: map[string]string{}}
+	if strings.EqualFold(filepath.Ext(path), ".properties") {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return l, nil, fmt.Errorf("read config file %s: %w", path, err)
+		}
+		props, err := ParseProperties(string(data))
+		if err != nil {
+			return l, nil, fmt.Errorf("parse properties file %s: %w", path, err)
+		}
+		var errs driver.FieldErrors
+		for k, v := range props {
+			if !hasPrefixFold(k, NDBenchPrefix) {
+				errs = append(errs, &driver.FieldError{Field: k, Value: redactFor(k, v),
+					Allowed: "only " + NDBenchPrefix + "<property> keys in an NDBench properties file", Source: src})
+				continue
+			}
+			l.Values[k] = v
+		}
+		return l, errs, nil
+	}
+	k := koanf.New(".")
+	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+		return l, nil, fmt.Errorf("read config file %s: %w", path, err)
+	}
+	for key, v := range k.All() {
+		if m, ok := v.(map[string]any); ok && len(m) == 0 {
+			continue // an empty section sets nothing
+		}
+		l.Values[key] = yamlText(v)
+	}
+	return l, nil, nil
+}
+
+// yamlText renders a YAML scalar or list in the text form options parse. Floats print
+// without exponent so whole numbers still parse as integers.
+func yamlText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = yamlText(e)
+		}
+		return strings.Join(parts, ",")
+	}
+	return fmt.Sprint(v)
+}
+
+// EnvPrefix starts every environment variable ndbench reads.
+const EnvPrefix = "NDBENCH_"
+
+// ReservedEnv returns the NDBENCH_* variables that are not configuration keys (read by other
+// parts of ndbench or by its tooling); the environment layer ignores them instead of
+// rejecting them as unknown.
+func ReservedEnv() []string {
+	return []string{"NDBENCH_TOKEN", "NDBENCH_CASSANDRA_HOME", "NDBENCH_CACHE"}
+}
+
+// EnvLayer maps NDBENCH_* variables (os.Environ form) onto keys: NDBENCH_ + key upper-cased
+// with '.' as '_' (NDBENCH_WORKLOAD_READRATE, NDBENCH_DRIVERS_REDIS_ADDRS), matched without
+// regard to case or underscores against known keys, options and aliases;
+// NDBENCH_CONFIG_<property> takes NDBench core property names. Unknown variables come back
+// as field errors.
+func EnvLayer(env []string) (Layer, driver.FieldErrors) {
+	l := Layer{Name: LayerEnv, Source: "env", Values: map[string]string{}, Origins: map[string]string{}}
+	var errs driver.FieldErrors
+	for _, kv := range env {
+		name, v, _ := strings.Cut(kv, "=")
+		upper := strings.ToUpper(name)
+		if !strings.HasPrefix(upper, EnvPrefix) || slices.Contains(ReservedEnv(), upper) {
+			continue
+		}
+		key, ok := envKey(upper[len(EnvPrefix):])
+		if !ok {
+			errs = append(errs, &driver.FieldError{Field: name, Value: redactFor(name, v),
+				Allowed: "NDBENCH_DRIVER_NAME, NDBENCH_WORKLOAD_<option>, NDBENCH_DRIVERS_<driver>_<option>, " +
+					"NDBENCH_CONFIG_<NDBench property>, or a reserved variable (" + strings.Join(ReservedEnv(), ", ") + ")",
+				Source: "env " + name})
+			continue
+		}
+		l.Values[key] = v
+		l.Origins[key] = "env " + name
+	}
+	return l, errs
+}
+
+// squash upper-cases s and drops separators, so WORKLOAD_READ_RATE, WORKLOAD_READRATE and
+// workload.readRate compare equal.
+func squash(s string) string {
+	return strings.ToUpper(strings.NewReplacer("_", "", ".", "", "-", "").Replace(s))
+}
+
+// envKey maps an environment variable name without its prefix onto a key.
+func envKey(rest string) (string, bool) {
+	switch {
+	case squash(rest) == "DRIVERNAME":
+		return "driver.name", true
+	case strings.HasPrefix(rest, "WORKLOAD_"):
+		if o, ok := squashMatch(WorkloadSchema(), rest[len("WORKLOAD_"):]); ok {
+			return "workload." + o, true
+		}
+	case strings.HasPrefix(rest, "CONFIG_"):
+		want := squash(rest[len("CONFIG_"):])
+		for _, n := range ndbenchCoreNames() {
+			if squash(n) == want {
+				return NDBenchPrefix + n, true
+			}
+		}
+	case strings.HasPrefix(rest, "DRIVERS_"):
+		return envDriverKey(rest[len("DRIVERS_"):])
+	}
+	return "", false
+}
+
+// envDriverKey maps <DRIVER>_<OPTION> onto drivers.<driver>.<option>. Registered drivers are
+// matched first (their names may contain '-', written '_'); an unknown option of a
+// registered driver still maps, so the loader reports it with the driver's options.
+// Otherwise the first segment names an unregistered driver.
+func envDriverKey(rest string) (string, bool) {
+	for _, name := range driver.Names() {
+		p := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name)) + "_"
+		if !strings.HasPrefix(rest, p) || len(rest) == len(p) {
+			continue
+		}
+		optPart := rest[len(p):]
+		if def, ok := driver.Lookup(name); ok {
+			if schema, err := driver.Schema(def.NewOptions()); err == nil {
+				if o, ok := squashMatch(schema, optPart); ok {
+					return "drivers." + name + "." + o, true
+				}
+			}
+		}
+		return "drivers." + name + "." + strings.ToLower(optPart), true
+	}
+	name, opt, ok := strings.Cut(rest, "_")
+	if !ok || name == "" || opt == "" {
+		return "", false
+	}
+	return "drivers." + strings.ToLower(name) + "." + strings.ToLower(opt), true
+}
+
+// squashMatch finds the option whose name or alias equals s, ignoring case and separators.
+func squashMatch(schema []driver.Option, s string) (string, bool) {
+	want := squash(s)
+	for _, o := range schema {
+		if squash(o.Name) == want {
+			return o.Name, true
+		}
+		for _, a := range o.Aliases {
+			if squash(a) == want {
+				return o.Name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// SetsLayer parses --set arguments ("key=value") into the runtime layer.
+func SetsLayer(sets []string) (Layer, driver.FieldErrors) {
+	l := Layer{Name: LayerRuntime, Source: "--set", Values: map[string]string{}}
+	var errs driver.FieldErrors
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			errs = append(errs, &driver.FieldError{Field: s, Allowed: "key=value, e.g. workload.readRate=500", Source: "--set"})
+			continue
+		}
+		l.Values[k] = v
+	}
+	return l, errs
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}

@@ -1,0 +1,133 @@
+package config
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// NDBenchPrefix is the prefix of NDBench's own property names (Archaius namespace).
+const NDBenchPrefix = "ndbench.config."
+
+// ndbenchProperty is what one NDBench core property becomes here: a canonical key, or,
+// when ndbench has no equivalent setting, the reason it is not supported.
+type ndbenchProperty struct {
+	key         string
+	unsupported string
+	seconds     bool // the NDBench value is a number of seconds; the key takes a duration
+}
+
+// ndbenchProperties maps every core property of NDBench's IConfiguration.java (and
+// NdBenchConstants.java) onto ndbench. Names are matched without regard to case.
+func ndbenchProperties() map[string]ndbenchProperty {
+	return map[string]ndbenchProperty{
+		"numKeys":             {key: "workload.numKeys"},
+		"numValues":           {key: "workload.numValues"},
+		"dataSize":            {key: "workload.dataSize"},
+		"numReaders":          {key: "workload.readers"},
+		"numWriters":          {key: "workload.writers"},
+		"readRateLimit":       {key: "workload.readRate"},
+		"writeRateLimit":      {key: "workload.writeRate"},
+		"readEnabled":         {key: "workload.readEnabled"},
+		"writeEnabled":        {key: "workload.writeEnabled"},
+		"useVariableDataSize": {key: "workload.variableDataSize"},
+		"dataSizeLowerBound":  {key: "workload.dataSizeMin"},
+		"dataSizeUpperBound":  {key: "workload.dataSizeMax"},
+		"zipfExponent":        {key: "workload.zipfExponent"},
+		"numBackfill":         {key: "workload.backfillWorkers"},
+		"validateChecksum":    {key: "workload.validate"},
+		// ndbench-cli's CliConfigs (prefix ndbench.config.cli).
+		"cli.loadPattern":         {key: "workload.pattern"},
+		"cli.windowSize":          {key: "workload.windowSize"},
+		"cli.windowDurationInSec": {key: "workload.windowDuration", seconds: true},
+		"cli.bulkSize":            {unsupported: "ndbench sends one operation per key; bulk operations are a driver capability"},
+		"cli.timeoutMillis":       {unsupported: "give the run length to `ndbench run`; workload.opTimeout bounds one operation"},
+		"cli.clientName":          {unsupported: "select the store with driver.name (see `ndbench drivers`)"},
+
+		"preloadKeys": {unsupported: "keys are generated on demand, never preloaded; " +
+			"set workload.backfill=true to write every key before the load"},
+		"backfillKeySlots": {unsupported: "backfill splits the keyspace across workload.backfillWorkers " +
+			"on this node; cluster-wide backfill slots come with cluster mode"},
+		"backfillStartKey": {unsupported: "backfill always covers the whole keyspace, keys 0 to workload.numKeys-1"},
+		"useStaticData": {unsupported: "values always come from a pool of workload.numValues values; " +
+			"set workload.numValues=1 for one static value"},
+		"generateChecksum": {unsupported: "with workload.validate=true every value carries a header " +
+			"that is checked on read (NDBench's validateChecksum maps onto it)"},
+		"statsUpdateFreqSeconds":             {unsupported: statsUpdate},
+		"statsUpdate.freq.seconds":           {unsupported: statsUpdate},
+		"statsResetFreqSeconds":              {unsupported: statsReset},
+		"statsReset.freq.seconds":            {unsupported: statsReset},
+		"autoTuneEnabled":                    {unsupported: autoTune},
+		"autoTuneRampPeriodMillisecs":        {unsupported: autoTune},
+		"autoTuneIncrementIntervalMillisecs": {unsupported: autoTune},
+		"autoTuneFinalRate":                  {unsupported: autoTune},
+		"autoTuneFinalWriteRate":             {unsupported: autoTune},
+		"autoTuneWriteFailureRatioThreshold": {unsupported: autoTune},
+	}
+}
+
+const (
+	statsUpdate = "statistics are snapshotted every second into HDR histograms; the interval is fixed"
+	statsReset  = "statistics are kept both per interval and cumulatively; reset them through the API"
+	autoTune    = "auto-tune is a separate SLA search (ndbench autotune) instead of a rate ramp"
+)
+
+// ndbenchDriverPrefixes maps NDBench plugin property prefixes (ndbench.config.<prefix>.*)
+// onto ndbench driver names. A prefix that is not listed maps onto a driver of the same
+// name, so options of plugins without an ndbench driver are kept and reported as unused.
+func ndbenchDriverPrefixes() map[string]string {
+	return map[string]string{
+		"cass":          "cassandra",
+		"cassandra":     "cassandra",
+		"es":            "elasticsearch",
+		"elasticsearch": "elasticsearch",
+		"dynamodb":      "dynamodb",
+		"redis":         "redis",
+		"dyno":          "redis", // Dynomite speaks the Redis protocol
+		"dynomite":      "redis",
+		"evcache":       "memcached", // EVCache is memcached underneath
+		"memcached":     "memcached",
+		"cockroachdb":   "postgres", // CockroachDB speaks the PostgreSQL protocol
+		"postgres":      "postgres",
+		"mongodb":       "mongodb",
+		"mongo":         "mongodb",
+	}
+}
+
+// mapNDBench maps an NDBench property (name with its "ndbench.config." prefix, and value)
+// onto a canonical key and value. It returns the reason instead when the property has no
+// equivalent, and ok false when the name is neither an NDBench core property nor a plugin
+// property.
+func mapNDBench(name, value string) (key, val, unsupported string, ok bool) {
+	rest := name[len(NDBenchPrefix):]
+	for n, p := range ndbenchProperties() {
+		if strings.EqualFold(n, rest) {
+			if p.seconds {
+				if _, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+					value = strings.TrimSpace(value) + "s"
+				}
+			}
+			return p.key, value, p.unsupported, true
+		}
+	}
+	prefix, opt, dotted := strings.Cut(rest, ".")
+	if !dotted || prefix == "" || opt == "" {
+		return "", "", "", false
+	}
+	drv, known := ndbenchDriverPrefixes()[strings.ToLower(prefix)]
+	if !known {
+		drv = strings.ToLower(prefix)
+	}
+	return "drivers." + drv + "." + opt, value, "", true
+}
+
+// ndbenchCoreNames lists the NDBench core property names, sorted, for error messages.
+func ndbenchCoreNames() []string {
+	props := ndbenchProperties()
+	names := make([]string, 0, len(props))
+	for n := range props {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,170 @@
+package config
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Subscriber is told about every applied change: the snapshots before and after, and the
+// effective keys whose value changed (sorted; defaults included).
+type Subscriber func(old, new *Snapshot, changed []string)
+
+// Store holds the current snapshot for live changes. Readers call Current, which never
+// blocks; changes replace or patch one layer, rebuild and validate the whole configuration,
+// and only then swap it in.
+type Store struct {
+	cur atomic.Pointer[Snapshot]
+
+	// mu serialises changes and their notifications, so subscribers see versions in order.
+	mu sync.Mutex
+
+	subMu  sync.Mutex
+	subs   map[uint64]Subscriber
+	nextID uint64
+}
+
+// NewStore returns a store holding s, which should come from Load (its layers are what
+// later changes are applied on).
+func NewStore(s *Snapshot) *Store {
+	st := &Store{subs: map[uint64]Subscriber{}}
+	if s == nil {
+		s = &Snapshot{}
+	}
+	st.cur.Store(s)
+	return st
+}
+
+// Current returns the current snapshot. It is shared: do not modify it.
+func (s *Store) Current() *Snapshot { return s.cur.Load() }
+
+// Update replaces the values of one layer (LayerRuntime for API and UI changes, LayerEtcd,
+// ...) and applies the result. An invalid result changes nothing and returns
+// driver.FieldErrors naming every bad key.
+func (s *Store) Update(layer string, values map[string]string) (*Snapshot, error) {
+	return s.apply(layer, values, false)
+}
+
+// Patch merges values into one layer, keeping its other values, and applies the result
+// like Update.
+func (s *Store) Patch(layer string, values map[string]string) (*Snapshot, error) {
+	return s.apply(layer, values, true)
+}
+
+// Subscribe registers fn for every applied change that alters at least one value. fn runs
+// on the goroutine that made the change, after the swap; it must not call Update or Patch
+// (that would deadlock) and should return quickly. cancel stops further calls.
+func (s *Store) Subscribe(fn Subscriber) (cancel func()) {
+	s.subMu.Lock()
+	id := s.nextID
+	s.nextID++
+	s.subs[id] = fn
+	s.subMu.Unlock()
+	return func() {
+		s.subMu.Lock()
+		delete(s.subs, id)
+		s.subMu.Unlock()
+	}
+}
+
+func (s *Store) apply(name string, values map[string]string, merge bool) (*Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.cur.Load()
+
+	layers := make([]Layer, 0, len(old.layers)+1)
+	found := false
+	for _, l := range old.layers {
+		l = l.clone()
+		if l.Name == name {
+			found = true
+			l = withValues(l, values, merge)
+		}
+		layers = append(layers, l)
+	}
+	if len(old.layers) == 0 {
+		layers = append(layers, DefaultsLayer())
+	}
+	if !found {
+		l := Layer{Name: name, Source: name}
+		if name == LayerRuntime {
+			l.Source = "--set"
+		}
+		layers = append(layers, withValues(l, values, false))
+	}
+
+	next, err := Build(layers)
+	if err != nil {
+		return nil, err
+	}
+	next.Version = old.Version + 1
+	changed := diff(old.values, next.values)
+	s.cur.Store(next)
+
+	if len(changed) > 0 {
+		s.subMu.Lock()
+		subs := make([]Subscriber, 0, len(s.subs))
+		ids := make([]uint64, 0, len(s.subs))
+		for id := range s.subs {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		for _, id := range ids {
+			subs = append(subs, s.subs[id])
+		}
+		s.subMu.Unlock()
+		for _, fn := range subs {
+			fn(old, next, changed)
+		}
+	}
+	return next, nil
+}
+
+// withValues returns l with its values replaced by (or, with merge, merged with) values.
+// Per-key origins survive only for keys the change did not touch.
+func withValues(l Layer, values map[string]string, merge bool) Layer {
+	if !merge {
+		l.Values = map[string]string{}
+		l.Origins = nil
+	}
+	if l.Values == nil {
+		l.Values = map[string]string{}
+	}
+	// A patch of workload.numReaders replaces an earlier workload.readers: compare the
+	// keys the loader will map them onto, not their spelling.
+	canon := func(k, v string) string {
+		if c, _, _, fe := normalize(k, v, ""); fe == nil && c != "" {
+			return c
+		}
+		return k
+	}
+	for k, v := range values {
+		ck := canon(k, v)
+		for old, ov := range l.Values {
+			if old != k && canon(old, ov) == ck {
+				delete(l.Values, old)
+				delete(l.Origins, old)
+			}
+		}
+		l.Values[k] = v
+		delete(l.Origins, k)
+	}
+	return l
+}
+
+// diff returns the keys whose value differs between a and b, sorted.
+func diff(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,144 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// Workload is the typed workload section (keys "workload.<option>"). It uses the same tag
+// scheme as driver options, so parsing, bounds, field errors and the rendered schema come
+// from package driver. Aliases are NDBench's own property names, so `--set
+// workload.numReaders=8` works as well as `workload.readers=8`.
+//
+// Defaults follow NDBench (IConfiguration.java) where it has one, except readers and
+// writers (NDBench uses 4 per CPU, which varies by machine) and the op timeout (NDBench has
+// none).
+type Workload struct {
+	NumKeys          int64   `opt:"numKeys" default:"1000" min:"1" help:"number of distinct keys in the keyspace"`
+	NumValues        int     `opt:"numValues" default:"100" min:"1" help:"number of values in the pre-generated value pool"`
+	DataSize         int     `opt:"dataSize" default:"128" min:"1" max:"67108864" help:"value size in bytes when variableDataSize is off"`
+	VariableDataSize bool    `opt:"variableDataSize" default:"false" alias:"useVariableDataSize" help:"draw each value size from [dataSizeMin, dataSizeMax]"`
+	DataSizeMin      int     `opt:"dataSizeMin" default:"1000" min:"1" max:"67108864" alias:"dataSizeLowerBound" help:"smallest value size in bytes with variableDataSize"`
+	DataSizeMax      int     `opt:"dataSizeMax" default:"5000" min:"1" max:"67108864" alias:"dataSizeUpperBound" help:"largest value size in bytes with variableDataSize"`
+	Readers          int     `opt:"readers" default:"4" min:"0" max:"10000" alias:"numReaders" live:"true" help:"number of read workers"`
+	Writers          int     `opt:"writers" default:"4" min:"0" max:"10000" alias:"numWriters" live:"true" help:"number of write workers"`
+	ReadRate         float64 `opt:"readRate" default:"100" min:"0" alias:"readRateLimit" live:"true" help:"reads per second across all readers; 0 = closed loop, as fast as possible"`
+	WriteRate        float64 `opt:"writeRate" default:"100" min:"0" alias:"writeRateLimit" live:"true" help:"writes per second across all writers; 0 = closed loop, as fast as possible"`
+	ReadEnabled      bool    `opt:"readEnabled" default:"true" live:"true" help:"run reads"`
+	WriteEnabled     bool    `opt:"writeEnabled" default:"true" live:"true" help:"run writes"`
+	// The enum keeps "random" and "scrambled" (NDBench and YCSB names) as accepted values;
+	// the loader rewrites them to the canonical names so consumers see one name per pattern.
+	Pattern        string        `opt:"pattern" default:"uniform" enum:"uniform,random,zipfian,scrambled_zipfian,scrambled,sliding_window,sliding_window_flip,latest,hotspot,sequential,exponential" alias:"loadPattern" live:"true" help:"key access pattern"`
+	ZipfExponent   float64       `opt:"zipfExponent" default:"0.5" min:"0" max:"100" live:"true" help:"skew of the zipfian patterns"`
+	WindowSize     int64         `opt:"windowSize" default:"1000" min:"1" live:"true" help:"keys in the window of the sliding_window patterns"`
+	WindowDuration time.Duration `opt:"windowDuration" default:"1m" min:"1ms" live:"true" help:"how long the sliding window stays on one position"`
+	HotKeys        float64       `opt:"hotKeys" default:"0.2" min:"0" max:"1" live:"true" help:"hotspot: fraction of the keyspace that is hot, in (0, 1]"`
+	HotFraction    float64       `opt:"hotFraction" default:"0.8" min:"0" max:"1" live:"true" help:"hotspot: fraction of operations on the hot keys, in [0, 1]"`
+	// ValidateValues is option "validate"; the field cannot share the name of the method.
+	ValidateValues  bool          `opt:"validate" default:"false" alias:"validateChecksum" help:"write values with a header and check every value read"`
+	OpTimeout       time.Duration `opt:"opTimeout" default:"5s" min:"1ms" live:"true" help:"deadline of one operation"`
+	Backfill        bool          `opt:"backfill" default:"false" help:"write every key once before the load starts"`
+	BackfillWorkers int           `opt:"backfillWorkers" default:"1" min:"1" max:"10000" alias:"numBackfill" help:"parallel backfill workers"`
+	BackfillRate    float64       `opt:"backfillRate" default:"0" min:"0" help:"backfill writes per second; 0 = unlimited"`
+	BackfillVerify  bool          `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
+	KeyPrefix       string        `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read"`
+	Seed            uint64        `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random"`
+}
+
+// validationHeader is the size of the header a validated value carries (key hash, write
+// sequence, checksum); a smaller value cannot hold it.
+const validationHeader = 32
+
+// maxWorkers bounds readers+writers: each worker is a goroutine with its own RNG and
+// buffers, and more than this on one node measures the scheduler, not the store.
+const maxWorkers = 10000
+
+// patternAliases maps accepted alternative pattern names onto canonical ones.
+var patternAliases = map[string]string{"random": "uniform", "scrambled": "scrambled_zipfian"}
+
+// Patterns returns the canonical key-pattern names. internal/workload will export its own
+// Patterns(); until it does, this is the one place the list lives (keep it in step with the
+// enum tag of Workload.Pattern).
+func Patterns() []string {
+	return []string{"uniform", "zipfian", "scrambled_zipfian", "sliding_window", "sliding_window_flip",
+		"latest", "hotspot", "sequential", "exponential"}
+}
+
+// canonicalPattern rewrites an alias ("random") to its canonical pattern name ("uniform").
+func canonicalPattern(p string) string {
+	if c, ok := patternAliases[p]; ok {
+		return c
+	}
+	return p
+}
+
+// WorkloadSchema returns the workload options, for `ndbench config`, the API and the UI.
+func WorkloadSchema() []driver.Option {
+	s, err := driver.Schema(Workload{})
+	if err != nil {
+		// The struct is fixed at compile time and covered by tests, so this cannot happen
+		// at run time; an empty schema is the least harmful answer if it ever did.
+		return nil
+	}
+	return s
+}
+
+// DefaultWorkload returns the workload with every option at its default.
+func DefaultWorkload() Workload {
+	var w Workload
+	_ = driver.ApplyDefaults(&w) // defaults are tested; they parse
+	return w
+}
+
+// Validate checks every option against its bounds and the rules that involve several
+// options. It returns driver.FieldErrors naming "workload.<option>" (without a source: the
+// loader adds where each value came from).
+func (w Workload) Validate() error {
+	var errs driver.FieldErrors
+	// Round-trip through the schema to reuse its enum and bound checks.
+	var tmp Workload
+	if err := driver.Set(&tmp, driver.Values(&w, false)); err != nil {
+		fes, _ := driver.AsFieldErrors(err)
+		for _, fe := range fes {
+			errs = append(errs, &driver.FieldError{Field: "workload." + fe.Field, Value: fe.Value, Allowed: fe.Allowed})
+		}
+	}
+	add := func(field, value, allowed string) {
+		errs = append(errs, &driver.FieldError{Field: "workload." + field, Value: value, Allowed: allowed})
+	}
+	if w.VariableDataSize && w.DataSizeMin > w.DataSizeMax {
+		add("dataSizeMin", fmt.Sprint(w.DataSizeMin), fmt.Sprintf("at most workload.dataSizeMax (%d)", w.DataSizeMax))
+	}
+	if isSlidingWindow(w.Pattern) && w.WindowSize > w.NumKeys {
+		add("windowSize", fmt.Sprint(w.WindowSize), fmt.Sprintf("at most workload.numKeys (%d) with pattern %s", w.NumKeys, w.Pattern))
+	}
+	if w.HotKeys <= 0 || w.HotKeys > 1 {
+		add("hotKeys", fmt.Sprint(w.HotKeys), "a number greater than 0 and at most 1")
+	}
+	if w.HotFraction < 0 || w.HotFraction > 1 {
+		add("hotFraction", fmt.Sprint(w.HotFraction), "a number from 0 to 1")
+	}
+	if w.Readers+w.Writers > maxWorkers {
+		add("readers", fmt.Sprint(w.Readers), fmt.Sprintf("readers + writers at most %d (writers is %d)", maxWorkers, w.Writers))
+	}
+	if w.ValidateValues {
+		if w.DataSize < validationHeader {
+			add("dataSize", fmt.Sprint(w.DataSize), fmt.Sprintf("at least %d when workload.validate is on (the validation header)", validationHeader))
+		}
+		if w.VariableDataSize && w.DataSizeMin < validationHeader {
+			add("dataSizeMin", fmt.Sprint(w.DataSizeMin), fmt.Sprintf("at least %d when workload.validate is on (the validation header)", validationHeader))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// isSlidingWindow reports whether p is one of the patterns that use windowSize.
+func isSlidingWindow(p string) bool {
+	return strings.HasPrefix(p, "sliding_window")
+}
