@@ -1,0 +1,66 @@
+// Package postgres is the ndbench driver for PostgreSQL and the stores that speak its wire
+// protocol (CockroachDB, YugabyteDB YSQL, PgBouncer in front of any of them). It uses
+// github.com/jackc/pgx/v5 with a pgxpool connection pool.
+//
+// # Data model
+//
+// One table, created when createSchema is true (the default):
+//
+//	CREATE TABLE IF NOT EXISTS ndbench (key TEXT PRIMARY KEY, value BYTEA NOT NULL)
+//
+// A write is an upsert (INSERT ... ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value),
+// so rewriting a key never fails; a read is SELECT value ... WHERE key = $1, and a missing
+// row is a miss (driver.ErrNotFound). Values are stored as BYTEA, so the engine's bytes come
+// back exactly and data validation works. Bulk writes upsert many rows in one statement
+// through unnest($1::text[], $2::bytea[]) (a key given twice keeps its last value); bulk
+// reads use key = ANY($1).
+//
+// # Prepared statements
+//
+// pgx prepares each statement once per connection and caches it (execMode cache_statement),
+// so an operation is a single round trip. Behind a pooler that does not support prepared
+// statements (PgBouncer in transaction mode before 1.21) use execMode exec or
+// simple_protocol.
+//
+// # Pool size
+//
+// poolSize is the maximum number of connections. Give it at least the number of read plus
+// write workers, or workers queue for a connection and that wait shows up as latency; it
+// must stay below the server's max_connections (100 by default in PostgreSQL).
+//
+// # Errors
+//
+// Errors are classified from the SQLSTATE of the server's reply:
+//
+//	class 08, 57P01..57P03, failed connects   unavailable
+//	class 53 (insufficient resources)         throttled
+//	40001, 40P01 (serialization, deadlock)    throttled
+//	57014 (query canceled), ctx deadline      timeout
+//	classes 22, 23, 42, 28, 3D                rejected
+//
+// Serialization failures and deadlocks are counted as throttled rather than retried: they
+// are the store refusing work because of contention, which is what a benchmark has to show
+// (a rising count means hot keys), and the op is safe to retry later, like a throttled one.
+// The driver never retries on its own.
+//
+// # Secrets
+//
+// dsn is a secret option: ConnectionInfo, errors and logs show it with the password removed
+// (both the user:password@ part of a URL and password= parameters).
+//
+// # CockroachDB
+//
+//	--set drivers.postgres.dsn='postgresql://root@127.0.0.1:26257/defaultdb?sslmode=disable'
+//
+// CockroachDB runs every transaction SERIALIZABLE and retries single-statement implicit
+// transactions itself, so 40001 rarely reaches the client; under heavy contention on few
+// keys it does, and appears as throttled. The table DDL above works unchanged; BYTEA maps
+// to BYTES. Keep poolSize near 4 x the vCPUs of the cluster, as Cockroach Labs advises.
+//
+// # YugabyteDB YSQL
+//
+//	--set drivers.postgres.dsn='postgres://yugabyte@127.0.0.1:5433/yugabyte?sslmode=disable'
+//
+// YSQL listens on 5433. Its transactions may fail with 40001 under conflicting writes
+// (counted as throttled); increase the key space or lower the write rate if they dominate.
+package postgres

@@ -1,0 +1,470 @@
+//go:build integration
+
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/workload"
+)
+
+var srv *testserver.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(testserver.Main(m, testserver.Postgres, func(s *testserver.Server) { srv = s }))
+}
+
+// open initialises a driver against the test server with extra option values.
+func open(t testing.TB, values map[string]string) *Driver {
+	t.Helper()
+	v := map[string]string{"dsn": srv.DSN()}
+	for k, x := range values {
+		v[k] = x
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, _, err := driver.Open(ctx, "postgres", v)
+	if err != nil {
+		t.Fatalf("open postgres driver with %v: %v", values, err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d.(*Driver)
+}
+
+// rawConn is a plain pgx connection for checking and tampering behind the driver's back.
+func rawConn(t testing.TB) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, srv.DSN())
+	if err != nil {
+		t.Fatalf("raw connect: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestWriteReadMiss(t *testing.T) {
+	d := open(t, map[string]string{"table": "rw"})
+	ctx := ctxT(t)
+	values := map[string][]byte{
+		"k-binary": {0, 1, 2, 0xff, 0, 'x'},
+		"k-text":   []byte("hello, world"),
+		"k-empty":  {},
+		"k-big":    bytes.Repeat([]byte("0123456789"), 10_000),
+	}
+	for k, v := range values {
+		if err := d.Write(ctx, k, v); err != nil {
+			t.Fatalf("write %s: %v", k, err)
+		}
+	}
+	for k, want := range values {
+		got, err := d.Read(ctx, k)
+		if err != nil {
+			t.Fatalf("read %s: %v", k, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("read %s: got %d bytes, want %d bytes (%q...)", k, len(got), len(want), trunc(got))
+		}
+	}
+	// An overwrite is an upsert, not a conflict.
+	if err := d.Write(ctx, "k-text", []byte("second")); err != nil {
+		t.Fatalf("overwrite: %v", err)
+	}
+	if got, err := d.Read(ctx, "k-text"); err != nil || string(got) != "second" {
+		t.Errorf("read after overwrite: %q, %v", got, err)
+	}
+	if _, err := d.Read(ctx, "never-written"); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("read of a missing key: want ErrNotFound, got %v", err)
+	}
+}
+
+func trunc(b []byte) []byte {
+	if len(b) > 16 {
+		return b[:16]
+	}
+	return b
+}
+
+func TestExecModes(t *testing.T) {
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			d := open(t, map[string]string{"table": "modes", "execMode": mode})
+			ctx := ctxT(t)
+			val := []byte{0, 'a', 0xfe, '\'', '\\'}
+			if err := d.Write(ctx, "m-"+mode, val); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			got, err := d.Read(ctx, "m-"+mode)
+			if err != nil || !bytes.Equal(got, val) {
+				t.Fatalf("read: %q, %v; want %q", got, err, val)
+			}
+		})
+	}
+}
+
+func TestTableOption(t *testing.T) {
+	raw := rawConn(t)
+	ctx := ctxT(t)
+	if _, err := raw.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS bench"); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"Custom_Table", "bench.kv", "select"} {
+		t.Run(table, func(t *testing.T) {
+			d := open(t, map[string]string{"table": table})
+			if err := d.Write(ctx, "tk", []byte("tv")); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			var got []byte
+			q := "SELECT value FROM " + pgx.Identifier(strings.Split(table, ".")).Sanitize() + " WHERE key = 'tk'"
+			if err := raw.QueryRow(ctx, q).Scan(&got); err != nil || string(got) != "tv" {
+				t.Fatalf("row in %s: %q, %v", table, got, err)
+			}
+		})
+	}
+}
+
+func TestCreateSchema(t *testing.T) {
+	ctx := ctxT(t)
+	// Idempotent: a second driver on the same table keeps the data of the first.
+	d1 := open(t, map[string]string{"table": "idem"})
+	if err := d1.Write(ctx, "a", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	d2 := open(t, map[string]string{"table": "idem", "createSchema": "true"})
+	if got, err := d2.Read(ctx, "a"); err != nil || string(got) != "1" {
+		t.Fatalf("read through a second driver: %q, %v", got, err)
+	}
+	// Without createSchema a missing table is the user's mistake: rejected, not retried.
+	d3 := open(t, map[string]string{"table": "never_created", "createSchema": "false"})
+	err := d3.Write(ctx, "a", []byte("1"))
+	if c := driver.Classify(err); c != driver.ClassRejected {
+		t.Fatalf("write to a missing table: class %v (%v), want rejected", c, err)
+	}
+	var n int
+	if err := rawConn(t).QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename = 'never_created'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("createSchema=false created the table (count %d, %v)", n, err)
+	}
+}
+
+func TestBulk(t *testing.T) {
+	d := open(t, map[string]string{"table": "bulk"})
+	ctx := ctxT(t)
+	keys := []string{"b1", "b2", "b1", "b3"}
+	vals := [][]byte{[]byte("first"), []byte("two"), []byte("last"), {0, 3}}
+	if err := d.WriteBulk(ctx, keys, vals); err != nil {
+		t.Fatalf("bulk write with a repeated key: %v", err)
+	}
+	got, err := d.ReadBulk(ctx, []string{"b3", "missing", "b1", "b2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]byte{{0, 3}, nil, []byte("last"), []byte("two")}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) || (want[i] == nil) != (got[i] == nil) {
+			t.Errorf("bulk read [%d] = %q, want %q", i, got[i], want[i])
+		}
+	}
+	if err := d.WriteBulk(ctx, []string{"x"}, nil); driver.Classify(err) != driver.ClassRejected {
+		t.Errorf("mismatched bulk write: %v, want rejected", err)
+	}
+}
+
+func TestSecretsNeverShown(t *testing.T) {
+	const pw = "Sup3rS3cret"
+	// Trust auth ignores the password, so the driver connects and we can inspect it.
+	dsn := strings.Replace(srv.DSN(), "postgres@", "postgres:"+pw+"@", 1)
+	d := open(t, map[string]string{"dsn": dsn, "table": "secret"})
+	for k, v := range d.ConnectionInfo() {
+		if strings.Contains(v, pw) {
+			t.Errorf("ConnectionInfo[%s] shows the password: %q", k, v)
+		}
+	}
+	if d.ConnectionInfo()["server_version"] == "" {
+		t.Error("ConnectionInfo has no server_version")
+	}
+	// A failed connect names the target without the password, and is unavailable.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	for _, bad := range []string{
+		fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", pw, port),
+		fmt.Sprintf("host=127.0.0.1 port=%d user=postgres password=%s sslmode=disable", port, pw),
+	} {
+		_, _, err = driver.Open(ctxT(t), "postgres", map[string]string{"dsn": bad})
+		if err == nil {
+			t.Fatal("connect to a closed port succeeded")
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Errorf("error shows the password: %v", err)
+		}
+		if c := driver.Classify(err); c != driver.ClassUnavailable {
+			t.Errorf("connect to a closed port: class %v (%v), want unavailable", c, err)
+		}
+	}
+	// Option listings redact the DSN.
+	opts, _ := driver.NewOptions("postgres", map[string]string{"dsn": dsn})
+	if v := driver.Values(opts, true)["dsn"]; v != driver.Redacted {
+		t.Errorf("Values(redact) dsn = %q", v)
+	}
+}
+
+// TestErrorClasses provokes each class with the real server.
+func TestErrorClasses(t *testing.T) {
+	raw := rawConn(t)
+	ctx := ctxT(t)
+	// A table whose inserts sleep, to exceed a statement_timeout (57014) and a ctx deadline.
+	for _, q := range []string{
+		"CREATE TABLE IF NOT EXISTS slow (key TEXT PRIMARY KEY, value BYTEA NOT NULL)",
+		"CREATE OR REPLACE FUNCTION slow_ins() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(3); RETURN NEW; END $$ LANGUAGE plpgsql",
+		"DROP TRIGGER IF EXISTS slow_ins ON slow",
+		"CREATE TRIGGER slow_ins BEFORE INSERT ON slow FOR EACH ROW EXECUTE FUNCTION slow_ins()",
+		"CREATE TABLE IF NOT EXISTS small (key TEXT PRIMARY KEY, value BYTEA NOT NULL CHECK (length(value) < 4))",
+	} {
+		if _, err := raw.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Run("statement timeout", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "slow", "createSchema": "false",
+			"dsn": srv.DSN() + "&options=-c%20statement_timeout%3D200"})
+		err := d.Write(ctx, "k", []byte("v"))
+		if c := driver.Classify(err); c != driver.ClassTimeout {
+			t.Fatalf("class %v (%v), want timeout", c, err)
+		}
+	})
+	t.Run("ctx deadline", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "slow", "createSchema": "false"})
+		octx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		err := d.Write(octx, "k", []byte("v"))
+		if c := driver.Classify(err); c != driver.ClassTimeout {
+			t.Fatalf("class %v (%v), want timeout", c, err)
+		}
+	})
+	t.Run("constraint", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "small", "createSchema": "false"})
+		err := d.Write(ctx, "k", []byte("too long"))
+		if c := driver.Classify(err); c != driver.ClassRejected {
+			t.Fatalf("class %v (%v), want rejected", c, err)
+		}
+	})
+	t.Run("too many connections", func(t *testing.T) {
+		// The test server allows 200 connections; a role limited to 1 hits 53300 at once.
+		if _, err := raw.Exec(ctx, "DO $$ BEGIN CREATE ROLE limited LOGIN NOSUPERUSER CONNECTION LIMIT 1; EXCEPTION WHEN duplicate_object THEN NULL; END $$"); err != nil {
+			t.Fatal(err)
+		}
+		dsn := strings.Replace(srv.DSN(), "postgres@", "limited@", 1)
+		hold, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hold.Close(context.Background())
+		_, _, err = driver.Open(ctx, "postgres", map[string]string{"dsn": dsn})
+		// A refused login is a connect error wrapping SQLSTATE 53300: the server is there
+		// but has no room, so throttled wins over unavailable.
+		if c := driver.Classify(err); c != driver.ClassThrottled {
+			t.Fatalf("class %v (%v), want throttled", c, err)
+		}
+	})
+}
+
+// TestValidationDetectsCorruption writes a validated value, flips a byte with raw SQL and
+// checks the engine's codec sees the corruption in what the driver reads back.
+func TestValidationDetectsCorruption(t *testing.T) {
+	d := open(t, map[string]string{"table": "valid"})
+	ctx := ctxT(t)
+	key := "vkey"
+	payload := bytes.Repeat([]byte("abcdefgh"), 16)
+	val := workload.EncodeValue(nil, []byte(key), 42, payload)
+	if err := d.Write(ctx, key, val); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 42 {
+		t.Fatalf("intact value: %v seq %d", c, seq)
+	}
+	if _, err := rawConn(t).Exec(ctx, "UPDATE valid SET value = overlay(value placing 'Z'::bytea from 60 for 1) WHERE key = $1", key); err != nil {
+		t.Fatal(err)
+	}
+	got, err = d.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
+		t.Fatalf("tampered value: verdict %v, want corrupt", c)
+	}
+}
+
+// TestOutageAndRecovery kills the server under traffic: every failure must be classified
+// unavailable or timeout and return within the op timeout; after a restart ops succeed again.
+func TestOutageAndRecovery(t *testing.T) {
+	d := open(t, map[string]string{"table": "outage", "poolSize": "8"})
+	const opTimeout = 2 * time.Second
+	const slack = 3 * time.Second // scheduling on a loaded CI machine, not store behaviour
+	var (
+		ok, failed atomic.Int64
+		mu         sync.Mutex
+		badErrs    []string
+		slowest    time.Duration
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 1_000_000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+				start := time.Now()
+				key := fmt.Sprintf("o-%d-%d", w, i%100)
+				var err error
+				if i%2 == 0 {
+					err = d.Write(ctx, key, []byte("v"))
+				} else if _, err = d.Read(ctx, key); errors.Is(err, driver.ErrNotFound) {
+					err = nil
+				}
+				el := time.Since(start)
+				cancel()
+				mu.Lock()
+				slowest = max(slowest, el)
+				if err != nil {
+					failed.Add(1)
+					if c := driver.Classify(err); c != driver.ClassUnavailable && c != driver.ClassTimeout && len(badErrs) < 5 {
+						badErrs = append(badErrs, fmt.Sprintf("%v: %v", c, err))
+					}
+				} else {
+					ok.Add(1)
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(10 * time.Millisecond) // an outage loop must not spin
+				}
+			}
+		}(w)
+	}
+	waitFor(t, "ops before the kill", 10*time.Second, func() bool { return ok.Load() >= 200 })
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "failures after the kill", 10*time.Second, func() bool { return failed.Load() >= 50 })
+	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.Restart(rctx); err != nil {
+		t.Fatal(err)
+	}
+	okAtRestart := ok.Load()
+	waitFor(t, "ops succeeding after the restart", 10*time.Second, func() bool { return ok.Load() >= okAtRestart+100 })
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(badErrs) > 0 {
+		t.Errorf("failures outside unavailable/timeout during the outage:\n%s", strings.Join(badErrs, "\n"))
+	}
+	if slowest > opTimeout+slack {
+		t.Errorf("an op took %v with a %v timeout: the driver hung", slowest, opTimeout)
+	}
+	t.Logf("ok %d, failed %d, slowest op %v", ok.Load(), failed.Load(), slowest)
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// benchParallel runs op from 16 x GOMAXPROCS goroutines and reports ops/s and ops per
+// client CPU-second (the test binary's user+system time, server excluded).
+func benchParallel(b *testing.B, op func(ctx context.Context, i uint64) error) {
+	var seq atomic.Uint64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	cpu0, t0 := cpuSeconds(), time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			if err := op(ctx, seq.Add(1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	cpu, el := cpuSeconds()-cpu0, time.Since(t0).Seconds()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/el, "ops/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(b.N)/cpu, "ops/cpu-s")
+	}
+}
+
+func BenchmarkWrite(b *testing.B) {
+	d := open(b, map[string]string{"table": "bench", "poolSize": "32"})
+	val := bytes.Repeat([]byte("x"), 128)
+	benchParallel(b, func(ctx context.Context, i uint64) error {
+		return d.Write(ctx, fmt.Sprintf("bk%d", i%10_000), val)
+	})
+}
+
+func BenchmarkRead(b *testing.B) {
+	d := open(b, map[string]string{"table": "bench", "poolSize": "32"})
+	val := bytes.Repeat([]byte("x"), 128)
+	keys := make([]string, 10_000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bk%d", i)
+	}
+	vals := make([][]byte, len(keys))
+	for i := range vals {
+		vals[i] = val
+	}
+	if err := d.WriteBulk(context.Background(), keys, vals); err != nil {
+		b.Fatal(err)
+	}
+	benchParallel(b, func(ctx context.Context, i uint64) error {
+		_, err := d.Read(ctx, keys[i%uint64(len(keys))])
+		return err
+	})
+}

@@ -1,0 +1,333 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+func init() {
+	driver.MustRegister(driver.Definition{
+		Name:       "postgres",
+		Summary:    "PostgreSQL, CockroachDB and YugabyteDB YSQL over pgx (upserts into a key/value table)",
+		NewOptions: func() any { return &Options{} },
+		New:        func() driver.Driver { return &Driver{} },
+	})
+}
+
+// Options configure the postgres driver.
+type Options struct {
+	DSN            string        `opt:"dsn" default:"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" secret:"true" help:"connection string (URL or key=value); shown without its password"`
+	PoolSize       int           `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections; at least read+write workers, below the server's max_connections"`
+	Table          string        `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
+	CreateSchema   bool          `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
+	ExecMode       string        `opt:"execMode" default:"cache_statement" enum:"cache_statement,cache_describe,describe_exec,exec,simple_protocol" help:"pgx query exec mode; exec or simple_protocol behind PgBouncer without prepared-statement support"`
+	ConnectTimeout time.Duration `opt:"connectTimeout" default:"5s" min:"100ms" max:"5m" help:"timeout for establishing one connection"`
+}
+
+var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// validate checks what the tags cannot: the table must be a plain identifier because it is
+// spliced into SQL text.
+func (o *Options) validate() error {
+	var errs driver.FieldErrors
+	parts := strings.Split(o.Table, ".")
+	ok := len(parts) <= 2
+	for _, p := range parts {
+		ok = ok && identRe.MatchString(p)
+	}
+	if !ok {
+		errs = append(errs, &driver.FieldError{Field: "table", Value: o.Table,
+			Allowed: "an identifier of letters, digits and _ (not starting with a digit), optionally schema.table"})
+	}
+	if strings.TrimSpace(o.DSN) == "" {
+		errs = append(errs, &driver.FieldError{Field: "dsn", Allowed: "a postgres:// URL or key=value connection string"})
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func (o *Options) execMode() pgx.QueryExecMode {
+	switch o.ExecMode {
+	case "cache_describe":
+		return pgx.QueryExecModeCacheDescribe
+	case "describe_exec":
+		return pgx.QueryExecModeDescribeExec
+	case "exec":
+		return pgx.QueryExecModeExec
+	case "simple_protocol":
+		return pgx.QueryExecModeSimpleProtocol
+	}
+	return pgx.QueryExecModeCacheStatement
+}
+
+// Driver is the postgres driver. It is safe for concurrent use after Init.
+type Driver struct {
+	opts     Options
+	pool     *pgxpool.Pool
+	password string // only to scrub it from error text; never shown
+	version  string
+
+	readSQL, writeSQL, readBulkSQL, writeBulkSQL string
+}
+
+var (
+	_ driver.Driver           = (*Driver)(nil)
+	_ driver.BulkReader       = (*Driver)(nil)
+	_ driver.BulkWriter       = (*Driver)(nil)
+	_ driver.ConnectionInfoer = (*Driver)(nil)
+)
+
+// Init connects the pool, checks the server answers and creates the table when asked.
+func (d *Driver) Init(ctx context.Context, opts any) error {
+	o, err := driver.OptionsAs[Options](opts)
+	if err != nil {
+		return err
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	d.opts = *o
+	cfg, err := pgxpool.ParseConfig(o.DSN)
+	if err != nil {
+		// pgx's parse errors already redact, but a malformed DSN may not parse far enough to
+		// know where the password is, so the message is never passed on verbatim.
+		return driver.Wrap(driver.ClassRejected, fmt.Errorf("parse dsn %s: invalid connection string", RedactDSN(o.DSN)))
+	}
+	d.password = cfg.ConnConfig.Password
+	cfg.MaxConns = int32(o.PoolSize)
+	cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
+	cfg.ConnConfig.DefaultQueryExecMode = o.execMode()
+
+	table := quoteTable(o.Table)
+	d.readSQL = "SELECT value FROM " + table + " WHERE key = $1"
+	d.writeSQL = "INSERT INTO " + table + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+	d.readBulkSQL = "SELECT key, value FROM " + table + " WHERE key = ANY($1)"
+	d.writeBulkSQL = "INSERT INTO " + table + " (key, value) SELECT * FROM unnest($1::text[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return d.fail("create pool", err)
+	}
+	d.pool = pool
+	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&d.version); err != nil {
+		return d.fail("connect to "+RedactDSN(o.DSN), err)
+	}
+	if o.CreateSchema {
+		if err := d.createTable(ctx, table); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Driver) createTable(ctx context.Context, table string) error {
+	_, err := d.pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (key TEXT PRIMARY KEY, value BYTEA NOT NULL)")
+	var pe *pgconn.PgError
+	// Two nodes creating the table at once race in the catalog; the loser sees a
+	// duplicate, and the table exists either way.
+	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07") {
+		err = nil
+	}
+	if err != nil {
+		return d.fail("create table "+d.opts.Table, err)
+	}
+	return nil
+}
+
+// quoteTable quotes each part so reserved words and mixed case work as given.
+func quoteTable(name string) string {
+	return pgx.Identifier(strings.Split(name, ".")).Sanitize()
+}
+
+// Read returns the value of key or driver.ErrNotFound.
+func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
+	err := d.pool.QueryRow(ctx, d.readSQL, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, driver.ErrNotFound
+	}
+	if err != nil {
+		return nil, d.fail("read", err)
+	}
+	return v, nil
+}
+
+// Write upserts value under key.
+func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
+	if _, err := d.pool.Exec(ctx, d.writeSQL, key, value); err != nil {
+		return d.fail("write", err)
+	}
+	return nil
+}
+
+// ReadBulk reads keys in one round trip; a missing key has a nil value.
+func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) {
+	rows, err := d.pool.Query(ctx, d.readBulkSQL, keys)
+	if err != nil {
+		return nil, d.fail("bulk read", err)
+	}
+	defer rows.Close()
+	found := make(map[string][]byte, len(keys))
+	for rows.Next() {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, d.fail("bulk read", err)
+		}
+		found[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.fail("bulk read", err)
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = found[k]
+	}
+	return out, nil
+}
+
+// WriteBulk upserts every pair in one statement. ON CONFLICT cannot touch a row twice in
+// one statement, so a repeated key keeps only its last value, as sequential writes would.
+func (d *Driver) WriteBulk(ctx context.Context, keys []string, values [][]byte) error {
+	if len(keys) != len(values) {
+		return driver.Wrap(driver.ClassRejected, fmt.Errorf("bulk write: %d keys but %d values", len(keys), len(values)))
+	}
+	last := make(map[string]int, len(keys))
+	for i, k := range keys {
+		last[k] = i
+	}
+	ks, vs := keys, values
+	if len(last) != len(keys) {
+		ks = make([]string, 0, len(last))
+		vs = make([][]byte, 0, len(last))
+		for i, k := range keys {
+			if last[k] == i {
+				ks = append(ks, k)
+				vs = append(vs, values[i])
+			}
+		}
+	}
+	if _, err := d.pool.Exec(ctx, d.writeBulkSQL, ks, vs); err != nil {
+		return d.fail("bulk write", err)
+	}
+	return nil
+}
+
+// ConnectionInfo describes the connection without secrets.
+func (d *Driver) ConnectionInfo() map[string]string {
+	info := map[string]string{
+		"dsn":            RedactDSN(d.opts.DSN),
+		"table":          d.opts.Table,
+		"poolSize":       strconv.Itoa(d.opts.PoolSize),
+		"execMode":       d.opts.ExecMode,
+		"server_version": d.version,
+	}
+	if d.pool != nil {
+		st := d.pool.Stat()
+		info["pool_total_conns"] = strconv.Itoa(int(st.TotalConns()))
+	}
+	return info
+}
+
+// Close closes the pool; it copes with a failed Init.
+func (d *Driver) Close() error {
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	return nil
+}
+
+// fail classifies err and prefixes what was being done, scrubbing the password in case a
+// library message carried it.
+func (d *Driver) fail(what string, err error) error {
+	class := Classify(err)
+	msg := what + ": " + err.Error()
+	if d.password != "" && strings.Contains(msg, d.password) {
+		return driver.Wrap(class, errors.New(strings.ReplaceAll(msg, d.password, "xxxxx")))
+	}
+	return driver.Wrap(class, fmt.Errorf("%s: %w", what, err))
+}
+
+// Classify maps a pgx error to a driver class, by SQLSTATE for server errors.
+func Classify(err error) driver.Class {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return classifySQLState(pe.Code)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return driver.ClassTimeout
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return driver.ClassUnavailable
+	}
+	if c := driver.Classify(err); c != driver.ClassOther {
+		return c
+	}
+	// SafeToRetry marks failures before anything reached the server (a dial that failed,
+	// a connection found closed): the server is not there to take the request.
+	if pgconn.SafeToRetry(err) {
+		return driver.ClassUnavailable
+	}
+	return driver.ClassOther
+}
+
+func classifySQLState(code string) driver.Class {
+	switch code {
+	case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+		return driver.ClassUnavailable
+	case "40001", "40P01": // serialization_failure, deadlock_detected
+		return driver.ClassThrottled
+	case "57014": // query_canceled (statement_timeout or cancel)
+		return driver.ClassTimeout
+	}
+	if len(code) < 2 {
+		return driver.ClassOther
+	}
+	switch code[:2] {
+	case "08":
+		return driver.ClassUnavailable
+	case "53":
+		return driver.ClassThrottled
+	case "22", "23", "42", "28", "3D", "3F":
+		return driver.ClassRejected
+	}
+	return driver.ClassOther
+}
+
+var (
+	kvPasswordQuoted = regexp.MustCompile(`(?i)\b(password|sslpassword)\s*=\s*'(?:[^'\\]|\\.)*'`)
+	kvPasswordPlain  = regexp.MustCompile(`(?i)\b(password|sslpassword)\s*=\s*[^\s&']*`)
+	// Greedy up to the last '@' so a password holding '/' or '@' unescaped is still cut.
+	urlUserinfo = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*://[^:@/]*):.*@`)
+)
+
+// RedactDSN returns dsn without its passwords, in URL or key=value form, for display.
+func RedactDSN(dsn string) string {
+	s := dsn
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.User(u.User.Username())
+			s = u.String()
+		}
+	} else {
+		s = urlUserinfo.ReplaceAllString(dsn, "$1@")
+	}
+	s = kvPasswordQuoted.ReplaceAllString(s, "$1=xxxxx")
+	s = kvPasswordPlain.ReplaceAllString(s, "$1=xxxxx")
+	return s
+}
