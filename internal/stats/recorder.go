@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -71,6 +72,10 @@ func (c *Counts) Add(o *Counts) {
 type buffer struct {
 	resp, svc *hdrhistogram.Histogram
 	Counts
+	// Buffers of different shards are separate allocations that the allocator may
+	// place side by side; at exactly 128 bytes (a size class whose objects are
+	// 128-byte aligned) two shards' counters never share a cache line.
+	_ [128 - 16 - unsafe.Sizeof(Counts{})]byte
 }
 
 func newBuffer() *buffer {

@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -107,4 +109,50 @@ func TestDefaultShardsBoundsMemory(t *testing.T) {
 		t.Errorf("shard histograms at the cap take %d MB, want well under the 150 MB process budget", total>>20)
 	}
 	t.Logf("histogram %d B; shard histograms at %d shards x %d ops: %.1f MB", perHist, MaxDefaultShards, NumOps, float64(total)/(1<<20))
+}
+
+func TestBufferPadding(t *testing.T) {
+	if sz := unsafe.Sizeof(buffer{}); sz != 128 {
+		t.Errorf("buffer is %d bytes, want 128 so two shards' counters share no cache line", sz)
+	}
+}
+
+// The whole stats footprint of a 1000-worker run at the shard cap, with all three op
+// classes recording and a full series, must leave most of the 150 MB process budget to
+// the rest of the engine.
+func TestMemoryWith1000Workers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates ~40 MB")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+
+	c := NewCollector(Config{Shards: MaxDefaultShards, SeriesLen: DefaultSeriesLen})
+	var wg sync.WaitGroup
+	for w := range 1000 {
+		wg.Go(func() {
+			for _, op := range Ops {
+				s := c.Recorder(op).Shard(w)
+				for i := range 100 {
+					s.Success(time.Duration(i*w+1)*time.Microsecond, time.Microsecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	start := time.Now()
+	for i := range DefaultSeriesLen {
+		c.Tick(start.Add(time.Duration(i+1) * time.Second))
+	}
+
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := float64(after.HeapInuse-before.HeapInuse) / (1 << 20)
+	t.Logf("stats heap with %d shards x %d ops recording and %d series points: %.1f MB",
+		MaxDefaultShards, NumOps, DefaultSeriesLen, heap)
+	if heap > 64 {
+		t.Errorf("stats heap %.1f MB, want at most 64 MB", heap)
+	}
+	runtime.KeepAlive(c)
 }
