@@ -105,6 +105,7 @@ type Collector struct {
 	cum     [NumOps]Counts
 	latest  pointRec
 	latestT time.Time // start of the latest interval; zero before the first tick
+	latestE time.Time // end of the latest interval
 	ring    []pointRec
 	head    int // index of the oldest point once the ring is full
 
@@ -252,7 +253,7 @@ func (c *Collector) Tick(now time.Time) *Interval {
 		c.cum[op].Add(&o.Counts)
 	}
 	c.last = now
-	c.latest, c.latestT = p, iv.Start
+	c.latest, c.latestT, c.latestE = p, iv.Start, now
 	if len(c.ring) < cap(c.ring) {
 		c.ring = append(c.ring, p)
 	} else {
@@ -307,7 +308,7 @@ func (c *Collector) Latest() Summary {
 		return c.emptySummary()
 	}
 	p := c.latest.point()
-	return Summary{Start: c.latestT, End: c.last, Seconds: float64(c.latest.seconds), Ops: p.Ops}
+	return Summary{Start: c.latestT, End: c.latestE, Seconds: spanSeconds(c.latestT, c.latestE), Ops: p.Ops}
 }
 
 func (c *Collector) emptySummary() Summary {

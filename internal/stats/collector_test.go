@@ -201,6 +201,9 @@ func TestReset(t *testing.T) {
 	c.Tick(t0.Add(time.Second))
 	r.Success(time.Second, time.Second) // recorded before the reset: discarded
 	c.ResetAt(t0.Add(10 * time.Second))
+	if l := c.Latest(); !l.End.Equal(t0.Add(time.Second)) || l.Ops["read"].Count != 1 {
+		t.Errorf("Latest after reset ends %v with %d reads; want the pre-reset interval", l.End, l.Ops["read"].Count)
+	}
 	if n := c.Cumulative().Ops["read"].Count; n != 0 {
 		t.Errorf("cumulative count after reset %d, want 0", n)
 	}

@@ -106,3 +106,22 @@ func TestLatencyOf(t *testing.T) {
 		t.Errorf("LatencyOf(1..1000) = %+v, want %+v", l, want)
 	}
 }
+
+func TestSummarizeOp(t *testing.T) {
+	resp, svc := NewHistogram(), NewHistogram()
+	for v := int64(1); v <= 100; v++ {
+		_ = resp.RecordValue(v)
+		_ = svc.RecordValue(v / 2)
+	}
+	c := Counts{Successes: 90, Misses: 10}
+	c.Failures[3] = 4
+	c.Validation[Corrupt] = 2
+	s := SummarizeOp(c, resp, svc, 4)
+	if s.Count != 100 || s.Rate != 25 || s.Misses != 10 || s.Errors != 4 || s.Failures["throttled"] != 4 ||
+		s.Validation["corrupt"] != 2 || s.ResponseTime.P99 != 99 || s.ServiceTime.Max != 50 {
+		t.Errorf("SummarizeOp = %+v", s)
+	}
+	if z := SummarizeOp(Counts{}, nil, nil, 0); z.Rate != 0 || len(z.Failures) != 5 || len(z.Validation) != NumValidations {
+		t.Errorf("empty SummarizeOp = %+v", z)
+	}
+}

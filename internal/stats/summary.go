@@ -3,6 +3,8 @@ package stats
 import (
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/ndbench/ndbench/driver"
 )
 
@@ -113,6 +115,13 @@ func (p *pointRec) point() Point {
 		ops[op.String()] = s
 	}
 	return Point{Time: time.Unix(0, p.end), Ops: ops}
+}
+
+// SummarizeOp builds the report of one op class from its counters and latency
+// histograms (microseconds) over seconds, e.g. after merging several nodes' data. The
+// engine gauges (TargetRate, Workers, BacklogMs, Pending) are left for the caller.
+func SummarizeOp(c Counts, resp, svc *hdrhistogram.Histogram, seconds float64) OpSummary {
+	return buildOpSummary(&c, LatencyOf(resp), LatencyOf(svc), seconds, gauges{})
 }
 
 func buildOpSummary(c *Counts, resp, svc Latency, seconds float64, g gauges) OpSummary {
