@@ -1,0 +1,179 @@
+// Package pacer schedules operations open loop: every operation has an intended start time
+// t_k = anchor + Shape.Offset(k), claimed by workers from a shared, lock-free schedule.
+//
+// Latency is measured from the intended start, not from when a worker got round to it, so a
+// store that stalls is charged for every operation that should have started during the
+// stall (no coordinated omission). A schedule that workers cannot keep up with shows as
+// backlog; it is never silently stretched. With no shape (rate 0) the loop is closed: an
+// operation is due as soon as a worker is free.
+package pacer
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// Shape is a load shape: when the k-th operation since the anchor is due. Constant rates are
+// the common case; ramps and steps for scenarios and auto-tune implement the same interface.
+type Shape interface {
+	// Offset returns the intended start of operation k (k ≥ 0) relative to the anchor.
+	Offset(k int64) time.Duration
+	// Due returns how many operations are due by elapsed d (those with Offset ≤ d).
+	Due(d time.Duration) int64
+	// Rate returns the target rate in ops/s at elapsed d, for display.
+	Rate(d time.Duration) float64
+}
+
+// Constant is a fixed rate in operations per second. It must be positive.
+type Constant float64
+
+// Offset returns k/rate.
+func (c Constant) Offset(k int64) time.Duration {
+	return time.Duration(float64(k) * 1e9 / float64(c))
+}
+
+// Due returns floor(d·rate)+1 for d ≥ 0: operation 0 is due at the anchor.
+func (c Constant) Due(d time.Duration) int64 {
+	if d < 0 {
+		return 0
+	}
+	return int64(math.Floor(d.Seconds()*float64(c))) + 1
+}
+
+// Rate returns the constant rate.
+func (c Constant) Rate(time.Duration) float64 { return float64(c) }
+
+// schedule is immutable but for next; a rate change installs a new one, so a claim never
+// mixes the anchor of one schedule with the counter of another.
+type schedule struct {
+	anchor int64 // ns on the pacer's monotonic clock
+	shape  Shape // nil: closed loop
+	next   atomic.Int64
+}
+
+// Pacer hands out intended start times. It is safe for concurrent use.
+type Pacer struct {
+	base    time.Time // monotonic origin of Now
+	sched   atomic.Pointer[schedule]
+	spinner atomic.Bool // at most one goroutine spins at a time
+}
+
+// spinWindow is how close to its due time a waiter stops sleeping and spins. The Go runtime
+// fires timers within tens of µs while it is busy but only to the millisecond when it idles
+// in epoll, so the last stretch is spun, by one goroutine at a time so a high rate never
+// turns into many cores burning.
+const spinWindow = 50 * time.Microsecond
+
+// recheck bounds a single sleep so a waiter notices a rate change promptly instead of
+// sleeping out a slot claimed under the old, slower schedule.
+const recheck = 20 * time.Millisecond
+
+// New returns a pacer at rate ops/s; rate ≤ 0 means closed loop.
+func New(rate float64) *Pacer {
+	p := &Pacer{base: time.Now()}
+	p.SetRate(rate)
+	return p
+}
+
+// Now returns the pacer's monotonic clock in ns. Intended and actual start times and end
+// times must all come from it.
+func (p *Pacer) Now() int64 { return int64(time.Since(p.base)) }
+
+// SetRate changes the rate at once: the schedule re-anchors at now, so operations neither
+// burst to catch up with the old rate nor wait out its slots. Rate ≤ 0 closes the loop.
+func (p *Pacer) SetRate(rate float64) {
+	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		p.SetShape(nil)
+		return
+	}
+	p.SetShape(Constant(rate))
+}
+
+// SetShape installs a load shape anchored at now; nil closes the loop.
+func (p *Pacer) SetShape(s Shape) {
+	p.sched.Store(&schedule{anchor: p.Now(), shape: s})
+}
+
+// Rate returns the current target rate in ops/s (0 for closed loop).
+func (p *Pacer) Rate() float64 {
+	s := p.sched.Load()
+	if s.shape == nil {
+		return 0
+	}
+	return s.shape.Rate(time.Duration(p.Now() - s.anchor))
+}
+
+// Acquire blocks until the next operation is due and returns its intended start time on
+// the Now clock. In closed loop it returns at once with now. It returns ctx's error if ctx
+// ends first; the slot it held is then left unused, as a real client that gave up would.
+func (p *Pacer) Acquire(ctx context.Context) (int64, error) {
+	for {
+		s := p.sched.Load()
+		if s.shape == nil {
+			return p.Now(), ctx.Err()
+		}
+		k := s.next.Add(1) - 1
+		due := s.anchor + int64(s.shape.Offset(k))
+		if p.waitUntil(ctx, s, due) {
+			return due, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		// The schedule changed while we waited: the slot belongs to the old one.
+	}
+}
+
+// waitUntil sleeps, then spins, until due. It returns false if ctx ended or s stopped being
+// the current schedule first.
+func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) bool {
+	done := ctx.Done()
+	for {
+		remaining := time.Duration(due - p.Now())
+		if remaining <= 0 {
+			return true
+		}
+		if p.sched.Load() != s {
+			return false
+		}
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		if remaining > spinWindow {
+			time.Sleep(min(remaining-spinWindow/2, recheck))
+			continue
+		}
+		if !p.spinner.CompareAndSwap(false, true) {
+			// Another goroutine spins, which keeps the runtime's timers sharp.
+			time.Sleep(remaining)
+			continue
+		}
+		for p.Now() < due {
+			runtime.Gosched()
+		}
+		p.spinner.Store(false)
+		return true
+	}
+}
+
+// Backlog reports how far the workers are behind the schedule: lag is how long ago the
+// oldest unclaimed due operation should have started, pending how many due operations are
+// unclaimed. Both are zero in closed loop and when the workers keep up.
+func (p *Pacer) Backlog() (lag time.Duration, pending int64) {
+	s := p.sched.Load()
+	if s.shape == nil {
+		return 0, 0
+	}
+	elapsed := time.Duration(p.Now() - s.anchor)
+	claimed := s.next.Load()
+	pending = s.shape.Due(elapsed) - claimed
+	if pending <= 0 {
+		return 0, 0
+	}
+	return elapsed - s.shape.Offset(claimed), pending
+}
