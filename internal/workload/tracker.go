@@ -1,0 +1,174 @@
+package workload
+
+import (
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// MaxTrackedKeys bounds a Tracker's memory at 4 GiB.
+const MaxTrackedKeys = 1 << 30
+
+// TrackerParams configures a Tracker.
+type TrackerParams struct {
+	// NumKeys is the keyspace size, in [1, MaxTrackedKeys].
+	NumKeys int64
+	// MaxWriteTime is the longest a write can take and still be acknowledged, i.e. the
+	// write timeout. Two writes to one key that overlap in time may be applied in either
+	// order, so a read may legally return the older one; a value is therefore only called
+	// stale when its write started more than MaxWriteTime before the last acknowledged
+	// write to the key started, which proves it finished before that write began. Zero
+	// assumes writes to a key never overlap.
+	MaxWriteTime time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Tracker remembers, per key index, the sequence of the latest acknowledged write, so a
+// read can tell a stale value and a lost write from a correct answer. It is lock-free:
+// Ack is an atomic CAS-max, Expect an atomic load.
+//
+// A sequence is a Unix time in milliseconds read from the monotonic clock (start wall
+// time + elapsed monotonic time), carried in full (uint64) in the value header. Absolute
+// time rather than a per-tracker counter keeps sequences comparable across trackers, so
+// the engine can replace a tracker (a new keyspace, or Expired) while values written under
+// the old one stay in the store. Per key the tracker stores only milliseconds since its
+// start + 1 in a uint32 (0 = never written): 4 bytes per key keeps 100M keys at 400 MB,
+// millisecond resolution is finer than any store's write latency, and the range covers
+// 49.7 days, after which Ack stops recording (Expired reports it) so verdicts err towards
+// "ok", never towards a false alarm. Writes to one key within the same millisecond get
+// equal sequences; a read returning the older of them goes unnoticed (a false negative,
+// never a false positive).
+//
+// Only writes made through this tracker are known. With several nodes writing the same
+// keys, a key last written by another node looks unwritten here, and staleness verdicts
+// on other nodes' values assume clocks agree within MaxWriteTime.
+type Tracker struct {
+	slots   []atomic.Uint32
+	now     func() time.Time
+	start   time.Time
+	startMs uint64 // start as Unix milliseconds
+	graceMs uint64 // MaxWriteTime, rounded up to milliseconds
+}
+
+// Result is a Tracker's verdict on a read.
+type Result uint8
+
+// The verdicts of Classify.
+const (
+	// ResultOK: the read returned the latest acknowledged write or a newer one, or the
+	// key was never acknowledged written and the read missed.
+	ResultOK Result = iota
+	// ResultStale: the read returned a value older than a write acknowledged before the
+	// read began.
+	ResultStale
+	// ResultLost: the read missed a key that was acknowledged written before the read
+	// began. On stores that evict or expire keys (caches, TTLs), a miss is expected and
+	// the caller should not count it as a loss.
+	ResultLost
+	numResults
+)
+
+var resultNames = [numResults]string{"ok", "stale", "lost"}
+
+// String returns the name used in counters and reports.
+func (r Result) String() string {
+	if r < numResults {
+		return resultNames[r]
+	}
+	return "unknown"
+}
+
+// NewTracker returns a tracker for p.NumKeys keys, all unwritten.
+func NewTracker(p TrackerParams) (*Tracker, error) {
+	var errs driver.FieldErrors
+	if p.NumKeys < 1 || p.NumKeys > MaxTrackedKeys {
+		errs = append(errs, &driver.FieldError{Field: "workload.numKeys", Value: strconv.FormatInt(p.NumKeys, 10),
+			Allowed: "an integer in [1, " + strconv.Itoa(MaxTrackedKeys) + "] when validation tracks writes"})
+	}
+	if p.MaxWriteTime < 0 {
+		errs = append(errs, &driver.FieldError{Field: "maxWriteTime", Value: p.MaxWriteTime.String(), Allowed: "a duration >= 0"})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	now := p.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	return &Tracker{
+		slots:   make([]atomic.Uint32, p.NumKeys),
+		now:     now,
+		start:   start,
+		startMs: uint64(start.UnixMilli()),
+		graceMs: uint64((p.MaxWriteTime + time.Millisecond - 1) / time.Millisecond),
+	}, nil
+}
+
+// Seq returns the sequence for a write starting now. Take it before encoding the value
+// and pass the same number to Ack once the store acknowledged the write.
+func (t *Tracker) Seq() uint64 {
+	el := t.now().Sub(t.start)
+	if el < 0 {
+		el = 0
+	}
+	return t.startMs + uint64(el/time.Millisecond)
+}
+
+// Ack records that the write of seq to key idx was acknowledged. Only newer sequences
+// replace older ones (concurrent acks on one key keep the maximum). Indices out of range,
+// sequences from before the tracker started and after it expired are ignored.
+func (t *Tracker) Ack(idx int64, seq uint64) {
+	if idx < 0 || idx >= int64(len(t.slots)) || seq < t.startMs || seq-t.startMs >= math.MaxUint32 {
+		return
+	}
+	v := uint32(seq-t.startMs) + 1
+	s := &t.slots[idx]
+	for {
+		old := s.Load()
+		if old >= v || s.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// Expect returns the sequence of the latest write to idx acknowledged so far, or 0 if
+// none. Call it before issuing the read, and pass it to Classify.
+func (t *Tracker) Expect(idx int64) uint64 {
+	if idx < 0 || idx >= int64(len(t.slots)) {
+		return 0
+	}
+	v := t.slots[idx].Load()
+	if v == 0 {
+		return 0
+	}
+	return t.startMs + uint64(v) - 1
+}
+
+// Classify judges a read of a key whose Expect was exp: found says whether the store
+// returned a value, valueSeq is the sequence CheckValue read from it (only meaningful
+// with CheckOK).
+func (t *Tracker) Classify(exp uint64, found bool, valueSeq uint64) Result {
+	switch {
+	case exp == 0:
+		return ResultOK
+	case !found:
+		return ResultLost
+	case valueSeq+t.graceMs < exp:
+		return ResultStale
+	}
+	return ResultOK
+}
+
+// Expired reports whether the tracker has run past the 49.7 days its per-key slots can
+// represent; from then on Ack records nothing and the engine should start a new tracker.
+func (t *Tracker) Expired() bool {
+	return t.Seq()-t.startMs >= math.MaxUint32
+}
+
+// NumKeys returns the number of keys tracked.
+func (t *Tracker) NumKeys() int64 { return int64(len(t.slots)) }

@@ -1,0 +1,183 @@
+package workload
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+func mustTracker(t testing.TB, p TrackerParams) *Tracker {
+	t.Helper()
+	tr, err := NewTracker(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func TestNewTrackerRejectsBadParams(t *testing.T) {
+	for _, p := range []TrackerParams{{NumKeys: 0}, {NumKeys: MaxTrackedKeys + 1}, {NumKeys: 10, MaxWriteTime: -1}} {
+		_, err := NewTracker(p)
+		var fe driver.FieldErrors
+		if !errors.As(err, &fe) {
+			t.Errorf("NewTracker(%+v) = %v, want field errors", p, err)
+		}
+	}
+}
+
+func TestTrackerSeqFollowsClock(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	tr := mustTracker(t, TrackerParams{NumKeys: 10, Now: clock.now})
+	s0 := tr.Seq()
+	if want := uint64(epoch.UnixMilli()); s0 != want {
+		t.Errorf("Seq at start = %d, want Unix ms %d", s0, want)
+	}
+	clock.t = epoch.Add(1500 * time.Microsecond)
+	if s := tr.Seq(); s != s0+1 {
+		t.Errorf("Seq after 1.5ms = %d, want %d", s, s0+1)
+	}
+	clock.t = epoch.Add(-time.Second) // wall clock stepped back
+	if s := tr.Seq(); s != s0 {
+		t.Errorf("Seq went backwards to %d", s)
+	}
+}
+
+func TestTrackerClassify(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	tr := mustTracker(t, TrackerParams{NumKeys: 10, MaxWriteTime: 100 * time.Millisecond, Now: clock.now})
+	base := tr.Seq()
+	// Key 1 written at base+1000 and acked; key 2 never written.
+	clock.t = epoch.Add(time.Second)
+	w := tr.Seq()
+	tr.Ack(1, w)
+	tests := []struct {
+		name     string
+		idx      int64
+		found    bool
+		valueSeq uint64
+		want     Result
+	}{
+		{"latest value", 1, true, w, ResultOK},
+		{"newer value (a later write)", 1, true, w + 5, ResultOK},
+		{"overlapping older write", 1, true, w - 100, ResultOK},
+		{"older than the write timeout", 1, true, w - 101, ResultStale},
+		{"much older", 1, true, base, ResultStale},
+		{"acked key missing", 1, false, 0, ResultLost},
+		{"unwritten key missing", 2, false, 0, ResultOK},
+		{"unwritten key found", 2, true, base, ResultOK},
+		{"index out of range", 99, false, 0, ResultOK},
+	}
+	for _, tt := range tests {
+		if got := tr.Classify(tr.Expect(tt.idx), tt.found, tt.valueSeq); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestTrackerAckKeepsMaximum(t *testing.T) {
+	clock := &fakeClock{t: epoch.Add(time.Hour)}
+	tr := mustTracker(t, TrackerParams{NumKeys: 4, Now: clock.now})
+	base := tr.Seq()
+	tr.Ack(0, base+10)
+	tr.Ack(0, base+5) // a slower, older write acked later
+	if got := tr.Expect(0); got != base+10 {
+		t.Errorf("Expect = %d, want %d", got, base+10)
+	}
+	tr.Ack(0, base-1) // before the tracker started: ignored
+	tr.Ack(-1, base)  // out of range: ignored
+	tr.Ack(4, base)
+	if got := tr.Expect(0); got != base+10 {
+		t.Errorf("Expect = %d after ignored acks, want %d", got, base+10)
+	}
+	// Concurrent acks on one key keep the largest.
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range uint64(1000) {
+				tr.Ack(1, base+i*8+uint64(w))
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := tr.Expect(1), base+999*8+7; got != want {
+		t.Errorf("after concurrent acks Expect = %d, want %d", got, want)
+	}
+}
+
+func TestTrackerExpiry(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	tr := mustTracker(t, TrackerParams{NumKeys: 2, Now: clock.now})
+	tr.Ack(0, tr.Seq())
+	if tr.Expired() {
+		t.Fatal("expired at start")
+	}
+	clock.t = epoch.Add(50 * 24 * time.Hour)
+	if !tr.Expired() {
+		t.Fatal("not expired after 50 days")
+	}
+	tr.Ack(1, tr.Seq())
+	if got := tr.Expect(1); got != 0 {
+		t.Errorf("ack after expiry recorded %d", got)
+	}
+	if got := tr.Expect(0); got != uint64(epoch.UnixMilli()) {
+		t.Errorf("ack from before expiry lost: Expect = %d", got)
+	}
+}
+
+// TestValidationEndToEnd runs the write/read protocol the engine uses against a map.
+func TestValidationEndToEnd(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	tr := mustTracker(t, TrackerParams{NumKeys: 3, Now: clock.now})
+	store := map[string][]byte{}
+	write := func(idx int64) {
+		key := AppendKey(nil, DefaultKeyPrefix, idx)
+		seq := tr.Seq()
+		store[string(key)] = EncodeValue(nil, key, seq, payload(64))
+		tr.Ack(idx, seq)
+	}
+	read := func(idx int64) (Check, Result) {
+		key := AppendKey(nil, DefaultKeyPrefix, idx)
+		exp := tr.Expect(idx)
+		v, found := store[string(key)]
+		c, seq := CheckValue(key, v)
+		if found && c != CheckOK {
+			return c, ResultOK
+		}
+		return c, tr.Classify(exp, found, seq)
+	}
+	write(0)
+	old := store["T0"]
+	clock.t = clock.t.Add(time.Second)
+	write(0)
+	write(1)
+	if c, r := read(0); c != CheckOK || r != ResultOK {
+		t.Errorf("fresh read: %v/%v", c, r)
+	}
+	store["T0"] = old // the store serves the previous version
+	if c, r := read(0); c != CheckOK || r != ResultStale {
+		t.Errorf("stale read: %v/%v, want ok/stale", c, r)
+	}
+	delete(store, "T1") // the store lost an acknowledged write
+	if _, r := read(1); r != ResultLost {
+		t.Errorf("lost write: %v, want lost", r)
+	}
+	store["T2"] = store["T0"] // key 0's value under key 2
+	if c, _ := read(2); c != CheckWrongKey {
+		t.Errorf("misplaced value: %v, want wrong_key", c)
+	}
+}
+
+func BenchmarkTrackerAckExpect(b *testing.B) {
+	tr := mustTracker(b, TrackerParams{NumKeys: 1 << 20})
+	seq := tr.Seq()
+	b.ReportAllocs()
+	var i int64
+	for b.Loop() {
+		i = (i + 7919) & (1<<20 - 1)
+		tr.Ack(i, seq)
+		tr.Expect(i)
+	}
+}

@@ -1,0 +1,131 @@
+package workload
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// Limits that keep a typo from exhausting memory: NewValues allocates the whole pool up
+// front, and an out-of-memory failure cannot be turned into an error.
+const (
+	MaxValueSize = 64 << 20 // bytes per value
+	MaxPoolBytes = 1 << 30  // bytes across the pool
+)
+
+// ValueParams configures a value pool. Field names follow NDBench's (numValues, dataSize,
+// useVariableDataSize with lower/upper bounds).
+type ValueParams struct {
+	// NumValues is how many distinct payloads the pool holds (>= 1).
+	NumValues int
+	// DataSize is the size of every payload in bytes when Variable is off.
+	DataSize int
+	// Variable gives each payload its own size, uniform in [DataSizeMin, DataSizeMax].
+	Variable                 bool
+	DataSizeMin, DataSizeMax int
+	// Validate means payloads will carry the validation header, so every size must be at
+	// least HeaderSize.
+	Validate bool
+}
+
+// Values is a pool of random alphanumeric payloads (NDBench's DefaultDataGenerator shape),
+// shared read-only by all workers. Refresh swaps in a new pool atomically, so a reader
+// sees either the old pool or the new one, never a half-built one.
+type Values struct {
+	p    ValueParams
+	pool atomic.Pointer[[][]byte]
+}
+
+// NewValues validates p and builds a pool from seed. Invalid parameters yield
+// driver.FieldErrors naming workload.<field>.
+func NewValues(p ValueParams, seed uint64) (*Values, error) {
+	if errs := p.validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	v := &Values{p: p}
+	v.Refresh(seed)
+	return v, nil
+}
+
+func (p ValueParams) validate() driver.FieldErrors {
+	var errs driver.FieldErrors
+	bad := func(field string, value int, allowed string) {
+		errs = append(errs, &driver.FieldError{Field: "workload." + field, Value: strconv.Itoa(value), Allowed: allowed})
+	}
+	minSize := 1
+	if p.Validate {
+		minSize = HeaderSize // the header must fit inside the value
+	}
+	sizeRange := fmt.Sprintf("an integer in [%d, %d]", minSize, MaxValueSize)
+	if p.NumValues < 1 {
+		bad("numValues", p.NumValues, "an integer >= 1")
+	}
+	largest := p.DataSize
+	if p.Variable {
+		if p.DataSizeMin < minSize || p.DataSizeMin > MaxValueSize {
+			bad("dataSizeMin", p.DataSizeMin, sizeRange)
+		}
+		if p.DataSizeMax < max(p.DataSizeMin, minSize) || p.DataSizeMax > MaxValueSize {
+			bad("dataSizeMax", p.DataSizeMax, fmt.Sprintf("an integer in [max(dataSizeMin, %d), %d]", minSize, MaxValueSize))
+		}
+		largest = p.DataSizeMax
+	} else if p.DataSize < minSize || p.DataSize > MaxValueSize {
+		bad("dataSize", p.DataSize, sizeRange)
+	}
+	if len(errs) == 0 && int64(p.NumValues)*int64(largest) > MaxPoolBytes {
+		bad("numValues", p.NumValues, fmt.Sprintf("at most %d with values up to %d bytes (pool limit %d bytes)",
+			MaxPoolBytes/largest, largest, MaxPoolBytes))
+	}
+	return errs
+}
+
+// Params returns the parameters the pool was built with.
+func (v *Values) Params() ValueParams { return v.p }
+
+// Pick returns a payload chosen uniformly from the pool. The slice is shared by every
+// worker: read it, never modify it.
+func (v *Values) Pick(r *rand.Rand) []byte {
+	pool := *v.pool.Load()
+	return pool[r.IntN(len(pool))]
+}
+
+const alphanumeric = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// Refresh builds a new pool from seed with the same parameters and swaps it in. Readers
+// holding a payload from the old pool keep a valid slice; the old pool is garbage
+// collected once nobody does.
+func (v *Values) Refresh(seed uint64) {
+	r := rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc908))
+	sizes := make([]int, v.p.NumValues)
+	total := 0
+	for i := range sizes {
+		s := v.p.DataSize
+		if v.p.Variable {
+			s = v.p.DataSizeMin + r.IntN(v.p.DataSizeMax-v.p.DataSizeMin+1)
+		}
+		sizes[i] = s
+		total += s
+	}
+	// One backing array: NumValues allocations would cost the GC far more to scan.
+	buf := make([]byte, total)
+	for i := 0; i < len(buf); {
+		// Each 64-bit draw yields 10 base-62 digits (62^10 < 2^64), a generator call per
+		// 10 bytes rather than per byte; the bias of the top digit is below 5%.
+		x := r.Uint64()
+		for j := 0; j < 10 && i < len(buf); j++ {
+			buf[i] = alphanumeric[x%62]
+			x /= 62
+			i++
+		}
+	}
+	pool := make([][]byte, len(sizes))
+	off := 0
+	for i, s := range sizes {
+		pool[i] = buf[off : off+s : off+s]
+		off += s
+	}
+	v.pool.Store(&pool)
+}
