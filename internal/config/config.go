@@ -134,7 +134,9 @@ func Build(layers []Layer) (*Snapshot, error) {
 			case notice != "":
 				notices = append(notices, notice)
 			default:
-				if !strings.EqualFold(raw, key) {
+				// Name the spelling the user wrote when it differs, unless the origin
+				// already does (env NDBENCH_X).
+				if _, named := l.Origins[raw]; !named && !strings.EqualFold(raw, key) {
 					origin += " as " + strings.TrimSpace(raw)
 				}
 				eff[key] = effective{value: value, source: origin}

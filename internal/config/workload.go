@@ -115,11 +115,10 @@ func (w Workload) Validate() error {
 	if isSlidingWindow(w.Pattern) && w.WindowSize > w.NumKeys {
 		add("windowSize", fmt.Sprint(w.WindowSize), fmt.Sprintf("at most workload.numKeys (%d) with pattern %s", w.NumKeys, w.Pattern))
 	}
-	if w.HotKeys <= 0 || w.HotKeys > 1 {
+	// The tags bound hotKeys and hotFraction to [0, 1]; an empty hot set is the one case
+	// they cannot express.
+	if w.HotKeys <= 0 {
 		add("hotKeys", fmt.Sprint(w.HotKeys), "a number greater than 0 and at most 1")
-	}
-	if w.HotFraction < 0 || w.HotFraction > 1 {
-		add("hotFraction", fmt.Sprint(w.HotFraction), "a number from 0 to 1")
 	}
 	if w.Readers+w.Writers > maxWorkers {
 		add("readers", fmt.Sprint(w.Readers), fmt.Sprintf("readers + writers at most %d (writers is %d)", maxWorkers, w.Writers))

@@ -1,0 +1,578 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// fakeKV stands in for a real driver; its name is one no real driver uses.
+type fakeKVOptions struct {
+	Addrs    []string      `opt:"addrs" default:"127.0.0.1:1" alias:"hosts" help:"servers"`
+	TTL      time.Duration `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry"`
+	Mode     string        `opt:"mode" default:"a" enum:"a,b" help:"mode"`
+	Cols     int           `opt:"colsPerRow" default:"1" min:"1" max:"100" help:"columns"`
+	Password string        `opt:"password" secret:"true" help:"credential"`
+}
+
+type fakeOtherOptions struct {
+	Depth int `opt:"depth" default:"3" min:"1" help:"depth"`
+}
+
+type fakeDriver struct{}
+
+func (fakeDriver) Init(context.Context, any) error              { return nil }
+func (fakeDriver) Read(context.Context, string) ([]byte, error) { return nil, driver.ErrNotFound }
+func (fakeDriver) Write(context.Context, string, []byte) error  { return nil }
+func (fakeDriver) Close() error                                 { return nil }
+func newFake() driver.Driver                                    { return fakeDriver{} }
+func init()                                                     { registerFakes() }
+func registerFakes() {
+	driver.MustRegister(driver.Definition{Name: "fake-kv", Summary: "test", New: newFake,
+		NewOptions: func() any { return &fakeKVOptions{} }})
+	driver.MustRegister(driver.Definition{Name: "fake-other", Summary: "test", New: newFake,
+		NewOptions: func() any { return &fakeOtherOptions{} }})
+}
+
+// selectFake is the env that selects the fake driver (pebble is not linked into tests).
+var selectFake = []string{"NDBENCH_DRIVER_NAME=fake-kv"}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustLoad(t *testing.T, s Sources) *Snapshot {
+	t.Helper()
+	snap, err := Load(s)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return snap
+}
+
+func entry(t *testing.T, s *Snapshot, key string) Entry {
+	t.Helper()
+	for _, e := range s.Entries {
+		if e.Key == key {
+			return e
+		}
+	}
+	t.Fatalf("no entry %s", key)
+	return Entry{}
+}
+
+func fieldErrors(t *testing.T, err error) driver.FieldErrors {
+	t.Helper()
+	if err == nil {
+		t.Fatal("want field errors, got nil")
+	}
+	fes, ok := driver.AsFieldErrors(err)
+	if !ok {
+		t.Fatalf("want field errors, got %T: %v", err, err)
+	}
+	return fes
+}
+
+func TestPrecedence(t *testing.T) {
+	yamlFile := "workload:\n  readRate: 200\n"
+	propsFile := "ndbench.config.readRateLimit=300\n"
+	tests := []struct {
+		name       string
+		file, ext  string
+		env, sets  []string
+		want       float64
+		wantSource string
+	}{
+		{name: "default", want: 100, wantSource: "default"},
+		{name: "yaml file over default", file: yamlFile, ext: ".yaml", want: 200, wantSource: "file "},
+		{name: "properties file over default", file: propsFile, ext: ".properties", want: 300,
+			wantSource: "file "},
+		{name: "env over file", file: yamlFile, ext: ".yaml", env: []string{"NDBENCH_WORKLOAD_READRATE=400"},
+			want: 400, wantSource: "env NDBENCH_WORKLOAD_READRATE"},
+		{name: "--set over env", file: yamlFile, ext: ".yaml", env: []string{"NDBENCH_WORKLOAD_READRATE=400"},
+			sets: []string{"workload.readRate=500"}, want: 500, wantSource: "--set"},
+		{name: "--set with an NDBench name", sets: []string{"ndbench.config.readRateLimit=600"}, want: 600,
+			wantSource: "--set as ndbench.config.readRateLimit"},
+		{name: "later --set wins", sets: []string{"workload.readRate=1", "workload.readRate=2"}, want: 2,
+			wantSource: "--set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Sources{Env: append(slices.Clone(selectFake), tt.env...), Sets: tt.sets}
+			if tt.file != "" {
+				s.File = writeFile(t, "config"+tt.ext, tt.file)
+			}
+			snap := mustLoad(t, s)
+			if got := snap.Config.Workload.ReadRate; got != tt.want {
+				t.Errorf("ReadRate = %v, want %v", got, tt.want)
+			}
+			e := entry(t, snap, "workload.readRate")
+			if !strings.HasPrefix(e.Source, tt.wantSource) {
+				t.Errorf("source = %q, want prefix %q", e.Source, tt.wantSource)
+			}
+		})
+	}
+}
+
+func TestNDBenchMappings(t *testing.T) {
+	tests := []struct {
+		prop, value string
+		check       func(Workload) bool
+	}{
+		{"numKeys", "20000000", func(w Workload) bool { return w.NumKeys == 20000000 }},
+		{"numValues", "1000", func(w Workload) bool { return w.NumValues == 1000 }},
+		{"dataSize", "1024", func(w Workload) bool { return w.DataSize == 1024 }},
+		{"numReaders", "8", func(w Workload) bool { return w.Readers == 8 }},
+		{"numWriters", "9", func(w Workload) bool { return w.Writers == 9 }},
+		{"readRateLimit", "7200", func(w Workload) bool { return w.ReadRate == 7200 }},
+		{"writeRateLimit", "1800", func(w Workload) bool { return w.WriteRate == 1800 }},
+		{"readEnabled", "false", func(w Workload) bool { return !w.ReadEnabled }},
+		{"writeEnabled", "false", func(w Workload) bool { return !w.WriteEnabled }},
+		{"useVariableDataSize", "true", func(w Workload) bool { return w.VariableDataSize }},
+		{"dataSizeLowerBound", "10", func(w Workload) bool { return w.DataSizeMin == 10 }},
+		{"dataSizeUpperBound", "20000", func(w Workload) bool { return w.DataSizeMax == 20000 }},
+		{"zipfExponent", "0.99", func(w Workload) bool { return w.ZipfExponent == 0.99 }},
+		{"numBackfill", "6", func(w Workload) bool { return w.BackfillWorkers == 6 }},
+		{"validateChecksum", "true", func(w Workload) bool { return w.ValidateValues }},
+		{"cli.loadPattern", "ZIPFIAN", func(w Workload) bool { return w.Pattern == "zipfian" }},
+		{"cli.loadPattern", "random", func(w Workload) bool { return w.Pattern == "uniform" }},
+		{"cli.windowSize", "50", func(w Workload) bool { return w.WindowSize == 50 }},
+		{"cli.windowDurationInSec", "30", func(w Workload) bool { return w.WindowDuration == 30*time.Second }},
+		{"NUMKEYS", "7", func(w Workload) bool { return w.NumKeys == 7 }}, // any case
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.prop] = true
+		t.Run(tt.prop+"="+tt.value, func(t *testing.T) {
+			snap := mustLoad(t, Sources{Env: selectFake, Sets: []string{NDBenchPrefix + tt.prop + "=" + tt.value}})
+			if !tt.check(snap.Config.Workload) {
+				t.Errorf("%s=%s did not set the workload: %+v", tt.prop, tt.value, snap.Config.Workload)
+			}
+		})
+	}
+	// Every property is either mapped (and tested above) or reported as not supported.
+	for name, p := range ndbenchProperties() {
+		if p.key != "" {
+			if !covered[name] {
+				t.Errorf("mapping of %s is not tested", name)
+			}
+			continue
+		}
+		t.Run(name+" unsupported", func(t *testing.T) {
+			snap := mustLoad(t, Sources{Env: selectFake, Sets: []string{NDBenchPrefix + name + "=1"}})
+			want := NDBenchPrefix + name + " is not supported: "
+			if !slices.ContainsFunc(snap.Notices, func(n string) bool { return strings.HasPrefix(n, want) }) {
+				t.Errorf("notices %q lack %q", snap.Notices, want)
+			}
+		})
+	}
+}
+
+func TestNDBenchFileLoadsAsIs(t *testing.T) {
+	path := writeFile(t, "cass.properties", `ndbench.config.numKeys=20000000
+ndbench.config.numValues=1000
+ndbench.config.dataSize=1024
+ndbench.config.cass.colsPerRow=8
+ndbench.config.numReaders=8
+ndbench.config.numWriters=8
+ndbench.config.cass.writeConsistencyLevel=LOCAL_QUORUM
+ndbench.config.cass.readConsistencyLevel=LOCAL_QUORUM
+ndbench.config.readRateLimit=7200
+ndbench.config.writeRateLimit=1800
+`)
+	snap := mustLoad(t, Sources{File: path, Env: selectFake})
+	w := snap.Config.Workload
+	if w.NumKeys != 20000000 || w.NumValues != 1000 || w.DataSize != 1024 || w.Readers != 8 || w.Writers != 8 ||
+		w.ReadRate != 7200 || w.WriteRate != 1800 {
+		t.Errorf("workload = %+v", w)
+	}
+	wantNotices := []string{
+		"drivers.cassandra.colsPerRow is not used by driver fake-kv",
+		"drivers.cassandra.readConsistencyLevel is not used by driver fake-kv",
+		"drivers.cassandra.writeConsistencyLevel is not used by driver fake-kv",
+	}
+	if !slices.Equal(snap.Notices, wantNotices) {
+		t.Errorf("notices = %q, want %q", snap.Notices, wantNotices)
+	}
+	if got := snap.Config.Drivers["cassandra"]["writeConsistencyLevel"]; got != "LOCAL_QUORUM" {
+		t.Errorf("cassandra options kept = %q, want LOCAL_QUORUM", got)
+	}
+	e := entry(t, snap, "workload.readRate")
+	if e.Source != "file "+path+" as ndbench.config.readRateLimit" {
+		t.Errorf("source = %q", e.Source)
+	}
+}
+
+func TestNDBenchDriverPrefixes(t *testing.T) {
+	tests := []struct{ prop, key string }{
+		{"cass.colsPerRow", "drivers.cassandra.colsPerRow"},
+		{"es.indexName", "drivers.elasticsearch.indexName"},
+		{"dynamodb.tableName", "drivers.dynamodb.tableName"},
+		{"dyno.domain", "drivers.redis.domain"},
+		{"redis.addr", "drivers.redis.addr"},
+		{"evcache.name", "drivers.memcached.name"},
+		{"cockroachdb.dbname", "drivers.postgres.dbname"},
+		{"geode.locator", "drivers.geode.locator"}, // a plugin ndbench has no driver for
+		{"janusgraph.storage.cql.keyspace", "drivers.janusgraph.storage.cql.keyspace"},
+		// A registered driver's options are canonicalised (case-insensitive), and not
+		// checked while another driver is selected.
+		{"fake-other.DEPTH", "drivers.fake-other.depth"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.prop, func(t *testing.T) {
+			snap := mustLoad(t, Sources{Env: selectFake, Sets: []string{NDBenchPrefix + tt.prop + "=v1"}})
+			want := tt.key + " is not used by driver fake-kv"
+			if !slices.Contains(snap.Notices, want) {
+				t.Errorf("notices = %q, want %q", snap.Notices, want)
+			}
+		})
+	}
+}
+
+func TestYAMLFile(t *testing.T) {
+	path := writeFile(t, "config.yaml", `
+driver:
+  name: fake-kv
+drivers:
+  fake-kv:
+    hosts: [a:1, b:2]
+    ttl: 1ms
+    colsPerRow: 8
+  fake-other:
+    depth: 5
+workload:
+  numKeys: 1000000
+  readRate: 0.5
+  pattern: scrambled
+  opTimeout: 250ms
+`)
+	snap := mustLoad(t, Sources{File: path})
+	c := snap.Config
+	if c.DriverName != "fake-kv" {
+		t.Errorf("driver = %q", c.DriverName)
+	}
+	opts, ok := c.DriverOptions.(*fakeKVOptions)
+	if !ok {
+		t.Fatalf("DriverOptions is %T", c.DriverOptions)
+	}
+	if !slices.Equal(opts.Addrs, []string{"a:1", "b:2"}) || opts.TTL != time.Millisecond || opts.Cols != 8 || opts.Mode != "a" {
+		t.Errorf("driver options = %+v", opts)
+	}
+	if got := c.Drivers["fake-kv"]["addrs"]; got != "a:1,b:2" {
+		t.Errorf("raw addrs = %q (alias hosts should map onto addrs)", got)
+	}
+	w := c.Workload
+	if w.NumKeys != 1000000 || w.ReadRate != 0.5 || w.Pattern != "scrambled_zipfian" || w.OpTimeout != 250*time.Millisecond {
+		t.Errorf("workload = %+v", w)
+	}
+	if !slices.Equal(snap.Notices, []string{"drivers.fake-other.depth is not used by driver fake-kv"}) {
+		t.Errorf("notices = %q", snap.Notices)
+	}
+	// Defaults of the selected driver are listed too, with their source.
+	if e := entry(t, snap, "drivers.fake-kv.mode"); e.Value != "a" || e.Source != "default" {
+		t.Errorf("mode entry = %+v", e)
+	}
+	if e := entry(t, snap, "drivers.fake-kv.ttl"); e.Source != "file "+path {
+		t.Errorf("ttl entry = %+v", e)
+	}
+	if !slices.IsSortedFunc(snap.Entries, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) }) {
+		t.Error("entries are not sorted")
+	}
+}
+
+func TestEnvMatching(t *testing.T) {
+	tests := []struct {
+		env   string
+		key   string
+		value string
+	}{
+		{"NDBENCH_WORKLOAD_READRATE=7", "workload.readRate", "7"},
+		{"NDBENCH_WORKLOAD_READ_RATE=7", "workload.readRate", "7"},
+		{"ndbench_workload_readrate=7", "workload.readRate", "7"},
+		{"NDBENCH_WORKLOAD_NUMREADERS=3", "workload.readers", "3"}, // NDBench alias
+		{"NDBENCH_CONFIG_READRATELIMIT=9", "workload.readRate", "9"},
+		{"NDBENCH_DRIVERS_FAKE_KV_TTL=2s", "drivers.fake-kv.ttl", "2s"},
+		{"NDBENCH_DRIVERS_FAKE_KV_COLSPERROW=4", "drivers.fake-kv.colsPerRow", "4"},
+		{"NDBENCH_DRIVERS_FAKE_KV_HOSTS=x:1,y:2", "drivers.fake-kv.addrs", "x:1,y:2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			snap := mustLoad(t, Sources{Env: []string{"NDBENCH_DRIVER_NAME=fake-kv", tt.env, "HOME=/root", "NDBENCH_TOKEN=x"}})
+			e := entry(t, snap, tt.key)
+			name, _, _ := strings.Cut(tt.env, "=")
+			if e.Value != tt.value || e.Source != "env "+name {
+				t.Errorf("entry = %+v, want value %q from env %s", e, tt.value, name)
+			}
+		})
+	}
+	t.Run("unregistered driver becomes a notice", func(t *testing.T) {
+		snap := mustLoad(t, Sources{Env: []string{"NDBENCH_DRIVER_NAME=fake-kv", "NDBENCH_DRIVERS_REDIS_ADDRS=a:1"}})
+		if !slices.Contains(snap.Notices, "drivers.redis.addrs is not used by driver fake-kv") {
+			t.Errorf("notices = %q", snap.Notices)
+		}
+	})
+	t.Run("reserved variables are ignored", func(t *testing.T) {
+		env := append(slices.Clone(selectFake), "NDBENCH_CASSANDRA_HOME=/opt", "NDBENCH_CACHE=/tmp", "NDBENCH_TOKEN=s")
+		mustLoad(t, Sources{Env: env})
+	})
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  Sources
+		// want lists field, value (as shown), source, and a piece of the allowed text.
+		want [][4]string
+	}{
+		{
+			name: "out of range and unknown keys are all reported",
+			src:  Sources{Env: selectFake, Sets: []string{"workload.readRate=-5", "workload.bogus=1", "workload.pattern=spiral"}},
+			want: [][4]string{
+				{"workload.bogus", "1", "--set", "one of the workload options numKeys, numValues"},
+				{"workload.pattern", "spiral", "--set", "uniform, random, zipfian"},
+				{"workload.readRate", "-5", "--set", "a number >= 0"},
+			},
+		},
+		{
+			name: "unknown driver lists the registered ones",
+			src:  Sources{Env: []string{"NDBENCH_DRIVER_NAME=nosuch"}},
+			want: [][4]string{{"driver.name", "nosuch", "env NDBENCH_DRIVER_NAME", "fake-kv, fake-other"}},
+		},
+		{
+			name: "default driver not in this build",
+			src:  Sources{},
+			want: [][4]string{{"driver.name", "pebble", "default", "a registered driver"}},
+		},
+		{
+			name: "unknown option of a registered driver names its options, selected or not",
+			src:  Sources{Env: selectFake, Sets: []string{"drivers.fake-kv.colour=red", "drivers.fake-other.width=1"}},
+			want: [][4]string{
+				{"drivers.fake-kv.colour", "red", "--set", "addrs, ttl, mode, colsPerRow, password"},
+				{"drivers.fake-other.width", "1", "--set", "depth"},
+			},
+		},
+		{
+			name: "bad option value of the selected driver",
+			src:  Sources{Env: append(slices.Clone(selectFake), "NDBENCH_DRIVERS_FAKE_KV_MODE=c")},
+			want: [][4]string{{"drivers.fake-kv.mode", "c", "env NDBENCH_DRIVERS_FAKE_KV_MODE", "a, b"}},
+		},
+		{
+			name: "unknown env variable",
+			src:  Sources{Env: append(slices.Clone(selectFake), "NDBENCH_READRATE=5")},
+			want: [][4]string{{"NDBENCH_READRATE", "5", "env NDBENCH_READRATE", "NDBENCH_WORKLOAD_<option>"}},
+		},
+		{
+			name: "unknown section and malformed --set",
+			src:  Sources{Env: selectFake, Sets: []string{"readRate=5", "workload.readRate"}},
+			want: [][4]string{
+				{"readRate", "5", "--set", "workload.<option>"},
+				{"workload.readRate", "", "--set", "key=value"},
+			},
+		},
+		{
+			name: "unknown NDBench core property",
+			src:  Sources{Env: selectFake, Sets: []string{"ndbench.config.numKeyz=5"}},
+			want: [][4]string{{"ndbench.config.numKeyz", "5", "--set", "numKeys"}},
+		},
+		{
+			name: "NDBench name keeps its spelling in the source",
+			src:  Sources{Env: selectFake, Sets: []string{"ndbench.config.numReaders=lots"}},
+			want: [][4]string{{"workload.readers", "lots", "--set as ndbench.config.numReaders", "from 0 to 10000"}},
+		},
+		{
+			name: "cross-field rules",
+			src: Sources{Env: selectFake, Sets: []string{"workload.variableDataSize=true", "workload.dataSizeMin=10",
+				"workload.dataSizeMax=5", "workload.validate=true", "workload.dataSize=16"}},
+			want: [][4]string{
+				{"workload.dataSize", "16", "--set", "at least 32"},
+				{"workload.dataSizeMin", "10", "--set", "at most workload.dataSizeMax (5)"},
+				{"workload.dataSizeMin", "10", "--set", "at least 32"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(tt.src)
+			fes := fieldErrors(t, err)
+			if len(fes) != len(tt.want) {
+				t.Fatalf("got %d errors, want %d:\n%v", len(fes), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				fe := fes[i]
+				if fe.Field != w[0] || fe.Value != w[1] || fe.Source != w[2] || !strings.Contains(fe.Allowed, w[3]) {
+					t.Errorf("error %d = {%q %q %q %q}, want {%q %q %q ...%q...}",
+						i, fe.Field, fe.Value, fe.Source, fe.Allowed, w[0], w[1], w[2], w[3])
+				}
+			}
+			// The message a user reads names the key, the value, the source and what is allowed.
+			msg := err.Error()
+			t.Log(msg)
+			for _, w := range tt.want {
+				for _, part := range w {
+					if !strings.Contains(msg, part) {
+						t.Errorf("message lacks %q:\n%s", part, msg)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestPropertiesFileRejectsOtherKeys(t *testing.T) {
+	path := writeFile(t, "x.properties", "ndbench.config.numKeys=5\nserver.port=8080\nnumKeys=3\n")
+	_, err := Load(Sources{File: path, Env: selectFake})
+	fes := fieldErrors(t, err)
+	var fields []string
+	for _, fe := range fes {
+		fields = append(fields, fe.Field)
+		if fe.Source != "file "+path {
+			t.Errorf("source = %q", fe.Source)
+		}
+	}
+	if !slices.Equal(fields, []string{"numKeys", "server.port"}) {
+		t.Errorf("errors name %q, want numKeys and server.port", fields)
+	}
+}
+
+func TestFileErrors(t *testing.T) {
+	if _, err := Load(Sources{File: filepath.Join(t.TempDir(), "missing.yaml")}); err == nil ||
+		!strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing file: err = %v", err)
+	}
+	bad := writeFile(t, "bad.yaml", "workload: [unclosed\n")
+	if _, err := Load(Sources{File: bad}); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("bad yaml: err = %v", err)
+	}
+	badProps := writeFile(t, "bad.properties", "a=\\uXYZW\n")
+	if _, err := Load(Sources{File: badProps}); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("bad properties: err = %v", err)
+	}
+}
+
+func TestSecretRedaction(t *testing.T) {
+	const secret = "hunter2"
+	snap := mustLoad(t, Sources{Env: selectFake, Sets: []string{
+		"drivers.fake-kv.password=" + secret,
+		"drivers.cassandra.password=" + secret, // not registered: redacted by name
+		"drivers.dynamodb.secretAccessKey=" + secret,
+		"drivers.dynamodb.apiKey=" + secret,
+		"drivers.cassandra.keyspace=ks", // not a secret despite "key"
+	}})
+	for _, key := range []string{"drivers.fake-kv.password", "drivers.cassandra.password",
+		"drivers.dynamodb.secretAccessKey", "drivers.dynamodb.apiKey"} {
+		if e := entry(t, snap, key); e.Value != driver.Redacted || !e.Secret {
+			t.Errorf("%s entry = %+v, want redacted", key, e)
+		}
+	}
+	if e := entry(t, snap, "drivers.cassandra.keyspace"); e.Value != "ks" || e.Secret {
+		t.Errorf("keyspace entry = %+v, want shown", e)
+	}
+	if v, _, _ := snap.Value("drivers.fake-kv.password"); v != driver.Redacted {
+		t.Errorf("Value() = %q", v)
+	}
+	// The decoded options keep the real value: the driver needs it.
+	if got := snap.Config.DriverOptions.(*fakeKVOptions).Password; got != secret {
+		t.Errorf("driver password = %q", got)
+	}
+	// Errors never echo secrets either.
+	_, err := Load(Sources{Env: append(slices.Clone(selectFake), "NDBENCH_DB_PASSWORD="+secret), Sets: []string{
+		"drivers.fake-kv.adminPassword=" + secret,
+		"ndbench.config.cass.bogus=1", "workload.x_token=" + secret,
+	}})
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("error text leaks the secret:\n%v", err)
+	}
+	if n := strings.Count(err.Error(), driver.Redacted); n != 3 {
+		t.Errorf("want 3 redacted values in:\n%v", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	w := DefaultWorkload()
+	// NDBench's own defaults, except readers/writers and the op timeout.
+	if w.NumKeys != 1000 || w.NumValues != 100 || w.DataSize != 128 || w.ReadRate != 100 || w.WriteRate != 100 ||
+		!w.ReadEnabled || !w.WriteEnabled || w.DataSizeMin != 1000 || w.DataSizeMax != 5000 || w.ZipfExponent != 0.5 ||
+		w.BackfillWorkers != 1 || w.Readers != 4 || w.Writers != 4 || w.OpTimeout != 5*time.Second ||
+		w.KeyPrefix != "T" || w.Pattern != "uniform" {
+		t.Errorf("defaults = %+v", w)
+	}
+	if err := w.Validate(); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+	schema := WorkloadSchema()
+	if len(schema) != 26 {
+		t.Errorf("schema has %d options, want 26", len(schema))
+	}
+	// Every pattern the enum accepts is canonical or an alias of a canonical one.
+	for _, o := range schema {
+		if o.Name != "pattern" {
+			continue
+		}
+		for _, p := range o.Enum {
+			if !slices.Contains(Patterns(), canonicalPattern(p)) {
+				t.Errorf("enum value %q is not a pattern", p)
+			}
+		}
+		if len(o.Enum) != len(Patterns())+len(patternAliases) {
+			t.Errorf("enum %q and Patterns() %q disagree", o.Enum, Patterns())
+		}
+	}
+}
+
+func TestWorkloadValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Workload)
+		fields []string // fields named by the errors; nil = valid
+	}{
+		{"defaults", func(*Workload) {}, nil},
+		{"min above max only matters with variable size", func(w *Workload) { w.DataSizeMin = 9000 }, nil},
+		{"min above max", func(w *Workload) { w.VariableDataSize = true; w.DataSizeMin = 9000 }, []string{"workload.dataSizeMin"}},
+		{"window larger than keyspace", func(w *Workload) { w.Pattern = "sliding_window"; w.WindowSize = 1001 }, []string{"workload.windowSize"}},
+		{"window fits", func(w *Workload) { w.Pattern = "sliding_window_flip"; w.WindowSize = 1000 }, nil},
+		{"hotKeys zero", func(w *Workload) { w.HotKeys = 0 }, []string{"workload.hotKeys"}},
+		{"hotKeys one", func(w *Workload) { w.HotKeys = 1 }, nil},
+		{"hotFraction above one", func(w *Workload) { w.HotFraction = 1.5 }, []string{"workload.hotFraction"}},
+		{"hotKeys above one", func(w *Workload) { w.HotKeys = 1.01 }, []string{"workload.hotKeys"}},
+		{"too many workers", func(w *Workload) { w.Readers = 6000; w.Writers = 5000 }, []string{"workload.readers"}},
+		{"validate with tiny values", func(w *Workload) { w.ValidateValues = true; w.DataSize = 31 }, []string{"workload.dataSize"}},
+		{"validate with header-sized values", func(w *Workload) { w.ValidateValues = true; w.DataSize = 32 }, nil},
+		{"unknown pattern", func(w *Workload) { w.Pattern = "spiral" }, []string{"workload.pattern"}},
+		{"negative rate", func(w *Workload) { w.WriteRate = -1 }, []string{"workload.writeRate"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := DefaultWorkload()
+			tt.change(&w)
+			err := w.Validate()
+			if tt.fields == nil {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			fes := fieldErrors(t, err)
+			var got []string
+			for _, fe := range fes {
+				got = append(got, fe.Field)
+			}
+			if !slices.Equal(got, tt.fields) {
+				t.Errorf("errors on %q, want %q: %v", got, tt.fields, err)
+			}
+		})
+	}
+}
