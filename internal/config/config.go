@@ -275,7 +275,8 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 	section, rest, _ := strings.Cut(k, ".")
 	switch strings.ToLower(section) {
 	case "driver":
-		if strings.EqualFold(rest, "name") {
+		// "driver: memory" in YAML is shorthand for driver.name.
+		if rest == "" || strings.EqualFold(rest, "name") {
 			return "driver.name", value, "", nil
 		}
 		return bad("driver.name")

@@ -242,8 +242,7 @@ func TestNDBenchDriverPrefixes(t *testing.T) {
 
 func TestYAMLFile(t *testing.T) {
 	path := writeFile(t, "config.yaml", `
-driver:
-  name: fake-kv
+driver: fake-kv
 drivers:
   fake-kv:
     hosts: [a:1, b:2]
@@ -297,6 +296,7 @@ func TestEnvMatching(t *testing.T) {
 		key   string
 		value string
 	}{
+		{"NDBENCH_DRIVER=fake-other", "driver.name", "fake-other"},
 		{"NDBENCH_WORKLOAD_READRATE=7", "workload.readRate", "7"},
 		{"NDBENCH_WORKLOAD_READ_RATE=7", "workload.readRate", "7"},
 		{"ndbench_workload_readrate=7", "workload.readRate", "7"},
@@ -574,5 +574,17 @@ func TestWorkloadValidate(t *testing.T) {
 				t.Errorf("errors on %q, want %q: %v", got, tt.fields, err)
 			}
 		})
+	}
+}
+
+func TestYAMLDriverForms(t *testing.T) {
+	for _, text := range []string{"driver: {name: fake-other}\n", "driver: fake-other\n", "DRIVER:\n  Name: fake-other\n"} {
+		snap := mustLoad(t, Sources{File: writeFile(t, "c.yaml", text)})
+		if snap.Config.DriverName != "fake-other" {
+			t.Errorf("%q: driver = %q", text, snap.Config.DriverName)
+		}
+		if _, ok := snap.Config.DriverOptions.(*fakeOtherOptions); !ok {
+			t.Errorf("%q: options are %T", text, snap.Config.DriverOptions)
+		}
 	}
 }

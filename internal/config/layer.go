@@ -200,7 +200,7 @@ func squash(s string) string {
 // envKey maps an environment variable name without its prefix onto a key.
 func envKey(rest string) (string, bool) {
 	switch {
-	case squash(rest) == "DRIVERNAME":
+	case squash(rest) == "DRIVERNAME" || rest == "DRIVER":
 		return "driver.name", true
 	case strings.HasPrefix(rest, "WORKLOAD_"):
 		if o, ok := squashMatch(WorkloadSchema(), rest[len("WORKLOAD_"):]); ok {
