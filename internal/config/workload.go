@@ -2,10 +2,10 @@ package config
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/workload"
 )
 
 // Workload is the typed workload section (keys "workload.<option>"). It uses the same tag
@@ -29,8 +29,8 @@ type Workload struct {
 	WriteRate        float64 `opt:"writeRate" default:"100" min:"0" alias:"writeRateLimit" live:"true" help:"writes per second across all writers; 0 = closed loop, as fast as possible"`
 	ReadEnabled      bool    `opt:"readEnabled" default:"true" live:"true" help:"run reads"`
 	WriteEnabled     bool    `opt:"writeEnabled" default:"true" live:"true" help:"run writes"`
-	// The enum keeps "random" and "scrambled" (NDBench and YCSB names) as accepted values;
-	// the loader rewrites them to the canonical names so consumers see one name per pattern.
+	// The enum must equal workload.Patterns() (a tag cannot call it; a test checks). It
+	// keeps the aliases "random" and "scrambled"; the loader rewrites them to canonical names.
 	Pattern        string        `opt:"pattern" default:"uniform" enum:"uniform,random,zipfian,scrambled_zipfian,scrambled,sliding_window,sliding_window_flip,latest,hotspot,sequential,exponential" alias:"loadPattern" live:"true" help:"key access pattern"`
 	ZipfExponent   float64       `opt:"zipfExponent" default:"0.5" min:"0" max:"100" live:"true" help:"skew of the zipfian patterns"`
 	WindowSize     int64         `opt:"windowSize" default:"1000" min:"1" live:"true" help:"keys in the window of the sliding_window patterns"`
@@ -56,20 +56,10 @@ const validationHeader = 32
 // buffers, and more than this on one node measures the scheduler, not the store.
 const maxWorkers = 10000
 
-// patternAliases maps accepted alternative pattern names onto canonical ones.
-var patternAliases = map[string]string{"random": "uniform", "scrambled": "scrambled_zipfian"}
-
-// Patterns returns the canonical key-pattern names. internal/workload will export its own
-// Patterns(); until it does, this is the one place the list lives (keep it in step with the
-// enum tag of Workload.Pattern).
-func Patterns() []string {
-	return []string{"uniform", "zipfian", "scrambled_zipfian", "sliding_window", "sliding_window_flip",
-		"latest", "hotspot", "sequential", "exponential"}
-}
-
-// canonicalPattern rewrites an alias ("random") to its canonical pattern name ("uniform").
+// canonicalPattern rewrites an alias ("random") to its canonical pattern name ("uniform"),
+// so consumers see one name per pattern. Unknown names are left for validation to reject.
 func canonicalPattern(p string) string {
-	if c, ok := patternAliases[p]; ok {
+	if c, ok := workload.CanonicalPattern(p); ok {
 		return c
 	}
 	return p
@@ -139,5 +129,5 @@ func (w Workload) Validate() error {
 
 // isSlidingWindow reports whether p is one of the patterns that use windowSize.
 func isSlidingWindow(p string) bool {
-	return strings.HasPrefix(p, "sliding_window")
+	return p == workload.PatternSlidingWindow || p == workload.PatternSlidingWindowFlip
 }
