@@ -1,0 +1,409 @@
+// Package redis is the ndbench driver for Redis and RESP-speaking stores, built on
+// github.com/redis/go-redis/v9.
+//
+// # Shapes
+//
+// shape=string stores each value with SET (PX ttl when ttl > 0) and reads it with GET.
+// shape=hash follows NDBench's Dyno hash plugin (DynoHashPipeline): the value lives in the
+// hash hashKeyPrefix+key (default "HM__key"), split into hashFields fields named
+// "HM__key__1", "HM__key__2", ... and written with one HSET (plus PEXPIRE when ttl > 0,
+// sent in the same pipeline); a read is HGETALL and joins the fields back in order, so data
+// validation works for both shapes. With ttl=0 a hash keeps any TTL it had before.
+//
+// # Modes
+//
+// mode=pool sends each operation on a pooled connection (poolSize connections; 0 means
+// go-redis's default of 10 per CPU). mode=autopipeline uses go-redis's own autopipeliner
+// (v9.22 AsyncAutoPipeline, ordered, one batch in flight): operations from all workers are
+// queued and flushed together as one pipeline, each caller waiting for its own reply until
+// its context ends. It raises throughput a lot when many workers share few connections, at
+// the cost of some latency per operation; pipelineBatch bounds the batch size.
+//
+// # Proxies and clusters
+//
+// In mode=pool with cluster=false the driver works unchanged against RESP proxies such as
+// Dynomite, the Envoy redis proxy and twemproxy: it only sends GET/SET/HSET/HGETALL/PEXPIRE
+// and PING, and go-redis falls back from HELLO 3 to RESP2 when a proxy rejects HELLO.
+// What does not work through proxies: db other than 0 (proxies reject SELECT), cluster=true
+// (proxies hide the cluster topology), and often mode=autopipeline with twemproxy-era proxies
+// that limit pipeline depth. INFO may be refused, so the server version then shows as
+// "unknown". cluster=true uses go-redis's ClusterClient against a Redis Cluster and requires
+// db=0.
+//
+// # Errors
+//
+// A missing key (redis.Nil, or an empty hash) is driver.ErrNotFound. Failures are classified:
+// context deadlines, socket timeouts and pool timeouts are timeout; refused, reset or closed
+// connections and the server states LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN and
+// READONLY (a failover in progress) are unavailable; OOM (maxmemory reached with the
+// noeviction policy) and "max number of clients reached" are throttled, because they are
+// the store shedding load that succeeds again when load drops, not bad requests; WRONGTYPE,
+// NOAUTH, WRONGPASS, NOPERM and other ERR replies are rejected. go-redis's own retries are
+// off by default (maxRetries=0) so failures are counted rather than hidden in latency.
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+func init() {
+	driver.MustRegister(driver.Definition{
+		Name:       "redis",
+		Summary:    "Redis, Redis Cluster and RESP proxies (Dynomite, Envoy, twemproxy) via go-redis",
+		NewOptions: func() any { return &Options{} },
+		New:        func() driver.Driver { return &Driver{} },
+	})
+}
+
+// Options configure the redis driver.
+type Options struct {
+	Addrs         []string      `opt:"addrs" default:"127.0.0.1:6379" help:"server addresses host:port (cluster: seed nodes; pool mode uses the first)" alias:"host,hosts,addr"`
+	DB            int           `opt:"db" default:"0" min:"0" help:"database number (SELECT); must be 0 for cluster and proxies"`
+	Username      string        `opt:"username" default:"" help:"ACL user name (Redis 6+); empty uses the default user"`
+	Password      string        `opt:"password" default:"" secret:"true" help:"password (AUTH); never logged or reported"`
+	TLS           bool          `opt:"tls" default:"false" help:"connect with TLS"`
+	TLSSkipVerify bool          `opt:"tlsSkipVerify" default:"false" help:"with tls, accept any server certificate (testing only)"`
+	PoolSize      int           `opt:"poolSize" default:"0" min:"0" help:"connections per node; 0 = go-redis default (10 per CPU)"`
+	DialTimeout   time.Duration `opt:"dialTimeout" default:"5s" min:"1ms" help:"timeout to open a connection"`
+	ReadTimeout   time.Duration `opt:"readTimeout" default:"3s" min:"1ms" help:"socket read timeout (the op context's deadline also applies)"`
+	WriteTimeout  time.Duration `opt:"writeTimeout" default:"3s" min:"1ms" help:"socket write timeout (the op context's deadline also applies)"`
+	MaxRetries    int           `opt:"maxRetries" default:"0" min:"0" max:"10" help:"go-redis retries of a failed command; 0 counts every failure"`
+	Mode          string        `opt:"mode" default:"pool" enum:"pool,autopipeline" help:"pool: one command per round trip; autopipeline: batch concurrent commands from all workers into pipelines"`
+	PipelineBatch int           `opt:"pipelineBatch" default:"300" min:"1" max:"10000" help:"autopipeline: target commands per pipeline flush"`
+	Cluster       bool          `opt:"cluster" default:"false" help:"use Redis Cluster (ClusterClient); addrs are seed nodes"`
+	TTL           time.Duration `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written keys; 0 = no expiry"`
+	Shape         string        `opt:"shape" default:"string" enum:"string,hash" help:"string: SET/GET; hash: HSET/HGETALL like NDBench's Dyno hash plugin"`
+	HashFields    int           `opt:"hashFields" default:"2" min:"1" max:"64" help:"hash shape: fields the value is split across"`
+	HashKeyPrefix string        `opt:"hashKeyPrefix" default:"HM__" help:"hash shape: prefix of hash keys (NDBench uses HM__)"`
+}
+
+// Driver is the redis driver. It is safe for concurrent use after Init.
+type Driver struct {
+	opts   Options
+	client goredis.UniversalClient
+	ap     *goredis.AutoPipeliner // set in autopipeline mode
+	ttl    atomic.Int64           // time.Duration; live via Reconfigure
+
+	infoMu sync.Mutex
+	info   map[string]string
+}
+
+// autoPipeliners are the go-redis clients (Client, ClusterClient) that offer the deferred
+// autopipeliner, whose futures can be waited for with a context.
+type autoPipeliners interface {
+	AsyncAutoPipelineWithOptions(*goredis.AutoPipelineOptions) (*goredis.AutoPipeliner, error)
+}
+
+// Init connects, checks the server answers PING and reads its version.
+func (d *Driver) Init(ctx context.Context, opts any) error {
+	o, err := driver.OptionsAs[Options](opts)
+	if err != nil {
+		return err
+	}
+	if err := validate(o); err != nil {
+		return err
+	}
+	d.opts = *o
+	d.ttl.Store(int64(o.TTL))
+
+	var tlsConf *tls.Config
+	if o.TLS {
+		host, _, _ := net.SplitHostPort(o.Addrs[0])
+		tlsConf = &tls.Config{ServerName: host, InsecureSkipVerify: o.TLSSkipVerify, MinVersion: tls.VersionTLS12}
+	}
+	// go-redis treats 0 as "default 3 retries" and -1 as none.
+	retries := o.MaxRetries
+	if retries == 0 {
+		retries = -1
+	}
+	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if o.Cluster {
+		d.client = goredis.NewClusterClient(&goredis.ClusterOptions{
+			Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: tlsConf,
+			PoolSize: o.PoolSize, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, MaxRetries: retries, ContextTimeoutEnabled: true,
+			DialerRetries: 1, DisableIdentity: true, MaintNotificationsConfig: maint,
+		})
+	} else {
+		d.client = goredis.NewClient(&goredis.Options{
+			Addr: o.Addrs[0], DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: tlsConf,
+			PoolSize: o.PoolSize, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, MaxRetries: retries, ContextTimeoutEnabled: true,
+			// One dial attempt per op: an outage shows as errors, not as latency.
+			DialerRetries: 1,
+			// Proxies reject CLIENT SETINFO and maintenance-notification handshakes.
+			DisableIdentity: true, MaintNotificationsConfig: maint,
+		})
+	}
+	if err := d.client.Ping(ctx).Err(); err != nil {
+		return classify(fmt.Errorf("connect to redis at %s: %w", strings.Join(o.Addrs, ","), err))
+	}
+	if o.Mode == "autopipeline" {
+		c, ok := d.client.(autoPipeliners)
+		if !ok {
+			return fmt.Errorf("redis client %T has no autopipeliner", d.client)
+		}
+		d.ap, err = c.AsyncAutoPipelineWithOptions(&goredis.AutoPipelineOptions{
+			MaxBatchSize:         o.PipelineBatch,
+			MaxConcurrentBatches: 1, // ordered: a worker's write then read of a key stay in order
+		})
+		if err != nil {
+			return fmt.Errorf("start redis autopipeliner: %w", err)
+		}
+	}
+	d.info = map[string]string{
+		"addrs":          strings.Join(o.Addrs, ","),
+		"mode":           o.Mode,
+		"shape":          o.Shape,
+		"cluster":        strconv.FormatBool(o.Cluster),
+		"db":             strconv.Itoa(o.DB),
+		"tls":            strconv.FormatBool(o.TLS),
+		"server_version": serverVersion(ctx, d.client),
+	}
+	return nil
+}
+
+func validate(o *Options) error {
+	var errs driver.FieldErrors
+	if len(o.Addrs) == 0 {
+		errs = append(errs, &driver.FieldError{Field: "addrs", Allowed: "one or more host:port addresses"})
+	}
+	for _, a := range o.Addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			errs = append(errs, &driver.FieldError{Field: "addrs", Value: a, Allowed: "host:port"})
+		}
+	}
+	if o.Cluster && o.DB != 0 {
+		errs = append(errs, &driver.FieldError{Field: "db", Value: strconv.Itoa(o.DB), Allowed: "0 when cluster=true (Redis Cluster has one database)"})
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// serverVersion asks INFO server; proxies may refuse, which is not an error for the driver.
+func serverVersion(ctx context.Context, c goredis.UniversalClient) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// Read returns the value of key, or driver.ErrNotFound.
+func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
+	if d.opts.Shape == "hash" {
+		return d.readHash(ctx, key)
+	}
+	cmd := goredis.NewStringCmd(ctx, "get", key)
+	if err := d.do(ctx, cmd); err != nil {
+		if errors.Is(err, goredis.Nil) {
+			return nil, driver.ErrNotFound
+		}
+		return nil, classify(fmt.Errorf("redis GET %s: %w", key, err))
+	}
+	return cmd.Bytes()
+}
+
+// Write stores value under key, with the current TTL.
+func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
+	if d.opts.Shape == "hash" {
+		return d.writeHash(ctx, key, value)
+	}
+	var v any = value
+	if d.ap != nil {
+		// An abandoned wait (ctx ended) leaves the command queued; the engine reuses
+		// value's buffer as soon as Write returns, so the pipeline gets its own copy.
+		v = string(value)
+	}
+	args := []any{"set", key, v}
+	if ttl := time.Duration(d.ttl.Load()); ttl > 0 {
+		args = append(args, "px", ttl.Milliseconds())
+	}
+	if err := d.do(ctx, goredis.NewStatusCmd(ctx, args...)); err != nil {
+		return classify(fmt.Errorf("redis SET %s: %w", key, err))
+	}
+	return nil
+}
+
+func (d *Driver) hashKey(key string) string { return d.opts.HashKeyPrefix + key }
+
+func (d *Driver) writeHash(ctx context.Context, key string, value []byte) error {
+	hk := d.hashKey(key)
+	n := d.opts.HashFields
+	args := make([]any, 0, 2+2*n)
+	args = append(args, "hset", hk)
+	for i := 0; i < n; i++ {
+		// Always a copy: the parts must outlive Write in autopipeline mode, and
+		// strings cost the same as sub-slices for go-redis to send.
+		args = append(args, hk+"__"+strconv.Itoa(i+1), string(value[i*len(value)/n:(i+1)*len(value)/n]))
+	}
+	cmds := []goredis.Cmder{goredis.NewIntCmd(ctx, args...)}
+	if ttl := time.Duration(d.ttl.Load()); ttl > 0 {
+		cmds = append(cmds, goredis.NewBoolCmd(ctx, "pexpire", hk, ttl.Milliseconds()))
+	}
+	if err := d.do(ctx, cmds...); err != nil {
+		return classify(fmt.Errorf("redis HSET %s: %w", hk, err))
+	}
+	return nil
+}
+
+func (d *Driver) readHash(ctx context.Context, key string) ([]byte, error) {
+	hk := d.hashKey(key)
+	cmd := goredis.NewMapStringStringCmd(ctx, "hgetall", hk)
+	if err := d.do(ctx, cmd); err != nil {
+		return nil, classify(fmt.Errorf("redis HGETALL %s: %w", hk, err))
+	}
+	m := cmd.Val()
+	if len(m) == 0 {
+		return nil, driver.ErrNotFound
+	}
+	size := 0
+	for _, v := range m {
+		size += len(v)
+	}
+	out := make([]byte, 0, size)
+	for i := 1; i <= len(m); i++ {
+		part, ok := m[hk+"__"+strconv.Itoa(i)]
+		if !ok {
+			// Written by another tool or with another field layout: report it rather than
+			// hand validation a value that silently lost parts.
+			return nil, driver.Wrap(driver.ClassOther, fmt.Errorf("redis HGETALL %s: %d fields but no field %s__%d", hk, len(m), hk, i))
+		}
+		out = append(out, part...)
+	}
+	return out, nil
+}
+
+// do runs cmds in one round trip: through the autopipeliner, as one command, or as a
+// (non-transactional) pipeline. It returns the first command error.
+func (d *Driver) do(ctx context.Context, cmds ...goredis.Cmder) error {
+	if d.ap != nil {
+		var buf [2]goredis.AutoFuture
+		futs := buf[:0]
+		for _, c := range cmds {
+			futs = append(futs, d.ap.Submit(ctx, c))
+		}
+		for _, f := range futs {
+			if err := f.WaitContext(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(cmds) == 1 {
+		return d.client.Process(ctx, cmds[0])
+	}
+	pipe := d.client.Pipeline()
+	for _, c := range cmds {
+		_ = pipe.Process(ctx, c)
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// Reconfigure applies live options (ttl) without reconnecting.
+func (d *Driver) Reconfigure(_ context.Context, opts any) error {
+	o, err := driver.OptionsAs[Options](opts)
+	if err != nil {
+		return err
+	}
+	d.ttl.Store(int64(o.TTL))
+	return nil
+}
+
+// ConnectionInfo describes the connection: addresses, mode, shape, database, TLS and the
+// server version. It never includes credentials.
+func (d *Driver) ConnectionInfo() map[string]string {
+	d.infoMu.Lock()
+	defer d.infoMu.Unlock()
+	out := make(map[string]string, len(d.info)+1)
+	for k, v := range d.info {
+		out[k] = v
+	}
+	out["ttl"] = time.Duration(d.ttl.Load()).String()
+	return out
+}
+
+// Close stops the autopipeliner and closes every connection. Safe after a failed Init.
+func (d *Driver) Close() error {
+	var errs []error
+	if d.ap != nil {
+		if err := d.ap.Close(); err != nil && !errors.Is(err, goredis.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close redis autopipeliner: %w", err))
+		}
+	}
+	if d.client != nil {
+		if err := d.client.Close(); err != nil && !errors.Is(err, goredis.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close redis client: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// classify wraps err with its failure class (see the package doc).
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	return driver.Wrap(classOf(err), err)
+}
+
+func classOf(err error) driver.Class {
+	switch {
+	case errors.Is(err, goredis.ErrPoolTimeout), errors.Is(err, goredis.ErrAutoPipelineTimeout):
+		return driver.ClassTimeout
+	case errors.Is(err, goredis.ErrClosed), errors.Is(err, goredis.ErrPoolExhausted):
+		return driver.ClassUnavailable
+	}
+	var rerr goredis.Error
+	if errors.As(err, &rerr) {
+		return serverClass(rerr.Error())
+	}
+	return driver.Classify(err)
+}
+
+// serverClass classifies a Redis error reply by its leading code.
+func serverClass(msg string) driver.Class {
+	code, _, _ := strings.Cut(msg, " ")
+	switch code {
+	case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY":
+		return driver.ClassUnavailable
+	case "OOM":
+		return driver.ClassThrottled
+	case "ERR":
+		if strings.Contains(msg, "max number of clients reached") {
+			return driver.ClassThrottled
+		}
+		return driver.ClassRejected
+	case "WRONGTYPE", "NOAUTH", "WRONGPASS", "NOPERM", "EXECABORT", "NOSCRIPT", "CROSSSLOT":
+		return driver.ClassRejected
+	case "MOVED", "ASK":
+		// The cluster client follows redirections; one that escapes means a
+		// non-cluster client talks to a cluster node.
+		return driver.ClassRejected
+	}
+	return driver.ClassOther
+}

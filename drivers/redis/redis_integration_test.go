@@ -1,0 +1,532 @@
+//go:build integration
+
+package redis
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/workload"
+)
+
+var srv *testserver.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(testserver.Main(m, testserver.Redis, func(s *testserver.Server) { srv = s }))
+}
+
+// open initialises a driver against the test server with extra option values.
+func open(t testing.TB, values map[string]string) *Driver {
+	t.Helper()
+	v := map[string]string{"addrs": srv.Addr()}
+	for k, x := range values {
+		v[k] = x
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, _, err := driver.Open(ctx, "redis", v)
+	if err != nil {
+		t.Fatalf("open redis driver with %v: %v", values, err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d.(*Driver)
+}
+
+// raw is a plain go-redis client for checking and tampering behind the driver's back.
+func raw(t testing.TB) *goredis.Client {
+	t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var modesShapes = []map[string]string{
+	{"mode": "pool", "shape": "string"},
+	{"mode": "pool", "shape": "hash"},
+	{"mode": "autopipeline", "shape": "string"},
+	{"mode": "autopipeline", "shape": "hash"},
+	{"mode": "pool", "shape": "hash", "hashFields": "5"},
+}
+
+func name(v map[string]string) string {
+	var parts []string
+	for _, k := range []string{"mode", "shape", "hashFields"} {
+		if v[k] != "" {
+			parts = append(parts, k+"="+v[k])
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func TestWriteReadMiss(t *testing.T) {
+	for _, opts := range modesShapes {
+		t.Run(name(opts), func(t *testing.T) {
+			d := open(t, opts)
+			ctx := ctxT(t)
+			prefix := "rw-" + name(opts) + "-"
+			values := map[string][]byte{
+				"binary": {0, 1, 2, 0xff, 0, 'x', '\r', '\n'},
+				"text":   []byte("hello, world"),
+				"one":    []byte("z"),
+				"big":    bytes.Repeat([]byte("0123456789"), 50_000),
+			}
+			for k, v := range values {
+				if err := d.Write(ctx, prefix+k, v); err != nil {
+					t.Fatalf("write %s: %v", k, err)
+				}
+			}
+			for k, v := range values {
+				got, err := d.Read(ctx, prefix+k)
+				if err != nil {
+					t.Fatalf("read %s: %v", k, err)
+				}
+				if !bytes.Equal(got, v) {
+					t.Errorf("read %s = %d bytes %.20q, want %d bytes %.20q", k, len(got), got, len(v), v)
+				}
+			}
+			// Overwrite with a different value.
+			if err := d.Write(ctx, prefix+"text", []byte("second")); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := d.Read(ctx, prefix+"text"); err != nil || string(got) != "second" {
+				t.Errorf("after overwrite read = %q, %v; want second", got, err)
+			}
+			if _, err := d.Read(ctx, prefix+"never-written"); !errors.Is(err, driver.ErrNotFound) {
+				t.Errorf("read of a missing key: err = %v, want driver.ErrNotFound", err)
+			}
+		})
+	}
+}
+
+func TestHashShapeLayout(t *testing.T) {
+	d := open(t, map[string]string{"shape": "hash", "hashFields": "3"})
+	ctx := ctxT(t)
+	if err := d.Write(ctx, "layout", []byte("aaabbbccc")); err != nil {
+		t.Fatal(err)
+	}
+	r := raw(t)
+	got, err := r.HGetAll(ctx, "HM__layout").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"HM__layout__1": "aaa", "HM__layout__2": "bbb", "HM__layout__3": "ccc"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("HGETALL HM__layout = %v, want %v", got, want)
+	}
+	if n, _ := r.Exists(ctx, "layout").Result(); n != 0 {
+		t.Errorf("hash shape also wrote the plain key")
+	}
+	// A hash whose fields do not follow the layout is reported, not silently truncated.
+	if err := r.HSet(ctx, "HM__foreign", "x", "1", "y", "2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Read(ctx, "foreign"); err == nil || errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("read of a foreign hash: err = %v, want an error", err)
+	}
+}
+
+// TestTTL checks that ttl expires keys in both shapes, and that Reconfigure changes the TTL
+// of later writes without reconnecting.
+func TestTTL(t *testing.T) {
+	for _, shape := range []string{"string", "hash"} {
+		t.Run(shape, func(t *testing.T) {
+			d := open(t, map[string]string{"shape": shape, "ttl": "1s"})
+			ctx := ctxT(t)
+			r := raw(t)
+			rawKey := func(k string) string {
+				if shape == "hash" {
+					return "HM__" + k
+				}
+				return k
+			}
+			if err := d.Write(ctx, "ttl-a", []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			if pttl, _ := r.PTTL(ctx, rawKey("ttl-a")).Result(); pttl <= 0 || pttl > time.Second {
+				t.Errorf("PTTL after write with ttl=1s = %v, want in (0, 1s]", pttl)
+			}
+			// The key expires: poll (bounded) rather than sleep a fixed time.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, err := d.Read(ctx, "ttl-a")
+				if errors.Is(err, driver.ErrNotFound) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("read while waiting for expiry: %v", err)
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("key with ttl=1s still readable after 10s")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+
+			opts, _ := driver.NewOptions("redis", map[string]string{"addrs": srv.Addr(), "shape": shape, "ttl": "0s"})
+			if err := d.Reconfigure(ctx, opts); err != nil {
+				t.Fatalf("Reconfigure ttl=0: %v", err)
+			}
+			if err := d.Write(ctx, "ttl-b", []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			if pttl, _ := r.PTTL(ctx, rawKey("ttl-b")).Result(); pttl != -1 {
+				t.Errorf("PTTL after Reconfigure ttl=0 = %v, want -1 (no expiry)", pttl)
+			}
+			if got := d.ConnectionInfo()["ttl"]; got != "0s" {
+				t.Errorf("ConnectionInfo ttl = %q after Reconfigure, want 0s", got)
+			}
+			opts, _ = driver.NewOptions("redis", map[string]string{"addrs": srv.Addr(), "shape": shape, "ttl": "1h"})
+			if err := d.Reconfigure(ctx, opts); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Write(ctx, "ttl-c", []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			if pttl, _ := r.PTTL(ctx, rawKey("ttl-c")).Result(); pttl <= 59*time.Minute || pttl > time.Hour {
+				t.Errorf("PTTL after Reconfigure ttl=1h = %v", pttl)
+			}
+		})
+	}
+}
+
+// TestAutopipelineConcurrent has 64 goroutines write and read back their own keys through
+// one autopipelined driver: every caller must get its own reply.
+func TestAutopipelineConcurrent(t *testing.T) {
+	for _, shape := range []string{"string", "hash"} {
+		t.Run(shape, func(t *testing.T) {
+			d := open(t, map[string]string{"mode": "autopipeline", "shape": shape})
+			ctx := ctxT(t)
+			const workers, ops = 64, 200
+			var wg sync.WaitGroup
+			var bad atomic.Int64
+			errs := make(chan error, workers)
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					buf := make([]byte, 0, 64)
+					for i := 0; i < ops; i++ {
+						key := fmt.Sprintf("ap-%s-%d-%d", shape, w, i%20)
+						buf = fmt.Appendf(buf[:0], "value-%d-%d-%s", w, i, strings.Repeat("x", i%7))
+						if err := d.Write(ctx, key, buf); err != nil {
+							errs <- fmt.Errorf("worker %d write %s: %w", w, key, err)
+							return
+						}
+						want := string(buf)
+						// Scribble over the buffer as the engine would reuse it.
+						for j := range buf {
+							buf[j] = '#'
+						}
+						got, err := d.Read(ctx, key)
+						if err != nil {
+							errs <- fmt.Errorf("worker %d read %s: %w", w, key, err)
+							return
+						}
+						if string(got) != want {
+							bad.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if n := bad.Load(); n > 0 {
+				t.Errorf("%d of %d reads returned another caller's or a stale value", n, workers*ops)
+			}
+		})
+	}
+}
+
+func TestConnectionInfo(t *testing.T) {
+	r := raw(t)
+	ctx := ctxT(t)
+	info, err := r.Info(ctx, "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := open(t, map[string]string{"mode": "autopipeline", "shape": "hash"})
+	ci := d.ConnectionInfo()
+	if ci["mode"] != "autopipeline" || ci["shape"] != "hash" || ci["addrs"] != srv.Addr() {
+		t.Errorf("ConnectionInfo = %v", ci)
+	}
+	if v := ci["server_version"]; v == "" || v == "unknown" || !strings.Contains(info, "redis_version:"+v) {
+		t.Errorf("server_version = %q, not the server's (INFO server: %.80q)", v, info)
+	}
+}
+
+// TestPasswordNeverShown runs the server with a password for a moment: the driver
+// authenticates, and neither ConnectionInfo nor any error carries the password.
+func TestPasswordNeverShown(t *testing.T) {
+	const secret = "s3cret-Pa55-for-test"
+	r := raw(t)
+	ctx := ctxT(t)
+	if err := r.ConfigSet(ctx, "requirepass", secret).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), Password: secret})
+		defer c.Close()
+		if err := c.ConfigSet(context.Background(), "requirepass", "").Err(); err != nil {
+			t.Errorf("reset requirepass: %v", err)
+		}
+	})
+
+	d := open(t, map[string]string{"password": secret})
+	if err := d.Write(ctx, "auth-k", []byte("v")); err != nil {
+		t.Fatalf("write with the right password: %v", err)
+	}
+	for k, v := range d.ConnectionInfo() {
+		if strings.Contains(v, secret) {
+			t.Errorf("ConnectionInfo[%s] contains the password", k)
+		}
+	}
+
+	_, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": srv.Addr(), "password": secret + "-wrong"})
+	if err == nil {
+		t.Fatal("Open with a wrong password succeeded")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("error shows the password: %v", err)
+	}
+	if c := driver.Classify(err); c != driver.ClassRejected {
+		t.Errorf("wrong password: class %v, want rejected (err %v)", c, err)
+	}
+	_, _, err = driver.Open(ctx, "redis", map[string]string{"addrs": srv.Addr()})
+	if c := driver.Classify(err); err == nil || c != driver.ClassRejected {
+		t.Errorf("no password: err %v class %v, want rejected", err, c)
+	}
+}
+
+// TestServerErrorClasses provokes real server errors and checks their classes.
+func TestServerErrorClasses(t *testing.T) {
+	r := raw(t)
+	ctx := ctxT(t)
+	d := open(t, nil)
+
+	// WRONGTYPE: the key holds a list.
+	if err := r.LPush(ctx, "a-list", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Read(ctx, "a-list")
+	if c := driver.Classify(err); c != driver.ClassRejected {
+		t.Errorf("GET of a list: class %v, want rejected (err %v)", c, err)
+	}
+
+	// OOM: maxmemory far below usage with noeviction refuses writes.
+	if err := r.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.ConfigSet(context.Background(), "maxmemory", "0").Err() })
+	err = d.Write(ctx, "oom-k", []byte("v"))
+	if c := driver.Classify(err); c != driver.ClassThrottled {
+		t.Errorf("write over maxmemory: class %v, want throttled (err %v)", c, err)
+	}
+	if err := r.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(ctx, "oom-k", []byte("v")); err != nil {
+		t.Errorf("write after lifting maxmemory: %v", err)
+	}
+}
+
+// TestValidationDetectsCorruption writes a validated value through the driver, changes one
+// byte behind its back, and checks the read-back fails validation.
+func TestValidationDetectsCorruption(t *testing.T) {
+	for _, shape := range []string{"string", "hash"} {
+		t.Run(shape, func(t *testing.T) {
+			d := open(t, map[string]string{"shape": shape})
+			ctx := ctxT(t)
+			r := raw(t)
+			key := "valid-" + shape
+			payload := bytes.Repeat([]byte("abcdefghij"), 10)
+			v := workload.EncodeValue(nil, []byte(key), 42, payload)
+			if err := d.Write(ctx, key, v); err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.Read(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 42 {
+				t.Fatalf("untouched value: check %v seq %d, want ok 42", c, seq)
+			}
+			// Flip one payload byte in the store.
+			if shape == "string" {
+				err = r.SetRange(ctx, key, 60, "Z").Err()
+			} else {
+				err = r.HSet(ctx, "HM__"+key, "HM__"+key+"__2", strings.Repeat("Z", 50)).Err()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err = d.Read(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
+				t.Errorf("tampered value: check %v, want corrupt", c)
+			}
+		})
+	}
+}
+
+// TestOutage kills the server under traffic: every op must end within its timeout with an
+// unavailable or timeout error (no hang, no panic), and ops succeed again after Restart.
+// It runs last because it restarts the shared server.
+func TestOutage(t *testing.T) {
+	for _, mode := range []string{"pool", "autopipeline"} {
+		t.Run(mode, func(t *testing.T) {
+			d := open(t, map[string]string{"mode": mode, "readTimeout": "1s", "writeTimeout": "1s", "dialTimeout": "1s"})
+			const opTimeout = 2 * time.Second
+			var (
+				stop     atomic.Bool
+				wg       sync.WaitGroup
+				mu       sync.Mutex
+				classes  = map[driver.Class]int{}
+				slowest  time.Duration
+				failures int
+			)
+			for w := 0; w < 8; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; !stop.Load(); i++ {
+						ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+						start := time.Now()
+						key := fmt.Sprintf("outage-%d-%d", w, i%10)
+						err := d.Write(ctx, key, []byte("v"))
+						if err == nil {
+							_, err = d.Read(ctx, key)
+							if errors.Is(err, driver.ErrNotFound) {
+								err = nil // data is gone after a restart
+							}
+						}
+						el := time.Since(start)
+						cancel()
+						mu.Lock()
+						slowest = max(slowest, el)
+						if err != nil {
+							failures++
+							classes[driver.Classify(err)]++
+						}
+						mu.Unlock()
+						if err != nil {
+							time.Sleep(10 * time.Millisecond)
+						}
+					}
+				}()
+			}
+			time.Sleep(300 * time.Millisecond)
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			mu.Lock()
+			down := failures
+			mu.Unlock()
+			if down == 0 {
+				t.Error("no op failed while the server was down")
+			}
+
+			rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := srv.Restart(rctx); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			restarted := time.Now()
+			var recovered bool
+			for time.Since(restarted) < 10*time.Second {
+				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+				err := d.Write(ctx, "after-restart", []byte("v"))
+				cancel()
+				if err == nil {
+					recovered = true
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			stop.Store(true)
+			wg.Wait()
+			if !recovered {
+				t.Fatal("writes still failing 10s after restart")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for c, n := range classes {
+				if c != driver.ClassUnavailable && c != driver.ClassTimeout {
+					t.Errorf("%d failures classified %v during the outage, want unavailable or timeout (all: %v)", n, c, classes)
+				}
+			}
+			// Each op has a 2s context; allow generous slack for a loaded machine, but a
+			// hang would blow far past it.
+			if slowest > opTimeout+3*time.Second {
+				t.Errorf("slowest op took %v with a %v timeout", slowest, opTimeout)
+			}
+			t.Logf("failures by class during the outage: %v; slowest op %v", classes, slowest)
+		})
+	}
+}
+
+// BenchmarkGetSet compares pool and autopipeline modes with ~50 concurrent callers doing
+// one SET and one GET each per iteration. Run:
+//
+//	go test -tags integration -run '^$' -bench GetSet -benchtime 5s ./drivers/redis/
+func BenchmarkGetSet(b *testing.B) {
+	rates := map[string]float64{}
+	for _, mode := range []string{"pool", "autopipeline"} {
+		b.Run(mode, func(b *testing.B) {
+			d := open(b, map[string]string{"mode": mode})
+			value := bytes.Repeat([]byte("v"), 100)
+			var n atomic.Int64
+			b.SetParallelism(max(1, 50/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				i := n.Add(1_000_000)
+				for pb.Next() {
+					key := fmt.Sprintf("bench-%d", i%1000)
+					i++
+					if err := d.Write(ctx, key, value); err != nil {
+						b.Error(err)
+						return
+					}
+					if _, err := d.Read(ctx, key); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			ops := float64(2*b.N) / time.Since(start).Seconds()
+			b.ReportMetric(ops, "ops/s")
+			rates[mode] = ops
+		})
+	}
+	if rates["pool"] > 0 && rates["autopipeline"] > 0 {
+		b.Logf("autopipeline/pool throughput ratio: %.2f", rates["autopipeline"]/rates["pool"])
+	}
+}
