@@ -82,6 +82,9 @@ func New(rate float64) *Pacer {
 // times must all come from it.
 func (p *Pacer) Now() int64 { return int64(time.Since(p.base)) }
 
+// Time converts a reading of Now back to wall-clock time.
+func (p *Pacer) Time(ns int64) time.Time { return p.base.Add(time.Duration(ns)) }
+
 // SetRate changes the rate at once: the schedule re-anchors at now, so operations neither
 // burst to catch up with the old rate nor wait out its slots. Rate ≤ 0 closes the loop.
 func (p *Pacer) SetRate(rate float64) {

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/pacer"
+	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/workload"
+)
+
+// backfillAttempts is how many times a backfill write is tried before the key is counted
+// as failed: a transient error must not leave a hole that later reads report as misses.
+const backfillAttempts = 3
+
+// BackfillOptions configure a backfill: every key of the keyspace is written once.
+type BackfillOptions struct {
+	// Workers write in parallel, each over its own contiguous range of keys; at least 1.
+	Workers int
+	// Rate limits writes per second across workers; 0 is unlimited.
+	Rate float64
+	// Verify reads every key back afterwards and counts missing and corrupt values.
+	Verify bool
+}
+
+// BackfillStatus is the progress and outcome of the current or last backfill.
+type BackfillStatus struct {
+	Running bool   `json:"running"`
+	Phase   string `json:"phase"` // idle, write, verify, done, stopped
+	Total   int64  `json:"total"`
+	Written int64  `json:"written"`
+	// Failed counts keys whose write failed every attempt.
+	Failed int64 `json:"failed"`
+	// Verified, Missing, Corrupt, WrongKey and VerifyErrors are the verify pass's counts.
+	// Without value validation only presence can be verified.
+	Verified     int64     `json:"verified"`
+	Missing      int64     `json:"missing"`
+	Corrupt      int64     `json:"corrupt"`
+	WrongKey     int64     `json:"wrongKey"`
+	VerifyErrors int64     `json:"verifyErrors"`
+	Started      time.Time `json:"started,omitzero"`
+	Ended        time.Time `json:"ended,omitzero"`
+}
+
+type backfillState struct {
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	status  BackfillStatus // Phase, Running, Total, Started, Ended (under mu)
+	written, failed, verified, missing, corrupt, wrongKey, verifyErrors atomic.Int64
+}
+
+func (b *backfillState) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cancel != nil {
+		b.cancel()
+	}
+}
+
+func (b *backfillState) snapshot() BackfillStatus {
+	b.mu.Lock()
+	s := b.status
+	b.mu.Unlock()
+	if s.Phase == "" {
+		s.Phase = "idle"
+	}
+	s.Written, s.Failed = b.written.Load(), b.failed.Load()
+	s.Verified, s.Missing = b.verified.Load(), b.missing.Load()
+	s.Corrupt, s.WrongKey, s.VerifyErrors = b.corrupt.Load(), b.wrongKey.Load(), b.verifyErrors.Load()
+	return s
+}
+
+func (b *backfillState) setPhase(p string) {
+	b.mu.Lock()
+	b.status.Phase = p
+	b.mu.Unlock()
+}
+
+// ErrBackfillRunning is returned when a backfill is started while one runs.
+var ErrBackfillRunning = errors.New("a backfill is already running")
+
+// StartBackfill starts a backfill in the background; BackfillStatus reports its progress
+// and StopBackfill ends it early. Reads and writes may run at the same time.
+func (e *Engine) StartBackfill(opts BackfillOptions) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("start backfill: engine closed")
+	}
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	b := &e.backfill
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.status.Running {
+		return ErrBackfillRunning
+	}
+	g := e.gen.Load()
+	ctx, cancel := context.WithCancel(e.bgCtx)
+	b.cancel, b.done = cancel, make(chan struct{})
+	b.status = BackfillStatus{Running: true, Phase: "write", Total: g.w.NumKeys, Started: time.Now()}
+	for _, c := range []*atomic.Int64{&b.written, &b.failed, &b.verified, &b.missing, &b.corrupt, &b.wrongKey, &b.verifyErrors} {
+		c.Store(0)
+	}
+	done := b.done
+	e.spawn(func() {
+		defer close(done)
+		defer cancel()
+		e.runBackfill(ctx, g, opts)
+	})
+	return nil
+}
+
+// Backfill runs a backfill and waits for it; it stops early when ctx ends.
+func (e *Engine) Backfill(ctx context.Context, opts BackfillOptions) (BackfillStatus, error) {
+	if err := e.StartBackfill(opts); err != nil {
+		return e.BackfillStatus(), err
+	}
+	e.backfill.mu.Lock()
+	done := e.backfill.done
+	e.backfill.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		e.StopBackfill()
+		<-done
+	}
+	s := e.BackfillStatus()
+	if s.Phase == "stopped" {
+		return s, context.Cause(ctx)
+	}
+	return s, nil
+}
+
+// StopBackfill ends a running backfill; the keys written so far stay written.
+func (e *Engine) StopBackfill() { e.backfill.stop() }
+
+// BackfillStatus returns the progress of the current or last backfill.
+func (e *Engine) BackfillStatus() BackfillStatus { return e.backfill.snapshot() }
+
+func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOptions) {
+	b := &e.backfill
+	p := pacer.New(opts.Rate)
+	rec := e.coll.Recorder(stats.OpBackfill)
+	e.coll.SetTarget(stats.OpBackfill, opts.Rate, opts.Workers)
+	e.coll.SetBacklog(stats.OpBackfill, p.Backlog)
+	ranges := workload.Ranges(g.w.NumKeys, opts.Workers)
+
+	var wg sync.WaitGroup
+	for i, r := range ranges {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.backfillRange(ctx, g, p, rec.Shard(i), i, r)
+		}()
+	}
+	wg.Wait()
+	if opts.Verify && ctx.Err() == nil {
+		b.setPhase("verify")
+		for _, r := range ranges {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e.verifyRange(ctx, g, p, r)
+			}()
+		}
+		wg.Wait()
+	}
+	e.coll.SetTarget(stats.OpBackfill, 0, 0)
+	b.mu.Lock()
+	b.status.Running = false
+	b.status.Ended = time.Now()
+	if ctx.Err() != nil {
+		b.status.Phase = "stopped"
+	} else {
+		b.status.Phase = "done"
+	}
+	b.mu.Unlock()
+	e.log.Info("backfill finished", "status", b.status.Phase, "written", b.written.Load(), "failed", b.failed.Load())
+}
+
+func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pacer, shard *stats.Shard, id int, r workload.Range) {
+	b := &e.backfill
+	rng := rand.New(rand.NewPCG(g.seed, uint64(stats.OpBackfill)<<32|uint64(id)))
+	oc := newOpContext(e.runCtx, p)
+	defer oc.timer.Stop()
+	var keyBuf, valBuf []byte
+	for idx := r.Start; idx < r.End; idx++ {
+		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
+		key := string(keyBuf)
+		ok := false
+		for attempt := 1; attempt <= backfillAttempts && !ok; attempt++ {
+			intended, err := p.Acquire(ctx)
+			if err != nil {
+				return
+			}
+			value := g.values.Pick(rng)
+			var seq uint64
+			if g.tracker != nil {
+				seq = g.tracker.Seq()
+				valBuf = workload.EncodeValue(valBuf[:0], keyBuf, seq, value)
+				value = valBuf
+			}
+			start := p.Now()
+			oc.begin(start, g.w.OpTimeout)
+			_, err = e.call(oc, stats.OpBackfill, key, value)
+			end := p.Now()
+			timedOut := oc.end()
+			if err == nil {
+				ok = true
+				shard.Success(time.Duration(end-intended), time.Duration(end-start))
+				if g.tracker != nil {
+					g.tracker.Ack(idx, seq)
+				}
+				break
+			}
+			if e.runCtx.Err() != nil {
+				return
+			}
+			class := driver.Classify(err)
+			if timedOut {
+				class = driver.ClassTimeout
+			}
+			shard.Failure(class)
+			e.backoff(ctx, attempt)
+		}
+		if ok {
+			b.written.Add(1)
+		} else {
+			b.failed.Add(1)
+		}
+	}
+}
+
+func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer, r workload.Range) {
+	b := &e.backfill
+	oc := newOpContext(e.runCtx, p)
+	defer oc.timer.Stop()
+	var keyBuf []byte
+	for idx := r.Start; idx < r.End && ctx.Err() == nil; idx++ {
+		if _, err := p.Acquire(ctx); err != nil {
+			return
+		}
+		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
+		oc.begin(p.Now(), g.w.OpTimeout)
+		value, err := e.call(oc, stats.OpRead, string(keyBuf), nil)
+		oc.end()
+		switch {
+		case errors.Is(err, driver.ErrNotFound):
+			b.missing.Add(1)
+			continue
+		case err != nil:
+			b.verifyErrors.Add(1)
+			continue
+		}
+		b.verified.Add(1)
+		if g.tracker == nil {
+			continue
+		}
+		switch check, _ := workload.CheckValue(keyBuf, value); check {
+		case workload.CheckCorrupt, workload.CheckNoHeader:
+			b.corrupt.Add(1)
+		case workload.CheckWrongKey:
+			b.wrongKey.Add(1)
+		}
+	}
+}

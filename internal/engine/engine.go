@@ -1,0 +1,380 @@
+// Package engine runs a workload against a driver: a pool of read workers and a pool of
+// write workers, each with its own rate, worker count and enable flag, plus a finite
+// backfill. Every workload parameter applies while the engine runs: pools grow and shrink,
+// rates re-anchor their schedules, and key patterns, keyspace and values swap atomically.
+//
+// Workers take intended start times from an open-loop pacer and record response time (end
+// minus intended start) and service time (end minus actual start), so a store that stalls is
+// charged for every operation it delayed. A failed operation is counted by class and never
+// stops a worker.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/pacer"
+	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/workload"
+)
+
+// ValueRefreshInterval is how often the value pool is rebuilt from a new seed, so a long
+// run does not write the same few values for days (which compressing or deduplicating
+// stores would flatter).
+const ValueRefreshInterval = time.Minute
+
+// Options are the engine's collaborators.
+type Options struct {
+	// Collector receives the measurements; nil creates one with default settings.
+	Collector *stats.Collector
+	// Logger gets lifecycle messages and the first driver panic; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock of time-based key patterns; nil means time.Now.
+	Now func() time.Time
+}
+
+// generation is everything workers read per operation that a config change replaces. It
+// is immutable: a change builds a new one and swaps the pointer, so a worker sees either
+// the old settings or the new ones, never a mix.
+type generation struct {
+	w       config.Workload
+	keys    workload.Keys
+	values  *workload.Values
+	tracker *workload.Tracker // nil unless validating
+	seed    uint64
+}
+
+// Engine runs workloads against one driver. Its methods are safe for concurrent use.
+type Engine struct {
+	drv  driver.Driver
+	coll *stats.Collector
+	log  *slog.Logger
+	now  func() time.Time
+
+	runCtx    context.Context // cancelled by Close after its grace: a hard stop for operations in flight
+	cancelRun context.CancelFunc
+	bgCtx     context.Context // cancelled when Close starts: background tasks stop
+	cancelBg  context.CancelFunc
+	bgWG      sync.WaitGroup
+
+	liveMu sync.Mutex    // guards live and idle
+	live   int           // worker goroutines (load and backfill) still running
+	idle   chan struct{} // closed while live == 0
+
+	mu      sync.Mutex // serialises control: Apply, Start, Stop, Backfill, Close
+	gen     atomic.Pointer[generation]
+	classes [2]*opClass // read, write
+	closed  bool
+
+	backfill backfillState
+	panics   atomic.Int64
+}
+
+// opClass is one pool of workers (reads or writes).
+type opClass struct {
+	op      stats.Op
+	wop     workload.Op
+	pacer   *pacer.Pacer
+	rec     *stats.Recorder
+	started bool      // Start was called and Stop was not (under Engine.mu)
+	workers []*worker // running workers by index (under Engine.mu)
+	target  atomic.Int64
+	rate    float64 // current target rate (under Engine.mu)
+}
+
+type worker struct {
+	cancel context.CancelFunc
+}
+
+// New builds an engine for drv, which must be initialised, with workload w. Nothing runs
+// until Start.
+func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
+	if drv == nil {
+		return nil, errors.New("new engine: nil driver")
+	}
+	e := &Engine{drv: drv, coll: opts.Collector, log: opts.Logger, now: opts.Now}
+	if e.coll == nil {
+		e.coll = stats.NewCollector(stats.Config{})
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	g, err := e.build(w, nil)
+	if err != nil {
+		return nil, err
+	}
+	e.gen.Store(g)
+	e.runCtx, e.cancelRun = context.WithCancel(context.Background())
+	e.bgCtx, e.cancelBg = context.WithCancel(context.Background())
+	e.idle = make(chan struct{})
+	close(e.idle)
+	for i, op := range []stats.Op{stats.OpRead, stats.OpWrite} {
+		c := &opClass{op: op, wop: workload.Op(i), pacer: pacer.New(0), rec: e.coll.Recorder(op)}
+		e.classes[i] = c
+		e.coll.SetBacklog(op, c.pacer.Backlog)
+	}
+	e.bgWG.Add(1)
+	go e.refreshValues()
+	return e, nil
+}
+
+// Collector returns the collector the engine records into.
+func (e *Engine) Collector() *stats.Collector { return e.coll }
+
+// Workload returns the workload in effect.
+func (e *Engine) Workload() config.Workload { return e.gen.Load().w }
+
+// build makes the generation for w, reusing what prev already has when its inputs did not
+// change (rebuilding a large value pool or a tracker for every rate change would be waste,
+// and a new tracker forgets which writes were acknowledged).
+func (e *Engine) build(w config.Workload, prev *generation) (*generation, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	g := &generation{w: w, seed: w.Seed}
+	if prev != nil && prev.w.Seed == w.Seed {
+		g.seed = prev.seed
+	} else if g.seed == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		g.seed = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	kp := workload.KeyParams{
+		Pattern: w.Pattern, NumKeys: w.NumKeys, ZipfExponent: w.ZipfExponent,
+		WindowSize: w.WindowSize, WindowDuration: w.WindowDuration,
+		HotKeys: w.HotKeys, HotFraction: w.HotFraction, Seed: g.seed, Now: e.now,
+	}
+	if prev != nil && sameKeys(prev.w, w) && prev.seed == g.seed {
+		g.keys = prev.keys
+	} else {
+		keys, err := workload.NewKeys(kp)
+		if err != nil {
+			return nil, err
+		}
+		g.keys = keys
+	}
+	vp := workload.ValueParams{
+		NumValues: w.NumValues, DataSize: w.DataSize, Variable: w.VariableDataSize,
+		DataSizeMin: w.DataSizeMin, DataSizeMax: w.DataSizeMax, Validate: w.ValidateValues,
+	}
+	if prev != nil && prev.values.Params() == vp {
+		g.values = prev.values
+	} else {
+		values, err := workload.NewValues(vp, g.seed)
+		if err != nil {
+			return nil, err
+		}
+		g.values = values
+	}
+	if w.ValidateValues {
+		if prev != nil && prev.tracker != nil && prev.tracker.NumKeys() == w.NumKeys && !prev.tracker.Expired() {
+			g.tracker = prev.tracker
+		} else {
+			t, err := workload.NewTracker(workload.TrackerParams{NumKeys: w.NumKeys, MaxWriteTime: w.OpTimeout, Now: e.now})
+			if err != nil {
+				return nil, err
+			}
+			g.tracker = t
+		}
+	}
+	return g, nil
+}
+
+func sameKeys(a, b config.Workload) bool {
+	return a.Pattern == b.Pattern && a.NumKeys == b.NumKeys && a.ZipfExponent == b.ZipfExponent &&
+		a.WindowSize == b.WindowSize && a.WindowDuration == b.WindowDuration &&
+		a.HotKeys == b.HotKeys && a.HotFraction == b.HotFraction
+}
+
+// Apply changes the workload while the engine runs. The whole workload is validated and
+// every new part built before anything changes, so an invalid change leaves the engine as
+// it was.
+func (e *Engine) Apply(w config.Workload) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("apply workload: engine closed")
+	}
+	g, err := e.build(w, e.gen.Load())
+	if err != nil {
+		return err
+	}
+	e.gen.Store(g)
+	e.reconcile()
+	return nil
+}
+
+// Start starts reads, writes, or both (as permitted by readEnabled and writeEnabled).
+func (e *Engine) Start(ops ...stats.Op) error { return e.setStarted(true, ops) }
+
+// Stop stops reads, writes, or both. Workers finish the operation in flight; Stop does
+// not wait for them (Wait does).
+func (e *Engine) Stop(ops ...stats.Op) error { return e.setStarted(false, ops) }
+
+func (e *Engine) setStarted(on bool, ops []stats.Op) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("engine closed")
+	}
+	if len(ops) == 0 {
+		ops = []stats.Op{stats.OpRead, stats.OpWrite}
+	}
+	for _, op := range ops {
+		c, err := e.class(op)
+		if err != nil {
+			return err
+		}
+		c.started = on
+	}
+	e.reconcile()
+	return nil
+}
+
+func (e *Engine) class(op stats.Op) (*opClass, error) {
+	switch op {
+	case stats.OpRead:
+		return e.classes[0], nil
+	case stats.OpWrite:
+		return e.classes[1], nil
+	}
+	return nil, fmt.Errorf("operation %q cannot be started or stopped; allowed: read, write", op)
+}
+
+// Running reports whether reads and writes have running workers.
+func (e *Engine) Running() (reads, writes bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.classes[0].workers) > 0, len(e.classes[1].workers) > 0
+}
+
+// reconcile makes each pool match the current generation and start state: rates,
+// worker counts and gauges. Called with e.mu held.
+func (e *Engine) reconcile() {
+	w := e.gen.Load().w
+	for _, c := range e.classes {
+		enabled, workers, rate := w.ReadEnabled, w.Readers, w.ReadRate
+		if c.op == stats.OpWrite {
+			enabled, workers, rate = w.WriteEnabled, w.Writers, w.WriteRate
+		}
+		if !c.started || !enabled {
+			workers = 0
+		}
+		if rate != c.rate {
+			c.pacer.SetRate(rate)
+			c.rate = rate
+		}
+		e.resize(c, workers)
+		e.coll.SetTarget(c.op, rate, workers)
+	}
+}
+
+// resize grows or shrinks a pool to n workers. A worker whose index is at or above the
+// target exits after its operation in flight; its pacer wait is cut short at once.
+func (e *Engine) resize(c *opClass, n int) {
+	c.target.Store(int64(n))
+	for len(c.workers) > n {
+		last := len(c.workers) - 1
+		c.workers[last].cancel()
+		c.workers = c.workers[:last]
+	}
+	for id := len(c.workers); id < n; id++ {
+		ctx, cancel := context.WithCancel(e.runCtx)
+		c.workers = append(c.workers, &worker{cancel: cancel})
+		e.spawn(func() {
+			defer cancel()
+			e.work(ctx, c, id)
+		})
+	}
+}
+
+// spawn runs f as a counted worker goroutine.
+func (e *Engine) spawn(f func()) {
+	e.liveMu.Lock()
+	if e.live == 0 {
+		e.idle = make(chan struct{})
+	}
+	e.live++
+	e.liveMu.Unlock()
+	go func() {
+		defer func() {
+			e.liveMu.Lock()
+			e.live--
+			if e.live == 0 {
+				close(e.idle)
+			}
+			e.liveMu.Unlock()
+		}()
+		f()
+	}()
+}
+
+// Wait blocks until no worker goroutine is left (after Stop, or a finished backfill) or
+// ctx ends.
+func (e *Engine) Wait(ctx context.Context) error {
+	e.liveMu.Lock()
+	idle := e.idle
+	e.liveMu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops everything, cancels operations still in flight after grace, and waits for
+// every goroutine. It does not close the driver.
+func (e *Engine) Close(grace time.Duration) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	for _, c := range e.classes {
+		c.started = false
+		e.resize(c, 0)
+	}
+	e.backfill.stop()
+	e.mu.Unlock()
+	e.cancelBg()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if e.Wait(ctx) != nil {
+		// Operations still in flight after the grace period are cancelled.
+		e.cancelRun()
+		_ = e.Wait(context.Background())
+	}
+	e.cancelRun()
+	e.bgWG.Wait()
+	return nil
+}
+
+// refreshValues rebuilds the value pool periodically until the engine closes.
+func (e *Engine) refreshValues() {
+	defer e.bgWG.Done()
+	t := time.NewTicker(ValueRefreshInterval)
+	defer t.Stop()
+	for n := uint64(1); ; n++ {
+		select {
+		case <-e.bgCtx.Done():
+			return
+		case <-t.C:
+			g := e.gen.Load()
+			g.values.Refresh(g.seed + n)
+		}
+	}
+}

@@ -1,0 +1,431 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/drivers/memory"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// openMemory returns an initialised memory driver with the given options.
+func openMemory(t *testing.T, values map[string]string) driver.Driver {
+	t.Helper()
+	d, _, err := driver.Open(context.Background(), memory.Name, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func testWorkload(t *testing.T, changes func(*config.Workload)) config.Workload {
+	t.Helper()
+	w := config.DefaultWorkload()
+	w.NumKeys = 1000
+	w.ReadRate, w.WriteRate = 0, 0
+	w.Readers, w.Writers = 2, 2
+	w.OpTimeout = time.Second
+	if changes != nil {
+		changes(&w)
+	}
+	return w
+}
+
+// newEngine builds an engine that the test drives with explicit ticks.
+func newEngine(t *testing.T, d driver.Driver, w config.Workload) *Engine {
+	t.Helper()
+	e, err := New(d, w, Options{Collector: stats.NewCollector(stats.Config{Shards: 4})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close(time.Second) })
+	return e
+}
+
+// measure runs for d and returns what was recorded in that span.
+func measure(e *Engine, d time.Duration) stats.Summary {
+	e.Collector().Tick(time.Now())
+	time.Sleep(d)
+	return e.Collector().Tick(time.Now()).Summary()
+}
+
+func waitIdle(t *testing.T, e *Engine) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Wait(ctx); err != nil {
+		t.Fatalf("workers did not exit: %v", err)
+	}
+}
+
+func TestClosedLoopReadsAndWrites(t *testing.T) {
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, nil))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := measure(e, 200*time.Millisecond)
+	for _, op := range []string{"read", "write"} {
+		o := s.Ops[op]
+		if o.Count == 0 {
+			t.Fatalf("%s: no operations in 200 ms of closed loop", op)
+		}
+		if o.Errors != 0 {
+			t.Fatalf("%s: %d errors against a healthy memory store", op, o.Errors)
+		}
+		if o.Workers != 2 {
+			t.Fatalf("%s: workers gauge = %d, want 2", op, o.Workers)
+		}
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, e)
+	if r, w := e.Running(); r || w {
+		t.Fatalf("running after Stop: reads %v writes %v", r, w)
+	}
+}
+
+func TestEnableFlagsGateStart(t *testing.T) {
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) { w.ReadEnabled = false }))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := measure(e, 100*time.Millisecond)
+	if s.Ops["read"].Count != 0 || s.Ops["write"].Count == 0 {
+		t.Fatalf("readEnabled=false: reads %d writes %d; want no reads, some writes", s.Ops["read"].Count, s.Ops["write"].Count)
+	}
+	// Enabling reads live starts them.
+	w := e.Workload()
+	w.ReadEnabled = true
+	if err := e.Apply(w); err != nil {
+		t.Fatal(err)
+	}
+	if s := measure(e, 100*time.Millisecond); s.Ops["read"].Count == 0 {
+		t.Fatal("reads did not start after readEnabled=true")
+	}
+}
+
+func TestOpenLoopRateAndLiveChange(t *testing.T) {
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate = 1000
+	}))
+	if err := e.Start(stats.OpRead); err != nil {
+		t.Fatal(err)
+	}
+	s := measure(e, time.Second)
+	if rate := s.Ops["read"].Rate; rate < 800 || rate > 1200 {
+		t.Fatalf("achieved %.0f reads/s at a target of 1000", rate)
+	}
+	w := e.Workload()
+	w.ReadRate = 4000
+	if err := e.Apply(w); err != nil {
+		t.Fatal(err)
+	}
+	s = measure(e, time.Second)
+	if rate := s.Ops["read"].Rate; rate < 3200 || rate > 4800 {
+		t.Fatalf("achieved %.0f reads/s after changing the target to 4000", rate)
+	}
+	if s.Ops["read"].TargetRate != 4000 {
+		t.Fatalf("target gauge = %v, want 4000", s.Ops["read"].TargetRate)
+	}
+}
+
+func TestWorkersGrowAndShrinkLive(t *testing.T) {
+	e := newEngine(t, openMemory(t, map[string]string{"serviceTime": "1ms"}), testWorkload(t, func(w *config.Workload) {
+		w.ReadEnabled = false
+		w.Writers = 4
+	}))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{4, 64, 2, 0, 3} {
+		w := e.Workload()
+		w.Writers = n
+		if err := e.Apply(w); err != nil {
+			t.Fatal(err)
+		}
+		e.mu.Lock()
+		got := len(e.classes[1].workers)
+		e.mu.Unlock()
+		if got != n {
+			t.Fatalf("writers = %d after setting %d", got, n)
+		}
+		s := measure(e, 100*time.Millisecond)
+		if s.Ops["write"].Workers != n {
+			t.Fatalf("workers gauge = %d, want %d", s.Ops["write"].Workers, n)
+		}
+		// With a 1 ms service time, a closed loop of n workers does about n ops per ms.
+		if n == 0 && s.Ops["write"].Count > 4 {
+			t.Fatalf("%d writes with 0 writers", s.Ops["write"].Count)
+		}
+		if n > 0 && s.Ops["write"].Count == 0 {
+			t.Fatalf("no writes with %d writers", n)
+		}
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, e)
+}
+
+func TestFailingStoreNeverKillsWorkers(t *testing.T) {
+	d := openMemory(t, map[string]string{"errorRatio": "1", "errorClass": "unavailable"})
+	e := newEngine(t, d, testWorkload(t, nil))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := measure(e, 200*time.Millisecond)
+	if f := s.Ops["read"].Failures["unavailable"]; f == 0 || s.Ops["read"].Count != 0 {
+		t.Fatalf("all ops fail: unavailable=%d successes=%d", f, s.Ops["read"].Count)
+	}
+	// The store recovers: the same workers carry on.
+	opts, err := driver.NewOptions(memory.Name, map[string]string{"errorRatio": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.(driver.Reconfigurer).Reconfigure(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond) // longer than the closed-loop backoff cap
+	s = measure(e, 200*time.Millisecond)
+	if s.Ops["read"].Count == 0 || s.Ops["write"].Count == 0 {
+		t.Fatalf("no recovery after the store healed: reads %d writes %d", s.Ops["read"].Count, s.Ops["write"].Count)
+	}
+	if s.Ops["read"].Workers != 2 {
+		t.Fatalf("workers = %d after the outage, want 2", s.Ops["read"].Workers)
+	}
+}
+
+func TestOpTimeoutCountsTimeouts(t *testing.T) {
+	d := openMemory(t, map[string]string{"serviceTime": "200ms"})
+	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+		w.OpTimeout = 10 * time.Millisecond
+		w.ReadEnabled = false
+	}))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s := measure(e, 300*time.Millisecond)
+	if s.Ops["write"].Failures["timeout"] == 0 {
+		t.Fatalf("no timeouts with a 200 ms store and a 10 ms op timeout: %+v", s.Ops["write"].Failures)
+	}
+	if s.Ops["write"].Count != 0 {
+		t.Fatalf("%d writes succeeded despite the timeout", s.Ops["write"].Count)
+	}
+	_ = e.Stop()
+	waitIdle(t, e)
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("workers were held by the slow store past their op timeout")
+	}
+}
+
+// panicky is a driver whose reads panic: the engine must survive it.
+type panicky struct{ driver.Driver }
+
+func (panicky) Read(context.Context, string) ([]byte, error) { panic("boom") }
+
+func TestDriverPanicFailsOnlyTheOperation(t *testing.T) {
+	e := newEngine(t, panicky{openMemory(t, nil)}, testWorkload(t, nil))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := measure(e, 100*time.Millisecond)
+	if s.Ops["read"].Failures["other"] == 0 || s.Ops["write"].Count == 0 {
+		t.Fatalf("panicking reads: failures %v, writes %d", s.Ops["read"].Failures, s.Ops["write"].Count)
+	}
+	if e.DriverPanics() == 0 {
+		t.Fatal("panics not counted")
+	}
+}
+
+func TestValidationDetectsCorruption(t *testing.T) {
+	d := openMemory(t, nil)
+	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+		w.NumKeys = 50
+		w.DataSize = 64
+		w.ValidateValues = true
+	}))
+	st, err := e.Backfill(context.Background(), BackfillOptions{Workers: 2, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Written != 50 || st.Verified != 50 || st.Corrupt != 0 || st.Missing != 0 {
+		t.Fatalf("clean backfill: %+v", st)
+	}
+	// Corrupt every value behind the engine's back.
+	for i := 0; i < 50; i++ {
+		key := "T" + itoa(i)
+		v, err := d.Read(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := append([]byte(nil), v...)
+		bad[len(bad)-1] ^= 0x01
+		if err := d.Write(context.Background(), key, bad); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := e.Workload()
+	w.WriteEnabled = false
+	if err := e.Apply(w); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(stats.OpRead); err != nil {
+		t.Fatal(err)
+	}
+	s := measure(e, 100*time.Millisecond)
+	if s.Ops["read"].Count == 0 || s.Ops["read"].Validation["corrupt"] != s.Ops["read"].Count {
+		t.Fatalf("reads %d, corrupt %d: every read should be corrupt", s.Ops["read"].Count, s.Ops["read"].Validation["corrupt"])
+	}
+}
+
+func TestValidationDetectsLostWrites(t *testing.T) {
+	d := openMemory(t, nil)
+	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+		w.NumKeys = 20
+		w.ValidateValues = true
+		w.DataSize = 64
+	}))
+	if _, err := e.Backfill(context.Background(), BackfillOptions{Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The store loses everything (a restarted cache, a truncated table).
+	fresh := openMemory(t, nil)
+	e.drv = fresh
+	w := e.Workload()
+	w.WriteEnabled = false
+	_ = e.Apply(w)
+	_ = e.Start(stats.OpRead)
+	s := measure(e, 100*time.Millisecond)
+	if s.Ops["read"].Misses == 0 || s.Ops["read"].Validation["lost"] != s.Ops["read"].Misses {
+		t.Fatalf("misses %d, lost %d: every miss of an acknowledged key is a lost write", s.Ops["read"].Misses, s.Ops["read"].Validation["lost"])
+	}
+}
+
+func TestBackfillRateProgressAndStop(t *testing.T) {
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) { w.NumKeys = 100000 }))
+	if err := e.StartBackfill(BackfillOptions{Workers: 4, Rate: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.StartBackfill(BackfillOptions{}); !errors.Is(err, ErrBackfillRunning) {
+		t.Fatalf("second backfill: %v, want ErrBackfillRunning", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	st := e.BackfillStatus()
+	if !st.Running || st.Phase != "write" || st.Total != 100000 {
+		t.Fatalf("status mid-backfill: %+v", st)
+	}
+	if st.Written < 200 || st.Written > 2000 {
+		t.Fatalf("wrote %d keys in 300 ms at 2000/s", st.Written)
+	}
+	e.StopBackfill()
+	waitIdle(t, e)
+	if st = e.BackfillStatus(); st.Running || st.Phase != "stopped" {
+		t.Fatalf("after stop: %+v", st)
+	}
+}
+
+// TestStallsShowInResponseTimeNotServiceTime is the coordinated-omission check in small:
+// a store that stalls for 300 ms every second, offered 500 ops/s. Operations scheduled
+// during a stall wait for it, so the response-time p99 is near the stall length, while
+// the service time of all but the few operations in flight at the stall stays small.
+func TestStallsShowInResponseTimeNotServiceTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3 s run")
+	}
+	d := openMemory(t, map[string]string{"stallEvery": "1s", "stallFor": "300ms"})
+	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+		w.ReadEnabled = false
+		w.WriteRate = 500
+		w.Writers = 4
+	}))
+	_ = e.Start()
+	s := measure(e, 3*time.Second)
+	o := s.Ops["write"]
+	if o.ResponseTime.P99 < 200_000 {
+		t.Fatalf("response p99 = %.0f µs; stalls of 300 ms must show", o.ResponseTime.P99)
+	}
+	if o.ServiceTime.P50 > 10_000 || o.ServiceTime.P95 > 100_000 {
+		t.Fatalf("service p50 %.0f µs, p95 %.0f µs: only ops in flight at a stall should be slow", o.ServiceTime.P50, o.ServiceTime.P95)
+	}
+}
+
+func TestInvalidApplyChangesNothing(t *testing.T) {
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, nil))
+	before := e.Workload()
+	bad := before
+	bad.Pattern = "nope"
+	if err := e.Apply(bad); err == nil {
+		t.Fatal("invalid pattern accepted")
+	}
+	bad = before
+	bad.DataSizeMin, bad.DataSizeMax, bad.VariableDataSize = 500, 100, true
+	if err := e.Apply(bad); err == nil {
+		t.Fatal("dataSizeMin > dataSizeMax accepted")
+	}
+	if e.Workload() != before {
+		t.Fatal("a rejected change altered the workload")
+	}
+}
+
+func TestLivePatternAndKeyspaceChange(t *testing.T) {
+	d := openMemory(t, nil)
+	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+		w.ReadEnabled = false
+		w.NumKeys = 10
+		w.Pattern = "sequential"
+	}))
+	_ = e.Start()
+	time.Sleep(50 * time.Millisecond)
+	w := e.Workload()
+	w.NumKeys = 500
+	w.Pattern = "uniform"
+	if err := e.Apply(w); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	_ = e.Stop()
+	waitIdle(t, e)
+	keys := d.(driver.ConnectionInfoer).ConnectionInfo()["keys"]
+	if keys == "" || keys == "10" {
+		t.Fatalf("keys stored = %q: the keyspace change to 500 did not apply", keys)
+	}
+}
+
+func TestCloseCancelsStuckOperations(t *testing.T) {
+	d := openMemory(t, map[string]string{"serviceTime": "30s"})
+	e, err := New(d, testWorkload(t, func(w *config.Workload) { w.OpTimeout = time.Minute }), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = e.Start()
+	time.Sleep(20 * time.Millisecond)
+	var closed atomic.Bool
+	go func() { _ = e.Close(100 * time.Millisecond); closed.Store(true) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !closed.Load() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !closed.Load() {
+		t.Fatal("Close did not cancel operations stuck in the store")
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}

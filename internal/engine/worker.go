@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/workload"
+)
+
+// maxClosedLoopBackoff caps the pause after consecutive failures in closed loop. Without a
+// schedule a worker facing a dead store would otherwise spin through millions of instant
+// "connection refused" errors a second, burning the client's CPU and flooding the counters;
+// open-loop workers need no backoff because the pacer already bounds them.
+const maxClosedLoopBackoff = 100 * time.Millisecond
+
+// work is one worker's loop: take an intended start time, run one operation, record it.
+// It returns when ctx ends or the pool shrank below its index.
+func (e *Engine) work(ctx context.Context, c *opClass, id int) {
+	g := e.gen.Load()
+	rng := rand.New(rand.NewPCG(g.seed, uint64(c.op)<<32|uint64(id)))
+	shard := c.rec.Shard(id)
+	oc := newOpContext(e.runCtx, c.pacer)
+	defer oc.timer.Stop()
+	var keyBuf, valBuf []byte
+	failures := 0
+	for int64(id) < c.target.Load() {
+		intended, err := c.pacer.Acquire(ctx)
+		if err != nil {
+			return
+		}
+		g = e.gen.Load()
+		idx := g.keys.Next(rng, c.wop)
+		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
+		key := string(keyBuf)
+
+		var value []byte
+		var seq, expect uint64
+		if c.op == stats.OpWrite {
+			value = g.values.Pick(rng)
+			if g.tracker != nil {
+				seq = g.tracker.Seq()
+				valBuf = workload.EncodeValue(valBuf[:0], keyBuf, seq, value)
+				value = valBuf
+			}
+		} else if g.tracker != nil {
+			expect = g.tracker.Expect(idx)
+		}
+
+		start := c.pacer.Now()
+		oc.begin(start, g.w.OpTimeout)
+		got, err := e.call(oc, c.op, key, value)
+		end := c.pacer.Now()
+		timedOut := oc.end()
+		resp, svc := time.Duration(end-intended), time.Duration(end-start)
+
+		switch {
+		case err == nil:
+			failures = 0
+			shard.Success(resp, svc)
+			if g.tracker != nil {
+				if c.op == stats.OpWrite {
+					g.tracker.Ack(idx, seq)
+				} else {
+					e.validate(shard, g.tracker, keyBuf, got, expect)
+				}
+			}
+		case errors.Is(err, driver.ErrNotFound):
+			failures = 0
+			shard.Miss(resp, svc)
+			if g.tracker != nil && g.tracker.Classify(expect, false, 0) == workload.ResultLost {
+				shard.Invalid(stats.Lost)
+			}
+		case e.runCtx.Err() != nil:
+			// A hard stop cancelled the operation: not the store's failure.
+			return
+		default:
+			class := driver.Classify(err)
+			if timedOut {
+				class = driver.ClassTimeout
+			}
+			shard.Failure(class)
+			if c.pacer.Rate() == 0 {
+				failures++
+				e.backoff(ctx, failures)
+			}
+		}
+	}
+}
+
+// validate checks a value read back: corruption and values of another key always count;
+// a value without a header counts as corrupt only for a key this run wrote (it may come
+// from a run without validation, or from NDBench).
+func (e *Engine) validate(shard *stats.Shard, t *workload.Tracker, key, value []byte, expect uint64) {
+	check, seq := workload.CheckValue(key, value)
+	switch check {
+	case workload.CheckOK:
+		if t.Classify(expect, true, seq) == workload.ResultStale {
+			shard.Invalid(stats.Stale)
+		}
+	case workload.CheckCorrupt:
+		shard.Invalid(stats.Corrupt)
+	case workload.CheckWrongKey:
+		shard.Invalid(stats.WrongKey)
+	case workload.CheckNoHeader:
+		if expect != 0 {
+			shard.Invalid(stats.Corrupt)
+		}
+	}
+}
+
+// call runs one driver operation. A driver that panics fails that operation (class
+// other) instead of killing the worker and the run with it.
+func (e *Engine) call(ctx context.Context, op stats.Op, key string, value []byte) (got []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e.panics.Add(1) == 1 {
+				e.log.Error("driver panicked; the operation counts as failed (further panics are counted, not logged)",
+					"op", op.String(), "panic", fmt.Sprint(r))
+			}
+			err = fmt.Errorf("driver panicked: %v", r)
+		}
+	}()
+	if op == stats.OpWrite || op == stats.OpBackfill {
+		return nil, e.drv.Write(ctx, key, value)
+	}
+	return e.drv.Read(ctx, key)
+}
+
+// backoff pauses a closed-loop worker after consecutive failures: 1 ms, doubling, capped.
+func (e *Engine) backoff(ctx context.Context, failures int) {
+	d := min(time.Millisecond<<min(failures-1, 10), maxClosedLoopBackoff)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// DriverPanics returns how many driver calls panicked.
+func (e *Engine) DriverPanics() int64 { return e.panics.Load() }
