@@ -1,0 +1,531 @@
+//go:build integration
+
+package cassandra
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/workload"
+)
+
+var srv *testserver.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(testserver.Main(m, testserver.Cassandra, func(s *testserver.Server) { srv = s }))
+}
+
+// open initialises a driver against the test server with extra option values.
+func open(t testing.TB, values map[string]string) *Driver {
+	t.Helper()
+	d, err := tryOpen(values)
+	if err != nil {
+		t.Fatalf("open cassandra driver with %v: %v", values, err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func tryOpen(values map[string]string) (*Driver, error) {
+	v := map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port), "keyspace": "ndb_test"}
+	for k, x := range values {
+		v[k] = x
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d, _, err := driver.Open(ctx, "cassandra", v)
+	if err != nil {
+		return nil, err
+	}
+	return d.(*Driver), nil
+}
+
+var (
+	rawOnce sync.Once
+	rawSess *gocql.Session
+	rawErr  error
+)
+
+// raw is a plain session for checking and tampering behind the driver's back.
+func raw(t testing.TB) *gocql.Session {
+	t.Helper()
+	rawOnce.Do(func() {
+		cfg := gocql.NewCluster(srv.Host)
+		cfg.Port = srv.Port
+		cfg.Consistency = gocql.One
+		cfg.Timeout = 20 * time.Second
+		rawSess, rawErr = cfg.CreateSession()
+	})
+	if rawErr != nil {
+		t.Fatalf("raw session: %v", rawErr)
+	}
+	return rawSess
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestWriteReadMiss(t *testing.T) {
+	d := open(t, map[string]string{"table": "rw"})
+	ctx := ctxT(t)
+	values := map[string][]byte{
+		"k-binary": {0, 1, 2, 0xff, 0, 'x'},
+		"k-text":   []byte("hello, world"),
+		"k-empty":  {},
+		"k-big":    bytes.Repeat([]byte("0123456789"), 10_000),
+	}
+	for k, v := range values {
+		if err := d.Write(ctx, k, v); err != nil {
+			t.Fatalf("write %s: %v", k, err)
+		}
+	}
+	for k, want := range values {
+		got, err := d.Read(ctx, k)
+		if err != nil {
+			t.Fatalf("read %s: %v", k, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("read %s: got %d bytes, want %d", k, len(got), len(want))
+		}
+	}
+	if err := d.Write(ctx, "k-text", []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Read(ctx, "k-text"); err != nil || string(got) != "second" {
+		t.Errorf("read after overwrite: %q, %v", got, err)
+	}
+	if _, err := d.Read(ctx, "never-written"); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("read of a missing key: want ErrNotFound, got %v", err)
+	}
+	info := d.ConnectionInfo()
+	if info["cluster_name"] != "ndbench-test" || !strings.HasPrefix(info["release_version"], "5.0") {
+		t.Errorf("ConnectionInfo: %v", info)
+	}
+}
+
+func TestColsPerRow(t *testing.T) {
+	d := open(t, map[string]string{"table": "cols3", "colsPerRow": "3"})
+	ctx := ctxT(t)
+	for _, v := range [][]byte{[]byte("abcdefgh"), []byte("ab"), {}} {
+		key := fmt.Sprintf("c-%d", len(v))
+		if err := d.Write(ctx, key, v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.Read(ctx, key)
+		if err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("read %s: %q, %v; want %q", key, got, err, v)
+		}
+		// Stored as three pieces in order, as documented.
+		var p0, p1, p2 []byte
+		if err := raw(t).Query("SELECT value0, value1, value2 FROM ndb_test.cols3 WHERE key = ? AND column1 = 0", key).
+			ScanContext(ctx, &p0, &p1, &p2); err != nil {
+			t.Fatal(err)
+		}
+		if j := string(p0) + "|" + string(p1) + "|" + string(p2); len(v) == 8 && j != "abc|def|gh" && j != "ab|cde|fgh" {
+			t.Errorf("pieces of %q: %s", v, j)
+		}
+		if !bytes.Equal(append(append(p0, p1...), p2...), v) {
+			t.Errorf("pieces of %q do not join back: %q %q %q", v, p0, p1, p2)
+		}
+	}
+}
+
+func partitionRows(t *testing.T, table, key string) int {
+	t.Helper()
+	var n int
+	if err := raw(t).Query("SELECT count(*) FROM ndb_test."+table+" WHERE key = ?", key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestRowsPerPartition(t *testing.T) {
+	ctx := ctxT(t)
+	t.Run("batch", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "rows_b", "rowsPerPartition": "4", "useBatchWrites": "true", "colsPerRow": "2"})
+		if err := d.Write(ctx, "p", []byte("value-1")); err != nil {
+			t.Fatal(err)
+		}
+		if n := partitionRows(t, "rows_b", "p"); n != 4 {
+			t.Errorf("batch write: %d rows in the partition, want 4", n)
+		}
+		if err := d.Write(ctx, "p", []byte("value-2")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := d.Read(ctx, "p"); err != nil || string(got) != "value-2" {
+			t.Errorf("read: %q, %v", got, err)
+		}
+	})
+	t.Run("one row per op", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "rows_s", "rowsPerPartition": "3"})
+		for i := 1; i <= 5; i++ {
+			v := []byte("v" + strconv.Itoa(i))
+			if err := d.Write(ctx, "p", v); err != nil {
+				t.Fatal(err)
+			}
+			// The newest row wins whichever clustering row it landed in.
+			if got, err := d.Read(ctx, "p"); err != nil || !bytes.Equal(got, v) {
+				t.Fatalf("read after write %d: %q, %v", i, got, err)
+			}
+		}
+		if n := partitionRows(t, "rows_s", "p"); n != 3 {
+			t.Errorf("%d rows in the partition after 5 writes, want 3", n)
+		}
+	})
+}
+
+func TestConsistencyLevelLive(t *testing.T) {
+	// One node, replication factor 1: THREE cannot be met, so the server answers Unavailable.
+	d := open(t, map[string]string{"table": "cl"})
+	ctx := ctxT(t)
+	if err := d.Write(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := driver.NewOptions("cassandra", map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port),
+		"keyspace": "ndb_test", "table": "cl", "writeConsistencyLevel": "THREE", "readConsistencyLevel": "QUORUM"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reconfigure(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	err = d.Write(ctx, "k", []byte("v2"))
+	if c := driver.Classify(err); c != driver.ClassUnavailable {
+		t.Fatalf("write at THREE on one node: class %v (%v), want unavailable", c, err)
+	}
+	if got, err := d.Read(ctx, "k"); err != nil || string(got) != "v" {
+		t.Fatalf("read at QUORUM (1 of 1): %q, %v", got, err)
+	}
+	if info := d.ConnectionInfo(); info["writeConsistencyLevel"] != "THREE" {
+		t.Errorf("ConnectionInfo after Reconfigure: %v", info)
+	}
+	opts.(*Options).WriteConsistencyLevel = "ONE"
+	if err := d.Reconfigure(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(ctx, "k", []byte("v3")); err != nil {
+		t.Fatalf("write after switching back to ONE: %v", err)
+	}
+}
+
+func TestSchemaHandling(t *testing.T) {
+	ctx := ctxT(t)
+	t.Run("idempotent", func(t *testing.T) {
+		d1 := open(t, map[string]string{"table": "idem"})
+		if err := d1.Write(ctx, "a", []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+		d2 := open(t, map[string]string{"table": "idem"})
+		if got, err := d2.Read(ctx, "a"); err != nil || string(got) != "1" {
+			t.Fatalf("second driver: %q, %v", got, err)
+		}
+	})
+	t.Run("missing table without createSchema", func(t *testing.T) {
+		_, err := tryOpen(map[string]string{"table": "absent", "createSchema": "false"})
+		if c := driver.Classify(err); c != driver.ClassRejected || !strings.Contains(fmt.Sprint(err), "does not exist") {
+			t.Fatalf("class %v (%v), want rejected naming the missing table", c, err)
+		}
+	})
+	t.Run("NDBench text table", func(t *testing.T) {
+		if err := raw(t).Query("CREATE TABLE IF NOT EXISTS ndb_test.ndb_text (key text, column1 int, value0 text, PRIMARY KEY ((key), column1))").Exec(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tryOpen(map[string]string{"table": "ndb_text"})
+		if c := driver.Classify(err); c != driver.ClassRejected || !strings.Contains(fmt.Sprint(err), "value0 is text") {
+			t.Fatalf("class %v (%v), want rejected naming the text column", c, err)
+		}
+	})
+	t.Run("fewer columns than colsPerRow", func(t *testing.T) {
+		open(t, map[string]string{"table": "narrow", "colsPerRow": "1"})
+		_, err := tryOpen(map[string]string{"table": "narrow", "colsPerRow": "2"})
+		if c := driver.Classify(err); c != driver.ClassRejected || !strings.Contains(fmt.Sprint(err), "value1 is missing") {
+			t.Fatalf("class %v (%v), want rejected naming value1", c, err)
+		}
+	})
+	t.Run("other table and keyspace names", func(t *testing.T) {
+		d := open(t, map[string]string{"keyspace": "Other_KS", "cfname": "My_Table"})
+		if err := d.Write(ctx, "x", []byte("y")); err != nil {
+			t.Fatal(err)
+		}
+		var v []byte
+		if err := raw(t).Query("SELECT value0 FROM other_ks.my_table WHERE key = 'x'").ScanContext(ctx, &v); err != nil || string(v) != "y" {
+			t.Fatalf("row in other_ks.my_table: %q, %v", v, err)
+		}
+	})
+	t.Run("network topology keyspace", func(t *testing.T) {
+		d := open(t, map[string]string{"keyspace": "ndb_nts", "table": "t", "replicationClass": "NetworkTopologyStrategy", "localDC": "datacenter1"})
+		if err := d.Write(ctx, "x", []byte("y")); err != nil {
+			t.Fatal(err)
+		}
+		var repl map[string]string
+		if err := raw(t).Query("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = 'ndb_nts'").Scan(&repl); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(repl["class"], "NetworkTopologyStrategy") || repl["datacenter1"] != "1" {
+			t.Errorf("replication = %v", repl)
+		}
+	})
+}
+
+func TestErrorClasses(t *testing.T) {
+	ctx := ctxT(t)
+	t.Run("ctx deadline", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "errs"})
+		dctx, cancel := context.WithTimeout(ctx, time.Nanosecond)
+		defer cancel()
+		<-dctx.Done()
+		_, err := d.Read(dctx, "k")
+		if c := driver.Classify(err); c != driver.ClassTimeout {
+			t.Fatalf("class %v (%v), want timeout", c, err)
+		}
+	})
+	t.Run("table dropped mid-run", func(t *testing.T) {
+		// Someone drops the table under a running benchmark: the server rejects the
+		// statement as invalid (unconfigured table), which is the user's problem to fix.
+		d := open(t, map[string]string{"table": "dropped"})
+		if err := d.Write(ctx, "k", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := raw(t).Query("DROP TABLE ndb_test.dropped").ExecContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err := d.Write(ctx, "k", []byte("v"))
+		if c := driver.Classify(err); c != driver.ClassRejected {
+			t.Fatalf("class %v (%v), want rejected", c, err)
+		}
+	})
+	t.Run("refused with a password", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		_, err = tryOpen(map[string]string{"port": strconv.Itoa(port), "username": "u", "password": "Sup3rS3cret", "connectTimeout": "1s"})
+		if c := driver.Classify(err); c != driver.ClassUnavailable {
+			t.Fatalf("class %v (%v), want unavailable", c, err)
+		}
+		if strings.Contains(err.Error(), "Sup3rS3cret") {
+			t.Fatalf("password in error: %v", err)
+		}
+	})
+}
+
+func TestConnectionInfoHasNoSecrets(t *testing.T) {
+	// The test server allows everyone, so credentials are offered and ignored.
+	d := open(t, map[string]string{"table": "secret", "username": "bench", "password": "Sup3rS3cret"})
+	for k, v := range d.ConnectionInfo() {
+		if strings.Contains(v, "Sup3rS3cret") {
+			t.Errorf("ConnectionInfo[%s] shows the password", k)
+		}
+	}
+}
+
+// TestValidationDetectsCorruption writes a validated value, flips a byte with raw CQL and
+// checks the engine's codec sees the corruption in what the driver reads back.
+func TestValidationDetectsCorruption(t *testing.T) {
+	d := open(t, map[string]string{"table": "valid", "colsPerRow": "2"})
+	ctx := ctxT(t)
+	key := "vkey"
+	val := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefgh"), 16))
+	if err := d.Write(ctx, key, val); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
+		t.Fatalf("intact value: %v seq %d", c, seq)
+	}
+	var v1 []byte
+	if err := raw(t).Query("SELECT value1 FROM ndb_test.valid WHERE key = ? AND column1 = 0", key).ScanContext(ctx, &v1); err != nil {
+		t.Fatal(err)
+	}
+	v1[3] ^= 0x20
+	if err := raw(t).Query("UPDATE ndb_test.valid SET value1 = ? WHERE key = ? AND column1 = 0", v1, key).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err = d.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
+		t.Fatalf("tampered value: verdict %v, want corrupt", c)
+	}
+}
+
+// TestOutageAndRecovery kills the node under traffic: every failure must be classified
+// unavailable or timeout and return within the op timeout; after a restart ops succeed.
+// It is last in the file so no other test runs against a restarting node.
+func TestZOutageAndRecovery(t *testing.T) {
+	d := open(t, map[string]string{"table": "outage", "timeout": "1s"})
+	const opTimeout = 2 * time.Second
+	const slack = 3 * time.Second // scheduling on a loaded CI machine, not store behaviour
+	var (
+		ok, failed atomic.Int64
+		mu         sync.Mutex
+		badErrs    []string
+		slowest    time.Duration
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 10_000_000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+				start := time.Now()
+				key := fmt.Sprintf("o-%d-%d", w, i%100)
+				var err error
+				if i%2 == 0 {
+					err = d.Write(ctx, key, []byte("v"))
+				} else if _, err = d.Read(ctx, key); errors.Is(err, driver.ErrNotFound) {
+					err = nil
+				}
+				el := time.Since(start)
+				cancel()
+				mu.Lock()
+				slowest = max(slowest, el)
+				if err != nil {
+					failed.Add(1)
+					if c := driver.Classify(err); c != driver.ClassUnavailable && c != driver.ClassTimeout && len(badErrs) < 5 {
+						badErrs = append(badErrs, fmt.Sprintf("%v: %v", c, err))
+					}
+				} else {
+					ok.Add(1)
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(10 * time.Millisecond) // an outage loop must not spin
+				}
+			}
+		}(w)
+	}
+	waitFor(t, "ops before the kill", 20*time.Second, func() bool { return ok.Load() >= 200 })
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "failures after the kill", 20*time.Second, func() bool { return failed.Load() >= 50 })
+	time.Sleep(time.Second) // keep traffic on the dead node a while
+	rctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	restartAt := time.Now()
+	if err := srv.Restart(rctx); err != nil {
+		t.Fatal(err)
+	}
+	readyAt := time.Now()
+	okAtRestart := ok.Load()
+	waitFor(t, "ops succeeding after the restart", 30*time.Second, func() bool { return ok.Load() >= okAtRestart+100 })
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(badErrs) > 0 {
+		t.Errorf("failures outside unavailable/timeout during the outage:\n%s", strings.Join(badErrs, "\n"))
+	}
+	if slowest > opTimeout+slack {
+		t.Errorf("an op took %v with a %v timeout: the driver hung", slowest, opTimeout)
+	}
+	t.Logf("ok %d, failed %d, slowest op %v; node restart took %v, ops resumed %v after it was ready",
+		ok.Load(), failed.Load(), slowest, readyAt.Sub(restartAt), time.Since(readyAt))
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// benchParallel runs op from 16 x GOMAXPROCS goroutines and reports ops/s and ops per
+// client CPU-second (the test binary's user+system time; the server is another process).
+func benchParallel(b *testing.B, op func(ctx context.Context, i uint64) error) {
+	var seq atomic.Uint64
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, t0 := cpuSeconds(), time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			if err := op(ctx, seq.Add(1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	cpu, el := cpuSeconds()-cpu0, time.Since(t0).Seconds()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/el, "ops/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(b.N)/cpu, "ops/cpu-s")
+	}
+}
+
+func benchKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "bk" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+func BenchmarkWrite(b *testing.B) {
+	d := open(b, map[string]string{"table": "bench"})
+	val := bytes.Repeat([]byte("x"), 128)
+	keys := benchKeys(10_000)
+	benchParallel(b, func(ctx context.Context, i uint64) error {
+		return d.Write(ctx, keys[i%uint64(len(keys))], val)
+	})
+}
+
+func BenchmarkRead(b *testing.B) {
+	d := open(b, map[string]string{"table": "bench"})
+	val := bytes.Repeat([]byte("x"), 128)
+	keys := benchKeys(10_000)
+	ctx := context.Background()
+	for _, k := range keys {
+		if err := d.Write(ctx, k, val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchParallel(b, func(ctx context.Context, i uint64) error {
+		_, err := d.Read(ctx, keys[i%uint64(len(keys))])
+		return err
+	})
+}
