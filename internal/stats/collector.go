@@ -43,6 +43,9 @@ type Interval struct {
 type OpInterval struct {
 	// Response and Service are the interval's latency histograms in microseconds.
 	Response, Service *hdrhistogram.Histogram
+	// StartLag is how late operations started against their intended start (response
+	// minus service time), in microseconds at LagSignificantDigits.
+	StartLag *hdrhistogram.Histogram
 	Counts
 	// TargetRate and Workers are the engine's settings when the interval ended.
 	TargetRate float64
@@ -65,7 +68,9 @@ func (iv *Interval) Summary() Summary {
 	s := Summary{Start: iv.Start, End: iv.End, Seconds: secs, Ops: make(map[string]OpSummary, NumOps)}
 	for _, op := range Ops {
 		o := &iv.Ops[op]
-		s.Ops[op.String()] = buildOpSummary(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), secs, o.gauges())
+		sum := buildOpSummary(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), secs, o.gauges())
+		sum.StartLag = LatencyOf(o.StartLag)
+		s.Ops[op.String()] = sum
 	}
 	return s
 }
@@ -102,6 +107,7 @@ type Collector struct {
 	last    time.Time // end of the last interval (start of the next)
 	cumResp [NumOps]*hdrhistogram.Histogram
 	cumSvc  [NumOps]*hdrhistogram.Histogram
+	cumLag  [NumOps]*hdrhistogram.Histogram
 	cum     [NumOps]Counts
 	latest  pointRec
 	latestT time.Time // start of the latest interval; zero before the first tick
@@ -132,8 +138,10 @@ func NewCollector(cfg Config) *Collector {
 		c.ops[op].rec = newRecorder(op, cfg.Shards)
 		c.iv.Ops[op].Response = NewHistogram()
 		c.iv.Ops[op].Service = NewHistogram()
+		c.iv.Ops[op].StartLag = NewLagHistogram()
 		c.cumResp[op] = NewHistogram()
 		c.cumSvc[op] = NewHistogram()
+		c.cumLag[op] = NewLagHistogram()
 	}
 	now := time.Now()
 	c.start, c.last = now, now
@@ -228,8 +236,9 @@ func (c *Collector) Tick(now time.Time) *Interval {
 		o := &iv.Ops[op]
 		resetHistogram(o.Response)
 		resetHistogram(o.Service)
+		resetHistogram(o.StartLag)
 		o.Counts = Counts{}
-		c.ops[op].rec.drain(o.Response, o.Service, &o.Counts)
+		c.ops[op].rec.drain(o.Response, o.Service, o.StartLag, &o.Counts)
 		o.TargetRate = math.Float64frombits(c.ops[op].target.Load())
 		o.Workers = int(c.ops[op].workers.Load())
 		o.Backlog, o.Pending = 0, 0
@@ -250,6 +259,7 @@ func (c *Collector) Tick(now time.Time) *Interval {
 		o := &iv.Ops[op]
 		MergeHistograms(c.cumResp[op], o.Response)
 		MergeHistograms(c.cumSvc[op], o.Service)
+		MergeHistograms(c.cumLag[op], o.StartLag)
 		c.cum[op].Add(&o.Counts)
 	}
 	c.last = now
@@ -287,13 +297,14 @@ func (c *Collector) ResetAt(now time.Time) {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
 	for _, op := range Ops {
-		c.ops[op].rec.drain(nil, nil, nil)
+		c.ops[op].rec.drain(nil, nil, nil, nil)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, op := range Ops {
 		resetHistogram(c.cumResp[op])
 		resetHistogram(c.cumSvc[op])
+		resetHistogram(c.cumLag[op])
 		c.cum[op] = Counts{}
 	}
 	c.start, c.last = now, now
@@ -340,7 +351,9 @@ func (c *Collector) Cumulative() Summary {
 			g.backlog = time.Duration(float64(r.backlogMs) * float64(time.Millisecond))
 			g.pending = r.pending
 		}
-		s.Ops[op.String()] = buildOpSummary(&c.cum[op], LatencyOf(c.cumResp[op]), LatencyOf(c.cumSvc[op]), secs, g)
+		sum := buildOpSummary(&c.cum[op], LatencyOf(c.cumResp[op]), LatencyOf(c.cumSvc[op]), secs, g)
+		sum.StartLag = LatencyOf(c.cumLag[op])
+		s.Ops[op.String()] = sum
 	}
 	return s
 }

@@ -70,16 +70,16 @@ func (c *Counts) Add(o *Counts) {
 
 // buffer is one half of a shard's double buffer: everything recorded in an interval.
 type buffer struct {
-	resp, svc *hdrhistogram.Histogram
+	resp, svc, lag *hdrhistogram.Histogram
 	Counts
 	// Buffers of different shards are separate allocations that the allocator may
-	// place side by side; at exactly 128 bytes (a size class whose objects are
+	// place side by side; at a multiple of 128 bytes (a size class whose objects are
 	// 128-byte aligned) two shards' counters never share a cache line.
-	_ [128 - 16 - unsafe.Sizeof(Counts{})]byte
+	_ [256 - 24 - unsafe.Sizeof(Counts{})]byte
 }
 
 func newBuffer() *buffer {
-	return &buffer{resp: NewHistogram(), svc: NewHistogram()}
+	return &buffer{resp: NewHistogram(), svc: NewHistogram(), lag: NewLagHistogram()}
 }
 
 func (b *buffer) latency(resp, svc time.Duration) {
@@ -88,6 +88,9 @@ func (b *buffer) latency(resp, svc time.Duration) {
 	// The values are in range by construction, so RecordValue cannot fail.
 	_ = b.resp.RecordValue(r)
 	_ = b.svc.RecordValue(s)
+	// Start lag (actual minus intended start) is exactly resp - svc.
+	l, _ := Micros(resp - svc)
+	_ = b.lag.RecordValue(l)
 	if rc || sc {
 		b.Clamped++
 	}
@@ -99,6 +102,9 @@ func (b *buffer) reset() {
 	}
 	if b.svc.TotalCount() != 0 {
 		b.svc.Reset()
+	}
+	if b.lag.TotalCount() != 0 {
+		b.lag.Reset()
 	}
 	b.Counts = Counts{}
 }
@@ -198,7 +204,7 @@ func (r *Recorder) Shard(worker int) *Shard {
 
 // drain swaps every shard and merges the retired buffers into resp, svc and c, outside
 // the shard locks, then resets them for reuse.
-func (r *Recorder) drain(resp, svc *hdrhistogram.Histogram, c *Counts) {
+func (r *Recorder) drain(resp, svc, lag *hdrhistogram.Histogram, c *Counts) {
 	for i := range r.shards {
 		b := r.shards[i].swap()
 		if b == nil {
@@ -207,6 +213,7 @@ func (r *Recorder) drain(resp, svc *hdrhistogram.Histogram, c *Counts) {
 		if resp != nil {
 			MergeHistograms(resp, b.resp)
 			MergeHistograms(svc, b.svc)
+			MergeHistograms(lag, b.lag)
 			c.Add(&b.Counts)
 		}
 		b.reset()

@@ -25,7 +25,7 @@ func TestShardRecordsOutcomes(t *testing.T) {
 
 	resp, svc := NewHistogram(), NewHistogram()
 	var c Counts
-	r.drain(resp, svc, &c)
+	r.drain(resp, svc, NewLagHistogram(), &c)
 
 	want := Counts{Successes: 3, Misses: 1, Clamped: 1}
 	want.Failures[driver.ClassTimeout] = 2
@@ -51,7 +51,7 @@ func TestShardRecordsOutcomes(t *testing.T) {
 	// A drained shard starts empty.
 	var again Counts
 	resp.Reset()
-	r.drain(resp, svc, &again)
+	r.drain(resp, svc, NewLagHistogram(), &again)
 	if again != (Counts{}) || resp.TotalCount() != 0 {
 		t.Errorf("second drain = %+v, %d values; want empty", again, resp.TotalCount())
 	}
@@ -104,7 +104,7 @@ func TestDefaultShardsBoundsMemory(t *testing.T) {
 	}
 	// Worst case at the cap: every shard of every op recording, two kinds x two buffers.
 	perHist := NewHistogram().ByteSize()
-	total := perHist * 2 * 2 * MaxDefaultShards * NumOps
+	total := (perHist*2 + NewLagHistogram().ByteSize()) * 2 * MaxDefaultShards * NumOps
 	if total > 64<<20 {
 		t.Errorf("shard histograms at the cap take %d MB, want well under the 150 MB process budget", total>>20)
 	}
@@ -112,8 +112,8 @@ func TestDefaultShardsBoundsMemory(t *testing.T) {
 }
 
 func TestBufferPadding(t *testing.T) {
-	if sz := unsafe.Sizeof(buffer{}); sz != 128 {
-		t.Errorf("buffer is %d bytes, want 128 so two shards' counters share no cache line", sz)
+	if sz := unsafe.Sizeof(buffer{}); sz%128 != 0 {
+		t.Errorf("buffer is %d bytes, want a multiple of 128 so two shards' counters share no cache line", sz)
 	}
 }
 
@@ -155,4 +155,21 @@ func TestMemoryWith1000Workers(t *testing.T) {
 		t.Errorf("stats heap %.1f MB, want at most 64 MB", heap)
 	}
 	runtime.KeepAlive(c)
+}
+
+// TestStartLagIsResponseMinusService checks the lag histogram: an op that started 3 ms
+// late and took 1 ms has a response time of 4 ms and a start lag of 3 ms.
+func TestStartLagIsResponseMinusService(t *testing.T) {
+	c := NewCollector(Config{Shards: 2})
+	sh := c.Recorder(OpRead).Shard(0)
+	for i := 0; i < 100; i++ {
+		sh.Success(4*time.Millisecond, time.Millisecond)
+	}
+	s := c.Tick(time.Now()).Summary().Ops["read"]
+	if s.StartLag.P50 < 2970 || s.StartLag.P50 > 3030 {
+		t.Fatalf("start lag p50 = %v µs, want ~3000", s.StartLag.P50)
+	}
+	if cum := c.Cumulative().Ops["read"]; cum.StartLag.P99 < 2970 || cum.StartLag.P99 > 3030 {
+		t.Fatalf("cumulative start lag p99 = %v µs, want ~3000", cum.StartLag.P99)
+	}
 }

@@ -34,6 +34,10 @@ type OpSummary struct {
 	Validation   map[string]int64 `json:"validation"`
 	ResponseTime Latency          `json:"responseTime"`
 	ServiceTime  Latency          `json:"serviceTime"`
+	// StartLag is how late operations started against their intended start times: the
+	// load generator's own precision. Reported for intervals and cumulative views, not
+	// kept in the time series.
+	StartLag Latency `json:"startLag"`
 	// TargetRate and Workers are the engine's settings at the end of the span.
 	TargetRate float64 `json:"targetRate"`
 	Workers    int     `json:"workers"`
