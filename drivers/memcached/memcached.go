@@ -1,0 +1,434 @@
+// Package memcached is the ndbench driver for memcached, built on
+// github.com/bradfitz/gomemcache, with optional EVCache-style replication across zones.
+//
+// # Servers and connections
+//
+// servers lists memcached nodes; keys are spread over them by gomemcache's hashing. Every
+// operation in flight holds one connection, and after it gomemcache keeps at most
+// maxIdleConns idle connections per server, closing the rest. Set maxIdleConns to at least
+// the number of workers that may talk to one server at once (read plus write workers),
+// otherwise connections are opened and closed on every operation and the benchmark measures
+// TCP handshakes. The default, 64, covers NDBench's usual worker counts. timeout bounds each
+// operation's socket reads and writes and each dial (gomemcache has no per-call context;
+// the driver checks the operation's context before every network call).
+//
+// # Zones (EVCache-style replication)
+//
+// zones replaces servers with named groups of servers, one copy of the data per zone:
+//
+//	zones=a=10.0.0.1:11211,10.0.0.2:11211;b=10.0.1.1:11211;c=10.0.2.1:11211
+//
+// Zones are separated by ';', a zone is name=server,server,... . localZone (default: the
+// first zone listed; live) is where reads go first. A write goes to every zone in parallel;
+// writeSuccess says when it counts as a success: any (default, as EVCache: at least one
+// zone stored it; failures in other zones are counted per zone, and later reads there may
+// miss or see an older value, which validation reports as stale), all (every zone stored
+// it), or local (the local zone stored it). A read tries the local zone, then the other
+// zones in the order listed, moving on after a miss or an error; the first hit wins. A read
+// that hits nowhere is a miss (driver.ErrNotFound) if any zone answered "not found", and
+// otherwise fails with the local zone's error. Per-zone counters (DriverStats):
+// zone.NAME.reads, .misses, .read_errors, .fallbacks (reads that reached this zone because
+// an earlier zone missed or failed), .writes and .write_errors.
+//
+// # Errors
+//
+// A cache miss is driver.ErrNotFound. No servers, refused or reset connections are
+// unavailable; connect timeouts and socket timeouts are timeout; a malformed key (over 250
+// bytes or with spaces/control characters), a value over maxValueSize (checked before
+// sending; memcached's default item limit is 1 MB) and CLIENT_ERROR replies are rejected;
+// "SERVER_ERROR out of memory" is throttled; other server errors are other.
+package memcached
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+func init() {
+	driver.MustRegister(driver.Definition{
+		Name:       "memcached",
+		Summary:    "memcached via gomemcache, with EVCache-style zone replication",
+		NewOptions: func() any { return &Options{} },
+		New:        func() driver.Driver { return &Driver{} },
+	})
+}
+
+// Options configure the memcached driver.
+type Options struct {
+	Servers      []string      `opt:"servers" default:"127.0.0.1:11211" help:"memcached servers host:port (ignored when zones is set)" alias:"host,hosts"`
+	Zones        string        `opt:"zones" default:"" help:"replication zones, e.g. a=h1:11211,h2:11211;b=h3:11211 (replaces servers)"`
+	LocalZone    string        `opt:"localZone" default:"" live:"true" help:"zone read first (default: the first zone listed)"`
+	WriteSuccess string        `opt:"writeSuccess" default:"any" enum:"any,all,local" help:"with zones, a write succeeds when any zone, all zones or the local zone stored it"`
+	Timeout      time.Duration `opt:"timeout" default:"1s" min:"1ms" help:"socket read/write and dial timeout of each operation"`
+	MaxIdleConns int           `opt:"maxIdleConns" default:"64" min:"1" help:"idle connections kept per server; at least the workers hitting one server at once"`
+	MaxValueSize int           `opt:"maxValueSize" default:"1048000" min:"1" help:"largest value sent; larger writes are rejected without a round trip (memcached -I, default 1 MB incl. overhead)"`
+	TTL          time.Duration `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written items, rounded up to whole seconds; 0 = no expiry"`
+}
+
+// zone is one copy of the data: a set of servers with its own client and counters.
+type zone struct {
+	name   string
+	addrs  []string
+	client *memcache.Client
+
+	reads, misses, readErrors, fallbacks, writes, writeErrors atomic.Int64
+}
+
+// Driver is the memcached driver. It is safe for concurrent use after Init.
+type Driver struct {
+	opts  Options
+	zones []*zone
+	local atomic.Int32 // index into zones; live via Reconfigure
+	ttl   atomic.Int64 // time.Duration; live via Reconfigure
+
+	version string
+}
+
+// Init parses the zones, checks every server answers, and reads the server version.
+func (d *Driver) Init(ctx context.Context, opts any) error {
+	o, err := driver.OptionsAs[Options](opts)
+	if err != nil {
+		return err
+	}
+	zones, err := parseZones(o.Zones, o.Servers)
+	if err != nil {
+		return err
+	}
+	local, err := localIndex(zones, o.LocalZone)
+	if err != nil {
+		return err
+	}
+	d.opts = *o
+	d.local.Store(int32(local))
+	d.ttl.Store(int64(o.TTL))
+	for _, z := range zones {
+		c := memcache.New(z.addrs...)
+		c.Timeout = o.Timeout
+		c.MaxIdleConns = o.MaxIdleConns
+		d.zones = append(d.zones, &zone{name: z.name, addrs: z.addrs, client: c})
+	}
+	for _, z := range d.zones {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("connect to memcached: %w", err)
+		}
+		if err := z.client.Ping(); err != nil {
+			return classify(fmt.Errorf("ping memcached zone %s (%s): %w", z.name, strings.Join(z.addrs, ","), err))
+		}
+	}
+	d.version = serverVersion(ctx, d.zones[0].addrs[0], o.Timeout)
+	return nil
+}
+
+type zoneSpec struct {
+	name  string
+	addrs []string
+}
+
+// parseZones reads "a=h1:p,h2:p;b=h3:p"; without zones, servers form one zone "default".
+func parseZones(spec string, servers []string) ([]zoneSpec, error) {
+	bad := func(value, allowed string) error {
+		return driver.FieldErrors{&driver.FieldError{Field: "zones", Value: value, Allowed: allowed}}
+	}
+	if strings.TrimSpace(spec) == "" {
+		if len(servers) == 0 {
+			return nil, driver.FieldErrors{&driver.FieldError{Field: "servers", Allowed: "one or more host:port addresses"}}
+		}
+		for _, s := range servers {
+			if _, _, err := net.SplitHostPort(s); err != nil {
+				return nil, driver.FieldErrors{&driver.FieldError{Field: "servers", Value: s, Allowed: "host:port"}}
+			}
+		}
+		return []zoneSpec{{name: "default", addrs: servers}}, nil
+	}
+	const syntax = "zones separated by ';', each name=host:port,host:port"
+	var out []zoneSpec
+	for _, part := range strings.Split(spec, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, list, ok := strings.Cut(part, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " ,.") {
+			return nil, bad(part, syntax)
+		}
+		if slices.ContainsFunc(out, func(z zoneSpec) bool { return z.name == name }) {
+			return nil, bad(part, "distinct zone names")
+		}
+		z := zoneSpec{name: name}
+		for _, a := range strings.Split(list, ",") {
+			a = strings.TrimSpace(a)
+			if a == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return nil, bad(part, syntax)
+			}
+			z.addrs = append(z.addrs, a)
+		}
+		if len(z.addrs) == 0 {
+			return nil, bad(part, syntax)
+		}
+		out = append(out, z)
+	}
+	if len(out) == 0 {
+		return nil, bad(spec, syntax)
+	}
+	return out, nil
+}
+
+func localIndex(zones []zoneSpec, name string) (int, error) {
+	if name == "" {
+		return 0, nil
+	}
+	names := make([]string, len(zones))
+	for i, z := range zones {
+		if z.name == name {
+			return i, nil
+		}
+		names[i] = z.name
+	}
+	return 0, driver.FieldErrors{&driver.FieldError{Field: "localZone", Value: name, Allowed: "one of the zones: " + strings.Join(names, ", ")}}
+}
+
+// serverVersion asks one server for its version in the text protocol; "unknown" on failure.
+func serverVersion(ctx context.Context, addr string, timeout time.Duration) string {
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var dialer net.Dialer
+	c, err := dialer.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return "unknown"
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("version\r\n")); err != nil {
+		return "unknown"
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if v, ok := strings.CutPrefix(strings.TrimSpace(line), "VERSION "); err == nil && ok {
+		return v
+	}
+	return "unknown"
+}
+
+// Read returns the value of key from the local zone, falling back to the other zones.
+func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
+	local := int(d.local.Load())
+	var firstErr error
+	missed := false
+	for i := range d.zones {
+		z := d.zones[(local+i)%len(d.zones)]
+		if err := ctx.Err(); err != nil {
+			return nil, classify(fmt.Errorf("memcached get %s: %w", key, err))
+		}
+		if i > 0 {
+			z.fallbacks.Add(1)
+		}
+		z.reads.Add(1)
+		it, err := z.client.Get(key)
+		switch {
+		case err == nil:
+			return it.Value, nil
+		case errors.Is(err, memcache.ErrCacheMiss):
+			z.misses.Add(1)
+			missed = true
+		default:
+			z.readErrors.Add(1)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("memcached get %s from zone %s: %w", key, z.name, err)
+			}
+		}
+	}
+	if missed {
+		return nil, driver.ErrNotFound
+	}
+	return nil, classify(firstErr)
+}
+
+// Write stores value under key in every zone (in parallel when there are several) and
+// applies the writeSuccess policy.
+func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
+	if len(value) > d.opts.MaxValueSize {
+		return driver.Wrap(driver.ClassRejected, fmt.Errorf("memcached set %s: value of %d bytes exceeds maxValueSize %d", key, len(value), d.opts.MaxValueSize))
+	}
+	if err := ctx.Err(); err != nil {
+		return classify(fmt.Errorf("memcached set %s: %w", key, err))
+	}
+	item := &memcache.Item{Key: key, Value: value, Expiration: expiration(time.Duration(d.ttl.Load()), time.Now())}
+	if len(d.zones) == 1 {
+		return classify(d.zones[0].set(item))
+	}
+	errs := make([]error, len(d.zones))
+	var wg sync.WaitGroup
+	for i, z := range d.zones {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = z.set(item) // gomemcache only reads item, so zones can share it
+		}()
+	}
+	wg.Wait() // value must not be used after Write returns
+	local := int(d.local.Load())
+	var ok int
+	var firstErr error
+	for i, err := range errs {
+		if err == nil {
+			ok++
+		} else if firstErr == nil || i == local {
+			firstErr = err
+		}
+	}
+	switch d.opts.WriteSuccess {
+	case "all":
+		if ok < len(d.zones) {
+			return classify(firstErr)
+		}
+	case "local":
+		return classify(errs[local])
+	default: // any
+		if ok == 0 {
+			return classify(firstErr)
+		}
+	}
+	return nil
+}
+
+func (z *zone) set(item *memcache.Item) error {
+	z.writes.Add(1)
+	if err := z.client.Set(item); err != nil {
+		z.writeErrors.Add(1)
+		return fmt.Errorf("memcached set %s in zone %s: %w", item.Key, z.name, err)
+	}
+	return nil
+}
+
+// expiration converts a TTL to memcached's expiration field: whole seconds rounded up, or
+// an absolute Unix time beyond 30 days, where memcached stops reading it as relative.
+func expiration(ttl time.Duration, now time.Time) int32 {
+	if ttl <= 0 {
+		return 0
+	}
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	const relativeLimit = 30 * 24 * 3600
+	if secs > relativeLimit {
+		secs += now.Unix()
+	}
+	if secs > 1<<31-1 {
+		secs = 1<<31 - 1
+	}
+	return int32(secs)
+}
+
+// Reconfigure applies live options: ttl and localZone.
+func (d *Driver) Reconfigure(_ context.Context, opts any) error {
+	o, err := driver.OptionsAs[Options](opts)
+	if err != nil {
+		return err
+	}
+	specs := make([]zoneSpec, len(d.zones))
+	for i, z := range d.zones {
+		specs[i] = zoneSpec{name: z.name}
+	}
+	local, err := localIndex(specs, o.LocalZone)
+	if err != nil {
+		return err
+	}
+	d.local.Store(int32(local))
+	d.ttl.Store(int64(o.TTL))
+	return nil
+}
+
+// ConnectionInfo describes the servers, zones and policies; memcached has no credentials.
+func (d *Driver) ConnectionInfo() map[string]string {
+	zones := make([]string, len(d.zones))
+	for i, z := range d.zones {
+		zones[i] = z.name + "=" + strings.Join(z.addrs, ",")
+	}
+	info := map[string]string{
+		"zones":          strings.Join(zones, ";"),
+		"server_version": d.version,
+		"ttl":            time.Duration(d.ttl.Load()).String(),
+		"timeout":        d.opts.Timeout.String(),
+		"maxIdleConns":   strconv.Itoa(d.opts.MaxIdleConns),
+	}
+	if len(d.zones) > 0 {
+		info["localZone"] = d.zones[d.local.Load()].name
+	}
+	if len(d.zones) > 1 {
+		info["writeSuccess"] = d.opts.WriteSuccess
+	}
+	return info
+}
+
+// DriverStats returns the per-zone counters (see the package doc).
+func (d *Driver) DriverStats() map[string]int64 {
+	out := make(map[string]int64, 6*len(d.zones))
+	for _, z := range d.zones {
+		p := "zone." + z.name + "."
+		out[p+"reads"] = z.reads.Load()
+		out[p+"misses"] = z.misses.Load()
+		out[p+"read_errors"] = z.readErrors.Load()
+		out[p+"fallbacks"] = z.fallbacks.Load()
+		out[p+"writes"] = z.writes.Load()
+		out[p+"write_errors"] = z.writeErrors.Load()
+	}
+	return out
+}
+
+// Close closes the idle connections of every zone. Safe after a failed Init.
+func (d *Driver) Close() error {
+	var errs []error
+	for _, z := range d.zones {
+		if err := z.client.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close memcached zone %s: %w", z.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// classify wraps err with its failure class (see the package doc).
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	return driver.Wrap(classOf(err), err)
+}
+
+func classOf(err error) driver.Class {
+	var cte *memcache.ConnectTimeoutError
+	switch {
+	case errors.As(err, &cte):
+		return driver.ClassTimeout
+	case errors.Is(err, memcache.ErrNoServers):
+		return driver.ClassUnavailable
+	case errors.Is(err, memcache.ErrMalformedKey):
+		return driver.ClassRejected
+	case errors.Is(err, memcache.ErrServerError):
+		return driver.ClassOther
+	}
+	// gomemcache reports unexpected reply lines as text.
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "SERVER_ERROR out of memory"):
+		return driver.ClassThrottled
+	case strings.Contains(msg, "SERVER_ERROR object too large"), strings.Contains(msg, "CLIENT_ERROR"):
+		return driver.ClassRejected
+	case strings.Contains(msg, "SERVER_ERROR"):
+		return driver.ClassOther
+	}
+	return driver.Classify(err)
+}

@@ -1,0 +1,423 @@
+//go:build integration
+
+package memcached
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/workload"
+)
+
+var srv *testserver.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(testserver.Main(m, testserver.Memcached, func(s *testserver.Server) { srv = s }))
+}
+
+func open(t testing.TB, values map[string]string) *Driver {
+	t.Helper()
+	v := map[string]string{"servers": srv.Addr()}
+	for k, x := range values {
+		v[k] = x
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, _, err := driver.Open(ctx, "memcached", v)
+	if err != nil {
+		t.Fatalf("open memcached driver with %v: %v", values, err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d.(*Driver)
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// metaTTL asks the server for an item's remaining TTL with the meta protocol (mg KEY t):
+// -1 means no expiry; ok is false on a miss.
+func metaTTL(t *testing.T, addr, key string) (ttl int, ok bool) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	fmt.Fprintf(c, "mg %s t\r\n", key)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	line = strings.TrimSpace(line)
+	if line == "EN" {
+		return 0, false
+	}
+	if _, err := fmt.Sscanf(line, "HD t%d", &ttl); err != nil {
+		t.Fatalf("mg reply %q: %v", line, err)
+	}
+	return ttl, true
+}
+
+func TestWriteReadMiss(t *testing.T) {
+	d := open(t, nil)
+	ctx := ctxT(t)
+	values := map[string][]byte{
+		"mc-binary": {0, 1, 2, 0xff, 0, '\r', '\n'},
+		"mc-text":   []byte("hello, world"),
+		"mc-big":    bytes.Repeat([]byte("0123456789"), 90_000),
+	}
+	for k, v := range values {
+		if err := d.Write(ctx, k, v); err != nil {
+			t.Fatalf("write %s: %v", k, err)
+		}
+	}
+	for k, v := range values {
+		got, err := d.Read(ctx, k)
+		if err != nil || !bytes.Equal(got, v) {
+			t.Errorf("read %s = %d bytes, %v; want %d bytes", k, len(got), err, len(v))
+		}
+	}
+	if _, err := d.Read(ctx, "mc-never-written"); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("read of a missing key: %v, want driver.ErrNotFound", err)
+	}
+	if s := d.DriverStats(); s["zone.default.reads"] != 4 || s["zone.default.misses"] != 1 || s["zone.default.writes"] != 3 {
+		t.Errorf("DriverStats = %v", s)
+	}
+	ci := d.ConnectionInfo()
+	if ci["zones"] != "default="+srv.Addr() || ci["server_version"] == "unknown" || !strings.HasPrefix(ci["server_version"], "1.") {
+		t.Errorf("ConnectionInfo = %v", ci)
+	}
+}
+
+func TestTTL(t *testing.T) {
+	d := open(t, map[string]string{"ttl": "1s"})
+	ctx := ctxT(t)
+	if err := d.Write(ctx, "ttl-a", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, ok := metaTTL(t, srv.Addr(), "ttl-a"); ok && (ttl < 0 || ttl > 1) {
+		t.Errorf("TTL after write with ttl=1s = %d", ttl)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := d.Read(ctx, "ttl-a")
+		if errors.Is(err, driver.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("item with ttl=1s still readable after 10s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		ttl      string
+		min, max int
+	}{{"0s", -1, -1}, {"1h", 3590, 3600}} {
+		opts, _ := driver.NewOptions("memcached", map[string]string{"servers": srv.Addr(), "ttl": tc.ttl})
+		if err := d.Reconfigure(ctx, opts); err != nil {
+			t.Fatal(err)
+		}
+		key := "ttl-" + tc.ttl
+		if err := d.Write(ctx, key, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		ttl, ok := metaTTL(t, srv.Addr(), key)
+		if !ok || ttl < tc.min || ttl > tc.max {
+			t.Errorf("after Reconfigure ttl=%s: server TTL %d (found %v), want [%d, %d]", tc.ttl, ttl, ok, tc.min, tc.max)
+		}
+	}
+}
+
+func TestRejectedRequests(t *testing.T) {
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		name  string
+		opts  map[string]string
+		key   string
+		value []byte
+	}{
+		{"value over maxValueSize", nil, "big", make([]byte, 2<<20)},
+		// With the client-side limit raised, the server itself refuses the item.
+		{"value over the server item limit", map[string]string{"maxValueSize": "4000000"}, "big2", make([]byte, 2<<20)},
+		{"key with a space", nil, "bad key", []byte("v")},
+		{"key over 250 bytes", nil, strings.Repeat("k", 251), []byte("v")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := open(t, tc.opts)
+			err := d.Write(ctx, tc.key, tc.value)
+			if c := driver.Classify(err); err == nil || c != driver.ClassRejected {
+				t.Errorf("err = %v (class %v), want rejected", err, c)
+			}
+			// The connection pool stays usable after a rejected request.
+			if err := d.Write(ctx, "after-reject", []byte("ok")); err != nil {
+				t.Errorf("write after a rejected one: %v", err)
+			}
+		})
+	}
+}
+
+func TestValidationDetectsCorruption(t *testing.T) {
+	d := open(t, nil)
+	ctx := ctxT(t)
+	key := "valid-1"
+	v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
+	if err := d.Write(ctx, key, v); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
+		t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
+	}
+	tampered := bytes.Clone(got)
+	tampered[len(tampered)-5] ^= 0x20
+	if err := memcache.New(srv.Addr()).Set(&memcache.Item{Key: key, Value: tampered}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = d.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
+		t.Errorf("tampered value: %v, want corrupt", c)
+	}
+}
+
+// TestZones runs two zones on two servers: writes reach both, reads prefer the local zone
+// and fall back on a miss or when the local zone is down, and the write policies apply.
+func TestZones(t *testing.T) {
+	ctx := ctxT(t)
+	start := func() *testserver.Server {
+		s, err := testserver.Memcached(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Stop() })
+		return s
+	}
+	a, b := start(), start()
+	zones := fmt.Sprintf("a=%s;b=%s", a.Addr(), b.Addr())
+	d := open(t, map[string]string{"zones": zones, "timeout": "500ms"})
+	rawA, rawB := memcache.New(a.Addr()), memcache.New(b.Addr())
+	stat := func(name string) int64 { return d.DriverStats()[name] }
+
+	if err := d.Write(ctx, "z1", []byte("both")); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*memcache.Client{"a": rawA, "b": rawB} {
+		if it, err := c.Get("z1"); err != nil || string(it.Value) != "both" {
+			t.Errorf("zone %s does not hold the write: %v", name, err)
+		}
+	}
+	if got, err := d.Read(ctx, "z1"); err != nil || string(got) != "both" || stat("zone.a.reads") != 1 || stat("zone.b.reads") != 0 {
+		t.Errorf("read = %q, %v; stats %v; want a hit in zone a only", got, err, d.DriverStats())
+	}
+
+	// A miss in the local zone falls back to the next.
+	if err := rawB.Set(&memcache.Item{Key: "only-b", Value: []byte("from-b")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Read(ctx, "only-b"); err != nil || string(got) != "from-b" {
+		t.Errorf("read of a key only in zone b = %q, %v", got, err)
+	}
+	if stat("zone.a.misses") != 1 || stat("zone.b.fallbacks") != 1 {
+		t.Errorf("after a fallback on miss: %v", d.DriverStats())
+	}
+
+	// localZone is live: reads go to b first.
+	opts, _ := driver.NewOptions("memcached", map[string]string{"zones": zones, "localZone": "b", "timeout": "500ms"})
+	if err := d.Reconfigure(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	readsA := stat("zone.a.reads")
+	if got, err := d.Read(ctx, "only-b"); err != nil || string(got) != "from-b" || stat("zone.a.reads") != readsA {
+		t.Errorf("with localZone=b: read %q, %v, zone a reads %d -> %d", got, err, readsA, stat("zone.a.reads"))
+	}
+	opts, _ = driver.NewOptions("memcached", map[string]string{"zones": zones, "localZone": "a", "timeout": "500ms"})
+	if err := d.Reconfigure(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reconfigure(ctx, &Options{LocalZone: "nowhere"}); err == nil {
+		t.Error("Reconfigure to an unknown zone succeeded")
+	}
+
+	// The local zone goes down: reads fall back, writes follow writeSuccess.
+	if err := a.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	errsA, fallbacksB := stat("zone.a.read_errors"), stat("zone.b.fallbacks")
+	if got, err := d.Read(ctx, "z1"); err != nil || string(got) != "both" {
+		t.Errorf("read with zone a down = %q, %v; want the copy in zone b", got, err)
+	}
+	if stat("zone.a.read_errors") != errsA+1 || stat("zone.b.fallbacks") != fallbacksB+1 {
+		t.Errorf("after a fallback on error: %v", d.DriverStats())
+	}
+	writeErrsA := stat("zone.a.write_errors")
+	if err := d.Write(ctx, "z2", []byte("v")); err != nil {
+		t.Errorf("writeSuccess=any with one zone down: %v", err)
+	}
+	if stat("zone.a.write_errors") != writeErrsA+1 {
+		t.Errorf("the failed zone write was not counted: %v", d.DriverStats())
+	}
+	for _, policy := range []string{"all", "local"} {
+		dp := open(t, map[string]string{"zones": fmt.Sprintf("a=%s;b=%s", b.Addr(), b.Addr()), "writeSuccess": policy})
+		dp.zones[0].client = memcache.New(a.Addr()) // zone a points at the dead server
+		dp.zones[0].client.Timeout = 500 * time.Millisecond
+		err := dp.Write(ctx, "z3", []byte("v"))
+		if c := driver.Classify(err); err == nil || (c != driver.ClassUnavailable && c != driver.ClassTimeout) {
+			t.Errorf("writeSuccess=%s with the local zone down: err %v class %v, want unavailable", policy, err, c)
+		}
+	}
+	// Both zones down: the read fails with the local zone's class.
+	if err := b.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Read(ctx, "z1"); err == nil || driver.Classify(err) != driver.ClassUnavailable {
+		t.Errorf("read with every zone down: %v (class %v), want unavailable", err, driver.Classify(err))
+	}
+	if err := a.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Zone a restarted empty and b is down: an authoritative miss from a.
+	if _, err := d.Read(ctx, "z1"); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("read with zone a empty and b down: %v, want driver.ErrNotFound", err)
+	}
+}
+
+// TestOutage kills the server under traffic: ops fail as unavailable or timeout within the
+// timeout, never hang, and succeed again after Restart. Runs last: it restarts the server.
+func TestOutage(t *testing.T) {
+	d := open(t, map[string]string{"timeout": "1s"})
+	var (
+		stop     atomic.Bool
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		classes  = map[driver.Class]int{}
+		slowest  time.Duration
+		failures int
+	)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				start := time.Now()
+				key := fmt.Sprintf("outage-%d-%d", w, i%10)
+				err := d.Write(ctx, key, []byte("v"))
+				if err == nil {
+					if _, err = d.Read(ctx, key); errors.Is(err, driver.ErrNotFound) {
+						err = nil
+					}
+				}
+				el := time.Since(start)
+				cancel()
+				mu.Lock()
+				slowest = max(slowest, el)
+				if err != nil {
+					failures++
+					classes[driver.Classify(err)]++
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	mu.Lock()
+	if failures == 0 {
+		t.Error("no op failed while the server was down")
+	}
+	mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Restart(rctx); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	restarted := time.Now()
+	recovered := false
+	for time.Since(restarted) < 10*time.Second {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := d.Write(ctx, "after-restart", []byte("v"))
+		cancel()
+		if err == nil {
+			recovered = true
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if !recovered {
+		t.Fatal("writes still failing 10s after restart")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for c, n := range classes {
+		if c != driver.ClassUnavailable && c != driver.ClassTimeout {
+			t.Errorf("%d failures classified %v, want unavailable or timeout (all: %v)", n, c, classes)
+		}
+	}
+	if slowest > 2*time.Second+3*time.Second {
+		t.Errorf("slowest op took %v with a 1s socket timeout", slowest)
+	}
+	t.Logf("failures by class during the outage: %v; slowest op %v", classes, slowest)
+}
+
+// BenchmarkGetSet measures one SET and one GET per iteration from ~50 goroutines. Run:
+//
+//	go test -tags integration -run '^$' -bench GetSet ./drivers/memcached/
+func BenchmarkGetSet(b *testing.B) {
+	d := open(b, nil)
+	value := bytes.Repeat([]byte("v"), 100)
+	var n atomic.Int64
+	b.SetParallelism(25) // 25 x GOMAXPROCS(2) = 50 goroutines
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		i := n.Add(1_000_000)
+		for pb.Next() {
+			key := fmt.Sprintf("bench-%d", i%1000)
+			i++
+			if err := d.Write(ctx, key, value); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := d.Read(ctx, key); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(2*b.N)/time.Since(start).Seconds(), "ops/s")
+}

@@ -1,0 +1,138 @@
+package memcached
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+func TestRegisteredWithDefaults(t *testing.T) {
+	opts, err := driver.NewOptions("memcached", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts.(*Options)
+	if !reflect.DeepEqual(o.Servers, []string{"127.0.0.1:11211"}) || o.MaxIdleConns != 64 ||
+		o.WriteSuccess != "any" || o.TTL != 0 || o.Timeout != time.Second {
+		t.Errorf("defaults = %+v", o)
+	}
+}
+
+func TestParseZones(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		spec    string
+		servers []string
+		want    []zoneSpec
+		field   string
+	}{
+		{"servers only", "", []string{"h1:1", "h2:2"}, []zoneSpec{{"default", []string{"h1:1", "h2:2"}}}, ""},
+		{"two zones", "a=h1:1,h2:2;b=h3:3", nil, []zoneSpec{{"a", []string{"h1:1", "h2:2"}}, {"b", []string{"h3:3"}}}, ""},
+		{"spaces and trailing separators", " a = h1:1 , ; b=h3:3 ;", nil, []zoneSpec{{"a", []string{"h1:1"}}, {"b", []string{"h3:3"}}}, ""},
+		{"zones replace servers", "z=h9:9", []string{"h1:1"}, []zoneSpec{{"z", []string{"h9:9"}}}, ""},
+		{"missing name", "=h1:1", nil, nil, "zones"},
+		{"missing equals", "h1:1", nil, nil, "zones"},
+		{"no port", "a=h1", nil, nil, "zones"},
+		{"empty zone", "a=;b=h:1", nil, nil, "zones"},
+		{"duplicate", "a=h:1;a=h:2", nil, nil, "zones"},
+		{"only separators", ";;", nil, nil, "zones"},
+		{"no servers", "", nil, nil, "servers"},
+		{"bad server", "", []string{"nohost"}, nil, "servers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseZones(tc.spec, tc.servers)
+			if tc.field != "" {
+				fes, ok := driver.AsFieldErrors(err)
+				if !ok || fes[0].Field != tc.field {
+					t.Fatalf("err = %v, want a field error on %s", err, tc.field)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("parseZones(%q) = %v, %v; want %v", tc.spec, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLocalIndex(t *testing.T) {
+	zones := []zoneSpec{{name: "a"}, {name: "b"}}
+	for _, tc := range []struct {
+		name string
+		want int
+		ok   bool
+	}{{"", 0, true}, {"a", 0, true}, {"b", 1, true}, {"c", 0, false}} {
+		got, err := localIndex(zones, tc.name)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("localIndex(%q) = %d, %v", tc.name, got, err)
+		}
+	}
+}
+
+func TestExpiration(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		ttl  time.Duration
+		want int32
+	}{
+		{0, 0},
+		{time.Millisecond, 1},
+		{time.Second, 1},
+		{1500 * time.Millisecond, 2},
+		{time.Hour, 3600},
+		{30 * 24 * time.Hour, 30 * 24 * 3600},
+		{31 * 24 * time.Hour, int32(now.Unix()) + 31*24*3600},
+	} {
+		if got := expiration(tc.ttl, now); got != tc.want {
+			t.Errorf("expiration(%v) = %d, want %d", tc.ttl, got, tc.want)
+		}
+	}
+}
+
+func TestClassOf(t *testing.T) {
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
+	for _, tc := range []struct {
+		err  error
+		want driver.Class
+	}{
+		{&memcache.ConnectTimeoutError{Addr: addr}, driver.ClassTimeout},
+		{memcache.ErrNoServers, driver.ClassUnavailable},
+		{fmt.Errorf("dial: %w", syscall.ECONNREFUSED), driver.ClassUnavailable},
+		{io.EOF, driver.ClassUnavailable},
+		{memcache.ErrMalformedKey, driver.ClassRejected},
+		{memcache.ErrServerError, driver.ClassOther},
+		{errors.New(`memcache: unexpected response line from "set": "SERVER_ERROR object too large for cache\r\n"`), driver.ClassRejected},
+		{errors.New(`memcache: unexpected response line from "set": "SERVER_ERROR out of memory storing object\r\n"`), driver.ClassThrottled},
+		{errors.New(`memcache: unexpected response line: "CLIENT_ERROR bad data chunk\r\n"`), driver.ClassRejected},
+		{errors.New(`memcache: unexpected response line: "SERVER_ERROR something\r\n"`), driver.ClassOther},
+	} {
+		if got := driver.Classify(classify(tc.err)); got != tc.want {
+			t.Errorf("class of %v = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestCloseWithoutInit(t *testing.T) {
+	if err := (&Driver{}).Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInitUnreachableIsUnavailable(t *testing.T) {
+	_, _, err := driver.Open(t.Context(), "memcached", map[string]string{"servers": "127.0.0.1:1"})
+	if err == nil {
+		t.Fatal("Open against a closed port succeeded")
+	}
+	if c := driver.Classify(err); c != driver.ClassUnavailable {
+		t.Errorf("class = %v, want unavailable (err %v)", c, err)
+	}
+}
