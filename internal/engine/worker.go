@@ -61,19 +61,24 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int) {
 		switch {
 		case err == nil:
 			failures = 0
-			shard.Success(resp, svc)
-			if g.tracker != nil {
-				if c.op == stats.OpWrite {
-					g.tracker.Ack(idx, seq)
-				} else {
-					e.validate(shard, g.tracker, keyBuf, got, expect)
-				}
+			if g.tracker == nil {
+				shard.Success(resp, svc)
+				break
+			}
+			if c.op == stats.OpWrite {
+				shard.Success(resp, svc)
+				g.tracker.Ack(idx, seq)
+			} else if bad, ok := verdict(g.tracker, keyBuf, got, expect); ok {
+				shard.SuccessInvalid(resp, svc, bad)
+			} else {
+				shard.Success(resp, svc)
 			}
 		case errors.Is(err, driver.ErrNotFound):
 			failures = 0
-			shard.Miss(resp, svc)
 			if g.tracker != nil && g.tracker.Classify(expect, false, 0) == workload.ResultLost {
-				shard.Invalid(stats.Lost)
+				shard.MissInvalid(resp, svc, stats.Lost)
+			} else {
+				shard.Miss(resp, svc)
 			}
 		case e.runCtx.Err() != nil:
 			// A hard stop cancelled the operation: not the store's failure.
@@ -92,25 +97,27 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int) {
 	}
 }
 
-// validate checks a value read back: corruption and values of another key always count;
-// a value without a header counts as corrupt only for a key this run wrote (it may come
-// from a run without validation, or from NDBench).
-func (e *Engine) validate(shard *stats.Shard, t *workload.Tracker, key, value []byte, expect uint64) {
+// verdict checks a value read back and returns what is wrong with it, if anything.
+// Corruption and values of another key always count; a value without a header counts as
+// corrupt only for a key this run wrote (it may come from a run without validation, or
+// from NDBench).
+func verdict(t *workload.Tracker, key, value []byte, expect uint64) (stats.Validation, bool) {
 	check, seq := workload.CheckValue(key, value)
 	switch check {
 	case workload.CheckOK:
 		if t.Classify(expect, true, seq) == workload.ResultStale {
-			shard.Invalid(stats.Stale)
+			return stats.Stale, true
 		}
 	case workload.CheckCorrupt:
-		shard.Invalid(stats.Corrupt)
+		return stats.Corrupt, true
 	case workload.CheckWrongKey:
-		shard.Invalid(stats.WrongKey)
+		return stats.WrongKey, true
 	case workload.CheckNoHeader:
 		if expect != 0 {
-			shard.Invalid(stats.Corrupt)
+			return stats.Corrupt, true
 		}
 	}
+	return 0, false
 }
 
 // call runs one driver operation. A driver that panics fails that operation (class

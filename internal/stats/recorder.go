@@ -149,6 +149,31 @@ func (s *Shard) Miss(resp, svc time.Duration) {
 	s.mu.Unlock()
 }
 
+// SuccessInvalid records a read that got a value which failed validation of kind k. It
+// is one call so that an interval swap cannot separate the read from its verdict.
+func (s *Shard) SuccessInvalid(resp, svc time.Duration, k Validation) {
+	s.mu.Lock()
+	b := s.buf()
+	b.latency(resp, svc)
+	b.Successes++
+	if int(k) < NumValidations {
+		b.Validation[k]++
+	}
+	s.mu.Unlock()
+}
+
+// MissInvalid records a miss that validation judged of kind k (a lost write).
+func (s *Shard) MissInvalid(resp, svc time.Duration, k Validation) {
+	s.mu.Lock()
+	b := s.buf()
+	b.latency(resp, svc)
+	b.Misses++
+	if int(k) < NumValidations {
+		b.Validation[k]++
+	}
+	s.mu.Unlock()
+}
+
 // Failure counts a failed op of class c. Its latency is not recorded.
 func (s *Shard) Failure(c driver.Class) {
 	if int(c) >= driver.NumClasses {
