@@ -117,6 +117,45 @@ func TestWriteReadMiss(t *testing.T) {
 	}
 }
 
+// TestCluster runs the driver's ClusterClient against a one-node Redis Cluster in both modes
+// and shapes (with a TTL, so the hash shape's HSET+PEXPIRE pipeline is routed too).
+func TestCluster(t *testing.T) {
+	ctx := ctxT(t)
+	cl, err := testserver.RedisCluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Stop() })
+	for _, opts := range modesShapes[:4] {
+		t.Run(name(opts), func(t *testing.T) {
+			v := map[string]string{"addrs": cl.Addr(), "cluster": "true", "ttl": "1h"}
+			for k, x := range opts {
+				v[k] = x
+			}
+			d, _, err := driver.Open(ctx, "redis", v)
+			if err != nil {
+				t.Fatalf("open cluster driver: %v", err)
+			}
+			defer d.Close()
+			for i := 0; i < 50; i++ { // keys spread over many slots
+				key := fmt.Sprintf("cl-%s-%d", name(opts), i)
+				if err := d.Write(ctx, key, []byte(key)); err != nil {
+					t.Fatalf("write %s: %v", key, err)
+				}
+				if got, err := d.Read(ctx, key); err != nil || string(got) != key {
+					t.Fatalf("read %s = %q, %v", key, got, err)
+				}
+			}
+			if _, err := d.Read(ctx, "cl-missing"); !errors.Is(err, driver.ErrNotFound) {
+				t.Errorf("miss: %v", err)
+			}
+			if ci := d.(driver.ConnectionInfoer).ConnectionInfo(); ci["cluster"] != "true" || ci["server_version"] == "unknown" {
+				t.Errorf("ConnectionInfo = %v", ci)
+			}
+		})
+	}
+}
+
 func TestHashShapeLayout(t *testing.T) {
 	d := open(t, map[string]string{"shape": "hash", "hashFields": "3"})
 	ctx := ctxT(t)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -55,6 +56,43 @@ func lineProbe(ctx context.Context, addr, cmd, wantPrefix string) error {
 // redisReady sends PING; a loading server answers -LOADING, which is not ready.
 func redisReady(ctx context.Context, addr string) error {
 	return lineProbe(ctx, addr, "PING\r\n", "+PONG")
+}
+
+// redisClusterReady assigns every slot to the node on first start (nodes.conf keeps them
+// across restarts) and waits for CLUSTER INFO to report cluster_state:ok.
+func redisClusterReady(ctx context.Context, addr string) error {
+	c, err := dialProbe(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	// An error reply ("slot is already busy") after a restart is expected and ignored.
+	if _, err := io.WriteString(c, "CLUSTER ADDSLOTSRANGE 0 16383\r\n"); err != nil {
+		return fmt.Errorf("send CLUSTER ADDSLOTSRANGE: %w", err)
+	}
+	if _, err := r.ReadString('\n'); err != nil {
+		return fmt.Errorf("read CLUSTER ADDSLOTSRANGE reply: %w", err)
+	}
+	if _, err := io.WriteString(c, "CLUSTER INFO\r\n"); err != nil {
+		return fmt.Errorf("send CLUSTER INFO: %w", err)
+	}
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("read CLUSTER INFO reply: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if err != nil || !strings.HasPrefix(head, "$") || n > 1<<16 {
+		return fmt.Errorf("CLUSTER INFO reply: %q", strings.TrimSpace(head))
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return fmt.Errorf("read CLUSTER INFO body: %w", err)
+	}
+	if !strings.Contains(string(body), "cluster_state:ok") {
+		return errors.New("cluster_state is not ok yet")
+	}
+	return nil
 }
 
 // memcachedReady asks for the version in the text protocol.

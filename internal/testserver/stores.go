@@ -40,6 +40,26 @@ func Redis(ctx context.Context) (*Server, error) {
 	})
 }
 
+// RedisCluster starts a one-node Redis Cluster (cluster mode on, all 16384 slots assigned
+// to the node) for cluster clients. Ready means CLUSTER INFO reports cluster_state:ok.
+func RedisCluster(ctx context.Context) (*Server, error) {
+	bin, err := lookBinary("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("start redis cluster: %w", err)
+	}
+	return start(ctx, "redis-cluster", spec{
+		command: func(s *Server) (*exec.Cmd, error) {
+			return exec.Command(bin, "--bind", Host, "--port", strconv.Itoa(s.Port),
+				"--save", "", "--appendonly", "no", "--dir", s.Dir, "--daemonize", "no",
+				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(s.Dir, "nodes.conf")), nil
+		},
+		ready:        redisClusterReady,
+		readyTimeout: defaultReadyTimeout,
+		stopSignal:   syscall.SIGTERM,
+		stopTimeout:  defaultStopTimeout,
+	})
+}
+
 // Memcached starts memcached (TCP only, 64 MB) bound to loopback on a free port. It runs
 // as nobody because memcached refuses to run as root.
 func Memcached(ctx context.Context) (*Server, error) {

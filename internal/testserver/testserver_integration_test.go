@@ -22,6 +22,7 @@ func TestServers(t *testing.T) {
 		ready func(context.Context, string) error
 	}{
 		{"redis", Redis, redisReady},
+		{"redis-cluster", RedisCluster, redisClusterReady},
 		{"memcached", Memcached, memcachedReady},
 		{"postgres", Postgres, postgresReady},
 		{"cassandra", Cassandra, cassandraReady},
