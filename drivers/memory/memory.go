@@ -1,0 +1,489 @@
+// Package memory is an in-process key-value store that doubles as a simulated store for
+// testing ndbench itself. With every simulation option off it is a sharded map fast enough
+// that a benchmark of the engine measures the engine, not the store. With them on it
+// behaves like a server with a service time, a throughput capacity (requests queue FIFO
+// above it), periodic stalls (GC pauses, compactions) and injected errors, so latency
+// accounting, coordinated-omission correction, auto-tune and error handling can be checked
+// against a store whose behaviour is known exactly.
+//
+// Stored values are immutable: Write stores a fresh copy and Read returns the stored slice
+// itself. The alternative, overwriting the stored buffer in place to save the allocation on
+// Write, would change a slice that an earlier Read handed out, so every Read would have to
+// copy instead. Reads outnumber writes in most workloads and the engine's read path is
+// meant to be allocation-free, so writes pay the one allocation.
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// Name is the name the driver is registered under.
+const Name = "memory"
+
+func init() {
+	driver.MustRegister(driver.Definition{
+		Name:       Name,
+		Summary:    "in-process sharded map; optionally simulates service time, capacity, stalls and errors",
+		NewOptions: func() any { return &Options{} },
+		New:        func() driver.Driver { return New() },
+	})
+}
+
+// Options configure the memory driver. Everything but shards can change while it runs.
+type Options struct {
+	Shards         int           `opt:"shards" default:"64" min:"1" max:"65536" help:"number of independently locked map shards (more shards, less lock contention)"`
+	ServiceTime    time.Duration `opt:"serviceTime" default:"0s" min:"0s" live:"true" help:"simulated service time added to every operation"`
+	ServiceTimeMax time.Duration `opt:"serviceTimeMax" default:"0s" min:"0s" live:"true" help:"when above serviceTime, each operation's service time is uniform in [serviceTime, serviceTimeMax]"`
+	Capacity       float64       `opt:"capacity" default:"0" min:"0" live:"true" help:"simulated throughput limit in ops/s (0 = unlimited); above it operations queue FIFO like a single server"`
+	StallEvery     time.Duration `opt:"stallEvery" default:"0s" min:"0s" live:"true" help:"period of simulated stalls (GC pauses, compactions), counted from Init; 0 = no stalls"`
+	StallFor       time.Duration `opt:"stallFor" default:"0s" min:"0s" live:"true" help:"length of each stall; operations arriving during one wait until it ends"`
+	ErrorRatio     float64       `opt:"errorRatio" default:"0" min:"0" max:"1" live:"true" help:"fraction of operations that fail with errorClass (0..1)"`
+	ErrorClass     string        `opt:"errorClass" default:"unavailable" enum:"timeout,unavailable,throttled,rejected,other" live:"true" help:"failure class of injected errors"`
+}
+
+// errInjected is the cause of every injected failure, so tests and users can tell a
+// simulated failure from a real one.
+var errInjected = errors.New("memory: injected failure")
+
+// errClosed is returned by operations on a driver that is not open.
+var errClosed = driver.Wrap(driver.ClassUnavailable, errors.New("memory: driver is not open"))
+
+// settings is an immutable snapshot of the live options. The hot path loads it once per
+// operation through an atomic pointer, so Reconfigure never blocks traffic.
+type settings struct {
+	// slow is true when anything beyond a map access is needed: a simulation option is on
+	// or the driver is closed. With it false an operation does nothing extra.
+	slow   bool
+	closed bool
+
+	serviceMin  int64 // ns
+	serviceSpan int64 // ns; 0 = fixed service time
+	slot        int64 // ns per op at capacity; 0 = unlimited
+	stallEvery  int64 // ns
+	stallFor    int64 // ns
+	errorRatio  float64
+	injected    error // prebuilt so a failure does not allocate
+
+	opts Options
+}
+
+// shard is one independently locked part of the map, padded to a cache line so that
+// neighbouring shards' locks do not share one.
+type shard struct {
+	mu sync.RWMutex
+	m  map[string][]byte
+	_  [64 - (unsafe.Sizeof(sync.RWMutex{})+unsafe.Sizeof(map[string][]byte(nil)))%64]byte
+}
+
+// Driver is the memory driver. Create it with New (or through the registry); it is safe for
+// concurrent use once Init has returned.
+type Driver struct {
+	// Read on every operation and written only by Init, Reconfigure and Close.
+	cur    atomic.Pointer[settings]
+	shards []shard
+	nshard uint64
+	seed   maphash.Seed
+	epoch  time.Time // stalls are scheduled from here; all simulated times are ns since it
+	_      [64]byte
+
+	// nextFree is the start of the next free service slot when capacity is limited. It is
+	// CAS-ed by every operation then, so it sits apart from the read-mostly fields above.
+	nextFree atomic.Int64
+	_        [56]byte
+
+	stalledOps     atomic.Int64
+	queuedOps      atomic.Int64
+	delayedOps     atomic.Int64
+	injectedErrors atomic.Int64
+	cancelledWaits atomic.Int64
+
+	cfgMu sync.Mutex // serialises Init, Reconfigure and Close
+}
+
+// New returns an uninitialised memory driver.
+func New() *Driver { return &Driver{} }
+
+var (
+	_ driver.Driver           = (*Driver)(nil)
+	_ driver.BulkReader       = (*Driver)(nil)
+	_ driver.BulkWriter       = (*Driver)(nil)
+	_ driver.Reconfigurer     = (*Driver)(nil)
+	_ driver.ConnectionInfoer = (*Driver)(nil)
+	_ driver.StatsReporter    = (*Driver)(nil)
+)
+
+// Init creates the shards and applies the options.
+func (d *Driver) Init(_ context.Context, opts any) error {
+	o, err := driver.OptionsAs[Options](opts)
+	if err != nil {
+		return fmt.Errorf("init memory driver: %w", err)
+	}
+	s, err := newSettings(*o)
+	if err != nil {
+		return fmt.Errorf("init memory driver: %w", err)
+	}
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	if d.cur.Load() != nil {
+		return errors.New("init memory driver: already initialised")
+	}
+	d.shards = make([]shard, o.Shards)
+	for i := range d.shards {
+		d.shards[i].m = make(map[string][]byte)
+	}
+	d.nshard = uint64(o.Shards)
+	d.seed = maphash.MakeSeed()
+	d.epoch = time.Now()
+	d.cur.Store(s)
+	return nil
+}
+
+// Reconfigure applies new live options without touching the stored data. Operations
+// already waiting keep the wait they were given; new ones see the new settings.
+func (d *Driver) Reconfigure(_ context.Context, opts any) error {
+	o, err := driver.OptionsAs[Options](opts)
+	if err != nil {
+		return fmt.Errorf("reconfigure memory driver: %w", err)
+	}
+	s, err := newSettings(*o)
+	if err != nil {
+		return fmt.Errorf("reconfigure memory driver: %w", err)
+	}
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	old := d.cur.Load()
+	if old == nil || old.closed {
+		return fmt.Errorf("reconfigure memory driver: %w", errClosed)
+	}
+	if o.Shards != old.opts.Shards {
+		return fmt.Errorf("reconfigure memory driver: %w", &driver.FieldError{
+			Field: "shards", Value: strconv.Itoa(o.Shards),
+			Allowed: strconv.Itoa(old.opts.Shards) + " (shards cannot change while the driver is open)"})
+	}
+	if s.slot != old.slot {
+		// The new capacity applies to operations arriving from now on, rather than after
+		// the backlog reserved at the old rate has drained.
+		d.nextFree.Store(0)
+	}
+	d.cur.Store(s)
+	return nil
+}
+
+// Close drops the data. Operations after Close fail with an unavailable error.
+func (d *Driver) Close() error {
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	old := d.cur.Load()
+	if old == nil || old.closed {
+		d.cur.Store(&settings{slow: true, closed: true})
+		return nil
+	}
+	closed := *old
+	closed.slow, closed.closed = true, true
+	d.cur.Store(&closed)
+	for i := range d.shards {
+		sh := &d.shards[i]
+		sh.mu.Lock()
+		sh.m = nil
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// newSettings validates o and precomputes what the hot path needs.
+func newSettings(o Options) (*settings, error) {
+	var errs driver.FieldErrors
+	bad := func(field, value, allowed string) {
+		errs = append(errs, &driver.FieldError{Field: field, Value: value, Allowed: allowed})
+	}
+	if o.Shards < 1 || o.Shards > 65536 {
+		bad("shards", strconv.Itoa(o.Shards), "an integer from 1 to 65536")
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"serviceTime", o.ServiceTime}, {"serviceTimeMax", o.ServiceTimeMax}, {"stallEvery", o.StallEvery}, {"stallFor", o.StallFor}} {
+		if f.d < 0 {
+			bad(f.name, f.d.String(), "a duration >= 0s")
+		}
+	}
+	if math.IsNaN(o.Capacity) || math.IsInf(o.Capacity, 0) || o.Capacity < 0 {
+		bad("capacity", strconv.FormatFloat(o.Capacity, 'g', -1, 64), "a number >= 0")
+	}
+	if !(o.ErrorRatio >= 0 && o.ErrorRatio <= 1) {
+		bad("errorRatio", strconv.FormatFloat(o.ErrorRatio, 'g', -1, 64), "a number from 0 to 1")
+	}
+	class, ok := classByName(o.ErrorClass)
+	if !ok {
+		bad("errorClass", o.ErrorClass, "timeout, unavailable, throttled, rejected, other")
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	s := &settings{
+		serviceMin: int64(o.ServiceTime),
+		errorRatio: o.ErrorRatio,
+		injected:   driver.Wrap(class, errInjected),
+		opts:       o,
+	}
+	if o.ServiceTimeMax > o.ServiceTime {
+		s.serviceSpan = int64(o.ServiceTimeMax - o.ServiceTime)
+	}
+	if o.Capacity > 0 {
+		s.slot = max(1, int64(math.Round(float64(time.Second)/o.Capacity)))
+	}
+	if o.StallEvery > 0 && o.StallFor > 0 {
+		s.stallEvery, s.stallFor = int64(o.StallEvery), int64(o.StallFor)
+	}
+	s.slow = s.serviceMin > 0 || s.serviceSpan > 0 || s.slot > 0 || s.stallEvery > 0 || s.errorRatio > 0
+	return s, nil
+}
+
+func classByName(name string) (driver.Class, bool) {
+	for _, c := range driver.Classes {
+		if c.String() == name {
+			return c, true
+		}
+	}
+	return driver.ClassOther, false
+}
+
+func (d *Driver) shardFor(key string) *shard {
+	h := maphash.String(d.seed, key)
+	// Multiply-shift maps the hash onto [0, n) without a division.
+	return &d.shards[((h>>32)*d.nshard)>>32]
+}
+
+// Read returns the stored value itself (values are immutable once stored; see the package
+// comment), or driver.ErrNotFound.
+func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
+	if s := d.cur.Load(); s == nil || s.slow {
+		if err := d.simulate(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	sh := d.shardFor(key)
+	sh.mu.RLock()
+	v, ok := sh.m[key]
+	sh.mu.RUnlock()
+	if !ok {
+		return nil, driver.ErrNotFound
+	}
+	return v, nil
+}
+
+// Write stores a copy of value under key.
+func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
+	if s := d.cur.Load(); s == nil || s.slow {
+		if err := d.simulate(ctx, s); err != nil {
+			return err
+		}
+	}
+	return d.store(key, clone(value))
+}
+
+// clone copies value into a new slice that is never nil, so an empty value stays distinct
+// from a missing one in ReadBulk.
+func clone(value []byte) []byte {
+	v := make([]byte, len(value))
+	copy(v, value)
+	return v
+}
+
+func (d *Driver) store(key string, v []byte) error {
+	sh := d.shardFor(key)
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.mu.Unlock()
+		return errClosed
+	}
+	sh.m[key] = v
+	sh.mu.Unlock()
+	return nil
+}
+
+// ReadBulk reads every key in one simulated round trip: the simulation (service time,
+// queueing, stalls, errors) applies once per call, not per key.
+func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) {
+	if s := d.cur.Load(); s == nil || s.slow {
+		if err := d.simulate(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		sh := d.shardFor(k)
+		sh.mu.RLock()
+		out[i] = sh.m[k]
+		sh.mu.RUnlock()
+	}
+	return out, nil
+}
+
+// WriteBulk writes every pair in one simulated round trip, like ReadBulk.
+func (d *Driver) WriteBulk(ctx context.Context, keys []string, values [][]byte) error {
+	if len(keys) != len(values) {
+		return driver.Wrap(driver.ClassRejected,
+			fmt.Errorf("memory: bulk write of %d keys with %d values", len(keys), len(values)))
+	}
+	if s := d.cur.Load(); s == nil || s.slow {
+		if err := d.simulate(ctx, s); err != nil {
+			return err
+		}
+	}
+	for i, k := range keys {
+		if err := d.store(k, clone(values[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// now is the time since Init in ns, on the monotonic clock.
+func (d *Driver) now() int64 { return int64(time.Since(d.epoch)) }
+
+// simulate applies the simulation settings in the order a request meets them at a server:
+// a stall in progress holds it at the door, then it queues for a service slot, then it is
+// served, and finally it may fail.
+func (d *Driver) simulate(ctx context.Context, s *settings) error {
+	if s == nil || s.closed {
+		return errClosed
+	}
+	if s.stallEvery > 0 {
+		now := d.now()
+		if k := now / s.stallEvery; k >= 1 {
+			if end := k*s.stallEvery + s.stallFor; now < end {
+				d.stalledOps.Add(1)
+				if err := d.waitUntil(ctx, end, "stall"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if s.slot > 0 {
+		for {
+			free := d.nextFree.Load()
+			now := d.now()
+			start := max(now, free)
+			if d.nextFree.CompareAndSwap(free, start+s.slot) {
+				if start > now {
+					d.queuedOps.Add(1)
+					if err := d.waitUntil(ctx, start, "queueing for capacity"); err != nil {
+						return err
+					}
+				}
+				break
+			}
+		}
+	}
+	if s.serviceMin > 0 || s.serviceSpan > 0 {
+		service := s.serviceMin
+		if s.serviceSpan > 0 {
+			service += rand.Int64N(s.serviceSpan + 1)
+		}
+		d.delayedOps.Add(1)
+		if err := d.waitUntil(ctx, d.now()+service, "service time"); err != nil {
+			return err
+		}
+	}
+	if s.errorRatio > 0 && rand.Float64() < s.errorRatio {
+		d.injectedErrors.Add(1)
+		return s.injected
+	}
+	return nil
+}
+
+// waitUntil blocks until the simulated time until (ns since Init) or until ctx ends; a wait
+// cut short returns an error wrapping ctx.Err(), so a deadline classifies as a timeout.
+func (d *Driver) waitUntil(ctx context.Context, until int64, what string) error {
+	delay := time.Duration(until - d.now())
+	if delay <= 0 {
+		return nil
+	}
+	done := ctx.Done()
+	if done == nil {
+		time.Sleep(delay)
+		return nil
+	}
+	t := time.NewTimer(delay)
+	select {
+	case <-t.C:
+		return nil
+	case <-done:
+		t.Stop()
+		d.cancelledWaits.Add(1)
+		return fmt.Errorf("memory: simulated %s cut short: %w", what, ctx.Err())
+	}
+}
+
+// keys counts the stored keys.
+func (d *Driver) keys() int {
+	n := 0
+	for i := range d.shards {
+		sh := &d.shards[i]
+		sh.mu.RLock()
+		n += len(sh.m)
+		sh.mu.RUnlock()
+	}
+	return n
+}
+
+// ConnectionInfo describes the store: keys stored, shards and the simulation in effect.
+func (d *Driver) ConnectionInfo() map[string]string {
+	s := d.cur.Load()
+	if s == nil || s.closed {
+		return map[string]string{"state": "closed"}
+	}
+	info := map[string]string{
+		"state":      "open",
+		"keys":       strconv.Itoa(d.keys()),
+		"shards":     strconv.Itoa(s.opts.Shards),
+		"simulation": "off",
+	}
+	if !s.slow {
+		return info
+	}
+	info["simulation"] = "on"
+	o := s.opts
+	if s.serviceMin > 0 || s.serviceSpan > 0 {
+		info["serviceTime"] = o.ServiceTime.String()
+		if s.serviceSpan > 0 {
+			info["serviceTime"] += ".." + o.ServiceTimeMax.String()
+		}
+	}
+	if s.slot > 0 {
+		info["capacity"] = strconv.FormatFloat(o.Capacity, 'g', -1, 64) + " ops/s"
+	}
+	if s.stallEvery > 0 {
+		info["stalls"] = o.StallFor.String() + " every " + o.StallEvery.String()
+	}
+	if s.errorRatio > 0 {
+		info["errors"] = strconv.FormatFloat(o.ErrorRatio, 'g', -1, 64) + " " + o.ErrorClass
+	}
+	return info
+}
+
+// DriverStats reports what the simulation did: operations held by a stall, queued for
+// capacity, given a service time, failed on purpose, and waits cut short by the op timeout.
+func (d *Driver) DriverStats() map[string]int64 {
+	return map[string]int64{
+		"keys":           int64(d.keys()),
+		"stalledOps":     d.stalledOps.Load(),
+		"queuedOps":      d.queuedOps.Load(),
+		"delayedOps":     d.delayedOps.Load(),
+		"injectedErrors": d.injectedErrors.Load(),
+		"cancelledWaits": d.cancelledWaits.Load(),
+	}
+}

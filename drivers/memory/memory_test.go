@@ -1,0 +1,532 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// open returns an initialised driver with the defaults overridden by values, closed at the
+// end of the test.
+func open(t testing.TB, values map[string]string) *Driver {
+	t.Helper()
+	opts, err := driver.NewOptions(Name, values)
+	if err != nil {
+		t.Fatalf("options %v: %v", values, err)
+	}
+	d := New()
+	if err := d.Init(context.Background(), opts); err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func options(t testing.TB, values map[string]string) *Options {
+	t.Helper()
+	opts, err := driver.NewOptions(Name, values)
+	if err != nil {
+		t.Fatalf("options %v: %v", values, err)
+	}
+	return opts.(*Options)
+}
+
+func TestReadWrite(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		writes map[string]string
+		key    string
+		want   []byte // nil = ErrNotFound
+	}{
+		{"missing key", nil, "k", nil},
+		{"written key", map[string]string{"k": "v1"}, "k", []byte("v1")},
+		{"other key", map[string]string{"a": "v1"}, "b", nil},
+		{"empty value is stored, not missing", map[string]string{"k": ""}, "k", []byte{}},
+		{"empty key", map[string]string{"": "v"}, "", []byte("v")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := open(t, map[string]string{"shards": "4"})
+			for k, v := range tt.writes {
+				if err := d.Write(ctx, k, []byte(v)); err != nil {
+					t.Fatalf("write %q: %v", k, err)
+				}
+			}
+			got, err := d.Read(ctx, tt.key)
+			if tt.want == nil {
+				if !errors.Is(err, driver.ErrNotFound) {
+					t.Fatalf("read %q = %q, %v; want ErrNotFound", tt.key, got, err)
+				}
+				return
+			}
+			if err != nil || got == nil || !bytes.Equal(got, tt.want) {
+				t.Fatalf("read %q = %q, %v; want %q", tt.key, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValueOwnership(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, nil)
+	buf := []byte("first")
+	if err := d.Write(ctx, "k", buf); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXXX") // the engine reuses its buffer after Write
+	got, err := d.Read(ctx, "k")
+	if err != nil || string(got) != "first" {
+		t.Fatalf("after caller reused its buffer, read = %q, %v; want \"first\"", got, err)
+	}
+	// A later overwrite (same length, so an in-place copy would be tempting) must not
+	// change a slice an earlier Read returned.
+	if err := d.Write(ctx, "k", []byte("other")); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "first" {
+		t.Fatalf("earlier read result changed to %q by a later write", got)
+	}
+	if again, _ := d.Read(ctx, "k"); string(again) != "other" {
+		t.Fatalf("read after overwrite = %q, want \"other\"", again)
+	}
+}
+
+func TestBulk(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, nil)
+	keys := []string{"a", "b", "c"}
+	if err := d.WriteBulk(ctx, keys, [][]byte{[]byte("1"), []byte(""), []byte("3")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.ReadBulk(ctx, []string{"a", "missing", "b", "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]byte{[]byte("1"), nil, {}, []byte("3")}
+	for i := range want {
+		if (got[i] == nil) != (want[i] == nil) || !bytes.Equal(got[i], want[i]) {
+			t.Errorf("value %d = %q (nil %v), want %q (nil %v)", i, got[i], got[i] == nil, want[i], want[i] == nil)
+		}
+	}
+	err = d.WriteBulk(ctx, keys, [][]byte{[]byte("1")})
+	if driver.Classify(err) != driver.ClassRejected {
+		t.Fatalf("mismatched bulk write: %v (class %v), want a rejected error", err, driver.Classify(err))
+	}
+}
+
+func TestOptionValidation(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Options)
+		field  string // "" = valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"all simulation on", func(o *Options) {
+			o.ServiceTime, o.ServiceTimeMax, o.Capacity = time.Millisecond, 2*time.Millisecond, 100
+			o.StallEvery, o.StallFor, o.ErrorRatio, o.ErrorClass = time.Second, time.Millisecond, 0.5, "throttled"
+		}, ""},
+		{"zero shards", func(o *Options) { o.Shards = 0 }, "shards"},
+		{"negative service time", func(o *Options) { o.ServiceTime = -1 }, "serviceTime"},
+		{"negative stall", func(o *Options) { o.StallFor = -time.Second }, "stallFor"},
+		{"negative capacity", func(o *Options) { o.Capacity = -5 }, "capacity"},
+		{"error ratio above 1", func(o *Options) { o.ErrorRatio = 1.5 }, "errorRatio"},
+		{"unknown error class", func(o *Options) { o.ErrorClass = "boom" }, "errorClass"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := options(t, nil)
+			tt.mutate(o)
+			d := New()
+			err := d.Init(context.Background(), o)
+			defer d.Close()
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("init: %v", err)
+				}
+				return
+			}
+			fes, ok := driver.AsFieldErrors(err)
+			if !ok || len(fes) != 1 || fes[0].Field != tt.field {
+				t.Fatalf("init error = %v; want one field error on %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestServiceTime(t *testing.T) {
+	tests := []struct {
+		name     string
+		min, max time.Duration
+	}{
+		{"fixed", 20 * time.Millisecond, 0},
+		{"uniform range", 10 * time.Millisecond, 40 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := open(t, map[string]string{"serviceTime": tt.min.String(), "serviceTimeMax": tt.max.String()})
+			var longest time.Duration
+			const ops = 30
+			for i := 0; i < ops; i++ {
+				start := time.Now()
+				if err := d.Write(context.Background(), "k", []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+				took := time.Since(start)
+				if took < tt.min {
+					t.Fatalf("op took %v, want >= serviceTime %v", took, tt.min)
+				}
+				longest = max(longest, took)
+			}
+			// With a range, service times are spread over it: the chance that 30 uniform
+			// draws all fall in the lower half is 2^-30.
+			if mid := (tt.min + tt.max) / 2; tt.max > tt.min && longest < mid {
+				t.Fatalf("longest of %d ops took %v; want some >= %v (midpoint of the range)", ops, longest, mid)
+			}
+			if got := d.DriverStats()["delayedOps"]; got != ops {
+				t.Fatalf("delayedOps = %d, want %d", got, ops)
+			}
+		})
+	}
+}
+
+func TestStall(t *testing.T) {
+	const every, stall = 400 * time.Millisecond, 300 * time.Millisecond
+	d := open(t, map[string]string{"stallEvery": every.String(), "stallFor": stall.String()})
+
+	// Right after Init no stall has started yet (stalls begin at Init + stallEvery).
+	if err := d.Write(context.Background(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.DriverStats()["stalledOps"]; got != 0 {
+		t.Fatalf("stalledOps before the first stall = %d, want 0", got)
+	}
+
+	// Arrive 50 ms into the first stall: the op must wait for the rest of it.
+	time.Sleep(time.Until(d.epoch.Add(every + 50*time.Millisecond)))
+	start := time.Now()
+	stallEnd := d.epoch.Add(every + stall)
+	if !start.Before(stallEnd) {
+		t.Skipf("machine too loaded: woke at %v after Init, after the stall ended", start.Sub(d.epoch))
+	}
+	if _, err := d.Read(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if took, remaining := time.Since(start), stallEnd.Sub(start); took < remaining {
+		t.Fatalf("op during a stall took %v, want >= the remaining stall %v", took, remaining)
+	}
+	if got := d.DriverStats()["stalledOps"]; got != 1 {
+		t.Fatalf("stalledOps = %d, want 1", got)
+	}
+}
+
+func TestWaitHonoursContext(t *testing.T) {
+	tests := []struct {
+		name      string
+		values    map[string]string
+		cancel    bool // cancel instead of a deadline
+		wantClass driver.Class
+	}{
+		{"service time past deadline", map[string]string{"serviceTime": "10s"}, false, driver.ClassTimeout},
+		{"queue past deadline", map[string]string{"capacity": "0.1"}, false, driver.ClassTimeout},
+		{"stall past deadline", map[string]string{"stallEvery": "1ns", "stallFor": "1h"}, false, driver.ClassTimeout},
+		{"service time cancelled", map[string]string{"serviceTime": "10s"}, true, driver.ClassOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := open(t, tt.values)
+			// With capacity, the first op takes the free slot and the second must queue.
+			prime, cancelPrime := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			_ = d.Write(prime, "k", nil) // stalls too with the stall settings; that is fine
+			cancelPrime()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if tt.cancel {
+				go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+			}
+			_, err := d.Read(ctx, "k")
+			want := context.DeadlineExceeded
+			if tt.cancel {
+				want = context.Canceled
+			}
+			if !errors.Is(err, want) || driver.Classify(err) != tt.wantClass {
+				t.Fatalf("read = %v (class %v); want an error wrapping %v classed %v", err, driver.Classify(err), want, tt.wantClass)
+			}
+		})
+	}
+}
+
+func TestErrorRatio(t *testing.T) {
+	tests := []struct {
+		ratio float64
+		class string
+	}{
+		{0, "unavailable"},
+		{0.3, "unavailable"},
+		{0.3, "timeout"},
+		{0.05, "throttled"},
+		{0.5, "rejected"},
+		{1, "other"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%g %s", tt.ratio, tt.class), func(t *testing.T) {
+			d := open(t, map[string]string{"errorRatio": fmt.Sprint(tt.ratio), "errorClass": tt.class})
+			const ops = 20000
+			failed := 0
+			for i := 0; i < ops; i++ {
+				err := d.Write(context.Background(), "k", []byte("v"))
+				if err == nil {
+					continue
+				}
+				failed++
+				if got := driver.Classify(err).String(); got != tt.class || !errors.Is(err, errInjected) {
+					t.Fatalf("injected error %v has class %s, want %s", err, got, tt.class)
+				}
+			}
+			if got := float64(failed) / ops; got < tt.ratio-0.03 || got > tt.ratio+0.03 {
+				t.Fatalf("failure ratio %.4f, want %g ± 0.03", got, tt.ratio)
+			}
+			if got := d.DriverStats()["injectedErrors"]; got != int64(failed) {
+				t.Fatalf("injectedErrors = %d, want %d", got, failed)
+			}
+		})
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	d := open(t, map[string]string{"capacity": "2000"})
+	const run = 500 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), run)
+	defer cancel()
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if d.Write(ctx, "k", []byte("v")) == nil {
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := done.Load(); got < 800 || got > 1200 {
+		t.Fatalf("8 goroutines at capacity 2000 ops/s for %v completed %d ops, want 1000 ± 20%%", run, got)
+	}
+	if d.DriverStats()["queuedOps"] == 0 {
+		t.Fatal("queuedOps = 0 although 8 goroutines exceeded capacity")
+	}
+}
+
+func TestReconfigure(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, map[string]string{"shards": "8"})
+	for i := 0; i < 1000; i++ {
+		if err := d.Write(ctx, fmt.Sprint("key", i), []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Traffic runs while the settings flip between simulating and not.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprint("key", i%1000)
+				if v, err := d.Read(ctx, k); err == nil && string(v) != fmt.Sprint(i%1000) {
+					t.Errorf("read %s = %q during reconfigure", k, v)
+					return
+				}
+			}
+		}()
+	}
+	configs := []map[string]string{
+		{"shards": "8", "serviceTime": "10us", "errorRatio": "0.5"},
+		{"shards": "8", "capacity": "100000"},
+		{"shards": "8", "stallEvery": "1ms", "stallFor": "100us"},
+		{"shards": "8"},
+	}
+	for round := 0; round < 20; round++ {
+		if err := d.Reconfigure(ctx, options(t, configs[round%len(configs)])); err != nil {
+			t.Fatalf("reconfigure: %v", err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+
+	if err := d.Reconfigure(ctx, options(t, nil)); err == nil {
+		t.Fatal("reconfigure changing shards succeeded; want an error")
+	}
+	for i := 0; i < 1000; i++ {
+		if v, err := d.Read(ctx, fmt.Sprint("key", i)); err != nil || string(v) != fmt.Sprint(i) {
+			t.Fatalf("after reconfigure, key%d = %q, %v; want data kept", i, v, err)
+		}
+	}
+	info := d.ConnectionInfo()
+	if info["keys"] != "1000" || info["simulation"] != "off" {
+		t.Fatalf("connection info %v, want 1000 keys and simulation off", info)
+	}
+}
+
+func TestConcurrentReadWrite(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, map[string]string{"shards": "4"})
+	const goroutines, perG = 8, 2000
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perG; i++ {
+				k := fmt.Sprintf("g%d-%d", g, i%100)
+				v := []byte(fmt.Sprintf("%d", i))
+				if err := d.Write(ctx, k, v); err != nil {
+					t.Error(err)
+					return
+				}
+				// Other goroutines' keys: whatever is read must be a whole value.
+				if got, err := d.Read(ctx, fmt.Sprintf("g%d-%d", (g+1)%goroutines, i%100)); err == nil && len(got) == 0 {
+					t.Error("read an empty value that was never written")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for g := 0; g < goroutines; g++ {
+		for j := 0; j < 100; j++ {
+			want := fmt.Sprint(perG - 100 + j) // the last write of each key
+			if got, err := d.Read(ctx, fmt.Sprintf("g%d-%d", g, j)); err != nil || string(got) != want {
+				t.Fatalf("g%d-%d = %q, %v; want %q", g, j, got, err, want)
+			}
+		}
+	}
+	if got := d.DriverStats()["keys"]; got != goroutines*100 {
+		t.Fatalf("keys = %d, want %d", got, goroutines*100)
+	}
+}
+
+func TestClosedAndUninitialised(t *testing.T) {
+	ctx := context.Background()
+	closed := open(t, nil)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]*Driver{"closed": closed, "never initialised": New()} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := d.Read(ctx, "k"); driver.Classify(err) != driver.ClassUnavailable {
+				t.Errorf("read: %v, want an unavailable error", err)
+			}
+			if err := d.Write(ctx, "k", nil); driver.Classify(err) != driver.ClassUnavailable {
+				t.Errorf("write: %v, want an unavailable error", err)
+			}
+			if _, err := d.ReadBulk(ctx, []string{"k"}); err == nil {
+				t.Error("bulk read succeeded")
+			}
+			if err := d.Reconfigure(ctx, options(t, nil)); err == nil {
+				t.Error("reconfigure succeeded")
+			}
+			if err := d.Close(); err != nil {
+				t.Errorf("second close: %v", err)
+			}
+		})
+	}
+}
+
+func TestRegistered(t *testing.T) {
+	d, opts, err := driver.Open(context.Background(), Name, map[string]string{"errorRatio": "1", "errorClass": "throttled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Write(context.Background(), "k", nil); driver.Classify(err) != driver.ClassThrottled {
+		t.Fatalf("write with errorRatio=1: %v, want throttled", err)
+	}
+	next := *opts.(*Options)
+	next.ErrorRatio = 0
+	live, restart := driver.Changed(opts, &next)
+	if len(live) != 1 || len(restart) != 0 {
+		t.Fatalf("changed live=%v restart=%v; want errorRatio live", live, restart)
+	}
+	if err := d.(driver.Reconfigurer).Reconfigure(context.Background(), &next); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(context.Background(), "k", nil); err != nil {
+		t.Fatalf("write after turning errors off: %v", err)
+	}
+}
+
+func BenchmarkRead(b *testing.B) {
+	ctx := context.Background()
+	d := open(b, nil)
+	keys := benchKeys(d, 100000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := d.Read(ctx, keys[i%len(keys)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWrite(b *testing.B) {
+	ctx := context.Background()
+	d := open(b, nil)
+	keys := benchKeys(d, 100000)
+	value := make([]byte, 128)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := d.Write(ctx, keys[i%len(keys)], value); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadParallel(b *testing.B) {
+	ctx := context.Background()
+	d := open(b, nil)
+	keys := benchKeys(d, 100000)
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(7919)) // spread goroutines over the keyspace
+		for pb.Next() {
+			if _, err := d.Read(ctx, keys[i%len(keys)]); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}
+
+// benchKeys fills d with n 128-byte values and returns their keys.
+func benchKeys(d *Driver, n int) []string {
+	keys := make([]string, n)
+	value := make([]byte, 128)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ndbench-key-%d", i)
+		_ = d.Write(context.Background(), keys[i], value)
+	}
+	return keys
+}
