@@ -13,6 +13,7 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +52,7 @@ func (c Constant) Rate(time.Duration) float64 { return float64(c) }
 type schedule struct {
 	anchor int64 // ns on the pacer's monotonic clock
 	shape  Shape // nil: closed loop
+	fine   fineWait
 	next   atomic.Int64
 }
 
@@ -61,11 +63,44 @@ type Pacer struct {
 	spinner atomic.Bool // at most one goroutine spins at a time
 }
 
-// spinWindow is how close to its due time a waiter stops sleeping and spins. The Go runtime
-// fires timers within tens of µs while it is busy but only to the millisecond when it idles
-// in epoll, so the last stretch is spun, by one goroutine at a time so a high rate never
-// turns into many cores burning.
-const spinWindow = 50 * time.Microsecond
+// coarseMargin is how early a waiter wakes from time.Sleep before its due time. The Go
+// runtime fires timers within tens of µs while it is busy, but when it idles it blocks in
+// epoll, whose timeout has millisecond resolution: a sleep there can end up to ~1 ms late,
+// which would add that much to every response time at low rates.
+const coarseMargin = 1500 * time.Microsecond
+
+// The last coarseMargin is waited out in one of three ways, chosen by the rate, because
+// what is precise and what is cheap differ with it:
+//   - up to spinMaxRate: a kernel nanosleep to kernelSlack before the due time, then a
+//     spin. The spin costs at most spinMaxRate × kernelSlack ≈ 12% of a core and makes
+//     the start precise to a few µs.
+//   - up to nanoMaxRate: a kernel nanosleep to the due time: late by up to the kernel's
+//     default 50 µs timer slack, for a syscall (~1-2 µs of CPU) per operation.
+//   - above: time.Sleep. At such rates the runtime is busy, so its timers are precise, and
+//     a syscall per operation would be a cost worth avoiding.
+const (
+	spinMaxRate = 2000
+	nanoMaxRate = 20000
+	kernelSlack = 60 * time.Microsecond
+)
+
+type fineWait uint8
+
+const (
+	waitSpin fineWait = iota
+	waitNano
+	waitRuntime
+)
+
+func fineWaitFor(rate float64) fineWait {
+	switch {
+	case rate <= spinMaxRate:
+		return waitSpin
+	case rate <= nanoMaxRate:
+		return waitNano
+	}
+	return waitRuntime
+}
 
 // recheck bounds a single sleep so a waiter notices a rate change promptly instead of
 // sleeping out a slot claimed under the old, slower schedule.
@@ -97,7 +132,11 @@ func (p *Pacer) SetRate(rate float64) {
 
 // SetShape installs a load shape anchored at now; nil closes the loop.
 func (p *Pacer) SetShape(s Shape) {
-	p.sched.Store(&schedule{anchor: p.Now(), shape: s})
+	sc := &schedule{anchor: p.Now(), shape: s}
+	if s != nil {
+		sc.fine = fineWaitFor(s.Rate(0))
+	}
+	p.sched.Store(sc)
 }
 
 // Rate returns the current target rate in ops/s (0 for closed loop).
@@ -147,21 +186,35 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) bool {
 			return false
 		default:
 		}
-		if remaining > spinWindow {
-			time.Sleep(min(remaining-spinWindow/2, recheck))
-			continue
-		}
-		if !p.spinner.CompareAndSwap(false, true) {
-			// Another goroutine spins, which keeps the runtime's timers sharp.
+		switch {
+		case remaining > coarseMargin:
+			time.Sleep(min(remaining-coarseMargin, recheck))
+		case s.fine == waitRuntime:
 			time.Sleep(remaining)
-			continue
+		case s.fine == waitNano:
+			nanosleep(remaining)
+		case remaining > kernelSlack:
+			nanosleep(remaining - kernelSlack)
+		case p.spinner.CompareAndSwap(false, true):
+			for p.Now() < due {
+				runtime.Gosched()
+			}
+			p.spinner.Store(false)
+			return true
+		default:
+			// Another waiter spins; this one settles for the kernel's precision.
+			nanosleep(remaining)
 		}
-		for p.Now() < due {
-			runtime.Gosched()
-		}
-		p.spinner.Store(false)
-		return true
 	}
+}
+
+// nanosleep blocks the calling thread in the kernel for d. Unlike time.Sleep it does not
+// depend on the runtime's poller, so it is precise to the kernel's timer slack even when
+// the process is otherwise idle. The runtime hands the thread's P to other goroutines
+// while it sleeps if they need it.
+func nanosleep(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	_ = syscall.Nanosleep(&ts, nil)
 }
 
 // Backlog reports how far the workers are behind the schedule: lag is how long ago the
