@@ -5,10 +5,20 @@ package redis
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -154,6 +164,77 @@ func TestCluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTLS talks to a TLS-only port with a self-signed certificate: tlsSkipVerify accepts it,
+// verification rejects it, and plain TCP to the TLS port fails.
+func TestTLS(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	certFile, keyFile := writeSelfSigned(t, dir)
+	s, err := testserver.RedisTLS(ctx, certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	addr := net.JoinHostPort(s.Host, strconv.Itoa(s.Ports["tls"]))
+
+	d, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": addr, "tls": "true", "tlsSkipVerify": "true"})
+	if err != nil {
+		t.Fatalf("open with tls and tlsSkipVerify: %v", err)
+	}
+	defer d.Close()
+	if err := d.Write(ctx, "tls-k", []byte("secure")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Read(ctx, "tls-k"); err != nil || string(got) != "secure" {
+		t.Errorf("read over tls = %q, %v", got, err)
+	}
+	if ci := d.(driver.ConnectionInfoer).ConnectionInfo(); ci["tls"] != "true" {
+		t.Errorf("ConnectionInfo tls = %q", ci["tls"])
+	}
+	for _, v := range []map[string]string{
+		{"addrs": addr, "tls": "true", "dialTimeout": "2s"},       // unknown authority
+		{"addrs": addr, "dialTimeout": "2s", "readTimeout": "2s"}, // plain TCP to a TLS port
+	} {
+		if d, _, err := driver.Open(ctx, "redis", v); err == nil {
+			d.Close()
+			t.Errorf("open with %v succeeded against a self-signed TLS port", v)
+		}
+	}
+}
+
+func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "ndbench-test"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }
 
 func TestHashShapeLayout(t *testing.T) {

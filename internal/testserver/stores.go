@@ -60,6 +60,29 @@ func RedisCluster(ctx context.Context) (*Server, error) {
 	})
 }
 
+// RedisTLS starts redis-server serving TLS on Ports["tls"] with the given PEM certificate
+// and key (client certificates not required), besides plain TCP on Port, which readiness
+// uses.
+func RedisTLS(ctx context.Context, certFile, keyFile string) (*Server, error) {
+	bin, err := lookBinary("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("start redis with tls: %w", err)
+	}
+	return start(ctx, "redis-tls", spec{
+		command: func(s *Server) (*exec.Cmd, error) {
+			return exec.Command(bin, "--bind", Host, "--port", strconv.Itoa(s.Port),
+				"--save", "", "--appendonly", "no", "--dir", s.Dir, "--daemonize", "no",
+				"--tls-port", strconv.Itoa(s.Ports["tls"]), "--tls-cert-file", certFile,
+				"--tls-key-file", keyFile, "--tls-auth-clients", "no"), nil
+		},
+		ready:        redisReady,
+		readyTimeout: defaultReadyTimeout,
+		stopSignal:   syscall.SIGTERM,
+		stopTimeout:  defaultStopTimeout,
+		extraPorts:   []string{"tls"},
+	})
+}
+
 // Memcached starts memcached (TCP only, 64 MB) bound to loopback on a free port. It runs
 // as nobody because memcached refuses to run as root.
 func Memcached(ctx context.Context) (*Server, error) {

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,22 +190,27 @@ func (s *Server) runningLocked() bool {
 	}
 }
 
-// killLocked SIGKILLs the process group and waits until the process is reaped.
+// killLocked SIGKILLs the server, its process group and its descendants, and waits until
+// all of them are gone. Descendants are found by parent PID before the kill because some
+// servers' helpers leave the group (PostgreSQL backends call setsid) and would otherwise
+// outlive the server for a moment, holding shared memory that a restart needs.
 func (s *Server) killLocked() error {
 	pid := s.cmd.Process.Pid
-	// The server leads its own process group (Setpgid), so -pid reaches its helpers too.
+	kids := descendants(pid)
+	// The server leads its own process group (Setpgid), so -pid reaches group members too.
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill %s (pid %d): %w", s.Name, pid, err)
+	}
+	for _, k := range kids {
+		_ = syscall.Kill(k, syscall.SIGKILL)
 	}
 	select {
 	case <-s.done:
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("kill %s (pid %d): process still running 10s after SIGKILL", s.Name, pid)
 	}
-	// Helpers (PostgreSQL backends) hold shared memory and files until they are gone; a
-	// restart before then fails, so wait for the group to empty (zombies do not count).
 	deadline := time.Now().Add(10 * time.Second)
-	for groupAlive(pid) {
+	for groupAlive(pid) || anyAlive(kids) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("kill %s (pid %d): helper processes still running 10s after SIGKILL", s.Name, pid)
 		}
@@ -213,14 +219,22 @@ func (s *Server) killLocked() error {
 	return nil
 }
 
-// groupAlive reports whether any live (non-zombie) process is in process group pgid.
-func groupAlive(pgid int) bool {
+// procStat is what the harness reads from /proc/PID/stat.
+type procStat struct {
+	pid, ppid, pgrp int
+	zombie          bool
+}
+
+// procs lists the processes on the machine; unreadable entries are skipped.
+func procs() []procStat {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false
+		return nil
 	}
+	var out []procStat
 	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -233,7 +247,54 @@ func groupAlive(pgid int) bool {
 			continue
 		}
 		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 3 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+		if len(f) < 3 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
+		out = append(out, procStat{pid: pid, ppid: ppid, pgrp: pgrp, zombie: f[0] == "Z"})
+	}
+	return out
+}
+
+// descendants returns the PIDs of every live descendant of pid.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	for _, p := range procs() {
+		if !p.zombie {
+			children[p.ppid] = append(children[p.ppid], p.pid)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		next := queue[0]
+		queue = queue[1:]
+		for _, c := range children[next] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// groupAlive reports whether any live (non-zombie) process is in process group pgid.
+func groupAlive(pgid int) bool {
+	for _, p := range procs() {
+		if p.pgrp == pgid && !p.zombie {
+			return true
+		}
+	}
+	return false
+}
+
+// anyAlive reports whether any of pids is still a live (non-zombie) process.
+func anyAlive(pids []int) bool {
+	if len(pids) == 0 {
+		return false
+	}
+	for _, p := range procs() {
+		if !p.zombie && slices.Contains(pids, p.pid) {
 			return true
 		}
 	}

@@ -83,8 +83,10 @@ func TestServers(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read server log: %v", err)
 			}
-			if n := strings.Count(string(log), "=== testserver:"); n != 2 {
-				t.Errorf("server log shows %d starts, want 2 (start and restart):\n%s", n, s.LogTail())
+			// Restart may take more than one attempt (PostgreSQL refuses to start while its
+			// killed helpers still hold shared memory), so at least two starts.
+			if n := strings.Count(string(log), "=== testserver:"); n < 2 {
+				t.Errorf("server log shows %d starts, want the start and the restart:\n%s", n, s.LogTail())
 			}
 
 			dir := s.Dir
