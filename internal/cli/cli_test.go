@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/ndbench/ndbench/drivers/memory"
+	_ "github.com/ndbench/ndbench/drivers/postgres"
+	"github.com/ndbench/ndbench/internal/report"
+)
+
+// ndbench runs the command line in-process and returns its exit code and output.
+func ndbench(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = execute(context.Background(), args, &streams{out: &out, err: &errOut, env: env})
+	return code, out.String(), errOut.String()
+}
+
+func readReport(t *testing.T, path string) *report.Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("report is not JSON: %v", err)
+	}
+	return &r
+}
+
+func TestRunWritesReportAndHDRLog(t *testing.T) {
+	dir := t.TempDir()
+	rep, hlog := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.hlog")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--duration", "1500ms",
+		"--set", "workload.readRate=2000", "--set", "workload.writeRate=500",
+		"--report", rep, "--hdr-log", hlog)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"read ", "write ", "summary over", "response", "service", "report written"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	r := readReport(t, rep)
+	for _, op := range []string{"read", "write"} {
+		s, ok := r.Ops[op]
+		if !ok || s.Count == 0 {
+			t.Fatalf("report has no %s operations: %+v", op, r.Ops)
+		}
+		if s.ResponseTime.P999 < s.ResponseTime.P50 || s.ResponseTime.Max < s.ResponseTime.P999 {
+			t.Errorf("%s percentiles out of order: %+v", op, s.ResponseTime)
+		}
+		if s.TargetRate == 0 {
+			t.Errorf("%s target rate missing", op)
+		}
+	}
+	if r.Ops["read"].Rate < 1500 || r.Ops["read"].Rate > 2500 {
+		t.Errorf("read rate %.0f at a target of 2000", r.Ops["read"].Rate)
+	}
+	if len(r.Series) == 0 || len(r.Config) == 0 || r.Driver.Name != "memory" {
+		t.Errorf("report lacks series (%d), config (%d) or driver (%q)", len(r.Series), len(r.Config), r.Driver.Name)
+	}
+	if r.Client.OpsPerCPUSecond <= 0 {
+		t.Errorf("client efficiency missing: %+v", r.Client)
+	}
+	b, err := os.ReadFile(hlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "read-response") || !strings.Contains(string(b), "#[StartTime:") {
+		t.Errorf("HDR log lacks tagged intervals or a start time:\n%.400s", b)
+	}
+}
+
+func TestRunBackfillVerify(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--backfill", "--duration", "300ms",
+		"--set", "workload.numKeys=2000", "--set", "workload.backfillWorkers=4",
+		"--set", "workload.backfillVerify=true", "--set", "workload.validate=true",
+		"--set", "workload.dataSize=64", "--report", rep)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	r := readReport(t, rep)
+	if r.Backfill == nil || r.Backfill.Written != 2000 || r.Backfill.Verified != 2000 || r.Backfill.Missing+r.Backfill.Corrupt != 0 {
+		t.Fatalf("backfill: %+v", r.Backfill)
+	}
+	if r.Ops["backfill"].Count != 2000 {
+		t.Fatalf("backfill op count %d, want 2000", r.Ops["backfill"].Count)
+	}
+	if r.Ops["read"].Misses != 0 {
+		t.Fatalf("%d misses after a full backfill", r.Ops["read"].Misses)
+	}
+}
+
+func TestBadInputNamesTheField(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--set", "workload.readRate=-5"}, []string{"workload.readRate", "-5", "--set"}},
+		{[]string{"run", "--set", "workload.pattern=zipf"}, []string{"workload.pattern", "zipfian", "uniform"}},
+		{[]string{"run", "--set", "workload.nope=1"}, []string{"workload.nope"}},
+		{[]string{"run", "--driver", "nosuch"}, []string{"nosuch", "memory"}},
+		{[]string{"run", "--driver", "memory", "--set", "drivers.memory.errorRatio=2"}, []string{"errorRatio", "2"}},
+		{[]string{"run", "--duration", "-1s"}, []string{"--duration"}},
+	}
+	for _, tc := range tests {
+		code, _, errOut := ndbench(t, nil, tc.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (bad input)\n%s", tc.args, code, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: error does not mention %q:\n%s", tc.args, w, errOut)
+			}
+		}
+	}
+}
+
+func TestNDBenchPropertiesLoadAsIs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ndbench.properties")
+	props := `ndbench.config.numKeys=20000000
+ndbench.config.numValues=1000
+ndbench.config.dataSize=1024
+ndbench.config.cass.colsPerRow=8
+ndbench.config.numReaders=8
+ndbench.config.numWriters=8
+ndbench.config.cass.writeConsistencyLevel=LOCAL_QUORUM
+ndbench.config.cass.readConsistencyLevel=LOCAL_QUORUM
+ndbench.config.readRateLimit=7200
+ndbench.config.writeRateLimit=1800
+`
+	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := ndbench(t, nil, "config", "-c", path, "--driver", "memory", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got struct {
+		Entries []struct{ Key, Value, Source string }
+		Notices []string
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"workload.numKeys": "20000000", "workload.readers": "8", "workload.readRate": "7200", "workload.writeRate": "1800", "workload.dataSize": "1024"}
+	for _, e := range got.Entries {
+		if v, ok := want[e.Key]; ok {
+			if e.Value != v || !strings.Contains(e.Source, "ndbench.properties") {
+				t.Errorf("%s = %s from %s; want %s from the properties file", e.Key, e.Value, e.Source, v)
+			}
+			delete(want, e.Key)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("keys missing: %v", want)
+	}
+	notices := strings.Join(got.Notices, "\n")
+	for _, opt := range []string{"colsPerRow", "readConsistencyLevel", "writeConsistencyLevel"} {
+		if !strings.Contains(notices, opt) {
+			t.Errorf("cass.%s is neither applied nor reported:\n%s", opt, notices)
+		}
+	}
+}
+
+func TestConfigShowsSourcesAndRedactsSecrets(t *testing.T) {
+	env := []string{"NDBENCH_WORKLOAD_WRITERS=7"}
+	code, out, errOut := ndbench(t, env, "config", "--driver", "postgres",
+		"--set", "workload.readRate=5", "--set", "drivers.postgres.dsn=postgres://bench:hunter2@127.0.0.1:5432/db")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out+errOut, "hunter2") {
+		t.Fatalf("the password leaked:\n%s", out)
+	}
+	for _, want := range []string{"workload.readRate", "--set", "NDBENCH_WORKLOAD_WRITERS", "default", "drivers.postgres.dsn"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestDriversListsSchemas(t *testing.T) {
+	code, out, _ := ndbench(t, nil, "drivers", "--json", "memory")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var got []struct {
+		Name    string
+		Options []struct {
+			Name, Default string
+			Live          bool
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "memory" || len(got[0].Options) == 0 {
+		t.Fatalf("drivers --json memory: %s", out)
+	}
+	if code, _, _ := ndbench(t, nil, "drivers", "nosuch"); code != 2 {
+		t.Fatalf("unknown driver: exit %d, want 2", code)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := ndbench(t, nil, "version")
+	if code != 0 || !strings.HasPrefix(out, "ndbench ") {
+		t.Fatalf("version: exit %d, %q", code, out)
+	}
+}

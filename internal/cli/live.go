@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// live prints one line per interval while a run goes on and, on a terminal, keeps a
+// progress bar under the lines. On anything else (a pipe, a CI log) it prints plain
+// lines only, so logs stay readable.
+type live struct {
+	out      io.Writer
+	tty      bool
+	start    time.Time
+	duration time.Duration // 0: runs until stopped
+
+	mu       sync.Mutex
+	backfill func() engine.BackfillStatus // set while a backfill runs
+	status   bool                         // a status line is on screen
+}
+
+func newLive(out io.Writer, tty bool, duration time.Duration) *live {
+	return &live{out: out, tty: tty, start: time.Now(), duration: duration}
+}
+
+// setBackfill switches the display to backfill progress (f non-nil) or back to load.
+func (l *live) setBackfill(f func() engine.BackfillStatus) {
+	l.mu.Lock()
+	l.backfill = f
+	l.start = time.Now()
+	l.mu.Unlock()
+}
+
+// restart resets the elapsed clock when the load phase starts.
+func (l *live) restart() {
+	l.mu.Lock()
+	l.start = time.Now()
+	l.mu.Unlock()
+}
+
+// interval is the collector subscriber: it runs on the ticking goroutine, once a second.
+func (l *live) interval(iv *stats.Interval) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	elapsed := time.Since(l.start)
+	secs := iv.Seconds()
+	if secs < 0.25 {
+		// The last, partial interval at the end of a run: a rate over a sliver of a second
+		// is noise, and the summary that follows covers it.
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s]", clock(elapsed))
+	if l.backfill != nil {
+		st := l.backfill()
+		o := &iv.Ops[stats.OpBackfill]
+		fmt.Fprintf(&b, " backfill %s %s/s  %d/%d keys  err %d", st.Phase, count(float64(o.Count())/secs), st.Written, st.Total, o.Errors())
+		l.print(b.String(), l.backfillBar(st))
+		return
+	}
+	shown := false
+	for _, op := range []stats.Op{stats.OpRead, stats.OpWrite} {
+		o := &iv.Ops[op]
+		if o.Workers == 0 && o.Count()+o.Errors() == 0 {
+			continue
+		}
+		if shown {
+			b.WriteString("  |")
+		}
+		shown = true
+		fmt.Fprintf(&b, " %s %s/s", op, count(float64(o.Count())/secs))
+		if o.TargetRate > 0 {
+			fmt.Fprintf(&b, " (of %s)", count(o.TargetRate))
+		}
+		fmt.Fprintf(&b, " p50 %s p99 %s p99.9 %s err %d",
+			micros(float64(o.Response.ValueAtQuantile(50))), micros(float64(o.Response.ValueAtQuantile(99))),
+			micros(float64(o.Response.ValueAtQuantile(99.9))), o.Errors())
+		if op == stats.OpRead {
+			fmt.Fprintf(&b, " miss %d", o.Misses)
+		}
+		if o.Backlog > time.Second {
+			fmt.Fprintf(&b, " backlog %s", o.Backlog.Round(time.Millisecond))
+		}
+	}
+	if !shown {
+		b.WriteString(" idle")
+	}
+	l.print(b.String(), l.runBar(elapsed))
+}
+
+// print writes a line; on a terminal it redraws the status line under it.
+func (l *live) print(line, status string) {
+	if !l.tty {
+		fmt.Fprintln(l.out, line)
+		return
+	}
+	fmt.Fprintf(l.out, "\r\033[K%s\n", line)
+	if status != "" {
+		fmt.Fprint(l.out, status)
+		l.status = true
+	}
+}
+
+// finish clears the status line.
+func (l *live) finish() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tty && l.status {
+		fmt.Fprint(l.out, "\r\033[K")
+		l.status = false
+	}
+}
+
+func (l *live) runBar(elapsed time.Duration) string {
+	if l.duration <= 0 {
+		return fmt.Sprintf("running %s (Ctrl-C stops and reports)", clock(elapsed))
+	}
+	frac := min(elapsed.Seconds()/l.duration.Seconds(), 1)
+	return fmt.Sprintf("%s %s / %s", bar(frac), clock(elapsed), clock(l.duration))
+}
+
+func (l *live) backfillBar(st engine.BackfillStatus) string {
+	if st.Total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s backfill %.0f%%", bar(float64(st.Written+st.Failed)/float64(st.Total)), 100*float64(st.Written+st.Failed)/float64(st.Total))
+}
+
+func bar(frac float64) string {
+	const width = 30
+	n := int(frac * width)
+	return "[" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + "]"
+}
+
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%02d:%02d", m, s)
+}
+
+// count formats a rate compactly: 950, 12.3k, 1.25M.
+func count(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.2fM", x/1e6)
+	case x >= 1e4:
+		return fmt.Sprintf("%.1fk", x/1e3)
+	default:
+		return fmt.Sprintf("%.0f", x)
+	}
+}
+
+// micros formats a latency given in microseconds with a unit that keeps 2-3 digits.
+func micros(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2fs", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.2fms", us/1e3)
+	default:
+		return fmt.Sprintf("%.0fµs", us)
+	}
+}

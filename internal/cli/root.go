@@ -1,0 +1,112 @@
+// Package cli is ndbench's command line: run, drivers, config and version.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// streams are the command's outside world, so tests can run commands in-process.
+type streams struct {
+	out, err io.Writer
+	env      []string
+	tty      bool // out is a terminal: draw progress bars
+}
+
+// Main runs the ndbench command line with args (without the program name) and returns
+// the process exit code: 0 on success, 1 on a failed run, 2 on bad usage or config.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal a second one kills the process the default way, so a
+		// stuck store can never hold the terminal hostage.
+		<-ctx.Done()
+		stop()
+	}()
+	s := &streams{out: os.Stdout, err: os.Stderr, env: os.Environ(), tty: term.IsTerminal(int(os.Stdout.Fd()))}
+	return execute(ctx, args, s)
+}
+
+func execute(ctx context.Context, args []string, s *streams) int {
+	root := newRoot(s)
+	root.SetArgs(args)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(s.err, "error:", err)
+	var usage usageError
+	if _, ok := driver.AsFieldErrors(err); ok || errors.As(err, &usage) || errors.Is(err, driver.ErrUnknownDriver) {
+		return 2
+	}
+	return 1
+}
+
+// usageError marks errors in how a command was called.
+type usageError struct{ error }
+
+func newRoot(s *streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ndbench",
+		Short: "A benchmark for data stores and microservices whose numbers can be trusted",
+		Long: `ndbench generates load against data stores and services through driver plugins:
+open-loop pacing with intended start times (no coordinated omission), HDR histograms,
+data validation, and every workload parameter changeable while it runs.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newRunCmd(s), newDriversCmd(s), newConfigCmd(s), newVersionCmd(s))
+	return root
+}
+
+func toolVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, st := range bi.Settings {
+		if st.Key == "vcs.revision" && (v == "" || v == "(devel)") {
+			v = st.Value
+			if len(v) > 12 {
+				v = v[:12]
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	return v
+}
+
+func newVersionCmd(s *streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			bi, _ := debug.ReadBuildInfo()
+			goVersion := "unknown"
+			if bi != nil {
+				goVersion = bi.GoVersion
+			}
+			fmt.Fprintf(s.out, "ndbench %s (%s)\n", toolVersion(), goVersion)
+			return nil
+		},
+	}
+}

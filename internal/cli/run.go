@@ -1,0 +1,300 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+type runFlags struct {
+	configSources
+	duration time.Duration
+	backfill bool
+	report   string
+	hdrLog   string
+}
+
+// configSources are the flags every command that reads configuration takes.
+type configSources struct {
+	file   string
+	driver string
+	sets   []string
+}
+
+func (c *configSources) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&c.file, "config", "c", "", "config file: YAML, or NDBench .properties")
+	cmd.Flags().StringVarP(&c.driver, "driver", "d", "", "driver to use (same as --set driver.name=NAME)")
+	cmd.Flags().StringArrayVarP(&c.sets, "set", "s", nil, "set a config key, e.g. --set workload.readRate=5000 (repeatable)")
+}
+
+func (c *configSources) load(env []string) (*config.Snapshot, error) {
+	sets := c.sets
+	if c.driver != "" {
+		// First, so an explicit --set driver.name still wins.
+		sets = append([]string{"driver.name=" + c.driver}, sets...)
+	}
+	return config.Load(config.Sources{File: c.file, Env: env, Sets: sets})
+}
+
+func newRunCmd(io *streams) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run a workload against a store and report the results",
+		Long: `Run a workload against a store: reads and writes at the configured rates, with a
+live line per second, a summary at the end, and optionally a JSON report and HDR
+histogram log. With --duration 0 it runs until Ctrl-C (or SIGTERM), then reports.
+
+Latency is measured from each operation's intended start time (open loop), so a store
+that stalls is charged for every operation it delayed; service time (from the actual
+start) is reported alongside.`,
+		Example: `  ndbench run --duration 30s
+  ndbench run --driver memory --set workload.readRate=100000 --set workload.writeEnabled=false
+  ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWorkload(cmd.Context(), f, io)
+		},
+	}
+	f.bind(cmd)
+	cmd.Flags().DurationVar(&f.duration, "duration", 0, "how long to run the load (0 = until interrupted)")
+	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "write every key once before the load (same as --set workload.backfill=true)")
+	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
+	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs to this file")
+	return cmd
+}
+
+func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
+	if f.duration < 0 {
+		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
+	}
+	snap, err := f.load(io.env)
+	if err != nil {
+		return err
+	}
+	for _, n := range snap.Notices {
+		fmt.Fprintln(io.err, "note:", n)
+	}
+	cfg := snap.Config
+	w := cfg.Workload
+	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	def, ok := driver.Lookup(cfg.DriverName)
+	if !ok {
+		return driver.UnknownDriverError(cfg.DriverName)
+	}
+	d := def.New()
+	initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
+	err = d.Init(initCtx, cfg.DriverOptions)
+	cancelInit()
+	if err != nil {
+		_ = d.Close()
+		return fmt.Errorf("init driver %s: %w", cfg.DriverName, err)
+	}
+	defer d.Close()
+
+	coll := stats.NewCollector(stats.Config{})
+	e, err := engine.New(d, w, engine.Options{Collector: coll, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer e.Close(w.OpTimeout + time.Second)
+
+	var hdr *stats.HDRLogWriter
+	if f.hdrLog != "" {
+		file, err := os.Create(f.hdrLog)
+		if err != nil {
+			return fmt.Errorf("create HDR log: %w", err)
+		}
+		defer file.Close()
+		if hdr, err = stats.NewHDRLogWriter(file, time.Now()); err != nil {
+			return fmt.Errorf("write HDR log %s: %w", f.hdrLog, err)
+		}
+		defer coll.Subscribe(hdr.Subscriber())()
+	}
+	view := newLive(io.out, io.tty, f.duration)
+	defer coll.Subscribe(view.interval)()
+	tickCtx, stopTicks := context.WithCancel(context.Background())
+	ticking := make(chan struct{})
+	go func() { defer close(ticking); coll.Run(tickCtx) }()
+	stopTicking := func() {
+		stopTicks()
+		<-ticking
+		coll.Tick(time.Now()) // the last partial interval
+		view.finish()
+	}
+
+	fmt.Fprintf(io.out, "ndbench %s: driver %s, %d keys, %s values, reads %s, writes %s\n",
+		toolVersion(), cfg.DriverName, w.NumKeys, sizeText(w), loadText(w.ReadEnabled, w.Readers, w.ReadRate),
+		loadText(w.WriteEnabled, w.Writers, w.WriteRate))
+
+	usage0 := report.ReadUsage()
+	started := time.Now()
+	var backfill *engine.BackfillStatus
+	var backfillOps *stats.OpSummary
+	if f.backfill || w.Backfill {
+		view.setBackfill(e.BackfillStatus)
+		st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
+		view.setBackfill(nil)
+		backfill = &st
+		coll.Tick(time.Now())
+		bfSummary := coll.Cumulative().Ops["backfill"]
+		fmt.Fprintf(io.out, "backfill %s: %d of %d keys written in %s, %d failed", st.Phase, st.Written, st.Total,
+			st.Ended.Sub(st.Started).Round(time.Millisecond), st.Failed)
+		if w.BackfillVerify {
+			fmt.Fprintf(io.out, "; verified %d, missing %d, corrupt %d, wrong key %d, errors %d", st.Verified, st.Missing, st.Corrupt, st.WrongKey, st.VerifyErrors)
+		}
+		fmt.Fprintln(io.out)
+		if err != nil {
+			stopTicking()
+			return nil // interrupted during backfill: nothing more to report
+		}
+		// The load phase is measured on its own; the backfill's figures are kept apart.
+		backfillOps = &bfSummary
+		coll.Reset()
+		usage0, started = report.ReadUsage(), time.Now()
+		view.restart()
+	}
+
+	if err := e.Start(); err != nil {
+		return err
+	}
+	var timeout <-chan time.Time
+	if f.duration > 0 {
+		t := time.NewTimer(f.duration)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-timeout:
+	}
+	_ = e.Stop()
+	waitCtx, cancelWait := context.WithTimeout(context.Background(), w.OpTimeout+time.Second)
+	_ = e.Wait(waitCtx)
+	cancelWait()
+	ended := time.Now()
+	stopTicking()
+	usage1 := report.ReadUsage()
+
+	cum := coll.Cumulative()
+	in := report.Input{
+		ToolVersion: toolVersion(),
+		Started:     started,
+		Ended:       ended,
+		DriverName:  cfg.DriverName,
+		Panics:      e.DriverPanics(),
+		Cumulative:  cum,
+		Series:      coll.Series(),
+		Backfill:    backfill,
+		Snapshot:    snap,
+		UsageStart:  usage0,
+		UsageEnd:    usage1,
+	}
+	if ci, ok := d.(driver.ConnectionInfoer); ok {
+		in.DriverInfo = ci.ConnectionInfo()
+	}
+	if sr, ok := d.(driver.StatsReporter); ok {
+		in.DriverStats = sr.DriverStats()
+	}
+	rep := report.Build(in)
+	if backfillOps != nil {
+		rep.Ops["backfill"] = *backfillOps
+	}
+	printSummary(io.out, rep)
+	if hdr != nil {
+		if err := hdr.Err(); err != nil {
+			return fmt.Errorf("write HDR log %s: %w", f.hdrLog, err)
+		}
+		fmt.Fprintf(io.out, "HDR log written to %s\n", f.hdrLog)
+	}
+	if f.report != "" {
+		if err := report.WriteFile(f.report, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(io.out, "report written to %s\n", f.report)
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		fmt.Fprintln(io.err, "stopped by signal")
+	}
+	return nil
+}
+
+func sizeText(w config.Workload) string {
+	if w.VariableDataSize {
+		return fmt.Sprintf("%d-%d B", w.DataSizeMin, w.DataSizeMax)
+	}
+	return fmt.Sprintf("%d B", w.DataSize)
+}
+
+func loadText(enabled bool, workers int, rate float64) string {
+	if !enabled || workers == 0 {
+		return "off"
+	}
+	if rate == 0 {
+		return fmt.Sprintf("%d workers closed loop", workers)
+	}
+	return fmt.Sprintf("%d workers at %s/s", workers, count(rate))
+}
+
+// printSummary prints the per-class table, response and service time side by side.
+func printSummary(out io.Writer, r *report.Report) {
+	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start)\n", r.Seconds)
+	fmt.Fprintf(out, "%-9s %-8s %12s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
+		"op", "latency", "count", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
+	for _, op := range []string{"read", "write", "backfill"} {
+		s, ok := r.Ops[op]
+		if !ok || (s.Count == 0 && s.Errors == 0) {
+			continue
+		}
+		for i, lat := range []struct {
+			name string
+			l    stats.Latency
+		}{{"response", s.ResponseTime}, {"service", s.ServiceTime}} {
+			name, cnt, rate, errs, miss := op, fmt.Sprint(s.Count), fmt.Sprintf("%.0f", s.Rate), fmt.Sprint(s.Errors), fmt.Sprint(s.Misses)
+			if i > 0 {
+				name, cnt, rate, errs, miss = "", "", "", "", ""
+			}
+			fmt.Fprintf(out, "%-9s %-8s %12s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", name, lat.name, cnt, rate,
+				ms(lat.l.P50), ms(lat.l.P95), ms(lat.l.P99), ms(lat.l.P995), ms(lat.l.P999), ms(lat.l.Max), ms(lat.l.Mean), errs, miss)
+		}
+		if s.Errors > 0 {
+			var parts []string
+			for _, c := range driver.Classes {
+				if n := s.Failures[c.String()]; n > 0 {
+					parts = append(parts, fmt.Sprintf("%s %d", c, n))
+				}
+			}
+			fmt.Fprintf(out, "%-9s errors by class: %s\n", "", strings.Join(parts, ", "))
+		}
+		var bad []string
+		for _, v := range stats.Validations {
+			if n := s.Validation[v.String()]; n > 0 {
+				bad = append(bad, fmt.Sprintf("%s %d", v, n))
+			}
+		}
+		if len(bad) > 0 {
+			fmt.Fprintf(out, "%-9s VALIDATION FAILURES: %s\n", "", strings.Join(bad, ", "))
+		}
+	}
+	fmt.Fprintf(out, "client: %.2f cores busy, %.0f ops per CPU-second, peak RSS %.0f MB\n",
+		r.Client.CPUCores, r.Client.OpsPerCPUSecond, float64(r.Client.MaxRSSBytes)/(1<<20))
+	for _, w := range r.Warnings {
+		fmt.Fprintln(out, "WARNING:", w)
+	}
+}
+
+func ms(us float64) string { return fmt.Sprintf("%.3f", us/1000) }

@@ -1,0 +1,248 @@
+// Package report builds the record of a run that users keep and compare: the results per
+// operation class, the effective configuration, the time series, what the client machine
+// spent, and warnings when the numbers should not be trusted (the load generator itself
+// could not keep up).
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// Version is the report format version; it changes when a field changes meaning.
+const Version = 1
+
+// Report is the JSON document `ndbench run --report` writes.
+type Report struct {
+	FormatVersion int       `json:"formatVersion"`
+	Tool          Tool      `json:"tool"`
+	Started       time.Time `json:"started"`
+	Ended         time.Time `json:"ended"`
+	Seconds       float64   `json:"seconds"`
+	Driver        Driver    `json:"driver"`
+	// Ops has "read" and "write" always, and "backfill" when one ran.
+	Ops      map[string]stats.OpSummary `json:"ops"`
+	Backfill *engine.BackfillStatus     `json:"backfill,omitempty"`
+	Client   Client                     `json:"client"`
+	// Warnings say when results should not be trusted as they stand.
+	Warnings []string `json:"warnings"`
+	// Config is the effective configuration, each value with its source; secrets redacted.
+	Config  []config.Entry `json:"config"`
+	Notices []string       `json:"notices,omitempty"`
+	// Series has one point per second (the most recent hour at most).
+	Series []stats.Point `json:"series"`
+}
+
+// Tool identifies the build that produced the report.
+type Tool struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	GoVersion string `json:"goVersion"`
+}
+
+// Driver describes the store side.
+type Driver struct {
+	Name string `json:"name"`
+	// Info is the driver's ConnectionInfo (mode, server version, endpoints).
+	Info map[string]string `json:"info,omitempty"`
+	// Stats are the driver's own counters (e.g. per replication zone).
+	Stats  map[string]int64 `json:"stats,omitempty"`
+	Panics int64            `json:"panics"`
+}
+
+// Client is what the load generator's process spent, so a reader can tell whether the
+// client or the store was the bottleneck.
+type Client struct {
+	UserSeconds   float64 `json:"userSeconds"`
+	SystemSeconds float64 `json:"systemSeconds"`
+	// CPUCores is the average number of cores busy: CPU seconds per wall second.
+	CPUCores   float64 `json:"cpuCores"`
+	GOMAXPROCS int     `json:"gomaxprocs"`
+	NumCPU     int     `json:"numCPU"`
+	// OpsPerCPUSecond is read and write operations per client CPU second: the tool's
+	// efficiency.
+	OpsPerCPUSecond float64 `json:"opsPerCPUSecond"`
+	MaxRSSBytes     int64   `json:"maxRSSBytes"`
+}
+
+// Usage is a reading of the process's resource usage.
+type Usage struct {
+	User, System time.Duration
+	MaxRSS       int64 // bytes
+}
+
+// ReadUsage returns the process's CPU time so far and its peak resident set size.
+func ReadUsage() Usage {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return Usage{}
+	}
+	return Usage{
+		User:   time.Duration(ru.Utime.Nano()),
+		System: time.Duration(ru.Stime.Nano()),
+		MaxRSS: ru.Maxrss * 1024, // Linux reports KiB
+	}
+}
+
+// Input is what a run hands over to build its report.
+type Input struct {
+	ToolVersion string
+	Started     time.Time
+	Ended       time.Time
+	DriverName  string
+	DriverInfo  map[string]string
+	DriverStats map[string]int64
+	Panics      int64
+	Cumulative  stats.Summary
+	Series      []stats.Point
+	Backfill    *engine.BackfillStatus
+	Snapshot    *config.Snapshot
+	// UsageStart and UsageEnd bracket the measured span.
+	UsageStart, UsageEnd Usage
+}
+
+// Build assembles a report and its warnings.
+func Build(in Input) *Report {
+	r := &Report{
+		FormatVersion: Version,
+		Tool:          Tool{Name: "ndbench", Version: in.ToolVersion, GoVersion: runtime.Version()},
+		Started:       in.Started,
+		Ended:         in.Ended,
+		Seconds:       in.Ended.Sub(in.Started).Seconds(),
+		Driver:        Driver{Name: in.DriverName, Info: in.DriverInfo, Stats: in.DriverStats, Panics: in.Panics},
+		Ops:           map[string]stats.OpSummary{},
+		Backfill:      in.Backfill,
+		Series:        in.Series,
+		Warnings:      []string{},
+	}
+	for _, op := range []string{"read", "write", "backfill"} {
+		s, ok := in.Cumulative.Ops[op]
+		if !ok || (op == "backfill" && in.Backfill == nil) {
+			continue
+		}
+		r.Ops[op] = s
+	}
+	if in.Snapshot != nil {
+		r.Config = in.Snapshot.Entries
+		r.Notices = in.Snapshot.Notices
+	}
+	user := in.UsageEnd.User - in.UsageStart.User
+	sys := in.UsageEnd.System - in.UsageStart.System
+	cpu := (user + sys).Seconds()
+	r.Client = Client{
+		UserSeconds:   user.Seconds(),
+		SystemSeconds: sys.Seconds(),
+		GOMAXPROCS:    runtime.GOMAXPROCS(0),
+		NumCPU:        runtime.NumCPU(),
+		MaxRSSBytes:   in.UsageEnd.MaxRSS,
+	}
+	if r.Seconds > 0 {
+		r.Client.CPUCores = cpu / r.Seconds
+	}
+	if cpu > 0 {
+		r.Client.OpsPerCPUSecond = float64(r.Ops["read"].Count+r.Ops["write"].Count+
+			r.Ops["read"].Errors+r.Ops["write"].Errors) / cpu
+	}
+	r.Warnings = warnings(r, in)
+	return r
+}
+
+// Thresholds of the self-check.
+const (
+	// underRate flags a class that achieved less than this fraction of its target rate.
+	underRate = 0.99
+	// busyCores flags a client that kept this fraction of its usable cores busy.
+	busyCores = 0.9
+	// lagWarn flags a start-lag p99 above this: operations started late against their
+	// schedule, so response times include the generator's own delay.
+	lagWarn = 10 * time.Millisecond
+)
+
+func warnings(r *Report, in Input) []string {
+	w := []string{}
+	usable := float64(min(r.Client.GOMAXPROCS, r.Client.NumCPU))
+	saturated := usable > 0 && r.Client.CPUCores >= busyCores*usable
+	if saturated {
+		w = append(w, fmt.Sprintf("the client kept %.1f of %.0f cores busy: results may measure ndbench's machine rather than the store", r.Client.CPUCores, usable))
+	}
+	names := make([]string, 0, len(r.Ops))
+	for name := range r.Ops {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		s := r.Ops[name]
+		if name == "backfill" {
+			continue
+		}
+		// The target gauge is the last one set; a run whose rate changed compares against
+		// the series instead of one number, so only constant-rate runs are judged here.
+		if s.TargetRate > 0 && constantTarget(in.Series, name, s.TargetRate) {
+			achieved := float64(s.Count+s.Errors) / r.Seconds
+			if achieved < underRate*s.TargetRate {
+				w = append(w, fmt.Sprintf("%s: offered %.0f of the %.0f ops/s target (%.1f%%): add workers, or the store is saturated; response times include the backlog", name, achieved, s.TargetRate, 100*achieved/s.TargetRate))
+			}
+		}
+		if s.StartLag.P99 > float64(lagWarn.Microseconds()) {
+			w = append(w, fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms): response times include the generator's delay", name, s.StartLag.P99/1000))
+		}
+	}
+	if r.Driver.Panics > 0 {
+		w = append(w, fmt.Sprintf("the driver panicked %d times; those operations count as failures (class other)", r.Driver.Panics))
+	}
+	if b := in.Backfill; b != nil && b.Failed > 0 {
+		w = append(w, fmt.Sprintf("backfill: %d keys could not be written after retries; reads of them will miss", b.Failed))
+	}
+	return w
+}
+
+func constantTarget(series []stats.Point, op string, target float64) bool {
+	for _, p := range series {
+		if t := p.Ops[op].TargetRate; t != 0 && t != target {
+			return false
+		}
+	}
+	return true
+}
+
+// Write encodes r as indented JSON.
+func Write(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	return nil
+}
+
+// WriteFile writes r to path atomically (a temporary file renamed into place), so a
+// reader never sees half a report.
+func WriteFile(path string, r *Report) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".ndbench-report-*")
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := Write(tmp, r); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return nil
+}
