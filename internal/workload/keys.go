@@ -194,7 +194,7 @@ func NewKeys(p KeyParams) (Keys, error) {
 			frac = DefaultExpFraction
 		}
 		gamma := -math.Log(1-pct/100) / (frac * float64(n))
-		return exponentialKeys{n: n, invGamma: 1 / gamma}, nil
+		return exponentialKeys{n: n, invGamma: 1 / gamma, mass: -math.Expm1(-gamma * float64(n))}, nil
 	}
 	// validate rejects unknown patterns; this is only reached if the lists diverge.
 	return nil, driver.FieldErrors{{Field: "workload.pattern", Value: p.Pattern, Allowed: strings.Join(patterns, ", ")}}
@@ -366,23 +366,20 @@ func (k *sequentialKeys) Next(_ *rand.Rand, _ Op) int64 {
 	return floorMod(k.next.Add(1)-1, k.n)
 }
 
-// exponentialKeys is YCSB's ExponentialGenerator: index = floor(-ln(U)/gamma), with gamma
-// chosen so that percentile% of draws fall below fraction*n. Draws >= n are redrawn
-// (about 3% with the defaults), so the distribution is the exponential truncated to the
-// keyspace.
+// exponentialKeys is YCSB's ExponentialGenerator: index = floor(X) with X exponential of
+// rate gamma, chosen so that percentile% of draws fall below fraction*n. YCSB redraws
+// values beyond the keyspace; here X is drawn directly from the exponential truncated to
+// [0, n) by inversion, -log(1 - U*(1 - e^(-gamma*n)))/gamma, which is the same
+// distribution without a loop whose length depends on the parameters.
 type exponentialKeys struct {
 	n        int64
 	invGamma float64
+	mass     float64 // 1 - e^(-gamma*n), the untruncated probability of [0, n)
 }
 
 func (k exponentialKeys) Next(r *rand.Rand, _ Op) int64 {
-	for {
-		// 1-Float64 is in (0, 1], so the log is finite.
-		x := -math.Log(1-r.Float64()) * k.invGamma
-		if x < float64(k.n) {
-			return int64(x)
-		}
-	}
+	x := int64(-math.Log1p(-r.Float64()*k.mass) * k.invGamma)
+	return min(x, k.n-1) // rounding at the top end
 }
 
 // floorMod is x mod n in [0, n) for any sign of x; counters may wrap past MaxInt64 on
