@@ -60,6 +60,7 @@ type Options struct {
 	Timeout               time.Duration `opt:"timeout" default:"5s" min:"10ms" max:"5m" help:"client-side timeout of one request (the op's context deadline applies as well)"`
 	Retries               int           `opt:"retries" default:"0" min:"0" max:"10" help:"retries of a failed request on the next host (SimpleRetryPolicy); 0 shows every failure"`
 	NumConns              int           `opt:"numConns" alias:"connections" default:"2" min:"1" max:"128" help:"connections per host"`
+	WriteCoalesceWait     time.Duration `opt:"writeCoalesceWait" default:"0s" min:"0s" max:"10ms" help:"gather request frames for up to this long into one write syscall (gocql's default is 200us): fewer syscalls, but up to this much latency added to every op; 0 writes each frame at once"`
 	ReconnectInterval     time.Duration `opt:"reconnectInterval" default:"1s" min:"100ms" max:"10m" help:"how often hosts marked down are retried, so a restarted node is used again quickly"`
 }
 
@@ -150,6 +151,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	cfg.Timeout = o.Timeout
 	cfg.ConnectTimeout = o.ConnectTimeout
 	cfg.ReconnectInterval = o.ReconnectInterval
+	cfg.WriteCoalesceWaitTime = o.WriteCoalesceWait
 	cfg.Consistency = gocql.LocalOne
 	if o.Retries > 0 {
 		cfg.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: o.Retries}

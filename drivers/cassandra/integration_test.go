@@ -505,27 +505,43 @@ func benchKeys(n int) []string {
 	return keys
 }
 
+// benchConfigs are the client settings compared in the benchmarks: gocql's defaults and
+// the trade-offs between client CPU and added latency.
+var benchConfigs = []struct{ name, conns, coalesce string }{
+	{"conns2-coalesce200us", "2", "200us"},
+	{"conns1-coalesce200us", "1", "200us"},
+	{"conns2-coalesce0", "2", "0s"},
+}
+
 func BenchmarkWrite(b *testing.B) {
-	d := open(b, map[string]string{"table": "bench"})
 	val := bytes.Repeat([]byte("x"), 128)
 	keys := benchKeys(10_000)
-	benchParallel(b, func(ctx context.Context, i uint64) error {
-		return d.Write(ctx, keys[i%uint64(len(keys))], val)
-	})
+	for _, c := range benchConfigs {
+		b.Run(c.name, func(b *testing.B) {
+			d := open(b, map[string]string{"table": "bench", "numConns": c.conns, "writeCoalesceWait": c.coalesce})
+			benchParallel(b, func(ctx context.Context, i uint64) error {
+				return d.Write(ctx, keys[i%uint64(len(keys))], val)
+			})
+		})
+	}
 }
 
 func BenchmarkRead(b *testing.B) {
-	d := open(b, map[string]string{"table": "bench"})
 	val := bytes.Repeat([]byte("x"), 128)
 	keys := benchKeys(10_000)
-	ctx := context.Background()
-	for _, k := range keys {
-		if err := d.Write(ctx, k, val); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range benchConfigs {
+		b.Run(c.name, func(b *testing.B) {
+			d := open(b, map[string]string{"table": "bench", "numConns": c.conns, "writeCoalesceWait": c.coalesce})
+			ctx := context.Background()
+			for _, k := range keys {
+				if err := d.Write(ctx, k, val); err != nil {
+					b.Fatal(err)
+				}
+			}
+			benchParallel(b, func(ctx context.Context, i uint64) error {
+				_, err := d.Read(ctx, keys[i%uint64(len(keys))])
+				return err
+			})
+		})
 	}
-	benchParallel(b, func(ctx context.Context, i uint64) error {
-		_, err := d.Read(ctx, keys[i%uint64(len(keys))])
-		return err
-	})
 }
