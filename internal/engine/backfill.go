@@ -147,7 +147,7 @@ func (e *Engine) BackfillStatus() BackfillStatus { return e.backfill.snapshot() 
 
 func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOptions) {
 	b := &e.backfill
-	p := pacer.New(opts.Rate)
+	p := pacer.NewWithClock(opts.Rate, e.clock)
 	rec := e.coll.Recorder(stats.OpBackfill)
 	e.coll.SetTarget(stats.OpBackfill, opts.Rate, opts.Workers)
 	e.coll.SetBacklog(stats.OpBackfill, p.Backlog)
@@ -189,15 +189,16 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pacer, shard *stats.Shard, id int, r workload.Range) {
 	b := &e.backfill
 	rng := rand.New(rand.NewPCG(g.seed, uint64(stats.OpBackfill)<<32|uint64(id)))
-	oc := newOpContext(e.runCtx, p)
-	defer oc.timer.Stop()
+	oc := newOpContext(e.runCtx, e.clock)
+	e.dog.add(oc)
+	defer e.dog.remove(oc)
 	var keyBuf, valBuf []byte
 	for idx := r.Start; idx < r.End; idx++ {
 		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
 		key := string(keyBuf)
 		ok := false
 		for attempt := 1; attempt <= backfillAttempts && !ok; attempt++ {
-			intended, err := p.Acquire(ctx)
+			intended, start, err := p.Acquire(ctx)
 			if err != nil {
 				return
 			}
@@ -208,7 +209,6 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 				valBuf = workload.EncodeValue(valBuf[:0], keyBuf, seq, value)
 				value = valBuf
 			}
-			start := p.Now()
 			oc.begin(start, g.w.OpTimeout)
 			_, err = e.call(oc, stats.OpBackfill, key, value)
 			end := p.Now()
@@ -241,15 +241,17 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 
 func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer, r workload.Range) {
 	b := &e.backfill
-	oc := newOpContext(e.runCtx, p)
-	defer oc.timer.Stop()
+	oc := newOpContext(e.runCtx, e.clock)
+	e.dog.add(oc)
+	defer e.dog.remove(oc)
 	var keyBuf []byte
 	for idx := r.Start; idx < r.End && ctx.Err() == nil; idx++ {
-		if _, err := p.Acquire(ctx); err != nil {
+		_, start, err := p.Acquire(ctx)
+		if err != nil {
 			return
 		}
 		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
-		oc.begin(p.Now(), g.w.OpTimeout)
+		oc.begin(start, g.w.OpTimeout)
 		value, err := e.call(oc, stats.OpRead, string(keyBuf), nil)
 		oc.end()
 		switch {

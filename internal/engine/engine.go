@@ -55,10 +55,13 @@ type generation struct {
 
 // Engine runs workloads against one driver. Its methods are safe for concurrent use.
 type Engine struct {
-	drv  driver.Driver
-	coll *stats.Collector
-	log  *slog.Logger
-	now  func() time.Time
+	drv   driver.Driver
+	coll  *stats.Collector
+	log   *slog.Logger
+	now   func() time.Time
+	start time.Time   // time-based key patterns count from here across generations
+	clock pacer.Clock // every pacer and op deadline reads this one clock
+	dog   watchdog
 
 	runCtx    context.Context // cancelled by Close after its grace: a hard stop for operations in flight
 	cancelRun context.CancelFunc
@@ -101,7 +104,8 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	if drv == nil {
 		return nil, errors.New("new engine: nil driver")
 	}
-	e := &Engine{drv: drv, coll: opts.Collector, log: opts.Logger, now: opts.Now}
+	e := &Engine{drv: drv, coll: opts.Collector, log: opts.Logger, now: opts.Now, clock: pacer.NewClock()}
+	e.dog.clock = e.clock
 	if e.coll == nil {
 		e.coll = stats.NewCollector(stats.Config{})
 	}
@@ -111,6 +115,7 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	e.start = e.now()
 	g, err := e.build(w, nil)
 	if err != nil {
 		return nil, err
@@ -121,12 +126,13 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	e.idle = make(chan struct{})
 	close(e.idle)
 	for i, op := range []stats.Op{stats.OpRead, stats.OpWrite} {
-		c := &opClass{op: op, wop: workload.Op(i), pacer: pacer.New(0), rec: e.coll.Recorder(op)}
+		c := &opClass{op: op, wop: workload.Op(i), pacer: pacer.NewWithClock(0, e.clock), rec: e.coll.Recorder(op)}
 		e.classes[i] = c
 		e.coll.SetBacklog(op, c.pacer.Backlog)
 	}
-	e.bgWG.Add(1)
+	e.bgWG.Add(2)
 	go e.refreshValues()
+	go e.watch()
 	return e, nil
 }
 
@@ -154,7 +160,7 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 	kp := workload.KeyParams{
 		Pattern: w.Pattern, NumKeys: w.NumKeys, ZipfExponent: w.ZipfExponent,
 		WindowSize: w.WindowSize, WindowDuration: w.WindowDuration,
-		HotKeys: w.HotKeys, HotFraction: w.HotFraction, Seed: g.seed, Now: e.now,
+		HotKeys: w.HotKeys, HotFraction: w.HotFraction, Seed: g.seed, Now: e.now, Start: e.start,
 	}
 	if prev != nil && sameKeys(prev.w, w) && prev.seed == g.seed {
 		g.keys = prev.keys
@@ -361,6 +367,23 @@ func (e *Engine) Close(grace time.Duration) error {
 	e.cancelRun()
 	e.bgWG.Wait()
 	return nil
+}
+
+// watch runs the op-timeout watchdog. It runs until the hard-stop context ends (the last
+// step of Close), so operations in flight during Close's grace period still time out.
+func (e *Engine) watch() {
+	defer e.bgWG.Done()
+	t := time.NewTimer(watchPeriod(e.gen.Load().w.OpTimeout))
+	defer t.Stop()
+	for {
+		select {
+		case <-e.runCtx.Done():
+			return
+		case <-t.C:
+		}
+		e.dog.scan()
+		t.Reset(watchPeriod(e.gen.Load().w.OpTimeout))
+	}
 }
 
 // refreshValues rebuilds the value pool periodically until the engine closes.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ndbench/ndbench/internal/pacer"
@@ -11,73 +12,76 @@ import (
 // opContext is a worker's operation context, reused for every operation the worker runs.
 //
 // context.WithTimeout costs about a microsecond and five allocations per call, more than
-// the engine's whole per-operation budget, so each worker keeps one context whose deadline
-// is re-armed per operation with a timer reset. It implements AfterFunc, so contexts that
-// drivers derive from it (context.WithCancel, context.AfterFunc) hook into it without a
-// goroutine per operation.
+// the engine's whole per-operation budget, and even re-arming one timer per operation costs
+// two clock reads and timer-heap work. So an operation only stores its deadline in an
+// atomic, and the engine's watchdog (see Engine.watch) expires overdue operations a few
+// times per op-timeout. It implements AfterFunc, so contexts that drivers derive from it
+// (context.WithCancel, context.AfterFunc) hook into it without a goroutine per operation.
 //
 // A driver must not keep the context after its Read or Write returns: the next operation
 // re-arms it.
 type opContext struct {
-	parent context.Context // run context: cancelled only on a hard stop
-	clock  *pacer.Pacer    // the worker's clock: deadlines are on its Now scale
-	timer  *time.Timer
+	parent   context.Context // run context: cancelled only on a hard stop
+	clock    pacer.Clock
+	deadline atomic.Int64 // on clock.Now; 0 while no operation runs
+	fired    atomic.Bool  // err is set: the slow path of end must reset it
+	hooked   atomic.Bool  // hooks may be non-empty
 
-	mu       sync.Mutex
-	deadline int64 // on clock.Now
-	armed    bool
-	done     chan struct{} // created on demand; replaced once closed
-	err      error
-	hooks    map[*afterHook]struct{}
+	mu    sync.Mutex
+	done  chan struct{} // created on demand; replaced once closed
+	err   error
+	hooks map[*afterHook]struct{}
 }
 
 type afterHook struct{ f func() }
 
-func newOpContext(parent context.Context, clock *pacer.Pacer) *opContext {
+func newOpContext(parent context.Context, clock pacer.Clock) *opContext {
 	c := &opContext{parent: parent, clock: clock}
-	c.timer = time.AfterFunc(time.Hour, c.expire)
-	c.timer.Stop()
 	// A hard stop of the run cancels the operation in flight.
 	context.AfterFunc(parent, func() { c.fire(parent.Err()) })
 	return c
 }
 
-// begin arms the context for an operation that started at start (clock.Now) with the
-// given timeout.
+// begin arms the context for an operation that started at start (clock.Now).
 func (c *opContext) begin(start int64, timeout time.Duration) {
-	c.mu.Lock()
-	c.deadline = start + int64(timeout)
-	c.armed = true
-	c.mu.Unlock()
-	c.timer.Reset(timeout)
+	c.deadline.Store(start + int64(timeout))
 }
 
 // end disarms the context after an operation. It reports whether the operation's deadline
 // fired, so the engine counts it as a timeout whatever error the driver returned.
 func (c *opContext) end() (timedOut bool) {
-	c.timer.Stop()
+	c.deadline.Store(0)
+	if !c.fired.Load() && !c.hooked.Load() {
+		return false
+	}
 	c.mu.Lock()
-	c.armed = false
+	defer c.mu.Unlock()
 	timedOut = c.err == context.DeadlineExceeded
 	if c.err != nil && c.parent.Err() == nil {
 		// Fired for this operation only: the next one starts with a fresh channel.
 		c.err, c.done = nil, nil
+		c.fired.Store(false)
 	}
 	clear(c.hooks)
-	c.mu.Unlock()
+	c.hooked.Store(false)
 	return timedOut
 }
 
-// expire is the timer's callback. A callback left over from an earlier operation can run
-// after the next one was armed; it is recognised because that operation's deadline has not
-// passed yet.
-func (c *opContext) expire() {
-	c.mu.Lock()
-	stale := !c.armed || c.clock.Now() < c.deadline
-	c.mu.Unlock()
-	if !stale {
-		c.fire(context.DeadlineExceeded)
+// expire fires the context if the operation whose deadline was d is still running and d
+// has passed. The check is made under the lock, so an operation that ended (or a new one
+// that began) in the meantime is left alone.
+func (c *opContext) expire(d, now int64) {
+	if d == 0 || now < d {
+		return
 	}
+	c.mu.Lock()
+	if c.deadline.Load() != d || c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	hooks := c.fireLocked(context.DeadlineExceeded)
+	c.mu.Unlock()
+	runHooks(hooks)
 }
 
 func (c *opContext) fire(err error) {
@@ -86,14 +90,24 @@ func (c *opContext) fire(err error) {
 		c.mu.Unlock()
 		return
 	}
+	hooks := c.fireLocked(err)
+	c.mu.Unlock()
+	runHooks(hooks)
+}
+
+func (c *opContext) fireLocked(err error) map[*afterHook]struct{} {
 	c.err = err
+	c.fired.Store(true)
 	if c.done == nil {
 		c.done = make(chan struct{})
 	}
 	close(c.done)
 	hooks := c.hooks
 	c.hooks = nil
-	c.mu.Unlock()
+	return hooks
+}
+
+func runHooks(hooks map[*afterHook]struct{}) {
 	for h := range hooks {
 		go h.f()
 	}
@@ -101,9 +115,11 @@ func (c *opContext) fire(err error) {
 
 // Deadline returns the current operation's deadline.
 func (c *opContext) Deadline() (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.clock.Time(c.deadline), c.armed
+	d := c.deadline.Load()
+	if d == 0 {
+		return time.Time{}, false
+	}
+	return c.clock.Time(d), true
 }
 
 // Done returns a channel closed when the operation times out or the run is stopped hard.
@@ -122,6 +138,9 @@ func (c *opContext) Done() <-chan struct{} {
 // Err returns context.DeadlineExceeded after the operation timed out, the run's error after
 // a hard stop, and nil otherwise.
 func (c *opContext) Err() error {
+	if !c.fired.Load() {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
@@ -144,6 +163,7 @@ func (c *opContext) AfterFunc(f func()) (stop func() bool) {
 		c.hooks = make(map[*afterHook]struct{})
 	}
 	c.hooks[h] = struct{}{}
+	c.hooked.Store(true)
 	c.mu.Unlock()
 	return func() bool {
 		c.mu.Lock()
@@ -152,4 +172,43 @@ func (c *opContext) AfterFunc(f func()) (stop func() bool) {
 		delete(c.hooks, h)
 		return ok
 	}
+}
+
+// watchdog expires the operations of every registered op context that ran past their
+// deadline.
+type watchdog struct {
+	clock pacer.Clock
+	mu    sync.Mutex
+	ctxs  map[*opContext]struct{}
+}
+
+func (w *watchdog) add(c *opContext) {
+	w.mu.Lock()
+	if w.ctxs == nil {
+		w.ctxs = make(map[*opContext]struct{})
+	}
+	w.ctxs[c] = struct{}{}
+	w.mu.Unlock()
+}
+
+func (w *watchdog) remove(c *opContext) {
+	w.mu.Lock()
+	delete(w.ctxs, c)
+	w.mu.Unlock()
+}
+
+// scan expires overdue operations. It costs one atomic load per worker.
+func (w *watchdog) scan() {
+	now := w.clock.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for c := range w.ctxs {
+		c.expire(c.deadline.Load(), now)
+	}
+}
+
+// watchPeriod is how often the watchdog scans for an op timeout: 1/20 of it, so a timeout
+// fires at most 5% late, bounded to [1 ms, 50 ms].
+func watchPeriod(timeout time.Duration) time.Duration {
+	return min(max(timeout/20, time.Millisecond), 50*time.Millisecond)
 }

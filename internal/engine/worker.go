@@ -24,12 +24,13 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int) {
 	g := e.gen.Load()
 	rng := rand.New(rand.NewPCG(g.seed, uint64(c.op)<<32|uint64(id)))
 	shard := c.rec.Shard(id)
-	oc := newOpContext(e.runCtx, c.pacer)
-	defer oc.timer.Stop()
+	oc := newOpContext(e.runCtx, e.clock)
+	e.dog.add(oc)
+	defer e.dog.remove(oc)
 	var keyBuf, valBuf []byte
 	failures := 0
 	for int64(id) < c.target.Load() {
-		intended, err := c.pacer.Acquire(ctx)
+		intended, start, err := c.pacer.Acquire(ctx)
 		if err != nil {
 			return
 		}
@@ -51,7 +52,6 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int) {
 			expect = g.tracker.Expect(idx)
 		}
 
-		start := c.pacer.Now()
 		oc.begin(start, g.w.OpTimeout)
 		got, err := e.call(oc, c.op, key, value)
 		end := c.pacer.Now()

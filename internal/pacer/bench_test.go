@@ -12,7 +12,7 @@ func BenchmarkAcquireClosedLoop(b *testing.B) {
 	p := New(0)
 	ctx := context.Background()
 	for b.Loop() {
-		_, _ = p.Acquire(ctx)
+		_, _, _ = p.Acquire(ctx)
 	}
 }
 
@@ -50,8 +50,8 @@ func BenchmarkStartLag(b *testing.B) {
 						if i >= int64(n) {
 							return
 						}
-						intended, _ := p.Acquire(context.Background())
-						lags[i] = p.Now() - intended
+						intended, start, _ := p.Acquire(context.Background())
+						lags[i] = start - intended
 					}
 				}()
 			}

@@ -42,9 +42,12 @@ func TestClosedLoopReturnsAtOnce(t *testing.T) {
 		}
 		before := p.Now()
 		for i := 0; i < 1000; i++ {
-			intended, err := p.Acquire(context.Background())
+			intended, start, err := p.Acquire(context.Background())
 			if err != nil {
 				t.Fatal(err)
+			}
+			if start != intended {
+				t.Fatalf("closed loop: start %d differs from intended %d", start, intended)
 			}
 			if intended < before {
 				t.Fatalf("closed loop intended %d before the call at %d", intended, before)
@@ -70,14 +73,16 @@ func TestOpenLoopSchedule(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perWorker; i++ {
-				intended, err := p.Acquire(context.Background())
-				now := p.Now()
+				intended, start, err := p.Acquire(context.Background())
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				if now < intended {
-					t.Errorf("started %v early", time.Duration(intended-now))
+				if start < intended {
+					t.Errorf("started %v early", time.Duration(intended-start))
+				}
+				if now := p.Now(); now < start {
+					t.Errorf("start %d is in the future (now %d)", start, now)
 				}
 				mu.Lock()
 				got = append(got, intended)
@@ -96,13 +101,13 @@ func TestOpenLoopSchedule(t *testing.T) {
 
 func TestRateChangeReanchors(t *testing.T) {
 	p := New(1) // one op per second: op 0 now, op 1 in 1 s
-	if _, err := p.Acquire(context.Background()); err != nil {
+	if _, _, err := p.Acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan time.Duration)
 	go func() {
 		start := time.Now()
-		_, _ = p.Acquire(context.Background()) // claims the slot 1 s ahead
+		_, _, _ = p.Acquire(context.Background()) // claims the slot 1 s ahead
 		done <- time.Since(start)
 	}()
 	time.Sleep(10 * time.Millisecond)
@@ -132,7 +137,7 @@ func TestBacklogShowsFallingBehind(t *testing.T) {
 	}
 	// Catching up drains it: claims due operations without waiting.
 	for i := int64(0); i < pending; i++ {
-		if _, err := p.Acquire(context.Background()); err != nil {
+		if _, _, err := p.Acquire(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -143,13 +148,13 @@ func TestBacklogShowsFallingBehind(t *testing.T) {
 
 func TestAcquireHonoursContext(t *testing.T) {
 	p := New(0.1) // op 0 now, op 1 in 10 s
-	if _, err := p.Acquire(context.Background()); err != nil {
+	if _, _, err := p.Acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := p.Acquire(ctx)
+	_, _, err := p.Acquire(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire error = %v, want deadline exceeded", err)
 	}
@@ -168,7 +173,7 @@ func TestConcurrentRateChanges(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				_, _ = p.Acquire(ctx)
+				_, _, _ = p.Acquire(ctx)
 			}
 		}()
 	}
