@@ -1,0 +1,53 @@
+# ndbench — the README's two commands: `make run` and `make test`.
+# Everything a fresh Debian machine needs is installed from here (Go modules by the go
+# tool; servers for the integration tests by scripts/install-test-deps.sh).
+
+GO          ?= go
+BIN         := bin/ndbench
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback.
+INTEGRATION := ./internal/testserver/ ./drivers/...
+
+.PHONY: build run test unit integration lint bench bench-micro bench-program clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/ndbench
+
+# A 30 s benchmark on the embedded store (pebble, no server needed), with live output:
+# backfill 100k keys, then 80/20 reads/writes at 5,000 ops/s.
+run: build
+	./$(BIN) run --duration 30s --backfill \
+	  --set workload.numKeys=100000 --set workload.backfillWorkers=4 \
+	  --set workload.readRate=4000 --set workload.writeRate=1000 \
+	  --set workload.pattern=zipfian --report ndbench-report.json
+
+# The whole suite: lint, unit tests under the race detector, integration tests against
+# real servers. A server that does not start fails the run.
+test: lint unit integration
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags integration ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+integration:
+	bash scripts/install-test-deps.sh
+	$(GO) test -race -count=1 -tags integration -timeout 20m $(INTEGRATION)
+
+# Benchmarks: micro (go test -bench) and whole-program figures; see docs/performance.md.
+bench: bench-micro bench-program
+
+bench-micro:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/... ./drivers/memory/ ./drivers/pebble/ | tee bench-micro.txt
+
+bench-program: build
+	bash scripts/bench.sh $(BIN)
+
+clean:
+	rm -rf bin ndbench-report.json bench-micro.txt bench-results

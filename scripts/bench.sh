@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Whole-program benchmarks of ndbench itself (the bars of docs/performance.md), all on the
+# in-process `memory` driver so they measure the tool, not a store.
+#
+#   scripts/bench.sh [path/to/ndbench]
+#
+# Environment:
+#   BENCH_ONLY=overhead,pacer,co,workers,soak   run a subset (default: all)
+#   BENCH_SOAK_SECONDS=600                      length of the flat-memory soak (default 600)
+# Results: bench-results/<name>.json (reports), bench-results/soak-rss.tsv, and a summary.
+set -euo pipefail
+bin="${1:-bin/ndbench}"
+out="bench-results"
+only="${BENCH_ONLY:-overhead,pacer,co,workers,soak}"
+soak="${BENCH_SOAK_SECONDS:-600}"
+mkdir -p "$out"
+
+want() { [[ ",$only," == *",$1,"* ]]; }
+run() { # name, args...
+  local name=$1; shift
+  echo "== $name: ndbench run $*" >&2
+  "$bin" run --driver memory --report "$out/$name.json" "$@" > "$out/$name.log" 2>&1 \
+    || { cat "$out/$name.log" >&2; exit 1; }
+}
+
+# 1. Tool overhead: closed loop, memory store, 4 workers on 2 cores. Bar: >= 2,000,000 ops
+#    per client CPU-second (<= 500 ns CPU per op: key and value generation, timing and
+#    histogram recording included).
+want overhead && run overhead --duration 20s \
+  --set workload.readRate=0 --set workload.writeRate=0 \
+  --set workload.readers=2 --set workload.writers=2 --set workload.numKeys=100000
+
+# 2. Pacer accuracy: 100,000 ops/s for 20 s. Bar: achieved within ±0.5%, start-lag p99
+#    <= 200 µs.
+want pacer && run pacer --duration 20s \
+  --set workload.readRate=100000 --set workload.readers=16 --set workload.writeEnabled=false \
+  --set workload.numKeys=100000
+
+# 3. Coordinated omission: a store that stalls 1 s every 10 s, offered 1,000 ops/s for
+#    60 s. Bar: response p99 ~0.9 s and p95 ~0.5 s (within 10%); service time small.
+want co && run co --duration 60s \
+  --set drivers.memory.stallEvery=10s --set drivers.memory.stallFor=1s \
+  --set workload.readRate=1000 --set workload.readers=8 --set workload.writeEnabled=false
+
+# 4. 1,000 workers: RSS under 150 MB.
+want workers && run workers --duration 30s \
+  --set workload.readers=500 --set workload.writers=500 \
+  --set workload.readRate=25000 --set workload.writeRate=25000 --set workload.numKeys=1000000
+
+# 5. Flat memory: 50,000 ops/s with 1,000,000 keys; RSS sampled every second.
+if want soak; then
+  echo "== soak: ${soak}s at 50,000 ops/s, 1,000,000 keys, RSS sampled each second" >&2
+  "$bin" run --driver memory --duration "${soak}s" --report "$out/soak.json" \
+    --set workload.readRate=40000 --set workload.writeRate=10000 \
+    --set workload.readers=8 --set workload.writers=8 --set workload.numKeys=1000000 \
+    > "$out/soak.log" 2>&1 &
+  pid=$!
+  : > "$out/soak-rss.tsv"
+  t=0
+  while kill -0 "$pid" 2>/dev/null; do
+    rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    [ -n "$rss" ] && printf '%d\t%d\n' "$t" "$rss" >> "$out/soak-rss.tsv"
+    sleep 1; t=$((t + 1))
+  done
+  wait "$pid" || { cat "$out/soak.log" >&2; exit 1; }
+fi
+
+python3 - "$out" "$only" <<'EOF'
+import json, os, statistics, sys
+out, only = sys.argv[1], sys.argv[2].split(",")
+def rep(n):
+    p = os.path.join(out, n + ".json")
+    return json.load(open(p)) if os.path.exists(p) else None
+print("\nresult".ljust(24), "figure", sep="")
+if "overhead" in only and (r := rep("overhead")):
+    c = r["client"]
+    ops = r["ops"]["read"]["count"] + r["ops"]["write"]["count"]
+    print("overhead".ljust(23), f"{c['opsPerCPUSecond']:,.0f} ops/CPU-s ({1e9/c['opsPerCPUSecond']:.0f} ns CPU/op), "
+          f"{ops/r['seconds']:,.0f} ops/s on {c['cpuCores']:.2f} cores   bar >= 2,000,000")
+if "pacer" in only and (r := rep("pacer")):
+    s = r["ops"]["read"]
+    err = 100 * (s["rate"] / s["targetRate"] - 1)
+    print("pacer".ljust(23), f"achieved {s['rate']:,.0f} of {s['targetRate']:,.0f} ops/s ({err:+.2f}%), start lag "
+          f"p50 {s['startLag']['p50']:.0f} µs p99 {s['startLag']['p99']:.0f} µs p99.9 {s['startLag']['p999']:.0f} µs   bar ±0.5%, p99 <= 200 µs")
+if "co" in only and (r := rep("co")):
+    s = r["ops"]["read"]
+    rt, st = s["responseTime"], s["serviceTime"]
+    print("coordinated omission".ljust(23), f"response p95 {rt['p95']/1e6:.3f} s p99 {rt['p99']/1e6:.3f} s; service p95 "
+          f"{st['p95']/1e3:.3f} ms p99 {st['p99']/1e3:.3f} ms   bar p95 ~0.5 s, p99 ~0.9 s (±10%)")
+if "workers" in only and (r := rep("workers")):
+    print("1,000 workers".ljust(23), f"peak RSS {r['client']['maxRSSBytes']/2**20:.0f} MB   bar < 150 MB")
+if "soak" in only and os.path.exists(os.path.join(out, "soak-rss.tsv")):
+    rows = [tuple(map(int, l.split())) for l in open(os.path.join(out, "soak-rss.tsv")) if l.strip()]
+    def med(a, b):
+        v = [kb for t, kb in rows if a <= t < b]
+        return statistics.median(v) / 1024 if v else float("nan")
+    end = rows[-1][0] if rows else 0
+    m1, mlast = med(55, 65), med(end - 10, end)
+    print("soak".ljust(23), f"RSS at minute 1 {m1:.1f} MB, at the end ({end}s) {mlast:.1f} MB ({100*(mlast/m1-1):+.1f}%)   bar ±10%")
+EOF
