@@ -83,9 +83,15 @@ type settings struct {
 // neighbouring shards' locks do not share one.
 type shard struct {
 	mu sync.RWMutex
-	m  map[string][]byte
-	_  [64 - (unsafe.Sizeof(sync.RWMutex{})+unsafe.Sizeof(map[string][]byte(nil)))%64]byte
+	m  map[string]*entry
+	_  [64 - (unsafe.Sizeof(sync.RWMutex{})+unsafe.Sizeof(map[string]*entry(nil)))%64]byte
 }
+
+// entry holds a stored value. The map points to it so that overwriting a key is a lookup
+// and a pointer store instead of a map assignment, and so that map slots are small and
+// more of the index stays in cache (measured: Read and Write both faster than storing the
+// slice in the map).
+type entry struct{ v []byte }
 
 // Driver is the memory driver. Create it with New (or through the registry); it is safe for
 // concurrent use once Init has returned.
@@ -141,7 +147,7 @@ func (d *Driver) Init(_ context.Context, opts any) error {
 	}
 	d.shards = make([]shard, o.Shards)
 	for i := range d.shards {
-		d.shards[i].m = make(map[string][]byte)
+		d.shards[i].m = make(map[string]*entry)
 	}
 	d.nshard = uint64(o.Shards)
 	d.seed = maphash.MakeSeed()
@@ -276,11 +282,13 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 	}
 	sh := d.shardFor(key)
 	sh.mu.RLock()
-	v, ok := sh.m[key]
-	sh.mu.RUnlock()
-	if !ok {
+	e := sh.m[key]
+	if e == nil {
+		sh.mu.RUnlock()
 		return nil, driver.ErrNotFound
 	}
+	v := e.v
+	sh.mu.RUnlock()
 	return v, nil
 }
 
@@ -309,7 +317,11 @@ func (d *Driver) store(key string, v []byte) error {
 		sh.mu.Unlock()
 		return errClosed
 	}
-	sh.m[key] = v
+	if e := sh.m[key]; e != nil {
+		e.v = v
+	} else {
+		sh.m[key] = &entry{v: v}
+	}
 	sh.mu.Unlock()
 	return nil
 }
@@ -326,7 +338,9 @@ func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) 
 	for i, k := range keys {
 		sh := d.shardFor(k)
 		sh.mu.RLock()
-		out[i] = sh.m[k]
+		if e := sh.m[k]; e != nil {
+			out[i] = e.v
+		}
 		sh.mu.RUnlock()
 	}
 	return out, nil
