@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -114,6 +115,7 @@ type Driver struct {
 	delayedOps     atomic.Int64
 	injectedErrors atomic.Int64
 	cancelledWaits atomic.Int64
+	kernelSleepers atomic.Int32
 
 	cfgMu sync.Mutex // serialises Init, Reconfigure and Close
 }
@@ -419,27 +421,57 @@ func (d *Driver) simulate(ctx context.Context, s *settings) error {
 	return nil
 }
 
+// coarseMargin is how early a wait leaves the runtime's timers for the kernel. An idle Go
+// runtime blocks in epoll, whose timeout has millisecond resolution, so a runtime timer
+// can fire up to ~1 ms late: a simulated 100 µs service time would become 1 ms. The last
+// stretch is slept in the kernel instead, precise to its ~50 µs timer slack.
+const coarseMargin = 1500 * time.Microsecond
+
+// maxKernelSleepers bounds the OS threads parked in nanosleep at once. Beyond it so many
+// operations are in flight that the runtime is busy and its timers are precise anyway.
+const maxKernelSleepers = 32
+
 // waitUntil blocks until the simulated time until (ns since Init) or until ctx ends; a wait
-// cut short returns an error wrapping ctx.Err(), so a deadline classifies as a timeout.
+// cut short returns an error wrapping ctx.Err(), so a deadline classifies as a timeout. The
+// final stretch (at most coarseMargin) is not interruptible, so a cancelled op may return
+// that much after its deadline.
 func (d *Driver) waitUntil(ctx context.Context, until int64, what string) error {
-	delay := time.Duration(until - d.now())
-	if delay <= 0 {
-		return nil
-	}
 	done := ctx.Done()
-	if done == nil {
-		time.Sleep(delay)
-		return nil
+	for {
+		remaining := time.Duration(until - d.now())
+		if remaining <= 0 {
+			return nil
+		}
+		if remaining <= coarseMargin {
+			if d.kernelSleepers.Add(1) <= maxKernelSleepers {
+				nanosleep(remaining)
+				d.kernelSleepers.Add(-1)
+				continue
+			}
+			d.kernelSleepers.Add(-1)
+		} else {
+			remaining -= coarseMargin
+		}
+		if done == nil {
+			time.Sleep(remaining)
+			continue
+		}
+		t := time.NewTimer(remaining)
+		select {
+		case <-t.C:
+		case <-done:
+			t.Stop()
+			d.cancelledWaits.Add(1)
+			return fmt.Errorf("memory: simulated %s cut short: %w", what, ctx.Err())
+		}
 	}
-	t := time.NewTimer(delay)
-	select {
-	case <-t.C:
-		return nil
-	case <-done:
-		t.Stop()
-		d.cancelledWaits.Add(1)
-		return fmt.Errorf("memory: simulated %s cut short: %w", what, ctx.Err())
-	}
+}
+
+// nanosleep blocks the calling thread in the kernel for d; the runtime hands the thread's
+// P to other goroutines meanwhile.
+func nanosleep(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	_ = syscall.Nanosleep(&ts, nil)
 }
 
 // keys counts the stored keys.

@@ -530,3 +530,22 @@ func benchKeys(d *Driver, n int) []string {
 	}
 	return keys
 }
+
+// BenchmarkServiceTime shows how closely a simulated service time is kept: ns/op should be
+// the service time plus the kernel's timer slack (~50-100 µs), not the ~1 ms of an idle Go
+// runtime's timers.
+func BenchmarkServiceTime(b *testing.B) {
+	for _, st := range []time.Duration{100 * time.Microsecond, time.Millisecond, 5 * time.Millisecond} {
+		b.Run(st.String(), func(b *testing.B) {
+			d := open(b, map[string]string{"serviceTime": st.String()})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			for b.Loop() {
+				if _, err := d.Read(ctx, "k"); err != nil && !errors.Is(err, driver.ErrNotFound) {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N)-st)/1e3, "µs-late/op")
+		})
+	}
+}
