@@ -73,7 +73,9 @@ func (c Clock) Time(ns int64) time.Time { return c.base.Add(time.Duration(ns)) }
 type Pacer struct {
 	Clock
 	sched   atomic.Pointer[schedule]
-	spinner atomic.Bool // at most one goroutine spins at a time
+	spinner atomic.Bool  // at most one goroutine spins at a time
+	fine    atomic.Int32 // waiters in their final time.Sleep
+	beating atomic.Bool  // a heartbeat goroutine runs
 }
 
 // coarseMargin is how early a waiter wakes from time.Sleep before its due time. The Go
@@ -83,18 +85,23 @@ type Pacer struct {
 const coarseMargin = 1500 * time.Microsecond
 
 // The last coarseMargin is waited out in one of three ways, chosen by the rate, because
-// what is precise and what is cheap differ with it:
+// what is precise and what is cheap differ with it (measured on 2 cores, memory store;
+// docs/performance.md has the figures):
 //   - up to spinMaxRate: a kernel nanosleep to kernelSlack before the due time, then a
-//     spin. The spin costs at most spinMaxRate × kernelSlack ≈ 12% of a core and makes
-//     the start precise to a few µs.
-//   - up to nanoMaxRate: a kernel nanosleep to the due time: late by up to the kernel's
-//     default 50 µs timer slack, for a syscall (~1-2 µs of CPU) per operation.
-//   - above: time.Sleep. At such rates the runtime is busy, so its timers are precise, and
-//     a syscall per operation would be a cost worth avoiding.
+//     spin by one goroutine at a time. The spin costs at most spinMaxRate × kernelSlack of
+//     a core and makes the start precise to a few µs.
+//   - up to nanoMaxRate: a kernel nanosleep to the due time, with the thread's timer slack
+//     lowered to timerSlack: p50 ~25 µs late, for two syscalls per operation.
+//   - above: time.Sleep, with a heartbeat goroutine that wakes every heartbeatPeriod while
+//     any waiter is in its final stretch, so the runtime never idles in its
+//     millisecond-granular poller and fires the sleepers' timers on time (p99 < 100 µs).
+//     A nanosleep per operation at these rates cost over a core at 100k ops/s and blew
+//     the p99.9 up to hundreds of ms as goroutines piled into blocking syscalls; the
+//     heartbeat costs a fixed ~0.3 core however high the rate.
 const (
 	spinMaxRate = 2000
 	nanoMaxRate = 20000
-	kernelSlack = 60 * time.Microsecond
+	kernelSlack = 20 * time.Microsecond
 )
 
 type fineWait uint8
@@ -206,7 +213,12 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 		case remaining > coarseMargin:
 			time.Sleep(min(remaining-coarseMargin, recheck))
 		case s.fine == waitRuntime:
+			p.fine.Add(1)
+			if p.beating.CompareAndSwap(false, true) {
+				go p.heartbeat()
+			}
 			time.Sleep(remaining)
+			p.fine.Add(-1)
 		case s.fine == waitNano:
 			nanosleep(remaining)
 		case remaining > kernelSlack:
@@ -224,14 +236,45 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 	}
 }
 
+// heartbeat keeps the runtime out of its millisecond-granular epoll sleep while waiters
+// are in their final time.Sleep: a thread that wakes every heartbeatPeriod and yields makes
+// the scheduler run due timers. It exits when no waiter is left.
+func (p *Pacer) heartbeat() {
+	for {
+		for p.fine.Load() > 0 {
+			nanosleep(heartbeatPeriod)
+			runtime.Gosched()
+		}
+		p.beating.Store(false)
+		// A waiter that arrived after the last check but before the flag was cleared
+		// found the heartbeat running and did not start one: take the role back.
+		if p.fine.Load() == 0 || !p.beating.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+const heartbeatPeriod = 50 * time.Microsecond
+
 // nanosleep blocks the calling thread in the kernel for d. Unlike time.Sleep it does not
 // depend on the runtime's poller, so it is precise to the kernel's timer slack even when
 // the process is otherwise idle. The runtime hands the thread's P to other goroutines
 // while it sleeps if they need it.
 func nanosleep(d time.Duration) {
+	// The kernel may delay a sleeping thread's wake-up by its timer slack (50 µs by
+	// default) to batch wake-ups. The slack is per thread and goroutines move between
+	// threads, so it is set before every sleep: one cheap syscall, paid only at rates where
+	// this path is taken.
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, uintptr(timerSlack), 0)
 	ts := syscall.NsecToTimespec(int64(d))
 	_ = syscall.Nanosleep(&ts, nil)
 }
+
+// prSetTimerSlack is PR_SET_TIMERSLACK from linux/prctl.h.
+const prSetTimerSlack = 29
+
+// timerSlack is the wake-up slack asked of the kernel for pacing sleeps.
+const timerSlack = 5 * time.Microsecond
 
 // Backlog reports how far the workers are behind the schedule: lag is how long ago the
 // oldest unclaimed due operation should have started, pending how many due operations are
