@@ -506,7 +506,7 @@ func TestDefaults(t *testing.T) {
 	w := DefaultWorkload()
 	// NDBench's own defaults, except readers/writers and the op timeout.
 	if w.NumKeys != 1000 || w.NumValues != 100 || w.DataSize != 128 || w.ReadRate != 100 || w.WriteRate != 100 ||
-		!w.ReadEnabled || !w.WriteEnabled || w.DataSizeMin != 1000 || w.DataSizeMax != 5000 || w.ZipfExponent != 0.5 ||
+		!w.ReadEnabled || !w.WriteEnabled || w.DataSizeMin != 1000 || w.DataSizeMax != 5000 || w.ZipfExponent != 0.99 ||
 		w.BackfillWorkers != 1 || w.Readers != 4 || w.Writers != 4 || w.OpTimeout != 5*time.Second ||
 		w.KeyPrefix != "T" || w.Pattern != "uniform" {
 		t.Errorf("defaults = %+v", w)

@@ -14,8 +14,9 @@ import (
 // workload.numReaders=8` works as well as `workload.readers=8`.
 //
 // Defaults follow NDBench (IConfiguration.java) where it has one, except readers and
-// writers (NDBench uses 4 per CPU, which varies by machine) and the op timeout (NDBench has
-// none).
+// writers (NDBench uses 4 per CPU, which varies by machine), the op timeout (NDBench has
+// none) and the zipfian exponent (YCSB's 0.99, the skew zipfian workloads are known by,
+// rather than NDBench's 0.5).
 type Workload struct {
 	NumKeys          int64   `opt:"numKeys" default:"1000" min:"1" help:"number of distinct keys in the keyspace"`
 	NumValues        int     `opt:"numValues" default:"100" min:"1" help:"number of values in the pre-generated value pool"`
@@ -32,9 +33,9 @@ type Workload struct {
 	// The enum must equal workload.Patterns() (a tag cannot call it; a test checks). It
 	// keeps the aliases "random" and "scrambled"; the loader rewrites them to canonical names.
 	Pattern        string        `opt:"pattern" default:"uniform" enum:"uniform,random,zipfian,scrambled_zipfian,scrambled,sliding_window,sliding_window_flip,latest,hotspot,sequential,exponential" alias:"loadPattern" live:"true" help:"key access pattern"`
-	ZipfExponent   float64       `opt:"zipfExponent" default:"0.5" min:"0" max:"100" live:"true" help:"skew of the zipfian patterns"`
+	ZipfExponent   float64       `opt:"zipfExponent" default:"0.99" min:"0.01" max:"100" live:"true" help:"skew (theta) of the zipfian, scrambled_zipfian and latest patterns: P(rank k) ~ 1/k^theta; YCSB's 0.99 by default"`
 	WindowSize     int64         `opt:"windowSize" default:"1000" min:"1" live:"true" help:"keys in the window of the sliding_window patterns"`
-	WindowDuration time.Duration `opt:"windowDuration" default:"1m" min:"1ms" live:"true" help:"how long the sliding window stays on one position"`
+	WindowDuration time.Duration `opt:"windowDuration" default:"1m" min:"1ms" live:"true" help:"time the sliding window takes for one pass over the keyspace (sliding_window moves continuously, sliding_window_flip jumps block by block)"`
 	HotKeys        float64       `opt:"hotKeys" default:"0.2" min:"0" max:"1" live:"true" help:"hotspot: fraction of the keyspace that is hot, in (0, 1]"`
 	HotFraction    float64       `opt:"hotFraction" default:"0.8" min:"0" max:"1" live:"true" help:"hotspot: fraction of operations on the hot keys, in [0, 1]"`
 	// ValidateValues is option "validate"; the field cannot share the name of the method.
