@@ -3,6 +3,7 @@ package all
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ndbench/ndbench/driver"
@@ -22,6 +23,28 @@ func TestEveryDriverRegistered(t *testing.T) {
 		}
 		if !slices.Contains(names, e.Name()) {
 			t.Errorf("drivers/%s is not registered; registered: %v (import it in all.go, or name the driver after its directory)", e.Name(), names)
+		}
+	}
+}
+
+// TestEveryOptionDocumented keeps docs/drivers.md true: every option of every registered
+// driver must appear there as drivers.<name>.<option>.
+func TestEveryOptionDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/drivers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := string(b)
+	for _, name := range driver.Names() {
+		def, _ := driver.Lookup(name)
+		schema, err := driver.Schema(def.NewOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range schema {
+			if key := "`drivers." + name + "." + o.Name + "`"; !strings.Contains(docs, key) {
+				t.Errorf("docs/drivers.md does not document %s", key)
+			}
 		}
 	}
 }

@@ -581,3 +581,17 @@ func TestYAMLDriverForms(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryWorkloadKeyDocumented keeps docs/configuration.md true: every workload option
+// must appear there as `workload.<option>`.
+func TestEveryWorkloadKeyDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range WorkloadSchema() {
+		if key := "`workload." + o.Name + "`"; !strings.Contains(string(b), key) {
+			t.Errorf("docs/configuration.md does not document %s", key)
+		}
+	}
+}
