@@ -6,7 +6,7 @@ GO          ?= go
 BIN         := bin/ndbench
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback.
-INTEGRATION := ./internal/testserver/ ./drivers/...
+INTEGRATION := ./internal/testserver/ ./internal/engine/ ./drivers/...
 
 .PHONY: build run test unit integration lint bench bench-micro bench-program clean
 

@@ -1,0 +1,163 @@
+//go:build integration
+
+package engine_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	_ "github.com/ndbench/ndbench/drivers/all"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/testserver"
+)
+
+// storeCase is a real store: how to start it and the driver options that reach it. Socket
+// timeouts are short so an outage shows as errors quickly.
+type storeCase struct {
+	driver string
+	start  func(context.Context) (*testserver.Server, error)
+	opts   func(*testserver.Server) map[string]string
+}
+
+var stores = []storeCase{
+	{"redis", testserver.Redis, func(s *testserver.Server) map[string]string {
+		return map[string]string{"addrs": s.Addr(), "dialTimeout": "500ms", "readTimeout": "500ms", "writeTimeout": "500ms"}
+	}},
+	{"memcached", testserver.Memcached, func(s *testserver.Server) map[string]string {
+		return map[string]string{"servers": s.Addr(), "timeout": "500ms"}
+	}},
+	{"postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
+		return map[string]string{"dsn": s.DSN(), "connectTimeout": "1s"}
+	}},
+	{"cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
+		return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port), "connectTimeout": "2s", "timeout": "1s", "reconnectInterval": "500ms"}
+	}},
+}
+
+// TestStoreOutageAndCorruption runs the engine against each real store and checks what a
+// user relies on: validation reports values corrupted behind the tool's back; killing the
+// server mid-run shows as unavailable/timeout errors while every worker stays up; and
+// throughput returns within 10 s of the server's restart.
+func TestStoreOutageAndCorruption(t *testing.T) {
+	for _, sc := range stores {
+		t.Run(sc.driver, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			srv, err := sc.start(ctx)
+			if err != nil {
+				t.Fatalf("start %s: %v", sc.driver, err)
+			}
+			defer func() {
+				if t.Failed() {
+					t.Logf("%s log tail:\n%s", sc.driver, srv.LogTail())
+				}
+				_ = srv.Stop()
+			}()
+			d, _, err := driver.Open(ctx, sc.driver, sc.opts(srv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+
+			w := config.DefaultWorkload()
+			w.NumKeys, w.DataSize, w.ValidateValues = 200, 64, true
+			w.Readers, w.Writers, w.ReadRate, w.WriteRate = 4, 4, 400, 100
+			w.OpTimeout = time.Second
+			coll := stats.NewCollector(stats.Config{Shards: 4})
+			e, err := engine.New(d, w, engine.Options{Collector: coll})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close(2 * time.Second)
+			if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
+				t.Fatalf("backfill: %+v, %v", st, err)
+			}
+
+			// Corruption behind the tool's back: tamper with stored values, reads only.
+			w.WriteEnabled = false
+			if err := e.Apply(w); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 20; i++ {
+				key := "T" + strconv.Itoa(i)
+				v, err := d.Read(ctx, key)
+				if err != nil {
+					t.Fatalf("read %s: %v", key, err)
+				}
+				bad := append([]byte(nil), v...)
+				bad[len(bad)-1] ^= 0x01
+				if err := d.Write(ctx, key, bad); err != nil {
+					t.Fatalf("tamper %s: %v", key, err)
+				}
+			}
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			s := window(coll, 1500*time.Millisecond)
+			if s.Ops["read"].Count == 0 || s.Ops["read"].Validation["corrupt"] == 0 {
+				t.Fatalf("reads %d, corrupt %d: tampered values went unreported", s.Ops["read"].Count, s.Ops["read"].Validation["corrupt"])
+			}
+			w.WriteEnabled = true
+			if err := e.Apply(w); err != nil {
+				t.Fatal(err)
+			}
+			if s := window(coll, time.Second); s.Ops["write"].Count == 0 || s.Ops["read"].Errors+s.Ops["write"].Errors != 0 {
+				t.Fatalf("healthy store: writes %d, errors %d+%d", s.Ops["write"].Count, s.Ops["read"].Errors, s.Ops["write"].Errors)
+			}
+
+			// Outage.
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			s = window(coll, 1500*time.Millisecond)
+			for _, op := range []string{"read", "write"} {
+				o := s.Ops[op]
+				down := o.Failures["unavailable"] + o.Failures["timeout"]
+				if down == 0 || o.Failures["other"] > down/10 {
+					t.Errorf("%s during the outage: failures %v, successes %d; want unavailable/timeout", op, o.Failures, o.Count)
+				}
+				if o.Workers != 4 {
+					t.Errorf("%s workers = %d during the outage, want 4", op, o.Workers)
+				}
+			}
+
+			// Recovery.
+			if err := srv.Restart(ctx); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			restarted := time.Now()
+			for {
+				s = window(coll, 500*time.Millisecond)
+				if s.Ops["read"].Count > 0 && s.Ops["write"].Count > 0 && s.Ops["read"].Errors+s.Ops["write"].Errors == 0 {
+					t.Logf("%s: clean throughput %.1f s after the restart", sc.driver, time.Since(restarted).Seconds())
+					break
+				}
+				if time.Since(restarted) > 10*time.Second {
+					t.Fatalf("no clean throughput 10 s after the restart: reads %d writes %d failures %v %v",
+						s.Ops["read"].Count, s.Ops["write"].Count, s.Ops["read"].Failures, s.Ops["write"].Failures)
+				}
+			}
+			if err := e.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			waitCtx, cancelWait := context.WithTimeout(ctx, 10*time.Second)
+			defer cancelWait()
+			if err := e.Wait(waitCtx); err != nil {
+				t.Fatalf("workers stuck after stop: %v", err)
+			}
+		})
+	}
+}
+
+// window returns what the collector recorded over the next d.
+func window(c *stats.Collector, d time.Duration) stats.Summary {
+	c.Tick(time.Now())
+	time.Sleep(d)
+	return c.Tick(time.Now()).Summary()
+}
