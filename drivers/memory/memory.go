@@ -48,8 +48,8 @@ type Options struct {
 	ServiceTime    time.Duration `opt:"serviceTime" default:"0s" min:"0s" live:"true" help:"simulated service time added to every operation"`
 	ServiceTimeMax time.Duration `opt:"serviceTimeMax" default:"0s" min:"0s" live:"true" help:"when above serviceTime, each operation's service time is uniform in [serviceTime, serviceTimeMax]"`
 	Capacity       float64       `opt:"capacity" default:"0" min:"0" live:"true" help:"simulated throughput limit in ops/s (0 = unlimited); above it operations queue FIFO like a single server"`
-	StallEvery     time.Duration `opt:"stallEvery" default:"0s" min:"0s" live:"true" help:"period of simulated stalls (GC pauses, compactions), counted from Init; 0 = no stalls"`
-	StallFor       time.Duration `opt:"stallFor" default:"0s" min:"0s" live:"true" help:"length of each stall; operations arriving during one wait until it ends"`
+	StallEvery     time.Duration `opt:"stallEvery" default:"0s" min:"0s" live:"true" help:"period of simulated stalls (GC pauses, compactions), counted from Init; each period ends with a stall of stallFor; 0 = no stalls"`
+	StallFor       time.Duration `opt:"stallFor" default:"0s" min:"0s" live:"true" help:"length of each stall; operations arriving during one wait until it ends; >= stallEvery hangs the store"`
 	ErrorRatio     float64       `opt:"errorRatio" default:"0" min:"0" max:"1" live:"true" help:"fraction of operations that fail with errorClass (0..1)"`
 	ErrorClass     string        `opt:"errorClass" default:"unavailable" enum:"timeout,unavailable,throttled,rejected,other" live:"true" help:"failure class of injected errors"`
 }
@@ -378,13 +378,19 @@ func (d *Driver) simulate(ctx context.Context, s *settings) error {
 		return errClosed
 	}
 	if s.stallEvery > 0 {
+		// Each period of stallEvery ends with a stall of stallFor, so any run of whole
+		// periods is stalled exactly stallFor/stallEvery of the time. A stall as long as
+		// the period never ends: the store hangs.
 		now := d.now()
-		if k := now / s.stallEvery; k >= 1 {
-			if end := k*s.stallEvery + s.stallFor; now < end {
-				d.stalledOps.Add(1)
-				if err := d.waitUntil(ctx, end, "stall"); err != nil {
-					return err
-				}
+		end := (now/s.stallEvery + 1) * s.stallEvery
+		hang := s.stallFor >= s.stallEvery
+		if hang {
+			end = math.MaxInt64
+		}
+		if hang || now >= end-s.stallFor {
+			d.stalledOps.Add(1)
+			if err := d.waitUntil(ctx, end, "stall"); err != nil {
+				return err
 			}
 		}
 	}

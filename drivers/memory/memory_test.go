@@ -201,7 +201,8 @@ func TestStall(t *testing.T) {
 	const every, stall = 400 * time.Millisecond, 300 * time.Millisecond
 	d := open(t, map[string]string{"stallEvery": every.String(), "stallFor": stall.String()})
 
-	// Right after Init no stall has started yet (stalls begin at Init + stallEvery).
+	// Right after Init no stall has started yet (the first ends the first period, from
+	// Init + stallEvery - stallFor to Init + stallEvery).
 	if err := d.Write(context.Background(), "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -210,9 +211,9 @@ func TestStall(t *testing.T) {
 	}
 
 	// Arrive 50 ms into the first stall: the op must wait for the rest of it.
-	time.Sleep(time.Until(d.epoch.Add(every + 50*time.Millisecond)))
+	time.Sleep(time.Until(d.epoch.Add(every - stall + 50*time.Millisecond)))
 	start := time.Now()
-	stallEnd := d.epoch.Add(every + stall)
+	stallEnd := d.epoch.Add(every)
 	if !start.Before(stallEnd) {
 		t.Skipf("machine too loaded: woke at %v after Init, after the stall ended", start.Sub(d.epoch))
 	}
