@@ -71,29 +71,7 @@ func (s *Store) apply(name string, values map[string]string, merge bool) (*Snaps
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.cur.Load()
-
-	layers := make([]Layer, 0, len(old.layers)+1)
-	found := false
-	for _, l := range old.layers {
-		l = l.clone()
-		if l.Name == name {
-			found = true
-			l = withValues(l, values, merge)
-		}
-		layers = append(layers, l)
-	}
-	if len(old.layers) == 0 {
-		layers = append(layers, DefaultsLayer())
-	}
-	if !found {
-		l := Layer{Name: name, Source: name}
-		if name == LayerRuntime {
-			l.Source = "--set"
-		}
-		layers = append(layers, withValues(l, values, false))
-	}
-
-	next, err := Build(layers)
+	next, err := old.with(name, values, merge)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +96,41 @@ func (s *Store) apply(name string, values map[string]string, merge bool) (*Snaps
 		}
 	}
 	return next, nil
+}
+
+// Check validates what Patch(layer, values) would produce, without applying it: for a caller
+// that must know a change is valid before acting on it (connecting a driver, say).
+func (s *Store) Check(layer string, values map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.cur.Load().with(layer, values, true)
+	return err
+}
+
+// with builds the snapshot that results from replacing (or, with merge, patching) the
+// values of one layer of s.
+func (s *Snapshot) with(name string, values map[string]string, merge bool) (*Snapshot, error) {
+	layers := make([]Layer, 0, len(s.layers)+1)
+	found := false
+	for _, l := range s.layers {
+		l = l.clone()
+		if l.Name == name {
+			found = true
+			l = withValues(l, values, merge)
+		}
+		layers = append(layers, l)
+	}
+	if len(s.layers) == 0 {
+		layers = append(layers, DefaultsLayer())
+	}
+	if !found {
+		l := Layer{Name: name, Source: name}
+		if name == LayerRuntime {
+			l.Source = "--set"
+		}
+		layers = append(layers, withValues(l, values, false))
+	}
+	return Build(layers)
 }
 
 // withValues returns l with its values replaced by (or, with merge, merged with) values.
