@@ -1,0 +1,437 @@
+// Package instance is one running ndbench node: a driver, the engine driving it, the
+// configuration store every change goes through, and the statistics collector. The REST
+// API, the web UI and `ndbench serve` drive it; a cluster is a list of them.
+//
+// Configuration is the single source of truth: a change from the API, a watched file or
+// etcd lands in the config store, is validated as a whole, and only then reaches the
+// engine (workload) and the driver (live options). Options that cannot change while the
+// driver is connected are kept and reported as pending until the next Init.
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// ErrNotInitialized is returned by actions that need a connected driver.
+var ErrNotInitialized = errors.New("no driver is initialized: init one first")
+
+// ErrAlreadyInitialized is returned by Init while a driver is connected.
+var ErrAlreadyInitialized = errors.New("a driver is already initialized: shut it down first")
+
+// Instance is one ndbench node. Its methods are safe for concurrent use.
+type Instance struct {
+	store *config.Store
+	coll  *stats.Collector
+	log   *slog.Logger
+
+	stopTicks context.CancelFunc
+	ticking   chan struct{}
+	unsub     func()
+
+	// life serialises Init, Shutdown and Close. It is never taken by onConfig, which runs
+	// under the config store's lock: lock order is life, then the store, then mu.
+	life sync.Mutex
+	// mu guards the fields below. It is never held across a call into the store.
+	mu      sync.Mutex
+	drv     driver.Driver
+	drvName string
+	drvOpts any // options the driver runs with
+	eng     *engine.Engine
+	started time.Time
+	pending []string // keys changed in config that apply at the next Init
+	lastErr *ErrorEvent
+}
+
+// ErrorEvent is the last error the instance met outside a request (a config change from a
+// watched source that could not be applied, a driver reconfiguration that failed).
+type ErrorEvent struct {
+	Time    time.Time `json:"time"`
+	Message string    `json:"message"`
+}
+
+// New returns an instance on store, with no driver connected. Close releases it.
+func New(store *config.Store, log *slog.Logger) *Instance {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	i := &Instance{store: store, coll: stats.NewCollector(stats.Config{}), log: log, ticking: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	i.stopTicks = cancel
+	go func() { defer close(i.ticking); i.coll.Run(ctx) }()
+	i.unsub = store.Subscribe(i.onConfig)
+	return i
+}
+
+// Collector returns the statistics collector; it outlives driver re-initializations, so
+// the time series covers the instance's whole life.
+func (i *Instance) Collector() *stats.Collector { return i.coll }
+
+// Config returns the current configuration snapshot.
+func (i *Instance) Config() *config.Snapshot { return i.store.Current() }
+
+// Store returns the configuration store, for sources that feed it (file, etcd).
+func (i *Instance) Store() *config.Store { return i.store }
+
+// Init connects driver name with the configured options overlaid by opts (option name to
+// value). The options are validated before anything happens; on success they are written
+// into the runtime config layer, so status and config listings show them.
+func (i *Instance) Init(ctx context.Context, name string, opts map[string]string) error {
+	i.life.Lock()
+	defer i.life.Unlock()
+	i.mu.Lock()
+	busy := i.drv != nil
+	i.mu.Unlock()
+	if busy {
+		return ErrAlreadyInitialized
+	}
+	values := maps.Clone(i.store.Current().Config.Drivers[name])
+	if values == nil {
+		values = map[string]string{}
+	}
+	maps.Copy(values, opts)
+	decoded, err := driver.NewOptions(name, values)
+	if err != nil {
+		return err
+	}
+	patch := map[string]string{"driver.name": name}
+	for k, v := range opts {
+		patch["drivers."+name+"."+k] = v
+	}
+	// Validate the whole config with the change before connecting, so a failed Init
+	// leaves nothing behind and a successful one cannot be rejected afterwards.
+	if err := i.store.Check(config.LayerRuntime, patch); err != nil {
+		return err
+	}
+	def, _ := driver.Lookup(name)
+	d := def.New()
+	if err := d.Init(ctx, decoded); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("init driver %s: %w", name, err)
+	}
+	i.mu.Lock()
+	i.drv, i.drvName, i.drvOpts, i.pending = d, name, decoded, nil
+	i.mu.Unlock()
+	snap, err := i.store.Patch(config.LayerRuntime, patch)
+	if err == nil {
+		var e *engine.Engine
+		if e, err = engine.New(d, snap.Config.Workload, engine.Options{Collector: i.coll, Logger: i.log}); err == nil {
+			i.mu.Lock()
+			i.eng, i.started = e, time.Now()
+			// A change that landed between the patch and now found no engine to apply to.
+			if w := i.store.Current().Config.Workload; w != snap.Config.Workload {
+				err = e.Apply(w)
+			}
+			i.mu.Unlock()
+			if err != nil {
+				i.closeDriver()
+				return err
+			}
+			i.log.Info("driver initialized", "driver", name)
+			return nil
+		}
+	}
+	i.closeDriver()
+	return err
+}
+
+// Shutdown stops all load, waits for operations in flight (up to the op timeout) and
+// disconnects the driver.
+func (i *Instance) Shutdown() error {
+	i.life.Lock()
+	defer i.life.Unlock()
+	i.mu.Lock()
+	none := i.drv == nil
+	i.mu.Unlock()
+	if none {
+		return ErrNotInitialized
+	}
+	i.closeDriver()
+	return nil
+}
+
+// closeDriver detaches the engine and driver and closes them outside mu, so status calls
+// do not wait for operations in flight. Called with life held.
+func (i *Instance) closeDriver() {
+	i.mu.Lock()
+	e, d, name := i.eng, i.drv, i.drvName
+	i.drv, i.eng, i.drvName, i.drvOpts, i.pending = nil, nil, "", nil, nil
+	i.mu.Unlock()
+	if e != nil {
+		_ = e.Close(i.store.Current().Config.Workload.OpTimeout + time.Second)
+	}
+	if d != nil {
+		if err := d.Close(); err != nil {
+			i.log.Warn("close driver", "driver", name, "err", err)
+		}
+	}
+}
+
+// Close shuts the driver down (if any) and stops the collector.
+func (i *Instance) Close() error {
+	i.unsub()
+	i.life.Lock()
+	i.closeDriver()
+	i.life.Unlock()
+	i.stopTicks()
+	<-i.ticking
+	i.coll.Tick(time.Now())
+	return nil
+}
+
+// Start starts reads, writes or both (none given: both).
+func (i *Instance) Start(ops ...stats.Op) error {
+	e, err := i.engine()
+	if err != nil {
+		return err
+	}
+	return e.Start(ops...)
+}
+
+// Stop stops reads, writes or both (none given: both).
+func (i *Instance) Stop(ops ...stats.Op) error {
+	e, err := i.engine()
+	if err != nil {
+		return err
+	}
+	return e.Stop(ops...)
+}
+
+// StartBackfill starts a backfill with the configured workers, rate and verify setting,
+// each overridable (zero values keep the configuration).
+func (i *Instance) StartBackfill(opts engine.BackfillOptions) error {
+	e, err := i.engine()
+	if err != nil {
+		return err
+	}
+	w := i.store.Current().Config.Workload
+	if opts.Workers == 0 {
+		opts.Workers = w.BackfillWorkers
+	}
+	if opts.Rate == 0 {
+		opts.Rate = w.BackfillRate
+	}
+	opts.Verify = opts.Verify || w.BackfillVerify
+	return e.StartBackfill(opts)
+}
+
+// StopBackfill stops a running backfill.
+func (i *Instance) StopBackfill() error {
+	e, err := i.engine()
+	if err != nil {
+		return err
+	}
+	e.StopBackfill()
+	return nil
+}
+
+func (i *Instance) engine() (*engine.Engine, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.eng == nil {
+		return nil, ErrNotInitialized
+	}
+	return i.eng, nil
+}
+
+// Read reads one key through the driver, for debugging, bounded by the op timeout.
+func (i *Instance) Read(ctx context.Context, key string) ([]byte, error) {
+	d, timeout, err := i.driverForOp()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return d.Read(ctx, key)
+}
+
+// Write writes one key through the driver, for debugging, bounded by the op timeout.
+func (i *Instance) Write(ctx context.Context, key string, value []byte) error {
+	d, timeout, err := i.driverForOp()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return d.Write(ctx, key, value)
+}
+
+func (i *Instance) driverForOp() (driver.Driver, time.Duration, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.drv == nil {
+		return nil, 0, ErrNotInitialized
+	}
+	return i.drv, i.store.Current().Config.Workload.OpTimeout, nil
+}
+
+// PatchResult says what a configuration change did.
+type PatchResult struct {
+	Snapshot *config.Snapshot
+	// Pending lists changed keys that take effect at the next driver Init (options that
+	// are not live, or another driver.name).
+	Pending []string
+}
+
+// Patch changes configuration values in the runtime layer (the API's and UI's layer,
+// above file, env and etcd). The whole configuration is validated first: an invalid
+// change applies nothing and returns field errors.
+func (i *Instance) Patch(values map[string]string) (PatchResult, error) {
+	snap, err := i.store.Patch(config.LayerRuntime, values)
+	if err != nil {
+		return PatchResult{}, err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return PatchResult{Snapshot: snap, Pending: slices.Clone(i.pending)}, nil
+}
+
+// onConfig applies every accepted configuration change, whatever its source, to the
+// engine and the driver.
+func (i *Instance) onConfig(_, new *config.Snapshot, changed []string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.drv == nil {
+		return
+	}
+	if i.eng != nil && slices.ContainsFunc(changed, func(k string) bool { return strings.HasPrefix(k, "workload.") }) {
+		if err := i.eng.Apply(new.Config.Workload); err != nil {
+			i.recordErr(fmt.Errorf("apply workload: %w", err))
+		}
+	}
+	var pending []string
+	if slices.Contains(changed, "driver.name") && new.Config.DriverName != i.drvName {
+		pending = append(pending, "driver.name")
+	}
+	prefix := "drivers." + i.drvName + "."
+	if !slices.ContainsFunc(changed, func(k string) bool { return strings.HasPrefix(k, prefix) }) {
+		i.addPending(pending)
+		return
+	}
+	newOpts, err := driver.NewOptions(i.drvName, new.Config.Drivers[i.drvName])
+	if err != nil {
+		i.recordErr(fmt.Errorf("options of driver %s: %w", i.drvName, err))
+		return
+	}
+	live, restart := driver.Changed(i.drvOpts, newOpts)
+	for _, o := range restart {
+		pending = append(pending, prefix+o)
+	}
+	if len(live) > 0 {
+		if r, ok := i.drv.(driver.Reconfigurer); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := r.Reconfigure(ctx, liveOnly(i.drvOpts, newOpts, live))
+			cancel()
+			if err != nil {
+				i.recordErr(fmt.Errorf("reconfigure driver %s: %w", i.drvName, err))
+			} else {
+				i.drvOpts = liveOnly(i.drvOpts, newOpts, live)
+			}
+		} else {
+			for _, o := range live {
+				pending = append(pending, prefix+o)
+			}
+		}
+	}
+	i.addPending(pending)
+}
+
+// liveOnly returns the current options with only the live options taken from next, so
+// Reconfigure never sees a change to an option that needs a restart.
+func liveOnly(cur, next any, live []string) any {
+	def := driver.Values(cur, false)
+	nv := driver.Values(next, false)
+	for _, o := range live {
+		def[o] = nv[o]
+	}
+	// Both come from the same schema, so Set cannot fail on these values.
+	out := cloneOptions(cur)
+	_ = driver.Set(out, def)
+	return out
+}
+
+// cloneOptions returns a copy of an options struct (a pointer to it).
+func cloneOptions(opts any) any {
+	v := reflect.ValueOf(opts).Elem()
+	c := reflect.New(v.Type())
+	c.Elem().Set(v)
+	return c.Interface()
+}
+
+func (i *Instance) addPending(keys []string) {
+	for _, k := range keys {
+		if !slices.Contains(i.pending, k) {
+			i.pending = append(i.pending, k)
+		}
+	}
+	slices.Sort(i.pending)
+}
+
+func (i *Instance) recordErr(err error) {
+	i.lastErr = &ErrorEvent{Time: time.Now(), Message: err.Error()}
+	i.log.Error("configuration change not applied", "err", err)
+}
+
+// Status is what the instance is doing.
+type Status struct {
+	Driver         string                 `json:"driver"` // "" when none is initialized
+	Initialized    bool                   `json:"initialized"`
+	Since          time.Time              `json:"since,omitzero"`
+	ConnectionInfo map[string]string      `json:"connectionInfo,omitempty"`
+	DriverStats    map[string]int64       `json:"driverStats,omitempty"`
+	ReadsRunning   bool                   `json:"readsRunning"`
+	WritesRunning  bool                   `json:"writesRunning"`
+	Backfill       *engine.BackfillStatus `json:"backfill,omitempty"`
+	ConfigVersion  uint64                 `json:"configVersion"`
+	Pending        []string               `json:"pending"`
+	LastError      *ErrorEvent            `json:"lastError,omitempty"`
+	DriverPanics   int64                  `json:"driverPanics"`
+}
+
+// Status returns what the instance is doing now.
+func (i *Instance) Status() Status {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	s := Status{ConfigVersion: i.store.Current().Version, Pending: slices.Clone(i.pending), LastError: i.lastErr}
+	if s.Pending == nil {
+		s.Pending = []string{}
+	}
+	if i.drv == nil {
+		return s
+	}
+	s.Driver, s.Initialized, s.Since = i.drvName, true, i.started
+	if ci, ok := i.drv.(driver.ConnectionInfoer); ok {
+		s.ConnectionInfo = ci.ConnectionInfo()
+	}
+	if sr, ok := i.drv.(driver.StatsReporter); ok {
+		s.DriverStats = sr.DriverStats()
+	}
+	if i.eng != nil {
+		s.ReadsRunning, s.WritesRunning = i.eng.Running()
+		b := i.eng.BackfillStatus()
+		s.Backfill = &b
+		s.DriverPanics = i.eng.DriverPanics()
+	}
+	return s
+}
+
+// RecordError lets a configuration source (watched file, etcd) report a change it could
+// not apply, so it shows in Status.
+func (i *Instance) RecordError(err error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.recordErr(err)
+}
