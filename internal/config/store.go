@@ -75,6 +75,43 @@ func (s *Store) apply(name string, values map[string]string, merge bool) (*Snaps
 	if err != nil {
 		return nil, err
 	}
+	return s.publish(old, next), nil
+}
+
+// SetLayer replaces one whole layer, its Source and per-key Origins included, and applies
+// the result like Update. Sources that label each key (an etcd key, a re-read config file)
+// use it so that entries and errors name where a value came from; a layer not yet in the
+// store is added at the precedence its name gives.
+func (s *Store) SetLayer(l Layer) (*Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.cur.Load()
+	layers := make([]Layer, 0, len(old.layers)+1)
+	found := false
+	for _, ol := range old.layers {
+		if ol.Name == l.Name {
+			found = true
+			layers = append(layers, l.clone())
+			continue
+		}
+		layers = append(layers, ol.clone())
+	}
+	if len(old.layers) == 0 {
+		layers = append(layers, DefaultsLayer())
+	}
+	if !found {
+		layers = append(layers, l.clone())
+	}
+	next, err := Build(layers)
+	if err != nil {
+		return nil, err
+	}
+	return s.publish(old, next), nil
+}
+
+// publish swaps next in as the version after old and tells the subscribers what changed.
+// The caller holds s.mu, so versions and notifications stay in order.
+func (s *Store) publish(old, next *Snapshot) *Snapshot {
 	next.Version = old.Version + 1
 	changed := diff(old.values, next.values)
 	s.cur.Store(next)
@@ -95,7 +132,7 @@ func (s *Store) apply(name string, values map[string]string, merge bool) (*Snaps
 			fn(old, next, changed)
 		}
 	}
-	return next, nil
+	return next
 }
 
 // Check validates what Patch(layer, values) would produce, without applying it: for a caller
