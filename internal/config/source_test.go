@@ -54,6 +54,12 @@ func subscribe(st *Store) *changeLog {
 	return c
 }
 
+func (c *changeLog) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.changes)
+}
+
 func (c *changeLog) last() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,0 +1,230 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// DefaultEtcdTimeout bounds connecting to etcd and each read of the prefix, so a node whose
+// etcd is unreachable fails at start within seconds instead of hanging.
+const DefaultEtcdTimeout = 5 * time.Second
+
+// EtcdOptions configures an EtcdSource.
+type EtcdOptions struct {
+	Endpoints []string // "127.0.0.1:2379" or "http://host:2379"
+	// Prefix holds this node's keys: <Prefix>workload.readRate = "5000",
+	// <Prefix>drivers.redis.ttl = "30s". It must not be empty (that would read every key).
+	Prefix string
+	// Timeout bounds the first connection and every read of the prefix; DefaultEtcdTimeout
+	// when zero.
+	Timeout time.Duration
+	// OnError (may be nil) hears about every rejected change, with the etcd key of each bad
+	// value as its source ("etcd /ndbench/node1/workload.readRate"), and about failed
+	// re-reads. It runs on the goroutine of Run.
+	OnError func(error)
+}
+
+// EtcdSource keeps the etcd layer of a Store in step with the keys under a prefix: every
+// batch of changes re-applies the whole layer, so a deleted key falls back to the file,
+// environment or default value, and an invalid value leaves the last good configuration in
+// effect. Connection loss is handled by the etcd client, which resumes the watch where it
+// stopped.
+type EtcdSource struct {
+	store  *Store
+	opts   EtcdOptions
+	client *clientv3.Client
+	state  *sourceState
+
+	// Owned by the goroutine of Open, then of Run.
+	kvs map[string]string // full key -> value: the prefix as of rev
+	rev int64
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// OpenEtcdSource connects to etcd, reads the prefix and applies it to store. It fails
+// within opts.Timeout when etcd cannot be reached, and with driver.FieldErrors naming the
+// etcd keys when the values there are invalid, so `ndbench serve` does not start on a
+// configuration it was not asked to run. Run then watches for changes.
+func OpenEtcdSource(ctx context.Context, store *Store, opts EtcdOptions) (*EtcdSource, error) {
+	if len(opts.Endpoints) == 0 {
+		return nil, errors.New("etcd config source: no endpoints")
+	}
+	if opts.Prefix == "" {
+		return nil, errors.New("etcd config source: empty key prefix (it would read every key in etcd)")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultEtcdTimeout
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   opts.Endpoints,
+		DialTimeout: opts.Timeout,
+		// The client logs every reconnect attempt; ndbench reports what matters through
+		// OnError and Status instead.
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to etcd %s: %w", strings.Join(opts.Endpoints, ","), err)
+	}
+	e := &EtcdSource{store: store, opts: opts, client: client,
+		state: newSourceState("etcd "+strings.Join(opts.Endpoints, ",")+" "+opts.Prefix, opts.OnError)}
+	if err := e.read(ctx); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	if err := e.apply(); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// WatchEtcd reads the etcd keys under prefix into store's etcd layer and keeps them in step
+// until ctx ends (see OpenEtcdSource and EtcdSource.Run). It returns an error at once when
+// etcd is unreachable or holds invalid values at start.
+func WatchEtcd(ctx context.Context, store *Store, endpoints []string, prefix string, onError func(error)) error {
+	e, err := OpenEtcdSource(ctx, store, EtcdOptions{Endpoints: endpoints, Prefix: prefix, OnError: onError})
+	if err != nil {
+		return err
+	}
+	return e.Run(ctx)
+}
+
+// Status returns what the source last did; safe to call at any time.
+func (e *EtcdSource) Status() SourceStatus { return e.state.status() }
+
+// Close disconnects from etcd; Run does it on return, so only a caller that never runs the
+// source needs it.
+func (e *EtcdSource) Close() error {
+	e.closeOnce.Do(func() { e.closeErr = e.client.Close() })
+	return e.closeErr
+}
+
+// Run watches the prefix from the revision after the last read, so no change made in
+// between is lost, and applies every batch of changes, until ctx ends; then it closes the
+// client and returns nil. When the watch is cancelled (the revision it needs was compacted
+// away, or the member lost its cluster), it reads the prefix again and resumes from there.
+func (e *EtcdSource) Run(ctx context.Context) error {
+	defer e.Close()
+	// Restarts back off unless the last watch delivered changes, so a watch that keeps
+	// being cancelled, or an etcd that is down, is not hammered.
+	backoff := newBackoff(100*time.Millisecond, 10*time.Second)
+	for {
+		wctx, cancel := context.WithCancel(ctx)
+		delivered := e.watch(wctx)
+		cancel()
+		if delivered {
+			backoff.reset()
+		}
+		for {
+			if !backoff.wait(ctx) {
+				return nil
+			}
+			if err := e.read(ctx); err != nil {
+				e.state.failed(err)
+				continue
+			}
+			if err := e.apply(); err != nil {
+				e.state.failed(err)
+			}
+			break
+		}
+	}
+}
+
+// watch applies change batches until the watch ends, for whatever reason: the caller
+// re-reads the prefix in every case, so the reason does not matter here. It reports
+// whether any change arrived.
+func (e *EtcdSource) watch(ctx context.Context) (delivered bool) {
+	wch := e.client.Watch(ctx, e.opts.Prefix, clientv3.WithPrefix(), clientv3.WithRev(e.rev+1))
+	for wr := range wch {
+		if wr.Canceled || wr.Err() != nil {
+			return delivered
+		}
+		if len(wr.Events) == 0 {
+			continue // progress notification or creation: nothing changed
+		}
+		delivered = true
+		for _, ev := range wr.Events {
+			key := string(ev.Kv.Key)
+			switch ev.Type {
+			case clientv3.EventTypePut:
+				e.kvs[key] = string(ev.Kv.Value)
+			case clientv3.EventTypeDelete:
+				delete(e.kvs, key)
+			}
+		}
+		e.rev = wr.Header.Revision
+		if err := e.apply(); err != nil {
+			e.state.failed(err)
+		}
+	}
+	return delivered
+}
+
+// read replaces e.kvs with the prefix as etcd holds it now.
+func (e *EtcdSource) read(ctx context.Context) error {
+	gctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	resp, err := e.client.Get(gctx, e.opts.Prefix, clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("read etcd prefix %s from %s: %w", e.opts.Prefix, strings.Join(e.opts.Endpoints, ","), err)
+	}
+	e.kvs = make(map[string]string, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		e.kvs[string(kv.Key)] = string(kv.Value)
+	}
+	e.rev = resp.Header.Revision
+	return nil
+}
+
+// apply sets the store's etcd layer to e.kvs, each value labelled with its etcd key.
+func (e *EtcdSource) apply() error {
+	l := Layer{Name: LayerEtcd, Source: "etcd " + e.opts.Prefix, Values: map[string]string{}, Origins: map[string]string{}}
+	for full, v := range e.kvs {
+		key := strings.TrimPrefix(full, e.opts.Prefix)
+		if key == "" {
+			continue // the prefix itself, as a directory marker: not a setting
+		}
+		l.Values[key] = v
+		l.Origins[key] = "etcd " + full
+	}
+	snap, err := setLayerIfChanged(e.store, l)
+	if err != nil {
+		return fmt.Errorf("etcd %s at revision %d not applied, the last good configuration stays: %w", e.opts.Prefix, e.rev, err)
+	}
+	e.state.applied(snap, e.rev)
+	return nil
+}
+
+// backoff spaces out retries against an etcd that is down, doubling up to a limit.
+type backoff struct {
+	first, max, next time.Duration
+}
+
+func newBackoff(first, max time.Duration) *backoff {
+	return &backoff{first: first, max: max, next: first}
+}
+
+func (b *backoff) reset() { b.next = b.first }
+
+// wait waits for the next retry; false when ctx ended first.
+func (b *backoff) wait(ctx context.Context) bool {
+	t := time.NewTimer(b.next)
+	defer t.Stop()
+	b.next = min(2*b.next, b.max)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
