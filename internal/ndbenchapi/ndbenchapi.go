@@ -1,0 +1,198 @@
+package ndbenchapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/instance"
+)
+
+// Prefix is where NDBench serves these routes and where the API server mounts Handler.
+const Prefix = "/REST/ndbench/"
+
+// Result is NDBench's response body for actions (RestUtil.Result): whether it worked and
+// a message. Message is null only where NDBench sends null (readSingle of a missing key).
+type Result struct {
+	IsSuccess bool    `json:"isSuccess"`
+	Message   *string `json:"message"`
+}
+
+// handlerFunc serves one route; rest is what follows the route's prefix for routes with
+// a path parameter ({client}, {key}), and empty otherwise.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, rest string)
+
+// route is one NDBench resource method.
+type route struct {
+	methods []string
+	serve   handlerFunc
+}
+
+// api serves the routes of one instance. It holds no state of its own: everything it
+// reports is read from the instance at request time.
+type api struct {
+	inst   *instance.Instance
+	exact  map[string]route
+	prefix map[string]route // routes with a trailing path parameter, keyed by "driver/init/"
+}
+
+// Handler serves NDBench's REST API (ndbench-core's NdBenchResource and
+// NDBenchConfigResource) for inst. It accepts both the full path (/REST/ndbench/driver/stats,
+// as with mux.Handle(Prefix, Handler(inst))) and the path with the prefix stripped
+// (/driver/stats, as behind http.StripPrefix).
+func Handler(inst *instance.Instance) http.Handler {
+	a := &api{inst: inst}
+	get := []string{http.MethodGet, http.MethodPost}
+	set := []string{http.MethodPost, http.MethodPut, http.MethodGet}
+	a.exact = map[string]route{
+		"driver/start":              {get, a.start()},
+		"driver/startReads":         {get, a.start(opRead)},
+		"driver/startWrites":        {get, a.start(opWrite)},
+		"driver/stop":               {get, a.stop()},
+		"driver/stopReads":          {get, a.stop(opRead)},
+		"driver/stopWrites":         {get, a.stop(opWrite)},
+		"driver/startDataFill":      {get, a.startDataFill},
+		"driver/startDataFillAsync": {get, a.startDataFillAsync},
+		"driver/stopDataFill":       {get, a.stopDataFill},
+		"driver/shutdownDataFill":   {get, a.stopDataFill},
+		"driver/startConditionalDataFill": {get, notSupported("startConditionalDataFill",
+			"a backfill writes every key; there is no conditional (write-if-missing) mode")},
+		"driver/startVerifyDataFill": {get, notSupported("startVerifyDataFill",
+			"set workload.backfillVerify=true (config/set backfillVerify=true) and call startDataFill: the backfill then reads every key back")},
+		"driver/initfromscript": {[]string{http.MethodPost}, notSupported("initfromscript",
+			"Groovy plugins cannot run in ndbench; write a Go driver (see docs/drivers.md) or use the script driver")},
+		"driver/runworkflow":     {get, notSupported("runworkflow", "workflows are not available through this API yet")},
+		"driver/stats":           {get, a.stats},
+		"driver/getserverstatus": {get, a.serverStatus},
+		"driver/getdrivers":      {get, a.drivers},
+		"driver/getReadStatus":   {get, a.readStatus},
+		"driver/getWriteStatus":  {get, a.writeStatus},
+		"driver/shutdownclient":  {get, a.shutdownClient},
+		"config/list":            {get, a.configList(false)},
+		"config/tunable/list":    {get, a.configList(true)},
+		"config/set":             {set, a.configSet("Properties have been applied")},
+		"config/tunable/set":     {set, a.configSet("Tunable Properties have been applied")},
+	}
+	a.prefix = map[string]route{
+		"driver/init/":        {get, a.init},
+		"driver/readSingle/":  {get, a.readSingle},
+		"driver/writeSingle/": {get, a.writeSingle},
+	}
+	return a
+}
+
+// ServeHTTP finds the route. Paths are matched exactly (NDBench's JAX-RS paths are case
+// sensitive); a trailing slash is tolerated.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	if s, ok := strings.CutPrefix(p, strings.TrimSuffix(Prefix, "/")); ok {
+		p = s
+	}
+	p = strings.TrimPrefix(p, "/")
+	rt, rest, ok := a.lookup(p)
+	if !ok {
+		writeResult(w, http.StatusNotFound, false, "no NDBench route "+r.URL.Path+"; routes: "+strings.Join(a.routeNames(), ", "))
+		return
+	}
+	if r.Method == http.MethodOptions {
+		// NDBench answers the CORS preflight of config/set itself; here CORS is the API
+		// server's (an allowlist), so this only says which methods exist.
+		w.Header().Set("Allow", strings.Join(append(slices.Clone(rt.methods), http.MethodOptions), ", "))
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if !slices.Contains(rt.methods, r.Method) {
+		w.Header().Set("Allow", strings.Join(append(slices.Clone(rt.methods), http.MethodOptions), ", "))
+		writeResult(w, http.StatusMethodNotAllowed, false, "method "+r.Method+" not allowed; use "+strings.Join(rt.methods, " or "))
+		return
+	}
+	rt.serve(w, r, rest)
+}
+
+func (a *api) lookup(p string) (route, string, bool) {
+	if rt, ok := a.exact[strings.TrimSuffix(p, "/")]; ok {
+		return rt, "", true
+	}
+	for pre, rt := range a.prefix {
+		if rest, ok := strings.CutPrefix(p, pre); ok && rest != "" {
+			return rt, rest, true
+		}
+	}
+	return route{}, "", false
+}
+
+func (a *api) routeNames() []string {
+	names := make([]string, 0, len(a.exact)+len(a.prefix))
+	for n := range a.exact {
+		names = append(names, n)
+	}
+	for n := range a.prefix {
+		names = append(names, n+"{param}")
+	}
+	slices.Sort(names)
+	return names
+}
+
+// notSupported answers an NDBench route that ndbench deliberately does not implement, so
+// a script gets a reason instead of a 404.
+func notSupported(name, why string) handlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request, _ string) {
+		writeResult(w, http.StatusNotImplemented, false, name+" is not supported: "+why)
+	}
+}
+
+// writeJSON writes v as NDBench does (application/json).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away; nothing left to tell it
+}
+
+func writeResult(w http.ResponseWriter, status int, ok bool, msg string) {
+	writeJSON(w, status, Result{IsSuccess: ok, Message: &msg})
+}
+
+func success(w http.ResponseWriter, msg string) { writeResult(w, http.StatusOK, true, msg) }
+
+// fail answers with NDBench's error body, prefix being NDBench's own message for the
+// route ("NdBench start failed!"), and an HTTP status that tells whose fault it is.
+func fail(w http.ResponseWriter, prefix string, err error) {
+	writeResult(w, statusOf(err), false, prefix+" "+oneLine(err))
+}
+
+// statusOf maps an error onto an HTTP status. NDBench answers every failure with 500;
+// here a request the caller can fix gets a 4xx, with the same body.
+func statusOf(err error) int {
+	var bad *badRequest
+	switch {
+	case errors.As(err, &bad):
+		return http.StatusBadRequest
+	case errors.Is(err, instance.ErrNotInitialized), errors.Is(err, instance.ErrAlreadyInitialized),
+		errors.Is(err, engine.ErrBackfillRunning):
+		return http.StatusConflict
+	case errors.Is(err, driver.ErrUnknownDriver):
+		return http.StatusBadRequest
+	}
+	if _, ok := driver.AsFieldErrors(err); ok {
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// badRequest is a request parameter the caller got wrong.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+func badParam(msg string) error { return &badRequest{msg: msg} }
+
+// oneLine joins a multi-line error (driver.FieldErrors has one line per key).
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
