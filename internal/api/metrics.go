@@ -1,0 +1,106 @@
+package api
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// quantiles are the percentiles exported as gauges, with their summary field.
+var quantiles = []struct {
+	label string
+	get   func(stats.Latency) float64
+}{
+	{"0.5", func(l stats.Latency) float64 { return l.P50 }},
+	{"0.95", func(l stats.Latency) float64 { return l.P95 }},
+	{"0.99", func(l stats.Latency) float64 { return l.P99 }},
+	{"0.999", func(l stats.Latency) float64 { return l.P999 }},
+	{"1", func(l stats.Latency) float64 { return l.Max }},
+}
+
+// metrics are the Prometheus view of the statistics. Counters are fed by the interval
+// deltas, not read from the cumulative view, so a stats reset never makes them go down.
+type metrics struct {
+	ops        *prometheus.CounterVec
+	errors     *prometheus.CounterVec
+	validation *prometheus.CounterVec
+	latency    *prometheus.GaugeVec
+	target     *prometheus.GaugeVec
+	workers    *prometheus.GaugeVec
+	backlog    *prometheus.GaugeVec
+	pending    *prometheus.GaugeVec
+}
+
+func newMetrics(reg *prometheus.Registry) (*metrics, error) {
+	m := &metrics{
+		ops: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ndbench_ops_total",
+			Help: "Operations answered by the store, by op class and result (success, miss)."}, []string{"op", "result"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ndbench_errors_total",
+			Help: "Failed operations by op class and error class (timeout, unavailable, throttled, rejected, other)."}, []string{"op", "class"}),
+		validation: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ndbench_validation_failures_total",
+			Help: "Values read that failed validation, by op class and kind (corrupt, wrongKey, stale, lost)."}, []string{"op", "kind"}),
+		latency: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_latency_seconds",
+			Help: "Latency percentiles over the last 1 s interval; type response (from intended start) or service (from actual start)."},
+			[]string{"op", "type", "quantile"}),
+		target: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_target_rate",
+			Help: "Target operations per second (0 = closed loop)."}, []string{"op"}),
+		workers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_workers",
+			Help: "Running workers."}, []string{"op"}),
+		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_backlog_seconds",
+			Help: "How far the pacer is behind its schedule."}, []string{"op"}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_pending_ops",
+			Help: "Intended operations that are overdue."}, []string{"op"}),
+	}
+	for _, c := range []prometheus.Collector{m.ops, m.errors, m.validation, m.latency, m.target, m.workers, m.backlog, m.pending,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	// Every series exists from the start, so rate() and alerts see zeros, not gaps.
+	for _, op := range stats.Ops {
+		name := op.String()
+		m.ops.WithLabelValues(name, "success")
+		m.ops.WithLabelValues(name, "miss")
+		for _, c := range driver.Classes {
+			m.errors.WithLabelValues(name, c.String())
+		}
+		for _, v := range stats.Validations {
+			m.validation.WithLabelValues(name, v.String())
+		}
+	}
+	return m, nil
+}
+
+// observe adds one interval; it runs on the collector's tick goroutine.
+func (m *metrics) observe(iv *stats.Interval, sum stats.Summary) {
+	for _, op := range stats.Ops {
+		name := op.String()
+		o := &iv.Ops[op]
+		m.ops.WithLabelValues(name, "success").Add(float64(o.Successes))
+		m.ops.WithLabelValues(name, "miss").Add(float64(o.Misses))
+		for _, c := range driver.Classes {
+			if n := o.Failures[c]; n > 0 {
+				m.errors.WithLabelValues(name, c.String()).Add(float64(n))
+			}
+		}
+		for _, v := range stats.Validations {
+			if n := o.Validation[v]; n > 0 {
+				m.validation.WithLabelValues(name, v.String()).Add(float64(n))
+			}
+		}
+		os := sum.Ops[name]
+		for _, q := range quantiles {
+			m.latency.WithLabelValues(name, "response", q.label).Set(q.get(os.ResponseTime) / 1e6)
+			m.latency.WithLabelValues(name, "service", q.label).Set(q.get(os.ServiceTime) / 1e6)
+		}
+		m.target.WithLabelValues(name).Set(o.TargetRate)
+		m.workers.WithLabelValues(name).Set(float64(o.Workers))
+		m.backlog.WithLabelValues(name).Set(o.Backlog.Seconds())
+		m.pending.WithLabelValues(name).Set(float64(o.Pending))
+	}
+}

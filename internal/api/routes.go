@@ -1,0 +1,390 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// register adds one operation with its declared error responses (all as Problem; 401 on
+// every route but /health) and maps the handler's errors onto problems.
+func register[I, O any](s *Server, op huma.Operation, errs []int, h func(context.Context, *I) (*O, error)) {
+	oapi := s.api.OpenAPI()
+	schema := oapi.Components.Schemas.Schema(reflectProblem, true, "Problem")
+	if op.Path != "/health" {
+		errs = append(errs, http.StatusUnauthorized)
+		op.Security = []map[string][]string{{"bearer": {}}}
+	} else {
+		op.Security = []map[string][]string{}
+	}
+	op.Responses = map[string]*huma.Response{}
+	for _, code := range errs {
+		op.Responses[strconv.Itoa(code)] = &huma.Response{
+			Description: http.StatusText(code),
+			Content:     map[string]*huma.MediaType{"application/problem+json": {Schema: schema}},
+		}
+	}
+	op.MaxBodyBytes = s.opts.MaxBodyBytes
+	huma.Register(s.api, op, func(ctx context.Context, in *I) (*O, error) {
+		out, err := h(ctx, in)
+		if err != nil {
+			if p := problemFor(err); p != nil {
+				return nil, p
+			}
+			s.log.Error("request failed", "operation", op.OperationID, "err", err)
+			return nil, newProblem(http.StatusInternalServerError, "internal error: "+err.Error())
+		}
+		return out, nil
+	})
+}
+
+// Body-carrying operations can fail on malformed JSON (400), a body over the limit (413)
+// or a schema violation such as an unknown field (422).
+var bodyErrs = []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity}
+
+type empty struct{}
+
+// HealthBody answers /health.
+type HealthBody struct {
+	Status  string `json:"status" example:"ok" doc:"Always ok while the process serves requests"`
+	Version string `json:"version" doc:"ndbench version"`
+}
+
+// DriverInfo describes one registered driver.
+type DriverInfo struct {
+	Name    string          `json:"name"`
+	Summary string          `json:"summary"`
+	Options []driver.Option `json:"options" doc:"Option schema: names, types, defaults, bounds, live and secret flags"`
+}
+
+// InitRequest connects a driver.
+type InitRequest struct {
+	Driver  string            `json:"driver" minLength:"1" doc:"Registered driver name (GET /api/v1/drivers)"`
+	Options map[string]string `json:"options,omitempty" doc:"Driver options (name to value), over the configured ones"`
+}
+
+// LoadRequest selects op classes; empty or absent means reads and writes.
+type LoadRequest struct {
+	Ops []string `json:"ops,omitempty" enum:"read,write" uniqueItems:"true" doc:"Op classes: read, write; empty = both"`
+}
+
+// BackfillRequest starts a backfill; zero values keep the configured setting.
+type BackfillRequest struct {
+	Workers int     `json:"workers,omitempty" minimum:"0" maximum:"10000" doc:"Parallel workers; 0 = workload.backfillWorkers"`
+	Rate    float64 `json:"rate,omitempty" minimum:"0" doc:"Writes per second; 0 = workload.backfillRate (0 there = unlimited)"`
+	Verify  bool    `json:"verify,omitempty" doc:"Read every key back afterwards (also on when workload.backfillVerify is)"`
+}
+
+// StatsBody is the latest interval and the cumulative view.
+type StatsBody struct {
+	Latest     stats.Summary `json:"latest" doc:"The last 1 s interval"`
+	Cumulative stats.Summary `json:"cumulative" doc:"Since the driver was first initialized or the last reset"`
+}
+
+// SeriesBody is the retained time series.
+type SeriesBody struct {
+	Points []stats.Point `json:"points" doc:"One point per interval, oldest first (at most an hour)"`
+}
+
+// OpHistograms are one op class's cumulative histograms.
+type OpHistograms struct {
+	Count        int64  `json:"count" doc:"Values recorded"`
+	ResponseTime []byte `json:"responseTime" doc:"Response time histogram (from intended start), base64 of HdrHistogram V2 compressed encoding"`
+	ServiceTime  []byte `json:"serviceTime" doc:"Service time histogram (from actual start), same encoding"`
+}
+
+// HistogramsBody carries cumulative histograms for cluster aggregation.
+type HistogramsBody struct {
+	Unit     string                  `json:"unit" example:"microseconds"`
+	Encoding string                  `json:"encoding" example:"HdrHistogram V2 compressed, base64"`
+	Start    time.Time               `json:"start" doc:"Start of the cumulative span"`
+	End      time.Time               `json:"end" doc:"End of the last interval in it"`
+	Ops      map[string]OpHistograms `json:"ops"`
+}
+
+// ConfigEntry is one effective configuration key.
+type ConfigEntry struct {
+	Key    string `json:"key"`
+	Value  string `json:"value" doc:"Effective value; secrets are redacted"`
+	Source string `json:"source" doc:"Layer that set it: default, file ..., env ..., etcd ..., --set"`
+	Secret bool   `json:"secret"`
+}
+
+// ConfigBody is the effective configuration.
+type ConfigBody struct {
+	Version        uint64          `json:"version" doc:"Increases with every applied change"`
+	Entries        []ConfigEntry   `json:"entries"`
+	Notices        []string        `json:"notices"`
+	Pending        []string        `json:"pending" doc:"Changed keys that take effect at the next driver init"`
+	WorkloadSchema []driver.Option `json:"workloadSchema"`
+}
+
+// PatchRequest changes configuration keys atomically.
+type PatchRequest struct {
+	Values map[string]string `json:"values" minProperties:"1" doc:"Key to value, e.g. {\"workload.readRate\": \"5000\"}"`
+}
+
+// PatchBody says what a change did.
+type PatchBody struct {
+	Config  ConfigBody `json:"config"`
+	Pending []string   `json:"pending" doc:"Changed keys that take effect at the next driver init (options that are not live)"`
+}
+
+// KVBody is one stored value.
+type KVBody struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value" doc:"The stored bytes, base64"`
+	Size  int    `json:"size" doc:"Length of the value in bytes"`
+}
+
+// KVPut writes one value.
+type KVPut struct {
+	Value []byte `json:"value" doc:"Bytes to store, base64 (standard alphabet, padded)"`
+}
+
+type keyPath struct {
+	Key string `path:"key" minLength:"1" maxLength:"1024" doc:"Key, e.g. T42"`
+}
+
+type out[T any] struct{ Body T }
+
+func (s *Server) routes() {
+	conflict := http.StatusConflict
+	register(s, huma.Operation{OperationID: "health", Method: http.MethodGet, Path: "/health", Tags: []string{"service"},
+		Summary: "Health check (no auth)", Description: "Answers while the process serves requests; needs no token."},
+		[]int{http.StatusUnprocessableEntity}, func(context.Context, *empty) (*out[HealthBody], error) {
+			return &out[HealthBody]{HealthBody{Status: "ok", Version: s.opts.Version}}, nil
+		})
+	register(s, huma.Operation{OperationID: "get-status", Method: http.MethodGet, Path: "/api/v1/status", Tags: []string{"service"},
+		Summary: "What the node is doing", Description: "Driver, running op classes, backfill, config version, pending changes, last error."},
+		nil, func(context.Context, *empty) (*out[instance.Status], error) {
+			return &out[instance.Status]{s.inst.Status()}, nil
+		})
+	register(s, huma.Operation{OperationID: "list-drivers", Method: http.MethodGet, Path: "/api/v1/drivers", Tags: []string{"driver"},
+		Summary: "Registered drivers and their option schemas"},
+		nil, func(context.Context, *empty) (*out[[]DriverInfo], error) {
+			var list []DriverInfo
+			for _, n := range driver.Names() {
+				def, _ := driver.Lookup(n)
+				schema, err := driver.Schema(def.NewOptions())
+				if err != nil {
+					return nil, fmt.Errorf("schema of driver %s: %w", n, err)
+				}
+				list = append(list, DriverInfo{Name: n, Summary: def.Summary, Options: schema})
+			}
+			return &out[[]DriverInfo]{list}, nil
+		})
+	register(s, huma.Operation{OperationID: "init-driver", Method: http.MethodPost, Path: "/api/v1/driver/init", Tags: []string{"driver"},
+		Summary: "Connect a driver", Description: "Validates the options, connects and builds the engine; load does not start. " +
+			"422 names every bad option (or lists the registered drivers); 409 when a driver is already connected; 502 when the store cannot be reached."},
+		append(slices.Clone(bodyErrs), conflict, http.StatusBadGateway), func(ctx context.Context, in *struct{ Body InitRequest }) (*out[instance.Status], error) {
+			if _, ok := driver.Lookup(in.Body.Driver); !ok {
+				return nil, driver.UnknownDriverError(in.Body.Driver)
+			}
+			initCtx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := s.inst.Init(initCtx, in.Body.Driver, in.Body.Options); err != nil {
+				if p := problemFor(err); p != nil {
+					return nil, p
+				}
+				return nil, storeProblem(err)
+			}
+			return &out[instance.Status]{s.inst.Status()}, nil
+		})
+	register(s, huma.Operation{OperationID: "shutdown-driver", Method: http.MethodPost, Path: "/api/v1/driver/shutdown", Tags: []string{"driver"},
+		Summary: "Stop all load and disconnect the driver"},
+		[]int{conflict}, func(context.Context, *empty) (*out[instance.Status], error) {
+			if err := s.inst.Shutdown(); err != nil {
+				return nil, err
+			}
+			return &out[instance.Status]{s.inst.Status()}, nil
+		})
+	for _, act := range []struct {
+		name string
+		f    func(...stats.Op) error
+	}{{"start", s.inst.Start}, {"stop", s.inst.Stop}} {
+		register(s, huma.Operation{OperationID: act.name + "-load", Method: http.MethodPost, Path: "/api/v1/load/" + act.name, Tags: []string{"load"},
+			Summary: strUpper(act.name) + " reads, writes or both", Description: `Body {"ops": ["read"]}; no body or empty ops = both. 409 before a driver is initialized.`},
+			append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
+				Body *LoadRequest
+			}) (*out[instance.Status], error) {
+				var req LoadRequest
+				if in.Body != nil {
+					req = *in.Body
+				}
+				ops := make([]stats.Op, 0, len(req.Ops))
+				for _, name := range req.Ops {
+					op, _ := stats.ParseOp(name) // the schema's enum admits read and write only
+					ops = append(ops, op)
+				}
+				if err := act.f(ops...); err != nil {
+					return nil, err
+				}
+				return &out[instance.Status]{s.inst.Status()}, nil
+			})
+	}
+	register(s, huma.Operation{OperationID: "start-backfill", Method: http.MethodPost, Path: "/api/v1/backfill/start", Tags: []string{"load"},
+		Summary: "Write every key once, in the background", DefaultStatus: http.StatusAccepted,
+		Description: "Progress at GET /api/v1/backfill. 409 before init or while a backfill runs."},
+		append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
+			Body *BackfillRequest
+		}) (*out[engine.BackfillStatus], error) {
+			var req BackfillRequest
+			if in.Body != nil {
+				req = *in.Body
+			}
+			if err := s.inst.StartBackfill(engine.BackfillOptions{Workers: req.Workers, Rate: req.Rate, Verify: req.Verify}); err != nil {
+				return nil, err
+			}
+			return s.backfillStatus()
+		})
+	register(s, huma.Operation{OperationID: "stop-backfill", Method: http.MethodPost, Path: "/api/v1/backfill/stop", Tags: []string{"load"},
+		Summary: "Stop a running backfill"},
+		[]int{conflict}, func(context.Context, *empty) (*out[engine.BackfillStatus], error) {
+			if err := s.inst.StopBackfill(); err != nil {
+				return nil, err
+			}
+			return s.backfillStatus()
+		})
+	register(s, huma.Operation{OperationID: "get-backfill", Method: http.MethodGet, Path: "/api/v1/backfill", Tags: []string{"load"},
+		Summary: "Backfill progress"},
+		[]int{conflict}, func(context.Context, *empty) (*out[engine.BackfillStatus], error) {
+			return s.backfillStatus()
+		})
+	register(s, huma.Operation{OperationID: "get-stats", Method: http.MethodGet, Path: "/api/v1/stats", Tags: []string{"stats"},
+		Summary: "Latest interval and cumulative statistics", Description: "Latencies in microseconds; rates per second."},
+		nil, func(context.Context, *empty) (*out[StatsBody], error) {
+			c := s.inst.Collector()
+			return &out[StatsBody]{StatsBody{Latest: c.Latest(), Cumulative: c.Cumulative()}}, nil
+		})
+	register(s, huma.Operation{OperationID: "get-series", Method: http.MethodGet, Path: "/api/v1/stats/series", Tags: []string{"stats"},
+		Summary: "Time series of intervals", Description: "With since (RFC 3339), only the points whose interval ended after it."},
+		[]int{http.StatusUnprocessableEntity}, func(_ context.Context, in *struct {
+			Since string `query:"since" doc:"RFC 3339 time, e.g. 2026-01-02T15:04:05Z"`
+		}) (*out[SeriesBody], error) {
+			var since time.Time
+			if in.Since != "" {
+				t, err := time.Parse(time.RFC3339Nano, in.Since)
+				if err != nil {
+					p := newProblem(http.StatusUnprocessableEntity, "since: want an RFC 3339 time such as 2026-01-02T15:04:05Z")
+					p.Errors = []*huma.ErrorDetail{{Message: "invalid RFC 3339 time", Location: "query.since", Value: in.Since}}
+					return nil, p
+				}
+				since = t
+			}
+			return &out[SeriesBody]{SeriesBody{Points: s.inst.Collector().SeriesSince(since)}}, nil
+		})
+	register(s, huma.Operation{OperationID: "get-histograms", Method: http.MethodGet, Path: "/api/v1/stats/histograms", Tags: []string{"stats"},
+		Summary: "Cumulative HDR histograms per op class, encoded for aggregation"},
+		nil, func(context.Context, *empty) (*out[HistogramsBody], error) {
+			c := s.inst.Collector()
+			cum := c.Cumulative()
+			b := HistogramsBody{Unit: "microseconds", Encoding: "HdrHistogram V2 compressed, base64", Start: cum.Start, End: cum.End, Ops: map[string]OpHistograms{}}
+			for _, op := range stats.Ops {
+				resp, svc := c.CumulativeHistograms(op)
+				re, err := stats.EncodeHistogram(resp)
+				if err != nil {
+					return nil, fmt.Errorf("encode %s histogram: %w", op, err)
+				}
+				se, err := stats.EncodeHistogram(svc)
+				if err != nil {
+					return nil, fmt.Errorf("encode %s histogram: %w", op, err)
+				}
+				b.Ops[op.String()] = OpHistograms{Count: resp.TotalCount(), ResponseTime: re, ServiceTime: se}
+			}
+			return &out[HistogramsBody]{b}, nil
+		})
+	register(s, huma.Operation{OperationID: "reset-stats", Method: http.MethodPost, Path: "/api/v1/stats/reset", Tags: []string{"stats"},
+		Summary: "Start a new cumulative span", Description: "The series and Prometheus counters are kept (counters never go down)."},
+		[]int{http.StatusUnprocessableEntity}, func(context.Context, *empty) (*struct{}, error) {
+			s.inst.Collector().Reset()
+			return &struct{}{}, nil
+		})
+	register(s, huma.Operation{OperationID: "get-config", Method: http.MethodGet, Path: "/api/v1/config", Tags: []string{"config"},
+		Summary: "Effective configuration with the source of every value", Description: "Secrets are redacted."},
+		nil, func(context.Context, *empty) (*out[ConfigBody], error) {
+			return &out[ConfigBody]{s.configBody(s.inst.Config(), s.inst.Status().Pending)}, nil
+		})
+	register(s, huma.Operation{OperationID: "patch-config", Method: http.MethodPatch, Path: "/api/v1/config", Tags: []string{"config"},
+		Summary: "Change configuration keys while running",
+		Description: "All or nothing: the whole configuration is validated with the change; any bad key gives 422 naming every one, and nothing is applied. " +
+			"Live keys apply at once; others are listed in pending until the next driver init."},
+		slices.Clone(bodyErrs), func(_ context.Context, in *struct{ Body PatchRequest }) (*out[PatchBody], error) {
+			res, err := s.inst.Patch(in.Body.Values)
+			if err != nil {
+				return nil, err
+			}
+			pending := res.Pending
+			if pending == nil {
+				pending = []string{}
+			}
+			return &out[PatchBody]{PatchBody{Config: s.configBody(res.Snapshot, pending), Pending: pending}}, nil
+		})
+	register(s, huma.Operation{OperationID: "read-key", Method: http.MethodGet, Path: "/api/v1/kv/{key}", Tags: []string{"debug"},
+		Summary: "Read one key through the driver", Description: "For debugging. 404 when the store has no such key; 502/504 when the store fails."},
+		[]int{http.StatusNotFound, conflict, http.StatusUnprocessableEntity, http.StatusBadGateway, http.StatusGatewayTimeout},
+		func(ctx context.Context, in *keyPath) (*out[KVBody], error) {
+			v, err := s.inst.Read(ctx, in.Key)
+			if err != nil {
+				if errors.Is(err, driver.ErrNotFound) {
+					return nil, newProblem(http.StatusNotFound, "key "+strconv.Quote(in.Key)+" not found")
+				}
+				return nil, storeProblem(err)
+			}
+			return &out[KVBody]{KVBody{Key: in.Key, Value: v, Size: len(v)}}, nil
+		})
+	register(s, huma.Operation{OperationID: "write-key", Method: http.MethodPut, Path: "/api/v1/kv/{key}", Tags: []string{"debug"},
+		Summary: "Write one key through the driver", Description: `For debugging. Body {"value": "<base64>"}. Note that validating reads flag values not written by ndbench.`},
+		append(slices.Clone(bodyErrs), conflict, http.StatusBadGateway, http.StatusGatewayTimeout),
+		func(ctx context.Context, in *struct {
+			Key  string `path:"key" minLength:"1" maxLength:"1024" doc:"Key, e.g. T42"`
+			Body KVPut
+		}) (*struct{}, error) {
+			if err := s.inst.Write(ctx, in.Key, in.Body.Value); err != nil {
+				return nil, storeProblem(err)
+			}
+			return &struct{}{}, nil
+		})
+}
+
+func strUpper(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+func (s *Server) backfillStatus() (*out[engine.BackfillStatus], error) {
+	st := s.inst.Status()
+	if st.Backfill == nil {
+		return nil, instance.ErrNotInitialized
+	}
+	return &out[engine.BackfillStatus]{*st.Backfill}, nil
+}
+
+func (s *Server) configBody(snap *config.Snapshot, pending []string) ConfigBody {
+	b := ConfigBody{Version: snap.Version, Entries: make([]ConfigEntry, 0, len(snap.Entries)),
+		Notices: slices.Clone(snap.Notices), Pending: pending, WorkloadSchema: config.WorkloadSchema()}
+	for _, e := range snap.Entries {
+		b.Entries = append(b.Entries, ConfigEntry{Key: e.Key, Value: e.Value, Source: e.Source, Secret: e.Secret})
+	}
+	if b.Notices == nil {
+		b.Notices = []string{}
+	}
+	if b.Pending == nil {
+		b.Pending = []string{}
+	}
+	return b
+}

@@ -1,0 +1,306 @@
+// Package api is ndbench's HTTP service: the REST API under /api/v1 (described by an
+// OpenAPI 3.1 document at /openapi.json), live statistics over Server-Sent Events,
+// Prometheus metrics at /metrics, NDBench's REST routes under /REST/ndbench/ and a health
+// check at /health.
+//
+// It binds 127.0.0.1 unless a token is set: with a token every route but /health needs
+// "Authorization: Bearer <token>". Cross-origin requests are allowed only from an explicit
+// allowlist of origins.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/ndbenchapi"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// DefaultListen is where the service listens unless told otherwise: loopback only, so an
+// unauthenticated API is never reachable from the network by default.
+const DefaultListen = "127.0.0.1:8080"
+
+// DefaultMaxBodyBytes bounds request bodies; the largest legitimate one (a config patch or
+// a debug value) is far smaller.
+const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultHeartbeat is how often an idle SSE stream gets a comment, so proxies and clients
+// with idle timeouts keep it open.
+const DefaultHeartbeat = 15 * time.Second
+
+// Options configure a Server.
+type Options struct {
+	// Instance is the node the API controls. Required.
+	Instance *instance.Instance
+	// Token, when set, is required as a bearer token on every route except /health.
+	Token string
+	// CORSOrigins are the origins (scheme://host[:port]) allowed to call the API from a
+	// browser page served elsewhere. None by default.
+	CORSOrigins []string
+	// Logger gets request and stream logs; nil discards them.
+	Logger *slog.Logger
+	// Version is reported by /health and in the OpenAPI document.
+	Version string
+	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Heartbeat is the SSE comment interval; 0 means DefaultHeartbeat.
+	Heartbeat time.Duration
+}
+
+// Server serves the API of one instance. Close releases its subscriptions.
+type Server struct {
+	opts    Options
+	inst    *instance.Instance
+	log     *slog.Logger
+	api     huma.API
+	mux     *http.ServeMux
+	handler http.Handler
+	reg     *prometheus.Registry
+	metrics *metrics
+	hub     *hub
+	unsub   func()
+	token   [sha256.Size]byte
+}
+
+// New builds the server for opts.Instance. It subscribes to the instance's statistics
+// (for metrics and streams) until Close.
+func New(opts Options) (*Server, error) {
+	if opts.Instance == nil {
+		return nil, errors.New("api: no instance")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	for _, o := range opts.CORSOrigins {
+		if o == "*" || !strings.Contains(o, "://") {
+			return nil, fmt.Errorf("api: CORS origin %q: want an explicit origin such as https://ui.example.com", o)
+		}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, inst: opts.Instance, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), hub: newHub()}
+	s.token = sha256.Sum256([]byte(opts.Token))
+	m, err := newMetrics(s.reg)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+
+	cfg := huma.DefaultConfig("ndbench", opts.Version)
+	// No $schema links in bodies and no /schemas route: the document at /openapi.json is
+	// the one description clients need. The built-in docs page loads scripts from a CDN,
+	// so /docs is our own self-contained page instead.
+	cfg.CreateHooks = nil
+	cfg.SchemasPath = ""
+	cfg.DocsPath = ""
+	cfg.RejectUnknownQueryParameters = true
+	cfg.Info.Description = "Control and observe one ndbench node: driver lifecycle, load, backfill, live configuration and statistics."
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		"bearer": {Type: "http", Scheme: "bearer", Description: "Required when the server was started with a token (--token or NDBENCH_TOKEN)."},
+	}
+	s.api = humago.New(s.mux, cfg)
+	s.routes()
+	s.streamRoute()
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	s.mux.HandleFunc("GET /docs", s.docs)
+	// NDBench's own routes, so its scripts and pipelines work unchanged (same auth).
+	s.mux.Handle(ndbenchapi.Prefix, ndbenchapi.Handler(s.inst))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+"; see /openapi.json")
+	})
+
+	s.unsub = s.inst.Collector().Subscribe(s.interval)
+	s.handler = s.recoverer(s.cors(s.auth(s.limitBody(s.mux))))
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler, with auth, CORS and body limits applied.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// OpenAPI returns the API description, as served at /openapi.json.
+func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
+
+// Close stops feeding metrics and ends every open event stream.
+func (s *Server) Close() {
+	s.unsub()
+	s.hub.close()
+}
+
+// interval runs on the collector's tick goroutine once a second: it must not block, so
+// it computes the summary once and hands copies to the metrics and to stream buffers.
+func (s *Server) interval(iv *stats.Interval) {
+	sum := iv.Summary()
+	s.metrics.observe(iv, sum)
+	s.hub.publish(sum)
+}
+
+// CheckListen refuses a listen address other than loopback when no token is set: the API
+// can start load against production stores and must not be open to the network.
+func CheckListen(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w (want host:port, e.g. %s)", addr, err, DefaultListen)
+	}
+	if token != "" || isLoopback(host) {
+		return nil
+	}
+	shown := host
+	if shown == "" {
+		shown = "all interfaces"
+	}
+	return fmt.Errorf("refusing to listen on %s (%s) without a token: anyone who can reach it could drive load against your stores; "+
+		"set --token or NDBENCH_TOKEN, or listen on 127.0.0.1", addr, shown)
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully (open streams end at
+// once; other requests get a few seconds to finish).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// Event streams lift this deadline for their own connection.
+		WriteTimeout:   60 * time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	srv.RegisterOnShutdown(s.hub.close)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shut down HTTP server: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// auth requires the bearer token on every route but /health (and CORS preflights, which
+// browsers send without credentials). Tokens are compared as hashes in constant time, so
+// neither their content nor their length leaks through timing.
+func (s *Server) auth(next http.Handler) http.Handler {
+	if s.opts.Token == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ndbench"`)
+			writeProblem(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cors answers browsers from allowlisted origins only; other origins get no CORS headers,
+// so their pages cannot read responses.
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		allowed := slices.Contains(s.opts.CORSOrigins, origin)
+		w.Header().Add("Vary", "Origin")
+		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+		if allowed {
+			w.Header().Set("Access-Control-Allow-Origin", origin)
+			w.Header().Set("Access-Control-Expose-Headers", "Content-Type, WWW-Authenticate")
+		}
+		if !preflight {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !allowed {
+			writeProblem(w, http.StatusForbidden, "origin "+origin+" is not allowed (see --cors-origin)")
+			return
+		}
+		w.Header().Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH")
+		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		w.Header().Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// limitBody rejects a declared oversized body before reading it and caps bodies of
+// unknown length; the API's operations also stop reading at the same limit.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.opts.MaxBodyBytes {
+			writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d bytes", r.ContentLength, s.opts.MaxBodyBytes))
+			return
+		}
+		if r.Body != nil {
+			// One byte over the limit, so huma's own limit (which counts to it) sees the
+			// overflow and answers 413 instead of a read error.
+			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes+1)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverer turns a panic in a handler into a 500 problem without a stack trace in the
+// response; the panic is logged for the operator.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeProblem(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

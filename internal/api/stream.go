@@ -1,0 +1,140 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// streamBuffer is how many intervals a slow client may fall behind before it misses
+// some: the tick goroutine never waits for a client.
+const streamBuffer = 8
+
+// hub fans each interval's summary out to the open event streams.
+type hub struct {
+	mu      sync.Mutex
+	clients map[chan []byte]struct{}
+	done    chan struct{}
+	closed  bool
+}
+
+func newHub() *hub {
+	return &hub{clients: map[chan []byte]struct{}{}, done: make(chan struct{})}
+}
+
+// publish encodes the summary once and offers it to every client without blocking.
+func (h *hub) publish(sum stats.Summary) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.clients) == 0 {
+		return
+	}
+	data, err := json.Marshal(sum)
+	if err != nil {
+		return // a Summary is plain data; this cannot fail
+	}
+	for c := range h.clients {
+		select {
+		case c <- data:
+		default: // slow client: it misses this interval
+		}
+	}
+}
+
+func (h *hub) subscribe() (chan []byte, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	c := make(chan []byte, streamBuffer)
+	h.clients[c] = struct{}{}
+	return c, true
+}
+
+func (h *hub) unsubscribe(c chan []byte) {
+	h.mu.Lock()
+	delete(h.clients, c)
+	h.mu.Unlock()
+}
+
+// close ends every stream (server shutdown), idempotently.
+func (h *hub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.closed {
+		h.closed = true
+		close(h.done)
+	}
+}
+
+// streamRoute serves GET /api/v1/stats/stream and documents it: huma's handlers return
+// one response, an event stream is written as it goes, so it is a plain handler.
+func (s *Server) streamRoute() {
+	schema := s.api.OpenAPI().Components.Schemas.Schema(reflectProblem, true, "Problem")
+	sumSchema := s.api.OpenAPI().Components.Schemas.Schema(reflectSummary, true, "Summary")
+	s.api.OpenAPI().AddOperation(&huma.Operation{
+		OperationID: "stream-stats", Method: http.MethodGet, Path: "/api/v1/stats/stream", Tags: []string{"stats"},
+		Summary: "Live statistics as Server-Sent Events",
+		Description: "One `interval` event per second whose data is the interval summary (JSON, as `latest` in GET /api/v1/stats); " +
+			"comment lines as heartbeats. A client that reads too slowly misses intervals rather than slowing the server.",
+		Security: []map[string][]string{{"bearer": {}}},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "Event stream", Content: map[string]*huma.MediaType{"text/event-stream": {Schema: sumSchema}}},
+			"401": {Description: http.StatusText(http.StatusUnauthorized), Content: map[string]*huma.MediaType{"application/problem+json": {Schema: schema}}},
+			"503": {Description: "Server shutting down", Content: map[string]*huma.MediaType{"application/problem+json": {Schema: schema}}},
+		},
+	})
+	s.mux.HandleFunc("GET /api/v1/stats/stream", s.stream)
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.hub.subscribe()
+	if !ok {
+		writeProblem(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
+	defer s.hub.unsubscribe(c)
+	rc := http.NewResponseController(w)
+	// The server's write timeout is for ordinary responses; a stream lives as long as its
+	// client does.
+	_ = rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprint(w, ": ndbench stats stream\nretry: 2000\n\n"); err != nil {
+		return
+	}
+	if rc.Flush() != nil {
+		return
+	}
+	beat := time.NewTicker(s.opts.Heartbeat)
+	defer beat.Stop()
+	for {
+		var err error
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.hub.done:
+			return
+		case <-beat.C:
+			_, err = fmt.Fprint(w, ": heartbeat\n\n")
+		case data := <-c:
+			_, err = fmt.Fprintf(w, "event: interval\ndata: %s\n\n", data)
+		}
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
