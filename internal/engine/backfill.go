@@ -182,8 +182,9 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 	} else {
 		b.status.Phase = "done"
 	}
+	phase := b.status.Phase
 	b.mu.Unlock()
-	e.log.Info("backfill finished", "status", b.status.Phase, "written", b.written.Load(), "failed", b.failed.Load())
+	e.log.Info("backfill finished", "status", phase, "written", b.written.Load(), "failed", b.failed.Load())
 }
 
 func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pacer, shard *stats.Shard, id int, r workload.Range) {

@@ -429,3 +429,13 @@ func itoa(i int) string {
 	}
 	return string(b)
 }
+
+func TestBackfillTwiceInARow(t *testing.T) {
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) { w.NumKeys = 200 }))
+	for i := 0; i < 3; i++ {
+		st, err := e.Backfill(context.Background(), BackfillOptions{Workers: 2})
+		if err != nil || st.Written != 200 || st.Phase != "done" {
+			t.Fatalf("backfill %d: %+v, %v", i, st, err)
+		}
+	}
+}

@@ -217,6 +217,11 @@ func (i *Instance) StartBackfill(opts engine.BackfillOptions) error {
 	if err != nil {
 		return err
 	}
+	return e.StartBackfill(i.backfillDefaults(opts))
+}
+
+// backfillDefaults fills the zero values of opts from the configuration.
+func (i *Instance) backfillDefaults(opts engine.BackfillOptions) engine.BackfillOptions {
 	w := i.store.Current().Config.Workload
 	if opts.Workers == 0 {
 		opts.Workers = w.BackfillWorkers
@@ -225,7 +230,17 @@ func (i *Instance) StartBackfill(opts engine.BackfillOptions) error {
 		opts.Rate = w.BackfillRate
 	}
 	opts.Verify = opts.Verify || w.BackfillVerify
-	return e.StartBackfill(opts)
+	return opts
+}
+
+// Backfill runs a backfill like StartBackfill and waits for it to finish (or ctx to end,
+// which stops it): NDBench's synchronous data fill.
+func (i *Instance) Backfill(ctx context.Context, opts engine.BackfillOptions) (engine.BackfillStatus, error) {
+	e, err := i.engine()
+	if err != nil {
+		return engine.BackfillStatus{}, err
+	}
+	return e.Backfill(ctx, i.backfillDefaults(opts))
 }
 
 // StopBackfill stops a running backfill.
