@@ -68,10 +68,21 @@ func (s *Store) Subscribe(fn Subscriber) (cancel func()) {
 }
 
 func (s *Store) apply(name string, values map[string]string, merge bool) (*Snapshot, error) {
+	return s.applyFrom(name, "", values, merge)
+}
+
+// PatchFrom is Patch with every patched key labelled origin (e.g. "api") in Entries and
+// errors, whatever the layer's own label, so a value set from the API or the UI does not
+// show as set on the command line.
+func (s *Store) PatchFrom(layer, origin string, values map[string]string) (*Snapshot, error) {
+	return s.applyFrom(layer, origin, values, true)
+}
+
+func (s *Store) applyFrom(name, origin string, values map[string]string, merge bool) (*Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.cur.Load()
-	next, err := old.with(name, values, merge)
+	next, err := old.with(name, origin, values, merge)
 	if err != nil {
 		return nil, err
 	}
@@ -140,20 +151,20 @@ func (s *Store) publish(old, next *Snapshot) *Snapshot {
 func (s *Store) Check(layer string, values map[string]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err := s.cur.Load().with(layer, values, true)
+	_, err := s.cur.Load().with(layer, "", values, true)
 	return err
 }
 
 // with builds the snapshot that results from replacing (or, with merge, patching) the
 // values of one layer of s.
-func (s *Snapshot) with(name string, values map[string]string, merge bool) (*Snapshot, error) {
+func (s *Snapshot) with(name, origin string, values map[string]string, merge bool) (*Snapshot, error) {
 	layers := make([]Layer, 0, len(s.layers)+1)
 	found := false
 	for _, l := range s.layers {
 		l = l.clone()
 		if l.Name == name {
 			found = true
-			l = withValues(l, values, merge)
+			l = withOrigin(withValues(l, values, merge), origin, values)
 		}
 		layers = append(layers, l)
 	}
@@ -165,9 +176,23 @@ func (s *Snapshot) with(name string, values map[string]string, merge bool) (*Sna
 		if name == LayerRuntime {
 			l.Source = "--set"
 		}
-		layers = append(layers, withValues(l, values, false))
+		layers = append(layers, withOrigin(withValues(l, values, false), origin, values))
 	}
 	return Build(layers)
+}
+
+// withOrigin labels the given keys of l with origin (nothing when origin is empty).
+func withOrigin(l Layer, origin string, values map[string]string) Layer {
+	if origin == "" {
+		return l
+	}
+	if l.Origins == nil {
+		l.Origins = map[string]string{}
+	}
+	for k := range values {
+		l.Origins[k] = origin
+	}
+	return l
 }
 
 // withValues returns l with its values replaced by (or, with merge, merged with) values.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -239,5 +240,26 @@ func TestStoreConcurrency(t *testing.T) {
 	}
 	if !slices.IsSorted(seen) || len(seen) != writers*updates {
 		t.Errorf("subscriber saw %d versions, sorted=%v", len(seen), slices.IsSorted(seen))
+	}
+}
+
+func TestPatchFromLabelsTheOrigin(t *testing.T) {
+	snap, err := Load(Sources{Sets: []string{"driver.name=fake-kv", "workload.writeRate=7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(snap)
+	next, err := st.PatchFrom(LayerRuntime, "api", map[string]string{"workload.readRate": "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"workload.readRate": "api", "workload.writeRate": "--set"} {
+		if _, src, _ := next.Value(key); src != want {
+			t.Errorf("%s source = %q, want %q", key, src, want)
+		}
+	}
+	_, err = st.PatchFrom(LayerRuntime, "api", map[string]string{"workload.readers": "-1"})
+	if err == nil || !strings.Contains(err.Error(), "api") {
+		t.Errorf("error does not name the api as source: %v", err)
 	}
 }

@@ -125,7 +125,7 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 	i.mu.Lock()
 	i.drv, i.drvName, i.drvOpts, i.pending = d, name, decoded, nil
 	i.mu.Unlock()
-	snap, err := i.store.Patch(config.LayerRuntime, patch)
+	snap, err := i.store.PatchFrom(config.LayerRuntime, "api", patch)
 	if err == nil {
 		var e *engine.Engine
 		if e, err = engine.New(d, snap.Config.Workload, engine.Options{Collector: i.coll, Logger: i.log}); err == nil {
@@ -305,7 +305,7 @@ type PatchResult struct {
 // above file, env and etcd). The whole configuration is validated first: an invalid
 // change applies nothing and returns field errors.
 func (i *Instance) Patch(values map[string]string) (PatchResult, error) {
-	snap, err := i.store.Patch(config.LayerRuntime, values)
+	snap, err := i.store.PatchFrom(config.LayerRuntime, "api", values)
 	if err != nil {
 		return PatchResult{}, err
 	}
