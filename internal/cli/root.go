@@ -70,7 +70,7 @@ data validation, and every workload parameter changeable while it runs.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(s), newDriversCmd(s), newConfigCmd(s), newVersionCmd(s))
+	root.AddCommand(newRunCmd(s), newServeCmd(s), newDriversCmd(s), newConfigCmd(s), newVersionCmd(s))
 	return root
 }
 

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/api"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/report"
+)
+
+type serveFlags struct {
+	configSources
+	listen       string
+	token        string
+	corsOrigins  []string
+	start        bool
+	etcd         string
+	etcdPrefix   string
+	report       string
+	noWatchFile  bool
+	logLevelText string
+}
+
+func newServeCmd(s *streams) *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run as a service: REST API, live stats, Prometheus metrics",
+		Long: `Run ndbench as a long-lived service controlled over HTTP: connect a driver, backfill,
+start and stop reads and writes, change any parameter while it runs, and watch live
+statistics (Server-Sent Events) and Prometheus metrics. The API is described at
+/openapi.json and /docs.
+
+It listens on 127.0.0.1 unless given a token (--token or NDBENCH_TOKEN): any other
+address without one is refused. With --driver and --start it connects and starts the load
+at once, as a headless service. With --config the file is watched and edits apply live;
+with --config-etcd the keys under --config-prefix do too. On SIGTERM or Ctrl-C it stops
+the load, writes --report if asked, and exits 0.`,
+		Example: `  ndbench serve
+  ndbench serve --driver memory --start --set workload.readRate=5000
+  NDBENCH_TOKEN=s3cret ndbench serve --listen 0.0.0.0:8080 --cors-origin https://ui.example.com
+  ndbench serve -c ndbench.yaml --config-etcd 10.0.0.5:2379 --config-prefix /ndbench/node1/ --report final.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), f, s)
+		},
+	}
+	f.bind(cmd)
+	cmd.Flags().StringVar(&f.listen, "listen", api.DefaultListen, "address to listen on (host:port); other than loopback needs a token")
+	cmd.Flags().StringVar(&f.token, "token", "", "bearer token required on every route but /health (default $NDBENCH_TOKEN)")
+	cmd.Flags().StringArrayVar(&f.corsOrigins, "cors-origin", nil, "origin allowed to call the API from a browser, e.g. https://ui.example.com (repeatable)")
+	cmd.Flags().BoolVar(&f.start, "start", false, "initialize the configured driver and start reads and writes at once")
+	cmd.Flags().StringVar(&f.etcd, "config-etcd", "", "comma-separated etcd endpoints to read live configuration from")
+	cmd.Flags().StringVar(&f.etcdPrefix, "config-prefix", "", "etcd key prefix of this node's configuration, e.g. /ndbench/node1/")
+	cmd.Flags().StringVar(&f.report, "report", "", "on shutdown, write the JSON report of the whole service run to this file")
+	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
+	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
+	return cmd
+}
+
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+func serve(ctx context.Context, f *serveFlags, io *streams) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevelText)); err != nil {
+		return usageError{fmt.Errorf("--log-level: invalid value %q; allowed: debug, info, warn, error", f.logLevelText)}
+	}
+	if (f.etcd == "") != (f.etcdPrefix == "") {
+		return usageError{errors.New("--config-etcd and --config-prefix go together")}
+	}
+	token := f.token
+	if token == "" {
+		token = envValue(io.env, "NDBENCH_TOKEN")
+	}
+	if err := api.CheckListen(f.listen, token); err != nil {
+		return usageError{err}
+	}
+	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level}))
+
+	snap, err := f.load(io.env)
+	if err != nil {
+		return err
+	}
+	for _, n := range snap.Notices {
+		log.Info("config notice", "notice", n)
+	}
+	store := config.NewStore(snap)
+	inst := instance.New(store, log)
+	closed := false
+	defer func() {
+		if !closed {
+			_ = inst.Close()
+		}
+	}()
+
+	srcCtx, stopSources := context.WithCancel(ctx)
+	defer stopSources()
+	onSourceErr := func(err error) {
+		log.Warn("configuration change rejected", "err", err)
+		inst.RecordError(err)
+	}
+	var sources []func(context.Context) error
+	if f.etcd != "" {
+		es, err := config.OpenEtcdSource(ctx, store, config.EtcdOptions{
+			Endpoints: strings.Split(f.etcd, ","), Prefix: f.etcdPrefix, OnError: onSourceErr})
+		if err != nil {
+			return err
+		}
+		sources = append(sources, es.Run)
+	}
+	if f.file != "" && !f.noWatchFile {
+		fs, err := config.OpenFileSource(store, f.file, onSourceErr)
+		if err != nil {
+			return err
+		}
+		sources = append(sources, fs.Run)
+	}
+	for _, run := range sources {
+		go func() {
+			if err := run(srcCtx); err != nil {
+				log.Error("configuration source stopped", "err", err)
+			}
+		}()
+	}
+
+	srv, err := api.New(api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion()})
+	if err != nil {
+		return usageError{err}
+	}
+	defer srv.Close()
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", f.listen, err)
+	}
+	started := time.Now()
+	usage0 := report.ReadUsage()
+	if f.start {
+		name := store.Current().Config.DriverName
+		if _, ok := driver.Lookup(name); !ok {
+			_ = ln.Close()
+			return driver.UnknownDriverError(name)
+		}
+		initCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := inst.Init(initCtx, name, nil)
+		cancel()
+		if err == nil {
+			err = inst.Start()
+		}
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		log.Info("load started", "driver", name)
+	}
+	fmt.Fprintf(io.out, "ndbench %s serving on http://%s (API docs at /docs)\n", toolVersion(), ln.Addr())
+
+	serveErr := srv.Serve(ctx, ln) // returns when ctx ends (signal) or the listener fails
+	if f.report == "" {
+		return serveErr
+	}
+	// The final report: stop the load, let operations in flight finish, close the last
+	// interval, and report like `ndbench run` does.
+	st := inst.Status()
+	_ = inst.Stop()
+	snapNow := inst.Config()
+	ended := time.Now()
+	closed = true
+	_ = inst.Close()
+	coll := inst.Collector()
+	in := report.Input{
+		ToolVersion: toolVersion(),
+		Started:     started,
+		Ended:       ended,
+		DriverName:  st.Driver,
+		Panics:      st.DriverPanics,
+		Cumulative:  coll.Cumulative(),
+		Series:      coll.Series(),
+		Backfill:    ranBackfill(st),
+		Snapshot:    snapNow,
+		UsageStart:  usage0,
+		UsageEnd:    report.ReadUsage(),
+		DriverInfo:  st.ConnectionInfo,
+		DriverStats: st.DriverStats,
+	}
+	if err := report.WriteFile(f.report, report.Build(in)); err != nil {
+		return errors.Join(serveErr, err)
+	}
+	fmt.Fprintf(io.out, "report written to %s\n", f.report)
+	return serveErr
+}
+
+// ranBackfill returns the backfill status for the report when a backfill ran.
+func ranBackfill(st instance.Status) *engine.BackfillStatus {
+	if st.Backfill == nil || st.Backfill.Phase == "idle" || st.Backfill.Phase == "" {
+		return nil
+	}
+	return st.Backfill
+}

@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is an io.Writer the test can read while the command writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
+
+// startServe runs `ndbench serve` in-process and returns its base URL, its output and a
+// function that stops it the way SIGTERM does (cancelling the command's context) and
+// returns its exit code.
+func startServe(t *testing.T, env []string, args ...string) (base string, out, errOut *syncBuffer, stop func() int) {
+	t.Helper()
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	code := -1
+	go func() {
+		defer close(done)
+		code = execute(ctx, append([]string{"serve"}, args...), &streams{out: out, err: errOut, env: env})
+	}()
+	stop = func() int {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("serve did not exit within 20 s of the signal\nstdout: %s\nstderr: %s", out, errOut)
+		}
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := servingRE.FindStringSubmatch(out.String()); m != nil {
+			return m[1], out, errOut, stop
+		}
+		select {
+		case <-done:
+			t.Fatalf("serve exited with %d before listening\nstdout: %s\nstderr: %s", code, out, errOut)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve printed no listen address within 10 s\nstdout: %s\nstderr: %s", out, errOut)
+	return
+}
+
+func get(t *testing.T, url, token string) (int, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestServeHeadlessWritesReportOnSignal(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "final.json")
+	base, out, errOut, stop := startServe(t, nil, "--listen", "127.0.0.1:0", "--driver", "memory", "--start",
+		"--set", "workload.readRate=2000", "--set", "workload.writeRate=500", "--report", rep)
+
+	if st, body := get(t, base+"/health", ""); st != 200 || !bytes.Contains(body, []byte(`"ok"`)) {
+		t.Fatalf("/health: %d %s", st, body)
+	}
+	var status struct {
+		Driver        string `json:"driver"`
+		ReadsRunning  bool   `json:"readsRunning"`
+		WritesRunning bool   `json:"writesRunning"`
+	}
+	st, body := get(t, base+"/api/v1/status", "")
+	if err := json.Unmarshal(body, &status); st != 200 || err != nil {
+		t.Fatalf("/api/v1/status: %d %s", st, body)
+	}
+	if status.Driver != "memory" || !status.ReadsRunning || !status.WritesRunning {
+		t.Errorf("status %+v, want memory with reads and writes running (--start)", status)
+	}
+	time.Sleep(1500 * time.Millisecond) // at least one whole interval in the report
+
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d after the signal, want 0\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if !strings.Contains(out.String(), "report written to "+rep) {
+		t.Errorf("output does not name the report: %s", out)
+	}
+	r := readReport(t, rep)
+	if r.Driver.Name != "memory" || r.Ops["read"].Count == 0 || r.Ops["write"].Count == 0 {
+		t.Errorf("report: driver %q, reads %d, writes %d; want memory with both", r.Driver.Name, r.Ops["read"].Count, r.Ops["write"].Count)
+	}
+	if r.Seconds < 1 {
+		t.Errorf("report covers %.2f s, want the whole service run", r.Seconds)
+	}
+}
+
+func TestServeTokenAndListenRules(t *testing.T) {
+	t.Run("non-loopback without token refuses to start", func(t *testing.T) {
+		code, out, errOut := ndbench(t, nil, "serve", "--listen", "0.0.0.0:0", "--driver", "memory")
+		if code != 2 || !strings.Contains(errOut, "without a token") {
+			t.Fatalf("exit %d, stderr %q, stdout %q; want 2 and a message asking for a token", code, errOut, out)
+		}
+	})
+	t.Run("token from the environment protects the API", func(t *testing.T) {
+		base, _, _, stop := startServe(t, []string{"NDBENCH_TOKEN=env-secret"}, "--listen", "127.0.0.1:0", "--driver", "memory")
+		tests := []struct {
+			path, token string
+			want        int
+		}{
+			{"/health", "", 200},
+			{"/api/v1/status", "", 401},
+			{"/api/v1/status", "wrong", 401},
+			{"/api/v1/status", "env-secret", 200},
+		}
+		for _, tt := range tests {
+			if st, body := get(t, base+tt.path, tt.token); st != tt.want {
+				t.Errorf("GET %s with token %q: %d, want %d (%s)", tt.path, tt.token, st, tt.want, body)
+			}
+		}
+		if code := stop(); code != 0 {
+			t.Errorf("exit %d, want 0", code)
+		}
+	})
+	t.Run("watched config file applies edits", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "ndbench.yaml")
+		if err := os.WriteFile(cfg, []byte("workload:\n  readRate: 300\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		base, _, _, _ := startServe(t, nil, "--listen", "127.0.0.1:0", "--driver", "memory", "-c", cfg)
+		if err := os.WriteFile(cfg, []byte("workload:\n  readRate: 700\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			_, body := get(t, base+"/api/v1/config", "")
+			if bytes.Contains(body, []byte(`"key":"workload.readRate","value":"700"`)) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Errorf("edit of the config file not applied within 5 s")
+	})
+}
