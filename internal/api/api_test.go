@@ -130,13 +130,13 @@ func uncovered() []string {
 
 // env is a server on a fresh memory-driver instance.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	inst *instance.Instance
 	srv  *Server
 	ts   *httptest.Server
 }
 
-func newEnv(t *testing.T, sets ...string) *env {
+func newEnv(t testing.TB, sets ...string) *env {
 	t.Helper()
 	snap, err := config.Load(config.Sources{Sets: append([]string{"driver.name=memory"}, sets...)})
 	if err != nil {
