@@ -689,3 +689,55 @@ func TestNDBenchRoutesMounted(t *testing.T) {
 		t.Errorf("GET /REST/ndbench/config/list: %d %.200s", st, data)
 	}
 }
+
+func TestBrowserAttacksRefused(t *testing.T) {
+	e := newEnv(t)
+	// A cross-site form post carries no token only when the server has none; either way a
+	// non-allowlisted origin must not change state.
+	tests := []struct {
+		name, origin, site string
+		want               int
+	}{
+		{"cross-site post", "https://evil.example.com", "cross-site", http.StatusForbidden},
+		{"allowlisted origin", "https://ui.example.com", "cross-site", http.StatusConflict},
+		{"same origin", "", "same-origin", http.StatusConflict},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest("POST", e.ts.URL+"/api/v1/load/start", nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Sec-Fetch-Site", tt.site)
+		if tt.origin != "" {
+			req.Header.Set("Origin", tt.origin)
+		}
+		resp, err := e.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, resp.StatusCode, tt.want)
+		}
+	}
+
+	// Without a token, a request for another host name (DNS rebinding) is refused.
+	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := instance.New(config.NewStore(snap), nil)
+	defer inst.Close()
+	srv, err := New(Options{Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for host, want := range map[string]int{"127.0.0.1:8080": 200, "localhost:8080": 200, "[::1]:8080": 200, "evil.example.com": 403} {
+		req := httptest.NewRequest("GET", "/api/v1/status", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Host %s without token: %d, want %d", host, rec.Code, want)
+		}
+	}
+}

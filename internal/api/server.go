@@ -132,8 +132,20 @@ func New(opts Options) (*Server, error) {
 		writeProblem(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+"; see /openapi.json")
 	})
 
+	// Browsers send "simple" cross-site POSTs without a preflight; a page on any site could
+	// otherwise start load on a node without a token. Only allowlisted origins may.
+	cop := http.NewCrossOriginProtection()
+	for _, o := range opts.CORSOrigins {
+		if err := cop.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("api: CORS origin %q: %w", o, err)
+		}
+	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusForbidden, "cross-origin request refused: origin "+r.Header.Get("Origin")+" is not allowed (see --cors-origin)")
+	}))
+
 	s.unsub = s.inst.Collector().Subscribe(s.interval)
-	s.handler = s.recoverer(s.cors(s.auth(s.limitBody(s.mux))))
+	s.handler = s.recoverer(s.cors(cop.Handler(s.auth(s.limitBody(s.mux)))))
 	return s, nil
 }
 
@@ -222,7 +234,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // neither their content nor their length leaks through timing.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.opts.Token == "" {
-		return next
+		// Without a token the server listens on loopback only. A request naming another
+		// host came through DNS rebinding (a web page whose domain now resolves to
+		// 127.0.0.1) and is refused.
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			if !isLoopback(strings.Trim(host, "[]")) {
+				writeProblem(w, http.StatusForbidden, "host "+r.Host+" refused: without a token only loopback names are served")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
