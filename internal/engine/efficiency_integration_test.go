@@ -1,0 +1,174 @@
+//go:build integration
+
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/testserver"
+)
+
+// effSeconds is how long each measured run lasts.
+const effSeconds = 10
+
+// BenchmarkDriverEfficiency runs each real driver closed loop (50 workers: 40 readers and
+// 10 writers, 100-byte values, 100,000 backfilled keys) for effSeconds and reports, side
+// by side, ops/s, client CPU per op and ops per client CPU-second, and the server's CPU
+// per op, so a reader sees which side was the bottleneck. For Redis it also runs
+// redis-benchmark at the same concurrency and value size on the same server, for the
+// issue's ratio bar. It ignores b.N: run it with -benchtime 1x.
+//
+//	go test -tags integration -run '^$' -bench DriverEfficiency -benchtime 1x ./internal/engine/
+func BenchmarkDriverEfficiency(b *testing.B) {
+	type run struct {
+		name, driver string
+		start        func(context.Context) (*testserver.Server, error)
+		opts         func(*testserver.Server) map[string]string
+	}
+	runs := []run{
+		{"redis-pool", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
+			return map[string]string{"addrs": s.Addr(), "poolSize": "50"}
+		}},
+		{"redis-autopipeline", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
+			return map[string]string{"addrs": s.Addr(), "mode": "autopipeline"}
+		}},
+		{"memcached", "memcached", testserver.Memcached, func(s *testserver.Server) map[string]string {
+			return map[string]string{"servers": s.Addr(), "maxIdleConns": "64"}
+		}},
+		{"postgres", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
+			return map[string]string{"dsn": s.DSN(), "poolSize": "50"}
+		}},
+		{"cassandra", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
+			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port)}
+		}},
+	}
+	for _, r := range runs {
+		b.Run(r.name, func(b *testing.B) {
+			ctx := context.Background()
+			srv, err := r.start(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Stop()
+			d, _, err := driver.Open(ctx, r.driver, r.opts(srv))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			w := config.DefaultWorkload()
+			w.NumKeys, w.DataSize, w.Readers, w.Writers, w.ReadRate, w.WriteRate = 100000, 100, 40, 10, 0, 0
+			coll := stats.NewCollector(stats.Config{})
+			e, err := engine.New(d, w, engine.Options{Collector: coll})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close(2 * time.Second)
+			if _, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 16}); err != nil {
+				b.Fatal(err)
+			}
+			coll.Reset()
+			client0, server0, t0 := selfCPU(), procTreeCPU(srv.PID()), time.Now()
+			_ = e.Start()
+			time.Sleep(effSeconds * time.Second)
+			_ = e.Stop()
+			_ = e.Wait(ctx)
+			client1, server1, secs := selfCPU(), procTreeCPU(srv.PID()), time.Since(t0).Seconds()
+			coll.Tick(time.Now())
+			cum := coll.Cumulative()
+			ops := float64(cum.Ops["read"].Count + cum.Ops["write"].Count)
+			errs := cum.Ops["read"].Errors + cum.Ops["write"].Errors
+			client, server := (client1 - client0).Seconds(), (server1 - server0).Seconds()
+			b.ReportMetric(ops/secs, "ops/s")
+			b.ReportMetric(ops/client, "ops/client-CPU-s")
+			b.ReportMetric(client/ops*1e6, "client-µs/op")
+			b.ReportMetric(server/ops*1e6, "server-µs/op")
+			b.ReportMetric(float64(errs), "errors")
+			if r.name == "redis-pool" {
+				rbOps, rbCPU, err := redisBenchmark(srv, 50, 100)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(rbOps/rbCPU, "redis-benchmark-ops/client-CPU-s")
+				b.ReportMetric((ops/client)/(rbOps/rbCPU), "ratio-vs-redis-benchmark")
+			}
+		})
+	}
+}
+
+// redisBenchmark runs redis-benchmark against srv with c clients and d-byte values, 80%
+// GET and 20% SET (two runs, as redis-benchmark has no mix), and returns the operations
+// and its own CPU seconds.
+func redisBenchmark(srv *testserver.Server, c, d int) (ops, cpu float64, err error) {
+	for _, t := range []struct {
+		test string
+		n    int
+	}{{"get", 800000}, {"set", 200000}} {
+		cmd := exec.Command("redis-benchmark", "-h", srv.Host, "-p", strconv.Itoa(srv.Port), "-c", strconv.Itoa(c),
+			"-n", strconv.Itoa(t.n), "-d", strconv.Itoa(d), "-r", "100000", "-t", t.test, "-q")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 0, 0, fmt.Errorf("redis-benchmark %s: %v: %s", t.test, err, out)
+		}
+		ops += float64(t.n)
+		cpu += (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	}
+	return ops, cpu, nil
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procTreeCPU returns the CPU time of process pid and its descendants: their own time,
+// and the time of children already reaped (PostgreSQL backends, for one).
+func procTreeCPU(pid int) time.Duration {
+	const tick = 100 // USER_HZ on Linux
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	stat := map[int][]string{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		stat[p] = fields
+		ppid, _ := strconv.Atoi(fields[1])
+		children[ppid] = append(children[ppid], p)
+	}
+	var total int64
+	var walk func(p int)
+	walk = func(p int) {
+		f := stat[p]
+		if len(f) > 14 {
+			for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+				v, _ := strconv.ParseInt(f[i], 10, 64)
+				total += v
+			}
+		}
+		for _, c := range children[p] {
+			walk(c)
+		}
+	}
+	walk(pid)
+	return time.Duration(total) * time.Second / tick
+}
