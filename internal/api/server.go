@@ -60,6 +60,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Heartbeat is the SSE comment interval; 0 means DefaultHeartbeat.
 	Heartbeat time.Duration
+	// UI, when set, serves every path outside the API's own (/api/, /REST/, /openapi.json,
+	// /docs, /metrics, /health): the embedded web UI. Behind the same auth as the API.
+	UI http.Handler
 }
 
 // Server serves the API of one instance. Close releases its subscriptions.
@@ -129,6 +132,10 @@ func New(opts Options) (*Server, error) {
 	// NDBench's own routes, so its scripts and pipelines work unchanged (same auth).
 	s.mux.Handle(ndbenchapi.Prefix, ndbenchapi.Handler(s.inst))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if opts.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/REST/") {
+			opts.UI.ServeHTTP(w, r)
+			return
+		}
 		writeProblem(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+"; see /openapi.json")
 	})
 
