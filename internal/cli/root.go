@@ -1,4 +1,4 @@
-// Package cli is ndbench's command line: run, drivers, config and version.
+// Package cli is ndbench's command line: run, serve, drivers, config and version.
 package cli
 
 import (
