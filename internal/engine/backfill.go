@@ -88,10 +88,16 @@ var ErrBackfillRunning = errors.New("a backfill is already running")
 // StartBackfill starts a backfill in the background; BackfillStatus reports its progress
 // and StopBackfill ends it early. Reads and writes may run at the same time.
 func (e *Engine) StartBackfill(opts BackfillOptions) error {
+	_, err := e.startBackfill(opts)
+	return err
+}
+
+// startBackfill starts a backfill and returns a channel closed when it has finished.
+func (e *Engine) startBackfill(opts BackfillOptions) (<-chan struct{}, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return errors.New("start backfill: engine closed")
+		return nil, errors.New("start backfill: engine closed")
 	}
 	if opts.Workers < 1 {
 		opts.Workers = 1
@@ -100,32 +106,34 @@ func (e *Engine) StartBackfill(opts BackfillOptions) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.status.Running {
-		return ErrBackfillRunning
+		return nil, ErrBackfillRunning
 	}
 	g := e.gen.Load()
 	ctx, cancel := context.WithCancel(e.bgCtx)
-	b.cancel, b.done = cancel, make(chan struct{})
+	b.cancel = cancel
+	done := make(chan struct{})
 	b.status = BackfillStatus{Running: true, Phase: "write", Total: g.w.NumKeys, Started: time.Now()}
 	for _, c := range []*atomic.Int64{&b.written, &b.failed, &b.verified, &b.missing, &b.corrupt, &b.wrongKey, &b.verifyErrors} {
 		c.Store(0)
 	}
-	done := b.done
 	e.spawn(func() {
 		defer close(done)
 		defer cancel()
 		e.runBackfill(ctx, g, opts)
 	})
-	return nil
+	return done, nil
 }
+
+// ErrBackfillStopped is returned by Backfill when the backfill was stopped before it
+// finished (StopBackfill, Close, or the caller's context).
+var ErrBackfillStopped = errors.New("backfill stopped before it finished")
 
 // Backfill runs a backfill and waits for it; it stops early when ctx ends.
 func (e *Engine) Backfill(ctx context.Context, opts BackfillOptions) (BackfillStatus, error) {
-	if err := e.StartBackfill(opts); err != nil {
+	done, err := e.startBackfill(opts)
+	if err != nil {
 		return e.BackfillStatus(), err
 	}
-	e.backfill.mu.Lock()
-	done := e.backfill.done
-	e.backfill.mu.Unlock()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -134,7 +142,10 @@ func (e *Engine) Backfill(ctx context.Context, opts BackfillOptions) (BackfillSt
 	}
 	s := e.BackfillStatus()
 	if s.Phase == "stopped" {
-		return s, context.Cause(ctx)
+		if err := context.Cause(ctx); err != nil {
+			return s, err
+		}
+		return s, ErrBackfillStopped
 	}
 	return s, nil
 }
@@ -174,6 +185,7 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 		wg.Wait()
 	}
 	e.coll.SetTarget(stats.OpBackfill, 0, 0)
+	e.coll.SetBacklog(stats.OpBackfill, nil)
 	b.mu.Lock()
 	b.status.Running = false
 	b.status.Ended = time.Now()
@@ -193,6 +205,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 	oc := newOpContext(e.runCtx, e.clock)
 	e.dog.add(oc)
 	defer e.dog.remove(oc)
+	defer oc.close()
 	var keyBuf, valBuf []byte
 	for idx := r.Start; idx < r.End; idx++ {
 		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
@@ -245,6 +258,7 @@ func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer,
 	oc := newOpContext(e.runCtx, e.clock)
 	e.dog.add(oc)
 	defer e.dog.remove(oc)
+	defer oc.close()
 	var keyBuf []byte
 	for idx := r.Start; idx < r.End && ctx.Err() == nil; idx++ {
 		_, start, err := p.Acquire(ctx)

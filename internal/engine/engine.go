@@ -91,7 +91,8 @@ type opClass struct {
 	started bool      // Start was called and Stop was not (under Engine.mu)
 	workers []*worker // running workers by index (under Engine.mu)
 	target  atomic.Int64
-	rate    float64 // current target rate (under Engine.mu)
+	rate    float64 // the pacer's rate (under Engine.mu)
+	active  bool    // the pool has workers (under Engine.mu)
 }
 
 type worker struct {
@@ -278,17 +279,26 @@ func (e *Engine) reconcile() {
 		if !c.started || !enabled {
 			workers = 0
 		}
-		if rate != c.rate {
+		// A pool that is off has no schedule, so nothing falls due and no backlog builds
+		// while it is stopped; a pool that starts re-anchors its schedule at now instead of
+		// bursting through every slot that fell due while it was off.
+		active := workers > 0
+		if !active {
+			rate = 0
+		}
+		if rate != c.rate || (active && !c.active) {
 			c.pacer.SetRate(rate)
 			c.rate = rate
 		}
+		c.active = active
 		e.resize(c, workers)
 		e.coll.SetTarget(c.op, rate, workers)
 	}
 }
 
 // resize grows or shrinks a pool to n workers. A worker whose index is at or above the
-// target exits after its operation in flight; its pacer wait is cut short at once.
+// target exits after its operation in flight; a pacer wait is cut short within the
+// pacer's recheck interval (20 ms).
 func (e *Engine) resize(c *opClass, n int) {
 	c.target.Store(int64(n))
 	for len(c.workers) > n {
@@ -353,6 +363,8 @@ func (e *Engine) Close(grace time.Duration) error {
 	for _, c := range e.classes {
 		c.started = false
 		e.resize(c, 0)
+		e.coll.SetTarget(c.op, 0, 0)
+		e.coll.SetBacklog(c.op, nil)
 	}
 	e.backfill.stop()
 	e.mu.Unlock()

@@ -439,3 +439,43 @@ func TestBackfillTwiceInARow(t *testing.T) {
 		}
 	}
 }
+
+// TestStopStartDoesNotBurst: a pool that was stopped resumes on a fresh schedule, not by
+// running every slot that fell due while it was off (which would charge the store seconds
+// of made-up response time).
+func TestStopStartDoesNotBurst(t *testing.T) {
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate = 200
+	}))
+	_ = e.Start()
+	measure(e, 200*time.Millisecond)
+	_ = e.Stop()
+	waitIdle(t, e)
+	time.Sleep(500 * time.Millisecond) // 100 slots would fall due on a running schedule
+	s := measure(e, 10*time.Millisecond)
+	if s.Ops["read"].TargetRate != 0 || s.Ops["read"].BacklogMs != 0 {
+		t.Fatalf("stopped pool: target %v backlog %v ms; want none", s.Ops["read"].TargetRate, s.Ops["read"].BacklogMs)
+	}
+	_ = e.Start()
+	s = measure(e, 300*time.Millisecond)
+	if n := s.Ops["read"].Count; n > 90 {
+		t.Fatalf("%d reads in the first 300 ms at 200/s: the schedule burst through slots missed while stopped", n)
+	}
+	if p := s.Ops["read"].ResponseTime.Max; p > 200_000 {
+		t.Fatalf("response max %.0f µs after restart: missed slots were charged to the store", p)
+	}
+}
+
+func TestDisabledPoolHasNoTargetOrBacklog(t *testing.T) {
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate, w.WriteRate = 100, 100
+	}))
+	_ = e.Start()
+	time.Sleep(300 * time.Millisecond)
+	s := measure(e, 100*time.Millisecond).Ops["write"]
+	if s.TargetRate != 0 || s.Workers != 0 || s.BacklogMs != 0 || s.Pending != 0 {
+		t.Fatalf("disabled writes: target %v workers %d backlog %v pending %d", s.TargetRate, s.Workers, s.BacklogMs, s.Pending)
+	}
+}

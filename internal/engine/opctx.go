@@ -21,11 +21,16 @@ import (
 // A driver must not keep the context after its Read or Write returns: the next operation
 // re-arms it.
 type opContext struct {
-	parent   context.Context // run context: cancelled only on a hard stop
-	clock    pacer.Clock
-	deadline atomic.Int64 // on clock.Now; 0 while no operation runs
-	fired    atomic.Bool  // err is set: the slow path of end must reset it
-	hooked   atomic.Bool  // hooks may be non-empty
+	parent context.Context // run context: cancelled only on a hard stop
+	clock  pacer.Clock
+	// deadline is the running operation's deadline on clock.Now, 0 while no operation runs,
+	// and expiring while the watchdog fires it. The watchdog claims an operation by swapping
+	// its deadline for expiring, and end swaps in 0: exactly one of them wins, so a fire can
+	// never land on the next operation.
+	deadline atomic.Int64
+	fired    atomic.Bool // err is set: the slow path of end must reset it
+	hooked   atomic.Bool // hooks may be non-empty
+	release  func() bool // stops the hard-stop hook on the run context
 
 	mu    sync.Mutex
 	done  chan struct{} // created on demand; replaced once closed
@@ -35,12 +40,20 @@ type opContext struct {
 
 type afterHook struct{ f func() }
 
+// expiring marks an operation whose deadline the watchdog is firing.
+const expiring = -1
+
 func newOpContext(parent context.Context, clock pacer.Clock) *opContext {
 	c := &opContext{parent: parent, clock: clock}
-	// A hard stop of the run cancels the operation in flight.
-	context.AfterFunc(parent, func() { c.fire(parent.Err()) })
+	// A hard stop of the run cancels the operation in flight. The hook is released when the
+	// worker exits (close), or every worker ever started would stay registered on the run
+	// context until the engine closes.
+	c.release = context.AfterFunc(parent, func() { c.fire(parent.Err()) })
 	return c
 }
+
+// close releases the context when its worker exits.
+func (c *opContext) close() { c.release() }
 
 // begin arms the context for an operation that started at start (clock.Now).
 func (c *opContext) begin(start int64, timeout time.Duration) {
@@ -50,8 +63,9 @@ func (c *opContext) begin(start int64, timeout time.Duration) {
 // end disarms the context after an operation. It reports whether the operation's deadline
 // fired, so the engine counts it as a timeout whatever error the driver returned.
 func (c *opContext) end() (timedOut bool) {
-	c.deadline.Store(0)
-	if !c.fired.Load() && !c.hooked.Load() {
+	// If the watchdog claimed this operation, its fire holds mu until done: the slow path
+	// below waits for it and sees the timeout.
+	if c.deadline.Swap(0) != expiring && !c.fired.Load() && !c.hooked.Load() {
 		return false
 	}
 	c.mu.Lock()
@@ -71,11 +85,11 @@ func (c *opContext) end() (timedOut bool) {
 // has passed. The check is made under the lock, so an operation that ended (or a new one
 // that began) in the meantime is left alone.
 func (c *opContext) expire(d, now int64) {
-	if d == 0 || now < d {
+	if d <= 0 || now < d {
 		return
 	}
 	c.mu.Lock()
-	if c.deadline.Load() != d || c.err != nil {
+	if c.err != nil || !c.deadline.CompareAndSwap(d, expiring) {
 		c.mu.Unlock()
 		return
 	}
@@ -115,11 +129,14 @@ func runHooks(hooks map[*afterHook]struct{}) {
 
 // Deadline returns the current operation's deadline.
 func (c *opContext) Deadline() (time.Time, bool) {
-	d := c.deadline.Load()
-	if d == 0 {
+	switch d := c.deadline.Load(); d {
+	case 0:
 		return time.Time{}, false
+	case expiring:
+		return c.clock.Time(c.clock.Now()), true
+	default:
+		return c.clock.Time(d), true
 	}
-	return c.clock.Time(d), true
 }
 
 // Done returns a channel closed when the operation times out or the run is stopped hard.
@@ -170,6 +187,10 @@ func (c *opContext) AfterFunc(f func()) (stop func() bool) {
 		defer c.mu.Unlock()
 		_, ok := c.hooks[h]
 		delete(c.hooks, h)
+		if len(c.hooks) == 0 {
+			// Clients that hook every operation (pgx does) keep end on its fast path.
+			c.hooked.Store(false)
+		}
 		return ok
 	}
 }

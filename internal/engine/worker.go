@@ -27,9 +27,12 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int) {
 	oc := newOpContext(e.runCtx, e.clock)
 	e.dog.add(oc)
 	defer e.dog.remove(oc)
+	defer oc.close()
 	var keyBuf, valBuf []byte
 	failures := 0
-	for int64(id) < c.target.Load() {
+	// A worker whose context was cancelled (its pool shrank or stopped) exits even while
+	// the schedule is behind and slots are overdue, so it never runs beside its successor.
+	for int64(id) < c.target.Load() && ctx.Err() == nil {
 		intended, start, err := c.pacer.Acquire(ctx)
 		if err != nil {
 			return

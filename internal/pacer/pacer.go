@@ -174,10 +174,14 @@ func (p *Pacer) Rate() float64 {
 // the engine's per-operation budget.
 func (p *Pacer) Acquire(ctx context.Context) (intended, start int64, err error) {
 	for {
+		// A cancelled caller never claims a slot, even an overdue one it would get at once.
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
 		s := p.sched.Load()
 		if s.shape == nil {
 			now := p.Now()
-			return now, now, ctx.Err()
+			return now, now, nil
 		}
 		k := s.next.Add(1) - 1
 		due := s.anchor + int64(s.shape.Offset(k))
