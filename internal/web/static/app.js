@@ -1,0 +1,469 @@
+// ndbench web UI: controls and live charts for a list of instances, each reached through
+// its REST API (/api/v1). Vanilla JS, no build step; charts come from charts.js (uPlot).
+'use strict';
+
+(function () {
+  const { Store, Grid } = window.NDCharts;
+  const instances = JSON.parse(document.getElementById('ndbench-instances').textContent);
+
+  // el builds an element: el('input', {type: 'text', id: 'x'}, child...).
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'text') e.textContent = v;
+      else if (k === 'class') e.className = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else if (k in e && typeof v !== 'string') e[k] = v;
+      else e.setAttribute(k, v === true ? '' : v);
+    }
+    for (const c of children) if (c !== null && c !== undefined) e.append(c);
+    return e;
+  }
+
+  // ApiError carries the problem+json body of a failed request.
+  class ApiError extends Error {
+    constructor(status, problem) {
+      super((problem && (problem.detail || problem.title)) || 'HTTP ' + status);
+      this.status = status; this.problem = problem || {};
+    }
+  }
+
+  const WINDOWS = { '300': 'last 5 min', '3600': 'last 1 h', '0': 'all' };
+
+  // InstanceView is the panels and charts of one instance.
+  class InstanceView {
+    constructor(inst, root) {
+      this.inst = inst; this.root = root;
+      this.store = new Store();
+      this.drivers = []; this.config = null; this.status = null;
+      this.windowSecs = 300;
+      this.q = (sel) => root.querySelector(sel);
+      this.renderQueued = false;
+      this.renderTimes = [];
+    }
+
+    async api(method, path, body) {
+      const init = { method, headers: { Accept: 'application/json' } };
+      if (body !== undefined) {
+        init.headers['Content-Type'] = 'application/json';
+        init.body = JSON.stringify(body);
+      }
+      const r = await fetch(this.inst.baseURL + path, init);
+      const text = await r.text();
+      let data = null;
+      try { data = text ? JSON.parse(text) : null; } catch (e) { data = { detail: text }; }
+      if (!r.ok) throw new ApiError(r.status, data);
+      return data;
+    }
+
+    say(msg, kind) {
+      const m = this.q('[data-role=message]');
+      m.textContent = msg;
+      m.className = 'message ' + (kind || 'info');
+    }
+
+    async start() {
+      try {
+        const [drivers, config, status] = await Promise.all([
+          this.api('GET', '/api/v1/drivers'), this.api('GET', '/api/v1/config'), this.api('GET', '/api/v1/status')]);
+        this.drivers = drivers; this.config = config;
+        this.renderDriverPicker();
+        this.renderWorkload();
+        this.renderStatus(status);
+      } catch (e) {
+        this.say('Cannot reach the instance: ' + e.message, 'error');
+      }
+      this.bindActions();
+      this.grid = new Grid(this.q('[data-role=charts]'), ['read', 'write']);
+      new ResizeObserver(() => this.grid.resize()).observe(this.q('[data-role=charts]'));
+      await this.loadSeries('');
+      this.openStream();
+      this.poll();
+    }
+
+    // --- instance panel -------------------------------------------------------------
+
+    configValue(key) {
+      const e = this.config && this.config.entries.find((x) => x.key === key);
+      return e ? e : null;
+    }
+
+    renderDriverPicker() {
+      const sel = this.q('[data-role=driver]');
+      sel.replaceChildren(...this.drivers.map((d) => el('option', { value: d.name, text: d.name })));
+      const configured = this.configValue('driver.name');
+      if (configured) sel.value = configured.value;
+      sel.onchange = () => this.renderDriverOptions();
+      this.renderDriverOptions();
+    }
+
+    renderDriverOptions() {
+      const name = this.q('[data-role=driver]').value;
+      const d = this.drivers.find((x) => x.name === name);
+      this.q('[data-role=driver-summary]').textContent = d ? d.summary : '';
+      const box = this.q('[data-role=driver-options]');
+      box.replaceChildren();
+      if (!d) return;
+      for (const o of d.options) {
+        const cur = this.configValue('drivers.' + name + '.' + o.name);
+        box.append(this.field('opt', o, cur && !cur.secret ? cur.value : o.default, cur && cur.source, (input) => this.onDriverOption(name, o, input)));
+      }
+      this.applyConnectedState();
+    }
+
+    // field renders one labelled input for an option schema entry; onChange runs when
+    // the user commits a value.
+    field(prefix, o, value, source, onChange) {
+      const id = this.inst.id + '-' + prefix + '-' + o.name;
+      let input;
+      if (o.type === 'bool') {
+        input = el('input', { type: 'checkbox', id, checked: value === 'true' });
+      } else if (o.enum && o.enum.length) {
+        input = el('select', { id }, ...o.enum.map((v) => el('option', { value: v, text: v })));
+        input.value = value;
+      } else {
+        const attrs = { id, value: value, spellcheck: 'false', autocomplete: 'off' };
+        if (o.secret) { attrs.type = 'password'; attrs.value = ''; attrs.autocomplete = 'new-password'; attrs.placeholder = source && source !== 'default' ? '(set; unchanged)' : ''; }
+        else if (o.type === 'int' || o.type === 'float') {
+          attrs.type = 'number'; attrs.step = o.type === 'int' ? '1' : 'any';
+          if (o.min !== undefined && o.min !== '') attrs.min = o.min;
+          if (o.max !== undefined && o.max !== '') attrs.max = o.max;
+        } else attrs.type = 'text';
+        input = el('input', attrs);
+      }
+      input.name = o.name;
+      input.dataset.initial = this.inputValue(input);
+      const help = el('small', { id: id + '-help', class: 'help' },
+        o.help + (o.default !== '' && !o.secret ? ' (default ' + o.default + ')' : ''));
+      const err = el('span', { id: id + '-error', class: 'field-error', role: 'alert' });
+      input.setAttribute('aria-describedby', help.id + ' ' + err.id);
+      const badges = el('span', { class: 'badges' },
+        o.live ? el('span', { class: 'badge live', title: 'applies while running', text: 'live' }) : null,
+        o.secret ? el('span', { class: 'badge secret', text: 'secret' }) : null,
+        el('span', { class: 'source', 'data-role': 'source', text: source && source !== 'default' ? 'from ' + source : '' }));
+      const label = el('label', { for: id, text: o.name });
+      const wrap = el('div', { class: 'field' + (o.type === 'bool' ? ' check' : ''), 'data-field': o.name });
+      if (o.type === 'bool') wrap.append(input, label, badges, help, err);
+      else wrap.append(el('div', { class: 'field-head' }, label, badges), input, help, err);
+      input.addEventListener('change', () => onChange(input));
+      return wrap;
+    }
+
+    inputValue(input) {
+      return input.type === 'checkbox' ? String(input.checked) : input.value.trim();
+    }
+
+    setFieldError(container, name, msg) {
+      const wrap = container.querySelector('[data-field="' + CSS.escape(name) + '"]');
+      if (!wrap) return false;
+      const input = wrap.querySelector('input, select');
+      const err = wrap.querySelector('.field-error');
+      if (msg) { input.setAttribute('aria-invalid', 'true'); err.textContent = msg; }
+      else { input.removeAttribute('aria-invalid'); err.textContent = ''; }
+      return true;
+    }
+
+    clearErrors(container) {
+      container.querySelectorAll('[aria-invalid]').forEach((i) => i.removeAttribute('aria-invalid'));
+      container.querySelectorAll('.field-error').forEach((e) => { e.textContent = ''; });
+    }
+
+    // showProblem puts each rejected field's message next to it; what cannot be placed
+    // goes to the panel message.
+    showProblem(container, e, keyToName) {
+      const fields = (e.problem && e.problem.fields) || [];
+      let placed = 0;
+      for (const f of fields) {
+        const msg = 'invalid value "' + f.value + '"; allowed: ' + f.allowed;
+        if (this.setFieldError(container, keyToName(f.field), msg)) placed++;
+      }
+      this.say(placed && placed === fields.length ? 'Not applied: fix the marked fields.' : e.message, 'error');
+    }
+
+    onDriverOption(driverName, o, input) {
+      this.setFieldError(this.q('[data-role=driver-options]'), o.name, '');
+      // While connected, live options apply at once; the rest wait for the next connect.
+      if (this.status && this.status.initialized && this.status.driver === driverName && o.live) {
+        this.patch({ ['drivers.' + driverName + '.' + o.name]: this.inputValue(input) }, this.q('[data-role=driver-options]'),
+          (k) => k.replace('drivers.' + driverName + '.', ''));
+      }
+    }
+
+    async connect() {
+      const name = this.q('[data-role=driver]').value;
+      const box = this.q('[data-role=driver-options]');
+      this.clearErrors(box);
+      const options = {};
+      // Only what the user changed is sent: the rest keeps its configured value.
+      box.querySelectorAll('input, select').forEach((i) => {
+        const v = this.inputValue(i);
+        if (i.type === 'password' ? v !== '' : v !== i.dataset.initial) options[i.name] = v;
+      });
+      this.say('Connecting to ' + name + '…');
+      try {
+        const st = await this.api('POST', '/api/v1/driver/init', { driver: name, options });
+        box.querySelectorAll('input[type=password]').forEach((i) => { i.value = ''; });
+        this.say('Connected to ' + name + '.', 'ok');
+        this.renderStatus(st);
+        await this.reloadConfig();
+      } catch (e) {
+        this.showProblem(box, e, (k) => k.replace(/^drivers\.[^.]+\./, ''));
+      }
+    }
+
+    async action(label, method, path, body) {
+      try {
+        const st = await this.api(method, path, body);
+        this.say(label + '.', 'ok');
+        if (st && 'initialized' in st) this.renderStatus(st); else this.refreshStatus();
+      } catch (e) {
+        this.say(label + ' failed: ' + e.message, 'error');
+        this.refreshStatus();
+      }
+    }
+
+    applyConnectedState() {
+      const st = this.status || {};
+      const on = !!st.initialized;
+      const sel = this.q('[data-role=driver]');
+      sel.disabled = on;
+      if (on && sel.value !== st.driver) { sel.value = st.driver; this.renderDriverOptions(); return; }
+      this.q('[data-role=driver-options]').querySelectorAll('.field').forEach((w) => {
+        const live = !!w.querySelector('.badge.live');
+        w.querySelector('input, select').disabled = on && !live;
+      });
+      this.q('[data-action=connect]').disabled = on;
+      this.q('[data-action=disconnect]').disabled = !on;
+      const running = st.backfill && st.backfill.running;
+      this.root.querySelectorAll('[data-needs=driver]').forEach((b) => { b.disabled = !on; });
+      this.q('[data-action=backfill-start]').disabled = !on || running;
+      this.q('[data-action=backfill-stop]').disabled = !on || !running;
+    }
+
+    renderStatus(st) {
+      this.status = st;
+      this.root.dataset.initialized = String(!!st.initialized);
+      this.root.dataset.reads = String(!!st.readsRunning);
+      this.root.dataset.writes = String(!!st.writesRunning);
+      this.q('[data-role=state]').textContent = st.initialized ? 'connected: ' + st.driver : 'not connected';
+      this.q('[data-role=state]').className = 'state ' + (st.initialized ? 'on' : 'off');
+      const run = (on) => (on ? 'running' : 'stopped');
+      const bf = st.backfill;
+      this.q('[data-role=running]').replaceChildren(
+        el('li', { class: st.readsRunning ? 'on' : '' }, 'reads: ' + run(st.readsRunning)),
+        el('li', { class: st.writesRunning ? 'on' : '' }, 'writes: ' + run(st.writesRunning)),
+        el('li', { class: bf && bf.running ? 'on' : '' }, 'backfill: ' + (bf ? bf.phase : 'idle')));
+      const info = this.q('[data-role=conninfo]');
+      const rows = Object.entries(st.connectionInfo || {}).concat(
+        Object.entries(st.driverStats || {}).map(([k, v]) => [k + ' (count)', String(v)]));
+      if (st.since) rows.unshift(['since', new Date(st.since).toLocaleString()]);
+      info.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]));
+      const pend = st.pending || [];
+      this.q('[data-role=pending]').textContent = pend.length ? 'Applies at the next connect: ' + pend.join(', ') : '';
+      const le = st.lastError;
+      this.q('[data-role=lasterror]').textContent = le ? 'Last error: ' + (le.message || le.error || JSON.stringify(le)) : '';
+      // Backfill progress.
+      const prog = this.q('[data-role=backfill-progress]');
+      const ptext = this.q('[data-role=backfill-text]');
+      if (bf && bf.phase !== 'idle') {
+        prog.max = Math.max(bf.total, 1);
+        prog.value = bf.phase === 'verify' ? bf.verified + bf.missing + bf.corrupt + bf.wrongKey + bf.verifyErrors : bf.written + bf.failed;
+        ptext.textContent = bf.phase + ': ' + bf.written + ' of ' + bf.total + ' written' + (bf.failed ? ', ' + bf.failed + ' failed' : '') +
+          (bf.verified ? ', ' + bf.verified + ' verified' : '');
+      } else { prog.removeAttribute('value'); prog.value = 0; ptext.textContent = 'not run'; }
+      this.applyConnectedState();
+    }
+
+    async refreshStatus() {
+      try { this.renderStatus(await this.api('GET', '/api/v1/status')); } catch (e) { /* the poll retries */ }
+    }
+
+    poll() {
+      // Status is cheap; every 2 s keeps the panels current without a stream of its own.
+      const tick = async () => {
+        if (!document.hidden) await this.refreshStatus();
+        setTimeout(tick, this.status && this.status.backfill && this.status.backfill.running ? 1000 : 2000);
+      };
+      setTimeout(tick, 2000);
+    }
+
+    // --- workload panel ---------------------------------------------------------------
+
+    renderWorkload() {
+      const box = this.q('[data-role=workload]');
+      box.replaceChildren(...this.config.workloadSchema.map((o) => {
+        const cur = this.configValue('workload.' + o.name);
+        return this.field('wl', o, cur ? cur.value : o.default, cur && cur.source, (input) =>
+          this.patch({ ['workload.' + o.name]: this.inputValue(input) }, box, (k) => k.replace(/^workload\./, '')));
+      }));
+    }
+
+    async patch(values, box, keyToName) {
+      const names = Object.keys(values).map(keyToName);
+      names.forEach((n) => this.setFieldError(box, n, ''));
+      try {
+        const res = await this.api('PATCH', '/api/v1/config', { values });
+        this.config = res.config;
+        const pend = res.pending || [];
+        const keys = Object.keys(values);
+        const later = keys.filter((k) => pend.includes(k));
+        this.say('Applied ' + keys.join(', ') + (later.length ? ' (takes effect at the next connect: ' + later.join(', ') + ')' : '') + '.', 'ok');
+        for (const k of keys) {
+          const wrap = box.querySelector('[data-field="' + CSS.escape(keyToName(k)) + '"]');
+          const e = this.configValue(k);
+          if (wrap && e) wrap.querySelector('[data-role=source]').textContent = 'from ' + e.source;
+        }
+        this.refreshStatus();
+      } catch (e) {
+        this.showProblem(box, e, keyToName);
+      }
+    }
+
+    async reloadConfig() {
+      try { this.config = await this.api('GET', '/api/v1/config'); } catch (e) { /* keep the old one */ }
+    }
+
+    bindActions() {
+      const on = (name, f) => this.q('[data-action=' + name + ']').addEventListener('click', f);
+      on('connect', () => this.connect());
+      on('disconnect', () => this.action('Disconnected', 'POST', '/api/v1/driver/shutdown'));
+      for (const [name, ops, label] of [['reads', ['read'], 'reads'], ['writes', ['write'], 'writes'], ['both', [], 'reads and writes']]) {
+        on('start-' + name, () => this.action('Started ' + label, 'POST', '/api/v1/load/start', { ops }));
+        on('stop-' + name, () => this.action('Stopped ' + label, 'POST', '/api/v1/load/stop', { ops }));
+      }
+      on('backfill-start', () => this.action('Backfill started', 'POST', '/api/v1/backfill/start', {}));
+      on('backfill-stop', () => this.action('Backfill stopped', 'POST', '/api/v1/backfill/stop'));
+      on('report-json', () => this.downloadReport());
+      this.q('[data-role=window]').addEventListener('change', (e) => {
+        this.windowSecs = Number(e.target.value);
+        this.render();
+      });
+    }
+
+    // --- statistics -------------------------------------------------------------------
+
+    async loadSeries(since) {
+      try {
+        const res = await this.api('GET', '/api/v1/stats/series' + (since ? '?since=' + encodeURIComponent(since) : ''));
+        for (const p of res.points || []) this.store.push(p, 1);
+        this.queueRender();
+      } catch (e) { /* the stream fills in */ }
+    }
+
+    openStream() {
+      const es = new EventSource(this.inst.baseURL + '/api/v1/stats/stream');
+      const live = this.q('[data-role=live]');
+      let broken = false;
+      es.addEventListener('open', () => {
+        live.textContent = 'live'; live.className = 'state on';
+        // After a reconnect, fetch what was missed.
+        if (broken && this.store.last) this.loadSeries(this.store.last.t);
+        broken = false;
+      });
+      es.addEventListener('error', () => {
+        broken = true;
+        live.textContent = 'stream disconnected, retrying'; live.className = 'state off';
+      });
+      es.addEventListener('interval', (ev) => {
+        const s = JSON.parse(ev.data);
+        if (this.store.push({ t: s.end, ops: s.ops }, s.seconds)) this.queueRender();
+      });
+      this.stream = es;
+    }
+
+    queueRender() {
+      if (this.renderQueued) return;
+      this.renderQueued = true;
+      requestAnimationFrame(() => { this.renderQueued = false; this.render(); });
+    }
+
+    render() {
+      if (!this.grid) return;
+      const t0 = performance.now();
+      if (this.grid.ops.length === 2 && this.store.hasData('backfill')) {
+        const c = this.q('[data-role=charts]');
+        c.replaceChildren();
+        this.grid = new Grid(c, ['read', 'write', 'backfill']);
+      }
+      this.grid.update(this.store.columns(this.windowSecs));
+      this.root.dataset.points = String(this.store.total);
+      const last = this.store.last;
+      if (last) {
+        const r = last.ops.read || {}, w = last.ops.write || {};
+        this.q('[data-role=now]').textContent = 'now: reads ' + Math.round(r.rate || 0) + ' ops/s, writes ' + Math.round(w.rate || 0) + ' ops/s';
+      }
+      // The cost of each update, for the tests' responsiveness check (last 120 kept).
+      // uPlot draws in microtasks queued by setData; this one runs after them.
+      queueMicrotask(() => {
+        this.renderTimes.push(performance.now() - t0);
+        if (this.renderTimes.length > 120) this.renderTimes.shift();
+      });
+    }
+
+    // --- results ----------------------------------------------------------------------
+
+    // buildReport returns the run report: the API's own when it offers one, else the same
+    // document (report format 1) assembled from the API's statistics, status and config.
+    async buildReport() {
+      try {
+        return await this.api('GET', '/api/v1/report');
+      } catch (e) {
+        if (e.status !== 404 && e.status !== 405) throw e;
+      }
+      const [stats, series, status, config, health] = await Promise.all([
+        this.api('GET', '/api/v1/stats'), this.api('GET', '/api/v1/stats/series'), this.api('GET', '/api/v1/status'),
+        this.api('GET', '/api/v1/config'), this.api('GET', '/health').catch(() => ({}))]);
+      const cum = stats.cumulative;
+      const bf = status.backfill && status.backfill.phase !== 'idle' ? status.backfill : undefined;
+      const ops = { read: cum.ops.read, write: cum.ops.write };
+      if (bf) ops.backfill = cum.ops.backfill;
+      return {
+        formatVersion: 1,
+        tool: { name: 'ndbench', version: health.version || '', goVersion: '' },
+        started: cum.start, ended: cum.end, seconds: cum.seconds,
+        driver: { name: status.driver, info: status.connectionInfo, stats: status.driverStats, panics: status.driverPanics || 0 },
+        ops, backfill: bf,
+        client: null,
+        warnings: ['built by the web UI from the API; client CPU figures are not available (see ndbench serve --report)'],
+        config: config.entries.map((e) => ({ Key: e.key, Value: e.value, Source: e.source, Secret: e.secret })),
+        notices: config.notices,
+        series: series.points,
+      };
+    }
+
+    async downloadReport() {
+      try {
+        const rep = await this.buildReport();
+        const blob = new Blob([JSON.stringify(rep, null, 2) + '\n'], { type: 'application/json' });
+        const a = el('a', { href: URL.createObjectURL(blob), download: 'ndbench-report-' + this.inst.id + '-' + new Date().toISOString().replace(/[:.]/g, '-') + '.json' });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+        this.say('Report downloaded.', 'ok');
+      } catch (e) {
+        this.say('Report failed: ' + e.message, 'error');
+      }
+    }
+  }
+
+  const views = {};
+  for (const inst of instances) {
+    const root = document.querySelector('[data-instance="' + CSS.escape(inst.id) + '"]');
+    const v = new InstanceView(inst, root);
+    views[inst.id] = v;
+    root.querySelector('[data-role=window]').value = String(v.windowSecs);
+    v.start();
+  }
+
+  // A read-only handle for tests and for poking at the page from the console.
+  window.ndbenchUI = {
+    instances,
+    latest: (id) => views[id] && views[id].store.last,
+    points: (id) => (views[id] ? views[id].store.total : 0),
+    status: (id) => views[id] && views[id].status,
+    renderTimes: (id) => (views[id] ? views[id].renderTimes.slice() : []),
+    windows: WINDOWS,
+  };
+})();

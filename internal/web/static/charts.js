@@ -1,0 +1,281 @@
+// ndbench charts: turns stats points ({t, ops: {read: OpSummary, ...}}) into columns and
+// draws them with uPlot. Shared by the live page (app.js) and the self-contained HTML run
+// report, so both show the same charts. No dependencies but uPlot; no build step.
+'use strict';
+
+(function (global) {
+  const OPS = ['read', 'write', 'backfill'];
+  const ERROR_CLASSES = ['timeout', 'unavailable', 'throttled', 'rejected', 'other'];
+
+  // Columns kept per op class, in this order. Latencies are converted from the API's
+  // microseconds to milliseconds; target 0 (closed loop) becomes a gap, not a zero line.
+  const FIELDS = ['rate', 'target',
+    'resp50', 'resp99', 'resp999', 'respMax', 'svc50', 'svc99', 'svc999', 'svcMax',
+    ...ERROR_CLASSES.map((c) => 'err_' + c),
+    'hit', 'backlog', 'count', 'misses'];
+  const NF = FIELDS.length;
+  const F = Object.fromEntries(FIELDS.map((f, i) => [f, i]));
+  // How a column is folded when points are downsampled: latencies and backlog keep the
+  // worst value of the bucket, everything else is averaged (hit ratio from the sums).
+  const FOLD_MAX = new Set(['resp50', 'resp99', 'resp999', 'respMax', 'svc50', 'svc99', 'svc999', 'svcMax', 'backlog']);
+
+  function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
+
+  // values of one point as a flat array: OPS.length * NF numbers (null = no value).
+  function pointValues(p, seconds) {
+    const out = new Array(OPS.length * NF).fill(null);
+    const secs = seconds > 0 ? seconds : 1;
+    OPS.forEach((op, k) => {
+      const s = p.ops && p.ops[op];
+      if (!s) return;
+      const b = k * NF;
+      const rt = s.responseTime || {}, st = s.serviceTime || {};
+      out[b + F.rate] = num(s.rate);
+      out[b + F.target] = s.targetRate > 0 ? s.targetRate : null;
+      out[b + F.resp50] = num(rt.p50) / 1000; out[b + F.resp99] = num(rt.p99) / 1000;
+      out[b + F.resp999] = num(rt.p999) / 1000; out[b + F.respMax] = num(rt.max) / 1000;
+      out[b + F.svc50] = num(st.p50) / 1000; out[b + F.svc99] = num(st.p99) / 1000;
+      out[b + F.svc999] = num(st.p999) / 1000; out[b + F.svcMax] = num(st.max) / 1000;
+      const fl = s.failures || {};
+      ERROR_CLASSES.forEach((c) => { out[b + F['err_' + c]] = num(fl[c]) / secs; });
+      out[b + F.count] = num(s.count); out[b + F.misses] = num(s.misses);
+      out[b + F.hit] = s.count > 0 ? 100 * (s.count - num(s.misses)) / s.count : null;
+      out[b + F.backlog] = num(s.backlogMs);
+    });
+    return out;
+  }
+
+  // Ring is a fixed-capacity time series: the oldest point is overwritten, so memory stays
+  // bounded however long the page runs.
+  class Ring {
+    constructor(cap) {
+      this.cap = cap; this.start = 0; this.len = 0;
+      this.t = new Float64Array(cap);
+      this.cols = Array.from({ length: OPS.length * NF }, () => new Float64Array(cap).fill(NaN));
+    }
+    push(t, vals) {
+      const i = (this.start + this.len) % this.cap;
+      if (this.len < this.cap) this.len++; else this.start = (this.start + 1) % this.cap;
+      this.t[i] = t;
+      for (let c = 0; c < vals.length; c++) this.cols[c][i] = vals[c] === null ? NaN : vals[c];
+    }
+    lastT() { return this.len ? this.t[(this.start + this.len - 1) % this.cap] : -Infinity; }
+    firstT() { return this.len ? this.t[this.start] : Infinity; }
+    // slice returns the logical indexes [from, len) of points with t in [t0, t1).
+    range(t0, t1) {
+      let a = 0, b = this.len;
+      while (a < b && this.t[(this.start + a) % this.cap] < t0) a++;
+      while (b > a && this.t[(this.start + b - 1) % this.cap] >= t1) b--;
+      return [a, b];
+    }
+    at(c, j) { const v = this.cols[c][(this.start + j) % this.cap]; return Number.isNaN(v) ? null : v; }
+    time(j) { return this.t[(this.start + j) % this.cap]; }
+  }
+
+  // Store keeps the last hour at 1 Hz (3600 points) and, for longer runs, one point per
+  // minute for the last day (1440 points): about 5,000 points per instance at most.
+  class Store {
+    constructor(opts) {
+      opts = opts || {};
+      this.fine = new Ring(opts.fine || 3600);
+      this.coarse = new Ring(opts.coarse || 1440);
+      this.bucketSecs = opts.bucketSecs || 60;
+      this.bucket = null;
+      this.last = null; // the newest point as received
+      this.total = 0;
+    }
+    // push adds a point ({t: RFC 3339 or ms, ops}); points not newer than the last are
+    // dropped, so the initial series and the stream can overlap.
+    push(p, seconds) {
+      const t = (typeof p.t === 'number' ? p.t : Date.parse(p.t)) / 1000;
+      if (!(t > this.fine.lastT())) return false;
+      const vals = pointValues(p, seconds);
+      this.fine.push(t, vals);
+      this.fold(t, vals);
+      this.last = p; this.total++;
+      return true;
+    }
+    fold(t, vals) {
+      const key = Math.floor(t / this.bucketSecs);
+      if (this.bucket && this.bucket.key !== key) {
+        this.coarse.push(this.bucket.key * this.bucketSecs, this.bucket.vals.map((v, c) => {
+          if (this.bucket.n[c] === 0) return null;
+          return FOLD_MAX.has(FIELDS[c % NF]) ? v : v / this.bucket.n[c];
+        }));
+        this.bucket = null;
+      }
+      if (!this.bucket) this.bucket = { key, vals: new Array(vals.length).fill(0), n: new Array(vals.length).fill(0) };
+      const b = this.bucket;
+      vals.forEach((v, c) => {
+        if (v === null) return;
+        b.vals[c] = FOLD_MAX.has(FIELDS[c % NF]) ? Math.max(b.n[c] ? b.vals[c] : -Infinity, v) : b.vals[c] + v;
+        b.n[c]++;
+      });
+    }
+    // columns returns {t: [...], get(op, field) -> [...]} for the window: seconds back from
+    // the newest point, or 0 for everything kept (minute points before the hour of 1 Hz).
+    columns(windowSecs) {
+      const end = this.fine.lastT() + 1;
+      const t0 = windowSecs > 0 ? end - windowSecs : -Infinity;
+      const [fa, fb] = this.fine.range(t0, Infinity);
+      const [ca, cb] = windowSecs > 0 && t0 >= this.fine.firstT() ? [0, 0] : this.coarse.range(t0, this.fine.firstT());
+      const n = (cb - ca) + (fb - fa);
+      const t = new Array(n);
+      for (let j = ca; j < cb; j++) t[j - ca] = this.coarse.time(j);
+      for (let j = fa; j < fb; j++) t[cb - ca + j - fa] = this.fine.time(j);
+      const cache = {};
+      const get = (op, field) => {
+        const c = OPS.indexOf(op) * NF + F[field];
+        if (cache[c]) return cache[c];
+        const out = new Array(n);
+        for (let j = ca; j < cb; j++) out[j - ca] = this.coarse.at(c, j);
+        for (let j = fa; j < fb; j++) out[cb - ca + j - fa] = this.fine.at(c, j);
+        return (cache[c] = out);
+      };
+      return { t, get, n };
+    }
+    // hasData tells whether an op class ever did anything (the backfill column is shown
+    // only then).
+    hasData(op) {
+      const c = OPS.indexOf(op) * NF + F.count;
+      for (let j = 0; j < this.fine.len; j++) if (this.fine.at(c, j) > 0) return true;
+      for (let j = 0; j < this.coarse.len; j++) if (this.coarse.at(c, j) > 0) return true;
+      return false;
+    }
+  }
+
+  const C = { blue: '#1f5fbf', orange: '#d9730d', red: '#c62828', purple: '#6a3d9a', grey: '#666', green: '#2e7d32', brown: '#8d5524', teal: '#00838f', pink: '#ad1457' };
+  const LAT = [['50', 'p50', C.blue], ['99', 'p99', C.orange], ['999', 'p99.9', C.red], ['Max', 'max', C.purple]];
+
+  // CHARTS lists every chart: title, y unit, which op classes have it, and its series.
+  const CHARTS = [
+    { id: 'throughput', title: 'Throughput', unit: 'ops/s', series: [
+      { field: 'rate', label: 'achieved', stroke: C.blue, fill: 'rgba(31,95,191,0.08)' },
+      { field: 'target', label: 'target', stroke: C.grey, dash: [6, 4] }] },
+    { id: 'latency', title: 'Latency', unit: 'ms', series: [
+      ...LAT.map(([k, l, c]) => ({ field: 'resp' + k, label: 'response ' + l, stroke: c })),
+      ...LAT.map(([k, l, c]) => ({ field: 'svc' + k, label: 'service ' + l, stroke: c, dash: [3, 3], show: k === '50' || k === '99' }))] },
+    { id: 'errors', title: 'Errors by class', unit: 'errors/s', series:
+      ERROR_CLASSES.map((c, i) => ({ field: 'err_' + c, label: c, stroke: [C.red, C.orange, C.teal, C.pink, C.brown][i] })) },
+    { id: 'hit', title: 'Cache hit ratio', unit: '%', ops: ['read'], range: [0, 100], series: [
+      { field: 'hit', label: 'hits', stroke: C.green }] },
+    { id: 'backlog', title: 'Backlog', unit: 'ms', series: [
+      { field: 'backlog', label: 'behind schedule', stroke: C.brown }] },
+  ];
+
+  function fmt(v, unit) {
+    if (v === null || v === undefined || Number.isNaN(v)) return '–';
+    const a = Math.abs(v);
+    const s = a >= 1e6 ? (v / 1e6).toFixed(2) + 'M' : a >= 1e4 ? (v / 1e3).toFixed(1) + 'k' : a >= 100 ? v.toFixed(0) : a >= 1 ? v.toFixed(2) : v.toFixed(3);
+    return s + ' ' + unit;
+  }
+
+  // tick formats an axis value: short, with k/M for thousands and millions.
+  function tick(v) {
+    const a = Math.abs(v);
+    if (a >= 1e6) return +(v / 1e6).toPrecision(3) + 'M';
+    if (a >= 1e3) return +(v / 1e3).toPrecision(3) + 'k';
+    return String(+v.toPrecision(3));
+  }
+
+  // makeChart draws one chart of one op class into el and returns a handle whose
+  // update(cols) sets its data.
+  function makeChart(el, def, op, width) {
+    const series = [{}].concat(def.series.map((s) => ({
+      label: s.label, stroke: s.stroke, width: 1.5, dash: s.dash, fill: s.fill, show: s.show !== false,
+      spanGaps: false, value: (u, v) => fmt(v, def.unit),
+    })));
+    const opts = {
+      width: width, height: 170,
+      series: series,
+      cursor: { drag: { x: false, y: false } },
+      legend: { live: true },
+      // At least a minute across, so a fresh run does not zoom into sub-second ticks.
+      scales: { x: { time: true, range: (u, min, max) => (max - min < 60 ? [max - 60, max] : [min, max]) }, y: def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      axes: [
+        { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' } },
+        { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' }, size: 64, label: def.unit, labelSize: 18,
+          values: (u, splits) => splits.map(tick) },
+      ],
+    };
+    const u = new global.uPlot(opts, [[]].concat(def.series.map(() => [])), el);
+    // The legend doubles as the series toggle; make its rows reachable from the keyboard.
+    u.root.querySelectorAll('.u-legend .u-series').forEach((row, i) => {
+      if (i === 0) return;
+      row.tabIndex = 0;
+      row.setAttribute('role', 'switch');
+      const sync = () => row.setAttribute('aria-checked', String(u.series[i].show));
+      sync();
+      row.addEventListener('click', () => setTimeout(sync));
+      row.addEventListener('keydown', (e) => {
+        if (e.key !== 'Enter' && e.key !== ' ') return;
+        e.preventDefault();
+        u.setSeries(i, { show: !u.series[i].show });
+        sync();
+      });
+    });
+    let hovering = false;
+    u.over.addEventListener('mouseenter', () => { hovering = true; });
+    u.over.addEventListener('mouseleave', () => { hovering = false; showLatest(); });
+    function showLatest() {
+      const n = u.data[0].length;
+      // Outside a hover the legend shows the newest values.
+      if (!hovering && n > 0) u.setLegend({ idx: n - 1 });
+    }
+    return {
+      plot: u,
+      update(cols) {
+        u.setData([cols.t].concat(def.series.map((s) => cols.get(op, s.field))));
+        // setData redraws (and resets the legend) in a microtask; set the legend after it.
+        queueMicrotask(showLatest);
+        const last = cols.n ? cols.get(op, def.series[0].field)[cols.n - 1] : null;
+        // Exposed on the figure for tests and scripts: the newest value of the first series.
+        const fig = el.closest('figure') || el;
+        fig.dataset.last = last === null || last === undefined ? '' : String(last);
+        fig.dataset.points = String(cols.n);
+      },
+      resize(w) { u.setSize({ width: w, height: 170 }); },
+    };
+  }
+
+  // Grid lays out every chart for the given op classes in a container: one row per
+  // chart kind, one column per op class.
+  class Grid {
+    constructor(container, ops) {
+      this.container = container; this.charts = []; this.ops = ops;
+      const cols = ops.length;
+      container.classList.add('chart-grid');
+      container.style.setProperty('--cols', String(cols));
+      const width = this.colWidth();
+      for (const def of CHARTS) {
+        for (const op of ops) {
+          const fig = document.createElement('figure');
+          fig.className = 'chart';
+          fig.dataset.chart = def.id; fig.dataset.op = op;
+          const cap = document.createElement('figcaption');
+          cap.textContent = op + ' · ' + def.title + ' (' + def.unit + ')';
+          fig.appendChild(cap);
+          container.appendChild(fig);
+          if (def.ops && !def.ops.includes(op)) {
+            fig.classList.add('empty');
+            const p = document.createElement('p');
+            p.className = 'muted'; p.textContent = 'reads only';
+            fig.appendChild(p);
+            continue;
+          }
+          const body = document.createElement('div');
+          fig.appendChild(body);
+          this.charts.push({ op, def, fig, chart: makeChart(body, def, op, width) });
+        }
+      }
+    }
+    colWidth() {
+      const w = this.container.clientWidth || 900;
+      return Math.max(240, Math.floor(w / this.ops.length) - 24);
+    }
+    update(cols) { for (const c of this.charts) c.chart.update(cols); }
+    resize() { const w = this.colWidth(); for (const c of this.charts) c.chart.resize(w); }
+  }
+
+  global.NDCharts = { OPS, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, fmt };
+})(window);

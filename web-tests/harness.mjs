@@ -1,0 +1,87 @@
+// Test harness: starts an ndbench server on a free loopback port and a headless system
+// Chromium driven by playwright-core. Nothing is downloaded: Chromium comes from apt
+// (scripts/install-ui-test-deps.sh).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, mkdirSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const artifacts = path.join(repo, 'web-tests', 'artifacts');
+
+// startProcess runs bin with args and resolves with the base URL it prints
+// ("serving on http://ADDR").
+function startProcess(bin, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${bin} did not start in 30 s: ${out}${err}`)); }, 30000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/serving on (http:\/\/[^\s]+)/);
+      if (m) { clearTimeout(timer); resolve({ child, url: m[1], logs: () => err }); }
+    });
+    child.stderr.on('data', (d) => { err += d; });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`${bin} exited (${code}) before serving: ${out}${err}`)); });
+  });
+}
+
+async function servesUI(url) {
+  const r = await fetch(url + '/');
+  return r.ok && (r.headers.get('content-type') || '').startsWith('text/html');
+}
+
+// startServer starts `bin/ndbench serve --listen 127.0.0.1:0`. Until serve mounts the UI
+// (web.Handler), it falls back to internal/web/uidev: the same API with the page in front.
+export async function startServer() {
+  const ndbench = path.join(repo, 'bin', 'ndbench');
+  if (!existsSync(ndbench)) execFileSync('go', ['build', '-o', ndbench, './cmd/ndbench'], { cwd: repo, stdio: 'inherit' });
+  let srv = await startProcess(ndbench, ['serve', '--listen', '127.0.0.1:0', '--log-level', 'warn']);
+  if (!(await servesUI(srv.url))) {
+    await stopServer(srv);
+    const uidev = path.join(repo, 'bin', 'uidev');
+    execFileSync('go', ['build', '-o', uidev, './internal/web/uidev'], { cwd: repo, stdio: 'inherit' });
+    srv = await startProcess(uidev, ['--listen', '127.0.0.1:0']);
+    srv.fallback = true;
+  }
+  return srv;
+}
+
+export async function stopServer(srv) {
+  if (!srv || srv.child.exitCode !== null) return;
+  const exited = new Promise((r) => srv.child.once('exit', r));
+  srv.child.kill('SIGTERM');
+  const t = setTimeout(() => srv.child.kill('SIGKILL'), 10000);
+  await exited;
+  clearTimeout(t);
+}
+
+export async function launchBrowser() {
+  const profile = mkdtempSync(path.join(tmpdir(), 'ndbench-chromium-'));
+  mkdirSync(artifacts, { recursive: true });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    acceptDownloads: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  return {
+    context,
+    async close() { await context.close(); rmSync(profile, { recursive: true, force: true }); },
+  };
+}
+
+// waitFor polls fn (in node) until it returns a truthy value or timeoutMs passes.
+export async function waitFor(fn, what, timeoutMs = 15000) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
