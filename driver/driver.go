@@ -31,6 +31,10 @@ var ErrNotFound = errors.New("key not found")
 type Driver interface {
 	// Init connects to the store (and creates schema when the options ask for it). opts is
 	// the pointer returned by the Definition's NewOptions, filled from the configuration.
+	//
+	// Read and Write must honour ctx: it carries the per-operation timeout. The engine
+	// reuses one context per worker and re-arms it for the next operation, so a driver
+	// must not keep ctx (or a context derived from it) after the call returns.
 	Init(ctx context.Context, opts any) error
 	// Read returns the value stored under key, or ErrNotFound. The returned slice belongs to
 	// the caller; the engine reads it and never modifies it.
@@ -55,9 +59,10 @@ type BulkWriter interface {
 	WriteBulk(ctx context.Context, keys []string, values [][]byte) error
 }
 
-// Reconfigurer is implemented by drivers with options marked `live:"true"`. The registry
-// guarantees that opts differs from the current options only in live fields, so a driver
-// can switch endpoints, consistency levels or TTLs without reconnecting everything.
+// Reconfigurer is implemented by drivers with options marked `live:"true"`. ndbench only
+// ever passes options that differ from the current ones in live fields (changes to other
+// options wait for the next Init), so a driver can switch endpoints, consistency levels or
+// TTLs without reconnecting everything.
 type Reconfigurer interface {
 	Reconfigure(ctx context.Context, opts any) error
 }

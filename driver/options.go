@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -84,7 +85,7 @@ func (es FieldErrors) Error() string {
 }
 
 // Schema returns the options of an options struct (a pointer to it or the struct itself),
-// in field order.
+// in field order. Two options sharing a name or an alias are an error.
 func Schema(opts any) ([]Option, error) {
 	t := reflect.TypeOf(opts)
 	if t != nil && t.Kind() == reflect.Pointer {
@@ -122,6 +123,15 @@ func Schema(opts any) ([]Option, error) {
 			o.Aliases = strings.Split(a, ",")
 		}
 		out = append(out, o)
+	}
+	seen := map[string]string{}
+	for _, o := range out {
+		for _, n := range append([]string{o.Name}, o.Aliases...) {
+			if prev, dup := seen[strings.ToLower(n)]; dup {
+				return nil, fmt.Errorf("option name %q of %s is also used by %s", n, o.Name, prev)
+			}
+			seen[strings.ToLower(n)] = o.Name
+		}
 	}
 	return out, nil
 }
@@ -191,7 +201,8 @@ func Set(opts any, values map[string]string) error {
 	for _, name := range sortedKeys(values) {
 		o, ok := byName[name]
 		if !ok {
-			errs = append(errs, &FieldError{Field: name, Value: values[name],
+			// The value is not echoed: an unknown name may be a secret option misspelt.
+			errs = append(errs, &FieldError{Field: name,
 				Allowed: "one of the options " + strings.Join(optionNames(schema), ", ")})
 			continue
 		}
@@ -305,7 +316,8 @@ func setField(f reflect.Value, o Option, s string) *FieldError {
 		f.SetUint(n)
 	case "float":
 		x, err := strconv.ParseFloat(s, 64)
-		if err != nil || !inBounds(o, x) {
+		// NaN passes every bound check and breaks JSON encoding; infinities are no rate.
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || !inBounds(o, x) {
 			return bad(rangeText(o, "a number"))
 		}
 		f.SetFloat(x)

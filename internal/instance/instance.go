@@ -98,6 +98,24 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 	if busy {
 		return ErrAlreadyInitialized
 	}
+	def, ok := driver.Lookup(name)
+	if !ok {
+		return driver.UnknownDriverError(name)
+	}
+	schema, err := driver.Schema(def.NewOptions())
+	if err != nil {
+		return err
+	}
+	// Options given by alias or in another case replace the configured value of the same
+	// option rather than sitting beside it, where either could win.
+	canon := make(map[string]string, len(opts))
+	for k, v := range opts {
+		if c, ok := driver.Canonical(schema, k); ok {
+			k = c
+		}
+		canon[k] = v
+	}
+	opts = canon
 	values := maps.Clone(i.store.Current().Config.Drivers[name])
 	if values == nil {
 		values = map[string]string{}
@@ -116,7 +134,6 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 	if err := i.store.Check(config.LayerRuntime, patch); err != nil {
 		return err
 	}
-	def, _ := driver.Lookup(name)
 	d := def.New()
 	if err := d.Init(ctx, decoded); err != nil {
 		_ = d.Close()

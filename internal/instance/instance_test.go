@@ -219,3 +219,14 @@ func TestBackfillThroughInstance(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestInitOptionAliasesReplaceConfiguredValues(t *testing.T) {
+	i := newInstance(t, "drivers.memory.stallEvery=1h")
+	// "STALLEVERY" names the same option as the configured stallEvery: it must win.
+	if err := i.Init(context.Background(), "memory", map[string]string{"STALLEVERY": "2h"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, src, _ := i.Config().Value("drivers.memory.stallEvery"); v != "2h0m0s" && v != "2h" {
+		t.Fatalf("stallEvery = %q from %s; the init option lost to the configured value", v, src)
+	}
+}
