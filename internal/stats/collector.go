@@ -110,10 +110,13 @@ type Collector struct {
 	cumLag  [NumOps]*hdrhistogram.Histogram
 	cum     [NumOps]Counts
 	latest  pointRec
-	latestT time.Time // start of the latest interval; zero before the first tick
-	latestE time.Time // end of the latest interval
-	ring    []pointRec
-	head    int // index of the oldest point once the ring is full
+	// latestLag is the latest interval's start lag, which the compact series record
+	// does not keep.
+	latestLag [NumOps]Latency
+	latestT   time.Time // start of the latest interval; zero before the first tick
+	latestE   time.Time // end of the latest interval
+	ring      []pointRec
+	head      int // index of the oldest point once the ring is full
 
 	subMu sync.Mutex
 	subs  []*subscriber // copy-on-write, so Tick reads it without holding subMu
@@ -249,9 +252,11 @@ func (c *Collector) Tick(now time.Time) *Interval {
 
 	// Percentiles are computed before taking mu so readers wait only for the merge.
 	p := pointRec{end: now.UnixNano(), seconds: float32(iv.Seconds())}
+	var lag [NumOps]Latency
 	for _, op := range Ops {
 		o := &iv.Ops[op]
 		p.ops[op] = newOpRec(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), o.gauges())
+		lag[op] = LatencyOf(o.StartLag)
 	}
 
 	c.mu.Lock()
@@ -263,7 +268,7 @@ func (c *Collector) Tick(now time.Time) *Interval {
 		c.cum[op].Add(&o.Counts)
 	}
 	c.last = now
-	c.latest, c.latestT, c.latestE = p, iv.Start, now
+	c.latest, c.latestT, c.latestE, c.latestLag = p, iv.Start, now, lag
 	if len(c.ring) < cap(c.ring) {
 		c.ring = append(c.ring, p)
 	} else {
@@ -319,6 +324,11 @@ func (c *Collector) Latest() Summary {
 		return c.emptySummary()
 	}
 	p := c.latest.point()
+	for _, op := range Ops {
+		s := p.Ops[op.String()]
+		s.StartLag = c.latestLag[op]
+		p.Ops[op.String()] = s
+	}
 	return Summary{Start: c.latestT, End: c.latestE, Seconds: spanSeconds(c.latestT, c.latestE), Ops: p.Ops}
 }
 

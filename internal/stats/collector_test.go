@@ -302,8 +302,7 @@ func TestConcurrentRecordAndTick(t *testing.T) {
 				case 1:
 					s.Failure(driver.Classes[(i/10)%driver.NumClasses])
 				case 2:
-					s.Invalid(Lost)
-					s.Success(d, d)
+					s.SuccessInvalid(d, d, Lost)
 				default:
 					s.Success(d, d)
 				}

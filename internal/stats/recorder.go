@@ -11,13 +11,13 @@ import (
 	"github.com/ndbench/ndbench/driver"
 )
 
-// MaxDefaultShards caps DefaultShards. Every shard of every op that records holds four
-// histograms (response and service time, active and retired) of ~188 KB each, i.e.
-// ~754 KB per shard per op: at 16 shards that is 12 MB per op and 36 MB with reads,
-// writes and backfill all active, plus 2.3 MB of collector histograms. That keeps a
-// 1000-worker process (about 8 MB of goroutine stacks) far below the 150 MB RSS budget
-// on any machine, while 16 locks still leave each shard mostly uncontended: a record
-// holds its lock for ~20 ns.
+// MaxDefaultShards caps DefaultShards. Every shard of every op that records holds, active
+// and retired, a response-time and a service-time histogram of ~188 KB each and a start-lag
+// histogram of ~24 KB (two significant digits), i.e. ~800 KB per shard per op: at 16 shards
+// that is 13 MB per op and 38 MB with reads, writes and backfill all active, plus ~2.5 MB
+// of collector histograms. A 1000-worker process measured 68 MB RSS in all (see
+// docs/performance.md), far below the 150 MB budget, while 16 locks still leave each shard
+// mostly uncontended: a record holds its lock for ~20 ns.
 const MaxDefaultShards = 16
 
 // DefaultShards returns the shard count used when Config.Shards is 0: 4 per
@@ -110,7 +110,8 @@ func (b *buffer) reset() {
 }
 
 // Shard is the part of a Recorder one group of workers records into. Its methods are safe
-// for concurrent use, cost one uncontended lock and two histogram increments, and do not
+// for concurrent use, cost one uncontended lock and three histogram increments (response
+// time, service time, start lag), and do not
 // allocate (except once, on a shard's first record, when its histograms are created: a
 // shard or op that never records costs no histogram memory).
 type Shard struct {
@@ -131,44 +132,32 @@ func (s *Shard) buf() *buffer {
 
 // Success records an op that got a value or an acknowledgment. resp is measured from
 // the op's intended start time, svc from its actual start.
-func (s *Shard) Success(resp, svc time.Duration) {
-	s.mu.Lock()
-	b := s.buf()
-	b.latency(resp, svc)
-	b.Successes++
-	s.mu.Unlock()
-}
+func (s *Shard) Success(resp, svc time.Duration) { s.record(resp, svc, false, noVerdict) }
 
 // Miss records a read answered with "not found" (driver.ErrNotFound). A miss is a
 // valid answer, so its latency goes into the histograms.
-func (s *Shard) Miss(resp, svc time.Duration) {
-	s.mu.Lock()
-	b := s.buf()
-	b.latency(resp, svc)
-	b.Misses++
-	s.mu.Unlock()
-}
+func (s *Shard) Miss(resp, svc time.Duration) { s.record(resp, svc, true, noVerdict) }
 
-// SuccessInvalid records a read that got a value which failed validation of kind k. It
-// is one call so that an interval swap cannot separate the read from its verdict.
-func (s *Shard) SuccessInvalid(resp, svc time.Duration, k Validation) {
-	s.mu.Lock()
-	b := s.buf()
-	b.latency(resp, svc)
-	b.Successes++
-	if int(k) < NumValidations {
-		b.Validation[k]++
-	}
-	s.mu.Unlock()
-}
+// SuccessInvalid records a read that got a value which failed validation of kind k. The
+// read and its verdict are one call so that an interval swap cannot separate them.
+func (s *Shard) SuccessInvalid(resp, svc time.Duration, k Validation) { s.record(resp, svc, false, k) }
 
 // MissInvalid records a miss that validation judged of kind k (a lost write).
-func (s *Shard) MissInvalid(resp, svc time.Duration, k Validation) {
+func (s *Shard) MissInvalid(resp, svc time.Duration, k Validation) { s.record(resp, svc, true, k) }
+
+// noVerdict is a Validation outside the range: the op passed validation, or had none.
+const noVerdict = Validation(numValidations)
+
+func (s *Shard) record(resp, svc time.Duration, miss bool, k Validation) {
 	s.mu.Lock()
 	b := s.buf()
 	b.latency(resp, svc)
-	b.Misses++
-	if int(k) < NumValidations {
+	if miss {
+		b.Misses++
+	} else {
+		b.Successes++
+	}
+	if k < noVerdict {
 		b.Validation[k]++
 	}
 	s.mu.Unlock()
@@ -181,17 +170,6 @@ func (s *Shard) Failure(c driver.Class) {
 	}
 	s.mu.Lock()
 	s.buf().Failures[c]++
-	s.mu.Unlock()
-}
-
-// Invalid counts a read whose value failed validation. The read's latency is recorded
-// separately with Success (or Miss, for a lost write).
-func (s *Shard) Invalid(k Validation) {
-	if int(k) >= NumValidations {
-		return
-	}
-	s.mu.Lock()
-	s.buf().Validation[k]++
 	s.mu.Unlock()
 }
 

@@ -19,27 +19,29 @@ func TestShardRecordsOutcomes(t *testing.T) {
 	s.Failure(driver.ClassTimeout)
 	s.Failure(driver.ClassTimeout)
 	s.Failure(driver.Class(200)) // unknown class counts as other rather than vanishing
-	s.Invalid(Stale)
-	s.Invalid(Validation(200)) // ignored
+	s.SuccessInvalid(time.Millisecond, time.Millisecond, Stale)
+	s.MissInvalid(time.Millisecond, time.Millisecond, Lost)
+	s.SuccessInvalid(time.Millisecond, time.Millisecond, Validation(200)) // unknown kind: counted as a success only
 	s.Success(2*time.Hour, time.Nanosecond)
 
 	resp, svc := NewHistogram(), NewHistogram()
 	var c Counts
 	r.drain(resp, svc, NewLagHistogram(), &c)
 
-	want := Counts{Successes: 3, Misses: 1, Clamped: 1}
+	want := Counts{Successes: 5, Misses: 2, Clamped: 1}
 	want.Failures[driver.ClassTimeout] = 2
 	want.Failures[driver.ClassOther] = 1
 	want.Validation[Stale] = 1
+	want.Validation[Lost] = 1
 	if c != want {
 		t.Errorf("counts = %+v, want %+v", c, want)
 	}
-	if c.Count() != 4 || c.Errors() != 3 {
-		t.Errorf("Count() = %d, Errors() = %d; want 4, 3", c.Count(), c.Errors())
+	if c.Count() != 7 || c.Errors() != 3 {
+		t.Errorf("Count() = %d, Errors() = %d; want 7, 3", c.Count(), c.Errors())
 	}
 	// Failures add no latency; successes and misses do.
-	if resp.TotalCount() != 4 || svc.TotalCount() != 4 {
-		t.Errorf("histogram counts = %d, %d; want 4, 4", resp.TotalCount(), svc.TotalCount())
+	if resp.TotalCount() != 7 || svc.TotalCount() != 7 {
+		t.Errorf("histogram counts = %d, %d; want 7, 7", resp.TotalCount(), svc.TotalCount())
 	}
 	if got := resp.Max(); !resp.ValuesAreEquivalent(got, HighestValue) {
 		t.Errorf("clamped response max = %d, want ~%d", got, HighestValue)
@@ -89,7 +91,7 @@ func TestShardRecordingDoesNotAllocate(t *testing.T) {
 		s.Success(time.Millisecond, 900*time.Microsecond)
 		s.Miss(time.Millisecond, 900*time.Microsecond)
 		s.Failure(driver.ClassThrottled)
-		s.Invalid(Corrupt)
+		s.SuccessInvalid(time.Millisecond, 900*time.Microsecond, Corrupt)
 		s.Success(3*time.Hour, 3*time.Hour)
 	})
 	if allocs != 0 {
@@ -168,6 +170,9 @@ func TestStartLagIsResponseMinusService(t *testing.T) {
 	s := c.Tick(time.Now()).Summary().Ops["read"]
 	if s.StartLag.P50 < 2970 || s.StartLag.P50 > 3030 {
 		t.Fatalf("start lag p50 = %v µs, want ~3000", s.StartLag.P50)
+	}
+	if l := c.Latest().Ops["read"]; l.StartLag.P50 < 2970 || l.StartLag.P50 > 3030 {
+		t.Fatalf("latest start lag p50 = %v µs, want ~3000", l.StartLag.P50)
 	}
 	if cum := c.Cumulative().Ops["read"]; cum.StartLag.P99 < 2970 || cum.StartLag.P99 > 3030 {
 		t.Fatalf("cumulative start lag p99 = %v µs, want ~3000", cum.StartLag.P99)
