@@ -21,10 +21,11 @@ import (
 
 type runFlags struct {
 	configSources
-	duration time.Duration
-	backfill bool
-	report   string
-	hdrLog   string
+	duration   time.Duration
+	backfill   bool
+	report     string
+	reportHTML string
+	hdrLog     string
 }
 
 // configSources are the flags every command that reads configuration takes.
@@ -63,7 +64,8 @@ that stalls is charged for every operation it delayed; service time (from the ac
 start) is reported alongside.`,
 		Example: `  ndbench run --duration 30s
   ndbench run --driver memory --set workload.readRate=100000 --set workload.writeEnabled=false
-  ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog`,
+  ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog
+  ndbench run --driver memory --duration 1m --report-html report.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWorkload(cmd.Context(), f, io)
@@ -73,6 +75,7 @@ start) is reported alongside.`,
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "how long to run the load (0 = until interrupted)")
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
+	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
 	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs to this file")
 	return cmd
 }
@@ -226,6 +229,12 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 			return err
 		}
 		fmt.Fprintf(io.out, "report written to %s\n", f.report)
+	}
+	if f.reportHTML != "" {
+		if err := report.WriteHTMLFile(f.reportHTML, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(io.out, "HTML report written to %s\n", f.reportHTML)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(io.err, "stopped by signal")

@@ -78,7 +78,8 @@
     constructor(opts) {
       opts = opts || {};
       this.fine = new Ring(opts.fine || 3600);
-      this.coarse = new Ring(opts.coarse || 1440);
+      // coarse: 0 keeps no minute points (a report holds its whole series at 1 Hz).
+      this.coarse = opts.coarse === 0 ? null : new Ring(opts.coarse || 1440);
       this.bucketSecs = opts.bucketSecs || 60;
       this.bucket = null;
       this.last = null; // the newest point as received
@@ -96,6 +97,7 @@
       return true;
     }
     fold(t, vals) {
+      if (!this.coarse) return;
       const key = Math.floor(t / this.bucketSecs);
       if (this.bucket && this.bucket.key !== key) {
         this.coarse.push(this.bucket.key * this.bucketSecs, this.bucket.vals.map((v, c) => {
@@ -118,7 +120,7 @@
       const end = this.fine.lastT() + 1;
       const t0 = windowSecs > 0 ? end - windowSecs : -Infinity;
       const [fa, fb] = this.fine.range(t0, Infinity);
-      const [ca, cb] = windowSecs > 0 && t0 >= this.fine.firstT() ? [0, 0] : this.coarse.range(t0, this.fine.firstT());
+      const [ca, cb] = !this.coarse || (windowSecs > 0 && t0 >= this.fine.firstT()) ? [0, 0] : this.coarse.range(t0, this.fine.firstT());
       const n = (cb - ca) + (fb - fa);
       const t = new Array(n);
       for (let j = ca; j < cb; j++) t[j - ca] = this.coarse.time(j);
@@ -139,7 +141,7 @@
     hasData(op) {
       const c = OPS.indexOf(op) * NF + F.count;
       for (let j = 0; j < this.fine.len; j++) if (this.fine.at(c, j) > 0) return true;
-      for (let j = 0; j < this.coarse.len; j++) if (this.coarse.at(c, j) > 0) return true;
+      for (let j = 0; this.coarse && j < this.coarse.len; j++) if (this.coarse.at(c, j) > 0) return true;
       return false;
     }
   }

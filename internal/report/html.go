@@ -1,0 +1,126 @@
+package report
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/web"
+)
+
+// The HTML report reuses the web UI's chart code and styles (package web embeds them), so
+// a saved report shows the same charts as the live page. web must never import report.
+
+//go:embed report.html.tmpl
+var htmlTemplate string
+
+var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"ms": func(us float64) string { return fmt.Sprintf("%.3f", us/1000) },
+	"f0": func(v float64) string { return fmt.Sprintf("%.0f", v) },
+	"f2": func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"mb": func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) },
+}).Parse(htmlTemplate))
+
+type htmlOp struct {
+	Name string
+	stats.OpSummary
+	Failures   string
+	Validation string
+}
+
+type keyValue struct{ Key, Value string }
+
+// WriteHTML writes r as one self-contained HTML page: summary tables, warnings, the
+// per-op charts of the time series (uPlot and the UI's chart code inlined), the driver's
+// details and the configuration. It loads nothing from anywhere, so it can be mailed or
+// archived as is; the full JSON report is embedded in it (element id "ndbench-report").
+func WriteHTML(w io.Writer, r *Report) error {
+	data, err := json.Marshal(r) // escapes <, > and &: safe inside a script element
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	ops := []htmlOp{}
+	for _, name := range []string{"read", "write", "backfill"} {
+		s, ok := r.Ops[name]
+		if !ok {
+			continue
+		}
+		op := htmlOp{Name: name, OpSummary: s}
+		var parts []string
+		for _, c := range []string{"timeout", "unavailable", "throttled", "rejected", "other"} {
+			if n := s.Failures[c]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", c, n))
+			}
+		}
+		op.Failures = strings.Join(parts, ", ")
+		parts = nil
+		for _, v := range stats.Validations {
+			if n := s.Validation[v.String()]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", v, n))
+			}
+		}
+		op.Validation = strings.Join(parts, ", ")
+		ops = append(ops, op)
+	}
+	a := web.Charts()
+	err = reportTmpl.Execute(w, map[string]any{
+		"R":          r,
+		"Ops":        ops,
+		"DriverInfo": sortedKV(r.Driver.Info),
+		"DriverStats": func() []keyValue {
+			m := map[string]string{}
+			for k, v := range r.Driver.Stats {
+				m[k] = fmt.Sprint(v)
+			}
+			return sortedKV(m)
+		}(),
+		"CSS":      template.CSS(a.UPlotCSS + "\n" + a.StyleCSS),
+		"UPlotJS":  template.JS(a.UPlotJS),
+		"ChartsJS": template.JS(a.ChartsJS),
+		"Data":     template.JS(data),
+	})
+	if err != nil {
+		return fmt.Errorf("write HTML report: %w", err)
+	}
+	return nil
+}
+
+func sortedKV(m map[string]string) []keyValue {
+	out := make([]keyValue, 0, len(m))
+	for k, v := range m {
+		out = append(out, keyValue{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// WriteHTMLFile writes the HTML report to path atomically, like WriteFile.
+func WriteHTMLFile(path string, r *Report) error {
+	return writeAtomic(path, func(w io.Writer) error { return WriteHTML(w, r) })
+}
+
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".ndbench-report-*")
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return nil
+}
