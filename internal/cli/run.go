@@ -152,6 +152,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		view.setBackfill(e.BackfillStatus)
 		st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
 		view.setBackfill(nil)
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("backfill: %w", err)
+		}
 		backfill = &st
 		coll.Tick(time.Now())
 		bfSummary := coll.Cumulative().Ops["backfill"]
@@ -161,10 +164,6 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 			fmt.Fprintf(io.out, "; verified %d, missing %d, corrupt %d, wrong key %d, errors %d", st.Verified, st.Missing, st.Corrupt, st.WrongKey, st.VerifyErrors)
 		}
 		fmt.Fprintln(io.out)
-		if err != nil {
-			stopTicking()
-			return nil // interrupted during backfill: nothing more to report
-		}
 		// The load phase is measured on its own; the backfill's figures are kept apart.
 		backfillOps = &bfSummary
 		coll.Reset()
@@ -172,18 +171,22 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		view.restart()
 	}
 
-	if err := e.Start(); err != nil {
-		return err
-	}
-	var timeout <-chan time.Time
-	if f.duration > 0 {
-		t := time.NewTimer(f.duration)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case <-ctx.Done():
-	case <-timeout:
+	// Interrupted during the backfill: no load phase, but the summary and the report of
+	// what was done still follow.
+	if ctx.Err() == nil {
+		if err := e.Start(); err != nil {
+			return err
+		}
+		var timeout <-chan time.Time
+		if f.duration > 0 {
+			t := time.NewTimer(f.duration)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-timeout:
+		}
 	}
 	_ = e.Stop()
 	waitCtx, cancelWait := context.WithTimeout(context.Background(), w.OpTimeout+time.Second)

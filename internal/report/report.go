@@ -131,6 +131,11 @@ func Build(in Input) *Report {
 		if !ok || (op == "backfill" && in.Backfill == nil) {
 			continue
 		}
+		// The gauges at the end of the span describe a stopped pool; the target that
+		// mattered is the one in force while the class ran.
+		if t, _ := runTarget(in.Series, op); t > 0 {
+			s.TargetRate = t
+		}
 		r.Ops[op] = s
 	}
 	if in.Snapshot != nil {
@@ -176,6 +181,9 @@ func warnings(r *Report, in Input) []string {
 	if saturated {
 		w = append(w, fmt.Sprintf("the client kept %.1f of %.0f cores busy: results may measure ndbench's machine rather than the store", r.Client.CPUCores, usable))
 	}
+	// Rates are judged over the span the counts cover, not the process's: a service may
+	// have been idle, stopped or reset for part of it.
+	span := in.Cumulative.Seconds
 	names := make([]string, 0, len(r.Ops))
 	for name := range r.Ops {
 		names = append(names, name)
@@ -186,12 +194,12 @@ func warnings(r *Report, in Input) []string {
 		if name == "backfill" {
 			continue
 		}
-		// The target gauge is the last one set; a run whose rate changed compares against
-		// the series instead of one number, so only constant-rate runs are judged here.
-		if s.TargetRate > 0 && constantTarget(in.Series, name, s.TargetRate) {
-			achieved := float64(s.Count+s.Errors) / r.Seconds
-			if achieved < underRate*s.TargetRate {
-				w = append(w, fmt.Sprintf("%s: offered %.0f of the %.0f ops/s target (%.1f%%): add workers, or the store is saturated; response times include the backlog", name, achieved, s.TargetRate, 100*achieved/s.TargetRate))
+		// Only a class that ran at one constant target is judged against it; a run whose
+		// rate changed has no single number to compare with.
+		if target, constant := runTarget(in.Series, name); target > 0 && constant && span > 0 {
+			achieved := float64(s.Count+s.Errors) / span
+			if achieved < underRate*target {
+				w = append(w, fmt.Sprintf("%s: offered %.0f of the %.0f ops/s target (%.1f%%): add workers, or the store is saturated; response times include the backlog", name, achieved, target, 100*achieved/target))
 			}
 		}
 		if s.StartLag.P99 > float64(lagWarn.Microseconds()) {
@@ -207,13 +215,21 @@ func warnings(r *Report, in Input) []string {
 	return w
 }
 
-func constantTarget(series []stats.Point, op string, target float64) bool {
+// runTarget returns the target rate of op over the intervals in which it had workers (the
+// last one), and whether it was the same in all of them.
+func runTarget(series []stats.Point, op string) (target float64, constant bool) {
+	constant = true
 	for _, p := range series {
-		if t := p.Ops[op].TargetRate; t != 0 && t != target {
-			return false
+		o := p.Ops[op]
+		if o.Workers == 0 {
+			continue
 		}
+		if target != 0 && o.TargetRate != target {
+			constant = false
+		}
+		target = o.TargetRate
 	}
-	return true
+	return target, constant
 }
 
 // Write encodes r as indented JSON.

@@ -1,0 +1,109 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// input builds a run of secs seconds whose read class ran at target with n operations.
+func input(secs float64, target float64, n int64, series []stats.Point) Input {
+	t0 := time.Unix(1_700_000_000, 0)
+	end := t0.Add(time.Duration(secs * float64(time.Second)))
+	return Input{
+		Started: t0, Ended: end, DriverName: "memory",
+		Cumulative: stats.Summary{Start: t0, End: end, Seconds: secs, Ops: map[string]stats.OpSummary{
+			"read":  {Count: n, TargetRate: 0, Workers: 0},
+			"write": {},
+		}},
+		Series:     series,
+		UsageStart: Usage{},
+		UsageEnd:   Usage{User: time.Second},
+	}
+}
+
+func points(targets ...float64) []stats.Point {
+	var ps []stats.Point
+	for _, t := range targets {
+		ps = append(ps, stats.Point{Ops: map[string]stats.OpSummary{"read": {TargetRate: t, Workers: 4}}})
+	}
+	// The last, partial interval after the pool stopped.
+	return append(ps, stats.Point{Ops: map[string]stats.OpSummary{"read": {}}})
+}
+
+func TestWarnings(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want string // substring of a warning; "" for none
+	}{
+		{"on target", input(10, 1000, 10000, points(1000, 1000)), ""},
+		{"under target", input(10, 1000, 9000, points(1000, 1000)), "offered 900 of the 1000 ops/s target"},
+		{"rate changed", input(10, 1000, 5000, points(1000, 2000)), ""},
+		{"closed loop", input(10, 0, 5, points(0, 0)), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Build(tc.in)
+			got := strings.Join(r.Warnings, "\n")
+			if tc.want == "" && strings.Contains(got, "offered") {
+				t.Fatalf("unexpected warning: %s", got)
+			}
+			if tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Fatalf("warnings %q lack %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTargetComesFromTheRunningIntervals(t *testing.T) {
+	r := Build(input(10, 0, 10000, points(1000, 1000)))
+	if r.Ops["read"].TargetRate != 1000 {
+		t.Fatalf("target %v, want the 1000 in force while reads ran", r.Ops["read"].TargetRate)
+	}
+}
+
+func TestStartLagAndCPUWarnings(t *testing.T) {
+	in := input(10, 1000, 10000, points(1000))
+	s := in.Cumulative.Ops["read"]
+	s.StartLag.P99 = 25_000
+	in.Cumulative.Ops["read"] = s
+	in.UsageEnd = Usage{User: 100 * time.Second} // far more CPU than the machine has
+	in.Backfill = &engine.BackfillStatus{Failed: 3}
+	got := strings.Join(Build(in).Warnings, "\n")
+	for _, want := range []string{"started late", "cores busy", "backfill: 3 keys"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestWriteFileIsJSONAndAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	r := Build(input(2, 100, 200, points(100)))
+	if err := WriteFile(path, r); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil || back.Ops["read"].Count != 200 || back.FormatVersion != Version {
+		t.Fatalf("round trip: %v %+v", err, back.Ops)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("temporary files left behind: %v", entries)
+	}
+	if err := WriteFile(filepath.Join(dir, "missing", "r.json"), r); err == nil {
+		t.Fatal("writing into a missing directory succeeded")
+	}
+}
