@@ -18,12 +18,12 @@ import (
 // none) and the zipfian exponent (YCSB's 0.99, the skew zipfian workloads are known by,
 // rather than NDBench's 0.5).
 type Workload struct {
-	NumKeys          int64   `opt:"numKeys" default:"1000" min:"1" help:"number of distinct keys in the keyspace"`
-	NumValues        int     `opt:"numValues" default:"100" min:"1" help:"number of values in the pre-generated value pool"`
-	DataSize         int     `opt:"dataSize" default:"128" min:"1" max:"67108864" help:"value size in bytes when variableDataSize is off"`
-	VariableDataSize bool    `opt:"variableDataSize" default:"false" alias:"useVariableDataSize" help:"draw each value size from [dataSizeMin, dataSizeMax]"`
-	DataSizeMin      int     `opt:"dataSizeMin" default:"1000" min:"1" max:"67108864" alias:"dataSizeLowerBound" help:"smallest value size in bytes with variableDataSize"`
-	DataSizeMax      int     `opt:"dataSizeMax" default:"5000" min:"1" max:"67108864" alias:"dataSizeUpperBound" help:"largest value size in bytes with variableDataSize"`
+	NumKeys          int64   `opt:"numKeys" default:"1000" min:"1" help:"number of distinct keys in the keyspace" live:"true"`
+	NumValues        int     `opt:"numValues" default:"100" min:"1" help:"number of values in the pre-generated value pool" live:"true"`
+	DataSize         int     `opt:"dataSize" default:"128" min:"1" max:"67108864" help:"value size in bytes when variableDataSize is off" live:"true"`
+	VariableDataSize bool    `opt:"variableDataSize" default:"false" alias:"useVariableDataSize" help:"draw each value size from [dataSizeMin, dataSizeMax]" live:"true"`
+	DataSizeMin      int     `opt:"dataSizeMin" default:"1000" min:"1" max:"67108864" alias:"dataSizeLowerBound" help:"smallest value size in bytes with variableDataSize" live:"true"`
+	DataSizeMax      int     `opt:"dataSizeMax" default:"5000" min:"1" max:"67108864" alias:"dataSizeUpperBound" help:"largest value size in bytes with variableDataSize" live:"true"`
 	Readers          int     `opt:"readers" default:"4" min:"0" max:"10000" alias:"numReaders" live:"true" help:"number of read workers"`
 	Writers          int     `opt:"writers" default:"4" min:"0" max:"10000" alias:"numWriters" live:"true" help:"number of write workers"`
 	ReadRate         float64 `opt:"readRate" default:"100" min:"0" alias:"readRateLimit" live:"true" help:"reads per second across all readers; 0 = closed loop, as fast as possible"`
@@ -39,14 +39,14 @@ type Workload struct {
 	HotKeys        float64       `opt:"hotKeys" default:"0.2" min:"0" max:"1" live:"true" help:"hotspot: fraction of the keyspace that is hot, in (0, 1]"`
 	HotFraction    float64       `opt:"hotFraction" default:"0.8" min:"0" max:"1" live:"true" help:"hotspot: fraction of operations on the hot keys, in [0, 1]"`
 	// ValidateValues is option "validate"; the field cannot share the name of the method.
-	ValidateValues  bool          `opt:"validate" default:"false" alias:"validateChecksum" help:"write values with a header and check every value read"`
+	ValidateValues  bool          `opt:"validate" default:"false" alias:"validateChecksum" help:"write values with a header and check every value read" live:"true"`
 	OpTimeout       time.Duration `opt:"opTimeout" default:"5s" min:"1ms" live:"true" help:"deadline of one operation"`
 	Backfill        bool          `opt:"backfill" default:"false" help:"write every key once before the load starts"`
 	BackfillWorkers int           `opt:"backfillWorkers" default:"1" min:"1" max:"10000" alias:"numBackfill" help:"parallel backfill workers"`
 	BackfillRate    float64       `opt:"backfillRate" default:"0" min:"0" help:"backfill writes per second; 0 = unlimited"`
 	BackfillVerify  bool          `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
-	KeyPrefix       string        `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read"`
-	Seed            uint64        `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random"`
+	KeyPrefix       string        `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read" live:"true"`
+	Seed            uint64        `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random" live:"true"`
 }
 
 // validationHeader is the size of the header a validated value carries (key hash, write

@@ -504,17 +504,19 @@ func TestTunableList(t *testing.T) {
 	srv, _ := newServer(t)
 	tun := getJSON[map[string]any](t, srv, "/REST/ndbench/config/tunable/list")
 	all := getJSON[map[string]any](t, srv, "/REST/ndbench/config/list")
-	for _, k := range []string{"readRateLimit", "writeRateLimit", "numReaders", "numWriters", "readEnabled", "pattern"} {
+	// ndbench applies every workload setting to a running load (keyspace and values
+	// included), so all of them are tunable; backfill settings apply at the next backfill.
+	for _, k := range []string{"readRateLimit", "writeRateLimit", "numReaders", "numWriters", "readEnabled", "pattern", "numKeys", "dataSize", "numValues"} {
 		if _, ok := tun[k]; !ok {
 			t.Errorf("tunable/list lacks %s: %v", k, tun)
 		}
-	}
-	for _, k := range []string{"numKeys", "dataSize", "numValues"} {
-		if _, ok := tun[k]; ok {
-			t.Errorf("tunable/list has %s, which does not change a running load", k)
-		}
 		if _, ok := all[k]; !ok {
 			t.Errorf("config/list lacks %s", k)
+		}
+	}
+	for _, k := range []string{"numBackfill"} {
+		if _, ok := tun[k]; ok {
+			t.Errorf("tunable/list has %s, which applies only at the next backfill", k)
 		}
 	}
 	// Every listed name is accepted back, as NDBench's UI posts the list it got.
