@@ -250,16 +250,6 @@ func (i *Instance) backfillDefaults(opts engine.BackfillOptions) engine.Backfill
 	return opts
 }
 
-// Backfill runs a backfill like StartBackfill and waits for it to finish (or ctx to end,
-// which stops it): NDBench's synchronous data fill.
-func (i *Instance) Backfill(ctx context.Context, opts engine.BackfillOptions) (engine.BackfillStatus, error) {
-	e, err := i.engine()
-	if err != nil {
-		return engine.BackfillStatus{}, err
-	}
-	return e.Backfill(ctx, i.backfillDefaults(opts))
-}
-
 // StopBackfill stops a running backfill.
 func (i *Instance) StopBackfill() error {
 	e, err := i.engine()
