@@ -64,7 +64,7 @@ if want soak; then
   rdir=$(mktemp -d)
   redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$rdir" > "$out/soak-redis.log" 2>&1 &
   rpid=$!
-  trap 'kill "$rpid" 2>/dev/null; rm -rf "$rdir"' EXIT
+  trap 'kill "$rpid" 2>/dev/null || true; rm -rf "$rdir"' EXIT
   for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
   echo "== soak: ${soak}s at 50,000 ops/s, 1,000,000 keys on redis (backfilled), RSS sampled each second" >&2
   "$bin" run --driver redis --set drivers.redis.addrs=127.0.0.1:$port --duration "${soak}s" --report "$out/soak.json" \
