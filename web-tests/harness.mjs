@@ -33,11 +33,17 @@ async function servesUI(url) {
   return r.ok && (r.headers.get('content-type') || '').startsWith('text/html');
 }
 
+// ensureBinary returns bin/ndbench, building it when missing (`make ui` builds it first).
+export function ensureBinary() {
+  const ndbench = path.join(repo, 'bin', 'ndbench');
+  if (!existsSync(ndbench)) execFileSync('go', ['build', '-o', ndbench, './cmd/ndbench'], { cwd: repo, stdio: 'inherit' });
+  return ndbench;
+}
+
 // startServer starts `bin/ndbench serve --listen 127.0.0.1:0`. Until serve mounts the UI
 // (web.Handler), it falls back to internal/web/uidev: the same API with the page in front.
 export async function startServer() {
-  const ndbench = path.join(repo, 'bin', 'ndbench');
-  if (!existsSync(ndbench)) execFileSync('go', ['build', '-o', ndbench, './cmd/ndbench'], { cwd: repo, stdio: 'inherit' });
+  const ndbench = ensureBinary();
   let srv = await startProcess(ndbench, ['serve', '--listen', '127.0.0.1:0', '--log-level', 'warn']);
   if (!(await servesUI(srv.url))) {
     await stopServer(srv);

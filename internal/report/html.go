@@ -33,6 +33,9 @@ type htmlOp struct {
 	stats.OpSummary
 	Failures   string
 	Validation string
+	// Target is the target rate as the series saw it: the summary's gauge is the last one
+	// set, which is 0 once the load has stopped.
+	Target string
 }
 
 type keyValue struct{ Key, Value string }
@@ -52,7 +55,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		if !ok {
 			continue
 		}
-		op := htmlOp{Name: name, OpSummary: s}
+		op := htmlOp{Name: name, OpSummary: s, Target: targetText(s.TargetRate, r.Series, name)}
 		var parts []string
 		for _, c := range []string{"timeout", "unavailable", "throttled", "rejected", "other"} {
 			if n := s.Failures[c]; n > 0 {
@@ -90,6 +93,27 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return fmt.Errorf("write HTML report: %w", err)
 	}
 	return nil
+}
+
+// targetText is the op's target rate: one number, a range when it changed during the
+// run, or "–" when no point had one (closed loop, or no load).
+func targetText(last float64, series []stats.Point, op string) string {
+	lo, hi := last, last
+	for _, p := range series {
+		if t := p.Ops[op].TargetRate; t > 0 {
+			if lo <= 0 || t < lo {
+				lo = t
+			}
+			hi = max(hi, t)
+		}
+	}
+	switch {
+	case hi <= 0:
+		return "–"
+	case lo == hi:
+		return fmt.Sprintf("%.0f", hi)
+	}
+	return fmt.Sprintf("%.0f–%.0f", lo, hi)
 }
 
 func sortedKV(m map[string]string) []keyValue {

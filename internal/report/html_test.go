@@ -77,7 +77,7 @@ func TestWriteHTMLContainsTheData(t *testing.T) {
 	// What a reader sees in the tables: op, counts, rates, latencies in ms, errors by
 	// class, backfill, driver and configuration with sources.
 	for _, want := range []string{"<td>read</td>", "<td>2000</td>", "<td>400</td>", "<td>1.234</td>", "<td>56.789</td>",
-		"errors by class: timeout 3", "Backfill done: 1000 of 1000 keys written", "<td>shards</td><td>64</td>",
+		"<td>400</td><td>400</td>", "errors by class: timeout 3", "Backfill done: 1000 of 1000 keys written", "<td>shards</td><td>64</td>",
 		"<td>workload.readRate</td><td>400</td><td>--set</td>", "v9.9.9"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)

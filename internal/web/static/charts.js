@@ -182,7 +182,7 @@
 
   // makeChart draws one chart of one op class into el and returns a handle whose
   // update(cols) sets its data.
-  function makeChart(el, def, op, width) {
+  function makeChart(el, def, op, width, minSpan) {
     const series = [{}].concat(def.series.map((s) => ({
       label: s.label, stroke: s.stroke, width: 1.5, dash: s.dash, fill: s.fill, show: s.show !== false,
       spanGaps: false, value: (u, v) => fmt(v, def.unit),
@@ -192,8 +192,9 @@
       series: series,
       cursor: { drag: { x: false, y: false } },
       legend: { live: true },
-      // At least a minute across, so a fresh run does not zoom into sub-second ticks.
-      scales: { x: { time: true, range: (u, min, max) => (max - min < 60 ? [max - 60, max] : [min, max]) }, y: def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      // The live page shows at least a minute across, so a fresh run does not zoom into
+      // sub-second ticks; a report spans exactly its run.
+      scales: { x: { time: true, range: (u, min, max) => (max - min < minSpan ? [max - minSpan, max] : [min, max]) }, y: def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' } },
         { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' }, size: 64, label: def.unit, labelSize: 18,
@@ -241,10 +242,11 @@
   }
 
   // Grid lays out every chart for the given op classes in a container: one row per
-  // chart kind, one column per op class.
+  // chart kind, one column per op class. opts.minSpan: narrowest x range in seconds.
   class Grid {
-    constructor(container, ops) {
+    constructor(container, ops, opts) {
       this.container = container; this.charts = []; this.ops = ops;
+      const minSpan = opts && opts.minSpan !== undefined ? opts.minSpan : 60;
       const cols = ops.length;
       container.classList.add('chart-grid');
       container.style.setProperty('--cols', String(cols));
@@ -267,7 +269,7 @@
           }
           const body = document.createElement('div');
           fig.appendChild(body);
-          this.charts.push({ op, def, fig, chart: makeChart(body, def, op, width) });
+          this.charts.push({ op, def, fig, chart: makeChart(body, def, op, width, minSpan) });
         }
       }
     }
