@@ -50,7 +50,6 @@ type BackfillStatus struct {
 type backfillState struct {
 	mu                                                                  sync.Mutex
 	cancel                                                              context.CancelFunc
-	done                                                                chan struct{}
 	status                                                              BackfillStatus // Phase, Running, Total, Started, Ended (under mu)
 	written, failed, verified, missing, corrupt, wrongKey, verifyErrors atomic.Int64
 }
