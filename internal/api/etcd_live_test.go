@@ -1,0 +1,430 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// etcdLiveFreePort returns a loopback port that was free a moment ago.
+func etcdLiveFreePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startEmbeddedEtcd runs a one-member etcd in the test process on loopback ports, with its
+// data in a temporary directory, until the test ends (as internal/config's tests do). It
+// returns its client endpoint and a client.
+func startEmbeddedEtcd(t *testing.T) (string, *clientv3.Client) {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Name = "ndbench-api-test"
+	cfg.Dir = t.TempDir()
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.UnsafeNoFsync = true
+	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", etcdLiveFreePort(t))}
+	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", etcdLiveFreePort(t))}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		t.Fatalf("etcd failed: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("etcd not ready after 30 s")
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client.Host}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return client.Host, c
+}
+
+// TestEtcdLiveChanges is the etcd half of TestLiveChanges: a service wired like `ndbench
+// serve --config-etcd` runs reads and writes on memory, and every live parameter is
+// changed in turn by putting its key under the node's prefix in etcd. Each change must show
+// in /api/v1/config (with the etcd key as its source) and its effect in /api/v1/stats or
+// /api/v1/status within the next whole interval. It also checks that an invalid value in
+// etcd is rejected without touching the running configuration, that a runtime PATCH beats
+// an etcd value, and that deleting an etcd key falls back to the layer below.
+func TestEtcdLiveChanges(t *testing.T) {
+	endpoint, cli := startEmbeddedEtcd(t)
+	const prefix = "/ndbench/node1/"
+	ctx := context.Background()
+
+	// etcd holds one key before the service starts: the first read must apply it.
+	if _, err := cli.Put(ctx, prefix+"workload.readers", "4"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Wired like internal/cli/serve.go: store, instance, etcd source reporting rejected
+	// changes to the instance, the source running until the end, then the API.
+	// The starting values come from a config file, the layer below etcd (--set values are in
+	// the runtime layer, above it, like API changes).
+	file := filepath.Join(t.TempDir(), "ndbench.yaml")
+	yaml := "driver:\n  name: memory\nworkload:\n  readRate: 5000\n  writeRate: 400\n  readers: 4\n  writers: 4\n  numKeys: 1000\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := config.Load(config.Sources{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := config.NewStore(snap)
+	log := slog.New(slog.DiscardHandler)
+	inst := instance.New(store, log)
+	src, err := config.OpenEtcdSource(ctx, store, config.EtcdOptions{Endpoints: []string{endpoint}, Prefix: prefix,
+		OnError: func(err error) {
+			log.Warn("configuration change rejected", "err", err)
+			inst.RecordError(err)
+		}})
+	if err != nil {
+		t.Fatalf("OpenEtcdSource: %v", err)
+	}
+	srcCtx, stopSource := context.WithCancel(ctx)
+	srcDone := make(chan error, 1)
+	go func() { srcDone <- src.Run(srcCtx) }()
+	srv, err := New(Options{Instance: inst, Token: testToken, Logger: log, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(hits.wrap(srv.Handler()))
+	t.Cleanup(func() {
+		stopSource()
+		if err := <-srcDone; err != nil {
+			t.Errorf("etcd source Run: %v", err)
+		}
+		ts.CloseClientConnections()
+		srv.Close()
+		ts.Close()
+		_ = inst.Close()
+	})
+	e := &env{t: t, inst: inst, srv: srv, ts: ts}
+
+	read := func(s stats.Summary) stats.OpSummary { return s.Ops["read"] }
+	write := func(s stats.Summary) stats.OpSummary { return s.Ops["write"] }
+	within := func(got, want, tol float64) bool { return math.Abs(got-want) <= tol*want }
+	entry := func(key string) ConfigEntry {
+		e.t.Helper()
+		var c ConfigBody
+		e.must(200, "GET", "/api/v1/config", nil, &c)
+		for _, en := range c.Entries {
+			if en.Key == key {
+				return en
+			}
+		}
+		e.t.Fatalf("GET /api/v1/config lists no %s", key)
+		return ConfigEntry{}
+	}
+	// poll retries ok every 20 ms for up to 2 s.
+	poll := func(what string, ok func() bool) {
+		e.t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				e.t.Fatalf("%s: not within 2 s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// applied waits until the source has applied etcd revision rev.
+	applied := func(rev int64) {
+		e.t.Helper()
+		poll(fmt.Sprintf("etcd revision %d applied", rev), func() bool { st := src.Status(); return !st.Failing && st.Revision >= rev })
+	}
+	// put writes key=value pairs under the prefix in one transaction (one watch event, one
+	// applied change), waits until the source applied it and /api/v1/config shows every
+	// value with its etcd key as the source, and returns that moment.
+	put := func(kv ...string) time.Time {
+		e.t.Helper()
+		var ops []clientv3.Op
+		for i := 0; i < len(kv); i += 2 {
+			ops = append(ops, clientv3.OpPut(prefix+kv[i], kv[i+1]))
+		}
+		t0 := time.Now()
+		resp, err := cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			e.t.Fatalf("etcd put %v: %v", kv, err)
+		}
+		applied(resp.Header.Revision)
+		for i := 0; i < len(kv); i += 2 {
+			if en := entry(kv[i]); en.Value != kv[i+1] || en.Source != "etcd "+prefix+kv[i] {
+				e.t.Fatalf("after etcd put %s=%s: config entry %+v, want that value from %q", kv[i], kv[i+1], en, "etcd "+prefix+kv[i])
+			}
+		}
+		if st := e.status(); len(st.Pending) != 0 {
+			e.t.Errorf("live etcd change left pending keys %v", st.Pending)
+		}
+		e.t.Logf("etcd put %v applied %s after the put", kv, time.Since(t0).Round(time.Millisecond))
+		return time.Now()
+	}
+	del := func(key string) int64 {
+		e.t.Helper()
+		resp, err := cli.Delete(ctx, prefix+key)
+		if err != nil {
+			e.t.Fatalf("etcd delete %s: %v", key, err)
+		}
+		return resp.Header.Revision
+	}
+	// kvSizes returns the sizes of the values of keys T0..T(n-1), -1 for a missing key.
+	kvSizes := func(n int) []int {
+		sizes := make([]int, n)
+		for i := range n {
+			st, _ := e.call("GET", "/api/v1/kv/T"+fmt.Sprint(i), nil)
+			sizes[i] = -1
+			if st == 200 {
+				var kv KVBody
+				e.must(200, "GET", "/api/v1/kv/T"+fmt.Sprint(i), nil, &kv)
+				sizes[i] = kv.Size
+			}
+		}
+		return sizes
+	}
+
+	if en := entry("workload.readers"); en.Source != "etcd "+prefix+"workload.readers" {
+		t.Fatalf("etcd key present at start not applied: %+v", en)
+	}
+	e.initMemory(nil)
+	e.must(200, "POST", "/api/v1/load/start", nil, nil)
+	e.waitInterval("reads at 5000/s", time.Now(), func(s stats.Summary) bool {
+		return read(s).Count > 0 && read(s).TargetRate == 5000 && read(s).Workers == 4
+	})
+
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"readRate 5000 -> 20000", func(t *testing.T) {
+			since := put("workload.readRate", "20000")
+			e.waitInterval("achieved read rate 20000/s ±2% over a whole interval", since, func(s stats.Summary) bool {
+				return read(s).TargetRate == 20000 && within(read(s).Rate, 20000, 0.02)
+			})
+		}},
+		{"writers 4 -> 64 -> 2", func(t *testing.T) {
+			since := put("workload.writers", "64")
+			e.waitInterval("64 writers", since, func(s stats.Summary) bool { return write(s).Workers == 64 && write(s).Count > 0 })
+			since = put("workload.writers", "2")
+			e.waitInterval("2 writers", since, func(s stats.Summary) bool { return write(s).Workers == 2 && write(s).Count > 0 })
+		}},
+		{"readEnabled false, then true", func(t *testing.T) {
+			since := put("workload.readEnabled", "false")
+			e.waitInterval("no reads", since, func(s stats.Summary) bool { return read(s).Workers == 0 && read(s).Count == 0 })
+			if st := e.status(); st.ReadsRunning || !st.WritesRunning {
+				t.Errorf("status with readEnabled=false: readsRunning %v writesRunning %v, want false true", st.ReadsRunning, st.WritesRunning)
+			}
+			since = put("workload.readEnabled", "true", "workload.readRate", "2000")
+			e.waitInterval("reads back at 2000/s", since, func(s stats.Summary) bool {
+				return read(s).Workers == 4 && within(read(s).Rate, 2000, 0.02)
+			})
+			if st := e.status(); !st.ReadsRunning {
+				t.Errorf("status says reads stopped with readEnabled=true")
+			}
+		}},
+		{"writeRate 400 -> 1000", func(t *testing.T) {
+			since := put("workload.writeRate", "1000")
+			e.waitInterval("achieved write rate 1000/s ±2%", since, func(s stats.Summary) bool {
+				return write(s).TargetRate == 1000 && within(write(s).Rate, 1000, 0.02)
+			})
+		}},
+		{"numKeys 1000 -> 1000000", func(t *testing.T) {
+			// Only T0..T999 were ever written: on a million keys nearly every read misses.
+			since := put("workload.numKeys", "1000000")
+			e.waitInterval("reads miss on a million keys", since, func(s stats.Summary) bool {
+				return read(s).Count > 0 && read(s).Misses*10 > read(s).Count*9
+			})
+		}},
+		{"pattern sequential -> hotspot", func(t *testing.T) {
+			// Hotspot settings do not affect the other patterns; set them first.
+			put("workload.hotKeys", "0.00001", "workload.hotFraction", "1")
+			// Sequential walks the keyspace in order, one counter for reads and writes, so
+			// about a third of the keys from T1000 on, hardly any of which uniform writes
+			// over a million keys touched, are written within a second: sample every fifth
+			// key of T1000..T1999.
+			put("workload.pattern", "sequential")
+			poll("sequential writes through T1000..T1999", func() bool {
+				n := 0
+				for i := 1000; i < 2000; i += 5 {
+					if st, _ := e.call("GET", "/api/v1/kv/T"+fmt.Sprint(i), nil); st == 200 {
+						n++
+					}
+				}
+				return n >= 20
+			})
+			// Hotspot with hotFraction 1 sends every operation to the first ~10 keys, which
+			// the writes keep filled: no more misses.
+			since := put("workload.pattern", "hotspot")
+			e.waitInterval("no misses on the hot keys", since, func(s stats.Summary) bool {
+				return read(s).Count > 0 && read(s).Misses == 0
+			})
+		}},
+		{"dataSize 128 -> 64", func(t *testing.T) {
+			since := put("workload.dataSize", "64")
+			var sizes []int
+			poll("hot keys rewritten at 64 bytes", func() bool {
+				sizes = kvSizes(9) // floor(0.00001 * 1e6) is 9 or 10 hot keys
+				for _, n := range sizes {
+					if n != 64 {
+						return false
+					}
+				}
+				return true
+			})
+			e.waitInterval("reads and writes after dataSize", since, func(s stats.Summary) bool {
+				return read(s).Count > 0 && write(s).Count > 0 && read(s).Errors == 0
+			})
+		}},
+		{"validate", func(t *testing.T) {
+			since := put("workload.validate", "true")
+			// Once every hot key was rewritten with a header, reads validate cleanly.
+			e.waitInterval("clean validated reads", since.Add(time.Second), func(s stats.Summary) bool {
+				return read(s).Count > 0 && sum(read(s).Validation) == 0
+			})
+			// Proof that reads are checked: with writes stopped, a value without a header
+			// in a key this run wrote is corrupt.
+			e.must(200, "POST", "/api/v1/load/stop", map[string]any{"ops": []string{"write"}}, nil)
+			// Stop returns before the writers' last operations end (one may still be due
+			// from the pacer): wait for a whole interval without writes.
+			e.waitInterval("writes stopped", time.Now(), func(s stats.Summary) bool { return write(s).Count == 0 && write(s).Workers == 0 })
+			e.must(204, "PUT", "/api/v1/kv/T0", map[string]any{"value": []byte("not a validated value, no header here")}, nil)
+			since = time.Now()
+			e.waitInterval("corrupt reads detected", since, func(s stats.Summary) bool { return read(s).Validation["corrupt"] > 0 })
+			e.must(200, "POST", "/api/v1/load/start", map[string]any{"ops": []string{"write"}}, nil)
+			e.waitInterval("clean again after rewrites", time.Now().Add(500*time.Millisecond), func(s stats.Summary) bool {
+				return read(s).Count > 0 && write(s).Count > 0 && sum(read(s).Validation) == 0
+			})
+		}},
+		{"serviceTime 20ms (driver option)", func(t *testing.T) {
+			since := put("drivers.memory.serviceTime", "20ms")
+			e.waitInterval("reads take 20 ms", since, func(s stats.Summary) bool {
+				return read(s).Count > 0 && read(s).Errors == 0 && read(s).ServiceTime.P50 >= 18000
+			})
+		}},
+		{"opTimeout 2ms below serviceTime, then back", func(t *testing.T) {
+			since := put("workload.opTimeout", "2ms")
+			e.waitInterval("timeouts", since, func(s stats.Summary) bool {
+				// Operations begun before the change keep their 5 s deadline and may succeed.
+				return read(s).Failures["timeout"] > 0 && write(s).Failures["timeout"] > 0
+			})
+			since = put("workload.opTimeout", "5s")
+			e.waitInterval("no timeouts", since, func(s stats.Summary) bool {
+				return read(s).Count > 0 && read(s).Errors == 0 && write(s).Errors == 0
+			})
+			// Deleting the etcd key falls back to the driver's default service time.
+			applied(del("drivers.memory.serviceTime"))
+			if en := entry("drivers.memory.serviceTime"); strings.HasPrefix(en.Source, "etcd") {
+				t.Fatalf("serviceTime still from etcd after deleting the key: %+v", en)
+			}
+			e.waitInterval("fast again", time.Now(), func(s stats.Summary) bool {
+				return read(s).Count > 0 && read(s).ServiceTime.P50 < 5000
+			})
+		}},
+		{"driver option errorRatio 1, then 0", func(t *testing.T) {
+			since := put("drivers.memory.errorRatio", "1")
+			e.waitInterval("unavailable errors", since, func(s stats.Summary) bool {
+				return read(s).Count == 0 && read(s).Failures["unavailable"] > 0 && write(s).Failures["unavailable"] > 0
+			})
+			since = put("drivers.memory.errorRatio", "0")
+			e.waitInterval("no errors", since, func(s stats.Summary) bool { return read(s).Count > 0 && read(s).Errors == 0 })
+		}},
+		{"invalid readRate -1 rejected", func(t *testing.T) {
+			before := e.status()
+			t0 := time.Now()
+			if _, err := cli.Put(ctx, prefix+"workload.readRate", "-1"); err != nil {
+				t.Fatal(err)
+			}
+			var st instance.Status
+			poll("rejection in /api/v1/status lastError", func() bool {
+				st = e.status()
+				return st.LastError != nil && !st.LastError.Time.Before(t0) &&
+					strings.Contains(st.LastError.Message, "etcd "+prefix+"workload.readRate")
+			})
+			t.Logf("rejection shown: %s", st.LastError.Message)
+			if st.ConfigVersion != before.ConfigVersion {
+				t.Errorf("config version %d after a rejected etcd value, want %d", st.ConfigVersion, before.ConfigVersion)
+			}
+			if ss := src.Status(); !ss.Failing || !strings.Contains(ss.Error, "workload.readRate") {
+				t.Errorf("source status after a rejected value: %+v, want failing with the error", ss)
+			}
+			if en := entry("workload.readRate"); en.Value != "2000" {
+				t.Errorf("config readRate %+v after a rejected etcd value, want 2000 kept", en)
+			}
+			e.waitInterval("read rate stays 2000/s", time.Now(), func(s stats.Summary) bool {
+				return read(s).TargetRate == 2000 && within(read(s).Rate, 2000, 0.02)
+			})
+			// Deleting the bad key falls back to the file (5000/s) and the source is healthy.
+			applied(del("workload.readRate"))
+			if en := entry("workload.readRate"); en.Value != "5000" || en.Source != "file "+file {
+				t.Fatalf("after deleting the etcd key: %+v, want 5000 from the config file", en)
+			}
+			e.waitInterval("read rate back to 5000/s", time.Now(), func(s stats.Summary) bool {
+				return read(s).TargetRate == 5000 && within(read(s).Rate, 5000, 0.02)
+			})
+		}},
+		{"runtime PATCH beats etcd", func(t *testing.T) {
+			since := put("workload.writeRate", "600")
+			e.waitInterval("writes at 600/s from etcd", since, func(s stats.Summary) bool { return write(s).TargetRate == 600 })
+			var b PatchBody
+			e.must(200, "PATCH", "/api/v1/config", map[string]any{"values": map[string]string{"workload.writeRate": "800"}}, &b)
+			since = time.Now()
+			if en := entry("workload.writeRate"); en.Value != "800" || en.Source != "api" {
+				t.Fatalf("after PATCH: %+v, want 800 from api", en)
+			}
+			e.waitInterval("writes at 800/s from the API", since, func(s stats.Summary) bool {
+				return write(s).TargetRate == 800 && within(write(s).Rate, 800, 0.02)
+			})
+			// A later etcd value is applied to its layer but stays below the API's.
+			resp, err := cli.Put(ctx, prefix+"workload.writeRate", "300")
+			if err != nil {
+				t.Fatal(err)
+			}
+			applied(resp.Header.Revision)
+			since = time.Now()
+			if en := entry("workload.writeRate"); en.Value != "800" || en.Source != "api" {
+				t.Fatalf("etcd value beat the runtime one: %+v, want 800 from api", en)
+			}
+			e.waitInterval("writes stay at 800/s", since, func(s stats.Summary) bool { return write(s).TargetRate == 800 && write(s).Count > 0 })
+			applied(del("workload.writeRate"))
+			if en := entry("workload.writeRate"); en.Value != "800" || en.Source != "api" {
+				t.Fatalf("after deleting the etcd key: %+v, want 800 from api", en)
+			}
+		}},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, func(t *testing.T) {
+			e.t = t
+			s.run(t)
+		}) {
+			break // later steps build on this one's state
+		}
+	}
+	e.t = t
+}
