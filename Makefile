@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback.
 INTEGRATION := ./internal/testserver/ ./internal/engine/ ./drivers/...
 
-.PHONY: build run test unit integration lint bench bench-micro bench-program clean
+.PHONY: build run test unit integration ui lint bench bench-micro bench-program clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ndbench
@@ -22,8 +22,9 @@ run: build
 	  --set workload.pattern=zipfian --report ndbench-report.json
 
 # The whole suite: lint, unit tests under the race detector, integration tests against
-# real servers. A server that does not start fails the run.
-test: lint unit integration
+# real servers, and the web UI driven in a real browser. A server that does not start
+# fails the run.
+test: lint unit integration ui
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -39,6 +40,12 @@ unit:
 integration:
 	bash scripts/install-test-deps.sh
 	$(GO) test -race -count=1 -tags integration -timeout 20m $(INTEGRATION)
+
+# The web UI in headless Chromium (Debian's package) driven by playwright-core from npm;
+# the tests start bin/ndbench serve themselves.
+ui: build
+	bash scripts/install-ui-test-deps.sh
+	cd web-tests && node --test --test-concurrency=1
 
 # Benchmarks: micro (go test -bench) and whole-program figures; see docs/performance.md.
 bench: bench-micro bench-program

@@ -17,6 +17,7 @@ import (
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/web"
 )
 
 type serveFlags struct {
@@ -141,7 +142,8 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		}()
 	}
 
-	srv, err := api.New(api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion()})
+	srv, err := api.New(api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
+		UI: web.Handler(web.Options{Version: toolVersion()})})
 	if err != nil {
 		return usageError{err}
 	}
