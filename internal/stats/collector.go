@@ -269,11 +269,16 @@ func (c *Collector) Tick(now time.Time) *Interval {
 	}
 	c.last = now
 	c.latest, c.latestT, c.latestE, c.latestLag = p, iv.Start, now, lag
-	if len(c.ring) < cap(c.ring) {
-		c.ring = append(c.ring, p)
-	} else {
-		c.ring[c.head] = p
-		c.head = (c.head + 1) % len(c.ring)
+	// A sliver of an interval (the flush at the end of a run, a tick right after a reset)
+	// is no time-series point: a rate over a few milliseconds is noise, and charts would
+	// end on a false dip. Its operations still count in the cumulative view.
+	if iv.Seconds() >= c.cfg.Interval.Seconds()/10 {
+		if len(c.ring) < cap(c.ring) {
+			c.ring = append(c.ring, p)
+		} else {
+			c.ring[c.head] = p
+			c.head = (c.head + 1) % len(c.ring)
+		}
 	}
 	c.mu.Unlock()
 

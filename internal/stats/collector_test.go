@@ -271,7 +271,7 @@ func TestConfigDefaults(t *testing.T) {
 // Eight goroutines record while ticks run concurrently; nothing may be lost or
 // counted twice across the swaps.
 func TestConcurrentRecordAndTick(t *testing.T) {
-	c, t0 := newTestCollector(t, Config{Shards: 4, SeriesLen: 100000})
+	c, t0 := newTestCollector(t, Config{Shards: 4, SeriesLen: 100000, Interval: time.Millisecond})
 	const workers, perWorker = 8, 20000
 	var seen Counts
 	var seenResp int64
@@ -371,5 +371,22 @@ func TestRunTicksUntilCancelled(t *testing.T) {
 	<-stopped
 	if total != 1 {
 		t.Errorf("intervals carried %d writes, want 1", total)
+	}
+}
+
+// TestSliverIntervalIsNoSeriesPoint: the flush at the end of a run covers a few ms; it
+// counts in the cumulative view but is not a time-series point (its rate would be noise).
+func TestSliverIntervalIsNoSeriesPoint(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 2})
+	sh := c.Recorder(OpRead).Shard(0)
+	sh.Success(time.Millisecond, time.Millisecond)
+	c.Tick(t0.Add(time.Second))
+	sh.Success(time.Millisecond, time.Millisecond)
+	c.Tick(t0.Add(time.Second + 5*time.Millisecond))
+	if n := len(c.Series()); n != 1 {
+		t.Fatalf("series has %d points, want 1 (the 5 ms flush is not a point)", n)
+	}
+	if n := c.Cumulative().Ops["read"].Count; n != 2 {
+		t.Fatalf("cumulative count %d, want 2", n)
 	}
 }
