@@ -190,7 +190,21 @@ describe('ndbench web UI', () => {
     assert.ok(rep.ops.read.count > 1000, `read count ${rep.ops.read.count}`);
     assert.ok(rep.series.length >= 10, 'series kept');
     assert.ok(rep.config.some((e) => (e.Key || e.key) === 'workload.writeRate' && (e.Value || e.value) === '400'), 'config with the applied rate');
+    assert.ok(rep.client && rep.client.opsPerCPUSecond > 0, 'the server-built report carries the client CPU figures');
     await shot('08-report');
+  });
+
+  it('downloads the self-contained HTML report', async () => {
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.locator(`[data-instance=${ID}] [data-action=report-html]`).click(),
+    ]);
+    assert.match(download.suggestedFilename(), /^ndbench-report-.*\.html$/);
+    const file = path.join(artifacts, 'report-from-ui.html');
+    await download.saveAs(file);
+    const html = readFileSync(file, 'utf8');
+    assert.match(html, /ndbench report/);
+    assert.doesNotMatch(html, /(src|href)=["']?(https?:)?\/\//i, 'the HTML report loads nothing from elsewhere');
   });
 
   it('logged no errors in the page', () => {

@@ -15,6 +15,7 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -172,6 +173,14 @@ func (s *Server) routes() {
 		nil, func(context.Context, *empty) (*out[instance.Status], error) {
 			return &out[instance.Status]{s.inst.Status()}, nil
 		})
+	register(s, huma.Operation{OperationID: "get-report", Method: http.MethodGet, Path: "/api/v1/report", Tags: []string{"stats"},
+		Summary: "The run report (JSON)", Description: "The same document `ndbench run --report` and `ndbench serve --report` write: results per op class, config with sources, time series, client CPU, warnings. Covers the span since the server started."},
+		nil, func(context.Context, *empty) (*out[*report.Report], error) {
+			return &out[*report.Report]{s.currentReport()}, nil
+		})
+	register(s, huma.Operation{OperationID: "get-report-html", Method: http.MethodGet, Path: "/api/v1/report.html", Tags: []string{"stats"},
+		Summary: "The run report as a self-contained HTML page", Description: "The JSON report rendered with the same charts as the UI; opens offline."},
+		nil, s.reportHTML)
 	register(s, huma.Operation{OperationID: "list-drivers", Method: http.MethodGet, Path: "/api/v1/drivers", Tags: []string{"driver"},
 		Summary: "Registered drivers and their option schemas"},
 		nil, func(context.Context, *empty) (*out[[]DriverInfo], error) {

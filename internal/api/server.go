@@ -28,6 +28,7 @@ import (
 
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -78,6 +79,8 @@ type Server struct {
 	hub     *hub
 	unsub   func()
 	token   [sha256.Size]byte
+	started time.Time    // start of the span GET /api/v1/report covers
+	usage0  report.Usage // the process's CPU at that start
 }
 
 // New builds the server for opts.Instance. It subscribes to the instance's statistics
@@ -106,6 +109,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, inst: opts.Instance, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), hub: newHub()}
 	s.token = sha256.Sum256([]byte(opts.Token))
+	s.started, s.usage0 = time.Now(), report.ReadUsage()
 	m, err := newMetrics(s.reg)
 	if err != nil {
 		return nil, err

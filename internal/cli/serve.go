@@ -14,7 +14,6 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/api"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/web"
@@ -184,37 +183,14 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	// interval, and report like `ndbench run` does.
 	st := inst.Status()
 	_ = inst.Stop()
-	snapNow := inst.Config()
 	ended := time.Now()
 	closed = true
 	_ = inst.Close()
-	coll := inst.Collector()
-	in := report.Input{
-		ToolVersion: toolVersion(),
-		Started:     started,
-		Ended:       ended,
-		DriverName:  st.Driver,
-		Panics:      st.DriverPanics,
-		Cumulative:  coll.Cumulative(),
-		Series:      coll.Series(),
-		Backfill:    ranBackfill(st),
-		Snapshot:    snapNow,
-		UsageStart:  usage0,
-		UsageEnd:    report.ReadUsage(),
-		DriverInfo:  st.ConnectionInfo,
-		DriverStats: st.DriverStats,
-	}
+	in := api.ReportInput(inst, st, toolVersion(), started, usage0)
+	in.Ended = ended
 	if err := report.WriteFile(f.report, report.Build(in)); err != nil {
 		return errors.Join(serveErr, err)
 	}
 	fmt.Fprintf(io.out, "report written to %s\n", f.report)
 	return serveErr
-}
-
-// ranBackfill returns the backfill status for the report when a backfill ran.
-func ranBackfill(st instance.Status) *engine.BackfillStatus {
-	if st.Backfill == nil || st.Backfill.Phase == "idle" || st.Backfill.Phase == "" {
-		return nil
-	}
-	return st.Backfill
 }

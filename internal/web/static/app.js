@@ -335,6 +335,7 @@
       on('backfill-start', () => this.action('Backfill started', 'POST', '/api/v1/backfill/start', {}));
       on('backfill-stop', () => this.action('Backfill stopped', 'POST', '/api/v1/backfill/stop'));
       on('report-json', () => this.downloadReport());
+      on('report-html', () => this.downloadHTMLReport());
       this.q('[data-role=window]').addEventListener('change', (e) => {
         this.windowSecs = Number(e.target.value);
         this.render();
@@ -430,6 +431,16 @@
         notices: config.notices,
         series: series.points,
       };
+    }
+
+    // downloadHTMLReport saves the server's self-contained HTML report (the same charts,
+    // opens offline).
+    downloadHTMLReport() {
+      const a = el('a', { href: this.inst.baseURL + '/api/v1/report.html', download: 'ndbench-report-' + this.inst.id + '-' + new Date().toISOString().replace(/[:.]/g, '-') + '.html' });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      this.say('HTML report downloaded.', 'ok');
     }
 
     async downloadReport() {
