@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"syscall"
@@ -245,20 +243,5 @@ func Write(w io.Writer, r *Report) error {
 // WriteFile writes r to path atomically (a temporary file renamed into place), so a
 // reader never sees half a report.
 func WriteFile(path string, r *Report) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ndbench-report-*")
-	if err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := Write(tmp, r); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	return nil
+	return writeAtomic(path, func(w io.Writer) error { return Write(w, r) })
 }
