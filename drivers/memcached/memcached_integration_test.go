@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -307,90 +306,11 @@ func TestZones(t *testing.T) {
 	}
 }
 
-// TestOutage kills the server under traffic: ops fail as unavailable or timeout within the
-// timeout, never hang, and succeed again after Restart. Runs last: it restarts the server.
+// TestOutage kills the server under traffic (see testserver.CheckOutage). It runs last:
+// it restarts the server.
 func TestOutage(t *testing.T) {
 	d := open(t, map[string]string{"timeout": "1s"})
-	var (
-		stop     atomic.Bool
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		classes  = map[driver.Class]int{}
-		slowest  time.Duration
-		failures int
-	)
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				start := time.Now()
-				key := fmt.Sprintf("outage-%d-%d", w, i%10)
-				err := d.Write(ctx, key, []byte("v"))
-				if err == nil {
-					if _, err = d.Read(ctx, key); errors.Is(err, driver.ErrNotFound) {
-						err = nil
-					}
-				}
-				el := time.Since(start)
-				cancel()
-				mu.Lock()
-				slowest = max(slowest, el)
-				if err != nil {
-					failures++
-					classes[driver.Classify(err)]++
-				}
-				mu.Unlock()
-				if err != nil {
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-		}()
-	}
-	time.Sleep(300 * time.Millisecond)
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	mu.Lock()
-	if failures == 0 {
-		t.Error("no op failed while the server was down")
-	}
-	mu.Unlock()
-	rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := srv.Restart(rctx); err != nil {
-		t.Fatalf("restart: %v", err)
-	}
-	restarted := time.Now()
-	recovered := false
-	for time.Since(restarted) < 10*time.Second {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := d.Write(ctx, "after-restart", []byte("v"))
-		cancel()
-		if err == nil {
-			recovered = true
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	stop.Store(true)
-	wg.Wait()
-	if !recovered {
-		t.Fatal("writes still failing 10s after restart")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for c, n := range classes {
-		if c != driver.ClassUnavailable && c != driver.ClassTimeout {
-			t.Errorf("%d failures classified %v, want unavailable or timeout (all: %v)", n, c, classes)
-		}
-	}
-	if slowest > 2*time.Second+3*time.Second {
-		t.Errorf("slowest op took %v with a 1s socket timeout", slowest)
-	}
-	t.Logf("failures by class during the outage: %v; slowest op %v", classes, slowest)
+	testserver.CheckOutage(t, srv, d, 2*time.Second, 10*time.Second)
 }
 
 // BenchmarkGetSet measures one SET and one GET per iteration from ~50 goroutines. Run:

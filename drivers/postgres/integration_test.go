@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -323,92 +322,10 @@ func TestValidationDetectsCorruption(t *testing.T) {
 	}
 }
 
-// TestOutageAndRecovery kills the server under traffic: every failure must be classified
-// unavailable or timeout and return within the op timeout; after a restart ops succeed again.
+// TestOutageAndRecovery kills the server under traffic (see testserver.CheckOutage).
 func TestOutageAndRecovery(t *testing.T) {
 	d := open(t, map[string]string{"table": "outage", "poolSize": "8"})
-	const opTimeout = 2 * time.Second
-	const slack = 3 * time.Second // scheduling on a loaded CI machine, not store behaviour
-	var (
-		ok, failed atomic.Int64
-		mu         sync.Mutex
-		badErrs    []string
-		slowest    time.Duration
-	)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; i < 1_000_000; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-				start := time.Now()
-				key := fmt.Sprintf("o-%d-%d", w, i%100)
-				var err error
-				if i%2 == 0 {
-					err = d.Write(ctx, key, []byte("v"))
-				} else if _, err = d.Read(ctx, key); errors.Is(err, driver.ErrNotFound) {
-					err = nil
-				}
-				el := time.Since(start)
-				cancel()
-				mu.Lock()
-				slowest = max(slowest, el)
-				if err != nil {
-					failed.Add(1)
-					if c := driver.Classify(err); c != driver.ClassUnavailable && c != driver.ClassTimeout && len(badErrs) < 5 {
-						badErrs = append(badErrs, fmt.Sprintf("%v: %v", c, err))
-					}
-				} else {
-					ok.Add(1)
-				}
-				mu.Unlock()
-				if err != nil {
-					time.Sleep(10 * time.Millisecond) // an outage loop must not spin
-				}
-			}
-		}(w)
-	}
-	waitFor(t, "ops before the kill", 10*time.Second, func() bool { return ok.Load() >= 200 })
-	if err := srv.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "failures after the kill", 10*time.Second, func() bool { return failed.Load() >= 50 })
-	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := srv.Restart(rctx); err != nil {
-		t.Fatal(err)
-	}
-	okAtRestart := ok.Load()
-	waitFor(t, "ops succeeding after the restart", 10*time.Second, func() bool { return ok.Load() >= okAtRestart+100 })
-	close(stop)
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(badErrs) > 0 {
-		t.Errorf("failures outside unavailable/timeout during the outage:\n%s", strings.Join(badErrs, "\n"))
-	}
-	if slowest > opTimeout+slack {
-		t.Errorf("an op took %v with a %v timeout: the driver hung", slowest, opTimeout)
-	}
-	t.Logf("ok %d, failed %d, slowest op %v", ok.Load(), failed.Load(), slowest)
-}
-
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testserver.CheckOutage(t, srv, d, 2*time.Second, 10*time.Second)
 }
 
 func cpuSeconds() float64 {

@@ -514,99 +514,13 @@ func TestValidationDetectsCorruption(t *testing.T) {
 	}
 }
 
-// TestOutage kills the server under traffic: every op must end within its timeout with an
-// unavailable or timeout error (no hang, no panic), and ops succeed again after Restart.
-// It runs last because it restarts the shared server.
+// TestOutage kills the server under traffic in both modes (see testserver.CheckOutage). It
+// runs last because it restarts the shared server.
 func TestOutage(t *testing.T) {
 	for _, mode := range []string{"pool", "autopipeline"} {
 		t.Run(mode, func(t *testing.T) {
 			d := open(t, map[string]string{"mode": mode, "readTimeout": "1s", "writeTimeout": "1s", "dialTimeout": "1s"})
-			const opTimeout = 2 * time.Second
-			var (
-				stop     atomic.Bool
-				wg       sync.WaitGroup
-				mu       sync.Mutex
-				classes  = map[driver.Class]int{}
-				slowest  time.Duration
-				failures int
-			)
-			for w := 0; w < 8; w++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := 0; !stop.Load(); i++ {
-						ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-						start := time.Now()
-						key := fmt.Sprintf("outage-%d-%d", w, i%10)
-						err := d.Write(ctx, key, []byte("v"))
-						if err == nil {
-							_, err = d.Read(ctx, key)
-							if errors.Is(err, driver.ErrNotFound) {
-								err = nil // data is gone after a restart
-							}
-						}
-						el := time.Since(start)
-						cancel()
-						mu.Lock()
-						slowest = max(slowest, el)
-						if err != nil {
-							failures++
-							classes[driver.Classify(err)]++
-						}
-						mu.Unlock()
-						if err != nil {
-							time.Sleep(10 * time.Millisecond)
-						}
-					}
-				}()
-			}
-			time.Sleep(300 * time.Millisecond)
-			if err := srv.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(1500 * time.Millisecond)
-			mu.Lock()
-			down := failures
-			mu.Unlock()
-			if down == 0 {
-				t.Error("no op failed while the server was down")
-			}
-
-			rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := srv.Restart(rctx); err != nil {
-				t.Fatalf("restart: %v", err)
-			}
-			restarted := time.Now()
-			var recovered bool
-			for time.Since(restarted) < 10*time.Second {
-				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-				err := d.Write(ctx, "after-restart", []byte("v"))
-				cancel()
-				if err == nil {
-					recovered = true
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			stop.Store(true)
-			wg.Wait()
-			if !recovered {
-				t.Fatal("writes still failing 10s after restart")
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for c, n := range classes {
-				if c != driver.ClassUnavailable && c != driver.ClassTimeout {
-					t.Errorf("%d failures classified %v during the outage, want unavailable or timeout (all: %v)", n, c, classes)
-				}
-			}
-			// Each op has a 2s context; allow generous slack for a loaded machine, but a
-			// hang would blow far past it.
-			if slowest > opTimeout+3*time.Second {
-				t.Errorf("slowest op took %v with a %v timeout", slowest, opTimeout)
-			}
-			t.Logf("failures by class during the outage: %v; slowest op %v", classes, slowest)
+			testserver.CheckOutage(t, srv, d, 2*time.Second, 10*time.Second)
 		})
 	}
 }
