@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -381,37 +379,6 @@ func TestZOutageAndRecovery(t *testing.T) {
 	testserver.CheckOutage(t, srv, d, 2*time.Second, 30*time.Second)
 }
 
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// benchParallel runs op from 16 x GOMAXPROCS goroutines and reports ops/s and ops per
-// client CPU-second (the test binary's user+system time; the server is another process).
-func benchParallel(b *testing.B, op func(ctx context.Context, i uint64) error) {
-	var seq atomic.Uint64
-	b.SetParallelism(16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0, t0 := cpuSeconds(), time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		for pb.Next() {
-			if err := op(ctx, seq.Add(1)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	cpu, el := cpuSeconds()-cpu0, time.Since(t0).Seconds()
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/el, "ops/s")
-	if cpu > 0 {
-		b.ReportMetric(float64(b.N)/cpu, "ops/cpu-s")
-	}
-}
-
 func benchKeys(n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
@@ -434,7 +401,7 @@ func BenchmarkWrite(b *testing.B) {
 	for _, c := range benchConfigs {
 		b.Run(c.name, func(b *testing.B) {
 			d := open(b, map[string]string{"table": "bench", "numConns": c.conns, "writeCoalesceWait": c.coalesce})
-			benchParallel(b, func(ctx context.Context, i uint64) error {
+			testserver.BenchParallel(b, func(ctx context.Context, i uint64) error {
 				return d.Write(ctx, keys[i%uint64(len(keys))], val)
 			})
 		})
@@ -453,7 +420,7 @@ func BenchmarkRead(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			benchParallel(b, func(ctx context.Context, i uint64) error {
+			testserver.BenchParallel(b, func(ctx context.Context, i uint64) error {
 				_, err := d.Read(ctx, keys[i%uint64(len(keys))])
 				return err
 			})

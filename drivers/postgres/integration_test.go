@@ -10,8 +10,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -328,40 +326,10 @@ func TestOutageAndRecovery(t *testing.T) {
 	testserver.CheckOutage(t, srv, d, 2*time.Second, 10*time.Second)
 }
 
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-// benchParallel runs op from 16 x GOMAXPROCS goroutines and reports ops/s and ops per
-// client CPU-second (the test binary's user+system time, server excluded).
-func benchParallel(b *testing.B, op func(ctx context.Context, i uint64) error) {
-	var seq atomic.Uint64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	cpu0, t0 := cpuSeconds(), time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		for pb.Next() {
-			if err := op(ctx, seq.Add(1)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	cpu, el := cpuSeconds()-cpu0, time.Since(t0).Seconds()
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/el, "ops/s")
-	if cpu > 0 {
-		b.ReportMetric(float64(b.N)/cpu, "ops/cpu-s")
-	}
-}
-
 func BenchmarkWrite(b *testing.B) {
 	d := open(b, map[string]string{"table": "bench", "poolSize": "32"})
 	val := bytes.Repeat([]byte("x"), 128)
-	benchParallel(b, func(ctx context.Context, i uint64) error {
+	testserver.BenchParallel(b, func(ctx context.Context, i uint64) error {
 		return d.Write(ctx, fmt.Sprintf("bk%d", i%10_000), val)
 	})
 }
@@ -380,7 +348,7 @@ func BenchmarkRead(b *testing.B) {
 	if err := d.WriteBulk(context.Background(), keys, vals); err != nil {
 		b.Fatal(err)
 	}
-	benchParallel(b, func(ctx context.Context, i uint64) error {
+	testserver.BenchParallel(b, func(ctx context.Context, i uint64) error {
 		_, err := d.Read(ctx, keys[i%uint64(len(keys))])
 		return err
 	})

@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 )
@@ -80,17 +80,17 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 				b.Fatal(err)
 			}
 			coll.Reset()
-			client0, server0, t0 := selfCPU(), procTreeCPU(srv.PID()), time.Now()
+			u0, server0, t0 := report.ReadUsage(), procTreeCPU(srv.PID()), time.Now()
 			_ = e.Start()
 			time.Sleep(effSeconds * time.Second)
 			_ = e.Stop()
 			_ = e.Wait(ctx)
-			client1, server1, secs := selfCPU(), procTreeCPU(srv.PID()), time.Since(t0).Seconds()
+			u1, server1, secs := report.ReadUsage(), procTreeCPU(srv.PID()), time.Since(t0).Seconds()
 			coll.Tick(time.Now())
 			cum := coll.Cumulative()
 			ops := float64(cum.Ops["read"].Count + cum.Ops["write"].Count)
 			errs := cum.Ops["read"].Errors + cum.Ops["write"].Errors
-			client, server := (client1 - client0).Seconds(), (server1 - server0).Seconds()
+			client, server := (u1.User + u1.System - u0.User - u0.System).Seconds(), (server1 - server0).Seconds()
 			b.ReportMetric(ops/secs, "ops/s")
 			b.ReportMetric(ops/client, "ops/client-CPU-s")
 			b.ReportMetric(client/ops*1e6, "client-µs/op")
@@ -125,12 +125,6 @@ func redisBenchmark(srv *testserver.Server, c, d int) (ops, cpu float64, err err
 		cpu += (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	}
 	return ops, cpu, nil
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procTreeCPU returns the CPU time of process pid and its descendants: their own time,
