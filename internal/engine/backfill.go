@@ -201,10 +201,10 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pacer, shard *stats.Shard, id int, r workload.Range) {
 	b := &e.backfill
 	rng := rand.New(rand.NewPCG(g.seed, uint64(stats.OpBackfill)<<32|uint64(id)))
-	oc := newOpContext(e.runCtx, e.clock)
-	e.dog.add(oc)
-	defer e.dog.remove(oc)
-	defer oc.close()
+	slot := newOpSlot(e.runCtx, e.clock)
+	e.dog.add(slot)
+	defer e.dog.remove(slot)
+	defer slot.close()
 	var keyBuf, valBuf []byte
 	for idx := r.Start; idx < r.End; idx++ {
 		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
@@ -222,7 +222,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 				valBuf = workload.EncodeValue(valBuf[:0], keyBuf, seq, value)
 				value = valBuf
 			}
-			oc.begin(start, g.w.OpTimeout)
+			oc := slot.begin(start, g.w.OpTimeout)
 			_, err = e.call(oc, stats.OpBackfill, key, value)
 			end := p.Now()
 			timedOut := oc.end()
@@ -254,10 +254,10 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 
 func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer, r workload.Range) {
 	b := &e.backfill
-	oc := newOpContext(e.runCtx, e.clock)
-	e.dog.add(oc)
-	defer e.dog.remove(oc)
-	defer oc.close()
+	slot := newOpSlot(e.runCtx, e.clock)
+	e.dog.add(slot)
+	defer e.dog.remove(slot)
+	defer slot.close()
 	var keyBuf []byte
 	for idx := r.Start; idx < r.End && ctx.Err() == nil; idx++ {
 		_, start, err := p.Acquire(ctx)
@@ -265,7 +265,7 @@ func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer,
 			return
 		}
 		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
-		oc.begin(start, g.w.OpTimeout)
+		oc := slot.begin(start, g.w.OpTimeout)
 		value, err := e.call(oc, stats.OpRead, string(keyBuf), nil)
 		oc.end()
 		switch {

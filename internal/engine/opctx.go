@@ -5,231 +5,342 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/ndbench/ndbench/internal/pacer"
 )
 
-// opContext is a worker's operation context, reused for every operation the worker runs.
+// opCtx is the context of one operation. Every operation gets its own, and once the
+// operation ends its state is final: Err returns context.Canceled (or DeadlineExceeded if
+// it timed out, or the run's error after a hard stop), Done is closed, and hooks registered
+// with AfterFunc have run. This is what context.WithTimeout followed by cancel gives, and
+// it is what client libraries rely on: pgx, puddle, gocql and the cloud SDKs keep an
+// operation's context after the call returns (a connection constructor waiting on Done, an
+// AfterFunc whose hook reads Err when it runs), so a context must never change state again
+// once anyone may hold it. An earlier design reused one context per worker and reset it
+// between operations; a hook that ran after the reset saw a nil error and the context
+// package panicked, and a goroutine waiting on a replaced Done channel waited forever.
 //
-// context.WithTimeout costs about a microsecond and five allocations per call, more than
-// the engine's whole per-operation budget, and even re-arming one timer per operation costs
-// two clock reads and timer-heap work. So an operation only stores its deadline in an
-// atomic, and the engine's watchdog (see Engine.watch) expires overdue operations a few
-// times per op-timeout. It implements AfterFunc, so contexts that drivers derive from it
-// (context.WithCancel, context.AfterFunc) hook into it without a goroutine per operation.
-//
-// A driver must not keep the context after its Read or Write returns: the next operation
-// re-arms it.
-type opContext struct {
-	parent context.Context // run context: cancelled only on a hard stop
-	clock  pacer.Clock
-	// deadline is the running operation's deadline on clock.Now, 0 while no operation runs,
-	// and expiring while the watchdog fires it. The watchdog claims an operation by swapping
-	// its deadline for expiring, and end swaps in 0: exactly one of them wins, so a fire can
-	// never land on the next operation.
+// What it does not do is what makes context.WithTimeout cost ~1.3 µs and five allocations:
+// it arms no timer (the engine's watchdog scans deadlines a few times per op timeout), it
+// keeps no Done channel or hook list of its own (only the running operation can need them,
+// so its slot holds them), and it is carved from a per-worker slab: a 16-byte context costs
+// one allocation per opSlabCtxs operations.
+type opCtx struct {
+	// deadline is on the slot's clock. It is 0 until the operation begins; the watchdog
+	// may read a context of the current slab that has not begun, hence the atomic.
 	deadline atomic.Int64
-	fired    atomic.Bool // err is set: the slow path of end must reset it
-	hooked   atomic.Bool // hooks may be non-empty
-	release  func() bool // stops the hard-stop hook on the run context
-
-	mu    sync.Mutex
-	done  chan struct{} // created on demand; replaced once closed
-	err   error
-	hooks map[*afterHook]struct{}
+	// state is the operation's state (opRunning until it ends, times out or is stopped)
+	// and the opWaited flag in one word, so the transition and the flag are ordered by
+	// the word itself.
+	state atomic.Int32
+	idx   uint8 // position in its slab, which leads back to the slot
 }
+
+// The states of an opCtx. Every transition leaves opRunning and is final.
+const (
+	opRunning  int32 = iota
+	opEnded          // the operation returned: Err is context.Canceled
+	opTimedOut       // the watchdog fired: Err is context.DeadlineExceeded
+	opStopped        // the run was stopped hard: Err is the run context's error
+
+	opStateMask int32 = 3
+	// opWaited is set by Done and AfterFunc: a transition that finds it clear knows
+	// nobody can be waiting (no channel to close, no hook to run) and takes no lock.
+	opWaited int32 = 4
+)
+
+// status returns the context's state without the flag.
+func (c *opCtx) status() int32 { return c.state.Load() & opStateMask }
 
 type afterHook struct{ f func() }
 
-// expiring marks an operation whose deadline the watchdog is firing.
-const expiring = -1
+// closedChan is the Done channel of every context that is already done when asked.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func newOpContext(parent context.Context, clock pacer.Clock) *opContext {
-	c := &opContext{parent: parent, clock: clock}
-	// A hard stop of the run cancels the operation in flight. The hook is released when the
-	// worker exits (close), or every worker ever started would stay registered on the run
-	// context until the engine closes.
-	c.release = context.AfterFunc(parent, func() { c.fire(parent.Err()) })
+// opSlabCtxs is how many operation contexts one allocation carves: a 2 KiB object (the
+// slot pointer, the contexts, and the allocator's 8-byte type header), so the allocator
+// runs once per 127 operations and a retained context keeps 2 KiB alive.
+const opSlabCtxs = (2048 - 2*unsafe.Sizeof(uintptr(0))) / unsafe.Sizeof(opCtx{})
+
+// A context's index in its slab must fit its uint8 idx.
+var _ [255 - opSlabCtxs]struct{}
+
+// opSlab is a batch of operation contexts with the slot they belong to. A context finds
+// its slot through the slab header rather than a pointer of its own: a pointer written per
+// operation costs a write barrier whenever the garbage collector is marking, and a load
+// generator allocating steadily is marking a good part of the time.
+type opSlab struct {
+	slot *opSlot
+	ctx  [opSlabCtxs]opCtx
+}
+
+// slot returns the slot whose worker runs the operation.
+func (c *opCtx) slot() *opSlot {
+	// c is element idx of its slab's ctx array: the slab starts idx elements and the
+	// header before it, within the same allocation.
+	off := uintptr(c.idx)*unsafe.Sizeof(opCtx{}) + unsafe.Offsetof(opSlab{}.ctx)
+	return (*opSlab)(unsafe.Add(unsafe.Pointer(c), -int(off))).slot
+}
+
+// opSlot is a worker's source of operation contexts. The watchdog and the run's hard stop
+// find the operation in flight through it, and it holds the Done channel and hooks of the
+// one operation that can be running.
+type opSlot struct {
+	parent  context.Context // run context: cancelled only on a hard stop
+	clock   pacer.Clock
+	slab    atomic.Pointer[opSlab] // the contexts of the current and next operations
+	cur     atomic.Int32           // index in slab of the latest operation's context
+	used    int32                  // contexts of slab taken (worker only)
+	stopped atomic.Bool            // the run was stopped hard
+	release func() bool            // stops the hard-stop hook on the run context
+
+	mu    sync.Mutex
+	wctx  *opCtx // the context done and hooks belong to; nil when none
+	done  chan struct{}
+	hooks []*afterHook
+}
+
+func newOpSlot(parent context.Context, clock pacer.Clock) *opSlot {
+	s := &opSlot{parent: parent, clock: clock}
+	// Registered once per worker, not per operation. It is released when the worker exits,
+	// or every worker ever started would stay registered on the run context.
+	s.release = context.AfterFunc(parent, s.hardStop)
+	return s
+}
+
+// close releases the slot when its worker exits.
+func (s *opSlot) close() { s.release() }
+
+func (s *opSlot) hardStop() {
+	s.stopped.Store(true)
+	if c := s.current(); c != nil {
+		c.finish(opStopped)
+	}
+}
+
+// current returns the context of the operation in flight, or of the last one, or nil.
+// It may be called concurrently with begin. The index is read before the slab, and begin
+// writes them the other way round, so a torn read can only pair a new slab with an old
+// index: a context that has not begun (deadline 0, skipped here), never a running one other
+// than the current operation.
+func (s *opSlot) current() *opCtx {
+	i := s.cur.Load()
+	sl := s.slab.Load()
+	if sl == nil {
+		return nil
+	}
+	c := &sl.ctx[i]
+	if c.deadline.Load() == 0 {
+		return nil
+	}
 	return c
 }
 
-// close releases the context when its worker exits.
-func (c *opContext) close() { c.release() }
-
-// begin arms the context for an operation that started at start (clock.Now).
-func (c *opContext) begin(start int64, timeout time.Duration) {
-	c.deadline.Store(start + int64(timeout))
+// begin returns the context of an operation that started at start (clock.Now) and may
+// run for timeout.
+func (s *opSlot) begin(start int64, timeout time.Duration) *opCtx {
+	sl := s.slab.Load()
+	if sl == nil || s.used == int32(opSlabCtxs) {
+		sl = &opSlab{slot: s}
+		for i := range sl.ctx {
+			sl.ctx[i].idx = uint8(i)
+		}
+		s.slab.Store(sl)
+		s.used = 0
+	}
+	c := &sl.ctx[s.used]
+	// A deadline of 0 means "not begun"; only a clock reading of 0 with no timeout gives
+	// it, and 1 ns later changes nothing.
+	c.deadline.Store(max(start+int64(timeout), 1))
+	s.cur.Store(s.used)
+	s.used++
+	// hardStop stores stopped before it loads cur, and this stores cur before it loads
+	// stopped: one of the two sees the other, so no operation outlives a hard stop.
+	if s.stopped.Load() {
+		c.finish(opStopped)
+	}
+	return c
 }
 
-// end disarms the context after an operation. It reports whether the operation's deadline
-// fired, so the engine counts it as a timeout whatever error the driver returned.
-func (c *opContext) end() (timedOut bool) {
-	// If the watchdog claimed this operation, its fire holds mu until done: the slow path
-	// below waits for it and sees the timeout.
-	if c.deadline.Swap(0) != expiring && !c.fired.Load() && !c.hooked.Load() {
+// end finishes the operation's context and reports whether the watchdog fired it first,
+// so the engine counts a timeout whatever error the driver returned.
+func (c *opCtx) end() (timedOut bool) {
+	if c.finish(opEnded) {
 		return false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	timedOut = c.err == context.DeadlineExceeded
-	if c.err != nil && c.parent.Err() == nil {
-		// Fired for this operation only: the next one starts with a fresh channel.
-		c.err, c.done = nil, nil
-		c.fired.Store(false)
-	}
-	clear(c.hooks)
-	c.hooked.Store(false)
-	return timedOut
+	return c.status() == opTimedOut
 }
 
-// expire fires the context if the operation whose deadline was d is still running and d
-// has passed. The check is made under the lock, so an operation that ended (or a new one
-// that began) in the meantime is left alone.
-func (c *opContext) expire(d, now int64) {
-	if d <= 0 || now < d {
-		return
+// expire fires the context if the operation is still running at now and past its deadline.
+func (c *opCtx) expire(now int64) {
+	if now >= c.deadline.Load() && c.status() == opRunning {
+		c.finish(opTimedOut)
 	}
-	c.mu.Lock()
-	if c.err != nil || !c.deadline.CompareAndSwap(d, expiring) {
-		c.mu.Unlock()
-		return
+}
+
+// finish moves a running context to state to, closes Done and runs the hooks. It reports
+// whether it made the transition; only one caller ever does.
+func (c *opCtx) finish(to int32) bool {
+	old := c.state.Load()
+	for {
+		if old&opStateMask != opRunning {
+			return false
+		}
+		if c.state.CompareAndSwap(old, old|to) {
+			break
+		}
+		old = c.state.Load() // Done or AfterFunc set opWaited meanwhile
 	}
-	hooks := c.fireLocked(context.DeadlineExceeded)
-	c.mu.Unlock()
+	if old&opWaited == 0 {
+		return true
+	}
+	s := c.slot()
+	s.mu.Lock()
+	hooks := s.flushLocked()
+	s.mu.Unlock()
 	runHooks(hooks)
+	return true
 }
 
-func (c *opContext) fire(err error) {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
+// flushLocked closes the Done channel and takes the hooks of a context that is no longer
+// running. Whoever takes s.mu first after the transition does it: the one that made the
+// transition, or a later operation's Done or AfterFunc that got there before it.
+func (s *opSlot) flushLocked() []*afterHook {
+	if s.wctx == nil || s.wctx.status() == opRunning {
+		return nil
 	}
-	hooks := c.fireLocked(err)
-	c.mu.Unlock()
-	runHooks(hooks)
-}
-
-func (c *opContext) fireLocked(err error) map[*afterHook]struct{} {
-	c.err = err
-	c.fired.Store(true)
-	if c.done == nil {
-		c.done = make(chan struct{})
+	if s.done != nil {
+		close(s.done)
 	}
-	close(c.done)
-	hooks := c.hooks
-	c.hooks = nil
+	hooks := s.hooks
+	s.wctx, s.done, s.hooks = nil, nil, nil
 	return hooks
 }
 
-func runHooks(hooks map[*afterHook]struct{}) {
-	for h := range hooks {
+func runHooks(hooks []*afterHook) {
+	for _, h := range hooks {
 		go h.f()
 	}
 }
 
-// Deadline returns the current operation's deadline.
-func (c *opContext) Deadline() (time.Time, bool) {
-	switch d := c.deadline.Load(); d {
-	case 0:
-		return time.Time{}, false
-	case expiring:
-		return c.clock.Time(c.clock.Now()), true
-	default:
-		return c.clock.Time(d), true
-	}
+// Deadline returns the operation's deadline.
+func (c *opCtx) Deadline() (time.Time, bool) {
+	return c.slot().clock.Time(c.deadline.Load()), true
 }
 
-// Done returns a channel closed when the operation times out or the run is stopped hard.
-func (c *opContext) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done == nil {
-		c.done = make(chan struct{})
-		if c.err != nil {
-			close(c.done)
+// Done returns a channel closed when the operation ends, times out or is stopped.
+func (c *opCtx) Done() <-chan struct{} {
+	c.state.Or(opWaited)
+	s := c.slot()
+	s.mu.Lock()
+	hooks := s.flushLocked()
+	ch := closedChan
+	if c.status() == opRunning {
+		// Only the running operation's context gets here, so the slot's channel is its.
+		s.wctx = c
+		if s.done == nil {
+			s.done = make(chan struct{})
+		}
+		ch = s.done
+	}
+	s.mu.Unlock()
+	runHooks(hooks)
+	return ch
+}
+
+// Err returns nil while the operation runs, then context.DeadlineExceeded if it timed out,
+// the run's error if the run was stopped hard, and context.Canceled once it ended.
+func (c *opCtx) Err() error {
+	switch c.status() {
+	case opRunning:
+		return nil
+	case opTimedOut:
+		return context.DeadlineExceeded
+	case opStopped:
+		if err := c.slot().parent.Err(); err != nil {
+			return err
 		}
 	}
-	return c.done
-}
-
-// Err returns context.DeadlineExceeded after the operation timed out, the run's error after
-// a hard stop, and nil otherwise.
-func (c *opContext) Err() error {
-	if !c.fired.Load() {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	return context.Canceled
 }
 
 // Value returns the run context's values.
-func (c *opContext) Value(key any) any { return c.parent.Value(key) }
+func (c *opCtx) Value(key any) any { return c.slot().parent.Value(key) }
 
 // AfterFunc arranges for f to run in its own goroutine when the context is done, as
-// context.AfterFunc does; the context package uses it for contexts derived from this one.
-func (c *opContext) AfterFunc(f func()) (stop func() bool) {
-	h := &afterHook{f: f}
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
+// context.AfterFunc does; the context package uses it for contexts derived from this one,
+// so they cost no goroutine while the operation runs.
+func (c *opCtx) AfterFunc(f func()) (stop func() bool) {
+	c.state.Or(opWaited)
+	s := c.slot()
+	s.mu.Lock()
+	hooks := s.flushLocked()
+	if c.status() != opRunning {
+		s.mu.Unlock()
+		runHooks(hooks)
 		go f()
 		return func() bool { return false }
 	}
-	if c.hooks == nil {
-		c.hooks = make(map[*afterHook]struct{})
-	}
-	c.hooks[h] = struct{}{}
-	c.hooked.Store(true)
-	c.mu.Unlock()
+	h := &afterHook{f: f}
+	s.wctx = c
+	s.hooks = append(s.hooks, h)
+	s.mu.Unlock()
+	runHooks(hooks)
 	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		_, ok := c.hooks[h]
-		delete(c.hooks, h)
-		if len(c.hooks) == 0 {
-			// Clients that hook every operation (pgx does) keep end on its fast path.
-			c.hooked.Store(false)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.wctx != c {
+			return false // already fired
 		}
-		return ok
+		for i, x := range s.hooks {
+			if x == h {
+				s.hooks = append(s.hooks[:i], s.hooks[i+1:]...)
+				return true
+			}
+		}
+		return false
 	}
 }
 
-// watchdog expires the operations of every registered op context that ran past their
-// deadline.
+// watchdog expires the operations in flight that ran past their deadline.
 type watchdog struct {
 	clock pacer.Clock
 	mu    sync.Mutex
-	ctxs  map[*opContext]struct{}
+	slots map[*opSlot]struct{}
 }
 
-func (w *watchdog) add(c *opContext) {
+func (w *watchdog) add(s *opSlot) {
 	w.mu.Lock()
-	if w.ctxs == nil {
-		w.ctxs = make(map[*opContext]struct{})
+	if w.slots == nil {
+		w.slots = make(map[*opSlot]struct{})
 	}
-	w.ctxs[c] = struct{}{}
+	w.slots[s] = struct{}{}
 	w.mu.Unlock()
 }
 
-func (w *watchdog) remove(c *opContext) {
+func (w *watchdog) remove(s *opSlot) {
 	w.mu.Lock()
-	delete(w.ctxs, c)
+	delete(w.slots, s)
 	w.mu.Unlock()
 }
 
-// scan expires overdue operations. It costs one atomic load per worker.
+// scan expires overdue operations. It costs a few atomic loads per worker. A context is
+// never reused, so a fire can never land on a later operation.
 func (w *watchdog) scan() {
 	now := w.clock.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for c := range w.ctxs {
-		c.expire(c.deadline.Load(), now)
+	for s := range w.slots {
+		if c := s.current(); c != nil {
+			c.expire(now)
+		}
 	}
 }
 
-// watchPeriod is how often the watchdog scans for an op timeout: 1/20 of it, so a timeout
-// fires at most 5% late, bounded to [1 ms, 50 ms].
+// watchPeriod is how often the watchdog scans for an op timeout: 1/20 of it, bounded to
+// [1 ms, 50 ms]. A timeout therefore fires at most max(5% of it, 1 ms) late (plus the
+// scheduler's delay in waking the watchdog on a busy machine).
 func watchPeriod(timeout time.Duration) time.Duration {
 	return min(max(timeout/20, time.Millisecond), 50*time.Millisecond)
 }

@@ -24,10 +24,10 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int) {
 	g := e.gen.Load()
 	rng := rand.New(rand.NewPCG(g.seed, uint64(c.op)<<32|uint64(id)))
 	shard := c.rec.Shard(id)
-	oc := newOpContext(e.runCtx, e.clock)
-	e.dog.add(oc)
-	defer e.dog.remove(oc)
-	defer oc.close()
+	slot := newOpSlot(e.runCtx, e.clock)
+	e.dog.add(slot)
+	defer e.dog.remove(slot)
+	defer slot.close()
 	var keyBuf, valBuf []byte
 	failures := 0
 	// A worker whose context was cancelled (its pool shrank or stopped) exits even while
@@ -55,7 +55,7 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int) {
 			expect = g.tracker.Expect(idx)
 		}
 
-		oc.begin(start, g.w.OpTimeout)
+		oc := slot.begin(start, g.w.OpTimeout)
 		got, err := e.call(oc, c.op, key, value)
 		end := c.pacer.Now()
 		timedOut := oc.end()
