@@ -281,15 +281,19 @@ func (e *Engine) reconcile() {
 		}
 		// A pool that is off has no schedule, so nothing falls due and no backlog builds
 		// while it is stopped; a pool that starts re-anchors its schedule at now instead of
-		// bursting through every slot that fell due while it was off.
+		// bursting through every slot that fell due while it was off. A rate change while
+		// it runs keeps the operations already due (a stall must stay in the numbers).
 		active := workers > 0
 		if !active {
 			rate = 0
 		}
-		if rate != c.rate || (active && !c.active) {
+		switch {
+		case active != c.active:
+			c.pacer.Reset(pacer.ForRate(rate))
+		case rate != c.rate:
 			c.pacer.SetRate(rate)
-			c.rate = rate
 		}
+		c.rate = rate
 		c.active = active
 		e.resize(c, workers)
 		e.coll.SetTarget(c.op, rate, workers)

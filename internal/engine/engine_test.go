@@ -479,3 +479,49 @@ func TestDisabledPoolHasNoTargetOrBacklog(t *testing.T) {
 		t.Fatalf("disabled writes: target %v workers %d backlog %v pending %d", s.TargetRate, s.Workers, s.BacklogMs, s.Pending)
 	}
 }
+
+// TestRateChangeDuringStallKeepsTheStall is issue 8's third defect: a rate change made
+// while the store stalled re-anchored the schedule and dropped every operation that was due
+// but not started, so the stall vanished from the numbers (1,605 ops instead of 2,502,
+// response p99 85 ms instead of 974 ms). The same stalling run with and without rate
+// changes mid-stall must report the same response p99 (within 10%) and op count (within 5%).
+func TestRateChangeDuringStallKeepsTheStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("8 s of stalling runs")
+	}
+	run := func(change bool) stats.OpSummary {
+		d := openMemory(t, map[string]string{"stallEvery": "1s", "stallFor": "500ms"})
+		e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+			w.WriteEnabled = false
+			w.ReadRate, w.Readers = 1000, 8
+		}))
+		_ = e.Start()
+		e.Collector().Tick(time.Now())
+		end := time.Now().Add(4 * time.Second)
+		for i := 0; time.Now().Before(end); i++ {
+			time.Sleep(150 * time.Millisecond)
+			if change {
+				w := e.Workload()
+				w.ReadRate = 1000 - float64(i%2) // 1000 <-> 999, several times per stall
+				if err := e.Apply(w); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		s := e.Collector().Tick(time.Now()).Summary()
+		_ = e.Close(time.Second)
+		return s.Ops["read"]
+	}
+	steady, changed := run(false), run(true)
+	t.Logf("steady: %d ops, response p99 %.0f µs; with rate changes: %d ops, p99 %.0f µs",
+		steady.Count, steady.ResponseTime.P99, changed.Count, changed.ResponseTime.P99)
+	if steady.ResponseTime.P99 < 300_000 {
+		t.Fatalf("steady run response p99 %.0f µs: the 500 ms stalls do not show", steady.ResponseTime.P99)
+	}
+	if r := changed.ResponseTime.P99 / steady.ResponseTime.P99; r < 0.9 || r > 1.1 {
+		t.Errorf("response p99 with rate changes is %.2f× the steady run's", r)
+	}
+	if r := float64(changed.Count) / float64(steady.Count); r < 0.95 || r > 1.05 {
+		t.Errorf("op count with rate changes is %.2f× the steady run's", r)
+	}
+}

@@ -4,16 +4,18 @@
 // Latency is measured from the intended start, not from when a worker got round to it, so a
 // store that stalls is charged for every operation that should have started during the
 // stall (no coordinated omission). A schedule that workers cannot keep up with shows as
-// backlog; it is never silently stretched. With no shape (rate 0) the loop is closed: an
-// operation is due as soon as a worker is free.
+// backlog; it is never silently stretched. A rate change keeps the operations that were
+// already due under the old schedule, with their intended start times, and issues them
+// first: a change during a stall cannot wipe the stall from the measurements. With no shape
+// (rate 0) the loop is closed: an operation is due as soon as a worker is free.
 package pacer
 
 import (
 	"context"
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -48,12 +50,46 @@ func (c Constant) Due(d time.Duration) int64 {
 func (c Constant) Rate(time.Duration) float64 { return float64(c) }
 
 // schedule is immutable but for next; a rate change installs a new one, so a claim never
-// mixes the anchor of one schedule with the counter of another.
+// mixes the anchor of one schedule with the counter of another. Its slots are first the
+// carried ones (carryN of them, in order), then those of shape from anchor.
 type schedule struct {
 	anchor int64 // ns on the pacer's monotonic clock
 	shape  Shape // nil: closed loop
 	fine   fineWait
-	next   atomic.Int64
+	carry  []carried
+	carryN int64
+	next   atomic.Int64 // slots claimed; replaced once the schedule is replaced
+}
+
+// carried is a run of slots that fell due under an earlier schedule and were not claimed
+// before it was replaced: slots from..from+n of that schedule's shape.
+type carried struct {
+	anchor  int64
+	shape   Shape
+	from, n int64
+}
+
+// replaced is what a replaced schedule's counter is set to: a claim at or beyond it
+// belongs to no schedule, and the claimer retries on the current one.
+const replaced = math.MaxInt64 / 2
+
+// slot returns the intended start of slot k (k ≥ 0) of s.
+func (s *schedule) slot(k int64) int64 {
+	for _, c := range s.carry {
+		if k < c.n {
+			return c.anchor + int64(c.shape.Offset(c.from+k))
+		}
+		k -= c.n
+	}
+	return s.anchor + int64(s.shape.Offset(k))
+}
+
+// due returns how many slots of s are due at now.
+func (s *schedule) due(now int64) int64 {
+	if s.shape == nil {
+		return s.carryN
+	}
+	return s.carryN + s.shape.Due(time.Duration(now-s.anchor))
 }
 
 // Clock is a monotonic clock in nanoseconds since its creation. Pacers that share a clock
@@ -72,6 +108,7 @@ func (c Clock) Time(ns int64) time.Time { return c.base.Add(time.Duration(ns)) }
 // Pacer hands out intended start times. It is safe for concurrent use.
 type Pacer struct {
 	Clock
+	mu      sync.Mutex // serialises schedule changes
 	sched   atomic.Pointer[schedule]
 	spinner atomic.Bool  // at most one goroutine spins at a time
 	fine    atomic.Int32 // waiters in their final time.Sleep
@@ -133,27 +170,75 @@ func New(rate float64) *Pacer { return NewWithClock(rate, NewClock()) }
 // and end times must all come from the same clock.
 func NewWithClock(rate float64, c Clock) *Pacer {
 	p := &Pacer{Clock: c}
-	p.SetRate(rate)
+	p.Reset(ForRate(rate))
 	return p
 }
 
-// SetRate changes the rate at once: the schedule re-anchors at now, so operations neither
-// burst to catch up with the old rate nor wait out its slots. Rate ≤ 0 closes the loop.
-func (p *Pacer) SetRate(rate float64) {
+// ForRate returns the shape of a fixed rate: Constant, or nil (closed loop) for a rate ≤ 0
+// or not a number.
+func ForRate(rate float64) Shape {
 	if rate <= 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
-		p.SetShape(nil)
-		return
+		return nil
 	}
-	p.SetShape(Constant(rate))
+	return Constant(rate)
 }
 
-// SetShape installs a load shape anchored at now; nil closes the loop.
-func (p *Pacer) SetShape(s Shape) {
-	sc := &schedule{anchor: p.Now(), shape: s}
+// SetRate changes the rate: see SetShape. Rate ≤ 0 closes the loop.
+func (p *Pacer) SetRate(rate float64) { p.SetShape(ForRate(rate)) }
+
+// SetShape installs a load shape anchored at now; nil closes the loop. Operations that
+// were due under the old schedule and not yet started keep their intended start times and
+// are handed out first, so a change made while the workers are behind (a store stall)
+// neither drops them nor hides how late they are; the new shape applies after them. Slots
+// of the old schedule that were not yet due are dropped: the new shape replaces them.
+func (p *Pacer) SetShape(s Shape) { p.install(s, true) }
+
+// Reset installs a load shape anchored at now and drops whatever the old schedule still
+// owed: for a pool that stops, or starts afresh, and must not burst through slots that
+// fell due while it was off.
+func (p *Pacer) Reset(s Shape) { p.install(s, false) }
+
+func (p *Pacer) install(s Shape, carry bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.Now()
+	next := &schedule{anchor: now, shape: s}
 	if s != nil {
-		sc.fine = fineWaitFor(s.Rate(0))
+		next.fine = fineWaitFor(s.Rate(0))
 	}
-	p.sched.Store(sc)
+	if old := p.sched.Load(); old != nil {
+		// Freeze the old counter: claims after this retry on the new schedule, so each
+		// slot is either claimed on the old one or carried, never both.
+		claimed := old.next.Swap(replaced)
+		if carry {
+			next.carry = old.owed(claimed, now)
+			for _, c := range next.carry {
+				next.carryN += c.n
+			}
+		}
+	}
+	p.sched.Store(next)
+}
+
+// owed returns the slots of s that are due at now but were not claimed.
+func (s *schedule) owed(claimed, now int64) []carried {
+	var out []carried
+	k := claimed
+	for _, c := range s.carry {
+		if k >= c.n {
+			k -= c.n
+			continue
+		}
+		out = append(out, carried{anchor: c.anchor, shape: c.shape, from: c.from + k, n: c.n - k})
+		k = 0
+	}
+	if s.shape == nil {
+		return out
+	}
+	if due := s.shape.Due(time.Duration(now - s.anchor)); due > k {
+		out = append(out, carried{anchor: s.anchor, shape: s.shape, from: k, n: due - k})
+	}
+	return out
 }
 
 // Rate returns the current target rate in ops/s (0 for closed loop).
@@ -179,12 +264,20 @@ func (p *Pacer) Acquire(ctx context.Context) (intended, start int64, err error) 
 			return 0, 0, err
 		}
 		s := p.sched.Load()
-		if s.shape == nil {
+		if s.shape == nil && s.next.Load() >= s.carryN {
+			// Closed loop, with nothing carried left to issue.
 			now := p.Now()
 			return now, now, nil
 		}
 		k := s.next.Add(1) - 1
-		due := s.anchor + int64(s.shape.Offset(k))
+		if k >= replaced {
+			continue // the schedule was replaced after we loaded it
+		}
+		if k >= s.carryN && s.shape == nil {
+			now := p.Now()
+			return now, now, nil
+		}
+		due := s.slot(k)
 		if now, ok := p.waitUntil(ctx, s, due); ok {
 			return due, now, nil
 		}
@@ -260,39 +353,19 @@ func (p *Pacer) heartbeat() {
 
 const heartbeatPeriod = 50 * time.Microsecond
 
-// nanosleep blocks the calling thread in the kernel for d. Unlike time.Sleep it does not
-// depend on the runtime's poller, so it is precise to the kernel's timer slack even when
-// the process is otherwise idle. The runtime hands the thread's P to other goroutines
-// while it sleeps if they need it.
-func nanosleep(d time.Duration) {
-	// The kernel may delay a sleeping thread's wake-up by its timer slack (50 µs by
-	// default) to batch wake-ups. The slack is per thread and goroutines move between
-	// threads, so it is set before every sleep: one cheap syscall, paid only at rates where
-	// this path is taken.
-	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, uintptr(timerSlack), 0)
-	ts := syscall.NsecToTimespec(int64(d))
-	_ = syscall.Nanosleep(&ts, nil)
-}
-
-// prSetTimerSlack is PR_SET_TIMERSLACK from linux/prctl.h.
-const prSetTimerSlack = 29
-
-// timerSlack is the wake-up slack asked of the kernel for pacing sleeps.
-const timerSlack = 5 * time.Microsecond
-
 // Backlog reports how far the workers are behind the schedule: lag is how long ago the
 // oldest unclaimed due operation should have started, pending how many due operations are
 // unclaimed. Both are zero in closed loop and when the workers keep up.
 func (p *Pacer) Backlog() (lag time.Duration, pending int64) {
 	s := p.sched.Load()
-	if s.shape == nil {
-		return 0, 0
-	}
-	elapsed := time.Duration(p.Now() - s.anchor)
+	now := p.Now()
 	claimed := s.next.Load()
-	pending = s.shape.Due(elapsed) - claimed
+	if claimed >= replaced {
+		return 0, 0 // being replaced: the next call sees the new schedule
+	}
+	pending = s.due(now) - claimed
 	if pending <= 0 {
 		return 0, 0
 	}
-	return elapsed - s.shape.Offset(claimed), pending
+	return time.Duration(now - s.slot(claimed)), pending
 }

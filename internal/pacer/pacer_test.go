@@ -185,3 +185,125 @@ func TestConcurrentRateChanges(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestRateChangeKeepsOverdueSlots: slots that fell due under the old rate and were not
+// claimed are handed out first after a rate change, with their original intended times, in
+// order; then the new rate applies from the change. Re-anchoring at the change (what the
+// pacer did before) dropped them, and with them a stall's worth of late operations.
+func TestRateChangeKeepsOverdueSlots(t *testing.T) {
+	p := New(1000)
+	old := p.sched.Load()
+	time.Sleep(100 * time.Millisecond) // ~100 slots fall due, none claimed
+	if _, pending := p.Backlog(); pending < 90 {
+		t.Fatalf("backlog before the change = %d, want ~100", pending)
+	}
+	p.SetRate(500)
+	cur := p.sched.Load()
+	owed := cur.carryN
+	if owed < 90 || owed > 200 {
+		t.Fatalf("carried %d slots, want ~100", owed)
+	}
+	if _, pending := p.Backlog(); pending < owed {
+		t.Fatalf("backlog after the change = %d, want at least the %d carried", pending, owed)
+	}
+	for k := int64(0); k < owed; k++ {
+		intended, _, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := old.anchor + int64(k)*int64(time.Millisecond); intended != want {
+			t.Fatalf("carried slot %d: intended %d, want the old schedule's %d", k, intended, want)
+		}
+	}
+	// Then the new schedule, from the change, at 2 ms spacing.
+	for k := int64(0); k < 3; k++ {
+		intended, _, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := cur.anchor + k*int64(2*time.Millisecond); intended != want {
+			t.Fatalf("new slot %d: intended %d, want %d", k, intended, want)
+		}
+	}
+}
+
+// TestRateChangesInARowKeepEveryOverdueSlot chains changes while nothing is claimed, and
+// to closed loop: every slot due under each schedule is still handed out exactly once.
+func TestRateChangesInARowKeepEveryOverdueSlot(t *testing.T) {
+	p := New(2000)
+	time.Sleep(20 * time.Millisecond)
+	p.SetRate(1000)
+	time.Sleep(20 * time.Millisecond)
+	p.SetRate(0) // closed loop: the carried slots still come first
+	owed := p.sched.Load().carryN
+	if owed < 50 {
+		t.Fatalf("carried %d slots over two changes, want ~60", owed)
+	}
+	seen := map[int64]bool{}
+	last := int64(-1)
+	for k := int64(0); k < owed; k++ {
+		intended, start, err := p.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if intended <= last || seen[intended] || start < intended {
+			t.Fatalf("carried slot %d: intended %d after %d (duplicate or out of order)", k, intended, last)
+		}
+		seen[intended], last = true, intended
+	}
+	if intended, start, _ := p.Acquire(context.Background()); intended != start {
+		t.Fatal("after the carried slots, closed loop should return at once")
+	}
+	if _, pending := p.Backlog(); pending != 0 {
+		t.Fatalf("backlog %d after the carried slots were issued", pending)
+	}
+}
+
+// TestResetDropsOverdueSlots: Reset (a pool stopping or starting) owes nothing.
+func TestResetDropsOverdueSlots(t *testing.T) {
+	p := New(1000)
+	time.Sleep(50 * time.Millisecond)
+	p.Reset(Constant(1000))
+	if n := p.sched.Load().carryN; n != 0 {
+		t.Fatalf("Reset carried %d slots", n)
+	}
+	if _, pending := p.Backlog(); pending > 2 {
+		t.Fatalf("backlog %d right after Reset", pending)
+	}
+}
+
+// TestRateChangeUnderConcurrentClaims: workers claim while the rate changes under them;
+// no slot is handed out twice.
+func TestRateChangeUnderConcurrentClaims(t *testing.T) {
+	p := New(50000)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				intended, _, err := p.Acquire(ctx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				seen[intended]++
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; ctx.Err() == nil; i++ {
+		p.SetRate(float64(40000 + 1000*(i%10)))
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	for at, n := range seen {
+		if n > 1 {
+			t.Fatalf("intended start %d handed out %d times", at, n)
+		}
+	}
+}
