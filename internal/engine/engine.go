@@ -93,6 +93,10 @@ type opClass struct {
 	target  atomic.Int64
 	rate    float64 // the pacer's rate (under Engine.mu)
 	active  bool    // the pool has workers (under Engine.mu)
+	// runSeed seeds the workers' random streams for one start of the pool (under
+	// Engine.mu): fresh at every start unless workload.seed is set, so a Stop/Start does
+	// not replay the previous run's keys into the caches it warmed.
+	runSeed uint64
 }
 
 type worker struct {
@@ -154,9 +158,7 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 	if prev != nil && prev.w.Seed == w.Seed {
 		g.seed = prev.seed
 	} else if g.seed == 0 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		g.seed = binary.LittleEndian.Uint64(b[:]) | 1
+		g.seed = randomSeed()
 	}
 	kp := workload.KeyParams{
 		Pattern: w.Pattern, NumKeys: w.NumKeys, ZipfExponent: w.ZipfExponent,
@@ -197,6 +199,22 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 		}
 	}
 	return g, nil
+}
+
+// runSeed returns the seed of one start of a pool: derived from seed when it is set, so
+// runs with the same seed draw the same keys and values, else random.
+func runSeed(seed uint64) uint64 {
+	if seed != 0 {
+		return seed
+	}
+	return randomSeed()
+}
+
+// randomSeed returns a random non-zero seed.
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
 func sameKeys(a, b config.Workload) bool {
@@ -287,6 +305,9 @@ func (e *Engine) reconcile() {
 		if !active {
 			rate = 0
 		}
+		if active && !c.active {
+			c.runSeed = runSeed(w.Seed)
+		}
 		switch {
 		case active != c.active:
 			c.pacer.Reset(pacer.ForRate(rate))
@@ -313,9 +334,10 @@ func (e *Engine) resize(c *opClass, n int) {
 	for id := len(c.workers); id < n; id++ {
 		ctx, cancel := context.WithCancel(e.runCtx)
 		c.workers = append(c.workers, &worker{cancel: cancel})
+		seed := c.runSeed
 		e.spawn(func() {
 			defer cancel()
-			e.work(ctx, c, id)
+			e.work(ctx, c, id, seed)
 		})
 	}
 }

@@ -19,10 +19,11 @@ import (
 const maxClosedLoopBackoff = 100 * time.Millisecond
 
 // work is one worker's loop: take an intended start time, run one operation, record it.
-// It returns when ctx ends or the pool shrank below its index.
-func (e *Engine) work(ctx context.Context, c *opClass, id int) {
+// It returns when ctx ends or the pool shrank below its index. seed is the pool's seed for
+// this start; with the op and the worker's index it makes the worker's random stream.
+func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 	g := e.gen.Load()
-	rng := rand.New(rand.NewPCG(g.seed, uint64(c.op)<<32|uint64(id)))
+	rng := rand.New(rand.NewPCG(seed, uint64(c.op)<<32|uint64(id)))
 	shard := c.rec.Shard(id)
 	slot := newOpSlot(e.runCtx, e.clock)
 	e.dog.add(slot)
