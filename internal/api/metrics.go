@@ -28,6 +28,7 @@ type metrics struct {
 	ops        *prometheus.CounterVec
 	errors     *prometheus.CounterVec
 	validation *prometheus.CounterVec
+	clamped    *prometheus.CounterVec
 	latency    *prometheus.GaugeVec
 	target     *prometheus.GaugeVec
 	workers    *prometheus.GaugeVec
@@ -43,6 +44,8 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help: "Failed operations by op class and error class (timeout, unavailable, throttled, rejected, other)."}, []string{"op", "class"}),
 		validation: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ndbench_validation_failures_total",
 			Help: "Values read that failed validation, by op class and kind (corrupt, wrongKey, stale, lost)."}, []string{"op", "kind"}),
+		clamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ndbench_latency_clamped_total",
+			Help: "Latencies above the histograms' 1 h ceiling, recorded as 1 h (the top percentiles understate them), by op class."}, []string{"op"}),
 		latency: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_latency_seconds",
 			Help: "Latency percentiles over the last 1 s interval; type response (from intended start) or service (from actual start)."},
 			[]string{"op", "type", "quantile"}),
@@ -55,7 +58,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_pending_ops",
 			Help: "Intended operations that are overdue."}, []string{"op"}),
 	}
-	for _, c := range []prometheus.Collector{m.ops, m.errors, m.validation, m.latency, m.target, m.workers, m.backlog, m.pending,
+	for _, c := range []prometheus.Collector{m.ops, m.errors, m.validation, m.clamped, m.latency, m.target, m.workers, m.backlog, m.pending,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -72,6 +75,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		for _, v := range stats.Validations {
 			m.validation.WithLabelValues(name, v.String())
 		}
+		m.clamped.WithLabelValues(name)
 	}
 	return m, nil
 }
@@ -92,6 +96,9 @@ func (m *metrics) observe(iv *stats.Interval, sum stats.Summary) {
 			if n := o.Validation[v]; n > 0 {
 				m.validation.WithLabelValues(name, v.String()).Add(float64(n))
 			}
+		}
+		if o.Clamped > 0 {
+			m.clamped.WithLabelValues(name).Add(float64(o.Clamped))
 		}
 		os := sum.Ops[name]
 		for _, q := range quantiles {

@@ -200,6 +200,9 @@ func warnings(r *Report, in Input) []string {
 				w = append(w, fmt.Sprintf("%s: offered %.0f of the %.0f ops/s target (%.1f%%): add workers, or the store is saturated; response times include the backlog", name, achieved, target, 100*achieved/target))
 			}
 		}
+		if s.Clamped > 0 {
+			w = append(w, fmt.Sprintf("%s: %d latencies exceeded the histograms' ceiling of %s and were recorded as %s: the top percentiles and the max understate them", name, s.Clamped, stats.HighestLatency, stats.HighestLatency))
+		}
 		if s.StartLag.P99 > float64(lagWarn.Microseconds()) {
 			w = append(w, fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms): response times include the generator's delay", name, s.StartLag.P99/1000))
 		}

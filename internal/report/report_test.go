@@ -62,6 +62,18 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
+func TestClampedLatenciesWarn(t *testing.T) {
+	in := input(10, 0, 100, points(0))
+	in.Cumulative.Ops["read"] = stats.OpSummary{Count: 100, Clamped: 3}
+	r := Build(in)
+	if r.Ops["read"].Clamped != 3 {
+		t.Errorf("report read clamped = %d, want 3", r.Ops["read"].Clamped)
+	}
+	if got := strings.Join(r.Warnings, "\n"); !strings.Contains(got, "read: 3 latencies exceeded the histograms' ceiling of 1h0m0s") {
+		t.Errorf("warnings %q do not report the clamped latencies", got)
+	}
+}
+
 func TestTargetComesFromTheRunningIntervals(t *testing.T) {
 	r := Build(input(10, 0, 10000, points(1000, 1000)))
 	if r.Ops["read"].TargetRate != 1000 {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -388,5 +389,29 @@ func TestSliverIntervalIsNoSeriesPoint(t *testing.T) {
 	}
 	if n := c.Cumulative().Ops["read"].Count; n != 2 {
 		t.Fatalf("cumulative count %d, want 2", n)
+	}
+}
+
+// TestClampedLatenciesAreReported is issue 8's sixth defect: latencies above the 1 h
+// ceiling were counted (Counts.Clamped) but reported nowhere, so a run's max could silently
+// understate them. They show in interval and cumulative summaries and the time series.
+func TestClampedLatenciesAreReported(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 1})
+	s := c.Recorder(OpRead).Shard(0)
+	s.Success(2*time.Hour, 2*time.Hour)
+	s.Success(time.Millisecond, time.Millisecond)
+	iv := c.Tick(t0.Add(time.Second))
+	if got := iv.Summary().Ops["read"].Clamped; got != 1 {
+		t.Errorf("interval summary clamped = %d, want 1", got)
+	}
+	if got := c.Cumulative().Ops["read"].Clamped; got != 1 {
+		t.Errorf("cumulative clamped = %d, want 1", got)
+	}
+	if pts := c.Series(); len(pts) != 1 || pts[0].Ops["read"].Clamped != 1 {
+		t.Errorf("series clamped = %+v, want 1 in the one point", pts)
+	}
+	data, err := json.Marshal(c.Cumulative().Ops["read"])
+	if err != nil || !strings.Contains(string(data), `"clamped":1`) {
+		t.Errorf("JSON %s lacks \"clamped\":1 (%v)", data, err)
 	}
 }

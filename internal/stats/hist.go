@@ -15,7 +15,9 @@ const (
 	LowestValue = 1
 	// HighestValue is the highest trackable value, 1 hour in microseconds. Larger
 	// latencies are clamped to it and counted (Counts.Clamped), never dropped.
-	HighestValue = int64(time.Hour / time.Microsecond)
+	HighestValue = int64(HighestLatency / time.Microsecond)
+	// HighestLatency is HighestValue as a duration.
+	HighestLatency = time.Hour
 	// SignificantDigits is the value precision: 3 digits, i.e. within 0.1%.
 	SignificantDigits = 3
 )

@@ -31,7 +31,10 @@ type OpSummary struct {
 	// Errors is the sum of Failures.
 	Errors int64 `json:"errors"`
 	// Validation has every Validation name as a key, zeros included.
-	Validation   map[string]int64 `json:"validation"`
+	Validation map[string]int64 `json:"validation"`
+	// Clamped counts latencies above the histograms' ceiling (HighestValue, 1 h), which
+	// were recorded as the ceiling: the top percentiles and the max understate them.
+	Clamped      int64   `json:"clamped"`
 	ResponseTime Latency          `json:"responseTime"`
 	ServiceTime  Latency          `json:"serviceTime"`
 	// StartLag is how late operations started against their intended start times: the
@@ -135,6 +138,7 @@ func buildOpSummary(c *Counts, resp, svc Latency, seconds float64, g gauges) OpS
 		Failures:     make(map[string]int64, driver.NumClasses),
 		Errors:       c.Errors(),
 		Validation:   make(map[string]int64, NumValidations),
+		Clamped:      c.Clamped,
 		ResponseTime: resp,
 		ServiceTime:  svc,
 		TargetRate:   g.target,

@@ -1,0 +1,45 @@
+package api
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// TestClampedLatenciesInMetrics: latencies above the histograms' 1 h ceiling are counted
+// in ndbench_latency_clamped_total, so a dashboard can see that the top percentiles
+// understate them.
+func TestClampedLatenciesInMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := stats.NewCollector(stats.Config{Shards: 1})
+	t0 := time.Now()
+	c.ResetAt(t0)
+	s := c.Recorder(stats.OpWrite).Shard(0)
+	s.Success(90*time.Minute, time.Millisecond)
+	s.Success(3*time.Hour, 3*time.Hour)
+	iv := c.Tick(t0.Add(time.Second))
+	m.observe(iv, iv.Summary())
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "ndbench_latency_clamped_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			got[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
+		}
+	}
+	if got["write"] != 2 || got["read"] != 0 {
+		t.Errorf("ndbench_latency_clamped_total = %v, want write 2 and read 0", got)
+	}
+}
