@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,16 @@ type BackfillOptions struct {
 	Rate float64
 	// Verify reads every key back afterwards and counts missing and corrupt values.
 	Verify bool
+	// Batch is how many keys one bulk write carries when the driver implements
+	// driver.BulkWriter: 0 means DefaultBackfillBatch, 1 writes key by key. Each key still
+	// takes its own slot of the rate and is recorded with its own response time (from its
+	// intended start to the end of the bulk write that carried it).
+	Batch int
 }
+
+// DefaultBackfillBatch is the keys per bulk write of a backfill: enough to amortise a round
+// trip, small enough that one batch's latency stays in the milliseconds.
+const DefaultBackfillBatch = 100
 
 // BackfillStatus is the progress and outcome of the current or last backfill.
 type BackfillStatus struct {
@@ -162,13 +172,17 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 	e.coll.SetTarget(stats.OpBackfill, opts.Rate, opts.Workers)
 	e.coll.SetBacklog(stats.OpBackfill, p.Backlog)
 	ranges := workload.Ranges(g.w.NumKeys, opts.Workers)
+	batch := opts.Batch
+	if batch <= 0 {
+		batch = DefaultBackfillBatch
+	}
 
 	var wg sync.WaitGroup
 	for i, r := range ranges {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.backfillRange(ctx, g, p, rec.Shard(i), i, r)
+			e.backfillRange(ctx, g, p, rec.Shard(i), i, r, batch)
 		}()
 	}
 	wg.Wait()
@@ -198,39 +212,58 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 	e.log.Info("backfill finished", "status", phase, "written", b.written.Load(), "failed", b.failed.Load())
 }
 
-func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pacer, shard *stats.Shard, id int, r workload.Range) {
+func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pacer, shard *stats.Shard, id int, r workload.Range, batch int) {
 	b := &e.backfill
 	rng := rand.New(rand.NewPCG(g.seed, uint64(stats.OpBackfill)<<32|uint64(id)))
 	slot := newOpSlot(e.runCtx, e.clock)
 	e.dog.add(slot)
 	defer e.dog.remove(slot)
 	defer slot.close()
-	var keyBuf, valBuf []byte
-	for idx := r.Start; idx < r.End; idx++ {
-		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
-		key := string(keyBuf)
-		ok := false
-		for attempt := 1; attempt <= backfillAttempts && !ok; attempt++ {
-			intended, start, err := p.Acquire(ctx)
+	bulk, _ := e.drv.(driver.BulkWriter)
+	if bulk == nil {
+		batch = 1
+	}
+	keys := make([]string, 0, batch)
+	values := make([][]byte, 0, batch)
+	seqs := make([]uint64, 0, batch)
+	intended := make([]int64, 0, batch)
+	var keyBuf []byte
+	for next := r.Start; next < r.End; {
+		// A batch: each key claims its slot of the schedule, so the rate holds per key.
+		keys, values, seqs, intended = keys[:0], values[:0], seqs[:0], intended[:0]
+		var start int64
+		for idx := next; idx < r.End && len(keys) < batch; idx++ {
+			t, s, err := p.Acquire(ctx)
 			if err != nil {
 				return
 			}
+			start = s
+			keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
 			value := g.values.Pick(rng)
 			var seq uint64
 			if g.tracker != nil {
 				seq = g.tracker.Seq()
-				valBuf = workload.EncodeValue(valBuf[:0], keyBuf, seq, value)
-				value = valBuf
+				// A fresh buffer per key: a bulk write holds them all at once.
+				value = workload.EncodeValue(nil, keyBuf, seq, value)
+			}
+			keys, values, seqs, intended = append(keys, string(keyBuf)), append(values, value), append(seqs, seq), append(intended, t)
+		}
+		ok := false
+		for attempt := 1; attempt <= backfillAttempts && !ok; attempt++ {
+			if attempt > 1 {
+				start = p.Now()
 			}
 			oc := slot.begin(start, g.w.OpTimeout)
-			_, err = e.call(oc, stats.OpBackfill, key, value)
+			err := e.write(oc, bulk, keys, values)
 			end := p.Now()
 			timedOut := oc.end()
 			if err == nil {
 				ok = true
-				shard.Success(time.Duration(end-intended), time.Duration(end-start))
-				if g.tracker != nil {
-					g.tracker.Ack(idx, seq)
+				for i := range keys {
+					shard.Success(time.Duration(end-intended[i]), time.Duration(end-start))
+					if g.tracker != nil {
+						g.tracker.Ack(next+int64(i), seqs[i])
+					}
 				}
 				break
 			}
@@ -241,15 +274,37 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 			if timedOut {
 				class = driver.ClassTimeout
 			}
-			shard.Failure(class)
+			for range keys {
+				shard.Failure(class)
+			}
 			e.backoff(ctx, attempt)
 		}
 		if ok {
-			b.written.Add(1)
+			b.written.Add(int64(len(keys)))
 		} else {
-			b.failed.Add(1)
+			b.failed.Add(int64(len(keys)))
 		}
+		next += int64(len(keys))
 	}
+}
+
+// write writes one key, or several through bulk (which is then non-nil), recovering a
+// driver panic like call.
+func (e *Engine) write(ctx context.Context, bulk driver.BulkWriter, keys []string, values [][]byte) (err error) {
+	if len(keys) == 1 {
+		_, err = e.call(ctx, stats.OpBackfill, keys[0], values[0])
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if e.panics.Add(1) == 1 {
+				e.log.Error("driver panicked; the operation counts as failed (further panics are counted, not logged)",
+					"op", "backfill", "panic", fmt.Sprint(r))
+			}
+			err = fmt.Errorf("driver panicked: %v", r)
+		}
+	}()
+	return bulk.WriteBulk(ctx, keys, values)
 }
 
 func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer, r workload.Range) {
