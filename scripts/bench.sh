@@ -5,13 +5,13 @@
 #   scripts/bench.sh [path/to/ndbench]
 #
 # Environment:
-#   BENCH_ONLY=overhead,pacer,co,workers,soak   run a subset (default: all)
+#   BENCH_ONLY=overhead,pacer,co,coratechange,workers,soak   run a subset (default: all)
 #   BENCH_SOAK_SECONDS=600                      length of the flat-memory soak (default 600)
 # Results: bench-results/<name>.json (reports), bench-results/soak-rss.tsv, and a summary.
 set -euo pipefail
 bin="${1:-bin/ndbench}"
 out="bench-results"
-only="${BENCH_ONLY:-overhead,pacer,co,workers,soak}"
+only="${BENCH_ONLY:-overhead,pacer,co,coratechange,workers,soak}"
 soak="${BENCH_SOAK_SECONDS:-600}"
 mkdir -p "$out"
 
@@ -46,6 +46,28 @@ want pacer && run pacer --duration 20s \
 want co && run co --duration 60s \
   --set drivers.memory.stallEvery=10s --set drivers.memory.stallFor=1s \
   --set workload.readRate=1000 --set workload.readers=8 --set workload.writeEnabled=false
+
+# 3b. The same stalling store, with the read rate changed 1,000 <-> 999 ops/s every 0.7 s
+#    through the API, so changes land during stalls. Bar: response p95/p99 within 10% of the
+#    analytic 0.5 s / 0.9 s, and about 60,000 ops: a rate change keeps the ops already due.
+if want coratechange; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  echo "== coratechange: ndbench serve, 60 s of stalls with rate changes every 0.7 s" >&2
+  "$bin" serve --listen "127.0.0.1:$port" --driver memory --start --report "$out/coratechange.json" \
+    --set drivers.memory.stallEvery=10s --set drivers.memory.stallFor=1s \
+    --set workload.readRate=1000 --set workload.readers=8 --set workload.writeEnabled=false \
+    > "$out/coratechange.log" 2>&1 &
+  spid=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/api/v1/status" >/dev/null && break; sleep 0.1; done
+  end=$((SECONDS + 60)); i=0
+  while [ $SECONDS -lt $end ]; do
+    rate=$((1000 - i % 2)); i=$((i + 1))
+    curl -sf -X PATCH "http://127.0.0.1:$port/api/v1/config" -H 'Content-Type: application/json' \
+      -d "{\"values\": {\"workload.readRate\": \"$rate\"}}" >/dev/null || { kill "$spid"; cat "$out/coratechange.log" >&2; exit 1; }
+    sleep 0.7
+  done
+  kill -TERM "$spid"; wait "$spid" || { cat "$out/coratechange.log" >&2; exit 1; }
+fi
 
 # 4. 1,000 workers: RSS under 150 MB. The keyspace stays at NDBench's default (1,000 keys)
 #    so the in-process store's data does not count as the tool's memory.
@@ -107,6 +129,11 @@ if "co" in only and (r := rep("co")):
     rt, st = s["responseTime"], s["serviceTime"]
     print("coordinated omission".ljust(23), f"response p95 {rt['p95']/1e6:.3f} s p99 {rt['p99']/1e6:.3f} s; service p95 "
           f"{st['p95']/1e3:.3f} ms p99 {st['p99']/1e3:.3f} ms   bar p95 ~0.5 s, p99 ~0.9 s (±10%)")
+if "coratechange" in only and (r := rep("coratechange")):
+    s = r["ops"]["read"]
+    rt = s["responseTime"]
+    print("CO with rate changes".ljust(23), f"response p95 {rt['p95']/1e6:.3f} s p99 {rt['p99']/1e6:.3f} s, {s['count']:,} ops in "
+          f"{r['seconds']:.0f} s   bar p95 ~0.5 s, p99 ~0.9 s (±10%), ~1,000 ops/s")
 if "workers" in only and (r := rep("workers")):
     print("1,000 workers".ljust(23), f"peak RSS {r['client']['maxRSSBytes']/2**20:.0f} MB   bar < 150 MB")
 if "soak" in only and os.path.exists(os.path.join(out, "soak-rss.tsv")):

@@ -143,6 +143,41 @@ func TestStoreOutageAndCorruption(t *testing.T) {
 						s.Ops["read"].Count, s.Ops["write"].Count, s.Ops["read"].Failures, s.Ops["write"].Failures)
 				}
 			}
+
+			// Operations ending at their deadline (issue 8): client libraries keep the
+			// operation's context (pgx's AfterFunc per query, gocql's derived contexts) and
+			// the watchdog's fire races the operation's end. Set the op timeout near the
+			// store's own latency, at a rate that keeps every worker busy.
+			svc := s.Ops["read"].ServiceTime.P50
+			w.OpTimeout = max(time.Millisecond, time.Duration(svc)*time.Microsecond)
+			w.Readers, w.ReadRate, w.WriteRate = 16, 2000, 500
+			if err := e.Apply(w); err != nil {
+				t.Fatal(err)
+			}
+			s = window(coll, 3*time.Second)
+			t.Logf("%s: opTimeout %v (read service p50 %.0f µs): %d reads, failures %v", sc.driver, w.OpTimeout, svc, s.Ops["read"].Count, s.Ops["read"].Failures)
+			if s.Ops["read"].Count == 0 {
+				t.Errorf("no read finished within an op timeout of the store's median latency")
+			}
+
+			// A stalled store (every server process SIGSTOPped for 5 s, op timeout 2 s):
+			// operations time out, the store recovers, and the run still ends: the engine
+			// within its grace, the driver's Close promptly (a pgx connection constructor
+			// waiting on a reused context's Done once hung Close forever).
+			w.OpTimeout, w.Readers, w.ReadRate, w.WriteRate = 2*time.Second, 4, 400, 100
+			if err := e.Apply(w); err != nil {
+				t.Fatal(err)
+			}
+			resume, err := srv.Pause()
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Second)
+			resume()
+			waitFor(t, "clean throughput after the stall", 15*time.Second, func() bool {
+				s := window(coll, 500*time.Millisecond)
+				return s.Ops["read"].Count > 0 && s.Ops["read"].Errors+s.Ops["write"].Errors == 0
+			})
 			if err := e.Stop(); err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +186,28 @@ func TestStoreOutageAndCorruption(t *testing.T) {
 			if err := e.Wait(waitCtx); err != nil {
 				t.Fatalf("workers stuck after stop: %v", err)
 			}
+			start := time.Now()
+			_ = e.Close(2 * time.Second)
+			closed := make(chan error, 1)
+			go func() { closed <- d.Close() }()
+			select {
+			case <-closed:
+				t.Logf("%s: engine and driver closed in %v after the stall", sc.driver, time.Since(start).Round(time.Millisecond))
+			case <-time.After(20 * time.Second):
+				t.Fatalf("driver Close did not return within 20 s after a stalled store")
+			}
 		})
+	}
+}
+
+// waitFor polls cond until it holds or limit passes.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
 	}
 }
 
