@@ -35,8 +35,8 @@ type OpSummary struct {
 	// Clamped counts latencies above the histograms' ceiling (HighestValue, 1 h), which
 	// were recorded as the ceiling: the top percentiles and the max understate them.
 	Clamped      int64   `json:"clamped"`
-	ResponseTime Latency          `json:"responseTime"`
-	ServiceTime  Latency          `json:"serviceTime"`
+	ResponseTime Latency `json:"responseTime"`
+	ServiceTime  Latency `json:"serviceTime"`
 	// StartLag is how late operations started against their intended start times: the
 	// load generator's own precision. Reported for intervals and cumulative views, not
 	// kept in the time series.
