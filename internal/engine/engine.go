@@ -97,6 +97,11 @@ type opClass struct {
 	// Engine.mu): fresh at every start unless workload.seed is set, so a Stop/Start does
 	// not replay the previous run's keys into the caches it warmed.
 	runSeed uint64
+	// shape replaces the configured rate while set (SetShape); shapeGen counts SetShape
+	// calls and installedGen is the one the pacer runs, so a new shape is installed even
+	// when it compares equal to the old one (under Engine.mu).
+	shape                  pacer.Shape
+	shapeGen, installedGen uint64
 }
 
 type worker struct {
@@ -308,17 +313,47 @@ func (e *Engine) reconcile() {
 		if active && !c.active {
 			c.runSeed = runSeed(w.Seed)
 		}
+		// A load shape set by SetShape replaces the configured rate while it is set.
+		shape := pacer.ForRate(rate)
+		if c.shape != nil && active {
+			shape = c.shape
+		}
 		switch {
 		case active != c.active:
-			c.pacer.Reset(pacer.ForRate(rate))
-		case rate != c.rate:
-			c.pacer.SetRate(rate)
+			c.pacer.Reset(shape)
+		case rate != c.rate || c.shapeGen != c.installedGen:
+			c.pacer.SetShape(shape)
 		}
-		c.rate = rate
+		c.rate, c.installedGen = rate, c.shapeGen
 		c.active = active
 		e.resize(c, workers)
 		e.coll.SetTarget(c.op, rate, workers)
+		if c.shape != nil && active {
+			e.coll.SetTargetFunc(c.op, c.pacer.Rate)
+		} else {
+			e.coll.SetTargetFunc(c.op, nil)
+		}
 	}
+}
+
+// SetShape gives op's pool a load shape (a ramp, steps, a sine: see package pacer) in place
+// of its configured rate, from now on; nil goes back to the configured rate. Operations
+// already due under the old schedule keep their intended start times, as with any rate
+// change. Auto-tune and scenarios drive the load through it.
+func (e *Engine) SetShape(op stats.Op, shape pacer.Shape) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("set load shape: engine closed")
+	}
+	c, err := e.class(op)
+	if err != nil {
+		return err
+	}
+	c.shape = shape
+	c.shapeGen++
+	e.reconcile()
+	return nil
 }
 
 // resize grows or shrinks a pool to n workers. A worker whose index is at or above the

@@ -13,6 +13,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/drivers/memory"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -654,5 +655,46 @@ func TestBackfillUsesBulkWrites(t *testing.T) {
 				t.Errorf("backfill class counted %d writes, want one per key (1000)", n)
 			}
 		})
+	}
+}
+
+// TestLoadShapeDrivesAPool: a ramp given to a pool replaces its configured rate (the ops
+// follow the ramp, the target gauge shows it), and clearing it goes back to the rate.
+func TestLoadShapeDrivesAPool(t *testing.T) {
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate, w.Readers = 200, 4
+	}))
+	if err := e.Start(stats.OpRead); err != nil {
+		t.Fatal(err)
+	}
+	ramp, err := pacer.NewRamp(500, 2500, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Collector().Tick(time.Now())
+	if err := e.SetShape(stats.OpRead, ramp); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	first := e.Collector().Tick(time.Now()).Summary().Ops["read"]
+	time.Sleep(time.Second)
+	second := e.Collector().Tick(time.Now()).Summary().Ops["read"]
+	// Over the ramp's first second N = 500 + 1000/2 = 1000 ops, over its second 2000.
+	if first.Count < 900 || first.Count > 1100 || second.Count < 1800 || second.Count > 2200 {
+		t.Errorf("ops in the ramp's two seconds: %d and %d, want ~1000 and ~2000", first.Count, second.Count)
+	}
+	if first.TargetRate < 1400 || first.TargetRate > 1600 || second.TargetRate < 2400 {
+		t.Errorf("target at the end of each second: %.0f and %.0f, want ~1500 and 2500", first.TargetRate, second.TargetRate)
+	}
+	if err := e.SetShape(stats.OpRead, nil); err != nil {
+		t.Fatal(err)
+	}
+	back := measure(e, time.Second).Ops["read"]
+	if back.Count < 150 || back.Count > 260 || back.TargetRate != 200 {
+		t.Errorf("after clearing the shape: %d ops at target %.0f, want ~200 at 200", back.Count, back.TargetRate)
+	}
+	if err := e.SetShape(stats.OpBackfill, ramp); err == nil {
+		t.Error("a shape for the backfill class was accepted")
 	}
 }

@@ -38,12 +38,10 @@ func (c Constant) Offset(k int64) time.Duration {
 	return time.Duration(float64(k) * 1e9 / float64(c))
 }
 
-// Due returns floor(d·rate)+1 for d ≥ 0: operation 0 is due at the anchor.
+// Due returns floor(d·rate)+1 for d ≥ 0 (operation 0 is due at the anchor), exactly the
+// operations whose Offset is at most d.
 func (c Constant) Due(d time.Duration) int64 {
-	if d < 0 {
-		return 0
-	}
-	return int64(math.Floor(d.Seconds()*float64(c))) + 1
+	return dueOf(func(t float64) float64 { return t * float64(c) }, c.Offset, d)
 }
 
 // Rate returns the constant rate.
@@ -56,6 +54,9 @@ type schedule struct {
 	anchor int64 // ns on the pacer's monotonic clock
 	shape  Shape // nil: closed loop
 	fine   fineWait
+	// varying is set for shapes other than Constant: their final wait is chosen from the
+	// rate at each operation's due time, not once for the schedule.
+	varying bool
 	carry  []carried
 	carryN int64
 	next   atomic.Int64 // slots claimed; replaced once the schedule is replaced
@@ -205,6 +206,8 @@ func (p *Pacer) install(s Shape, carry bool) {
 	next := &schedule{anchor: now, shape: s}
 	if s != nil {
 		next.fine = fineWaitFor(s.Rate(0))
+		_, constant := s.(Constant)
+		next.varying = !constant
 	}
 	if old := p.sched.Load(); old != nil {
 		// Freeze the old counter: claims after this retry on the new schedule, so each
@@ -292,6 +295,10 @@ func (p *Pacer) Acquire(ctx context.Context) (intended, start int64, err error) 
 // false if ctx ended or s stopped being the current schedule first.
 func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, bool) {
 	done := ctx.Done()
+	fine := s.fine
+	if s.varying && due > s.anchor {
+		fine = fineWaitFor(s.shape.Rate(time.Duration(due - s.anchor)))
+	}
 	for {
 		now := p.Now()
 		remaining := time.Duration(due - now)
@@ -309,14 +316,14 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 		switch {
 		case remaining > coarseMargin:
 			time.Sleep(min(remaining-coarseMargin, recheck))
-		case s.fine == waitRuntime:
+		case fine == waitRuntime:
 			p.fine.Add(1)
 			if p.beating.CompareAndSwap(false, true) {
 				go p.heartbeat()
 			}
 			time.Sleep(remaining)
 			p.fine.Add(-1)
-		case s.fine == waitNano:
+		case fine == waitNano:
 			nanosleep(remaining)
 		case remaining > kernelSlack:
 			nanosleep(remaining - kernelSlack)

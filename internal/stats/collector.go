@@ -121,8 +121,9 @@ type Collector struct {
 	subMu sync.Mutex
 	subs  []*subscriber // copy-on-write, so Tick reads it without holding subMu
 
-	backlogMu sync.Mutex
+	backlogMu sync.Mutex // guards backlog and targetFn
 	backlog   [NumOps]BacklogFunc
+	targetFn  [NumOps]func() float64
 }
 
 // NewCollector creates a collector with empty recorders. The cumulative span starts now.
@@ -182,6 +183,18 @@ func (c *Collector) SetBacklog(op Op, f BacklogFunc) {
 	c.backlogMu.Unlock()
 }
 
+// SetTargetFunc sets a function sampled at every tick for op's target rate, for a load
+// shape whose rate changes by itself (a ramp, steps, a sine); nil goes back to the rate of
+// SetTarget.
+func (c *Collector) SetTargetFunc(op Op, f func() float64) {
+	if int(op) >= NumOps {
+		return
+	}
+	c.backlogMu.Lock()
+	c.targetFn[op] = f
+	c.backlogMu.Unlock()
+}
+
 // Subscribe registers f to receive every interval, in tick order, on the ticking
 // goroutine. f must return quickly (it delays the next snapshot), must not keep the
 // Interval, and must not call Tick or Reset (it would deadlock); the read-only views
@@ -230,7 +243,7 @@ func (c *Collector) Tick(now time.Time) *Interval {
 	defer c.tickMu.Unlock()
 
 	c.backlogMu.Lock()
-	backlog := c.backlog
+	backlog, targetFn := c.backlog, c.targetFn
 	c.backlogMu.Unlock()
 
 	iv := &c.iv
@@ -243,6 +256,9 @@ func (c *Collector) Tick(now time.Time) *Interval {
 		o.Counts = Counts{}
 		c.ops[op].rec.drain(o.Response, o.Service, o.StartLag, &o.Counts)
 		o.TargetRate = math.Float64frombits(c.ops[op].target.Load())
+		if f := targetFn[op]; f != nil {
+			o.TargetRate = f()
+		}
 		o.Workers = int(c.ops[op].workers.Load())
 		o.Backlog, o.Pending = 0, 0
 		if f := backlog[op]; f != nil {
