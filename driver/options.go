@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -91,8 +92,18 @@ func (es FieldErrors) Error() string {
 	return strings.Join(msgs, "\n")
 }
 
+// schemaCache holds the parsed schema (or error) per options struct type: a type's tags
+// never change, and a configuration change looks schemas up for every key it touches.
+var schemaCache sync.Map // reflect.Type -> schemaEntry
+
+type schemaEntry struct {
+	opts []Option
+	err  error
+}
+
 // Schema returns the options of an options struct (a pointer to it or the struct itself),
-// in field order. Two options sharing a name or an alias are an error.
+// in field order. Two options sharing a name or an alias are an error. The caller may
+// modify the returned slice, not the Enum and Aliases slices of its options.
 func Schema(opts any) ([]Option, error) {
 	t := reflect.TypeOf(opts)
 	if t != nil && t.Kind() == reflect.Pointer {
@@ -101,6 +112,17 @@ func Schema(opts any) ([]Option, error) {
 	if t == nil || t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("options must be a struct or a pointer to one, got %T", opts)
 	}
+	e, ok := schemaCache.Load(t)
+	if !ok {
+		s, err := parseSchema(t)
+		e, _ = schemaCache.LoadOrStore(t, schemaEntry{s, err})
+	}
+	se := e.(schemaEntry)
+	return slices.Clone(se.opts), se.err
+}
+
+// parseSchema reads the options of struct type t from its tags.
+func parseSchema(t reflect.Type) ([]Option, error) {
 	var out []Option
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
