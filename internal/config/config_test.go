@@ -521,8 +521,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 	schema := WorkloadSchema()
-	if len(schema) != 26 {
-		t.Errorf("schema has %d options, want 26", len(schema))
+	if len(schema) != 27 {
+		t.Errorf("schema has %d options, want 27", len(schema))
 	}
 	// The pattern enum and the bounds are exactly what internal/workload accepts.
 	for _, o := range schema {
@@ -564,7 +564,10 @@ func TestWorkloadValidate(t *testing.T) {
 		{"tracked keyspace over 2^30", func(w *Workload) { w.ValidateValues = true; w.NumKeys = 1<<30 + 1 }, []string{"workload.numKeys"}},
 		{"untracked keyspace over 2^30", func(w *Workload) { w.NumKeys = 1 << 40 }, nil},
 		{"window duration over a year", func(w *Workload) { w.WindowDuration = 8761 * time.Hour }, []string{"workload.windowDuration"}},
-		{"pool over its limit", func(w *Workload) { w.NumValues = 1 << 20; w.DataSize = 4096 }, []string{"workload.numValues"}},
+		{"pool over the budget", func(w *Workload) { w.NumValues = 1e9; w.DataSize = 1 }, []string{"workload.numValues"}},
+		{"pool within a raised budget", func(w *Workload) { w.NumValues = 1e7; w.DataSize = 1; w.MemoryBudget = 1 << 30 }, nil},
+		{"tracker over the budget", func(w *Workload) { w.ValidateValues = true; w.NumKeys = 1 << 29 }, []string{"workload.numKeys"}},
+		{"budget below its minimum", func(w *Workload) { w.MemoryBudget = 1 }, []string{"workload.memoryBudget"}},
 		{"one error per option", func(w *Workload) { w.Pattern = "hotspot"; w.HotKeys = 0 }, []string{"workload.hotKeys"}},
 	}
 	for _, tt := range tests {

@@ -29,9 +29,9 @@ func TestConfigRejectsWhatTheEngineWould(t *testing.T) {
 		{"tracker over 2^30 keys", []string{"workload.validate=true", "workload.numKeys=1073741825"},
 			"workload.numKeys", "1073741824"},
 		{"value pool over the budget", []string{"workload.numValues=300000", "workload.dataSize=4096"},
-			"workload.numValues", "pool limit"},
+			"workload.numValues", "workload.memoryBudget"},
 		{"variable value pool over the budget", []string{"workload.numValues=300000", "workload.variableDataSize=true",
-			"workload.dataSizeMax=5000"}, "workload.numValues", "pool limit"},
+			"workload.dataSizeMax=5000"}, "workload.numValues", "workload.memoryBudget"},
 		{"window over the keyspace", []string{"workload.pattern=sliding_window_flip", "workload.numKeys=10", "workload.windowSize=11"},
 			"workload.windowSize", "numKeys"},
 	}
@@ -83,4 +83,56 @@ func beyond(max, typ string) string {
 		return (2 * d).String()
 	}
 	return fmt.Sprint(max + "1")
+}
+
+// TestMemoryBudget: what a workload would allocate is estimated from its options and
+// checked against workload.memoryBudget; the error names the keys that drive the
+// estimate, the estimate, and the budget.
+func TestMemoryBudget(t *testing.T) {
+	tests := []struct {
+		name string
+		sets []string
+		// want are pieces of the error; nil means the configuration is accepted.
+		want []string
+	}{
+		{"defaults fit", nil, nil},
+		{"a billion one-byte values: payload fits 1 GiB, the pool does not",
+			[]string{"workload.numValues=1000000000", "workload.dataSize=1"},
+			[]string{"workload.numValues=1000000000", "workload.dataSize=1", "value pool needs ~30.7GiB", "workload.memoryBudget=1GiB"}},
+		{"validation tracker for 2^30 keys",
+			[]string{"workload.validate=true", "workload.numKeys=1073741824"},
+			[]string{"workload.numKeys=1073741824", "workload.validate=true", "validation tracker needs ~4GiB", "workload.memoryBudget=1GiB"}},
+		{"a tracker that fits", []string{"workload.validate=true", "workload.numKeys=100000000"}, nil},
+		{"workers holding large values",
+			[]string{"workload.readers=5000", "workload.writers=5000", "workload.dataSize=1048576"},
+			[]string{"workload.readers=5000", "workload.writers=5000", "workload.dataSize=1048576", "workers"}},
+		{"variable sizes count the largest",
+			[]string{"workload.numValues=20000", "workload.variableDataSize=true", "workload.dataSizeMin=1", "workload.dataSizeMax=67108864"},
+			[]string{"workload.numValues=20000", "workload.dataSizeMax=67108864", "value pool"}},
+		{"a raised budget admits it",
+			[]string{"workload.validate=true", "workload.numKeys=1073741824", "workload.memoryBudget=8GiB"}, nil},
+		{"a lowered budget rejects the defaults' neighbours",
+			[]string{"workload.numValues=100000", "workload.dataSize=1024", "workload.memoryBudget=64MiB"},
+			[]string{"workload.numValues=100000", "workload.dataSize=1024", "workload.memoryBudget=64MiB"}},
+		{"budget below its minimum", []string{"workload.memoryBudget=1KiB"}, []string{"workload.memoryBudget", "1MiB"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(Sources{Env: selectFake, Sets: tt.sets})
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("%v accepted", tt.sets)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
 }

@@ -48,6 +48,11 @@ type Workload struct {
 	BackfillVerify  bool          `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
 	KeyPrefix       string        `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read" live:"true"`
 	Seed            uint64        `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random" live:"true"`
+	// MemoryBudget bounds what the workload may allocate (value pool, validation tracker,
+	// worker buffers; see workload.EstimateMemory), so a typo is an error instead of an
+	// out-of-memory kill. 1 GiB fits every NDBench default many times over and leaves
+	// room on a small node for the store client and the statistics.
+	MemoryBudget driver.Size `opt:"memoryBudget" default:"1GiB" min:"1MiB" live:"true" help:"most memory the workload may allocate (value pool, validation tracker, worker buffers); a change needing more is rejected"`
 }
 
 // maxWorkers bounds readers+writers: each worker is a goroutine with its own RNG and
@@ -89,11 +94,13 @@ func DefaultWorkload() Workload {
 //   - rules across options that only this struct knows (readers + writers, hotKeys > 0);
 //   - the rules of the parts the engine builds, by calling the same methods the
 //     constructors call: workload.KeyParams.Validate (NewKeys), ValueParams.Validate
-//     (NewValues) and, when validating, TrackerParams.Validate (NewTracker).
+//     (NewValues) and, when validating, TrackerParams.Validate (NewTracker);
+//   - the memory the workload would allocate (workload.EstimateMemory) against
+//     memoryBudget.
 //
 // It returns driver.FieldErrors naming "workload.<option>" (without a source: the loader
 // adds where each value came from). A rule reported on an option is not repeated by a
-// later stage.
+// later stage, and the memory estimate is only made for an otherwise valid workload.
 func (w Workload) Validate() error {
 	var errs driver.FieldErrors
 	if err := driver.CheckTags(&w); err != nil {
@@ -134,6 +141,9 @@ func (w Workload) Validate() error {
 		}
 	}
 	if len(errs) == 0 {
+		if err := workload.EstimateMemory(w.MemoryParams()).Check(int64(w.MemoryBudget), "workload.memoryBudget"); err != nil {
+			return err
+		}
 		return nil
 	}
 	return errs
@@ -161,4 +171,21 @@ func (w Workload) ValueParams() workload.ValueParams {
 // is on). The caller adds the clock.
 func (w Workload) TrackerParams() workload.TrackerParams {
 	return workload.TrackerParams{NumKeys: w.NumKeys, MaxWriteTime: w.OpTimeout}
+}
+
+// MemoryParams returns what sizes the workload's allocations: the value pool, the tracker
+// when validating, and the workers that may run at once (the readers and writers of
+// enabled classes, and the backfill workers).
+func (w Workload) MemoryParams() workload.MemoryParams {
+	p := workload.MemoryParams{Values: w.ValueParams(), Backfill: w.BackfillWorkers}
+	if w.ValidateValues {
+		p.TrackedKeys = w.NumKeys
+	}
+	if w.ReadEnabled {
+		p.Readers = w.Readers
+	}
+	if w.WriteEnabled {
+		p.Writers = w.Writers
+	}
+	return p
 }

@@ -146,6 +146,9 @@ func NewKeys(p KeyParams) (Keys, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	// Every generator holds O(1) state (zipfian constants, a Feistel key, counters); none
+	// precomputes a table, which is why EstimateMemory counts nothing for keys. A pattern
+	// that builds one must add its size there.
 	n := p.NumKeys
 	switch pat {
 	case PatternUniform:

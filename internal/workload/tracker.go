@@ -9,7 +9,8 @@ import (
 	"github.com/ndbench/ndbench/driver"
 )
 
-// MaxTrackedKeys bounds a Tracker's memory at 4 GiB.
+// MaxTrackedKeys bounds a Tracker's keyspace: slot indices stay far from int overflow and
+// a tracker never exceeds 4 GiB, whatever the memory budget (see EstimateMemory).
 const MaxTrackedKeys = 1 << 30
 
 // TrackerParams configures a Tracker.

@@ -9,12 +9,10 @@ import (
 	"github.com/ndbench/ndbench/driver"
 )
 
-// Limits that keep a typo from exhausting memory: NewValues allocates the whole pool up
-// front, and an out-of-memory failure cannot be turned into an error.
-const (
-	MaxValueSize = 64 << 20 // bytes per value
-	MaxPoolBytes = 1 << 30  // bytes across the pool
-)
+// MaxValueSize bounds one value (64 MiB): larger values are no key-value workload, and
+// a typo should not size every value in the pool. What the whole pool may take is bounded
+// by the memory budget (see EstimateMemory), not here.
+const MaxValueSize = 64 << 20
 
 // ValueParams configures a value pool. Field names follow NDBench's (numValues, dataSize,
 // useVariableDataSize with lower/upper bounds).
@@ -40,7 +38,9 @@ type Values struct {
 }
 
 // NewValues validates p and builds a pool from seed. Invalid parameters yield
-// driver.FieldErrors naming workload.<field>.
+// driver.FieldErrors naming workload.<field>. It allocates the whole pool at once (see
+// EstimateMemory for how much); callers check that against their memory budget first,
+// because an out-of-memory failure cannot be turned into an error.
 func NewValues(p ValueParams, seed uint64) (*Values, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func NewValues(p ValueParams, seed uint64) (*Values, error) {
 
 // Validate checks the value sizes in use: each in [1, MaxValueSize], at least HeaderSize
 // when values carry the validation header, and dataSizeMin <= dataSizeMax with variable
-// sizes, and a pool of at most MaxPoolBytes of payload.
+// sizes.
 // Errors are driver.FieldErrors naming workload.<option>. The config store and NewValues
 // both call it, so a pool the store accepts is a pool the engine can build.
 func (p ValueParams) Validate() error {
@@ -85,10 +85,6 @@ func (p ValueParams) Validate() error {
 		if okMin && p.Header && p.DataSizeMin < HeaderSize {
 			bad("dataSizeMin", p.DataSizeMin, header)
 		}
-	}
-	if largest := p.largest(); len(errs) == 0 && int64(p.NumValues)*int64(largest) > MaxPoolBytes {
-		bad("numValues", p.NumValues, fmt.Sprintf("at most %d with values up to %d bytes (pool limit %d bytes)",
-			MaxPoolBytes/largest, largest, MaxPoolBytes))
 	}
 	if len(errs) > 0 {
 		return errs

@@ -20,7 +20,6 @@ func TestNewValuesRejectsBadParams(t *testing.T) {
 		{"zero size", ValueParams{NumValues: 1}, []string{"workload.dataSize"}},
 		{"too small for header", ValueParams{NumValues: 1, DataSize: HeaderSize - 1, Header: true}, []string{"workload.dataSize"}},
 		{"too big", ValueParams{NumValues: 1, DataSize: MaxValueSize + 1}, []string{"workload.dataSize"}},
-		{"pool too big", ValueParams{NumValues: 1 << 20, DataSize: 4096}, []string{"workload.numValues"}},
 		{"variable min > max", ValueParams{NumValues: 1, Variable: true, DataSizeMin: 10, DataSizeMax: 5}, []string{"workload.dataSizeMin"}},
 		{"variable max too big", ValueParams{NumValues: 1, Variable: true, DataSizeMin: 10, DataSizeMax: MaxValueSize + 1}, []string{"workload.dataSizeMax"}},
 		{"fixed size unused with variable", ValueParams{NumValues: 1, Variable: true, DataSizeMin: 40, DataSizeMax: 50, Header: true}, nil},
