@@ -46,14 +46,16 @@ type Instance struct {
 	// under the config store's lock: lock order is life, then the store, then mu.
 	life sync.Mutex
 	// mu guards the fields below. It is never held across a call into the store.
-	mu      sync.Mutex
-	drv     driver.Driver
-	drvName string
-	drvOpts any // options the driver runs with
-	eng     *engine.Engine
-	started time.Time
-	pending []string // keys changed in config that apply at the next Init
-	lastErr *ErrorEvent
+	mu        sync.Mutex
+	drv       driver.Driver
+	drvName   string
+	drvInit   any // options the driver was initialised with
+	drvOpts   any // options the driver runs with: drvInit with the live options last applied
+	eng       *engine.Engine
+	started   time.Time
+	pending   []string // keys whose configured value differs from what the driver runs with until the next Init
+	lastErr   *ErrorEvent
+	unrequire func()
 }
 
 // ErrorEvent is the last error the instance met outside a request (a config change from a
@@ -73,7 +75,23 @@ func New(store *config.Store, log *slog.Logger) *Instance {
 	i.stopTicks = cancel
 	go func() { defer close(i.ticking); i.coll.Run(ctx) }()
 	i.unsub = store.Subscribe(i.onConfig)
+	i.unrequire = store.Require(i.requireConnectedOptions)
 	return i
+}
+
+// requireConnectedOptions is a store requirement: while driver.name selects another
+// driver than the connected one (a change pending until the next Init), the connected
+// driver's options must still be valid, because it takes live changes from them. The
+// store's own validation covers the selected driver.
+func (i *Instance) requireConnectedOptions(next *config.Snapshot) error {
+	i.mu.Lock()
+	name := i.drvName
+	i.mu.Unlock()
+	if name == "" || name == next.Config.DriverName {
+		return nil
+	}
+	_, err := next.DriverOptions(name)
+	return err
 }
 
 // Collector returns the statistics collector; it outlives driver re-initializations, so
@@ -140,7 +158,7 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 		return fmt.Errorf("init driver %s: %w", name, err)
 	}
 	i.mu.Lock()
-	i.drv, i.drvName, i.drvOpts, i.pending = d, name, decoded, nil
+	i.drv, i.drvName, i.drvInit, i.drvOpts, i.pending = d, name, decoded, decoded, nil
 	i.mu.Unlock()
 	snap, err := i.store.PatchFrom(config.LayerRuntime, "api", patch)
 	if err == nil {
@@ -185,7 +203,7 @@ func (i *Instance) Shutdown() error {
 func (i *Instance) closeDriver() {
 	i.mu.Lock()
 	e, d, name := i.eng, i.drv, i.drvName
-	i.drv, i.eng, i.drvName, i.drvOpts, i.pending = nil, nil, "", nil, nil
+	i.drv, i.eng, i.drvName, i.drvInit, i.drvOpts, i.pending = nil, nil, "", nil, nil, nil
 	i.mu.Unlock()
 	if e != nil {
 		_ = e.Close(i.store.Current().Config.Workload.OpTimeout + time.Second)
@@ -200,6 +218,7 @@ func (i *Instance) closeDriver() {
 // Close shuts the driver down (if any) and stops the collector.
 func (i *Instance) Close() error {
 	i.unsub()
+	i.unrequire()
 	i.life.Lock()
 	i.closeDriver()
 	i.life.Unlock()
@@ -234,7 +253,17 @@ func (i *Instance) StartBackfill(opts engine.BackfillOptions) error {
 	if err != nil {
 		return err
 	}
-	return e.StartBackfill(i.backfillDefaults(opts))
+	opts = i.backfillDefaults(opts)
+	// More workers than configured need more memory than the workload was validated
+	// with: the budget applies to them as well.
+	w := i.store.Current().Config.Workload
+	if opts.Workers > w.BackfillWorkers {
+		w.BackfillWorkers = opts.Workers
+		if err := w.Validate(); err != nil {
+			return err
+		}
+	}
+	return e.StartBackfill(opts)
 }
 
 // backfillDefaults fills the zero values of opts from the configuration.
@@ -330,49 +359,68 @@ func (i *Instance) onConfig(_, new *config.Snapshot, changed []string) {
 		return
 	}
 	if i.eng != nil && slices.ContainsFunc(changed, func(k string) bool { return strings.HasPrefix(k, "workload.") }) {
+		// The store validated the workload with the validator the engine uses, so this
+		// cannot fail on the workload itself; an error here is a bug worth reporting.
 		if err := i.eng.Apply(new.Config.Workload); err != nil {
 			i.recordErr(fmt.Errorf("apply workload: %w", err))
 		}
 	}
+	i.syncDriver(new)
+}
+
+// syncDriver brings the connected driver's state in line with snap: pending lists every
+// key whose configured value the driver cannot take before the next Init (computed afresh,
+// so a key set back to the running value leaves it), and live options that changed reach
+// the driver through Reconfigure. Called with mu held.
+func (i *Instance) syncDriver(snap *config.Snapshot) {
 	var pending []string
-	if slices.Contains(changed, "driver.name") && new.Config.DriverName != i.drvName {
+	if snap.Config.DriverName != i.drvName {
 		pending = append(pending, "driver.name")
 	}
-	prefix := "drivers." + i.drvName + "."
-	if !slices.ContainsFunc(changed, func(k string) bool { return strings.HasPrefix(k, prefix) }) {
-		i.addPending(pending)
-		return
-	}
-	newOpts, err := driver.NewOptions(i.drvName, new.Config.Drivers[i.drvName])
+	// The store checked these options (Build for the selected driver, the requirement
+	// otherwise), so this only fails if that check was bypassed.
+	newOpts, err := snap.DriverOptions(i.drvName)
 	if err != nil {
-		i.recordErr(fmt.Errorf("options of driver %s: %w", i.drvName, err))
+		i.recordErr(err)
+		i.pending = pending
 		return
 	}
-	live, restart := driver.Changed(i.drvOpts, newOpts)
+	prefix := "drivers." + i.drvName + "."
+	live, restart := driver.Changed(i.drvInit, newOpts)
 	for _, o := range restart {
 		pending = append(pending, prefix+o)
 	}
-	if len(live) > 0 {
-		if r, ok := i.drv.(driver.Reconfigurer); ok {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			err := r.Reconfigure(ctx, liveOnly(i.drvOpts, newOpts, live))
-			cancel()
-			if err != nil {
-				i.recordErr(fmt.Errorf("reconfigure driver %s: %w", i.drvName, err))
-			} else {
-				i.drvOpts = liveOnly(i.drvOpts, newOpts, live)
-			}
+	target := liveOnly(i.drvInit, newOpts, live)
+	// Live options wait for the next Init when the driver cannot reconfigure, or when
+	// they only make sense with options that need a restart (memcached's localZone
+	// naming a zone that is not connected yet). Then the driver keeps what it has, and
+	// the live options that differ from that are pending.
+	r, canReconfigure := i.drv.(driver.Reconfigurer)
+	if len(live) > 0 && (!canReconfigure || driver.Validate(target) != nil) {
+		differ, _ := driver.Changed(i.drvOpts, target)
+		for _, o := range differ {
+			pending = append(pending, prefix+o)
+		}
+		slices.Sort(pending)
+		i.pending = pending
+		return
+	}
+	slices.Sort(pending)
+	i.pending = pending
+	if canReconfigure && !maps.Equal(driver.Values(target, false), driver.Values(i.drvOpts, false)) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := r.Reconfigure(ctx, target)
+		cancel()
+		if err != nil {
+			i.recordErr(fmt.Errorf("reconfigure driver %s: %w", i.drvName, err))
 		} else {
-			for _, o := range live {
-				pending = append(pending, prefix+o)
-			}
+			i.drvOpts = target
 		}
 	}
-	i.addPending(pending)
 }
 
-// liveOnly returns the current options with only the live options taken from next, so
-// Reconfigure never sees a change to an option that needs a restart.
+// liveOnly returns a copy of the current options with only the live options taken from
+// next, so Reconfigure never sees a change to an option that needs a restart.
 func liveOnly(cur, next any, live []string) any {
 	def := driver.Values(cur, false)
 	nv := driver.Values(next, false)
@@ -391,15 +439,6 @@ func cloneOptions(opts any) any {
 	c := reflect.New(v.Type())
 	c.Elem().Set(v)
 	return c.Interface()
-}
-
-func (i *Instance) addPending(keys []string) {
-	for _, k := range keys {
-		if !slices.Contains(i.pending, k) {
-			i.pending = append(i.pending, k)
-		}
-	}
-	slices.Sort(i.pending)
 }
 
 func (i *Instance) recordErr(err error) {
