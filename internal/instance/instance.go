@@ -6,6 +6,12 @@
 // etcd lands in the config store, is validated as a whole, and only then reaches the
 // engine (workload) and the driver (live options). Options that cannot change while the
 // driver is connected are kept and reported as pending until the next Init.
+//
+// Live driver options are applied by a goroutine per driver session, outside every lock:
+// a driver's Reconfigure may take seconds (reconnecting, switching endpoints), and status,
+// config reads and other changes must not wait for it. Reconfigurations run one at a time
+// in config order; one queued behind a running one is replaced by a later change, so the
+// driver goes straight to the newest options.
 package instance
 
 import (
@@ -45,12 +51,14 @@ type Instance struct {
 	// life serialises Init, Shutdown and Close. It is never taken by onConfig, which runs
 	// under the config store's lock: lock order is life, then the store, then mu.
 	life sync.Mutex
-	// mu guards the fields below. It is never held across a call into the store.
+	// mu guards the fields below. It is never held across a call into the store, nor
+	// across a driver's Reconfigure.
 	mu        sync.Mutex
 	drv       driver.Driver
 	drvName   string
 	drvInit   any // options the driver was initialised with
 	drvOpts   any // options the driver runs with: drvInit with the live options last applied
+	reconf    *reconfigurer
 	eng       *engine.Engine
 	started   time.Time
 	pending   []string // keys whose configured value differs from what the driver runs with until the next Init
@@ -159,9 +167,18 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 	}
 	i.mu.Lock()
 	i.drv, i.drvName, i.drvInit, i.drvOpts, i.pending = d, name, decoded, decoded, nil
+	if r, ok := d.(driver.Reconfigurer); ok {
+		i.reconf = i.startReconfigurer(r, name, decoded)
+	}
 	i.mu.Unlock()
 	snap, err := i.store.PatchFrom(config.LayerRuntime, "api", patch)
 	if err == nil {
+		i.mu.Lock()
+		if i.reconf != nil && i.reconf.status.AppliedVersion == 0 {
+			// The driver runs with the options of the version that recorded them.
+			i.reconf.status.AppliedVersion = snap.Version
+		}
+		i.mu.Unlock()
 		var e *engine.Engine
 		if e, err = engine.New(d, snap.Config.Workload, engine.Options{Collector: i.coll, Logger: i.log}); err == nil {
 			i.mu.Lock()
@@ -202,9 +219,14 @@ func (i *Instance) Shutdown() error {
 // do not wait for operations in flight. Called with life held.
 func (i *Instance) closeDriver() {
 	i.mu.Lock()
-	e, d, name := i.eng, i.drv, i.drvName
-	i.drv, i.eng, i.drvName, i.drvInit, i.drvOpts, i.pending = nil, nil, "", nil, nil, nil
+	e, d, name, r := i.eng, i.drv, i.drvName, i.reconf
+	i.drv, i.eng, i.drvName, i.drvInit, i.drvOpts, i.reconf, i.pending = nil, nil, "", nil, nil, nil, nil
 	i.mu.Unlock()
+	if r != nil {
+		// A reconfiguration in flight is cancelled and waited for: the driver is not
+		// closed under it.
+		r.stop()
+	}
 	if e != nil {
 		_ = e.Close(i.store.Current().Config.Workload.OpTimeout + time.Second)
 	}
@@ -351,7 +373,8 @@ func (i *Instance) Patch(values map[string]string) (PatchResult, error) {
 }
 
 // onConfig applies every accepted configuration change, whatever its source, to the
-// engine and the driver.
+// engine and the driver. It runs under the store's lock, so it only does what is quick:
+// the engine's Apply, and queueing live driver options for the reconfigurer.
 func (i *Instance) onConfig(_, new *config.Snapshot, changed []string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -370,8 +393,8 @@ func (i *Instance) onConfig(_, new *config.Snapshot, changed []string) {
 
 // syncDriver brings the connected driver's state in line with snap: pending lists every
 // key whose configured value the driver cannot take before the next Init (computed afresh,
-// so a key set back to the running value leaves it), and live options that changed reach
-// the driver through Reconfigure. Called with mu held.
+// so a key set back to the running value leaves it), and live options that changed are
+// queued for Reconfigure. Called with mu held.
 func (i *Instance) syncDriver(snap *config.Snapshot) {
 	var pending []string
 	if snap.Config.DriverName != i.drvName {
@@ -395,9 +418,12 @@ func (i *Instance) syncDriver(snap *config.Snapshot) {
 	// they only make sense with options that need a restart (memcached's localZone
 	// naming a zone that is not connected yet). Then the driver keeps what it has, and
 	// the live options that differ from that are pending.
-	r, canReconfigure := i.drv.(driver.Reconfigurer)
-	if len(live) > 0 && (!canReconfigure || driver.Validate(target) != nil) {
-		differ, _ := driver.Changed(i.drvOpts, target)
+	if len(live) > 0 && (i.reconf == nil || driver.Validate(target) != nil) {
+		cur := i.drvOpts
+		if i.reconf != nil {
+			cur = i.reconf.want
+		}
+		differ, _ := driver.Changed(cur, target)
 		for _, o := range differ {
 			pending = append(pending, prefix+o)
 		}
@@ -407,15 +433,8 @@ func (i *Instance) syncDriver(snap *config.Snapshot) {
 	}
 	slices.Sort(pending)
 	i.pending = pending
-	if canReconfigure && !maps.Equal(driver.Values(target, false), driver.Values(i.drvOpts, false)) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := r.Reconfigure(ctx, target)
-		cancel()
-		if err != nil {
-			i.recordErr(fmt.Errorf("reconfigure driver %s: %w", i.drvName, err))
-		} else {
-			i.drvOpts = target
-		}
+	if i.reconf != nil {
+		i.reconf.queue(target, snap.Version)
 	}
 }
 
@@ -458,6 +477,7 @@ type Status struct {
 	Backfill       *engine.BackfillStatus `json:"backfill,omitempty"`
 	ConfigVersion  uint64                 `json:"configVersion"`
 	Pending        []string               `json:"pending"`
+	Reconfigure    *ReconfigureStatus     `json:"reconfigure,omitempty"`
 	LastError      *ErrorEvent            `json:"lastError,omitempty"`
 	DriverPanics   int64                  `json:"driverPanics"`
 }
@@ -474,6 +494,10 @@ func (i *Instance) Status() Status {
 		return s
 	}
 	s.Driver, s.Initialized, s.Since = i.drvName, true, i.started
+	if i.reconf != nil {
+		rs := i.reconf.status
+		s.Reconfigure = &rs
+	}
 	if ci, ok := i.drv.(driver.ConnectionInfoer); ok {
 		s.ConnectionInfo = ci.ConnectionInfo()
 	}
