@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,8 +23,15 @@ import (
 //	secret:"true"       never echoed: redacted in logs, API output and reports
 //	alias:"a,b"         other accepted names, e.g. NDBench's own names for the option
 //
-// Field types: string, bool, int, int64, uint, uint64, float64, time.Duration, []string
-// (comma-separated in text form).
+// Field types: string, bool, int, int64, uint, uint64, float64, time.Duration, Size (bytes,
+// written 512MiB or 1GiB), []string (comma-separated in text form). Bounds are only allowed
+// on numeric types and must parse as the option's type, with min <= max: Schema rejects
+// any other bound rather than leave it unenforced.
+//
+// A rule that tags cannot express (one option depending on another, a name that must
+// match an entry of a list) belongs in a Validate method on the options struct (see
+// OptionsValidator): NewOptions calls it, so the rule holds wherever options are built,
+// long before a driver's Init.
 
 // Redacted replaces secret values wherever options are shown.
 const Redacted = "<redacted>"
@@ -84,8 +92,18 @@ func (es FieldErrors) Error() string {
 	return strings.Join(msgs, "\n")
 }
 
+// schemaCache holds the parsed schema (or error) per options struct type: a type's tags
+// never change, and a configuration change looks schemas up for every key it touches.
+var schemaCache sync.Map // reflect.Type -> schemaEntry
+
+type schemaEntry struct {
+	opts []Option
+	err  error
+}
+
 // Schema returns the options of an options struct (a pointer to it or the struct itself),
-// in field order. Two options sharing a name or an alias are an error.
+// in field order. Two options sharing a name or an alias are an error. The caller may
+// modify the returned slice, not the Enum and Aliases slices of its options.
 func Schema(opts any) ([]Option, error) {
 	t := reflect.TypeOf(opts)
 	if t != nil && t.Kind() == reflect.Pointer {
@@ -94,6 +112,17 @@ func Schema(opts any) ([]Option, error) {
 	if t == nil || t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("options must be a struct or a pointer to one, got %T", opts)
 	}
+	e, ok := schemaCache.Load(t)
+	if !ok {
+		s, err := parseSchema(t)
+		e, _ = schemaCache.LoadOrStore(t, schemaEntry{s, err})
+	}
+	se := e.(schemaEntry)
+	return slices.Clone(se.opts), se.err
+}
+
+// parseSchema reads the options of struct type t from its tags.
+func parseSchema(t reflect.Type) ([]Option, error) {
 	var out []Option
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -122,6 +151,9 @@ func Schema(opts any) ([]Option, error) {
 		if a := f.Tag.Get("alias"); a != "" {
 			o.Aliases = strings.Split(a, ",")
 		}
+		if err := checkBoundTags(o); err != nil {
+			return nil, fmt.Errorf("option %s: %w", name, err)
+		}
 		out = append(out, o)
 	}
 	seen := map[string]string{}
@@ -136,9 +168,35 @@ func Schema(opts any) ([]Option, error) {
 	return out, nil
 }
 
+// checkBoundTags rejects min and max tags that would not be enforced as written: on a type
+// without order, not parsing as the option's type (a duration without its unit, a
+// fraction on an integer), or with min above max.
+func checkBoundTags(o Option) error {
+	if o.Min == "" && o.Max == "" {
+		return nil
+	}
+	switch o.Type {
+	case "int", "uint", "float", "duration", "size":
+	default:
+		return fmt.Errorf("min and max apply to numeric options, not to type %s", o.Type)
+	}
+	lo, okLo := bound(o, o.Min)
+	hi, okHi := bound(o, o.Max)
+	if (o.Min != "" && !okLo) || (o.Max != "" && !okHi) {
+		return fmt.Errorf("bounds min %q max %q do not parse as %s", o.Min, o.Max, o.Type)
+	}
+	if okLo && okHi && lo > hi {
+		return fmt.Errorf("min %s is above max %s", o.Min, o.Max)
+	}
+	return nil
+}
+
 func typeName(t reflect.Type) (string, error) {
 	if t == reflect.TypeOf(time.Duration(0)) {
 		return "duration", nil
+	}
+	if t == reflect.TypeOf(Size(0)) {
+		return "size", nil
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -214,6 +272,66 @@ func Set(opts any, values map[string]string) error {
 		return errs
 	}
 	dst.Set(tmp)
+	return nil
+}
+
+// OptionsValidator is implemented by options structs with rules their tags cannot
+// express: one option constrained by another, a name that must be one of a list's
+// entries. Validate checks the whole struct and returns FieldErrors naming the options
+// (by option name) and what is allowed. It must not touch the network or the file system:
+// it runs whenever a configuration is built, on every node, before anything connects.
+type OptionsValidator interface {
+	Validate() error
+}
+
+// CheckTags checks the current values of opts (an options struct or a pointer to one)
+// against their tags: enum values, bounds, finite numbers. Options built by Set already
+// satisfy them; structs filled in code (tests, library callers) may not.
+func CheckTags(opts any) error {
+	schema, err := Schema(opts)
+	if err != nil {
+		return err
+	}
+	v := reflect.ValueOf(opts)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	var errs FieldErrors
+	for _, o := range schema {
+		f := v.FieldByIndex(o.index)
+		// Parsing the value's own text form applies exactly the checks Set applies.
+		if fe := setField(reflect.New(f.Type()).Elem(), o, formatField(f)); fe != nil {
+			errs = append(errs, fe)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// Validate checks opts as a whole: CheckTags, then the struct's own rules when it is an
+// OptionsValidator. Errors are FieldErrors naming options by name.
+func Validate(opts any) error {
+	err := CheckTags(opts)
+	if err != nil {
+		if _, ok := AsFieldErrors(err); !ok {
+			return err
+		}
+	}
+	errs, _ := AsFieldErrors(err)
+	if ov, ok := opts.(OptionsValidator); ok {
+		if verr := ov.Validate(); verr != nil {
+			fes, ok := AsFieldErrors(verr)
+			if !ok {
+				return verr
+			}
+			errs = append(errs, fes...)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
 	return nil
 }
 
@@ -327,6 +445,12 @@ func setField(f reflect.Value, o Option, s string) *FieldError {
 			return bad(rangeText(o, "a duration such as 500ms, 2s or 1m"))
 		}
 		f.SetInt(int64(d))
+	case "size":
+		n, err := ParseSize(s)
+		if err != nil || !inBounds(o, float64(n)) {
+			return bad(rangeText(o, "a size in bytes such as 4096, 512MiB or 2GiB"))
+		}
+		f.SetInt(int64(n))
 	case "list":
 		var items []string
 		for _, p := range strings.Split(s, ",") {
@@ -339,16 +463,27 @@ func setField(f reflect.Value, o Option, s string) *FieldError {
 	return nil
 }
 
+// bound parses a min or max tag as o's type; false when it is empty or does not parse.
 func bound(o Option, s string) (float64, bool) {
 	if s == "" {
 		return 0, false
 	}
-	if o.Type == "duration" {
+	switch o.Type {
+	case "duration":
 		d, err := time.ParseDuration(s)
 		return float64(d), err == nil
+	case "size":
+		n, err := ParseSize(s)
+		return float64(n), err == nil
+	case "int":
+		n, err := strconv.ParseInt(s, 10, 64)
+		return float64(n), err == nil
+	case "uint":
+		n, err := strconv.ParseUint(s, 10, 64)
+		return float64(n), err == nil
 	}
 	x, err := strconv.ParseFloat(s, 64)
-	return x, err == nil
+	return x, err == nil && !math.IsNaN(x) && !math.IsInf(x, 0)
 }
 
 func inBounds(o Option, x float64) bool {
@@ -374,8 +509,11 @@ func rangeText(o Option, what string) string {
 }
 
 func formatField(f reflect.Value) string {
-	if f.Type() == reflect.TypeOf(time.Duration(0)) {
+	switch f.Type() {
+	case reflect.TypeOf(time.Duration(0)):
 		return time.Duration(f.Int()).String()
+	case reflect.TypeOf(Size(0)):
+		return Size(f.Int()).String()
 	}
 	switch f.Kind() {
 	case reflect.String:

@@ -29,8 +29,8 @@ var (
 	registry   = map[string]Definition{}
 )
 
-// Register adds a driver. It fails on an empty or duplicate name, a missing constructor or
-// an options struct whose tags do not parse.
+// Register adds a driver. It fails on an empty or duplicate name, a missing constructor, an
+// options struct whose tags do not parse, or defaults its Validate method rejects.
 func Register(def Definition) error {
 	if def.Name == "" || strings.ContainsAny(def.Name, " \t.=") {
 		return fmt.Errorf("register driver %q: name must be non-empty without spaces, dots or '='", def.Name)
@@ -38,8 +38,14 @@ func Register(def Definition) error {
 	if def.New == nil || def.NewOptions == nil {
 		return fmt.Errorf("register driver %q: New and NewOptions are required", def.Name)
 	}
-	if err := ApplyDefaults(def.NewOptions()); err != nil {
+	opts := def.NewOptions()
+	if err := ApplyDefaults(opts); err != nil {
 		return fmt.Errorf("register driver %q: %w", def.Name, err)
+	}
+	// Defaults that break the driver's own rules would make every configuration that does
+	// not override them invalid.
+	if err := Validate(opts); err != nil {
+		return fmt.Errorf("register driver %q: defaults: %w", def.Name, err)
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -87,7 +93,10 @@ func UnknownDriverError(name string) error {
 }
 
 // NewOptions returns the options of driver name with defaults applied and values set, or
-// field errors naming every bad option.
+// field errors naming every bad option: values that fail their tags, and then, when the
+// options struct is an OptionsValidator, the rules of its Validate method. The error says
+// once which driver the options belong to ("options of driver NAME: ..."); callers add
+// nothing of the kind.
 func NewOptions(name string, values map[string]string) (any, error) {
 	def, ok := Lookup(name)
 	if !ok {
@@ -97,7 +106,11 @@ func NewOptions(name string, values map[string]string) (any, error) {
 	if err := ApplyDefaults(opts); err != nil {
 		return nil, err
 	}
-	if err := Set(opts, values); err != nil {
+	err := Set(opts, values)
+	if ov, ok := opts.(OptionsValidator); ok && err == nil {
+		err = ov.Validate()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("options of driver %s: %w", name, err)
 	}
 	return opts, nil

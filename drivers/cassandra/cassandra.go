@@ -67,9 +67,11 @@ type Options struct {
 // Unquoted CQL identifiers: a letter, then letters, digits and _, at most 48 characters.
 var identRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
-// validate checks what the tags cannot. Names are spliced into CQL text, so they must be
-// plain identifiers.
-func (o *Options) validate() error {
+// Validate checks what the tags cannot. Names are spliced into CQL text, so they must be
+// plain identifiers. driver.NewOptions calls it, so the config store rejects such options
+// up front; whether the TLS files exist is checked at Init (checkFiles), on the node that
+// reads them.
+func (o *Options) Validate() error {
 	var errs driver.FieldErrors
 	for _, f := range []struct{ name, value string }{{"keyspace", o.Keyspace}, {"table", o.Table}} {
 		if !identRe.MatchString(f.value) {
@@ -80,6 +82,22 @@ func (o *Options) validate() error {
 	if len(o.Hosts) == 0 {
 		errs = append(errs, &driver.FieldError{Field: "hosts", Allowed: "one or more host names or addresses"})
 	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		errs = append(errs, &driver.FieldError{Field: "tlsKeyFile", Value: o.TLSKeyFile,
+			Allowed: "set together with tlsCertFile (both or neither)"})
+	}
+	if o.Username == "" && o.Password != "" {
+		errs = append(errs, &driver.FieldError{Field: "username", Allowed: "a user name when password is set"})
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// checkFiles checks that the TLS files given exist on this node.
+func (o *Options) checkFiles() error {
+	var errs driver.FieldErrors
 	for _, f := range []struct{ name, path string }{{"tlsCAFile", o.TLSCAFile}, {"tlsCertFile", o.TLSCertFile}, {"tlsKeyFile", o.TLSKeyFile}} {
 		if f.path == "" {
 			continue
@@ -87,13 +105,6 @@ func (o *Options) validate() error {
 		if _, err := os.Stat(f.path); err != nil {
 			errs = append(errs, &driver.FieldError{Field: f.name, Value: f.path, Allowed: "a readable PEM file"})
 		}
-	}
-	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
-		errs = append(errs, &driver.FieldError{Field: "tlsKeyFile", Value: o.TLSKeyFile,
-			Allowed: "set together with tlsCertFile (both or neither)"})
-	}
-	if o.Username == "" && o.Password != "" {
-		errs = append(errs, &driver.FieldError{Field: "username", Allowed: "a user name when password is set"})
 	}
 	if len(errs) > 0 {
 		return errs
@@ -134,7 +145,10 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
-	if err := o.validate(); err != nil {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := o.checkFiles(); err != nil {
 		return err
 	}
 	d.opts = *o

@@ -47,8 +47,8 @@ func TestNDBenchNamesMapToOptions(t *testing.T) {
 	if got != exp {
 		t.Errorf("options from NDBench names:\n got %s\nwant %s", got, exp)
 	}
-	if err := o.validate(); err != nil {
-		t.Errorf("validate: %v", err)
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
 	}
 	// NDBench's dotted property name for the port is accepted as well.
 	opts, err = driver.NewOptions("cassandra", map[string]string{"host.port": "9142"})
@@ -107,7 +107,7 @@ func TestOptionValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts, err := driver.NewOptions("cassandra", tt.values)
 			if err == nil {
-				err = opts.(*Options).validate()
+				err = opts.(*Options).checkFiles()
 			}
 			if tt.bad == "" {
 				if err != nil {
@@ -190,10 +190,15 @@ func TestClassifySentinels(t *testing.T) {
 }
 
 func TestInitFailsFastOnBadOptions(t *testing.T) {
-	opts, err := driver.NewOptions("cassandra", map[string]string{"keyspace": "bad-name"})
+	// NewOptions rejects the keyspace itself; Init must as well, for options built in code.
+	if _, err := driver.NewOptions("cassandra", map[string]string{"keyspace": "bad-name"}); err == nil {
+		t.Fatal("NewOptions accepted a bad keyspace")
+	}
+	opts, err := driver.NewOptions("cassandra", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.(*Options).Keyspace = "bad-name"
 	d := &Driver{}
 	if _, ok := driver.AsFieldErrors(d.Init(context.Background(), opts)); !ok {
 		t.Fatal("Init with a bad keyspace must return field errors before connecting")

@@ -103,11 +103,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
-	zones, err := parseZones(o.Zones, o.Servers)
-	if err != nil {
-		return err
-	}
-	local, err := localIndex(zones, o.LocalZone)
+	zones, local, err := o.zones()
 	if err != nil {
 		return err
 	}
@@ -130,6 +126,27 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	}
 	d.version = serverVersion(ctx, d.zones[0].addrs[0], o.Timeout)
 	return nil
+}
+
+// Validate checks what the tags cannot: the zones and servers parse, and localZone names
+// one of the zones. driver.NewOptions calls it, so the config store rejects a localZone
+// that names no zone instead of accepting a change that Init or Reconfigure would refuse.
+func (o *Options) Validate() error {
+	_, _, err := o.zones()
+	return err
+}
+
+// zones parses the zones (or servers) and finds the local zone's index.
+func (o *Options) zones() ([]zoneSpec, int, error) {
+	zones, err := parseZones(o.Zones, o.Servers)
+	if err != nil {
+		return nil, 0, err
+	}
+	local, err := localIndex(zones, o.LocalZone)
+	if err != nil {
+		return nil, 0, err
+	}
+	return zones, local, nil
 }
 
 type zoneSpec struct {

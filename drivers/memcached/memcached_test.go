@@ -136,3 +136,37 @@ func TestInitUnreachableIsUnavailable(t *testing.T) {
 		t.Errorf("class = %v, want unavailable (err %v)", c, err)
 	}
 }
+
+// TestOptionsAreValidatedBeforeInit: option rules Init enforces (zone syntax, server
+// addresses, localZone naming a zone) are checked when the options are built, so the
+// config store rejects them instead of accepting a change the driver then refuses.
+func TestOptionsAreValidatedBeforeInit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]string
+		field  string // "" = valid
+	}{
+		{"defaults", nil, ""},
+		{"local zone among the zones", map[string]string{"zones": "a=h:1;b=h:2", "localZone": "b"}, ""},
+		{"local zone of servers is default", map[string]string{"localZone": "default"}, ""},
+		{"local zone not a zone", map[string]string{"zones": "a=h:1;b=h:2", "localZone": "c"}, "localZone"},
+		{"local zone without zones", map[string]string{"localZone": "us-east-1a"}, "localZone"},
+		{"bad zones", map[string]string{"zones": "a=nohostport"}, "zones"},
+		{"bad server", map[string]string{"servers": "nohost"}, "servers"},
+		{"no servers", map[string]string{"servers": ""}, "servers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := driver.NewOptions("memcached", tc.values)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			fes, ok := driver.AsFieldErrors(err)
+			if !ok || fes[0].Field != tc.field || fes[0].Allowed == "" {
+				t.Fatalf("err = %v, want a field error on %s", err, tc.field)
+			}
+		})
+	}
+}

@@ -81,7 +81,7 @@ func (d *Driver) Init(_ context.Context, opts any) error {
 	if err != nil {
 		return fmt.Errorf("init pebble driver: %w", err)
 	}
-	if err := validate(o); err != nil {
+	if err := o.Validate(); err != nil {
 		return fmt.Errorf("init pebble driver: %w", err)
 	}
 	d.mu.Lock()
@@ -146,7 +146,9 @@ func isEmptyDir(dir string) bool {
 	return errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0)
 }
 
-func validate(o *Options) error {
+// Validate checks what the tags cannot (sync needs the log that disableWAL removes);
+// driver.NewOptions calls it, so the config store rejects such options up front.
+func (o *Options) Validate() error {
 	var errs driver.FieldErrors
 	if o.CacheSize < 0 {
 		errs = append(errs, &driver.FieldError{Field: "cacheSize", Value: strconv.FormatInt(o.CacheSize, 10), Allowed: "a non-negative number of bytes"})

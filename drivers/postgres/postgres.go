@@ -38,9 +38,11 @@ type Options struct {
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
-// validate checks what the tags cannot: the table must be a plain identifier because it is
-// spliced into SQL text.
-func (o *Options) validate() error {
+// Validate checks what the tags cannot: the table must be a plain identifier because it is
+// spliced into SQL text. driver.NewOptions calls it, so the config store rejects such
+// options up front. (Whether the DSN parses is left to Init: pgx reads service and password
+// files while parsing.)
+func (o *Options) Validate() error {
 	var errs driver.FieldErrors
 	parts := strings.Split(o.Table, ".")
 	ok := len(parts) <= 2
@@ -97,7 +99,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
-	if err := o.validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return err
 	}
 	d.opts = *o

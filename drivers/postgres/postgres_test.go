@@ -60,7 +60,7 @@ func TestOptionValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts, err := driver.NewOptions("postgres", tt.values)
 			if err == nil {
-				err = opts.(*Options).validate()
+				err = opts.(*Options).Validate()
 			}
 			if len(tt.badOpts) == 0 {
 				if err != nil {
@@ -86,10 +86,15 @@ func TestOptionValidation(t *testing.T) {
 }
 
 func TestInitRejectsBadOptionsWithoutConnecting(t *testing.T) {
-	opts, err := driver.NewOptions("postgres", map[string]string{"table": "bad name"})
+	// NewOptions rejects the table itself; Init must as well, for options built in code.
+	if _, err := driver.NewOptions("postgres", map[string]string{"table": "bad name"}); err == nil {
+		t.Fatal("NewOptions accepted a bad table")
+	}
+	opts, err := driver.NewOptions("postgres", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.(*Options).Table = "bad name"
 	d := &Driver{}
 	err = d.Init(context.Background(), opts)
 	if _, ok := driver.AsFieldErrors(err); !ok {

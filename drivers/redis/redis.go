@@ -114,7 +114,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
-	if err := validate(o); err != nil {
+	if err := o.Validate(); err != nil {
 		return err
 	}
 	d.opts = *o
@@ -177,7 +177,9 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	return nil
 }
 
-func validate(o *Options) error {
+// Validate checks what the tags cannot: addresses are host:port and a cluster has one
+// database. driver.NewOptions calls it, so the config store rejects such options up front.
+func (o *Options) Validate() error {
 	var errs driver.FieldErrors
 	if len(o.Addrs) == 0 {
 		errs = append(errs, &driver.FieldError{Field: "addrs", Allowed: "one or more host:port addresses"})

@@ -61,7 +61,7 @@ func TestOptionValidation(t *testing.T) {
 		{"no address", Options{}, "addrs"},
 		{"ok", Options{Addrs: []string{"h:1", "h:2"}, Cluster: true}, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) { checkField(t, validate(&tc.opts), tc.field) })
+		t.Run(tc.name, func(t *testing.T) { checkField(t, tc.opts.Validate(), tc.field) })
 	}
 }
 

@@ -177,14 +177,7 @@ func Build(layers []Layer) (*Snapshot, error) {
 	if def, ok := driver.Lookup(cfg.DriverName); ok {
 		opts, err := driver.NewOptions(cfg.DriverName, cfg.Drivers[cfg.DriverName])
 		if err != nil {
-			fes, isField := driver.AsFieldErrors(err)
-			if !isField {
-				fes = driver.FieldErrors{{Field: "drivers." + cfg.DriverName, Allowed: err.Error()}}
-			}
-			for _, fe := range fes {
-				key := "drivers." + cfg.DriverName + "." + fe.Field
-				errs = append(errs, &driver.FieldError{Field: key, Value: fe.Value, Allowed: fe.Allowed, Source: eff[key].source})
-			}
+			errs = append(errs, driverFieldErrors(cfg.DriverName, err, func(key string) string { return eff[key].source })...)
 		} else {
 			cfg.DriverOptions = opts
 			// Show every option of the selected driver, defaults included.
@@ -218,6 +211,40 @@ func Build(layers []Layer) (*Snapshot, error) {
 		snap.layers[i] = l.clone()
 	}
 	return snap, nil
+}
+
+// DriverOptions validates the options s holds for driver name (registered), as Build
+// does for the selected driver, and returns the decoded options. Errors are
+// driver.FieldErrors naming drivers.<name>.<option> with the value's source. A node uses
+// it for the driver it has connected while driver.name selects another one (see
+// Store.Require).
+func (s *Snapshot) DriverOptions(name string) (any, error) {
+	opts, err := driver.NewOptions(name, s.Config.Drivers[name])
+	if err != nil {
+		return nil, driverFieldErrors(name, err, func(key string) string {
+			_, src, _ := s.Value(key)
+			return src
+		})
+	}
+	return opts, nil
+}
+
+// driverFieldErrors turns an error of driver.NewOptions for driver name into field errors
+// on drivers.<name>.<option>, each with the source source(key) reports.
+func driverFieldErrors(name string, err error, source func(key string) string) driver.FieldErrors {
+	fes, isField := driver.AsFieldErrors(err)
+	if !isField {
+		fes = driver.FieldErrors{{Allowed: err.Error()}}
+	}
+	out := make(driver.FieldErrors, 0, len(fes))
+	for _, fe := range fes {
+		key := "drivers." + name
+		if fe.Field != "" {
+			key += "." + fe.Field
+		}
+		out = append(out, &driver.FieldError{Field: key, Value: fe.Value, Allowed: fe.Allowed, Source: source(key)})
+	}
+	return out
 }
 
 // decodeWorkload parses the workload.* values and validates the result, naming the source

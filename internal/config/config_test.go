@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -392,14 +393,19 @@ func TestErrors(t *testing.T) {
 			want: [][4]string{{"workload.readers", "lots", "--set as ndbench.config.numReaders", "from 0 to 10000"}},
 		},
 		{
+			// dataSize is not in use with variable sizes, so only the bounds in use are checked.
 			name: "cross-field rules",
 			src: Sources{Env: selectFake, Sets: []string{"workload.variableDataSize=true", "workload.dataSizeMin=10",
 				"workload.dataSizeMax=5", "workload.validate=true", "workload.dataSize=16"}},
 			want: [][4]string{
-				{"workload.dataSize", "16", "--set", "at least 32"},
 				{"workload.dataSizeMin", "10", "--set", "at most workload.dataSizeMax (5)"},
 				{"workload.dataSizeMin", "10", "--set", "at least 32"},
 			},
+		},
+		{
+			name: "validation header with fixed sizes",
+			src:  Sources{Env: selectFake, Sets: []string{"workload.validate=true", "workload.dataSize=16"}},
+			want: [][4]string{{"workload.dataSize", "16", "--set", "at least 32"}},
 		},
 	}
 	for _, tt := range tests {
@@ -515,13 +521,21 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 	schema := WorkloadSchema()
-	if len(schema) != 26 {
-		t.Errorf("schema has %d options, want 26", len(schema))
+	if len(schema) != 27 {
+		t.Errorf("schema has %d options, want 27", len(schema))
 	}
-	// The pattern enum is exactly what internal/workload accepts.
+	// The pattern enum and the bounds are exactly what internal/workload accepts.
 	for _, o := range schema {
 		if o.Name == "pattern" && !slices.Equal(o.Enum, workload.Patterns()) {
 			t.Errorf("pattern enum %q, workload.Patterns() %q", o.Enum, workload.Patterns())
+		}
+		if d, _ := time.ParseDuration(o.Max); o.Name == "windowDuration" && d != workload.MaxWindowDuration {
+			t.Errorf("windowDuration max %q, workload.MaxWindowDuration %v", o.Max, workload.MaxWindowDuration)
+		}
+		for _, size := range []string{"dataSize", "dataSizeMin", "dataSizeMax"} {
+			if o.Name == size && o.Max != strconv.Itoa(workload.MaxValueSize) {
+				t.Errorf("%s max %q, workload.MaxValueSize %d", size, o.Max, workload.MaxValueSize)
+			}
 		}
 	}
 }
@@ -546,6 +560,15 @@ func TestWorkloadValidate(t *testing.T) {
 		{"validate with header-sized values", func(w *Workload) { w.ValidateValues = true; w.DataSize = 32 }, nil},
 		{"unknown pattern", func(w *Workload) { w.Pattern = "spiral" }, []string{"workload.pattern"}},
 		{"negative rate", func(w *Workload) { w.WriteRate = -1 }, []string{"workload.writeRate"}},
+		// Rules of the parts the engine builds, checked with the same methods.
+		{"tracked keyspace over 2^30", func(w *Workload) { w.ValidateValues = true; w.NumKeys = 1<<30 + 1 }, []string{"workload.numKeys"}},
+		{"untracked keyspace over 2^30", func(w *Workload) { w.NumKeys = 1 << 40 }, nil},
+		{"window duration over a year", func(w *Workload) { w.WindowDuration = 8761 * time.Hour }, []string{"workload.windowDuration"}},
+		{"pool over the budget", func(w *Workload) { w.NumValues = 1e9; w.DataSize = 1 }, []string{"workload.numValues"}},
+		{"pool within a raised budget", func(w *Workload) { w.NumValues = 1e7; w.DataSize = 1; w.MemoryBudget = 1 << 30 }, nil},
+		{"tracker over the budget", func(w *Workload) { w.ValidateValues = true; w.NumKeys = 1 << 29 }, []string{"workload.numKeys"}},
+		{"budget below its minimum", func(w *Workload) { w.MemoryBudget = 1 }, []string{"workload.memoryBudget"}},
+		{"one error per option", func(w *Workload) { w.Pattern = "hotspot"; w.HotKeys = 0 }, []string{"workload.hotKeys"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

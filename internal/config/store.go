@@ -21,13 +21,19 @@ type Store struct {
 
 	subMu  sync.Mutex
 	subs   map[uint64]Subscriber
+	reqs   map[uint64]Requirement
 	nextID uint64
 }
+
+// Requirement is a rule a new snapshot must pass, besides Build's validation, before a
+// Store accepts it: for rules that depend on state outside the configuration, such as the
+// driver a node has connected. It returns driver.FieldErrors naming keys, or nil.
+type Requirement func(next *Snapshot) error
 
 // NewStore returns a store holding s, which should come from Load (its layers are what
 // later changes are applied on).
 func NewStore(s *Snapshot) *Store {
-	st := &Store{subs: map[uint64]Subscriber{}}
+	st := &Store{subs: map[uint64]Subscriber{}, reqs: map[uint64]Requirement{}}
 	if s == nil {
 		s = &Snapshot{}
 	}
@@ -67,6 +73,43 @@ func (s *Store) Subscribe(fn Subscriber) (cancel func()) {
 	}
 }
 
+// Require registers fn, which every later change must pass to be accepted (Update, Patch,
+// SetLayer, Check). fn runs under the store's change lock, like subscribers: it must not
+// call Update or Patch and should return quickly. cancel removes it.
+func (s *Store) Require(fn Requirement) (cancel func()) {
+	s.subMu.Lock()
+	id := s.nextID
+	s.nextID++
+	s.reqs[id] = fn
+	s.subMu.Unlock()
+	return func() {
+		s.subMu.Lock()
+		delete(s.reqs, id)
+		s.subMu.Unlock()
+	}
+}
+
+// check runs the requirements on next. The caller holds s.mu.
+func (s *Store) check(next *Snapshot) error {
+	s.subMu.Lock()
+	ids := make([]uint64, 0, len(s.reqs))
+	for id := range s.reqs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	reqs := make([]Requirement, len(ids))
+	for i, id := range ids {
+		reqs[i] = s.reqs[id]
+	}
+	s.subMu.Unlock()
+	for _, fn := range reqs {
+		if err := fn(next); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *Store) apply(name string, values map[string]string, merge bool) (*Snapshot, error) {
 	return s.applyFrom(name, "", values, merge)
 }
@@ -83,6 +126,9 @@ func (s *Store) applyFrom(name, origin string, values map[string]string, merge b
 	defer s.mu.Unlock()
 	old := s.cur.Load()
 	next, err := old.with(name, origin, values, merge)
+	if err == nil {
+		err = s.check(next)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +160,9 @@ func (s *Store) SetLayer(l Layer) (*Snapshot, error) {
 		layers = append(layers, l.clone())
 	}
 	next, err := Build(layers)
+	if err == nil {
+		err = s.check(next)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +200,11 @@ func (s *Store) publish(old, next *Snapshot) *Snapshot {
 func (s *Store) Check(layer string, values map[string]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err := s.cur.Load().with(layer, "", values, true)
-	return err
+	next, err := s.cur.Load().with(layer, "", values, true)
+	if err != nil {
+		return err
+	}
+	return s.check(next)
 }
 
 // with builds the snapshot that results from replacing (or, with merge, patching) the

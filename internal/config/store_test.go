@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ndbench/ndbench/driver"
 )
 
 func newTestStore(t *testing.T, sets ...string) *Store {
@@ -261,5 +263,42 @@ func TestPatchFromLabelsTheOrigin(t *testing.T) {
 	_, err = st.PatchFrom(LayerRuntime, "api", map[string]string{"workload.readers": "-1"})
 	if err == nil || !strings.Contains(err.Error(), "api") {
 		t.Errorf("error does not name the api as source: %v", err)
+	}
+}
+
+// TestStoreRequire: a requirement rejects a change that Build accepts, from every way a
+// change comes in, leaving the snapshot as it was; cancelled, it no longer applies.
+func TestStoreRequire(t *testing.T) {
+	st := newTestStore(t)
+	cancel := st.Require(func(next *Snapshot) error {
+		if next.Config.Workload.ReadRate == 13 {
+			return driver.FieldErrors{{Field: "workload.readRate", Value: "13", Allowed: "anything but 13"}}
+		}
+		return nil
+	})
+	before := st.Current()
+	tries := map[string]func() error{
+		"Patch": func() error {
+			_, err := st.Patch(LayerRuntime, map[string]string{"workload.readRate": "13"})
+			return err
+		},
+		"Update": func() error { _, err := st.Update(LayerEtcd, map[string]string{"workload.readRate": "13"}); return err },
+		"SetLayer": func() error {
+			_, err := st.SetLayer(Layer{Name: LayerFile, Values: map[string]string{"workload.readRate": "13"}})
+			return err
+		},
+		"Check": func() error { return st.Check(LayerRuntime, map[string]string{"workload.readRate": "13"}) },
+	}
+	for name, try := range tries {
+		if fes := fieldErrors(t, try()); fes[0].Allowed != "anything but 13" {
+			t.Errorf("%s: %v", name, fes)
+		}
+		if st.Current() != before {
+			t.Fatalf("%s: a rejected change replaced the snapshot", name)
+		}
+	}
+	cancel()
+	if _, err := st.Patch(LayerRuntime, map[string]string{"workload.readRate": "13"}); err != nil {
+		t.Fatalf("after cancel: %v", err)
 	}
 }

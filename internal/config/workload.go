@@ -32,10 +32,11 @@ type Workload struct {
 	WriteEnabled     bool    `opt:"writeEnabled" default:"true" live:"true" help:"run writes"`
 	// The enum must equal workload.Patterns() (a tag cannot call it; a test checks). It
 	// keeps the aliases "random" and "scrambled"; the loader rewrites them to canonical names.
+	// Likewise windowDuration's max must equal workload.MaxWindowDuration.
 	Pattern        string        `opt:"pattern" default:"uniform" enum:"uniform,random,zipfian,scrambled_zipfian,scrambled,sliding_window,sliding_window_flip,latest,hotspot,sequential,exponential" alias:"loadPattern" live:"true" help:"key access pattern"`
 	ZipfExponent   float64       `opt:"zipfExponent" default:"0.99" min:"0.01" max:"100" live:"true" help:"skew (theta) of the zipfian, scrambled_zipfian and latest patterns: P(rank k) ~ 1/k^theta; YCSB's 0.99 by default"`
 	WindowSize     int64         `opt:"windowSize" default:"1000" min:"1" live:"true" help:"keys in the window of the sliding_window patterns"`
-	WindowDuration time.Duration `opt:"windowDuration" default:"1m" min:"1ms" live:"true" help:"time the sliding window takes for one pass over the keyspace (sliding_window moves continuously, sliding_window_flip jumps block by block)"`
+	WindowDuration time.Duration `opt:"windowDuration" default:"1m" min:"1ms" max:"8760h" live:"true" help:"time the sliding window takes for one pass over the keyspace (sliding_window moves continuously, sliding_window_flip jumps block by block)"`
 	HotKeys        float64       `opt:"hotKeys" default:"0.2" min:"0" max:"1" live:"true" help:"hotspot: fraction of the keyspace that is hot, in (0, 1]"`
 	HotFraction    float64       `opt:"hotFraction" default:"0.8" min:"0" max:"1" live:"true" help:"hotspot: fraction of operations on the hot keys, in [0, 1]"`
 	// ValidateValues is option "validate"; the field cannot share the name of the method.
@@ -47,11 +48,12 @@ type Workload struct {
 	BackfillVerify  bool          `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
 	KeyPrefix       string        `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read" live:"true"`
 	Seed            uint64        `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random" live:"true"`
+	// MemoryBudget bounds what the workload may allocate (value pool, validation tracker,
+	// worker buffers; see workload.EstimateMemory), so a typo is an error instead of an
+	// out-of-memory kill. 1 GiB fits every NDBench default many times over and leaves
+	// room on a small node for the store client and the statistics.
+	MemoryBudget driver.Size `opt:"memoryBudget" default:"1GiB" min:"1MiB" live:"true" help:"most memory the workload may allocate (value pool, validation tracker, worker buffers); a change needing more is rejected"`
 }
-
-// validationHeader is the size of the header a validated value carries (key hash, write
-// sequence, checksum); a smaller value cannot hold it.
-const validationHeader = 32
 
 // maxWorkers bounds readers+writers: each worker is a goroutine with its own RNG and
 // buffers, and more than this on one node measures the scheduler, not the store.
@@ -84,15 +86,28 @@ func DefaultWorkload() Workload {
 	return w
 }
 
-// Validate checks every option against its bounds and the rules that involve several
-// options. It returns driver.FieldErrors naming "workload.<option>" (without a source: the
-// loader adds where each value came from).
+// Validate is the one validator of a workload: the config store calls it before it
+// accepts any change (API, UI, watched file, etcd, --set, NDBench routes) and the engine
+// calls it before it builds one, so the two cannot disagree. It checks, in order:
+//
+//   - every option against its tags (enum, bounds);
+//   - rules across options that only this struct knows (readers + writers, hotKeys > 0);
+//   - the rules of the parts the engine builds, by calling the same methods the
+//     constructors call: workload.KeyParams.Validate (NewKeys), ValueParams.Validate
+//     (NewValues) and, when validating, TrackerParams.Validate (NewTracker);
+//   - the memory the workload would allocate (workload.EstimateMemory) against
+//     memoryBudget.
+//
+// It returns driver.FieldErrors naming "workload.<option>" (without a source: the loader
+// adds where each value came from). A rule reported on an option is not repeated by a
+// later stage, and the memory estimate is only made for an otherwise valid workload.
 func (w Workload) Validate() error {
 	var errs driver.FieldErrors
-	// Round-trip through the schema to reuse its enum and bound checks.
-	var tmp Workload
-	if err := driver.Set(&tmp, driver.Values(&w, false)); err != nil {
-		fes, _ := driver.AsFieldErrors(err)
+	if err := driver.CheckTags(&w); err != nil {
+		fes, ok := driver.AsFieldErrors(err)
+		if !ok {
+			return err
+		}
 		for _, fe := range fes {
 			errs = append(errs, &driver.FieldError{Field: "workload." + fe.Field, Value: fe.Value, Allowed: fe.Allowed})
 		}
@@ -100,35 +115,77 @@ func (w Workload) Validate() error {
 	add := func(field, value, allowed string) {
 		errs = append(errs, &driver.FieldError{Field: "workload." + field, Value: value, Allowed: allowed})
 	}
-	if w.VariableDataSize && w.DataSizeMin > w.DataSizeMax {
-		add("dataSizeMin", fmt.Sprint(w.DataSizeMin), fmt.Sprintf("at most workload.dataSizeMax (%d)", w.DataSizeMax))
-	}
-	if isSlidingWindow(w.Pattern) && w.WindowSize > w.NumKeys {
-		add("windowSize", fmt.Sprint(w.WindowSize), fmt.Sprintf("at most workload.numKeys (%d) with pattern %s", w.NumKeys, w.Pattern))
-	}
 	// The tags bound hotKeys and hotFraction to [0, 1]; an empty hot set is the one case
-	// they cannot express.
+	// they cannot express. Checked whatever the pattern, so switching to hotspot later
+	// cannot fail on a value accepted earlier.
 	if w.HotKeys <= 0 {
 		add("hotKeys", fmt.Sprint(w.HotKeys), "a number greater than 0 and at most 1")
 	}
 	if w.Readers+w.Writers > maxWorkers {
 		add("readers", fmt.Sprint(w.Readers), fmt.Sprintf("readers + writers at most %d (writers is %d)", maxWorkers, w.Writers))
 	}
+	reported := map[string]bool{}
+	for _, fe := range errs {
+		reported[fe.Field] = true
+	}
+	parts := []error{w.KeyParams().Validate(), w.ValueParams().Validate()}
 	if w.ValidateValues {
-		if w.DataSize < validationHeader {
-			add("dataSize", fmt.Sprint(w.DataSize), fmt.Sprintf("at least %d when workload.validate is on (the validation header)", validationHeader))
-		}
-		if w.VariableDataSize && w.DataSizeMin < validationHeader {
-			add("dataSizeMin", fmt.Sprint(w.DataSizeMin), fmt.Sprintf("at least %d when workload.validate is on (the validation header)", validationHeader))
+		parts = append(parts, w.TrackerParams().Validate())
+	}
+	for _, err := range parts {
+		fes, _ := driver.AsFieldErrors(err)
+		for _, fe := range fes {
+			if !reported[fe.Field] {
+				errs = append(errs, fe)
+			}
 		}
 	}
-	if len(errs) > 0 {
-		return errs
+	if len(errs) == 0 {
+		if err := workload.EstimateMemory(w.MemoryParams()).Check(int64(w.MemoryBudget), "workload.memoryBudget"); err != nil {
+			return err
+		}
+		return nil
 	}
-	return nil
+	return errs
 }
 
-// isSlidingWindow reports whether p is one of the patterns that use windowSize.
-func isSlidingWindow(p string) bool {
-	return p == workload.PatternSlidingWindow || p == workload.PatternSlidingWindowFlip
+// KeyParams returns the key generator parameters of w. The caller adds what is not
+// configuration (Seed when w.Seed is 0, Now, Start).
+func (w Workload) KeyParams() workload.KeyParams {
+	return workload.KeyParams{
+		Pattern: w.Pattern, NumKeys: w.NumKeys, ZipfExponent: w.ZipfExponent,
+		WindowSize: w.WindowSize, WindowDuration: w.WindowDuration,
+		HotKeys: w.HotKeys, HotFraction: w.HotFraction, Seed: w.Seed,
+	}
+}
+
+// ValueParams returns the value pool parameters of w.
+func (w Workload) ValueParams() workload.ValueParams {
+	return workload.ValueParams{
+		NumValues: w.NumValues, DataSize: w.DataSize, Variable: w.VariableDataSize,
+		DataSizeMin: w.DataSizeMin, DataSizeMax: w.DataSizeMax, Header: w.ValidateValues,
+	}
+}
+
+// TrackerParams returns the validation tracker parameters of w (used when ValidateValues
+// is on). The caller adds the clock.
+func (w Workload) TrackerParams() workload.TrackerParams {
+	return workload.TrackerParams{NumKeys: w.NumKeys, MaxWriteTime: w.OpTimeout}
+}
+
+// MemoryParams returns what sizes the workload's allocations: the value pool, the tracker
+// when validating, and the workers that may run at once (the readers and writers of
+// enabled classes, and the backfill workers).
+func (w Workload) MemoryParams() workload.MemoryParams {
+	p := workload.MemoryParams{Values: w.ValueParams(), Backfill: w.BackfillWorkers}
+	if w.ValidateValues {
+		p.TrackedKeys = w.NumKeys
+	}
+	if w.ReadEnabled {
+		p.Readers = w.Readers
+	}
+	if w.WriteEnabled {
+		p.Writers = w.Writers
+	}
+	return p
 }

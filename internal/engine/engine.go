@@ -155,6 +155,10 @@ func (e *Engine) Workload() config.Workload { return e.gen.Load().w }
 // build makes the generation for w, reusing what prev already has when its inputs did not
 // change (rebuilding a large value pool or a tracker for every rate change would be waste,
 // and a new tracker forgets which writes were acknowledged).
+//
+// Its only validation is w.Validate, the validator the config store consults before it
+// accepts a change; the constructors it calls check again with the same methods, so a
+// workload the store accepted cannot fail here (TestApplyAcceptsExactlyWhatValidateAccepts).
 func (e *Engine) build(w config.Workload, prev *generation) (*generation, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
@@ -165,11 +169,10 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 	} else if g.seed == 0 {
 		g.seed = randomSeed()
 	}
-	kp := workload.KeyParams{
-		Pattern: w.Pattern, NumKeys: w.NumKeys, ZipfExponent: w.ZipfExponent,
-		WindowSize: w.WindowSize, WindowDuration: w.WindowDuration,
-		HotKeys: w.HotKeys, HotFraction: w.HotFraction, Seed: g.seed, Now: e.now, Start: e.start,
-	}
+	// The parameters come from the same methods Validate checks, so what passed Validate
+	// is exactly what the constructors below are given.
+	kp := w.KeyParams()
+	kp.Seed, kp.Now, kp.Start = g.seed, e.now, e.start
 	if prev != nil && sameKeys(prev.w, w) && prev.seed == g.seed {
 		g.keys = prev.keys
 	} else {
@@ -179,10 +182,7 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 		}
 		g.keys = keys
 	}
-	vp := workload.ValueParams{
-		NumValues: w.NumValues, DataSize: w.DataSize, Variable: w.VariableDataSize,
-		DataSizeMin: w.DataSizeMin, DataSizeMax: w.DataSizeMax, Validate: w.ValidateValues,
-	}
+	vp := w.ValueParams()
 	if prev != nil && prev.values.Params() == vp {
 		g.values = prev.values
 	} else {
@@ -196,7 +196,9 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 		if prev != nil && prev.tracker != nil && prev.tracker.NumKeys() == w.NumKeys && !prev.tracker.Expired() {
 			g.tracker = prev.tracker
 		} else {
-			t, err := workload.NewTracker(workload.TrackerParams{NumKeys: w.NumKeys, MaxWriteTime: w.OpTimeout, Now: e.now})
+			tp := w.TrackerParams()
+			tp.Now = e.now
+			t, err := workload.NewTracker(tp)
 			if err != nil {
 				return nil, err
 			}

@@ -6,6 +6,12 @@
 // etcd lands in the config store, is validated as a whole, and only then reaches the
 // engine (workload) and the driver (live options). Options that cannot change while the
 // driver is connected are kept and reported as pending until the next Init.
+//
+// Live driver options are applied by a goroutine per driver session, outside every lock:
+// a driver's Reconfigure may take seconds (reconnecting, switching endpoints), and status,
+// config reads and other changes must not wait for it. Reconfigurations run one at a time
+// in config order; one queued behind a running one is replaced by a later change, so the
+// driver goes straight to the newest options.
 package instance
 
 import (
@@ -45,15 +51,19 @@ type Instance struct {
 	// life serialises Init, Shutdown and Close. It is never taken by onConfig, which runs
 	// under the config store's lock: lock order is life, then the store, then mu.
 	life sync.Mutex
-	// mu guards the fields below. It is never held across a call into the store.
-	mu      sync.Mutex
-	drv     driver.Driver
-	drvName string
-	drvOpts any // options the driver runs with
-	eng     *engine.Engine
-	started time.Time
-	pending []string // keys changed in config that apply at the next Init
-	lastErr *ErrorEvent
+	// mu guards the fields below. It is never held across a call into the store, nor
+	// across a driver's Reconfigure.
+	mu        sync.Mutex
+	drv       driver.Driver
+	drvName   string
+	drvInit   any // options the driver was initialised with
+	drvOpts   any // options the driver runs with: drvInit with the live options last applied
+	reconf    *reconfigurer
+	eng       *engine.Engine
+	started   time.Time
+	pending   []string // keys whose configured value differs from what the driver runs with until the next Init
+	lastErr   *ErrorEvent
+	unrequire func()
 }
 
 // ErrorEvent is the last error the instance met outside a request (a config change from a
@@ -73,7 +83,23 @@ func New(store *config.Store, log *slog.Logger) *Instance {
 	i.stopTicks = cancel
 	go func() { defer close(i.ticking); i.coll.Run(ctx) }()
 	i.unsub = store.Subscribe(i.onConfig)
+	i.unrequire = store.Require(i.requireConnectedOptions)
 	return i
+}
+
+// requireConnectedOptions is a store requirement: while driver.name selects another
+// driver than the connected one (a change pending until the next Init), the connected
+// driver's options must still be valid, because it takes live changes from them. The
+// store's own validation covers the selected driver.
+func (i *Instance) requireConnectedOptions(next *config.Snapshot) error {
+	i.mu.Lock()
+	name := i.drvName
+	i.mu.Unlock()
+	if name == "" || name == next.Config.DriverName {
+		return nil
+	}
+	_, err := next.DriverOptions(name)
+	return err
 }
 
 // Collector returns the statistics collector; it outlives driver re-initializations, so
@@ -140,10 +166,19 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 		return fmt.Errorf("init driver %s: %w", name, err)
 	}
 	i.mu.Lock()
-	i.drv, i.drvName, i.drvOpts, i.pending = d, name, decoded, nil
+	i.drv, i.drvName, i.drvInit, i.drvOpts, i.pending = d, name, decoded, decoded, nil
+	if r, ok := d.(driver.Reconfigurer); ok {
+		i.reconf = i.startReconfigurer(r, name, decoded)
+	}
 	i.mu.Unlock()
 	snap, err := i.store.PatchFrom(config.LayerRuntime, "api", patch)
 	if err == nil {
+		i.mu.Lock()
+		if i.reconf != nil && i.reconf.status.AppliedVersion == 0 {
+			// The driver runs with the options of the version that recorded them.
+			i.reconf.status.AppliedVersion = snap.Version
+		}
+		i.mu.Unlock()
 		var e *engine.Engine
 		if e, err = engine.New(d, snap.Config.Workload, engine.Options{Collector: i.coll, Logger: i.log}); err == nil {
 			i.mu.Lock()
@@ -184,9 +219,14 @@ func (i *Instance) Shutdown() error {
 // do not wait for operations in flight. Called with life held.
 func (i *Instance) closeDriver() {
 	i.mu.Lock()
-	e, d, name := i.eng, i.drv, i.drvName
-	i.drv, i.eng, i.drvName, i.drvOpts, i.pending = nil, nil, "", nil, nil
+	e, d, name, r := i.eng, i.drv, i.drvName, i.reconf
+	i.drv, i.eng, i.drvName, i.drvInit, i.drvOpts, i.reconf, i.pending = nil, nil, "", nil, nil, nil, nil
 	i.mu.Unlock()
+	if r != nil {
+		// A reconfiguration in flight is cancelled and waited for: the driver is not
+		// closed under it.
+		r.stop()
+	}
 	if e != nil {
 		_ = e.Close(i.store.Current().Config.Workload.OpTimeout + time.Second)
 	}
@@ -200,6 +240,7 @@ func (i *Instance) closeDriver() {
 // Close shuts the driver down (if any) and stops the collector.
 func (i *Instance) Close() error {
 	i.unsub()
+	i.unrequire()
 	i.life.Lock()
 	i.closeDriver()
 	i.life.Unlock()
@@ -234,7 +275,17 @@ func (i *Instance) StartBackfill(opts engine.BackfillOptions) error {
 	if err != nil {
 		return err
 	}
-	return e.StartBackfill(i.backfillDefaults(opts))
+	opts = i.backfillDefaults(opts)
+	// More workers than configured need more memory than the workload was validated
+	// with: the budget applies to them as well.
+	w := i.store.Current().Config.Workload
+	if opts.Workers > w.BackfillWorkers {
+		w.BackfillWorkers = opts.Workers
+		if err := w.Validate(); err != nil {
+			return err
+		}
+	}
+	return e.StartBackfill(opts)
 }
 
 // backfillDefaults fills the zero values of opts from the configuration.
@@ -322,7 +373,8 @@ func (i *Instance) Patch(values map[string]string) (PatchResult, error) {
 }
 
 // onConfig applies every accepted configuration change, whatever its source, to the
-// engine and the driver.
+// engine and the driver. It runs under the store's lock, so it only does what is quick:
+// the engine's Apply, and queueing live driver options for the reconfigurer.
 func (i *Instance) onConfig(_, new *config.Snapshot, changed []string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -330,49 +382,64 @@ func (i *Instance) onConfig(_, new *config.Snapshot, changed []string) {
 		return
 	}
 	if i.eng != nil && slices.ContainsFunc(changed, func(k string) bool { return strings.HasPrefix(k, "workload.") }) {
+		// The store validated the workload with the validator the engine uses, so this
+		// cannot fail on the workload itself; an error here is a bug worth reporting.
 		if err := i.eng.Apply(new.Config.Workload); err != nil {
 			i.recordErr(fmt.Errorf("apply workload: %w", err))
 		}
 	}
+	i.syncDriver(new)
+}
+
+// syncDriver brings the connected driver's state in line with snap: pending lists every
+// key whose configured value the driver cannot take before the next Init (computed afresh,
+// so a key set back to the running value leaves it), and live options that changed are
+// queued for Reconfigure. Called with mu held.
+func (i *Instance) syncDriver(snap *config.Snapshot) {
 	var pending []string
-	if slices.Contains(changed, "driver.name") && new.Config.DriverName != i.drvName {
+	if snap.Config.DriverName != i.drvName {
 		pending = append(pending, "driver.name")
 	}
-	prefix := "drivers." + i.drvName + "."
-	if !slices.ContainsFunc(changed, func(k string) bool { return strings.HasPrefix(k, prefix) }) {
-		i.addPending(pending)
-		return
-	}
-	newOpts, err := driver.NewOptions(i.drvName, new.Config.Drivers[i.drvName])
+	// The store checked these options (Build for the selected driver, the requirement
+	// otherwise), so this only fails if that check was bypassed.
+	newOpts, err := snap.DriverOptions(i.drvName)
 	if err != nil {
-		i.recordErr(fmt.Errorf("options of driver %s: %w", i.drvName, err))
+		i.recordErr(err)
+		i.pending = pending
 		return
 	}
-	live, restart := driver.Changed(i.drvOpts, newOpts)
+	prefix := "drivers." + i.drvName + "."
+	live, restart := driver.Changed(i.drvInit, newOpts)
 	for _, o := range restart {
 		pending = append(pending, prefix+o)
 	}
-	if len(live) > 0 {
-		if r, ok := i.drv.(driver.Reconfigurer); ok {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			err := r.Reconfigure(ctx, liveOnly(i.drvOpts, newOpts, live))
-			cancel()
-			if err != nil {
-				i.recordErr(fmt.Errorf("reconfigure driver %s: %w", i.drvName, err))
-			} else {
-				i.drvOpts = liveOnly(i.drvOpts, newOpts, live)
-			}
-		} else {
-			for _, o := range live {
-				pending = append(pending, prefix+o)
-			}
+	target := liveOnly(i.drvInit, newOpts, live)
+	// Live options wait for the next Init when the driver cannot reconfigure, or when
+	// they only make sense with options that need a restart (memcached's localZone
+	// naming a zone that is not connected yet). Then the driver keeps what it has, and
+	// the live options that differ from that are pending.
+	if len(live) > 0 && (i.reconf == nil || driver.Validate(target) != nil) {
+		cur := i.drvOpts
+		if i.reconf != nil {
+			cur = i.reconf.want
 		}
+		differ, _ := driver.Changed(cur, target)
+		for _, o := range differ {
+			pending = append(pending, prefix+o)
+		}
+		slices.Sort(pending)
+		i.pending = pending
+		return
 	}
-	i.addPending(pending)
+	slices.Sort(pending)
+	i.pending = pending
+	if i.reconf != nil {
+		i.reconf.queue(target, snap.Version)
+	}
 }
 
-// liveOnly returns the current options with only the live options taken from next, so
-// Reconfigure never sees a change to an option that needs a restart.
+// liveOnly returns a copy of the current options with only the live options taken from
+// next, so Reconfigure never sees a change to an option that needs a restart.
 func liveOnly(cur, next any, live []string) any {
 	def := driver.Values(cur, false)
 	nv := driver.Values(next, false)
@@ -393,15 +460,6 @@ func cloneOptions(opts any) any {
 	return c.Interface()
 }
 
-func (i *Instance) addPending(keys []string) {
-	for _, k := range keys {
-		if !slices.Contains(i.pending, k) {
-			i.pending = append(i.pending, k)
-		}
-	}
-	slices.Sort(i.pending)
-}
-
 func (i *Instance) recordErr(err error) {
 	i.lastErr = &ErrorEvent{Time: time.Now(), Message: err.Error()}
 	i.log.Error("configuration change not applied", "err", err)
@@ -419,6 +477,7 @@ type Status struct {
 	Backfill       *engine.BackfillStatus `json:"backfill,omitempty"`
 	ConfigVersion  uint64                 `json:"configVersion"`
 	Pending        []string               `json:"pending"`
+	Reconfigure    *ReconfigureStatus     `json:"reconfigure,omitempty"`
 	LastError      *ErrorEvent            `json:"lastError,omitempty"`
 	DriverPanics   int64                  `json:"driverPanics"`
 }
@@ -435,6 +494,10 @@ func (i *Instance) Status() Status {
 		return s
 	}
 	s.Driver, s.Initialized, s.Since = i.drvName, true, i.started
+	if i.reconf != nil {
+		rs := i.reconf.status
+		s.Reconfigure = &rs
+	}
 	if ci, ok := i.drv.(driver.ConnectionInfoer); ok {
 		s.ConnectionInfo = ci.ConnectionInfo()
 	}

@@ -140,16 +140,20 @@ func TestConfigChangesApplyLive(t *testing.T) {
 		t.Fatalf("after patch: rate %.0f workers %d; want ~3000 and 8", s.Rate, s.Workers)
 	}
 
-	// A live driver option reaches the driver through Reconfigure.
+	// A live driver option reaches the driver through Reconfigure, which runs after the
+	// patch returns; status says when it applied.
 	if _, err := i.Patch(map[string]string{"drivers.memory.errorRatio": "1"}); err != nil {
 		t.Fatal(err)
 	}
+	waitReconfigured(t, i)
+	checkReconfigureStatus(t, i, ReconfigureApplied)
 	if f := window(i, 300*time.Millisecond).Ops["read"].Failures["unavailable"]; f == 0 {
 		t.Fatal("errorRatio=1 produced no failures")
 	}
 	if _, err := i.Patch(map[string]string{"drivers.memory.errorRatio": "0"}); err != nil {
 		t.Fatal(err)
 	}
+	waitReconfigured(t, i)
 	if s := window(i, 300*time.Millisecond).Ops["read"]; s.Errors != 0 || s.Count == 0 {
 		t.Fatalf("after errorRatio=0: errors %d count %d", s.Errors, s.Count)
 	}

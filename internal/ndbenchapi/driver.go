@@ -24,10 +24,6 @@ const (
 	opWrite = stats.OpWrite
 )
 
-// maxWindowDuration is the longest window pass the key generator accepts; checking it
-// here turns what would be a silent apply failure into a 400.
-const maxWindowDuration = 365 * 24 * time.Hour
-
 // start serves start, startReads and startWrites: the NDBench query parameters become
 // configuration changes (validated as a whole, applied only if valid), then the ops start.
 func (a *api) start(ops ...stats.Op) handlerFunc {
@@ -108,8 +104,10 @@ func loadPatternPatch(q map[string][]string, cur config.Workload) (map[string]st
 		if pattern == workload.PatternSlidingWindowFlip && windowSize > 0 {
 			pass *= float64(max(cur.NumKeys/windowSize, 1))
 		}
-		if pass > maxWindowDuration.Seconds() {
-			return nil, nil, badParam(fmt.Sprintf("durationInSec %q: one pass over the keyspace would take longer than %s", v, maxWindowDuration))
+		// The store would reject it too; checked here to say it in NDBench's terms (the
+		// per-window seconds given, not the pass they amount to).
+		if pass > workload.MaxWindowDuration.Seconds() {
+			return nil, nil, badParam(fmt.Sprintf("durationInSec %q: one pass over the keyspace would take longer than %s", v, workload.MaxWindowDuration))
 		}
 		patch["workload.windowDuration"] = time.Duration(pass * float64(time.Second)).String()
 	}
@@ -284,9 +282,9 @@ func (a *api) readSingle(w http.ResponseWriter, r *http.Request, key string) {
 // validation header when workload.validate is on, so a later validated read accepts it).
 func (a *api) writeSingle(w http.ResponseWriter, r *http.Request, key string) {
 	wl := a.inst.Config().Config.Workload
-	vals, err := workload.NewValues(workload.ValueParams{NumValues: 1, DataSize: wl.DataSize,
-		Variable: wl.VariableDataSize, DataSizeMin: wl.DataSizeMin, DataSizeMax: wl.DataSizeMax,
-		Validate: wl.ValidateValues}, rand.Uint64())
+	vp := wl.ValueParams()
+	vp.NumValues = 1
+	vals, err := workload.NewValues(vp, rand.Uint64())
 	if err != nil {
 		fail(w, "NdBench writeSingle failed!", err)
 		return

@@ -146,6 +146,9 @@ func NewKeys(p KeyParams) (Keys, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	// Every generator holds O(1) state (zipfian constants, a Feistel key, counters); none
+	// precomputes a table, which is why EstimateMemory counts nothing for keys. A pattern
+	// that builds one must add its size there.
 	n := p.NumKeys
 	switch pat {
 	case PatternUniform:
@@ -207,9 +210,20 @@ func (p KeyParams) zipfExponent() float64 {
 	return p.ZipfExponent
 }
 
-// maxWindowDuration keeps window arithmetic (nanoseconds times NumKeys) far from overflow
-// concerns and rejects durations that are certainly typos.
-const maxWindowDuration = 365 * 24 * time.Hour
+// MaxWindowDuration keeps window arithmetic (nanoseconds times NumKeys) far from overflow
+// concerns and rejects durations that are certainly typos. The workload.windowDuration
+// option's max tag states the same (a test checks).
+const MaxWindowDuration = 365 * 24 * time.Hour
+
+// Validate checks the parameters the pattern uses (see KeyParams). Errors are
+// driver.FieldErrors naming workload.<option>. The config store and NewKeys both call it,
+// so a key generator the store accepts is one the engine can build.
+func (p KeyParams) Validate() error {
+	if _, errs := p.validate(); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
 
 func (p KeyParams) validate() (string, driver.FieldErrors) {
 	var errs driver.FieldErrors
@@ -233,7 +247,7 @@ func (p KeyParams) validate() (string, driver.FieldErrors) {
 		if p.WindowSize < 1 || (p.NumKeys >= 1 && p.WindowSize > p.NumKeys) {
 			bad("windowSize", strconv.FormatInt(p.WindowSize, 10), fmt.Sprintf("an integer in [1, numKeys=%d]", p.NumKeys))
 		}
-		if p.WindowDuration <= 0 || p.WindowDuration > maxWindowDuration {
+		if p.WindowDuration <= 0 || p.WindowDuration > MaxWindowDuration {
 			bad("windowDuration", p.WindowDuration.String(), "a duration in (0, 8760h]")
 		}
 	case PatternHotspot:

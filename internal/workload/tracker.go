@@ -9,7 +9,8 @@ import (
 	"github.com/ndbench/ndbench/driver"
 )
 
-// MaxTrackedKeys bounds a Tracker's memory at 4 GiB.
+// MaxTrackedKeys bounds a Tracker's keyspace: slot indices stay far from int overflow and
+// a tracker never exceeds 4 GiB, whatever the memory budget (see EstimateMemory).
 const MaxTrackedKeys = 1 << 30
 
 // TrackerParams configures a Tracker.
@@ -82,18 +83,28 @@ func (r Result) String() string {
 	return "unknown"
 }
 
-// NewTracker returns a tracker for p.NumKeys keys, all unwritten.
-func NewTracker(p TrackerParams) (*Tracker, error) {
+// Validate checks the keyspace size and the write time. Errors are driver.FieldErrors
+// naming the workload options they come from (numKeys, opTimeout). The config store and
+// NewTracker both call it, so a tracker the store accepts is one the engine can build.
+func (p TrackerParams) Validate() error {
 	var errs driver.FieldErrors
 	if p.NumKeys < 1 || p.NumKeys > MaxTrackedKeys {
 		errs = append(errs, &driver.FieldError{Field: "workload.numKeys", Value: strconv.FormatInt(p.NumKeys, 10),
-			Allowed: "an integer in [1, " + strconv.Itoa(MaxTrackedKeys) + "] when validation tracks writes"})
+			Allowed: "an integer from 1 to " + strconv.Itoa(MaxTrackedKeys) + " when workload.validate is on (the tracker's limit)"})
 	}
 	if p.MaxWriteTime < 0 {
-		errs = append(errs, &driver.FieldError{Field: "maxWriteTime", Value: p.MaxWriteTime.String(), Allowed: "a duration >= 0"})
+		errs = append(errs, &driver.FieldError{Field: "workload.opTimeout", Value: p.MaxWriteTime.String(), Allowed: "a duration >= 0"})
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return errs
+	}
+	return nil
+}
+
+// NewTracker returns a tracker for p.NumKeys keys, all unwritten.
+func NewTracker(p TrackerParams) (*Tracker, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	now := p.Now
 	if now == nil {

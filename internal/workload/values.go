@@ -9,12 +9,10 @@ import (
 	"github.com/ndbench/ndbench/driver"
 )
 
-// Limits that keep a typo from exhausting memory: NewValues allocates the whole pool up
-// front, and an out-of-memory failure cannot be turned into an error.
-const (
-	MaxValueSize = 64 << 20 // bytes per value
-	MaxPoolBytes = 1 << 30  // bytes across the pool
-)
+// MaxValueSize bounds one value (64 MiB): larger values are no key-value workload, and
+// a typo should not size every value in the pool. What the whole pool may take is bounded
+// by the memory budget (see EstimateMemory), not here.
+const MaxValueSize = 64 << 20
 
 // ValueParams configures a value pool. Field names follow NDBench's (numValues, dataSize,
 // useVariableDataSize with lower/upper bounds).
@@ -26,9 +24,9 @@ type ValueParams struct {
 	// Variable gives each payload its own size, uniform in [DataSizeMin, DataSizeMax].
 	Variable                 bool
 	DataSizeMin, DataSizeMax int
-	// Validate means payloads will carry the validation header, so every size must be at
-	// least HeaderSize.
-	Validate bool
+	// Header means payloads will carry the validation header (workload.validate), so every
+	// size must be at least HeaderSize.
+	Header bool
 }
 
 // Values is a pool of random alphanumeric payloads (NDBench's DefaultDataGenerator shape),
@@ -40,46 +38,66 @@ type Values struct {
 }
 
 // NewValues validates p and builds a pool from seed. Invalid parameters yield
-// driver.FieldErrors naming workload.<field>.
+// driver.FieldErrors naming workload.<field>. It allocates the whole pool at once (see
+// EstimateMemory for how much); callers check that against their memory budget first,
+// because an out-of-memory failure cannot be turned into an error.
 func NewValues(p ValueParams, seed uint64) (*Values, error) {
-	if errs := p.validate(); len(errs) > 0 {
-		return nil, errs
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	v := &Values{p: p}
 	v.Refresh(seed)
 	return v, nil
 }
 
-func (p ValueParams) validate() driver.FieldErrors {
+// Validate checks the value sizes in use: each in [1, MaxValueSize], at least HeaderSize
+// when values carry the validation header, and dataSizeMin <= dataSizeMax with variable
+// sizes.
+// Errors are driver.FieldErrors naming workload.<option>. The config store and NewValues
+// both call it, so a pool the store accepts is a pool the engine can build.
+func (p ValueParams) Validate() error {
 	var errs driver.FieldErrors
 	bad := func(field string, value int, allowed string) {
 		errs = append(errs, &driver.FieldError{Field: "workload." + field, Value: strconv.Itoa(value), Allowed: allowed})
 	}
-	minSize := 1
-	if p.Validate {
-		minSize = HeaderSize // the header must fit inside the value
+	header := fmt.Sprintf("at least %d when workload.validate is on (the validation header)", HeaderSize)
+	size := func(field string, v int) bool {
+		if v < 1 || v > MaxValueSize {
+			bad(field, v, fmt.Sprintf("an integer from 1 to %d", MaxValueSize))
+			return false
+		}
+		return true
 	}
-	sizeRange := fmt.Sprintf("an integer in [%d, %d]", minSize, MaxValueSize)
 	if p.NumValues < 1 {
 		bad("numValues", p.NumValues, "an integer >= 1")
 	}
-	largest := p.DataSize
+	// Only the sizes in use are checked, as KeyParams checks only what its pattern uses:
+	// switching variableDataSize is itself a change that is validated whole.
+	if !p.Variable {
+		if size("dataSize", p.DataSize) && p.Header && p.DataSize < HeaderSize {
+			bad("dataSize", p.DataSize, header)
+		}
+	} else {
+		okMin, okMax := size("dataSizeMin", p.DataSizeMin), size("dataSizeMax", p.DataSizeMax)
+		if okMin && okMax && p.DataSizeMin > p.DataSizeMax {
+			bad("dataSizeMin", p.DataSizeMin, fmt.Sprintf("at most workload.dataSizeMax (%d)", p.DataSizeMax))
+		}
+		if okMin && p.Header && p.DataSizeMin < HeaderSize {
+			bad("dataSizeMin", p.DataSizeMin, header)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// largest returns the size of the largest value the pool can hold.
+func (p ValueParams) largest() int {
 	if p.Variable {
-		if p.DataSizeMin < minSize || p.DataSizeMin > MaxValueSize {
-			bad("dataSizeMin", p.DataSizeMin, sizeRange)
-		}
-		if p.DataSizeMax < max(p.DataSizeMin, minSize) || p.DataSizeMax > MaxValueSize {
-			bad("dataSizeMax", p.DataSizeMax, fmt.Sprintf("an integer in [max(dataSizeMin, %d), %d]", minSize, MaxValueSize))
-		}
-		largest = p.DataSizeMax
-	} else if p.DataSize < minSize || p.DataSize > MaxValueSize {
-		bad("dataSize", p.DataSize, sizeRange)
+		return p.DataSizeMax
 	}
-	if len(errs) == 0 && int64(p.NumValues)*int64(largest) > MaxPoolBytes {
-		bad("numValues", p.NumValues, fmt.Sprintf("at most %d with values up to %d bytes (pool limit %d bytes)",
-			MaxPoolBytes/largest, largest, MaxPoolBytes))
-	}
-	return errs
+	return p.DataSize
 }
 
 // Params returns the parameters the pool was built with.

@@ -18,15 +18,22 @@ func TestNewValuesRejectsBadParams(t *testing.T) {
 	}{
 		{"no values", ValueParams{DataSize: 10}, []string{"workload.numValues"}},
 		{"zero size", ValueParams{NumValues: 1}, []string{"workload.dataSize"}},
-		{"too small for header", ValueParams{NumValues: 1, DataSize: HeaderSize - 1, Validate: true}, []string{"workload.dataSize"}},
+		{"too small for header", ValueParams{NumValues: 1, DataSize: HeaderSize - 1, Header: true}, []string{"workload.dataSize"}},
 		{"too big", ValueParams{NumValues: 1, DataSize: MaxValueSize + 1}, []string{"workload.dataSize"}},
-		{"pool too big", ValueParams{NumValues: 1 << 20, DataSize: 4096}, []string{"workload.numValues"}},
-		{"variable min > max", ValueParams{NumValues: 1, Variable: true, DataSizeMin: 10, DataSizeMax: 5}, []string{"workload.dataSizeMax"}},
-		{"variable min too small", ValueParams{NumValues: 1, Variable: true, DataSizeMin: 8, DataSizeMax: 100, Validate: true}, []string{"workload.dataSizeMin"}},
+		{"variable min > max", ValueParams{NumValues: 1, Variable: true, DataSizeMin: 10, DataSizeMax: 5}, []string{"workload.dataSizeMin"}},
+		{"variable max too big", ValueParams{NumValues: 1, Variable: true, DataSizeMin: 10, DataSizeMax: MaxValueSize + 1}, []string{"workload.dataSizeMax"}},
+		{"fixed size unused with variable", ValueParams{NumValues: 1, Variable: true, DataSizeMin: 40, DataSizeMax: 50, Header: true}, nil},
+		{"variable min too small", ValueParams{NumValues: 1, Variable: true, DataSizeMin: 8, DataSizeMax: 100, Header: true}, []string{"workload.dataSizeMin"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewValues(tt.p, 1)
+			if tt.fields == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
 			var fe driver.FieldErrors
 			if !errors.As(err, &fe) {
 				t.Fatalf("error %v (%T), want driver.FieldErrors", err, err)
@@ -77,7 +84,7 @@ func TestValuesFixedSize(t *testing.T) {
 }
 
 func TestValuesVariableSize(t *testing.T) {
-	v := mustValues(t, ValueParams{NumValues: 500, Variable: true, DataSizeMin: 40, DataSizeMax: 50, Validate: true}, 2)
+	v := mustValues(t, ValueParams{NumValues: 500, Variable: true, DataSizeMin: 40, DataSizeMax: 50, Header: true}, 2)
 	r := newRand(2)
 	seen := map[int]bool{}
 	for range 5000 {
