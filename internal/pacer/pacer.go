@@ -57,9 +57,9 @@ type schedule struct {
 	// varying is set for shapes other than Constant: their final wait is chosen from the
 	// rate at each operation's due time, not once for the schedule.
 	varying bool
-	carry  []carried
-	carryN int64
-	next   atomic.Int64 // slots claimed; replaced once the schedule is replaced
+	carry   []carried
+	carryN  int64
+	next    atomic.Int64 // slots claimed; replaced once the schedule is replaced
 }
 
 // carried is a run of slots that fell due under an earlier schedule and were not claimed
