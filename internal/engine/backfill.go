@@ -35,8 +35,9 @@ type BackfillOptions struct {
 }
 
 // DefaultBackfillBatch is the keys per bulk write of a backfill: enough to amortise a round
-// trip, small enough that one batch's latency stays in the milliseconds.
-const DefaultBackfillBatch = 100
+// trip, small enough that one batch's latency stays in the milliseconds. The workload's
+// memory estimate counts it.
+const DefaultBackfillBatch = workload.BackfillBatch
 
 // BackfillStatus is the progress and outcome of the current or last backfill.
 type BackfillStatus struct {

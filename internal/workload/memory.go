@@ -22,6 +22,9 @@ const (
 	// value of the largest size at a time (the value a read returns, the encoded copy a
 	// validated write sends), counted separately.
 	WorkerOverhead = 16 << 10
+	// BackfillBatch is the most keys one backfill bulk write carries (drivers with
+	// driver.BulkWriter); with validation each carries its own encoded value.
+	BackfillBatch = 100
 )
 
 // MemoryParams are the workload settings that size what the engine allocates.
@@ -62,6 +65,7 @@ type MemoryEstimate struct {
 //	value pool  numValues × (largest value + ValueOverhead), held twice while refreshed
 //	tracker     numKeys × TrackerSlotBytes, when validating
 //	workers     (readers + writers + backfill workers) × (WorkerOverhead + largest value)
+//	batches     backfill workers × BackfillBatch × (largest value + 32), when validating
 //
 // where the largest value is dataSize, or dataSizeMax with variable sizes (an upper bound:
 // a variable pool averages (dataSizeMin+dataSizeMax)/2 per value). Key generators hold
@@ -99,6 +103,11 @@ func EstimateMemory(p MemoryParams) MemoryEstimate {
 		}
 		w.Keys = append(w.Keys, sizeKey)
 		e.Parts = append(e.Parts, w)
+	}
+	if p.Backfill > 0 && p.TrackedKeys > 0 {
+		e.Parts = append(e.Parts, MemoryPart{Name: "backfill batches", Field: "workload.backfillWorkers", Value: strconv.Itoa(p.Backfill),
+			Bytes: mulSat(int64(p.Backfill)*BackfillBatch, int64(largest)+ValueOverhead),
+			Keys:  []string{"workload.backfillWorkers=" + strconv.Itoa(p.Backfill), sizeKey, "workload.validate=true"}})
 	}
 	e.Peak = pool.Bytes
 	for _, part := range e.Parts {

@@ -135,3 +135,24 @@ func TestEstimateMatchesAllocation(t *testing.T) {
 		}
 	}
 }
+
+// TestBackfillBatchesCounted: a validating backfill through bulk writes holds a batch of
+// encoded values per worker, and the estimate says so.
+func TestBackfillBatchesCounted(t *testing.T) {
+	p := MemoryParams{Values: ValueParams{NumValues: 10, DataSize: 1 << 20}, TrackedKeys: 1000, Backfill: 8}
+	var got int64
+	for _, part := range EstimateMemory(p).Parts {
+		if part.Name == "backfill batches" {
+			got = part.Bytes
+		}
+	}
+	if want := int64(8 * BackfillBatch * ((1 << 20) + ValueOverhead)); got != want {
+		t.Fatalf("backfill batches estimate %d, want %d", got, want)
+	}
+	p.TrackedKeys = 0 // without validation a batch refers to pooled values
+	for _, part := range EstimateMemory(p).Parts {
+		if part.Name == "backfill batches" {
+			t.Fatalf("backfill batches counted without validation: %+v", part)
+		}
+	}
+}
