@@ -336,6 +336,13 @@ func (c *Collector) ResetAt(now time.Time) {
 	c.start, c.last = now, now
 }
 
+// SpanStart returns the start of the current cumulative span (the last Reset).
+func (c *Collector) SpanStart() time.Time {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.start
+}
+
 // Latest returns the report of the last interval. Before the first tick it has zero
 // counts and Start = End = the start of the cumulative span.
 func (c *Collector) Latest() Summary {

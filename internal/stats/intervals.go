@@ -1,0 +1,240 @@
+package stats
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// EncodedInterval is one tick's measurements in a form that crosses a network: counters
+// and the HdrHistogram V2 (compressed, base64) encodings of the interval's histograms.
+// Intervals are the unit of exchange between nodes: percentiles cannot be merged, the
+// histograms they come from can, exactly.
+type EncodedInterval struct {
+	// Seq numbers intervals from 0 in tick order, without gaps, for the life of the
+	// collector; a reader asks for the ones from its last Seq + 1.
+	Seq   uint64    `json:"seq"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// SpanStart is the start of the cumulative span the interval counts in: it changes at
+	// a stats reset (a new driver session, a new phase), and merging every interval of one
+	// SpanStart gives exactly that span's cumulative histograms and counters.
+	SpanStart time.Time `json:"spanStart"`
+	// Ops has every op class by name.
+	Ops map[string]EncodedOp `json:"ops"`
+}
+
+// EncodedOp is one op class's share of an EncodedInterval.
+type EncodedOp struct {
+	Successes  int64            `json:"successes"`
+	Misses     int64            `json:"misses"`
+	Failures   map[string]int64 `json:"failures"`
+	Validation map[string]int64 `json:"validation"`
+	Clamped    int64            `json:"clamped"`
+	TargetRate float64          `json:"targetRate"`
+	Workers    int              `json:"workers"`
+	BacklogMs  float64          `json:"backlogMs"`
+	Pending    int64            `json:"pending"`
+	// Response, Service and StartLag are V2-encoded histograms of microseconds; "" when
+	// nothing was recorded.
+	Response string `json:"response"`
+	Service  string `json:"service"`
+	StartLag string `json:"startLag"`
+}
+
+// EncodeInterval encodes iv as interval seq of the span that started at spanStart.
+func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInterval, error) {
+	e := EncodedInterval{Seq: seq, Start: iv.Start, End: iv.End, SpanStart: spanStart, Ops: make(map[string]EncodedOp, NumOps)}
+	for _, op := range Ops {
+		o := &iv.Ops[op]
+		eo := EncodedOp{
+			Successes: o.Successes, Misses: o.Misses, Clamped: o.Clamped,
+			Failures: make(map[string]int64, driver.NumClasses), Validation: make(map[string]int64, NumValidations),
+			TargetRate: o.TargetRate, Workers: o.Workers, BacklogMs: o.Backlog.Seconds() * 1000, Pending: o.Pending,
+		}
+		for _, c := range driver.Classes {
+			eo.Failures[c.String()] = o.Failures[c]
+		}
+		for _, v := range Validations {
+			eo.Validation[v.String()] = o.Validation[v]
+		}
+		for _, h := range []struct {
+			src *hdrhistogram.Histogram
+			dst *string
+		}{{o.Response, &eo.Response}, {o.Service, &eo.Service}, {o.StartLag, &eo.StartLag}} {
+			if h.src == nil || h.src.TotalCount() == 0 {
+				continue
+			}
+			b, err := EncodeHistogram(h.src)
+			if err != nil {
+				return EncodedInterval{}, fmt.Errorf("encode %s interval %d: %w", op, seq, err)
+			}
+			*h.dst = string(b)
+		}
+		e.Ops[op.String()] = eo
+	}
+	return e, nil
+}
+
+// Decode turns e back into an Interval with histograms of the package geometry (empty
+// ones where nothing was recorded), ready to merge. Unknown op names are an error: they
+// come from a node that measures classes this one does not know.
+func (e *EncodedInterval) Decode() (*Interval, error) {
+	iv := &Interval{Start: e.Start, End: e.End}
+	for _, op := range Ops {
+		o := &iv.Ops[op]
+		o.Response, o.Service, o.StartLag = NewHistogram(), NewHistogram(), NewLagHistogram()
+	}
+	for name, eo := range e.Ops {
+		op, ok := ParseOp(name)
+		if !ok {
+			return nil, fmt.Errorf("decode interval %d: unknown op class %q", e.Seq, name)
+		}
+		o := &iv.Ops[op]
+		o.Successes, o.Misses, o.Clamped = eo.Successes, eo.Misses, eo.Clamped
+		for _, c := range driver.Classes {
+			o.Failures[c] = eo.Failures[c.String()]
+		}
+		for _, v := range Validations {
+			o.Validation[v] = eo.Validation[v.String()]
+		}
+		o.TargetRate, o.Workers, o.Pending = eo.TargetRate, eo.Workers, eo.Pending
+		o.Backlog = time.Duration(eo.BacklogMs * float64(time.Millisecond))
+		for _, h := range []struct {
+			src string
+			dst *hdrhistogram.Histogram
+		}{{eo.Response, o.Response}, {eo.Service, o.Service}, {eo.StartLag, o.StartLag}} {
+			if h.src == "" {
+				continue
+			}
+			d, err := DecodeHistogram([]byte(h.src))
+			if err != nil {
+				return nil, fmt.Errorf("decode %s interval %d: %w", name, e.Seq, err)
+			}
+			if dropped := MergeHistograms(h.dst, d); dropped != 0 {
+				return nil, fmt.Errorf("decode %s interval %d: %d values outside the histogram range", name, e.Seq, dropped)
+			}
+		}
+	}
+	return iv, nil
+}
+
+// IntervalLog keeps a collector's most recent intervals encoded, for readers that merge
+// them (a fleet coordinator, an exporter): Since(seq) resumes where a reader left off
+// without gaps or duplicates while the intervals are still held.
+//
+// Encoding costs: HdrHistogram V2 encoding of a second of reads and writes takes ~4 ms and
+// allocates ~5 MB (hdrhistogram-go builds the full counts dump and a new zlib writer per
+// histogram; BenchmarkEncodeInterval). A node nobody reads from should not pay that
+// forever, so with an idle time set the log encodes only while a reader has asked within
+// it; a reader's first call starts it (and reports what it missed).
+type IntervalLog struct {
+	coll   *Collector
+	cancel func()
+	idle   time.Duration // 0: always encode
+	now    func() time.Time
+
+	mu       sync.Mutex
+	active   bool
+	lastRead time.Time
+	ring     []EncodedInterval
+	head  int    // index of the oldest once the ring is full
+	next  uint64 // Seq of the next interval
+	err   error  // the last encoding error, if any
+	bytes int    // encoded size held, for memory accounting
+}
+
+// NewIntervalLog starts keeping the last n intervals of c (n ≥ 1). With idle > 0 it
+// encodes only while a reader has called Since within idle. Close stops it.
+func NewIntervalLog(c *Collector, n int, idle time.Duration) *IntervalLog {
+	l := &IntervalLog{coll: c, ring: make([]EncodedInterval, 0, max(n, 1)), idle: idle, now: time.Now, active: idle == 0}
+	l.cancel = c.Subscribe(l.add)
+	return l
+}
+
+// Close stops recording new intervals; those held stay readable.
+func (l *IntervalLog) Close() { l.cancel() }
+
+// add encodes one tick. It runs on the collector's tick goroutine, about once a second.
+func (l *IntervalLog) add(iv *Interval) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.active && l.idle > 0 && l.now().Sub(l.lastRead) > l.idle {
+		l.active = false
+		l.ring, l.head, l.bytes = l.ring[:0], 0, 0
+	}
+	if !l.active {
+		l.next++ // the sequence runs on, so a returning reader learns what it missed
+		return
+	}
+	e, err := EncodeInterval(iv, l.next, l.coll.SpanStart())
+	if err != nil {
+		// Keep the sequence gapless: a reader sees an interval without histograms rather
+		// than a hole it cannot explain; the error is reported by Since.
+		l.err = err
+		e = EncodedInterval{Seq: l.next, Start: iv.Start, End: iv.End, SpanStart: l.coll.SpanStart()}
+	}
+	l.next++
+	size := encodedSize(&e)
+	if len(l.ring) < cap(l.ring) {
+		l.ring = append(l.ring, e)
+	} else {
+		l.bytes -= encodedSize(&l.ring[l.head])
+		l.ring[l.head] = e
+		l.head = (l.head + 1) % len(l.ring)
+	}
+	l.bytes += size
+}
+
+func encodedSize(e *EncodedInterval) int {
+	n := 0
+	for _, o := range e.Ops {
+		n += len(o.Response) + len(o.Service) + len(o.StartLag)
+	}
+	return n
+}
+
+// IntervalsPage is what Since returns.
+type IntervalsPage struct {
+	// Intervals are those with Seq ≥ the requested one that are still held, oldest first.
+	Intervals []EncodedInterval `json:"intervals"`
+	// Next is the Seq to ask for next time.
+	Next uint64 `json:"next"`
+	// Missed counts requested intervals no longer held (the reader fell behind the ring):
+	// a merge over them is partial, and the reader must say so.
+	Missed uint64 `json:"missed"`
+	// Error is the last encoding failure, if any ("" normally).
+	Error string `json:"error,omitempty"`
+}
+
+// Since returns the intervals from seq on.
+func (l *IntervalLog) Since(seq uint64) IntervalsPage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastRead, l.active = l.now(), true
+	p := IntervalsPage{Next: l.next, Intervals: []EncodedInterval{}}
+	if l.err != nil {
+		p.Error = l.err.Error()
+	}
+	oldest := l.next - uint64(len(l.ring))
+	if seq < oldest {
+		p.Missed = oldest - seq
+		seq = oldest
+	}
+	for s := seq; s < l.next; s++ {
+		i := (l.head + int(s-oldest)) % len(l.ring)
+		p.Intervals = append(p.Intervals, l.ring[i])
+	}
+	return p
+}
+
+// HeldBytes returns the size of the encoded histograms held.
+func (l *IntervalLog) HeldBytes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes
+}

@@ -1,0 +1,189 @@
+package stats
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// TestMergedIntervalsAreTheCumulative is issue 9's bar for histograms as the unit of
+// exchange: merging the encoded 1 s intervals of a 60 s run gives exactly the cumulative
+// histograms (identical counts in every bucket) and counters, also across a reset, where
+// the intervals of the new span merge to the new cumulative.
+func TestMergedIntervalsAreTheCumulative(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 4})
+	log := NewIntervalLog(c, 100, 0)
+	defer log.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	record := func() {
+		for range 500 {
+			op := Ops[rng.IntN(2)]
+			s := c.Recorder(op).Shard(rng.IntN(8))
+			svc := time.Duration(rng.ExpFloat64() * float64(300*time.Microsecond))
+			switch r := rng.IntN(100); {
+			case r < 2:
+				s.Failure(driver.ClassTimeout)
+			case r < 10:
+				s.Miss(svc+time.Duration(rng.IntN(1e6)), svc)
+			case r < 11:
+				s.Success(2*time.Hour, svc) // clamped
+			default:
+				s.Success(svc+time.Duration(rng.IntN(5e6)), svc)
+			}
+		}
+	}
+	tick := 0
+	run := func(seconds int) {
+		for range seconds {
+			record()
+			tick++
+			c.Tick(t0.Add(time.Duration(tick) * time.Second))
+		}
+	}
+	check := func(span time.Time) {
+		t.Helper()
+		page := log.Since(0)
+		if page.Missed != 0 || page.Error != "" {
+			t.Fatalf("page missed %d, error %q", page.Missed, page.Error)
+		}
+		var merged [NumOps]OpInterval
+		for _, op := range Ops {
+			merged[op] = OpInterval{Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram()}
+		}
+		n := 0
+		for _, e := range page.Intervals {
+			if !e.SpanStart.Equal(span) {
+				continue
+			}
+			n++
+			iv, err := e.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range Ops {
+				MergeHistograms(merged[op].Response, iv.Ops[op].Response)
+				MergeHistograms(merged[op].Service, iv.Ops[op].Service)
+				MergeHistograms(merged[op].StartLag, iv.Ops[op].StartLag)
+				merged[op].Counts.Add(&iv.Ops[op].Counts)
+			}
+		}
+		if n == 0 {
+			t.Fatal("no interval of the span")
+		}
+		for _, op := range Ops {
+			resp, svc := c.CumulativeHistograms(op)
+			if !equalBuckets(merged[op].Response, resp) || !equalBuckets(merged[op].Service, svc) {
+				t.Errorf("%s: merged intervals' histograms differ from the cumulative ones", op)
+			}
+			if cum := c.CumulativeCounts(op); merged[op].Counts != cum {
+				t.Errorf("%s: merged counts %+v, cumulative %+v", op, merged[op].Counts, cum)
+			}
+		}
+	}
+	run(60)
+	check(t0)
+	c.ResetAt(t0.Add(time.Duration(tick) * time.Second))
+	span := c.SpanStart()
+	run(5)
+	check(span)
+	if got := log.Since(0).Next; got != 65 {
+		t.Errorf("next seq %d after 65 ticks", got)
+	}
+}
+
+// equalBuckets reports whether a and b hold the same count in every bucket.
+func equalBuckets(a, b *hdrhistogram.Histogram) bool {
+	ea, eb := a.Export(), b.Export()
+	return a.TotalCount() == b.TotalCount() && slices.Equal(ea.Counts, eb.Counts)
+}
+
+// TestIntervalLogResumesWithoutGapsOrDuplicates: a reader that asks from its next Seq gets
+// each interval once; one that fell behind the ring is told how many it missed.
+func TestIntervalLogResumesWithoutGapsOrDuplicates(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 1})
+	log := NewIntervalLog(c, 5, 0)
+	defer log.Close()
+	next, seen := uint64(0), []uint64{}
+	for i := 1; i <= 12; i++ {
+		c.Recorder(OpRead).Shard(0).Success(time.Millisecond, time.Millisecond)
+		c.Tick(t0.Add(time.Duration(i) * time.Second))
+		if i%3 == 0 {
+			p := log.Since(next)
+			for _, e := range p.Intervals {
+				seen = append(seen, e.Seq)
+			}
+			next = p.Next
+		}
+	}
+	if want := []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}; !slices.Equal(seen, want) {
+		t.Errorf("seqs read %v, want %v", seen, want)
+	}
+	p := log.Since(0)
+	if p.Missed != 7 || len(p.Intervals) != 5 || p.Intervals[0].Seq != 7 {
+		t.Errorf("reading from 0 after 12 ticks with 5 held: missed %d, got %d from %d", p.Missed, len(p.Intervals), p.Intervals[0].Seq)
+	}
+	if p := log.Since(12); len(p.Intervals) != 0 || p.Next != 12 {
+		t.Errorf("reading from the next seq: %+v", p)
+	}
+}
+
+// BenchmarkEncodeInterval is the tick goroutine's cost of keeping the interval log: one
+// second of reads and writes at a realistic latency spread.
+func BenchmarkEncodeInterval(b *testing.B) {
+	c := NewCollector(Config{Shards: 4})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 20000 {
+		d := time.Duration(rng.ExpFloat64() * float64(500*time.Microsecond))
+		c.Recorder(Ops[i%2]).Shard(i%4).Success(d+time.Duration(rng.IntN(100000)), d)
+	}
+	iv := c.Tick(time.Now())
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		e, err := EncodeInterval(iv, 0, time.Time{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = encodedSize(&e)
+	}
+	b.ReportMetric(float64(size), "bytes/interval")
+}
+
+// TestIntervalLogIdlesWithoutReaders: with an idle time, nothing is encoded until a reader
+// asks, the sequence runs on meanwhile (the reader learns what it missed), and encoding
+// stops again once no reader has asked for the idle time.
+func TestIntervalLogIdlesWithoutReaders(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 1})
+	log := NewIntervalLog(c, 10, time.Minute)
+	defer log.Close()
+	now := t0
+	log.now = func() time.Time { return now }
+	tick := func() {
+		c.Recorder(OpRead).Shard(0).Success(time.Millisecond, time.Millisecond)
+		now = now.Add(time.Second)
+		c.Tick(now)
+	}
+	tick()
+	tick()
+	if log.HeldBytes() != 0 {
+		t.Fatal("encoded intervals with no reader")
+	}
+	p := log.Since(0)
+	if p.Missed != 2 || len(p.Intervals) != 0 || p.Next != 2 {
+		t.Fatalf("first read: %+v, want 2 missed and nothing held", p)
+	}
+	tick()
+	if p = log.Since(p.Next); len(p.Intervals) != 1 || p.Intervals[0].Seq != 2 {
+		t.Fatalf("second read: %+v, want interval 2", p)
+	}
+	now = now.Add(2 * time.Minute)
+	tick()
+	if log.HeldBytes() != 0 {
+		t.Fatal("still encoding two minutes after the last read")
+	}
+}
