@@ -142,10 +142,10 @@ type IntervalLog struct {
 	active   bool
 	lastRead time.Time
 	ring     []EncodedInterval
-	head  int    // index of the oldest once the ring is full
-	next  uint64 // Seq of the next interval
-	err   error  // the last encoding error, if any
-	bytes int    // encoded size held, for memory accounting
+	head     int    // index of the oldest once the ring is full
+	next     uint64 // Seq of the next interval
+	err      error  // the last encoding error, if any
+	bytes    int    // encoded size held, for memory accounting
 }
 
 // NewIntervalLog starts keeping the last n intervals of c (n ≥ 1). With idle > 0 it
