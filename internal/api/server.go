@@ -27,6 +27,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
@@ -131,6 +133,7 @@ func New(opts Options) (*Server, error) {
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		"bearer": {Type: "http", Scheme: "bearer", Description: "Required when the server was started with a token (--token or NDBENCH_TOKEN)."},
 	}
+	cfg.Transformers = append(cfg.Transformers, hideRejectedValues)
 	s.api = humago.New(s.mux, cfg)
 	s.routes()
 	s.streamRoute()
@@ -408,4 +411,30 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hideRejectedValues keeps request validation errors from echoing values that may be
+// secrets: huma names the rejected value of a field, and for a body it cannot decode the
+// whole body. Config values and driver options are shown as config.Redact shows them;
+// a whole body is not shown at all.
+func hideRejectedValues(_ huma.Context, _ string, v any) (any, error) {
+	em, ok := v.(*huma.ErrorModel)
+	if !ok {
+		return v, nil
+	}
+	for _, d := range em.Errors {
+		if d == nil || d.Value == nil {
+			continue
+		}
+		switch {
+		case d.Location == "body":
+			d.Value = nil
+		case strings.HasPrefix(d.Location, "body.values."):
+			d.Value = config.Redact(strings.TrimPrefix(d.Location, "body.values."), fmt.Sprint(d.Value))
+		case strings.HasPrefix(d.Location, "body.options"):
+			// Options of the driver the body names: which are secrets is not known here.
+			d.Value = driver.Redacted
+		}
+	}
+	return em, nil
 }

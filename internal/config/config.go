@@ -147,7 +147,7 @@ func Build(layers []Layer) (*Snapshot, error) {
 	cfg := Config{Drivers: map[string]map[string]string{}}
 	cfg.DriverName = strings.TrimSpace(eff["driver.name"].value)
 	if _, ok := driver.Lookup(cfg.DriverName); !ok {
-		errs = append(errs, &driver.FieldError{Field: "driver.name", Value: cfg.DriverName,
+		errs = append(errs, &driver.FieldError{Field: "driver.name", Value: Redact("driver.name", cfg.DriverName),
 			Allowed: "a registered driver: " + strings.Join(driver.Names(), ", "), Source: eff["driver.name"].source})
 	}
 
@@ -183,7 +183,7 @@ func Build(layers []Layer) (*Snapshot, error) {
 			}
 			for _, fe := range fes {
 				key := "drivers." + cfg.DriverName + "." + fe.Field
-				errs = append(errs, &driver.FieldError{Field: key, Value: fe.Value, Allowed: fe.Allowed, Source: eff[key].source})
+				errs = append(errs, &driver.FieldError{Field: key, Value: Redact(key, fe.Value), Allowed: fe.Allowed, Source: eff[key].source})
 			}
 		} else {
 			cfg.DriverOptions = opts
@@ -205,12 +205,7 @@ func Build(layers []Layer) (*Snapshot, error) {
 
 	snap := &Snapshot{Config: cfg, Notices: dedupSorted(notices), values: values}
 	for k, e := range eff {
-		secret := isSecretKey(k)
-		v := e.value
-		if secret && v != "" {
-			v = driver.Redacted
-		}
-		snap.Entries = append(snap.Entries, Entry{Key: k, Value: v, Source: e.source, Secret: secret})
+		snap.Entries = append(snap.Entries, Entry{Key: k, Value: Redact(k, e.value), Source: e.source, Secret: hidden(k)})
 	}
 	sort.Slice(snap.Entries, func(i, j int) bool { return snap.Entries[i].Key < snap.Entries[j].Key })
 	snap.layers = make([]Layer, len(ordered))
@@ -247,6 +242,7 @@ func decodeWorkload(eff map[string]effective) (Workload, driver.FieldErrors) {
 	}
 	for _, fe := range fes {
 		fe.Source = eff[fe.Field].source
+		fe.Value = Redact(fe.Field, fe.Value)
 	}
 	return w, fes
 }
@@ -259,7 +255,8 @@ const allowedKeys = "driver.name, drivers.<driver>.<option>, workload.<option> o
 func normalize(raw, value, origin string) (key, val, notice string, fe *driver.FieldError) {
 	k := strings.TrimSpace(raw)
 	bad := func(allowed string) (string, string, string, *driver.FieldError) {
-		return "", "", "", &driver.FieldError{Field: k, Value: redactFor(k, value), Allowed: allowed, Source: origin}
+		// An unknown key: its value may be a secret under a misspelt name.
+		return "", "", "", &driver.FieldError{Field: k, Value: driver.Shown(true, value), Allowed: allowed, Source: origin}
 	}
 	if hasPrefixFold(k, NDBenchPrefix) {
 		mapped, v, unsupported, ok := mapNDBench(k, value)
@@ -316,9 +313,30 @@ func optionNames(schema []driver.Option) []string {
 	return names
 }
 
-// isSecretKey reports whether the value of a canonical key must be redacted: options marked
-// secret in a registered driver's schema, and for drivers not in this build any option
-// whose name looks like a credential.
+// Redact returns the value of a configuration key as ndbench shows it everywhere: in
+// errors, config entries (ndbench config, the API, the UI), reports and logs. The values of
+// secret options and of keys this build does not know (a misspelt option may be a
+// password; an option of a driver not in the build may be one under any name) show as
+// driver.Redacted; any other value keeps its text without the passwords of the URLs in
+// it (driver.Shown). key may be written any way the loader accepts (aliases, NDBench
+// property names, any case). Every output path calls this one function.
+func Redact(key, value string) string {
+	return driver.Shown(hidden(key), value)
+}
+
+// hidden reports whether the whole value of key must be hidden: it names a secret option
+// or no option this build knows.
+func hidden(key string) bool {
+	c, _, notice, fe := normalize(key, "", "")
+	if fe != nil || notice != "" || c == "" {
+		return true
+	}
+	return isSecretKey(c)
+}
+
+// isSecretKey reports whether the value of a canonical key is a secret: an option marked
+// secret in a registered driver's schema, or any option of a driver not in this build,
+// whose schema (and so which of its options are credentials) is unknown.
 func isSecretKey(key string) bool {
 	rest, ok := strings.CutPrefix(key, "drivers.")
 	if !ok {
@@ -327,52 +345,18 @@ func isSecretKey(key string) bool {
 	name, opt, _ := strings.Cut(rest, ".")
 	def, registered := driver.Lookup(name)
 	if !registered {
-		return secretName(opt)
+		return true
 	}
 	schema, err := driver.Schema(def.NewOptions())
 	if err != nil {
-		return secretName(opt)
+		return true
 	}
 	for _, o := range schema {
 		if o.Name == opt {
 			return o.Secret
 		}
 	}
-	return secretName(opt)
-}
-
-// secretName reports whether an option or variable name looks like a credential: it
-// contains password, secret, token or credential, or ends in key (apiKey, accessKey; but
-// not keyspace or numKeys).
-func secretName(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"password", "passwd", "secret", "token", "credential"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return strings.HasSuffix(n, "key")
-}
-
-// redactFor returns value, or driver.Redacted when key names a secret.
-func redactFor(key, value string) string {
-	if value == "" {
-		return value
-	}
-	if strings.HasPrefix(strings.ToLower(key), "drivers.") {
-		if isSecretKey(key) {
-			return driver.Redacted
-		}
-		return value
-	}
-	last := key
-	if i := strings.LastIndexAny(key, "._"); i >= 0 {
-		last = key[i+1:]
-	}
-	if secretName(last) {
-		return driver.Redacted
-	}
-	return value
+	return true
 }
 
 func sortErrors(errs driver.FieldErrors) {

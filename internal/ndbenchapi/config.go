@@ -47,7 +47,8 @@ func configObject(snap *config.Snapshot, live bool) map[string]any {
 		if live && !o.Live {
 			continue
 		}
-		out[listName(o, schema)] = typed(o.Type, vals[o.Name])
+		// Shown as everywhere else (a key prefix could be a URL with a password).
+		out[listName(o, schema)] = typed(o.Type, config.Redact("workload."+o.Name, vals[o.Name]))
 	}
 	return out
 }
