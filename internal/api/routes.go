@@ -88,7 +88,7 @@ type DriverInfo struct {
 // InitRequest connects a driver.
 type InitRequest struct {
 	Driver  string            `json:"driver" minLength:"1" doc:"Registered driver name (GET /api/v1/drivers)"`
-	Options map[string]string `json:"options,omitempty" doc:"Driver options (name to value), over the configured ones"`
+	Options map[string]string `json:"options,omitempty" maxProperties:"1000" doc:"Driver options (name to value), over the configured ones; at most 1000 (config.MaxChangeKeys)"`
 }
 
 // LoadRequest selects op classes; empty or absent means reads and writes.
@@ -149,7 +149,7 @@ type ConfigBody struct {
 
 // PatchRequest changes configuration keys atomically.
 type PatchRequest struct {
-	Values map[string]string `json:"values" minProperties:"1" doc:"Key to value, e.g. {\"workload.readRate\": \"5000\"}"`
+	Values map[string]string `json:"values" minProperties:"1" maxProperties:"1000" doc:"Key to value, e.g. {\"workload.readRate\": \"5000\"}; at most 1000 keys per change (config.MaxChangeKeys)"`
 }
 
 // PatchBody says what a change did.

@@ -85,6 +85,11 @@ func Load(s Sources) (*Snapshot, error) {
 	sets, fes := SetsLayer(s.Sets)
 	errs = append(errs, fes...)
 	layers = append(layers, sets)
+	for _, l := range layers[1:] {
+		if err := checkSize(l.Source, len(l.Values)); err != nil {
+			return nil, err
+		}
+	}
 
 	snap, err := Build(layers)
 	if err != nil {
@@ -278,7 +283,7 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 		}
 		return bad("driver.name")
 	case "workload":
-		schema := WorkloadSchema()
+		schema := workloadSchema()
 		if c, ok := driver.Canonical(schema, rest); ok {
 			return "workload." + c, value, "", nil
 		}
@@ -293,7 +298,7 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 		if !registered {
 			return "drivers." + name + "." + opt, value, "", nil
 		}
-		schema, err := driver.Schema(def.NewOptions())
+		schema, err := driverSchema(def)
 		if err != nil {
 			return bad(err.Error())
 		}
@@ -347,7 +352,7 @@ func isSecretKey(key string) bool {
 	if !registered {
 		return true
 	}
-	schema, err := driver.Schema(def.NewOptions())
+	schema, err := driverSchema(def)
 	if err != nil {
 		return true
 	}

@@ -87,7 +87,7 @@ const DefaultDriver = "pebble"
 // Driver options take their defaults from the driver's own schema.
 func DefaultsLayer() Layer {
 	l := Layer{Name: LayerDefault, Source: "default", Values: map[string]string{"driver.name": DefaultDriver}}
-	for _, o := range WorkloadSchema() {
+	for _, o := range workloadSchema() {
 		l.Values["workload."+o.Name] = o.Default
 	}
 	return l
@@ -203,7 +203,7 @@ func envKey(rest string) (string, bool) {
 	case squash(rest) == "DRIVERNAME" || rest == "DRIVER":
 		return "driver.name", true
 	case strings.HasPrefix(rest, "WORKLOAD_"):
-		if o, ok := squashMatch(WorkloadSchema(), rest[len("WORKLOAD_"):]); ok {
+		if o, ok := squashMatch(workloadSchema(), rest[len("WORKLOAD_"):]); ok {
 			return "workload." + o, true
 		}
 	case strings.HasPrefix(rest, "CONFIG_"):
@@ -231,7 +231,7 @@ func envDriverKey(rest string) (string, bool) {
 		}
 		optPart := rest[len(p):]
 		if def, ok := driver.Lookup(name); ok {
-			if schema, err := driver.Schema(def.NewOptions()); err == nil {
+			if schema, err := driverSchema(def); err == nil {
 				if o, ok := squashMatch(schema, optPart); ok {
 					return "drivers." + name + "." + o, true
 				}

@@ -118,12 +118,16 @@ func (a *api) configSet(okMsg string) handlerFunc {
 			fail(w, "config/set failed!", namedAsGiven(err, asGiven))
 			return
 		}
+		// A notice starts with the key it is about; look each up once (pairing every
+		// notice with every key grew quadratically with the change).
+		mine := make(map[string]bool, len(written))
+		for _, k := range written {
+			mine[k] = true
+		}
 		var notes []string
 		for _, n := range res.Snapshot.Notices {
-			for _, k := range written {
-				if strings.HasPrefix(n, k+" ") {
-					notes = append(notes, n)
-				}
+			if k, _, ok := strings.Cut(n, " "); ok && mine[k] {
+				notes = append(notes, n)
 			}
 		}
 		if len(res.Pending) > 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
@@ -251,7 +252,7 @@ func statusOf(err error) int {
 	case errors.Is(err, instance.ErrNotInitialized), errors.Is(err, instance.ErrAlreadyInitialized),
 		errors.Is(err, engine.ErrBackfillRunning):
 		return http.StatusConflict
-	case errors.Is(err, driver.ErrUnknownDriver):
+	case errors.Is(err, driver.ErrUnknownDriver), errors.Is(err, config.ErrTooManyKeys):
 		return http.StatusBadRequest
 	}
 	if _, ok := driver.AsFieldErrors(err); ok {
