@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -103,6 +104,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if err := CheckToken(opts.Token); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
 	}
 	origins, err := crossorigin.New(opts.CORSOrigins)
 	if err != nil {
@@ -270,6 +274,37 @@ func CheckListen(addr, token string) error {
 		"set --token or NDBENCH_TOKEN, or listen on 127.0.0.1", addr, shown)
 }
 
+// CheckToken refuses a token no request could ever match, so a server never starts locked
+// against everyone: a blank one, one with whitespace around it (a request's token is
+// read without it) or with a control character (which a header cannot carry). "" means
+// no token. The error never repeats the token.
+func CheckToken(token string) error {
+	switch {
+	case token == "":
+		return nil
+	case strings.TrimSpace(token) == "":
+		return errors.New("the token is blank, so no request could ever match it: " +
+			"set a token of visible characters (--token or NDBENCH_TOKEN), or none to serve on loopback only")
+	case strings.TrimSpace(token) != token:
+		return errors.New("the token begins or ends with whitespace, which no request can send: remove it")
+	case strings.ContainsFunc(token, unicode.IsControl):
+		return errors.New("the token contains a control character, which no request header can carry: use visible characters")
+	}
+	return nil
+}
+
+// bearerToken returns the token of an Authorization header of the Bearer scheme. The
+// scheme is matched without regard to case (RFC 7235 section 2.1); blanks separate it
+// from the token.
+func bearerToken(header string) (string, bool) {
+	i := strings.IndexAny(header, " \t")
+	if i < 0 || !strings.EqualFold(header[:i], "Bearer") {
+		return "", false
+	}
+	tok := strings.TrimSpace(header[i:])
+	return tok, tok != ""
+}
+
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -337,8 +372,8 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		got, ok := bearerToken(r.Header.Get("Authorization"))
+		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ndbench"`)
 			writeProblem(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>")

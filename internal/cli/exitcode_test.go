@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEveryConfigErrorExits2: a configuration that cannot be used is one kind of error,
@@ -55,4 +58,31 @@ func bigProperties() string {
 		fmt.Fprintf(&b, "ndbench.config.zzz.opt%d=1\n", i)
 	}
 	return b.String()
+}
+
+// TestServeRefusesBlankToken: --token ' ' (or NDBENCH_TOKEN) can never match a request,
+// so serve exits 2 at startup instead of locking everyone out.
+func TestServeRefusesBlankToken(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"--token blank", nil, []string{"--token", " "}},
+		{"--token tab", nil, []string{"--token", "\t"}},
+		{"--token with a trailing blank", nil, []string{"--token", "s3cretTok "}},
+		{"NDBENCH_TOKEN blank", []string{"NDBENCH_TOKEN=  "}, nil},
+	}
+	for _, tt := range tests {
+		args := append([]string{"serve", "--listen", "127.0.0.1:0", "--driver", "memory"}, tt.args...)
+		// A server that starts anyway is stopped (as by a signal, exit 0) after a while.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var out, errBuf bytes.Buffer
+		code := execute(ctx, args, &streams{out: &out, err: &errBuf, env: tt.env})
+		cancel()
+		errOut := errBuf.String()
+		if code != 2 || !strings.Contains(errOut, "token") || strings.Contains(errOut, "s3cret") {
+			t.Errorf("%s: exit %d, want 2 with an error about the token that does not show it:\n%s", tt.name, code, errOut)
+		}
+	}
 }
