@@ -138,6 +138,8 @@ func New(opts Options) (*Server, error) {
 		"bearer": {Type: "http", Scheme: "bearer", Description: "Required when the server was started with a token (--token or NDBENCH_TOKEN)."},
 	}
 	cfg.Transformers = append(cfg.Transformers, hideRejectedValues)
+	// A map of our own: huma's DefaultFormats is shared by every huma API in the process.
+	cfg.Formats = map[string]huma.Format{"application/json": jsonFormat, "json": jsonFormat}
 	s.api = humago.New(s.mux, cfg)
 	s.routes()
 	s.streamRoute()
