@@ -335,8 +335,8 @@ func Validate(opts any) error {
 	return nil
 }
 
-// Values returns the options as text, keyed by name. With redact, secret options that are
-// set show as Redacted.
+// Values returns the options as text, keyed by name. With redact, values are as Shown:
+// secret options that are set show as Redacted, URL passwords in others as CredentialMask.
 func Values(opts any, redact bool) map[string]string {
 	schema, err := Schema(opts)
 	if err != nil {
@@ -349,8 +349,8 @@ func Values(opts any, redact bool) map[string]string {
 	out := make(map[string]string, len(schema))
 	for _, o := range schema {
 		s := formatField(v.FieldByIndex(o.index))
-		if redact && o.Secret && s != "" {
-			s = Redacted
+		if redact {
+			s = Shown(o.Secret, s)
 		}
 		out[o.Name] = s
 	}
@@ -395,17 +395,10 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-func shown(o Option, s string) string {
-	if o.Secret && s != "" {
-		return Redacted
-	}
-	return s
-}
-
 // setField parses s into f according to o, checking enum and bounds.
 func setField(f reflect.Value, o Option, s string) *FieldError {
 	bad := func(allowed string) *FieldError {
-		return &FieldError{Field: o.Name, Value: shown(o, s), Allowed: allowed}
+		return &FieldError{Field: o.Name, Value: Shown(o.Secret, s), Allowed: allowed}
 	}
 	s = strings.TrimSpace(s)
 	switch o.Type {

@@ -138,12 +138,19 @@ type env struct {
 
 func newEnv(t testing.TB, sets ...string) *env {
 	t.Helper()
+	return newEnvToken(t, testToken, sets...)
+}
+
+// newEnvToken is newEnv with the given server token; "" serves without one, as a node on
+// loopback does by default.
+func newEnvToken(t testing.TB, token string, sets ...string) *env {
+	t.Helper()
 	snap, err := config.Load(config.Sources{Sets: append([]string{"driver.name=memory"}, sets...)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inst := instance.New(config.NewStore(snap), nil)
-	srv, err := New(Options{Instance: inst, Token: testToken, Heartbeat: 100 * time.Millisecond,
+	srv, err := New(Options{Instance: inst, Token: token, Heartbeat: 100 * time.Millisecond,
 		CORSOrigins: []string{"https://ui.example.com"}, Version: "test"})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -81,6 +82,8 @@ func problemFor(err error) error {
 		return p
 	case errors.Is(err, driver.ErrNotFound):
 		return newProblem(http.StatusNotFound, err.Error())
+	case errors.Is(err, config.ErrTooManyKeys):
+		return newProblem(http.StatusUnprocessableEntity, err.Error())
 	}
 	if fes, ok := driver.AsFieldErrors(err); ok {
 		p := newProblem(http.StatusUnprocessableEntity, err.Error())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
@@ -19,11 +20,25 @@ import (
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
-// register adds one operation with its declared error responses (all as Problem; 401 on
-// every route but /health) and maps the handler's errors onto problems.
-func register[I, O any](s *Server, op huma.Operation, errs []int, h func(context.Context, *I) (*O, error)) {
+// register adds one operation with its effect, its declared error responses (all as
+// Problem; 401 on every route but /health, 403 on routes that change state) and maps the
+// handler's errors onto problems. An operation that changes state refuses requests sent
+// by pages on other sites, whatever its method.
+func register[I, O any](s *Server, eff effect, op huma.Operation, errs []int, h func(context.Context, *I) (*O, error)) {
+	s.declare(op.Method, op.Path, eff)
 	oapi := s.api.OpenAPI()
 	schema := oapi.Components.Schemas.Schema(reflectProblem, true, "Problem")
+	if eff == changesState {
+		errs = append(slices.Clone(errs), http.StatusForbidden)
+		op.Middlewares = append(op.Middlewares, func(ctx huma.Context, next func(huma.Context)) {
+			r, w := humago.Unwrap(ctx)
+			if err := s.origins.Check(r); err != nil {
+				writeCrossSite(w, err)
+				return
+			}
+			next(ctx)
+		})
+	}
 	if op.Path != "/health" {
 		errs = append(errs, http.StatusUnauthorized)
 		op.Security = []map[string][]string{{"bearer": {}}}
@@ -73,7 +88,7 @@ type DriverInfo struct {
 // InitRequest connects a driver.
 type InitRequest struct {
 	Driver  string            `json:"driver" minLength:"1" doc:"Registered driver name (GET /api/v1/drivers)"`
-	Options map[string]string `json:"options,omitempty" doc:"Driver options (name to value), over the configured ones"`
+	Options map[string]string `json:"options,omitempty" maxProperties:"1000" doc:"Driver options (name to value), over the configured ones; at most 1000 (config.MaxChangeKeys)"`
 }
 
 // LoadRequest selects op classes; empty or absent means reads and writes.
@@ -134,7 +149,7 @@ type ConfigBody struct {
 
 // PatchRequest changes configuration keys atomically.
 type PatchRequest struct {
-	Values map[string]string `json:"values" minProperties:"1" doc:"Key to value, e.g. {\"workload.readRate\": \"5000\"}"`
+	Values map[string]string `json:"values" minProperties:"1" maxProperties:"1000" doc:"Key to value, e.g. {\"workload.readRate\": \"5000\"}; at most 1000 keys per change (config.MaxChangeKeys)"`
 }
 
 // PatchBody says what a change did.
@@ -163,25 +178,25 @@ type out[T any] struct{ Body T }
 
 func (s *Server) routes() {
 	conflict := http.StatusConflict
-	register(s, huma.Operation{OperationID: "health", Method: http.MethodGet, Path: "/health", Tags: []string{"service"},
+	register(s, readOnly, huma.Operation{OperationID: "health", Method: http.MethodGet, Path: "/health", Tags: []string{"service"},
 		Summary: "Health check (no auth)", Description: "Answers while the process serves requests; needs no token."},
 		[]int{http.StatusUnprocessableEntity}, func(context.Context, *empty) (*out[HealthBody], error) {
 			return &out[HealthBody]{HealthBody{Status: "ok", Version: s.opts.Version}}, nil
 		})
-	register(s, huma.Operation{OperationID: "get-status", Method: http.MethodGet, Path: "/api/v1/status", Tags: []string{"service"},
+	register(s, readOnly, huma.Operation{OperationID: "get-status", Method: http.MethodGet, Path: "/api/v1/status", Tags: []string{"service"},
 		Summary: "What the node is doing", Description: "Driver, running op classes, backfill, config version, pending changes, last error."},
 		nil, func(context.Context, *empty) (*out[instance.Status], error) {
 			return &out[instance.Status]{s.inst.Status()}, nil
 		})
-	register(s, huma.Operation{OperationID: "get-report", Method: http.MethodGet, Path: "/api/v1/report", Tags: []string{"stats"},
+	register(s, readOnly, huma.Operation{OperationID: "get-report", Method: http.MethodGet, Path: "/api/v1/report", Tags: []string{"stats"},
 		Summary: "The run report (JSON)", Description: "The same document `ndbench run --report` and `ndbench serve --report` write: results per op class, config with sources, time series, client CPU, warnings. Covers the span since the server started."},
 		nil, func(context.Context, *empty) (*out[*report.Report], error) {
 			return &out[*report.Report]{s.currentReport()}, nil
 		})
-	register(s, huma.Operation{OperationID: "get-report-html", Method: http.MethodGet, Path: "/api/v1/report.html", Tags: []string{"stats"},
+	register(s, readOnly, huma.Operation{OperationID: "get-report-html", Method: http.MethodGet, Path: "/api/v1/report.html", Tags: []string{"stats"},
 		Summary: "The run report as a self-contained HTML page", Description: "The JSON report rendered with the same charts as the UI; opens offline."},
 		nil, s.reportHTML)
-	register(s, huma.Operation{OperationID: "list-drivers", Method: http.MethodGet, Path: "/api/v1/drivers", Tags: []string{"driver"},
+	register(s, readOnly, huma.Operation{OperationID: "list-drivers", Method: http.MethodGet, Path: "/api/v1/drivers", Tags: []string{"driver"},
 		Summary: "Registered drivers and their option schemas"},
 		nil, func(context.Context, *empty) (*out[[]DriverInfo], error) {
 			var list []DriverInfo
@@ -195,7 +210,7 @@ func (s *Server) routes() {
 			}
 			return &out[[]DriverInfo]{list}, nil
 		})
-	register(s, huma.Operation{OperationID: "init-driver", Method: http.MethodPost, Path: "/api/v1/driver/init", Tags: []string{"driver"},
+	register(s, changesState, huma.Operation{OperationID: "init-driver", Method: http.MethodPost, Path: "/api/v1/driver/init", Tags: []string{"driver"},
 		Summary: "Connect a driver", Description: "Validates the options, connects and builds the engine; load does not start. " +
 			"422 names every bad option (or lists the registered drivers); 409 when a driver is already connected; 502 when the store cannot be reached."},
 		append(slices.Clone(bodyErrs), conflict, http.StatusBadGateway), func(ctx context.Context, in *struct{ Body InitRequest }) (*out[instance.Status], error) {
@@ -212,7 +227,7 @@ func (s *Server) routes() {
 			}
 			return &out[instance.Status]{s.inst.Status()}, nil
 		})
-	register(s, huma.Operation{OperationID: "shutdown-driver", Method: http.MethodPost, Path: "/api/v1/driver/shutdown", Tags: []string{"driver"},
+	register(s, changesState, huma.Operation{OperationID: "shutdown-driver", Method: http.MethodPost, Path: "/api/v1/driver/shutdown", Tags: []string{"driver"},
 		Summary: "Stop all load and disconnect the driver"},
 		[]int{conflict}, func(context.Context, *empty) (*out[instance.Status], error) {
 			if err := s.inst.Shutdown(); err != nil {
@@ -224,7 +239,7 @@ func (s *Server) routes() {
 		name string
 		f    func(...stats.Op) error
 	}{{"start", s.inst.Start}, {"stop", s.inst.Stop}} {
-		register(s, huma.Operation{OperationID: act.name + "-load", Method: http.MethodPost, Path: "/api/v1/load/" + act.name, Tags: []string{"load"},
+		register(s, changesState, huma.Operation{OperationID: act.name + "-load", Method: http.MethodPost, Path: "/api/v1/load/" + act.name, Tags: []string{"load"},
 			Summary: strUpper(act.name) + " reads, writes or both", Description: `Body {"ops": ["read"]}; no body or empty ops = both. 409 before a driver is initialized.`},
 			append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
 				Body *LoadRequest
@@ -244,7 +259,7 @@ func (s *Server) routes() {
 				return &out[instance.Status]{s.inst.Status()}, nil
 			})
 	}
-	register(s, huma.Operation{OperationID: "start-backfill", Method: http.MethodPost, Path: "/api/v1/backfill/start", Tags: []string{"load"},
+	register(s, changesState, huma.Operation{OperationID: "start-backfill", Method: http.MethodPost, Path: "/api/v1/backfill/start", Tags: []string{"load"},
 		Summary: "Write every key once, in the background", DefaultStatus: http.StatusAccepted,
 		Description: "Progress at GET /api/v1/backfill. 409 before init or while a backfill runs."},
 		append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
@@ -259,7 +274,7 @@ func (s *Server) routes() {
 			}
 			return s.backfillStatus()
 		})
-	register(s, huma.Operation{OperationID: "stop-backfill", Method: http.MethodPost, Path: "/api/v1/backfill/stop", Tags: []string{"load"},
+	register(s, changesState, huma.Operation{OperationID: "stop-backfill", Method: http.MethodPost, Path: "/api/v1/backfill/stop", Tags: []string{"load"},
 		Summary: "Stop a running backfill"},
 		[]int{conflict}, func(context.Context, *empty) (*out[engine.BackfillStatus], error) {
 			if err := s.inst.StopBackfill(); err != nil {
@@ -267,18 +282,18 @@ func (s *Server) routes() {
 			}
 			return s.backfillStatus()
 		})
-	register(s, huma.Operation{OperationID: "get-backfill", Method: http.MethodGet, Path: "/api/v1/backfill", Tags: []string{"load"},
+	register(s, readOnly, huma.Operation{OperationID: "get-backfill", Method: http.MethodGet, Path: "/api/v1/backfill", Tags: []string{"load"},
 		Summary: "Backfill progress"},
 		[]int{conflict}, func(context.Context, *empty) (*out[engine.BackfillStatus], error) {
 			return s.backfillStatus()
 		})
-	register(s, huma.Operation{OperationID: "get-stats", Method: http.MethodGet, Path: "/api/v1/stats", Tags: []string{"stats"},
+	register(s, readOnly, huma.Operation{OperationID: "get-stats", Method: http.MethodGet, Path: "/api/v1/stats", Tags: []string{"stats"},
 		Summary: "Latest interval and cumulative statistics", Description: "Latencies in microseconds; rates per second."},
 		nil, func(context.Context, *empty) (*out[StatsBody], error) {
 			c := s.inst.Collector()
 			return &out[StatsBody]{StatsBody{Latest: c.Latest(), Cumulative: c.Cumulative()}}, nil
 		})
-	register(s, huma.Operation{OperationID: "get-series", Method: http.MethodGet, Path: "/api/v1/stats/series", Tags: []string{"stats"},
+	register(s, readOnly, huma.Operation{OperationID: "get-series", Method: http.MethodGet, Path: "/api/v1/stats/series", Tags: []string{"stats"},
 		Summary: "Time series of intervals", Description: "With since (RFC 3339), only the points whose interval ended after it."},
 		[]int{http.StatusUnprocessableEntity}, func(_ context.Context, in *struct {
 			Since string `query:"since" doc:"RFC 3339 time, e.g. 2026-01-02T15:04:05Z"`
@@ -295,7 +310,7 @@ func (s *Server) routes() {
 			}
 			return &out[SeriesBody]{SeriesBody{Points: s.inst.Collector().SeriesSince(since)}}, nil
 		})
-	register(s, huma.Operation{OperationID: "get-histograms", Method: http.MethodGet, Path: "/api/v1/stats/histograms", Tags: []string{"stats"},
+	register(s, readOnly, huma.Operation{OperationID: "get-histograms", Method: http.MethodGet, Path: "/api/v1/stats/histograms", Tags: []string{"stats"},
 		Summary: "Cumulative HDR histograms per op class, encoded for aggregation"},
 		nil, func(context.Context, *empty) (*out[HistogramsBody], error) {
 			c := s.inst.Collector()
@@ -315,18 +330,18 @@ func (s *Server) routes() {
 			}
 			return &out[HistogramsBody]{b}, nil
 		})
-	register(s, huma.Operation{OperationID: "reset-stats", Method: http.MethodPost, Path: "/api/v1/stats/reset", Tags: []string{"stats"},
+	register(s, changesState, huma.Operation{OperationID: "reset-stats", Method: http.MethodPost, Path: "/api/v1/stats/reset", Tags: []string{"stats"},
 		Summary: "Start a new cumulative span", Description: "The series and Prometheus counters are kept (counters never go down)."},
 		[]int{http.StatusUnprocessableEntity}, func(context.Context, *empty) (*struct{}, error) {
 			s.inst.Collector().Reset()
 			return &struct{}{}, nil
 		})
-	register(s, huma.Operation{OperationID: "get-config", Method: http.MethodGet, Path: "/api/v1/config", Tags: []string{"config"},
+	register(s, readOnly, huma.Operation{OperationID: "get-config", Method: http.MethodGet, Path: "/api/v1/config", Tags: []string{"config"},
 		Summary: "Effective configuration with the source of every value", Description: "Secrets are redacted."},
 		nil, func(context.Context, *empty) (*out[ConfigBody], error) {
 			return &out[ConfigBody]{s.configBody(s.inst.Config(), s.inst.Status().Pending)}, nil
 		})
-	register(s, huma.Operation{OperationID: "patch-config", Method: http.MethodPatch, Path: "/api/v1/config", Tags: []string{"config"},
+	register(s, changesState, huma.Operation{OperationID: "patch-config", Method: http.MethodPatch, Path: "/api/v1/config", Tags: []string{"config"},
 		Summary: "Change configuration keys while running",
 		Description: "All or nothing: the whole configuration is validated with the change; any bad key gives 422 naming every one, and nothing is applied. " +
 			"Live keys apply at once; others are listed in pending until the next driver init."},
@@ -341,7 +356,7 @@ func (s *Server) routes() {
 			}
 			return &out[PatchBody]{PatchBody{Config: s.configBody(res.Snapshot, pending), Pending: pending}}, nil
 		})
-	register(s, huma.Operation{OperationID: "read-key", Method: http.MethodGet, Path: "/api/v1/kv/{key}", Tags: []string{"debug"},
+	register(s, readOnly, huma.Operation{OperationID: "read-key", Method: http.MethodGet, Path: "/api/v1/kv/{key}", Tags: []string{"debug"},
 		Summary: "Read one key through the driver", Description: "For debugging. 404 when the store has no such key; 502/504 when the store fails."},
 		[]int{http.StatusNotFound, conflict, http.StatusUnprocessableEntity, http.StatusBadGateway, http.StatusGatewayTimeout},
 		func(ctx context.Context, in *keyPath) (*out[KVBody], error) {
@@ -354,7 +369,7 @@ func (s *Server) routes() {
 			}
 			return &out[KVBody]{KVBody{Key: in.Key, Value: v, Size: len(v)}}, nil
 		})
-	register(s, huma.Operation{OperationID: "write-key", Method: http.MethodPut, Path: "/api/v1/kv/{key}", Tags: []string{"debug"},
+	register(s, changesState, huma.Operation{OperationID: "write-key", Method: http.MethodPut, Path: "/api/v1/kv/{key}", Tags: []string{"debug"},
 		Summary: "Write one key through the driver", Description: `For debugging. Body {"value": "<base64>"}. Note that validating reads flag values not written by ndbench.`},
 		append(slices.Clone(bodyErrs), conflict, http.StatusBadGateway, http.StatusGatewayTimeout),
 		func(ctx context.Context, in *struct {

@@ -5,7 +5,9 @@
 //
 // It binds 127.0.0.1 unless a token is set: with a token every route but /health needs
 // "Authorization: Bearer <token>". Cross-origin requests are allowed only from an explicit
-// allowlist of origins.
+// allowlist of origins. Every route declares whether it changes the node's state; those
+// that do refuse requests sent by a page on another site whatever their HTTP method (see
+// package crossorigin), and so do all requests with an unsafe method.
 package api
 
 import (
@@ -17,15 +19,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
 	"github.com/ndbench/ndbench/internal/report"
@@ -68,19 +73,21 @@ type Options struct {
 
 // Server serves the API of one instance. Close releases its subscriptions.
 type Server struct {
-	opts    Options
-	inst    *instance.Instance
-	log     *slog.Logger
-	api     huma.API
-	mux     *http.ServeMux
-	handler http.Handler
-	reg     *prometheus.Registry
-	metrics *metrics
-	hub     *hub
-	unsub   func()
-	token   [sha256.Size]byte
-	started time.Time    // start of the span GET /api/v1/report covers
-	usage0  report.Usage // the process's CPU at that start
+	opts     Options
+	inst     *instance.Instance
+	log      *slog.Logger
+	api      huma.API
+	mux      *http.ServeMux
+	handler  http.Handler
+	reg      *prometheus.Registry
+	metrics  *metrics
+	hub      *hub
+	unsub    func()
+	token    [sha256.Size]byte
+	origins  *crossorigin.Policy // the CORS allowlist, also trusted by the cross-site checks
+	declared []declaredRoute     // every route with its declared effect, in registration order
+	started  time.Time           // start of the span GET /api/v1/report covers
+	usage0   report.Usage        // the process's CPU at that start
 }
 
 // New builds the server for opts.Instance. It subscribes to the instance's statistics
@@ -98,16 +105,18 @@ func New(opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	for _, o := range opts.CORSOrigins {
-		if o == "*" || !strings.Contains(o, "://") {
-			return nil, fmt.Errorf("api: CORS origin %q: want an explicit origin such as https://ui.example.com", o)
-		}
+	if err := CheckToken(opts.Token); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	origins, err := crossorigin.New(opts.CORSOrigins)
+	if err != nil {
+		return nil, fmt.Errorf("api: CORS origin: %w", err)
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, inst: opts.Instance, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), hub: newHub()}
+	s := &Server{opts: opts, inst: opts.Instance, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), hub: newHub(), origins: origins}
 	s.token = sha256.Sum256([]byte(opts.Token))
 	s.started, s.usage0 = time.Now(), report.ReadUsage()
 	m, err := newMetrics(s.reg)
@@ -128,36 +137,105 @@ func New(opts Options) (*Server, error) {
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		"bearer": {Type: "http", Scheme: "bearer", Description: "Required when the server was started with a token (--token or NDBENCH_TOKEN)."},
 	}
+	cfg.Transformers = append(cfg.Transformers, hideRejectedValues)
+	// A map of our own: huma's DefaultFormats is shared by every huma API in the process.
+	cfg.Formats = map[string]huma.Format{"application/json": jsonFormat, "json": jsonFormat}
 	s.api = humago.New(s.mux, cfg)
 	s.routes()
 	s.streamRoute()
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	s.mux.HandleFunc("GET /docs", s.docs)
-	// NDBench's own routes, so its scripts and pipelines work unchanged (same auth).
-	s.mux.Handle(ndbenchapi.Prefix, ndbenchapi.Handler(s.inst))
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.handle(readOnly, "GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	s.handle(readOnly, "GET /docs", http.HandlerFunc(s.docs))
+	// NDBench's own routes, so its scripts and pipelines work unchanged (same auth). Its
+	// route table declares which of them change state, and applies the same policy.
+	s.mux.Handle(ndbenchapi.Prefix, ndbenchapi.Handler(s.inst, s.origins))
+	// The UI only serves pages and assets (GET and HEAD).
+	s.handle(readOnly, "/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if opts.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/REST/") {
 			opts.UI.ServeHTTP(w, r)
 			return
 		}
 		writeProblem(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+"; see /openapi.json")
-	})
-
-	// Browsers send "simple" cross-site POSTs without a preflight; a page on any site could
-	// otherwise start load on a node without a token. Only allowlisted origins may.
-	cop := http.NewCrossOriginProtection()
-	for _, o := range opts.CORSOrigins {
-		if err := cop.AddTrustedOrigin(o); err != nil {
-			return nil, fmt.Errorf("api: CORS origin %q: %w", o, err)
-		}
-	}
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, http.StatusForbidden, "cross-origin request refused: origin "+r.Header.Get("Origin")+" is not allowed (see --cors-origin)")
 	}))
 
 	s.unsub = s.inst.Collector().Subscribe(s.interval)
-	s.handler = s.recoverer(s.cors(cop.Handler(s.auth(s.limitBody(s.mux)))))
+	s.handler = s.recoverer(s.cors(s.refuseCrossSiteUnsafe(s.auth(s.limitBody(s.mux)))))
 	return s, nil
+}
+
+// effect is what a route does to the node. Every route declares one when it is registered
+// (register, handle), and the cross-site protection follows from it: a route that changes
+// state refuses requests from pages on other sites whatever its method, so a GET route
+// that starts load cannot forget the protection.
+type effect int
+
+const (
+	// readOnly routes only report; a page on another site may send them (it cannot read
+	// the answer unless its origin is in the CORS allowlist).
+	readOnly effect = iota + 1
+	// changesState routes connect drivers, start or stop load, change configuration or
+	// write to the store.
+	changesState
+)
+
+// declaredRoute is one registered route and its effect, kept so tests can walk them.
+type declaredRoute struct {
+	method, path string
+	effect       effect
+}
+
+// declare records a route's effect, refusing a route that declares none.
+func (s *Server) declare(method, path string, eff effect) {
+	if eff != readOnly && eff != changesState {
+		panic(fmt.Sprintf("api: route %s %s declares no effect (readOnly or changesState)", method, path))
+	}
+	s.declared = append(s.declared, declaredRoute{method: method, path: path, effect: eff})
+}
+
+// handle registers a plain net/http route with its declared effect.
+func (s *Server) handle(eff effect, pattern string, h http.Handler) {
+	method, path, found := strings.Cut(pattern, " ")
+	if !found {
+		method, path = "", pattern
+	}
+	s.declare(method, path, eff)
+	if eff == changesState {
+		h = s.guard(h)
+	}
+	s.mux.Handle(pattern, h)
+}
+
+// guard refuses requests to h that a page on another site sent.
+func (s *Server) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.origins.Check(r); err != nil {
+			writeCrossSite(w, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// refuseCrossSiteUnsafe applies the cross-site check to every request with an unsafe
+// method, on any path, whatever the route declares: browsers send "simple" cross-site
+// POSTs without a preflight, and a route registered with the wrong effect must still not
+// take one. Routes that change state on GET are covered by their declaration.
+func (s *Server) refuseCrossSiteUnsafe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if err := s.origins.Check(r); err != nil {
+				writeCrossSite(w, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeCrossSite(w http.ResponseWriter, err error) {
+	writeProblem(w, http.StatusForbidden, err.Error()+"; a page on another site may not change this node's state "+
+		"(same-origin pages, clients that send neither Origin nor Sec-Fetch-Site, and origins given with --cors-origin may)")
 }
 
 // Handler returns the server's HTTP handler, with auth, CORS and body limits applied.
@@ -196,6 +274,37 @@ func CheckListen(addr, token string) error {
 	}
 	return fmt.Errorf("refusing to listen on %s (%s) without a token: anyone who can reach it could drive load against your stores; "+
 		"set --token or NDBENCH_TOKEN, or listen on 127.0.0.1", addr, shown)
+}
+
+// CheckToken refuses a token no request could ever match, so a server never starts locked
+// against everyone: a blank one, one with whitespace around it (a request's token is
+// read without it) or with a control character (which a header cannot carry). "" means
+// no token. The error never repeats the token.
+func CheckToken(token string) error {
+	switch {
+	case token == "":
+		return nil
+	case strings.TrimSpace(token) == "":
+		return errors.New("the token is blank, so no request could ever match it: " +
+			"set a token of visible characters (--token or NDBENCH_TOKEN), or none to serve on loopback only")
+	case strings.TrimSpace(token) != token:
+		return errors.New("the token begins or ends with whitespace, which no request can send: remove it")
+	case strings.ContainsFunc(token, unicode.IsControl):
+		return errors.New("the token contains a control character, which no request header can carry: use visible characters")
+	}
+	return nil
+}
+
+// bearerToken returns the token of an Authorization header of the Bearer scheme. The
+// scheme is matched without regard to case (RFC 7235 section 2.1); blanks separate it
+// from the token.
+func bearerToken(header string) (string, bool) {
+	i := strings.IndexAny(header, " \t")
+	if i < 0 || !strings.EqualFold(header[:i], "Bearer") {
+		return "", false
+	}
+	tok := strings.TrimSpace(header[i:])
+	return tok, tok != ""
 }
 
 func isLoopback(host string) bool {
@@ -265,8 +374,8 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		got, ok := bearerToken(r.Header.Get("Authorization"))
+		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ndbench"`)
 			writeProblem(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>")
@@ -285,7 +394,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		allowed := slices.Contains(s.opts.CORSOrigins, origin)
+		allowed := s.origins.Trusted(origin)
 		w.Header().Add("Vary", "Origin")
 		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 		if allowed {
@@ -339,4 +448,30 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hideRejectedValues keeps request validation errors from echoing values that may be
+// secrets: huma names the rejected value of a field, and for a body it cannot decode the
+// whole body. Config values and driver options are shown as config.Redact shows them;
+// a whole body is not shown at all.
+func hideRejectedValues(_ huma.Context, _ string, v any) (any, error) {
+	em, ok := v.(*huma.ErrorModel)
+	if !ok {
+		return v, nil
+	}
+	for _, d := range em.Errors {
+		if d == nil || d.Value == nil {
+			continue
+		}
+		switch {
+		case d.Location == "body":
+			d.Value = nil
+		case strings.HasPrefix(d.Location, "body.values."):
+			d.Value = config.Redact(strings.TrimPrefix(d.Location, "body.values."), fmt.Sprint(d.Value))
+		case strings.HasPrefix(d.Location, "body.options"):
+			// Options of the driver the body names: which are secrets is not known here.
+			d.Value = driver.Redacted
+		}
+	}
+	return em, nil
 }

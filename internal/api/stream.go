@@ -91,7 +91,7 @@ func (s *Server) streamRoute() {
 			"503": {Description: "Server shutting down", Content: map[string]*huma.MediaType{"application/problem+json": {Schema: schema}}},
 		},
 	})
-	s.mux.HandleFunc("GET /api/v1/stats/stream", s.stream)
+	s.handle(readOnly, "GET /api/v1/stats/stream", http.HandlerFunc(s.stream))
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {

@@ -50,7 +50,8 @@ func execute(ctx context.Context, args []string, s *streams) int {
 	}
 	fmt.Fprintln(s.err, "error:", err)
 	var usage usageError
-	if _, ok := driver.AsFieldErrors(err); ok || errors.As(err, &usage) || errors.Is(err, driver.ErrUnknownDriver) {
+	var cfg configError
+	if _, ok := driver.AsFieldErrors(err); ok || errors.As(err, &usage) || errors.As(err, &cfg) || errors.Is(err, driver.ErrUnknownDriver) {
 		return 2
 	}
 	return 1
@@ -58,6 +59,16 @@ func execute(ctx context.Context, args []string, s *streams) int {
 
 // usageError marks errors in how a command was called.
 type usageError struct{ error }
+
+// configError marks a configuration that cannot be used, whatever is wrong with it: a
+// config file that is missing, unreadable or does not parse (malformed YAML, a duplicate
+// key, a bad properties escape), a bad key or value, too many keys. All of them exit 2,
+// like bad usage: the user has to fix the input, and a script can tell that from a run
+// that failed.
+type configError struct{ error }
+
+// Unwrap gives errors.As the field errors inside.
+func (e configError) Unwrap() error { return e.error }
 
 func newRoot(s *streams) *cobra.Command {
 	root := &cobra.Command{

@@ -47,7 +47,11 @@ func (c *configSources) load(env []string) (*config.Snapshot, error) {
 		// First, so an explicit --set driver.name still wins.
 		sets = append([]string{"driver.name=" + c.driver}, sets...)
 	}
-	return config.Load(config.Sources{File: c.file, Env: env, Sets: sets})
+	snap, err := config.Load(config.Sources{File: c.file, Env: env, Sets: sets})
+	if err != nil {
+		return nil, configError{err}
+	}
+	return snap, nil
 }
 
 func newRunCmd(io *streams) *cobra.Command {

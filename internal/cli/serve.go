@@ -90,6 +90,9 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if token == "" {
 		token = envValue(io.env, "NDBENCH_TOKEN")
 	}
+	if err := api.CheckToken(token); err != nil {
+		return usageError{fmt.Errorf("--token or NDBENCH_TOKEN: %w", err)}
+	}
 	if err := api.CheckListen(f.listen, token); err != nil {
 		return usageError{err}
 	}

@@ -85,6 +85,11 @@ func Load(s Sources) (*Snapshot, error) {
 	sets, fes := SetsLayer(s.Sets)
 	errs = append(errs, fes...)
 	layers = append(layers, sets)
+	for _, l := range layers[1:] {
+		if err := checkSize(l.Source, len(l.Values)); err != nil {
+			return nil, err
+		}
+	}
 
 	snap, err := Build(layers)
 	if err != nil {
@@ -147,7 +152,7 @@ func Build(layers []Layer) (*Snapshot, error) {
 	cfg := Config{Drivers: map[string]map[string]string{}}
 	cfg.DriverName = strings.TrimSpace(eff["driver.name"].value)
 	if _, ok := driver.Lookup(cfg.DriverName); !ok {
-		errs = append(errs, &driver.FieldError{Field: "driver.name", Value: cfg.DriverName,
+		errs = append(errs, &driver.FieldError{Field: "driver.name", Value: Redact("driver.name", cfg.DriverName),
 			Allowed: "a registered driver: " + strings.Join(driver.Names(), ", "), Source: eff["driver.name"].source})
 	}
 
@@ -198,12 +203,7 @@ func Build(layers []Layer) (*Snapshot, error) {
 
 	snap := &Snapshot{Config: cfg, Notices: dedupSorted(notices), values: values}
 	for k, e := range eff {
-		secret := isSecretKey(k)
-		v := e.value
-		if secret && v != "" {
-			v = driver.Redacted
-		}
-		snap.Entries = append(snap.Entries, Entry{Key: k, Value: v, Source: e.source, Secret: secret})
+		snap.Entries = append(snap.Entries, Entry{Key: k, Value: Redact(k, e.value), Source: e.source, Secret: hidden(k)})
 	}
 	sort.Slice(snap.Entries, func(i, j int) bool { return snap.Entries[i].Key < snap.Entries[j].Key })
 	snap.layers = make([]Layer, len(ordered))
@@ -242,7 +242,7 @@ func driverFieldErrors(name string, err error, source func(key string) string) d
 		if fe.Field != "" {
 			key += "." + fe.Field
 		}
-		out = append(out, &driver.FieldError{Field: key, Value: fe.Value, Allowed: fe.Allowed, Source: source(key)})
+		out = append(out, &driver.FieldError{Field: key, Value: Redact(key, fe.Value), Allowed: fe.Allowed, Source: source(key)})
 	}
 	return out
 }
@@ -274,6 +274,7 @@ func decodeWorkload(eff map[string]effective) (Workload, driver.FieldErrors) {
 	}
 	for _, fe := range fes {
 		fe.Source = eff[fe.Field].source
+		fe.Value = Redact(fe.Field, fe.Value)
 	}
 	return w, fes
 }
@@ -286,7 +287,8 @@ const allowedKeys = "driver.name, drivers.<driver>.<option>, workload.<option> o
 func normalize(raw, value, origin string) (key, val, notice string, fe *driver.FieldError) {
 	k := strings.TrimSpace(raw)
 	bad := func(allowed string) (string, string, string, *driver.FieldError) {
-		return "", "", "", &driver.FieldError{Field: k, Value: redactFor(k, value), Allowed: allowed, Source: origin}
+		// An unknown key: its value may be a secret under a misspelt name.
+		return "", "", "", &driver.FieldError{Field: k, Value: driver.Shown(true, value), Allowed: allowed, Source: origin}
 	}
 	if hasPrefixFold(k, NDBenchPrefix) {
 		mapped, v, unsupported, ok := mapNDBench(k, value)
@@ -308,7 +310,7 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 		}
 		return bad("driver.name")
 	case "workload":
-		schema := WorkloadSchema()
+		schema := workloadSchema()
 		if c, ok := driver.Canonical(schema, rest); ok {
 			return "workload." + c, value, "", nil
 		}
@@ -323,7 +325,7 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 		if !registered {
 			return "drivers." + name + "." + opt, value, "", nil
 		}
-		schema, err := driver.Schema(def.NewOptions())
+		schema, err := driverSchema(def)
 		if err != nil {
 			return bad(err.Error())
 		}
@@ -343,9 +345,30 @@ func optionNames(schema []driver.Option) []string {
 	return names
 }
 
-// isSecretKey reports whether the value of a canonical key must be redacted: options marked
-// secret in a registered driver's schema, and for drivers not in this build any option
-// whose name looks like a credential.
+// Redact returns the value of a configuration key as ndbench shows it everywhere: in
+// errors, config entries (ndbench config, the API, the UI), reports and logs. The values of
+// secret options and of keys this build does not know (a misspelt option may be a
+// password; an option of a driver not in the build may be one under any name) show as
+// driver.Redacted; any other value keeps its text without the passwords of the URLs in
+// it (driver.Shown). key may be written any way the loader accepts (aliases, NDBench
+// property names, any case). Every output path calls this one function.
+func Redact(key, value string) string {
+	return driver.Shown(hidden(key), value)
+}
+
+// hidden reports whether the whole value of key must be hidden: it names a secret option
+// or no option this build knows.
+func hidden(key string) bool {
+	c, _, notice, fe := normalize(key, "", "")
+	if fe != nil || notice != "" || c == "" {
+		return true
+	}
+	return isSecretKey(c)
+}
+
+// isSecretKey reports whether the value of a canonical key is a secret: an option marked
+// secret in a registered driver's schema, or any option of a driver not in this build,
+// whose schema (and so which of its options are credentials) is unknown.
 func isSecretKey(key string) bool {
 	rest, ok := strings.CutPrefix(key, "drivers.")
 	if !ok {
@@ -354,52 +377,18 @@ func isSecretKey(key string) bool {
 	name, opt, _ := strings.Cut(rest, ".")
 	def, registered := driver.Lookup(name)
 	if !registered {
-		return secretName(opt)
+		return true
 	}
-	schema, err := driver.Schema(def.NewOptions())
+	schema, err := driverSchema(def)
 	if err != nil {
-		return secretName(opt)
+		return true
 	}
 	for _, o := range schema {
 		if o.Name == opt {
 			return o.Secret
 		}
 	}
-	return secretName(opt)
-}
-
-// secretName reports whether an option or variable name looks like a credential: it
-// contains password, secret, token or credential, or ends in key (apiKey, accessKey; but
-// not keyspace or numKeys).
-func secretName(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"password", "passwd", "secret", "token", "credential"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return strings.HasSuffix(n, "key")
-}
-
-// redactFor returns value, or driver.Redacted when key names a secret.
-func redactFor(key, value string) string {
-	if value == "" {
-		return value
-	}
-	if strings.HasPrefix(strings.ToLower(key), "drivers.") {
-		if isSecretKey(key) {
-			return driver.Redacted
-		}
-		return value
-	}
-	last := key
-	if i := strings.LastIndexAny(key, "._"); i >= 0 {
-		last = key[i+1:]
-	}
-	if secretName(last) {
-		return driver.Redacted
-	}
-	return value
+	return true
 }
 
 func sortErrors(errs driver.FieldErrors) {

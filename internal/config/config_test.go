@@ -334,14 +334,15 @@ func TestErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		src  Sources
-		// want lists field, value (as shown), source, and a piece of the allowed text.
+		// want lists field, value (as shown: the values of unknown keys are redacted, a
+		// misspelt key may hold a secret), source, and a piece of the allowed text.
 		want [][4]string
 	}{
 		{
 			name: "out of range and unknown keys are all reported",
 			src:  Sources{Env: selectFake, Sets: []string{"workload.readRate=-5", "workload.bogus=1", "workload.pattern=spiral"}},
 			want: [][4]string{
-				{"workload.bogus", "1", "--set", "one of the workload options numKeys, numValues"},
+				{"workload.bogus", driver.Redacted, "--set", "one of the workload options numKeys, numValues"},
 				{"workload.pattern", "spiral", "--set", "uniform, random, zipfian"},
 				{"workload.readRate", "-5", "--set", "a number >= 0"},
 			},
@@ -360,8 +361,8 @@ func TestErrors(t *testing.T) {
 			name: "unknown option of a registered driver names its options, selected or not",
 			src:  Sources{Env: selectFake, Sets: []string{"drivers.fake-kv.colour=red", "drivers.fake-other.width=1"}},
 			want: [][4]string{
-				{"drivers.fake-kv.colour", "red", "--set", "addrs, ttl, mode, colsPerRow, password"},
-				{"drivers.fake-other.width", "1", "--set", "depth"},
+				{"drivers.fake-kv.colour", driver.Redacted, "--set", "addrs, ttl, mode, colsPerRow, password"},
+				{"drivers.fake-other.width", driver.Redacted, "--set", "depth"},
 			},
 		},
 		{
@@ -372,20 +373,20 @@ func TestErrors(t *testing.T) {
 		{
 			name: "unknown env variable",
 			src:  Sources{Env: append(slices.Clone(selectFake), "NDBENCH_READRATE=5")},
-			want: [][4]string{{"NDBENCH_READRATE", "5", "env NDBENCH_READRATE", "NDBENCH_WORKLOAD_<option>"}},
+			want: [][4]string{{"NDBENCH_READRATE", driver.Redacted, "env NDBENCH_READRATE", "NDBENCH_WORKLOAD_<option>"}},
 		},
 		{
 			name: "unknown section and malformed --set",
 			src:  Sources{Env: selectFake, Sets: []string{"readRate=5", "workload.readRate"}},
 			want: [][4]string{
-				{"readRate", "5", "--set", "workload.<option>"},
+				{"readRate", driver.Redacted, "--set", "workload.<option>"},
 				{"workload.readRate", "", "--set", "key=value"},
 			},
 		},
 		{
 			name: "unknown NDBench core property",
 			src:  Sources{Env: selectFake, Sets: []string{"ndbench.config.numKeyz=5"}},
-			want: [][4]string{{"ndbench.config.numKeyz", "5", "--set", "numKeys"}},
+			want: [][4]string{{"ndbench.config.numKeyz", driver.Redacted, "--set", "numKeys"}},
 		},
 		{
 			name: "NDBench name keeps its spelling in the source",
@@ -474,7 +475,8 @@ func TestSecretRedaction(t *testing.T) {
 		"drivers.cassandra.password=" + secret, // not registered: redacted by name
 		"drivers.dynamodb.secretAccessKey=" + secret,
 		"drivers.dynamodb.apiKey=" + secret,
-		"drivers.cassandra.keyspace=ks", // not a secret despite "key"
+		"drivers.fake-kv.addrs=127.0.0.1:6379", // not a secret
+		"drivers.cassandra.keyspace=ks",        // a driver not in the build: its schema is unknown
 	}})
 	for _, key := range []string{"drivers.fake-kv.password", "drivers.cassandra.password",
 		"drivers.dynamodb.secretAccessKey", "drivers.dynamodb.apiKey"} {
@@ -482,8 +484,11 @@ func TestSecretRedaction(t *testing.T) {
 			t.Errorf("%s entry = %+v, want redacted", key, e)
 		}
 	}
-	if e := entry(t, snap, "drivers.cassandra.keyspace"); e.Value != "ks" || e.Secret {
-		t.Errorf("keyspace entry = %+v, want shown", e)
+	if e := entry(t, snap, "drivers.fake-kv.addrs"); e.Value != "127.0.0.1:6379" || e.Secret {
+		t.Errorf("addrs entry = %+v, want shown", e)
+	}
+	if e := entry(t, snap, "drivers.cassandra.keyspace"); e.Value != driver.Redacted || !e.Secret {
+		t.Errorf("keyspace of a driver not in the build = %+v, want redacted", e)
 	}
 	if v, _, _ := snap.Value("drivers.fake-kv.password"); v != driver.Redacted {
 		t.Errorf("Value() = %q", v)

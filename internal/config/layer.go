@@ -87,7 +87,7 @@ const DefaultDriver = "pebble"
 // Driver options take their defaults from the driver's own schema.
 func DefaultsLayer() Layer {
 	l := Layer{Name: LayerDefault, Source: "default", Values: map[string]string{"driver.name": DefaultDriver}}
-	for _, o := range WorkloadSchema() {
+	for _, o := range workloadSchema() {
 		l.Values["workload."+o.Name] = o.Default
 	}
 	return l
@@ -112,7 +112,7 @@ func FileLayer(path string) (Layer, driver.FieldErrors, error) {
 		var errs driver.FieldErrors
 		for k, v := range props {
 			if !hasPrefixFold(k, NDBenchPrefix) {
-				errs = append(errs, &driver.FieldError{Field: k, Value: redactFor(k, v),
+				errs = append(errs, &driver.FieldError{Field: k, Value: driver.Shown(true, v), // not a key: may be a secret
 					Allowed: "only " + NDBenchPrefix + "<property> keys in an NDBench properties file", Source: src})
 				continue
 			}
@@ -179,7 +179,7 @@ func EnvLayer(env []string) (Layer, driver.FieldErrors) {
 		}
 		key, ok := envKey(upper[len(EnvPrefix):])
 		if !ok {
-			errs = append(errs, &driver.FieldError{Field: name, Value: redactFor(name, v),
+			errs = append(errs, &driver.FieldError{Field: name, Value: driver.Shown(true, v), // not a key: may be a secret
 				Allowed: "NDBENCH_DRIVER_NAME, NDBENCH_WORKLOAD_<option>, NDBENCH_DRIVERS_<driver>_<option>, " +
 					"NDBENCH_CONFIG_<NDBench property>, or a reserved variable (" + strings.Join(ReservedEnv(), ", ") + ")",
 				Source: "env " + name})
@@ -203,7 +203,7 @@ func envKey(rest string) (string, bool) {
 	case squash(rest) == "DRIVERNAME" || rest == "DRIVER":
 		return "driver.name", true
 	case strings.HasPrefix(rest, "WORKLOAD_"):
-		if o, ok := squashMatch(WorkloadSchema(), rest[len("WORKLOAD_"):]); ok {
+		if o, ok := squashMatch(workloadSchema(), rest[len("WORKLOAD_"):]); ok {
 			return "workload." + o, true
 		}
 	case strings.HasPrefix(rest, "CONFIG_"):
@@ -231,7 +231,7 @@ func envDriverKey(rest string) (string, bool) {
 		}
 		optPart := rest[len(p):]
 		if def, ok := driver.Lookup(name); ok {
-			if schema, err := driver.Schema(def.NewOptions()); err == nil {
+			if schema, err := driverSchema(def); err == nil {
 				if o, ok := squashMatch(schema, optPart); ok {
 					return "drivers." + name + "." + o, true
 				}
@@ -270,7 +270,17 @@ func SetsLayer(sets []string) (Layer, driver.FieldErrors) {
 		k, v, ok := strings.Cut(s, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			errs = append(errs, &driver.FieldError{Field: s, Allowed: "key=value, e.g. workload.readRate=500", Source: "--set"})
+			// Name what looks like the key and hide the rest: "drivers.redis.password
+			// s3cret" (a blank for the =) still carries the password.
+			field, rest, _ := strings.Cut(strings.TrimSpace(s), " ")
+			if !ok {
+				v = rest
+			}
+			if field == "" || k == "" {
+				field = "--set"
+			}
+			errs = append(errs, &driver.FieldError{Field: field, Value: driver.Shown(true, strings.TrimSpace(v)),
+				Allowed: "key=value, e.g. workload.readRate=500", Source: "--set"})
 			continue
 		}
 		l.Values[k] = v

@@ -1,10 +1,31 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
 )
+
+// MaxChangeKeys bounds the keys of one change: a patch (API PATCH /api/v1/config, NDBench
+// config/set, driver init options), a layer a source sets (a config file, etcd's keys
+// under the prefix, --set, the environment). A change is validated whole under the
+// store's lock; this keeps one request from holding it long. A configuration with every
+// option of every driver is a few hundred keys.
+const MaxChangeKeys = 1000
+
+// ErrTooManyKeys is wrapped by the error for a change over MaxChangeKeys keys.
+var ErrTooManyKeys = errors.New("too many keys in one configuration change")
+
+// checkSize refuses a change of n keys from source when it is over MaxChangeKeys.
+func checkSize(source string, n int) error {
+	if n > MaxChangeKeys {
+		return fmt.Errorf("%w: %d keys from %s; the limit is %d keys per change: split it into smaller changes",
+			ErrTooManyKeys, n, source, MaxChangeKeys)
+	}
+	return nil
+}
 
 // Subscriber is told about every applied change: the snapshots before and after, and the
 // effective keys whose value changed (sorted; defaults included).
@@ -122,6 +143,9 @@ func (s *Store) PatchFrom(layer, origin string, values map[string]string) (*Snap
 }
 
 func (s *Store) applyFrom(name, origin string, values map[string]string, merge bool) (*Snapshot, error) {
+	if err := checkSize(sourceName(name, origin), len(values)); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.cur.Load()
@@ -140,6 +164,9 @@ func (s *Store) applyFrom(name, origin string, values map[string]string, merge b
 // use it so that entries and errors name where a value came from; a layer not yet in the
 // store is added at the precedence its name gives.
 func (s *Store) SetLayer(l Layer) (*Snapshot, error) {
+	if err := checkSize(sourceName(l.Name, l.Source), len(l.Values)); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.cur.Load()
@@ -167,6 +194,14 @@ func (s *Store) SetLayer(l Layer) (*Snapshot, error) {
 		return nil, err
 	}
 	return s.publish(old, next), nil
+}
+
+// sourceName names where a change came from, for the size error.
+func sourceName(layer, label string) string {
+	if label != "" {
+		return label
+	}
+	return layer
 }
 
 // publish swaps next in as the version after old and tells the subscribers what changed.
@@ -198,6 +233,9 @@ func (s *Store) publish(old, next *Snapshot) *Snapshot {
 // Check validates what Patch(layer, values) would produce, without applying it: for a caller
 // that must know a change is valid before acting on it (connecting a driver, say).
 func (s *Store) Check(layer string, values map[string]string) error {
+	if err := checkSize(layer, len(values)); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next, err := s.cur.Load().with(layer, "", values, true)
@@ -248,7 +286,11 @@ func withOrigin(l Layer, origin string, values map[string]string) Layer {
 }
 
 // withValues returns l with its values replaced by (or, with merge, merged with) values.
-// Per-key origins survive only for keys the change did not touch.
+// Per-key origins survive only for keys the change did not touch. A key replaces the
+// layer's keys that the loader maps onto the same canonical key (a patch of
+// workload.numReaders replaces an earlier workload.readers). Each key is canonicalized
+// once and looked up in an index, so a change costs time linear in the keys involved
+// (comparing every pair made a 30,000-key change hold the store's lock for minutes).
 func withValues(l Layer, values map[string]string, merge bool) Layer {
 	if !merge {
 		l.Values = map[string]string{}
@@ -257,26 +299,41 @@ func withValues(l Layer, values map[string]string, merge bool) Layer {
 	if l.Values == nil {
 		l.Values = map[string]string{}
 	}
-	// A patch of workload.numReaders replaces an earlier workload.readers: compare the
-	// keys the loader will map them onto, not their spelling.
-	canon := func(k, v string) string {
-		if c, _, _, fe := normalize(k, v, ""); fe == nil && c != "" {
-			return c
-		}
-		return k
+	byCanon := make(map[string][]string, len(l.Values)+len(values))
+	for k := range l.Values {
+		c := canonicalKey(k)
+		byCanon[c] = append(byCanon[c], k)
 	}
-	for k, v := range values {
-		ck := canon(k, v)
-		for old, ov := range l.Values {
-			if old != k && canon(old, ov) == ck {
+	// Sorted, so that two spellings of one key in the same change resolve the same way
+	// every time: the last in sort order wins, as when the loader reads a layer.
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		c := canonicalKey(k)
+		for _, old := range byCanon[c] {
+			if old != k {
 				delete(l.Values, old)
 				delete(l.Origins, old)
 			}
 		}
-		l.Values[k] = v
+		byCanon[c] = []string{k}
+		l.Values[k] = values[k]
 		delete(l.Origins, k)
 	}
 	return l
+}
+
+// canonicalKey is the key the loader maps k onto, or k itself when it maps onto none (an
+// unknown key, an NDBench property without an equivalent), which then matches only
+// itself.
+func canonicalKey(k string) string {
+	if c, _, _, fe := normalize(k, "", ""); fe == nil && c != "" {
+		return c
+	}
+	return k
 }
 
 // diff returns the keys whose value differs between a and b, sorted.

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
@@ -70,6 +72,13 @@ func canonicalPattern(p string) string {
 
 // WorkloadSchema returns the workload options, for `ndbench config`, the API and the UI.
 func WorkloadSchema() []driver.Option {
+	return slices.Clone(workloadSchema())
+}
+
+// workloadSchema is the workload schema, reflected once: every key of every change is
+// checked against it, and reflecting the struct each time was most of a change's cost.
+// Callers must not modify it.
+var workloadSchema = sync.OnceValue(func() []driver.Option {
 	s, err := driver.Schema(Workload{})
 	if err != nil {
 		// The struct is fixed at compile time and covered by tests, so this cannot happen
@@ -77,6 +86,24 @@ func WorkloadSchema() []driver.Option {
 		return nil
 	}
 	return s
+})
+
+// driverSchemas caches the option schema of each registered driver by name, for the same
+// reason. Drivers register at init, before any configuration is read, and never change.
+var driverSchemas sync.Map // name -> []driver.Option
+
+// driverSchema returns the option schema of registered driver def. Callers must not
+// modify it.
+func driverSchema(def driver.Definition) ([]driver.Option, error) {
+	if s, ok := driverSchemas.Load(def.Name); ok {
+		return s.([]driver.Option), nil
+	}
+	s, err := driver.Schema(def.NewOptions())
+	if err != nil {
+		return nil, err
+	}
+	driverSchemas.Store(def.Name, s)
+	return s, nil
 }
 
 // DefaultWorkload returns the workload with every option at its default.

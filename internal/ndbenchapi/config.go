@@ -47,7 +47,8 @@ func configObject(snap *config.Snapshot, live bool) map[string]any {
 		if live && !o.Live {
 			continue
 		}
-		out[listName(o, schema)] = typed(o.Type, vals[o.Name])
+		// Shown as everywhere else (a key prefix could be a URL with a password).
+		out[listName(o, schema)] = typed(o.Type, config.Redact("workload."+o.Name, vals[o.Name]))
 	}
 	return out
 }
@@ -117,12 +118,16 @@ func (a *api) configSet(okMsg string) handlerFunc {
 			fail(w, "config/set failed!", namedAsGiven(err, asGiven))
 			return
 		}
+		// A notice starts with the key it is about; look each up once (pairing every
+		// notice with every key grew quadratically with the change).
+		mine := make(map[string]bool, len(written))
+		for _, k := range written {
+			mine[k] = true
+		}
 		var notes []string
 		for _, n := range res.Snapshot.Notices {
-			for _, k := range written {
-				if strings.HasPrefix(n, k+" ") {
-					notes = append(notes, n)
-				}
+			if k, _, ok := strings.Cut(n, " "); ok && mine[k] {
+				notes = append(notes, n)
 			}
 		}
 		if len(res.Pending) > 0 {

@@ -9,7 +9,10 @@
 // 409 when the instance is in the wrong state (no driver yet, another driver connected, a
 // backfill already running or stopped), 501 for NDBench routes ndbench does not implement,
 // 500 for a failure of the store or driver. Scripts that test isSuccess work unchanged.
-// All driver routes take GET (as NDBench declares them) or POST.
+// All driver routes take GET (as NDBench declares them) or POST. Because GET changes state
+// here, every route that does (all but the stats, status, list and readSingle routes)
+// refuses requests sent by a page on another site with 403 whatever the method (see
+// package crossorigin); scripts, curl and same-origin pages are served.
 //
 //	driver/init/{client}         connect a driver: an ndbench driver name (memory, redis, ...)
 //	                             or an NDBench client name: CassJavaDriverGeneric,

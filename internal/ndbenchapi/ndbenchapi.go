@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 )
@@ -26,63 +28,128 @@ type Result struct {
 // a path parameter ({client}, {key}), and empty otherwise.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, rest string)
 
+// effect is what a route does to the node. Every route in the table declares one, and
+// the cross-site protection follows from it: NDBench's routes change state on GET, so a
+// route that changes state refuses requests from pages on other sites whatever the
+// method, and one added later cannot forget to.
+type effect int
+
+const (
+	// reads routes only report (statistics, status, configuration, one key).
+	reads effect = iota + 1
+	// changes routes connect or disconnect drivers, start or stop load or backfills,
+	// change configuration or write to the store.
+	changes
+)
+
 // route is one NDBench resource method.
 type route struct {
 	methods []string
+	effect  effect
 	serve   handlerFunc
 }
 
 // api serves the routes of one instance. It holds no state of its own: everything it
 // reports is read from the instance at request time.
 type api struct {
-	inst   *instance.Instance
-	exact  map[string]route
-	prefix map[string]route // routes with a trailing path parameter, keyed by "driver/init/"
+	inst    *instance.Instance
+	origins *crossorigin.Policy
+	exact   map[string]route
+	prefix  map[string]route // routes with a trailing path parameter, keyed by "driver/init/"
 }
 
 // Handler serves NDBench's REST API (ndbench-core's NdBenchResource and
 // NDBenchConfigResource) for inst. It accepts both the full path (/REST/ndbench/driver/stats,
-// as with mux.Handle(Prefix, Handler(inst))) and the path with the prefix stripped
-// (/driver/stats, as behind http.StripPrefix).
-func Handler(inst *instance.Instance) http.Handler {
-	a := &api{inst: inst}
+// as with mux.Handle(Prefix, Handler(inst, origins))) and the path with the prefix stripped
+// (/driver/stats, as behind http.StripPrefix). Routes that change state refuse requests
+// sent by pages on other sites (403), whatever the method, unless their origin is trusted
+// by origins; a nil origins trusts no other origin.
+func Handler(inst *instance.Instance, origins *crossorigin.Policy) http.Handler {
+	a := &api{inst: inst, origins: origins}
+	a.table()
+	return a
+}
+
+// Route describes one NDBench route, for documentation and tests.
+type Route struct {
+	Path         string   // full path, with {client} or {key} for a path parameter
+	Methods      []string // methods it accepts besides OPTIONS
+	ChangesState bool     // refuses cross-site requests whatever the method
+}
+
+// Routes lists every NDBench route Handler serves, sorted by path.
+func Routes() []Route {
+	a := &api{}
+	a.table()
+	var out []Route
+	for p, rt := range a.exact {
+		out = append(out, Route{Path: Prefix + p, Methods: slices.Clone(rt.methods), ChangesState: rt.effect == changes})
+	}
+	for p, rt := range a.prefix {
+		param := "{key}"
+		if p == "driver/init/" {
+			param = "{client}"
+		}
+		out = append(out, Route{Path: Prefix + p + param, Methods: slices.Clone(rt.methods), ChangesState: rt.effect == changes})
+	}
+	slices.SortFunc(out, func(x, y Route) int { return strings.Compare(x.Path, y.Path) })
+	return out
+}
+
+// table builds the route table. Entries are positional so that none can leave out its
+// effect.
+func (a *api) table() {
 	get := []string{http.MethodGet, http.MethodPost}
 	set := []string{http.MethodPost, http.MethodPut, http.MethodGet}
 	a.exact = map[string]route{
-		"driver/start":              {get, a.start()},
-		"driver/startReads":         {get, a.start(opRead)},
-		"driver/startWrites":        {get, a.start(opWrite)},
-		"driver/stop":               {get, a.stop()},
-		"driver/stopReads":          {get, a.stop(opRead)},
-		"driver/stopWrites":         {get, a.stop(opWrite)},
-		"driver/startDataFill":      {get, a.startDataFill},
-		"driver/startDataFillAsync": {get, a.startDataFillAsync},
-		"driver/stopDataFill":       {get, a.stopDataFill},
-		"driver/shutdownDataFill":   {get, a.stopDataFill},
-		"driver/startConditionalDataFill": {get, notSupported("startConditionalDataFill",
+		"driver/start":              {get, changes, a.start()},
+		"driver/startReads":         {get, changes, a.start(opRead)},
+		"driver/startWrites":        {get, changes, a.start(opWrite)},
+		"driver/stop":               {get, changes, a.stop()},
+		"driver/stopReads":          {get, changes, a.stop(opRead)},
+		"driver/stopWrites":         {get, changes, a.stop(opWrite)},
+		"driver/startDataFill":      {get, changes, a.startDataFill},
+		"driver/startDataFillAsync": {get, changes, a.startDataFillAsync},
+		"driver/stopDataFill":       {get, changes, a.stopDataFill},
+		"driver/shutdownDataFill":   {get, changes, a.stopDataFill},
+		// The routes ndbench does not implement change state in NDBench: declared so, they
+		// stay protected should they ever be implemented.
+		"driver/startConditionalDataFill": {get, changes, notSupported("startConditionalDataFill",
 			"a backfill writes every key; there is no conditional (write-if-missing) mode")},
-		"driver/startVerifyDataFill": {get, notSupported("startVerifyDataFill",
+		"driver/startVerifyDataFill": {get, changes, notSupported("startVerifyDataFill",
 			"set workload.backfillVerify=true (config/set backfillVerify=true) and call startDataFill: the backfill then reads every key back")},
-		"driver/initfromscript": {[]string{http.MethodPost}, notSupported("initfromscript",
+		"driver/initfromscript": {[]string{http.MethodPost}, changes, notSupported("initfromscript",
 			"Groovy plugins cannot run in ndbench; write a Go driver (see docs/drivers.md) or use the script driver")},
-		"driver/runworkflow":     {get, notSupported("runworkflow", "workflows are not available through this API yet")},
-		"driver/stats":           {get, a.stats},
-		"driver/getserverstatus": {get, a.serverStatus},
-		"driver/getdrivers":      {get, a.drivers},
-		"driver/getReadStatus":   {get, a.readStatus},
-		"driver/getWriteStatus":  {get, a.writeStatus},
-		"driver/shutdownclient":  {get, a.shutdownClient},
-		"config/list":            {get, a.configList(false)},
-		"config/tunable/list":    {get, a.configList(true)},
-		"config/set":             {set, a.configSet("Properties have been applied")},
-		"config/tunable/set":     {set, a.configSet("Tunable Properties have been applied")},
+		"driver/runworkflow":     {get, changes, notSupported("runworkflow", "workflows are not available through this API yet")},
+		"driver/stats":           {get, reads, a.stats},
+		"driver/getserverstatus": {get, reads, a.serverStatus},
+		"driver/getdrivers":      {get, reads, a.drivers},
+		"driver/getReadStatus":   {get, reads, a.readStatus},
+		"driver/getWriteStatus":  {get, reads, a.writeStatus},
+		"driver/shutdownclient":  {get, changes, a.shutdownClient},
+		"config/list":            {get, reads, a.configList(false)},
+		"config/tunable/list":    {get, reads, a.configList(true)},
+		"config/set":             {set, changes, a.configSet("Properties have been applied")},
+		"config/tunable/set":     {set, changes, a.configSet("Tunable Properties have been applied")},
 	}
 	a.prefix = map[string]route{
-		"driver/init/":        {get, a.init},
-		"driver/readSingle/":  {get, a.readSingle},
-		"driver/writeSingle/": {get, a.writeSingle},
+		"driver/init/":        {get, changes, a.init},
+		"driver/readSingle/":  {get, reads, a.readSingle},
+		"driver/writeSingle/": {get, changes, a.writeSingle},
 	}
-	return a
+	for p, rt := range a.exact {
+		checkEffect(p, rt)
+	}
+	for p, rt := range a.prefix {
+		checkEffect(p, rt)
+	}
+}
+
+// checkEffect refuses a table entry whose effect is neither reads nor changes.
+func checkEffect(path string, rt route) {
+	if rt.effect != reads && rt.effect != changes {
+		panic("ndbenchapi: route " + path + " declares no effect (reads or changes)")
+	}
 }
 
 // ServeHTTP finds the route. Paths are matched exactly (NDBench's JAX-RS paths are case
@@ -97,6 +164,15 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		writeResult(w, http.StatusNotFound, false, "no NDBench route "+r.URL.Path+"; routes: "+strings.Join(a.routeNames(), ", "))
 		return
+	}
+	if rt.effect == changes {
+		// Before anything else, OPTIONS and unknown methods included: NDBench's routes
+		// change state on GET, which browsers send cross-site from <img src> or a link.
+		if err := a.origins.Check(r); err != nil {
+			writeResult(w, http.StatusForbidden, false, err.Error()+"; a page on another site may not change this node's state "+
+				"(same-origin pages, clients that send neither Origin nor Sec-Fetch-Site, and origins given with --cors-origin may)")
+			return
+		}
 	}
 	if r.Method == http.MethodOptions {
 		// NDBench answers the CORS preflight of config/set itself; here CORS is the API
@@ -176,7 +252,7 @@ func statusOf(err error) int {
 	case errors.Is(err, instance.ErrNotInitialized), errors.Is(err, instance.ErrAlreadyInitialized),
 		errors.Is(err, engine.ErrBackfillRunning):
 		return http.StatusConflict
-	case errors.Is(err, driver.ErrUnknownDriver):
+	case errors.Is(err, driver.ErrUnknownDriver), errors.Is(err, config.ErrTooManyKeys):
 		return http.StatusBadRequest
 	}
 	if _, ok := driver.AsFieldErrors(err); ok {

@@ -79,7 +79,7 @@ func newServer(t *testing.T, sets ...string) (*httptest.Server, *instance.Instan
 	}
 	inst := instance.New(config.NewStore(snap), nil)
 	mux := http.NewServeMux()
-	mux.Handle(Prefix, Handler(inst))
+	mux.Handle(Prefix, Handler(inst, nil))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()
@@ -651,7 +651,7 @@ func TestRouting(t *testing.T) {
 	}
 	// Behind http.StripPrefix the handler sees /driver/...; it serves that too.
 	mux := http.NewServeMux()
-	mux.Handle(Prefix, http.StripPrefix(strings.TrimSuffix(Prefix, "/"), Handler(inst)))
+	mux.Handle(Prefix, http.StripPrefix(strings.TrimSuffix(Prefix, "/"), Handler(inst, nil)))
 	stripped := httptest.NewServer(mux)
 	defer stripped.Close()
 	if names := getJSON[[]string](t, stripped, "/REST/ndbench/driver/getdrivers"); !slices.Contains(names, "memory") {

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// integerField is an integer property of a request body.
+type integerField struct{ method, path, field string }
+
+// requestIntegerFields walks the OpenAPI document for the integer properties of JSON
+// request bodies.
+func requestIntegerFields(e *env) []integerField {
+	oapi := e.srv.OpenAPI()
+	var out []integerField
+	for path, item := range oapi.Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Put, item.Post, item.Patch, item.Delete} {
+			if op == nil || op.RequestBody == nil || op.RequestBody.Content["application/json"] == nil {
+				continue
+			}
+			s := op.RequestBody.Content["application/json"].Schema
+			if s.Ref != "" {
+				s = oapi.Components.Schemas.SchemaFromRef(s.Ref)
+			}
+			for name, p := range s.Properties {
+				if p.Type == "integer" {
+					out = append(out, integerField{op.Method, path, name})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestIntegralNumbersWhereIntegersAreDeclared: JSON has one number type, and the document
+// says "integer": 2.0, 2e0 and 20E-1 are integers; 2.5 is not, and is refused naming the
+// field.
+func TestIntegralNumbersWhereIntegersAreDeclared(t *testing.T) {
+	e := newEnv(t, "workload.numKeys=200")
+	e.initMemory(nil)
+	// Every integer field of every request body has a case here.
+	type intCase struct {
+		field integerField
+		body  func(v string) string // the request body with the field set to v
+		ok    int                   // the status of a request the server accepts
+		after func()                // puts the node back for the next request
+	}
+	tests := []intCase{
+		{integerField{"POST", "/api/v1/backfill/start", "workers"}, func(v string) string { return `{"workers":` + v + `}` }, http.StatusAccepted,
+			func() {
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					var b struct {
+						Running bool `json:"running"`
+					}
+					e.must(200, "GET", "/api/v1/backfill", nil, &b)
+					if !b.Running {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("backfill did not end")
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}},
+	}
+	found := requestIntegerFields(e)
+	for _, f := range found {
+		if !slices.ContainsFunc(tests, func(tt intCase) bool { return tt.field == f }) {
+			t.Errorf("integer field %s %s %s has no case in this test", f.method, f.path, f.field)
+		}
+	}
+	if len(found) == 0 {
+		t.Fatal("no integer fields found in request bodies")
+	}
+	for _, tt := range tests {
+		for _, v := range []string{"2", "2.0", "2.000", "2e0", "20E-1", "0.2e1", "0.0", "-0.0"} {
+			st, data := e.call(tt.field.method, tt.field.path, tt.body(v))
+			if st != tt.ok {
+				t.Errorf("%s %s with %s=%s: %d %s, want %d", tt.field.method, tt.field.path, tt.field.field, v, st, data, tt.ok)
+			}
+			tt.after()
+		}
+		for _, v := range []string{"2.5", "1e-1", "-0.5"} {
+			st, data := e.call(tt.field.method, tt.field.path, tt.body(v))
+			var p Problem
+			_ = json.Unmarshal(data, &p)
+			named := slices.ContainsFunc(p.Errors, func(d *huma.ErrorDetail) bool {
+				return d.Location == "body."+tt.field.field && strings.Contains(d.Message, "integer")
+			})
+			if st != http.StatusUnprocessableEntity || !named {
+				t.Errorf("%s %s with %s=%s: %d %s, want 422 naming body.%s as an integer", tt.field.method, tt.field.path, tt.field.field, v, st, data, tt.field.field)
+			}
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/instance"
+)
+
+// lockedBuffer is a log destination shared by goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestTypoNeverLeaksASecret drives every way a value reaches a user of the service: config
+// listings, reports, problems for rejected changes (API and NDBench), the status page's
+// last error and the log, with secrets under misspelt keys, under a driver not in the
+// build, and inside URLs of known keys.
+func TestTypoNeverLeaksASecret(t *testing.T) {
+	const pw, numericPW = "S3cretPW", "987654321"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ndbench.yaml")
+	if err := os.WriteFile(file, []byte("workload:\n  readRate: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := config.Load(config.Sources{File: file, Sets: []string{"driver.name=memory",
+		"drivers.zzz.url=redis://:" + pw + "@h", "drivers.zzz.pw=" + pw, "workload.keyPrefix=http://u:" + pw + "@h/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	inst := instance.New(config.NewStore(snap), log)
+	defer inst.Close()
+	srv, err := New(Options{Instance: inst, Logger: log, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	e := &env{t: t, inst: inst, srv: srv, ts: ts}
+
+	// A watched file edited with a misspelt key, reported as `ndbench serve` does.
+	fs, err := config.OpenFileSource(inst.Store(), file, func(err error) {
+		log.Warn("configuration change rejected", "err", err)
+		inst.RecordError(err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fs.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := os.WriteFile(file, []byte("drivers:\n  memory:\n    pasword: "+pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for inst.Status().LastError == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the bad edit of the watched file was not reported")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	steps := []struct {
+		method, path string
+		body         any
+		want         int
+	}{
+		{"GET", "/api/v1/config", nil, 200},
+		{"GET", "/api/v1/report", nil, 200},
+		{"GET", "/api/v1/report.html", nil, 200},
+		{"GET", "/api/v1/status", nil, 200},
+		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.pasword":"` + pw + `"}}`, 422},
+		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.dns":"postgres://u:` + pw + `@h/db"}}`, 422},
+		{"PATCH", "/api/v1/config", `{"values":{"workload.readRate":"http://u:` + pw + `@h"}}`, 422},
+		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.pasword":` + numericPW + `}}`, 422},
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"pasword":"` + pw + `"}}`, 422},
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"pasword":` + numericPW + `}}`, 422},
+		{"GET", "/REST/ndbench/config/set?drivers.memory.pasword=" + pw, nil, 400},
+		{"GET", "/REST/ndbench/config/list", nil, 200},
+		{"GET", "/REST/ndbench/driver/getserverstatus", nil, 200},
+	}
+	for _, s := range steps {
+		st, body := e.callAs("", s.method, s.path, s.body)
+		if st != s.want {
+			t.Errorf("%s %s: status %d, want %d: %.300s", s.method, s.path, st, s.want, body)
+		}
+		for _, secret := range []string{pw, numericPW} {
+			if bytes.Contains(body, []byte(secret)) {
+				t.Errorf("%s %s shows the secret: %s", s.method, s.path, body)
+			}
+		}
+	}
+	// Known keys keep everything but the password; unknown ones are hidden whole.
+	if _, body := e.callAs("", "GET", "/api/v1/config", nil); !bytes.Contains(body, []byte("http://u:xxxxx@h/")) {
+		t.Errorf("config does not show the key prefix without its password: %s", body)
+	}
+	if strings.Contains(logs.String(), pw) {
+		t.Errorf("the log shows the secret:\n%s", logs.String())
+	}
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestEveryConfigErrorExits2: a configuration that cannot be used is one kind of error,
+// whatever is wrong with it, and every command that reads configuration exits 2 for it
+// (docs: 0 ok, 1 failed run, 2 bad usage or config), naming what is wrong.
+func TestEveryConfigErrorExits2(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string // in the message
+	}{
+		{"missing config file", []string{"-c", filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
+		{"malformed YAML", []string{"-c", write("bad.yaml", "workload:\n  readRate: [1,\n")}, "bad.yaml"},
+		{"YAML with a duplicate key", []string{"-c", write("dup.yaml", "workload:\n  readRate: 1\n  readRate: 2\n")}, "dup.yaml"},
+		{"malformed properties", []string{"-c", write("bad.properties", "ndbench.config.numKeys=\\u12\n")}, "bad.properties"},
+		{"config file is a directory", []string{"-c", dir}, dir},
+		{"too many keys in a file", []string{"-c", write("big.properties", bigProperties())}, "1000"},
+		{"bad value", []string{"--set", "workload.readRate=-5"}, "workload.readRate"},
+		{"unknown key", []string{"--set", "workload.nope=1"}, "workload.nope"},
+	}
+	for _, cmd := range [][]string{{"config"}, {"run", "--duration", "1s"}, {"serve", "--listen", "127.0.0.1:0"}} {
+		for _, tt := range tests {
+			args := append(append(append([]string{}, cmd...), "--driver", "memory"), tt.args...)
+			code, _, errOut := ndbench(t, nil, args...)
+			if code != 2 {
+				t.Errorf("%s: ndbench %s: exit %d, want 2\n%s", tt.name, strings.Join(args, " "), code, errOut)
+			}
+			if !strings.Contains(errOut, tt.want) {
+				t.Errorf("%s: ndbench %s: message does not name %q:\n%s", tt.name, cmd[0], tt.want, errOut)
+			}
+		}
+	}
+}
+
+// bigProperties is an NDBench properties file over the limit of keys in one change.
+func bigProperties() string {
+	var b strings.Builder
+	for i := range 1001 {
+		fmt.Fprintf(&b, "ndbench.config.zzz.opt%d=1\n", i)
+	}
+	return b.String()
+}
+
+// TestServeRefusesBlankToken: --token ' ' (or NDBENCH_TOKEN) can never match a request,
+// so serve exits 2 at startup instead of locking everyone out.
+func TestServeRefusesBlankToken(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"--token blank", nil, []string{"--token", " "}},
+		{"--token tab", nil, []string{"--token", "\t"}},
+		{"--token with a trailing blank", nil, []string{"--token", "s3cretTok "}},
+		{"NDBENCH_TOKEN blank", []string{"NDBENCH_TOKEN=  "}, nil},
+	}
+	for _, tt := range tests {
+		args := append([]string{"serve", "--listen", "127.0.0.1:0", "--driver", "memory"}, tt.args...)
+		// A server that starts anyway is stopped (as by a signal, exit 0) after a while.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var out, errBuf bytes.Buffer
+		code := execute(ctx, args, &streams{out: &out, err: &errBuf, env: tt.env})
+		cancel()
+		errOut := errBuf.String()
+		if code != 2 || !strings.Contains(errOut, "token") || strings.Contains(errOut, "s3cret") {
+			t.Errorf("%s: exit %d, want 2 with an error about the token that does not show it:\n%s", tt.name, code, errOut)
+		}
+	}
+}
