@@ -655,6 +655,44 @@ func TestStreamAndMetrics(t *testing.T) {
 			t.Errorf("decoded histogram has %d values, body says %d", hd.TotalCount(), h.Ops["read"].Count)
 		}
 	})
+
+	t.Run("intervals", func(t *testing.T) {
+		// The first read starts the node encoding; a reader then resumes from next and
+		// gets each interval once, with histograms that decode to its counts.
+		var first stats.IntervalsPage
+		e.must(200, "GET", "/api/v1/stats/intervals", nil, &first)
+		deadline := time.Now().Add(10 * time.Second)
+		var got []stats.EncodedInterval
+		next := first.Next
+		for len(got) < 2 && time.Now().Before(deadline) {
+			time.Sleep(300 * time.Millisecond)
+			var p stats.IntervalsPage
+			e.must(200, "GET", fmt.Sprintf("/api/v1/stats/intervals?since=%d", next), nil, &p)
+			if p.Missed != 0 {
+				t.Fatalf("missed %d intervals reading every 300 ms", p.Missed)
+			}
+			for _, iv := range p.Intervals {
+				if iv.Seq != next {
+					t.Fatalf("interval seq %d, want %d (a gap or a repeat)", iv.Seq, next)
+				}
+				next++
+				got = append(got, iv)
+			}
+		}
+		if len(got) < 2 {
+			t.Fatalf("%d intervals in 10 s", len(got))
+		}
+		for _, enc := range got {
+			iv, err := enc.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := iv.Ops[stats.OpRead]
+			if r.Successes+r.Misses == 0 || r.Response.TotalCount() != r.Successes+r.Misses {
+				t.Errorf("interval %d: %d reads answered, response histogram holds %d", enc.Seq, r.Successes+r.Misses, r.Response.TotalCount())
+			}
+		}
+	})
 }
 
 func TestEveryRouteNeedsToken(t *testing.T) {

@@ -330,6 +330,19 @@ func (s *Server) routes() {
 			}
 			return &out[HistogramsBody]{b}, nil
 		})
+	register(s, readOnly, huma.Operation{OperationID: "get-intervals", Method: http.MethodGet, Path: "/api/v1/stats/intervals", Tags: []string{"stats"},
+		Summary: "The 1 s intervals with their histograms, encoded for merging",
+		Description: "Every interval from since on that the node still holds (the last 5 minutes), oldest first, each with a " +
+			"sequence number, its counters and its response, service and start-lag histograms (HdrHistogram V2 " +
+			"compressed, base64, microseconds). Ask again from next: no interval is skipped or repeated; missed " +
+			"counts the requested intervals no longer held. Merging every interval of one spanStart gives exactly " +
+			"that span's cumulative histograms. A node encodes intervals only while someone reads them: the first " +
+			"call starts it."},
+		nil, func(_ context.Context, in *struct {
+			Since uint64 `query:"since" doc:"sequence number of the first interval wanted (the previous answer's next)"`
+		}) (*out[stats.IntervalsPage], error) {
+			return &out[stats.IntervalsPage]{s.inst.Intervals(in.Since)}, nil
+		})
 	register(s, changesState, huma.Operation{OperationID: "reset-stats", Method: http.MethodPost, Path: "/api/v1/stats/reset", Tags: []string{"stats"},
 		Summary: "Start a new cumulative span", Description: "The series and Prometheus counters are kept (counters never go down)."},
 		[]int{http.StatusUnprocessableEntity}, func(context.Context, *empty) (*struct{}, error) {

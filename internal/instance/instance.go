@@ -40,8 +40,9 @@ var ErrAlreadyInitialized = errors.New("a driver is already initialized: shut it
 
 // Instance is one ndbench node. Its methods are safe for concurrent use.
 type Instance struct {
-	store *config.Store
-	coll  *stats.Collector
+	store     *config.Store
+	coll      *stats.Collector
+	intervals *stats.IntervalLog
 	log   *slog.Logger
 
 	stopTicks context.CancelFunc
@@ -79,6 +80,7 @@ func New(store *config.Store, log *slog.Logger) *Instance {
 		log = slog.New(slog.DiscardHandler)
 	}
 	i := &Instance{store: store, coll: stats.NewCollector(stats.Config{}), log: log, ticking: make(chan struct{})}
+	i.intervals = stats.NewIntervalLog(i.coll, IntervalsKept, IntervalsIdle)
 	ctx, cancel := context.WithCancel(context.Background())
 	i.stopTicks = cancel
 	go func() { defer close(i.ticking); i.coll.Run(ctx) }()
@@ -101,6 +103,15 @@ func (i *Instance) requireConnectedOptions(next *config.Snapshot) error {
 	_, err := next.DriverOptions(name)
 	return err
 }
+
+// IntervalsKept is how many encoded 1 s intervals a node keeps for readers (5 minutes).
+const IntervalsKept = 300
+
+// IntervalsIdle is how long the node keeps encoding intervals after the last read.
+const IntervalsIdle = 5 * time.Minute
+
+// Intervals returns the encoded 1 s intervals from seq on (see stats.IntervalLog).
+func (i *Instance) Intervals(seq uint64) stats.IntervalsPage { return i.intervals.Since(seq) }
 
 // Collector returns the statistics collector; it outlives driver re-initializations, so
 // the time series covers the instance's whole life.
@@ -246,6 +257,7 @@ func (i *Instance) Close() error {
 	i.life.Unlock()
 	i.stopTicks()
 	<-i.ticking
+	i.intervals.Close()
 	i.coll.Tick(time.Now())
 	return nil
 }
