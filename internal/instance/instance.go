@@ -43,7 +43,7 @@ type Instance struct {
 	store     *config.Store
 	coll      *stats.Collector
 	intervals *stats.IntervalLog
-	log   *slog.Logger
+	log       *slog.Logger
 
 	stopTicks context.CancelFunc
 	ticking   chan struct{}
