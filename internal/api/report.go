@@ -14,16 +14,26 @@ import (
 // /api/v1/report returns and what `ndbench serve --report` writes at shutdown. st is the
 // status to report, taken by the caller before a shutdown changes it; started and usage0
 // mark the start of the reported span.
+//
+// The report covers the current or last driver session (from its Init), not what earlier
+// sessions measured: their counts are not the current driver's.
 func ReportInput(inst *instance.Instance, st instance.Status, version string, started time.Time, usage0 report.Usage) report.Input {
 	coll := inst.Collector()
+	driverName := st.Driver
+	if sess := inst.Session(); !sess.Started.IsZero() {
+		started, usage0 = sess.Started, sess.Usage
+		if driverName == "" {
+			driverName = sess.Driver // shut down since: the report is still its session's
+		}
+	}
 	return report.Input{
 		ToolVersion: version,
 		Started:     started,
 		Ended:       time.Now(),
-		DriverName:  st.Driver,
+		DriverName:  driverName,
 		Panics:      st.DriverPanics,
 		Cumulative:  coll.Cumulative(),
-		Series:      coll.Series(),
+		Series:      coll.SeriesSince(started),
 		Backfill:    ranBackfill(st),
 		Snapshot:    inst.Config(),
 		UsageStart:  usage0,

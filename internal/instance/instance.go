@@ -29,6 +29,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -65,6 +66,7 @@ type Instance struct {
 	pending   []string // keys whose configured value differs from what the driver runs with until the next Init
 	lastErr   *ErrorEvent
 	unrequire func()
+	session   Session // the current or last driver session
 }
 
 // ErrorEvent is the last error the instance met outside a request (a config change from a
@@ -102,6 +104,23 @@ func (i *Instance) requireConnectedOptions(next *config.Snapshot) error {
 	}
 	_, err := next.DriverOptions(name)
 	return err
+}
+
+// Session is one driver session: from a driver's Init to its shutdown (results stay
+// readable after it until the next Init).
+type Session struct {
+	Driver  string
+	Started time.Time
+	// Usage is the process's CPU usage when the session started, so a report's ops per
+	// CPU-second count the session's CPU only.
+	Usage report.Usage
+}
+
+// Session returns the current or last driver session; zero before the first Init.
+func (i *Instance) Session() Session {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.session
 }
 
 // IntervalsKept is how many encoded 1 s intervals a node keeps for readers (5 minutes).
@@ -203,6 +222,13 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 				i.closeDriver()
 				return err
 			}
+			// A driver session's results are its own: the cumulative view, the report and
+			// the UI's totals start afresh, so a second session never shows the first one's
+			// counts under its driver's name.
+			i.coll.Reset()
+			i.mu.Lock()
+			i.session = Session{Driver: name, Started: i.coll.SpanStart(), Usage: report.ReadUsage()}
+			i.mu.Unlock()
 			i.log.Info("driver initialized", "driver", name)
 			return nil
 		}

@@ -234,3 +234,38 @@ func TestInitOptionAliasesReplaceConfiguredValues(t *testing.T) {
 		t.Fatalf("stallEvery = %q from %s; the init option lost to the configured value", v, src)
 	}
 }
+
+// TestSessionsDoNotShareResults is issue 9's "results are scoped" for driver sessions: a
+// serve session that ran one driver and then another reported the first one's reads under
+// the second's name. A new Init starts the cumulative view afresh.
+func TestSessionsDoNotShareResults(t *testing.T) {
+	i := newInstance(t, "workload.writeEnabled=false")
+	ctx := context.Background()
+	if err := i.Init(ctx, "memory", nil); err != nil {
+		t.Fatal(err)
+	}
+	first := i.Session()
+	if err := i.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if window(i, 300*time.Millisecond).Ops["read"].Count == 0 {
+		t.Fatal("no reads in the first session")
+	}
+	if err := i.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	i.Collector().Tick(time.Now())
+	if i.Collector().Cumulative().Ops["read"].Count == 0 {
+		t.Fatal("the first session's results are gone after its shutdown, before a new session")
+	}
+	if err := i.Init(ctx, "memory", map[string]string{"serviceTime": "1ms"}); err != nil {
+		t.Fatal(err)
+	}
+	i.Collector().Tick(time.Now())
+	if n := i.Collector().Cumulative().Ops["read"].Count; n != 0 {
+		t.Errorf("a new driver session starts with %d reads of the previous one", n)
+	}
+	if s := i.Session(); s.Driver != "memory" || !s.Started.After(first.Started) {
+		t.Errorf("session %+v does not follow %+v", s, first)
+	}
+}
