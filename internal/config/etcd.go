@@ -10,6 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/ndbench/ndbench/driver"
 )
 
 // DefaultEtcdTimeout bounds connecting to etcd and each read of the prefix, so a node whose
@@ -72,10 +74,10 @@ func OpenEtcdSource(ctx context.Context, store *Store, opts EtcdOptions) (*EtcdS
 		Logger: zap.NewNop(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connect to etcd %s: %w", strings.Join(opts.Endpoints, ","), err)
+		return nil, fmt.Errorf("connect to etcd %s: %w", shownEndpoints(opts.Endpoints), err)
 	}
 	e := &EtcdSource{store: store, opts: opts, client: client,
-		state: newSourceState("etcd "+strings.Join(opts.Endpoints, ",")+" "+opts.Prefix, opts.OnError)}
+		state: newSourceState("etcd "+shownEndpoints(opts.Endpoints)+" "+opts.Prefix, opts.OnError)}
 	if err := e.read(ctx); err != nil {
 		_ = client.Close()
 		return nil, err
@@ -176,7 +178,7 @@ func (e *EtcdSource) read(ctx context.Context) error {
 	defer cancel()
 	resp, err := e.client.Get(gctx, e.opts.Prefix, clientv3.WithPrefix())
 	if err != nil {
-		return fmt.Errorf("read etcd prefix %s from %s: %w", e.opts.Prefix, strings.Join(e.opts.Endpoints, ","), err)
+		return fmt.Errorf("read etcd prefix %s from %s: %w", e.opts.Prefix, shownEndpoints(e.opts.Endpoints), err)
 	}
 	e.kvs = make(map[string]string, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
@@ -227,4 +229,10 @@ func (b *backoff) wait(ctx context.Context) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// shownEndpoints lists etcd endpoints for errors and the status page, without the
+// password of an endpoint URL that carries one.
+func shownEndpoints(endpoints []string) string {
+	return driver.Shown(false, strings.Join(endpoints, ","))
 }

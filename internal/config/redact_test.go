@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ndbench/ndbench/driver"
 )
@@ -136,5 +137,19 @@ func TestLiveChangesNeverLeakASecret(t *testing.T) {
 	}
 	if s := fs.Status(); strings.Contains(s.Error, leakSecret) || s.Error == "" {
 		t.Errorf("source status error %q", s.Error)
+	}
+}
+
+// TestEtcdEndpointPasswordNotShown: an etcd endpoint URL with a password is shown without
+// it in connection errors (and the source's status label).
+func TestEtcdEndpointPasswordNotShown(t *testing.T) {
+	st := NewStore(mustLoad(t, Sources{Env: selectFake}))
+	_, err := OpenEtcdSource(context.Background(), st, EtcdOptions{Endpoints: []string{"http://root:" + leakSecret + "@127.0.0.1:1"},
+		Prefix: "/ndbench/x/", Timeout: 300 * time.Millisecond})
+	if err == nil {
+		t.Fatal("connected to a closed port")
+	}
+	if strings.Contains(err.Error(), leakSecret) || !strings.Contains(err.Error(), "root:xxxxx@127.0.0.1:1") {
+		t.Errorf("error %q: want the endpoint without its password", err)
 	}
 }

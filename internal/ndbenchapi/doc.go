@@ -84,7 +84,9 @@
 // applies nothing and the message names the key, the value and what is allowed. NDBench
 // properties ndbench has no equivalent for (preloadKeys, autoTune*, statsUpdateFreqSeconds,
 // ...) are accepted and the message says why they do nothing. Driver options that need a
-// reconnection are reported as applied at the next driver/init.
+// reconnection are reported as applied at the next driver/init. One request sets at most
+// 1000 properties (config.MaxChangeKeys; 400 beyond). The value of a misspelt property is
+// never repeated in the message (it may be a password).
 //
 // # Statistics
 //
