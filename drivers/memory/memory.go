@@ -23,7 +23,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -427,10 +426,11 @@ func (d *Driver) simulate(ctx context.Context, s *settings) error {
 	return nil
 }
 
-// coarseMargin is how early a wait leaves the runtime's timers for the kernel. An idle Go
-// runtime blocks in epoll, whose timeout has millisecond resolution, so a runtime timer
-// can fire up to ~1 ms late: a simulated 100 µs service time would become 1 ms. The last
-// stretch is slept in the kernel instead, precise to its ~50 µs timer slack.
+// coarseMargin is how early a wait leaves the runtime's timers for nanosleep. On Linux an
+// idle Go runtime blocks in epoll, whose timeout has millisecond resolution, so a runtime
+// timer can fire up to ~1 ms late: a simulated 100 µs service time would become 1 ms. The
+// last stretch is slept in the kernel instead, precise to its timer slack (sleep_linux.go);
+// other systems sleep it on the runtime's timers, which are precise there (sleep_other.go).
 const coarseMargin = 1500 * time.Microsecond
 
 // maxKernelSleepers bounds the OS threads parked in nanosleep at once. Beyond it so many
@@ -472,23 +472,6 @@ func (d *Driver) waitUntil(ctx context.Context, until int64, what string) error 
 		}
 	}
 }
-
-// nanosleep blocks the calling thread in the kernel for d; the runtime hands the thread's
-// P to other goroutines meanwhile. The kernel may delay a wake-up by the thread's timer
-// slack (50 µs by default), which made a simulated 100 µs service time take 175 µs, so the
-// slack is lowered first; it is per thread and goroutines move between threads, hence
-// every time (one cheap syscall).
-func nanosleep(d time.Duration) {
-	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, uintptr(timerSlack), 0)
-	ts := syscall.NsecToTimespec(int64(d))
-	_ = syscall.Nanosleep(&ts, nil)
-}
-
-// prSetTimerSlack is PR_SET_TIMERSLACK from linux/prctl.h.
-const prSetTimerSlack = 29
-
-// timerSlack is the wake-up slack asked of the kernel for simulated waits.
-const timerSlack = 5 * time.Microsecond
 
 // keys counts the stored keys.
 func (d *Driver) keys() int {
