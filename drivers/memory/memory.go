@@ -11,6 +11,17 @@
 // Write, would change a slice that an earlier Read handed out, so every Read would have to
 // copy instead. Reads outnumber writes in most workloads and the engine's read path is
 // meant to be allocation-free, so writes pay the one allocation.
+//
+// The stored data is bounded by maxBytes, counting keys, values and a fixed per-entry
+// overhead: the store lives in ndbench's own heap, so without a bound a workload of large
+// values (dataSize=67108864 at a few writes per second) would run the whole process, and
+// with it `ndbench serve`, out of memory within seconds. A write that would pass the bound
+// fails with a rejected error naming the option; overwrites that do not grow the data, and
+// all reads, keep working. The default is a fixed 1 GiB rather than a fraction of physical
+// memory: it is the same on every platform and on every node of a fleet, so runs compare,
+// and a container's memory limit is often far below the machine's memory, which a fraction
+// of it would ignore. Go's collector lets the heap reach about twice the live data, so 1 GiB
+// stored keeps ndbench near 2 GiB; raise it, or set 0 (unlimited), on a bigger machine.
 package memory
 
 import (
@@ -23,7 +34,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -52,6 +62,7 @@ type Options struct {
 	StallFor       time.Duration `opt:"stallFor" default:"0s" min:"0s" live:"true" help:"length of each stall; operations arriving during one wait until it ends; >= stallEvery hangs the store"`
 	ErrorRatio     float64       `opt:"errorRatio" default:"0" min:"0" max:"1" live:"true" help:"fraction of operations that fail with errorClass (0..1)"`
 	ErrorClass     string        `opt:"errorClass" default:"unavailable" enum:"timeout,unavailable,throttled,rejected,other" live:"true" help:"failure class of injected errors"`
+	MaxBytes       int64         `opt:"maxBytes" default:"1073741824" min:"0" live:"true" help:"limit on the stored data in bytes (keys + values + 64 per entry); a write that would pass it fails as rejected, while reads and overwrites that do not grow the data still work; 0 = unlimited. Default 1 GiB (5M keys of 128-byte values): Go's heap grows to about twice the live data, so ndbench stays near 2 GiB rather than running out of memory"`
 }
 
 // errInjected is the cause of every injected failure, so tests and users can tell a
@@ -60,6 +71,21 @@ var errInjected = errors.New("memory: injected failure")
 
 // errClosed is returned by operations on a driver that is not open.
 var errClosed = driver.Wrap(driver.ClassUnavailable, errors.New("memory: driver is not open"))
+
+// errFull is the cause of every write refused by maxBytes.
+var errFull = errors.New("memory: store full")
+
+// entryOverhead is what one entry costs beyond its key and value bytes, as maxBytes counts
+// it: the map slot (a 16-byte string header and an 8-byte pointer, at the map's load factor
+// and with its control byte, ~29 bytes), the entry (a 24-byte slice header in a 32-byte
+// allocation) and allocator rounding. It is an estimate of the heap, fixed so that the
+// limit is exact and the same on every platform.
+const entryOverhead = 64
+
+// entryCost is what an entry of key and value counts against maxBytes.
+func entryCost(key string, value []byte) int64 {
+	return int64(len(key)) + int64(len(value)) + entryOverhead
+}
 
 // settings is an immutable snapshot of the live options. The hot path loads it once per
 // operation through an atomic pointer, so Reconfigure never blocks traffic.
@@ -76,6 +102,7 @@ type settings struct {
 	stallFor    int64 // ns
 	errorRatio  float64
 	injected    error // prebuilt so a failure does not allocate
+	maxBytes    int64 // 0 = unlimited
 
 	opts Options
 }
@@ -110,11 +137,20 @@ type Driver struct {
 	nextFree atomic.Int64
 	_        [56]byte
 
+	// stored is the data's size as maxBytes counts it (entryCost summed over the entries).
+	// A write changes it while it holds its shard's lock, so it always equals the data
+	// exactly. Only writes that change the size touch it (inserts, overwrites with a value
+	// of another length); overwrites of the same length, the steady state of a fixed
+	// dataSize, only read it, so it keeps a cache line of its own.
+	stored atomic.Int64
+	_      [56]byte
+
 	stalledOps     atomic.Int64
 	queuedOps      atomic.Int64
 	delayedOps     atomic.Int64
 	injectedErrors atomic.Int64
 	cancelledWaits atomic.Int64
+	rejectedWrites atomic.Int64
 	kernelSleepers atomic.Int32
 
 	cfgMu sync.Mutex // serialises Init, Reconfigure and Close
@@ -207,6 +243,8 @@ func (d *Driver) Close() error {
 		sh.m = nil
 		sh.mu.Unlock()
 	}
+	// Every shard is nil now, so no write can change stored any more.
+	d.stored.Store(0)
 	return nil
 }
 
@@ -237,6 +275,9 @@ func newSettings(o Options) (*settings, error) {
 	if !ok {
 		bad("errorClass", o.ErrorClass, "timeout, unavailable, throttled, rejected, other")
 	}
+	if o.MaxBytes < 0 {
+		bad("maxBytes", strconv.FormatInt(o.MaxBytes, 10), "a number of bytes >= 0 (0 = unlimited)")
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -244,6 +285,7 @@ func newSettings(o Options) (*settings, error) {
 		serviceMin: int64(o.ServiceTime),
 		errorRatio: o.ErrorRatio,
 		injected:   driver.Wrap(class, errInjected),
+		maxBytes:   o.MaxBytes,
 		opts:       o,
 	}
 	if o.ServiceTimeMax > o.ServiceTime {
@@ -294,14 +336,49 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 	return v, nil
 }
 
-// Write stores a copy of value under key.
+// Write stores a copy of value under key. It fails with a rejected error when the data
+// would grow past maxBytes.
 func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
-	if s := d.cur.Load(); s == nil || s.slow {
+	s := d.cur.Load()
+	if s == nil || s.slow {
 		if err := d.simulate(ctx, s); err != nil {
 			return err
 		}
 	}
-	return d.store(key, clone(value))
+	// put, written out: as a call it cost Write 45 more instructions per op (callgrind).
+	if s.maxBytes > 0 && d.stored.Load()+entryCost(key, value) > s.maxBytes {
+		if err := d.refuse(s.maxBytes, key, value); err != nil {
+			return err
+		}
+	}
+	return d.store(s.maxBytes, key, clone(value))
+}
+
+// put stores a copy of value under key within limit (0 = unlimited). When the write could
+// pass the limit (the data plus a whole new entry would), refuse checks first without
+// copying, so a refused 64 MiB value is never copied: the copy would be garbage at once,
+// and at a benchmark's write rate the heap would fill with such copies. store decides for
+// good.
+func (d *Driver) put(limit int64, key string, value []byte) error {
+	if limit > 0 && d.stored.Load()+entryCost(key, value) > limit {
+		if err := d.refuse(limit, key, value); err != nil {
+			return err
+		}
+	}
+	return d.store(limit, key, clone(value))
+}
+
+// refuse returns the rejected error of a write of value under key that would take the data
+// past limit, or nil when it would not (an overwrite that does not grow the data enough).
+func (d *Driver) refuse(limit int64, key string, value []byte) error {
+	sh := d.shardFor(key)
+	sh.mu.RLock()
+	grow := growth(sh.m, key, value)
+	sh.mu.RUnlock()
+	if stored := d.stored.Load(); grow > 0 && stored+grow > limit {
+		return d.full(limit, stored, grow)
+	}
+	return nil
 }
 
 // clone copies value into a new slice that is never nil, so an empty value stays distinct
@@ -312,7 +389,8 @@ func clone(value []byte) []byte {
 	return v
 }
 
-func (d *Driver) store(key string, v []byte) error {
+// store puts v under key, owning v, if the data stays within limit (0 = unlimited).
+func (d *Driver) store(limit int64, key string, v []byte) error {
 	sh := d.shardFor(key)
 	sh.mu.Lock()
 	if sh.m == nil {
@@ -320,12 +398,61 @@ func (d *Driver) store(key string, v []byte) error {
 		return errClosed
 	}
 	if e := sh.m[key]; e != nil {
+		// An overwrite of the same length, the common case, leaves stored alone.
+		if grow := int64(len(v)) - int64(len(e.v)); grow != 0 {
+			if stored, ok := d.account(limit, grow); !ok {
+				sh.mu.Unlock()
+				return d.full(limit, stored, grow)
+			}
+		}
 		e.v = v
 	} else {
+		grow := entryCost(key, v)
+		if stored, ok := d.account(limit, grow); !ok {
+			sh.mu.Unlock()
+			return d.full(limit, stored, grow)
+		}
 		sh.m[key] = &entry{v: v}
 	}
 	sh.mu.Unlock()
 	return nil
+}
+
+// growth is how much writing value under key would change the size of the data in m.
+func growth(m map[string]*entry, key string, value []byte) int64 {
+	if e := m[key]; e != nil {
+		return int64(len(value)) - int64(len(e.v))
+	}
+	return entryCost(key, value)
+}
+
+// account adds grow to stored, unless grow is positive and would take stored past limit
+// (0 = unlimited); then it returns false and the stored size it saw. The caller holds the
+// lock of the shard that changes. A compare-and-swap, not an add and an undo, so that
+// writes racing near the limit never make each other fail when only one passes it.
+func (d *Driver) account(limit, grow int64) (int64, bool) {
+	if grow < 0 || limit == 0 {
+		d.stored.Add(grow)
+		return 0, true
+	}
+	for {
+		cur := d.stored.Load()
+		if cur+grow > limit {
+			return cur, false
+		}
+		if d.stored.CompareAndSwap(cur, cur+grow) {
+			return 0, true
+		}
+	}
+}
+
+// full counts a write refused by maxBytes and returns its rejected error, which names the
+// option and the limit so the user knows what to raise.
+func (d *Driver) full(limit, stored, grow int64) error {
+	d.rejectedWrites.Add(1)
+	return driver.Wrap(driver.ClassRejected, fmt.Errorf(
+		"%w: the write adds %d bytes to the %d stored, past maxBytes=%d (option drivers.memory.maxBytes; raise it, or 0 = unlimited)",
+		errFull, grow, stored, limit))
 }
 
 // ReadBulk reads every key in one simulated round trip: the simulation (service time,
@@ -348,19 +475,23 @@ func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) 
 	return out, nil
 }
 
-// WriteBulk writes every pair in one simulated round trip, like ReadBulk.
+// WriteBulk writes every pair in one simulated round trip, like ReadBulk; it stops at the
+// first pair that maxBytes refuses.
 func (d *Driver) WriteBulk(ctx context.Context, keys []string, values [][]byte) error {
 	if len(keys) != len(values) {
 		return driver.Wrap(driver.ClassRejected,
 			fmt.Errorf("memory: bulk write of %d keys with %d values", len(keys), len(values)))
 	}
-	if s := d.cur.Load(); s == nil || s.slow {
+	s := d.cur.Load()
+	if s == nil || s.slow {
 		if err := d.simulate(ctx, s); err != nil {
 			return err
 		}
 	}
+	// Pairs before one refused by maxBytes stay written, as with a store that applies a
+	// batch in order.
 	for i, k := range keys {
-		if err := d.store(k, clone(values[i])); err != nil {
+		if err := d.put(s.maxBytes, k, values[i]); err != nil {
 			return err
 		}
 	}
@@ -427,10 +558,11 @@ func (d *Driver) simulate(ctx context.Context, s *settings) error {
 	return nil
 }
 
-// coarseMargin is how early a wait leaves the runtime's timers for the kernel. An idle Go
-// runtime blocks in epoll, whose timeout has millisecond resolution, so a runtime timer
-// can fire up to ~1 ms late: a simulated 100 µs service time would become 1 ms. The last
-// stretch is slept in the kernel instead, precise to its ~50 µs timer slack.
+// coarseMargin is how early a wait leaves the runtime's timers for nanosleep. On Linux an
+// idle Go runtime blocks in epoll, whose timeout has millisecond resolution, so a runtime
+// timer can fire up to ~1 ms late: a simulated 100 µs service time would become 1 ms. The
+// last stretch is slept in the kernel instead, precise to its timer slack (sleep_linux.go);
+// other systems sleep it on the runtime's timers, which are precise there (sleep_other.go).
 const coarseMargin = 1500 * time.Microsecond
 
 // maxKernelSleepers bounds the OS threads parked in nanosleep at once. Beyond it so many
@@ -473,23 +605,6 @@ func (d *Driver) waitUntil(ctx context.Context, until int64, what string) error 
 	}
 }
 
-// nanosleep blocks the calling thread in the kernel for d; the runtime hands the thread's
-// P to other goroutines meanwhile. The kernel may delay a wake-up by the thread's timer
-// slack (50 µs by default), which made a simulated 100 µs service time take 175 µs, so the
-// slack is lowered first; it is per thread and goroutines move between threads, hence
-// every time (one cheap syscall).
-func nanosleep(d time.Duration) {
-	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, uintptr(timerSlack), 0)
-	ts := syscall.NsecToTimespec(int64(d))
-	_ = syscall.Nanosleep(&ts, nil)
-}
-
-// prSetTimerSlack is PR_SET_TIMERSLACK from linux/prctl.h.
-const prSetTimerSlack = 29
-
-// timerSlack is the wake-up slack asked of the kernel for simulated waits.
-const timerSlack = 5 * time.Microsecond
-
 // keys counts the stored keys.
 func (d *Driver) keys() int {
 	n := 0
@@ -502,7 +617,8 @@ func (d *Driver) keys() int {
 	return n
 }
 
-// ConnectionInfo describes the store: keys stored, shards and the simulation in effect.
+// ConnectionInfo describes the store: keys and bytes stored (as maxBytes counts them), the
+// limit, shards and the simulation in effect.
 func (d *Driver) ConnectionInfo() map[string]string {
 	s := d.cur.Load()
 	if s == nil || s.closed {
@@ -511,8 +627,13 @@ func (d *Driver) ConnectionInfo() map[string]string {
 	info := map[string]string{
 		"state":      "open",
 		"keys":       strconv.Itoa(d.keys()),
+		"bytes":      strconv.FormatInt(d.stored.Load(), 10),
+		"maxBytes":   "unlimited",
 		"shards":     strconv.Itoa(s.opts.Shards),
 		"simulation": "off",
+	}
+	if s.maxBytes > 0 {
+		info["maxBytes"] = strconv.FormatInt(s.maxBytes, 10)
 	}
 	if !s.slow {
 		return info
@@ -537,11 +658,14 @@ func (d *Driver) ConnectionInfo() map[string]string {
 	return info
 }
 
-// DriverStats reports what the simulation did: operations held by a stall, queued for
+// DriverStats reports the stored keys and bytes (as maxBytes counts them), writes refused
+// by maxBytes, and what the simulation did: operations held by a stall, queued for
 // capacity, given a service time, failed on purpose, and waits cut short by the op timeout.
 func (d *Driver) DriverStats() map[string]int64 {
 	return map[string]int64{
 		"keys":           int64(d.keys()),
+		"bytes":          d.stored.Load(),
+		"rejectedWrites": d.rejectedWrites.Load(),
 		"stalledOps":     d.stalledOps.Load(),
 		"queuedOps":      d.queuedOps.Load(),
 		"delayedOps":     d.delayedOps.Load(),

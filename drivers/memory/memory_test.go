@@ -139,6 +139,8 @@ func TestOptionValidation(t *testing.T) {
 		{"negative capacity", func(o *Options) { o.Capacity = -5 }, "capacity"},
 		{"error ratio above 1", func(o *Options) { o.ErrorRatio = 1.5 }, "errorRatio"},
 		{"unknown error class", func(o *Options) { o.ErrorClass = "boom" }, "errorClass"},
+		{"negative maxBytes", func(o *Options) { o.MaxBytes = -1 }, "maxBytes"},
+		{"unlimited maxBytes", func(o *Options) { o.MaxBytes = 0 }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

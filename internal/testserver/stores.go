@@ -110,9 +110,9 @@ func Postgres(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	var cred *syscall.Credential
+	var runAs *account
 	if os.Geteuid() == 0 {
-		if cred, err = userCredential("postgres"); err != nil {
+		if runAs, err = userAccount("postgres"); err != nil {
 			return nil, fmt.Errorf("start postgres: %w", err)
 		}
 	}
@@ -125,7 +125,7 @@ func Postgres(ctx context.Context) (*Server, error) {
 				"-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
 			cmd.Dir = s.Dir
 			cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+			cmd.SysProcAttr = sysProcAttr(runAs, false)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				_ = os.WriteFile(s.LogPath(), out, 0o644)
 				return fmt.Errorf("initdb: %w: %s", err, tailLines(out, 20))
@@ -142,7 +142,7 @@ func Postgres(ctx context.Context) (*Server, error) {
 		readyTimeout: defaultReadyTimeout,
 		stopSignal:   syscall.SIGINT, // fast shutdown; SIGTERM would wait for clients to leave
 		stopTimeout:  defaultStopTimeout,
-		credential:   cred,
+		runAs:        runAs,
 	})
 }
 
@@ -165,7 +165,8 @@ func pgVersion(initdb string) int {
 	return n
 }
 
-func userCredential(name string) (*syscall.Credential, error) {
+// userAccount looks up the numeric ids of user name.
+func userAccount(name string) (*account, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
 		return nil, fmt.Errorf("look up user %s: %w; %s", name, err, installHint)
@@ -175,7 +176,7 @@ func userCredential(name string) (*syscall.Credential, error) {
 	if err1 != nil || err2 != nil {
 		return nil, fmt.Errorf("user %s has non-numeric uid %q / gid %q", name, u.Uid, u.Gid)
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	return &account{uid: uint32(uid), gid: uint32(gid)}, nil
 }
 
 // CassandraVersion is the version scripts/install-test-deps.sh fetches.

@@ -7,6 +7,10 @@
 // Binaries come from scripts/install-test-deps.sh; when one is missing, the start error says
 // to run that script, and the test fails rather than skips.
 //
+// Starting servers needs Linux (process groups, a parent-death signal and /proc, see
+// proc_linux.go). The package compiles everywhere so that the integration tests are
+// type-checked for every target; elsewhere every start fails with an error that says so.
+//
 // Typical use, one server per test package:
 //
 //	var srv *testserver.Server
@@ -77,9 +81,12 @@ type spec struct {
 	stopTimeout time.Duration
 	// extraPorts names ports to allocate besides Port.
 	extraPorts []string
-	// credential, when set, runs the server as another user (stores that refuse root).
-	credential *syscall.Credential
+	// runAs, when set, runs the server as another user (stores that refuse root).
+	runAs *account
 }
+
+// account is a user to run a server as, in numeric form.
+type account struct{ uid, gid uint32 }
 
 // Addr returns "127.0.0.1:PORT".
 func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
@@ -197,12 +204,12 @@ func (s *Server) runningLocked() bool {
 func (s *Server) killLocked() error {
 	pid := s.cmd.Process.Pid
 	kids := descendants(pid)
-	// The server leads its own process group (Setpgid), so -pid reaches group members too.
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	// The server leads its own process group, so killing the group reaches its members too.
+	if err := killGroup(pid); err != nil {
 		return fmt.Errorf("kill %s (pid %d): %w", s.Name, pid, err)
 	}
 	for _, k := range kids {
-		_ = syscall.Kill(k, syscall.SIGKILL)
+		_ = signalPID(k, syscall.SIGKILL)
 	}
 	select {
 	case <-s.done:
@@ -223,38 +230,6 @@ func (s *Server) killLocked() error {
 type procStat struct {
 	pid, ppid, pgrp int
 	zombie          bool
-}
-
-// procs lists the processes on the machine; unreadable entries are skipped.
-func procs() []procStat {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []procStat
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised command: state ppid pgrp ...
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		out = append(out, procStat{pid: pid, ppid: ppid, pgrp: pgrp, zombie: f[0] == "Z"})
-	}
-	return out
 }
 
 // descendants returns the PIDs of every live descendant of pid.
@@ -304,7 +279,7 @@ func anyAlive(pids []int) bool {
 // terminateLocked asks for a clean shutdown, waits a bounded time, then kills.
 func (s *Server) terminateLocked() error {
 	pid := s.cmd.Process.Pid
-	if err := syscall.Kill(pid, s.spec.stopSignal); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signalPID(pid, s.spec.stopSignal); err != nil {
 		return fmt.Errorf("signal %s (pid %d): %w", s.Name, pid, err)
 	}
 	select {
@@ -339,11 +314,8 @@ func (s *Server) startLocked(ctx context.Context) error {
 	if cmd.Dir == "" {
 		cmd.Dir = s.Dir
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:    true,
-		Pdeathsig:  syscall.SIGKILL, // the server dies with the test binary
-		Credential: s.spec.credential,
-	}
+	// Its own process group (so a kill reaches its helpers) and death with the test binary.
+	cmd.SysProcAttr = sysProcAttr(s.spec.runAs, true)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
@@ -411,6 +383,9 @@ func isBindFailure(log string) bool {
 // (another process took a port between our probe and the server's bind) is retried once
 // with fresh ports.
 func start(ctx context.Context, name string, sp spec) (*Server, error) {
+	if errPlatform != nil {
+		return nil, fmt.Errorf("start %s: %w", name, errPlatform)
+	}
 	var lastErr error
 	for attempt := 0; attempt < 2; attempt++ {
 		s, err := startOnce(ctx, name, sp)
@@ -442,9 +417,9 @@ func startOnce(ctx context.Context, name string, sp spec) (*Server, error) {
 		_ = s.Stop()
 		return nil, fmt.Errorf("start %s on %s: %w", name, s.Addr(), err)
 	}
-	if sp.credential != nil {
+	if sp.runAs != nil {
 		// MkdirTemp makes a 0700 root-owned dir; the server user must own it.
-		if err := os.Chown(dir, int(sp.credential.Uid), int(sp.credential.Gid)); err != nil {
+		if err := os.Chown(dir, int(sp.runAs.uid), int(sp.runAs.gid)); err != nil {
 			return fail(fmt.Errorf("chown data dir: %w", err))
 		}
 	}
