@@ -10,7 +10,6 @@ import (
 	"io"
 	"runtime"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/ndbench/ndbench/internal/config"
@@ -78,19 +77,6 @@ type Client struct {
 type Usage struct {
 	User, System time.Duration
 	MaxRSS       int64 // bytes
-}
-
-// ReadUsage returns the process's CPU time so far and its peak resident set size.
-func ReadUsage() Usage {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return Usage{}
-	}
-	return Usage{
-		User:   time.Duration(ru.Utime.Nano()),
-		System: time.Duration(ru.Stime.Nano()),
-		MaxRSS: ru.Maxrss * 1024, // Linux reports KiB
-	}
 }
 
 // Input is what a run hands over to build its report.
