@@ -22,7 +22,6 @@ const maxClosedLoopBackoff = 100 * time.Millisecond
 // It returns when ctx ends or the pool shrank below its index. seed is the pool's seed for
 // this start; with the op and the worker's index it makes the worker's random stream.
 func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
-	g := e.gen.Load()
 	rng := rand.New(rand.NewPCG(seed, uint64(c.op)<<32|uint64(id)))
 	shard := c.rec.Shard(id)
 	slot := newOpSlot(e.runCtx, e.clock)
@@ -38,7 +37,7 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 		if err != nil {
 			return
 		}
-		g = e.gen.Load()
+		g := e.gen.Load()
 		idx := g.keys.Next(rng, c.wop)
 		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
 		key := string(keyBuf)
