@@ -314,7 +314,7 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 		if c, ok := driver.Canonical(schema, rest); ok {
 			return "workload." + c, value, "", nil
 		}
-		return bad("one of the workload options " + strings.Join(optionNames(schema), ", "))
+		return bad(didYouMean(rest, schema) + "one of the workload options " + strings.Join(optionNames(schema), ", "))
 	case "drivers":
 		name, opt, _ := strings.Cut(rest, ".")
 		if name == "" || opt == "" {
@@ -332,9 +332,49 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 		if c, ok := driver.Canonical(schema, opt); ok {
 			return "drivers." + name + "." + c, value, "", nil
 		}
-		return bad("one of the options of driver " + name + ": " + strings.Join(optionNames(schema), ", "))
+		return bad(didYouMean(opt, schema) + "one of the options of driver " + name + ": " + strings.Join(optionNames(schema), ", "))
 	}
 	return bad(allowedKeys)
+}
+
+// didYouMean returns "did you mean X? " for the option (or alias) of schema closest to a
+// mistyped name, when one is close enough to be a typo, and "" otherwise.
+func didYouMean(name string, schema []driver.Option) string {
+	best, bestD := "", -1
+	for _, o := range schema {
+		for _, cand := range append([]string{o.Name}, o.Aliases...) {
+			d := editDistance(strings.ToLower(name), strings.ToLower(cand))
+			if bestD < 0 || d < bestD {
+				best, bestD = o.Name, d
+			}
+		}
+	}
+	// Two edits, or a third of the name for long names: a typo, not another word.
+	if bestD < 0 || bestD > max(2, len(name)/3) {
+		return ""
+	}
+	return "did you mean " + best + "? "
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func optionNames(schema []driver.Option) []string {

@@ -623,3 +623,31 @@ func TestEveryWorkloadKeyDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestMistypedKeysSuggestTheOption: an unknown workload or driver option names the closest
+// option when the name is a plausible typo (issue 11's "did you mean"), and the value stays
+// redacted.
+func TestMistypedKeysSuggestTheOption(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"drivers.fake-kv.pasword=S3cret", "did you mean password?"},
+		{"drivers.fake-kv.ColsPerRaw=8", "did you mean colsPerRow?"},
+		{"workload.readRte=100", "did you mean readRate?"},
+		{"workload.numReader=8", "did you mean readers?"},
+		{"workload.zzzzzzzz=1", ""},
+	} {
+		_, err := Load(Sources{Sets: []string{tc.set}, Env: selectFake})
+		if err == nil {
+			t.Fatalf("--set %s accepted", tc.set)
+		}
+		msg := err.Error()
+		if tc.want != "" && !strings.Contains(msg, tc.want) {
+			t.Errorf("--set %s: %q lacks %q", tc.set, msg, tc.want)
+		}
+		if tc.want == "" && strings.Contains(msg, "did you mean") {
+			t.Errorf("--set %s: %q suggests an option for a name that is no typo", tc.set, msg)
+		}
+		if strings.Contains(msg, "S3cret") {
+			t.Errorf("the value of a mistyped key leaked: %q", msg)
+		}
+	}
+}
