@@ -120,6 +120,9 @@ func (s *suite) deadlineOnStall(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), stallDeadline)
 		o := call(stallDeadline+30*time.Second, func() error { return op.do(ctx) })
 		cancel()
+		if o.returned {
+			t.Logf("%s with a %v deadline on a paused server returned after %v: %v", op.name, stallDeadline, o.took.Round(time.Millisecond), o.err)
+		}
 		switch {
 		case o.panicked != nil:
 			t.Errorf("%s on a paused server panicked: %v", op.name, o.panicked)
