@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -371,12 +373,35 @@ func TestValidationDetectsCorruption(t *testing.T) {
 	}
 }
 
-// TestZOutageAndRecovery kills the node under traffic (see testserver.CheckOutage). It is
-// last in the file so no other test runs against a restarting node; a Cassandra node takes
-// longer than the other stores to serve again, hence the longer recovery bound.
-func TestZOutageAndRecovery(t *testing.T) {
-	d := open(t, map[string]string{"table": "outage", "timeout": "1s"})
-	testserver.CheckOutage(t, srv, d, 2*time.Second, 30*time.Second)
+// TestZConformance runs the public driver conformance suite (driver/drivertest) on the
+// default table layout, pausing and killing the node, and on a partition of several rows
+// with values split over columns, where a read must pick the newest row. It is last in the
+// file (hence the Z: tests run in file order) because its outage check restarts the node;
+// a Cassandra node takes longer than the other stores to serve again.
+func TestZConformance(t *testing.T) {
+	hp := map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port), "keyspace": "ndb_test"}
+	live := map[string]string{"readConsistencyLevel": "ONE", "writeConsistencyLevel": "ONE"}
+	t.Run("rows=3,cols=3", func(t *testing.T) {
+		opts := map[string]string{"table": "conformance_wide", "colsPerRow": "3", "rowsPerPartition": "3"}
+		maps.Copy(opts, hp)
+		drivertest.Run(t, drivertest.Harness{Name: "cassandra", Options: opts, LiveValues: live})
+	})
+	t.Run("default", func(t *testing.T) {
+		opts := map[string]string{"table": "conformance"}
+		maps.Copy(opts, hp)
+		drivertest.Run(t, drivertest.Harness{
+			Name:       "cassandra",
+			Options:    opts,
+			LiveValues: live,
+			Pause:      srv.Pause,
+			Outage: &drivertest.Outage{
+				Stop:          srv.Kill,
+				Start:         srv.Restart,
+				RecoverWithin: 30 * time.Second,
+				Options:       map[string]string{"timeout": "1s"},
+			},
+		})
+	})
 }
 
 func benchKeys(n int) []string {

@@ -93,9 +93,15 @@ type Driver struct {
 	zones []*zone
 	local atomic.Int32 // index into zones; live via Reconfigure
 	ttl   atomic.Int64 // time.Duration; live via Reconfigure
+	// closed is set by Close. gomemcache clients stay usable after Close (they dial
+	// again), so without it an operation after Close would reopen what Close released.
+	closed atomic.Bool
 
 	version string
 }
+
+// errClosed is returned by operations on a closed driver.
+var errClosed = driver.Wrap(driver.ClassUnavailable, errors.New("memcached: driver is closed"))
 
 // Init parses the zones, checks every server answers, and reads the server version.
 func (d *Driver) Init(ctx context.Context, opts any) error {
@@ -244,6 +250,9 @@ func serverVersion(ctx context.Context, addr string, timeout time.Duration) stri
 
 // Read returns the value of key from the local zone, falling back to the other zones.
 func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
+	if d.closed.Load() {
+		return nil, errClosed
+	}
 	local := int(d.local.Load())
 	var firstErr error
 	missed := false
@@ -279,6 +288,9 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 // Write stores value under key in every zone (in parallel when there are several) and
 // applies the writeSuccess policy.
 func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
+	if d.closed.Load() {
+		return errClosed
+	}
 	if len(value) > d.opts.MaxValueSize {
 		return driver.Wrap(driver.ClassRejected, fmt.Errorf("memcached set %s: value of %d bytes exceeds maxValueSize %d", key, len(value), d.opts.MaxValueSize))
 	}
@@ -406,8 +418,10 @@ func (d *Driver) DriverStats() map[string]int64 {
 	return out
 }
 
-// Close closes the idle connections of every zone. Safe after a failed Init.
+// Close closes the idle connections of every zone; later operations fail as unavailable.
+// Safe after a failed Init.
 func (d *Driver) Close() error {
+	d.closed.Store(true)
 	var errs []error
 	for _, z := range d.zones {
 		if err := z.client.Close(); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -306,11 +307,37 @@ func TestZones(t *testing.T) {
 	}
 }
 
-// TestOutage kills the server under traffic (see testserver.CheckOutage). It runs last:
-// it restarts the server.
-func TestOutage(t *testing.T) {
-	d := open(t, map[string]string{"timeout": "1s"})
-	testserver.CheckOutage(t, srv, d, 2*time.Second, 10*time.Second)
+// TestConformance runs the public driver conformance suite (driver/drivertest) with plain
+// servers and with two zones (both on the test server, so every write goes to it twice),
+// pausing and killing the shared server. It is last in the file because its outage check
+// restarts the server.
+func TestConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      map[string]string
+		localZone string // a second valid value of the live option localZone
+	}{
+		{"servers", map[string]string{"servers": srv.Addr()}, "default"},
+		{"zones", map[string]string{"zones": fmt.Sprintf("a=%s;b=%s", srv.Addr(), srv.Addr())}, "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			drivertest.Run(t, drivertest.Harness{
+				Name:       "memcached",
+				Options:    tc.opts,
+				LiveValues: map[string]string{"ttl": "1h", "localZone": tc.localZone},
+				// The driver's default maxValueSize: memcached's 1 MiB item limit less
+				// the item's own overhead.
+				MaxValueSize: 1048000,
+				Pause:        srv.Pause,
+				Outage: &drivertest.Outage{
+					Stop:          srv.Kill,
+					Start:         srv.Restart,
+					RecoverWithin: 10 * time.Second,
+					Options:       map[string]string{"timeout": "1s"},
+				},
+			})
+		})
+	}
 }
 
 // BenchmarkGetSet measures one SET and one GET per iteration from ~50 goroutines. Run:

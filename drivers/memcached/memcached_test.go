@@ -127,6 +127,33 @@ func TestCloseWithoutInit(t *testing.T) {
 	}
 }
 
+// TestNoOperationAfterClose: gomemcache clients dial again when used after Close, so the
+// driver must refuse operations itself (the conformance suite's Closed check found it
+// reconnecting). The listener proves nothing reaches the network.
+func TestNoOperationAfterClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	d := &Driver{opts: Options{MaxValueSize: 100}, zones: []*zone{{name: "default", addrs: []string{addr}, client: memcache.New(addr)}}}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Read(t.Context(), "k"); driver.Classify(err) != driver.ClassUnavailable {
+		t.Errorf("Read after Close: %v, want an unavailable error", err)
+	}
+	if err := d.Write(t.Context(), "k", []byte("v")); driver.Classify(err) != driver.ClassUnavailable {
+		t.Errorf("Write after Close: %v, want an unavailable error", err)
+	}
+	_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(100 * time.Millisecond))
+	if c, err := ln.Accept(); err == nil {
+		c.Close()
+		t.Error("an operation after Close connected to the server")
+	}
+}
+
 func TestInitUnreachableIsUnavailable(t *testing.T) {
 	_, _, err := driver.Open(t.Context(), "memcached", map[string]string{"servers": "127.0.0.1:1"})
 	if err == nil {

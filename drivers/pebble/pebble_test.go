@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
 )
 
 // open returns an initialised driver with the defaults overridden by values, closed at the
@@ -335,4 +336,13 @@ func benchKeys(n int) []string {
 		keys[i] = fmt.Sprintf("ndbench-key-%d", i)
 	}
 	return keys
+}
+
+// TestConformance runs the public driver conformance suite. Pebble is embedded, so it runs
+// with the unit tests; there is no server to pause or stop, so those checks skip.
+func TestConformance(t *testing.T) {
+	drivertest.Run(t, drivertest.Harness{
+		Name:    Name,
+		Options: map[string]string{"cacheSize": "8388608", "memTableSize": "4194304"},
+	})
 }

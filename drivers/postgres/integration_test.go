@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -320,10 +321,21 @@ func TestValidationDetectsCorruption(t *testing.T) {
 	}
 }
 
-// TestOutageAndRecovery kills the server under traffic (see testserver.CheckOutage).
-func TestOutageAndRecovery(t *testing.T) {
-	d := open(t, map[string]string{"table": "outage", "poolSize": "8"})
-	testserver.CheckOutage(t, srv, d, 2*time.Second, 10*time.Second)
+// TestConformance runs the public driver conformance suite (driver/drivertest), pausing and
+// killing the shared server. It is last in the file because its outage check restarts the
+// server.
+func TestConformance(t *testing.T) {
+	drivertest.Run(t, drivertest.Harness{
+		Name:    "postgres",
+		Options: map[string]string{"dsn": srv.DSN(), "table": "conformance"},
+		Pause:   srv.Pause,
+		Outage: &drivertest.Outage{
+			Stop:          srv.Kill,
+			Start:         srv.Restart,
+			RecoverWithin: 10 * time.Second,
+			Options:       map[string]string{"poolSize": "8"},
+		},
+	})
 }
 
 func BenchmarkWrite(b *testing.B) {

@@ -28,6 +28,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -514,13 +515,29 @@ func TestValidationDetectsCorruption(t *testing.T) {
 	}
 }
 
-// TestOutage kills the server under traffic in both modes (see testserver.CheckOutage). It
-// runs last because it restarts the shared server.
-func TestOutage(t *testing.T) {
-	for _, mode := range []string{"pool", "autopipeline"} {
-		t.Run(mode, func(t *testing.T) {
-			d := open(t, map[string]string{"mode": mode, "readTimeout": "1s", "writeTimeout": "1s", "dialTimeout": "1s"})
-			testserver.CheckOutage(t, srv, d, 2*time.Second, 10*time.Second)
+// TestConformance runs the public driver conformance suite (driver/drivertest) in both
+// modes and in the hash shape, pausing and killing the shared server. It is last in the
+// file because its outage check restarts the server.
+func TestConformance(t *testing.T) {
+	for _, opts := range []map[string]string{
+		{"mode": "pool"},
+		{"mode": "autopipeline"},
+		{"mode": "pool", "shape": "hash", "hashFields": "3"},
+	} {
+		t.Run(name(opts), func(t *testing.T) {
+			opts["addrs"] = srv.Addr()
+			drivertest.Run(t, drivertest.Harness{
+				Name:       "redis",
+				Options:    opts,
+				LiveValues: map[string]string{"ttl": "1h"},
+				Pause:      srv.Pause,
+				Outage: &drivertest.Outage{
+					Stop:          srv.Kill,
+					Start:         srv.Restart,
+					RecoverWithin: 10 * time.Second,
+					Options:       map[string]string{"readTimeout": "1s", "writeTimeout": "1s", "dialTimeout": "1s"},
+				},
+			})
 		})
 	}
 }
