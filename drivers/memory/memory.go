@@ -323,6 +323,8 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 		if err := d.simulate(ctx, s); err != nil {
 			return nil, err
 		}
+	} else if err := ctx.Err(); err != nil {
+		return nil, cancelled(err)
 	}
 	sh := d.shardFor(key)
 	sh.mu.RLock()
@@ -344,6 +346,8 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 		if err := d.simulate(ctx, s); err != nil {
 			return err
 		}
+	} else if err := ctx.Err(); err != nil {
+		return cancelled(err)
 	}
 	// put, written out: as a call it cost Write 45 more instructions per op (callgrind).
 	if s.maxBytes > 0 && d.stored.Load()+entryCost(key, value) > s.maxBytes {
@@ -380,6 +384,10 @@ func (d *Driver) refuse(limit int64, key string, value []byte) error {
 	}
 	return nil
 }
+
+// cancelled is the error of an operation whose context was done before it started: a
+// store that is called with a dead context does not do the work.
+func cancelled(err error) error { return fmt.Errorf("memory: operation not started: %w", err) }
 
 // clone copies value into a new slice that is never nil, so an empty value stays distinct
 // from a missing one in ReadBulk.
@@ -462,6 +470,8 @@ func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) 
 		if err := d.simulate(ctx, s); err != nil {
 			return nil, err
 		}
+	} else if err := ctx.Err(); err != nil {
+		return nil, cancelled(err)
 	}
 	out := make([][]byte, len(keys))
 	for i, k := range keys {
@@ -487,6 +497,8 @@ func (d *Driver) WriteBulk(ctx context.Context, keys []string, values [][]byte) 
 		if err := d.simulate(ctx, s); err != nil {
 			return err
 		}
+	} else if err := ctx.Err(); err != nil {
+		return cancelled(err)
 	}
 	// Pairs before one refused by maxBytes stay written, as with a store that applies a
 	// batch in order.

@@ -564,10 +564,7 @@ func TestConformance(t *testing.T) {
 		LiveValues: map[string]string{
 			"serviceTime": "100us", "serviceTimeMax": "200us", "capacity": "100000",
 			"stallEvery": "1s", "stallFor": "1ms", "errorRatio": "0.000001", "errorClass": "timeout",
-		},
-		Skip: map[string]string{
-			drivertest.CheckCancelledContext: "known defect: with the simulation off, Read, Write, ReadBulk and WriteBulk never look at ctx, " +
-				"so a cancelled operation succeeds; the fix (a ctx.Err() check, one atomic load) belongs to drivers/memory's owner",
+			"maxBytes": "536870912",
 		},
 	})
 }
