@@ -13,9 +13,9 @@ export const artifacts = path.join(repo, 'web-tests', 'artifacts');
 
 // startProcess runs bin with args and resolves with the base URL it prints
 // ("serving on http://ADDR").
-function startProcess(bin, args) {
+function startProcess(bin, args, env) {
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(bin, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...(env || {}) } });
     let out = '', err = '';
     const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${bin} did not start in 30 s: ${out}${err}`)); }, 30000);
     child.stdout.on('data', (d) => {
@@ -28,8 +28,8 @@ function startProcess(bin, args) {
   });
 }
 
-async function servesUI(url) {
-  const r = await fetch(url + '/');
+async function servesUI(url, token) {
+  const r = await fetch(url + '/', token ? { headers: { Authorization: 'Bearer ' + token } } : {});
   return r.ok && (r.headers.get('content-type') || '').startsWith('text/html');
 }
 
@@ -42,10 +42,13 @@ export function ensureBinary() {
 
 // startServer starts `bin/ndbench serve --listen 127.0.0.1:0`. Until serve mounts the UI
 // (web.Handler), it falls back to internal/web/uidev: the same API with the page in front.
-export async function startServer() {
+// opts.token starts a token-protected node; the token goes in the environment
+// (NDBENCH_TOKEN), not the command line, as a user would keep it out of `ps`.
+export async function startServer(opts) {
   const ndbench = ensureBinary();
-  let srv = await startProcess(ndbench, ['serve', '--listen', '127.0.0.1:0', '--log-level', 'warn']);
-  if (!(await servesUI(srv.url))) {
+  const token = opts && opts.token;
+  let srv = await startProcess(ndbench, ['serve', '--listen', '127.0.0.1:0', '--log-level', 'warn'], token ? { NDBENCH_TOKEN: token } : {});
+  if (!(await servesUI(srv.url, token))) {
     await stopServer(srv);
     const uidev = path.join(repo, 'bin', 'uidev');
     execFileSync('go', ['build', '-o', uidev, './internal/web/uidev'], { cwd: repo, stdio: 'inherit' });
