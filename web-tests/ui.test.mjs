@@ -100,7 +100,7 @@ describe('ndbench web UI', () => {
     const f = field('writeRate');
     await f.fill('400');
     await f.press('Tab');
-    await page.locator(`[data-instance=${ID}] [data-role=message]`).filter({ hasText: 'Applied workload.writeRate' }).waitFor();
+    await page.locator(`[data-instance=${ID}] [data-role=workload-message]`).filter({ hasText: 'Applied workload.writeRate' }).waitFor();
     const t0 = Date.now();
     await waitFor(async () => {
       const l = await latest();

@@ -38,6 +38,7 @@
       this.store = new Store();
       this.drivers = []; this.config = null; this.status = null;
       this.windowSecs = 300;
+      this.log = false;
       this.q = (sel) => root.querySelector(sel);
       this.renderQueued = false;
       this.renderTimes = [];
@@ -57,8 +58,11 @@
       return data;
     }
 
-    say(msg, kind) {
-      const m = this.q('[data-role=message]');
+    // say shows a message; where names the message line next to the control that caused
+    // it (connect, load, backfill, workload, results), so the answer appears where the
+    // user is looking. Without it, the instance's own line at the top.
+    say(msg, kind, where) {
+      const m = this.q('[data-role=' + (where ? where + '-message' : 'message') + ']');
       m.textContent = msg;
       m.className = 'message ' + (kind || 'info');
     }
@@ -75,10 +79,11 @@
         this.say('Cannot reach the instance: ' + e.message, 'error');
       }
       this.bindActions();
-      this.grid = new Grid(this.q('[data-role=charts]'), ['read', 'write']);
+      this.grid = new Grid(this.q('[data-role=charts]'), this.visibleOps(), { log: this.log });
       new ResizeObserver(() => this.grid.resize()).observe(this.q('[data-role=charts]'));
       await this.loadSeries('');
       this.openStream();
+      this.refreshNumbers();
       this.poll();
     }
 
@@ -171,14 +176,14 @@
 
     // showProblem puts each rejected field's message next to it; what cannot be placed
     // goes to the panel message.
-    showProblem(container, e, keyToName) {
+    showProblem(container, e, keyToName, where) {
       const fields = (e.problem && e.problem.fields) || [];
       let placed = 0;
       for (const f of fields) {
         const msg = 'invalid value "' + f.value + '"; allowed: ' + f.allowed;
         if (this.setFieldError(container, keyToName(f.field), msg)) placed++;
       }
-      this.say(placed && placed === fields.length ? 'Not applied: fix the marked fields.' : e.message, 'error');
+      this.say(placed && placed === fields.length ? 'Not applied: fix the marked fields.' : e.message, 'error', where);
     }
 
     onDriverOption(driverName, o, input) {
@@ -186,7 +191,7 @@
       // While connected, live options apply at once; the rest wait for the next connect.
       if (this.status && this.status.initialized && this.status.driver === driverName && o.live) {
         this.patch({ ['drivers.' + driverName + '.' + o.name]: this.inputValue(input) }, this.q('[data-role=driver-options]'),
-          (k) => k.replace('drivers.' + driverName + '.', ''));
+          (k) => k.replace('drivers.' + driverName + '.', ''), 'connect');
       }
     }
 
@@ -200,25 +205,25 @@
         const v = this.inputValue(i);
         if (i.type === 'password' ? v !== '' : v !== i.dataset.initial) options[i.name] = v;
       });
-      this.say('Connecting to ' + name + '…');
+      this.say('Connecting to ' + name + '…', 'info', 'connect');
       try {
         const st = await this.api('POST', '/api/v1/driver/init', { driver: name, options });
         box.querySelectorAll('input[type=password]').forEach((i) => { i.value = ''; });
-        this.say('Connected to ' + name + '.', 'ok');
+        this.say('Connected to ' + name + '.', 'ok', 'connect');
         this.renderStatus(st);
         await this.reloadConfig();
       } catch (e) {
-        this.showProblem(box, e, (k) => k.replace(/^drivers\.[^.]+\./, ''));
+        this.showProblem(box, e, (k) => k.replace(/^drivers\.[^.]+\./, ''), 'connect');
       }
     }
 
-    async action(label, method, path, body) {
+    async action(label, method, path, body, where) {
       try {
         const st = await this.api(method, path, body);
-        this.say(label + '.', 'ok');
+        this.say(label + '.', 'ok', where);
         if (st && 'initialized' in st) this.renderStatus(st); else this.refreshStatus();
       } catch (e) {
-        this.say(label + ' failed: ' + e.message, 'error');
+        this.say(label + ' failed: ' + e.message, 'error', where);
         this.refreshStatus();
       }
     }
@@ -242,6 +247,10 @@
     }
 
     renderStatus(st) {
+      // Once connected, the driver's options fold away: the charts and the load controls
+      // are what matter then (the live options are one click away).
+      if (st.initialized && !(this.status && this.status.initialized)) this.q('details.options').open = false;
+      if (!st.initialized && this.status && this.status.initialized) this.q('details.options').open = true;
       this.status = st;
       this.root.dataset.initialized = String(!!st.initialized);
       this.root.dataset.reads = String(!!st.readsRunning);
@@ -273,6 +282,7 @@
           (bf.verified ? ', ' + bf.verified + ' verified' : '');
       } else { prog.removeAttribute('value'); prog.value = 0; ptext.textContent = 'not run'; }
       this.applyConnectedState();
+      this.queueRender();
     }
 
     async refreshStatus() {
@@ -282,7 +292,7 @@
     poll() {
       // Status is cheap; every 2 s keeps the panels current without a stream of its own.
       const tick = async () => {
-        if (!document.hidden) await this.refreshStatus();
+        if (!document.hidden) await Promise.all([this.refreshStatus(), this.refreshNumbers()]);
         setTimeout(tick, this.status && this.status.backfill && this.status.backfill.running ? 1000 : 2000);
       };
       setTimeout(tick, 2000);
@@ -295,11 +305,11 @@
       box.replaceChildren(...this.config.workloadSchema.map((o) => {
         const cur = this.configValue('workload.' + o.name);
         return this.field('wl', o, cur ? cur.value : o.default, cur && cur.source, (input) =>
-          this.patch({ ['workload.' + o.name]: this.inputValue(input) }, box, (k) => k.replace(/^workload\./, '')));
+          this.patch({ ['workload.' + o.name]: this.inputValue(input) }, box, (k) => k.replace(/^workload\./, ''), 'workload'));
       }));
     }
 
-    async patch(values, box, keyToName) {
+    async patch(values, box, keyToName, where) {
       const names = Object.keys(values).map(keyToName);
       names.forEach((n) => this.setFieldError(box, n, ''));
       try {
@@ -308,7 +318,7 @@
         const pend = res.pending || [];
         const keys = Object.keys(values);
         const later = keys.filter((k) => pend.includes(k));
-        this.say('Applied ' + keys.join(', ') + (later.length ? ' (takes effect at the next connect: ' + later.join(', ') + ')' : '') + '.', 'ok');
+        this.say('Applied ' + keys.join(', ') + (later.length ? ' (takes effect at the next connect: ' + later.join(', ') + ')' : '') + '.', 'ok', where);
         for (const k of keys) {
           const wrap = box.querySelector('[data-field="' + CSS.escape(keyToName(k)) + '"]');
           const e = this.configValue(k);
@@ -316,7 +326,7 @@
         }
         this.refreshStatus();
       } catch (e) {
-        this.showProblem(box, e, keyToName);
+        this.showProblem(box, e, keyToName, where);
       }
     }
 
@@ -327,18 +337,22 @@
     bindActions() {
       const on = (name, f) => this.q('[data-action=' + name + ']').addEventListener('click', f);
       on('connect', () => this.connect());
-      on('disconnect', () => this.action('Disconnected', 'POST', '/api/v1/driver/shutdown'));
+      on('disconnect', () => this.action('Disconnected', 'POST', '/api/v1/driver/shutdown', undefined, 'connect'));
       for (const [name, ops, label] of [['reads', ['read'], 'reads'], ['writes', ['write'], 'writes'], ['both', [], 'reads and writes']]) {
-        on('start-' + name, () => this.action('Started ' + label, 'POST', '/api/v1/load/start', { ops }));
-        on('stop-' + name, () => this.action('Stopped ' + label, 'POST', '/api/v1/load/stop', { ops }));
+        on('start-' + name, () => this.action('Started ' + label, 'POST', '/api/v1/load/start', { ops }, 'load'));
+        on('stop-' + name, () => this.action('Stopped ' + label, 'POST', '/api/v1/load/stop', { ops }, 'load'));
       }
-      on('backfill-start', () => this.action('Backfill started', 'POST', '/api/v1/backfill/start', {}));
-      on('backfill-stop', () => this.action('Backfill stopped', 'POST', '/api/v1/backfill/stop'));
+      on('backfill-start', () => this.action('Backfill started', 'POST', '/api/v1/backfill/start', {}, 'backfill'));
+      on('backfill-stop', () => this.action('Backfill stopped', 'POST', '/api/v1/backfill/stop', undefined, 'backfill'));
       on('report-json', () => this.downloadReport());
       on('report-html', () => this.downloadHTMLReport());
       this.q('[data-role=window]').addEventListener('change', (e) => {
         this.windowSecs = Number(e.target.value);
         this.render();
+      });
+      this.q('[data-role=logscale]').addEventListener('change', (e) => {
+        this.log = e.target.checked;
+        this.rebuildGrid(this.visibleOps());
       });
     }
 
@@ -373,6 +387,53 @@
       this.stream = es;
     }
 
+    // visibleOps returns the op classes that get charts: those running now or with data in
+    // the time window (backfill only then). With nothing run yet, reads and writes, so
+    // the page shows where the charts will be.
+    visibleOps() {
+      const st = this.status || {};
+      const running = { read: st.readsRunning, write: st.writesRunning, backfill: st.backfill && st.backfill.running };
+      const ops = ['read', 'write', 'backfill'].filter((op) => running[op] || this.store.hasData(op, this.windowSecs));
+      return ops.length ? ops : ['read', 'write'];
+    }
+
+    rebuildGrid(ops) {
+      const c = this.q('[data-role=charts]');
+      c.replaceChildren();
+      this.grid = new Grid(c, ops, { log: this.log });
+      this.grid.update(this.store.columns(this.windowSecs));
+    }
+
+    // refreshNumbers fills the numbers table from the session's cumulative summary
+    // (GET /api/v1/stats): per class count, rate, latency percentiles, errors by class,
+    // misses and hit ratio, like NDBench's stats panel.
+    async refreshNumbers() {
+      let stats;
+      try { stats = await this.api('GET', '/api/v1/stats'); } catch (e) { return; }
+      const cum = stats && stats.cumulative;
+      const box = this.q('[data-role=numbers]');
+      const ops = cum ? Object.keys(cum.ops || {}).filter((op) => (cum.ops[op].count || 0) + (cum.ops[op].errors || 0) > 0) : [];
+      if (!ops.length) { box.replaceChildren(); return; }
+      const ms = (v) => (typeof v === 'number' ? (v / 1000).toFixed(v >= 100000 ? 0 : v >= 1000 ? 2 : 3) : '–');
+      const heads = ['class', 'count', 'rate (ops/s)', 'p50 (ms)', 'p95 (ms)', 'p99 (ms)', 'p99.9 (ms)', 'max (ms)', 'avg (ms)', 'errors', 'misses', 'hit ratio'];
+      const rows = ops.map((op) => {
+        const s = cum.ops[op];
+        const rt = s.responseTime || {};
+        const errs = Object.entries(s.failures || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n).join(', ');
+        const hit = op === 'read' && s.count > 0 ? (100 * (s.count - (s.misses || 0)) / s.count).toFixed(1) + ' %' : '–';
+        return el('tr', { 'data-op': op, 'data-count': String(s.count || 0) },
+          el('td', { text: op }), el('td', { text: String(s.count || 0) }), el('td', { text: (s.rate || 0).toFixed(1) }),
+          el('td', { text: ms(rt.p50) }), el('td', { text: ms(rt.p95) }), el('td', { text: ms(rt.p99) }),
+          el('td', { text: ms(rt.p999) }), el('td', { text: ms(rt.max) }), el('td', { text: ms(rt.mean) }),
+          el('td', { class: 'errors', text: errs || '0' }), el('td', { text: String(s.misses || 0) }), el('td', { text: hit }));
+      });
+      const secs = cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '';
+      box.replaceChildren(el('table', {},
+        el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
+        el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', text: h })))),
+        el('tbody', {}, ...rows)));
+    }
+
     queueRender() {
       if (this.renderQueued) return;
       this.renderQueued = true;
@@ -382,11 +443,8 @@
     render() {
       if (!this.grid) return;
       const t0 = performance.now();
-      if (this.grid.ops.length === 2 && this.store.hasData('backfill')) {
-        const c = this.q('[data-role=charts]');
-        c.replaceChildren();
-        this.grid = new Grid(c, ['read', 'write', 'backfill']);
-      }
+      const ops = this.visibleOps();
+      if (ops.join() !== this.grid.ops.join()) this.rebuildGrid(ops);
       this.grid.update(this.store.columns(this.windowSecs));
       this.root.dataset.points = String(this.store.total);
       const last = this.store.last;
@@ -440,7 +498,7 @@
       document.body.append(a);
       a.click();
       a.remove();
-      this.say('HTML report downloaded.', 'ok');
+      this.say('HTML report downloaded.', 'ok', 'results');
     }
 
     async downloadReport() {
@@ -452,9 +510,9 @@
         a.click();
         a.remove();
         setTimeout(() => URL.revokeObjectURL(a.href), 60000);
-        this.say('Report downloaded.', 'ok');
+        this.say('Report downloaded.', 'ok', 'results');
       } catch (e) {
-        this.say('Report failed: ' + e.message, 'error');
+        this.say('Report failed: ' + e.message, 'error', 'results');
       }
     }
   }

@@ -10,14 +10,15 @@
   // Columns kept per op class, in this order. Latencies are converted from the API's
   // microseconds to milliseconds; target 0 (closed loop) becomes a gap, not a zero line.
   const FIELDS = ['rate', 'target',
-    'resp50', 'resp99', 'resp999', 'respMax', 'svc50', 'svc99', 'svc999', 'svcMax',
+    'resp50', 'resp95', 'resp99', 'resp999', 'respMax', 'respAvg', 'svc50', 'svc99', 'svc999', 'svcMax',
     ...ERROR_CLASSES.map((c) => 'err_' + c),
     'hit', 'backlog', 'count', 'misses'];
   const NF = FIELDS.length;
   const F = Object.fromEntries(FIELDS.map((f, i) => [f, i]));
+  const LATENCY = ['resp50', 'resp95', 'resp99', 'resp999', 'respMax', 'respAvg', 'svc50', 'svc99', 'svc999', 'svcMax'];
   // How a column is folded when points are downsampled: latencies and backlog keep the
   // worst value of the bucket, everything else is averaged (hit ratio from the sums).
-  const FOLD_MAX = new Set(['resp50', 'resp99', 'resp999', 'respMax', 'svc50', 'svc99', 'svc999', 'svcMax', 'backlog']);
+  const FOLD_MAX = new Set([...LATENCY, 'backlog']);
 
   function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
 
@@ -32,10 +33,14 @@
       const rt = s.responseTime || {}, st = s.serviceTime || {};
       out[b + F.rate] = num(s.rate);
       out[b + F.target] = s.targetRate > 0 ? s.targetRate : null;
-      out[b + F.resp50] = num(rt.p50) / 1000; out[b + F.resp99] = num(rt.p99) / 1000;
-      out[b + F.resp999] = num(rt.p999) / 1000; out[b + F.respMax] = num(rt.max) / 1000;
-      out[b + F.svc50] = num(st.p50) / 1000; out[b + F.svc99] = num(st.p99) / 1000;
-      out[b + F.svc999] = num(st.p999) / 1000; out[b + F.svcMax] = num(st.max) / 1000;
+      // A second without operations has no latency: a gap in the chart, not "0 ms".
+      if (s.count > 0) {
+        out[b + F.resp50] = num(rt.p50) / 1000; out[b + F.resp95] = num(rt.p95) / 1000;
+        out[b + F.resp99] = num(rt.p99) / 1000; out[b + F.resp999] = num(rt.p999) / 1000;
+        out[b + F.respMax] = num(rt.max) / 1000; out[b + F.respAvg] = num(rt.mean) / 1000;
+        out[b + F.svc50] = num(st.p50) / 1000; out[b + F.svc99] = num(st.p99) / 1000;
+        out[b + F.svc999] = num(st.p999) / 1000; out[b + F.svcMax] = num(st.max) / 1000;
+      }
       const fl = s.failures || {};
       ERROR_CLASSES.forEach((c) => { out[b + F['err_' + c]] = num(fl[c]) / secs; });
       out[b + F.count] = num(s.count); out[b + F.misses] = num(s.misses);
@@ -100,13 +105,15 @@
       if (!this.coarse) return;
       const key = Math.floor(t / this.bucketSecs);
       if (this.bucket && this.bucket.key !== key) {
-        this.coarse.push(this.bucket.key * this.bucketSecs, this.bucket.vals.map((v, c) => {
+        // A minute point sits at its first sample, not at the start of its minute: a
+        // server started at 15:57:40 has no data at 15:57:00.
+        this.coarse.push(this.bucket.first, this.bucket.vals.map((v, c) => {
           if (this.bucket.n[c] === 0) return null;
           return FOLD_MAX.has(FIELDS[c % NF]) ? v : v / this.bucket.n[c];
         }));
         this.bucket = null;
       }
-      if (!this.bucket) this.bucket = { key, vals: new Array(vals.length).fill(0), n: new Array(vals.length).fill(0) };
+      if (!this.bucket) this.bucket = { key, first: t, vals: new Array(vals.length).fill(0), n: new Array(vals.length).fill(0) };
       const b = this.bucket;
       vals.forEach((v, c) => {
         if (v === null) return;
@@ -115,48 +122,60 @@
       });
     }
     // columns returns {t: [...], get(op, field) -> [...]} for the window: seconds back from
-    // the newest point, or 0 for everything kept (minute points before the hour of 1 Hz).
+    // the newest point, or 0 for everything kept. Minute points are used only for minutes
+    // that ended before the first 1 s point, so a rollup is never drawn where 1 s data
+    // exists. Where samples are missing (the page or the server was away, or between the
+    // minute points and the 1 s points) a null point makes a gap instead of a diagonal.
     columns(windowSecs) {
       const end = this.fine.lastT() + 1;
       const t0 = windowSecs > 0 ? end - windowSecs : -Infinity;
       const [fa, fb] = this.fine.range(t0, Infinity);
-      const [ca, cb] = !this.coarse || (windowSecs > 0 && t0 >= this.fine.firstT()) ? [0, 0] : this.coarse.range(t0, this.fine.firstT());
-      const n = (cb - ca) + (fb - fa);
-      const t = new Array(n);
-      for (let j = ca; j < cb; j++) t[j - ca] = this.coarse.time(j);
-      for (let j = fa; j < fb; j++) t[cb - ca + j - fa] = this.fine.time(j);
+      const fineStart = this.fine.len ? this.fine.firstT() : Infinity;
+      const cut = Math.floor(fineStart / this.bucketSecs) * this.bucketSecs;
+      const [ca, cb] = this.coarse ? this.coarse.range(t0, cut) : [0, 0];
+      const src = [], idx = [], t = [];
+      const add = (ring, step, a, b) => {
+        for (let j = a; j < b; j++) {
+          const tj = ring.time(j);
+          if (t.length && tj - t[t.length - 1] > 2.5 * step) { src.push(null); idx.push(0); t.push(t[t.length - 1] + step); }
+          src.push(ring); idx.push(j); t.push(tj);
+        }
+      };
+      if (this.coarse) add(this.coarse, this.bucketSecs, ca, cb);
+      if (cb > ca && fb > fa) { src.push(null); idx.push(0); t.push(t[t.length - 1] + this.bucketSecs / 2); }
+      add(this.fine, 1, fa, fb);
+      const n = t.length;
       const cache = {};
       const get = (op, field) => {
         const c = OPS.indexOf(op) * NF + F[field];
         if (cache[c]) return cache[c];
         const out = new Array(n);
-        for (let j = ca; j < cb; j++) out[j - ca] = this.coarse.at(c, j);
-        for (let j = fa; j < fb; j++) out[cb - ca + j - fa] = this.fine.at(c, j);
+        for (let k = 0; k < n; k++) out[k] = src[k] ? src[k].at(c, idx[k]) : null;
         return (cache[c] = out);
       };
       return { t, get, n };
     }
-    // hasData tells whether an op class ever did anything (the backfill column is shown
-    // only then).
-    hasData(op) {
+    // hasData tells whether an op class did anything in the last windowSecs (all kept
+    // data when 0): classes that did nothing get no charts.
+    hasData(op, windowSecs) {
       const c = OPS.indexOf(op) * NF + F.count;
-      for (let j = 0; j < this.fine.len; j++) if (this.fine.at(c, j) > 0) return true;
-      for (let j = 0; this.coarse && j < this.coarse.len; j++) if (this.coarse.at(c, j) > 0) return true;
+      const t0 = windowSecs > 0 ? this.fine.lastT() + 1 - windowSecs : -Infinity;
+      for (let j = 0; j < this.fine.len; j++) if (this.fine.time(j) >= t0 && this.fine.at(c, j) > 0) return true;
+      for (let j = 0; this.coarse && j < this.coarse.len; j++) if (this.coarse.time(j) >= t0 && this.coarse.at(c, j) > 0) return true;
       return false;
     }
   }
-
   const C = { blue: '#1f5fbf', orange: '#d9730d', red: '#c62828', purple: '#6a3d9a', grey: '#666', green: '#2e7d32', brown: '#8d5524', teal: '#00838f', pink: '#ad1457' };
-  const LAT = [['50', 'p50', C.blue], ['99', 'p99', C.orange], ['999', 'p99.9', C.red], ['Max', 'max', C.purple]];
+  const LAT = [['50', 'p50', C.blue], ['95', 'p95', C.teal], ['99', 'p99', C.orange], ['999', 'p99.9', C.red], ['Max', 'max', C.purple], ['Avg', 'avg', C.grey]];
 
   // CHARTS lists every chart: title, y unit, which op classes have it, and its series.
   const CHARTS = [
     { id: 'throughput', title: 'Throughput', unit: 'ops/s', series: [
       { field: 'rate', label: 'achieved', stroke: C.blue, fill: 'rgba(31,95,191,0.08)' },
       { field: 'target', label: 'target', stroke: C.grey, dash: [6, 4] }] },
-    { id: 'latency', title: 'Latency', unit: 'ms', series: [
+    { id: 'latency', title: 'Latency', unit: 'ms', log: true, series: [
       ...LAT.map(([k, l, c]) => ({ field: 'resp' + k, label: 'response ' + l, stroke: c })),
-      ...LAT.map(([k, l, c]) => ({ field: 'svc' + k, label: 'service ' + l, stroke: c, dash: [3, 3], show: k === '50' || k === '99' }))] },
+      ...LAT.filter(([k]) => k !== '95' && k !== 'Avg').map(([k, l, c]) => ({ field: 'svc' + k, label: 'service ' + l, stroke: c, dash: [3, 3], show: k === '50' || k === '99' }))] },
     { id: 'errors', title: 'Errors by class', unit: 'errors/s', series:
       ERROR_CLASSES.map((c, i) => ({ field: 'err_' + c, label: c, stroke: [C.red, C.orange, C.teal, C.pink, C.brown][i] })) },
     { id: 'hit', title: 'Cache hit ratio', unit: '%', ops: ['read'], range: [0, 100], series: [
@@ -172,8 +191,22 @@
     return s + ' ' + unit;
   }
 
+  // clock formats a time (seconds) for the legend: the time under the cursor.
+  function clock(t) {
+    const d = new Date(t * 1000);
+    return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+  }
+
+  // decades keeps the grid lines of a log axis at powers of ten; lines at every 2..9 of
+  // each decade make a grey band that hides the series.
+  function decades(u, splits) {
+    return splits.map((v) => (v > 0 && Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9 ? v : null));
+  }
+
   // tick formats an axis value: short, with k/M for thousands and millions.
   function tick(v) {
+    // A log axis leaves some splits without a label (null).
+    if (v === null || v === undefined) return '';
     const a = Math.abs(v);
     if (a >= 1e6) return +(v / 1e6).toPrecision(3) + 'M';
     if (a >= 1e3) return +(v / 1e3).toPrecision(3) + 'k';
@@ -182,8 +215,11 @@
 
   // makeChart draws one chart of one op class into el and returns a handle whose
   // update(cols) sets its data.
-  function makeChart(el, def, op, width, minSpan) {
-    const series = [{}].concat(def.series.map((s) => ({
+  // With log, a chart that allows it (latency) uses a log y axis: one 500 ms stall does not
+  // flatten eight series of 1 ms into the x axis.
+  function makeChart(el, def, op, width, minSpan, log) {
+    const logY = !!(log && def.log);
+    const series = [{ value: (u, v) => (v === null || v === undefined ? '–' : clock(v)) }].concat(def.series.map((s) => ({
       label: s.label, stroke: s.stroke, width: 1.5, dash: s.dash, fill: s.fill, show: s.show !== false,
       spanGaps: false, value: (u, v) => fmt(v, def.unit),
     })));
@@ -194,11 +230,12 @@
       legend: { live: true },
       // The live page shows at least a minute across, so a fresh run does not zoom into
       // sub-second ticks; a report spans exactly its run.
-      scales: { x: { time: true, range: (u, min, max) => (max - min < minSpan ? [max - minSpan, max] : [min, max]) }, y: def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      scales: { x: { time: true, range: (u, min, max) => (max - min < minSpan ? [max - minSpan, max] : [min, max]) },
+        y: logY ? { distr: 3, log: 10 } : def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' } },
-        { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' }, size: 64, label: def.unit, labelSize: 18,
-          values: (u, splits) => splits.map(tick) },
+        { stroke: '#333', grid: Object.assign({ stroke: '#eee' }, logY && { filter: decades }), ticks: Object.assign({ stroke: '#ccc' }, logY && { filter: decades }),
+          size: 64, label: def.unit, labelSize: 18, values: (u, splits) => splits.map(tick) },
       ],
     };
     const u = new global.uPlot(opts, [[]].concat(def.series.map(() => [])), el);
@@ -228,7 +265,9 @@
     return {
       plot: u,
       update(cols) {
-        u.setData([cols.t].concat(def.series.map((s) => cols.get(op, s.field))));
+        // A log axis has no zero: a zero latency is left out rather than drawn at -inf.
+        const col = (f) => (logY ? cols.get(op, f).map((v) => (v > 0 ? v : null)) : cols.get(op, f));
+        u.setData([cols.t].concat(def.series.map((s) => col(s.field))));
         // setData redraws (and resets the legend) in a microtask; set the legend after it.
         queueMicrotask(showLatest);
         const last = cols.n ? cols.get(op, def.series[0].field)[cols.n - 1] : null;
@@ -236,23 +275,26 @@
         const fig = el.closest('figure') || el;
         fig.dataset.last = last === null || last === undefined ? '' : String(last);
         fig.dataset.points = String(cols.n);
+        fig.dataset.scale = logY ? 'log' : 'linear';
       },
       resize(w) { u.setSize({ width: w, height: 170 }); },
     };
   }
 
   // Grid lays out every chart for the given op classes in a container: one row per
-  // chart kind, one column per op class. opts.minSpan: narrowest x range in seconds.
+  // chart kind, one column per op class (one column in all on a narrow screen). Charts an
+  // op class does not have (cache hit ratio for writes) are left out, not shown empty.
+  // opts.minSpan: narrowest x range in seconds; opts.log: log y axis for latency.
   class Grid {
     constructor(container, ops, opts) {
       this.container = container; this.charts = []; this.ops = ops;
+      this.log = !!(opts && opts.log);
       const minSpan = opts && opts.minSpan !== undefined ? opts.minSpan : 60;
-      const cols = ops.length;
       container.classList.add('chart-grid');
-      container.style.setProperty('--cols', String(cols));
       const width = this.colWidth();
       for (const def of CHARTS) {
         for (const op of ops) {
+          if (def.ops && !def.ops.includes(op)) continue;
           const fig = document.createElement('figure');
           fig.className = 'chart';
           fig.dataset.chart = def.id; fig.dataset.op = op;
@@ -260,22 +302,19 @@
           cap.textContent = op + ' · ' + def.title + ' (' + def.unit + ')';
           fig.appendChild(cap);
           container.appendChild(fig);
-          if (def.ops && !def.ops.includes(op)) {
-            fig.classList.add('empty');
-            const p = document.createElement('p');
-            p.className = 'muted'; p.textContent = 'reads only';
-            fig.appendChild(p);
-            continue;
-          }
           const body = document.createElement('div');
           fig.appendChild(body);
-          this.charts.push({ op, def, fig, chart: makeChart(body, def, op, width, minSpan) });
+          this.charts.push({ op, def, fig, chart: makeChart(body, def, op, width, minSpan, this.log) });
         }
       }
     }
+    // colWidth sets the number of columns for the container's width (CSS grid and the
+    // canvases must agree, or charts overlap) and returns one column's width.
     colWidth() {
       const w = this.container.clientWidth || 900;
-      return Math.max(240, Math.floor(w / this.ops.length) - 24);
+      const cols = w < 640 ? 1 : this.ops.length;
+      this.container.style.setProperty('--cols', String(cols));
+      return Math.max(200, Math.floor((w - 14 * (cols - 1)) / cols) - 2);
     }
     update(cols) { for (const c of this.charts) c.chart.update(cols); }
     resize() { const w = this.colWidth(); for (const c of this.charts) c.chart.resize(w); }
