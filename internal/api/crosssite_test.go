@@ -61,6 +61,8 @@ var mustChangeState = []stateRoute{
 	{"POST", "/api/v1/stats/reset"},
 	{"PATCH", "/api/v1/config"},
 	{"PUT", "/api/v1/kv/{key}"},
+	{"POST", "/api/v1/session"},
+	{"DELETE", "/api/v1/session"},
 }
 
 // crossSiteHeaders are what browsers send with a request made by a page on another site,
@@ -93,6 +95,8 @@ func stateRequest(e *env, r stateRoute, token string, headers map[string]string)
 		body = `{"values":{"workload.readRate":"20000","workload.readers":"64"}}`
 	case path == "/api/v1/kv/T1":
 		body = `{"value":"aGk="}`
+	case path == "/api/v1/session" && r.method == http.MethodPost:
+		body = `{"token":"` + testToken + `"}`
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	e.t.Cleanup(cancel)

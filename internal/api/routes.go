@@ -39,9 +39,9 @@ func register[I, O any](s *Server, eff effect, op huma.Operation, errs []int, h 
 			next(ctx)
 		})
 	}
-	if op.Path != "/health" {
+	if !public(op.Method, op.Path) {
 		errs = append(errs, http.StatusUnauthorized)
-		op.Security = []map[string][]string{{"bearer": {}}}
+		op.Security = []map[string][]string{{"bearer": {}}, {"session": {}}}
 	} else {
 		op.Security = []map[string][]string{}
 	}

@@ -13,7 +13,6 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +34,7 @@ import (
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/web"
 )
 
 // DefaultListen is where the service listens unless told otherwise: loopback only, so an
@@ -84,6 +84,8 @@ type Server struct {
 	hub      *hub
 	unsub    func()
 	token    [sha256.Size]byte
+	sessions *sessions           // browser sessions (POST /api/v1/session)
+	login    http.Handler        // the login page for browsers without a session; nil without a token or UI
 	origins  *crossorigin.Policy // the CORS allowlist, also trusted by the cross-site checks
 	declared []declaredRoute     // every route with its declared effect, in registration order
 	started  time.Time           // start of the span GET /api/v1/report covers
@@ -116,7 +118,11 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, inst: opts.Instance, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), hub: newHub(), origins: origins}
+	s := &Server{opts: opts, inst: opts.Instance, log: log, mux: http.NewServeMux(), reg: prometheus.NewRegistry(), hub: newHub(), origins: origins,
+		sessions: newSessions()}
+	if opts.Token != "" && opts.UI != nil {
+		s.login = web.LoginPage(web.Options{Version: opts.Version})
+	}
 	s.token = sha256.Sum256([]byte(opts.Token))
 	s.started, s.usage0 = time.Now(), report.ReadUsage()
 	m, err := newMetrics(s.reg)
@@ -135,13 +141,15 @@ func New(opts Options) (*Server, error) {
 	cfg.RejectUnknownQueryParameters = true
 	cfg.Info.Description = "Control and observe one ndbench node: driver lifecycle, load, backfill, live configuration and statistics."
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
-		"bearer": {Type: "http", Scheme: "bearer", Description: "Required when the server was started with a token (--token or NDBENCH_TOKEN)."},
+		"bearer":  {Type: "http", Scheme: "bearer", Description: "Required when the server was started with a token (--token or NDBENCH_TOKEN)."},
+		"session": {Type: "apiKey", In: "cookie", Name: SessionCookie, Description: "The alternative for browsers: the session cookie POST /api/v1/session sets in exchange for the token."},
 	}
 	cfg.Transformers = append(cfg.Transformers, hideRejectedValues)
 	// A map of our own: huma's DefaultFormats is shared by every huma API in the process.
 	cfg.Formats = map[string]huma.Format{"application/json": jsonFormat, "json": jsonFormat}
 	s.api = humago.New(s.mux, cfg)
 	s.routes()
+	s.sessionRoutes()
 	s.streamRoute()
 	s.handle(readOnly, "GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	s.handle(readOnly, "GET /docs", http.HandlerFunc(s.docs))
@@ -349,9 +357,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// auth requires the bearer token on every route but /health (and CORS preflights, which
-// browsers send without credentials). Tokens are compared as hashes in constant time, so
-// neither their content nor their length leaks through timing.
+// public tells whether a route needs no credentials: the health check, and the login,
+// which checks the token itself.
+func public(method, path string) bool {
+	return path == "/health" || (method == http.MethodPost && path == "/api/v1/session")
+}
+
+// auth requires the bearer token, or the cookie of a session opened with it, on every
+// route but the public ones (and CORS preflights, which browsers send without
+// credentials). A browser without a session that asks for a page gets the login page
+// (and the UI's static assets, which hold no data), nothing else. Tokens are compared as
+// hashes in constant time, so neither their content nor their length leaks through timing.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.opts.Token == "" {
 		// Without a token the server listens on loopback only. A request naming another
@@ -370,19 +386,39 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" {
+		if public(r.Method, r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got, ok := bearerToken(r.Header.Get("Authorization"))
-		sum := sha256.Sum256([]byte(got))
-		if !ok || subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ndbench"`)
-			writeProblem(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token>")
+		if got, ok := bearerToken(r.Header.Get("Authorization")); ok && s.checkToken(got) {
+			next.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
+		if s.sessions.valid(sessionFrom(r)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if s.login != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && uiPath(r.URL.Path) {
+			if strings.HasPrefix(r.URL.Path, web.StaticPrefix) {
+				s.opts.UI.ServeHTTP(w, r)
+			} else {
+				s.login.ServeHTTP(w, r)
+			}
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ndbench"`)
+		writeProblem(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <token> (browsers: log in at / for a session cookie)")
 	})
+}
+
+// uiPath tells whether a path belongs to the UI rather than to the API's own routes.
+func uiPath(p string) bool {
+	for _, prefix := range []string{"/api/", "/REST/", "/openapi", "/docs", "/metrics", "/health"} {
+		if strings.HasPrefix(p, prefix) {
+			return false
+		}
+	}
+	return true
 }
 
 // cors answers browsers from allowlisted origins only; other origins get no CORS headers,
@@ -409,7 +445,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			writeProblem(w, http.StatusForbidden, "origin "+origin+" is not allowed (see --cors-origin)")
 			return
 		}
-		w.Header().Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH")
+		w.Header().Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
 		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
 		w.Header().Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)

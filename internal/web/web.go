@@ -63,6 +63,7 @@ type asset struct {
 
 type handler struct {
 	page   []byte // the rendered page; it depends only on Options
+	login  []byte // the rendered login page
 	assets map[string]*asset
 }
 
@@ -126,7 +127,7 @@ func newHandler(opts Options) (*handler, error) {
 			}
 			return StaticPrefix + name + "?v=" + a.hash, nil
 		},
-	}).ParseFS(files, "templates/index.html")
+	}).ParseFS(files, "templates/index.html", "templates/login.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: parse page template: %w", err)
 	}
@@ -146,6 +147,11 @@ func newHandler(opts Options) (*handler, error) {
 		return nil, fmt.Errorf("web: render page: %w", err)
 	}
 	h.page = page.Bytes()
+	var login bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&login, "login.html", map[string]any{"Title": opts.Title, "Version": opts.Version}); err != nil {
+		return nil, fmt.Errorf("web: render login page: %w", err)
+	}
+	h.login = login.Bytes()
 	return h, nil
 }
 
@@ -154,6 +160,40 @@ func newHandler(opts Options) (*handler, error) {
 // wider because instances of a cluster may live on other origins.
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
 	"connect-src 'self' http: https:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+// LoginPage returns the page a browser without a session gets from a token-protected
+// node, at any path: a form that exchanges the token for a session cookie (POST
+// /api/v1/session) and reloads. It shows no data. Its assets are the UI's, served under
+// StaticPrefix by Handler.
+func LoginPage(opts Options) http.Handler {
+	h, err := newHandler(opts)
+	if err != nil {
+		panic(err) // embedded files: a build defect, as in Handler
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", loginSecurityPolicy)
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		// Never cached: after login the same URL is the UI.
+		w.Header().Set("Cache-Control", "no-store")
+		// 401: the page is the way to authenticate, not the resource asked for.
+		w.WriteHeader(http.StatusUnauthorized)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(h.login)
+		}
+	})
+}
+
+// loginSecurityPolicy is the UI's policy with requests limited to this origin: the login
+// page talks to no other instance.
+const loginSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

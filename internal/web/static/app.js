@@ -526,6 +526,18 @@
     v.start();
   }
 
+  // Log out is offered when this tab logged in (the session cookie is HttpOnly, so the
+  // page cannot see it; the login page leaves a flag in sessionStorage).
+  const logout = document.querySelector('[data-action=logout]');
+  if (logout && sessionStorage.getItem('ndbench-session')) {
+    logout.hidden = false;
+    logout.addEventListener('click', async () => {
+      await fetch('/api/v1/session', { method: 'DELETE', credentials: 'same-origin' }).catch(() => {});
+      sessionStorage.removeItem('ndbench-session');
+      location.reload();
+    });
+  }
+
   // A read-only handle for tests and for poking at the page from the console.
   window.ndbenchUI = {
     instances,
