@@ -430,7 +430,7 @@
       const secs = cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '';
       box.replaceChildren(el('table', {},
         el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
-        el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', text: h })))),
+        el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
         el('tbody', {}, ...rows)));
     }
 
