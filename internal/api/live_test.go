@@ -67,8 +67,8 @@ func TestLiveChanges(t *testing.T) {
 			// The first whole interval after the change should already be on target; on a
 			// machine busy with other tests the pacer may fall behind for a moment and
 			// catch up in the next, which is what open-loop pacing is for.
-			e.waitInterval("achieved read rate 20000/s ±2% over a whole interval", since, func(s stats.Summary) bool {
-				return read(s).TargetRate == 20000 && within(read(s).Rate, 20000, 0.02)
+			e.waitInterval("achieved read rate 20000/s within 5% over a whole interval", since, func(s stats.Summary) bool {
+				return read(s).TargetRate == 20000 && within(read(s).Rate, 20000, rateTolerance)
 			})
 		}},
 		{"writers 4 -> 64", []string{"workload.writers", "64"}, func(since time.Time) {
@@ -121,6 +121,11 @@ func TestLiveChanges(t *testing.T) {
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
+			// The env's helpers fail the test they are given: the subtest, not its parent
+			// (FailNow on a parent from a subtest's goroutine is a test bug).
+			parent := e.t
+			e.t = t
+			defer func() { e.t = parent }()
 			since, b := patch(s.patch...)
 			if len(b.Pending) != 0 {
 				t.Errorf("live change left pending keys %v", b.Pending)
@@ -139,6 +144,13 @@ func TestLiveChanges(t *testing.T) {
 		}
 	})
 }
+
+// rateTolerance is how far one whole interval's achieved rate may be from a new target. Ops
+// that fell due before a change keep their intended times (a stall must stay in the
+// numbers), so a pacer that was a moment behind when the rate changed, on a machine shared
+// with the rest of the test suite, catches up in the next interval and adds a few percent
+// to it; 5% still tells every step of these tests apart.
+const rateTolerance = 0.05
 
 func sum(m map[string]int64) int64 {
 	var n int64
