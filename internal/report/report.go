@@ -27,7 +27,10 @@ type Report struct {
 	Started       time.Time `json:"started"`
 	Ended         time.Time `json:"ended"`
 	Seconds       float64   `json:"seconds"`
-	Driver        Driver    `json:"driver"`
+	// WarmupSeconds is how long the load ran before Started: excluded from every figure
+	// but the series, which shows it.
+	WarmupSeconds float64 `json:"warmupSeconds,omitempty"`
+	Driver        Driver  `json:"driver"`
 	// Ops has "read" and "write" always, and "backfill" when one ran.
 	Ops      map[string]stats.OpSummary `json:"ops"`
 	Backfill *engine.BackfillStatus     `json:"backfill,omitempty"`
@@ -94,6 +97,9 @@ type Input struct {
 	Snapshot    *config.Snapshot
 	// UsageStart and UsageEnd bracket the measured span.
 	UsageStart, UsageEnd Usage
+	// Warmup is how long the load ran before the measured span (excluded from the figures,
+	// kept in the series).
+	Warmup time.Duration
 }
 
 // Build assembles a report and its warnings.
@@ -104,6 +110,7 @@ func Build(in Input) *Report {
 		Started:       in.Started,
 		Ended:         in.Ended,
 		Seconds:       in.Ended.Sub(in.Started).Seconds(),
+		WarmupSeconds: in.Warmup.Seconds(),
 		Driver:        Driver{Name: in.DriverName, Info: in.DriverInfo, Stats: in.DriverStats, Panics: in.Panics},
 		Ops:           map[string]stats.OpSummary{},
 		Backfill:      in.Backfill,
