@@ -219,3 +219,40 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: exit %d, %q", code, out)
 	}
 }
+
+// TestRunWarmupIsExcluded: with --warmup the load runs first, the series shows it, and the
+// summary and report count only what came after (issue 11's warm-up).
+func TestRunWarmupIsExcluded(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--warmup", "1500ms", "--duration", "1s",
+		"--set", "workload.readRate=1000", "--set", "workload.writeEnabled=false", "--report", rep)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "warm-up of 1.5s done") {
+		t.Errorf("output does not say the warm-up ended:\n%s", out)
+	}
+	r := readReport(t, rep)
+	if r.WarmupSeconds != 1.5 {
+		t.Errorf("warmupSeconds %v, want 1.5", r.WarmupSeconds)
+	}
+	// About 1,000 reads measured in the 1 s after the warm-up, not 2,500.
+	if n := r.Ops["read"].Count; n < 700 || n > 1400 {
+		t.Errorf("%d reads in the report: the warm-up's are counted too, or the run's are missing", n)
+	}
+	if r.Seconds > 1.6 {
+		t.Errorf("report spans %.1f s: it includes the warm-up", r.Seconds)
+	}
+	var before int
+	for _, p := range r.Series {
+		if p.Time.Before(r.Started) && p.Ops["read"].Count > 0 {
+			before++
+		}
+	}
+	if before == 0 {
+		t.Error("the series does not show the warm-up")
+	}
+	if code, _, errOut := ndbench(t, nil, "run", "--driver", "memory", "--warmup", "-1s"); code != 2 || !strings.Contains(errOut, "--warmup") {
+		t.Errorf("--warmup -1s: exit %d, %q", code, errOut)
+	}
+}

@@ -22,6 +22,7 @@ import (
 type runFlags struct {
 	configSources
 	duration   time.Duration
+	warmup     time.Duration
 	backfill   bool
 	report     string
 	reportHTML string
@@ -76,7 +77,8 @@ start) is reported alongside.`,
 		},
 	}
 	f.bind(cmd)
-	cmd.Flags().DurationVar(&f.duration, "duration", 0, "how long to run the load (0 = until interrupted)")
+	cmd.Flags().DurationVar(&f.duration, "duration", 0, "how long to run the load (0 = until interrupted), after the warm-up")
+	cmd.Flags().DurationVar(&f.warmup, "warmup", 0, "run the load this long before measuring: the time series shows it, the summary and report exclude it")
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
 	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
@@ -85,6 +87,9 @@ start) is reported alongside.`,
 }
 
 func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
+	if f.warmup < 0 {
+		return usageError{fmt.Errorf("--warmup: invalid value %s; allowed: 0 (none) or a positive duration", f.warmup)}
+	}
 	if f.duration < 0 {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
@@ -177,9 +182,25 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 
 	// Interrupted during the backfill: no load phase, but the summary and the report of
 	// what was done still follow.
+	var warmedUp time.Duration
 	if ctx.Err() == nil {
 		if err := e.Start(); err != nil {
 			return err
+		}
+		if f.warmup > 0 {
+			// The store and the client warm up under the real load; what they do meanwhile
+			// stays in the time series but not in the figures a user compares.
+			t := time.NewTimer(f.warmup)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+				coll.Tick(time.Now())
+				coll.Reset()
+				usage0, started = report.ReadUsage(), time.Now()
+				warmedUp = f.warmup
+				fmt.Fprintf(io.out, "warm-up of %s done: measuring from here\n", f.warmup)
+			}
+			t.Stop()
 		}
 		var timeout <-chan time.Time
 		if f.duration > 0 {
@@ -213,6 +234,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		Snapshot:    snap,
 		UsageStart:  usage0,
 		UsageEnd:    usage1,
+		Warmup:      warmedUp,
 	}
 	if ci, ok := d.(driver.ConnectionInfoer); ok {
 		in.DriverInfo = ci.ConnectionInfo()

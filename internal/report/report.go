@@ -27,7 +27,10 @@ type Report struct {
 	Started       time.Time `json:"started"`
 	Ended         time.Time `json:"ended"`
 	Seconds       float64   `json:"seconds"`
-	Driver        Driver    `json:"driver"`
+	// WarmupSeconds is how long the load ran before Started: excluded from every figure
+	// but the series, which shows it.
+	WarmupSeconds float64 `json:"warmupSeconds,omitempty"`
+	Driver        Driver  `json:"driver"`
 	// Ops has "read" and "write" always, and "backfill" when one ran.
 	Ops      map[string]stats.OpSummary `json:"ops"`
 	Backfill *engine.BackfillStatus     `json:"backfill,omitempty"`
@@ -94,6 +97,9 @@ type Input struct {
 	Snapshot    *config.Snapshot
 	// UsageStart and UsageEnd bracket the measured span.
 	UsageStart, UsageEnd Usage
+	// Warmup is how long the load ran before the measured span (excluded from the figures,
+	// kept in the series).
+	Warmup time.Duration
 }
 
 // Build assembles a report and its warnings.
@@ -104,6 +110,7 @@ func Build(in Input) *Report {
 		Started:       in.Started,
 		Ended:         in.Ended,
 		Seconds:       in.Ended.Sub(in.Started).Seconds(),
+		WarmupSeconds: in.Warmup.Seconds(),
 		Driver:        Driver{Name: in.DriverName, Info: in.DriverInfo, Stats: in.DriverStats, Panics: in.Panics},
 		Ops:           map[string]stats.OpSummary{},
 		Backfill:      in.Backfill,
@@ -119,6 +126,9 @@ func Build(in Input) *Report {
 		// mattered is the one in force while the class ran.
 		if t, _ := runTarget(in.Series, op); t > 0 {
 			s.TargetRate = t
+		}
+		for _, p := range in.Series {
+			s.PeakWorkers = max(s.PeakWorkers, p.Ops[op].Workers)
 		}
 		r.Ops[op] = s
 	}
@@ -186,6 +196,9 @@ func warnings(r *Report, in Input) []string {
 				w = append(w, fmt.Sprintf("%s: offered %.0f of the %.0f ops/s target (%.1f%%): add workers, or the store is saturated; response times include the backlog", name, achieved, target, 100*achieved/target))
 			}
 		}
+		if most := maxWorkers(in, name); most > 0 && s.PeakWorkers >= most {
+			w = append(w, fmt.Sprintf("%s: the pool grew to its maximum of %d workers while behind its schedule: any backlog after that is queueing in the client, caused by the store's latency or by the maximum (raise workload.max%s)", name, most, poolKey(name)))
+		}
 		if s.Clamped > 0 {
 			w = append(w, fmt.Sprintf("%s: %d latencies exceeded the histograms' ceiling of %s and were recorded as %s: the top percentiles and the max understate them", name, s.Clamped, stats.HighestLatency, stats.HighestLatency))
 		}
@@ -200,6 +213,33 @@ func warnings(r *Report, in Input) []string {
 		w = append(w, fmt.Sprintf("backfill: %d keys could not be written after retries; reads of them will miss", b.Failed))
 	}
 	return w
+}
+
+// maxWorkers returns the elastic maximum of op's pool, or 0 when it cannot grow.
+func maxWorkers(in Input, op string) int {
+	if in.Snapshot == nil {
+		return 0
+	}
+	w := in.Snapshot.Config.Workload
+	switch op {
+	case "read":
+		if w.MaxReaders > w.Readers {
+			return w.MaxReaders
+		}
+	case "write":
+		if w.MaxWriters > w.Writers {
+			return w.MaxWriters
+		}
+	}
+	return 0
+}
+
+// poolKey is the suffix of op's maximum-workers option: Readers or Writers.
+func poolKey(op string) string {
+	if op == "write" {
+		return "Writers"
+	}
+	return "Readers"
 }
 
 // runTarget returns the target rate of op over the intervals in which it had workers (the

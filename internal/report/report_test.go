@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/stats"
 )
@@ -71,6 +72,28 @@ func TestClampedLatenciesWarn(t *testing.T) {
 	}
 	if got := strings.Join(r.Warnings, "\n"); !strings.Contains(got, "read: 3 latencies exceeded the histograms' ceiling of 1h0m0s") {
 		t.Errorf("warnings %q do not report the clamped latencies", got)
+	}
+}
+
+func TestElasticPoolAtItsMaximumWarns(t *testing.T) {
+	w := config.DefaultWorkload()
+	w.Readers, w.MaxReaders = 4, 10
+	for _, tc := range []struct {
+		peak int
+		warn bool
+	}{{6, false}, {10, true}} {
+		ps := points(1000, 1000)
+		ps[1].Ops["read"] = stats.OpSummary{TargetRate: 1000, Workers: tc.peak}
+		in := input(10, 1000, 10000, ps)
+		in.Snapshot = &config.Snapshot{Config: config.Config{Workload: w}}
+		r := Build(in)
+		if r.Ops["read"].PeakWorkers != tc.peak {
+			t.Errorf("peakWorkers %d, want %d", r.Ops["read"].PeakWorkers, tc.peak)
+		}
+		warned := strings.Contains(strings.Join(r.Warnings, "\n"), "grew to its maximum of 10 workers")
+		if warned != tc.warn {
+			t.Errorf("peak %d: warned %v, want %v (%q)", tc.peak, warned, tc.warn, r.Warnings)
+		}
 	}
 }
 

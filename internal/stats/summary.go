@@ -44,6 +44,9 @@ type OpSummary struct {
 	// TargetRate and Workers are the engine's settings at the end of the span.
 	TargetRate float64 `json:"targetRate"`
 	Workers    int     `json:"workers"`
+	// PeakWorkers is the most workers the class had in any interval of the span (an
+	// elastic pool grows while it falls behind); set by reports, from the series.
+	PeakWorkers int `json:"peakWorkers,omitempty"`
 	// BacklogMs and Pending are how far the pacer's schedule was behind, and how many
 	// intended ops were overdue, when the span ended.
 	BacklogMs float64 `json:"backlogMs"`
