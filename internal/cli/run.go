@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -152,6 +154,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	started := time.Now()
 	var backfill *engine.BackfillStatus
 	var backfillOps *stats.OpSummary
+	var backfillErrs []stats.ErrorMessage
 	if f.backfill || w.Backfill {
 		view.setBackfill(e.BackfillStatus)
 		st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
@@ -170,6 +173,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		fmt.Fprintln(io.out)
 		// The load phase is measured on its own; the backfill's figures are kept apart.
 		backfillOps = &bfSummary
+		backfillErrs = coll.Errors()["backfill"]
 		coll.Reset()
 		usage0, started = report.ReadUsage(), time.Now()
 		view.restart()
@@ -210,6 +214,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		Cumulative:  cum,
 		Series:      coll.Series(),
 		Backfill:    backfill,
+		Errors:      coll.Errors(),
 		Snapshot:    snap,
 		UsageStart:  usage0,
 		UsageEnd:    usage1,
@@ -223,6 +228,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	rep := report.Build(in)
 	if backfillOps != nil {
 		rep.Ops["backfill"] = *backfillOps
+		if len(backfillErrs) > 0 {
+			rep.Errors["backfill"] = backfillErrs
+		}
 	}
 	printSummary(io.out, rep)
 	if hdr != nil {
@@ -295,6 +303,7 @@ func printSummary(out io.Writer, r *report.Report) {
 				}
 			}
 			fmt.Fprintf(out, "%-9s errors by class: %s\n", "", strings.Join(parts, ", "))
+			printMessages(out, r.Errors[op])
 		}
 		var bad []string
 		for _, v := range stats.Validations {
@@ -310,6 +319,23 @@ func printSummary(out io.Writer, r *report.Report) {
 		r.Client.CPUCores, r.Client.OpsPerCPUSecond, float64(r.Client.MaxRSSBytes)/(1<<20))
 	for _, w := range r.Warnings {
 		fmt.Fprintln(out, "WARNING:", w)
+	}
+}
+
+// summaryMessages is how many failure messages per op class the summary prints; the
+// reports have all that were kept.
+const summaryMessages = 5
+
+// printMessages prints what the store said for an op's failures, most frequent first.
+func printMessages(out io.Writer, msgs []stats.ErrorMessage) {
+	sorted := slices.Clone(msgs)
+	slices.SortStableFunc(sorted, func(a, b stats.ErrorMessage) int { return cmp.Compare(b.Count, a.Count) })
+	for i, m := range sorted {
+		if i == summaryMessages {
+			fmt.Fprintf(out, "%-9s   ... %d more messages in the report\n", "", len(sorted)-i)
+			break
+		}
+		fmt.Fprintf(out, "%-9s   %s ×%d: %s\n", "", m.Class, m.Count, m.Message)
 	}
 }
 

@@ -31,7 +31,11 @@ type Report struct {
 	// Ops has "read" and "write" always, and "backfill" when one ran.
 	Ops      map[string]stats.OpSummary `json:"ops"`
 	Backfill *engine.BackfillStatus     `json:"backfill,omitempty"`
-	Client   Client                     `json:"client"`
+	// Errors has, per op class that failed, the latest distinct failure messages (at most
+	// stats.MaxErrorMessages per failure class, the most recently seen first), so that a
+	// count of failures comes with what the store said.
+	Errors map[string][]stats.ErrorMessage `json:"errors"`
+	Client Client                          `json:"client"`
 	// Warnings say when results should not be trusted as they stand.
 	Warnings []string `json:"warnings"`
 	// Config is the effective configuration, each value with its source; secrets redacted.
@@ -91,7 +95,9 @@ type Input struct {
 	Cumulative  stats.Summary
 	Series      []stats.Point
 	Backfill    *engine.BackfillStatus
-	Snapshot    *config.Snapshot
+	// Errors are the collector's failure messages (stats.Collector.Errors).
+	Errors   map[string][]stats.ErrorMessage
+	Snapshot *config.Snapshot
 	// UsageStart and UsageEnd bracket the measured span.
 	UsageStart, UsageEnd Usage
 }
@@ -108,7 +114,11 @@ func Build(in Input) *Report {
 		Ops:           map[string]stats.OpSummary{},
 		Backfill:      in.Backfill,
 		Series:        in.Series,
+		Errors:        map[string][]stats.ErrorMessage{},
 		Warnings:      []string{},
+	}
+	for op, msgs := range in.Errors {
+		r.Errors[op] = msgs
 	}
 	for _, op := range []string{"read", "write", "backfill"} {
 		s, ok := in.Cumulative.Ops[op]

@@ -25,7 +25,7 @@ type ErrorMessage struct {
 	Class string `json:"class"`
 	// Message is the error's text, credentials masked (driver.Shown), cut at
 	// MaxErrorMessageBytes. Messages that differ only in their digits are kept as one,
-	// with each run of digits shown as "N".
+	// each run of digits that differed shown as "N".
 	Message string `json:"message"`
 	// Count is how many failures had this message since the span started (a message
 	// dropped to make room and seen again starts counting again).
@@ -40,8 +40,8 @@ type ErrorMessage struct {
 type errEntry struct {
 	key, shown  string
 	count       int64
-	first, last int64 // unix nanoseconds
-	collapsed   bool  // messages differing in digits were merged into it
+	first, last int64  // unix nanoseconds
+	varies      uint64 // runs of digits shown as N: messages differing in them were merged
 }
 
 // errTable is a shard's messages for one failure class. It lives beside the interval
@@ -65,45 +65,59 @@ func cut(msg string) string {
 	return msg[:i]
 }
 
-// sameButDigits reports whether a and b are equal once every run of digits counts as
-// equal to every other run. It does not allocate.
-func sameButDigits(a, b string) bool {
-	i, j := 0, 0
+// digitRuns compares a and b treating every run of digits as equal to every other run.
+// When they are equal so, it returns which runs (by index; runs past 63 share bit 63)
+// hold different digits. It does not allocate.
+func digitRuns(a, b string) (differ uint64, same bool) {
+	i, j, run := 0, 0, 0
 	for i < len(a) && j < len(b) {
-		da, db := isDigit(a[i]), isDigit(b[j])
-		switch {
-		case da && db:
+		if isDigit(a[i]) && isDigit(b[j]) {
+			si, sj := i, j
 			for i < len(a) && isDigit(a[i]) {
 				i++
 			}
 			for j < len(b) && isDigit(b[j]) {
 				j++
 			}
-		case a[i] != b[j]:
-			return false
-		default:
-			i++
-			j++
+			if a[si:i] != b[sj:j] {
+				differ |= 1 << min(run, 63)
+			}
+			run++
+			continue
 		}
+		if a[i] != b[j] {
+			return 0, false
+		}
+		i++
+		j++
 	}
-	return i == len(a) && j == len(b)
+	return differ, i == len(a) && j == len(b)
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// collapseDigits replaces every run of digits with "N".
-func collapseDigits(s string) string {
+// collapseRuns replaces the runs of digits whose bit is set in runs (see digitRuns) with
+// "N", keeping the others: a limit or a port that every message shares stays readable.
+func collapseRuns(s string, runs uint64) string {
 	var b strings.Builder
 	b.Grow(len(s))
+	run := 0
 	for i := 0; i < len(s); i++ {
 		if !isDigit(s[i]) {
 			b.WriteByte(s[i])
 			continue
 		}
-		b.WriteByte('N')
-		for i+1 < len(s) && isDigit(s[i+1]) {
-			i++
+		j := i
+		for j+1 < len(s) && isDigit(s[j+1]) {
+			j++
 		}
+		if runs&(1<<min(run, 63)) != 0 {
+			b.WriteByte('N')
+		} else {
+			b.WriteString(s[i : j+1])
+		}
+		run++
+		i = j
 	}
 	return b.String()
 }
@@ -126,10 +140,10 @@ func (t *errTable) add(msg string, now int64) {
 	// make every failure a new message and push the informative ones out.
 	for i := range t.entries {
 		e := &t.entries[i]
-		if sameButDigits(e.key, key) {
-			if !e.collapsed {
-				e.collapsed = true
-				e.shown = collapseDigits(e.shown)
+		if differ, same := digitRuns(e.key, key); same {
+			if differ&^e.varies != 0 {
+				e.varies |= differ
+				e.shown = strings.Clone(cut(driver.Shown(false, collapseRuns(e.key, e.varies))))
 			}
 			t.bump(i, now)
 			return
