@@ -231,6 +231,9 @@ func TestRunExplainsFailures(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
+	if !strings.Contains(out, "attempted  succeeded") {
+		t.Errorf("summary does not show attempted beside succeeded:\n%s", out)
+	}
 	if !strings.Contains(out, "rejected ×") || !strings.Contains(out, "past maxBytes=") {
 		t.Errorf("summary does not show the rejected writes' message:\n%s", out)
 	}

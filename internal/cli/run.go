@@ -276,9 +276,10 @@ func loadText(enabled bool, workers int, rate float64) string {
 
 // printSummary prints the per-class table, response and service time side by side.
 func printSummary(out io.Writer, r *report.Report) {
-	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start)\n", r.Seconds)
-	fmt.Fprintf(out, "%-9s %-8s %12s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
-		"op", "latency", "count", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
+	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start;\n"+
+		"attempted = sent to the store, succeeded = answered (misses included), rate/s = succeeded per second)\n", r.Seconds)
+	fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
+		"op", "latency", "attempted", "succeeded", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
 	for _, op := range []string{"read", "write", "backfill"} {
 		s, ok := r.Ops[op]
 		if !ok || (s.Count == 0 && s.Errors == 0) {
@@ -288,11 +289,11 @@ func printSummary(out io.Writer, r *report.Report) {
 			name string
 			l    stats.Latency
 		}{{"response", s.ResponseTime}, {"service", s.ServiceTime}} {
-			name, cnt, rate, errs, miss := op, fmt.Sprint(s.Count), fmt.Sprintf("%.0f", s.Rate), fmt.Sprint(s.Errors), fmt.Sprint(s.Misses)
+			name, att, cnt, rate, errs, miss := op, fmt.Sprint(s.Count+s.Errors), fmt.Sprint(s.Count), fmt.Sprintf("%.0f", s.Rate), fmt.Sprint(s.Errors), fmt.Sprint(s.Misses)
 			if i > 0 {
-				name, cnt, rate, errs, miss = "", "", "", "", ""
+				name, att, cnt, rate, errs, miss = "", "", "", "", "", ""
 			}
-			fmt.Fprintf(out, "%-9s %-8s %12s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", name, lat.name, cnt, rate,
+			fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", name, lat.name, att, cnt, rate,
 				ms(lat.l.P50), ms(lat.l.P95), ms(lat.l.P99), ms(lat.l.P995), ms(lat.l.P999), ms(lat.l.Max), ms(lat.l.Mean), errs, miss)
 		}
 		if s.Errors > 0 {

@@ -130,6 +130,8 @@ func Build(in Input) *Report {
 		if t, _ := runTarget(in.Series, op); t > 0 {
 			s.TargetRate = t
 		}
+		// Summaries built elsewhere (merged from nodes, older producers) may lack them.
+		s.Attempted, s.Succeeded = s.Count+s.Errors, s.Count
 		r.Ops[op] = s
 	}
 	if in.Snapshot != nil {
@@ -166,6 +168,10 @@ const (
 	// lagWarn flags a start-lag p99 above this: operations started late against their
 	// schedule, so response times include the generator's own delay.
 	lagWarn = 10 * time.Millisecond
+	// missWarn flags reads that mostly missed, once more than missJudged answered: a run
+	// against an empty store measures misses, which are cheaper than reads of values.
+	missWarn   = 0.5
+	missJudged = 1000
 )
 
 func warnings(r *Report, in Input) []string {
@@ -191,9 +197,9 @@ func warnings(r *Report, in Input) []string {
 		// Only a class that ran at one constant target is judged against it; a run whose
 		// rate changed has no single number to compare with.
 		if target, constant := runTarget(in.Series, name); target > 0 && constant && span > 0 {
-			achieved := float64(s.Count+s.Errors) / span
-			if achieved < underRate*target {
-				w = append(w, fmt.Sprintf("%s: offered %.0f of the %.0f ops/s target (%.1f%%): add workers, or the store is saturated; response times include the backlog", name, achieved, target, 100*achieved/target))
+			attempted := float64(s.Attempted) / span
+			if attempted < underRate*target {
+				w = append(w, fmt.Sprintf("%s: attempted %.0f of the %.0f ops/s target (%.1f%%), of which %.0f ops/s succeeded: add workers, or the store is saturated; response times include the backlog", name, attempted, target, 100*attempted/target, float64(s.Succeeded)/span))
 			}
 		}
 		if s.Clamped > 0 {
@@ -202,6 +208,11 @@ func warnings(r *Report, in Input) []string {
 		if s.StartLag.P99 > float64(lagWarn.Microseconds()) {
 			w = append(w, fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms): response times include the generator's delay", name, s.StartLag.P99/1000))
 		}
+	}
+	if rd, ok := r.Ops["read"]; ok && in.Backfill == nil && rd.Count > missJudged && float64(rd.Misses) > missWarn*float64(rd.Count) {
+		w = append(w, fmt.Sprintf("read: %.0f%% of %d reads missed (key not found): the store holds few of the keys read; "+
+			"run with --backfill (or workload.backfill=true) to write every key first, or the latencies are those of misses",
+			100*float64(rd.Misses)/float64(rd.Count), rd.Count))
 	}
 	if r.Driver.Panics > 0 {
 		w = append(w, fmt.Sprintf("the driver panicked %d times; those operations count as failures (class other)", r.Driver.Panics))

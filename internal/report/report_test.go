@@ -44,7 +44,7 @@ func TestWarnings(t *testing.T) {
 		want string // substring of a warning; "" for none
 	}{
 		{"on target", input(10, 1000, 10000, points(1000, 1000)), ""},
-		{"under target", input(10, 1000, 9000, points(1000, 1000)), "offered 900 of the 1000 ops/s target"},
+		{"under target", input(10, 1000, 9000, points(1000, 1000)), "attempted 900 of the 1000 ops/s target"},
 		{"rate changed", input(10, 1000, 5000, points(1000, 2000)), ""},
 		{"closed loop", input(10, 0, 5, points(0, 0)), ""},
 	}
@@ -52,7 +52,7 @@ func TestWarnings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Build(tc.in)
 			got := strings.Join(r.Warnings, "\n")
-			if tc.want == "" && strings.Contains(got, "offered") {
+			if tc.want == "" && strings.Contains(got, "attempted") {
 				t.Fatalf("unexpected warning: %s", got)
 			}
 			if tc.want != "" && !strings.Contains(got, tc.want) {
@@ -117,5 +117,56 @@ func TestWriteFileIsJSONAndAtomic(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(dir, "missing", "r.json"), r); err == nil {
 		t.Fatal("writing into a missing directory succeeded")
+	}
+}
+
+func TestMissesAndAttemptsExplained(t *testing.T) {
+	tests := []struct {
+		name     string
+		reads    stats.OpSummary
+		backfill bool
+		want     []string // substrings of the warnings; nil for no such warning
+	}{
+		{name: "most reads miss", reads: stats.OpSummary{Count: 5000, Misses: 4000},
+			want: []string{"read: 80% of 5000 reads missed", "--backfill", "workload.backfill=true"}},
+		{name: "half miss is not most", reads: stats.OpSummary{Count: 5000, Misses: 2500}},
+		{name: "too few reads to judge", reads: stats.OpSummary{Count: 900, Misses: 900}},
+		{name: "backfilled store misses for another reason", reads: stats.OpSummary{Count: 5000, Misses: 4000}, backfill: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(10, 0, 0, nil)
+			in.Cumulative.Ops["read"] = tt.reads
+			if tt.backfill {
+				in.Backfill = &engine.BackfillStatus{Phase: "done"}
+			}
+			got := strings.Join(Build(in).Warnings, "\n")
+			if tt.want == nil && strings.Contains(got, "missed") {
+				t.Fatalf("unexpected warning: %s", got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("warnings lack %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// The offered-vs-target check counts failures as attempts; it must say how many of them
+// succeeded, and the report carries attempted and succeeded per op.
+func TestUnderTargetSaysAttemptedAndSucceeded(t *testing.T) {
+	in := input(10, 1000, 4000, points(1000, 1000))
+	s := in.Cumulative.Ops["read"]
+	s.Errors = 5000
+	in.Cumulative.Ops["read"] = s
+	r := Build(in)
+	got := strings.Join(r.Warnings, "\n")
+	if !strings.Contains(got, "attempted 900 of the 1000 ops/s target") || !strings.Contains(got, "400 ops/s succeeded") {
+		t.Errorf("warnings do not tell attempted from succeeded:\n%s", got)
+	}
+	b, _ := json.Marshal(r.Ops["read"])
+	if !strings.Contains(string(b), `"attempted":9000`) || !strings.Contains(string(b), `"succeeded":4000`) {
+		t.Errorf("report op lacks attempted/succeeded: %s", b)
 	}
 }
