@@ -44,7 +44,7 @@ func TestRunWritesReportAndHDRLog(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"read ", "write ", "summary over", "response", "service", "report written"} {
+	for _, want := range []string{"read ", "write ", "summary over", "response", "service", "startlag", "lag p99", "report written"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

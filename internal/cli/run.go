@@ -276,7 +276,8 @@ func loadText(enabled bool, workers int, rate float64) string {
 
 // printSummary prints the per-class table, response and service time side by side.
 func printSummary(out io.Writer, r *report.Report) {
-	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start;\n"+
+	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start,\n"+
+		"start lag = how late operations started (response minus service time);\n"+
 		"attempted = sent to the store, succeeded = answered (misses included), rate/s = succeeded per second)\n", r.Seconds)
 	fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
 		"op", "latency", "attempted", "succeeded", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
@@ -288,7 +289,7 @@ func printSummary(out io.Writer, r *report.Report) {
 		for i, lat := range []struct {
 			name string
 			l    stats.Latency
-		}{{"response", s.ResponseTime}, {"service", s.ServiceTime}} {
+		}{{"response", s.ResponseTime}, {"service", s.ServiceTime}, {"startlag", s.StartLag}} {
 			name, att, cnt, rate, errs, miss := op, fmt.Sprint(s.Count+s.Errors), fmt.Sprint(s.Count), fmt.Sprintf("%.0f", s.Rate), fmt.Sprint(s.Errors), fmt.Sprint(s.Misses)
 			if i > 0 {
 				name, att, cnt, rate, errs, miss = "", "", "", "", "", ""

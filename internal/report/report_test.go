@@ -170,3 +170,70 @@ func TestUnderTargetSaysAttemptedAndSucceeded(t *testing.T) {
 		t.Errorf("report op lacks attempted/succeeded: %s", b)
 	}
 }
+
+// The start-lag warning names its cause from the measured numbers; the figures are those
+// of real runs of the memory store (see the comments).
+func TestStartLagWarningNamesTheCause(t *testing.T) {
+	lat := func(p99, max, mean float64) stats.Latency { return stats.Latency{P99: p99, Max: max, Mean: mean} }
+	pt := func(rate, svcMean float64, workers int) stats.Point {
+		return stats.Point{Ops: map[string]stats.OpSummary{"read": {Rate: rate, TargetRate: 1000, Workers: workers,
+			ServiceTime: stats.Latency{Mean: svcMean}}}}
+	}
+	tests := []struct {
+		name      string
+		sum       stats.OpSummary
+		series    []stats.Point
+		cpu       time.Duration
+		want      []string
+		notWanted []string
+	}{
+		// stallEvery=10s stallFor=1s, 8 readers at 1,000/s: one interval in ten has all 8
+		// workers inside the store for the whole second.
+		{name: "store stall", sum: stats.OpSummary{Count: 30001, Rate: 1000, ResponseTime: lat(905215, 1018879, 50694),
+			ServiceTime: lat(19, 1000447, 779), StartLag: lat(897023, 1007615, 49915)},
+			series:    []stats.Point{pt(1000, 4, 8), pt(1009, 7902, 8), pt(1000, 5, 8)},
+			want:      []string{"start-lag p99 897.0 ms", "the store stalled", "up to 1000 ms", "all 8 workers", "not the generator's"},
+			notWanted: []string{"generator's own", "set workload.readers"}},
+		// serviceTime=10ms, 8 readers at 1,000/s: 10 workers' worth of work for 8.
+		{name: "too few workers", sum: stats.OpSummary{Count: 7745, Rate: 773, ResponseTime: lat(2244607, 2271231, 1121722),
+			ServiceTime: lat(14191, 88511, 10326), StartLag: lat(2244607, 2260991, 1111425)},
+			series:    []stats.Point{pt(781, 10111, 8), pt(795, 10063, 8)},
+			want:      []string{"every worker was busy", "Little's law", "set workload.readers=13"},
+			notWanted: []string{"stalled", "generator's own"}},
+		// A fast store with idle workers whose operations still started late.
+		{name: "generator", sum: stats.OpSummary{Count: 50000, Rate: 5000, ResponseTime: lat(20000, 40000, 900),
+			ServiceTime: lat(30, 500, 10), StartLag: lat(19000, 39000, 890)},
+			series:    []stats.Point{pt(5000, 10, 8), pt(5000, 12, 8)},
+			want:      []string{"workers were free", "generator's own"},
+			notWanted: []string{"stalled", "set workload.readers"}},
+		{name: "client CPU", sum: stats.OpSummary{Count: 50000, Rate: 5000, ResponseTime: lat(20000, 40000, 900),
+			ServiceTime: lat(30, 500, 10), StartLag: lat(19000, 39000, 890)},
+			series: []stats.Point{pt(5000, 10, 8)}, cpu: 1000 * time.Second,
+			want: []string{"CPU was saturated"}},
+		// Lag that is small next to the response time is not the story.
+		{name: "lag small against the response time", sum: stats.OpSummary{Count: 50000, Rate: 5000, ResponseTime: lat(2000000, 3000000, 900000),
+			ServiceTime: lat(1990000, 2990000, 890000), StartLag: lat(15000, 20000, 1000)},
+			series:    []stats.Point{pt(5000, 10, 8)},
+			notWanted: []string{"started late"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(10, 1000, tt.sum.Count, tt.series)
+			in.Cumulative.Ops["read"] = tt.sum
+			if tt.cpu > 0 {
+				in.UsageEnd = Usage{User: tt.cpu}
+			}
+			got := strings.Join(Build(in).Warnings, "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("warnings lack %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tt.notWanted {
+				if strings.Contains(got, w) {
+					t.Errorf("warnings have %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
