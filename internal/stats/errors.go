@@ -143,7 +143,9 @@ func (t *errTable) add(msg string, now int64) {
 		if differ, same := digitRuns(e.key, key); same {
 			if differ&^e.varies != 0 {
 				e.varies |= differ
-				e.shown = strings.Clone(cut(driver.Shown(false, collapseRuns(e.key, e.varies))))
+				// From the whole message, masked before the cut as below (the runs past the
+				// cut keep their digits, and are cut away).
+				e.shown = strings.Clone(cut(driver.Shown(false, collapseRuns(msg, e.varies))))
 			}
 			t.bump(i, now)
 			return

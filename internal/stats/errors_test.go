@@ -142,3 +142,17 @@ func BenchmarkShardFailure(b *testing.B) {
 		s.Failure(driver.ClassRejected)
 	}
 }
+
+// A credential that straddles the cut is masked whole, also once digits were merged.
+func TestFailureMessageMaskedBeforeCut(t *testing.T) {
+	c := NewCollector(Config{Shards: 1})
+	s := c.Recorder(OpRead).Shard(0)
+	pad := strings.Repeat("x", MaxErrorMessageBytes-33) // the cut falls inside the password
+	for i := range 3 {
+		s.FailureErr(driver.ClassUnavailable, fmt.Errorf("op %d %s dial redis://app:hunter2hunter2@db:6379", i, pad))
+	}
+	got := c.Errors()["read"]
+	if len(got) != 1 || got[0].Count != 3 || strings.Contains(got[0].Message, "hunter") || !strings.HasPrefix(got[0].Message, "op N ") {
+		t.Fatalf("messages = %+v", got)
+	}
+}
