@@ -250,8 +250,10 @@ func busyWorkers(rate, meanUs float64) float64 { return rate * meanUs / 1e6 }
 
 // lagWarning names why op's operations started late: the client's CPU, a store that stalled
 // with every worker inside it, too few workers for the rate, or the generator itself. It
-// judges from what the stats hold: the run's mean service time and rate, its longest
-// service time, and per interval how many workers were in the store.
+// judges from what the stats hold: the run's mean service time and rate, and per interval
+// how many workers were in the store. A stall holding every worker for L seconds keeps
+// them all busy for L of its interval, so one of at least busyShare of an interval shows;
+// a shorter one hides in the interval's average, and the warning says it may add.
 func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bool) string {
 	lag := fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms)",
 		op, s.StartLag.P99/1000, s.ResponseTime.P99/1000)
@@ -272,12 +274,18 @@ func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bo
 		}
 		return lag + fmt.Sprintf(": every worker was busy in the store (%.1f of %d on average): add workers, or the store is saturated", mean, workers)
 	}
-	if s.ServiceTime.Max >= s.StartLag.P99/2 || (workers > 0 && peak >= busyShare) {
-		return lag + fmt.Sprintf(": the store stalled, holding operations for up to %.0f ms (service-time max) while all %d workers waited on it, and the operations due meanwhile queued behind them; the lag is the store's, not the generator's",
-			s.ServiceTime.Max/1000, workers)
+	if workers > 0 && peak >= busyShare {
+		return lag + fmt.Sprintf(": the store stalled, holding all %d workers at once (operations in flight took up to %.0f ms) while the operations due meanwhile queued behind them; the lag is the store's, not the generator's",
+			workers, s.ServiceTime.Max/1000)
 	}
-	return lag + fmt.Sprintf(": workers were free (%.1f of %d busy on average, the longest service time %.1f ms), so the delay is the generator's own (scheduling, GC, a busy machine); response times include it",
-		mean, workers, s.ServiceTime.Max/1000)
+	msg := lag + fmt.Sprintf(": workers were free (%.1f of %d busy in the store on average, at most %.0f%% in any second), so the delay is mostly the generator's own (scheduling, GC, a busy machine)",
+		mean, workers, 100*peak)
+	if s.ServiceTime.Max >= s.StartLag.P99/2 {
+		// A stall shorter than an interval hides in its average: say what the stats
+		// cannot rule out.
+		msg += fmt.Sprintf("; service times reached %.1f ms, so brief store stalls may add to it", s.ServiceTime.Max/1000)
+	}
+	return msg
 }
 
 // workersNeeded says how many workers op needs for target ops/s by Little's law (target ×
