@@ -788,3 +788,20 @@ func TestBrowserAttacksRefused(t *testing.T) {
 		}
 	}
 }
+
+// A failing store's messages reach GET /api/v1/stats, by op class and failure class.
+func TestStatsExplainFailures(t *testing.T) {
+	e := newEnv(t, "workload.readRate=200", "workload.writeEnabled=false")
+	e.initMemory(map[string]string{"errorRatio": "1", "errorClass": "rejected"})
+	since := time.Now()
+	e.must(200, "POST", "/api/v1/load/start", nil, nil)
+	e.waitInterval("failed reads", since, func(s stats.Summary) bool { return s.Ops["read"].Errors > 0 })
+	got := e.stats().Errors["read"]
+	if len(got) != 1 || got[0].Class != "rejected" || !strings.Contains(got[0].Message, "injected failure") ||
+		got[0].Count == 0 || got[0].Last.Before(got[0].First) {
+		t.Fatalf("errors[read] = %+v, want one rejected \"injected failure\" message with a count", got)
+	}
+	if _, ok := e.stats().Errors["write"]; ok {
+		t.Errorf("writes did not run but have messages")
+	}
+}

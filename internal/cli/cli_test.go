@@ -44,7 +44,7 @@ func TestRunWritesReportAndHDRLog(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"read ", "write ", "summary over", "response", "service", "report written"} {
+	for _, want := range []string{"read ", "write ", "summary over", "response", "service", "startlag", "lag p99", "report written"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -254,5 +254,35 @@ func TestRunWarmupIsExcluded(t *testing.T) {
 	}
 	if code, _, errOut := ndbench(t, nil, "run", "--driver", "memory", "--warmup", "-1s"); code != 2 || !strings.Contains(errOut, "--warmup") {
 		t.Errorf("--warmup -1s: exit %d, %q", code, errOut)
+	}
+}
+
+// A store that rejects every write says why in the summary and both reports, not only
+// "errors 500".
+func TestRunExplainsFailures(t *testing.T) {
+	dir := t.TempDir()
+	rep, html := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--duration", "1s",
+		"--set", "workload.readEnabled=false", "--set", "workload.writeRate=300",
+		"--set", "drivers.memory.maxBytes=1", "--report", rep, "--report-html", html)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "attempted  succeeded") {
+		t.Errorf("summary does not show attempted beside succeeded:\n%s", out)
+	}
+	if !strings.Contains(out, "rejected ×") || !strings.Contains(out, "past maxBytes=") {
+		t.Errorf("summary does not show the rejected writes' message:\n%s", out)
+	}
+	msgs := readReport(t, rep).Errors["write"]
+	if len(msgs) == 0 || msgs[0].Class != "rejected" || !strings.Contains(msgs[0].Message, "maxBytes") || msgs[0].Count == 0 {
+		t.Errorf("report errors[write] = %+v, want the rejected message", msgs)
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `class="error-message"`) {
+		t.Errorf("HTML report has no error message row")
 	}
 }

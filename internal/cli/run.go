@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,6 +159,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	started := time.Now()
 	var backfill *engine.BackfillStatus
 	var backfillOps *stats.OpSummary
+	var backfillErrs []stats.ErrorMessage
 	if f.backfill || w.Backfill {
 		view.setBackfill(e.BackfillStatus)
 		st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
@@ -175,6 +178,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		fmt.Fprintln(io.out)
 		// The load phase is measured on its own; the backfill's figures are kept apart.
 		backfillOps = &bfSummary
+		backfillErrs = coll.Errors()["backfill"]
 		coll.Reset()
 		usage0, started = report.ReadUsage(), time.Now()
 		view.restart()
@@ -198,7 +202,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 				coll.Reset()
 				usage0, started = report.ReadUsage(), time.Now()
 				warmedUp = f.warmup
-				fmt.Fprintf(io.out, "warm-up of %s done: measuring from here\n", f.warmup)
+				view.note(fmt.Sprintf("warm-up of %s done: measuring from here", f.warmup))
 			}
 			t.Stop()
 		}
@@ -231,6 +235,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		Cumulative:  cum,
 		Series:      coll.Series(),
 		Backfill:    backfill,
+		Errors:      coll.Errors(),
 		Snapshot:    snap,
 		UsageStart:  usage0,
 		UsageEnd:    usage1,
@@ -245,6 +250,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	rep := report.Build(in)
 	if backfillOps != nil {
 		rep.Ops["backfill"] = *backfillOps
+		if len(backfillErrs) > 0 {
+			rep.Errors["backfill"] = backfillErrs
+		}
 	}
 	printSummary(io.out, rep)
 	if hdr != nil {
@@ -290,9 +298,11 @@ func loadText(enabled bool, workers int, rate float64) string {
 
 // printSummary prints the per-class table, response and service time side by side.
 func printSummary(out io.Writer, r *report.Report) {
-	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start)\n", r.Seconds)
-	fmt.Fprintf(out, "%-9s %-8s %12s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
-		"op", "latency", "count", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
+	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start,\n"+
+		"start lag = how late operations started (response minus service time);\n"+
+		"attempted = sent to the store, succeeded = answered (misses included), rate/s = succeeded per second)\n", r.Seconds)
+	fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
+		"op", "latency", "attempted", "succeeded", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
 	for _, op := range []string{"read", "write", "backfill"} {
 		s, ok := r.Ops[op]
 		if !ok || (s.Count == 0 && s.Errors == 0) {
@@ -301,12 +311,12 @@ func printSummary(out io.Writer, r *report.Report) {
 		for i, lat := range []struct {
 			name string
 			l    stats.Latency
-		}{{"response", s.ResponseTime}, {"service", s.ServiceTime}} {
-			name, cnt, rate, errs, miss := op, fmt.Sprint(s.Count), fmt.Sprintf("%.0f", s.Rate), fmt.Sprint(s.Errors), fmt.Sprint(s.Misses)
+		}{{"response", s.ResponseTime}, {"service", s.ServiceTime}, {"startlag", s.StartLag}} {
+			name, att, cnt, rate, errs, miss := op, fmt.Sprint(s.Count+s.Errors), fmt.Sprint(s.Count), fmt.Sprintf("%.0f", s.Rate), fmt.Sprint(s.Errors), fmt.Sprint(s.Misses)
 			if i > 0 {
-				name, cnt, rate, errs, miss = "", "", "", "", ""
+				name, att, cnt, rate, errs, miss = "", "", "", "", "", ""
 			}
-			fmt.Fprintf(out, "%-9s %-8s %12s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", name, lat.name, cnt, rate,
+			fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", name, lat.name, att, cnt, rate,
 				ms(lat.l.P50), ms(lat.l.P95), ms(lat.l.P99), ms(lat.l.P995), ms(lat.l.P999), ms(lat.l.Max), ms(lat.l.Mean), errs, miss)
 		}
 		if s.Errors > 0 {
@@ -317,6 +327,7 @@ func printSummary(out io.Writer, r *report.Report) {
 				}
 			}
 			fmt.Fprintf(out, "%-9s errors by class: %s\n", "", strings.Join(parts, ", "))
+			printMessages(out, r.Errors[op])
 		}
 		var bad []string
 		for _, v := range stats.Validations {
@@ -332,6 +343,23 @@ func printSummary(out io.Writer, r *report.Report) {
 		r.Client.CPUCores, r.Client.OpsPerCPUSecond, float64(r.Client.MaxRSSBytes)/(1<<20))
 	for _, w := range r.Warnings {
 		fmt.Fprintln(out, "WARNING:", w)
+	}
+}
+
+// summaryMessages is how many failure messages per op class the summary prints; the
+// reports have all that were kept.
+const summaryMessages = 5
+
+// printMessages prints what the store said for an op's failures, most frequent first.
+func printMessages(out io.Writer, msgs []stats.ErrorMessage) {
+	sorted := slices.Clone(msgs)
+	slices.SortStableFunc(sorted, func(a, b stats.ErrorMessage) int { return cmp.Compare(b.Count, a.Count) })
+	for i, m := range sorted {
+		if i == summaryMessages {
+			fmt.Fprintf(out, "%-9s   ... %d more messages in the report\n", "", len(sorted)-i)
+			break
+		}
+		fmt.Fprintf(out, "%-9s   %s ×%d: %s\n", "", m.Class, m.Count, m.Message)
 	}
 }
 
