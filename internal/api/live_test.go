@@ -67,8 +67,8 @@ func TestLiveChanges(t *testing.T) {
 			// The first whole interval after the change should already be on target; on a
 			// machine busy with other tests the pacer may fall behind for a moment and
 			// catch up in the next, which is what open-loop pacing is for.
-			e.waitInterval("achieved read rate 20000/s ±2% over a whole interval", since, func(s stats.Summary) bool {
-				return read(s).TargetRate == 20000 && within(read(s).Rate, 20000, 0.02)
+			e.waitInterval("achieved read rate 20000/s within 10% over a whole interval", since, func(s stats.Summary) bool {
+				return read(s).TargetRate == 20000 && within(read(s).Rate, 20000, rateTolerance)
 			})
 		}},
 		{"writers 4 -> 64", []string{"workload.writers", "64"}, func(since time.Time) {
@@ -84,7 +84,7 @@ func TestLiveChanges(t *testing.T) {
 			}
 		}},
 		{"reads on", []string{"workload.readEnabled", "true", "workload.readRate", "2000"}, func(since time.Time) {
-			e.waitInterval("reads back", since, func(s stats.Summary) bool { return read(s).Workers == 4 && within(read(s).Rate, 2000, 0.05) })
+			e.waitInterval("reads back", since, func(s stats.Summary) bool { return read(s).Workers == 4 && within(read(s).Rate, 2000, rateTolerance) })
 		}},
 		{"numKeys and dataSize", []string{"workload.numKeys", "10", "workload.dataSize", "64"}, func(since time.Time) {
 			// Ten keys, written at 400/s, are all present within the interval: no misses.
@@ -121,6 +121,11 @@ func TestLiveChanges(t *testing.T) {
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
+			// The env's helpers fail the test they are given: the subtest, not its parent
+			// (FailNow on a parent from a subtest's goroutine is a test bug).
+			parent := e.t
+			e.t = t
+			defer func() { e.t = parent }()
 			since, b := patch(s.patch...)
 			if len(b.Pending) != 0 {
 				t.Errorf("live change left pending keys %v", b.Pending)
@@ -139,6 +144,14 @@ func TestLiveChanges(t *testing.T) {
 		}
 	})
 }
+
+// rateTolerance is how far one whole interval's achieved rate may be from a new target. Ops
+// that fell due before a change keep their intended times (a stall must stay in the
+// numbers), so a pacer that was a moment behind when the rate changed, on a machine shared
+// with the rest of the test suite, catches up in the next interval; and a generator starved
+// of CPU by parallel test packages falls a little short. 10% still tells every step of these
+// tests apart (the closest are 600 and 800 writes/s).
+const rateTolerance = 0.10
 
 func sum(m map[string]int64) int64 {
 	var n int64

@@ -35,6 +35,7 @@ func ReportInput(inst *instance.Instance, st instance.Status, version string, st
 		Cumulative:  coll.Cumulative(),
 		Series:      coll.SeriesSince(started),
 		Backfill:    ranBackfill(st),
+		Errors:      coll.Errors(),
 		Snapshot:    inst.Config(),
 		UsageStart:  usage0,
 		UsageEnd:    report.ReadUsage(),

@@ -107,6 +107,8 @@ type BackfillRequest struct {
 type StatsBody struct {
 	Latest     stats.Summary `json:"latest" doc:"The last 1 s interval"`
 	Cumulative stats.Summary `json:"cumulative" doc:"Since the driver was first initialized or the last reset"`
+	// Errors explains the failures counted in Cumulative.
+	Errors map[string][]stats.ErrorMessage `json:"errors" doc:"Per op class that failed in the cumulative span: the latest distinct failure messages, at most 10 per failure class, most recently seen first; credentials masked, cut at 200 bytes, runs of digits shown as N when messages differ only in them"`
 }
 
 // SeriesBody is the retained time series.
@@ -291,7 +293,7 @@ func (s *Server) routes() {
 		Summary: "Latest interval and cumulative statistics", Description: "Latencies in microseconds; rates per second."},
 		nil, func(context.Context, *empty) (*out[StatsBody], error) {
 			c := s.inst.Collector()
-			return &out[StatsBody]{StatsBody{Latest: c.Latest(), Cumulative: c.Cumulative()}}, nil
+			return &out[StatsBody]{StatsBody{Latest: c.Latest(), Cumulative: c.Cumulative(), Errors: c.Errors()}}, nil
 		})
 	register(s, readOnly, huma.Operation{OperationID: "get-series", Method: http.MethodGet, Path: "/api/v1/stats/series", Tags: []string{"stats"},
 		Summary: "Time series of intervals", Description: "With since (RFC 3339), only the points whose interval ended after it."},

@@ -44,7 +44,7 @@ func TestRunWritesReportAndHDRLog(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"read ", "write ", "summary over", "response", "service", "report written"} {
+	for _, want := range []string{"read ", "write ", "summary over", "response", "service", "startlag", "lag p99", "report written"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -217,5 +217,72 @@ func TestVersion(t *testing.T) {
 	code, out, _ := ndbench(t, nil, "version")
 	if code != 0 || !strings.HasPrefix(out, "ndbench ") {
 		t.Fatalf("version: exit %d, %q", code, out)
+	}
+}
+
+// TestRunWarmupIsExcluded: with --warmup the load runs first, the series shows it, and the
+// summary and report count only what came after (issue 11's warm-up).
+func TestRunWarmupIsExcluded(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--warmup", "1500ms", "--duration", "1s",
+		"--set", "workload.readRate=1000", "--set", "workload.writeEnabled=false", "--report", rep)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "warm-up of 1.5s done") {
+		t.Errorf("output does not say the warm-up ended:\n%s", out)
+	}
+	r := readReport(t, rep)
+	if r.WarmupSeconds != 1.5 {
+		t.Errorf("warmupSeconds %v, want 1.5", r.WarmupSeconds)
+	}
+	// About 1,000 reads measured in the 1 s after the warm-up, not 2,500.
+	if n := r.Ops["read"].Count; n < 700 || n > 1400 {
+		t.Errorf("%d reads in the report: the warm-up's are counted too, or the run's are missing", n)
+	}
+	if r.Seconds > 1.6 {
+		t.Errorf("report spans %.1f s: it includes the warm-up", r.Seconds)
+	}
+	var before int
+	for _, p := range r.Series {
+		if p.Time.Before(r.Started) && p.Ops["read"].Count > 0 {
+			before++
+		}
+	}
+	if before == 0 {
+		t.Error("the series does not show the warm-up")
+	}
+	if code, _, errOut := ndbench(t, nil, "run", "--driver", "memory", "--warmup", "-1s"); code != 2 || !strings.Contains(errOut, "--warmup") {
+		t.Errorf("--warmup -1s: exit %d, %q", code, errOut)
+	}
+}
+
+// A store that rejects every write says why in the summary and both reports, not only
+// "errors 500".
+func TestRunExplainsFailures(t *testing.T) {
+	dir := t.TempDir()
+	rep, html := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--duration", "1s",
+		"--set", "workload.readEnabled=false", "--set", "workload.writeRate=300",
+		"--set", "drivers.memory.maxBytes=1", "--report", rep, "--report-html", html)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "attempted  succeeded") {
+		t.Errorf("summary does not show attempted beside succeeded:\n%s", out)
+	}
+	if !strings.Contains(out, "rejected ×") || !strings.Contains(out, "past maxBytes=") {
+		t.Errorf("summary does not show the rejected writes' message:\n%s", out)
+	}
+	msgs := readReport(t, rep).Errors["write"]
+	if len(msgs) == 0 || msgs[0].Class != "rejected" || !strings.Contains(msgs[0].Message, "maxBytes") || msgs[0].Count == 0 {
+		t.Errorf("report errors[write] = %+v, want the rejected message", msgs)
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `class="error-message"`) {
+		t.Errorf("HTML report has no error message row")
 	}
 }

@@ -78,9 +78,10 @@ func (l *live) interval(iv *stats.Interval) {
 		if o.TargetRate > 0 {
 			fmt.Fprintf(&b, " (of %s)", count(o.TargetRate))
 		}
-		fmt.Fprintf(&b, " p50 %s p99 %s p99.9 %s err %d",
+		// Start lag beside the response time tells a slow store from a late generator.
+		fmt.Fprintf(&b, " p50 %s p99 %s p99.9 %s lag p99 %s err %d",
 			micros(float64(o.Response.ValueAtQuantile(50))), micros(float64(o.Response.ValueAtQuantile(99))),
-			micros(float64(o.Response.ValueAtQuantile(99.9))), o.Errors())
+			micros(float64(o.Response.ValueAtQuantile(99.9))), micros(float64(o.StartLag.ValueAtQuantile(99))), o.Errors())
 		if op == stats.OpRead {
 			fmt.Fprintf(&b, " miss %d", o.Misses)
 		}
@@ -92,6 +93,14 @@ func (l *live) interval(iv *stats.Interval) {
 		b.WriteString(" idle")
 	}
 	l.print(b.String(), l.runBar(elapsed))
+}
+
+// note prints a line of the run's own (a phase that ended) between interval lines, under
+// the same lock, so it never interleaves with them.
+func (l *live) note(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.print(line, "")
 }
 
 // print writes a line; on a terminal it redraws the status line under it.

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 type runFlags struct {
 	configSources
 	duration   time.Duration
+	warmup     time.Duration
 	backfill   bool
 	report     string
 	reportHTML string
@@ -76,7 +79,8 @@ start) is reported alongside.`,
 		},
 	}
 	f.bind(cmd)
-	cmd.Flags().DurationVar(&f.duration, "duration", 0, "how long to run the load (0 = until interrupted)")
+	cmd.Flags().DurationVar(&f.duration, "duration", 0, "how long to run the load (0 = until interrupted), after the warm-up")
+	cmd.Flags().DurationVar(&f.warmup, "warmup", 0, "run the load this long before measuring: the time series shows it, the summary and report exclude it")
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
 	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
@@ -85,6 +89,9 @@ start) is reported alongside.`,
 }
 
 func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
+	if f.warmup < 0 {
+		return usageError{fmt.Errorf("--warmup: invalid value %s; allowed: 0 (none) or a positive duration", f.warmup)}
+	}
 	if f.duration < 0 {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
@@ -152,6 +159,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	started := time.Now()
 	var backfill *engine.BackfillStatus
 	var backfillOps *stats.OpSummary
+	var backfillErrs []stats.ErrorMessage
 	if f.backfill || w.Backfill {
 		view.setBackfill(e.BackfillStatus)
 		st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
@@ -170,6 +178,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		fmt.Fprintln(io.out)
 		// The load phase is measured on its own; the backfill's figures are kept apart.
 		backfillOps = &bfSummary
+		backfillErrs = coll.Errors()["backfill"]
 		coll.Reset()
 		usage0, started = report.ReadUsage(), time.Now()
 		view.restart()
@@ -177,9 +186,25 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 
 	// Interrupted during the backfill: no load phase, but the summary and the report of
 	// what was done still follow.
+	var warmedUp time.Duration
 	if ctx.Err() == nil {
 		if err := e.Start(); err != nil {
 			return err
+		}
+		if f.warmup > 0 {
+			// The store and the client warm up under the real load; what they do meanwhile
+			// stays in the time series but not in the figures a user compares.
+			t := time.NewTimer(f.warmup)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+				coll.Tick(time.Now())
+				coll.Reset()
+				usage0, started = report.ReadUsage(), time.Now()
+				warmedUp = f.warmup
+				view.note(fmt.Sprintf("warm-up of %s done: measuring from here", f.warmup))
+			}
+			t.Stop()
 		}
 		var timeout <-chan time.Time
 		if f.duration > 0 {
@@ -210,9 +235,11 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		Cumulative:  cum,
 		Series:      coll.Series(),
 		Backfill:    backfill,
+		Errors:      coll.Errors(),
 		Snapshot:    snap,
 		UsageStart:  usage0,
 		UsageEnd:    usage1,
+		Warmup:      warmedUp,
 	}
 	if ci, ok := d.(driver.ConnectionInfoer); ok {
 		in.DriverInfo = ci.ConnectionInfo()
@@ -223,6 +250,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	rep := report.Build(in)
 	if backfillOps != nil {
 		rep.Ops["backfill"] = *backfillOps
+		if len(backfillErrs) > 0 {
+			rep.Errors["backfill"] = backfillErrs
+		}
 	}
 	printSummary(io.out, rep)
 	if hdr != nil {
@@ -268,9 +298,11 @@ func loadText(enabled bool, workers int, rate float64) string {
 
 // printSummary prints the per-class table, response and service time side by side.
 func printSummary(out io.Writer, r *report.Report) {
-	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start)\n", r.Seconds)
-	fmt.Fprintf(out, "%-9s %-8s %12s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
-		"op", "latency", "count", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
+	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start,\n"+
+		"start lag = how late operations started (response minus service time);\n"+
+		"attempted = sent to the store, succeeded = answered (misses included), rate/s = succeeded per second)\n", r.Seconds)
+	fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
+		"op", "latency", "attempted", "succeeded", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
 	for _, op := range []string{"read", "write", "backfill"} {
 		s, ok := r.Ops[op]
 		if !ok || (s.Count == 0 && s.Errors == 0) {
@@ -279,12 +311,12 @@ func printSummary(out io.Writer, r *report.Report) {
 		for i, lat := range []struct {
 			name string
 			l    stats.Latency
-		}{{"response", s.ResponseTime}, {"service", s.ServiceTime}} {
-			name, cnt, rate, errs, miss := op, fmt.Sprint(s.Count), fmt.Sprintf("%.0f", s.Rate), fmt.Sprint(s.Errors), fmt.Sprint(s.Misses)
+		}{{"response", s.ResponseTime}, {"service", s.ServiceTime}, {"startlag", s.StartLag}} {
+			name, att, cnt, rate, errs, miss := op, fmt.Sprint(s.Count+s.Errors), fmt.Sprint(s.Count), fmt.Sprintf("%.0f", s.Rate), fmt.Sprint(s.Errors), fmt.Sprint(s.Misses)
 			if i > 0 {
-				name, cnt, rate, errs, miss = "", "", "", "", ""
+				name, att, cnt, rate, errs, miss = "", "", "", "", "", ""
 			}
-			fmt.Fprintf(out, "%-9s %-8s %12s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", name, lat.name, cnt, rate,
+			fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", name, lat.name, att, cnt, rate,
 				ms(lat.l.P50), ms(lat.l.P95), ms(lat.l.P99), ms(lat.l.P995), ms(lat.l.P999), ms(lat.l.Max), ms(lat.l.Mean), errs, miss)
 		}
 		if s.Errors > 0 {
@@ -295,6 +327,7 @@ func printSummary(out io.Writer, r *report.Report) {
 				}
 			}
 			fmt.Fprintf(out, "%-9s errors by class: %s\n", "", strings.Join(parts, ", "))
+			printMessages(out, r.Errors[op])
 		}
 		var bad []string
 		for _, v := range stats.Validations {
@@ -310,6 +343,23 @@ func printSummary(out io.Writer, r *report.Report) {
 		r.Client.CPUCores, r.Client.OpsPerCPUSecond, float64(r.Client.MaxRSSBytes)/(1<<20))
 	for _, w := range r.Warnings {
 		fmt.Fprintln(out, "WARNING:", w)
+	}
+}
+
+// summaryMessages is how many failure messages per op class the summary prints; the
+// reports have all that were kept.
+const summaryMessages = 5
+
+// printMessages prints what the store said for an op's failures, most frequent first.
+func printMessages(out io.Writer, msgs []stats.ErrorMessage) {
+	sorted := slices.Clone(msgs)
+	slices.SortStableFunc(sorted, func(a, b stats.ErrorMessage) int { return cmp.Compare(b.Count, a.Count) })
+	for i, m := range sorted {
+		if i == summaryMessages {
+			fmt.Fprintf(out, "%-9s   ... %d more messages in the report\n", "", len(sorted)-i)
+			break
+		}
+		fmt.Fprintf(out, "%-9s   %s ×%d: %s\n", "", m.Class, m.Count, m.Message)
 	}
 }
 

@@ -110,6 +110,7 @@ func Load(s Sources) (*Snapshot, error) {
 // effective is the winning value of one key.
 type effective struct {
 	value, source string
+	note          string // added to errors about the value (Layer.Notes)
 }
 
 // Build merges layers (ordered by their names' precedence, not by position), maps and
@@ -135,6 +136,7 @@ func Build(layers []Layer) (*Snapshot, error) {
 			key, value, notice, fe := normalize(raw, l.Values[raw], origin)
 			switch {
 			case fe != nil:
+				addNote(fe, l.Notes[raw])
 				errs = append(errs, fe)
 			case notice != "":
 				notices = append(notices, notice)
@@ -144,7 +146,7 @@ func Build(layers []Layer) (*Snapshot, error) {
 				if _, named := l.Origins[raw]; !named && !strings.EqualFold(raw, key) {
 					origin += " as " + strings.TrimSpace(raw)
 				}
-				eff[key] = effective{value: value, source: origin}
+				eff[key] = effective{value: value, source: origin, note: l.Notes[raw]}
 			}
 		}
 	}
@@ -197,6 +199,11 @@ func Build(layers []Layer) (*Snapshot, error) {
 	}
 
 	if len(errs) > 0 {
+		for _, fe := range errs {
+			if e, ok := eff[fe.Field]; ok && e.source == fe.Source {
+				addNote(fe, e.note)
+			}
+		}
 		sortErrors(errs)
 		return nil, errs
 	}
@@ -211,6 +218,17 @@ func Build(layers []Layer) (*Snapshot, error) {
 		snap.layers[i] = l.clone()
 	}
 	return snap, nil
+}
+
+// addNote appends note (if any, and not already there) to what fe says is allowed.
+func addNote(fe *driver.FieldError, note string) {
+	if note == "" || strings.Contains(fe.Allowed, note) {
+		return
+	}
+	if fe.Allowed != "" {
+		fe.Allowed += "; "
+	}
+	fe.Allowed += "note: " + note
 }
 
 // DriverOptions validates the options s holds for driver name (registered), as Build

@@ -526,8 +526,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 	schema := WorkloadSchema()
-	if len(schema) != 27 {
-		t.Errorf("schema has %d options, want 27", len(schema))
+	if len(schema) != 29 {
+		t.Errorf("schema has %d options, want 29", len(schema))
 	}
 	// The pattern enum and the bounds are exactly what internal/workload accepts.
 	for _, o := range schema {
@@ -649,5 +649,40 @@ func TestMistypedKeysSuggestTheOption(t *testing.T) {
 		if strings.Contains(msg, "S3cret") {
 			t.Errorf("the value of a mistyped key leaked: %q", msg)
 		}
+	}
+}
+
+func TestPropertiesInlineCommentIsExplained(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       []string // parts of the message
+		ok         bool
+	}{
+		{name: "hash comment after a number",
+			text: "ndbench.config.readRateLimit=100\nndbench.config.numKeys=20000000 # Backfill keys\n",
+			want: []string{`"20000000 # Backfill keys"`, "no inline comments", `"# Backfill keys"`, "line 2", "x.properties"}},
+		{name: "bang comment", text: "ndbench.config.numReaders=4 ! four\n",
+			want: []string{"no inline comments", `"! four"`, "line 1"}},
+		{name: "a hash in a valid value is no comment", text: "ndbench.config.redis.password=pa #ss\n", ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, "x.properties", tt.text)
+			_, err := Load(Sources{File: path, Env: selectFake})
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("the value with an inline comment was accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("message lacks %q:\n%s", w, err)
+				}
+			}
+		})
 	}
 }

@@ -35,6 +35,9 @@ type Layer struct {
 	Source  string            // how its values are labelled: "file config.yaml", "--set", "default"
 	Values  map[string]string // key -> value, as the source wrote them
 	Origins map[string]string // optional per-key label overriding Source, e.g. "env NDBENCH_X"
+	// Notes are optional per-key explanations added to any error about the key's value,
+	// e.g. that a .properties value holds what looks like an inline comment.
+	Notes map[string]string
 }
 
 // rank orders layers: unknown names (future sources) go between etcd and runtime.
@@ -76,6 +79,12 @@ func (l Layer) clone() Layer {
 			c.Origins[k] = v
 		}
 	}
+	if l.Notes != nil {
+		c.Notes = make(map[string]string, len(l.Notes))
+		for k, v := range l.Notes {
+			c.Notes[k] = v
+		}
+	}
 	return c
 }
 
@@ -105,7 +114,7 @@ func FileLayer(path string) (Layer, driver.FieldErrors, error) {
 		if err != nil {
 			return l, nil, fmt.Errorf("read config file %s: %w", path, err)
 		}
-		props, err := ParseProperties(string(data))
+		props, lines, err := ParsePropertiesLines(string(data))
 		if err != nil {
 			return l, nil, fmt.Errorf("parse properties file %s: %w", path, err)
 		}
@@ -117,6 +126,13 @@ func FileLayer(path string) (Layer, driver.FieldErrors, error) {
 				continue
 			}
 			l.Values[k] = v
+			if c, ok := InlineComment(v); ok {
+				if l.Notes == nil {
+					l.Notes = map[string]string{}
+				}
+				l.Notes[k] = fmt.Sprintf("%s line %d: .properties files have no inline comments, so %q is part of the value; "+
+					"put the comment on a line of its own", path, lines[k], c)
+			}
 		}
 		return l, errs, nil
 	}

@@ -15,7 +15,15 @@ import (
 // character keeps that character (so `\=`, `\:`, `\ ` and `\\` are literal). A later
 // duplicate key wins, as in Java.
 func ParseProperties(text string) (map[string]string, error) {
+	out, _, err := ParsePropertiesLines(text)
+	return out, err
+}
+
+// ParsePropertiesLines is ParseProperties that also returns, per key, the 1-based line its
+// (last) definition starts on, so that errors about a value can point at it.
+func ParsePropertiesLines(text string) (map[string]string, map[string]int, error) {
 	out := map[string]string{}
+	at := map[string]int{}
 	lines := splitNaturalLines(text)
 	for i := 0; i < len(lines); i++ {
 		start := i + 1 // 1-based number of the logical line's first natural line
@@ -32,11 +40,25 @@ func ParseProperties(text string) (map[string]string, error) {
 		}
 		key, value, err := splitProperty(line)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", start, err)
+			return nil, nil, fmt.Errorf("line %d: %w", start, err)
 		}
 		out[key] = value
+		at[key] = start
 	}
-	return out, nil
+	return out, at, nil
+}
+
+// InlineComment returns the part of a .properties value that looks like an inline comment
+// (`20000000 # Backfill keys` gives `# Backfill keys`): a '#' or '!' after a blank. Java has
+// no inline comments, so that text is part of the value; callers use this only to explain
+// why the value was rejected, never to strip it (that would diverge from NDBench).
+func InlineComment(value string) (string, bool) {
+	for i := 1; i < len(value); i++ {
+		if (value[i] == '#' || value[i] == '!') && isBlank(value[i-1]) {
+			return value[i:], true
+		}
+	}
+	return "", false
 }
 
 // splitNaturalLines splits on \n, \r and \r\n, the terminators Java accepts.

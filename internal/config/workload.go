@@ -28,6 +28,8 @@ type Workload struct {
 	DataSizeMax      int     `opt:"dataSizeMax" default:"5000" min:"1" max:"67108864" alias:"dataSizeUpperBound" help:"largest value size in bytes with variableDataSize" live:"true"`
 	Readers          int     `opt:"readers" default:"4" min:"0" max:"10000" alias:"numReaders" live:"true" help:"number of read workers"`
 	Writers          int     `opt:"writers" default:"4" min:"0" max:"10000" alias:"numWriters" live:"true" help:"number of write workers"`
+	MaxReaders       int     `opt:"maxReaders" default:"0" min:"0" max:"10000" live:"true" help:"most read workers an open-loop read pool may grow to while it falls behind its rate (elastic, like an arrival-rate executor); 0 or at most readers: never grows"`
+	MaxWriters       int     `opt:"maxWriters" default:"0" min:"0" max:"10000" live:"true" help:"most write workers an open-loop write pool may grow to while it falls behind its rate; 0 or at most writers: never grows"`
 	ReadRate         float64 `opt:"readRate" default:"100" min:"0" alias:"readRateLimit" live:"true" help:"reads per second across all readers; 0 = closed loop, as fast as possible"`
 	WriteRate        float64 `opt:"writeRate" default:"100" min:"0" alias:"writeRateLimit" live:"true" help:"writes per second across all writers; 0 = closed loop, as fast as possible"`
 	ReadEnabled      bool    `opt:"readEnabled" default:"true" live:"true" help:"run reads"`
@@ -148,8 +150,17 @@ func (w Workload) Validate() error {
 	if w.HotKeys <= 0 {
 		add("hotKeys", fmt.Sprint(w.HotKeys), "a number greater than 0 and at most 1")
 	}
-	if w.Readers+w.Writers > maxWorkers {
-		add("readers", fmt.Sprint(w.Readers), fmt.Sprintf("readers + writers at most %d (writers is %d)", maxWorkers, w.Writers))
+	if max(w.Readers, w.MaxReaders)+max(w.Writers, w.MaxWriters) > maxWorkers {
+		switch {
+		case w.MaxReaders > w.Readers:
+			add("maxReaders", fmt.Sprint(w.MaxReaders), fmt.Sprintf("the largest read and write pools together at most %d (maxReaders %d, writers %d, maxWriters %d)",
+				maxWorkers, w.MaxReaders, w.Writers, w.MaxWriters))
+		case w.MaxWriters > w.Writers:
+			add("maxWriters", fmt.Sprint(w.MaxWriters), fmt.Sprintf("the largest read and write pools together at most %d (readers %d, maxReaders %d, maxWriters %d)",
+				maxWorkers, w.Readers, w.MaxReaders, w.MaxWriters))
+		default:
+			add("readers", fmt.Sprint(w.Readers), fmt.Sprintf("readers + writers at most %d (writers is %d)", maxWorkers, w.Writers))
+		}
 	}
 	reported := map[string]bool{}
 	for _, fe := range errs {
@@ -208,11 +219,12 @@ func (w Workload) MemoryParams() workload.MemoryParams {
 	if w.ValidateValues {
 		p.TrackedKeys = w.NumKeys
 	}
+	// An elastic pool may grow to its maximum: that is what it may allocate.
 	if w.ReadEnabled {
-		p.Readers = w.Readers
+		p.Readers = max(w.Readers, w.MaxReaders)
 	}
 	if w.WriteEnabled {
-		p.Writers = w.Writers
+		p.Writers = max(w.Writers, w.MaxWriters)
 	}
 	return p
 }

@@ -276,7 +276,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 				class = driver.ClassTimeout
 			}
 			for range keys {
-				shard.Failure(class)
+				shard.FailureErr(class, err)
 			}
 			e.backoff(ctx, attempt)
 		}

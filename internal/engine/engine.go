@@ -102,6 +102,89 @@ type opClass struct {
 	// when it compares equal to the old one (under Engine.mu).
 	shape                  pacer.Shape
 	shapeGen, installedGen uint64
+	// extra is how many workers an elastic pool added beyond its configured count, and
+	// calmSince when its schedule was last seen caught up (under Engine.mu).
+	extra     int
+	calmSince time.Time
+	// lastPending is the backlog at the previous check: a pool grows only while its
+	// backlog grows, not while it drains one (which it is already keeping up with).
+	lastPending int64
+}
+
+// sizing returns the class's configured workers (0 when it is not started or not
+// enabled), the most it may grow to, and its configured rate.
+func (c *opClass) sizing(w config.Workload) (workers, most int, rate float64) {
+	enabled, workers, most, rate := w.ReadEnabled, w.Readers, w.MaxReaders, w.ReadRate
+	if c.op == stats.OpWrite {
+		enabled, workers, most, rate = w.WriteEnabled, w.Writers, w.MaxWriters, w.WriteRate
+	}
+	if !c.started || !enabled {
+		workers = 0
+	}
+	return workers, most, rate
+}
+
+// Elastic pools: how often a pool is checked, how late its oldest due op may be before it
+// grows, and how long it must stay caught up before it shrinks.
+const (
+	elasticPeriod = 50 * time.Millisecond
+	elasticBehind = 10 * time.Millisecond
+	elasticCalm   = 5 * time.Second
+)
+
+// elastic grows open-loop pools that fall further and further behind their schedule, by half
+// their size per check up to their maximum (workload.maxReaders/maxWriters), and shrinks
+// them back once they have kept up for a while.
+func (e *Engine) elastic() {
+	defer e.bgWG.Done()
+	t := time.NewTicker(elasticPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.bgCtx.Done():
+			return
+		case now := <-t.C:
+			e.mu.Lock()
+			if !e.closed && e.resizeElastic(now) {
+				e.reconcile()
+			}
+			e.mu.Unlock()
+		}
+	}
+}
+
+// resizeElastic updates each pool's extra workers and reports whether any changed. Called
+// with e.mu held.
+func (e *Engine) resizeElastic(now time.Time) (changed bool) {
+	w := e.gen.Load().w
+	for _, c := range e.classes {
+		base, most, rate := c.sizing(w)
+		if base == 0 || most <= base || (rate == 0 && c.shape == nil) {
+			continue
+		}
+		cur := min(base+c.extra, most)
+		lag, pending := c.pacer.Backlog()
+		growing := pending > c.lastPending
+		c.lastPending = pending
+		if lag > elasticBehind {
+			c.calmSince = time.Time{}
+			if cur < most && growing {
+				c.extra = min(cur+max(1, cur/2), most) - base
+				changed = true
+			}
+			continue
+		}
+		switch {
+		case c.extra == 0:
+		case c.calmSince.IsZero():
+			c.calmSince = now
+		case now.Sub(c.calmSince) >= elasticCalm:
+			c.extra -= max(1, c.extra/4)
+			c.calmSince = now
+			changed = true
+		}
+	}
+	return changed
 }
 
 type worker struct {
@@ -140,9 +223,10 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 		e.classes[i] = c
 		e.coll.SetBacklog(op, c.pacer.Backlog)
 	}
-	e.bgWG.Add(2)
+	e.bgWG.Add(3)
 	go e.refreshValues()
 	go e.watch()
+	go e.elastic()
 	return e, nil
 }
 
@@ -297,12 +381,11 @@ func (e *Engine) Running() (reads, writes bool) {
 func (e *Engine) reconcile() {
 	w := e.gen.Load().w
 	for _, c := range e.classes {
-		enabled, workers, rate := w.ReadEnabled, w.Readers, w.ReadRate
-		if c.op == stats.OpWrite {
-			enabled, workers, rate = w.WriteEnabled, w.Writers, w.WriteRate
-		}
-		if !c.started || !enabled {
-			workers = 0
+		workers, most, rate := c.sizing(w)
+		if most > workers && workers > 0 && (rate > 0 || c.shape != nil) {
+			workers = min(workers+c.extra, most)
+		} else {
+			c.extra = 0
 		}
 		// A pool that is off has no schedule, so nothing falls due and no backlog builds
 		// while it is stopped; a pool that starts re-anchors its schedule at now instead of

@@ -707,3 +707,43 @@ func TestLoadShapeDrivesAPool(t *testing.T) {
 		t.Error("a shape for the backfill class was accepted")
 	}
 }
+
+// TestElasticPoolHoldsTheRate is issue 11's elastic pool: 4 readers cannot hold 1,000
+// reads/s against a 20 ms store (Little's law: 20 are needed), so the schedule falls
+// behind; with maxReaders the pool grows until it keeps up, never beyond the maximum, and a
+// pool without a maximum stays as configured.
+func TestElasticPoolHoldsTheRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seconds of a slow store")
+	}
+	for _, tc := range []struct {
+		name      string
+		most      int
+		wantAtMin int // workers at least, at the end
+		wantAtMax int // workers at most
+		holds     bool
+	}{
+		{"elastic", 64, 20, 64, true},
+		{"capped", 10, 10, 10, false},
+		{"fixed", 0, 4, 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, openMemory(t, map[string]string{"serviceTime": "20ms"}), testWorkload(t, func(w *config.Workload) {
+				w.WriteEnabled = false
+				w.ReadRate, w.Readers, w.MaxReaders = 1000, 4, tc.most
+			}))
+			if err := e.Start(stats.OpRead); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			s := measure(e, time.Second).Ops["read"]
+			t.Logf("%s: %d workers, %.0f reads/s, backlog %.0f ms", tc.name, s.Workers, s.Rate, s.BacklogMs)
+			if s.Workers < tc.wantAtMin || s.Workers > tc.wantAtMax {
+				t.Errorf("%d workers, want %d..%d", s.Workers, tc.wantAtMin, tc.wantAtMax)
+			}
+			if holds := s.Rate > 900 && s.BacklogMs < 100; holds != tc.holds {
+				t.Errorf("holds the rate = %v (%.0f/s, backlog %.0f ms), want %v", holds, s.Rate, s.BacklogMs, tc.holds)
+			}
+		})
+	}
+}

@@ -91,7 +91,7 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 			if timedOut {
 				class = driver.ClassTimeout
 			}
-			shard.Failure(class)
+			shard.FailureErr(class, err)
 			if c.pacer.Rate() == 0 {
 				failures++
 				e.backoff(ctx, failures)

@@ -499,8 +499,11 @@ func cloneOptions(opts any) any {
 }
 
 func (i *Instance) recordErr(err error) {
-	i.lastErr = &ErrorEvent{Time: time.Now(), Message: err.Error()}
-	i.log.Error("configuration change not applied", "err", err)
+	// Errors come from drivers and sources too (a reconfigure that echoes a DSN, an etcd
+	// endpoint): what is shown and logged goes through the one redaction.
+	msg := driver.Shown(false, err.Error())
+	i.lastErr = &ErrorEvent{Time: time.Now(), Message: msg}
+	i.log.Error("configuration change not applied", "err", msg)
 }
 
 // Status is what the instance is doing.

@@ -106,7 +106,7 @@ func (r *reconfigurer) run() {
 
 		mu.Lock()
 		if err != nil {
-			r.status.State, r.status.PendingVersion, r.status.Error = ReconfigureFailed, ver, err.Error()
+			r.status.State, r.status.PendingVersion, r.status.Error = ReconfigureFailed, ver, driver.Shown(false, err.Error())
 			r.inst.recordErr(fmt.Errorf("reconfigure driver %s to config version %d: %w", r.name, ver, err))
 		} else {
 			r.inst.drvOpts = opts

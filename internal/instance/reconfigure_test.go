@@ -348,3 +348,14 @@ func TestFailedReconfigureIsReported(t *testing.T) {
 		t.Fatalf("applied version %d, config version %d", r.AppliedVersion, i.Config().Version)
 	}
 }
+
+// TestErrorsShownWithoutPasswords: a driver or source error that carries a connection URL
+// reaches status (lastError, reconfigure.error) and the log with the password masked.
+func TestErrorsShownWithoutPasswords(t *testing.T) {
+	i := newInstance(t)
+	i.RecordError(errors.New("reconnect to redis://admin:S3cretPW@10.0.0.5:6379 failed"))
+	st := i.Status()
+	if st.LastError == nil || strings.Contains(st.LastError.Message, "S3cretPW") || !strings.Contains(st.LastError.Message, "10.0.0.5") {
+		t.Errorf("lastError %+v: want the address without the password", st.LastError)
+	}
+}

@@ -33,6 +33,8 @@ type htmlOp struct {
 	stats.OpSummary
 	Failures   string
 	Validation string
+	// Messages are what the store said for the failures (Report.Errors).
+	Messages []stats.ErrorMessage
 	// Target is the target rate as the series saw it: the summary's gauge is the last one
 	// set, which is 0 once the load has stopped.
 	Target string
@@ -55,7 +57,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		if !ok {
 			continue
 		}
-		op := htmlOp{Name: name, OpSummary: s, Target: targetText(s.TargetRate, r.Series, name)}
+		op := htmlOp{Name: name, OpSummary: s, Target: targetText(s.TargetRate, r.Series, name), Messages: r.Errors[name]}
 		var parts []string
 		for _, c := range []string{"timeout", "unavailable", "throttled", "rejected", "other"} {
 			if n := s.Failures[c]; n > 0 {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"sort"
 	"time"
@@ -27,11 +28,18 @@ type Report struct {
 	Started       time.Time `json:"started"`
 	Ended         time.Time `json:"ended"`
 	Seconds       float64   `json:"seconds"`
-	Driver        Driver    `json:"driver"`
+	// WarmupSeconds is how long the load ran before Started: excluded from every figure
+	// but the series, which shows it.
+	WarmupSeconds float64 `json:"warmupSeconds,omitempty"`
+	Driver        Driver  `json:"driver"`
 	// Ops has "read" and "write" always, and "backfill" when one ran.
 	Ops      map[string]stats.OpSummary `json:"ops"`
 	Backfill *engine.BackfillStatus     `json:"backfill,omitempty"`
-	Client   Client                     `json:"client"`
+	// Errors has, per op class that failed, the latest distinct failure messages (at most
+	// stats.MaxErrorMessages per failure class, the most recently seen first), so that a
+	// count of failures comes with what the store said.
+	Errors map[string][]stats.ErrorMessage `json:"errors"`
+	Client Client                          `json:"client"`
 	// Warnings say when results should not be trusted as they stand.
 	Warnings []string `json:"warnings"`
 	// Config is the effective configuration, each value with its source; secrets redacted.
@@ -91,9 +99,14 @@ type Input struct {
 	Cumulative  stats.Summary
 	Series      []stats.Point
 	Backfill    *engine.BackfillStatus
-	Snapshot    *config.Snapshot
+	// Errors are the collector's failure messages (stats.Collector.Errors).
+	Errors   map[string][]stats.ErrorMessage
+	Snapshot *config.Snapshot
 	// UsageStart and UsageEnd bracket the measured span.
 	UsageStart, UsageEnd Usage
+	// Warmup is how long the load ran before the measured span (excluded from the figures,
+	// kept in the series).
+	Warmup time.Duration
 }
 
 // Build assembles a report and its warnings.
@@ -104,11 +117,16 @@ func Build(in Input) *Report {
 		Started:       in.Started,
 		Ended:         in.Ended,
 		Seconds:       in.Ended.Sub(in.Started).Seconds(),
+		WarmupSeconds: in.Warmup.Seconds(),
 		Driver:        Driver{Name: in.DriverName, Info: in.DriverInfo, Stats: in.DriverStats, Panics: in.Panics},
 		Ops:           map[string]stats.OpSummary{},
 		Backfill:      in.Backfill,
 		Series:        in.Series,
+		Errors:        map[string][]stats.ErrorMessage{},
 		Warnings:      []string{},
+	}
+	for op, msgs := range in.Errors {
+		r.Errors[op] = msgs
 	}
 	for _, op := range []string{"read", "write", "backfill"} {
 		s, ok := in.Cumulative.Ops[op]
@@ -120,6 +138,11 @@ func Build(in Input) *Report {
 		if t, _ := runTarget(in.Series, op); t > 0 {
 			s.TargetRate = t
 		}
+		for _, p := range in.Series {
+			s.PeakWorkers = max(s.PeakWorkers, p.Ops[op].Workers)
+		}
+		// Summaries built elsewhere (merged from nodes, older producers) may lack them.
+		s.Attempted, s.Succeeded = s.Count+s.Errors, s.Count
 		r.Ops[op] = s
 	}
 	if in.Snapshot != nil {
@@ -153,9 +176,23 @@ const (
 	underRate = 0.99
 	// busyCores flags a client that kept this fraction of its usable cores busy.
 	busyCores = 0.9
-	// lagWarn flags a start-lag p99 above this: operations started late against their
-	// schedule, so response times include the generator's own delay.
-	lagWarn = 10 * time.Millisecond
+	// A start-lag p99 above lagShare of the response-time p99 and above lagFloor is
+	// flagged: operations started late against their schedule, so a good part of the
+	// response times is waiting before the operation, whose cause the warning names. The
+	// share makes it relative (10 ms of lag matters at a 12 ms p99, not at a 2 s one); the
+	// floor keeps microseconds of scheduling jitter out.
+	lagShare = 0.1
+	lagFloor = time.Millisecond
+	// busyShare is the fraction of the workers that counts as "all busy in the store"
+	// (Little's law: completions per second × mean service time).
+	busyShare = 0.8
+	// headroom is added to the Little's-law worker count suggested: service times vary,
+	// and workers busy 100% of the time leave a backlog at every hiccup.
+	headroom = 1.25
+	// missWarn flags reads that mostly missed, once more than missJudged answered: a run
+	// against an empty store measures misses, which are cheaper than reads of values.
+	missWarn   = 0.5
+	missJudged = 1000
 )
 
 func warnings(r *Report, in Input) []string {
@@ -181,17 +218,29 @@ func warnings(r *Report, in Input) []string {
 		// Only a class that ran at one constant target is judged against it; a run whose
 		// rate changed has no single number to compare with.
 		if target, constant := runTarget(in.Series, name); target > 0 && constant && span > 0 {
-			achieved := float64(s.Count+s.Errors) / span
-			if achieved < underRate*target {
-				w = append(w, fmt.Sprintf("%s: offered %.0f of the %.0f ops/s target (%.1f%%): add workers, or the store is saturated; response times include the backlog", name, achieved, target, 100*achieved/target))
+			attempted := float64(s.Attempted) / span
+			if attempted < underRate*target {
+				cause := "add workers, or the store is saturated"
+				if need, ok := workersNeeded(name, s, target, runWorkers(in.Series, name, s.Workers)); ok {
+					cause = need
+				}
+				w = append(w, fmt.Sprintf("%s: attempted %.0f of the %.0f ops/s target (%.1f%%), of which %.0f ops/s succeeded: %s; response times include the backlog", name, attempted, target, 100*attempted/target, float64(s.Succeeded)/span, cause))
 			}
+		}
+		if most := maxWorkers(in, name); most > 0 && s.PeakWorkers >= most {
+			w = append(w, fmt.Sprintf("%s: the pool grew to its maximum of %d workers while behind its schedule: any backlog after that is queueing in the client, caused by the store's latency or by the maximum (raise workload.max%s)", name, most, poolKey(name)))
 		}
 		if s.Clamped > 0 {
 			w = append(w, fmt.Sprintf("%s: %d latencies exceeded the histograms' ceiling of %s and were recorded as %s: the top percentiles and the max understate them", name, s.Clamped, stats.HighestLatency, stats.HighestLatency))
 		}
-		if s.StartLag.P99 > float64(lagWarn.Microseconds()) {
-			w = append(w, fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms): response times include the generator's delay", name, s.StartLag.P99/1000))
+		if lagged(s) {
+			w = append(w, lagWarning(name, s, in.Series, saturated))
 		}
+	}
+	if rd, ok := r.Ops["read"]; ok && in.Backfill == nil && rd.Count > missJudged && float64(rd.Misses) > missWarn*float64(rd.Count) {
+		w = append(w, fmt.Sprintf("read: %.0f%% of %d reads missed (key not found): the store holds few of the keys read; "+
+			"run with --backfill (or workload.backfill=true) to write every key first, or the latencies are those of misses",
+			100*float64(rd.Misses)/float64(rd.Count), rd.Count))
 	}
 	if r.Driver.Panics > 0 {
 		w = append(w, fmt.Sprintf("the driver panicked %d times; those operations count as failures (class other)", r.Driver.Panics))
@@ -200,6 +249,113 @@ func warnings(r *Report, in Input) []string {
 		w = append(w, fmt.Sprintf("backfill: %d keys could not be written after retries; reads of them will miss", b.Failed))
 	}
 	return w
+}
+
+// maxWorkers returns the elastic maximum of op's pool, or 0 when it cannot grow.
+func maxWorkers(in Input, op string) int {
+	if in.Snapshot == nil {
+		return 0
+	}
+	w := in.Snapshot.Config.Workload
+	switch op {
+	case "read":
+		if w.MaxReaders > w.Readers {
+			return w.MaxReaders
+		}
+	case "write":
+		if w.MaxWriters > w.Writers {
+			return w.MaxWriters
+		}
+	}
+	return 0
+}
+
+// poolKey is the suffix of op's maximum-workers option: Readers or Writers.
+func poolKey(op string) string {
+	if op == "write" {
+		return "Writers"
+	}
+	return "Readers"
+}
+
+// lagged reports whether s's start lag is worth a warning (see lagShare).
+func lagged(s stats.OpSummary) bool {
+	return s.StartLag.P99 > float64(lagFloor.Microseconds()) && s.StartLag.P99 > lagShare*s.ResponseTime.P99
+}
+
+// busyWorkers is how many workers were in the store on average over a span with rate
+// completions per second of mean service time meanUs (Little's law). Failed operations
+// have no recorded service time, so this counts only the answered ones.
+func busyWorkers(rate, meanUs float64) float64 { return rate * meanUs / 1e6 }
+
+// lagWarning names why op's operations started late: the client's CPU, a store that stalled
+// with every worker inside it, too few workers for the rate, or the generator itself. It
+// judges from what the stats hold: the run's mean service time and rate, and per interval
+// how many workers were in the store. A stall holding every worker for L seconds keeps
+// them all busy for L of its interval, so one of at least busyShare of an interval shows;
+// a shorter one hides in the interval's average, and the warning says it may add.
+func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bool) string {
+	lag := fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms)",
+		op, s.StartLag.P99/1000, s.ResponseTime.P99/1000)
+	if saturated {
+		return lag + ": the client's CPU was saturated, so the delay is the generator's, not the store's"
+	}
+	workers := runWorkers(series, op, s.Workers)
+	peak := 0.0 // the highest share of the workers busy in the store in any interval
+	for _, p := range series {
+		if o := p.Ops[op]; o.Workers > 0 {
+			peak = max(peak, busyWorkers(o.Rate, o.ServiceTime.Mean)/float64(o.Workers))
+		}
+	}
+	mean := busyWorkers(s.Rate, s.ServiceTime.Mean)
+	if workers > 0 && mean >= busyShare*float64(workers) {
+		if need, ok := workersNeeded(op, s, s.TargetRate, workers); ok {
+			return lag + ": every worker was busy in the store; " + need
+		}
+		return lag + fmt.Sprintf(": every worker was busy in the store (%.1f of %d on average): add workers, or the store is saturated", mean, workers)
+	}
+	if workers > 0 && peak >= busyShare {
+		return lag + fmt.Sprintf(": the store stalled, holding all %d workers at once (operations in flight took up to %.0f ms) while the operations due meanwhile queued behind them; the lag is the store's, not the generator's",
+			workers, s.ServiceTime.Max/1000)
+	}
+	msg := lag + fmt.Sprintf(": workers were free (%.1f of %d busy in the store on average, at most %.0f%% in any second), so the delay is mostly the generator's own (scheduling, GC, a busy machine)",
+		mean, workers, 100*peak)
+	if s.ServiceTime.Max >= s.StartLag.P99/2 {
+		// A stall shorter than an interval hides in its average: say what the stats
+		// cannot rule out.
+		msg += fmt.Sprintf("; service times reached %.1f ms, so brief store stalls may add to it", s.ServiceTime.Max/1000)
+	}
+	return msg
+}
+
+// workersNeeded says how many workers op needs for target ops/s by Little's law (target ×
+// mean service time, plus headroom), when that is more than it had; ok is false when the
+// workers were enough or nothing is known.
+func workersNeeded(op string, s stats.OpSummary, target float64, workers int) (string, bool) {
+	if target <= 0 || s.ServiceTime.Mean <= 0 || workers <= 0 {
+		return "", false
+	}
+	need := busyWorkers(target, s.ServiceTime.Mean)
+	if need < busyShare*float64(workers) {
+		return "", false
+	}
+	suggest := max(int(math.Ceil(need*headroom)), workers+1)
+	key := map[string]string{"read": "workload.readers", "write": "workload.writers"}[op]
+	return fmt.Sprintf("%d workers cannot run %.0f ops/s at a mean service time of %.2f ms, which keeps %.1f busy (Little's law: rate × service time); set %s=%d",
+		workers, target, s.ServiceTime.Mean/1000, need, key, suggest), true
+}
+
+// runWorkers returns the most workers op had in any interval of the series, or def when
+// it never had any there (the summary's gauge describes the pool after it stopped).
+func runWorkers(series []stats.Point, op string, def int) int {
+	n := 0
+	for _, p := range series {
+		n = max(n, p.Ops[op].Workers)
+	}
+	if n == 0 {
+		return def
+	}
+	return n
 }
 
 // runTarget returns the target rate of op over the intervals in which it had workers (the

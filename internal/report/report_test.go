@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/stats"
 )
@@ -44,7 +45,7 @@ func TestWarnings(t *testing.T) {
 		want string // substring of a warning; "" for none
 	}{
 		{"on target", input(10, 1000, 10000, points(1000, 1000)), ""},
-		{"under target", input(10, 1000, 9000, points(1000, 1000)), "offered 900 of the 1000 ops/s target"},
+		{"under target", input(10, 1000, 9000, points(1000, 1000)), "attempted 900 of the 1000 ops/s target"},
 		{"rate changed", input(10, 1000, 5000, points(1000, 2000)), ""},
 		{"closed loop", input(10, 0, 5, points(0, 0)), ""},
 	}
@@ -52,7 +53,7 @@ func TestWarnings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Build(tc.in)
 			got := strings.Join(r.Warnings, "\n")
-			if tc.want == "" && strings.Contains(got, "offered") {
+			if tc.want == "" && strings.Contains(got, "attempted") {
 				t.Fatalf("unexpected warning: %s", got)
 			}
 			if tc.want != "" && !strings.Contains(got, tc.want) {
@@ -71,6 +72,28 @@ func TestClampedLatenciesWarn(t *testing.T) {
 	}
 	if got := strings.Join(r.Warnings, "\n"); !strings.Contains(got, "read: 3 latencies exceeded the histograms' ceiling of 1h0m0s") {
 		t.Errorf("warnings %q do not report the clamped latencies", got)
+	}
+}
+
+func TestElasticPoolAtItsMaximumWarns(t *testing.T) {
+	w := config.DefaultWorkload()
+	w.Readers, w.MaxReaders = 4, 10
+	for _, tc := range []struct {
+		peak int
+		warn bool
+	}{{6, false}, {10, true}} {
+		ps := points(1000, 1000)
+		ps[1].Ops["read"] = stats.OpSummary{TargetRate: 1000, Workers: tc.peak}
+		in := input(10, 1000, 10000, ps)
+		in.Snapshot = &config.Snapshot{Config: config.Config{Workload: w}}
+		r := Build(in)
+		if r.Ops["read"].PeakWorkers != tc.peak {
+			t.Errorf("peakWorkers %d, want %d", r.Ops["read"].PeakWorkers, tc.peak)
+		}
+		warned := strings.Contains(strings.Join(r.Warnings, "\n"), "grew to its maximum of 10 workers")
+		if warned != tc.warn {
+			t.Errorf("peak %d: warned %v, want %v (%q)", tc.peak, warned, tc.warn, r.Warnings)
+		}
 	}
 }
 
@@ -117,5 +140,130 @@ func TestWriteFileIsJSONAndAtomic(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(dir, "missing", "r.json"), r); err == nil {
 		t.Fatal("writing into a missing directory succeeded")
+	}
+}
+
+func TestMissesAndAttemptsExplained(t *testing.T) {
+	tests := []struct {
+		name     string
+		reads    stats.OpSummary
+		backfill bool
+		want     []string // substrings of the warnings; nil for no such warning
+	}{
+		{name: "most reads miss", reads: stats.OpSummary{Count: 5000, Misses: 4000},
+			want: []string{"read: 80% of 5000 reads missed", "--backfill", "workload.backfill=true"}},
+		{name: "half miss is not most", reads: stats.OpSummary{Count: 5000, Misses: 2500}},
+		{name: "too few reads to judge", reads: stats.OpSummary{Count: 900, Misses: 900}},
+		{name: "backfilled store misses for another reason", reads: stats.OpSummary{Count: 5000, Misses: 4000}, backfill: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(10, 0, 0, nil)
+			in.Cumulative.Ops["read"] = tt.reads
+			if tt.backfill {
+				in.Backfill = &engine.BackfillStatus{Phase: "done"}
+			}
+			got := strings.Join(Build(in).Warnings, "\n")
+			if tt.want == nil && strings.Contains(got, "missed") {
+				t.Fatalf("unexpected warning: %s", got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("warnings lack %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// The offered-vs-target check counts failures as attempts; it must say how many of them
+// succeeded, and the report carries attempted and succeeded per op.
+func TestUnderTargetSaysAttemptedAndSucceeded(t *testing.T) {
+	in := input(10, 1000, 4000, points(1000, 1000))
+	s := in.Cumulative.Ops["read"]
+	s.Errors = 5000
+	in.Cumulative.Ops["read"] = s
+	r := Build(in)
+	got := strings.Join(r.Warnings, "\n")
+	if !strings.Contains(got, "attempted 900 of the 1000 ops/s target") || !strings.Contains(got, "400 ops/s succeeded") {
+		t.Errorf("warnings do not tell attempted from succeeded:\n%s", got)
+	}
+	b, _ := json.Marshal(r.Ops["read"])
+	if !strings.Contains(string(b), `"attempted":9000`) || !strings.Contains(string(b), `"succeeded":4000`) {
+		t.Errorf("report op lacks attempted/succeeded: %s", b)
+	}
+}
+
+// The start-lag warning names its cause from the measured numbers; the figures are those
+// of real runs of the memory store (see the comments).
+func TestStartLagWarningNamesTheCause(t *testing.T) {
+	lat := func(p99, max, mean float64) stats.Latency { return stats.Latency{P99: p99, Max: max, Mean: mean} }
+	pt := func(rate, svcMean float64, workers int) stats.Point {
+		return stats.Point{Ops: map[string]stats.OpSummary{"read": {Rate: rate, TargetRate: 1000, Workers: workers,
+			ServiceTime: stats.Latency{Mean: svcMean}}}}
+	}
+	tests := []struct {
+		name      string
+		sum       stats.OpSummary
+		series    []stats.Point
+		cpu       time.Duration
+		want      []string
+		notWanted []string
+	}{
+		// stallEvery=10s stallFor=1s, 8 readers at 1,000/s: one interval in ten has all 8
+		// workers inside the store for the whole second.
+		{name: "store stall", sum: stats.OpSummary{Count: 30001, Rate: 1000, ResponseTime: lat(905215, 1018879, 50694),
+			ServiceTime: lat(19, 1000447, 779), StartLag: lat(897023, 1007615, 49915)},
+			series:    []stats.Point{pt(1000, 4, 8), pt(1009, 7902, 8), pt(1000, 5, 8)},
+			want:      []string{"start-lag p99 897.0 ms", "the store stalled", "all 8 workers", "up to 1000 ms", "not the generator's"},
+			notWanted: []string{"generator's own", "set workload.readers"}},
+		// serviceTime=10ms, 8 readers at 1,000/s: 10 workers' worth of work for 8.
+		{name: "too few workers", sum: stats.OpSummary{Count: 7745, Rate: 773, ResponseTime: lat(2244607, 2271231, 1121722),
+			ServiceTime: lat(14191, 88511, 10326), StartLag: lat(2244607, 2260991, 1111425)},
+			series:    []stats.Point{pt(781, 10111, 8), pt(795, 10063, 8)},
+			want:      []string{"every worker was busy", "Little's law", "set workload.readers=13"},
+			notWanted: []string{"stalled", "generator's own"}},
+		// A fast store with idle workers whose operations still started late.
+		{name: "generator", sum: stats.OpSummary{Count: 50000, Rate: 5000, ResponseTime: lat(20000, 40000, 900),
+			ServiceTime: lat(30, 500, 10), StartLag: lat(19000, 39000, 890)},
+			series:    []stats.Point{pt(5000, 10, 8), pt(5000, 12, 8)},
+			want:      []string{"workers were free", "generator's own"},
+			notWanted: []string{"stalled", "set workload.readers"}},
+		// `make run` (pebble, 4 readers at 4,000/s) on a busy machine: a few service times
+		// of 10+ ms, but never more than 4% of the workers in the store in any second.
+		{name: "generator on a busy machine, with service-time hiccups", sum: stats.OpSummary{Count: 120000, Rate: 4000,
+			ResponseTime: lat(4000, 20000, 200), ServiceTime: lat(139, 13559, 22), StartLag: lat(3951, 19000, 180)},
+			series:    []stats.Point{pt(4000, 20, 4), pt(4004, 38, 4), pt(4000, 22, 4)},
+			want:      []string{"workers were free", "at most 4% in any second", "generator's own", "brief store stalls may add"},
+			notWanted: []string{"the store stalled", "set workload.readers"}},
+		{name: "client CPU", sum: stats.OpSummary{Count: 50000, Rate: 5000, ResponseTime: lat(20000, 40000, 900),
+			ServiceTime: lat(30, 500, 10), StartLag: lat(19000, 39000, 890)},
+			series: []stats.Point{pt(5000, 10, 8)}, cpu: 1000 * time.Second,
+			want: []string{"CPU was saturated"}},
+		// Lag that is small next to the response time is not the story.
+		{name: "lag small against the response time", sum: stats.OpSummary{Count: 50000, Rate: 5000, ResponseTime: lat(2000000, 3000000, 900000),
+			ServiceTime: lat(1990000, 2990000, 890000), StartLag: lat(15000, 20000, 1000)},
+			series:    []stats.Point{pt(5000, 10, 8)},
+			notWanted: []string{"started late"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(10, 1000, tt.sum.Count, tt.series)
+			in.Cumulative.Ops["read"] = tt.sum
+			if tt.cpu > 0 {
+				in.UsageEnd = Usage{User: tt.cpu}
+			}
+			got := strings.Join(Build(in).Warnings, "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("warnings lack %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tt.notWanted {
+				if strings.Contains(got, w) {
+					t.Errorf("warnings have %q:\n%s", w, got)
+				}
+			}
+		})
 	}
 }

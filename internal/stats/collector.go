@@ -324,6 +324,9 @@ func (c *Collector) ResetAt(now time.Time) {
 	defer c.tickMu.Unlock()
 	for _, op := range Ops {
 		c.ops[op].rec.drain(nil, nil, nil, nil)
+		for i := range c.ops[op].rec.shards {
+			c.ops[op].rec.shards[i].resetErrors()
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -118,9 +118,13 @@ type Shard struct {
 	mu     sync.Mutex
 	active *buffer // recorded into; nil until the first record
 	spare  *buffer // retired by the last swap; touched only by the collector
+	// errs keeps the latest distinct failure messages per class (cumulative, cleared by
+	// the collector's Reset); nil until FailureErr first writes it, and behind a pointer
+	// so a shard stays one 128-byte block.
+	errs *[driver.NumClasses]errTable
 	// The padding keeps neighbouring shards' locks off one cache line (and its
 	// prefetched pair), so workers on different shards do not contend through it.
-	_ [128 - 24]byte
+	_ [128 - 32]byte
 }
 
 func (s *Shard) buf() *buffer {

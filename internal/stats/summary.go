@@ -22,6 +22,11 @@ type Summary struct {
 type OpSummary struct {
 	// Count is successes plus misses: every op that got a valid answer.
 	Count int64 `json:"count"`
+	// Attempted is every op sent to the store: Count plus Errors. A rate check against
+	// the target counts attempts; Succeeded (the same as Count) says how many answered.
+	Attempted int64 `json:"attempted"`
+	// Succeeded is Count, named for reading beside Attempted.
+	Succeeded int64 `json:"succeeded"`
 	// Rate is Count per second over the span.
 	Rate   float64 `json:"rate"`
 	Misses int64   `json:"misses"`
@@ -44,6 +49,9 @@ type OpSummary struct {
 	// TargetRate and Workers are the engine's settings at the end of the span.
 	TargetRate float64 `json:"targetRate"`
 	Workers    int     `json:"workers"`
+	// PeakWorkers is the most workers the class had in any interval of the span (an
+	// elastic pool grows while it falls behind); set by reports, from the series.
+	PeakWorkers int `json:"peakWorkers,omitempty"`
 	// BacklogMs and Pending are how far the pacer's schedule was behind, and how many
 	// intended ops were overdue, when the span ended.
 	BacklogMs float64 `json:"backlogMs"`
@@ -134,6 +142,8 @@ func SummarizeOp(c Counts, resp, svc *hdrhistogram.Histogram, seconds float64) O
 func buildOpSummary(c *Counts, resp, svc Latency, seconds float64, g gauges) OpSummary {
 	s := OpSummary{
 		Count:        c.Count(),
+		Attempted:    c.Count() + c.Errors(),
+		Succeeded:    c.Count(),
 		Misses:       c.Misses,
 		Failures:     make(map[string]int64, driver.NumClasses),
 		Errors:       c.Errors(),
