@@ -100,3 +100,64 @@ func TestIntegralNumbersWhereIntegersAreDeclared(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchAcceptsJSONNumbersAndBooleans (issue 11 #11): a PATCH may give values as JSON
+// numbers and booleans, not only strings; numbers keep their exact text (a 64-bit seed does
+// not round through float64), and anything else names the key.
+func TestPatchAcceptsJSONNumbersAndBooleans(t *testing.T) {
+	e := newEnv(t)
+	e.must(200, "PATCH", "/api/v1/config",
+		`{"values": {"workload.readRate": 2500, "workload.readEnabled": false, "workload.seed": 18446744073709551615, "workload.keyPrefix": "K"}}`, nil)
+	var c ConfigBody
+	e.must(200, "GET", "/api/v1/config", nil, &c)
+	want := map[string]string{"workload.readRate": "2500", "workload.readEnabled": "false", "workload.seed": "18446744073709551615", "workload.keyPrefix": "K"}
+	for _, en := range c.Entries {
+		if w, ok := want[en.Key]; ok {
+			if en.Value != w {
+				t.Errorf("%s = %q, want %q", en.Key, en.Value, w)
+			}
+			delete(want, en.Key)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("keys not in the config: %v", want)
+	}
+	for _, body := range []string{
+		`{"values": {"workload.readRate": {"v": 1}}}`,
+		`{"values": {"workload.readRate": [1]}}`,
+		`{"values": {"workload.readRate": null}}`,
+	} {
+		st, data := e.call("PATCH", "/api/v1/config", body)
+		if st != http.StatusUnprocessableEntity || !strings.Contains(string(data), "readRate") {
+			t.Errorf("PATCH %s: %d %s, want 422 naming the key", body, st, data)
+		}
+	}
+}
+
+// TestWrongMethodIs405WithAllow (issue 11 #11): a route called with a method it does not
+// have answers 405 with the Allow header, not 404 as if it did not exist.
+func TestWrongMethodIs405WithAllow(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct{ method, path, allow string }{
+		{"DELETE", "/api/v1/config", "GET, HEAD, PATCH"},
+		{"POST", "/api/v1/status", "GET, HEAD"},
+		{"DELETE", "/api/v1/kv/T1", "GET, HEAD, PUT"},
+	} {
+		req, err := http.NewRequest(tc.method, e.ts.URL+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := e.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d, Allow %q; want 405 and %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), tc.allow)
+		}
+	}
+	if st, _ := e.call("GET", "/api/v1/nothing", nil); st != http.StatusNotFound {
+		t.Errorf("unknown path: %d, want 404", st)
+	}
+}

@@ -151,7 +151,7 @@ type ConfigBody struct {
 
 // PatchRequest changes configuration keys atomically.
 type PatchRequest struct {
-	Values map[string]string `json:"values" minProperties:"1" maxProperties:"1000" doc:"Key to value, e.g. {\"workload.readRate\": \"5000\"}; at most 1000 keys per change (config.MaxChangeKeys)"`
+	Values map[string]ConfigValue `json:"values" minProperties:"1" maxProperties:"1000" doc:"Key to value, e.g. {\"workload.readRate\": 5000} or {\"workload.readRate\": \"5000\"}; at most 1000 keys per change (config.MaxChangeKeys)"`
 }
 
 // PatchBody says what a change did.
@@ -361,7 +361,11 @@ func (s *Server) routes() {
 		Description: "All or nothing: the whole configuration is validated with the change; any bad key gives 422 naming every one, and nothing is applied. " +
 			"Live keys apply at once; others are listed in pending until the next driver init."},
 		slices.Clone(bodyErrs), func(_ context.Context, in *struct{ Body PatchRequest }) (*out[PatchBody], error) {
-			res, err := s.inst.Patch(in.Body.Values)
+			values := make(map[string]string, len(in.Body.Values))
+			for k, v := range in.Body.Values {
+				values[k] = string(v)
+			}
+			res, err := s.inst.Patch(values)
 			if err != nil {
 				return nil, err
 			}

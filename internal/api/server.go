@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -160,6 +161,12 @@ func New(opts Options) (*Server, error) {
 	s.handle(readOnly, "/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if opts.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/REST/") {
 			opts.UI.ServeHTTP(w, r)
+			return
+		}
+		if allow := s.allowedMethods(r.URL.Path); len(allow) > 0 {
+			// The route exists with other methods: say which (RFC 9110 §15.5.6).
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeProblem(w, http.StatusMethodNotAllowed, r.Method+" "+r.URL.Path+" is not allowed; allowed: "+strings.Join(allow, ", "))
 			return
 		}
 		writeProblem(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+"; see /openapi.json")
@@ -510,4 +517,38 @@ func hideRejectedValues(_ huma.Context, _ string, v any) (any, error) {
 		}
 	}
 	return em, nil
+}
+
+// allowedMethods returns the methods the OpenAPI document has for path (templates such as
+// /api/v1/kv/{key} match one segment per parameter), sorted; nil for an unknown path.
+func (s *Server) allowedMethods(path string) []string {
+	var out []string
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for p, item := range s.api.OpenAPI().Paths {
+		tpl := strings.Split(strings.Trim(p, "/"), "/")
+		if len(tpl) != len(segs) {
+			continue
+		}
+		match := true
+		for i := range tpl {
+			if !strings.HasPrefix(tpl[i], "{") && tpl[i] != segs[i] {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		for m, op := range map[string]*huma.Operation{http.MethodGet: item.Get, http.MethodPut: item.Put, http.MethodPost: item.Post,
+			http.MethodPatch: item.Patch, http.MethodDelete: item.Delete} {
+			if op != nil && !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	if slices.Contains(out, http.MethodGet) {
+		out = append(out, http.MethodHead)
+	}
+	slices.Sort(out)
+	return out
 }
