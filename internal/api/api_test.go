@@ -145,13 +145,21 @@ func newEnv(t testing.TB, sets ...string) *env {
 // loopback does by default.
 func newEnvToken(t testing.TB, token string, sets ...string) *env {
 	t.Helper()
+	return newEnvOpts(t, Options{Token: token, Heartbeat: 100 * time.Millisecond,
+		CORSOrigins: []string{"https://ui.example.com"}, Version: "test"}, sets...)
+}
+
+// newEnvOpts serves a memory-driver node (configured with sets) with the server options
+// opts, whose Instance it fills in.
+func newEnvOpts(t testing.TB, opts Options, sets ...string) *env {
+	t.Helper()
 	snap, err := config.Load(config.Sources{Sets: append([]string{"driver.name=memory"}, sets...)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inst := instance.New(config.NewStore(snap), nil)
-	srv, err := New(Options{Instance: inst, Token: token, Heartbeat: 100 * time.Millisecond,
-		CORSOrigins: []string{"https://ui.example.com"}, Version: "test"})
+	opts.Instance = inst
+	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/web"
 )
 
@@ -193,21 +190,5 @@ func TestLoginPage(t *testing.T) {
 // newEnvUI is newEnv with the web UI mounted, as `ndbench serve` runs it.
 func newEnvUI(t *testing.T) *env {
 	t.Helper()
-	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := instance.New(config.NewStore(snap), nil)
-	srv, err := New(Options{Instance: inst, Token: testToken, Version: "test", UI: web.Handler(web.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(hits.wrap(srv.Handler()))
-	t.Cleanup(func() {
-		ts.CloseClientConnections()
-		srv.Close()
-		ts.Close()
-		_ = inst.Close()
-	})
-	return &env{t: t, inst: inst, srv: srv, ts: ts}
+	return newEnvOpts(t, Options{Token: testToken, Version: "test", UI: web.Handler(web.Options{})})
 }
