@@ -32,9 +32,9 @@ type Driver interface {
 	// Init connects to the store (and creates schema when the options ask for it). opts is
 	// the pointer returned by the Definition's NewOptions, filled from the configuration.
 	//
-	// Read and Write must honour ctx: it carries the per-operation timeout. The engine
-	// reuses one context per worker and re-arms it for the next operation, so a driver
-	// must not keep ctx (or a context derived from it) after the call returns.
+	// Read and Write must honour ctx: it carries the per-operation timeout. The context
+	// stays valid after the call returns (its state is final once the operation ended),
+	// so a client library that keeps it or derives from it is safe.
 	Init(ctx context.Context, opts any) error
 	// Read returns the value stored under key, or ErrNotFound. The returned slice belongs to
 	// the caller; the engine reads it and never modifies it.

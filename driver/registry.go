@@ -20,6 +20,10 @@ type Definition struct {
 	NewOptions func() any
 	// New returns a new, uninitialised driver.
 	New func() Driver
+	// Operations are the operations the driver offers beyond Read and Write, if any; its
+	// driver then implements Operator. Declaring them here (not on an instance) lets the
+	// configuration be checked against them before any store is connected.
+	Operations []Operation
 }
 
 // The registry is the one piece of global mutable state ndbench allows: drivers add
@@ -37,6 +41,9 @@ func Register(def Definition) error {
 	}
 	if def.New == nil || def.NewOptions == nil {
 		return fmt.Errorf("register driver %q: New and NewOptions are required", def.Name)
+	}
+	if err := checkOperations(def); err != nil {
+		return fmt.Errorf("register driver %q: %w", def.Name, err)
 	}
 	opts := def.NewOptions()
 	if err := ApplyDefaults(opts); err != nil {

@@ -697,7 +697,10 @@ func TestStreamAndMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := iv.Ops[stats.OpRead]
+			r := iv.Op("read")
+			if r == nil {
+				t.Fatalf("interval %d has no read series", enc.Seq)
+			}
 			if r.Successes+r.Misses == 0 || r.Response.TotalCount() != r.Successes+r.Misses {
 				t.Errorf("interval %d: %d reads answered, response histogram holds %d", enc.Seq, r.Successes+r.Misses, r.Response.TotalCount())
 			}

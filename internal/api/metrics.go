@@ -64,9 +64,9 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
-	// Every series exists from the start, so rate() and alerts see zeros, not gaps.
-	for _, op := range stats.Ops {
-		name := op.String()
+	// Every built-in series exists from the start, so rate() and alerts see zeros, not
+	// gaps; a class the workload adds appears at its first interval.
+	for _, name := range stats.BuiltinNames() {
 		m.ops.WithLabelValues(name, "success")
 		m.ops.WithLabelValues(name, "miss")
 		for _, c := range driver.Classes {
@@ -82,9 +82,9 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 
 // observe adds one interval; it runs on the collector's tick goroutine.
 func (m *metrics) observe(iv *stats.Interval, sum stats.Summary) {
-	for _, op := range stats.Ops {
-		name := op.String()
-		o := &iv.Ops[op]
+	for i := range iv.Ops {
+		o := &iv.Ops[i]
+		name := o.Name
 		m.ops.WithLabelValues(name, "success").Add(float64(o.Successes))
 		m.ops.WithLabelValues(name, "miss").Add(float64(o.Misses))
 		for _, c := range driver.Classes {

@@ -82,7 +82,7 @@ func problemFor(err error) error {
 		return p
 	case errors.Is(err, driver.ErrNotFound):
 		return newProblem(http.StatusNotFound, err.Error())
-	case errors.Is(err, config.ErrTooManyKeys):
+	case errors.Is(err, config.ErrTooManyKeys), errors.Is(err, engine.ErrUnknownClass):
 		return newProblem(http.StatusUnprocessableEntity, err.Error())
 	}
 	if fes, ok := driver.AsFieldErrors(err); ok {

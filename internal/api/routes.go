@@ -80,9 +80,10 @@ type HealthBody struct {
 
 // DriverInfo describes one registered driver.
 type DriverInfo struct {
-	Name    string          `json:"name"`
-	Summary string          `json:"summary"`
-	Options []driver.Option `json:"options" doc:"Option schema: names, types, defaults, bounds, live and secret flags"`
+	Name       string             `json:"name"`
+	Summary    string             `json:"summary"`
+	Operations []driver.Operation `json:"operations" doc:"Operations op classes may mix: read, write, and those the driver declares (kind read, write or other)"`
+	Options    []driver.Option    `json:"options" doc:"Option schema: names, types, defaults, bounds, live and secret flags"`
 }
 
 // InitRequest connects a driver.
@@ -93,7 +94,7 @@ type InitRequest struct {
 
 // LoadRequest selects op classes; empty or absent means reads and writes.
 type LoadRequest struct {
-	Ops []string `json:"ops,omitempty" enum:"read,write" uniqueItems:"true" doc:"Op classes: read, write; empty = both"`
+	Ops []string `json:"ops,omitempty" uniqueItems:"true" maxItems:"16" doc:"Op classes to start or stop: read, write, or a class of workload.ops; empty = every class of the workload"`
 }
 
 // BackfillRequest starts a backfill; zero values keep the configured setting.
@@ -208,7 +209,7 @@ func (s *Server) routes() {
 				if err != nil {
 					return nil, fmt.Errorf("schema of driver %s: %w", n, err)
 				}
-				list = append(list, DriverInfo{Name: n, Summary: def.Summary, Options: schema})
+				list = append(list, DriverInfo{Name: n, Summary: def.Summary, Operations: def.AllOperations(), Options: schema})
 			}
 			return &out[[]DriverInfo]{list}, nil
 		})
@@ -239,10 +240,10 @@ func (s *Server) routes() {
 		})
 	for _, act := range []struct {
 		name string
-		f    func(...stats.Op) error
+		f    func(...string) error
 	}{{"start", s.inst.Start}, {"stop", s.inst.Stop}} {
 		register(s, changesState, huma.Operation{OperationID: act.name + "-load", Method: http.MethodPost, Path: "/api/v1/load/" + act.name, Tags: []string{"load"},
-			Summary: strUpper(act.name) + " reads, writes or both", Description: `Body {"ops": ["read"]}; no body or empty ops = both. 409 before a driver is initialized.`},
+			Summary: strUpper(act.name) + " op classes", Description: `Body {"ops": ["read"]}; no body or empty ops = every class of the workload (read, write and those of workload.ops). 422 names the classes for an unknown one; 409 before a driver is initialized.`},
 			append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
 				Body *LoadRequest
 			}) (*out[instance.Status], error) {
@@ -250,12 +251,7 @@ func (s *Server) routes() {
 				if in.Body != nil {
 					req = *in.Body
 				}
-				ops := make([]stats.Op, 0, len(req.Ops))
-				for _, name := range req.Ops {
-					op, _ := stats.ParseOp(name) // the schema's enum admits read and write only
-					ops = append(ops, op)
-				}
-				if err := act.f(ops...); err != nil {
+				if err := act.f(req.Ops...); err != nil {
 					return nil, err
 				}
 				return &out[instance.Status]{s.inst.Status()}, nil
@@ -318,17 +314,17 @@ func (s *Server) routes() {
 			c := s.inst.Collector()
 			cum := c.Cumulative()
 			b := HistogramsBody{Unit: "microseconds", Encoding: "HdrHistogram V2 compressed, base64", Start: cum.Start, End: cum.End, Ops: map[string]OpHistograms{}}
-			for _, op := range stats.Ops {
-				resp, svc := c.CumulativeHistograms(op)
+			for i, name := range c.Names() {
+				resp, svc := c.CumulativeHistograms(stats.Op(i))
 				re, err := stats.EncodeHistogram(resp)
 				if err != nil {
-					return nil, fmt.Errorf("encode %s histogram: %w", op, err)
+					return nil, fmt.Errorf("encode %s histogram: %w", name, err)
 				}
 				se, err := stats.EncodeHistogram(svc)
 				if err != nil {
-					return nil, fmt.Errorf("encode %s histogram: %w", op, err)
+					return nil, fmt.Errorf("encode %s histogram: %w", name, err)
 				}
-				b.Ops[op.String()] = OpHistograms{Count: resp.TotalCount(), ResponseTime: re, ServiceTime: se}
+				b.Ops[name] = OpHistograms{Count: resp.TotalCount(), ResponseTime: re, ServiceTime: se}
 			}
 			return &out[HistogramsBody]{b}, nil
 		})

@@ -16,15 +16,16 @@ func newDriversCmd(s *streams) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "drivers [NAME...]",
-		Short: "List drivers and their options (name, type, default, live, help)",
+		Short: "List drivers, their operations and their options (name, type, default, live, help)",
 		RunE: func(_ *cobra.Command, names []string) error {
 			if len(names) == 0 {
 				names = driver.Names()
 			}
 			type listed struct {
-				Name    string          `json:"name"`
-				Summary string          `json:"summary"`
-				Options []driver.Option `json:"options"`
+				Name       string             `json:"name"`
+				Summary    string             `json:"summary"`
+				Operations []driver.Operation `json:"operations"`
+				Options    []driver.Option    `json:"options"`
 			}
 			var all []listed
 			for _, n := range names {
@@ -36,7 +37,7 @@ func newDriversCmd(s *streams) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				all = append(all, listed{Name: n, Summary: def.Summary, Options: schema})
+				all = append(all, listed{Name: n, Summary: def.Summary, Operations: def.AllOperations(), Options: schema})
 			}
 			if asJSON {
 				enc := json.NewEncoder(s.out)
@@ -49,6 +50,13 @@ func newDriversCmd(s *streams) *cobra.Command {
 				}
 				fmt.Fprintf(s.out, "%s: %s\n", d.Name, d.Summary)
 				tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "  OPERATION\tKIND\tHELP")
+				for _, o := range d.Operations {
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", o.Name, o.Kind, o.Help)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
 				fmt.Fprintln(tw, "  OPTION\tTYPE\tDEFAULT\tLIVE\tHELP")
 				for _, o := range d.Options {
 					help := o.Help

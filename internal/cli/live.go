@@ -59,15 +59,17 @@ func (l *live) interval(iv *stats.Interval) {
 	fmt.Fprintf(&b, "[%s]", clock(elapsed))
 	if l.backfill != nil {
 		st := l.backfill()
-		o := &iv.Ops[stats.OpBackfill]
+		o := iv.Op("backfill")
 		fmt.Fprintf(&b, " backfill %s %s/s  %d/%d keys  err %d", st.Phase, count(float64(o.Count())/secs), st.Written, st.Total, o.Errors())
 		l.print(b.String(), l.backfillBar(st))
 		return
 	}
 	shown := false
-	for _, op := range []stats.Op{stats.OpRead, stats.OpWrite} {
-		o := &iv.Ops[op]
-		if o.Workers == 0 && o.Count()+o.Errors() == 0 {
+	// One entry per op class (an operation of a mixed class is in the summary, not here).
+	for i := range iv.Ops {
+		o := &iv.Ops[i]
+		op := o.Name
+		if op == "backfill" || stats.IsOperationSeries(op) || o.Workers == 0 && o.Count()+o.Errors() == 0 {
 			continue
 		}
 		if shown {
@@ -82,7 +84,7 @@ func (l *live) interval(iv *stats.Interval) {
 		fmt.Fprintf(&b, " p50 %s p99 %s p99.9 %s lag p99 %s err %d",
 			micros(float64(o.Response.ValueAtQuantile(50))), micros(float64(o.Response.ValueAtQuantile(99))),
 			micros(float64(o.Response.ValueAtQuantile(99.9))), micros(float64(o.StartLag.ValueAtQuantile(99))), o.Errors())
-		if op == stats.OpRead {
+		if o.Misses > 0 || op == "read" {
 			fmt.Fprintf(&b, " miss %d", o.Misses)
 		}
 		if o.Backlog > time.Second {

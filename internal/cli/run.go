@@ -121,7 +121,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	defer d.Close()
 
 	coll := stats.NewCollector(stats.Config{})
-	e, err := engine.New(d, w, engine.Options{Collector: coll, Logger: log})
+	e, err := engine.New(d, w, engine.Options{Collector: coll, Logger: log, Operations: def.Operations})
 	if err != nil {
 		return err
 	}
@@ -303,9 +303,9 @@ func printSummary(out io.Writer, r *report.Report) {
 		"attempted = sent to the store, succeeded = answered (misses included), rate/s = succeeded per second)\n", r.Seconds)
 	fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
 		"op", "latency", "attempted", "succeeded", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
-	for _, op := range []string{"read", "write", "backfill"} {
-		s, ok := r.Ops[op]
-		if !ok || (s.Count == 0 && s.Errors == 0) {
+	for _, op := range stats.ReportOrder(r.Ops) {
+		s := r.Ops[op]
+		if s.Count == 0 && s.Errors == 0 {
 			continue
 		}
 		for i, lat := range []struct {

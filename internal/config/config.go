@@ -7,6 +7,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -161,6 +163,23 @@ func Build(layers []Layer) (*Snapshot, error) {
 	w, werrs := decodeWorkload(eff)
 	errs = append(errs, werrs...)
 	cfg.Workload = w
+	if def, ok := driver.Lookup(cfg.DriverName); ok && len(werrs) == 0 {
+		if fes, ok := driver.AsFieldErrors(w.CheckMixOps(def)); ok {
+			for _, fe := range fes {
+				fe.Source = eff[fe.Field].source
+			}
+			errs = append(errs, fes...)
+		}
+	}
+	// Show every option of every op class, defaults included, like a driver's.
+	for cls, c := range w.Ops {
+		for opt, v := range driver.Values(&c, false) {
+			key := "workload.ops." + cls + "." + opt
+			if _, set := eff[key]; !set {
+				eff[key] = effective{value: v, source: "default"}
+			}
+		}
+	}
 
 	for key, e := range eff {
 		rest, ok := strings.CutPrefix(key, "drivers.")
@@ -269,10 +288,20 @@ func driverFieldErrors(name string, err error, source func(key string) string) d
 // of each bad value.
 func decodeWorkload(eff map[string]effective) (Workload, driver.FieldErrors) {
 	vals := map[string]string{}
+	classVals := map[string]map[string]string{}
 	for k, e := range eff {
-		if opt, ok := strings.CutPrefix(k, "workload."); ok {
-			vals[opt] = e.value
+		opt, ok := strings.CutPrefix(k, "workload.")
+		if !ok {
+			continue
 		}
+		if cls, copt, ok := cutOpsKey(opt); ok {
+			if classVals[cls] == nil {
+				classVals[cls] = map[string]string{}
+			}
+			classVals[cls][copt] = e.value
+			continue
+		}
+		vals[opt] = e.value
 	}
 	if p, ok := vals["pattern"]; ok {
 		vals["pattern"] = strings.ToLower(strings.TrimSpace(p)) // NDBench writes ZIPFIAN too
@@ -284,7 +313,23 @@ func decodeWorkload(eff map[string]effective) (Workload, driver.FieldErrors) {
 		for _, fe := range fes {
 			fe.Field = "workload." + fe.Field
 		}
-	} else {
+	}
+	for _, cls := range slices.Sorted(maps.Keys(classVals)) {
+		c := DefaultOpClass()
+		if err := driver.Set(&c, classVals[cls]); err != nil {
+			cfes, _ := driver.AsFieldErrors(err)
+			for _, fe := range cfes {
+				fe.Field = "workload.ops." + cls + "." + fe.Field
+			}
+			fes = append(fes, cfes...)
+			continue
+		}
+		if w.Ops == nil {
+			w.Ops = map[string]OpClass{}
+		}
+		w.Ops[cls] = c
+	}
+	if len(fes) == 0 {
 		w.Pattern = canonicalPattern(w.Pattern)
 		if err := w.Validate(); err != nil {
 			fes, _ = driver.AsFieldErrors(err)
@@ -298,7 +343,26 @@ func decodeWorkload(eff map[string]effective) (Workload, driver.FieldErrors) {
 }
 
 // allowedKeys describes the accepted key forms, for unknown-key errors.
-const allowedKeys = "driver.name, drivers.<driver>.<option>, workload.<option> or ndbench.config.<property>"
+const allowedKeys = "driver.name, drivers.<driver>.<option>, workload.<option>, workload.ops.<class>.<option> or ndbench.config.<property>"
+
+// cutOpsKey splits "ops.<class>.<option>" (a workload key without its "workload."
+// prefix) into class and option.
+func cutOpsKey(rest string) (class, opt string, ok bool) {
+	r, ok := cutPrefixFold(rest, "ops.")
+	if !ok {
+		return "", "", false
+	}
+	class, opt, ok = strings.Cut(r, ".")
+	return class, opt, ok && opt != ""
+}
+
+// cutPrefixFold is strings.CutPrefix ignoring ASCII case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if hasPrefixFold(s, prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
 
 // normalize maps a key as written onto its canonical form, or returns a notice (an NDBench
 // property without an equivalent) or a field error (an unknown key or option).
@@ -328,6 +392,16 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 		}
 		return bad("driver.name")
 	case "workload":
+		if cls, opt, ok := cutOpsKey(rest); ok {
+			if err := checkClassName(cls); err != nil {
+				return bad("workload.ops.<class>.<option> with an op class name: " + err.Error())
+			}
+			schema := opClassSchema()
+			if c, ok := driver.Canonical(schema, opt); ok {
+				return "workload.ops." + cls + "." + c, value, "", nil
+			}
+			return bad(didYouMean(opt, schema) + "one of the op class options " + strings.Join(optionNames(schema), ", "))
+		}
 		schema := workloadSchema()
 		if c, ok := driver.Canonical(schema, rest); ok {
 			return "workload." + c, value, "", nil

@@ -1,8 +1,13 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +39,10 @@ type Workload struct {
 	WriteRate        float64 `opt:"writeRate" default:"100" min:"0" alias:"writeRateLimit" live:"true" help:"writes per second across all writers; 0 = closed loop, as fast as possible"`
 	ReadEnabled      bool    `opt:"readEnabled" default:"true" live:"true" help:"run reads"`
 	WriteEnabled     bool    `opt:"writeEnabled" default:"true" live:"true" help:"run writes"`
+	// ReadMix and WriteMix are what NDBench calls a plugin putting "any type of read
+	// operation" behind its read port: the driver operations the read and write classes run.
+	ReadMix  string `opt:"readMix" default:"read" live:"true" help:"driver operations the read class runs, by weight: an operation name (read, or one the driver declares), or name:weight,name:weight"`
+	WriteMix string `opt:"writeMix" default:"write" live:"true" help:"driver operations the write class runs, by weight, as readMix"`
 	// The enum must equal workload.Patterns() (a tag cannot call it; a test checks). It
 	// keeps the aliases "random" and "scrambled"; the loader rewrites them to canonical names.
 	// Likewise windowDuration's max must equal workload.MaxWindowDuration.
@@ -57,6 +66,194 @@ type Workload struct {
 	// out-of-memory kill. 1 GiB fits every NDBench default many times over and leaves
 	// room on a small node for the store client and the statistics.
 	MemoryBudget driver.Size `opt:"memoryBudget" default:"1GiB" min:"1MiB" live:"true" help:"most memory the workload may allocate (value pool, validation tracker, worker buffers); a change needing more is rejected"`
+
+	// Ops are the op classes beyond read and write, by name (keys
+	// "workload.ops.<class>.<option>"); nil when there are none. It has no opt tag: the
+	// loader decodes each class with OpClass's own tags.
+	Ops map[string]OpClass
+}
+
+// OpClass is one named op class beyond read and write: a pool of workers with its own
+// rate, enable flag and mix of driver operations, started and stopped by name. Its
+// options are "workload.ops.<class>.<option>".
+type OpClass struct {
+	Workers    int     `opt:"workers" default:"1" min:"0" max:"10000" live:"true" help:"number of workers of the class"`
+	MaxWorkers int     `opt:"maxWorkers" default:"0" min:"0" max:"10000" live:"true" help:"most workers the pool may grow to while it falls behind its rate; 0 or at most workers: never grows"`
+	Rate       float64 `opt:"rate" default:"100" min:"0" live:"true" help:"operations per second across the class's workers; 0 = closed loop"`
+	Enabled    bool    `opt:"enabled" default:"true" live:"true" help:"run the class"`
+	Mix        string  `opt:"mix" default:"" live:"true" help:"driver operations the class runs, by weight (name or name:weight,name:weight); empty = the operation named like the class"`
+}
+
+// ClassSpec is the settings of one op class, whatever its kind: read, write, or one of
+// Ops. The engine and the outputs iterate classes through it.
+type ClassSpec struct {
+	Name       string
+	Workers    int
+	MaxWorkers int
+	Rate       float64
+	Enabled    bool
+	Mix        Mix
+}
+
+// The built-in op classes, NDBench's readers and writers.
+const (
+	ClassRead  = "read"
+	ClassWrite = "write"
+)
+
+// MaxOpClasses bounds the classes beyond read and write. Each class and each operation of
+// a mixed class is a statistics series (stats.MaxSeries in all, with read, write and
+// backfill).
+const MaxOpClasses = 8
+
+// Classes returns every op class of w: read, write, then Ops sorted by name. A mix that
+// does not parse (which Validate rejects) comes back empty.
+func (w Workload) Classes() []ClassSpec {
+	rm, _ := ParseMix(w.ReadMix, ClassRead)
+	wm, _ := ParseMix(w.WriteMix, ClassWrite)
+	out := []ClassSpec{
+		{Name: ClassRead, Workers: w.Readers, MaxWorkers: w.MaxReaders, Rate: w.ReadRate, Enabled: w.ReadEnabled, Mix: rm},
+		{Name: ClassWrite, Workers: w.Writers, MaxWorkers: w.MaxWriters, Rate: w.WriteRate, Enabled: w.WriteEnabled, Mix: wm},
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.Ops)) {
+		c := w.Ops[name]
+		m, _ := ParseMix(c.Mix, name)
+		out = append(out, ClassSpec{Name: name, Workers: c.Workers, MaxWorkers: c.MaxWorkers, Rate: c.Rate, Enabled: c.Enabled, Mix: m})
+	}
+	return out
+}
+
+// Class returns the op class called name.
+func (w Workload) Class(name string) (ClassSpec, bool) {
+	for _, c := range w.Classes() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return ClassSpec{}, false
+}
+
+// ClassNames returns the names of w's op classes in Classes order.
+func (w Workload) ClassNames() []string {
+	names := []string{ClassRead, ClassWrite}
+	return append(names, slices.Sorted(maps.Keys(w.Ops))...)
+}
+
+// Mix is a weighted choice of driver operations, in the order written.
+type Mix []MixEntry
+
+// MixEntry is one operation of a Mix.
+type MixEntry struct {
+	Op     string
+	Weight float64
+}
+
+// Ops returns the operation names of m in order.
+func (m Mix) Ops() []string {
+	out := make([]string, len(m))
+	for i, e := range m {
+		out[i] = e.Op
+	}
+	return out
+}
+
+// ParseMix parses "op" or "op:weight,op:weight" (weights positive numbers; a bare name
+// weighs 1). An empty s is the operation named def.
+func ParseMix(s, def string) (Mix, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		s = def
+	}
+	var m Mix
+	seen := map[string]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		name, weight, hasWeight := strings.Cut(strings.TrimSpace(part), ":")
+		name = strings.TrimSpace(name)
+		if name == "" {
+			return nil, fmt.Errorf("empty operation name in %q", s)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("operation %q named twice in %q", name, s)
+		}
+		seen[name] = true
+		w := 1.0
+		if hasWeight {
+			v, err := strconv.ParseFloat(strings.TrimSpace(weight), 64)
+			if err != nil || !(v > 0) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("weight %q of operation %q: want a positive number", weight, name)
+			}
+			w = v
+		}
+		m = append(m, MixEntry{Op: name, Weight: w})
+	}
+	if len(m) > maxMixOps {
+		return nil, fmt.Errorf("%d operations in %q: at most %d", len(m), s, maxMixOps)
+	}
+	return m, nil
+}
+
+// maxMixOps bounds the operations of one class: each is a statistics series.
+const maxMixOps = 8
+
+// checkClassName reports whether name can name an op class: a letter, then letters,
+// digits and '_' (at most 32), and not one of the built-in series.
+func checkClassName(name string) error {
+	if name == ClassRead || name == ClassWrite || name == "backfill" {
+		return fmt.Errorf("%q is a built-in class: set it with workload.%s options", name, map[string]string{ClassRead: "read*", ClassWrite: "write*", "backfill": "backfill*"}[name])
+	}
+	if name == "" || len(name) > 32 {
+		return errors.New("want 1 to 32 characters")
+	}
+	for i, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && (r >= '0' && r <= '9' || r == '_')) {
+			return errors.New("want a letter, then letters, digits and '_'")
+		}
+	}
+	return nil
+}
+
+// CheckMixOps checks that every operation the classes of w run is one driver def offers,
+// naming the option and the driver's operations when one is not.
+func (w Workload) CheckMixOps(def driver.Definition) error {
+	var errs driver.FieldErrors
+	names := def.OperationNames()
+	for _, c := range w.Classes() {
+		for _, e := range c.Mix {
+			if _, _, ok := def.Operation(e.Op); !ok {
+				errs = append(errs, &driver.FieldError{Field: mixField(c.Name), Value: e.Op,
+					Allowed: fmt.Sprintf("operations of driver %s: %s", def.Name, strings.Join(names, ", "))})
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+// mixField returns the option that sets class's mix.
+func mixField(class string) string { return ClassOption(class, "mix") }
+
+// classOptions maps OpClass's option names to those of the read and write classes.
+var classOptions = map[string][2]string{
+	"workers": {"readers", "writers"}, "maxWorkers": {"maxReaders", "maxWriters"},
+	"rate": {"readRate", "writeRate"}, "enabled": {"readEnabled", "writeEnabled"}, "mix": {"readMix", "writeMix"},
+}
+
+// ClassOption returns the full key of option opt (an OpClass option: workers,
+// maxWorkers, rate, enabled, mix) of class: "workload.readers" for the read class's
+// workers, "workload.ops.<class>.<opt>" for a class of Ops. Messages that tell the user
+// which option to change use it.
+func ClassOption(class, opt string) string {
+	if names, ok := classOptions[opt]; ok {
+		switch class {
+		case ClassRead:
+			return "workload." + names[0]
+		case ClassWrite:
+			return "workload." + names[1]
+		}
+	}
+	return "workload.ops." + class + "." + opt
 }
 
 // maxWorkers bounds readers+writers: each worker is a goroutine with its own RNG and
@@ -108,6 +305,23 @@ func driverSchema(def driver.Definition) ([]driver.Option, error) {
 	return s, nil
 }
 
+// opClassSchema is OpClass's schema, reflected once (see workloadSchema).
+var opClassSchema = sync.OnceValue(func() []driver.Option {
+	s, _ := driver.Schema(OpClass{}) // fixed at compile time and tested
+	return s
+})
+
+// OpClassSchema returns the options of an op class, for `ndbench config`, the API and
+// the UI.
+func OpClassSchema() []driver.Option { return slices.Clone(opClassSchema()) }
+
+// DefaultOpClass returns an op class with every option at its default.
+func DefaultOpClass() OpClass {
+	var c OpClass
+	_ = driver.ApplyDefaults(&c) // defaults are tested; they parse
+	return c
+}
+
 // DefaultWorkload returns the workload with every option at its default.
 func DefaultWorkload() Workload {
 	var w Workload
@@ -150,7 +364,43 @@ func (w Workload) Validate() error {
 	if w.HotKeys <= 0 {
 		add("hotKeys", fmt.Sprint(w.HotKeys), "a number greater than 0 and at most 1")
 	}
-	if max(w.Readers, w.MaxReaders)+max(w.Writers, w.MaxWriters) > maxWorkers {
+	classWorkers := 0
+	if len(w.Ops) > MaxOpClasses {
+		add("ops", fmt.Sprintf("%d classes", len(w.Ops)), fmt.Sprintf("at most %d op classes beyond read and write", MaxOpClasses))
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.Ops)) {
+		c := w.Ops[name]
+		if err := checkClassName(name); err != nil {
+			add("ops."+name, name, "an op class name: "+err.Error())
+			continue
+		}
+		if err := driver.CheckTags(&c); err != nil {
+			fes, _ := driver.AsFieldErrors(err)
+			for _, fe := range fes {
+				add("ops."+name+"."+fe.Field, fe.Value, fe.Allowed)
+			}
+		}
+		if c.Enabled {
+			classWorkers += max(c.Workers, c.MaxWorkers)
+		}
+	}
+	for _, c := range []struct{ field, value, def string }{{"readMix", w.ReadMix, ClassRead}, {"writeMix", w.WriteMix, ClassWrite}} {
+		if _, err := ParseMix(c.value, c.def); err != nil {
+			add(c.field, c.value, "operation names with optional weights, e.g. read or read:9,scan:1: "+err.Error())
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.Ops)) {
+		if checkClassName(name) != nil {
+			continue
+		}
+		if _, err := ParseMix(w.Ops[name].Mix, name); err != nil {
+			add("ops."+name+".mix", w.Ops[name].Mix, "operation names with optional weights, e.g. search or search:9,scan:1: "+err.Error())
+		}
+	}
+	if n := max(w.Readers, w.MaxReaders) + max(w.Writers, w.MaxWriters) + classWorkers; n > maxWorkers && classWorkers > 0 {
+		add("ops", fmt.Sprintf("%d workers", classWorkers), fmt.Sprintf("the workers of all op classes together at most %d (read %d, write %d, the other classes %d)",
+			maxWorkers, max(w.Readers, w.MaxReaders), max(w.Writers, w.MaxWriters), classWorkers))
+	} else if max(w.Readers, w.MaxReaders)+max(w.Writers, w.MaxWriters) > maxWorkers {
 		switch {
 		case w.MaxReaders > w.Readers:
 			add("maxReaders", fmt.Sprint(w.MaxReaders), fmt.Sprintf("the largest read and write pools together at most %d (maxReaders %d, writers %d, maxWriters %d)",
@@ -225,6 +475,13 @@ func (w Workload) MemoryParams() workload.MemoryParams {
 	}
 	if w.WriteEnabled {
 		p.Writers = max(w.Writers, w.MaxWriters)
+	}
+	// The other classes' workers hold write buffers when they write: count them as writers,
+	// the larger of the two.
+	for _, c := range w.Ops {
+		if c.Enabled {
+			p.Writers += max(c.Workers, c.MaxWorkers)
+		}
 	}
 	return p
 }

@@ -289,11 +289,14 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 	}
 }
 
+// backfillRead is the operation backfill's verification runs.
+var backfillRead = mixEntry{name: driver.OpRead, idx: opRead, kind: driver.KindRead, wop: workload.OpRead, upTo: 1}
+
 // write writes one key, or several through bulk (which is then non-nil), recovering a
 // driver panic like call.
 func (e *Engine) write(ctx context.Context, bulk driver.BulkWriter, keys []string, values [][]byte) (err error) {
 	if len(keys) == 1 {
-		_, err = e.call(ctx, stats.OpBackfill, keys[0], values[0])
+		_, err = e.call(ctx, &backfillWrite, keys[0], values[0])
 		return err
 	}
 	defer func() {
@@ -322,7 +325,7 @@ func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer,
 		}
 		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
 		oc := slot.begin(start, g.w.OpTimeout)
-		value, err := e.call(oc, stats.OpRead, string(keyBuf), nil)
+		value, err := e.call(oc, &backfillRead, string(keyBuf), nil)
 		oc.end()
 		switch {
 		case errors.Is(err, driver.ErrNotFound):

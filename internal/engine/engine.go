@@ -1,6 +1,6 @@
-// Package engine runs a workload against a driver: a pool of read workers and a pool of
-// write workers, each with its own rate, worker count and enable flag, plus a finite
-// backfill. Every workload parameter applies while the engine runs: pools grow and shrink,
+// Package engine runs a workload against a driver: named op classes (NDBench's read and
+// write, and any class the workload adds), each a pool of workers with its own rate,
+// worker count, enable flag and weighted mix of driver operations, plus a finite backfill. Every workload parameter applies while the engine runs: pools grow and shrink,
 // rates re-anchor their schedules, and key patterns, keyspace and values swap atomically.
 //
 // Workers take intended start times from an open-loop pacer and record response time (end
@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +42,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of time-based key patterns; nil means time.Now.
 	Now func() time.Time
+	// Operations are the operations the driver declares beyond Read and Write (its
+	// Definition's), which op class mixes may name; the driver then implements
+	// driver.Operator.
+	Operations []driver.Operation
 }
 
 // generation is everything workers read per operation that a config change replaces. It
@@ -51,7 +57,50 @@ type generation struct {
 	values  *workload.Values
 	tracker *workload.Tracker // nil unless validating
 	seed    uint64
+	// classes are w's op classes with their mixes resolved to driver calls, in
+	// Workload.Classes order.
+	classes []classGen
 }
+
+// classGen is one op class of a generation.
+type classGen struct {
+	spec config.ClassSpec
+	mix  []mixEntry
+}
+
+// class returns the class called name, or nil when the workload has no such class.
+func (g *generation) class(name string) *classGen {
+	for i := range g.classes {
+		if g.classes[i].spec.Name == name {
+			return &g.classes[i]
+		}
+	}
+	return nil
+}
+
+// mixEntry is one driver operation of a class's mix, resolved once per generation so the
+// worker loop picks and calls it without a lookup or an allocation.
+type mixEntry struct {
+	name string
+	idx  int // opRead, opWrite, or the index for driver.Operator.Do
+	kind driver.Kind
+	wop  workload.Op // how the key pattern treats it (latest: writes append)
+	// upTo is the cumulative weight, as a fraction of the class's total, up to this entry.
+	upTo float64
+	// series is the operation's own statistics series when the class mixes several
+	// operations (own); a class of one operation records under the class only.
+	series stats.Op
+	own    bool
+}
+
+// The indexes of the base contract's operations in mixEntry.idx.
+const (
+	opRead  = -1
+	opWrite = -2
+)
+
+// backfillWrite is the operation backfill runs.
+var backfillWrite = mixEntry{name: driver.OpWrite, idx: opWrite, kind: driver.KindWrite, wop: workload.OpWrite, upTo: 1}
 
 // Engine runs workloads against one driver. Its methods are safe for concurrent use.
 type Engine struct {
@@ -73,19 +122,24 @@ type Engine struct {
 	live   int           // worker goroutines (load and backfill) still running
 	idle   chan struct{} // closed while live == 0
 
+	ops      []driver.Operation // the driver's declared operations (Options.Operations)
+	operator driver.Operator    // the driver as an Operator; nil if it declares none
+
 	mu      sync.Mutex // serialises control: Apply, Start, Stop, Backfill, Close
 	gen     atomic.Pointer[generation]
-	classes [2]*opClass // read, write
+	classes []*opClass // every class the engine has run, in creation order (under mu)
 	closed  bool
 
 	backfill backfillState
 	panics   atomic.Int64
 }
 
-// opClass is one pool of workers (reads or writes).
+// opClass is one pool of workers: an op class of the workload. A class removed from the
+// workload keeps its opClass (with no workers), so its statistics series stays and it
+// resumes where it was if the class comes back.
 type opClass struct {
-	op      stats.Op
-	wop     workload.Op
+	name    string
+	series  stats.Op
 	pacer   *pacer.Pacer
 	rec     *stats.Recorder
 	started bool      // Start was called and Stop was not (under Engine.mu)
@@ -111,14 +165,15 @@ type opClass struct {
 	lastPending int64
 }
 
-// sizing returns the class's configured workers (0 when it is not started or not
-// enabled), the most it may grow to, and its configured rate.
-func (c *opClass) sizing(w config.Workload) (workers, most int, rate float64) {
-	enabled, workers, most, rate := w.ReadEnabled, w.Readers, w.MaxReaders, w.ReadRate
-	if c.op == stats.OpWrite {
-		enabled, workers, most, rate = w.WriteEnabled, w.Writers, w.MaxWriters, w.WriteRate
+// sizing returns the class's configured workers (0 when it is not started, not enabled,
+// or no longer in the workload), the most it may grow to, and its configured rate.
+func (c *opClass) sizing(g *generation) (workers, most int, rate float64) {
+	cg := g.class(c.name)
+	if cg == nil {
+		return 0, 0, 0
 	}
-	if !c.started || !enabled {
+	workers, most, rate = cg.spec.Workers, cg.spec.MaxWorkers, cg.spec.Rate
+	if !c.started || !cg.spec.Enabled {
 		workers = 0
 	}
 	return workers, most, rate
@@ -156,9 +211,9 @@ func (e *Engine) elastic() {
 // resizeElastic updates each pool's extra workers and reports whether any changed. Called
 // with e.mu held.
 func (e *Engine) resizeElastic(now time.Time) (changed bool) {
-	w := e.gen.Load().w
+	g := e.gen.Load()
 	for _, c := range e.classes {
-		base, most, rate := c.sizing(w)
+		base, most, rate := c.sizing(g)
 		if base == 0 || most <= base || (rate == 0 && c.shape == nil) {
 			continue
 		}
@@ -197,7 +252,11 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	if drv == nil {
 		return nil, errors.New("new engine: nil driver")
 	}
-	e := &Engine{drv: drv, coll: opts.Collector, log: opts.Logger, now: opts.Now, clock: pacer.NewClock()}
+	e := &Engine{drv: drv, coll: opts.Collector, log: opts.Logger, now: opts.Now, clock: pacer.NewClock(), ops: opts.Operations}
+	e.operator, _ = drv.(driver.Operator)
+	if len(e.ops) > 0 && e.operator == nil {
+		return nil, fmt.Errorf("new engine: the driver declares %d operations but does not implement driver.Operator", len(e.ops))
+	}
 	e.dog.clock = e.clock
 	if e.coll == nil {
 		e.coll = stats.NewCollector(stats.Config{})
@@ -218,11 +277,7 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	e.bgCtx, e.cancelBg = context.WithCancel(context.Background())
 	e.idle = make(chan struct{})
 	close(e.idle)
-	for i, op := range []stats.Op{stats.OpRead, stats.OpWrite} {
-		c := &opClass{op: op, wop: workload.Op(i), pacer: pacer.NewWithClock(0, e.clock), rec: e.coll.Recorder(op)}
-		e.classes[i] = c
-		e.coll.SetBacklog(op, c.pacer.Backlog)
-	}
+	e.addClasses(g)
 	e.bgWG.Add(3)
 	go e.refreshValues()
 	go e.watch()
@@ -236,6 +291,87 @@ func (e *Engine) Collector() *stats.Collector { return e.coll }
 // Workload returns the workload in effect.
 func (e *Engine) Workload() config.Workload { return e.gen.Load().w }
 
+// addClasses creates a pool for every class of g the engine does not have yet. Called
+// with e.mu held (or before the engine is shared).
+func (e *Engine) addClasses(g *generation) {
+	for i := range g.classes {
+		name := g.classes[i].spec.Name
+		if e.lookupClass(name) != nil {
+			continue
+		}
+		series, _ := e.coll.Register(name) // build registered it
+		c := &opClass{name: name, series: series, pacer: pacer.NewWithClock(0, e.clock), rec: e.coll.Recorder(series)}
+		e.classes = append(e.classes, c)
+		e.coll.SetBacklog(series, c.pacer.Backlog)
+	}
+}
+
+func (e *Engine) lookupClass(name string) *opClass {
+	for _, c := range e.classes {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// resolveClasses resolves every class's mix of w to driver calls and registers the
+// statistics series they record into.
+func (e *Engine) resolveClasses(w config.Workload) ([]classGen, error) {
+	specs := w.Classes()
+	out := make([]classGen, 0, len(specs))
+	for _, spec := range specs {
+		if _, err := e.coll.Register(spec.Name); err != nil {
+			return nil, fmt.Errorf("op class %s: %w", spec.Name, err)
+		}
+		cg := classGen{spec: spec}
+		total := 0.0
+		for _, m := range spec.Mix {
+			total += m.Weight
+		}
+		sum := 0.0
+		for _, m := range spec.Mix {
+			me := mixEntry{name: m.Op}
+			switch m.Op {
+			case driver.OpRead:
+				me.idx, me.kind = opRead, driver.KindRead
+			case driver.OpWrite:
+				me.idx, me.kind = opWrite, driver.KindWrite
+			default:
+				i := slices.IndexFunc(e.ops, func(o driver.Operation) bool { return o.Name == m.Op })
+				if i < 0 {
+					names := []string{driver.OpRead, driver.OpWrite}
+					for _, o := range e.ops {
+						names = append(names, o.Name)
+					}
+					return nil, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
+						Allowed: "operations of the driver: " + strings.Join(names, ", ")}
+				}
+				me.idx, me.kind = i, e.ops[i].Kind
+			}
+			me.wop = workload.OpRead
+			if me.kind == driver.KindWrite {
+				me.wop = workload.OpWrite
+			}
+			sum += m.Weight
+			me.upTo = sum / total
+			if len(spec.Mix) > 1 {
+				op, err := e.coll.Register(stats.OperationSeries(spec.Name, m.Op))
+				if err != nil {
+					return nil, fmt.Errorf("op class %s: %w", spec.Name, err)
+				}
+				me.series, me.own = op, true
+			}
+			cg.mix = append(cg.mix, me)
+		}
+		if len(cg.mix) > 0 {
+			cg.mix[len(cg.mix)-1].upTo = 1 // no rounding gap at the top
+		}
+		out = append(out, cg)
+	}
+	return out, nil
+}
+
 // build makes the generation for w, reusing what prev already has when its inputs did not
 // change (rebuilding a large value pool or a tracker for every rate change would be waste,
 // and a new tracker forgets which writes were acknowledged).
@@ -247,7 +383,11 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}
-	g := &generation{w: w, seed: w.Seed}
+	classes, err := e.resolveClasses(w)
+	if err != nil {
+		return nil, err
+	}
+	g := &generation{w: w, seed: w.Seed, classes: classes}
 	if prev != nil && prev.w.Seed == w.Seed {
 		g.seed = prev.seed
 	} else if g.seed == 0 {
@@ -328,60 +468,75 @@ func (e *Engine) Apply(w config.Workload) error {
 		return err
 	}
 	e.gen.Store(g)
+	e.addClasses(g)
 	e.reconcile()
 	return nil
 }
 
-// Start starts reads, writes, or both (as permitted by readEnabled and writeEnabled).
-func (e *Engine) Start(ops ...stats.Op) error { return e.setStarted(true, ops) }
+// Start starts the named op classes (as permitted by their enabled options), or every
+// class of the workload when none is named.
+func (e *Engine) Start(classes ...string) error { return e.setStarted(true, classes) }
 
-// Stop stops reads, writes, or both. Workers finish the operation in flight; Stop does
-// not wait for them (Wait does).
-func (e *Engine) Stop(ops ...stats.Op) error { return e.setStarted(false, ops) }
+// Stop stops the named op classes, or every class when none is named. Workers finish the
+// operation in flight; Stop does not wait for them (Wait does).
+func (e *Engine) Stop(classes ...string) error { return e.setStarted(false, classes) }
 
-func (e *Engine) setStarted(on bool, ops []stats.Op) error {
+func (e *Engine) setStarted(on bool, names []string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return errors.New("engine closed")
 	}
-	if len(ops) == 0 {
-		ops = []stats.Op{stats.OpRead, stats.OpWrite}
+	if len(names) == 0 {
+		names = e.gen.Load().w.ClassNames()
 	}
-	for _, op := range ops {
-		c, err := e.class(op)
+	cs := make([]*opClass, 0, len(names))
+	for _, name := range names {
+		c, err := e.class(name)
 		if err != nil {
 			return err
 		}
+		cs = append(cs, c)
+	}
+	for _, c := range cs {
 		c.started = on
 	}
 	e.reconcile()
 	return nil
 }
 
-func (e *Engine) class(op stats.Op) (*opClass, error) {
-	switch op {
-	case stats.OpRead:
-		return e.classes[0], nil
-	case stats.OpWrite:
-		return e.classes[1], nil
+// class returns the pool of the workload's class called name. Called with e.mu held.
+func (e *Engine) class(name string) (*opClass, error) {
+	if c := e.lookupClass(name); c != nil && e.gen.Load().class(name) != nil {
+		return c, nil
 	}
-	return nil, fmt.Errorf("operation %q cannot be started or stopped; allowed: read, write", op)
+	return nil, fmt.Errorf("%w %q; the workload's classes: %s", ErrUnknownClass, name, strings.Join(e.gen.Load().w.ClassNames(), ", "))
 }
 
-// Running reports whether reads and writes have running workers.
-func (e *Engine) Running() (reads, writes bool) {
+// ErrUnknownClass is returned for an op class the workload does not have.
+var ErrUnknownClass = errors.New("unknown op class")
+
+// Running reports, per op class of the workload, whether it has running workers.
+func (e *Engine) Running() map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.classes[0].workers) > 0, len(e.classes[1].workers) > 0
+	g := e.gen.Load()
+	out := make(map[string]bool, len(g.classes))
+	for i := range g.classes {
+		name := g.classes[i].spec.Name
+		c := e.lookupClass(name)
+		out[name] = c != nil && len(c.workers) > 0
+	}
+	return out
 }
 
 // reconcile makes each pool match the current generation and start state: rates,
 // worker counts and gauges. Called with e.mu held.
 func (e *Engine) reconcile() {
-	w := e.gen.Load().w
+	g := e.gen.Load()
+	w := g.w
 	for _, c := range e.classes {
-		workers, most, rate := c.sizing(w)
+		workers, most, rate := c.sizing(g)
 		if most > workers && workers > 0 && (rate > 0 || c.shape != nil) {
 			workers = min(workers+c.extra, most)
 		} else {
@@ -412,26 +567,26 @@ func (e *Engine) reconcile() {
 		c.rate, c.installedGen = rate, c.shapeGen
 		c.active = active
 		e.resize(c, workers)
-		e.coll.SetTarget(c.op, rate, workers)
+		e.coll.SetTarget(c.series, rate, workers)
 		if c.shape != nil && active {
-			e.coll.SetTargetFunc(c.op, c.pacer.Rate)
+			e.coll.SetTargetFunc(c.series, c.pacer.Rate)
 		} else {
-			e.coll.SetTargetFunc(c.op, nil)
+			e.coll.SetTargetFunc(c.series, nil)
 		}
 	}
 }
 
-// SetShape gives op's pool a load shape (a ramp, steps, a sine: see package pacer) in place
+// SetShape gives class's pool a load shape (a ramp, steps, a sine: see package pacer) in place
 // of its configured rate, from now on; nil goes back to the configured rate. Operations
 // already due under the old schedule keep their intended start times, as with any rate
 // change. Auto-tune and scenarios drive the load through it.
-func (e *Engine) SetShape(op stats.Op, shape pacer.Shape) error {
+func (e *Engine) SetShape(class string, shape pacer.Shape) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return errors.New("set load shape: engine closed")
 	}
-	c, err := e.class(op)
+	c, err := e.class(class)
 	if err != nil {
 		return err
 	}
@@ -509,8 +664,8 @@ func (e *Engine) Close(grace time.Duration) error {
 	for _, c := range e.classes {
 		c.started = false
 		e.resize(c, 0)
-		e.coll.SetTarget(c.op, 0, 0)
-		e.coll.SetBacklog(c.op, nil)
+		e.coll.SetTarget(c.series, 0, 0)
+		e.coll.SetBacklog(c.series, nil)
 	}
 	e.backfill.stop()
 	e.mu.Unlock()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func TestApplyAcceptsExactlyWhatValidateAccepts(t *testing.T) {
 		if (verr == nil) != (aerr == nil) {
 			t.Fatalf("step %d: Validate says %v, Apply says %v for\n%+v", n, verr, aerr, w)
 		}
-		if aerr == nil && e.Workload() != w {
+		if aerr == nil && !reflect.DeepEqual(e.Workload(), w) {
 			t.Fatalf("step %d: Apply succeeded but the engine runs %+v", n, e.Workload())
 		}
 	}

@@ -18,18 +18,26 @@ import (
 // open-loop workers need no backoff because the pacer already bounds them.
 const maxClosedLoopBackoff = 100 * time.Millisecond
 
-// work is one worker's loop: take an intended start time, run one operation, record it.
-// It returns when ctx ends or the pool shrank below its index. seed is the pool's seed for
-// this start; with the op and the worker's index it makes the worker's random stream.
+// work is one worker's loop: take an intended start time, pick one operation of the
+// class's mix, run it, record it. It returns when ctx ends or the pool shrank below its
+// index. seed is the pool's seed for this start; with the class's series and the worker's
+// index it makes the worker's random stream.
 func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
-	rng := rand.New(rand.NewPCG(seed, uint64(c.op)<<32|uint64(id)))
-	shard := c.rec.Shard(id)
+	rng := rand.New(rand.NewPCG(seed, uint64(c.series)<<32|uint64(id)))
+	classShard := c.rec.Shard(id)
 	slot := newOpSlot(e.runCtx, e.clock)
 	e.dog.add(slot)
 	defer e.dog.remove(slot)
 	defer slot.close()
 	var keyBuf, valBuf []byte
 	failures := 0
+	// The mix and the operations' shards are looked up again only when the generation
+	// changes, so the loop does no lookup per operation.
+	var (
+		seen   *generation
+		mix    []mixEntry
+		shards []*stats.Shard
+	)
 	// A worker whose context was cancelled (its pool shrank or stopped) exits even while
 	// the schedule is behind and slots are overdue, so it never runs beside its successor.
 	for int64(id) < c.target.Load() && ctx.Err() == nil {
@@ -38,25 +46,52 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 			return
 		}
 		g := e.gen.Load()
-		idx := g.keys.Next(rng, c.wop)
+		if g != seen {
+			seen, mix, shards = g, nil, shards[:0]
+			if cg := g.class(c.name); cg != nil {
+				mix = cg.mix
+				for i := range mix {
+					var sh *stats.Shard
+					if mix[i].own {
+						sh = e.coll.Recorder(mix[i].series).Shard(id)
+					}
+					shards = append(shards, sh)
+				}
+			}
+		}
+		if len(mix) == 0 {
+			continue // the class left the workload; the pool is being stopped
+		}
+		pick := 0
+		if len(mix) > 1 {
+			u := rng.Float64()
+			for pick < len(mix)-1 && u >= mix[pick].upTo {
+				pick++
+			}
+		}
+		m := &mix[pick]
+		rec := recording{class: classShard, op: shards[pick]}
+
+		idx := g.keys.Next(rng, m.wop)
 		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
 		key := string(keyBuf)
 
 		var value []byte
 		var seq, expect uint64
-		if c.op == stats.OpWrite {
+		switch {
+		case m.kind == driver.KindWrite:
 			value = g.values.Pick(rng)
 			if g.tracker != nil {
 				seq = g.tracker.Seq()
 				valBuf = workload.EncodeValue(valBuf[:0], keyBuf, seq, value)
 				value = valBuf
 			}
-		} else if g.tracker != nil {
+		case m.idx == opRead && g.tracker != nil:
 			expect = g.tracker.Expect(idx)
 		}
 
 		oc := slot.begin(start, g.w.OpTimeout)
-		got, err := e.call(oc, c.op, key, value)
+		got, err := e.call(oc, m, key, value)
 		end := c.pacer.Now()
 		timedOut := oc.end()
 		resp, svc := time.Duration(end-intended), time.Duration(end-start)
@@ -64,24 +99,29 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 		switch {
 		case err == nil:
 			failures = 0
-			if g.tracker == nil {
-				shard.Success(resp, svc)
-				break
-			}
-			if c.op == stats.OpWrite {
-				shard.Success(resp, svc)
+			switch {
+			case g.tracker == nil:
+				rec.success(resp, svc)
+			case m.kind == driver.KindWrite:
+				rec.success(resp, svc)
 				g.tracker.Ack(idx, seq)
-			} else if bad, ok := verdict(g.tracker, keyBuf, got, expect); ok {
-				shard.SuccessInvalid(resp, svc, bad)
-			} else {
-				shard.Success(resp, svc)
+			case m.idx != opRead:
+				// Only Driver.Read returns the value as written; what another read-like
+				// operation returns (a range, a count) is not checked.
+				rec.success(resp, svc)
+			default:
+				if bad, ok := verdict(g.tracker, keyBuf, got, expect); ok {
+					rec.successInvalid(resp, svc, bad)
+				} else {
+					rec.success(resp, svc)
+				}
 			}
 		case errors.Is(err, driver.ErrNotFound):
 			failures = 0
-			if g.tracker != nil && g.tracker.Classify(expect, false, 0) == workload.ResultLost {
-				shard.MissInvalid(resp, svc, stats.Lost)
+			if m.idx == opRead && g.tracker != nil && g.tracker.Classify(expect, false, 0) == workload.ResultLost {
+				rec.missInvalid(resp, svc, stats.Lost)
 			} else {
-				shard.Miss(resp, svc)
+				rec.miss(resp, svc)
 			}
 		case e.runCtx.Err() != nil:
 			// A hard stop cancelled the operation: not the store's failure.
@@ -91,12 +131,53 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 			if timedOut {
 				class = driver.ClassTimeout
 			}
-			shard.FailureErr(class, err)
+			rec.failure(class, err)
 			if c.pacer.Rate() == 0 {
 				failures++
 				e.backoff(ctx, failures)
 			}
 		}
+	}
+}
+
+// recording records one operation into its class's series and, when the class mixes
+// several operations, into the operation's own series too.
+type recording struct {
+	class, op *stats.Shard // op is nil for a class of one operation
+}
+
+func (r recording) success(resp, svc time.Duration) {
+	r.class.Success(resp, svc)
+	if r.op != nil {
+		r.op.Success(resp, svc)
+	}
+}
+
+func (r recording) successInvalid(resp, svc time.Duration, v stats.Validation) {
+	r.class.SuccessInvalid(resp, svc, v)
+	if r.op != nil {
+		r.op.SuccessInvalid(resp, svc, v)
+	}
+}
+
+func (r recording) miss(resp, svc time.Duration) {
+	r.class.Miss(resp, svc)
+	if r.op != nil {
+		r.op.Miss(resp, svc)
+	}
+}
+
+func (r recording) missInvalid(resp, svc time.Duration, v stats.Validation) {
+	r.class.MissInvalid(resp, svc, v)
+	if r.op != nil {
+		r.op.MissInvalid(resp, svc, v)
+	}
+}
+
+func (r recording) failure(class driver.Class, err error) {
+	r.class.FailureErr(class, err)
+	if r.op != nil {
+		r.op.FailureErr(class, err)
 	}
 }
 
@@ -125,20 +206,23 @@ func verdict(t *workload.Tracker, key, value []byte, expect uint64) (stats.Valid
 
 // call runs one driver operation. A driver that panics fails that operation (class
 // other) instead of killing the worker and the run with it.
-func (e *Engine) call(ctx context.Context, op stats.Op, key string, value []byte) (got []byte, err error) {
+func (e *Engine) call(ctx context.Context, m *mixEntry, key string, value []byte) (got []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e.panics.Add(1) == 1 {
 				e.log.Error("driver panicked; the operation counts as failed (further panics are counted, not logged)",
-					"op", op.String(), "panic", fmt.Sprint(r))
+					"op", m.name, "panic", fmt.Sprint(r))
 			}
 			err = fmt.Errorf("driver panicked: %v", r)
 		}
 	}()
-	if op == stats.OpWrite || op == stats.OpBackfill {
+	switch m.idx {
+	case opRead:
+		return e.drv.Read(ctx, key)
+	case opWrite:
 		return nil, e.drv.Write(ctx, key, value)
 	}
-	return e.drv.Read(ctx, key)
+	return e.operator.Do(ctx, m.idx, key, value)
 }
 
 // backoff pauses a closed-loop worker after consecutive failures: 1 ms, doubling, capped.

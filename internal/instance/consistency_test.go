@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,7 +200,7 @@ func TestRandomChangesApplyWholeOrNotAtAll(t *testing.T) {
 		i.mu.Lock()
 		got := i.eng.Workload()
 		i.mu.Unlock()
-		if want := after.Config.Workload; got != want {
+		if want := after.Config.Workload; !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: engine runs\n%+v\nconfig holds\n%+v", where, got, want)
 		}
 		if st.LastError != nil {

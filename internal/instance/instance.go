@@ -210,12 +210,13 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 		}
 		i.mu.Unlock()
 		var e *engine.Engine
-		if e, err = engine.New(d, snap.Config.Workload, engine.Options{Collector: i.coll, Logger: i.log}); err == nil {
+		def, _ := driver.Lookup(name)
+		if e, err = engine.New(d, snap.Config.Workload, engine.Options{Collector: i.coll, Logger: i.log, Operations: def.Operations}); err == nil {
 			i.mu.Lock()
 			i.eng, i.started = e, time.Now()
 			// A change that landed between the patch and now found no engine to apply to.
-			if w := i.store.Current().Config.Workload; w != snap.Config.Workload {
-				err = e.Apply(w)
+			if cur := i.store.Current(); cur.Version != snap.Version {
+				err = e.Apply(cur.Config.Workload)
 			}
 			i.mu.Unlock()
 			if err != nil {
@@ -288,22 +289,46 @@ func (i *Instance) Close() error {
 	return nil
 }
 
-// Start starts reads, writes or both (none given: both).
-func (i *Instance) Start(ops ...stats.Op) error {
+// Start starts the named op classes (none given: every class of the workload).
+func (i *Instance) Start(classes ...string) error {
+	if err := i.checkClasses(classes); err != nil {
+		return err
+	}
 	e, err := i.engine()
 	if err != nil {
 		return err
 	}
-	return e.Start(ops...)
+	return e.Start(classes...)
 }
 
-// Stop stops reads, writes or both (none given: both).
-func (i *Instance) Stop(ops ...stats.Op) error {
+// Stop stops the named op classes (none given: every class).
+func (i *Instance) Stop(classes ...string) error {
+	if err := i.checkClasses(classes); err != nil {
+		return err
+	}
 	e, err := i.engine()
 	if err != nil {
 		return err
 	}
-	return e.Stop(ops...)
+	return e.Stop(classes...)
+}
+
+// checkClasses rejects a class the configured workload does not have, also before a
+// driver is initialized: a typo is the user's error whatever the node's state. The error
+// names the field "ops", as the API's request body and NDBench's routes call it.
+func (i *Instance) checkClasses(classes []string) error {
+	w := i.store.Current().Config.Workload
+	var errs driver.FieldErrors
+	for _, c := range classes {
+		if _, ok := w.Class(c); !ok {
+			errs = append(errs, &driver.FieldError{Field: "ops", Value: c,
+				Allowed: "op classes of the workload: " + strings.Join(w.ClassNames(), ", ")})
+		}
+	}
+	if errs != nil {
+		return errs
+	}
+	return nil
 }
 
 // StartBackfill starts a backfill with the configured workers, rate and verify setting,
@@ -508,26 +533,29 @@ func (i *Instance) recordErr(err error) {
 
 // Status is what the instance is doing.
 type Status struct {
-	Driver         string                 `json:"driver"` // "" when none is initialized
-	Initialized    bool                   `json:"initialized"`
-	Since          time.Time              `json:"since,omitzero"`
-	ConnectionInfo map[string]string      `json:"connectionInfo,omitempty"`
-	DriverStats    map[string]int64       `json:"driverStats,omitempty"`
-	ReadsRunning   bool                   `json:"readsRunning"`
-	WritesRunning  bool                   `json:"writesRunning"`
-	Backfill       *engine.BackfillStatus `json:"backfill,omitempty"`
-	ConfigVersion  uint64                 `json:"configVersion"`
-	Pending        []string               `json:"pending"`
-	Reconfigure    *ReconfigureStatus     `json:"reconfigure,omitempty"`
-	LastError      *ErrorEvent            `json:"lastError,omitempty"`
-	DriverPanics   int64                  `json:"driverPanics"`
+	Driver         string            `json:"driver"` // "" when none is initialized
+	Initialized    bool              `json:"initialized"`
+	Since          time.Time         `json:"since,omitzero"`
+	ConnectionInfo map[string]string `json:"connectionInfo,omitempty"`
+	DriverStats    map[string]int64  `json:"driverStats,omitempty"`
+	ReadsRunning   bool              `json:"readsRunning"`
+	WritesRunning  bool              `json:"writesRunning"`
+	// Running has every op class of the workload (read, write and the others) and whether
+	// it has running workers; empty before a driver is initialized.
+	Running       map[string]bool        `json:"running"`
+	Backfill      *engine.BackfillStatus `json:"backfill,omitempty"`
+	ConfigVersion uint64                 `json:"configVersion"`
+	Pending       []string               `json:"pending"`
+	Reconfigure   *ReconfigureStatus     `json:"reconfigure,omitempty"`
+	LastError     *ErrorEvent            `json:"lastError,omitempty"`
+	DriverPanics  int64                  `json:"driverPanics"`
 }
 
 // Status returns what the instance is doing now.
 func (i *Instance) Status() Status {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	s := Status{ConfigVersion: i.store.Current().Version, Pending: slices.Clone(i.pending), LastError: i.lastErr}
+	s := Status{ConfigVersion: i.store.Current().Version, Pending: slices.Clone(i.pending), LastError: i.lastErr, Running: map[string]bool{}}
 	if s.Pending == nil {
 		s.Pending = []string{}
 	}
@@ -546,7 +574,8 @@ func (i *Instance) Status() Status {
 		s.DriverStats = sr.DriverStats()
 	}
 	if i.eng != nil {
-		s.ReadsRunning, s.WritesRunning = i.eng.Running()
+		s.Running = i.eng.Running()
+		s.ReadsRunning, s.WritesRunning = s.Running[config.ClassRead], s.Running[config.ClassWrite]
 		b := i.eng.BackfillStatus()
 		s.Backfill = &b
 		s.DriverPanics = i.eng.DriverPanics()

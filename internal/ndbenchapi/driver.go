@@ -15,18 +15,17 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
-	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/workload"
 )
 
 const (
-	opRead  = stats.OpRead
-	opWrite = stats.OpWrite
+	opRead  = config.ClassRead
+	opWrite = config.ClassWrite
 )
 
 // start serves start, startReads and startWrites: the NDBench query parameters become
 // configuration changes (validated as a whole, applied only if valid), then the ops start.
-func (a *api) start(ops ...stats.Op) handlerFunc {
+func (a *api) start(ops ...string) handlerFunc {
 	what, failMsg := "test", "NdBench start failed!"
 	if len(ops) == 1 && ops[0] == opRead {
 		what, failMsg = "reads", "NdBench startReads failed!"
@@ -153,7 +152,7 @@ func withNotes(msg string, notes []string) string {
 
 // stop serves stop, stopReads and stopWrites. As in NDBench, stopping what is not running
 // (or with no driver) succeeds.
-func (a *api) stop(ops ...stats.Op) handlerFunc {
+func (a *api) stop(ops ...string) handlerFunc {
 	what := "test"
 	failMsg := "NdBench stop failed!"
 	if len(ops) == 1 && ops[0] == opRead {

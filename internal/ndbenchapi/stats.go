@@ -3,6 +3,7 @@ package ndbenchapi
 import (
 	"net/http"
 
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -56,7 +57,7 @@ func (a *api) stats(w http.ResponseWriter, _ *http.Request, _ string) {
 // store would see, and it equals service time when the store keeps up.
 func statsOf(c *stats.Collector) Stats {
 	cum, last := c.Cumulative(), c.Latest()
-	r, wr := cum.Ops[stats.OpRead.String()], cum.Ops[stats.OpWrite.String()]
+	r, wr := cum.Ops[config.ClassRead], cum.Ops[config.ClassWrite]
 	s := Stats{
 		ReadSuccess:   r.Count,
 		ReadFailure:   r.Errors,
@@ -70,7 +71,7 @@ func statsOf(c *stats.Collector) Stats {
 		s.CacheHitRatioInt = s.CacheHits * 100 / r.Count
 	}
 	if last.Seconds > 0 {
-		lr, lw := last.Ops[stats.OpRead.String()], last.Ops[stats.OpWrite.String()]
+		lr, lw := last.Ops[config.ClassRead], last.Ops[config.ClassWrite]
 		s.ReadRPS = int64(float64(lr.Count+lr.Errors) / last.Seconds)
 		s.WriteRPS = int64(float64(lw.Count+lw.Errors) / last.Seconds)
 	}

@@ -52,11 +52,8 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return fmt.Errorf("encode report: %w", err)
 	}
 	ops := []htmlOp{}
-	for _, name := range []string{"read", "write", "backfill"} {
-		s, ok := r.Ops[name]
-		if !ok {
-			continue
-		}
+	for _, name := range stats.ReportOrder(r.Ops) {
+		s := r.Ops[name]
 		op := htmlOp{Name: name, OpSummary: s, Target: targetText(s.TargetRate, r.Series, name), Messages: r.Errors[name]}
 		var parts []string
 		for _, c := range []string{"timeout", "unavailable", "throttled", "rejected", "other"} {

@@ -128,9 +128,9 @@ func Build(in Input) *Report {
 	for op, msgs := range in.Errors {
 		r.Errors[op] = msgs
 	}
-	for _, op := range []string{"read", "write", "backfill"} {
-		s, ok := in.Cumulative.Ops[op]
-		if !ok || (op == "backfill" && in.Backfill == nil) {
+	for _, op := range stats.ReportOrder(in.Cumulative.Ops) {
+		s := in.Cumulative.Ops[op]
+		if op == "backfill" && in.Backfill == nil {
 			continue
 		}
 		// The gauges at the end of the span describe a stopped pool; the target that
@@ -212,7 +212,9 @@ func warnings(r *Report, in Input) []string {
 	sort.Strings(names)
 	for _, name := range names {
 		s := r.Ops[name]
-		if name == "backfill" {
+		// An operation of a mixed class has no target or pool of its own: its class is
+		// judged.
+		if name == "backfill" || stats.IsOperationSeries(name) {
 			continue
 		}
 		// Only a class that ran at one constant target is judged against it; a run whose
@@ -228,7 +230,7 @@ func warnings(r *Report, in Input) []string {
 			}
 		}
 		if most := maxWorkers(in, name); most > 0 && s.PeakWorkers >= most {
-			w = append(w, fmt.Sprintf("%s: the pool grew to its maximum of %d workers while behind its schedule: any backlog after that is queueing in the client, caused by the store's latency or by the maximum (raise workload.max%s)", name, most, poolKey(name)))
+			w = append(w, fmt.Sprintf("%s: the pool grew to its maximum of %d workers while behind its schedule: any backlog after that is queueing in the client, caused by the store's latency or by the maximum (raise %s)", name, most, config.ClassOption(name, "maxWorkers")))
 		}
 		if s.Clamped > 0 {
 			w = append(w, fmt.Sprintf("%s: %d latencies exceeded the histograms' ceiling of %s and were recorded as %s: the top percentiles and the max understate them", name, s.Clamped, stats.HighestLatency, stats.HighestLatency))
@@ -256,26 +258,10 @@ func maxWorkers(in Input, op string) int {
 	if in.Snapshot == nil {
 		return 0
 	}
-	w := in.Snapshot.Config.Workload
-	switch op {
-	case "read":
-		if w.MaxReaders > w.Readers {
-			return w.MaxReaders
-		}
-	case "write":
-		if w.MaxWriters > w.Writers {
-			return w.MaxWriters
-		}
+	if c, ok := in.Snapshot.Config.Workload.Class(op); ok && c.MaxWorkers > c.Workers {
+		return c.MaxWorkers
 	}
 	return 0
-}
-
-// poolKey is the suffix of op's maximum-workers option: Readers or Writers.
-func poolKey(op string) string {
-	if op == "write" {
-		return "Writers"
-	}
-	return "Readers"
 }
 
 // lagged reports whether s's start lag is worth a warning (see lagShare).
@@ -340,7 +326,7 @@ func workersNeeded(op string, s stats.OpSummary, target float64, workers int) (s
 		return "", false
 	}
 	suggest := max(int(math.Ceil(need*headroom)), workers+1)
-	key := map[string]string{"read": "workload.readers", "write": "workload.writers"}[op]
+	key := config.ClassOption(op, "workers")
 	return fmt.Sprintf("%d workers cannot run %.0f ops/s at a mean service time of %.2f ms, which keeps %.1f busy (Little's law: rate × service time); set %s=%d",
 		workers, target, s.ServiceTime.Mean/1000, need, key, suggest), true
 }

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,7 @@ type Config struct {
 	SeriesLen int
 }
 
-// Interval is what subscribers get at every tick: the span and, per op class, what was
+// Interval is what subscribers get at every tick: the span and, per series, what was
 // recorded in it.
 //
 // An Interval and its histograms belong to the Collector and are reused at the next
@@ -36,11 +37,25 @@ type Config struct {
 // or call Summary).
 type Interval struct {
 	Start, End time.Time
-	Ops        [NumOps]OpInterval
+	// Ops has one entry per series, indexed by Op (registration order); each names itself.
+	Ops []OpInterval
 }
 
-// OpInterval is one op class's share of an Interval.
+// Op returns the entry of the series called name, or nil.
+func (iv *Interval) Op(name string) *OpInterval {
+	for i := range iv.Ops {
+		if iv.Ops[i].Name == name {
+			return &iv.Ops[i]
+		}
+	}
+	return nil
+}
+
+// OpInterval is one series' share of an Interval.
 type OpInterval struct {
+	// Name is the series' name: an op class ("read") or one operation of a class
+	// ("search.byTitle").
+	Name string
 	// Response and Service are the interval's latency histograms in microseconds.
 	Response, Service *hdrhistogram.Histogram
 	// StartLag is how late operations started against their intended start (response
@@ -65,12 +80,12 @@ func (iv *Interval) Seconds() float64 { return spanSeconds(iv.Start, iv.End) }
 // Summary computes the interval's report.
 func (iv *Interval) Summary() Summary {
 	secs := iv.Seconds()
-	s := Summary{Start: iv.Start, End: iv.End, Seconds: secs, Ops: make(map[string]OpSummary, NumOps)}
-	for _, op := range Ops {
-		o := &iv.Ops[op]
+	s := Summary{Start: iv.Start, End: iv.End, Seconds: secs, Ops: make(map[string]OpSummary, len(iv.Ops))}
+	for i := range iv.Ops {
+		o := &iv.Ops[i]
 		sum := buildOpSummary(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), secs, o.gauges())
 		sum.StartLag = LatencyOf(o.StartLag)
-		s.Ops[op.String()] = sum
+		s.Ops[o.Name] = sum
 	}
 	return s
 }
@@ -80,53 +95,64 @@ func (iv *Interval) Summary() Summary {
 // and must not call back into the Collector.
 type BacklogFunc func() (lag time.Duration, pending int64)
 
-type opState struct {
+// series is one named line of measurements: its recorder, the engine's gauges, and the
+// cumulative view.
+type series struct {
+	name    string
 	rec     *Recorder
 	target  atomic.Uint64 // math.Float64bits of the target rate
 	workers atomic.Int64
+
+	// Under Collector.backlogMu.
+	backlog  BacklogFunc
+	targetFn func() float64
+
+	// Under Collector.mu (written with tickMu held).
+	cumResp, cumSvc, cumLag *hdrhistogram.Histogram
+	cum                     Counts
+	// latestLag is the latest interval's start lag, which the compact series record
+	// does not keep.
+	latestLag Latency
 }
 
 type subscriber struct{ f func(*Interval) }
 
-// Collector owns the recorders of all op classes, snapshots them every interval and
-// keeps the derived views (latest interval, cumulative, time series). All its methods are
-// safe for concurrent use.
+// Collector owns the recorders of all series, snapshots them every interval and keeps
+// the derived views (latest interval, cumulative, time series). All its methods are safe
+// for concurrent use.
 type Collector struct {
 	cfg Config
-	ops [NumOps]opState
+
+	// regMu serializes Register. The registered series are published copy-on-write, so
+	// the hot path (Recorder) and the tick read them without a lock; a series is never
+	// removed or reordered, so an Op stays valid for the collector's life.
+	regMu  sync.Mutex
+	series atomic.Pointer[[]*series]
 
 	// tickMu serializes Tick and Reset, and is held while subscribers run, because
 	// the Interval they see is reused by the next tick.
 	tickMu sync.Mutex
 	iv     Interval
 
-	// mu guards the published views below. It is written only with tickMu held, so
-	// Tick can read them under tickMu alone.
+	// mu guards the published views below and each series' cumulative fields. It is
+	// written only with tickMu held, so Tick can read them under tickMu alone.
 	mu      sync.RWMutex
 	start   time.Time // of the cumulative span
 	last    time.Time // end of the last interval (start of the next)
-	cumResp [NumOps]*hdrhistogram.Histogram
-	cumSvc  [NumOps]*hdrhistogram.Histogram
-	cumLag  [NumOps]*hdrhistogram.Histogram
-	cum     [NumOps]Counts
 	latest  pointRec
-	// latestLag is the latest interval's start lag, which the compact series record
-	// does not keep.
-	latestLag [NumOps]Latency
-	latestT   time.Time // start of the latest interval; zero before the first tick
-	latestE   time.Time // end of the latest interval
-	ring      []pointRec
-	head      int // index of the oldest point once the ring is full
+	latestT time.Time // start of the latest interval; zero before the first tick
+	latestE time.Time // end of the latest interval
+	ring    []pointRec
+	head    int // index of the oldest point once the ring is full
 
 	subMu sync.Mutex
 	subs  []*subscriber // copy-on-write, so Tick reads it without holding subMu
 
-	backlogMu sync.Mutex // guards backlog and targetFn
-	backlog   [NumOps]BacklogFunc
-	targetFn  [NumOps]func() float64
+	backlogMu sync.Mutex // guards each series' backlog and targetFn
 }
 
-// NewCollector creates a collector with empty recorders. The cumulative span starts now.
+// NewCollector creates a collector with empty recorders and the built-in series (read,
+// write, backfill). The cumulative span starts now.
 func NewCollector(cfg Config) *Collector {
 	if cfg.Shards <= 0 {
 		cfg.Shards = DefaultShards()
@@ -138,14 +164,10 @@ func NewCollector(cfg Config) *Collector {
 		cfg.SeriesLen = DefaultSeriesLen
 	}
 	c := &Collector{cfg: cfg, ring: make([]pointRec, 0, cfg.SeriesLen)}
-	for _, op := range Ops {
-		c.ops[op].rec = newRecorder(op, cfg.Shards)
-		c.iv.Ops[op].Response = NewHistogram()
-		c.iv.Ops[op].Service = NewHistogram()
-		c.iv.Ops[op].StartLag = NewLagHistogram()
-		c.cumResp[op] = NewHistogram()
-		c.cumSvc[op] = NewHistogram()
-		c.cumLag[op] = NewLagHistogram()
+	list := make([]*series, 0, numBuiltin)
+	c.series.Store(&list)
+	for _, name := range builtinNames {
+		_, _ = c.Register(name) // valid names, below MaxSeries
 	}
 	now := time.Now()
 	c.start, c.last = now, now
@@ -155,44 +177,111 @@ func NewCollector(cfg Config) *Collector {
 // Config returns the effective configuration, defaults filled in.
 func (c *Collector) Config() Config { return c.cfg }
 
-// Recorder returns the recorder of op, or nil if op is not a valid Op.
-func (c *Collector) Recorder(op Op) *Recorder {
-	if int(op) >= NumOps {
+func (c *Collector) list() []*series { return *c.series.Load() }
+
+func (c *Collector) get(op Op) *series {
+	l := c.list()
+	if int(op) >= len(l) {
 		return nil
 	}
-	return c.ops[op].rec
+	return l[op]
+}
+
+// Register returns the series called name, creating it if it does not exist. It fails
+// for an invalid name (see CheckSeriesName) and beyond MaxSeries series. A series lives
+// as long as the collector: an op class removed from the workload keeps its history and
+// shows zero counts from then on.
+func (c *Collector) Register(name string) (Op, error) {
+	for i, s := range c.list() {
+		if s.name == name {
+			return Op(i), nil
+		}
+	}
+	if err := CheckSeriesName(name); err != nil {
+		return 0, err
+	}
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	old := c.list()
+	for i, s := range old {
+		if s.name == name {
+			return Op(i), nil
+		}
+	}
+	if len(old) >= MaxSeries {
+		return 0, fmt.Errorf("register series %q: at most %d series (op classes and their operations) per node", name, MaxSeries)
+	}
+	s := &series{name: name, rec: newRecorder(Op(len(old)), c.cfg.Shards),
+		cumResp: NewHistogram(), cumSvc: NewHistogram(), cumLag: NewLagHistogram()}
+	next := append(old[:len(old):len(old)], s)
+	c.series.Store(&next)
+	return Op(len(old)), nil
+}
+
+// Lookup returns the series called name, if registered.
+func (c *Collector) Lookup(name string) (Op, bool) {
+	for i, s := range c.list() {
+		if s.name == name {
+			return Op(i), true
+		}
+	}
+	return 0, false
+}
+
+// Name returns the name of series op ("" for an unknown Op).
+func (c *Collector) Name(op Op) string {
+	if s := c.get(op); s != nil {
+		return s.name
+	}
+	return ""
+}
+
+// Names returns the names of every series in registration order: the built-in ones
+// first, then the others as they were first used.
+func (c *Collector) Names() []string {
+	l := c.list()
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = s.name
+	}
+	return out
+}
+
+// Recorder returns the recorder of op, or nil if op is not registered.
+func (c *Collector) Recorder(op Op) *Recorder {
+	if s := c.get(op); s != nil {
+		return s.rec
+	}
+	return nil
 }
 
 // SetTarget sets the gauges reported for op: its target rate (ops/s, 0 for closed loop)
 // and its worker count. The engine calls it whenever either changes.
 func (c *Collector) SetTarget(op Op, rate float64, workers int) {
-	if int(op) >= NumOps {
-		return
+	if s := c.get(op); s != nil {
+		s.target.Store(math.Float64bits(rate))
+		s.workers.Store(int64(workers))
 	}
-	c.ops[op].target.Store(math.Float64bits(rate))
-	c.ops[op].workers.Store(int64(workers))
 }
 
 // SetBacklog sets the function sampled at every tick for op's backlog; nil removes it.
 func (c *Collector) SetBacklog(op Op, f BacklogFunc) {
-	if int(op) >= NumOps {
-		return
+	if s := c.get(op); s != nil {
+		c.backlogMu.Lock()
+		s.backlog = f
+		c.backlogMu.Unlock()
 	}
-	c.backlogMu.Lock()
-	c.backlog[op] = f
-	c.backlogMu.Unlock()
 }
 
 // SetTargetFunc sets a function sampled at every tick for op's target rate, for a load
 // shape whose rate changes by itself (a ramp, steps, a sine); nil goes back to the rate of
 // SetTarget.
 func (c *Collector) SetTargetFunc(op Op, f func() float64) {
-	if int(op) >= NumOps {
-		return
+	if s := c.get(op); s != nil {
+		c.backlogMu.Lock()
+		s.targetFn = f
+		c.backlogMu.Unlock()
 	}
-	c.backlogMu.Lock()
-	c.targetFn[op] = f
-	c.backlogMu.Unlock()
 }
 
 // Subscribe registers f to receive every interval, in tick order, on the ticking
@@ -242,49 +331,56 @@ func (c *Collector) Tick(now time.Time) *Interval {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
 
-	c.backlogMu.Lock()
-	backlog, targetFn := c.backlog, c.targetFn
-	c.backlogMu.Unlock()
-
+	list := c.list()
 	iv := &c.iv
+	for len(iv.Ops) < len(list) {
+		iv.Ops = append(iv.Ops, OpInterval{Name: list[len(iv.Ops)].name,
+			Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram()})
+	}
 	iv.Start, iv.End = c.last, now
-	for _, op := range Ops {
-		o := &iv.Ops[op]
+	c.backlogMu.Lock()
+	for i, s := range list {
+		o := &iv.Ops[i]
+		o.TargetRate = math.Float64frombits(s.target.Load())
+		if s.targetFn != nil {
+			o.TargetRate = s.targetFn()
+		}
+		o.Workers = int(s.workers.Load())
+		o.Backlog, o.Pending = 0, 0
+		if s.backlog != nil {
+			o.Backlog, o.Pending = s.backlog()
+		}
+	}
+	c.backlogMu.Unlock()
+	for i, s := range list {
+		o := &iv.Ops[i]
 		resetHistogram(o.Response)
 		resetHistogram(o.Service)
 		resetHistogram(o.StartLag)
 		o.Counts = Counts{}
-		c.ops[op].rec.drain(o.Response, o.Service, o.StartLag, &o.Counts)
-		o.TargetRate = math.Float64frombits(c.ops[op].target.Load())
-		if f := targetFn[op]; f != nil {
-			o.TargetRate = f()
-		}
-		o.Workers = int(c.ops[op].workers.Load())
-		o.Backlog, o.Pending = 0, 0
-		if f := backlog[op]; f != nil {
-			o.Backlog, o.Pending = f()
-		}
+		s.rec.drain(o.Response, o.Service, o.StartLag, &o.Counts)
 	}
 
 	// Percentiles are computed before taking mu so readers wait only for the merge.
-	p := pointRec{end: now.UnixNano(), seconds: float32(iv.Seconds())}
-	var lag [NumOps]Latency
-	for _, op := range Ops {
-		o := &iv.Ops[op]
-		p.ops[op] = newOpRec(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), o.gauges())
-		lag[op] = LatencyOf(o.StartLag)
+	p := pointRec{end: now.UnixNano(), seconds: float32(iv.Seconds()), ops: make([]opRec, len(list))}
+	lag := make([]Latency, len(list))
+	for i := range list {
+		o := &iv.Ops[i]
+		p.ops[i] = newOpRec(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), o.gauges())
+		lag[i] = LatencyOf(o.StartLag)
 	}
 
 	c.mu.Lock()
-	for _, op := range Ops {
-		o := &iv.Ops[op]
-		MergeHistograms(c.cumResp[op], o.Response)
-		MergeHistograms(c.cumSvc[op], o.Service)
-		MergeHistograms(c.cumLag[op], o.StartLag)
-		c.cum[op].Add(&o.Counts)
+	for i, s := range list {
+		o := &iv.Ops[i]
+		MergeHistograms(s.cumResp, o.Response)
+		MergeHistograms(s.cumSvc, o.Service)
+		MergeHistograms(s.cumLag, o.StartLag)
+		s.cum.Add(&o.Counts)
+		s.latestLag = lag[i]
 	}
 	c.last = now
-	c.latest, c.latestT, c.latestE, c.latestLag = p, iv.Start, now, lag
+	c.latest, c.latestT, c.latestE = p, iv.Start, now
 	// A sliver of an interval (the flush at the end of a run, a tick right after a reset)
 	// is no time-series point: a rate over a few milliseconds is noise, and charts would
 	// end on a false dip. Its operations still count in the cumulative view.
@@ -322,19 +418,20 @@ func (c *Collector) Reset() { c.ResetAt(time.Now()) }
 func (c *Collector) ResetAt(now time.Time) {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
-	for _, op := range Ops {
-		c.ops[op].rec.drain(nil, nil, nil, nil)
-		for i := range c.ops[op].rec.shards {
-			c.ops[op].rec.shards[i].resetErrors()
+	list := c.list()
+	for _, s := range list {
+		s.rec.drain(nil, nil, nil, nil)
+		for i := range s.rec.shards {
+			s.rec.shards[i].resetErrors()
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, op := range Ops {
-		resetHistogram(c.cumResp[op])
-		resetHistogram(c.cumSvc[op])
-		resetHistogram(c.cumLag[op])
-		c.cum[op] = Counts{}
+	for _, s := range list {
+		resetHistogram(s.cumResp)
+		resetHistogram(s.cumSvc)
+		resetHistogram(s.cumLag)
+		s.cum = Counts{}
 	}
 	c.start, c.last = now, now
 }
@@ -347,54 +444,59 @@ func (c *Collector) SpanStart() time.Time {
 }
 
 // Latest returns the report of the last interval. Before the first tick it has zero
-// counts and Start = End = the start of the cumulative span.
+// counts and Start = End = the start of the cumulative span. A series registered after
+// the last tick is absent until the next one.
 func (c *Collector) Latest() Summary {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.latestT.IsZero() {
 		return c.emptySummary()
 	}
-	p := c.latest.point()
-	for _, op := range Ops {
-		s := p.Ops[op.String()]
-		s.StartLag = c.latestLag[op]
-		p.Ops[op.String()] = s
+	list := c.list()
+	p := c.latest.point(list)
+	for i := range c.latest.ops {
+		s := p.Ops[list[i].name]
+		s.StartLag = list[i].latestLag
+		p.Ops[list[i].name] = s
 	}
 	return Summary{Start: c.latestT, End: c.latestE, Seconds: spanSeconds(c.latestT, c.latestE), Ops: p.Ops}
 }
 
 func (c *Collector) emptySummary() Summary {
-	s := Summary{Start: c.start, End: c.start, Ops: make(map[string]OpSummary, NumOps)}
-	for _, op := range Ops {
-		s.Ops[op.String()] = buildOpSummary(&Counts{}, Latency{}, Latency{}, 0, c.currentGauges(op))
+	list := c.list()
+	s := Summary{Start: c.start, End: c.start, Ops: make(map[string]OpSummary, len(list))}
+	for _, se := range list {
+		s.Ops[se.name] = buildOpSummary(&Counts{}, Latency{}, Latency{}, 0, se.currentGauges())
 	}
 	return s
 }
 
-func (c *Collector) currentGauges(op Op) gauges {
+func (s *series) currentGauges() gauges {
 	return gauges{
-		target:  math.Float64frombits(c.ops[op].target.Load()),
-		workers: int(c.ops[op].workers.Load()),
+		target:  math.Float64frombits(s.target.Load()),
+		workers: int(s.workers.Load()),
 	}
 }
 
 // Cumulative returns the report of everything ticked since the collector was created or
-// last Reset. The gauges are the current settings and the last sampled backlog.
+// last Reset, one entry per registered series. The gauges are the current settings and
+// the last sampled backlog.
 func (c *Collector) Cumulative() Summary {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	list := c.list()
 	secs := spanSeconds(c.start, c.last)
-	s := Summary{Start: c.start, End: c.last, Seconds: secs, Ops: make(map[string]OpSummary, NumOps)}
-	for _, op := range Ops {
-		g := c.currentGauges(op)
-		if !c.latestT.IsZero() {
-			r := &c.latest.ops[op]
+	s := Summary{Start: c.start, End: c.last, Seconds: secs, Ops: make(map[string]OpSummary, len(list))}
+	for i, se := range list {
+		g := se.currentGauges()
+		if !c.latestT.IsZero() && i < len(c.latest.ops) {
+			r := &c.latest.ops[i]
 			g.backlog = time.Duration(float64(r.backlogMs) * float64(time.Millisecond))
 			g.pending = r.pending
 		}
-		sum := buildOpSummary(&c.cum[op], LatencyOf(c.cumResp[op]), LatencyOf(c.cumSvc[op]), secs, g)
-		sum.StartLag = LatencyOf(c.cumLag[op])
-		s.Ops[op.String()] = sum
+		sum := buildOpSummary(&se.cum, LatencyOf(se.cumResp), LatencyOf(se.cumSvc), secs, g)
+		sum.StartLag = LatencyOf(se.cumLag)
+		s.Ops[se.name] = sum
 	}
 	return s
 }
@@ -402,24 +504,26 @@ func (c *Collector) Cumulative() Summary {
 // CumulativeCounts returns op's counters since the collector was created or last Reset,
 // including Clamped, which the JSON reports do not carry.
 func (c *Collector) CumulativeCounts(op Op) Counts {
-	if int(op) >= NumOps {
+	s := c.get(op)
+	if s == nil {
 		return Counts{}
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.cum[op]
+	return s.cum
 }
 
 // CumulativeHistograms returns copies of op's cumulative response and service time
 // histograms (microseconds), for reports and cluster aggregation. It returns nils for
-// an invalid op.
+// an unknown op.
 func (c *Collector) CumulativeHistograms(op Op) (resp, svc *hdrhistogram.Histogram) {
-	if int(op) >= NumOps {
+	s := c.get(op)
+	if s == nil {
 		return nil, nil
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.cumResp[op].Clone(), c.cumSvc[op].Clone()
+	return s.cumResp.Clone(), s.cumSvc.Clone()
 }
 
 // Series returns the time series, oldest point first: at most Config.SeriesLen points.
@@ -438,10 +542,11 @@ func (c *Collector) SeriesSince(t time.Time) []Point {
 	defer c.mu.RUnlock()
 	n := len(c.ring)
 	pts := make([]Point, 0, n)
+	list := c.list()
 	for i := range n {
 		p := &c.ring[(c.head+i)%n]
 		if p.end > after {
-			pts = append(pts, p.point())
+			pts = append(pts, p.point(list))
 		}
 	}
 	return pts

@@ -157,7 +157,7 @@ func TestLatestBeforeFirstTick(t *testing.T) {
 	c, t0 := newTestCollector(t, Config{})
 	c.SetTarget(OpWrite, 50, 3)
 	l := c.Latest()
-	if !l.Start.Equal(t0) || len(l.Ops) != NumOps || l.Ops["write"].Workers != 3 || l.Ops["read"].Failures == nil {
+	if !l.Start.Equal(t0) || len(l.Ops) != len(BuiltinNames()) || l.Ops["write"].Workers != 3 || l.Ops["read"].Failures == nil {
 		t.Errorf("Latest before any tick = %+v", l)
 	}
 	if got := c.Series(); got == nil || len(got) != 0 {
@@ -247,7 +247,7 @@ func TestSubscribe(t *testing.T) {
 
 func TestInvalidOp(t *testing.T) {
 	c := NewCollector(Config{Shards: 1})
-	bad := Op(NumOps)
+	bad := Op(MaxSeries)
 	c.SetTarget(bad, 1, 1)
 	c.SetBacklog(bad, nil)
 	if c.Recorder(bad) != nil {

@@ -248,15 +248,15 @@ func (r *Recorder) errorMessages() []ErrorMessage {
 	return out
 }
 
-// Errors returns, per op class (keyed by Op.String()) that failed since the cumulative
+// Errors returns, per series (keyed by name) that failed since the cumulative
 // span started, the distinct failure messages kept (see ErrorMessage): per failure class
 // at most MaxErrorMessages, the most recently seen first. Op classes without failures
 // are absent; the map is never nil.
 func (c *Collector) Errors() map[string][]ErrorMessage {
 	out := map[string][]ErrorMessage{}
-	for _, op := range Ops {
-		if m := c.ops[op].rec.errorMessages(); len(m) > 0 {
-			out[op.String()] = m
+	for _, s := range c.list() {
+		if m := s.rec.errorMessages(); len(m) > 0 {
+			out[s.name] = m
 		}
 	}
 	return out

@@ -76,8 +76,8 @@ func (l *HDRLogWriter) WriteInterval(iv *Interval) error {
 	}
 	start := iv.Start.Sub(l.base).Seconds()
 	length := iv.Seconds()
-	for _, op := range Ops {
-		o := &iv.Ops[op]
+	for i := range iv.Ops {
+		o := &iv.Ops[i]
 		for _, h := range [...]struct {
 			kind string
 			h    *hdrhistogram.Histogram
@@ -88,7 +88,7 @@ func (l *HDRLogWriter) WriteInterval(iv *Interval) error {
 				return err
 			}
 			if _, err := fmt.Fprintf(l.w, "Tag=%s-%s,%.3f,%.3f,%.3f,%s\n",
-				op, h.kind, start, length, float64(h.h.Max())/microsPerMs, payload); err != nil {
+				o.Name, h.kind, start, length, float64(h.h.Max())/microsPerMs, payload); err != nil {
 				l.err = fmt.Errorf("stats: write hdr log: %w", err)
 				return l.err
 			}

@@ -58,8 +58,8 @@ func TestHDRLogRoundTrip(t *testing.T) {
 		}
 		got = append(got, line{h.Tag(), h.StartTimeMs(), h.EndTimeMs(), h.TotalCount(), h.Max()})
 	}
-	if len(got) != 2*2*NumOps {
-		t.Fatalf("read %d interval histograms, want %d:\n%s", len(got), 2*2*NumOps, log)
+	if len(got) != 2*2*len(BuiltinNames()) {
+		t.Fatalf("read %d interval histograms, want %d:\n%s", len(got), 2*2*len(BuiltinNames()), log)
 	}
 	ms := t0.UnixMilli()
 	want := []line{

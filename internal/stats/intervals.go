@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -24,11 +25,11 @@ type EncodedInterval struct {
 	// a stats reset (a new driver session, a new phase), and merging every interval of one
 	// SpanStart gives exactly that span's cumulative histograms and counters.
 	SpanStart time.Time `json:"spanStart"`
-	// Ops has every op class by name.
+	// Ops has every series (op class, or operation of a class) by name.
 	Ops map[string]EncodedOp `json:"ops"`
 }
 
-// EncodedOp is one op class's share of an EncodedInterval.
+// EncodedOp is one series' share of an EncodedInterval.
 type EncodedOp struct {
 	Successes  int64            `json:"successes"`
 	Misses     int64            `json:"misses"`
@@ -48,9 +49,9 @@ type EncodedOp struct {
 
 // EncodeInterval encodes iv as interval seq of the span that started at spanStart.
 func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInterval, error) {
-	e := EncodedInterval{Seq: seq, Start: iv.Start, End: iv.End, SpanStart: spanStart, Ops: make(map[string]EncodedOp, NumOps)}
-	for _, op := range Ops {
-		o := &iv.Ops[op]
+	e := EncodedInterval{Seq: seq, Start: iv.Start, End: iv.End, SpanStart: spanStart, Ops: make(map[string]EncodedOp, len(iv.Ops))}
+	for i := range iv.Ops {
+		o := &iv.Ops[i]
 		eo := EncodedOp{
 			Successes: o.Successes, Misses: o.Misses, Clamped: o.Clamped,
 			Failures: make(map[string]int64, driver.NumClasses), Validation: make(map[string]int64, NumValidations),
@@ -71,30 +72,33 @@ func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInter
 			}
 			b, err := EncodeHistogram(h.src)
 			if err != nil {
-				return EncodedInterval{}, fmt.Errorf("encode %s interval %d: %w", op, seq, err)
+				return EncodedInterval{}, fmt.Errorf("encode %s interval %d: %w", o.Name, seq, err)
 			}
 			*h.dst = string(b)
 		}
-		e.Ops[op.String()] = eo
+		e.Ops[o.Name] = eo
 	}
 	return e, nil
 }
 
 // Decode turns e back into an Interval with histograms of the package geometry (empty
-// ones where nothing was recorded), ready to merge. Unknown op names are an error: they
-// come from a node that measures classes this one does not know.
+// ones where nothing was recorded), ready to merge: one entry per series, sorted by name
+// (merge intervals by Name, not by position: another node may have registered its
+// series in another order). A name that cannot name a series is an error.
 func (e *EncodedInterval) Decode() (*Interval, error) {
-	iv := &Interval{Start: e.Start, End: e.End}
-	for _, op := range Ops {
-		o := &iv.Ops[op]
-		o.Response, o.Service, o.StartLag = NewHistogram(), NewHistogram(), NewLagHistogram()
-	}
-	for name, eo := range e.Ops {
-		op, ok := ParseOp(name)
-		if !ok {
-			return nil, fmt.Errorf("decode interval %d: unknown op class %q", e.Seq, name)
+	iv := &Interval{Start: e.Start, End: e.End, Ops: make([]OpInterval, 0, len(e.Ops))}
+	names := make([]string, 0, len(e.Ops))
+	for name := range e.Ops {
+		if err := CheckSeriesName(name); err != nil {
+			return nil, fmt.Errorf("decode interval %d: %w", e.Seq, err)
 		}
-		o := &iv.Ops[op]
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		eo := e.Ops[name]
+		iv.Ops = append(iv.Ops, OpInterval{Name: name, Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram()})
+		o := &iv.Ops[len(iv.Ops)-1]
 		o.Successes, o.Misses, o.Clamped = eo.Successes, eo.Misses, eo.Clamped
 		for _, c := range driver.Classes {
 			o.Failures[c] = eo.Failures[c.String()]

@@ -20,9 +20,18 @@ func TestMergedIntervalsAreTheCumulative(t *testing.T) {
 	log := NewIntervalLog(c, 100, 0)
 	defer log.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
+	// A class the workload added, registered mid-run, merges like the built-in ones.
+	var ops = []Op{OpRead, OpWrite}
 	record := func() {
+		if len(ops) == 2 && tickCount(c) == 30 {
+			scan, err := c.Register("scan.range")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops = append(ops, scan)
+		}
 		for range 500 {
-			op := Ops[rng.IntN(2)]
+			op := ops[rng.IntN(len(ops))]
 			s := c.Recorder(op).Shard(rng.IntN(8))
 			svc := time.Duration(rng.ExpFloat64() * float64(300*time.Microsecond))
 			switch r := rng.IntN(100); {
@@ -51,10 +60,7 @@ func TestMergedIntervalsAreTheCumulative(t *testing.T) {
 		if page.Missed != 0 || page.Error != "" {
 			t.Fatalf("page missed %d, error %q", page.Missed, page.Error)
 		}
-		var merged [NumOps]OpInterval
-		for _, op := range Ops {
-			merged[op] = OpInterval{Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram()}
-		}
+		merged := map[string]*OpInterval{}
 		n := 0
 		for _, e := range page.Intervals {
 			if !e.SpanStart.Equal(span) {
@@ -65,23 +71,37 @@ func TestMergedIntervalsAreTheCumulative(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, op := range Ops {
-				MergeHistograms(merged[op].Response, iv.Ops[op].Response)
-				MergeHistograms(merged[op].Service, iv.Ops[op].Service)
-				MergeHistograms(merged[op].StartLag, iv.Ops[op].StartLag)
-				merged[op].Counts.Add(&iv.Ops[op].Counts)
+			for i := range iv.Ops {
+				o := &iv.Ops[i]
+				m := merged[o.Name]
+				if m == nil {
+					m = &OpInterval{Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram()}
+					merged[o.Name] = m
+				}
+				MergeHistograms(m.Response, o.Response)
+				MergeHistograms(m.Service, o.Service)
+				MergeHistograms(m.StartLag, o.StartLag)
+				m.Counts.Add(&o.Counts)
 			}
 		}
 		if n == 0 {
 			t.Fatal("no interval of the span")
 		}
-		for _, op := range Ops {
-			resp, svc := c.CumulativeHistograms(op)
-			if !equalBuckets(merged[op].Response, resp) || !equalBuckets(merged[op].Service, svc) {
-				t.Errorf("%s: merged intervals' histograms differ from the cumulative ones", op)
+		if len(merged) != len(c.Names()) {
+			t.Errorf("intervals name %d series, the collector has %v", len(merged), c.Names())
+		}
+		for _, op := range ops {
+			name := c.Name(op)
+			m := merged[name]
+			if m == nil {
+				t.Fatalf("%s: in no interval", name)
 			}
-			if cum := c.CumulativeCounts(op); merged[op].Counts != cum {
-				t.Errorf("%s: merged counts %+v, cumulative %+v", op, merged[op].Counts, cum)
+			resp, svc := c.CumulativeHistograms(op)
+			if !equalBuckets(m.Response, resp) || !equalBuckets(m.Service, svc) {
+				t.Errorf("%s: merged intervals' histograms differ from the cumulative ones", name)
+			}
+			if cum := c.CumulativeCounts(op); m.Counts != cum || cum.Count() == 0 {
+				t.Errorf("%s: merged counts %+v, cumulative %+v", name, m.Counts, cum)
 			}
 		}
 	}
@@ -95,6 +115,9 @@ func TestMergedIntervalsAreTheCumulative(t *testing.T) {
 		t.Errorf("next seq %d after 65 ticks", got)
 	}
 }
+
+// tickCount is how many intervals c has ticked, from its time series.
+func tickCount(c *Collector) int { return len(c.Series()) }
 
 // equalBuckets reports whether a and b hold the same count in every bucket.
 func equalBuckets(a, b *hdrhistogram.Histogram) bool {
@@ -139,7 +162,7 @@ func BenchmarkEncodeInterval(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 20000 {
 		d := time.Duration(rng.ExpFloat64() * float64(500*time.Microsecond))
-		c.Recorder(Ops[i%2]).Shard(i%4).Success(d+time.Duration(rng.IntN(100000)), d)
+		c.Recorder(Op(i%2)).Shard(i%4).Success(d+time.Duration(rng.IntN(100000)), d)
 	}
 	iv := c.Tick(time.Now())
 	b.ReportAllocs()

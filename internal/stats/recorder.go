@@ -200,7 +200,7 @@ func newRecorder(op Op, shards int) *Recorder {
 	return &Recorder{op: op, shards: make([]Shard, shards)}
 }
 
-// Op returns the op class this recorder records.
+// Op returns the series this recorder records.
 func (r *Recorder) Op() Op { return r.op }
 
 // Shard returns the shard for a worker index. Workers should look their shard up once

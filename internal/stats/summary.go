@@ -14,7 +14,8 @@ type Summary struct {
 	Start   time.Time `json:"start"`
 	End     time.Time `json:"end"`
 	Seconds float64   `json:"seconds"`
-	// Ops has one entry per op class, keyed by Op.String(), always all of them.
+	// Ops has one entry per series (op class, or operation of a class), keyed by name:
+	// always the built-in read, write and backfill, and every series registered since.
 	Ops map[string]OpSummary `json:"ops"`
 }
 
@@ -100,12 +101,12 @@ type opRec struct {
 	pending   int64
 }
 
-// pointRec is the compact form of a Point: about 560 bytes, so the default 3600-point
-// series takes about 2 MB.
+// pointRec is the compact form of a Point: about 180 bytes per series, so the default
+// 3600-point series of the three built-in series takes about 2 MB.
 type pointRec struct {
 	end     int64 // unix nanoseconds
 	seconds float32
-	ops     [NumOps]opRec
+	ops     []opRec // by Op: the series registered at the tick
 }
 
 func newOpRec(c *Counts, resp, svc Latency, g gauges) opRec {
@@ -120,14 +121,14 @@ func newOpRec(c *Counts, resp, svc Latency, g gauges) opRec {
 	}
 }
 
-func (p *pointRec) point() Point {
-	ops := make(map[string]OpSummary, NumOps)
-	for _, op := range Ops {
-		r := &p.ops[op]
+func (p *pointRec) point(list []*series) Point {
+	ops := make(map[string]OpSummary, len(p.ops))
+	for i := range p.ops {
+		r := &p.ops[i]
 		g := gauges{target: r.target, workers: int(r.workers), pending: r.pending}
 		s := buildOpSummary(&r.counts, r.resp.expand(), r.svc.expand(), float64(p.seconds), g)
 		s.BacklogMs = float64(r.backlogMs)
-		ops[op.String()] = s
+		ops[list[i].name] = s
 	}
 	return Point{Time: time.Unix(0, p.end), Ops: ops}
 }

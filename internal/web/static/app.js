@@ -388,12 +388,14 @@
     }
 
     // visibleOps returns the op classes that get charts: those running now or with data in
-    // the time window (backfill only then). With nothing run yet, reads and writes, so
-    // the page shows where the charts will be.
+    // the time window (backfill only then), in the store's order (read, write, backfill,
+    // then the workload's other classes and operations as they appeared). With nothing
+    // run yet, reads and writes, so the page shows where the charts will be.
     visibleOps() {
       const st = this.status || {};
-      const running = { read: st.readsRunning, write: st.writesRunning, backfill: st.backfill && st.backfill.running };
-      const ops = ['read', 'write', 'backfill'].filter((op) => running[op] || this.store.hasData(op, this.windowSecs));
+      const running = Object.assign({ read: st.readsRunning, write: st.writesRunning }, st.running || {});
+      running.backfill = st.backfill && st.backfill.running;
+      const ops = this.store.ops.filter((op) => running[op] || this.store.hasData(op, this.windowSecs));
       return ops.length ? ops : ['read', 'write'];
     }
 
@@ -420,7 +422,7 @@
         const s = cum.ops[op];
         const rt = s.responseTime || {};
         const errs = Object.entries(s.failures || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n).join(', ');
-        const hit = op === 'read' && s.count > 0 ? (100 * (s.count - (s.misses || 0)) / s.count).toFixed(1) + ' %' : '–';
+        const hit = (op === 'read' || op.startsWith('read.')) && s.count > 0 ? (100 * (s.count - (s.misses || 0)) / s.count).toFixed(1) + ' %' : '–';
         return el('tr', { 'data-op': op, 'data-count': String(s.count || 0) },
           el('td', { text: op }), el('td', { text: String(s.count || 0) }), el('td', { text: (s.rate || 0).toFixed(1) }),
           el('td', { text: ms(rt.p50) }), el('td', { text: ms(rt.p95) }), el('td', { text: ms(rt.p99) }),
@@ -449,8 +451,12 @@
       this.root.dataset.points = String(this.store.total);
       const last = this.store.last;
       if (last) {
-        const r = last.ops.read || {}, w = last.ops.write || {};
-        this.q('[data-role=now]').textContent = 'now: reads ' + Math.round(r.rate || 0) + ' ops/s, writes ' + Math.round(w.rate || 0) + ' ops/s';
+        // Every op class with a rate, reads and writes always (an operation of a mixed class
+        // is in the charts, not here).
+        const parts = Object.keys(last.ops).filter((op) => op !== 'backfill' && !op.includes('.') &&
+          (op === 'read' || op === 'write' || (last.ops[op].rate || 0) > 0))
+          .map((op) => (op === 'read' ? 'reads' : op === 'write' ? 'writes' : op) + ' ' + Math.round(last.ops[op].rate || 0) + ' ops/s');
+        this.q('[data-role=now]').textContent = 'now: ' + parts.join(', ');
       }
       // The cost of each update, for the tests' responsiveness check (last 120 kept).
       // uPlot draws in microtasks queued by setData; this one runs after them.
@@ -475,7 +481,8 @@
         this.api('GET', '/api/v1/config'), this.api('GET', '/health').catch(() => ({}))]);
       const cum = stats.cumulative;
       const bf = status.backfill && status.backfill.phase !== 'idle' ? status.backfill : undefined;
-      const ops = { read: cum.ops.read, write: cum.ops.write };
+      const ops = {};
+      for (const [name, s] of Object.entries(cum.ops)) if (name !== 'backfill') ops[name] = s;
       if (bf) ops.backfill = cum.ops.backfill;
       return {
         formatVersion: 1,

@@ -4,7 +4,10 @@
 'use strict';
 
 (function (global) {
+  // The series every node has; a workload's other op classes (and the operations of a
+  // mixed class, "search.byTitle") are added as they first appear in the data.
   const OPS = ['read', 'write', 'backfill'];
+  const MAX_OPS = 32; // the server's stats.MaxSeries
   const ERROR_CLASSES = ['timeout', 'unavailable', 'throttled', 'rejected', 'other'];
 
   // Columns kept per op class, in this order. Latencies are converted from the API's
@@ -22,11 +25,12 @@
 
   function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
 
-  // values of one point as a flat array: OPS.length * NF numbers (null = no value).
-  function pointValues(p, seconds) {
-    const out = new Array(OPS.length * NF).fill(null);
+  // values of one point as a flat array: ops.length * NF numbers (null = no value).
+  function pointValues(p, seconds, ops) {
+    ops = ops || OPS;
+    const out = new Array(ops.length * NF).fill(null);
     const secs = seconds > 0 ? seconds : 1;
-    OPS.forEach((op, k) => {
+    ops.forEach((op, k) => {
       const s = p.ops && p.ops[op];
       if (!s) return;
       const b = k * NF;
@@ -53,10 +57,15 @@
   // Ring is a fixed-capacity time series: the oldest point is overwritten, so memory stays
   // bounded however long the page runs.
   class Ring {
-    constructor(cap) {
+    constructor(cap, nops) {
       this.cap = cap; this.start = 0; this.len = 0;
       this.t = new Float64Array(cap);
-      this.cols = Array.from({ length: OPS.length * NF }, () => new Float64Array(cap).fill(NaN));
+      this.cols = [];
+      this.grow(nops);
+    }
+    // grow adds the columns of new op classes: empty (NaN) for the points already held.
+    grow(nops) {
+      while (this.cols.length < nops * NF) this.cols.push(new Float64Array(this.cap).fill(NaN));
     }
     push(t, vals) {
       const i = (this.start + this.len) % this.cap;
@@ -82,9 +91,10 @@
   class Store {
     constructor(opts) {
       opts = opts || {};
-      this.fine = new Ring(opts.fine || 3600);
+      this.ops = OPS.slice();
+      this.fine = new Ring(opts.fine || 3600, this.ops.length);
       // coarse: 0 keeps no minute points (a report holds its whole series at 1 Hz).
-      this.coarse = opts.coarse === 0 ? null : new Ring(opts.coarse || 1440);
+      this.coarse = opts.coarse === 0 ? null : new Ring(opts.coarse || 1440, this.ops.length);
       this.bucketSecs = opts.bucketSecs || 60;
       this.bucket = null;
       this.last = null; // the newest point as received
@@ -95,11 +105,23 @@
     push(p, seconds) {
       const t = (typeof p.t === 'number' ? p.t : Date.parse(p.t)) / 1000;
       if (!(t > this.fine.lastT())) return false;
-      const vals = pointValues(p, seconds);
+      this.learn(p.ops);
+      const vals = pointValues(p, seconds, this.ops);
       this.fine.push(t, vals);
       this.fold(t, vals);
       this.last = p; this.total++;
       return true;
+    }
+    // learn adds the op classes of a point the store has not seen yet.
+    learn(ops) {
+      const names = Object.keys(ops || {}).filter((n) => !this.ops.includes(n)).sort();
+      if (!names.length) return;
+      for (const n of names) if (this.ops.length < MAX_OPS) this.ops.push(n);
+      this.fine.grow(this.ops.length);
+      if (this.coarse) this.coarse.grow(this.ops.length);
+      if (this.bucket) {
+        while (this.bucket.vals.length < this.ops.length * NF) { this.bucket.vals.push(0); this.bucket.n.push(0); }
+      }
     }
     fold(t, vals) {
       if (!this.coarse) return;
@@ -147,7 +169,9 @@
       const n = t.length;
       const cache = {};
       const get = (op, field) => {
-        const c = OPS.indexOf(op) * NF + F[field];
+        const k = this.ops.indexOf(op);
+        if (k < 0) return new Array(n).fill(null);
+        const c = k * NF + F[field];
         if (cache[c]) return cache[c];
         const out = new Array(n);
         for (let k = 0; k < n; k++) out[k] = src[k] ? src[k].at(c, idx[k]) : null;
@@ -158,7 +182,9 @@
     // hasData tells whether an op class did anything in the last windowSecs (all kept
     // data when 0): classes that did nothing get no charts.
     hasData(op, windowSecs) {
-      const c = OPS.indexOf(op) * NF + F.count;
+      const k = this.ops.indexOf(op);
+      if (k < 0) return false;
+      const c = k * NF + F.count;
       const t0 = windowSecs > 0 ? this.fine.lastT() + 1 - windowSecs : -Infinity;
       for (let j = 0; j < this.fine.len; j++) if (this.fine.time(j) >= t0 && this.fine.at(c, j) > 0) return true;
       for (let j = 0; this.coarse && j < this.coarse.len; j++) if (this.coarse.time(j) >= t0 && this.coarse.at(c, j) > 0) return true;
@@ -178,7 +204,7 @@
       ...LAT.filter(([k]) => k !== '95' && k !== 'Avg').map(([k, l, c]) => ({ field: 'svc' + k, label: 'service ' + l, stroke: c, dash: [3, 3], show: k === '50' || k === '99' }))] },
     { id: 'errors', title: 'Errors by class', unit: 'errors/s', series:
       ERROR_CLASSES.map((c, i) => ({ field: 'err_' + c, label: c, stroke: [C.red, C.orange, C.teal, C.pink, C.brown][i] })) },
-    { id: 'hit', title: 'Cache hit ratio', unit: '%', ops: ['read'], range: [0, 100], series: [
+    { id: 'hit', title: 'Cache hit ratio', unit: '%', ops: (op) => op === 'read' || op.startsWith('read.'), range: [0, 100], series: [
       { field: 'hit', label: 'hits', stroke: C.green }] },
     { id: 'backlog', title: 'Backlog', unit: 'ms', series: [
       { field: 'backlog', label: 'behind schedule', stroke: C.brown }] },
@@ -294,7 +320,7 @@
       const width = this.colWidth();
       for (const def of CHARTS) {
         for (const op of ops) {
-          if (def.ops && !def.ops.includes(op)) continue;
+          if (def.ops && !def.ops(op)) continue;
           const fig = document.createElement('figure');
           fig.className = 'chart';
           fig.dataset.chart = def.id; fig.dataset.op = op;
