@@ -76,11 +76,11 @@ func (o TLSOptions) Config() (*tls.Config, error) {
 	if o.CAFile != "" {
 		b, err := os.ReadFile(o.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("tlsCAFile: %w", err)
+			return nil, &fileError{"tlsCAFile", o.CAFile, "a readable PEM file of CA certificates", err}
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("tlsCAFile: %s: no PEM certificate found", o.CAFile)
+			return nil, &fileError{"tlsCAFile", o.CAFile, "a PEM file of CA certificates", fmt.Errorf("%s: no PEM certificate found", o.CAFile)}
 		}
 		c.RootCAs = pool
 	}
@@ -97,26 +97,58 @@ func (o TLSOptions) Config() (*tls.Config, error) {
 // loadKeyPair is tls.LoadX509KeyPair with errors that say which option's file is at
 // fault: the standard one names neither option nor, for a mismatch, the files.
 func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	const certAllowed, keyAllowed = "a readable PEM certificate file", "a readable PEM private key file"
 	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("tlsCertFile: %w", err)
+		return tls.Certificate{}, &fileError{"tlsCertFile", certFile, certAllowed, err}
 	}
 	if !hasPEMBlock(certPEM, func(t string) bool { return t == "CERTIFICATE" }) {
-		return tls.Certificate{}, fmt.Errorf("tlsCertFile: %s: no PEM certificate found", certFile)
+		return tls.Certificate{}, &fileError{"tlsCertFile", certFile, certAllowed, fmt.Errorf("%s: no PEM certificate found", certFile)}
 	}
 	keyPEM, err := os.ReadFile(keyFile)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("tlsKeyFile: %w", err)
+		return tls.Certificate{}, &fileError{"tlsKeyFile", keyFile, keyAllowed, err}
 	}
 	if !hasPEMBlock(keyPEM, func(t string) bool { return strings.HasSuffix(t, "PRIVATE KEY") }) {
-		return tls.Certificate{}, fmt.Errorf("tlsKeyFile: %s: no PEM private key found", keyFile)
+		return tls.Certificate{}, &fileError{"tlsKeyFile", keyFile, keyAllowed, fmt.Errorf("%s: no PEM private key found", keyFile)}
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		// The key's text never appears in crypto/tls's errors, only its kind.
-		return tls.Certificate{}, fmt.Errorf("tlsCertFile and tlsKeyFile: %s and %s: %w", certFile, keyFile, err)
+		return tls.Certificate{}, &fileError{"tlsCertFile and tlsKeyFile", keyFile, "the private key of tlsCertFile " + certFile,
+			fmt.Errorf("%s and %s: %w", certFile, keyFile, err)}
 	}
 	return cert, nil
+}
+
+// fileError is a TLS file that cannot be used. Its message names the option and keeps the
+// cause ("tlsCAFile: open /x: no such file or directory"); errors.Is sees the cause
+// (fs.ErrNotExist), and errors.As, so AsFieldErrors, sees a FieldError naming the option,
+// so the file is reported like any other bad option value.
+type fileError struct {
+	option, path, allowed string
+	err                   error
+}
+
+// Error names the option, then the cause.
+func (e *fileError) Error() string { return e.option + ": " + e.err.Error() }
+
+// Unwrap returns the cause.
+func (e *fileError) Unwrap() error { return e.err }
+
+// As offers the error as a *FieldError. The field of a key that does not match its
+// certificate is tlsKeyFile: the key is what must change.
+func (e *fileError) As(target any) bool {
+	p, ok := target.(**FieldError)
+	if !ok {
+		return false
+	}
+	field := e.option
+	if strings.Contains(field, " and ") {
+		field = "tlsKeyFile"
+	}
+	*p = &FieldError{Field: field, Value: e.path, Allowed: e.allowed + " (" + e.err.Error() + ")"}
+	return true
 }
 
 // hasPEMBlock reports whether b holds a PEM block whose type matches.

@@ -452,6 +452,11 @@ func TestTLSConfig(t *testing.T) {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 					t.Fatalf("Config error %v, want one starting %q", err, tt.wantErr)
 				}
+				// Reported like any bad option: a field error naming the option.
+				fes, ok := AsFieldErrors(err)
+				if !ok || len(fes) != 1 || !strings.HasPrefix(tt.wantErr, fes[0].Field) && fes[0].Field != "tlsKeyFile" || fes[0].Allowed == "" {
+					t.Fatalf("field errors %+v of %v", fes, err)
+				}
 				return
 			}
 			if err != nil || !tt.check(c) {
