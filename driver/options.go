@@ -32,6 +32,23 @@ import (
 // match an entry of a list) belongs in a Validate method on the options struct (see
 // OptionsValidator): NewOptions calls it, so the rule holds wherever options are built,
 // long before a driver's Init.
+//
+// Option groups: an exported struct field without an opt tag is a group, whose options
+// (and groups) are read in its place, as if declared there; TLSOptions, AuthOptions and
+// TimeoutOptions (groups.go) are the shared ones. The embedding field's tags adjust the
+// group for one driver without touching the group:
+//
+//	OPTION.KEY:"value"  replaces tag KEY (default, help, min, max, alias, enum, live) of the
+//	                    group's option OPTION; an empty value removes a bound or the aliases
+//	omit:"a,b"          the driver does not offer these options of the group: they are
+//	                    not in the schema and their fields keep the zero value
+//
+// for example
+//
+//	Timeouts driver.TimeoutOptions `omit:"timeout" connectTimeout.default:"10s" connectTimeout.alias:"dialTimeout"`
+//
+// An adjustment naming no option of the group is a schema error. A group's Validate
+// method runs wherever the struct's does (see Validate), before it.
 
 // Redacted replaces secret values wherever options are shown.
 const Redacted = "<redacted>"
@@ -121,40 +138,11 @@ func Schema(opts any) ([]Option, error) {
 	return slices.Clone(se.opts), se.err
 }
 
-// parseSchema reads the options of struct type t from its tags.
+// parseSchema reads the options of struct type t from its tags, flattening option groups.
 func parseSchema(t reflect.Type) ([]Option, error) {
-	var out []Option
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, ok := f.Tag.Lookup("opt")
-		if !ok || !f.IsExported() {
-			continue
-		}
-		typ, err := typeName(f.Type)
-		if err != nil {
-			return nil, fmt.Errorf("option %s: %w", name, err)
-		}
-		o := Option{
-			Name:    name,
-			Type:    typ,
-			Default: f.Tag.Get("default"),
-			Help:    f.Tag.Get("help"),
-			Min:     f.Tag.Get("min"),
-			Max:     f.Tag.Get("max"),
-			Live:    f.Tag.Get("live") == "true",
-			Secret:  f.Tag.Get("secret") == "true",
-			index:   f.Index,
-		}
-		if e := f.Tag.Get("enum"); e != "" {
-			o.Enum = strings.Split(e, ",")
-		}
-		if a := f.Tag.Get("alias"); a != "" {
-			o.Aliases = strings.Split(a, ",")
-		}
-		if err := checkBoundTags(o); err != nil {
-			return nil, fmt.Errorf("option %s: %w", name, err)
-		}
-		out = append(out, o)
+	out, err := parseFields(t, nil, nil)
+	if err != nil {
+		return nil, err
 	}
 	seen := map[string]string{}
 	for _, o := range out {
@@ -166,6 +154,232 @@ func parseSchema(t reflect.Type) ([]Option, error) {
 		}
 	}
 	return out, nil
+}
+
+// parseFields reads the options of struct type t, whose fields sit at prefix in the
+// options struct. adj holds the adjustments the embedding fields made to t's options
+// (nil at the top level). An exported struct field without an opt tag is an option
+// group: its options are read in its place, as if declared there, so a driver embeds
+// TLSOptions instead of re-declaring six fields.
+func parseFields(t reflect.Type, prefix []int, adj *groupAdjust) ([]Option, error) {
+	var out []Option
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		index := append(slices.Clone(prefix), i)
+		name, ok := f.Tag.Lookup("opt")
+		if !ok {
+			if f.Type.Kind() != reflect.Struct {
+				continue
+			}
+			inner, err := parseGroupAdjust(f)
+			if err != nil {
+				return nil, err
+			}
+			sub, err := parseFields(f.Type, index, inner.under(adj))
+			if err != nil {
+				return nil, err
+			}
+			if err := inner.checkUsed(f, f.Type); err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+			continue
+		}
+		if adj.omits(name) {
+			continue
+		}
+		tag := func(key string) string { return adj.tag(name, key, f.Tag) }
+		typ, err := typeName(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("option %s: %w", name, err)
+		}
+		o := Option{
+			Name:    name,
+			Type:    typ,
+			Default: tag("default"),
+			Help:    tag("help"),
+			Min:     tag("min"),
+			Max:     tag("max"),
+			Live:    tag("live") == "true",
+			Secret:  f.Tag.Get("secret") == "true",
+			index:   index,
+		}
+		if e := tag("enum"); e != "" {
+			o.Enum = strings.Split(e, ",")
+		}
+		if a := tag("alias"); a != "" {
+			o.Aliases = strings.Split(a, ",")
+		}
+		if err := checkBoundTags(o); err != nil {
+			return nil, fmt.Errorf("option %s: %w", name, err)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// adjustableTags are the tags an embedding field may set for one option of its group
+// (as OPTION.KEY:"value"). secret is not among them: whether a value may be shown is the
+// group's decision, and no driver may weaken it.
+var adjustableTags = []string{"default", "help", "min", "max", "alias", "enum", "live"}
+
+// groupAdjust is what an embedding field's tags change in its group: per option, tag
+// values that replace the group's own (an empty value removes a bound or alias), and the
+// options the driver does not offer (omit:"a,b").
+type groupAdjust struct {
+	tags map[string]map[string]string // option name -> tag key -> value
+	omit map[string]bool
+}
+
+// parseGroupAdjust reads the OPTION.KEY and omit tags of the embedding field f.
+func parseGroupAdjust(f reflect.StructField) (*groupAdjust, error) {
+	adj := &groupAdjust{}
+	for _, kv := range tagPairs(f.Tag) {
+		key, value := kv[0], kv[1]
+		if key == "omit" {
+			adj.omit = map[string]bool{}
+			for _, n := range strings.Split(value, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					adj.omit[n] = true
+				}
+			}
+			continue
+		}
+		opt, k, ok := strings.Cut(key, ".")
+		if !ok {
+			continue // json:"...", or another package's tag
+		}
+		if !slices.Contains(adjustableTags, k) {
+			return nil, fmt.Errorf("option group %s: tag %s: %s cannot be adjusted (allowed: %s)",
+				f.Name, key, k, strings.Join(adjustableTags, ", "))
+		}
+		if adj.tags == nil {
+			adj.tags = map[string]map[string]string{}
+		}
+		if adj.tags[opt] == nil {
+			adj.tags[opt] = map[string]string{}
+		}
+		adj.tags[opt][k] = value
+	}
+	return adj, nil
+}
+
+// under merges adj with the adjustments of the group containing it: the outer field's
+// tags win, as the driver's own declaration is the outermost.
+func (adj *groupAdjust) under(outer *groupAdjust) *groupAdjust {
+	if outer == nil {
+		return adj
+	}
+	m := &groupAdjust{tags: map[string]map[string]string{}, omit: map[string]bool{}}
+	for _, a := range []*groupAdjust{adj, outer} {
+		for opt, kv := range a.tags {
+			if m.tags[opt] == nil {
+				m.tags[opt] = map[string]string{}
+			}
+			for k, v := range kv {
+				m.tags[opt][k] = v
+			}
+		}
+		for n := range a.omit {
+			m.omit[n] = true
+		}
+	}
+	return m
+}
+
+func (adj *groupAdjust) omits(name string) bool { return adj != nil && adj.omit[name] }
+
+// tag returns the adjusted value of tag key for option name, or the field's own tag.
+func (adj *groupAdjust) tag(name, key string, own reflect.StructTag) string {
+	if adj != nil {
+		if v, ok := adj.tags[name][key]; ok {
+			return v
+		}
+	}
+	return own.Get(key)
+}
+
+// checkUsed rejects adjustments naming no option of the group (type t): a misspelt
+// OPTION.KEY tag would otherwise leave the default it meant to change in place.
+func (adj *groupAdjust) checkUsed(f reflect.StructField, t reflect.Type) error {
+	names := groupOptionNames(t)
+	for opt := range adj.tags {
+		if !slices.Contains(names, opt) {
+			return fmt.Errorf("option group %s: tag %s.*: the group has no option %q (options: %s)",
+				f.Name, opt, opt, strings.Join(names, ", "))
+		}
+	}
+	for opt := range adj.omit {
+		if !slices.Contains(names, opt) {
+			return fmt.Errorf("option group %s: omit: the group has no option %q (options: %s)",
+				f.Name, opt, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// groupOptionNames lists the opt names declared in struct type t and its groups.
+func groupOptionNames(t reflect.Type) []string {
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if n, ok := f.Tag.Lookup("opt"); ok {
+			names = append(names, n)
+		} else if f.Type.Kind() == reflect.Struct {
+			names = append(names, groupOptionNames(f.Type)...)
+		}
+	}
+	return names
+}
+
+// tagPairs splits a struct tag into its key/value pairs, in order, following the
+// convention reflect.StructTag.Lookup parses; reflect offers lookup by key only, and an
+// embedding field's keys (OPTION.KEY) are not known in advance.
+func tagPairs(tag reflect.StructTag) [][2]string {
+	var out [][2]string
+	s := string(tag)
+	for s != "" {
+		i := 0
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		s = s[i:]
+		if s == "" {
+			break
+		}
+		i = 0
+		for i < len(s) && s[i] > ' ' && s[i] != ':' && s[i] != '"' && s[i] != 0x7f {
+			i++
+		}
+		if i == 0 || i+1 >= len(s) || s[i] != ':' || s[i+1] != '"' {
+			break
+		}
+		key := s[:i]
+		s = s[i+1:]
+		i = 1
+		for i < len(s) && s[i] != '"' {
+			if s[i] == '\\' {
+				i++
+			}
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		value, err := strconv.Unquote(s[:i+1])
+		if err != nil {
+			break
+		}
+		s = s[i+1:]
+		out = append(out, [2]string{key, value})
+	}
+	return out
 }
 
 // checkBoundTags rejects min and max tags that would not be enforced as written: on a type
@@ -320,19 +534,96 @@ func Validate(opts any) error {
 		}
 	}
 	errs, _ := AsFieldErrors(err)
-	if ov, ok := opts.(OptionsValidator); ok {
-		if verr := ov.Validate(); verr != nil {
-			fes, ok := AsFieldErrors(verr)
-			if !ok {
-				return verr
-			}
-			errs = append(errs, fes...)
+	if verr := checkRules(opts); verr != nil {
+		fes, ok := AsFieldErrors(verr)
+		if !ok {
+			return verr
 		}
+		errs = append(errs, fes...)
 	}
 	if len(errs) > 0 {
 		return errs
 	}
 	return nil
+}
+
+// checkRules runs the Validate methods of opts (an options struct or a pointer to one):
+// those of its option groups first, in field order, then its own. A group's rule (a
+// client certificate needs its key) thus holds in every driver embedding the group,
+// without each driver's Validate having to remember to call it. Field errors of all are
+// returned together; any other error is returned at once.
+//
+// An anonymously embedded group follows Go's method promotion: when the struct containing
+// it has a Validate method (promoted from the group, or its own that shadows the group's),
+// that method speaks for the group, which is not asked separately, so no rule runs twice.
+func checkRules(opts any) error {
+	v := reflect.ValueOf(opts)
+	if !v.IsValid() {
+		return nil
+	}
+	var errs FieldErrors
+	if err := collectRules(v, &errs); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// collectRules validates the groups inside v, then v itself, appending field errors.
+func collectRules(v reflect.Value, errs *FieldErrors) error {
+	s := v
+	if s.Kind() == reflect.Pointer {
+		if s.IsNil() {
+			return nil
+		}
+		s = s.Elem()
+	}
+	if s.Kind() != reflect.Struct {
+		return nil
+	}
+	t := s.Type()
+	_, selfValidates := validatorOf(v)
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if _, isOpt := f.Tag.Lookup("opt"); isOpt || !f.IsExported() || f.Type.Kind() != reflect.Struct {
+			continue
+		}
+		if f.Anonymous && selfValidates {
+			continue
+		}
+		fv := s.Field(i)
+		if fv.CanAddr() {
+			fv = fv.Addr() // pointer receivers too
+		}
+		if err := collectRules(fv, errs); err != nil {
+			return err
+		}
+	}
+	ov, ok := validatorOf(v)
+	if !ok {
+		return nil
+	}
+	err := ov.Validate()
+	if err == nil {
+		return nil
+	}
+	fes, ok := AsFieldErrors(err)
+	if !ok {
+		return err
+	}
+	*errs = append(*errs, fes...)
+	return nil
+}
+
+// validatorOf returns v as an OptionsValidator, when its value or pointer type is one.
+func validatorOf(v reflect.Value) (OptionsValidator, bool) {
+	if !v.CanInterface() {
+		return nil, false
+	}
+	ov, ok := v.Interface().(OptionsValidator)
+	return ov, ok
 }
 
 // Values returns the options as text, keyed by name. With redact, values are as Shown:

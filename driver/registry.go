@@ -100,10 +100,10 @@ func UnknownDriverError(name string) error {
 }
 
 // NewOptions returns the options of driver name with defaults applied and values set, or
-// field errors naming every bad option: values that fail their tags, and then, when the
-// options struct is an OptionsValidator, the rules of its Validate method. The error says
-// once which driver the options belong to ("options of driver NAME: ..."); callers add
-// nothing of the kind.
+// field errors naming every bad option: values that fail their tags, and then the rules
+// of the Validate methods of its option groups and of the options struct itself. The
+// error says once which driver the options belong to ("options of driver NAME: ...");
+// callers add nothing of the kind.
 func NewOptions(name string, values map[string]string) (any, error) {
 	def, ok := Lookup(name)
 	if !ok {
@@ -114,8 +114,8 @@ func NewOptions(name string, values map[string]string) (any, error) {
 		return nil, err
 	}
 	err := Set(opts, values)
-	if ov, ok := opts.(OptionsValidator); ok && err == nil {
-		err = ov.Validate()
+	if err == nil {
+		err = checkRules(opts) // the option groups' rules, then the struct's own
 	}
 	if err != nil {
 		return nil, fmt.Errorf("options of driver %s: %w", name, err)

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -35,33 +34,27 @@ const (
 
 // Options configure the cassandra driver. Aliases are NDBench's property names.
 type Options struct {
-	Hosts                 []string      `opt:"hosts" alias:"host" default:"127.0.0.1" help:"contact points, comma-separated; the rest of the ring is discovered"`
-	Port                  int           `opt:"port" alias:"hostPort,host.port" default:"9042" min:"1" max:"65535" help:"CQL native transport port"`
-	Cluster               string        `opt:"cluster" default:"localhost" help:"a label for ConnectionInfo (NDBench's cluster name); the server's cluster_name is shown beside it"`
-	LocalDC               string        `opt:"localDC" alias:"datacenter" default:"" help:"local data center: DC-aware token-aware routing; empty routes token-aware over all hosts"`
-	Keyspace              string        `opt:"keyspace" default:"perftest" help:"keyspace of the table"`
-	Table                 string        `opt:"table" alias:"cfname" default:"test1" help:"table (column family) name"`
-	ReplicationClass      string        `opt:"replicationClass" default:"SimpleStrategy" enum:"SimpleStrategy,NetworkTopologyStrategy" help:"replication strategy when the keyspace is created; NetworkTopologyStrategy uses replicationFactor in every data center found"`
-	ReplicationFactor     int           `opt:"replicationFactor" default:"1" min:"1" max:"20" help:"replicas per data center when the keyspace is created"`
-	CreateSchema          bool          `opt:"createSchema" default:"true" help:"create the keyspace and table if missing"`
-	ReadConsistencyLevel  string        `opt:"readConsistencyLevel" default:"LOCAL_ONE" enum:"ONE,TWO,THREE,QUORUM,ALL,LOCAL_QUORUM,LOCAL_ONE,SERIAL,LOCAL_SERIAL" live:"true" help:"consistency level of reads"`
-	WriteConsistencyLevel string        `opt:"writeConsistencyLevel" default:"LOCAL_ONE" enum:"ANY,ONE,TWO,THREE,QUORUM,ALL,LOCAL_QUORUM,EACH_QUORUM,LOCAL_ONE" live:"true" help:"consistency level of writes"`
-	ColsPerRow            int           `opt:"colsPerRow" default:"1" min:"1" max:"1024" help:"value columns per row; a value is split across them and joined on read"`
-	RowsPerPartition      int           `opt:"rowsPerPartition" default:"1" min:"1" max:"10000" help:"rows (clustering keys) per partition; reads fetch the partition and return the newest row"`
-	UseBatchWrites        bool          `opt:"useBatchWrites" alias:"batchWrites" default:"false" help:"with rowsPerPartition > 1, write every row of the partition in one UNLOGGED batch instead of one row per op"`
-	Username              string        `opt:"username" default:"" help:"user for PasswordAuthenticator; empty for no authentication"`
-	Password              string        `opt:"password" default:"" secret:"true" help:"password for PasswordAuthenticator"`
-	TLS                   bool          `opt:"tls" default:"false" help:"connect with TLS"`
-	TLSCAFile             string        `opt:"tlsCAFile" default:"" help:"PEM file of CAs to verify the servers with; empty uses the system roots"`
-	TLSCertFile           string        `opt:"tlsCertFile" default:"" help:"PEM client certificate, for servers that require one"`
-	TLSKeyFile            string        `opt:"tlsKeyFile" default:"" help:"PEM key of tlsCertFile"`
-	TLSVerifyHost         bool          `opt:"tlsVerifyHost" default:"true" help:"verify the server certificate and host name"`
-	ConnectTimeout        time.Duration `opt:"connectTimeout" default:"5s" min:"100ms" max:"5m" help:"timeout for establishing a connection"`
-	Timeout               time.Duration `opt:"timeout" default:"5s" min:"10ms" max:"5m" help:"client-side timeout of one request (the op's context deadline applies as well)"`
-	Retries               int           `opt:"retries" default:"0" min:"0" max:"10" help:"retries of a failed request on the next host (SimpleRetryPolicy); 0 shows every failure"`
-	NumConns              int           `opt:"numConns" alias:"connections" default:"2" min:"1" max:"128" help:"connections per host"`
-	WriteCoalesceWait     time.Duration `opt:"writeCoalesceWait" default:"0s" min:"0s" max:"10ms" help:"gather request frames for up to this long into one write syscall (gocql's default is 200us): fewer syscalls, but up to this much latency added to every op; 0 writes each frame at once"`
-	ReconnectInterval     time.Duration `opt:"reconnectInterval" default:"1s" min:"100ms" max:"10m" help:"how often hosts marked down are retried, so a restarted node is used again quickly"`
+	Hosts                 []string              `opt:"hosts" alias:"host" default:"127.0.0.1" help:"contact points, comma-separated; the rest of the ring is discovered"`
+	Port                  int                   `opt:"port" alias:"hostPort,host.port" default:"9042" min:"1" max:"65535" help:"CQL native transport port"`
+	Cluster               string                `opt:"cluster" default:"localhost" help:"a label for ConnectionInfo (NDBench's cluster name); the server's cluster_name is shown beside it"`
+	LocalDC               string                `opt:"localDC" alias:"datacenter" default:"" help:"local data center: DC-aware token-aware routing; empty routes token-aware over all hosts"`
+	Keyspace              string                `opt:"keyspace" default:"perftest" help:"keyspace of the table"`
+	Table                 string                `opt:"table" alias:"cfname" default:"test1" help:"table (column family) name"`
+	ReplicationClass      string                `opt:"replicationClass" default:"SimpleStrategy" enum:"SimpleStrategy,NetworkTopologyStrategy" help:"replication strategy when the keyspace is created; NetworkTopologyStrategy uses replicationFactor in every data center found"`
+	ReplicationFactor     int                   `opt:"replicationFactor" default:"1" min:"1" max:"20" help:"replicas per data center when the keyspace is created"`
+	CreateSchema          bool                  `opt:"createSchema" default:"true" help:"create the keyspace and table if missing"`
+	ReadConsistencyLevel  string                `opt:"readConsistencyLevel" default:"LOCAL_ONE" enum:"ONE,TWO,THREE,QUORUM,ALL,LOCAL_QUORUM,LOCAL_ONE,SERIAL,LOCAL_SERIAL" live:"true" help:"consistency level of reads"`
+	WriteConsistencyLevel string                `opt:"writeConsistencyLevel" default:"LOCAL_ONE" enum:"ANY,ONE,TWO,THREE,QUORUM,ALL,LOCAL_QUORUM,EACH_QUORUM,LOCAL_ONE" live:"true" help:"consistency level of writes"`
+	ColsPerRow            int                   `opt:"colsPerRow" default:"1" min:"1" max:"1024" help:"value columns per row; a value is split across them and joined on read"`
+	RowsPerPartition      int                   `opt:"rowsPerPartition" default:"1" min:"1" max:"10000" help:"rows (clustering keys) per partition; reads fetch the partition and return the newest row"`
+	UseBatchWrites        bool                  `opt:"useBatchWrites" alias:"batchWrites" default:"false" help:"with rowsPerPartition > 1, write every row of the partition in one UNLOGGED batch instead of one row per op"`
+	Auth                  driver.AuthOptions    `username.help:"user for PasswordAuthenticator; empty for no authentication" password.help:"password for PasswordAuthenticator"`
+	TLS                   driver.TLSOptions     `tlsVerify.alias:"tlsVerifyHost"`
+	Timeouts              driver.TimeoutOptions // connectTimeout and timeout, as gocql's ConnectTimeout and Timeout
+	Retries               int                   `opt:"retries" default:"0" min:"0" max:"10" help:"retries of a failed request on the next host (SimpleRetryPolicy); 0 shows every failure"`
+	NumConns              int                   `opt:"numConns" alias:"connections" default:"2" min:"1" max:"128" help:"connections per host"`
+	WriteCoalesceWait     time.Duration         `opt:"writeCoalesceWait" default:"0s" min:"0s" max:"10ms" help:"gather request frames for up to this long into one write syscall (gocql's default is 200us): fewer syscalls, but up to this much latency added to every op; 0 writes each frame at once"`
+	ReconnectInterval     time.Duration         `opt:"reconnectInterval" default:"1s" min:"100ms" max:"10m" help:"how often hosts marked down are retried, so a restarted node is used again quickly"`
 }
 
 // Unquoted CQL identifiers: a letter, then letters, digits and _, at most 48 characters.
@@ -69,8 +62,8 @@ var identRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 
 // Validate checks what the tags cannot. Names are spliced into CQL text, so they must be
 // plain identifiers. driver.NewOptions calls it, so the config store rejects such options
-// up front; whether the TLS files exist is checked at Init (checkFiles), on the node that
-// reads them.
+// up front. The TLS group checks its own rules (a certificate needs its key); whether the
+// TLS files exist and parse is checked at Init (checkFiles), on the node that reads them.
 func (o *Options) Validate() error {
 	var errs driver.FieldErrors
 	for _, f := range []struct{ name, value string }{{"keyspace", o.Keyspace}, {"table", o.Table}} {
@@ -82,11 +75,7 @@ func (o *Options) Validate() error {
 	if len(o.Hosts) == 0 {
 		errs = append(errs, &driver.FieldError{Field: "hosts", Allowed: "one or more host names or addresses"})
 	}
-	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
-		errs = append(errs, &driver.FieldError{Field: "tlsKeyFile", Value: o.TLSKeyFile,
-			Allowed: "set together with tlsCertFile (both or neither)"})
-	}
-	if o.Username == "" && o.Password != "" {
+	if o.Auth.Username == "" && o.Auth.Password != "" {
 		errs = append(errs, &driver.FieldError{Field: "username", Allowed: "a user name when password is set"})
 	}
 	if len(errs) > 0 {
@@ -95,21 +84,11 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// checkFiles checks that the TLS files given exist on this node.
-func (o *Options) checkFiles() error {
-	var errs driver.FieldErrors
-	for _, f := range []struct{ name, path string }{{"tlsCAFile", o.TLSCAFile}, {"tlsCertFile", o.TLSCertFile}, {"tlsKeyFile", o.TLSKeyFile}} {
-		if f.path == "" {
-			continue
-		}
-		if _, err := os.Stat(f.path); err != nil {
-			errs = append(errs, &driver.FieldError{Field: f.name, Value: f.path, Allowed: "a readable PEM file"})
-		}
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	return nil
+// checkFiles reads the TLS files given, on this node, into the TLS configuration (nil
+// with tls off). A file that is missing or does not parse is a field error naming its
+// option.
+func (o *Options) checkFiles() (*tls.Config, error) {
+	return o.TLS.Config()
 }
 
 // Driver is the cassandra driver. It is safe for concurrent use after Init.
@@ -145,15 +124,16 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Validate(); err != nil {
+	if err := driver.Validate(o); err != nil {
 		return err
 	}
-	if err := o.checkFiles(); err != nil {
+	tlsConf, err := o.checkFiles()
+	if err != nil {
 		return err
 	}
 	d.opts = *o
 	d.cols, d.rows, d.batch = o.ColsPerRow, o.RowsPerPartition, o.UseBatchWrites
-	d.password = o.Password
+	d.password = o.Auth.Password
 	if err := d.setLevels(o); err != nil {
 		return err
 	}
@@ -162,8 +142,8 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	cfg := gocql.NewCluster(o.Hosts...)
 	cfg.Port = o.Port
 	cfg.NumConns = o.NumConns
-	cfg.Timeout = o.Timeout
-	cfg.ConnectTimeout = o.ConnectTimeout
+	cfg.Timeout = o.Timeouts.Request
+	cfg.ConnectTimeout = o.Timeouts.Connect
 	cfg.ReconnectInterval = o.ReconnectInterval
 	cfg.WriteCoalesceWaitTime = o.WriteCoalesceWait
 	cfg.Consistency = gocql.LocalOne
@@ -175,17 +155,13 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	} else {
 		cfg.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
 	}
-	if o.Username != "" {
-		cfg.Authenticator = gocql.PasswordAuthenticator{Username: o.Username, Password: o.Password}
+	if o.Auth.Username != "" {
+		cfg.Authenticator = gocql.PasswordAuthenticator{Username: o.Auth.Username, Password: o.Auth.Password}
 	}
-	if o.TLS {
-		cfg.SslOpts = &gocql.SslOptions{
-			Config:                 &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !o.TLSVerifyHost}, //nolint:gosec // user's explicit choice
-			CaPath:                 o.TLSCAFile,
-			CertPath:               o.TLSCertFile,
-			KeyPath:                o.TLSKeyFile,
-			EnableHostVerification: o.TLSVerifyHost,
-		}
+	if tlsConf != nil {
+		// The files are already loaded into tlsConf; gocql sets each host's ServerName
+		// when verifying and tlsServerName is empty.
+		cfg.SslOpts = &gocql.SslOptions{Config: tlsConf, EnableHostVerification: o.TLS.Verify}
 	}
 	session, err := connect(ctx, cfg)
 	if err != nil {
@@ -508,8 +484,8 @@ func (d *Driver) refreshInfo() {
 		"rowsPerPartition":      strconv.Itoa(o.RowsPerPartition),
 		"useBatchWrites":        strconv.FormatBool(o.UseBatchWrites),
 		"numConns":              strconv.Itoa(o.NumConns),
-		"tls":                   strconv.FormatBool(o.TLS),
-		"username":              o.Username,
+		"tls":                   strconv.FormatBool(o.TLS.Enable),
+		"username":              o.Auth.Username,
 	}
 }
 

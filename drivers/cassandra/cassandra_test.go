@@ -38,11 +38,11 @@ func TestNDBenchNamesMapToOptions(t *testing.T) {
 	}
 	o := opts.(*Options)
 	want := Options{Hosts: []string{"10.0.0.1", "10.0.0.2"}, Port: 19042, Cluster: "prod", Keyspace: "dev1", Table: "emp",
-		NumConns: 4, Username: "bench", Password: "pw", ReadConsistencyLevel: "LOCAL_QUORUM",
+		NumConns: 4, Auth: driver.AuthOptions{Username: "bench", Password: "pw"}, ReadConsistencyLevel: "LOCAL_QUORUM",
 		WriteConsistencyLevel: "EACH_QUORUM", ColsPerRow: 5, RowsPerPartition: 2, UseBatchWrites: true}
-	got := fmt.Sprint(o.Hosts, o.Port, o.Cluster, o.Keyspace, o.Table, o.NumConns, o.Username, o.Password,
+	got := fmt.Sprint(o.Hosts, o.Port, o.Cluster, o.Keyspace, o.Table, o.NumConns, o.Auth.Username, o.Auth.Password,
 		o.ReadConsistencyLevel, o.WriteConsistencyLevel, o.ColsPerRow, o.RowsPerPartition, o.UseBatchWrites, o.CreateSchema)
-	exp := fmt.Sprint(want.Hosts, want.Port, want.Cluster, want.Keyspace, want.Table, want.NumConns, want.Username, want.Password,
+	exp := fmt.Sprint(want.Hosts, want.Port, want.Cluster, want.Keyspace, want.Table, want.NumConns, want.Auth.Username, want.Auth.Password,
 		want.ReadConsistencyLevel, want.WriteConsistencyLevel, want.ColsPerRow, want.RowsPerPartition, want.UseBatchWrites, false)
 	if got != exp {
 		t.Errorf("options from NDBench names:\n got %s\nwant %s", got, exp)
@@ -107,7 +107,7 @@ func TestOptionValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts, err := driver.NewOptions("cassandra", tt.values)
 			if err == nil {
-				err = opts.(*Options).checkFiles()
+				_, err = opts.(*Options).checkFiles()
 			}
 			if tt.bad == "" {
 				if err != nil {

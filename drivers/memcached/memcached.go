@@ -68,14 +68,16 @@ func init() {
 
 // Options configure the memcached driver.
 type Options struct {
-	Servers      []string      `opt:"servers" default:"127.0.0.1:11211" help:"memcached servers host:port (ignored when zones is set)" alias:"host,hosts"`
-	Zones        string        `opt:"zones" default:"" help:"replication zones, e.g. a=h1:11211,h2:11211;b=h3:11211 (replaces servers)"`
-	LocalZone    string        `opt:"localZone" default:"" live:"true" help:"zone read first (default: the first zone listed)"`
-	WriteSuccess string        `opt:"writeSuccess" default:"any" enum:"any,all,local" help:"with zones, a write succeeds when any zone, all zones or the local zone stored it"`
-	Timeout      time.Duration `opt:"timeout" default:"1s" min:"1ms" help:"socket read/write and dial timeout of each operation"`
-	MaxIdleConns int           `opt:"maxIdleConns" default:"64" min:"1" help:"idle connections kept per server; at least the workers hitting one server at once"`
-	MaxValueSize int           `opt:"maxValueSize" default:"1048000" min:"1" help:"largest value sent; larger writes are rejected without a round trip (memcached -I, default 1 MB incl. overhead)"`
-	TTL          time.Duration `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written items, rounded up to whole seconds; 0 = no expiry"`
+	Servers      []string `opt:"servers" default:"127.0.0.1:11211" help:"memcached servers host:port (ignored when zones is set)" alias:"host,hosts"`
+	Zones        string   `opt:"zones" default:"" help:"replication zones, e.g. a=h1:11211,h2:11211;b=h3:11211 (replaces servers)"`
+	LocalZone    string   `opt:"localZone" default:"" live:"true" help:"zone read first (default: the first zone listed)"`
+	WriteSuccess string   `opt:"writeSuccess" default:"any" enum:"any,all,local" help:"with zones, a write succeeds when any zone, all zones or the local zone stored it"`
+	// gomemcache has one timeout for dialling, reading and writing, so the group's
+	// connectTimeout is omitted and its timeout keeps the default and bounds it had here.
+	Timeouts     driver.TimeoutOptions `omit:"connectTimeout" timeout.default:"1s" timeout.min:"1ms" timeout.max:"" timeout.help:"socket read/write and dial timeout of each operation"`
+	MaxIdleConns int                   `opt:"maxIdleConns" default:"64" min:"1" help:"idle connections kept per server; at least the workers hitting one server at once"`
+	MaxValueSize int                   `opt:"maxValueSize" default:"1048000" min:"1" help:"largest value sent; larger writes are rejected without a round trip (memcached -I, default 1 MB incl. overhead)"`
+	TTL          time.Duration         `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written items, rounded up to whole seconds; 0 = no expiry"`
 }
 
 // zone is one copy of the data: a set of servers with its own client and counters.
@@ -118,7 +120,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	d.ttl.Store(int64(o.TTL))
 	for _, z := range zones {
 		c := memcache.New(z.addrs...)
-		c.Timeout = o.Timeout
+		c.Timeout = o.Timeouts.Request
 		c.MaxIdleConns = o.MaxIdleConns
 		d.zones = append(d.zones, &zone{name: z.name, addrs: z.addrs, client: c})
 	}
@@ -130,7 +132,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 			return classify(fmt.Errorf("ping memcached zone %s (%s): %w", z.name, strings.Join(z.addrs, ","), err))
 		}
 	}
-	d.version = serverVersion(ctx, d.zones[0].addrs[0], o.Timeout)
+	d.version = serverVersion(ctx, d.zones[0].addrs[0], o.Timeouts.Request)
 	return nil
 }
 
@@ -391,7 +393,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		"zones":          strings.Join(zones, ";"),
 		"server_version": d.version,
 		"ttl":            time.Duration(d.ttl.Load()).String(),
-		"timeout":        d.opts.Timeout.String(),
+		"timeout":        d.opts.Timeouts.Request.String(),
 		"maxIdleConns":   strconv.Itoa(d.opts.MaxIdleConns),
 	}
 	if len(d.zones) > 0 {

@@ -22,7 +22,7 @@ func TestRegisteredWithDefaults(t *testing.T) {
 	}
 	o := opts.(*Options)
 	if !reflect.DeepEqual(o.Servers, []string{"127.0.0.1:11211"}) || o.MaxIdleConns != 64 ||
-		o.WriteSuccess != "any" || o.TTL != 0 || o.Timeout != time.Second {
+		o.WriteSuccess != "any" || o.TTL != 0 || o.Timeouts.Request != time.Second {
 		t.Errorf("defaults = %+v", o)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,12 +27,15 @@ func init() {
 
 // Options configure the postgres driver.
 type Options struct {
-	DSN            string        `opt:"dsn" default:"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" secret:"true" help:"connection string (URL or key=value); shown without its password"`
-	PoolSize       int           `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections; at least read+write workers, below the server's max_connections"`
-	Table          string        `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
-	CreateSchema   bool          `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
-	ExecMode       string        `opt:"execMode" default:"cache_statement" enum:"cache_statement,cache_describe,describe_exec,exec,simple_protocol" help:"pgx query exec mode; exec or simple_protocol behind PgBouncer without prepared-statement support"`
-	ConnectTimeout time.Duration `opt:"connectTimeout" default:"5s" min:"100ms" max:"5m" help:"timeout for establishing one connection"`
+	DSN          string `opt:"dsn" default:"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" secret:"true" help:"connection string (URL or key=value); shown without its password"`
+	PoolSize     int    `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections; at least read+write workers, below the server's max_connections"`
+	Table        string `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
+	CreateSchema bool   `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
+	ExecMode     string `opt:"execMode" default:"cache_statement" enum:"cache_statement,cache_describe,describe_exec,exec,simple_protocol" help:"pgx query exec mode; exec or simple_protocol behind PgBouncer without prepared-statement support"`
+	// User, password and TLS (sslmode, sslrootcert, ...) live in the DSN, libpq's way, so
+	// only the timeouts group applies; a request is bounded by the op's context deadline,
+	// which pgx honours, so the group's timeout is omitted.
+	Timeouts driver.TimeoutOptions `omit:"timeout" connectTimeout.help:"timeout for establishing one connection"`
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -99,7 +101,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Validate(); err != nil {
+	if err := driver.Validate(o); err != nil {
 		return err
 	}
 	d.opts = *o
@@ -111,7 +113,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	}
 	d.password = cfg.ConnConfig.Password
 	cfg.MaxConns = int32(o.PoolSize)
-	cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
+	cfg.ConnConfig.ConnectTimeout = o.Timeouts.Connect
 	cfg.ConnConfig.DefaultQueryExecMode = o.execMode()
 
 	table := quoteTable(o.Table)

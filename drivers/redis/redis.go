@@ -30,6 +30,16 @@
 // "unknown". cluster=true uses go-redis's ClusterClient against a Redis Cluster and requires
 // db=0.
 //
+// # TLS and authentication
+//
+// The options come from the driver's option groups (driver.TLSOptions, AuthOptions,
+// TimeoutOptions): tls, tlsCAFile, tlsCertFile/tlsKeyFile (client certificate),
+// tlsVerify (default true) and tlsServerName; username and password (AUTH);
+// connectTimeout. Earlier names still work: dialTimeout is an alias of connectTimeout,
+// and tlsSkipVerify=true, the inverse of tlsVerify, is kept as a deprecated option that
+// also turns verification off. Without tlsServerName each node's certificate is checked
+// against the host of the address dialled.
+//
 // # Errors
 //
 // A missing key (redis.Nil, or an empty hash) is driver.ErrNotFound. Failures are classified:
@@ -44,7 +54,6 @@ package redis
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -71,24 +80,25 @@ func init() {
 
 // Options configure the redis driver.
 type Options struct {
-	Addrs         []string      `opt:"addrs" default:"127.0.0.1:6379" help:"server addresses host:port (cluster: seed nodes; pool mode uses the first)" alias:"host,hosts,addr"`
-	DB            int           `opt:"db" default:"0" min:"0" help:"database number (SELECT); must be 0 for cluster and proxies"`
-	Username      string        `opt:"username" default:"" help:"ACL user name (Redis 6+); empty uses the default user"`
-	Password      string        `opt:"password" default:"" secret:"true" help:"password (AUTH); never logged or reported"`
-	TLS           bool          `opt:"tls" default:"false" help:"connect with TLS"`
-	TLSSkipVerify bool          `opt:"tlsSkipVerify" default:"false" help:"with tls, accept any server certificate (testing only)"`
-	PoolSize      int           `opt:"poolSize" default:"0" min:"0" help:"connections per node; 0 = go-redis default (10 per CPU)"`
-	DialTimeout   time.Duration `opt:"dialTimeout" default:"5s" min:"1ms" help:"timeout to open a connection"`
-	ReadTimeout   time.Duration `opt:"readTimeout" default:"3s" min:"1ms" help:"socket read timeout (the op context's deadline also applies)"`
-	WriteTimeout  time.Duration `opt:"writeTimeout" default:"3s" min:"1ms" help:"socket write timeout (the op context's deadline also applies)"`
-	MaxRetries    int           `opt:"maxRetries" default:"0" min:"0" max:"10" help:"go-redis retries of a failed command; 0 counts every failure"`
-	Mode          string        `opt:"mode" default:"pool" enum:"pool,autopipeline" help:"pool: one command per round trip; autopipeline: batch concurrent commands from all workers into pipelines"`
-	PipelineBatch int           `opt:"pipelineBatch" default:"300" min:"1" max:"10000" help:"autopipeline: target commands per pipeline flush"`
-	Cluster       bool          `opt:"cluster" default:"false" help:"use Redis Cluster (ClusterClient); addrs are seed nodes"`
-	TTL           time.Duration `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written keys; 0 = no expiry"`
-	Shape         string        `opt:"shape" default:"string" enum:"string,hash" help:"string: SET/GET; hash: HSET/HGETALL like NDBench's Dyno hash plugin"`
-	HashFields    int           `opt:"hashFields" default:"2" min:"1" max:"64" help:"hash shape: fields the value is split across"`
-	HashKeyPrefix string        `opt:"hashKeyPrefix" default:"HM__" help:"hash shape: prefix of hash keys (NDBench uses HM__)"`
+	Addrs         []string           `opt:"addrs" default:"127.0.0.1:6379" help:"server addresses host:port (cluster: seed nodes; pool mode uses the first)" alias:"host,hosts,addr"`
+	DB            int                `opt:"db" default:"0" min:"0" help:"database number (SELECT); must be 0 for cluster and proxies"`
+	Auth          driver.AuthOptions `username.help:"ACL user name (Redis 6+); empty uses the default user" password.help:"password (AUTH); never logged or reported"`
+	TLS           driver.TLSOptions
+	TLSSkipVerify bool `opt:"tlsSkipVerify" default:"false" help:"deprecated, use tlsVerify=false: with tls, accept any server certificate (testing only)"`
+	PoolSize      int  `opt:"poolSize" default:"0" min:"0" help:"connections per node; 0 = go-redis default (10 per CPU)"`
+	// Redis has socket read and write timeouts rather than one per request, so the group's
+	// timeout is omitted; connectTimeout keeps the bounds dialTimeout had.
+	Timeouts      driver.TimeoutOptions `omit:"timeout" connectTimeout.alias:"dialTimeout" connectTimeout.min:"1ms" connectTimeout.max:"" connectTimeout.help:"timeout to open a connection"`
+	ReadTimeout   time.Duration         `opt:"readTimeout" default:"3s" min:"1ms" help:"socket read timeout (the op context's deadline also applies)"`
+	WriteTimeout  time.Duration         `opt:"writeTimeout" default:"3s" min:"1ms" help:"socket write timeout (the op context's deadline also applies)"`
+	MaxRetries    int                   `opt:"maxRetries" default:"0" min:"0" max:"10" help:"go-redis retries of a failed command; 0 counts every failure"`
+	Mode          string                `opt:"mode" default:"pool" enum:"pool,autopipeline" help:"pool: one command per round trip; autopipeline: batch concurrent commands from all workers into pipelines"`
+	PipelineBatch int                   `opt:"pipelineBatch" default:"300" min:"1" max:"10000" help:"autopipeline: target commands per pipeline flush"`
+	Cluster       bool                  `opt:"cluster" default:"false" help:"use Redis Cluster (ClusterClient); addrs are seed nodes"`
+	TTL           time.Duration         `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written keys; 0 = no expiry"`
+	Shape         string                `opt:"shape" default:"string" enum:"string,hash" help:"string: SET/GET; hash: HSET/HGETALL like NDBench's Dyno hash plugin"`
+	HashFields    int                   `opt:"hashFields" default:"2" min:"1" max:"64" help:"hash shape: fields the value is split across"`
+	HashKeyPrefix string                `opt:"hashKeyPrefix" default:"HM__" help:"hash shape: prefix of hash keys (NDBench uses HM__)"`
 }
 
 // Driver is the redis driver. It is safe for concurrent use after Init.
@@ -114,16 +124,20 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Validate(); err != nil {
+	if err := driver.Validate(o); err != nil {
 		return err
 	}
 	d.opts = *o
 	d.ttl.Store(int64(o.TTL))
 
-	var tlsConf *tls.Config
-	if o.TLS {
-		host, _, _ := net.SplitHostPort(o.Addrs[0])
-		tlsConf = &tls.Config{ServerName: host, InsecureSkipVerify: o.TLSSkipVerify, MinVersion: tls.VersionTLS12}
+	// Without tlsServerName the name verified is each dialled node's host (crypto/tls
+	// takes it from the address), which a cluster's nodes need.
+	tlsConf, err := o.TLS.Config()
+	if err != nil {
+		return err
+	}
+	if tlsConf != nil && o.TLSSkipVerify {
+		tlsConf.InsecureSkipVerify = true // the deprecated inverse of tlsVerify
 	}
 	// go-redis treats 0 as "default 3 retries" and -1 as none.
 	retries := o.MaxRetries
@@ -133,15 +147,15 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	if o.Cluster {
 		d.client = goredis.NewClusterClient(&goredis.ClusterOptions{
-			Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: tlsConf,
-			PoolSize: o.PoolSize, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+			Addrs: o.Addrs, Username: o.Auth.Username, Password: o.Auth.Password, TLSConfig: tlsConf,
+			PoolSize: o.PoolSize, DialTimeout: o.Timeouts.Connect, ReadTimeout: o.ReadTimeout,
 			WriteTimeout: o.WriteTimeout, MaxRetries: retries, ContextTimeoutEnabled: true,
 			DialerRetries: 1, DisableIdentity: true, MaintNotificationsConfig: maint,
 		})
 	} else {
 		d.client = goredis.NewClient(&goredis.Options{
-			Addr: o.Addrs[0], DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: tlsConf,
-			PoolSize: o.PoolSize, DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+			Addr: o.Addrs[0], DB: o.DB, Username: o.Auth.Username, Password: o.Auth.Password, TLSConfig: tlsConf,
+			PoolSize: o.PoolSize, DialTimeout: o.Timeouts.Connect, ReadTimeout: o.ReadTimeout,
 			WriteTimeout: o.WriteTimeout, MaxRetries: retries, ContextTimeoutEnabled: true,
 			// One dial attempt per op: an outage shows as errors, not as latency.
 			DialerRetries: 1,
@@ -171,7 +185,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		"shape":          o.Shape,
 		"cluster":        strconv.FormatBool(o.Cluster),
 		"db":             strconv.Itoa(o.DB),
-		"tls":            strconv.FormatBool(o.TLS),
+		"tls":            strconv.FormatBool(o.TLS.Enable),
 		"server_version": serverVersion(ctx, d.client),
 	}
 	return nil

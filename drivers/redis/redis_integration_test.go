@@ -203,6 +203,32 @@ func TestTLS(t *testing.T) {
 			t.Errorf("open with %v succeeded against a self-signed TLS port", v)
 		}
 	}
+
+	// The option group's CA file: the self-signed certificate is its own CA, and it names
+	// 127.0.0.1, so verification (certificate and host name) passes with it.
+	for _, tc := range []struct {
+		values map[string]string
+		ok     bool
+	}{
+		{map[string]string{"tlsCAFile": certFile}, true},
+		{map[string]string{"tlsVerify": "false"}, true},
+		{map[string]string{"tlsCAFile": certFile, "tlsServerName": "db.example"}, false}, // wrong host name
+		{map[string]string{"tlsCAFile": certFile, "tlsCertFile": certFile, "tlsKeyFile": keyFile}, true},
+		{map[string]string{"tlsCAFile": filepath.Join(dir, "missing.pem")}, false},
+	} {
+		v := map[string]string{"addrs": addr, "tls": "true", "connectTimeout": "2s"}
+		for k, x := range tc.values {
+			v[k] = x
+		}
+		d, _, err := driver.Open(ctx, "redis", v)
+		if err == nil {
+			err = d.Write(ctx, "tls-ca", []byte("x"))
+			d.Close()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("open with %v: error %v, want success %v", tc.values, err, tc.ok)
+		}
+	}
 }
 
 func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
