@@ -65,6 +65,14 @@ type Option struct {
 	Live    bool     `json:"live"`
 	Secret  bool     `json:"secret"`
 	Aliases []string `json:"aliases,omitempty"`
+	// NDBench is the name of the same setting in Netflix NDBench (tag `ndbench`, e.g.
+	// "numReaders" or "cli.windowSize"), so its property files, REST routes and UI map
+	// onto this option from this one declaration. A name without a dot is also accepted as
+	// an alias.
+	NDBench string `json:"ndbench,omitempty"`
+	// NDBenchSeconds says NDBench gives the value as a number of seconds (tag suffix
+	// ",seconds") where this option takes a duration.
+	NDBenchSeconds bool `json:"-"`
 
 	index []int
 }
@@ -212,6 +220,12 @@ func parseFields(t reflect.Type, prefix []int, adj *groupAdjust) ([]Option, erro
 		}
 		if a := tag("alias"); a != "" {
 			o.Aliases = strings.Split(a, ",")
+		}
+		if n := f.Tag.Get("ndbench"); n != "" {
+			o.NDBench, o.NDBenchSeconds = strings.CutSuffix(n, ",seconds")
+			if !strings.Contains(o.NDBench, ".") && !slices.Contains(o.Aliases, o.NDBench) && o.NDBench != o.Name {
+				o.Aliases = append(o.Aliases, o.NDBench)
+			}
 		}
 		if err := checkBoundTags(o); err != nil {
 			return nil, fmt.Errorf("option %s: %w", name, err)

@@ -19,27 +19,12 @@ type ndbenchProperty struct {
 
 // ndbenchProperties maps every core property of NDBench's IConfiguration.java (and
 // NdBenchConstants.java) onto ndbench. Names are matched without regard to case.
+//
+// The properties ndbench has an option for come from the workload options' `ndbench` tags
+// (declared once, with the option); this function adds those it has none for, with why.
 func ndbenchProperties() map[string]ndbenchProperty {
-	return map[string]ndbenchProperty{
-		"numKeys":             {key: "workload.numKeys"},
-		"numValues":           {key: "workload.numValues"},
-		"dataSize":            {key: "workload.dataSize"},
-		"numReaders":          {key: "workload.readers"},
-		"numWriters":          {key: "workload.writers"},
-		"readRateLimit":       {key: "workload.readRate"},
-		"writeRateLimit":      {key: "workload.writeRate"},
-		"readEnabled":         {key: "workload.readEnabled"},
-		"writeEnabled":        {key: "workload.writeEnabled"},
-		"useVariableDataSize": {key: "workload.variableDataSize"},
-		"dataSizeLowerBound":  {key: "workload.dataSizeMin"},
-		"dataSizeUpperBound":  {key: "workload.dataSizeMax"},
-		"zipfExponent":        {key: "workload.zipfExponent"},
-		"numBackfill":         {key: "workload.backfillWorkers"},
-		"validateChecksum":    {key: "workload.validate"},
+	m := map[string]ndbenchProperty{
 		// ndbench-cli's CliConfigs (prefix ndbench.config.cli).
-		"cli.loadPattern":         {key: "workload.pattern"},
-		"cli.windowSize":          {key: "workload.windowSize"},
-		"cli.windowDurationInSec": {key: "workload.windowDuration", seconds: true},
 		"cli.bulkSize":            {unsupported: "ndbench sends one operation per key; bulk operations are a driver capability"},
 		"cli.timeoutMillis":       {unsupported: "give the run length to `ndbench run`; workload.opTimeout bounds one operation"},
 		"cli.clientName":          {unsupported: "select the store with driver.name (see `ndbench drivers`)"},
@@ -64,6 +49,25 @@ func ndbenchProperties() map[string]ndbenchProperty {
 		"autoTuneFinalWriteRate":             {unsupported: autoTune},
 		"autoTuneWriteFailureRatioThreshold": {unsupported: autoTune},
 	}
+	for _, o := range workloadSchema() {
+		if o.NDBench != "" {
+			m[o.NDBench] = ndbenchProperty{key: "workload." + o.Name, seconds: o.NDBenchSeconds}
+		}
+	}
+	return m
+}
+
+// NDBenchCoreNames returns NDBench's IConfiguration names of the workload options that
+// have one (numReaders, readRateLimit, ...; not ndbench-cli's cli.* ones), in schema
+// order: the names NDBench's REST config routes and UI use.
+func NDBenchCoreNames() []string {
+	var names []string
+	for _, o := range workloadSchema() {
+		if o.NDBench != "" && !strings.Contains(o.NDBench, ".") {
+			names = append(names, o.NDBench)
+		}
+	}
+	return names
 }
 
 const (

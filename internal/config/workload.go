@@ -17,7 +17,10 @@ import (
 
 // Workload is the typed workload section (keys "workload.<option>"). It uses the same tag
 // scheme as driver options, so parsing, bounds, field errors and the rendered schema come
-// from package driver. Aliases are NDBench's own property names, so `--set
+// from package driver: a parameter is declared once, here, and validation, the engine's
+// inputs, `ndbench config`, the API schema, the UI form, the docs check and the NDBench
+// mappings (properties files, /REST/ndbench config routes) all derive from its tags. The
+// `ndbench` tag is NDBench's own property name, also accepted as an alias, so `--set
 // workload.numReaders=8` works as well as `workload.readers=8`.
 //
 // Defaults follow NDBench (IConfiguration.java) where it has one, except readers and
@@ -25,20 +28,20 @@ import (
 // none) and the zipfian exponent (YCSB's 0.99, the skew zipfian workloads are known by,
 // rather than NDBench's 0.5).
 type Workload struct {
-	NumKeys          int64   `opt:"numKeys" default:"1000" min:"1" help:"number of distinct keys in the keyspace" live:"true"`
-	NumValues        int     `opt:"numValues" default:"100" min:"1" help:"number of values in the pre-generated value pool" live:"true"`
-	DataSize         int     `opt:"dataSize" default:"128" min:"1" max:"67108864" help:"value size in bytes when variableDataSize is off" live:"true"`
-	VariableDataSize bool    `opt:"variableDataSize" default:"false" alias:"useVariableDataSize" help:"draw each value size from [dataSizeMin, dataSizeMax]" live:"true"`
-	DataSizeMin      int     `opt:"dataSizeMin" default:"1000" min:"1" max:"67108864" alias:"dataSizeLowerBound" help:"smallest value size in bytes with variableDataSize" live:"true"`
-	DataSizeMax      int     `opt:"dataSizeMax" default:"5000" min:"1" max:"67108864" alias:"dataSizeUpperBound" help:"largest value size in bytes with variableDataSize" live:"true"`
-	Readers          int     `opt:"readers" default:"4" min:"0" max:"10000" alias:"numReaders" live:"true" help:"number of read workers"`
-	Writers          int     `opt:"writers" default:"4" min:"0" max:"10000" alias:"numWriters" live:"true" help:"number of write workers"`
+	NumKeys          int64   `opt:"numKeys" default:"1000" ndbench:"numKeys" min:"1" help:"number of distinct keys in the keyspace" live:"true"`
+	NumValues        int     `opt:"numValues" default:"100" ndbench:"numValues" min:"1" help:"number of values in the pre-generated value pool" live:"true"`
+	DataSize         int     `opt:"dataSize" default:"128" ndbench:"dataSize" min:"1" max:"67108864" help:"value size in bytes when variableDataSize is off" live:"true"`
+	VariableDataSize bool    `opt:"variableDataSize" default:"false" ndbench:"useVariableDataSize" help:"draw each value size from [dataSizeMin, dataSizeMax]" live:"true"`
+	DataSizeMin      int     `opt:"dataSizeMin" default:"1000" min:"1" max:"67108864" ndbench:"dataSizeLowerBound" help:"smallest value size in bytes with variableDataSize" live:"true"`
+	DataSizeMax      int     `opt:"dataSizeMax" default:"5000" min:"1" max:"67108864" ndbench:"dataSizeUpperBound" help:"largest value size in bytes with variableDataSize" live:"true"`
+	Readers          int     `opt:"readers" default:"4" min:"0" max:"10000" ndbench:"numReaders" live:"true" help:"number of read workers"`
+	Writers          int     `opt:"writers" default:"4" min:"0" max:"10000" ndbench:"numWriters" live:"true" help:"number of write workers"`
 	MaxReaders       int     `opt:"maxReaders" default:"0" min:"0" max:"10000" live:"true" help:"most read workers an open-loop read pool may grow to while it falls behind its rate (elastic, like an arrival-rate executor); 0 or at most readers: never grows"`
 	MaxWriters       int     `opt:"maxWriters" default:"0" min:"0" max:"10000" live:"true" help:"most write workers an open-loop write pool may grow to while it falls behind its rate; 0 or at most writers: never grows"`
-	ReadRate         float64 `opt:"readRate" default:"100" min:"0" alias:"readRateLimit" live:"true" help:"reads per second across all readers; 0 = closed loop, as fast as possible"`
-	WriteRate        float64 `opt:"writeRate" default:"100" min:"0" alias:"writeRateLimit" live:"true" help:"writes per second across all writers; 0 = closed loop, as fast as possible"`
-	ReadEnabled      bool    `opt:"readEnabled" default:"true" live:"true" help:"run reads"`
-	WriteEnabled     bool    `opt:"writeEnabled" default:"true" live:"true" help:"run writes"`
+	ReadRate         float64 `opt:"readRate" default:"100" min:"0" ndbench:"readRateLimit" live:"true" help:"reads per second across all readers; 0 = closed loop, as fast as possible"`
+	WriteRate        float64 `opt:"writeRate" default:"100" min:"0" ndbench:"writeRateLimit" live:"true" help:"writes per second across all writers; 0 = closed loop, as fast as possible"`
+	ReadEnabled      bool    `opt:"readEnabled" default:"true" ndbench:"readEnabled" live:"true" help:"run reads"`
+	WriteEnabled     bool    `opt:"writeEnabled" default:"true" ndbench:"writeEnabled" live:"true" help:"run writes"`
 	// ReadMix and WriteMix are what NDBench calls a plugin putting "any type of read
 	// operation" behind its read port: the driver operations the read and write classes run.
 	ReadMix  string `opt:"readMix" default:"read" live:"true" help:"driver operations the read class runs, by weight: an operation name (read, or one the driver declares), or name:weight,name:weight"`
@@ -46,17 +49,17 @@ type Workload struct {
 	// The enum must equal workload.Patterns() (a tag cannot call it; a test checks). It
 	// keeps the aliases "random" and "scrambled"; the loader rewrites them to canonical names.
 	// Likewise windowDuration's max must equal workload.MaxWindowDuration.
-	Pattern        string        `opt:"pattern" default:"uniform" enum:"uniform,random,zipfian,scrambled_zipfian,scrambled,sliding_window,sliding_window_flip,latest,hotspot,sequential,exponential" alias:"loadPattern" live:"true" help:"key access pattern"`
-	ZipfExponent   float64       `opt:"zipfExponent" default:"0.99" min:"0.01" max:"100" live:"true" help:"skew (theta) of the zipfian, scrambled_zipfian and latest patterns: P(rank k) ~ 1/k^theta; YCSB's 0.99 by default"`
-	WindowSize     int64         `opt:"windowSize" default:"1000" min:"1" live:"true" help:"keys in the window of the sliding_window patterns"`
-	WindowDuration time.Duration `opt:"windowDuration" default:"1m" min:"1ms" max:"8760h" live:"true" help:"time the sliding window takes for one pass over the keyspace (sliding_window moves continuously, sliding_window_flip jumps block by block)"`
+	Pattern        string        `opt:"pattern" default:"uniform" enum:"uniform,random,zipfian,scrambled_zipfian,scrambled,sliding_window,sliding_window_flip,latest,hotspot,sequential,exponential" alias:"loadPattern" ndbench:"cli.loadPattern" live:"true" help:"key access pattern"`
+	ZipfExponent   float64       `opt:"zipfExponent" default:"0.99" ndbench:"zipfExponent" min:"0.01" max:"100" live:"true" help:"skew (theta) of the zipfian, scrambled_zipfian and latest patterns: P(rank k) ~ 1/k^theta; YCSB's 0.99 by default"`
+	WindowSize     int64         `opt:"windowSize" default:"1000" ndbench:"cli.windowSize" min:"1" live:"true" help:"keys in the window of the sliding_window patterns"`
+	WindowDuration time.Duration `opt:"windowDuration" default:"1m" ndbench:"cli.windowDurationInSec,seconds" min:"1ms" max:"8760h" live:"true" help:"time the sliding window takes for one pass over the keyspace (sliding_window moves continuously, sliding_window_flip jumps block by block)"`
 	HotKeys        float64       `opt:"hotKeys" default:"0.2" min:"0" max:"1" live:"true" help:"hotspot: fraction of the keyspace that is hot, in (0, 1]"`
 	HotFraction    float64       `opt:"hotFraction" default:"0.8" min:"0" max:"1" live:"true" help:"hotspot: fraction of operations on the hot keys, in [0, 1]"`
 	// ValidateValues is option "validate"; the field cannot share the name of the method.
-	ValidateValues  bool          `opt:"validate" default:"false" alias:"validateChecksum" help:"write values with a header and check every value read" live:"true"`
+	ValidateValues  bool          `opt:"validate" default:"false" ndbench:"validateChecksum" help:"write values with a header and check every value read" live:"true"`
 	OpTimeout       time.Duration `opt:"opTimeout" default:"5s" min:"1ms" live:"true" help:"deadline of one operation"`
 	Backfill        bool          `opt:"backfill" default:"false" help:"write every key once before the load starts"`
-	BackfillWorkers int           `opt:"backfillWorkers" default:"1" min:"1" max:"10000" alias:"numBackfill" help:"parallel backfill workers"`
+	BackfillWorkers int           `opt:"backfillWorkers" default:"1" min:"1" max:"10000" ndbench:"numBackfill" help:"parallel backfill workers"`
 	BackfillRate    float64       `opt:"backfillRate" default:"0" min:"0" help:"backfill writes per second; 0 = unlimited"`
 	BackfillVerify  bool          `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
 	KeyPrefix       string        `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read" live:"true"`

@@ -14,22 +14,12 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 )
 
-// ndbenchCoreNames are NDBench's IConfiguration property names for the settings ndbench
-// has too. config/list reports a workload option under its NDBench name when it has one
-// here, so NDBench's UI and scripts find the names they know.
-func ndbenchCoreNames() []string {
-	return []string{"numKeys", "numValues", "dataSize", "numReaders", "numWriters", "numBackfill",
-		"readEnabled", "writeEnabled", "readRateLimit", "writeRateLimit", "useVariableDataSize",
-		"dataSizeLowerBound", "dataSizeUpperBound", "zipfExponent", "validateChecksum"}
-}
-
-// listName returns the name config/list uses for a workload option: NDBench's name when
-// NDBench has the setting, the ndbench option name otherwise.
-func listName(o driver.Option, schema []driver.Option) string {
-	for _, n := range ndbenchCoreNames() {
-		if c, ok := driver.Canonical(schema, n); ok && c == o.Name {
-			return n
-		}
+// listName returns the name config/list uses for a workload option: NDBench's
+// IConfiguration name when NDBench has the setting (its `ndbench` tag), so NDBench's UI and
+// scripts find the names they know; the ndbench option name otherwise.
+func listName(o driver.Option, _ []driver.Option) string {
+	if o.NDBench != "" && !strings.Contains(o.NDBench, ".") {
+		return o.NDBench
 	}
 	return o.Name
 }
