@@ -16,6 +16,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -50,7 +51,7 @@ func (c *configSources) load(env []string) (*config.Snapshot, error) {
 		// First, so an explicit --set driver.name still wins.
 		sets = append([]string{"driver.name=" + c.driver}, sets...)
 	}
-	snap, err := config.Load(config.Sources{File: c.file, Env: env, Sets: sets})
+	snap, err := source.Load(c.file, config.Sources{Env: env, Sets: sets})
 	if err != nil {
 		return nil, configError{err}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/api"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/web"
@@ -122,7 +123,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	var sources []func(context.Context) error
 	if f.etcd != "" {
-		es, err := config.OpenEtcdSource(ctx, store, config.EtcdOptions{
+		es, err := source.OpenEtcd(ctx, store, source.EtcdOptions{
 			Endpoints: strings.Split(f.etcd, ","), Prefix: f.etcdPrefix, OnError: onSourceErr})
 		if err != nil {
 			return err
@@ -130,7 +131,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		sources = append(sources, es.Run)
 	}
 	if f.file != "" && !f.noWatchFile {
-		fs, err := config.OpenFileSource(store, f.file, onSourceErr)
+		fs, err := source.OpenFile(store, f.file, onSourceErr)
 		if err != nil {
 			return err
 		}
