@@ -8,6 +8,7 @@ import (
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/web"
 )
 
 // ReportInput gathers what the run report of inst needs, as of now: what GET
@@ -65,7 +66,7 @@ func (s *Server) currentReport() *report.Report {
 
 func (s *Server) reportHTML(context.Context, *empty) (*HTMLReport, error) {
 	var b bytes.Buffer
-	if err := report.WriteHTML(&b, s.currentReport()); err != nil {
+	if err := report.WriteHTML(&b, s.currentReport(), report.Charts(web.Charts())); err != nil {
 		return nil, err
 	}
 	return &HTMLReport{

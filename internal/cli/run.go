@@ -20,6 +20,7 @@ import (
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/web"
 )
 
 type runFlags struct {
@@ -269,7 +270,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		fmt.Fprintf(io.out, "report written to %s\n", f.report)
 	}
 	if f.reportHTML != "" {
-		if err := report.WriteHTMLFile(f.reportHTML, rep); err != nil {
+		if err := report.WriteHTMLFile(f.reportHTML, rep, report.Charts(web.Charts())); err != nil {
 			return err
 		}
 		fmt.Fprintf(io.out, "HTML report written to %s\n", f.reportHTML)
