@@ -33,7 +33,6 @@ import (
 	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
-	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/web"
 )
@@ -89,8 +88,6 @@ type Server struct {
 	login    http.Handler        // the login page for browsers without a session; nil without a token or UI
 	origins  *crossorigin.Policy // the CORS allowlist, also trusted by the cross-site checks
 	declared []declaredRoute     // every route with its declared effect, in registration order
-	started  time.Time           // start of the span GET /api/v1/report covers
-	usage0   report.Usage        // the process's CPU at that start
 }
 
 // New builds the server for opts.Instance. It subscribes to the instance's statistics
@@ -125,7 +122,7 @@ func New(opts Options) (*Server, error) {
 		s.login = web.LoginPage(web.Options{Version: opts.Version})
 	}
 	s.token = sha256.Sum256([]byte(opts.Token))
-	s.started, s.usage0 = time.Now(), report.ReadUsage()
+
 	m, err := newMetrics(s.reg)
 	if err != nil {
 		return nil, err

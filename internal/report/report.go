@@ -107,6 +107,17 @@ type Input struct {
 	// Warmup is how long the load ran before the measured span (excluded from the figures,
 	// kept in the series).
 	Warmup time.Duration
+	// SetAside are op classes measured in an earlier phase of the session, whose figures
+	// were set aside when the measured span restarted (the backfill before the load): they
+	// are reported as they were when that phase ended, in place of the span's.
+	SetAside map[string]Phase
+}
+
+// Phase is what one op class measured in a phase of a run that ended before the measured
+// span began.
+type Phase struct {
+	Summary stats.OpSummary
+	Errors  []stats.ErrorMessage
 }
 
 // Build assembles a report and its warnings.
@@ -167,6 +178,13 @@ func Build(in Input) *Report {
 			r.Ops["read"].Errors+r.Ops["write"].Errors) / cpu
 	}
 	r.Warnings = warnings(r, in)
+	// After the warnings: they judge the measured span, which a phase set aside is not.
+	for op, p := range in.SetAside {
+		r.Ops[op] = p.Summary
+		if len(p.Errors) > 0 {
+			r.Errors[op] = p.Errors
+		}
+	}
 	return r
 }
 
