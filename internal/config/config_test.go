@@ -3,7 +3,6 @@ package config
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,15 +43,6 @@ func registerFakes() {
 
 // selectFake is the env that selects the fake driver (pebble is not linked into tests).
 var selectFake = []string{"NDBENCH_DRIVER_NAME=fake-kv"}
-
-func writeFile(t *testing.T, name, text string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func mustLoad(t *testing.T, s Sources) *Snapshot {
 	t.Helper()
