@@ -31,7 +31,6 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/crossorigin"
-	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/web"
@@ -52,7 +51,7 @@ const DefaultHeartbeat = 15 * time.Second
 // Options configure a Server.
 type Options struct {
 	// Instance is the node the API controls. Required.
-	Instance *instance.Instance
+	Instance Node
 	// Token, when set, is required as a bearer token on every route except /health.
 	Token string
 	// CORSOrigins are the origins (scheme://host[:port]) allowed to call the API from a
@@ -74,7 +73,7 @@ type Options struct {
 // Server serves the API of one instance. Close releases its subscriptions.
 type Server struct {
 	opts     Options
-	inst     *instance.Instance
+	inst     Node
 	log      *slog.Logger
 	api      huma.API
 	mux      *http.ServeMux
