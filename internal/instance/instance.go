@@ -2,10 +2,10 @@
 // configuration store every change goes through, and the statistics collector. It owns
 // the whole lifecycle of a run: connecting the driver, applying the configuration,
 // starting and stopping op classes, a backfill phase, closing, and the report input of
-// what the session measured. `ndbench run`, `ndbench serve` (through the REST API and the
-// web UI) and the UI's development server all drive it, so there is one composition of
-// driver, engine and collector; a cluster is a list of them. (DESIGN.md calls this the
-// node; the package keeps its name until the fleet work needs the rename.)
+// what the session measured. `ndbench run` and `ndbench serve` (through the REST API and
+// the web UI) both drive it, so there is one composition of driver, engine and collector;
+// a cluster is a list of them. (DESIGN.md calls this the node; the package keeps its name
+// until the fleet work needs the rename.)
 //
 // Configuration is the single source of truth: a change from the API, a watched file or
 // etcd lands in the config store, is validated as a whole, and only then reaches the
