@@ -137,9 +137,9 @@ type Session struct {
 	Usage report.Usage
 	// Warmup is how long the load ran unmeasured before Measured (StartMeasuring).
 	Warmup time.Duration
-	// Backfill is what a backfill phase measured before the figures restarted; nil when
-	// no backfill ran as a phase of its own.
-	Backfill *report.Phase
+	// Phases are the phases that ended before Measured, oldest first: "backfill" (Backfill)
+	// and "warmup" (StartMeasuring), each with what it measured.
+	Phases []report.Phase
 }
 
 // Session returns the current or last driver session; zero before the first Init.
@@ -384,24 +384,46 @@ func (i *Instance) Finish() {
 // series but not in the summary, the report or the UI's totals. warmup is how long load
 // ran before, reported as the warm-up (0 when the restart is not one).
 func (i *Instance) StartMeasuring(warmup time.Duration) {
-	i.restartSpan()
+	name := ""
+	if warmup > 0 {
+		name = "warmup"
+	}
+	i.endPhase(name)
 	i.mu.Lock()
 	i.session.Warmup = warmup
 	i.mu.Unlock()
 }
 
-// restartSpan closes the current interval and starts a new cumulative span now, recording
-// its start in the session. It returns the figures of the span that ended, for a caller
-// that sets them aside.
-func (i *Instance) restartSpan() (ended stats.Summary, errs map[string][]stats.ErrorMessage) {
-	i.coll.Tick(time.Now())
-	ended, errs = i.coll.Cumulative(), i.coll.Errors()
+// endPhase closes the current interval and starts a new cumulative span now, recording its
+// start in the session. The span that ended is kept as a phase of the session under name
+// ("" keeps nothing).
+func (i *Instance) endPhase(name string) {
+	now := time.Now()
+	i.coll.Tick(now)
+	ended, errs := i.coll.Cumulative(), i.coll.Errors()
 	i.coll.Reset()
 	start, usage := i.coll.SpanStart(), report.ReadUsage()
 	i.mu.Lock()
+	defer i.mu.Unlock()
+	if name != "" {
+		p := report.Phase{Name: name, Started: i.session.Measured, Ended: now, Ops: map[string]stats.OpSummary{}}
+		p.Seconds = p.Ended.Sub(p.Started).Seconds()
+		// The classes that ran, and always the one the phase is named after, whose
+		// figures the report shows as that class's.
+		for op, s := range ended.Ops {
+			if s.Count+s.Errors > 0 || op == name {
+				p.Ops[op] = s
+				if len(errs[op]) > 0 {
+					if p.Errors == nil {
+						p.Errors = map[string][]stats.ErrorMessage{}
+					}
+					p.Errors[op] = errs[op]
+				}
+			}
+		}
+		i.session.Phases = append(i.session.Phases, p)
+	}
 	i.session.Measured, i.session.Usage = start, usage
-	i.mu.Unlock()
-	return ended, errs
 }
 
 // Start starts reads, writes or both (none given: both).
@@ -447,10 +469,7 @@ func (i *Instance) Backfill(ctx context.Context, opts engine.BackfillOptions) (e
 	if err != nil && ctx.Err() == nil && !errors.Is(err, engine.ErrBackfillStopped) {
 		return st, err // it did not run: there is no phase to set aside
 	}
-	ended, errs := i.restartSpan()
-	i.mu.Lock()
-	i.session.Backfill = &report.Phase{Summary: ended.Ops["backfill"], Errors: errs["backfill"]}
-	i.mu.Unlock()
+	i.endPhase("backfill")
 	return st, err
 }
 
@@ -761,8 +780,8 @@ func (i *Instance) ReportInput(version string) report.Input {
 		DriverStats: st.DriverStats,
 		Warmup:      sess.Warmup,
 	}
-	if sess.Backfill != nil {
-		in.SetAside = map[string]report.Phase{"backfill": *sess.Backfill}
+	if len(sess.Phases) > 0 {
+		in.Phases, in.Phase = slices.Clone(sess.Phases), "load"
 	}
 	return in
 }

@@ -49,7 +49,20 @@ func TestRunLifecycle(t *testing.T) {
 	if len(in.Series) == 0 || in.Series[0].Time.Before(sess.Started) {
 		t.Errorf("series of %d points does not start with the session", len(in.Series))
 	}
+	if len(in.Phases) != 2 || in.Phases[0].Name != "backfill" || in.Phases[1].Name != "warmup" || in.Phase != "load" {
+		t.Fatalf("phases %+v, measured phase %q; want backfill, warmup, then load", in.Phases, in.Phase)
+	}
+	bf, wu := in.Phases[0], in.Phases[1]
+	if bf.Ops["backfill"].Count != 2000 || bf.Ops["read"].Count != 0 || !bf.Ended.After(bf.Started) {
+		t.Errorf("backfill phase %+v", bf)
+	}
+	if wu.Ops["read"].Count == 0 || wu.Ops["backfill"].Count != 0 || wu.Started.Before(bf.Ended) || wu.Ended.After(in.Started) {
+		t.Errorf("warm-up phase %+v (backfill ended %v, load started %v)", wu, bf.Ended, in.Started)
+	}
 	r := report.Build(in)
+	if len(r.Phases) != 2 || r.Phase != "load" {
+		t.Errorf("report phases %+v, measured phase %q", r.Phases, r.Phase)
+	}
 	if n := r.Ops["backfill"].Count; n != 2000 {
 		t.Errorf("report has %d backfill writes, want the phase's 2000", n)
 	}
@@ -69,7 +82,7 @@ func TestRunLifecycle(t *testing.T) {
 func TestReportBeforeInitCoversTheNode(t *testing.T) {
 	i := newInstance(t)
 	in := i.ReportInput("test")
-	if in.DriverName != "" || in.Started.IsZero() || in.Started.After(time.Now()) || in.Backfill != nil || in.SetAside != nil {
+	if in.DriverName != "" || in.Started.IsZero() || in.Started.After(time.Now()) || in.Backfill != nil || in.Phases != nil {
 		t.Errorf("report input before Init: %+v", in)
 	}
 }
