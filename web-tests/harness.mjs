@@ -28,11 +28,6 @@ function startProcess(bin, args, env) {
   });
 }
 
-async function servesUI(url, token) {
-  const r = await fetch(url + '/', token ? { headers: { Authorization: 'Bearer ' + token } } : {});
-  return r.ok && (r.headers.get('content-type') || '').startsWith('text/html');
-}
-
 // ensureBinary returns bin/ndbench, building it when missing (`make ui` builds it first).
 export function ensureBinary() {
   const ndbench = path.join(repo, 'bin', 'ndbench');
@@ -40,22 +35,13 @@ export function ensureBinary() {
   return ndbench;
 }
 
-// startServer starts `bin/ndbench serve --listen 127.0.0.1:0`. Until serve mounts the UI
-// (web.Handler), it falls back to internal/web/uidev: the same API with the page in front.
-// opts.token starts a token-protected node; the token goes in the environment
-// (NDBENCH_TOKEN), not the command line, as a user would keep it out of `ps`.
+// startServer starts `bin/ndbench serve --listen 127.0.0.1:0`, which serves the page
+// beside the API. opts.token starts a token-protected node; the token goes in the
+// environment (NDBENCH_TOKEN), not the command line, as a user would keep it out of `ps`.
 export async function startServer(opts) {
   const ndbench = ensureBinary();
   const token = opts && opts.token;
-  let srv = await startProcess(ndbench, ['serve', '--listen', '127.0.0.1:0', '--log-level', 'warn'], token ? { NDBENCH_TOKEN: token } : {});
-  if (!(await servesUI(srv.url, token))) {
-    await stopServer(srv);
-    const uidev = path.join(repo, 'bin', 'uidev');
-    execFileSync('go', ['build', '-o', uidev, './internal/web/uidev'], { cwd: repo, stdio: 'inherit' });
-    srv = await startProcess(uidev, ['--listen', '127.0.0.1:0']);
-    srv.fallback = true;
-  }
-  return srv;
+  return startProcess(ndbench, ['serve', '--listen', '127.0.0.1:0', '--log-level', 'warn'], token ? { NDBENCH_TOKEN: token } : {});
 }
 
 export async function stopServer(srv) {

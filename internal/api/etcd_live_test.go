@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/stats"
 )
@@ -95,14 +96,14 @@ func TestEtcdLiveChanges(t *testing.T) {
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := config.Load(config.Sources{File: file})
+	snap, err := source.Load(file, config.Sources{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := config.NewStore(snap)
 	log := slog.New(slog.DiscardHandler)
 	inst := instance.New(store, log)
-	src, err := config.OpenEtcdSource(ctx, store, config.EtcdOptions{Endpoints: []string{endpoint}, Prefix: prefix,
+	src, err := source.OpenEtcd(ctx, store, source.EtcdOptions{Endpoints: []string{endpoint}, Prefix: prefix,
 		OnError: func(err error) {
 			log.Warn("configuration change rejected", "err", err)
 			inst.RecordError(err)

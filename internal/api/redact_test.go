@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/instance"
 )
 
@@ -45,7 +46,7 @@ func TestTypoNeverLeaksASecret(t *testing.T) {
 	if err := os.WriteFile(file, []byte("workload:\n  readRate: 5\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := config.Load(config.Sources{File: file, Sets: []string{"driver.name=memory",
+	snap, err := source.Load(file, config.Sources{Sets: []string{"driver.name=memory",
 		"drivers.zzz.url=redis://:" + pw + "@h", "drivers.zzz.pw=" + pw, "workload.keyPrefix=http://u:" + pw + "@h/"}})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestTypoNeverLeaksASecret(t *testing.T) {
 	e := &env{t: t, inst: inst, srv: srv, ts: ts}
 
 	// A watched file edited with a misspelt key, reported as `ndbench serve` does.
-	fs, err := config.OpenFileSource(inst.Store(), file, func(err error) {
+	fs, err := source.OpenFile(inst.Store(), file, func(err error) {
 		log.Warn("configuration change rejected", "err", err)
 		inst.RecordError(err)
 	})

@@ -192,7 +192,7 @@ func (s *Server) routes() {
 			return &out[instance.Status]{s.inst.Status()}, nil
 		})
 	register(s, readOnly, huma.Operation{OperationID: "get-report", Method: http.MethodGet, Path: "/api/v1/report", Tags: []string{"stats"},
-		Summary: "The run report (JSON)", Description: "The same document `ndbench run --report` and `ndbench serve --report` write: results per op class, config with sources, time series, client CPU, warnings. Covers the span since the server started."},
+		Summary: "The run report (JSON)", Description: "The same document `ndbench run --report` and `ndbench serve --report` write: results per op class, config with sources, time series, client CPU, warnings. Covers the current or last driver session (before the first, the node's life)."},
 		nil, func(context.Context, *empty) (*out[*report.Report], error) {
 			return &out[*report.Report]{s.currentReport()}, nil
 		})

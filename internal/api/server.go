@@ -31,9 +31,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/crossorigin"
-	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
-	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/web"
 )
@@ -53,7 +51,7 @@ const DefaultHeartbeat = 15 * time.Second
 // Options configure a Server.
 type Options struct {
 	// Instance is the node the API controls. Required.
-	Instance *instance.Instance
+	Instance Node
 	// Token, when set, is required as a bearer token on every route except /health.
 	Token string
 	// CORSOrigins are the origins (scheme://host[:port]) allowed to call the API from a
@@ -75,7 +73,7 @@ type Options struct {
 // Server serves the API of one instance. Close releases its subscriptions.
 type Server struct {
 	opts     Options
-	inst     *instance.Instance
+	inst     Node
 	log      *slog.Logger
 	api      huma.API
 	mux      *http.ServeMux
@@ -89,8 +87,6 @@ type Server struct {
 	login    http.Handler        // the login page for browsers without a session; nil without a token or UI
 	origins  *crossorigin.Policy // the CORS allowlist, also trusted by the cross-site checks
 	declared []declaredRoute     // every route with its declared effect, in registration order
-	started  time.Time           // start of the span GET /api/v1/report covers
-	usage0   report.Usage        // the process's CPU at that start
 }
 
 // New builds the server for opts.Instance. It subscribes to the instance's statistics
@@ -125,7 +121,7 @@ func New(opts Options) (*Server, error) {
 		s.login = web.LoginPage(web.Options{Version: opts.Version})
 	}
 	s.token = sha256.Sum256([]byte(opts.Token))
-	s.started, s.usage0 = time.Now(), report.ReadUsage()
+
 	m, err := newMetrics(s.reg)
 	if err != nil {
 		return nil, err

@@ -16,9 +16,12 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/web"
 )
 
 type runFlags struct {
@@ -50,7 +53,7 @@ func (c *configSources) load(env []string) (*config.Snapshot, error) {
 		// First, so an explicit --set driver.name still wins.
 		sets = append([]string{"driver.name=" + c.driver}, sets...)
 	}
-	snap, err := config.Load(config.Sources{File: c.file, Env: env, Sets: sets})
+	snap, err := source.Load(c.file, config.Sources{Env: env, Sets: sets})
 	if err != nil {
 		return nil, configError{err}
 	}
@@ -106,26 +109,17 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	w := cfg.Workload
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	def, ok := driver.Lookup(cfg.DriverName)
-	if !ok {
-		return driver.UnknownDriverError(cfg.DriverName)
-	}
-	d := def.New()
+	// The run is a node's lifecycle, the same one `ndbench serve` drives through its API:
+	// this command only sequences it (backfill, warm-up, duration, signals) and shows it.
+	inst := instance.New(config.NewStore(snap), log)
+	defer inst.Close()
 	initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
-	err = d.Init(initCtx, cfg.DriverOptions)
+	err = inst.InitConfigured(initCtx)
 	cancelInit()
-	if err != nil {
-		_ = d.Close()
-		return fmt.Errorf("init driver %s: %w", cfg.DriverName, err)
-	}
-	defer d.Close()
-
-	coll := stats.NewCollector(stats.Config{})
-	e, err := engine.New(d, w, engine.Options{Collector: coll, Logger: log, Operations: def.Operations})
 	if err != nil {
 		return err
 	}
-	defer e.Close(w.OpTimeout + time.Second)
+	coll := inst.Collector()
 
 	var hdr *stats.HDRLogWriter
 	if f.hdrLog != "" {
@@ -141,54 +135,32 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	}
 	view := newLive(io.out, io.tty, f.duration)
 	defer coll.Subscribe(view.interval)()
-	tickCtx, stopTicks := context.WithCancel(context.Background())
-	ticking := make(chan struct{})
-	go func() { defer close(ticking); coll.Run(tickCtx) }()
-	stopTicking := func() {
-		stopTicks()
-		<-ticking
-		coll.Tick(time.Now()) // the last partial interval
-		view.finish()
-	}
 
 	fmt.Fprintf(io.out, "ndbench %s: driver %s, %d keys, %s values, reads %s, writes %s\n",
 		toolVersion(), cfg.DriverName, w.NumKeys, sizeText(w), loadText(w.ReadEnabled, w.Readers, w.ReadRate),
 		loadText(w.WriteEnabled, w.Writers, w.WriteRate))
 
-	usage0 := report.ReadUsage()
-	started := time.Now()
-	var backfill *engine.BackfillStatus
-	var backfillOps *stats.OpSummary
-	var backfillErrs []stats.ErrorMessage
 	if f.backfill || w.Backfill {
-		view.setBackfill(e.BackfillStatus)
-		st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
+		// The load phase is measured on its own; the backfill's figures are kept apart.
+		view.setBackfill(inst.BackfillStatus)
+		st, err := inst.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
 		view.setBackfill(nil)
 		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("backfill: %w", err)
 		}
-		backfill = &st
-		coll.Tick(time.Now())
-		bfSummary := coll.Cumulative().Ops["backfill"]
 		fmt.Fprintf(io.out, "backfill %s: %d of %d keys written in %s, %d failed", st.Phase, st.Written, st.Total,
 			st.Ended.Sub(st.Started).Round(time.Millisecond), st.Failed)
 		if w.BackfillVerify {
 			fmt.Fprintf(io.out, "; verified %d, missing %d, corrupt %d, wrong key %d, errors %d", st.Verified, st.Missing, st.Corrupt, st.WrongKey, st.VerifyErrors)
 		}
 		fmt.Fprintln(io.out)
-		// The load phase is measured on its own; the backfill's figures are kept apart.
-		backfillOps = &bfSummary
-		backfillErrs = coll.Errors()["backfill"]
-		coll.Reset()
-		usage0, started = report.ReadUsage(), time.Now()
 		view.restart()
 	}
 
 	// Interrupted during the backfill: no load phase, but the summary and the report of
 	// what was done still follow.
-	var warmedUp time.Duration
 	if ctx.Err() == nil {
-		if err := e.Start(); err != nil {
+		if err := inst.Start(); err != nil {
 			return err
 		}
 		if f.warmup > 0 {
@@ -198,10 +170,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 			select {
 			case <-ctx.Done():
 			case <-t.C:
-				coll.Tick(time.Now())
-				coll.Reset()
-				usage0, started = report.ReadUsage(), time.Now()
-				warmedUp = f.warmup
+				inst.StartMeasuring(f.warmup)
 				view.note(fmt.Sprintf("warm-up of %s done: measuring from here", f.warmup))
 			}
 			t.Stop()
@@ -217,43 +186,11 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		case <-timeout:
 		}
 	}
-	_ = e.Stop()
-	waitCtx, cancelWait := context.WithTimeout(context.Background(), w.OpTimeout+time.Second)
-	_ = e.Wait(waitCtx)
-	cancelWait()
-	ended := time.Now()
-	stopTicking()
-	usage1 := report.ReadUsage()
+	_ = inst.Drain() // what is still in flight after the op timeout is cut off by Close
+	inst.Finish()
+	view.finish()
 
-	cum := coll.Cumulative()
-	in := report.Input{
-		ToolVersion: toolVersion(),
-		Started:     started,
-		Ended:       ended,
-		DriverName:  cfg.DriverName,
-		Panics:      e.DriverPanics(),
-		Cumulative:  cum,
-		Series:      coll.Series(),
-		Backfill:    backfill,
-		Errors:      coll.Errors(),
-		Snapshot:    snap,
-		UsageStart:  usage0,
-		UsageEnd:    usage1,
-		Warmup:      warmedUp,
-	}
-	if ci, ok := d.(driver.ConnectionInfoer); ok {
-		in.DriverInfo = ci.ConnectionInfo()
-	}
-	if sr, ok := d.(driver.StatsReporter); ok {
-		in.DriverStats = sr.DriverStats()
-	}
-	rep := report.Build(in)
-	if backfillOps != nil {
-		rep.Ops["backfill"] = *backfillOps
-		if len(backfillErrs) > 0 {
-			rep.Errors["backfill"] = backfillErrs
-		}
-	}
+	rep := report.Build(inst.ReportInput(toolVersion()))
 	printSummary(io.out, rep)
 	if hdr != nil {
 		if err := hdr.Err(); err != nil {
@@ -268,7 +205,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		fmt.Fprintf(io.out, "report written to %s\n", f.report)
 	}
 	if f.reportHTML != "" {
-		if err := report.WriteHTMLFile(f.reportHTML, rep); err != nil {
+		if err := report.WriteHTMLFile(f.reportHTML, rep, report.Charts(web.Charts())); err != nil {
 			return err
 		}
 		fmt.Fprintf(io.out, "HTML report written to %s\n", f.reportHTML)

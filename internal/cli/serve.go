@@ -14,6 +14,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/api"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/web"
@@ -122,7 +123,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	var sources []func(context.Context) error
 	if f.etcd != "" {
-		es, err := config.OpenEtcdSource(ctx, store, config.EtcdOptions{
+		es, err := source.OpenEtcd(ctx, store, source.EtcdOptions{
 			Endpoints: strings.Split(f.etcd, ","), Prefix: f.etcdPrefix, OnError: onSourceErr})
 		if err != nil {
 			return err
@@ -130,7 +131,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		sources = append(sources, es.Run)
 	}
 	if f.file != "" && !f.noWatchFile {
-		fs, err := config.OpenFileSource(store, f.file, onSourceErr)
+		fs, err := source.OpenFile(store, f.file, onSourceErr)
 		if err != nil {
 			return err
 		}
@@ -156,8 +157,6 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
-	started := time.Now()
-	usage0 := report.ReadUsage()
 	if f.start {
 		name := store.Current().Config.DriverName
 		if _, ok := driver.Lookup(name); !ok {
@@ -183,15 +182,14 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return serveErr
 	}
 	// The final report: stop the load, let operations in flight finish, close the last
-	// interval, and report like `ndbench run` does.
-	st := inst.Status()
-	_ = inst.Stop()
-	ended := time.Now()
+	// interval, and report like `ndbench run` does, while the driver can still say what it
+	// is connected to.
+	_ = inst.Drain() // ErrNotInitialized without a driver: there is nothing to stop
+	inst.Finish()
+	rep := report.Build(inst.ReportInput(toolVersion()))
 	closed = true
 	_ = inst.Close()
-	in := api.ReportInput(inst, st, toolVersion(), started, usage0)
-	in.Ended = ended
-	if err := report.WriteFile(f.report, report.Build(in)); err != nil {
+	if err := report.WriteFile(f.report, rep); err != nil {
 		return errors.Join(serveErr, err)
 	}
 	fmt.Fprintf(io.out, "report written to %s\n", f.report)

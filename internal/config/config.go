@@ -60,11 +60,17 @@ func (s *Snapshot) Value(key string) (value, source string, ok bool) {
 	return "", "", false
 }
 
-// Sources are the inputs of Load.
+// Sources are the inputs of Load. The config file is read by package config/source
+// (FileLayer, or its Load), which holds every source that needs a parser or a client
+// library, so that what imports this package (the engine, reports) does not link them.
 type Sources struct {
-	File string   // config file: YAML, or NDBench properties when it ends in .properties
-	Env  []string // os.Environ() form; only NDBENCH_* variables are read
-	Sets []string // --set arguments, "key=value"
+	// File is the config file's layer; nil when there is none.
+	File *Layer
+	// FileErrors are the keys the file's reader rejected; they are reported with every
+	// other bad key.
+	FileErrors driver.FieldErrors
+	Env        []string // os.Environ() form; only NDBENCH_* variables are read
+	Sets       []string // --set arguments, "key=value"
 }
 
 // Load builds the first snapshot (Version 1) from the defaults and the given sources. On
@@ -73,13 +79,9 @@ type Sources struct {
 func Load(s Sources) (*Snapshot, error) {
 	layers := []Layer{DefaultsLayer()}
 	var errs driver.FieldErrors
-	if s.File != "" {
-		l, fes, err := FileLayer(s.File)
-		if err != nil {
-			return nil, err
-		}
-		errs = append(errs, fes...)
-		layers = append(layers, l)
+	if s.File != nil {
+		errs = append(errs, s.FileErrors...)
+		layers = append(layers, *s.File)
 	}
 	env, fes := EnvLayer(s.Env)
 	errs = append(errs, fes...)

@@ -1,16 +1,8 @@
 package config
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-
-	"github.com/knadh/koanf/parsers/yaml"
-	"github.com/knadh/koanf/providers/file"
-	"github.com/knadh/koanf/v2"
 
 	"github.com/ndbench/ndbench/driver"
 )
@@ -100,73 +92,6 @@ func DefaultsLayer() Layer {
 		l.Values["workload."+o.Name] = o.Default
 	}
 	return l
-}
-
-// FileLayer reads a configuration file: NDBench properties when the name ends in
-// .properties, YAML otherwise. A properties file may only hold ndbench.config.* keys; other
-// keys come back as field errors (the layer holds the rest). Read and syntax errors are
-// plain errors.
-func FileLayer(path string) (Layer, driver.FieldErrors, error) {
-	src := "file " + path
-	l := Layer{Name: LayerFile, Source: src, Values: map[string]string{}}
-	if strings.EqualFold(filepath.Ext(path), ".properties") {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return l, nil, fmt.Errorf("read config file %s: %w", path, err)
-		}
-		props, lines, err := ParsePropertiesLines(string(data))
-		if err != nil {
-			return l, nil, fmt.Errorf("parse properties file %s: %w", path, err)
-		}
-		var errs driver.FieldErrors
-		for k, v := range props {
-			if !hasPrefixFold(k, NDBenchPrefix) {
-				errs = append(errs, &driver.FieldError{Field: k, Value: driver.Shown(true, v), // not a key: may be a secret
-					Allowed: "only " + NDBenchPrefix + "<property> keys in an NDBench properties file", Source: src})
-				continue
-			}
-			l.Values[k] = v
-			if c, ok := InlineComment(v); ok {
-				if l.Notes == nil {
-					l.Notes = map[string]string{}
-				}
-				l.Notes[k] = fmt.Sprintf("%s line %d: .properties files have no inline comments, so %q is part of the value; "+
-					"put the comment on a line of its own", path, lines[k], c)
-			}
-		}
-		return l, errs, nil
-	}
-	k := koanf.New(".")
-	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
-		return l, nil, fmt.Errorf("read config file %s: %w", path, err)
-	}
-	for key, v := range k.All() {
-		if m, ok := v.(map[string]any); ok && len(m) == 0 {
-			continue // an empty section sets nothing
-		}
-		l.Values[key] = yamlText(v)
-	}
-	return l, nil, nil
-}
-
-// yamlText renders a YAML scalar or list in the text form options parse. Floats print
-// without exponent so whole numbers still parse as integers.
-func yamlText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = yamlText(e)
-		}
-		return strings.Join(parts, ",")
-	}
-	return fmt.Sprint(v)
 }
 
 // EnvPrefix starts every environment variable ndbench reads.

@@ -3,8 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -22,15 +20,6 @@ func manyKeys(n int, driverName, value string) map[string]string {
 func TestChangeSizeLimit(t *testing.T) {
 	st := newTestStore(t)
 	over := manyKeys(MaxChangeKeys+1, "zzz", "1")
-	file := filepath.Join(t.TempDir(), "big.yaml")
-	var yaml strings.Builder
-	yaml.WriteString("drivers:\n  zzz:\n")
-	for i := range MaxChangeKeys + 1 {
-		fmt.Fprintf(&yaml, "    opt%d: 1\n", i)
-	}
-	if err := os.WriteFile(file, []byte(yaml.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	sets := make([]string, 0, MaxChangeKeys+1)
 	for k, v := range over {
 		sets = append(sets, k+"="+v)
@@ -43,7 +32,10 @@ func TestChangeSizeLimit(t *testing.T) {
 		{"Update", func() error { _, err := st.Update(LayerRuntime, over); return err }},
 		{"Check (driver init)", func() error { return st.Check(LayerRuntime, over) }},
 		{"SetLayer (etcd, watched file)", func() error { _, err := st.SetLayer(Layer{Name: LayerEtcd, Values: over}); return err }},
-		{"Load: file", func() error { _, err := Load(Sources{Env: selectFake, File: file}); return err }},
+		{"Load: file", func() error {
+			_, err := Load(Sources{Env: selectFake, File: &Layer{Name: LayerFile, Source: "file big.yaml", Values: over}})
+			return err
+		}},
 		{"Load: --set", func() error { _, err := Load(Sources{Env: selectFake, Sets: sets}); return err }},
 	}
 	v0 := st.Current().Version

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -351,4 +352,29 @@ func diff(a, b map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SetLayerIfChanged applies l unless the store already holds exactly l, so a source that
+// re-reads unchanged content (an unrelated file event, a re-read after an etcd compaction)
+// neither bumps the version nor notifies anyone. It returns nil, nil when nothing was
+// applied. Only the source that owns a layer writes it, so the check cannot go stale.
+func (s *Store) SetLayerIfChanged(l Layer) (*Snapshot, error) {
+	if cur, ok := s.Current().layer(l.Name); ok && sameLayer(cur, l) || !ok && len(l.Values) == 0 {
+		return nil, nil
+	}
+	return s.SetLayer(l)
+}
+
+// layer returns the layer of s with the given name.
+func (s *Snapshot) layer(name string) (Layer, bool) {
+	for _, l := range s.layers {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return Layer{}, false
+}
+
+func sameLayer(a, b Layer) bool {
+	return a.Name == b.Name && a.Source == b.Source && maps.Equal(a.Values, b.Values) && maps.Equal(a.Origins, b.Origins)
 }

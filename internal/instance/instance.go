@@ -1,6 +1,11 @@
 // Package instance is one running ndbench node: a driver, the engine driving it, the
-// configuration store every change goes through, and the statistics collector. The REST
-// API, the web UI and `ndbench serve` drive it; a cluster is a list of them.
+// configuration store every change goes through, and the statistics collector. It owns
+// the whole lifecycle of a run: connecting the driver, applying the configuration,
+// starting and stopping op classes, a backfill phase, closing, and the report input of
+// what the session measured. `ndbench run` and `ndbench serve` (through the REST API and
+// the web UI) both drive it, so there is one composition of driver, engine and collector;
+// a cluster is a list of them. (DESIGN.md calls this the node; the package keeps its name
+// until the fleet work needs the rename.)
 //
 // Configuration is the single source of truth: a change from the API, a watched file or
 // etcd lands in the config store, is validated as a whole, and only then reaches the
@@ -46,8 +51,14 @@ type Instance struct {
 	intervals *stats.IntervalLog
 	log       *slog.Logger
 
+	created time.Time    // the span a report covers before the first Init starts here
+	usage0  report.Usage // the process's CPU usage at created
+
+	// ticks guards stopTicks and ticking: Init restarts the ticker, Finish ends it.
+	ticks     sync.Mutex
 	stopTicks context.CancelFunc
 	ticking   chan struct{}
+	finished  time.Time // when Finish closed the last interval; zero before
 	unsub     func()
 
 	// life serialises Init, Shutdown and Close. It is never taken by onConfig, which runs
@@ -81,11 +92,9 @@ func New(store *config.Store, log *slog.Logger) *Instance {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	i := &Instance{store: store, coll: stats.NewCollector(stats.Config{}), log: log, ticking: make(chan struct{})}
+	i := &Instance{store: store, coll: stats.NewCollector(stats.Config{}), log: log, created: time.Now(), usage0: report.ReadUsage()}
 	i.intervals = stats.NewIntervalLog(i.coll, IntervalsKept, IntervalsIdle)
-	ctx, cancel := context.WithCancel(context.Background())
-	i.stopTicks = cancel
-	go func() { defer close(i.ticking); i.coll.Run(ctx) }()
+	i.startTicks()
 	i.unsub = store.Subscribe(i.onConfig)
 	i.unrequire = store.Require(i.requireConnectedOptions)
 	return i
@@ -106,14 +115,31 @@ func (i *Instance) requireConnectedOptions(next *config.Snapshot) error {
 	return err
 }
 
+// startTicks starts the collector's 1 s ticks from now.
+func (i *Instance) startTicks() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); i.coll.Run(ctx) }()
+	i.stopTicks, i.ticking = cancel, done
+}
+
 // Session is one driver session: from a driver's Init to its shutdown (results stay
 // readable after it until the next Init).
 type Session struct {
-	Driver  string
+	Driver string
+	// Started is the Init: the session's time series starts here.
 	Started time.Time
-	// Usage is the process's CPU usage when the session started, so a report's ops per
-	// CPU-second count the session's CPU only.
+	// Measured is when the span the figures cover began: Started, or later when a
+	// backfill phase (Backfill) or a warm-up (StartMeasuring) was left out of them.
+	Measured time.Time
+	// Usage is the process's CPU usage at Measured, so a report's ops per CPU-second
+	// count the measured span's CPU only.
 	Usage report.Usage
+	// Warmup is how long the load ran unmeasured before Measured (StartMeasuring).
+	Warmup time.Duration
+	// Phases are the phases that ended before Measured, oldest first: "backfill" (Backfill)
+	// and "warmup" (StartMeasuring), each with what it measured.
+	Phases []report.Phase
 }
 
 // Session returns the current or last driver session; zero before the first Init.
@@ -144,8 +170,22 @@ func (i *Instance) Store() *config.Store { return i.store }
 
 // Init connects driver name with the configured options overlaid by opts (option name to
 // value). The options are validated before anything happens; on success they are written
-// into the runtime config layer, so status and config listings show them.
+// into the runtime config layer, with driver.name, so status and config listings show
+// them and no other source (a watched file, etcd) switches the driver under the API.
 func (i *Instance) Init(ctx context.Context, name string, opts map[string]string) error {
+	return i.init(ctx, name, opts, true)
+}
+
+// InitConfigured connects the driver the configuration selects, with its configured
+// options, and writes nothing into the configuration: what a command that runs the
+// workload it was given (`ndbench run`) does, so every value keeps the source the user
+// gave it, in the effective config and in the report.
+func (i *Instance) InitConfigured(ctx context.Context) error {
+	return i.init(ctx, i.store.Current().Config.DriverName, nil, false)
+}
+
+// init is Init; pin says whether driver.name and opts go into the runtime layer.
+func (i *Instance) init(ctx context.Context, name string, opts map[string]string, pin bool) error {
 	i.life.Lock()
 	defer i.life.Unlock()
 	i.mu.Lock()
@@ -181,14 +221,19 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 	if err != nil {
 		return err
 	}
-	patch := map[string]string{"driver.name": name}
+	patch := map[string]string{}
+	if pin {
+		patch["driver.name"] = name
+	}
 	for k, v := range opts {
 		patch["drivers."+name+"."+k] = v
 	}
 	// Validate the whole config with the change before connecting, so a failed Init
 	// leaves nothing behind and a successful one cannot be rejected afterwards.
-	if err := i.store.Check(config.LayerRuntime, patch); err != nil {
-		return err
+	if len(patch) > 0 {
+		if err := i.store.Check(config.LayerRuntime, patch); err != nil {
+			return err
+		}
 	}
 	d := def.New()
 	if err := d.Init(ctx, decoded); err != nil {
@@ -201,7 +246,10 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 		i.reconf = i.startReconfigurer(r, name, decoded)
 	}
 	i.mu.Unlock()
-	snap, err := i.store.PatchFrom(config.LayerRuntime, "api", patch)
+	snap, err := i.store.Current(), error(nil)
+	if len(patch) > 0 {
+		snap, err = i.store.PatchFrom(config.LayerRuntime, "api", patch)
+	}
 	if err == nil {
 		i.mu.Lock()
 		if i.reconf != nil && i.reconf.status.AppliedVersion == 0 {
@@ -225,10 +273,19 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 			}
 			// A driver session's results are its own: the cumulative view, the report and
 			// the UI's totals start afresh, so a second session never shows the first one's
-			// counts under its driver's name.
-			i.coll.Reset()
+			// counts under its driver's name. Its 1 s intervals start with it too, so a
+			// run's first interval is a whole second.
+			i.ticks.Lock()
+			if i.finished.IsZero() {
+				i.stopTicks()
+				<-i.ticking
+				i.coll.Reset()
+				i.startTicks()
+			}
+			i.ticks.Unlock()
+			start := i.coll.SpanStart()
 			i.mu.Lock()
-			i.session = Session{Driver: name, Started: i.coll.SpanStart(), Usage: report.ReadUsage()}
+			i.session = Session{Driver: name, Started: start, Measured: start, Usage: report.ReadUsage()}
 			i.mu.Unlock()
 			i.log.Info("driver initialized", "driver", name)
 			return nil
@@ -275,18 +332,99 @@ func (i *Instance) closeDriver() {
 	}
 }
 
-// Close shuts the driver down (if any) and stops the collector.
+// Close shuts the driver down (if any) and stops the collector (Finish).
 func (i *Instance) Close() error {
 	i.unsub()
 	i.unrequire()
 	i.life.Lock()
 	i.closeDriver()
 	i.life.Unlock()
+	i.Finish()
+	return nil
+}
+
+// Drain stops all load (reads, writes and a backfill) and waits, up to the op timeout and
+// a second, for the operations in flight, so that figures taken next count every
+// operation started. The driver stays connected: its connection info and counters are
+// still there to report.
+func (i *Instance) Drain() error {
+	e, err := i.engine()
+	if err != nil {
+		return err
+	}
+	if err := e.Stop(); err != nil {
+		return err
+	}
+	e.StopBackfill()
+	ctx, cancel := context.WithTimeout(context.Background(), i.store.Current().Config.Workload.OpTimeout+time.Second)
+	defer cancel()
+	if err := e.Wait(ctx); err != nil {
+		return fmt.Errorf("wait for operations in flight: %w", err)
+	}
+	return nil
+}
+
+// Finish ends the time series: it stops the 1 s ticks and closes the last, partial
+// interval now, so a report built next counts everything recorded and ends where the run
+// did. The collector's views stay readable; later calls do nothing (Close calls it).
+func (i *Instance) Finish() {
+	i.ticks.Lock()
+	defer i.ticks.Unlock()
+	if !i.finished.IsZero() {
+		return
+	}
 	i.stopTicks()
 	<-i.ticking
 	i.intervals.Close()
-	i.coll.Tick(time.Now())
-	return nil
+	now := time.Now()
+	i.coll.Tick(now)
+	i.finished = now
+}
+
+// StartMeasuring starts the span the figures cover now: what ran before stays in the time
+// series but not in the summary, the report or the UI's totals. warmup is how long load
+// ran before, reported as the warm-up (0 when the restart is not one).
+func (i *Instance) StartMeasuring(warmup time.Duration) {
+	name := ""
+	if warmup > 0 {
+		name = "warmup"
+	}
+	i.endPhase(name)
+	i.mu.Lock()
+	i.session.Warmup = warmup
+	i.mu.Unlock()
+}
+
+// endPhase closes the current interval and starts a new cumulative span now, recording its
+// start in the session. The span that ended is kept as a phase of the session under name
+// ("" keeps nothing).
+func (i *Instance) endPhase(name string) {
+	now := time.Now()
+	i.coll.Tick(now)
+	ended, errs := i.coll.Cumulative(), i.coll.Errors()
+	i.coll.Reset()
+	start, usage := i.coll.SpanStart(), report.ReadUsage()
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if name != "" {
+		p := report.Phase{Name: name, Started: i.session.Measured, Ended: now, Ops: map[string]stats.OpSummary{}}
+		p.Seconds = p.Ended.Sub(p.Started).Seconds()
+		// The classes that ran, and always the one the phase is named after, whose
+		// figures the report shows as that class's.
+		for op, s := range ended.Ops {
+			if s.Count+s.Errors > 0 || op == name {
+				p.Ops[op] = s
+				if len(errs[op]) > 0 {
+					if p.Errors == nil {
+						p.Errors = map[string][]stats.ErrorMessage{}
+					}
+					p.Errors[op] = errs[op]
+				}
+			}
+		}
+		i.session.Phases = append(i.session.Phases, p)
+	}
+	i.session.Measured, i.session.Usage = start, usage
 }
 
 // Start starts the named op classes (none given: every class of the workload).
@@ -332,23 +470,61 @@ func (i *Instance) checkClasses(classes []string) error {
 }
 
 // StartBackfill starts a backfill with the configured workers, rate and verify setting,
-// each overridable (zero values keep the configuration).
+// each overridable (zero values keep the configuration). It runs beside the load and is
+// measured with it; Backfill runs one as a phase of its own.
 func (i *Instance) StartBackfill(opts engine.BackfillOptions) error {
-	e, err := i.engine()
+	e, opts, err := i.backfillEngine(opts)
 	if err != nil {
 		return err
 	}
+	return e.StartBackfill(opts)
+}
+
+// Backfill runs a backfill as a phase of its own (options as in StartBackfill) and waits
+// for it to end, or for ctx, which stops it. The phase's figures are then set aside (a
+// report shows them under "backfill" as they were when it ended) and the measured span
+// restarts, so load started next is measured on its own. The status is the backfill's;
+// the error is the engine's, ctx's cause when ctx stopped it.
+func (i *Instance) Backfill(ctx context.Context, opts engine.BackfillOptions) (engine.BackfillStatus, error) {
+	e, opts, err := i.backfillEngine(opts)
+	if err != nil {
+		return engine.BackfillStatus{}, err
+	}
+	st, err := e.Backfill(ctx, opts)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, engine.ErrBackfillStopped) {
+		return st, err // it did not run: there is no phase to set aside
+	}
+	i.endPhase("backfill")
+	return st, err
+}
+
+// backfillEngine returns the engine and opts with the configuration's defaults filled in.
+// More workers than configured need more memory than the workload was validated with, so
+// the budget is checked for them as well.
+func (i *Instance) backfillEngine(opts engine.BackfillOptions) (*engine.Engine, engine.BackfillOptions, error) {
+	e, err := i.engine()
+	if err != nil {
+		return nil, opts, err
+	}
 	opts = i.backfillDefaults(opts)
-	// More workers than configured need more memory than the workload was validated
-	// with: the budget applies to them as well.
 	w := i.store.Current().Config.Workload
 	if opts.Workers > w.BackfillWorkers {
 		w.BackfillWorkers = opts.Workers
 		if err := w.Validate(); err != nil {
-			return err
+			return nil, opts, err
 		}
 	}
-	return e.StartBackfill(opts)
+	return e, opts, nil
+}
+
+// BackfillStatus returns the backfill's progress (zero without a driver): what a display
+// polls, without the driver calls Status makes.
+func (i *Instance) BackfillStatus() engine.BackfillStatus {
+	e, err := i.engine()
+	if err != nil {
+		return engine.BackfillStatus{}
+	}
+	return e.BackfillStatus()
 }
 
 // backfillDefaults fills the zero values of opts from the configuration.
@@ -589,4 +765,60 @@ func (i *Instance) RecordError(err error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.recordErr(err)
+}
+
+// ReportInput gathers what the report of the current or last driver session needs, as of
+// now: its figures since the measured span began, its time series since Init, what the
+// driver says about itself, and the configuration. Before the first Init it covers the
+// instance's life. `ndbench run`, `ndbench serve --report` and GET /api/v1/report all
+// build their reports from it.
+//
+// The report never covers earlier sessions: their counts are not the current driver's.
+func (i *Instance) ReportInput(version string) report.Input {
+	st := i.Status()
+	i.mu.Lock()
+	sess := i.session
+	i.mu.Unlock()
+	i.ticks.Lock()
+	ended := i.finished
+	i.ticks.Unlock()
+	if ended.IsZero() {
+		ended = time.Now()
+	}
+	started, seriesFrom, usage0, driverName := i.created, i.created, i.usage0, st.Driver
+	if !sess.Started.IsZero() {
+		started, seriesFrom, usage0 = sess.Measured, sess.Started, sess.Usage
+		if driverName == "" {
+			driverName = sess.Driver // shut down since: the report is still its session's
+		}
+	}
+	in := report.Input{
+		ToolVersion: version,
+		Started:     started,
+		Ended:       ended,
+		DriverName:  driverName,
+		Panics:      st.DriverPanics,
+		Cumulative:  i.coll.Cumulative(),
+		Series:      i.coll.SeriesSince(seriesFrom),
+		Backfill:    ranBackfill(st),
+		Errors:      i.coll.Errors(),
+		Snapshot:    i.store.Current(),
+		UsageStart:  usage0,
+		UsageEnd:    report.ReadUsage(),
+		DriverInfo:  st.ConnectionInfo,
+		DriverStats: st.DriverStats,
+		Warmup:      sess.Warmup,
+	}
+	if len(sess.Phases) > 0 {
+		in.Phases, in.Phase = slices.Clone(sess.Phases), "load"
+	}
+	return in
+}
+
+// ranBackfill returns the backfill status for the report when a backfill ran.
+func ranBackfill(st Status) *engine.BackfillStatus {
+	if st.Backfill == nil || st.Backfill.Phase == "idle" || st.Backfill.Phase == "" {
+		return nil
+	}
+	return st.Backfill
 }

@@ -52,7 +52,7 @@ type route struct {
 // api serves the routes of one instance. It holds no state of its own: everything it
 // reports is read from the instance at request time.
 type api struct {
-	inst    *instance.Instance
+	inst    Node
 	origins *crossorigin.Policy
 	exact   map[string]route
 	prefix  map[string]route // routes with a trailing path parameter, keyed by "driver/init/"
@@ -64,7 +64,7 @@ type api struct {
 // (/driver/stats, as behind http.StripPrefix). Routes that change state refuse requests
 // sent by pages on other sites (403), whatever the method, unless their origin is trusted
 // by origins; a nil origins trusts no other origin.
-func Handler(inst *instance.Instance, origins *crossorigin.Policy) http.Handler {
+func Handler(inst Node, origins *crossorigin.Policy) http.Handler {
 	a := &api{inst: inst, origins: origins}
 	a.table()
 	return a

@@ -12,11 +12,16 @@ import (
 	"strings"
 
 	"github.com/ndbench/ndbench/internal/stats"
-	"github.com/ndbench/ndbench/internal/web"
 )
 
-// The HTML report reuses the web UI's chart code and styles (package web embeds them), so
-// a saved report shows the same charts as the live page. web must never import report.
+// Charts are what an HTML report inlines to draw its charts: uPlot's script and
+// stylesheet, the UI's chart code (charts.js) and the UI's stylesheet. The web UI owns
+// these files (web.Charts returns them, convertible to this type); the caller passes them
+// in, so a saved report draws the same charts as the live page while report depends on
+// no UI package: the commands and the API, which serve the UI anyway, join the two.
+type Charts struct {
+	UPlotJS, UPlotCSS, ChartsJS, StyleCSS string
+}
 
 //go:embed report.html.tmpl
 var htmlTemplate string
@@ -43,10 +48,10 @@ type htmlOp struct {
 type keyValue struct{ Key, Value string }
 
 // WriteHTML writes r as one self-contained HTML page: summary tables, warnings, the
-// per-op charts of the time series (uPlot and the UI's chart code inlined), the driver's
+// per-op charts of the time series (charts' scripts and styles inlined), the driver's
 // details and the configuration. It loads nothing from anywhere, so it can be mailed or
 // archived as is; the full JSON report is embedded in it (element id "ndbench-report").
-func WriteHTML(w io.Writer, r *Report) error {
+func WriteHTML(w io.Writer, r *Report, charts Charts) error {
 	data, err := json.Marshal(r) // escapes <, > and &: safe inside a script element
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)
@@ -71,7 +76,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		op.Validation = strings.Join(parts, ", ")
 		ops = append(ops, op)
 	}
-	a := web.Charts()
+	a := charts
 	err = reportTmpl.Execute(w, map[string]any{
 		"R":          r,
 		"Ops":        ops,
@@ -125,8 +130,8 @@ func sortedKV(m map[string]string) []keyValue {
 }
 
 // WriteHTMLFile writes the HTML report to path atomically, like WriteFile.
-func WriteHTMLFile(path string, r *Report) error {
-	return writeAtomic(path, func(w io.Writer) error { return WriteHTML(w, r) })
+func WriteHTMLFile(path string, r *Report, charts Charts) error {
+	return writeAtomic(path, func(w io.Writer) error { return WriteHTML(w, r, charts) })
 }
 
 func writeAtomic(path string, write func(io.Writer) error) error {

@@ -11,6 +11,8 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/stats"
+	// Only the test: the callers of WriteHTML join report and the UI's chart assets.
+	"github.com/ndbench/ndbench/internal/web"
 )
 
 func htmlReport(t *testing.T) *Report {
@@ -44,7 +46,7 @@ var urlPattern = regexp.MustCompile(`(?i)(?:https?:)?//[a-z0-9][a-z0-9.-]*\.[a-z
 
 func TestWriteHTMLIsSelfContained(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteHTML(&b, htmlReport(t)); err != nil {
+	if err := WriteHTML(&b, htmlReport(t), Charts(web.Charts())); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -70,7 +72,7 @@ func TestWriteHTMLIsSelfContained(t *testing.T) {
 func TestWriteHTMLContainsTheData(t *testing.T) {
 	r := htmlReport(t)
 	var b bytes.Buffer
-	if err := WriteHTML(&b, r); err != nil {
+	if err := WriteHTML(&b, r, Charts(web.Charts())); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()

@@ -32,6 +32,11 @@ type Report struct {
 	// but the series, which shows it.
 	WarmupSeconds float64 `json:"warmupSeconds,omitempty"`
 	Driver        Driver  `json:"driver"`
+	// Phase names the span the figures cover ("load") when the run had earlier phases.
+	Phase string `json:"phase,omitempty"`
+	// Phases are the run's phases before that span (a backfill, a warm-up), oldest first,
+	// each with its own figures; absent when there were none.
+	Phases []Phase `json:"phases,omitempty"`
 	// Ops has "read" and "write" always, and "backfill" when one ran.
 	Ops      map[string]stats.OpSummary `json:"ops"`
 	Backfill *engine.BackfillStatus     `json:"backfill,omitempty"`
@@ -107,6 +112,23 @@ type Input struct {
 	// Warmup is how long the load ran before the measured span (excluded from the figures,
 	// kept in the series).
 	Warmup time.Duration
+	// Phases are the session's phases that ended before the measured span began (a
+	// backfill, a warm-up), oldest first. A phase named after an op class (the backfill)
+	// also gives that class's figures in Report.Ops, as they were when the phase ended.
+	Phases []Phase
+	// Phase names the measured span ("load"); empty when there were no earlier phases.
+	Phase string
+}
+
+// Phase is one named phase of a run that ended before the measured span began: its span
+// and what each op class that ran in it measured.
+type Phase struct {
+	Name    string                          `json:"name"`
+	Started time.Time                       `json:"started"`
+	Ended   time.Time                       `json:"ended"`
+	Seconds float64                         `json:"seconds"`
+	Ops     map[string]stats.OpSummary      `json:"ops"`
+	Errors  map[string][]stats.ErrorMessage `json:"errors,omitempty"`
 }
 
 // Build assembles a report and its warnings.
@@ -167,6 +189,16 @@ func Build(in Input) *Report {
 			r.Ops["read"].Errors+r.Ops["write"].Errors) / cpu
 	}
 	r.Warnings = warnings(r, in)
+	// After the warnings: they judge the measured span, which an earlier phase is not.
+	r.Phase, r.Phases = in.Phase, in.Phases
+	for _, p := range in.Phases {
+		if s, ok := p.Ops[p.Name]; ok {
+			r.Ops[p.Name] = s
+			if len(p.Errors[p.Name]) > 0 {
+				r.Errors[p.Name] = p.Errors[p.Name]
+			}
+		}
+	}
 	return r
 }
 

@@ -3,9 +3,9 @@
 // the build nor the page needs Node or the internet. The page talks to one or more
 // ndbench instances through their REST API (/api/v1); it holds no state on the server.
 //
-// Mount it beside the API: GET / is the page and GET /ui/static/ its assets. This package
-// must not import internal/report: the report embeds the chart assets from here (see
-// ChartAssets), so the dependency only goes that way.
+// Mount it beside the API: GET / is the page and GET /ui/static/ its assets. The HTML run
+// report draws the same charts: its callers hand it Charts(), so neither this package nor
+// internal/report imports the other.
 package web
 
 import (
@@ -259,8 +259,9 @@ func acceptsGzip(r *http.Request) bool {
 
 // ChartAssets are the files a self-contained page needs to draw ndbench's charts:
 // uPlot's script and stylesheet, the shared chart code (charts.js: series from stats
-// points, chart layout, units) and the UI's stylesheet. The HTML run report inlines them,
-// so the report and the live page draw the same charts.
+// points, chart layout, units) and the UI's stylesheet. The HTML run report inlines them
+// (its callers convert them to report.Charts, which has the same fields), so the report
+// and the live page draw the same charts.
 type ChartAssets struct {
 	UPlotJS, UPlotCSS, ChartsJS, StyleCSS string
 }

@@ -1,4 +1,4 @@
-package config
+package source
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 // freePort returns a loopback port that was free a moment ago.
@@ -71,7 +73,7 @@ type etcdFixture struct {
 	client   *clientv3.Client
 	prefix   string
 	file     string // the config file the store was loaded from
-	store    *Store
+	store    *config.Store
 	changes  *changeLog
 	errs     *errorLog
 }
@@ -95,18 +97,18 @@ func (f *etcdFixture) del(key string) int64 {
 }
 
 // open opens the source on the fixture's prefix; the test fails if that fails.
-func (f *etcdFixture) open() *EtcdSource {
+func (f *etcdFixture) open() *Etcd {
 	f.t.Helper()
-	src, err := OpenEtcdSource(context.Background(), f.store, EtcdOptions{
+	src, err := OpenEtcd(context.Background(), f.store, EtcdOptions{
 		Endpoints: []string{f.endpoint}, Prefix: f.prefix, OnError: f.errs.add})
 	if err != nil {
-		f.t.Fatalf("OpenEtcdSource: %v", err)
+		f.t.Fatalf("OpenEtcd: %v", err)
 	}
 	return src
 }
 
 // run runs src until the subtest ends; Run must then return nil.
-func (f *etcdFixture) run(src *EtcdSource) {
+func (f *etcdFixture) run(src *Etcd) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx) }()
@@ -119,7 +121,7 @@ func (f *etcdFixture) run(src *EtcdSource) {
 }
 
 // waitRevision waits until src has applied (or rejected) etcd's state at rev.
-func (f *etcdFixture) waitRevision(src *EtcdSource, rev int64) {
+func (f *etcdFixture) waitRevision(src *Etcd, rev int64) {
 	f.t.Helper()
 	waitFor(f.t, fmt.Sprintf("revision %d", rev), func() bool {
 		s := src.Status()
@@ -142,9 +144,9 @@ func TestEtcdSource(t *testing.T) {
 		// before runs before the source opens, between after it opened and before it
 		// runs, check while it runs.
 		before, between func(f *etcdFixture)
-		check           func(f *etcdFixture, src *EtcdSource)
+		check           func(f *etcdFixture, src *Etcd)
 		endpoint        string   // instead of the test etcd
-		openErr         []string // OpenEtcdSource must fail with these in its error
+		openErr         []string // OpenEtcd must fail with these in its error
 	}{
 		{
 			name: "keys present at start apply with their etcd key as source",
@@ -152,7 +154,7 @@ func TestEtcdSource(t *testing.T) {
 				f.put("workload.readRate", "5000")
 				f.put("drivers.fake-kv.password", "hunter2")
 			},
-			check: func(f *etcdFixture, src *EtcdSource) {
+			check: func(f *etcdFixture, src *Etcd) {
 				f.want("workload.readRate", "5000", "etcd "+f.prefix+"workload.readRate")
 				f.want("drivers.fake-kv.password", driver.Redacted, "etcd "+f.prefix+"drivers.fake-kv.password")
 				if s := src.Status(); s.Failing || s.Version != 2 || s.AppliedAt.IsZero() || !strings.Contains(s.Source, f.prefix) {
@@ -162,7 +164,7 @@ func TestEtcdSource(t *testing.T) {
 		},
 		{
 			name: "a put while running applies and subscribers see the diff",
-			check: func(f *etcdFixture, src *EtcdSource) {
+			check: func(f *etcdFixture, src *Etcd) {
 				f.waitRevision(src, f.put("drivers.fake-kv.ttl", "30s"))
 				f.want("drivers.fake-kv.ttl", "30s", "etcd "+f.prefix+"drivers.fake-kv.ttl")
 				if got := f.changes.last(); !slices.Equal(got, []string{"drivers.fake-kv.ttl"}) {
@@ -175,7 +177,7 @@ func TestEtcdSource(t *testing.T) {
 		},
 		{
 			name: "etcd beats file and env, runtime beats etcd",
-			check: func(f *etcdFixture, src *EtcdSource) {
+			check: func(f *etcdFixture, src *Etcd) {
 				f.put("workload.numKeys", "77")                  // file has 11
 				f.put("workload.writers", "3")                   // env has 2
 				f.waitRevision(src, f.put("workload.seed", "9")) // --set has 5
@@ -187,7 +189,7 @@ func TestEtcdSource(t *testing.T) {
 		},
 		{
 			name: "an invalid value is rejected and the last good config stays",
-			check: func(f *etcdFixture, src *EtcdSource) {
+			check: func(f *etcdFixture, src *Etcd) {
 				f.waitRevision(src, f.put("workload.readRate", "300"))
 				before := f.store.Current()
 				n := f.changes.count()
@@ -223,7 +225,7 @@ func TestEtcdSource(t *testing.T) {
 				f.put("workload.readRate", "5000")
 				f.put("workload.writeRate", "6000")
 			},
-			check: func(f *etcdFixture, src *EtcdSource) {
+			check: func(f *etcdFixture, src *Etcd) {
 				f.waitRevision(src, f.del("workload.readRate"))
 				f.want("workload.readRate", "1", "file "+f.file)
 				f.waitRevision(src, f.del("workload.writeRate"))
@@ -240,7 +242,7 @@ func TestEtcdSource(t *testing.T) {
 					f.t.Fatalf("compact: %v", err)
 				}
 			},
-			check: func(f *etcdFixture, src *EtcdSource) {
+			check: func(f *etcdFixture, src *Etcd) {
 				waitFor(f.t, "the re-read after the compaction", func() bool {
 					return f.store.Current().Config.Workload.ReadRate == 700
 				})
@@ -265,7 +267,7 @@ func TestEtcdSource(t *testing.T) {
 		},
 		{
 			name: "many rapid puts end in the last value",
-			check: func(f *etcdFixture, src *EtcdSource) {
+			check: func(f *etcdFixture, src *Etcd) {
 				var rev int64
 				for i := 1; i <= 200; i++ {
 					rev = f.put("workload.readRate", fmt.Sprint(i))
@@ -290,11 +292,11 @@ func TestEtcdSource(t *testing.T) {
 			if tt.openErr != nil {
 				before := f.store.Current()
 				start := time.Now()
-				src, err := OpenEtcdSource(context.Background(), f.store, EtcdOptions{
+				src, err := OpenEtcd(context.Background(), f.store, EtcdOptions{
 					Endpoints: []string{f.endpoint}, Prefix: f.prefix, Timeout: time.Second})
 				if err == nil {
 					src.Close()
-					t.Fatal("OpenEtcdSource succeeded")
+					t.Fatal("OpenEtcd succeeded")
 				}
 				for _, want := range tt.openErr {
 					if !strings.Contains(err.Error(), want) {
@@ -322,7 +324,7 @@ func TestEtcdSource(t *testing.T) {
 func newEtcdFixture(t *testing.T, endpoint string, client *clientv3.Client, prefix string) *etcdFixture {
 	t.Helper()
 	path := writeFile(t, "config.yaml", "workload:\n  readRate: 1\n  numKeys: 11\n")
-	st := NewStore(mustLoad(t, Sources{File: path, Env: append(selectFake[:1:1], "NDBENCH_WORKLOAD_WRITERS=2"),
+	st := config.NewStore(mustLoad(t, inputs{File: path, Env: append(selectFake[:1:1], "NDBENCH_WORKLOAD_WRITERS=2"),
 		Sets: []string{"workload.seed=5"}}))
 	f := &etcdFixture{t: t, endpoint: endpoint, client: client, prefix: prefix, file: path, store: st, errs: &errorLog{}}
 	f.changes = subscribe(st)

@@ -1,16 +1,17 @@
-package config
+package source
 
 import (
-	"maps"
 	"sync"
 	"time"
+
+	"github.com/ndbench/ndbench/internal/config"
 )
 
-// SourceStatus is what a dynamic configuration source (a watched file, etcd) last did, for a
+// Status is what a dynamic configuration source (a watched file, etcd) last did, for a
 // status page: when its content was last applied and the last error, so an operator can
 // tell that an edit was rejected and why. An error is kept after a later success (its time
 // says when); Failing says whether the source's current content is not what is applied.
-type SourceStatus struct {
+type Status struct {
 	Source    string    `json:"source"`             // "file config.yaml", "etcd 127.0.0.1:2379 /ndbench/node1/"
 	Version   uint64    `json:"version,omitempty"`  // store version that last applied this source's content
 	Revision  int64     `json:"revision,omitempty"` // etcd revision of that content; 0 for a file
@@ -28,15 +29,15 @@ type sourceState struct {
 	onError func(error)
 
 	mu      sync.Mutex
-	st      SourceStatus
+	st      Status
 	lastMsg string // message of the error currently reported, "" when healthy
 }
 
 func newSourceState(source string, onError func(error)) *sourceState {
-	return &sourceState{onError: onError, st: SourceStatus{Source: source}}
+	return &sourceState{onError: onError, st: Status{Source: source}}
 }
 
-func (s *sourceState) status() SourceStatus {
+func (s *sourceState) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.st
@@ -44,7 +45,7 @@ func (s *sourceState) status() SourceStatus {
 
 // applied records that the source's current content is in effect: by snap when it was
 // applied now, or nil when the store already held it.
-func (s *sourceState) applied(snap *Snapshot, rev int64) {
+func (s *sourceState) applied(snap *config.Snapshot, rev int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -74,29 +75,4 @@ func (s *sourceState) failed(err error) {
 	if !repeat && s.onError != nil {
 		s.onError(err)
 	}
-}
-
-// setLayerIfChanged applies l unless the store already holds exactly l, so a source that
-// re-reads unchanged content (an unrelated file event, a re-read after an etcd compaction)
-// neither bumps the version nor notifies anyone. It returns nil, nil when nothing was
-// applied. Only the source that owns a layer writes it, so the check cannot go stale.
-func setLayerIfChanged(store *Store, l Layer) (*Snapshot, error) {
-	if cur, ok := store.Current().layer(l.Name); ok && sameLayer(cur, l) || !ok && len(l.Values) == 0 {
-		return nil, nil
-	}
-	return store.SetLayer(l)
-}
-
-// layer returns the layer of s with the given name.
-func (s *Snapshot) layer(name string) (Layer, bool) {
-	for _, l := range s.layers {
-		if l.Name == name {
-			return l, true
-		}
-	}
-	return Layer{}, false
-}
-
-func sameLayer(a, b Layer) bool {
-	return a.Name == b.Name && a.Source == b.Source && maps.Equal(a.Values, b.Values) && maps.Equal(a.Origins, b.Origins)
 }

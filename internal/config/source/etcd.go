@@ -1,4 +1,4 @@
-package config
+package source
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 // DefaultEtcdTimeout bounds connecting to etcd and each read of the prefix, so a node whose
 // etcd is unreachable fails at start within seconds instead of hanging.
 const DefaultEtcdTimeout = 5 * time.Second
 
-// EtcdOptions configures an EtcdSource.
+// EtcdOptions configures an Etcd.
 type EtcdOptions struct {
 	Endpoints []string // "127.0.0.1:2379" or "http://host:2379"
 	// Prefix holds this node's keys: <Prefix>workload.readRate = "5000",
@@ -33,13 +34,13 @@ type EtcdOptions struct {
 	OnError func(error)
 }
 
-// EtcdSource keeps the etcd layer of a Store in step with the keys under a prefix: every
+// Etcd keeps the etcd layer of a config.Store in step with the keys under a prefix: every
 // batch of changes re-applies the whole layer, so a deleted key falls back to the file,
 // environment or default value, and an invalid value leaves the last good configuration in
 // effect. Connection loss is handled by the etcd client, which resumes the watch where it
 // stopped.
-type EtcdSource struct {
-	store  *Store
+type Etcd struct {
+	store  *config.Store
 	opts   EtcdOptions
 	client *clientv3.Client
 	state  *sourceState
@@ -52,11 +53,11 @@ type EtcdSource struct {
 	closeErr  error
 }
 
-// OpenEtcdSource connects to etcd, reads the prefix and applies it to store. It fails
+// OpenEtcd connects to etcd, reads the prefix and applies it to store. It fails
 // within opts.Timeout when etcd cannot be reached, and with driver.FieldErrors naming the
 // etcd keys when the values there are invalid, so `ndbench serve` does not start on a
 // configuration it was not asked to run. Run then watches for changes.
-func OpenEtcdSource(ctx context.Context, store *Store, opts EtcdOptions) (*EtcdSource, error) {
+func OpenEtcd(ctx context.Context, store *config.Store, opts EtcdOptions) (*Etcd, error) {
 	if len(opts.Endpoints) == 0 {
 		return nil, errors.New("etcd config source: no endpoints")
 	}
@@ -76,7 +77,7 @@ func OpenEtcdSource(ctx context.Context, store *Store, opts EtcdOptions) (*EtcdS
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd %s: %w", shownEndpoints(opts.Endpoints), err)
 	}
-	e := &EtcdSource{store: store, opts: opts, client: client,
+	e := &Etcd{store: store, opts: opts, client: client,
 		state: newSourceState("etcd "+shownEndpoints(opts.Endpoints)+" "+opts.Prefix, opts.OnError)}
 	if err := e.read(ctx); err != nil {
 		_ = client.Close()
@@ -90,10 +91,10 @@ func OpenEtcdSource(ctx context.Context, store *Store, opts EtcdOptions) (*EtcdS
 }
 
 // WatchEtcd reads the etcd keys under prefix into store's etcd layer and keeps them in step
-// until ctx ends (see OpenEtcdSource and EtcdSource.Run). It returns an error at once when
+// until ctx ends (see OpenEtcd and Etcd.Run). It returns an error at once when
 // etcd is unreachable or holds invalid values at start.
-func WatchEtcd(ctx context.Context, store *Store, endpoints []string, prefix string, onError func(error)) error {
-	e, err := OpenEtcdSource(ctx, store, EtcdOptions{Endpoints: endpoints, Prefix: prefix, OnError: onError})
+func WatchEtcd(ctx context.Context, store *config.Store, endpoints []string, prefix string, onError func(error)) error {
+	e, err := OpenEtcd(ctx, store, EtcdOptions{Endpoints: endpoints, Prefix: prefix, OnError: onError})
 	if err != nil {
 		return err
 	}
@@ -101,11 +102,11 @@ func WatchEtcd(ctx context.Context, store *Store, endpoints []string, prefix str
 }
 
 // Status returns what the source last did; safe to call at any time.
-func (e *EtcdSource) Status() SourceStatus { return e.state.status() }
+func (e *Etcd) Status() Status { return e.state.status() }
 
 // Close disconnects from etcd; Run does it on return, so only a caller that never runs the
 // source needs it.
-func (e *EtcdSource) Close() error {
+func (e *Etcd) Close() error {
 	e.closeOnce.Do(func() { e.closeErr = e.client.Close() })
 	return e.closeErr
 }
@@ -114,7 +115,7 @@ func (e *EtcdSource) Close() error {
 // between is lost, and applies every batch of changes, until ctx ends; then it closes the
 // client and returns nil. When the watch is cancelled (the revision it needs was compacted
 // away, or the member lost its cluster), it reads the prefix again and resumes from there.
-func (e *EtcdSource) Run(ctx context.Context) error {
+func (e *Etcd) Run(ctx context.Context) error {
 	defer e.Close()
 	// Restarts back off unless the last watch delivered changes, so a watch that keeps
 	// being cancelled, or an etcd that is down, is not hammered.
@@ -145,7 +146,7 @@ func (e *EtcdSource) Run(ctx context.Context) error {
 // watch applies change batches until the watch ends, for whatever reason: the caller
 // re-reads the prefix in every case, so the reason does not matter here. It reports
 // whether any change arrived.
-func (e *EtcdSource) watch(ctx context.Context) (delivered bool) {
+func (e *Etcd) watch(ctx context.Context) (delivered bool) {
 	wch := e.client.Watch(ctx, e.opts.Prefix, clientv3.WithPrefix(), clientv3.WithRev(e.rev+1))
 	for wr := range wch {
 		if wr.Canceled || wr.Err() != nil {
@@ -173,7 +174,7 @@ func (e *EtcdSource) watch(ctx context.Context) (delivered bool) {
 }
 
 // read replaces e.kvs with the prefix as etcd holds it now.
-func (e *EtcdSource) read(ctx context.Context) error {
+func (e *Etcd) read(ctx context.Context) error {
 	gctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
 	resp, err := e.client.Get(gctx, e.opts.Prefix, clientv3.WithPrefix())
@@ -189,8 +190,8 @@ func (e *EtcdSource) read(ctx context.Context) error {
 }
 
 // apply sets the store's etcd layer to e.kvs, each value labelled with its etcd key.
-func (e *EtcdSource) apply() error {
-	l := Layer{Name: LayerEtcd, Source: "etcd " + e.opts.Prefix, Values: map[string]string{}, Origins: map[string]string{}}
+func (e *Etcd) apply() error {
+	l := config.Layer{Name: config.LayerEtcd, Source: "etcd " + e.opts.Prefix, Values: map[string]string{}, Origins: map[string]string{}}
 	for full, v := range e.kvs {
 		key := strings.TrimPrefix(full, e.opts.Prefix)
 		if key == "" {
@@ -199,7 +200,7 @@ func (e *EtcdSource) apply() error {
 		l.Values[key] = v
 		l.Origins[key] = "etcd " + full
 	}
-	snap, err := setLayerIfChanged(e.store, l)
+	snap, err := e.store.SetLayerIfChanged(l)
 	if err != nil {
 		return fmt.Errorf("etcd %s at revision %d not applied, the last good configuration stays: %w", e.opts.Prefix, e.rev, err)
 	}

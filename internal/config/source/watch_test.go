@@ -1,4 +1,4 @@
-package config
+package source
 
 import (
 	"context"
@@ -7,15 +7,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 // runFileSource watches path for st until the test ends; Run must then return nil.
-func runFileSource(t *testing.T, st *Store, path string) (*FileSource, *errorLog) {
+func runFileSource(t *testing.T, st *config.Store, path string) (*File, *errorLog) {
 	t.Helper()
 	errs := &errorLog{}
-	f, err := OpenFileSource(st, path, errs.add)
+	f, err := OpenFile(st, path, errs.add)
 	if err != nil {
-		t.Fatalf("OpenFileSource: %v", err)
+		t.Fatalf("OpenFile: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -71,7 +73,7 @@ func TestFileSourceAppliesEdits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeFile(t, tt.file, tt.initial)
-			st := NewStore(mustLoad(t, Sources{File: path, Env: selectFake}))
+			st := config.NewStore(mustLoad(t, inputs{File: path, Env: selectFake}))
 			changes := subscribe(st)
 			f, errs := runFileSource(t, st, path)
 			before := st.Current()
@@ -147,7 +149,7 @@ func TestFileSourceKeepsLastGoodConfig(t *testing.T) {
 				initial = "ndbench.config.readRateLimit=1\n"
 			}
 			path := writeFile(t, tt.file, initial)
-			st := NewStore(mustLoad(t, Sources{File: path, Env: selectFake}))
+			st := config.NewStore(mustLoad(t, inputs{File: path, Env: selectFake}))
 			changes := subscribe(st)
 			f, errs := runFileSource(t, st, path)
 			before := st.Current()
@@ -205,7 +207,7 @@ func TestFileSourceAppliesOnlyChanges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeFile(t, "config.yaml", "workload:\n  readRate: 1\n")
-			st := NewStore(mustLoad(t, Sources{File: path, Env: selectFake}))
+			st := config.NewStore(mustLoad(t, inputs{File: path, Env: selectFake}))
 			changes := subscribe(st)
 			if tt.early != "" {
 				editInPlace(t, path, tt.early)

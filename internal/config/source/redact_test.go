@@ -1,4 +1,4 @@
-package config
+package source
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 // leakSecret is the password every case hides somewhere; it must appear in no output.
@@ -17,7 +18,7 @@ const leakSecret = "S3cretPW"
 
 // shownText is everything a snapshot or an error lets a user see: error text, field
 // errors and entries as JSON, notices.
-func shownText(t *testing.T, snap *Snapshot, err error) string {
+func shownText(t *testing.T, snap *config.Snapshot, err error) string {
 	t.Helper()
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
@@ -43,42 +44,42 @@ func TestTypoNeverLeaksASecret(t *testing.T) {
 	yaml := func(text string) string { return writeFile(t, "ndbench.yaml", text) }
 	tests := []struct {
 		name string
-		src  Sources
+		src  inputs
 		// show is a fragment the output must contain: the key is named, and URLs of
 		// known non-secret keys keep everything but the password.
 		show string
 	}{
-		{"mistyped option of a registered driver", Sources{Sets: []string{"drivers.fake-kv.pasword=" + leakSecret}}, "drivers.fake-kv.pasword"},
-		{"mistyped DSN option", Sources{Sets: []string{"drivers.fake-kv.dns=postgres://u:" + leakSecret + "@db.example.com/x"}}, "drivers.fake-kv.dns"},
-		{"mistyped workload key", Sources{Sets: []string{"workload.pasword=" + leakSecret}}, "workload.pasword"},
-		{"unknown section", Sources{Sets: []string{"redis.password=" + leakSecret}}, "redis.password"},
-		{"unknown NDBench property", Sources{Sets: []string{"ndbench.config.pasword=" + leakSecret}}, "ndbench.config.pasword"},
-		{"--set without =", Sources{Sets: []string{"drivers.fake-kv.password " + leakSecret}}, "key=value"},
-		{"--set with an empty key", Sources{Sets: []string{"=" + leakSecret}}, "key=value"},
-		{"unregistered driver's URL", Sources{Sets: []string{"drivers.zzz.url=redis://:" + leakSecret + "@h"}}, "drivers.zzz.url"},
-		{"unregistered driver's oddly named credential", Sources{Sets: []string{"drivers.zzz.pw=" + leakSecret}}, "drivers.zzz.pw"},
+		{"mistyped option of a registered driver", inputs{Sets: []string{"drivers.fake-kv.pasword=" + leakSecret}}, "drivers.fake-kv.pasword"},
+		{"mistyped DSN option", inputs{Sets: []string{"drivers.fake-kv.dns=postgres://u:" + leakSecret + "@db.example.com/x"}}, "drivers.fake-kv.dns"},
+		{"mistyped workload key", inputs{Sets: []string{"workload.pasword=" + leakSecret}}, "workload.pasword"},
+		{"unknown section", inputs{Sets: []string{"redis.password=" + leakSecret}}, "redis.password"},
+		{"unknown NDBench property", inputs{Sets: []string{"ndbench.config.pasword=" + leakSecret}}, "ndbench.config.pasword"},
+		{"--set without =", inputs{Sets: []string{"drivers.fake-kv.password " + leakSecret}}, "key=value"},
+		{"--set with an empty key", inputs{Sets: []string{"=" + leakSecret}}, "key=value"},
+		{"unregistered driver's URL", inputs{Sets: []string{"drivers.zzz.url=redis://:" + leakSecret + "@h"}}, "drivers.zzz.url"},
+		{"unregistered driver's oddly named credential", inputs{Sets: []string{"drivers.zzz.pw=" + leakSecret}}, "drivers.zzz.pw"},
 		{"properties file key without the ndbench.config prefix",
-			Sources{File: props("cockroachdb.dsn=postgresql://root:" + leakSecret + "@localhost:26257/defaultdb\n")}, "cockroachdb.dsn"},
+			inputs{File: props("cockroachdb.dsn=postgresql://root:" + leakSecret + "@localhost:26257/defaultdb\n")}, "cockroachdb.dsn"},
 		{"properties file, mistyped plugin property of a driver not in the build",
-			Sources{File: props("ndbench.config.cockroachdb.dns=postgresql://root:" + leakSecret + "@localhost:26257/db\n")}, "drivers.postgres.dns"},
-		{"YAML file, mistyped key", Sources{File: yaml("drivers:\n  fake-kv:\n    pasword: " + leakSecret + "\n")}, "drivers.fake-kv.pasword"},
-		{"environment, mistyped option", Sources{Env: []string{"NDBENCH_DRIVERS_FAKE_KV_PASWORD=" + leakSecret}}, "pasword"},
-		{"environment, unknown variable", Sources{Env: []string{"NDBENCH_PASWORD=" + leakSecret}}, "NDBENCH_PASWORD"},
+			inputs{File: props("ndbench.config.cockroachdb.dns=postgresql://root:" + leakSecret + "@localhost:26257/db\n")}, "drivers.postgres.dns"},
+		{"YAML file, mistyped key", inputs{File: yaml("drivers:\n  fake-kv:\n    pasword: " + leakSecret + "\n")}, "drivers.fake-kv.pasword"},
+		{"environment, mistyped option", inputs{Env: []string{"NDBENCH_DRIVERS_FAKE_KV_PASWORD=" + leakSecret}}, "pasword"},
+		{"environment, unknown variable", inputs{Env: []string{"NDBENCH_PASWORD=" + leakSecret}}, "NDBENCH_PASWORD"},
 		{"known list of URLs keeps all but the passwords",
-			Sources{Sets: []string{"drivers.fake-kv.addrs=redis://u:" + leakSecret + "@h1:6379,rediss://:" + leakSecret + "@h2:6380"}},
+			inputs{Sets: []string{"drivers.fake-kv.addrs=redis://u:" + leakSecret + "@h1:6379,rediss://:" + leakSecret + "@h2:6380"}},
 			"redis://u:xxxxx@h1:6379,rediss://:xxxxx@h2:6380"},
 		{"known key, URL with a password parameter",
-			Sources{Sets: []string{"drivers.fake-kv.addrs=redis://h:6379/0?password=" + leakSecret + "&db=1"}}, "redis://h:6379/0?password=xxxxx&db=1"},
-		{"known key, key=value DSN", Sources{Sets: []string{"workload.keyPrefix=host=h user=u password=" + leakSecret}}, "password=xxxxx"},
-		{"known key, bad value with a URL", Sources{Sets: []string{"drivers.fake-kv.colsPerRow=http://u:" + leakSecret + "@h"}}, "http://u:xxxxx@h"},
-		{"known workload key, bad value with a URL", Sources{Sets: []string{"workload.readRate=http://u:" + leakSecret + "@h"}}, "workload.readRate"},
-		{"driver name with a URL", Sources{Sets: []string{"driver.name=redis://u:" + leakSecret + "@h"}}, "redis://u:xxxxx@h"},
+			inputs{Sets: []string{"drivers.fake-kv.addrs=redis://h:6379/0?password=" + leakSecret + "&db=1"}}, "redis://h:6379/0?password=xxxxx&db=1"},
+		{"known key, key=value DSN", inputs{Sets: []string{"workload.keyPrefix=host=h user=u password=" + leakSecret}}, "password=xxxxx"},
+		{"known key, bad value with a URL", inputs{Sets: []string{"drivers.fake-kv.colsPerRow=http://u:" + leakSecret + "@h"}}, "http://u:xxxxx@h"},
+		{"known workload key, bad value with a URL", inputs{Sets: []string{"workload.readRate=http://u:" + leakSecret + "@h"}}, "workload.readRate"},
+		{"driver name with a URL", inputs{Sets: []string{"driver.name=redis://u:" + leakSecret + "@h"}}, "redis://u:xxxxx@h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := tt.src
 			src.Env = append(slices.Clone(selectFake), src.Env...)
-			snap, err := Load(src)
+			snap, err := load(src)
 			out := shownText(t, snap, err)
 			if strings.Contains(out, leakSecret) {
 				t.Errorf("the secret is shown:\n%s", out)
@@ -93,13 +94,13 @@ func TestTypoNeverLeaksASecret(t *testing.T) {
 // TestLiveChangesNeverLeakASecret: the same through the store (API, NDBench config/set,
 // etcd) and a watched file, whose errors go to the log and the status page.
 func TestLiveChangesNeverLeakASecret(t *testing.T) {
-	st := NewStore(mustLoad(t, Sources{Env: selectFake}))
+	st := config.NewStore(mustLoad(t, inputs{Env: selectFake}))
 	for _, values := range []map[string]string{
 		{"drivers.fake-kv.pasword": leakSecret},
 		{"drivers.zzz.pasword": leakSecret, "workload.readers": "x"},
 		{"workload.readRate": "https://u:" + leakSecret + "@h"},
 	} {
-		_, err := st.PatchFrom(LayerRuntime, "api", values)
+		_, err := st.PatchFrom(config.LayerRuntime, "api", values)
 		if err == nil {
 			t.Fatalf("patch %v accepted", values)
 		}
@@ -107,7 +108,7 @@ func TestLiveChangesNeverLeakASecret(t *testing.T) {
 			t.Errorf("patch error shows the secret:\n%s", out)
 		}
 	}
-	snap, err := st.PatchFrom(LayerRuntime, "api", map[string]string{"drivers.zzz.url": "redis://:" + leakSecret + "@h"})
+	snap, err := st.PatchFrom(config.LayerRuntime, "api", map[string]string{"drivers.zzz.url": "redis://:" + leakSecret + "@h"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestLiveChangesNeverLeakASecret(t *testing.T) {
 
 	path := writeFile(t, "ndbench.yaml", "workload:\n  readRate: 5\n")
 	var log errorLog
-	fs, err := OpenFileSource(st, path, log.add)
+	fs, err := OpenFile(st, path, log.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +144,8 @@ func TestLiveChangesNeverLeakASecret(t *testing.T) {
 // TestEtcdEndpointPasswordNotShown: an etcd endpoint URL with a password is shown without
 // it in connection errors (and the source's status label).
 func TestEtcdEndpointPasswordNotShown(t *testing.T) {
-	st := NewStore(mustLoad(t, Sources{Env: selectFake}))
-	_, err := OpenEtcdSource(context.Background(), st, EtcdOptions{Endpoints: []string{"http://root:" + leakSecret + "@127.0.0.1:1"},
+	st := config.NewStore(mustLoad(t, inputs{Env: selectFake}))
+	_, err := OpenEtcd(context.Background(), st, EtcdOptions{Endpoints: []string{"http://root:" + leakSecret + "@127.0.0.1:1"},
 		Prefix: "/ndbench/x/", Timeout: 300 * time.Millisecond})
 	if err == nil {
 		t.Fatal("connected to a closed port")

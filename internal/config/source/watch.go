@@ -1,4 +1,4 @@
-package config
+package source
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 // fileDebounce is how long a watched file must stay quiet before it is re-read: editors and
@@ -16,11 +18,11 @@ import (
 // would apply a half-written file.
 const fileDebounce = 100 * time.Millisecond
 
-// FileSource keeps the file layer of a Store in step with a config file (YAML, or NDBench
+// File keeps the file layer of a config.Store in step with a config file (YAML, or NDBench
 // .properties). Every change is applied whole or not at all: an invalid edit, or a file
 // that is removed, leaves the last good configuration in effect and is reported.
-type FileSource struct {
-	store *Store
+type File struct {
+	store *config.Store
 	path  string
 	state *sourceState
 
@@ -29,12 +31,12 @@ type FileSource struct {
 	closeErr  error
 }
 
-// OpenFileSource starts watching path for store; changes are applied once Run runs, and
-// edits made after OpenFileSource returns are not missed. It watches the file's directory,
+// OpenFile starts watching path for store; changes are applied once Run runs, and
+// edits made after OpenFile returns are not missed. It watches the file's directory,
 // because editors and Kubernetes ConfigMaps replace a file by renaming another over it,
 // which ends a watch on the file itself. onError (may be nil) hears about every rejected
 // edit: the error names the key, the value and the source "file PATH".
-func OpenFileSource(store *Store, path string, onError func(error)) (*FileSource, error) {
+func OpenFile(store *config.Store, path string, onError func(error)) (*File, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watch config file %s: %w", path, err)
@@ -43,14 +45,14 @@ func OpenFileSource(store *Store, path string, onError func(error)) (*FileSource
 		_ = w.Close()
 		return nil, fmt.Errorf("watch config file %s: %w", path, err)
 	}
-	return &FileSource{store: store, path: path, state: newSourceState("file "+path, onError), watcher: w}, nil
+	return &File{store: store, path: path, state: newSourceState("file "+path, onError), watcher: w}, nil
 }
 
-// WatchFile keeps store's file layer in step with path until ctx ends (see FileSource).
+// WatchFile keeps store's file layer in step with path until ctx ends (see File).
 // The file layer should already be in the store from Load; the file is re-read once at
 // start only to catch an edit made since.
-func WatchFile(ctx context.Context, store *Store, path string, onError func(error)) error {
-	f, err := OpenFileSource(store, path, onError)
+func WatchFile(ctx context.Context, store *config.Store, path string, onError func(error)) error {
+	f, err := OpenFile(store, path, onError)
 	if err != nil {
 		return err
 	}
@@ -58,11 +60,11 @@ func WatchFile(ctx context.Context, store *Store, path string, onError func(erro
 }
 
 // Status returns what the source last did; safe to call at any time.
-func (f *FileSource) Status() SourceStatus { return f.state.status() }
+func (f *File) Status() Status { return f.state.status() }
 
 // Close stops watching; Run does it on return, so only a caller that never runs the source
 // needs it.
-func (f *FileSource) Close() error {
+func (f *File) Close() error {
 	f.closeOnce.Do(func() { f.closeErr = f.watcher.Close() })
 	return f.closeErr
 }
@@ -70,7 +72,7 @@ func (f *FileSource) Close() error {
 // Run applies changes to the file until ctx ends, then returns nil; it returns an error
 // only when the watch itself fails. It re-reads the file once at start, so an edit made
 // between Load and the watch is not lost (an unchanged file applies nothing).
-func (f *FileSource) Run(ctx context.Context) error {
+func (f *File) Run(ctx context.Context) error {
 	defer f.Close()
 	f.reload()
 
@@ -109,7 +111,7 @@ func (f *FileSource) Run(ctx context.Context) error {
 }
 
 // reload re-reads the file and applies it, or records why it could not.
-func (f *FileSource) reload() {
+func (f *File) reload() {
 	l, fes, err := FileLayer(f.path)
 	if err == nil && len(fes) > 0 {
 		err = fes
@@ -118,7 +120,7 @@ func (f *FileSource) reload() {
 		f.state.failed(fmt.Errorf("config file %s not applied, the last good configuration stays: %w", f.path, err))
 		return
 	}
-	snap, err := setLayerIfChanged(f.store, l)
+	snap, err := f.store.SetLayerIfChanged(l)
 	if err != nil {
 		f.state.failed(fmt.Errorf("config file %s not applied, the last good configuration stays: %w", f.path, err))
 		return

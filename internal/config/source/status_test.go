@@ -1,10 +1,12 @@
-package config
+package source
 
 import (
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 // errorLog collects the errors a source reports, for tests that wait for one.
@@ -44,9 +46,9 @@ type changeLog struct {
 	changes [][]string
 }
 
-func subscribe(st *Store) *changeLog {
+func subscribe(st *config.Store) *changeLog {
 	c := &changeLog{}
-	st.Subscribe(func(_, _ *Snapshot, changed []string) {
+	st.Subscribe(func(_, _ *config.Snapshot, changed []string) {
 		c.mu.Lock()
 		c.changes = append(c.changes, changed)
 		c.mu.Unlock()
@@ -72,30 +74,30 @@ func (c *changeLog) last() []string {
 func TestStoreSetLayer(t *testing.T) {
 	tests := []struct {
 		name       string
-		layer      Layer
+		layer      config.Layer
 		wantErr    string // substring of the error; "" = applied
 		wantRate   float64
 		wantSource string // source of workload.readRate
 	}{
 		{
 			name: "a new etcd layer labels each key and beats file and env",
-			layer: Layer{Name: LayerEtcd, Source: "etcd /n/", Values: map[string]string{"workload.readRate": "9"},
+			layer: config.Layer{Name: config.LayerEtcd, Source: "etcd /n/", Values: map[string]string{"workload.readRate": "9"},
 				Origins: map[string]string{"workload.readRate": "etcd /n/workload.readRate"}},
 			wantRate: 9, wantSource: "etcd /n/workload.readRate",
 		},
 		{
 			name:     "an alias is named after the layer's source",
-			layer:    Layer{Name: LayerEtcd, Source: "etcd /n/", Values: map[string]string{"workload.readRateLimit": "8"}},
+			layer:    config.Layer{Name: config.LayerEtcd, Source: "etcd /n/", Values: map[string]string{"workload.readRateLimit": "8"}},
 			wantRate: 8, wantSource: "etcd /n/ as workload.readRateLimit",
 		},
 		{
 			name:     "replacing the file layer keeps runtime and env above it",
-			layer:    Layer{Name: LayerFile, Source: "file other.yaml", Values: map[string]string{"workload.readRate": "7"}},
+			layer:    config.Layer{Name: config.LayerFile, Source: "file other.yaml", Values: map[string]string{"workload.readRate": "7"}},
 			wantRate: 3, wantSource: "env NDBENCH_WORKLOAD_READRATE",
 		},
 		{
 			name: "an invalid value is rejected with its origin",
-			layer: Layer{Name: LayerEtcd, Source: "etcd /n/", Values: map[string]string{"workload.readRate": "-1"},
+			layer: config.Layer{Name: config.LayerEtcd, Source: "etcd /n/", Values: map[string]string{"workload.readRate": "-1"},
 				Origins: map[string]string{"workload.readRate": "etcd /n/workload.readRate"}},
 			wantErr: `workload.readRate: invalid value "-1" (from etcd /n/workload.readRate)`,
 		},
@@ -103,7 +105,7 @@ func TestStoreSetLayer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeFile(t, "config.yaml", "workload:\n  readRate: 1\n")
-			st := NewStore(mustLoad(t, Sources{File: path, Env: append(selectFake[:1:1], "NDBENCH_WORKLOAD_READRATE=3")}))
+			st := config.NewStore(mustLoad(t, inputs{File: path, Env: append(selectFake[:1:1], "NDBENCH_WORKLOAD_READRATE=3")}))
 			before := st.Current()
 			snap, err := st.SetLayer(tt.layer)
 			if tt.wantErr != "" {
