@@ -617,6 +617,55 @@ func TestStreamAndMetrics(t *testing.T) {
 		}
 	})
 
+	t.Run("stream with encoded intervals", func(t *testing.T) {
+		// intervals=1 adds each interval encoded for merging, in sequence without gaps,
+		// its histograms decoding to its counts.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/api/v1/stats/stream?intervals=1", nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := e.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+		var got []stats.EncodedInterval
+		event := ""
+		for len(got) < 3 && sc.Scan() {
+			line := sc.Text()
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				event = v
+			}
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || event != "encoded" {
+				continue
+			}
+			var iv stats.EncodedInterval
+			if err := json.Unmarshal([]byte(data), &iv); err != nil {
+				t.Fatalf("encoded event: %v", err)
+			}
+			if len(got) > 0 && iv.Seq != got[len(got)-1].Seq+1 {
+				t.Fatalf("encoded seq %d after %d: a gap or a repeat", iv.Seq, got[len(got)-1].Seq)
+			}
+			got = append(got, iv)
+		}
+		if len(got) < 3 {
+			t.Fatalf("%d encoded intervals before the stream ended (%v)", len(got), sc.Err())
+		}
+		for _, enc := range got {
+			iv, err := enc.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := iv.Op("read")
+			if r == nil || r.Successes+r.Misses == 0 || r.Response.TotalCount() != r.Successes+r.Misses {
+				t.Errorf("encoded interval %d: read series %+v", enc.Seq, r)
+			}
+		}
+	})
+
 	t.Run("metrics", func(t *testing.T) {
 		_, data := e.call("GET", "/metrics", nil)
 		text := string(data)

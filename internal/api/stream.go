@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -83,7 +84,11 @@ func (s *Server) streamRoute() {
 		OperationID: "stream-stats", Method: http.MethodGet, Path: "/api/v1/stats/stream", Tags: []string{"stats"},
 		Summary: "Live statistics as Server-Sent Events",
 		Description: "One `interval` event per second whose data is the interval summary (JSON, as `latest` in GET /api/v1/stats); " +
-			"comment lines as heartbeats. A client that reads too slowly misses intervals rather than slowing the server.",
+			"comment lines as heartbeats. A client that reads too slowly misses intervals rather than slowing the server. " +
+			"With `intervals=1`, also one `encoded` event per interval whose data is that interval encoded for merging " +
+			"(as an element of GET /api/v1/stats/intervals: seq, counters, HdrHistogram V2 histograms), from `since` " +
+			"(a sequence number; default: the next interval) on, without gaps: intervals the node no longer holds are " +
+			"announced by a `missed` event with their count, so a merger knows its result is partial.",
 		Security: []map[string][]string{{"bearer": {}}},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "Event stream", Content: map[string]*huma.MediaType{"text/event-stream": {Schema: sumSchema}}},
@@ -116,6 +121,44 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if rc.Flush() != nil {
 		return
 	}
+	// With intervals=1 the stream also carries the encoded intervals, in sequence order,
+	// read from the node's interval log after each tick (the log may hold an interval one
+	// tick after its summary went out; the sequence number keeps the reader gapless).
+	encoded := r.URL.Query().Get("intervals") == "1"
+	var next uint64
+	if encoded {
+		page := s.inst.Intervals(^uint64(0)) // starts the log encoding; tells the next seq
+		next = page.Next
+		if v := r.URL.Query().Get("since"); v != "" {
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil && n < next {
+				next = n
+			}
+		}
+	}
+	sendEncoded := func() error {
+		page := s.inst.Intervals(next)
+		if page.Missed > 0 {
+			if _, err := fmt.Fprintf(w, "event: missed\ndata: {\"missed\":%d}\n\n", page.Missed); err != nil {
+				return err
+			}
+		}
+		for _, iv := range page.Intervals {
+			b, err := json.Marshal(iv)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "event: encoded\nid: %d\ndata: %s\n\n", iv.Seq, b); err != nil {
+				return err
+			}
+		}
+		next = page.Next
+		return nil
+	}
+	if encoded {
+		if err := sendEncoded(); err != nil || rc.Flush() != nil {
+			return
+		}
+	}
 	beat := time.NewTicker(s.opts.Heartbeat)
 	defer beat.Stop()
 	for {
@@ -129,6 +172,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			_, err = fmt.Fprint(w, ": heartbeat\n\n")
 		case data := <-c:
 			_, err = fmt.Fprintf(w, "event: interval\ndata: %s\n\n", data)
+			if err == nil && encoded {
+				err = sendEncoded()
+			}
 		}
 		if err == nil {
 			err = rc.Flush()

@@ -25,9 +25,9 @@ type ndbenchProperty struct {
 func ndbenchProperties() map[string]ndbenchProperty {
 	m := map[string]ndbenchProperty{
 		// ndbench-cli's CliConfigs (prefix ndbench.config.cli).
-		"cli.bulkSize":            {unsupported: "ndbench sends one operation per key; bulk operations are a driver capability"},
-		"cli.timeoutMillis":       {unsupported: "give the run length to `ndbench run`; workload.opTimeout bounds one operation"},
-		"cli.clientName":          {unsupported: "select the store with driver.name (see `ndbench drivers`)"},
+		"cli.bulkSize":      {unsupported: "ndbench sends one operation per key; bulk operations are a driver capability"},
+		"cli.timeoutMillis": {unsupported: "give the run length to `ndbench run`; workload.opTimeout bounds one operation"},
+		"cli.clientName":    {unsupported: "select the store with driver.name (see `ndbench drivers`)"},
 
 		"preloadKeys": {unsupported: "keys are generated on demand, never preloaded; " +
 			"set workload.backfill=true to write every key before the load"},
