@@ -36,6 +36,17 @@ func (k Kind) String() string {
 // MarshalText writes the kind's name, so JSON and the API show "read", not 0.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// UnmarshalText reads a kind's name, so a client of the API can decode what it lists.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if n == string(b) {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("operation kind %q: want read, write or other", b)
+}
+
 // The operations every driver offers through the base contract.
 const (
 	// OpRead is the name of Driver.Read as an operation.
@@ -51,11 +62,11 @@ const (
 type Operation struct {
 	// Name is how workloads and outputs refer to the operation: a letter, then letters and
 	// digits (it becomes part of series names like "search.byTitle").
-	Name string
+	Name string `json:"name"`
 	// Kind is what the operation does (see Kind).
-	Kind Kind
+	Kind Kind `json:"kind"`
 	// Help is one line for `ndbench drivers` and the API.
-	Help string
+	Help string `json:"help"`
 }
 
 // Operator is implemented by drivers whose Definition declares Operations.

@@ -38,10 +38,12 @@ export function ensureBinary() {
 // startServer starts `bin/ndbench serve --listen 127.0.0.1:0`, which serves the page
 // beside the API. opts.token starts a token-protected node; the token goes in the
 // environment (NDBENCH_TOKEN), not the command line, as a user would keep it out of `ps`.
+// opts.args are more arguments of serve (--driver, --set, --start).
 export async function startServer(opts) {
   const ndbench = ensureBinary();
   const token = opts && opts.token;
-  return startProcess(ndbench, ['serve', '--listen', '127.0.0.1:0', '--log-level', 'warn'], token ? { NDBENCH_TOKEN: token } : {});
+  const args = ['serve', '--listen', '127.0.0.1:0', '--log-level', 'warn', ...((opts && opts.args) || [])];
+  return startProcess(ndbench, args, token ? { NDBENCH_TOKEN: token } : {});
 }
 
 export async function stopServer(srv) {

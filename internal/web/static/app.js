@@ -414,7 +414,7 @@
       try { stats = await this.api('GET', '/api/v1/stats'); } catch (e) { return; }
       const cum = stats && stats.cumulative;
       const box = this.q('[data-role=numbers]');
-      const ops = cum ? Object.keys(cum.ops || {}).filter((op) => (cum.ops[op].count || 0) + (cum.ops[op].errors || 0) > 0) : [];
+      const ops = cum ? NDCharts.reportOrder(Object.keys(cum.ops || {})).filter((op) => (cum.ops[op].count || 0) + (cum.ops[op].errors || 0) > 0) : [];
       if (!ops.length) { box.replaceChildren(); return; }
       const ms = (v) => (typeof v === 'number' ? (v / 1000).toFixed(v >= 100000 ? 0 : v >= 1000 ? 2 : 3) : '–');
       const heads = ['class', 'count', 'rate (ops/s)', 'p50 (ms)', 'p95 (ms)', 'p99 (ms)', 'p99.9 (ms)', 'max (ms)', 'avg (ms)', 'errors', 'misses', 'hit ratio'];
@@ -422,7 +422,7 @@
         const s = cum.ops[op];
         const rt = s.responseTime || {};
         const errs = Object.entries(s.failures || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n).join(', ');
-        const hit = (op === 'read' || op.startsWith('read.')) && s.count > 0 ? (100 * (s.count - (s.misses || 0)) / s.count).toFixed(1) + ' %' : '–';
+        const hit = NDCharts.readLike(op) && s.count > 0 ? (100 * (s.count - (s.misses || 0)) / s.count).toFixed(1) + ' %' : '–';
         return el('tr', { 'data-op': op, 'data-count': String(s.count || 0) },
           el('td', { text: op }), el('td', { text: String(s.count || 0) }), el('td', { text: (s.rate || 0).toFixed(1) }),
           el('td', { text: ms(rt.p50) }), el('td', { text: ms(rt.p95) }), el('td', { text: ms(rt.p99) }),
@@ -453,7 +453,7 @@
       if (last) {
         // Every op class with a rate, reads and writes always (an operation of a mixed class
         // is in the charts, not here).
-        const parts = Object.keys(last.ops).filter((op) => op !== 'backfill' && !op.includes('.') &&
+        const parts = NDCharts.reportOrder(Object.keys(last.ops)).filter((op) => op !== 'backfill' && !op.includes('.') &&
           (op === 'read' || op === 'write' || (last.ops[op].rate || 0) > 0))
           .map((op) => (op === 'read' ? 'reads' : op === 'write' ? 'writes' : op) + ' ' + Math.round(last.ops[op].rate || 0) + ' ops/s');
         this.q('[data-role=now]').textContent = 'now: ' + parts.join(', ');

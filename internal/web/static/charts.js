@@ -23,6 +23,17 @@
   // worst value of the bucket, everything else is averaged (hit ratio from the sums).
   const FOLD_MAX = new Set([...LATENCY, 'backlog']);
 
+  // readLike tells the series whose misses mean cache misses: the read class, its
+  // operations, and the driver's read within any mixed class ("lookup.read").
+  function readLike(op) { return op === 'read' || op.startsWith('read.') || op.endsWith('.read'); }
+
+  // reportOrder sorts series names as the server's reports do (stats.ReportOrder): read,
+  // write, the other classes by name, backfill last; each class followed by its operations.
+  function reportOrder(names) {
+    const rank = (n) => ({ read: 0, write: 1, backfill: 3 }[n.split('.')[0]] ?? 2);
+    return names.slice().sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+  }
+
   function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
 
   // values of one point as a flat array: ops.length * NF numbers (null = no value).
@@ -204,7 +215,7 @@
       ...LAT.filter(([k]) => k !== '95' && k !== 'Avg').map(([k, l, c]) => ({ field: 'svc' + k, label: 'service ' + l, stroke: c, dash: [3, 3], show: k === '50' || k === '99' }))] },
     { id: 'errors', title: 'Errors by class', unit: 'errors/s', series:
       ERROR_CLASSES.map((c, i) => ({ field: 'err_' + c, label: c, stroke: [C.red, C.orange, C.teal, C.pink, C.brown][i] })) },
-    { id: 'hit', title: 'Cache hit ratio', unit: '%', ops: (op) => op === 'read' || op.startsWith('read.'), range: [0, 100], series: [
+    { id: 'hit', title: 'Cache hit ratio', unit: '%', ops: readLike, range: [0, 100], series: [
       { field: 'hit', label: 'hits', stroke: C.green }] },
     { id: 'backlog', title: 'Backlog', unit: 'ms', series: [
       { field: 'backlog', label: 'behind schedule', stroke: C.brown }] },
@@ -346,5 +357,5 @@
     resize() { const w = this.colWidth(); for (const c of this.charts) c.chart.resize(w); }
   }
 
-  global.NDCharts = { OPS, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, fmt };
+  global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, fmt };
 })(window);
