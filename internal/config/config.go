@@ -428,7 +428,23 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 		}
 		return bad(didYouMean(opt, schema) + "one of the options of driver " + name + ": " + strings.Join(optionNames(schema), ", "))
 	}
-	return bad(allowedKeys)
+	return bad(sectionHint(section) + allowedKeys)
+}
+
+// sectionHint returns "did you mean workload.? " (or drivers., driver.) when section is a
+// plausible typo of a key's first part, and "" otherwise: `worklaod.readRate` should not
+// leave the user reading the list of key forms to find the misspelling.
+func sectionHint(section string) string {
+	best, bestD := "", 3
+	for _, cand := range []string{"workload", "drivers", "driver", "ndbench"} {
+		if d := editDistance(strings.ToLower(section), cand); d < bestD && d <= len(cand)/3 {
+			best, bestD = cand, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "did you mean " + best + ".? "
 }
 
 // didYouMean returns "did you mean X? " for the option (or alias) of schema closest to a

@@ -455,6 +455,9 @@ func TestMistypedKeysSuggestTheOption(t *testing.T) {
 		{"workload.readRte=100", "did you mean readRate?"},
 		{"workload.numReader=8", "did you mean readers?"},
 		{"workload.zzzzzzzz=1", ""},
+		{"worklaod.readRate=5", "did you mean workload.?"},
+		{"driverz.fake-kv.password=S3cret", "did you mean drivers.?"},
+		{"wrkld.readRate=5", ""},
 	} {
 		_, err := Load(Sources{Sets: []string{tc.set}, Env: selectFake})
 		if err == nil {
