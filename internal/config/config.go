@@ -1,5 +1,5 @@
 // Package config builds ndbench's typed, validated configuration from layered sources:
-// built-in defaults < config file (YAML, or NDBench .properties) < NDBENCH_* environment <
+// built-in defaults < workload preset < config file (YAML, or NDBench .properties) < NDBENCH_* environment <
 // runtime overrides (--set, API). Every effective value remembers which source set it, an
 // invalid layer leaves nothing applied, and a Store swaps whole snapshots atomically and
 // tells subscribers which keys changed.
@@ -64,6 +64,11 @@ func (s *Snapshot) Value(key string) (value, source string, ok bool) {
 // (FileLayer, or its Load), which holds every source that needs a parser or a client
 // library, so that what imports this package (the engine, reports) does not link them.
 type Sources struct {
+	// Preset is the layer of a workload preset (LayerPreset, package config/presets); nil
+	// when there is none.
+	Preset *Layer
+	// PresetErrors are the keys a preset file's reader rejected, reported like FileErrors.
+	PresetErrors driver.FieldErrors
 	// File is the config file's layer; nil when there is none.
 	File *Layer
 	// FileErrors are the keys the file's reader rejected; they are reported with every
@@ -79,6 +84,10 @@ type Sources struct {
 func Load(s Sources) (*Snapshot, error) {
 	layers := []Layer{DefaultsLayer()}
 	var errs driver.FieldErrors
+	if s.Preset != nil {
+		errs = append(errs, s.PresetErrors...)
+		layers = append(layers, *s.Preset)
+	}
 	if s.File != nil {
 		errs = append(errs, s.FileErrors...)
 		layers = append(layers, *s.File)

@@ -11,6 +11,9 @@ import (
 // between env and runtime.
 const (
 	LayerDefault = "default"
+	// LayerPreset holds a workload preset (--workload): above the defaults it replaces,
+	// below the file, env and --set a user tunes it with.
+	LayerPreset  = "preset"
 	LayerFile    = "file"
 	LayerEnv     = "env"
 	LayerEtcd    = "etcd"
@@ -23,7 +26,7 @@ const (
 // ("ndbench.config.readRateLimit"); the loader maps and checks them, so a new source only
 // has to produce this map.
 type Layer struct {
-	Name    string            // precedence: LayerDefault, LayerFile, LayerEnv, LayerEtcd, LayerRuntime, ...
+	Name    string            // precedence: LayerDefault, LayerPreset, LayerFile, LayerEnv, LayerEtcd, LayerRuntime, ...
 	Source  string            // how its values are labelled: "file config.yaml", "--set", "default"
 	Values  map[string]string // key -> value, as the source wrote them
 	Origins map[string]string // optional per-key label overriding Source, e.g. "env NDBENCH_X"
@@ -37,6 +40,8 @@ func rank(name string) int {
 	switch name {
 	case LayerDefault:
 		return 0
+	case LayerPreset:
+		return 5
 	case LayerFile:
 		return 10
 	case LayerEnv:

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,16 +35,36 @@ func Load(path string, s config.Sources) (*config.Snapshot, error) {
 // keys come back as field errors (the layer holds the rest). Read and syntax errors are
 // plain errors.
 func FileLayer(path string) (config.Layer, driver.FieldErrors, error) {
-	src := "file " + path
-	l := config.Layer{Name: config.LayerFile, Source: src, Values: map[string]string{}}
+	l := config.Layer{Name: config.LayerFile, Source: "file " + path, Values: map[string]string{}}
 	if strings.EqualFold(filepath.Ext(path), ".properties") {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return l, nil, fmt.Errorf("read config file %s: %w", path, err)
 		}
+		return ParseLayer(l, "config file", path, data)
+	}
+	k := koanf.New(".")
+	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+		return l, nil, fmt.Errorf("read config file %s: %w", path, err)
+	}
+	return yamlValues(l, k), nil, nil
+}
+
+// ParseLayer parses data, the contents of a file named path, into l's values the way
+// FileLayer does (by path's extension: .properties or YAML), for sources whose bytes do not
+// come from a config file: workload presets, embedded or given by path, are config files
+// whose values land in another layer. what names the kind of file in errors ("config
+// file", "preset file"); l's Name and Source say which layer it is and how its values are
+// labelled.
+func ParseLayer(l config.Layer, what, path string, data []byte) (config.Layer, driver.FieldErrors, error) {
+	if l.Values == nil {
+		l.Values = map[string]string{}
+	}
+	src := l.Source
+	if strings.EqualFold(filepath.Ext(path), ".properties") {
 		props, lines, err := config.ParsePropertiesLines(string(data))
 		if err != nil {
-			return l, nil, fmt.Errorf("parse properties file %s: %w", path, err)
+			return l, nil, fmt.Errorf("parse properties %s %s: %w", what, path, err)
 		}
 		var errs driver.FieldErrors
 		for k, v := range props {
@@ -64,16 +85,33 @@ func FileLayer(path string) (config.Layer, driver.FieldErrors, error) {
 		return l, errs, nil
 	}
 	k := koanf.New(".")
-	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
-		return l, nil, fmt.Errorf("read config file %s: %w", path, err)
+	if err := k.Load(bytesProvider(data), yaml.Parser()); err != nil {
+		return l, nil, fmt.Errorf("read %s %s: %w", what, path, err)
 	}
+	return yamlValues(l, k), nil, nil
+}
+
+// yamlValues adds the keys k loaded from YAML to l's values, flattened ("workload.readRate").
+func yamlValues(l config.Layer, k *koanf.Koanf) config.Layer {
 	for key, v := range k.All() {
 		if m, ok := v.(map[string]any); ok && len(m) == 0 {
 			continue // an empty section sets nothing
 		}
 		l.Values[key] = yamlText(v)
 	}
-	return l, nil, nil
+	return l
+}
+
+// bytesProvider hands koanf bytes already read, so embedded presets parse exactly like
+// files (koanf's rawbytes provider is a module of its own; this is all of it we need).
+type bytesProvider []byte
+
+// ReadBytes returns the bytes for koanf's parser.
+func (b bytesProvider) ReadBytes() ([]byte, error) { return b, nil }
+
+// Read is not used: koanf calls it only when Load is given no parser.
+func (b bytesProvider) Read() (map[string]any, error) {
+	return nil, errors.New("bytesProvider needs a parser")
 }
 
 // yamlText renders a YAML scalar or list in the text form options parse. Floats print
