@@ -16,6 +16,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/presets"
 	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
@@ -36,12 +37,15 @@ type runFlags struct {
 
 // configSources are the flags every command that reads configuration takes.
 type configSources struct {
-	file   string
-	driver string
-	sets   []string
+	workload string
+	file     string
+	driver   string
+	sets     []string
 }
 
 func (c *configSources) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&c.workload, "workload", "w", "", "workload preset: a built-in name (ndbench workloads lists them) or a YAML/.properties file; "+
+		"its values rank above the defaults and below --config, env and --set")
 	cmd.Flags().StringVarP(&c.file, "config", "c", "", "config file: YAML, or NDBench .properties")
 	cmd.Flags().StringVarP(&c.driver, "driver", "d", "", "driver to use (same as --set driver.name=NAME)")
 	cmd.Flags().StringArrayVarP(&c.sets, "set", "s", nil, "set a config key, e.g. --set workload.readRate=5000 (repeatable)")
@@ -53,7 +57,15 @@ func (c *configSources) load(env []string) (*config.Snapshot, error) {
 		// First, so an explicit --set driver.name still wins.
 		sets = append([]string{"driver.name=" + c.driver}, sets...)
 	}
-	snap, err := source.Load(c.file, config.Sources{Env: env, Sets: sets})
+	src := config.Sources{Env: env, Sets: sets}
+	if c.workload != "" {
+		l, fes, err := presets.Load(c.workload)
+		if err != nil {
+			return nil, configError{fmt.Errorf("--workload %s: %w", c.workload, err)}
+		}
+		src.Preset, src.PresetErrors = &l, fes
+	}
+	snap, err := source.Load(c.file, src)
 	if err != nil {
 		return nil, configError{err}
 	}
@@ -75,7 +87,8 @@ start) is reported alongside.`,
 		Example: `  ndbench run --duration 30s
   ndbench run --driver memory --set workload.readRate=100000 --set workload.writeEnabled=false
   ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog
-  ndbench run --driver memory --duration 1m --report-html report.html`,
+  ndbench run --driver memory --duration 1m --report-html report.html
+  ndbench run --driver redis --workload ycsb-b --set workload.readRate=19000 --set workload.writeRate=1000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWorkload(cmd.Context(), f, io)
