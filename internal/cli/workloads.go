@@ -26,7 +26,12 @@ them ('ndbench config --workload ycsb-a' shows each value's source).`,
 		Example: `  ndbench workloads
   ndbench workloads ycsb-a > my-workload.yaml
   ndbench run --driver redis --workload ycsb-a --set workload.readRate=5000 --set workload.writeRate=5000`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError{fmt.Errorf("at most one preset name, got %d: %s", len(args), strings.Join(args, " "))}
+			}
+			return nil
+		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				p, ok := presets.Lookup(args[0])
