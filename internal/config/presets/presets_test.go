@@ -196,3 +196,16 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryPresetDocumented keeps the Presets table of docs/configuration.md true.
+func TestEveryPresetDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Names() {
+		if !strings.Contains(string(b), "| `"+name+"` |") {
+			t.Errorf("docs/configuration.md's Presets table lacks `%s`", name)
+		}
+	}
+}
