@@ -90,7 +90,7 @@ func newConfigCmd(s *streams) *cobra.Command {
 		Use:   "config",
 		Short: "Print the effective configuration and where each value comes from",
 		Long: `Print the effective configuration: every key with its value and its source
-(default, file, env NDBENCH_..., --set). Secrets are redacted. The same flags as
+(default, preset, file, env NDBENCH_..., --set). Secrets are redacted. The same flags as
 'ndbench run' apply, so this shows exactly what a run would use.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
