@@ -74,6 +74,18 @@ for (const vp of VIEWPORTS) {
       await shot('live');
     });
 
+    it('returns to the login form when the session ends', async () => {
+      // The session ends under the page (as at expiry, or a node restart): the next call
+      // the page makes brings the login form back, saying why, instead of failing controls.
+      await browser.context.clearCookies();
+      await page.locator('#login-token').waitFor();
+      await page.locator('[data-role=login-message]').filter({ hasText: /session ended/ }).waitFor();
+      await shot('expired');
+      await page.locator('#login-token').fill(TOKEN);
+      await page.locator('button[type=submit]').click();
+      await page.locator(`[data-instance=${ID}] [data-role=live]`).filter({ hasText: /^live$/ }).waitFor();
+    });
+
     it('logs out', async () => {
       await page.locator('[data-action=logout]').click();
       await page.locator('#login-token').waitFor();

@@ -51,6 +51,15 @@
         init.body = JSON.stringify(body);
       }
       const r = await fetch(this.inst.baseURL + path, init);
+      // This node's session ended (it expired, was deleted elsewhere, or the node restarted
+      // with new sessions): reload, and the server answers with its login page, instead of
+      // every control failing with "unauthorized". Only for the page's own node: a remote
+      // instance's 401 is that instance's answer.
+      if (r.status === 401 && !this.inst.baseURL && !this.reloading) {
+        this.reloading = true;
+        sessionStorage.setItem('ndbench-expired', '1');
+        location.reload();
+      }
       const text = await r.text();
       let data = null;
       try { data = text ? JSON.parse(text) : null; } catch (e) { data = { detail: text }; }

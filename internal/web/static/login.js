@@ -6,6 +6,12 @@
 (function () {
   const form = document.querySelector('[data-role=login]');
   const msg = document.querySelector('[data-role=login-message]');
+  // The UI sends a browser back here when its session ended (expired, or the node
+  // restarted): say so, rather than showing a bare form.
+  if (sessionStorage.getItem('ndbench-expired')) {
+    sessionStorage.removeItem('ndbench-expired');
+    msg.textContent = 'Your session ended (expired, or the node restarted): log in again.';
+  }
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const input = form.elements.token;
