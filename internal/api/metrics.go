@@ -30,10 +30,13 @@ type metrics struct {
 	validation *prometheus.CounterVec
 	clamped    *prometheus.CounterVec
 	latency    *prometheus.GaugeVec
-	target     *prometheus.GaugeVec
-	workers    *prometheus.GaugeVec
-	backlog    *prometheus.GaugeVec
-	pending    *prometheus.GaugeVec
+	// hist holds ndbench_response_seconds and ndbench_service_seconds: cumulative
+	// histograms that, unlike the latency gauges, sum across nodes and over time.
+	hist    *latencyHistograms
+	target  *prometheus.GaugeVec
+	workers *prometheus.GaugeVec
+	backlog *prometheus.GaugeVec
+	pending *prometheus.GaugeVec
 }
 
 func newMetrics(reg *prometheus.Registry) (*metrics, error) {
@@ -57,8 +60,9 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help: "How far the pacer is behind its schedule."}, []string{"op"}),
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_pending_ops",
 			Help: "Intended operations that are overdue."}, []string{"op"}),
+		hist: newLatencyHistograms(),
 	}
-	for _, c := range []prometheus.Collector{m.ops, m.errors, m.validation, m.clamped, m.latency, m.target, m.workers, m.backlog, m.pending,
+	for _, c := range []prometheus.Collector{m.ops, m.errors, m.validation, m.clamped, m.latency, m.hist, m.target, m.workers, m.backlog, m.pending,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -77,11 +81,17 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		}
 		m.clamped.WithLabelValues(name)
 	}
+	m.hist.mu.Lock()
+	for _, name := range stats.BuiltinNames() {
+		m.hist.series(name)
+	}
+	m.hist.mu.Unlock()
 	return m, nil
 }
 
 // observe adds one interval; it runs on the collector's tick goroutine.
 func (m *metrics) observe(iv *stats.Interval, sum stats.Summary) {
+	m.hist.observe(iv)
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		name := o.Name
