@@ -137,21 +137,18 @@ type promHist struct {
 }
 
 // add adds every value of h (microseconds). It copies the counts once (Export; the only
-// way to read them without an allocation per bucket) and walks only the indices between
-// the lowest and highest recorded value.
+// way to read them without an allocation per bucket) and walks them from the start until
+// it has seen every value (h.Min and h.Max would each walk them with the slower
+// iterator).
 func (p *promHist) add(h *hdrhistogram.Histogram) {
 	if h == nil || h.TotalCount() == 0 {
 		return
 	}
 	slots := slotsFor(h)
 	counts := h.Export().Counts
-	hi := min(len(counts), len(slots))
-	lo := sort.Search(hi, func(i int) bool { return slots[i].high >= h.Min() })
-	if m := h.Max(); m < slots[hi-1].high {
-		hi = sort.Search(hi, func(i int) bool { return slots[i].high >= m }) + 1
-	}
-	for i := lo; i < hi; i++ {
-		c := counts[i]
+	counts = counts[:min(len(counts), len(slots))]
+	left := uint64(h.TotalCount())
+	for i, c := range counts {
 		if c == 0 {
 			continue
 		}
@@ -165,6 +162,9 @@ func (p *promHist) add(h *hdrhistogram.Histogram) {
 		}
 		p.count += n
 		p.sum += float64(c) * sl.mid
+		if left -= n; left == 0 {
+			break
+		}
 	}
 }
 

@@ -415,3 +415,66 @@ func TestLatencyHistogramsServed(t *testing.T) {
 		t.Errorf("service histogram after one 2.9 ms write: count %d, buckets %v %v", h.GetSampleCount(), les, cum)
 	}
 }
+
+// tickInterval is one interval of 20,000 reads spread over 100 µs .. 100 ms (service
+// time half of it), as a busy node records in a second.
+func tickInterval(b *testing.B) (*stats.Interval, []time.Duration) {
+	c := stats.NewCollector(stats.Config{Shards: 1})
+	lat := spread(20000, 100*time.Microsecond, 100*time.Millisecond, 9)
+	s := c.Recorder(stats.OpRead).Shard(0)
+	for _, d := range lat {
+		s.Success(d, d/2)
+	}
+	return c.Tick(time.Now()), lat
+}
+
+// BenchmarkLatencyHistogramsTick is the per-tick cost of feeding both histograms from
+// one series' interval (the work observe adds to the collector's tick per active series).
+func BenchmarkLatencyHistogramsTick(b *testing.B) {
+	iv, _ := tickInterval(b)
+	l := newLatencyHistograms()
+	b.ReportAllocs()
+	for b.Loop() {
+		l.observe(iv)
+	}
+}
+
+// BenchmarkLatencyHistogramsObserveEach is the alternative the custom collector avoids:
+// a client_golang histogram (classic and native buckets) fed one Observe per op.
+func BenchmarkLatencyHistogramsObserveEach(b *testing.B) {
+	_, lat := tickInterval(b)
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x", Buckets: latencyBuckets[:],
+		NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: nativeMaxBuckets,
+		NativeHistogramMinResetDuration: time.Hour})
+	h2 := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "y", Buckets: latencyBuckets[:],
+		NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: nativeMaxBuckets,
+		NativeHistogramMinResetDuration: time.Hour})
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, d := range lat {
+			h.Observe(d.Seconds())
+			h2.Observe(d.Seconds() / 2)
+		}
+	}
+}
+
+// BenchmarkLatencyHistogramsScrape is the cost of one /metrics collection of the
+// histograms of the three built-in series.
+func BenchmarkLatencyHistogramsScrape(b *testing.B) {
+	iv, _ := tickInterval(b)
+	reg := prometheus.NewRegistry()
+	l := newLatencyHistograms()
+	reg.MustRegister(l)
+	l.observe(iv)
+	l.mu.Lock()
+	for _, name := range stats.BuiltinNames() {
+		l.series(name)
+	}
+	l.mu.Unlock()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
