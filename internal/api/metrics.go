@@ -50,7 +50,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		clamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ndbench_latency_clamped_total",
 			Help: "Latencies above the histograms' 1 h ceiling, recorded as 1 h (the top percentiles understate them), by op class."}, []string{"op"}),
 		latency: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_latency_seconds",
-			Help: "Latency percentiles over the last 1 s interval; type response (from intended start) or service (from actual start)."},
+			Help: "Latency percentiles over the last 1 s interval; type response (from intended start) or service (from actual start). They do not combine across nodes or over time: use ndbench_response_seconds and ndbench_service_seconds for that."},
 			[]string{"op", "type", "quantile"}),
 		target: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_target_rate",
 			Help: "Target operations per second (0 = closed loop)."}, []string{"op"}),

@@ -478,3 +478,45 @@ func BenchmarkLatencyHistogramsScrape(b *testing.B) {
 		}
 	}
 }
+
+// TestNativeResolutionHalves: past nativeMaxBuckets buckets the native histogram is
+// emitted at a coarser schema, with the same count, and classic buckets unchanged.
+func TestNativeResolutionHalves(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		lo, hi     time.Duration
+		wantSchema int32
+	}{
+		{"100µs..100ms: 80 buckets", 100 * time.Microsecond, 100 * time.Millisecond, 3},
+		{"1µs..1h: 254 buckets", time.Microsecond, time.Hour, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := stats.NewHistogram()
+			// Every value of every native bucket's neighbourhood: a geometric sweep.
+			for v := float64(tc.lo / time.Microsecond); v <= float64(tc.hi/time.Microsecond); v *= 1.01 {
+				_ = h.RecordValue(int64(v))
+			}
+			var p promHist
+			p.add(h)
+			m, err := p.metric(prometheus.NewDesc("x", "x", []string{"op"}, nil), time.Now(), "read")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out dto.Metric
+			if err := m.Write(&out); err != nil {
+				t.Fatal(err)
+			}
+			nh := out.GetHistogram()
+			var buckets uint32
+			for _, s := range nh.GetPositiveSpan() {
+				buckets += s.GetLength()
+			}
+			if nh.GetSchema() != tc.wantSchema || buckets > nativeMaxBuckets {
+				t.Errorf("schema %d with %d buckets, want schema %d and at most %d", nh.GetSchema(), buckets, tc.wantSchema, nativeMaxBuckets)
+			}
+			if int64(nh.GetSampleCount()) != h.TotalCount() || len(nh.GetBucket()) != len(latencyBuckets) {
+				t.Errorf("count %d (recorded %d), %d classic buckets", nh.GetSampleCount(), h.TotalCount(), len(nh.GetBucket()))
+			}
+		})
+	}
+}
