@@ -30,10 +30,13 @@ type metrics struct {
 	validation *prometheus.CounterVec
 	clamped    *prometheus.CounterVec
 	latency    *prometheus.GaugeVec
-	target     *prometheus.GaugeVec
-	workers    *prometheus.GaugeVec
-	backlog    *prometheus.GaugeVec
-	pending    *prometheus.GaugeVec
+	// hist holds ndbench_response_seconds and ndbench_service_seconds: cumulative
+	// histograms that, unlike the latency gauges, sum across nodes and over time.
+	hist    *latencyHistograms
+	target  *prometheus.GaugeVec
+	workers *prometheus.GaugeVec
+	backlog *prometheus.GaugeVec
+	pending *prometheus.GaugeVec
 }
 
 func newMetrics(reg *prometheus.Registry) (*metrics, error) {
@@ -47,7 +50,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		clamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ndbench_latency_clamped_total",
 			Help: "Latencies above the histograms' 1 h ceiling, recorded as 1 h (the top percentiles understate them), by op class."}, []string{"op"}),
 		latency: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_latency_seconds",
-			Help: "Latency percentiles over the last 1 s interval; type response (from intended start) or service (from actual start)."},
+			Help: "Latency percentiles over the last 1 s interval; type response (from intended start) or service (from actual start). They do not combine across nodes or over time: use ndbench_response_seconds and ndbench_service_seconds for that."},
 			[]string{"op", "type", "quantile"}),
 		target: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_target_rate",
 			Help: "Target operations per second (0 = closed loop)."}, []string{"op"}),
@@ -57,8 +60,9 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help: "How far the pacer is behind its schedule."}, []string{"op"}),
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_pending_ops",
 			Help: "Intended operations that are overdue."}, []string{"op"}),
+		hist: newLatencyHistograms(),
 	}
-	for _, c := range []prometheus.Collector{m.ops, m.errors, m.validation, m.clamped, m.latency, m.target, m.workers, m.backlog, m.pending,
+	for _, c := range []prometheus.Collector{m.ops, m.errors, m.validation, m.clamped, m.latency, m.hist, m.target, m.workers, m.backlog, m.pending,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -77,11 +81,17 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 		}
 		m.clamped.WithLabelValues(name)
 	}
+	m.hist.mu.Lock()
+	for _, name := range stats.BuiltinNames() {
+		m.hist.series(name)
+	}
+	m.hist.mu.Unlock()
 	return m, nil
 }
 
 // observe adds one interval; it runs on the collector's tick goroutine.
 func (m *metrics) observe(iv *stats.Interval, sum stats.Summary) {
+	m.hist.observe(iv)
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		name := o.Name
