@@ -57,19 +57,6 @@ func ndbenchProperties() map[string]ndbenchProperty {
 	return m
 }
 
-// NDBenchCoreNames returns NDBench's IConfiguration names of the workload options that
-// have one (numReaders, readRateLimit, ...; not ndbench-cli's cli.* ones), in schema
-// order: the names NDBench's REST config routes and UI use.
-func NDBenchCoreNames() []string {
-	var names []string
-	for _, o := range workloadSchema() {
-		if o.NDBench != "" && !strings.Contains(o.NDBench, ".") {
-			names = append(names, o.NDBench)
-		}
-	}
-	return names
-}
-
 const (
 	statsUpdate = "statistics are snapshotted every second into HDR histograms; the interval is fixed"
 	statsReset  = "statistics are kept both per interval and cumulatively; reset them through the API"

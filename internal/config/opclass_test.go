@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/stats"
 )
 
 // searchDriver offers operations beyond Read and Write, for op class configuration.
@@ -83,6 +84,10 @@ func TestOpClassErrors(t *testing.T) {
 			"workload.ops.d.mix=read", "workload.ops.e.mix=read", "workload.ops.f.mix=read", "workload.ops.g.mix=read",
 			"workload.ops.h.mix=read", "workload.ops.i.mix=read"},
 			"workload.ops", "at most 8 op classes"},
+		{"too many series", selectSearch, []string{"workload.readMix=read,search,purge", "workload.writeMix=read,write",
+			"workload.ops.a.mix=read,write,search,purge", "workload.ops.b.mix=read,write,search,purge", "workload.ops.c.mix=read,write,search,purge",
+			"workload.ops.d.mix=read,write,search,purge", "workload.ops.e.mix=read,write,search,purge", "workload.ops.f.mix=read,write"},
+			"workload.ops", "at most 32 statistics series"},
 		{"too many workers", selectFake, []string{"workload.ops.x.workers=9999", "workload.ops.x.mix=read"},
 			"workload.ops", "the workers of all op classes together at most 10000"},
 	}
@@ -134,3 +139,11 @@ func TestParseMix(t *testing.T) {
 }
 
 func strconvF(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+
+// The validator's bound on series is the collector's, so a change the store accepts never
+// fails in the engine for want of a series.
+func TestMaxSeriesMatchesStats(t *testing.T) {
+	if maxSeries != stats.MaxSeries {
+		t.Errorf("config's maxSeries %d, stats.MaxSeries %d", maxSeries, stats.MaxSeries)
+	}
+}

@@ -195,6 +195,25 @@ func ParseMix(s, def string) (Mix, error) {
 	return m, nil
 }
 
+// maxSeries is stats.MaxSeries (a test checks): the series a workload's classes need
+// must fit in a node's collector, or the engine would reject a change the store accepted.
+const maxSeries = 32
+
+// seriesCount is how many statistics series w's classes record into: read, write and
+// backfill, one per other class, and one per operation of each class that mixes several.
+func (w Workload) seriesCount() int {
+	n := 3
+	for _, c := range w.Classes() {
+		if c.Name != ClassRead && c.Name != ClassWrite {
+			n++
+		}
+		if len(c.Mix) > 1 {
+			n += len(c.Mix)
+		}
+	}
+	return n
+}
+
 // maxMixOps bounds the operations of one class: each is a statistics series.
 const maxMixOps = 8
 
@@ -314,10 +333,6 @@ var opClassSchema = sync.OnceValue(func() []driver.Option {
 	return s
 })
 
-// OpClassSchema returns the options of an op class, for `ndbench config`, the API and
-// the UI.
-func OpClassSchema() []driver.Option { return slices.Clone(opClassSchema()) }
-
 // DefaultOpClass returns an op class with every option at its default.
 func DefaultOpClass() OpClass {
 	var c OpClass
@@ -399,6 +414,9 @@ func (w Workload) Validate() error {
 		if _, err := ParseMix(w.Ops[name].Mix, name); err != nil {
 			add("ops."+name+".mix", w.Ops[name].Mix, "operation names with optional weights, e.g. search or search:9,scan:1: "+err.Error())
 		}
+	}
+	if n := w.seriesCount(); n > maxSeries {
+		add("ops", fmt.Sprintf("%d series", n), fmt.Sprintf("at most %d statistics series per node: read, write, backfill, one per other class, and one per operation of a class that mixes several", maxSeries))
 	}
 	if n := max(w.Readers, w.MaxReaders) + max(w.Writers, w.MaxWriters) + classWorkers; n > maxWorkers && classWorkers > 0 {
 		add("ops", fmt.Sprintf("%d workers", classWorkers), fmt.Sprintf("the workers of all op classes together at most %d (read %d, write %d, the other classes %d)",
