@@ -76,10 +76,24 @@ func WriteHTML(w io.Writer, r *Report, charts Charts) error {
 		op.Validation = strings.Join(parts, ", ")
 		ops = append(ops, op)
 	}
+	// The phases before the measured span (backfill, warm-up), each with the figures of the
+	// classes that ran in it, so the page shows what the JSON report's phases hold.
+	type phaseRow struct {
+		Phase, Op string
+		Seconds   float64
+		stats.OpSummary
+	}
+	var phases []phaseRow
+	for _, p := range r.Phases {
+		for _, name := range stats.ReportOrder(p.Ops) {
+			phases = append(phases, phaseRow{Phase: p.Name, Op: name, Seconds: p.Seconds, OpSummary: p.Ops[name]})
+		}
+	}
 	a := charts
 	err = reportTmpl.Execute(w, map[string]any{
 		"R":          r,
 		"Ops":        ops,
+		"Phases":     phases,
 		"DriverInfo": sortedKV(r.Driver.Info),
 		"DriverStats": func() []keyValue {
 			m := map[string]string{}

@@ -102,3 +102,43 @@ func TestWriteHTMLContainsTheData(t *testing.T) {
 		t.Errorf("embedded data: %d points, read count %d, driver %q", len(got.Series), got.Ops["read"].Count, got.Driver.Name)
 	}
 }
+
+// TestWriteHTMLShowsPhases: a run's earlier phases (backfill, warm-up) are in the page, each
+// with its classes' figures, not only in the embedded JSON.
+func TestWriteHTMLShowsPhases(t *testing.T) {
+	r := htmlReport(t)
+	t0 := r.Started.Add(-40 * time.Second)
+	r.Phase = "load"
+	r.Phases = []Phase{
+		{Name: "backfill", Started: t0, Ended: t0.Add(10 * time.Second), Seconds: 10,
+			Ops: map[string]stats.OpSummary{"backfill": {Count: 5000, Rate: 500, ResponseTime: stats.Latency{P50: 2000, P99: 9000}}}},
+		{Name: "warmup", Started: t0.Add(10 * time.Second), Ended: t0.Add(40 * time.Second), Seconds: 30,
+			Ops: map[string]stats.OpSummary{"write": {Count: 300, Rate: 10}, "read": {Count: 1200, Rate: 40, Errors: 2}}},
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r, Charts(web.Charts())); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"Earlier phases", "The results above are the load phase",
+		"<tr><td>backfill</td><td>backfill</td><td>10.00</td><td>5000</td><td>500</td><td>2.000</td><td>9.000</td>",
+		"<tr><td>warmup</td><td>read</td><td>30.00</td><td>1200</td><td>40</td>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// In report order within a phase: read before write.
+	if i, j := strings.Index(page, "<td>warmup</td><td>read</td>"), strings.Index(page, "<td>warmup</td><td>write</td>"); i < 0 || j < i {
+		t.Errorf("warm-up rows out of order (read at %d, write at %d)", i, j)
+	}
+	// A run without phases has no such section.
+	plain := htmlReport(t)
+	b.Reset()
+	if err := WriteHTML(&b, plain, Charts(web.Charts())); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "Earlier phases") {
+		t.Error("phases section in a report without phases")
+	}
+}
