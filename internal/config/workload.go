@@ -242,7 +242,7 @@ func (w Workload) CheckMixOps(def driver.Definition) error {
 	for _, c := range w.Classes() {
 		for _, e := range c.Mix {
 			if _, _, ok := def.Operation(e.Op); !ok {
-				errs = append(errs, &driver.FieldError{Field: mixField(c.Name), Value: e.Op,
+				errs = append(errs, &driver.FieldError{Field: ClassOption(c.Name, "mix"), Value: e.Op,
 					Allowed: fmt.Sprintf("operations of driver %s: %s", def.Name, strings.Join(names, ", "))})
 			}
 		}
@@ -252,9 +252,6 @@ func (w Workload) CheckMixOps(def driver.Definition) error {
 	}
 	return errs
 }
-
-// mixField returns the option that sets class's mix.
-func mixField(class string) string { return ClassOption(class, "mix") }
 
 // classOptions maps OpClass's option names to those of the read and write classes.
 var classOptions = map[string][2]string{
