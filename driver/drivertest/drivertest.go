@@ -19,6 +19,9 @@
 //   - 16 goroutines reading and writing overlapping keys (run it under -race) only ever
 //     read values that were written to that key;
 //   - bulk reads and writes, when the driver offers them, agree with Read and Write;
+//   - a driver that gives pipelines (driver.Pipeliner) completes every operation of a
+//     batch once, in order, with what Read and Write would give, and rides out a stale
+//     Interrupt;
 //   - an already-cancelled context fails an operation promptly, and so does a deadline
 //     on a store that stopped answering (when the harness can pause the server);
 //   - every option marked live changes through Reconfigure, and the driver still works;
@@ -55,6 +58,7 @@ const (
 	CheckBulk             = "Bulk"             // BulkWriter and BulkReader agree with Write and Read
 	CheckConcurrentUse    = "ConcurrentUse"    // 16 goroutines on overlapping keys
 	CheckCancelledContext = "CancelledContext" // a cancelled context fails an operation promptly
+	CheckPipeline         = "Pipeline"         // a Pipeliner's batches complete in order and agree with Read and Write
 	CheckDeadlineOnStall  = "DeadlineOnStall"  // a deadline ends an operation on a paused server
 	CheckLiveReconfigure  = "LiveReconfigure"  // every live option changes through Reconfigure
 	CheckClosed           = "Closed"           // operations after Close fail without panicking
@@ -64,7 +68,7 @@ const (
 // Checks lists every check in the order Run performs them.
 var Checks = []string{
 	CheckReadYourWrite, CheckOverwrite, CheckNotFound, CheckValueBufferReuse, CheckBulk,
-	CheckConcurrentUse, CheckCancelledContext, CheckDeadlineOnStall, CheckLiveReconfigure,
+	CheckConcurrentUse, CheckCancelledContext, CheckPipeline, CheckDeadlineOnStall, CheckLiveReconfigure,
 	CheckClosed, CheckOutage,
 }
 
@@ -165,6 +169,7 @@ func Run(t *testing.T, h Harness) {
 		{CheckBulk, s.bulk},
 		{CheckConcurrentUse, s.concurrentUse},
 		{CheckCancelledContext, s.cancelledContext},
+		{CheckPipeline, s.pipeline},
 	}
 	for _, c := range data {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,6 +12,15 @@
 //
 // # Modes
 //
+// mode=direct (what mode=auto picks unless cluster=true) gives each engine worker a
+// connection of its own and runs its hot loop itself (direct.go, resp.go): the worker
+// writes every operation that is due, up to workload.pipeline, in one system call and
+// parses the replies in place, with no pool, per-command deadline or goroutine hand-off
+// between it and the socket. Connections = workers (poolSize only bounds the idle
+// connections kept for calls outside the workers, such as backfill and the API). It
+// speaks RESP2 to one node: no cluster. With workload.pipeline=1 it is the plain
+// one-command-per-round-trip client, the same load shape as pool mode at less CPU.
+//
 // mode=pool sends each operation on a pooled connection (poolSize connections; 0 means
 // go-redis's default of 10 per CPU). mode=autopipeline uses go-redis's own autopipeliner
 // (v9.22 AsyncAutoPipeline, ordered, one batch in flight): operations from all workers are
@@ -54,6 +63,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -92,7 +102,7 @@ type Options struct {
 	ReadTimeout   time.Duration         `opt:"readTimeout" default:"3s" min:"1ms" help:"socket read timeout (the op context's deadline also applies)"`
 	WriteTimeout  time.Duration         `opt:"writeTimeout" default:"3s" min:"1ms" help:"socket write timeout (the op context's deadline also applies)"`
 	MaxRetries    int                   `opt:"maxRetries" default:"0" min:"0" max:"10" help:"go-redis retries of a failed command; 0 counts every failure"`
-	Mode          string                `opt:"mode" default:"pool" enum:"pool,autopipeline" help:"pool: one command per round trip; autopipeline: batch concurrent commands from all workers into pipelines"`
+	Mode          string                `opt:"mode" default:"auto" enum:"auto,pool,autopipeline,direct" help:"auto: direct, or pool with cluster=true; pool: go-redis, one command per round trip on pooled connections; autopipeline: go-redis batches concurrent commands from all workers into pipelines; direct: each worker owns a connection and sends up to workload.pipeline commands per write (fastest; no cluster)"`
 	PipelineBatch int                   `opt:"pipelineBatch" default:"300" min:"1" max:"10000" help:"autopipeline: target commands per pipeline flush"`
 	Cluster       bool                  `opt:"cluster" default:"false" help:"use Redis Cluster (ClusterClient); addrs are seed nodes"`
 	TTL           time.Duration         `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written keys; 0 = no expiry"`
@@ -106,7 +116,10 @@ type Driver struct {
 	opts   Options
 	client goredis.UniversalClient
 	ap     *goredis.AutoPipeliner // set in autopipeline mode
-	ttl    atomic.Int64           // time.Duration; live via Reconfigure
+	direct *directPool            // set in direct mode, which has no go-redis client
+	closed atomic.Bool            // direct mode: Close was called; pipelines never reconnect
+	tls    *tls.Config
+	ttl    atomic.Int64 // time.Duration; live via Reconfigure
 
 	infoMu sync.Mutex
 	info   map[string]string
@@ -128,6 +141,14 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		return err
 	}
 	d.opts = *o
+	if o.Mode == "auto" {
+		// Resolved on the driver's copy: the options object is the configuration's.
+		d.opts.Mode = "direct"
+		if o.Cluster {
+			d.opts.Mode = "pool"
+		}
+	}
+	o = &d.opts
 	d.ttl.Store(int64(o.TTL))
 
 	// Without tlsServerName the name verified is each dialled node's host (crypto/tls
@@ -138,6 +159,10 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	}
 	if tlsConf != nil && o.TLSSkipVerify {
 		tlsConf.InsecureSkipVerify = true // the deprecated inverse of tlsVerify
+	}
+	d.tls = tlsConf
+	if o.Mode == "direct" {
+		return d.initDirect(ctx)
 	}
 	// go-redis treats 0 as "default 3 retries" and -1 as none.
 	retries := o.MaxRetries
@@ -203,6 +228,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, &driver.FieldError{Field: "addrs", Value: a, Allowed: "host:port"})
 		}
 	}
+	if o.Cluster && o.Mode == "direct" {
+		errs = append(errs, &driver.FieldError{Field: "mode", Value: o.Mode, Allowed: "pool or autopipeline when cluster=true (direct speaks to one node)"})
+	}
 	if o.Cluster && o.DB != 0 {
 		errs = append(errs, &driver.FieldError{Field: "db", Value: strconv.Itoa(o.DB), Allowed: "0 when cluster=true (Redis Cluster has one database)"})
 	}
@@ -220,6 +248,11 @@ func serverVersion(ctx context.Context, c goredis.UniversalClient) string {
 	if err != nil {
 		return "unknown"
 	}
+	return versionFromInfo(info)
+}
+
+// versionFromInfo finds redis_version in an INFO reply.
+func versionFromInfo(info string) string {
 	for _, line := range strings.Split(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
 			return v
@@ -230,6 +263,9 @@ func serverVersion(ctx context.Context, c goredis.UniversalClient) string {
 
 // Read returns the value of key, or driver.ErrNotFound.
 func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
+	if d.direct != nil {
+		return d.direct.do(ctx, driver.PipelineOp{Op: driver.PipelineRead, Key: key})
+	}
 	if d.opts.Shape == "hash" {
 		return d.readHash(ctx, key)
 	}
@@ -245,6 +281,10 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 
 // Write stores value under key, with the current TTL.
 func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
+	if d.direct != nil {
+		_, err := d.direct.do(ctx, driver.PipelineOp{Op: driver.PipelineWrite, Key: key, Value: value})
+		return err
+	}
 	if d.opts.Shape == "hash" {
 		return d.writeHash(ctx, key, value)
 	}
@@ -366,6 +406,10 @@ func (d *Driver) ConnectionInfo() map[string]string {
 // Close stops the autopipeliner and closes every connection. Safe after a failed Init.
 func (d *Driver) Close() error {
 	var errs []error
+	d.closed.Store(true)
+	if d.direct != nil {
+		d.direct.close()
+	}
 	if d.ap != nil {
 		if err := d.ap.Close(); err != nil && !errors.Is(err, goredis.ErrClosed) {
 			errs = append(errs, fmt.Errorf("close redis autopipeliner: %w", err))
@@ -397,6 +441,10 @@ func classOf(err error) driver.Class {
 	var rerr goredis.Error
 	if errors.As(err, &rerr) {
 		return serverClass(rerr.Error())
+	}
+	var re replyError // mode=direct
+	if errors.As(err, &re) {
+		return serverClass(string(re))
 	}
 	return driver.Classify(err)
 }

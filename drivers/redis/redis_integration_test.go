@@ -76,6 +76,8 @@ var modesShapes = []map[string]string{
 	{"mode": "autopipeline", "shape": "string"},
 	{"mode": "autopipeline", "shape": "hash"},
 	{"mode": "pool", "shape": "hash", "hashFields": "5"},
+	{"mode": "direct", "shape": "string"},
+	{"mode": "direct", "shape": "hash", "hashFields": "3"},
 }
 
 func name(v map[string]string) string {
@@ -549,6 +551,8 @@ func TestConformance(t *testing.T) {
 		{"mode": "pool"},
 		{"mode": "autopipeline"},
 		{"mode": "pool", "shape": "hash", "hashFields": "3"},
+		{"mode": "direct"},
+		{"mode": "direct", "shape": "hash", "hashFields": "3"},
 	} {
 		t.Run(name(opts), func(t *testing.T) {
 			opts["addrs"] = srv.Addr()

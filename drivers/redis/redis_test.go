@@ -19,7 +19,7 @@ func TestRegisteredWithDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := opts.(*Options)
-	if len(o.Addrs) != 1 || o.Addrs[0] != "127.0.0.1:6379" || o.Mode != "pool" || o.Shape != "string" ||
+	if len(o.Addrs) != 1 || o.Addrs[0] != "127.0.0.1:6379" || o.Mode != "auto" || o.Shape != "string" ||
 		o.TTL != 0 || o.HashKeyPrefix != "HM__" || o.HashFields != 2 {
 		t.Errorf("defaults = %+v", o)
 	}

@@ -359,8 +359,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 	schema := WorkloadSchema()
-	if len(schema) != 31 {
-		t.Errorf("schema has %d options, want 31", len(schema))
+	if len(schema) != 32 {
+		t.Errorf("schema has %d options, want 32", len(schema))
 	}
 	// The pattern enum and the bounds are exactly what internal/workload accepts.
 	for _, o := range schema {

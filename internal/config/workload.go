@@ -56,14 +56,17 @@ type Workload struct {
 	HotKeys        float64       `opt:"hotKeys" default:"0.2" min:"0" max:"1" live:"true" help:"hotspot: fraction of the keyspace that is hot, in (0, 1]"`
 	HotFraction    float64       `opt:"hotFraction" default:"0.8" min:"0" max:"1" live:"true" help:"hotspot: fraction of operations on the hot keys, in [0, 1]"`
 	// ValidateValues is option "validate"; the field cannot share the name of the method.
-	ValidateValues  bool          `opt:"validate" default:"false" ndbench:"validateChecksum" help:"write values with a header and check every value read" live:"true"`
-	OpTimeout       time.Duration `opt:"opTimeout" default:"5s" min:"1ms" live:"true" help:"deadline of one operation"`
-	Backfill        bool          `opt:"backfill" default:"false" help:"write every key once before the load starts"`
-	BackfillWorkers int           `opt:"backfillWorkers" default:"1" min:"1" max:"10000" ndbench:"numBackfill" help:"parallel backfill workers"`
-	BackfillRate    float64       `opt:"backfillRate" default:"0" min:"0" help:"backfill writes per second; 0 = unlimited"`
-	BackfillVerify  bool          `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
-	KeyPrefix       string        `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read" live:"true"`
-	Seed            uint64        `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random" live:"true"`
+	ValidateValues bool          `opt:"validate" default:"false" ndbench:"validateChecksum" help:"write values with a header and check every value read" live:"true"`
+	OpTimeout      time.Duration `opt:"opTimeout" default:"5s" min:"1ms" live:"true" help:"deadline of one operation"`
+	// Pipeline is the depth redis-benchmark calls -P and memtier --pipeline; see
+	// driver.Pipeliner.
+	Pipeline        int     `opt:"pipeline" default:"1" min:"1" max:"1024" live:"true" help:"operations a worker keeps in flight on its own connection, with drivers that pipeline (redis mode=direct): every operation due, up to this many, goes out in one batch; 1 = one at a time"`
+	Backfill        bool    `opt:"backfill" default:"false" help:"write every key once before the load starts"`
+	BackfillWorkers int     `opt:"backfillWorkers" default:"1" min:"1" max:"10000" ndbench:"numBackfill" help:"parallel backfill workers"`
+	BackfillRate    float64 `opt:"backfillRate" default:"0" min:"0" help:"backfill writes per second; 0 = unlimited"`
+	BackfillVerify  bool    `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
+	KeyPrefix       string  `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read" live:"true"`
+	Seed            uint64  `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random" live:"true"`
 	// MemoryBudget bounds what the workload may allocate (value pool, validation tracker,
 	// worker buffers; see workload.EstimateMemory), so a typo is an error instead of an
 	// out-of-memory kill. 1 GiB fits every NDBench default many times over and leaves

@@ -216,7 +216,7 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pacer, shard *stats.Shard, id int, r workload.Range, batch int) {
 	b := &e.backfill
 	rng := rand.New(rand.NewPCG(g.seed, uint64(stats.OpBackfill)<<32|uint64(id)))
-	slot := newOpSlot(e.runCtx, e.clock)
+	slot := newOpSlot(e.runCtx, e.clock, nil)
 	e.dog.add(slot)
 	defer e.dog.remove(slot)
 	defer slot.close()
@@ -313,7 +313,7 @@ func (e *Engine) write(ctx context.Context, bulk driver.BulkWriter, keys []strin
 
 func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer, r workload.Range) {
 	b := &e.backfill
-	slot := newOpSlot(e.runCtx, e.clock)
+	slot := newOpSlot(e.runCtx, e.clock, nil)
 	e.dog.add(slot)
 	defer e.dog.remove(slot)
 	defer slot.close()

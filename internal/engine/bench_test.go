@@ -58,7 +58,7 @@ func benchClosedLoop(b *testing.B, keys int64) {
 // BenchmarkOpContext is the per-operation cost of an operation's context when the driver
 // never looks at it (the common case): begin, hand it over, end.
 func BenchmarkOpContext(b *testing.B) {
-	s := newOpSlot(context.Background(), pacer.NewClock())
+	s := newOpSlot(context.Background(), pacer.NewClock(), nil)
 	defer s.close()
 	var dog watchdog
 	dog.add(s)

@@ -37,23 +37,30 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 		name, driver string
 		start        func(context.Context) (*testserver.Server, error)
 		opts         func(*testserver.Server) map[string]string
+		pipeline     int // workload.pipeline; 0 is 1
 	}
 	runs := []run{
 		{"redis-pool", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
 			return map[string]string{"addrs": s.Addr(), "poolSize": "50"}
-		}},
+		}, 0},
 		{"redis-autopipeline", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
 			return map[string]string{"addrs": s.Addr(), "mode": "autopipeline"}
-		}},
+		}, 0},
+		{"redis-direct", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
+			return map[string]string{"addrs": s.Addr(), "mode": "direct"}
+		}, 0},
+		{"redis-direct-P16", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
+			return map[string]string{"addrs": s.Addr(), "mode": "direct"}
+		}, 16},
 		{"memcached", "memcached", testserver.Memcached, func(s *testserver.Server) map[string]string {
 			return map[string]string{"servers": s.Addr(), "maxIdleConns": "64"}
-		}},
+		}, 0},
 		{"postgres", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
 			return map[string]string{"dsn": s.DSN(), "poolSize": "50"}
-		}},
+		}, 0},
 		{"cassandra", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
 			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port)}
-		}},
+		}, 0},
 	}
 	for _, r := range runs {
 		b.Run(r.name, func(b *testing.B) {
@@ -70,6 +77,7 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 			defer d.Close()
 			w := config.DefaultWorkload()
 			w.NumKeys, w.DataSize, w.Readers, w.Writers, w.ReadRate, w.WriteRate = 100000, 100, 40, 10, 0, 0
+			w.Pipeline = max(r.pipeline, 1)
 			coll := stats.NewCollector(stats.Config{})
 			e, err := engine.New(d, w, engine.Options{Collector: coll})
 			if err != nil {
@@ -96,11 +104,16 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 			b.ReportMetric(client/ops*1e6, "client-µs/op")
 			b.ReportMetric(server/ops*1e6, "server-µs/op")
 			b.ReportMetric(float64(errs), "errors")
-			if r.name == "redis-pool" {
-				rbOps, rbCPU, err := redisBenchmark(srv, 50, 100)
+			if strings.HasPrefix(r.name, "redis-") && r.name != "redis-autopipeline" {
+				rbOps, rbCPU, rbP50, rbP99, err := redisBenchmark(srv, 50, 100, w.Pipeline)
 				if err != nil {
 					b.Fatal(err)
 				}
+				svc := cum.Ops["read"].ServiceTime
+				b.ReportMetric(float64(svc.P50), "read-p50-µs")
+				b.ReportMetric(float64(svc.P99), "read-p99-µs")
+				b.ReportMetric(float64(rbP50.Microseconds()), "redis-benchmark-get-p50-µs")
+				b.ReportMetric(float64(rbP99.Microseconds()), "redis-benchmark-get-p99-µs")
 				b.ReportMetric(rbOps/rbCPU, "redis-benchmark-ops/client-CPU-s")
 				b.ReportMetric((ops/client)/(rbOps/rbCPU), "ratio-vs-redis-benchmark")
 			}
@@ -108,23 +121,37 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 	}
 }
 
-// redisBenchmark runs redis-benchmark against srv with c clients and d-byte values, 80%
-// GET and 20% SET (two runs, as redis-benchmark has no mix), and returns the operations
-// and its own CPU seconds.
-func redisBenchmark(srv *testserver.Server, c, d int) (ops, cpu float64, err error) {
+// redisBenchmark runs redis-benchmark against srv with c clients, d-byte values and
+// pipeline depth p (its -P), 80% GET and 20% SET (two runs, as redis-benchmark has no mix),
+// and returns the operations, its own CPU seconds, and its GET latency p50 and p99.
+func redisBenchmark(srv *testserver.Server, c, d, p int) (ops, cpu float64, p50, p99 time.Duration, err error) {
 	for _, t := range []struct {
 		test string
 		n    int
-	}{{"get", 800000}, {"set", 200000}} {
+	}{{"get", 800000 * p / min(p, 4)}, {"set", 200000 * p / min(p, 4)}} {
 		cmd := exec.Command("redis-benchmark", "-h", srv.Host, "-p", strconv.Itoa(srv.Port), "-c", strconv.Itoa(c),
-			"-n", strconv.Itoa(t.n), "-d", strconv.Itoa(d), "-r", "100000", "-t", t.test, "-q")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return 0, 0, fmt.Errorf("redis-benchmark %s: %v: %s", t.test, err, out)
+			"-n", strconv.Itoa(t.n), "-d", strconv.Itoa(d), "-r", "100000", "-t", t.test, "-P", strconv.Itoa(p), "--csv")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return 0, 0, 0, 0, fmt.Errorf("redis-benchmark %s: %v: %s", t.test, err, out)
 		}
 		ops += float64(t.n)
 		cpu += (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+		if t.test == "get" {
+			// "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			f := strings.Split(strings.ReplaceAll(lines[len(lines)-1], `"`, ""), ",")
+			if len(f) < 7 {
+				return 0, 0, 0, 0, fmt.Errorf("redis-benchmark --csv printed %q", out)
+			}
+			ms := func(s string) time.Duration {
+				v, _ := strconv.ParseFloat(s, 64)
+				return time.Duration(v * float64(time.Millisecond))
+			}
+			p50, p99 = ms(f[4]), ms(f[6])
+		}
 	}
-	return ops, cpu, nil
+	return ops, cpu, p50, p99, nil
 }
 
 // procTreeCPU returns the CPU time of process pid and its descendants: their own time,

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,6 +125,9 @@ type Engine struct {
 
 	ops      []driver.Operation // the driver's declared operations (Options.Operations)
 	operator driver.Operator    // the driver as an Operator; nil if it declares none
+	// pipeliner is the driver as a Pipeliner when it gives pipelines as configured: each
+	// worker then runs on a connection of its own (workPipelined).
+	pipeliner driver.Pipeliner
 
 	mu      sync.Mutex // serialises control: Apply, Start, Stop, Backfill, Close
 	gen     atomic.Pointer[generation]
@@ -257,6 +261,9 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	if len(e.ops) > 0 && e.operator == nil {
 		return nil, fmt.Errorf("new engine: the driver declares %d operations but does not implement driver.Operator", len(e.ops))
 	}
+	if p, ok := drv.(driver.Pipeliner); ok && p.Pipelines() {
+		e.pipeliner = p
+	}
 	e.dog.clock = e.clock
 	if e.coll == nil {
 		e.coll = stats.NewCollector(stats.Config{})
@@ -382,6 +389,10 @@ func (e *Engine) resolveClasses(w config.Workload) ([]classGen, error) {
 func (e *Engine) build(w config.Workload, prev *generation) (*generation, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
+	}
+	if w.Pipeline > 1 && e.pipeliner == nil {
+		return nil, driver.FieldErrors{{Field: "workload.pipeline", Value: strconv.Itoa(w.Pipeline),
+			Allowed: "1 with this driver: it sends one operation per round trip (pipelining needs a driver that offers it, e.g. redis with mode=direct)"}}
 	}
 	classes, err := e.resolveClasses(w)
 	if err != nil {
@@ -612,7 +623,11 @@ func (e *Engine) resize(c *opClass, n int) {
 		seed := c.runSeed
 		e.spawn(func() {
 			defer cancel()
-			e.work(ctx, c, id, seed)
+			if e.pipeliner != nil {
+				e.workPipelined(ctx, c, id, seed)
+			} else {
+				e.work(ctx, c, id, seed)
+			}
 		})
 	}
 }

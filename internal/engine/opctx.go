@@ -94,6 +94,9 @@ type opSlot struct {
 	used    int32                  // contexts of slab taken (worker only)
 	stopped atomic.Bool            // the run was stopped hard
 	release func() bool            // stops the hard-stop hook on the run context
+	// interrupt, when set, unblocks the worker's I/O once its operation timed out or the
+	// run stopped hard (driver.Pipeline.Interrupt): a pipeline does not watch its context.
+	interrupt func()
 
 	mu    sync.Mutex
 	wctx  *opCtx // the context done and hooks belong to; nil when none
@@ -101,8 +104,8 @@ type opSlot struct {
 	hooks []*afterHook
 }
 
-func newOpSlot(parent context.Context, clock pacer.Clock) *opSlot {
-	s := &opSlot{parent: parent, clock: clock}
+func newOpSlot(parent context.Context, clock pacer.Clock, interrupt func()) *opSlot {
+	s := &opSlot{parent: parent, clock: clock, interrupt: interrupt}
 	// Registered once per worker, not per operation. It is released when the worker exits,
 	// or every worker ever started would stay registered on the run context.
 	s.release = context.AfterFunc(parent, s.hardStop)
@@ -114,8 +117,8 @@ func (s *opSlot) close() { s.release() }
 
 func (s *opSlot) hardStop() {
 	s.stopped.Store(true)
-	if c := s.current(); c != nil {
-		c.finish(opStopped)
+	if c := s.current(); c != nil && c.finish(opStopped) && s.interrupt != nil {
+		s.interrupt()
 	}
 }
 
@@ -174,8 +177,10 @@ func (c *opCtx) end() (timedOut bool) {
 
 // expire fires the context if the operation is still running at now and past its deadline.
 func (c *opCtx) expire(now int64) {
-	if now >= c.deadline.Load() && c.status() == opRunning {
-		c.finish(opTimedOut)
+	if now >= c.deadline.Load() && c.status() == opRunning && c.finish(opTimedOut) {
+		if f := c.slot().interrupt; f != nil {
+			f()
+		}
 	}
 }
 

@@ -16,7 +16,7 @@ func TestOpContextLifecycle(t *testing.T) {
 	clock := pacer.NewClock()
 	run, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()
-	s := newOpSlot(run, clock)
+	s := newOpSlot(run, clock, nil)
 	defer s.close()
 
 	// An operation that ends in time: its context is then cancelled for good, as
@@ -96,7 +96,7 @@ func TestOpContextLifecycle(t *testing.T) {
 }
 
 func TestOpContextAfterFuncStop(t *testing.T) {
-	s := newOpSlot(context.Background(), pacer.NewClock())
+	s := newOpSlot(context.Background(), pacer.NewClock(), nil)
 	defer s.close()
 	c := s.begin(s.clock.Now(), time.Second)
 	ran := make(chan struct{}, 1)
@@ -124,7 +124,7 @@ func TestOpContextAfterFuncStop(t *testing.T) {
 // call, as pgx and gocql do: exactly one of end and expire wins, whatever a holder sees
 // afterwards never changes, and every waiter on Done is released.
 func TestOpContextStateIsFinal(t *testing.T) {
-	s := newOpSlot(context.Background(), pacer.NewClock())
+	s := newOpSlot(context.Background(), pacer.NewClock(), nil)
 	defer s.close()
 	var waiters sync.WaitGroup
 	for i := 0; i < 5000; i++ {

@@ -25,7 +25,7 @@ const maxClosedLoopBackoff = 100 * time.Millisecond
 func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(c.series)<<32|uint64(id)))
 	classShard := c.rec.Shard(id)
-	slot := newOpSlot(e.runCtx, e.clock)
+	slot := newOpSlot(e.runCtx, e.clock, nil)
 	e.dog.add(slot)
 	defer e.dog.remove(slot)
 	defer slot.close()

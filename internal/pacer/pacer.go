@@ -291,6 +291,31 @@ func (p *Pacer) Acquire(ctx context.Context) (intended, start int64, err error) 
 	}
 }
 
+// TryAcquire claims the next operation only if it is already due at now (a reading of
+// Now), and returns its intended start time; it never waits. In closed loop it always
+// succeeds, with intended = now. A pipelining worker calls it after Acquire to add every
+// operation that fell due meanwhile to its batch: under load the batches fill up by
+// themselves, and at a low rate each operation still starts at its own time.
+func (p *Pacer) TryAcquire(now int64) (intended int64, ok bool) {
+	for {
+		s := p.sched.Load()
+		k := s.next.Load()
+		if k >= replaced {
+			continue // being replaced: the new schedule is about to be stored
+		}
+		if s.shape == nil && k >= s.carryN {
+			return now, true
+		}
+		due := s.slot(k)
+		if due > now {
+			return 0, false
+		}
+		if s.next.CompareAndSwap(k, k+1) {
+			return due, true
+		}
+	}
+}
+
 // waitUntil sleeps, then spins, until due, and returns the time it got there. It returns
 // false if ctx ended or s stopped being the current schedule first.
 func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, bool) {

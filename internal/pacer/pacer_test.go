@@ -307,3 +307,87 @@ func TestRateChangeUnderConcurrentClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestTryAcquireTakesOnlyDueSlots: TryAcquire hands out the slots already due, in order and
+// with their intended times, then refuses without waiting; Acquire goes on after them. In
+// closed loop it always succeeds.
+func TestTryAcquireTakesOnlyDueSlots(t *testing.T) {
+	p := New(1000)
+	time.Sleep(20 * time.Millisecond) // ~20 slots fall due
+	now := p.Now()
+	var got []int64
+	for {
+		in, ok := p.TryAcquire(now)
+		if !ok {
+			break
+		}
+		got = append(got, in)
+	}
+	if len(got) < 15 || len(got) > int(now/int64(time.Millisecond))+1 {
+		t.Fatalf("TryAcquire took %d slots after %v at 1000/s, want the ~%d due", len(got), time.Duration(now), now/int64(time.Millisecond))
+	}
+	for i, in := range got {
+		if in > now {
+			t.Errorf("slot %d intended at %v, after now %v: not due", i, time.Duration(in), time.Duration(now))
+		}
+		if i > 0 && in-got[i-1] != int64(time.Millisecond) {
+			t.Errorf("slots %d and %d are %v apart, want 1ms", i-1, i, time.Duration(in-got[i-1]))
+		}
+	}
+	in, _, err := p.Acquire(context.Background())
+	if err != nil || in != got[len(got)-1]+int64(time.Millisecond) {
+		t.Errorf("Acquire after TryAcquire = %v, %v; want the next slot %v", time.Duration(in), err, time.Duration(got[len(got)-1]+int64(time.Millisecond)))
+	}
+	c := New(0)
+	if in, ok := c.TryAcquire(42); !ok || in != 42 {
+		t.Errorf("closed loop TryAcquire(42) = %d, %v; want 42, true", in, ok)
+	}
+}
+
+// TestTryAcquireUnderConcurrentClaims: Acquire and TryAcquire from many goroutines, with
+// rate changes, never hand out the same slot twice.
+func TestTryAcquireUnderConcurrentClaims(t *testing.T) {
+	p := New(200000)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	var wg sync.WaitGroup
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []int64
+			for ctx.Err() == nil {
+				in, start, err := p.Acquire(ctx)
+				if err != nil {
+					break
+				}
+				mine = append(mine, in)
+				for i := 0; i < 8; i++ {
+					in, ok := p.TryAcquire(start)
+					if !ok {
+						break
+					}
+					mine = append(mine, in)
+				}
+			}
+			mu.Lock()
+			for _, in := range mine {
+				seen[in]++
+			}
+			mu.Unlock()
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	p.SetRate(100000) // carried slots keep their times; none may be claimed twice
+	wg.Wait()
+	for in, n := range seen {
+		if n > 1 {
+			t.Fatalf("slot at %v handed out %d times", time.Duration(in), n)
+		}
+	}
+	if len(seen) < 1000 {
+		t.Fatalf("only %d slots claimed in 150ms at 100-200k/s", len(seen))
+	}
+}

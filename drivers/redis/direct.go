@@ -1,0 +1,480 @@
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// mode=direct: each engine worker owns one connection (driver.Pipeliner) and this driver
+// owns its hot loop: the commands of a batch are encoded into one buffer and written with
+// one system call, and the replies are parsed in place as they arrive. Nothing sits
+// between the worker and the socket: no pool, no lock on the way, no per-command deadline
+// (a timeout or a hard stop reaches the connection through Interrupt), no goroutine
+// hand-off. docs/design-notes.md has the measurements that led here.
+
+// longAgo is a deadline in the past: setting it makes blocked I/O return at once.
+var longAgo = time.Unix(1, 0)
+
+// pipeline is one worker's connection in mode=direct.
+type pipeline struct {
+	d *Driver
+	// mu guards nc against Interrupt, which may run on the engine's watchdog goroutine;
+	// Run itself reads nc without it, as only Run's goroutine changes it.
+	mu   sync.Mutex
+	nc   net.Conn
+	rd   *respReader
+	wbuf []byte
+	hash []byte // hash shape: a value joined from its fields
+}
+
+// Pipelines reports whether the driver runs in mode=direct.
+func (d *Driver) Pipelines() bool { return d.opts.Mode == "direct" }
+
+// NewPipeline returns a connection for one worker; it connects on first use.
+func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
+	if !d.Pipelines() {
+		return nil, fmt.Errorf("redis: pipelines need mode=direct (mode is %s)", d.opts.Mode)
+	}
+	return &pipeline{d: d}, nil
+}
+
+// connect dials, and sets up the session: TLS, AUTH, SELECT.
+func (p *pipeline) connect(ctx context.Context) error {
+	o := &p.d.opts
+	if p.d.closed.Load() {
+		return fmt.Errorf("redis at %s: %w", o.Addrs[0], net.ErrClosed)
+	}
+	dl := net.Dialer{Timeout: o.Timeouts.Connect}
+	nc, err := dl.DialContext(ctx, "tcp", o.Addrs[0])
+	if err != nil {
+		return fmt.Errorf("connect to redis at %s: %w", o.Addrs[0], err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if p.d.tls != nil {
+		conf := p.d.tls
+		if conf.ServerName == "" {
+			// As crypto/tls.Dial does: verify the certificate against the host dialled.
+			conf = conf.Clone()
+			conf.ServerName, _, _ = net.SplitHostPort(o.Addrs[0])
+		}
+		tc := tls.Client(nc, conf)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return fmt.Errorf("TLS handshake with redis at %s: %w", o.Addrs[0], err)
+		}
+		nc = tc
+	}
+	rd := newRespReader(nc)
+	var setup []byte
+	var names []string
+	if o.Auth.Password != "" {
+		if o.Auth.Username != "" {
+			setup = appendCommand(setup, "AUTH", o.Auth.Username, o.Auth.Password)
+		} else {
+			setup = appendCommand(setup, "AUTH", o.Auth.Password)
+		}
+		names = append(names, "AUTH")
+	}
+	if o.DB != 0 {
+		setup = appendCommand(setup, "SELECT", strconv.Itoa(o.DB))
+		names = append(names, "SELECT")
+	}
+	if len(setup) > 0 {
+		if dl, ok := ctx.Deadline(); ok {
+			_ = nc.SetDeadline(dl)
+		}
+		_, err := nc.Write(setup)
+		for i := 0; err == nil && i < len(names); i++ {
+			if _, _, _, err = rd.reply(); err != nil {
+				// The password is never part of the error: only the command's name is.
+				err = fmt.Errorf("redis %s: %w", names[i], err)
+			}
+		}
+		_ = nc.SetDeadline(time.Time{})
+		if err != nil {
+			_ = nc.Close()
+			return err
+		}
+	}
+	p.mu.Lock()
+	p.nc, p.rd = nc, rd
+	p.mu.Unlock()
+	return nil
+}
+
+// drop closes a connection whose stream can no longer be trusted (an I/O error, a reply
+// cut short): the next Run dials again.
+func (p *pipeline) drop() {
+	p.mu.Lock()
+	if p.nc != nil {
+		_ = p.nc.Close()
+		p.nc = nil
+	}
+	p.mu.Unlock()
+}
+
+// Interrupt makes blocked I/O return; Run tells a stale interrupt from a real one by its
+// context.
+func (p *pipeline) Interrupt() {
+	p.mu.Lock()
+	if p.nc != nil {
+		_ = p.nc.SetDeadline(longAgo)
+	}
+	p.mu.Unlock()
+}
+
+// retry reports whether an I/O error was a stale interrupt, and if so clears the deadline
+// so the I/O can go on.
+func (p *pipeline) retry(ctx context.Context, err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
+		return false
+	}
+	p.mu.Lock()
+	_ = p.nc.SetDeadline(time.Time{})
+	p.mu.Unlock()
+	return true
+}
+
+// Run sends ops in one write and completes each as its reply is parsed.
+func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
+	// Interrupt reaches only I/O that blocks: a batch on a context already done would
+	// otherwise go through on a fast server.
+	if err := ctx.Err(); err != nil {
+		err = classify(fmt.Errorf("redis: %d commands not sent: %w", len(ops), err))
+		for i := range ops {
+			done(i, nil, err)
+		}
+		return
+	}
+	if p.nc == nil {
+		if err := p.connect(ctx); err != nil {
+			err = classify(err)
+			for i := range ops {
+				done(i, nil, err)
+			}
+			return
+		}
+	}
+	hash := p.d.opts.Shape == "hash"
+	ttl := time.Duration(p.d.ttl.Load())
+	w := p.wbuf[:0]
+	for i := range ops {
+		w = p.d.appendOp(w, &ops[i], hash, ttl)
+	}
+	p.wbuf = w
+	for len(w) > 0 {
+		n, err := p.nc.Write(w)
+		w = w[n:]
+		if err != nil && !p.retry(ctx, err) {
+			p.fail(ops, 0, done, fmt.Errorf("redis write of %d commands: %w", len(ops), err))
+			return
+		}
+	}
+	for i := range ops {
+		value, err := p.readOp(ctx, &ops[i], hash, ttl)
+		var re replyError
+		switch {
+		case err == nil, errors.Is(err, driver.ErrNotFound):
+			done(i, value, err)
+		case errors.As(err, &re):
+			done(i, nil, driver.Wrap(serverClass(string(re)), fmt.Errorf("redis %s %s: %w", opName(ops[i].Op, hash), ops[i].Key, err)))
+		default:
+			p.fail(ops, i, done, fmt.Errorf("redis %s %s: %w", opName(ops[i].Op, hash), ops[i].Key, err))
+			return
+		}
+	}
+}
+
+// fail completes ops[from:] with err and drops the connection, whose replies are out of
+// step with its commands now.
+func (p *pipeline) fail(ops []driver.PipelineOp, from int, done func(int, []byte, error), err error) {
+	p.drop()
+	err = classify(err)
+	for i := from; i < len(ops); i++ {
+		done(i, nil, err)
+	}
+}
+
+func opName(op int, hash bool) string {
+	switch {
+	case op == driver.PipelineRead && hash:
+		return "HGETALL"
+	case op == driver.PipelineRead:
+		return "GET"
+	case hash:
+		return "HSET"
+	}
+	return "SET"
+}
+
+// appendOp encodes one operation's commands.
+func (d *Driver) appendOp(w []byte, op *driver.PipelineOp, hash bool, ttl time.Duration) []byte {
+	read := op.Op == driver.PipelineRead
+	switch {
+	case read && hash:
+		return appendCommand(w, "HGETALL", d.hashKey(op.Key))
+	case read:
+		w = appendArrayHeader(w, 2)
+		w = appendBulkString(w, "GET")
+		return appendBulkString(w, op.Key)
+	case hash:
+		hk := d.hashKey(op.Key)
+		n := d.opts.HashFields
+		w = appendArrayHeader(w, 2+2*n)
+		w = appendBulkString(w, "HSET")
+		w = appendBulkString(w, hk)
+		for i := 0; i < n; i++ {
+			w = appendBulkString(w, hk+"__"+strconv.Itoa(i+1))
+			w = appendBulk(w, op.Value[i*len(op.Value)/n:(i+1)*len(op.Value)/n])
+		}
+		if ttl > 0 {
+			w = appendCommand(w, "PEXPIRE", hk, strconv.FormatInt(ttl.Milliseconds(), 10))
+		}
+		return w
+	}
+	if ttl > 0 {
+		w = appendArrayHeader(w, 5)
+	} else {
+		w = appendArrayHeader(w, 3)
+	}
+	w = appendBulkString(w, "SET")
+	w = appendBulkString(w, op.Key)
+	w = appendBulk(w, op.Value)
+	if ttl > 0 {
+		w = appendBulkString(w, "PX")
+		w = appendBulkString(w, strconv.FormatInt(ttl.Milliseconds(), 10))
+	}
+	return w
+}
+
+// readOp reads one operation's replies. An error reply (replyError) leaves the stream in
+// step; any other error does not.
+func (p *pipeline) readOp(ctx context.Context, op *driver.PipelineOp, hash bool, ttl time.Duration) ([]byte, error) {
+	read := op.Op == driver.PipelineRead
+	switch {
+	case read && hash:
+		return p.readHash(ctx, op.Key)
+	case hash && ttl > 0:
+		// HSET then PEXPIRE: the first error reply wins, both replies are consumed.
+		_, err := p.reply(ctx)
+		_, err2 := p.reply(ctx)
+		if err2 != nil && (err == nil || !isReplyError(err2)) {
+			err = err2
+		}
+		return nil, err
+	}
+	data, err := p.reply(ctx)
+	if err == nil && read && data == nil {
+		return nil, driver.ErrNotFound
+	}
+	return data, err
+}
+
+func isReplyError(err error) bool {
+	var re replyError
+	return errors.As(err, &re)
+}
+
+// reply reads one reply, riding out stale interrupts, and returns a bulk's bytes.
+func (p *pipeline) reply(ctx context.Context) ([]byte, error) {
+	for {
+		tag, data, n, err := p.rd.reply()
+		if err != nil {
+			if p.retry(ctx, err) {
+				continue
+			}
+			return nil, err
+		}
+		if tag == '*' {
+			for i := 0; i < n; i++ {
+				if err := p.rd.skip(); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
+		}
+		return data, nil
+	}
+}
+
+// readHash reads an HGETALL reply and joins the fields hk__1..hk__n in order.
+func (p *pipeline) readHash(ctx context.Context, key string) ([]byte, error) {
+	var tag byte
+	var n int
+	var err error
+	for {
+		tag, _, n, err = p.rd.reply()
+		if err == nil || !p.retry(ctx, err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if tag != '*' || n%2 != 0 {
+		return nil, fmt.Errorf("%w: HGETALL answered type %q of %d elements", errProtocol, tag, n)
+	}
+	if n == 0 {
+		return nil, driver.ErrNotFound
+	}
+	// Fields may come in any order: collect them by number, then join.
+	hk := p.d.hashKey(key)
+	parts := make([][]byte, n/2)
+	var bad error
+	for i := 0; i < n/2; i++ {
+		f, err := p.reply(ctx)
+		if err != nil {
+			return nil, err
+		}
+		num, ok := fieldNumber(f, hk)
+		v, err := p.reply(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || num > len(parts) || parts[num-1] != nil {
+			bad = fmt.Errorf("redis HGETALL %s: %d fields, and field %q is not %s__1..%d", hk, n/2, f, hk, n/2)
+			continue
+		}
+		parts[num-1] = append([]byte(nil), v...)
+	}
+	if bad != nil {
+		return nil, driver.Wrap(driver.ClassOther, bad)
+	}
+	out := p.hash[:0]
+	for _, part := range parts {
+		out = append(out, part...)
+	}
+	p.hash = out
+	return out, nil
+}
+
+// fieldNumber parses the field name hk__N.
+func fieldNumber(f []byte, hk string) (int, bool) {
+	if len(f) < len(hk)+3 || string(f[:len(hk)]) != hk || f[len(hk)] != '_' || f[len(hk)+1] != '_' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(f[len(hk)+2:]))
+	return n, err == nil && n > 0
+}
+
+// Close closes the connection.
+func (p *pipeline) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.nc == nil {
+		return nil
+	}
+	err := p.nc.Close()
+	p.nc = nil
+	return err
+}
+
+// directPool serves Read, Write and the API in mode=direct (the engine's workers have
+// their own pipelines): pipelines reused across calls, at most poolSize kept idle.
+type directPool struct {
+	d    *Driver
+	idle chan *pipeline
+}
+
+// do runs one operation on a pooled pipeline. ctx's end interrupts it, as the engine's
+// watchdog does for workers' pipelines.
+func (dp *directPool) do(ctx context.Context, op driver.PipelineOp) ([]byte, error) {
+	var p *pipeline
+	select {
+	case p = <-dp.idle:
+	default:
+		p = &pipeline{d: dp.d}
+	}
+	stop := context.AfterFunc(ctx, p.Interrupt)
+	var got []byte
+	var gotErr error
+	p.Run(ctx, []driver.PipelineOp{op}, func(_ int, v []byte, err error) {
+		got, gotErr = append([]byte(nil), v...), err
+		if v == nil {
+			got = nil
+		}
+	})
+	if !stop() {
+		// The interrupt ran or is running: the connection's deadline is in the past.
+		p.drop()
+	}
+	if dp.d.closed.Load() {
+		_ = p.Close()
+		return got, gotErr
+	}
+	select {
+	case dp.idle <- p:
+	default:
+		_ = p.Close()
+	}
+	return got, gotErr
+}
+
+// close closes the idle pipelines; the driver is marked closed first, so no pipeline
+// connects again.
+func (dp *directPool) close() {
+	for {
+		select {
+		case p := <-dp.idle:
+			_ = p.Close()
+		default:
+			return
+		}
+	}
+}
+
+// initDirect checks the server answers PING on a connection of the pool, and reads its
+// version.
+func (d *Driver) initDirect(ctx context.Context) error {
+	o := &d.opts
+	d.direct = &directPool{d: d, idle: make(chan *pipeline, max(o.PoolSize, 10))}
+	p := &pipeline{d: d}
+	defer func() { _ = p.Close() }()
+	if err := p.connect(ctx); err != nil {
+		return classify(err)
+	}
+	if _, err := p.call(ctx, "PING"); err != nil {
+		return classify(fmt.Errorf("connect to redis at %s: %w", o.Addrs[0], err))
+	}
+	version := "unknown"
+	if info, err := p.call(ctx, "INFO", "server"); err == nil {
+		version = versionFromInfo(string(info))
+	}
+	d.info = map[string]string{
+		"addrs":          o.Addrs[0],
+		"mode":           o.Mode,
+		"shape":          o.Shape,
+		"cluster":        "false",
+		"db":             strconv.Itoa(o.DB),
+		"tls":            strconv.FormatBool(o.TLS.Enable),
+		"server_version": version,
+	}
+	return nil
+}
+
+// call sends one command and returns its reply's bytes (a copy), for set-up and probes.
+func (p *pipeline) call(ctx context.Context, args ...string) ([]byte, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = p.nc.SetDeadline(dl)
+		defer func() { _ = p.nc.SetDeadline(time.Time{}) }()
+	}
+	if _, err := p.nc.Write(appendCommand(nil, args...)); err != nil {
+		return nil, fmt.Errorf("redis %s: %w", args[0], err)
+	}
+	_, data, _, err := p.rd.reply()
+	if err != nil {
+		return nil, fmt.Errorf("redis %s: %w", args[0], err)
+	}
+	return append([]byte(nil), data...), nil
+}

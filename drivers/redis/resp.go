@@ -1,0 +1,210 @@
+package redis
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// This file is the RESP2 codec of mode=direct. RESP2 has five reply types, each a line
+// with a one-byte tag; the client libraries' readers (go-redis's internal proto, redigo)
+// return every reply as a fresh allocation or an interface value, which is the per-op cost
+// mode=direct exists to avoid. The reader here hands out slices of its own buffer, valid
+// until the next read, and the writer appends commands to a reused buffer.
+
+// appendCommand appends a command of string arguments as a RESP array of bulk strings.
+func appendCommand(b []byte, args ...string) []byte {
+	b = appendArrayHeader(b, len(args))
+	for _, a := range args {
+		b = appendBulkString(b, a)
+	}
+	return b
+}
+
+func appendArrayHeader(b []byte, n int) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(n), 10)
+	return append(b, '\r', '\n')
+}
+
+func appendBulkString(b []byte, s string) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, s...)
+	return append(b, '\r', '\n')
+}
+
+func appendBulk(b []byte, p []byte) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(p)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, p...)
+	return append(b, '\r', '\n')
+}
+
+// maxBulk bounds a bulk reply's length, as Redis bounds a string (proto-max-bulk-len,
+// 512 MB): a corrupt length must not make the reader allocate gigabytes.
+const maxBulk = 512 << 20
+
+// errProtocol reports a reply that is not RESP2; the connection is then unusable.
+var errProtocol = errors.New("redis protocol error")
+
+// replyError is an error reply (-ERR ..., -WRONGTYPE ...): the command failed, the
+// connection is fine.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+// respReader reads RESP2 replies from src through a buffer it owns.
+type respReader struct {
+	src  io.Reader
+	buf  []byte
+	r, w int // unread bytes are buf[r:w]
+}
+
+func newRespReader(src io.Reader) *respReader {
+	return &respReader{src: src, buf: make([]byte, 16<<10)}
+}
+
+// fill reads more bytes, making room first: unread bytes move to the front, and the
+// buffer doubles when they fill it.
+func (rd *respReader) fill() error {
+	if rd.r > 0 {
+		n := copy(rd.buf, rd.buf[rd.r:rd.w])
+		rd.r, rd.w = 0, n
+	}
+	if rd.w == len(rd.buf) {
+		nb := make([]byte, 2*len(rd.buf))
+		copy(nb, rd.buf[:rd.w])
+		rd.buf = nb
+	}
+	n, err := rd.src.Read(rd.buf[rd.w:])
+	rd.w += n
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// line returns the next line without its CRLF. It is valid until the next read.
+func (rd *respReader) line() ([]byte, error) {
+	for {
+		if i := bytes.IndexByte(rd.buf[rd.r:rd.w], '\n'); i >= 0 {
+			end := rd.r + i
+			if end == rd.r || rd.buf[end-1] != '\r' {
+				return nil, fmt.Errorf("%w: line without CRLF", errProtocol)
+			}
+			l := rd.buf[rd.r : end-1]
+			rd.r = end + 1
+			return l, nil
+		}
+		if err := rd.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// need makes n unread bytes available. A value larger than the buffer grows it for good:
+// a pipeline that read a 1 MB value once is likely to read another.
+func (rd *respReader) need(n int) error {
+	if n > len(rd.buf) {
+		nb := make([]byte, max(n, 2*len(rd.buf)))
+		rd.w = copy(nb, rd.buf[rd.r:rd.w])
+		rd.r, rd.buf = 0, nb
+	}
+	for rd.w-rd.r < n {
+		if err := rd.fill(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reply reads one reply. For a bulk string it returns the bytes (nil for the null bulk
+// $-1, which is how GET says "no such key"); for a status or an integer the line after
+// the tag; an error reply is returned as a replyError. For an array it returns its length
+// in n and leaves the elements to be read one by one. tag is the reply's type byte.
+func (rd *respReader) reply() (tag byte, data []byte, n int, err error) {
+	l, err := rd.line()
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	if len(l) == 0 {
+		return 0, nil, 0, fmt.Errorf("%w: empty line", errProtocol)
+	}
+	tag, rest := l[0], l[1:]
+	switch tag {
+	case '+', ':':
+		return tag, rest, 0, nil
+	case '-':
+		return tag, nil, 0, replyError(rest)
+	case '$':
+		size, err := parseLen(rest)
+		if err != nil {
+			return tag, nil, 0, err
+		}
+		if size < 0 {
+			return tag, nil, -1, nil
+		}
+		if err := rd.need(size + 2); err != nil {
+			return tag, nil, 0, err
+		}
+		data := rd.buf[rd.r : rd.r+size : rd.r+size]
+		if rd.buf[rd.r+size] != '\r' || rd.buf[rd.r+size+1] != '\n' {
+			return tag, nil, 0, fmt.Errorf("%w: bulk of %d bytes not followed by CRLF", errProtocol, size)
+		}
+		rd.r += size + 2
+		return tag, data, size, nil
+	case '*':
+		size, err := parseLen(rest)
+		if err != nil {
+			return tag, nil, 0, err
+		}
+		return tag, nil, size, nil
+	}
+	return tag, nil, 0, fmt.Errorf("%w: unknown reply type %q", errProtocol, tag)
+}
+
+// skip reads and discards one reply, arrays included.
+func (rd *respReader) skip() error {
+	tag, _, n, err := rd.reply()
+	var re replyError
+	if err != nil && !errors.As(err, &re) {
+		return err
+	}
+	if tag == '*' {
+		for i := 0; i < n; i++ {
+			if err := rd.skip(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// parseLen parses a bulk or array length: -1 (null) or 0..maxBulk.
+func parseLen(b []byte) (int, error) {
+	if len(b) == 2 && b[0] == '-' && b[1] == '1' {
+		return -1, nil
+	}
+	if len(b) == 0 || len(b) > 10 {
+		return 0, fmt.Errorf("%w: bad length %q", errProtocol, b)
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%w: bad length %q", errProtocol, b)
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > maxBulk {
+		return 0, fmt.Errorf("%w: length %d above %d", errProtocol, n, maxBulk)
+	}
+	return n, nil
+}

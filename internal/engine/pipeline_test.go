@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+)
+
+// pipeStore gives pipelines over a memory driver: each batch runs its operations in
+// order on the store. With hang set, a batch blocks until Interrupt, as a socket read
+// on a store that stopped answering does.
+type pipeStore struct {
+	driver.Driver
+	hang       atomic.Bool
+	maxBatch   atomic.Int64
+	batches    atomic.Int64
+	interrupts atomic.Int64
+	open       atomic.Int64 // pipelines not yet closed
+}
+
+func (s *pipeStore) Pipelines() bool { return true }
+
+func (s *pipeStore) NewPipeline(context.Context) (driver.Pipeline, error) {
+	s.open.Add(1)
+	return &fakePipe{s: s, kick: make(chan struct{}, 1)}, nil
+}
+
+type fakePipe struct {
+	s    *pipeStore
+	kick chan struct{}
+}
+
+func (p *fakePipe) Run(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
+	p.s.batches.Add(1)
+	for n := int64(len(ops)); ; {
+		m := p.s.maxBatch.Load()
+		if n <= m || p.s.maxBatch.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if p.s.hang.Load() {
+		for ctx.Err() == nil {
+			<-p.kick // a stale kick from an earlier batch is ridden out
+		}
+		for i := range ops {
+			done(i, nil, ctx.Err())
+		}
+		return
+	}
+	for i, op := range ops {
+		switch op.Op {
+		case driver.PipelineRead:
+			v, err := p.s.Read(ctx, op.Key)
+			done(i, v, err)
+		case driver.PipelineWrite:
+			done(i, nil, p.s.Write(ctx, op.Key, op.Value))
+		}
+	}
+}
+
+func (p *fakePipe) Interrupt() {
+	p.s.interrupts.Add(1)
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *fakePipe) Close() error { p.s.open.Add(-1); return nil }
+
+// TestPipelinedClosedLoop: with a Pipeliner, closed-loop workers send batches of exactly
+// workload.pipeline operations, and every operation is counted once, with validation
+// finding nothing wrong in values that round-trip.
+func TestPipelinedClosedLoop(t *testing.T) {
+	s := &pipeStore{Driver: openMemory(t, nil)}
+	e := newEngine(t, s, testWorkload(t, func(w *config.Workload) {
+		w.Pipeline, w.ValidateValues = 16, true
+	}))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sum := measure(e, 200*time.Millisecond)
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, e)
+	if got := s.maxBatch.Load(); got != 16 {
+		t.Errorf("largest batch = %d, want workload.pipeline = 16", got)
+	}
+	for _, op := range []string{"read", "write"} {
+		o := sum.Ops[op]
+		bad := int64(0)
+		for _, n := range o.Validation {
+			bad += n
+		}
+		if o.Count < 1000 || o.Errors != 0 || bad != 0 {
+			t.Errorf("%s: %d ops, %d errors, validation %v; want many, none, nothing wrong", op, o.Count, o.Errors, o.Validation)
+		}
+	}
+	if n := s.open.Load(); n != 0 {
+		t.Errorf("%d pipelines left open after the workers stopped", n)
+	}
+}
+
+// TestPipelinedOpenLoopKeepsIntendedTimes: in open loop a batch takes only operations that
+// are due, so at a rate the store keeps up with, batches stay small and the rate is held;
+// when the store stalls, the operations that fell due go out together, and their response
+// times (from their intended starts) show the stall while their service times do not.
+func TestPipelinedOpenLoopKeepsIntendedTimes(t *testing.T) {
+	s := &pipeStore{Driver: openMemory(t, map[string]string{"stallEvery": "300ms", "stallFor": "100ms"})}
+	e := newEngine(t, s, testWorkload(t, func(w *config.Workload) {
+		w.Pipeline, w.ReadRate, w.Readers, w.WriteEnabled = 64, 2000, 1, false
+	}))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sum := measure(e, 900*time.Millisecond)
+	rd := sum.Ops["read"]
+	if rd.Rate < 1800 || rd.Rate > 2200 {
+		t.Errorf("achieved %.0f reads/s with pipelining, want 2000 ± 10%%", rd.Rate)
+	}
+	if rd.ResponseTime.Max < 50_000 {
+		t.Errorf("response time max %v µs through a 100 ms stall; want the stall in it", rd.ResponseTime.Max)
+	}
+	if s.maxBatch.Load() < 20 {
+		t.Errorf("largest batch %d: the operations that fell due during a stall should go out together", s.maxBatch.Load())
+	}
+}
+
+// TestPipelinedTimeoutInterrupts: a batch stuck on a store that stopped answering ends at
+// workload.opTimeout through Interrupt, its operations count as timeouts, and the worker
+// goes on with the next batch.
+func TestPipelinedTimeoutInterrupts(t *testing.T) {
+	s := &pipeStore{Driver: openMemory(t, nil)}
+	s.hang.Store(true)
+	e := newEngine(t, s, testWorkload(t, func(w *config.Workload) {
+		w.Pipeline, w.OpTimeout, w.Readers, w.Writers = 4, 30*time.Millisecond, 1, 0
+	}))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sum := measure(e, 400*time.Millisecond)
+	rd := sum.Ops["read"]
+	if rd.Errors == 0 || rd.Failures[driver.ClassTimeout.String()] != rd.Errors {
+		t.Fatalf("read errors %d by class %v; want timeouts only", rd.Errors, rd.Failures)
+	}
+	if s.interrupts.Load() == 0 || s.batches.Load() < 3 {
+		t.Errorf("%d interrupts over %d batches: each timed-out batch must be interrupted and the worker go on", s.interrupts.Load(), s.batches.Load())
+	}
+	s.hang.Store(false)
+	time.Sleep(250 * time.Millisecond) // the batch in flight times out; closed-loop backoff is at most 100 ms
+	if sum := measure(e, 100*time.Millisecond); sum.Ops["read"].Count == 0 || sum.Ops["read"].Errors != 0 {
+		t.Errorf("after the store answers again: %d reads, %d errors; want reads, no errors", sum.Ops["read"].Count, sum.Ops["read"].Errors)
+	}
+}
+
+// TestPipelineNeedsAPipeliner: workload.pipeline above 1 with a driver that sends one
+// operation per round trip is refused, naming the field, and changes nothing.
+func TestPipelineNeedsAPipeliner(t *testing.T) {
+	d := openMemory(t, nil)
+	_, err := New(d, testWorkload(t, func(w *config.Workload) { w.Pipeline = 8 }), Options{})
+	var fe driver.FieldErrors
+	if !errors.As(err, &fe) || fe[0].Field != "workload.pipeline" {
+		t.Fatalf("New with pipeline=8 on the memory driver: %v; want a field error on workload.pipeline", err)
+	}
+	e := newEngine(t, d, testWorkload(t, nil))
+	if err := e.Apply(testWorkload(t, func(w *config.Workload) { w.Pipeline = 2 })); !errors.As(err, &fe) {
+		t.Fatalf("Apply pipeline=2: %v; want a field error", err)
+	}
+	if e.Workload().Pipeline != 1 {
+		t.Errorf("pipeline after a refused change = %d, want 1", e.Workload().Pipeline)
+	}
+}
