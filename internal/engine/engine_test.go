@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -746,5 +747,39 @@ func TestElasticPoolHoldsTheRate(t *testing.T) {
 				t.Errorf("holds the rate = %v (%.0f/s, backlog %.0f ms), want %v", holds, s.Rate, s.BacklogMs, tc.holds)
 			}
 		})
+	}
+}
+
+// nopStore answers every operation at once: what is left is the engine's own cost.
+type nopStore struct{}
+
+func (nopStore) Init(context.Context, any) error              { return nil }
+func (nopStore) Close() error                                 { return nil }
+func (nopStore) Read(context.Context, string) ([]byte, error) { return nil, nil }
+func (nopStore) Write(context.Context, string, []byte) error  { return nil }
+
+// TestNoAllocationPerOperation: the worker loop allocates nothing per operation (keys are
+// carved from an arena, contexts from a slab), so a long run does not feed the garbage
+// collector in proportion to its rate. Allocations by the engine's background tasks over
+// the run are allowed for, a few hundred at most.
+func TestNoAllocationPerOperation(t *testing.T) {
+	e := newEngine(t, nopStore{}, testWorkload(t, nil))
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // buffers, slabs and arenas warm up
+	var m0, m1 runtime.MemStats
+	e.Collector().Tick(time.Now())
+	runtime.ReadMemStats(&m0)
+	time.Sleep(300 * time.Millisecond)
+	runtime.ReadMemStats(&m1)
+	s := e.Collector().Tick(time.Now()).Summary()
+	ops := s.Ops["read"].Count + s.Ops["write"].Count
+	allocs := m1.Mallocs - m0.Mallocs
+	if ops < 10000 {
+		t.Fatalf("only %d operations in 300ms on a store that answers at once", ops)
+	}
+	if perOp := float64(allocs) / float64(ops); perOp > 0.02 {
+		t.Errorf("%d allocations for %d operations (%.3f per op); want none per op", allocs, ops, perOp)
 	}
 }

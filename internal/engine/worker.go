@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -18,6 +19,13 @@ import (
 // open-loop workers need no backoff because the pacer already bounds them.
 const maxClosedLoopBackoff = 100 * time.Millisecond
 
+// keyArena is the size of the blocks keys are carved from, and maxKeyDigits the most
+// digits a key index has (int64).
+const (
+	keyArena     = 4096
+	maxKeyDigits = 20
+)
+
 // work is one worker's loop: take an intended start time, pick one operation of the
 // class's mix, run it, record it. It returns when ctx ends or the pool shrank below its
 // index. seed is the pool's seed for this start; with the class's series and the worker's
@@ -29,7 +37,7 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 	e.dog.add(slot)
 	defer e.dog.remove(slot)
 	defer slot.close()
-	var keyBuf, valBuf []byte
+	var arena, keyBuf, valBuf []byte
 	failures := 0
 	// The mix and the operations' shards are looked up again only when the generation
 	// changes, so the loop does no lookup per operation.
@@ -74,8 +82,17 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 		rec := recording{class: classShard, op: opShard}
 
 		idx := g.keys.Next(rng, m.wop)
-		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
-		key := string(keyBuf)
+		// The key is carved from an append-only arena rather than allocated: its bytes
+		// are never written again, so it is an ordinary immutable string that a driver
+		// may keep (a kept key keeps its arena alive), and a worker allocates once per
+		// keyArena bytes of keys instead of once per operation.
+		if cap(arena)-len(arena) < len(g.w.KeyPrefix)+maxKeyDigits {
+			arena = make([]byte, 0, max(keyArena, 4*(len(g.w.KeyPrefix)+maxKeyDigits)))
+		}
+		k0 := len(arena)
+		arena = workload.AppendKey(arena, g.w.KeyPrefix, idx)
+		keyBuf = arena[k0:len(arena):len(arena)]
+		key := unsafe.String(unsafe.SliceData(keyBuf), len(keyBuf))
 
 		var value []byte
 		var seq, expect uint64
