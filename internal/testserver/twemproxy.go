@@ -123,9 +123,10 @@ func twemproxyYAML(listen string, c TwemproxyConfig, backends []string) string {
 	return b.String()
 }
 
-// twemproxyRedisReady sends a GET, which twemproxy forwards (PING it answers itself).
+// twemproxyRedisReady sends a GET, which twemproxy forwards (PING it answers itself). It
+// is a RESP array: twemproxy closes the connection on inline commands.
 func twemproxyRedisReady(ctx context.Context, addr string) error {
-	return lineProbe(ctx, addr, "GET ndbench-probe\r\n", "$")
+	return lineProbe(ctx, addr, "*2\r\n$3\r\nGET\r\n$13\r\nndbench-probe\r\n", "$")
 }
 
 // twemproxyMemcacheReady sends a get, which twemproxy forwards: END (a miss) or VALUE (a
