@@ -20,7 +20,7 @@ import (
 // twemproxyTimeout is nutcracker's per-request backend timeout in these tests: short, so
 // a stalled backend fails requests quickly, and below the driver's own timeout, so the
 // proxy's answer (not the client's socket timeout) is what the test sees.
-const twemproxyTimeout = 500 * time.Millisecond
+const twemproxyTimeout = 250 * time.Millisecond
 
 // startTwemproxy starts nutcracker in front of three memcacheds for one test and stops
 // them all by PID when it ends.

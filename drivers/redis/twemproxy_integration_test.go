@@ -21,7 +21,7 @@ import (
 // twemTimeout is nutcracker's per-request backend timeout here: short, so a stalled
 // backend fails requests quickly, and below the driver's read timeout, so the proxy's
 // answer (not the client's socket timeout) is what the test sees.
-const twemTimeout = 500 * time.Millisecond
+const twemTimeout = 250 * time.Millisecond
 
 // twemFixName is the stand-in driver: the redis driver with the changes proxy.go proposes
 // wired in (see twemFixDriver). The driver as shipped cannot connect through twemproxy.
