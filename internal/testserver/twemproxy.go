@@ -31,8 +31,8 @@ type TwemproxyConfig struct {
 	AutoEjectHosts bool
 	// ServerFailureLimit is the failures before ejection (only with AutoEjectHosts); 0 means 1.
 	ServerFailureLimit int
-	// ServerRetryTimeout is how long an ejected backend stays out, and how long twemproxy
-	// waits before reconnecting to a backend whose connection failed; 0 means 1 s.
+	// ServerRetryTimeout is how long an ejected backend stays out of the ring (only with
+	// AutoEjectHosts; without ejection twemproxy reconnects on the next request); 0 means 1 s.
 	ServerRetryTimeout time.Duration
 	// Timeout bounds each request to a backend; a backend that does not answer in time
 	// fails the request with "Connection timed out". 0 means 1 s.
