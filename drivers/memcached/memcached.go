@@ -36,7 +36,10 @@
 // unavailable; connect timeouts and socket timeouts are timeout; a malformed key (over 250
 // bytes or with spaces/control characters), a value over maxValueSize (checked before
 // sending; memcached's default item limit is 1 MB) and CLIENT_ERROR replies are rejected;
-// "SERVER_ERROR out of memory" is throttled; other server errors are other.
+// "SERVER_ERROR out of memory" is throttled. Behind twemproxy (or Dynomite), the proxy's
+// "SERVER_ERROR Connection timed out" is timeout and "SERVER_ERROR Connection refused" (or
+// reset, host down, unreachable) is unavailable: a backend is down or stalled. Other server
+// errors are other.
 package memcached
 
 import (
@@ -458,10 +461,29 @@ func classOf(err error) driver.Class {
 	switch {
 	case strings.Contains(msg, "SERVER_ERROR out of memory"):
 		return driver.ClassThrottled
+	case strings.Contains(msg, "SERVER_ERROR Connection timed out"):
+		// A proxy (twemproxy, Dynomite) whose backend did not answer within its timeout.
+		return driver.ClassTimeout
+	case proxyBackendDown(msg):
+		return driver.ClassUnavailable
 	case strings.Contains(msg, "SERVER_ERROR object too large"), strings.Contains(msg, "CLIENT_ERROR"):
 		return driver.ClassRejected
 	case strings.Contains(msg, "SERVER_ERROR"):
 		return driver.ClassOther
 	}
 	return driver.Classify(err)
+}
+
+// proxyBackendDown reports whether msg is a proxy's reply for a backend it cannot reach.
+// twemproxy and Dynomite answer "SERVER_ERROR " followed by the C library's text for the
+// errno of the backend connection; memcached itself never sends these, and without this
+// a dead backend behind a proxy would count as other instead of unavailable.
+func proxyBackendDown(msg string) bool {
+	for _, e := range []string{"Connection refused", "Connection reset by peer", "Host is down",
+		"No route to host", "Network is unreachable", "Broken pipe"} {
+		if strings.Contains(msg, "SERVER_ERROR "+e) {
+			return true
+		}
+	}
+	return false
 }

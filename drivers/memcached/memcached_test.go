@@ -114,6 +114,11 @@ func TestClassOf(t *testing.T) {
 		{errors.New(`memcache: unexpected response line from "set": "SERVER_ERROR out of memory storing object\r\n"`), driver.ClassThrottled},
 		{errors.New(`memcache: unexpected response line: "CLIENT_ERROR bad data chunk\r\n"`), driver.ClassRejected},
 		{errors.New(`memcache: unexpected response line: "SERVER_ERROR something\r\n"`), driver.ClassOther},
+		// twemproxy's replies when a backend is down or does not answer in time.
+		{errors.New(`memcache: unexpected response line from "set": "SERVER_ERROR Connection refused\r\n"`), driver.ClassUnavailable},
+		{errors.New(`memcache: unexpected response line: "SERVER_ERROR Connection reset by peer\r\n"`), driver.ClassUnavailable},
+		{errors.New(`memcache: unexpected response line from "set": "SERVER_ERROR Host is down\r\n"`), driver.ClassUnavailable},
+		{errors.New(`memcache: unexpected response line from "set": "SERVER_ERROR Connection timed out\r\n"`), driver.ClassTimeout},
 	} {
 		if got := driver.Classify(classify(tc.err)); got != tc.want {
 			t.Errorf("class of %v = %v, want %v", tc.err, got, tc.want)

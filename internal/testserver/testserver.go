@@ -1,5 +1,6 @@
-// Package testserver starts real data stores (Redis, Memcached, PostgreSQL, Cassandra) on
-// loopback for integration tests, and stops them by PID.
+// Package testserver starts real data stores (Redis, Memcached, PostgreSQL, Cassandra) and
+// twemproxy in front of several of them on loopback for integration tests, and stops them
+// by PID.
 //
 // Each server gets free ports and a fresh data directory, runs as a direct child of the test
 // binary (so the harness knows its real PID and the kernel kills it if the test binary dies),
