@@ -1,13 +1,14 @@
 package redis
 
-// What RESP proxies (twemproxy, Dynomite) need from the driver beyond what Redis does.
-// Nothing here is wired into Init yet: redis.go is being changed on another branch, and the
-// integration tests (twemproxy_integration_test.go) use these through a stand-in driver
-// until it calls them. See proxyDialer and proxyErrorClass for the two changes.
+// What RESP proxies (twemproxy, Dynomite) need from the driver beyond what Redis does:
+// proxyDialer (option proxy=true, for go-redis's modes; mode=direct never sends HELLO)
+// and proxyErrorClass (always: the proxies' own ERR replies for a failed backend).
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -26,13 +27,29 @@ const helloRefusal = "-ERR unknown command 'HELLO' (answered by ndbench: RESP pr
 // derived from it) close the client connection on any command they do not know, HELLO
 // included, and go-redis falls back to RESP2 only on an error reply, not on a closed
 // connection: without this every connection through such a proxy fails with EOF
-// (redis/go-redis#2616). Init would set goredis.Options.Dialer to it for a proxy.
-func proxyDialer(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// (redis/go-redis#2616). Init sets goredis.Options.Dialer to it with proxy=true.
+//
+// A custom Dialer replaces go-redis's TLS set-up, so tlsConf (nil without TLS) is applied
+// here, below the HELLO interception.
+func proxyDialer(timeout time.Duration, tlsConf *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		d := net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
+		}
+		if tlsConf != nil {
+			conf := tlsConf
+			if conf.ServerName == "" {
+				conf = conf.Clone()
+				conf.ServerName, _, _ = net.SplitHostPort(addr)
+			}
+			tc := tls.Client(c, conf)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				_ = c.Close()
+				return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+			}
+			c = tc
 		}
 		return &proxyConn{Conn: c}, nil
 	}

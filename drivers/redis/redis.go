@@ -30,14 +30,16 @@
 //
 // # Proxies and clusters
 //
-// In mode=pool with cluster=false the driver works unchanged against RESP proxies such as
-// Dynomite, the Envoy redis proxy and twemproxy: it only sends GET/SET/HSET/HGETALL/PEXPIRE
-// and PING, and go-redis falls back from HELLO 3 to RESP2 when a proxy rejects HELLO.
-// What does not work through proxies: db other than 0 (proxies reject SELECT), cluster=true
-// (proxies hide the cluster topology), and often mode=autopipeline with twemproxy-era proxies
-// that limit pipeline depth. INFO may be refused, so the server version then shows as
-// "unknown". cluster=true uses go-redis's ClusterClient against a Redis Cluster and requires
-// db=0.
+// mode=direct works unchanged through RESP proxies such as twemproxy, Dynomite and the
+// Envoy redis proxy: it speaks RESP2 from the first byte and only sends GET, SET, HSET,
+// HGETALL, PEXPIRE, PING and INFO (AUTH and SELECT when configured). go-redis's modes need
+// proxy=true there: go-redis v9 sends HELLO first on every connection and falls back to
+// RESP2 only on an error reply, while twemproxy closes the connection on any command it
+// does not know (redis/go-redis#2616); with proxy=true the driver answers that HELLO
+// itself. Proxies close the connection on SELECT too, so proxy=true requires db=0. The
+// proxies' own replies for a failed backend (-ERR Connection refused, -ERR Connection
+// timed out) count as unavailable and timeout, not as rejected. cluster=true uses
+// go-redis's ClusterClient against a Redis Cluster and requires db=0 and a go-redis mode.
 //
 // # TLS and authentication
 //
@@ -66,6 +68,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -105,6 +108,7 @@ type Options struct {
 	Mode          string                `opt:"mode" default:"auto" enum:"auto,pool,autopipeline,direct" help:"auto: direct, or pool with cluster=true; pool: go-redis, one command per round trip on pooled connections; autopipeline: go-redis batches concurrent commands from all workers into pipelines; direct: each worker owns a connection and sends up to workload.pipeline commands per write (fastest; no cluster)"`
 	PipelineBatch int                   `opt:"pipelineBatch" default:"300" min:"1" max:"10000" help:"autopipeline: target commands per pipeline flush"`
 	Cluster       bool                  `opt:"cluster" default:"false" help:"use Redis Cluster (ClusterClient); addrs are seed nodes"`
+	Proxy         bool                  `opt:"proxy" default:"false" help:"addrs is a RESP proxy (twemproxy, Dynomite): pool and autopipeline answer go-redis's HELLO locally, as proxies close the connection on it; db must be 0"`
 	TTL           time.Duration         `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written keys; 0 = no expiry"`
 	Shape         string                `opt:"shape" default:"string" enum:"string,hash" help:"string: SET/GET; hash: HSET/HGETALL like NDBench's Dyno hash plugin"`
 	HashFields    int                   `opt:"hashFields" default:"2" min:"1" max:"64" help:"hash shape: fields the value is split across"`
@@ -178,8 +182,12 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 			DialerRetries: 1, DisableIdentity: true, MaintNotificationsConfig: maint,
 		})
 	} else {
+		var dialer func(context.Context, string, string) (net.Conn, error)
+		if o.Proxy {
+			dialer = proxyDialer(o.Timeouts.Connect, tlsConf)
+		}
 		d.client = goredis.NewClient(&goredis.Options{
-			Addr: o.Addrs[0], DB: o.DB, Username: o.Auth.Username, Password: o.Auth.Password, TLSConfig: tlsConf,
+			Addr: o.Addrs[0], DB: o.DB, Dialer: dialer, Username: o.Auth.Username, Password: o.Auth.Password, TLSConfig: tlsConf,
 			PoolSize: o.PoolSize, DialTimeout: o.Timeouts.Connect, ReadTimeout: o.ReadTimeout,
 			WriteTimeout: o.WriteTimeout, MaxRetries: retries, ContextTimeoutEnabled: true,
 			// One dial attempt per op: an outage shows as errors, not as latency.
@@ -189,6 +197,10 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		})
 	}
 	if err := d.client.Ping(ctx).Err(); err != nil {
+		if errors.Is(err, io.EOF) && !o.Proxy && !o.Cluster {
+			// What a RESP proxy does to go-redis's HELLO: say how to get through.
+			err = fmt.Errorf("%w (the server closed the connection on the first command: if this is a RESP proxy such as twemproxy or Dynomite, set proxy=true or use mode=direct)", err)
+		}
 		return classify(fmt.Errorf("connect to redis at %s: %w", strings.Join(o.Addrs, ","), err))
 	}
 	if o.Mode == "autopipeline" {
@@ -230,6 +242,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Cluster && o.Mode == "direct" {
 		errs = append(errs, &driver.FieldError{Field: "mode", Value: o.Mode, Allowed: "pool or autopipeline when cluster=true (direct speaks to one node)"})
+	}
+	if o.Proxy && o.DB != 0 {
+		errs = append(errs, &driver.FieldError{Field: "db", Value: strconv.Itoa(o.DB), Allowed: "0 when proxy=true (RESP proxies do not support SELECT)"})
+	}
+	if o.Proxy && o.Cluster {
+		errs = append(errs, &driver.FieldError{Field: "proxy", Value: "true", Allowed: "false when cluster=true (a proxy hides the cluster)"})
 	}
 	if o.Cluster && o.DB != 0 {
 		errs = append(errs, &driver.FieldError{Field: "db", Value: strconv.Itoa(o.DB), Allowed: "0 when cluster=true (Redis Cluster has one database)"})
@@ -458,6 +476,9 @@ func serverClass(msg string) driver.Class {
 	case "OOM":
 		return driver.ClassThrottled
 	case "ERR":
+		if c, ok := proxyErrorClass(msg); ok {
+			return c
+		}
 		if strings.Contains(msg, "max number of clients reached") {
 			return driver.ClassThrottled
 		}

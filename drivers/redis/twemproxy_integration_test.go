@@ -4,14 +4,13 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
@@ -23,90 +22,20 @@ import (
 // answer (not the client's socket timeout) is what the test sees.
 const twemTimeout = 250 * time.Millisecond
 
-// twemFixName is the stand-in driver: the redis driver with the changes proxy.go proposes
-// wired in (see twemFixDriver). The driver as shipped cannot connect through twemproxy.
-const twemFixName = "redis-proxyfix-test"
-
-func init() {
-	driver.MustRegister(driver.Definition{
-		Name:       twemFixName,
-		Summary:    "test only: the redis driver with proxy.go's changes wired in",
-		NewOptions: func() any { return &Options{} },
-		New:        func() driver.Driver { return &twemFixDriver{Driver: &Driver{}} },
-	})
+// with returns a copy of base with extra's values added.
+func with(base, extra map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
 }
 
-// twemFixDriver is what Init would do for a RESP proxy (a proposed proxy=true option):
-// HELLO answered locally (proxyDialer), db other than 0 refused up front as rejected
-// (proxies close the connection on SELECT), and the proxy's own ERR replies for a failed
-// backend classified as timeout/unavailable (proxyErrorClass). Everything else is the
-// shipped driver's code, embedded.
-type twemFixDriver struct{ *Driver }
-
-// Init mirrors Driver.Init for a plain client, with the proxy changes.
-func (f *twemFixDriver) Init(ctx context.Context, opts any) error {
-	o, err := driver.OptionsAs[Options](opts)
-	if err != nil {
-		return err
-	}
-	if err := driver.Validate(o); err != nil {
-		return err
-	}
-	if o.DB != 0 {
-		return driver.Wrap(driver.ClassRejected, fmt.Errorf("redis db=%d through a proxy: RESP proxies do not support SELECT; use db=0", o.DB))
-	}
-	d := f.Driver
-	d.opts = *o
-	d.ttl.Store(int64(o.TTL))
-	retries := o.MaxRetries
-	if retries == 0 {
-		retries = -1
-	}
-	d.client = goredis.NewClient(&goredis.Options{
-		Addr: o.Addrs[0], Dialer: proxyDialer(o.Timeouts.Connect), PoolSize: o.PoolSize,
-		DialTimeout: o.Timeouts.Connect, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		MaxRetries: retries, ContextTimeoutEnabled: true, DialerRetries: 1, DisableIdentity: true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
-	if err := d.client.Ping(ctx).Err(); err != nil {
-		return classify(fmt.Errorf("connect to redis at %s: %w", o.Addrs[0], err))
-	}
-	if o.Mode == "autopipeline" {
-		d.ap, err = d.client.(autoPipeliners).AsyncAutoPipelineWithOptions(&goredis.AutoPipelineOptions{
-			MaxBatchSize: o.PipelineBatch, MaxConcurrentBatches: 1,
-		})
-		if err != nil {
-			return fmt.Errorf("start redis autopipeliner: %w", err)
-		}
-	}
-	d.info = map[string]string{"addrs": o.Addrs[0], "mode": o.Mode, "shape": o.Shape, "server_version": serverVersion(ctx, d.client)}
-	return nil
-}
-
-// Read is Driver.Read with proxy errors reclassified.
-func (f *twemFixDriver) Read(ctx context.Context, key string) ([]byte, error) {
-	v, err := f.Driver.Read(ctx, key)
-	return v, proxyReclassify(err)
-}
-
-// Write is Driver.Write with proxy errors reclassified.
-func (f *twemFixDriver) Write(ctx context.Context, key string, value []byte) error {
-	return proxyReclassify(f.Driver.Write(ctx, key, value))
-}
-
-// proxyReclassify is what serverClass's ERR case would do with proxyErrorClass.
-func proxyReclassify(err error) error {
-	var rerr goredis.Error
-	if err != nil && errors.As(err, &rerr) {
-		if c, ok := proxyErrorClass(rerr.Error()); ok {
-			return driver.Wrap(c, err)
-		}
-	}
-	return err
-}
-
-// twemOpen opens driver name through the proxy with extra option values.
-func twemOpen(t *testing.T, name, addr string, extra map[string]string) (driver.Driver, error) {
+// twemOpen opens the redis driver through the proxy with extra option values.
+func twemOpen(t *testing.T, addr string, extra map[string]string) (driver.Driver, error) {
 	t.Helper()
 	v := map[string]string{"addrs": addr, "dialTimeout": "2s", "readTimeout": "2s", "writeTimeout": "2s"}
 	for k, x := range extra {
@@ -114,7 +43,7 @@ func twemOpen(t *testing.T, name, addr string, extra map[string]string) (driver.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d, _, err := driver.Open(ctx, name, v)
+	d, _, err := driver.Open(ctx, "redis", v)
 	if err == nil {
 		t.Cleanup(func() { _ = d.Close() })
 	}
@@ -141,41 +70,37 @@ func TestTwemproxy(t *testing.T) {
 		}
 	})
 
-	for _, mode := range []string{"pool", "autopipeline"} {
-		t.Run("AsShipped/mode="+mode, func(t *testing.T) {
-			start := time.Now()
-			d, err := twemOpen(t, "redis", p.Proxy.Addr(), map[string]string{"mode": mode})
-			took := time.Since(start)
-			if took > 5*time.Second {
-				t.Errorf("Open through twemproxy took %v; it must fail or succeed promptly", took.Round(time.Millisecond))
-			}
-			if err != nil {
-				// Once Init uses proxyDialer this branch is no longer taken and the whole
-				// suite below runs against the shipped driver.
-				t.Skipf("known defect (needs a change in redis.go): Open through twemproxy fails in %v as %v: %v. "+
-					"go-redis v9 sends HELLO on every new connection; twemproxy closes the connection on it "+
-					"and go-redis does not fall back to RESP2 on EOF (redis/go-redis#2616). "+
-					"Fix: goredis.Options.Dialer = proxyDialer(...) (drivers/redis/proxy.go) for proxies; "+
-					"the WithProxyFix subtests run the suite with it", took.Round(time.Millisecond), driver.Classify(err), err)
-			}
-			_ = d.Close()
-			twemSuite(t, p, "redis", mode)
-		})
+	// mode=direct speaks RESP2 from the start and needs nothing; go-redis's modes need
+	// proxy=true (HELLO answered locally).
+	for _, opts := range []map[string]string{
+		{"mode": "direct"},
+		{"mode": "pool", "proxy": "true"},
+		{"mode": "autopipeline", "proxy": "true"},
+	} {
+		label := opts["mode"]
+		t.Run("mode="+label, func(t *testing.T) { twemSuite(t, p, label, opts) })
 	}
-	for _, mode := range []string{"pool", "autopipeline"} {
-		t.Run("WithProxyFix/mode="+mode, func(t *testing.T) {
-			twemSuite(t, p, twemFixName, mode)
-		})
-	}
+	t.Run("PoolWithoutProxyOption", func(t *testing.T) {
+		// go-redis's HELLO makes twemproxy close the connection: Open must fail at once
+		// and say what to do.
+		start := time.Now()
+		_, err := twemOpen(t, p.Proxy.Addr(), map[string]string{"mode": "pool"})
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("Open through twemproxy took %v; it must fail promptly", took.Round(time.Millisecond))
+		}
+		if err == nil || !strings.Contains(err.Error(), "proxy=true") {
+			t.Errorf("Open in mode=pool through twemproxy without proxy=true: %v; want a failure that names proxy=true", err)
+		}
+	})
 }
 
 // twemSuite runs the checks through the proxy with driver name in mode.
-func twemSuite(t *testing.T, p *testserver.TwemproxyPool, name, mode string) {
+func twemSuite(t *testing.T, p *testserver.TwemproxyPool, label string, opts map[string]string) {
 	proxy := p.Proxy
 	t.Run("Conformance", func(t *testing.T) {
 		drivertest.Run(t, drivertest.Harness{
-			Name:       name,
-			Options:    map[string]string{"addrs": proxy.Addr(), "mode": mode},
+			Name:       "redis",
+			Options:    with(opts, map[string]string{"addrs": proxy.Addr()}),
 			LiveValues: map[string]string{"ttl": "1h"},
 			Pause:      proxy.Pause,
 			Outage: &drivertest.Outage{
@@ -186,25 +111,18 @@ func twemSuite(t *testing.T, p *testserver.TwemproxyPool, name, mode string) {
 			},
 		})
 	})
-	t.Run("Spread", func(t *testing.T) { twemSpread(t, p, name, mode) })
-	t.Run("SelectRejected", func(t *testing.T) {
-		// db=1 makes go-redis send SELECT 1 on each new connection, which twemproxy
-		// does not support: it closes the connection.
-		start := time.Now()
-		_, err := twemOpen(t, name, proxy.Addr(), map[string]string{"mode": mode, "db": "1"})
-		took := time.Since(start)
-		if err == nil {
-			t.Fatal("Open with db=1 through twemproxy succeeded; SELECT cannot go through a proxy")
-		}
-		if took > 3*time.Second {
-			t.Errorf("Open with db=1 took %v to fail; it must fail promptly", took.Round(time.Millisecond))
-		}
-		if c := driver.Classify(err); c != driver.ClassRejected {
-			t.Errorf("Open with db=1 through twemproxy failed as %v in %v, want rejected (a configuration the proxy cannot serve, not an outage): %v",
-				c, took.Round(time.Millisecond), err)
+	t.Run("Spread", func(t *testing.T) { twemSpread(t, p, label, opts) })
+	t.Run("SelectRefused", func(t *testing.T) {
+		// A proxy closes the connection on SELECT, which looks like an outage: with
+		// proxy=true a db other than 0 is refused as a configuration error naming db,
+		// before anything is sent.
+		_, err := twemOpen(t, proxy.Addr(), with(opts, map[string]string{"db": "1", "proxy": "true"}))
+		fes, ok := driver.AsFieldErrors(err)
+		if !ok || len(fes) == 0 || fes[0].Field != "db" {
+			t.Errorf("Open with db=1 and proxy=true: %v; want a field error on db", err)
 		}
 	})
-	t.Run("BackendOutage", func(t *testing.T) { twemBackendOutage(t, p, name, mode) })
+	t.Run("BackendOutage", func(t *testing.T) { twemBackendOutage(t, p, label, opts) })
 }
 
 // twemBackends returns plain clients to each backend, for checks behind the proxy's back.
@@ -220,8 +138,8 @@ func twemBackends(t *testing.T, p *testserver.TwemproxyPool) []*goredis.Client {
 
 // twemSpread writes NDBench-shaped keys through the proxy and checks each backend's
 // DBSIZE grew by a fair share.
-func twemSpread(t *testing.T, p *testserver.TwemproxyPool, name, mode string) {
-	d, err := twemOpen(t, name, p.Proxy.Addr(), map[string]string{"mode": mode})
+func twemSpread(t *testing.T, p *testserver.TwemproxyPool, label string, opts map[string]string) {
+	d, err := twemOpen(t, p.Proxy.Addr(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +158,7 @@ func twemSpread(t *testing.T, p *testserver.TwemproxyPool, name, mode string) {
 	}
 	before := dbsize()
 	const n = 300
-	prefix := fmt.Sprintf("T%s%s", name, mode) // new keys for every run
+	prefix := fmt.Sprintf("T%s", label) // new keys for every run
 	for i := 0; i < n; i++ {
 		key := prefix + strconv.Itoa(i)
 		if err := d.Write(ctx, key, []byte(key)); err != nil {
@@ -271,8 +189,8 @@ func twemSpread(t *testing.T, p *testserver.TwemproxyPool, name, mode string) {
 // twemBackendOutage takes backend 0 down (SIGKILL, then SIGSTOP) and checks what a user
 // would: operations on its keys fail promptly as unavailable (timeout while it stalls),
 // keys on the other backends keep working, and everything works again once it is back.
-func twemBackendOutage(t *testing.T, p *testserver.TwemproxyPool, name, mode string) {
-	d, err := twemOpen(t, name, p.Proxy.Addr(), map[string]string{"mode": mode})
+func twemBackendOutage(t *testing.T, p *testserver.TwemproxyPool, label string, opts map[string]string) {
+	d, err := twemOpen(t, p.Proxy.Addr(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +202,7 @@ func twemBackendOutage(t *testing.T, p *testserver.TwemproxyPool, name, mode str
 		if i > 1000 {
 			t.Fatalf("after %d keys: %d on backend 0, %d elsewhere", i, len(dead), len(alive))
 		}
-		key := fmt.Sprintf("twem-outage-%s-%s-%d", name, mode, i)
+		key := fmt.Sprintf("twem-outage-%s-%d", label, i)
 		if err := d.Write(ctx, key, []byte(key)); err != nil {
 			t.Fatalf("write %s: %v", key, err)
 		}
