@@ -43,12 +43,14 @@ type PipelineOp struct {
 
 // Pipeline is one worker's connection to the store.
 type Pipeline interface {
-	// Run sends ops, in as few writes as it can, and calls done exactly once per operation,
-	// in order, as soon as that operation's reply is read: the engine takes each
+	// Run sends ops, in as few writes as it can, and calls done exactly once per operation
+	// as soon as that operation's reply is read, in the order the replies arrive (a
+	// protocol with stream ids, like CQL's, may answer out of order): the engine takes each
 	// operation's end time in done, so a driver must not hold replies back until the whole
 	// batch is read. value is what a read returned (nil otherwise), valid only until done
 	// returns, so a driver can hand out its read buffer without a copy; err follows the
-	// same rules as Read and Write (ErrNotFound for a miss, classified failures).
+	// same rules as Read and Write (ErrNotFound for a miss, classified failures). An
+	// operation Run returns without completing counts as failed.
 	//
 	// ctx carries the batch's deadline. Run need not watch ctx itself: when ctx ends the
 	// engine calls Interrupt from another goroutine.

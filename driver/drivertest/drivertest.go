@@ -58,7 +58,7 @@ const (
 	CheckBulk             = "Bulk"             // BulkWriter and BulkReader agree with Write and Read
 	CheckConcurrentUse    = "ConcurrentUse"    // 16 goroutines on overlapping keys
 	CheckCancelledContext = "CancelledContext" // a cancelled context fails an operation promptly
-	CheckPipeline         = "Pipeline"         // a Pipeliner's batches complete in order and agree with Read and Write
+	CheckPipeline         = "Pipeline"         // a Pipeliner completes each op of a batch once, agreeing with Read and Write
 	CheckDeadlineOnStall  = "DeadlineOnStall"  // a deadline ends an operation on a paused server
 	CheckLiveReconfigure  = "LiveReconfigure"  // every live option changes through Reconfigure
 	CheckClosed           = "Closed"           // operations after Close fail without panicking

@@ -18,6 +18,7 @@ type pipeOp struct {
 	m        *mixEntry
 	opShard  *stats.Shard
 	idx      int64 // the key's index
+	done     bool  // completed
 	k0, k1   int   // the key's bytes in batch.keys
 	seq      uint64
 	expect   uint64
@@ -148,16 +149,19 @@ func (e *Engine) runBatch(pl driver.Pipeline, b *batch, done func(int, []byte, e
 				e.log.Error("driver panicked; the operations count as failed (further panics are counted, not logged)",
 					"panic", fmt.Sprint(r))
 			}
-			err := fmt.Errorf("driver panicked: %v", r)
-			for i := b.done; i < len(b.ops); i++ {
-				b.complete(i, nil, err)
-			}
+			b.failRest(fmt.Errorf("driver panicked: %v", r))
 		}
 	}()
 	pl.Run(b.oc, b.ops, done)
 	if b.done < len(b.ops) {
-		err := fmt.Errorf("driver completed %d of %d pipelined operations", b.done, len(b.ops))
-		for i := b.done; i < len(b.ops); i++ {
+		b.failRest(fmt.Errorf("driver completed %d of %d pipelined operations", b.done, len(b.ops)))
+	}
+}
+
+// failRest fails the operations of the batch not completed yet.
+func (b *batch) failRest(err error) {
+	for i := range b.meta {
+		if !b.meta[i].done {
 			b.complete(i, nil, err)
 		}
 	}
@@ -215,10 +219,11 @@ func (b *batch) seal() {
 
 // complete records operation i of the batch; the driver calls it as the reply arrives.
 func (b *batch) complete(i int, got []byte, err error) {
-	if i != b.done || i >= len(b.ops) {
-		// A driver that skips or repeats an operation breaks the contract; count it once.
+	if i < 0 || i >= len(b.ops) || b.meta[i].done {
+		// A driver that repeats an operation breaks the contract; count it once.
 		return
 	}
+	b.meta[i].done = true
 	b.done++
 	end := b.now()
 	op := &b.meta[i]
