@@ -1,0 +1,401 @@
+//go:build integration
+
+package http
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/workload"
+)
+
+// kv is the key-value service (cmd kvhttpd) every test of the package shares; nginx is
+// started by the tests that need it.
+var kv *testserver.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(testserver.Main(m, testserver.KVHTTP, func(s *testserver.Server) { kv = s }))
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func open(t testing.TB, values map[string]string) *Driver {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, _, err := driver.Open(ctx, "http", values)
+	if err != nil {
+		t.Fatalf("open http driver: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d.(*Driver)
+}
+
+func startNginx(t testing.TB) *testserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := testserver.Nginx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("nginx log:\n%s", s.LogTail())
+		}
+		_ = s.Stop()
+	})
+	return s
+}
+
+// rawGet fetches a URL with a plain client, to see what the server holds.
+func rawDo(t *testing.T, method, url string, body []byte, header map[string]string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestConformanceKV(t *testing.T) {
+	for _, proto := range []string{"http1", "h2"} {
+		t.Run(proto, func(t *testing.T) {
+			if proto == "h2" {
+				// The outage check restarts the shared server; once is enough.
+				drivertest.Run(t, drivertest.Harness{
+					Name:    "http",
+					Options: map[string]string{"url": "http://" + kv.Addr(), "protocol": "h2"},
+					Pause:   kv.Pause,
+				})
+				return
+			}
+			drivertest.Run(t, drivertest.Harness{
+				Name:    "http",
+				Options: map[string]string{"url": "http://" + kv.Addr(), "protocol": proto},
+				Pause:   kv.Pause,
+				Outage: &drivertest.Outage{
+					Stop:          kv.Kill,
+					Start:         kv.Restart,
+					RecoverWithin: 10 * time.Second,
+					Options:       map[string]string{"timeout": "1s", "connectTimeout": "1s"},
+				},
+			})
+		})
+	}
+}
+
+func TestConformanceNginx(t *testing.T) {
+	ng := startNginx(t)
+	for _, tc := range []struct {
+		name string
+		opts map[string]string
+		out  bool
+	}{
+		{"http1", map[string]string{"url": "http://" + ng.Addr(), "protocol": "http1"}, false},
+		// nginx's cleartext HTTP/2 port speaks nothing else: h2 proves prior knowledge works.
+		{"h2c", map[string]string{"url": "http://" + ng.H2CAddr(), "protocol": "h2"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := drivertest.Harness{Name: "http", Options: tc.opts, Pause: ng.Pause}
+			if tc.out {
+				h.Outage = &drivertest.Outage{
+					Stop:          ng.Kill,
+					Start:         ng.Restart,
+					RecoverWithin: 10 * time.Second,
+					Options:       map[string]string{"timeout": "1s", "connectTimeout": "1s"},
+				}
+			}
+			drivertest.Run(t, h)
+		})
+	}
+	d := open(t, map[string]string{"url": "http://" + ng.H2CAddr(), "protocol": "h2"})
+	if err := d.Write(ctxT(t), "proto-check", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.ConnectionInfo()["negotiated"]; got != "HTTP/2.0" {
+		t.Errorf("negotiated protocol with nginx's h2c port = %q, want HTTP/2.0", got)
+	}
+}
+
+// TestStatusClasses injects statuses through the KV service and checks each one's
+// outcome with the default table and with an op's own table.
+func TestStatusClasses(t *testing.T) {
+	ctx := ctxT(t)
+	base := map[string]string{"url": "http://" + kv.Addr()}
+	for _, tc := range []struct {
+		status string
+		table  string // readStatus
+		want   string // ok, miss, or a failure class
+	}{
+		{"200", "", "ok"},
+		{"204", "", "ok"},
+		{"404", "", "miss"},
+		{"429", "", "throttled"},
+		{"503", "", "unavailable"},
+		{"500", "", "unavailable"},
+		{"504", "", "timeout"},
+		{"400", "", "rejected"},
+		{"409", "", "rejected"},
+		{"301", "", "rejected"},
+		{"404", "404=rejected", "rejected"},
+		{"409", "409=ok", "ok"},
+		{"503", "500-599=throttled", "throttled"},
+	} {
+		t.Run(tc.status+"/"+tc.table, func(t *testing.T) {
+			v := map[string]string{"readHeaders": "X-Ndbench-Status: " + tc.status, "readStatus": tc.table}
+			for k, x := range base {
+				v[k] = x
+			}
+			d := open(t, v)
+			_, err := d.Read(ctx, "status-key")
+			got := "ok"
+			switch {
+			case errors.Is(err, driver.ErrNotFound):
+				got = "miss"
+			case err != nil:
+				got = driver.Classify(err).String()
+			}
+			if got != tc.want {
+				t.Errorf("status %s with table %q: %s (%v), want %s", tc.status, tc.table, got, err, tc.want)
+			}
+		})
+	}
+	// Writes have no miss: 404 is rejected.
+	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "writeHeaders": "X-Ndbench-Status: 404"})
+	if err := d.Write(ctx, "k", []byte("v")); driver.Classify(err) != driver.ClassRejected {
+		t.Errorf("write answered 404: %v, want rejected", err)
+	}
+}
+
+// TestTimeoutClass: a service slower than the timeout option is a timeout, and so is one
+// slower than the op's deadline.
+func TestTimeoutClass(t *testing.T) {
+	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "readHeaders": "X-Ndbench-Delay: 3s", "timeout": "200ms"})
+	start := time.Now()
+	_, err := d.Read(ctxT(t), "slow")
+	if driver.Classify(err) != driver.ClassTimeout || time.Since(start) > 2*time.Second {
+		t.Errorf("read of a 3s answer with timeout=200ms: %v after %v, want a timeout within 2s", err, time.Since(start))
+	}
+	d = open(t, map[string]string{"url": "http://" + kv.Addr(), "readHeaders": "X-Ndbench-Delay: 3s", "timeout": "10s"})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := d.Read(ctx, "slow"); driver.Classify(err) != driver.ClassTimeout {
+		t.Errorf("read past the op deadline: %v, want timeout", err)
+	}
+}
+
+// TestOutageAndRecovery kills and pauses the KV service under a driver that stays open.
+func TestOutageAndRecovery(t *testing.T) {
+	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "timeout": "500ms", "connectTimeout": "500ms"})
+	ctx := ctxT(t)
+	if err := d.Write(ctx, "outage", []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		_, err := d.Read(ctx, "outage")
+		if c := driver.Classify(err); c != driver.ClassUnavailable {
+			t.Errorf("read %d with the service killed: %v (class %v), want unavailable", i, err, c)
+		}
+	}
+	if err := kv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The service restarted empty: the key is a miss, and writes work again.
+	if _, err := d.Read(ctx, "outage"); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("read after restart: %v, want a miss", err)
+	}
+	if err := d.Write(ctx, "outage", []byte("after")); err != nil {
+		t.Errorf("write after restart: %v", err)
+	}
+	resume, err := kv.Pause()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Read(ctx, "outage")
+	resume()
+	if c := driver.Classify(err); c != driver.ClassTimeout {
+		t.Errorf("read from a paused service: %v (class %v), want timeout", err, c)
+	}
+	if got, err := d.Read(ctx, "outage"); err != nil || string(got) != "after" {
+		t.Errorf("read after resume: %q, %v", got, err)
+	}
+}
+
+// TestValidationDetectsCorruption changes a value behind the driver's back, through the
+// KV service's API and in nginx's files, and checks the engine's validation sees it.
+func TestValidationDetectsCorruption(t *testing.T) {
+	ng := startNginx(t)
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		name    string
+		url     string
+		corrupt func(t *testing.T, key string, v []byte)
+	}{
+		{"kv", "http://" + kv.Addr(), func(t *testing.T, key string, v []byte) {
+			if code, _ := rawDo(t, "PUT", "http://"+kv.Addr()+"/kv/"+key, v, nil); code/100 != 2 {
+				t.Fatalf("raw PUT: %d", code)
+			}
+		}},
+		{"nginx", "http://" + ng.Addr(), func(t *testing.T, key string, v []byte) {
+			if err := os.WriteFile(filepath.Join(testserver.NginxRoot(ng), "kv", key), v, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := open(t, map[string]string{"url": tc.url})
+			key := "valid-" + tc.name
+			v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
+			if err := d.Write(ctx, key, v); err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.Read(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
+				t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
+			}
+			tampered := bytes.Clone(got)
+			tampered[len(tampered)-5] ^= 0x20
+			tc.corrupt(t, key, tampered)
+			got, err = d.Read(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
+				t.Errorf("tampered value: %v, want corrupt", c)
+			}
+		})
+	}
+}
+
+// TestNamedOperations configures extra slots against the KV service: a JSON read that
+// returns a field, a JSON check that must match, a POST write and a DELETE.
+func TestNamedOperations(t *testing.T) {
+	ctx := ctxT(t)
+	d := open(t, map[string]string{
+		"url":         "http://" + kv.Addr(),
+		"read1":       "GET /json/{key}",
+		"read1Check":  "json:size",
+		"read2":       "GET /json/{key}",
+		"read2Check":  "json:key={key}",
+		"write1":      "POST /kv/{key}?n={seq}",
+		"write1Body":  `{"k":"{key}","v":"{value64}"}`,
+		"other1":      "DELETE /kv/{key}",
+		"other1Check": "none",
+	})
+	def, _ := driver.Lookup("http")
+	idx := func(name string) int {
+		_, i, ok := def.Operation(name)
+		if !ok {
+			t.Fatalf("operation %s not declared", name)
+		}
+		return i
+	}
+	if err := d.Write(ctx, "n1", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Do(ctx, idx("read1"), "n1", nil); err != nil || string(got) != "5" {
+		t.Errorf("read1 json:size = %q, %v; want 5", got, err)
+	}
+	if _, err := d.Do(ctx, idx("read2"), "n1", nil); err != nil {
+		t.Errorf("read2 json:key={key}: %v", err)
+	}
+	if _, err := d.Do(ctx, idx("read1"), "absent", nil); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("read1 of an absent key: %v, want a miss", err)
+	}
+	if _, err := d.Do(ctx, idx("write1"), "n2", []byte{0, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := rawDo(t, "GET", "http://"+kv.Addr()+"/kv/n2", nil, nil); code != 200 || string(body) != `{"k":"n2","v":"AAEC"}` {
+		t.Errorf("after write1 the service holds %d %q", code, body)
+	}
+	if _, err := d.Do(ctx, idx("other1"), "n2", nil); err != nil {
+		t.Errorf("other1 DELETE: %v", err)
+	}
+	if _, err := d.Do(ctx, idx("other1"), "n2", nil); driver.Classify(err) != driver.ClassRejected {
+		t.Errorf("second DELETE (404, not a read): %v, want rejected", err)
+	}
+	if _, err := d.Do(ctx, idx("write2"), "n3", []byte("x")); driver.Classify(err) != driver.ClassRejected || !strings.Contains(err.Error(), "not configured") {
+		t.Errorf("unconfigured write2: %v, want rejected, not configured", err)
+	}
+	// The check fails when the field differs: read2 wants key = the key asked for.
+	d2 := open(t, map[string]string{"url": "http://" + kv.Addr(), "read1": "GET /json/n1", "read1Check": "json:key={key}"})
+	if _, err := d2.Do(ctx, idx("read1"), "other", nil); err == nil || driver.Classify(err) != driver.ClassOther {
+		t.Errorf("json check against another key: %v, want a failure of class other", err)
+	}
+}
+
+// TestSecretsNotShown: the auth header and password never appear in errors or
+// connection info, even when the service fails every request.
+func TestSecretsNotShown(t *testing.T) {
+	const token, password = "tok-SECRET-123", "pw-SECRET-456"
+	d := open(t, map[string]string{
+		"url": "http://" + kv.Addr(), "authHeader": "Authorization: Bearer " + token,
+		"readHeaders": "X-Ndbench-Status: 503",
+	})
+	_, err := d.Read(ctxT(t), "k")
+	if err == nil || strings.Contains(err.Error(), token) {
+		t.Errorf("error %v: want a failure that does not show the token", err)
+	}
+	if s := fmt.Sprint(d.ConnectionInfo()); strings.Contains(s, token) {
+		t.Errorf("ConnectionInfo shows the token: %s", s)
+	}
+	_, err = driver.NewOptions("http", map[string]string{"authHeader": "no colon " + token})
+	if err == nil || strings.Contains(err.Error(), token) {
+		t.Errorf("bad authHeader: %v; want an error without the value", err)
+	}
+	d = open(t, map[string]string{"url": "http://" + kv.Addr(), "username": "u", "password": password, "readHeaders": "X-Ndbench-Status: 400"})
+	if _, err := d.Read(ctxT(t), "k"); err == nil || strings.Contains(err.Error(), password) {
+		t.Errorf("error %v: want a failure without the password", err)
+	}
+}
+
+// BenchmarkKVGet measures GETs of a 100-byte value from the KV service from 16 ×
+// GOMAXPROCS goroutines, in ops per client CPU-second (see docs/performance.md):
+//
+//	go test -tags integration -run '^$' -bench KVGet -benchtime 5s ./drivers/http/
+func BenchmarkKVGet(b *testing.B) {
+	for _, proto := range []string{"http1", "h2"} {
+		b.Run(proto, func(b *testing.B) {
+			d := open(b, map[string]string{"url": "http://" + kv.Addr(), "protocol": proto})
+			if err := d.Write(context.Background(), "bench", bytes.Repeat([]byte("v"), 100)); err != nil {
+				b.Fatal(err)
+			}
+			testserver.BenchParallel(b, func(ctx context.Context, _ uint64) error {
+				_, err := d.Read(ctx, "bench")
+				return err
+			})
+		})
+	}
+}
