@@ -29,7 +29,8 @@
 // else (3xx included: redirects are not followed) is rejected. Errors without a response
 // are timeouts (deadline, timeout option) or unavailable (refused, reset, closed).
 // The check decides what a successful answer returns: body (the default of read
-// operations) returns the body as the value read, so the engine validates it;
+// operations) returns the body as the value read, which the engine validates when
+// workload.validate is on (it checks what read returns, not read1 or read2);
 // json:PATH returns the field at PATH (dot-separated names and array indexes; a string
 // field as its text, anything else as JSON); json:PATH=TEMPLATE fails the operation
 // (class other) unless the field equals the expanded template; none ignores the body.
@@ -44,6 +45,38 @@
 // username and password, and authHeader (secret) is a header such as Authorization:
 // Bearer TOKEN sent with every request. Neither is ever logged or reported; URLs in
 // messages have credentials masked.
+//
+// # Example
+//
+// A key-value service with a search route, validated reads, and a delete now and then,
+// in a YAML configuration file:
+//
+//	driver:
+//	  name: http
+//	drivers:
+//	  http:
+//	    url: https://kv.internal:8443/v1
+//	    protocol: h2
+//	    tlsCAFile: /etc/ssl/private-ca.pem
+//	    # authHeader (secret) from the environment, not the file:
+//	    # NDBENCH_DRIVERS_HTTP_AUTHHEADER="Authorization: Bearer ..."
+//	    read: GET /kv/{key}                            # the defaults, spelt out
+//	    write: PUT /kv/{key}
+//	    writeHeaders: "Content-Type: application/octet-stream"
+//	    read1: POST /search                            # op "read1": a search
+//	    read1Body: '{"query":"{key}","limit":10}'
+//	    read1Headers: "Content-Type: application/json"
+//	    read1Check: json:hits.0.id={key}               # the first hit must be the key
+//	    other1: DELETE /kv/{key}
+//	    other1Status: 404=ok                           # deleting a missing key is fine
+//	workload:
+//	  validate: true
+//	  readMix: read:8,read1:2
+//	  ops:
+//	    cleanup: {rate: 50, workers: 2, mix: other1}
+//
+// or on the command line: ndbench run --set driver.name=http --set
+// drivers.http.url=http://127.0.0.1:8080 --set workload.readRate=2000.
 package http
 
 import (
