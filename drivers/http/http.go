@@ -117,7 +117,7 @@ type Options struct {
 	MaxResponseSize     driver.Size `opt:"maxResponseSize" default:"64MiB" min:"1" help:"largest response body read; larger answers fail (class other)"`
 	Auth                driver.AuthOptions
 	TLS                 driver.TLSOptions
-	Timeouts            driver.TimeoutOptions `timeout.help:"time for one request from sending to the end of the answer (the op's deadline applies as well)"`
+	Timeouts            driver.TimeoutOptions `timeout.help:"time to wait for an answer's headers once the request is sent (the op's deadline bounds the whole request)"`
 	Ops                 opOptions
 }
 
@@ -182,7 +182,6 @@ type Driver struct {
 	opts      Options
 	ops       [numSlots]*op
 	transport *http.Transport
-	timeout   time.Duration
 	maxBody   int64
 	seq       atomic.Uint64
 	closed    atomic.Bool
@@ -212,7 +211,7 @@ func (d *Driver) Init(_ context.Context, opts any) error {
 		return err
 	}
 	d.opts, d.ops = *o, c.ops
-	d.timeout, d.maxBody = o.Timeouts.Request, int64(o.MaxResponseSize)
+	d.maxBody = int64(o.MaxResponseSize)
 	d.transport = newTransport(o, tlsConf)
 	return nil
 }

@@ -5,12 +5,15 @@ package http
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -381,21 +384,115 @@ func TestSecretsNotShown(t *testing.T) {
 	}
 }
 
-// BenchmarkKVGet measures GETs of a 100-byte value from the KV service from 16 ×
-// GOMAXPROCS goroutines, in ops per client CPU-second (see docs/performance.md):
-//
-//	go test -tags integration -run '^$' -bench KVGet -benchtime 5s ./drivers/http/
-func BenchmarkKVGet(b *testing.B) {
-	for _, proto := range []string{"http1", "h2"} {
-		b.Run(proto, func(b *testing.B) {
-			d := open(b, map[string]string{"url": "http://" + kv.Addr(), "protocol": proto})
-			if err := d.Write(context.Background(), "bench", bytes.Repeat([]byte("v"), 100)); err != nil {
-				b.Fatal(err)
-			}
-			testserver.BenchParallel(b, func(ctx context.Context, _ uint64) error {
-				_, err := d.Read(ctx, "bench")
-				return err
-			})
-		})
+// benchTarget is a server the benchmarks GET a 100-byte value from, over HTTP/1.1 and
+// over cleartext HTTP/2.
+type benchTarget struct{ name, http1, h2 string }
+
+// benchTargets returns the KV service and an nginx started for the benchmark, each
+// holding the value under /kv/bench.
+func benchTargets(b *testing.B) []benchTarget {
+	ng := startNginx(b)
+	ts := []benchTarget{
+		{"kv", "http://" + kv.Addr(), "http://" + kv.Addr()},
+		{"nginx", "http://" + ng.Addr(), "http://" + ng.H2CAddr()},
 	}
+	for _, t := range ts {
+		d := open(b, map[string]string{"url": t.http1})
+		if err := d.Write(context.Background(), "bench", bytes.Repeat([]byte("v"), 100)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ts
+}
+
+// BenchmarkGet measures GETs of a 100-byte value from the KV service and from nginx,
+// from 16 × GOMAXPROCS goroutines, in ops per client CPU-second (see
+// docs/performance.md; scripts/bench-http.sh runs it beside vegeta):
+//
+//	go test -tags integration -run '^$' -bench 'Get$' -benchtime 5s ./drivers/http/
+func BenchmarkGet(b *testing.B) {
+	for _, t := range benchTargets(b) {
+		for _, proto := range []string{"http1", "h2"} {
+			b.Run(t.name+"/"+proto, func(b *testing.B) {
+				url := t.http1
+				if proto == "h2" {
+					url = t.h2
+				}
+				d := open(b, map[string]string{"url": url, "protocol": proto})
+				testserver.BenchParallel(b, func(ctx context.Context, _ uint64) error {
+					_, err := d.Read(ctx, "bench")
+					return err
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkVegetaGet runs vegeta (the binary named by $VEGETA; scripts/bench-http.sh
+// installs the pinned version) against the same servers and value as BenchmarkGet,
+// with as many workers as BenchmarkGet has goroutines, for the side-by-side figure of
+// ops per client CPU-second: vegeta's own user and system time, from its process's
+// rusage. Skipped without $VEGETA, since vegeta is not a module dependency.
+func BenchmarkVegetaGet(b *testing.B) {
+	bin := os.Getenv("VEGETA")
+	if bin == "" {
+		b.Skip("set VEGETA to a vegeta binary (scripts/bench-http.sh does)")
+	}
+	for _, t := range benchTargets(b) {
+		for _, proto := range []string{"http1", "h2"} {
+			b.Run(t.name+"/"+proto, func(b *testing.B) {
+				url := t.http1
+				args := []string{"attack"}
+				if proto == "h2" {
+					url = t.h2
+					args = append(args, "-h2c")
+				}
+				vegeta(b, bin, url+"/kv/bench", args)
+			})
+		}
+	}
+}
+
+// vegeta runs one attack at target and reports its rate and ops per CPU-second.
+func vegeta(b *testing.B, bin, target string, args []string) {
+	workers := fmt.Sprint(16 * runtime.GOMAXPROCS(0))
+	results := filepath.Join(b.TempDir(), "results.bin")
+	args = append(args, "-rate=0", "-workers="+workers, "-max-workers="+workers,
+		"-duration="+benchDuration().String(), "-output="+results)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader("GET " + target + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b.ResetTimer()
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("vegeta attack: %v: %s", err, stderr.String())
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	out, err := exec.Command(bin, "report", "-type=json", results).Output()
+	if err != nil {
+		b.Fatalf("vegeta report: %v", err)
+	}
+	var rep struct {
+		Requests int     `json:"requests"`
+		Success  float64 `json:"success"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		b.Fatalf("vegeta report %s: %v", out, err)
+	}
+	if rep.Success < 0.999 {
+		b.Fatalf("vegeta: success ratio %.4f, want all requests answered 200", rep.Success)
+	}
+	b.ReportMetric(float64(rep.Requests)/elapsed.Seconds(), "ops/s")
+	b.ReportMetric(float64(rep.Requests)/cpu.Seconds(), "ops/cpu-s")
+}
+
+// benchDuration is how long vegeta attacks: $VEGETA_DURATION, else 5s.
+func benchDuration() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("VEGETA_DURATION")); err == nil {
+		return d
+	}
+	return 5 * time.Second
 }
