@@ -41,7 +41,8 @@
 // (HTTP/2 only: ALPN over TLS, prior-knowledge h2c over http://). maxConnsPerHost caps
 // connections per host (0: no cap; HTTP/1.1 then opens one per concurrent request), and
 // maxIdleConnsPerHost should be at least the number of workers, or connections are
-// closed and reopened. TLS comes from the tls* options, basic authentication from
+// closed and reopened. An https:// URL uses TLS, set up by the tls* options (tlsCAFile,
+// client certificates, tlsVerify, tlsServerName); basic authentication comes from
 // username and password, and authHeader (secret) is a header such as Authorization:
 // Bearer TOKEN sent with every request. Neither is ever logged or reported; URLs in
 // messages have credentials masked.
@@ -116,9 +117,11 @@ type Options struct {
 	AuthHeader          string      `opt:"authHeader" default:"" secret:"true" help:"a header with credentials sent with every request, e.g. Authorization: Bearer TOKEN"`
 	MaxResponseSize     driver.Size `opt:"maxResponseSize" default:"64MiB" min:"1" help:"largest response body read; larger answers fail (class other)"`
 	Auth                driver.AuthOptions
-	TLS                 driver.TLSOptions
-	Timeouts            driver.TimeoutOptions `timeout.help:"time to wait for an answer's headers once the request is sent (the op's deadline bounds the whole request)"`
-	Ops                 opOptions
+	// The URL's scheme says whether a request uses TLS (https://), so the group's tls
+	// switch is not offered: its other options apply to every https:// request.
+	TLS      driver.TLSOptions     `omit:"tls"`
+	Timeouts driver.TimeoutOptions `timeout.help:"time to wait for an answer's headers once the request is sent (the op's deadline bounds the whole request)"`
+	Ops      opOptions
 }
 
 // Validate compiles the operations, so that a bad template or status list is a field
@@ -206,7 +209,9 @@ func (d *Driver) Init(_ context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
-	tlsConf, err := o.TLS.Config()
+	tlsOpts := o.TLS
+	tlsOpts.Enable = true // the scheme decides; Config needs it set to build anything
+	tlsConf, err := tlsOpts.Config()
 	if err != nil {
 		return err
 	}
@@ -276,7 +281,6 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		"url":             driver.Shown(false, d.opts.URL),
 		"protocol":        d.opts.Protocol,
 		"maxConnsPerHost": fmt.Sprint(d.opts.MaxConnsPerHost),
-		"tls":             fmt.Sprint(d.opts.TLS.Enable || strings.HasPrefix(d.opts.URL, "https:")),
 	}
 	var names []string
 	for _, o := range d.ops {
