@@ -91,18 +91,25 @@ func section(w io.Writer, root, name string) error {
 	return nil
 }
 
-// packageDoc returns the package comment of the Go package in dir.
+// packageDoc returns the package comment of the Go package in dir: the doc comment of
+// the first non-test file that has one.
 func packageDoc(dir string) (string, error) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments|parser.PackageClauseOnly)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return "", fmt.Errorf("parse %s: %w", dir, err)
+		return "", fmt.Errorf("read %s: %w", dir, err)
 	}
-	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			if f.Doc != nil {
-				return f.Doc.Text(), nil
-			}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			return "", fmt.Errorf("parse %s: %w", name, err)
+		}
+		if f.Doc != nil {
+			return f.Doc.Text(), nil
 		}
 	}
 	return "", fmt.Errorf("%s has no package comment", dir)
