@@ -193,7 +193,7 @@ func TestRequestsOnTheWire(t *testing.T) {
 	}
 	want := []string{
 		"GET /api/search?q=k%201 ",
-		`POST /api/docs/k1 {"v":"aGk=","n":2}`,
+		`POST /api/docs/k1 {"v":"aGk=","n":1}`,
 		"GET /api/kv/k2 ",
 	}
 	if strings.Join(s.got, "\n") != strings.Join(want, "\n") {

@@ -110,6 +110,7 @@ type op struct {
 	check    checkKind
 	jsonPath []string
 	jsonWant *template // json:PATH=TEMPLATE
+	usesSeq  bool      // some template has {seq}: only then is the shared counter touched
 }
 
 // parseOp compiles slot i's options. base is the parsed url option; common holds the
@@ -174,6 +175,7 @@ func parseOp(i int, r rawOp, base *url.URL, common http.Header) (*op, error) {
 	if err := o.parseCheck(r.check); err != nil {
 		return nil, bad("Check", r.check, err.Error())
 	}
+	o.usesSeq = o.path.uses(phSeq) || o.body.uses(phSeq) || (o.jsonWant != nil && o.jsonWant.uses(phSeq))
 	return o, nil
 }
 

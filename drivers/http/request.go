@@ -87,7 +87,11 @@ func (d *Driver) do(ctx context.Context, i int, key string, value []byte) ([]byt
 	// bounds the whole request: no context of the driver's own per request, since
 	// context.WithTimeout (a timer, a goroutine-safe cancel tree) costs more allocations
 	// than the rest of the driver's request set-up.
-	v := vars{key: key, value: value, seq: d.seq.Add(1), op: o.name}
+	v := vars{key: key, value: value, op: o.name}
+	if o.usesSeq {
+		// One counter shared by all workers: a contended cache line, paid only when used.
+		v.seq = d.seq.Add(1)
+	}
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
 
