@@ -33,7 +33,9 @@
 // workload.validate is on (it checks what read returns, not read1 or read2);
 // json:PATH returns the field at PATH (dot-separated names and array indexes; a string
 // field as its text, anything else as JSON); json:PATH=TEMPLATE fails the operation
-// (class other) unless the field equals the expanded template; none ignores the body.
+// (class other) unless the field equals the expanded template; none ignores the body
+// (a read then returns an empty value, which validation would report: keep readCheck at
+// body when workload.validate is on).
 //
 // # Connections
 //
