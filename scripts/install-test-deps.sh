@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the data stores that the integration tests start (internal/testserver):
-# Redis, Memcached, PostgreSQL and twemproxy (nutcracker) from Debian's packages, Cassandra 5.0.9 from Maven Central.
+# Redis, Memcached, PostgreSQL, twemproxy (nutcracker) and nginx (the http driver's stock
+# server: WebDAV PUT/GET with the dav module, built into Debian's nginx package) from
+# Debian's packages, Cassandra 5.0.9 from Maven Central.
 # Idempotent and quick when everything is already there; exits non-zero with a message when a
 # step fails, so CI fails instead of silently skipping tests.
 #
@@ -25,7 +27,7 @@ fi
 
 # --- Debian packages -------------------------------------------------------------------
 # Checked by dpkg status so a run with everything present never touches apt.
-packages=(redis-server redis-tools memcached libmemcached-tools postgresql nutcracker unzip)
+packages=(redis-server redis-tools memcached libmemcached-tools postgresql nutcracker nginx unzip)
 command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
 missing=()
@@ -45,6 +47,7 @@ fi
 for b in redis-server redis-cli memcached nutcracker java mvn unzip; do
   command -v "$b" >/dev/null 2>&1 || die "$b not found after install"
 done
+{ [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1; } || die "nginx not found after install"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || die "PostgreSQL initdb not found under /usr/lib/postgresql/*/bin"
 
 # --- Cassandra from Maven Central ------------------------------------------------------
@@ -64,4 +67,4 @@ if [ ! -f "$marker" ]; then
   echo "$CASSANDRA_VERSION" >"$marker"
 fi
 
-echo "install-test-deps: ok (redis, memcached, postgresql, nutcracker, cassandra $CASSANDRA_VERSION in $cass_home)"
+echo "install-test-deps: ok (redis, memcached, postgresql, nutcracker, nginx, cassandra $CASSANDRA_VERSION in $cass_home)"

@@ -1,6 +1,6 @@
-// Package testserver starts real data stores (Redis, Memcached, PostgreSQL, Cassandra) and
-// twemproxy in front of several of them on loopback for integration tests, and stops them
-// by PID.
+// Package testserver starts real data stores (Redis, Memcached, PostgreSQL, Cassandra),
+// twemproxy in front of several of them, nginx and a small key-value HTTP service on
+// loopback for integration tests, and stops them by PID.
 //
 // Each server gets free ports and a fresh data directory, runs as a direct child of the test
 // binary (so the harness knows its real PID and the kernel kills it if the test binary dies),
@@ -46,7 +46,8 @@ const installHint = "run scripts/install-test-deps.sh (as root) to install the t
 
 // Server is a running (or killed) data-store process started by this package.
 type Server struct {
-	// Name is the store's name: "redis", "memcached", "postgres" or "cassandra".
+	// Name is the store's name: "redis", "memcached", "postgres", "cassandra", "nginx",
+	// "kvhttp", ...
 	Name string
 	// Host is always 127.0.0.1.
 	Host string

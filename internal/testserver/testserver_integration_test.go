@@ -26,6 +26,8 @@ func TestServers(t *testing.T) {
 		{"memcached", Memcached, memcachedReady},
 		{"postgres", Postgres, postgresReady},
 		{"cassandra", Cassandra, cassandraReady},
+		{"nginx", Nginx, httpReady},
+		{"kvhttp", KVHTTP, httpReady},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
