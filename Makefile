@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback.
 INTEGRATION := ./internal/testserver/ ./internal/engine/ ./drivers/...
 
-.PHONY: build run test unit integration ui lint bench bench-micro bench-program clean
+.PHONY: build run test unit integration ui lint bench bench-micro bench-program bench-drivers clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ndbench
@@ -56,14 +56,19 @@ ui: build
 	bash scripts/install-ui-test-deps.sh
 	cd web-tests && node --test --test-concurrency=1
 
-# Benchmarks: micro (go test -bench) and whole-program figures; see docs/performance.md.
-bench: bench-micro bench-program
+# Benchmarks: micro (go test -bench), whole-program figures, and ndbench side by side with
+# redis-benchmark, pgbench and latte on real servers; see docs/performance.md.
+bench: bench-micro bench-program bench-drivers
 
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/... ./drivers/memory/ ./drivers/pebble/ | tee bench-micro.txt
 
 bench-program: build
 	bash scripts/bench.sh $(BIN)
+
+# The peers are installed by scripts/install-bench-peers.sh (latte is built with cargo once).
+bench-drivers:
+	bash scripts/bench-drivers.sh
 
 clean:
 	rm -rf bin ndbench-report.json bench-micro.txt bench-results
