@@ -1,0 +1,91 @@
+package redis
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func TestRespReplies(t *testing.T) {
+	big := strings.Repeat("x", 100000)
+	tests := []struct {
+		in      string
+		tag     byte
+		data    string
+		n       int
+		replyEr string // an error reply's text
+		bad     bool   // a protocol error
+	}{
+		{in: "+OK\r\n", tag: '+', data: "OK"},
+		{in: ":42\r\n", tag: ':', data: "42"},
+		{in: "$5\r\nhello\r\n", tag: '$', data: "hello", n: 5},
+		{in: "$0\r\n\r\n", tag: '$', data: "", n: 0},
+		{in: "$-1\r\n", tag: '$', n: -1},
+		{in: "$8\r\nbin\r\n\x00\xff!\r\n", tag: '$', data: "bin\r\n\x00\xff!", n: 8},
+		{in: "$100000\r\n" + big + "\r\n", tag: '$', data: big, n: 100000},
+		{in: "*3\r\n", tag: '*', n: 3},
+		{in: "-WRONGTYPE Operation against a key\r\n", tag: '-', replyEr: "WRONGTYPE Operation against a key"},
+		{in: "$5\r\nhelloXY", bad: true},
+		{in: "$abc\r\n", bad: true},
+		{in: "$999999999999\r\n", bad: true},
+		{in: "?x\r\n", bad: true},
+		{in: "+OK\n", bad: true},
+	}
+	for _, tt := range tests {
+		// One byte per Read: every reply must survive being split anywhere.
+		rd := newRespReader(iotest.OneByteReader(strings.NewReader(tt.in)))
+		tag, data, n, err := rd.reply()
+		var re replyError
+		switch {
+		case tt.bad:
+			if !errors.Is(err, errProtocol) {
+				t.Errorf("reply(%.20q) err = %v, want a protocol error", tt.in, err)
+			}
+		case tt.replyEr != "":
+			if !errors.As(err, &re) || string(re) != tt.replyEr {
+				t.Errorf("reply(%.20q) err = %v, want the error reply %q", tt.in, err, tt.replyEr)
+			}
+		case err != nil || tag != tt.tag || string(data) != tt.data || n != tt.n:
+			t.Errorf("reply(%.20q) = %q, %.20q, %d, %v; want %q, %.20q, %d", tt.in, tag, data, n, err, tt.tag, tt.data, tt.n)
+		}
+	}
+}
+
+// TestRespCommandRoundTrip: what appendCommand writes is what a RESP parser reads back as
+// an array of bulk strings (the reader parses the same framing servers send).
+func TestRespCommandRoundTrip(t *testing.T) {
+	args := []string{"SET", "key with spaces", "v\r\n\x00", ""}
+	rd := newRespReader(bytes.NewReader(appendCommand(nil, args...)))
+	tag, _, n, err := rd.reply()
+	if err != nil || tag != '*' || n != len(args) {
+		t.Fatalf("array header: %q %d %v", tag, n, err)
+	}
+	for i, want := range args {
+		_, data, _, err := rd.reply()
+		if err != nil || string(data) != want {
+			t.Errorf("argument %d = %q, %v; want %q", i, data, err, want)
+		}
+	}
+	if _, _, _, err := rd.reply(); err != io.EOF {
+		t.Errorf("after the command: %v, want EOF", err)
+	}
+}
+
+// FuzzRespReader: no input makes the reader panic, loop or hand out a slice beyond what
+// it read; what it accepts as a bulk is exactly the bytes framed.
+func FuzzRespReader(f *testing.F) {
+	for _, s := range []string{"+OK\r\n", "$3\r\nabc\r\n", "*2\r\n$1\r\na\r\n:1\r\n", "-ERR x\r\n", "$-1\r\n", "*-1\r\n", "$2\r\nabc\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rd := newRespReader(bytes.NewReader(in))
+		for i := 0; i < 64; i++ {
+			if err := rd.skip(); err != nil {
+				return
+			}
+		}
+	})
+}
