@@ -24,6 +24,11 @@ type Definition struct {
 	// driver then implements Operator. Declaring them here (not on an instance) lets the
 	// configuration be checked against them before any store is connected.
 	Operations []Operation
+	// Pipelines, for a driver that implements Pipeliner, reports whether it gives pipelines
+	// with the given options (a pointer from NewOptions), so workload.pipeline above 1 is
+	// refused when the configuration is written, not when the engine starts. nil means
+	// never.
+	Pipelines func(opts any) bool
 }
 
 // The registry is the one piece of global mutable state ndbench allows: drivers add

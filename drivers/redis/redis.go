@@ -88,6 +88,10 @@ func init() {
 		Summary:    "Redis, Redis Cluster and RESP proxies (Dynomite, Envoy, twemproxy) via go-redis",
 		NewOptions: func() any { return &Options{} },
 		New:        func() driver.Driver { return &Driver{} },
+		Pipelines: func(opts any) bool {
+			o, ok := opts.(*Options)
+			return ok && (o.Mode == "direct" || o.Mode == "auto" && !o.Cluster)
+		},
 	})
 }
 

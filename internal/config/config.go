@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ndbench/ndbench/driver"
@@ -217,6 +218,14 @@ func Build(layers []Layer) (*Snapshot, error) {
 			errs = append(errs, driverFieldErrors(cfg.DriverName, err, func(key string) string { return eff[key].source })...)
 		} else {
 			cfg.DriverOptions = opts
+			if w.Pipeline > 1 && len(werrs) == 0 && (def.Pipelines == nil || !def.Pipelines(opts)) {
+				allowed := "1: driver " + def.Name + " sends one operation per round trip"
+				if def.Pipelines != nil {
+					allowed = "1: driver " + def.Name + " pipelines only in another configuration (see its mode option)"
+				}
+				errs = append(errs, &driver.FieldError{Field: "workload.pipeline", Value: strconv.Itoa(w.Pipeline),
+					Allowed: allowed, Source: eff["workload.pipeline"].source})
+			}
 			// Show every option of the selected driver, defaults included.
 			for opt, v := range driver.Values(opts, false) {
 				key := "drivers." + def.Name + "." + opt

@@ -24,6 +24,28 @@ func init() {
 
 var selectSearch = []string{"NDBENCH_DRIVER_NAME=fake-search"}
 
+type pipeOptions struct {
+	Mode string `opt:"mode" default:"direct" enum:"direct,pool" help:"test"`
+}
+
+func init() {
+	driver.MustRegister(driver.Definition{Name: "fake-pipe", Summary: "test",
+		New:        func() driver.Driver { return fakeDriver{} },
+		NewOptions: func() any { return &pipeOptions{} },
+		Pipelines:  func(o any) bool { return o.(*pipeOptions).Mode == "direct" }})
+}
+
+var selectPipe = []string{"NDBENCH_DRIVER_NAME=fake-pipe"}
+
+// TestPipelineAcceptedWhereTheDriverPipelines: workload.pipeline above 1 passes with a
+// driver that pipelines in its configured mode.
+func TestPipelineAcceptedWhereTheDriverPipelines(t *testing.T) {
+	snap := mustLoad(t, Sources{Env: selectPipe, Sets: []string{"workload.pipeline=16"}})
+	if snap.Config.Workload.Pipeline != 16 {
+		t.Errorf("pipeline = %d, want 16", snap.Config.Workload.Pipeline)
+	}
+}
+
 func TestOpClasses(t *testing.T) {
 	snap := mustLoad(t, Sources{Env: selectSearch, Sets: []string{
 		"workload.ops.lookup.rate=250", "workload.ops.lookup.workers=3", "workload.ops.lookup.mix=search:9, purge:1",
@@ -90,6 +112,10 @@ func TestOpClassErrors(t *testing.T) {
 			"workload.ops", "at most 32 statistics series"},
 		{"too many workers", selectFake, []string{"workload.ops.x.workers=9999", "workload.ops.x.mix=read"},
 			"workload.ops", "the workers of all op classes together at most 10000"},
+		{"pipeline with a driver that does not pipeline", selectFake, []string{"workload.pipeline=4"},
+			"workload.pipeline", "driver fake-kv sends one operation per round trip"},
+		{"pipeline in a mode without pipelines", selectPipe, []string{"workload.pipeline=4", "drivers.fake-pipe.mode=pool"},
+			"workload.pipeline", "pipelines only in another configuration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
