@@ -60,6 +60,11 @@ type schedule struct {
 	carry   []carried
 	carryN  int64
 	next    atomic.Int64 // slots claimed; replaced once the schedule is replaced
+	// replacedAt is when the schedule was replaced (0 while it is current). A slot claimed
+	// before then but not yet due at that time belongs to no schedule: its claimer, even
+	// one that wakes after the slot's time, must retry on the new schedule rather than
+	// hand it out beside the new schedule's slots.
+	replacedAt atomic.Int64
 }
 
 // carried is a run of slots that fell due under an earlier schedule and were not claimed
@@ -202,6 +207,15 @@ func (p *Pacer) Reset(s Shape) { p.install(s, false) }
 func (p *Pacer) install(s Shape, carry bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	old := p.sched.Load()
+	// Freeze the old counter first, and read the time after: every claim the old schedule
+	// granted then happened before now, so whatever it hands out is due by now, and the
+	// new schedule (from now on) never meets it. Claims after this retry on the new one,
+	// so each slot is either claimed on the old schedule or carried, never both.
+	claimed := int64(0)
+	if old != nil {
+		claimed = old.next.Swap(replaced)
+	}
 	now := p.Now()
 	next := &schedule{anchor: now, shape: s}
 	if s != nil {
@@ -209,18 +223,35 @@ func (p *Pacer) install(s Shape, carry bool) {
 		_, constant := s.(Constant)
 		next.varying = !constant
 	}
-	if old := p.sched.Load(); old != nil {
-		// Freeze the old counter: claims after this retry on the new schedule, so each
-		// slot is either claimed on the old one or carried, never both.
-		claimed := old.next.Swap(replaced)
+	if old != nil {
+		old.replacedAt.Store(max(now, 1))
 		if carry {
 			next.carry = old.owed(claimed, now)
 			for _, c := range next.carry {
 				next.carryN += c.n
 			}
+			next.anchor = continueFrom(old, s, now)
 		}
 	}
 	p.sched.Store(next)
+}
+
+// continueFrom returns where a shape that replaces old at now starts: one interval of the
+// new rate after old's last slot due by now, or now if that is earlier. Starting at now
+// itself would put the new schedule's first operation right after the old one's last
+// (the same instant when an old slot fell due exactly at now): every rate change would
+// add up to one operation, a bias of a percent for a pool whose rate is retuned every
+// millisecond, and the two slots could share an intended start time.
+func continueFrom(old *schedule, s Shape, now int64) int64 {
+	if old.shape == nil || s == nil {
+		return now
+	}
+	rate := s.Rate(0)
+	due := old.due(now)
+	if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) || due == 0 {
+		return now
+	}
+	return max(now, old.slot(due-1)+int64(float64(time.Second)/rate))
 }
 
 // owed returns the slots of s that are due at now but were not claimed.
@@ -328,6 +359,18 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 		now := p.Now()
 		remaining := time.Duration(due - now)
 		if remaining <= 0 {
+			if s.next.Load() >= replaced {
+				// Replaced, or being replaced: wait for the time it happened (install sets
+				// it right after freezing the counter). A slot not yet due then was dropped
+				// with the old schedule; its claimer retries on the new one.
+				r := s.replacedAt.Load()
+				for ; r == 0; r = s.replacedAt.Load() {
+					runtime.Gosched()
+				}
+				if due > r {
+					return 0, false
+				}
+			}
 			return now, true
 		}
 		if p.sched.Load() != s {
@@ -357,7 +400,7 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 				runtime.Gosched()
 			}
 			p.spinner.Store(false)
-			return now, true
+			// The loop's first check hands the slot out, unless it was dropped meanwhile.
 		default:
 			// Another waiter spins; this one settles for the kernel's precision.
 			nanosleep(remaining)
