@@ -321,21 +321,25 @@ func TestValidationDetectsCorruption(t *testing.T) {
 	}
 }
 
-// TestConformance runs the public driver conformance suite (driver/drivertest), pausing and
-// killing the shared server. It is last in the file because its outage check restarts the
-// server.
+// TestConformance runs the public driver conformance suite (driver/drivertest) in both
+// modes, pausing and killing the shared server. It is last in the file because its outage
+// check restarts the server.
 func TestConformance(t *testing.T) {
-	drivertest.Run(t, drivertest.Harness{
-		Name:    "postgres",
-		Options: map[string]string{"dsn": srv.DSN(), "table": "conformance"},
-		Pause:   srv.Pause,
-		Outage: &drivertest.Outage{
-			Stop:          srv.Kill,
-			Start:         srv.Restart,
-			RecoverWithin: 10 * time.Second,
-			Options:       map[string]string{"poolSize": "8"},
-		},
-	})
+	for _, mode := range []string{"direct", "pool"} {
+		t.Run(mode, func(t *testing.T) {
+			drivertest.Run(t, drivertest.Harness{
+				Name:    "postgres",
+				Options: map[string]string{"dsn": srv.DSN(), "table": "conformance", "mode": mode},
+				Pause:   srv.Pause,
+				Outage: &drivertest.Outage{
+					Stop:          srv.Kill,
+					Start:         srv.Restart,
+					RecoverWithin: 10 * time.Second,
+					Options:       map[string]string{"poolSize": "8"},
+				},
+			})
+		})
+	}
 }
 
 func BenchmarkWrite(b *testing.B) {
