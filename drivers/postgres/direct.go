@@ -182,18 +182,36 @@ func (p *pipeline) failAll(ctx context.Context, ops []driver.PipelineOp, from in
 	}
 }
 
-// opErr classifies err; when the batch's ctx ended, the I/O error it caused (a deadline
-// on the socket) is reported as what it is, the ctx's end.
+// opErr classifies err. A failure of the batch's I/O once its ctx ended or its deadline
+// passed (a deadline on the socket, a connect cut short) is a timeout: the engine's
+// watchdog may not have marked the ctx yet when a connect gives up at the deadline.
 func (p *pipeline) opErr(ctx context.Context, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) && pastDeadline(ctx) {
+		cause := ctx.Err()
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
+		if !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%w)", cause, err)
+		}
+		return driver.Wrap(driver.ClassTimeout, err)
+	}
 	var de *driver.Error
 	if errors.As(err, &de) {
 		return err
 	}
-	var pe *pgconn.PgError
-	if cerr := ctx.Err(); cerr != nil && !errors.As(err, &pe) && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w (%v)", cerr, err)
-	}
 	return driver.Wrap(Classify(err), err)
+}
+
+// pastDeadline reports whether ctx ended or its deadline passed; it reads the clock only
+// when ctx has a deadline and has not ended, which is on the error path only.
+func pastDeadline(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // statement returns the statement and parameters of op, or nil for an operation the
