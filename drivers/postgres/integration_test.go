@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -368,4 +369,73 @@ func BenchmarkRead(b *testing.B) {
 		_, err := d.Read(ctx, keys[i%uint64(len(keys))])
 		return err
 	})
+}
+
+// BenchmarkPipelineRun measures mode=direct's Run, one worker: a batch of one through
+// ExecStatement or through pipeline mode (singleViaPipeline), and batches of 8; 80% reads,
+// 20% upserts of 100-byte values. It reports the process's CPU per operation beside the
+// time, since the time is mostly the server's round trip.
+//
+//	go test -tags integration -run '^$' -bench PipelineRun -benchmem ./drivers/postgres/
+func BenchmarkPipelineRun(b *testing.B) {
+	d := open(b, map[string]string{"table": "bench", "mode": "direct"})
+	const nkeys = 10_000
+	keys := make([]string, nkeys)
+	vals := make([][]byte, nkeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("pk%d", i)
+		vals[i] = bytes.Repeat([]byte("v"), 100)
+	}
+	if err := d.WriteBulk(context.Background(), keys, vals); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		n        int
+		pipeline bool
+	}{{"n=1/exec", 1, false}, {"n=1/pipeline", 1, true}, {"n=8/pipeline", 8, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			singleViaPipeline = tc.pipeline
+			defer func() { singleViaPipeline = false }()
+			pl, err := d.NewPipeline(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pl.Close()
+			ops := make([]driver.PipelineOp, tc.n)
+			var failed error
+			done := func(_ int, _ []byte, err error) {
+				if err != nil && failed == nil {
+					failed = err
+				}
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += tc.n {
+				for j := range ops {
+					k := (i + j) * 7919 % nkeys
+					if (i+j)%5 == 4 {
+						ops[j] = driver.PipelineOp{Op: driver.PipelineWrite, Key: keys[k], Value: vals[k]}
+					} else {
+						ops[j] = driver.PipelineOp{Op: driver.PipelineRead, Key: keys[k]}
+					}
+				}
+				pl.Run(ctx, ops, done)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "client-µs/op")
+			if failed != nil {
+				b.Fatal(failed)
+			}
+		})
+	}
+}
+
+// processCPU is the user plus system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
