@@ -50,6 +50,7 @@ type pipeline struct {
 	params      [2][]byte
 	key         []byte // the key's bytes; pgconn copies parameters into its buffer
 	val         []byte // a read's value, copied out of pgconn's buffer
+	results     []opResult
 
 	// mu guards the batch running and the connection against Interrupt, which runs on the
 	// engine's watchdog goroutine.
@@ -288,17 +289,28 @@ func (p *pipeline) opFailed(ctx context.Context, op *driver.PipelineOp, i int, d
 // would make it one transaction).
 func (p *pipeline) pipelined(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
 	pl := p.pc.StartPipeline(context.Background())
+	perBatch := p.d.opts.PipelineSync == "batch"
 	for i := range ops {
 		sd, params, results := p.statement(&ops[i])
 		if sd == nil {
 			continue // completed as unsupported when its turn comes
 		}
 		pl.SendQueryStatement(sd, params, binary, results)
+		if !perBatch {
+			pl.SendPipelineSync()
+		}
+	}
+	if perBatch {
 		pl.SendPipelineSync()
 	}
 	if err := pl.Flush(); err != nil {
 		p.drop()
 		p.failAll(ctx, ops, 0, done, fmt.Errorf("postgres: send %d operations: %w", len(ops), err))
+		return
+	}
+	if perBatch {
+		p.oneTransaction(ctx, pl, ops, done)
+		p.closePipeline(pl)
 		return
 	}
 	for i := range ops {
@@ -352,10 +364,105 @@ func (p *pipeline) pipelined(ctx context.Context, ops []driver.PipelineOp, done 
 			done(i, p.val, nil)
 		}
 	}
+	p.closePipeline(pl)
+}
+
+// closePipeline returns the connection to normal mode, or drops it if that fails.
+func (p *pipeline) closePipeline(pl *pgconn.Pipeline) {
 	if err := pl.Close(); err != nil {
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || p.pc.IsClosed() {
 			p.drop()
+		}
+	}
+}
+
+// opResult is a reply held until its batch's transaction ends (pipelineSync=batch).
+type opResult struct {
+	val   []byte
+	found bool
+}
+
+// oneTransaction reads the replies of a batch sent with one Sync (pipelineSync=batch),
+// as pgbench's \startpipeline blocks are: the batch is one implicit transaction, so a
+// write is only done once its ReadyForQuery arrived, and a failed operation rolls back
+// the writes before it and makes the server skip those after it. The replies arrive
+// together (the server flushes at the Sync), so holding them back until then costs no
+// latency worth the name. Reads before a failure keep their values: they were answered.
+func (p *pipeline) oneTransaction(ctx context.Context, pl *pgconn.Pipeline, ops []driver.PipelineOp, done func(int, []byte, error)) {
+	if cap(p.results) < len(ops) {
+		p.results = append(p.results[:cap(p.results)], make([]opResult, len(ops)-cap(p.results))...)
+	}
+	res := p.results[:len(ops)]
+	failedAt, batchErr := len(ops), error(nil)
+	var pe *pgconn.PgError
+	broken := false // the stream broke: nothing after the replies read is known
+	for i := range ops {
+		op := &ops[i]
+		res[i].found = false
+		if op.Op != driver.PipelineRead && op.Op != driver.PipelineWrite {
+			// Its reply is not the next one: the rest of the stream is out of step.
+			failedAt, batchErr, broken = i, unsupported(op.Op), true
+			break
+		}
+		r, err := pl.GetResults()
+		if err == nil {
+			rr, ok := r.(*pgconn.ResultReader)
+			if !ok {
+				err = fmt.Errorf("pipeline: result %T where a statement's was due", r)
+			} else {
+				if rr.NextRow() {
+					if vs := rr.Values(); len(vs) == 1 {
+						res[i].val, res[i].found = append(res[i].val[:0], vs[0]...), true
+					}
+				}
+				_, err = rr.Close()
+			}
+		}
+		if err != nil {
+			failedAt, batchErr = i, err
+			broken = !errors.As(err, &pe)
+			break
+		}
+	}
+	if !broken {
+		// The Sync's ReadyForQuery ends the transaction; an error on commit comes instead.
+		if _, err := pl.GetResults(); err != nil {
+			broken = !errors.As(err, &pe)
+			if failedAt == len(ops) || broken {
+				failedAt, batchErr = min(failedAt, len(ops)), err
+			}
+		}
+	}
+	if broken {
+		p.drop()
+	}
+	var cause error
+	if batchErr != nil {
+		if broken {
+			cause = p.opErr(ctx, fmt.Errorf("postgres pipeline of %d: %w", len(ops), batchErr))
+		} else {
+			cause = p.d.fail(fmt.Sprintf("postgres pipeline of %d", len(ops)), batchErr)
+		}
+	}
+	for i := range ops {
+		op := &ops[i]
+		switch {
+		case cause == nil || (i < failedAt && op.Op == driver.PipelineRead):
+			switch {
+			case op.Op == driver.PipelineWrite:
+				done(i, nil, nil)
+			case !res[i].found:
+				done(i, nil, driver.ErrNotFound)
+			default:
+				done(i, res[i].val, nil)
+			}
+		case i == failedAt:
+			done(i, nil, cause)
+		case i < failedAt:
+			done(i, nil, driver.Wrap(driver.Classify(cause), fmt.Errorf("postgres write rolled back with its batch: %w", cause)))
+		default:
+			done(i, nil, driver.Wrap(driver.Classify(cause), fmt.Errorf("postgres %s skipped after operation %d of its batch failed: %w", opName(op.Op), failedAt, cause)))
 		}
 	}
 }

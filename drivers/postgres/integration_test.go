@@ -292,6 +292,69 @@ func TestErrorClasses(t *testing.T) {
 	})
 }
 
+// TestPipelineFailureIsolation sends a batch whose middle write breaks a CHECK
+// constraint: with pipelineSync=op the other operations go through, each its own
+// transaction; with pipelineSync=batch the batch is one transaction, so the write before
+// the failure is rolled back and the read after it skipped.
+func TestPipelineFailureIsolation(t *testing.T) {
+	ctx := ctxT(t)
+	if _, err := rawConn(t).Exec(ctx, "CREATE TABLE IF NOT EXISTS small (key TEXT PRIMARY KEY, value BYTEA NOT NULL CHECK (length(value) < 4))"); err != nil {
+		t.Fatal(err)
+	}
+	for _, sync := range []string{"op", "batch"} {
+		t.Run(sync, func(t *testing.T) {
+			d := open(t, map[string]string{"table": "small", "createSchema": "false", "mode": "direct", "pipelineSync": sync})
+			pl, err := d.NewPipeline(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pl.Close()
+			k := "iso-" + sync
+			ops := []driver.PipelineOp{
+				{Op: driver.PipelineWrite, Key: k, Value: []byte("ok")},
+				{Op: driver.PipelineWrite, Key: k + "-long", Value: []byte("too long")},
+				{Op: driver.PipelineRead, Key: k},
+			}
+			errs := make([]error, len(ops))
+			vals := make([]string, len(ops))
+			n := 0
+			pl.Run(ctx, ops, func(i int, v []byte, err error) {
+				n++
+				errs[i], vals[i] = err, string(v)
+			})
+			if n != len(ops) {
+				t.Fatalf("done called %d times for %d operations", n, len(ops))
+			}
+			if c := driver.Classify(errs[1]); c != driver.ClassRejected {
+				t.Errorf("the failing write: class %v (%v), want rejected", c, errs[1])
+			}
+			got, rerr := d.Read(ctx, k)
+			if sync == "op" {
+				if errs[0] != nil || errs[2] != nil || vals[2] != "ok" {
+					t.Errorf("independent operations around a failure: write %v, read %q %v", errs[0], vals[2], errs[2])
+				}
+				if rerr != nil || string(got) != "ok" {
+					t.Errorf("Read after the batch: %q, %v; want the write before the failure kept", got, rerr)
+				}
+				return
+			}
+			if errs[0] == nil || errs[2] == nil {
+				t.Errorf("one transaction: write before the failure %v, read after it %v; want both failed", errs[0], errs[2])
+			}
+			if !errors.Is(rerr, driver.ErrNotFound) {
+				t.Errorf("Read after the batch: %q, %v; want the write rolled back", got, rerr)
+			}
+			// The connection carries on.
+			ops = ops[:1]
+			ops[0].Value = []byte("ok2")
+			pl.Run(ctx, ops, func(i int, v []byte, err error) { errs[i] = err })
+			if errs[0] != nil {
+				t.Errorf("write after a failed batch: %v", errs[0])
+			}
+		})
+	}
+}
+
 // TestValidationDetectsCorruption writes a validated value, flips a byte with raw SQL and
 // checks the engine's codec sees the corruption in what the driver reads back.
 func TestValidationDetectsCorruption(t *testing.T) {
@@ -326,11 +389,15 @@ func TestValidationDetectsCorruption(t *testing.T) {
 // modes, pausing and killing the shared server. It is last in the file because its outage
 // check restarts the server.
 func TestConformance(t *testing.T) {
-	for _, mode := range []string{"direct", "pool"} {
+	for _, mode := range []string{"direct", "direct-batch", "pool"} {
 		t.Run(mode, func(t *testing.T) {
+			opts := map[string]string{"dsn": srv.DSN(), "table": "conformance", "mode": mode}
+			if mode == "direct-batch" {
+				opts["mode"], opts["pipelineSync"] = "direct", "batch"
+			}
 			drivertest.Run(t, drivertest.Harness{
 				Name:    "postgres",
-				Options: map[string]string{"dsn": srv.DSN(), "table": "conformance", "mode": mode},
+				Options: opts,
 				Pause:   srv.Pause,
 				Outage: &drivertest.Outage{
 					Stop:          srv.Kill,

@@ -33,6 +33,7 @@ type Options struct {
 	Table        string `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
 	CreateSchema bool   `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
 	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: each worker owns a connection with the statements prepared on it and pipelines its batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
+	PipelineSync string `opt:"pipelineSync" default:"op" enum:"op,batch" help:"mode=direct with workload.pipeline > 1: op sends a Sync after each operation (each its own transaction, as unpipelined); batch sends one per batch, making it one transaction as pgbench's \\startpipeline does (a failure rolls back the batch's writes)"`
 	ExecMode     string `opt:"execMode" default:"cache_statement" enum:"cache_statement,cache_describe,describe_exec,exec,simple_protocol" help:"pgx query exec mode of the pool (mode=pool, and Read, Write and bulk calls); exec or simple_protocol behind PgBouncer without prepared-statement support"`
 	// User, password and TLS (sslmode, sslrootcert, ...) live in the DSN, libpq's way, so
 	// only the timeouts group applies; a request is bounded by the op's context deadline,
@@ -277,6 +278,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		"table":          d.opts.Table,
 		"poolSize":       strconv.Itoa(d.opts.PoolSize),
 		"mode":           d.mode,
+		"pipelineSync":   d.opts.PipelineSync,
 		"execMode":       d.opts.ExecMode,
 		"server_version": d.version,
 	}

@@ -65,6 +65,9 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 		{"postgres-direct-P8", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
 			return map[string]string{"dsn": s.DSN(), "mode": "direct"}
 		}, 8},
+		{"postgres-direct-P8-batch", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
+			return map[string]string{"dsn": s.DSN(), "mode": "direct", "pipelineSync": "batch"}
+		}, 8},
 		{"cassandra", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
 			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port)}
 		}, 0},

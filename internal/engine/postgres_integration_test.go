@@ -16,8 +16,8 @@ import (
 )
 
 // startPostgresEngine starts PostgreSQL, opens the postgres driver in mode=direct and an
-// engine with w, backfilled; everything is closed when the test ends.
-func startPostgresEngine(t *testing.T, ctx context.Context, w config.Workload) (*testserver.Server, *engine.Engine, *stats.Collector) {
+// engine with w, backfilled (extra adds driver options); everything is closed when the test ends.
+func startPostgresEngine(t *testing.T, ctx context.Context, w config.Workload, extra map[string]string) (*testserver.Server, *engine.Engine, *stats.Collector) {
 	t.Helper()
 	srv, err := testserver.Postgres(ctx)
 	if err != nil {
@@ -29,7 +29,11 @@ func startPostgresEngine(t *testing.T, ctx context.Context, w config.Workload) (
 		}
 		_ = srv.Stop()
 	})
-	d, _, err := driver.Open(ctx, "postgres", map[string]string{"dsn": srv.DSN(), "mode": "direct", "connectTimeout": "1s"})
+	opts := map[string]string{"dsn": srv.DSN(), "mode": "direct", "connectTimeout": "1s"}
+	for k, v := range extra {
+		opts[k] = v
+	}
+	d, _, err := driver.Open(ctx, "postgres", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,43 +54,48 @@ func startPostgresEngine(t *testing.T, ctx context.Context, w config.Workload) (
 }
 
 // TestPostgresPipelinedValidated runs the engine closed loop with workload.pipeline=8 (so
-// every batch is full) and validation on against PostgreSQL in mode=direct: reads of keys
-// the same batches write must come back intact and current, with no errors.
+// every batch is full) and validation on against PostgreSQL in mode=direct, with a Sync
+// per operation and per batch: reads of keys the same batches write must come back intact
+// and current, with no errors.
 func TestPostgresPipelinedValidated(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	w := config.DefaultWorkload()
-	w.NumKeys, w.DataSize, w.ValidateValues, w.Pipeline = 500, 100, true, 8
-	w.Readers, w.Writers, w.ReadRate, w.WriteRate = 4, 2, 0, 0
-	w.OpTimeout = 5 * time.Second
-	_, e, coll := startPostgresEngine(t, ctx, w)
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := window(coll, 3*time.Second)
-	for _, op := range []string{"read", "write"} {
-		o := s.Ops[op]
-		if o.Count < 1000 {
-			t.Errorf("%s: %d ops in 3 s; want a steady stream", op, o.Count)
-		}
-		if o.Errors != 0 {
-			t.Errorf("%s: failures %v", op, o.Failures)
-		}
-		for v, n := range o.Validation {
-			if n != 0 {
-				t.Errorf("%s: %d %s values", op, n, v)
+	for _, sync := range []string{"op", "batch"} {
+		t.Run("pipelineSync="+sync, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			w := config.DefaultWorkload()
+			w.NumKeys, w.DataSize, w.ValidateValues, w.Pipeline = 500, 100, true, 8
+			w.Readers, w.Writers, w.ReadRate, w.WriteRate = 4, 2, 0, 0
+			w.OpTimeout = 5 * time.Second
+			_, e, coll := startPostgresEngine(t, ctx, w, map[string]string{"pipelineSync": sync})
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	if s.Ops["read"].Misses != 0 {
-		t.Errorf("%d misses of backfilled keys", s.Ops["read"].Misses)
-	}
-	t.Logf("pipeline=8: %d reads, %d writes in 3 s", s.Ops["read"].Count, s.Ops["write"].Count)
-	if err := e.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Wait(ctx); err != nil {
-		t.Fatal(err)
+			s := window(coll, 3*time.Second)
+			for _, op := range []string{"read", "write"} {
+				o := s.Ops[op]
+				if o.Count < 1000 {
+					t.Errorf("%s: %d ops in 3 s; want a steady stream", op, o.Count)
+				}
+				if o.Errors != 0 {
+					t.Errorf("%s: failures %v", op, o.Failures)
+				}
+				for v, n := range o.Validation {
+					if n != 0 {
+						t.Errorf("%s: %d %s values", op, n, v)
+					}
+				}
+			}
+			if s.Ops["read"].Misses != 0 {
+				t.Errorf("%d misses of backfilled keys", s.Ops["read"].Misses)
+			}
+			t.Logf("pipeline=8: %d reads, %d writes in 3 s", s.Ops["read"].Count, s.Ops["write"].Count)
+			if err := e.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
@@ -104,7 +113,7 @@ func TestPostgresDirectDeadlines(t *testing.T) {
 			w.NumKeys, w.DataSize, w.ValidateValues, w.Pipeline = 200, 100, true, depth
 			w.Readers, w.Writers, w.ReadRate, w.WriteRate = 4, 2, 800, 200
 			w.OpTimeout = 300 * time.Millisecond
-			srv, e, coll := startPostgresEngine(t, ctx, w)
+			srv, e, coll := startPostgresEngine(t, ctx, w, nil)
 			if err := e.Start(); err != nil {
 				t.Fatal(err)
 			}
