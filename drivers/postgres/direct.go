@@ -172,6 +172,10 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 		p.exec(ctx, &ops[0], done)
 		return
 	}
+	if p.d.opts.PipelineSync == "batch" {
+		p.oneTransaction(ctx, ops, done)
+		return
+	}
 	p.pipelined(ctx, ops, done)
 }
 
@@ -289,28 +293,17 @@ func (p *pipeline) opFailed(ctx context.Context, op *driver.PipelineOp, i int, d
 // would make it one transaction).
 func (p *pipeline) pipelined(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
 	pl := p.pc.StartPipeline(context.Background())
-	perBatch := p.d.opts.PipelineSync == "batch"
 	for i := range ops {
 		sd, params, results := p.statement(&ops[i])
 		if sd == nil {
 			continue // completed as unsupported when its turn comes
 		}
 		pl.SendQueryStatement(sd, params, binary, results)
-		if !perBatch {
-			pl.SendPipelineSync()
-		}
-	}
-	if perBatch {
 		pl.SendPipelineSync()
 	}
 	if err := pl.Flush(); err != nil {
 		p.drop()
 		p.failAll(ctx, ops, 0, done, fmt.Errorf("postgres: send %d operations: %w", len(ops), err))
-		return
-	}
-	if perBatch {
-		p.oneTransaction(ctx, pl, ops, done)
-		p.closePipeline(pl)
 		return
 	}
 	for i := range ops {
@@ -383,58 +376,59 @@ type opResult struct {
 	found bool
 }
 
-// oneTransaction reads the replies of a batch sent with one Sync (pipelineSync=batch),
-// as pgbench's \startpipeline blocks are: the batch is one implicit transaction, so a
-// write is only done once its ReadyForQuery arrived, and a failed operation rolls back
-// the writes before it and makes the server skip those after it. The replies arrive
-// together (the server flushes at the Sync), so holding them back until then costs no
-// latency worth the name. Reads before a failure keep their values: they were answered.
-func (p *pipeline) oneTransaction(ctx context.Context, pl *pgconn.Pipeline, ops []driver.PipelineOp, done func(int, []byte, error)) {
+// oneTransaction sends a batch with one Sync (pipelineSync=batch) through pgconn's
+// ExecBatch, as pgbench's \startpipeline blocks are sent: the batch is one implicit
+// transaction, so a write is only done once its ReadyForQuery arrived, and a failed
+// operation rolls back the writes before it and makes the server skip those after it.
+// The replies arrive together (the server flushes at the Sync), so holding them back
+// until then costs no latency worth the name. Reads before a failure keep their values:
+// they were answered. ExecBatch rather than the pipeline API: it keeps no per-request
+// queue entries, which cost the pipeline API a dozen allocations per operation.
+func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
 	if cap(p.results) < len(ops) {
 		p.results = append(p.results[:cap(p.results)], make([]opResult, len(ops)-cap(p.results))...)
 	}
 	res := p.results[:len(ops)]
-	failedAt, batchErr := len(ops), error(nil)
+	var b pgconn.Batch
+	for i := range ops {
+		sd, params, results := p.statement(&ops[i])
+		if sd == nil {
+			// Nothing was sent: the engine never asks for an operation the driver lacks.
+			for j := range ops {
+				done(j, nil, unsupported(ops[i].Op))
+			}
+			return
+		}
+		b.ExecStatement(sd, params, binary, results)
+	}
+	mrr := p.pc.ExecBatch(context.Background(), &b)
+	n := 0 // replies read
+	for n < len(ops) && mrr.NextResult() {
+		rr := mrr.ResultReader()
+		found := false
+		if rr.NextRow() {
+			if vs := rr.Values(); len(vs) == 1 {
+				res[n].val, found = append(res[n].val[:0], vs[0]...), true
+			}
+		}
+		if _, err := rr.Close(); err != nil {
+			break
+		}
+		res[n].found = found
+		n++
+	}
+	batchErr := mrr.Close()
+	failedAt := len(ops)
 	var pe *pgconn.PgError
 	broken := false // the stream broke: nothing after the replies read is known
-	for i := range ops {
-		op := &ops[i]
-		res[i].found = false
-		if op.Op != driver.PipelineRead && op.Op != driver.PipelineWrite {
-			// Its reply is not the next one: the rest of the stream is out of step.
-			failedAt, batchErr, broken = i, unsupported(op.Op), true
-			break
-		}
-		r, err := pl.GetResults()
-		if err == nil {
-			rr, ok := r.(*pgconn.ResultReader)
-			if !ok {
-				err = fmt.Errorf("pipeline: result %T where a statement's was due", r)
-			} else {
-				if rr.NextRow() {
-					if vs := rr.Values(); len(vs) == 1 {
-						res[i].val, res[i].found = append(res[i].val[:0], vs[0]...), true
-					}
-				}
-				_, err = rr.Close()
-			}
-		}
-		if err != nil {
-			failedAt, batchErr = i, err
-			broken = !errors.As(err, &pe)
-			break
-		}
+	switch {
+	case batchErr != nil:
+		failedAt, broken = n, !errors.As(batchErr, &pe)
+	case n < len(ops):
+		failedAt, broken = n, true
+		batchErr = fmt.Errorf("%d replies to %d statements", n, len(ops))
 	}
-	if !broken {
-		// The Sync's ReadyForQuery ends the transaction; an error on commit comes instead.
-		if _, err := pl.GetResults(); err != nil {
-			broken = !errors.As(err, &pe)
-			if failedAt == len(ops) || broken {
-				failedAt, batchErr = min(failedAt, len(ops)), err
-			}
-		}
-	}
-	if broken {
+	if broken || p.pc.IsClosed() {
 		p.drop()
 	}
 	var cause error

@@ -439,7 +439,8 @@ func BenchmarkRead(b *testing.B) {
 }
 
 // BenchmarkPipelineRun measures mode=direct's Run, one worker: a batch of one through
-// ExecStatement or through pipeline mode (singleViaPipeline), and batches of 8; 80% reads,
+// ExecStatement or through pipeline mode (singleViaPipeline), and batches of 8 with a
+// Sync per operation (pipeline API) or per batch (ExecBatch); 80% reads,
 // 20% upserts of 100-byte values. It reports the process's CPU per operation beside the
 // time, since the time is mostly the server's round trip.
 //
@@ -460,10 +461,11 @@ func BenchmarkPipelineRun(b *testing.B) {
 		name     string
 		n        int
 		pipeline bool
-	}{{"n=1/exec", 1, false}, {"n=1/pipeline", 1, true}, {"n=8/pipeline", 8, true}} {
+		sync     string
+	}{{"n=1/exec", 1, false, "op"}, {"n=1/pipeline", 1, true, "op"}, {"n=8/pipeline", 8, true, "op"}, {"n=8/batch", 8, true, "batch"}} {
 		b.Run(tc.name, func(b *testing.B) {
-			singleViaPipeline = tc.pipeline
-			defer func() { singleViaPipeline = false }()
+			singleViaPipeline, d.opts.PipelineSync = tc.pipeline, tc.sync
+			defer func() { singleViaPipeline, d.opts.PipelineSync = false, "op" }()
 			pl, err := d.NewPipeline(context.Background())
 			if err != nil {
 				b.Fatal(err)
