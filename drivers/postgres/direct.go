@@ -72,30 +72,41 @@ func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 	return &pipeline{d: d, val: make([]byte, 0, 256)}, nil
 }
 
-// connect opens the connection and prepares the two statements on it.
+// connect opens the connection if there is none and prepares the two statements on it
+// if they are not. A statement the server refuses (a table missing with createSchema
+// false) leaves the connection open, so the next batch only prepares again instead of
+// reconnecting for every operation.
 func (p *pipeline) connect(ctx context.Context) error {
 	d := p.d
-	if d.closed.Load() {
-		return fmt.Errorf("connect to %s: %w", RedactDSN(d.opts.DSN), net.ErrClosed)
+	if p.pc == nil {
+		if d.closed.Load() {
+			return fmt.Errorf("connect to %s: %w", RedactDSN(d.opts.DSN), net.ErrClosed)
+		}
+		// ctx is the batch's: pgconn watches it while connecting, so a timeout or a hard
+		// stop also ends a connect that hangs.
+		pc, err := pgconn.ConnectConfig(ctx, d.pgcfg)
+		if err != nil {
+			return d.fail("connect to "+RedactDSN(d.opts.DSN), err)
+		}
+		p.pc, p.read, p.write = pc, nil, nil
+		p.mu.Lock()
+		p.nc = pc.Conn()
+		p.mu.Unlock()
 	}
-	// ctx is the batch's: pgconn watches it while connecting, so a timeout or a hard stop
-	// also ends a connect that hangs.
-	pc, err := pgconn.ConnectConfig(ctx, d.pgcfg)
+	var err error
+	if p.read == nil {
+		p.read, err = p.pc.Prepare(ctx, readStmt, d.readSQL, []uint32{oidText})
+	}
+	if err == nil && p.write == nil {
+		p.write, err = p.pc.Prepare(ctx, writeStmt, d.writeSQL, []uint32{oidText, oidBytea})
+	}
 	if err != nil {
-		return d.fail("connect to "+RedactDSN(d.opts.DSN), err)
-	}
-	read, err := pc.Prepare(ctx, readStmt, d.readSQL, []uint32{oidText})
-	if err == nil {
-		p.write, err = pc.Prepare(ctx, writeStmt, d.writeSQL, []uint32{oidText, oidBytea})
-	}
-	if err != nil {
-		_ = pc.Close(context.Background())
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || p.pc.IsClosed() {
+			p.drop()
+		}
 		return d.fail("prepare statements", err)
 	}
-	p.pc, p.read = pc, read
-	p.mu.Lock()
-	p.nc = pc.Conn()
-	p.mu.Unlock()
 	return nil
 }
 
@@ -156,7 +167,7 @@ func (p *pipeline) end() {
 func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
 	p.begin(ctx)
 	defer p.end()
-	if p.pc == nil {
+	if p.pc == nil || p.write == nil {
 		if err := p.connect(ctx); err != nil {
 			p.failAll(ctx, ops, 0, done, err)
 			return

@@ -355,6 +355,44 @@ func TestPipelineFailureIsolation(t *testing.T) {
 	}
 }
 
+// TestDirectMissingTable: in mode=direct a statement the server refuses to prepare (the
+// table does not exist and createSchema is false) fails the batch as rejected and keeps
+// the connection, and once the table exists the same connection goes on.
+func TestDirectMissingTable(t *testing.T) {
+	ctx := ctxT(t)
+	raw := rawConn(t)
+	if _, err := raw.Exec(ctx, "DROP TABLE IF EXISTS late"); err != nil {
+		t.Fatal(err)
+	}
+	d := open(t, map[string]string{"table": "late", "createSchema": "false", "mode": "direct"})
+	pr, err := d.NewPipeline(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	pl := pr.(*pipeline)
+	ops := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "k", Value: []byte("v")}}
+	var got error
+	pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
+	if c := driver.Classify(got); c != driver.ClassRejected {
+		t.Fatalf("write to a missing table: class %v (%v), want rejected", c, got)
+	}
+	if pl.pc == nil {
+		t.Fatal("a refused prepare closed the connection")
+	}
+	pid := pl.pc.PID()
+	if _, err := raw.Exec(ctx, "CREATE TABLE late (key TEXT PRIMARY KEY, value BYTEA NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
+	if got != nil {
+		t.Fatalf("write once the table exists: %v", got)
+	}
+	if pl.pc.PID() != pid {
+		t.Errorf("the connection was replaced (backend %d, then %d); want it kept", pid, pl.pc.PID())
+	}
+}
+
 // TestValidationDetectsCorruption writes a validated value, flips a byte with raw SQL and
 // checks the engine's codec sees the corruption in what the driver reads back.
 func TestValidationDetectsCorruption(t *testing.T) {
