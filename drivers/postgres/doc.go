@@ -1,6 +1,33 @@
 // Package postgres is the ndbench driver for PostgreSQL and the stores that speak its wire
 // protocol (CockroachDB, YugabyteDB YSQL, PgBouncer in front of any of them). It uses
-// github.com/jackc/pgx/v5 with a pgxpool connection pool.
+// github.com/jackc/pgx/v5: in mode=direct (the default) each engine worker owns a
+// low-level pgconn connection, in mode=pool the workers share a pgxpool.
+//
+// # Modes
+//
+// mode=direct (what mode=auto picks) makes the driver a driver.Pipeliner: each worker of the
+// engine gets a pgconn.PgConn of its own, with the read and the upsert prepared on it once
+// (binary parameters and results). A batch of one operation is one ExecStatement (Bind,
+// Execute, Sync: one write, one reply); a batch of several (workload.pipeline > 1) goes out
+// in pgconn's pipeline mode in one write, each operation followed by its own Sync, so each
+// is still its own transaction and a failed one does not roll back the others.
+// pipelineSync=batch sends one Sync per batch instead, as pgbench's \startpipeline blocks
+// do: the server answers a batch in one packet and commits once, the batch is one
+// transaction (a failed operation rolls back the writes before it and the server skips
+// those after it, each reported as failed), and the batch's replies are handed over once
+// its transaction ended. pgconn is
+// handed a context without Done, so it arms nothing per call; an operation's timeout (or a
+// hard stop) reaches the connection as a past deadline on its socket, set by
+// Pipeline.Interrupt only while the batch whose context ended is running. pgconn closes a
+// connection after such an interrupt, and the next batch connects again. A read's value is
+// copied once, out of pgconn's receive buffer into the worker's own.
+//
+// mode=pool is the driver as it was: every worker borrows a connection from a pgxpool for
+// each operation, and pgx watches the operation's context. Read, Write and the bulk calls
+// (backfill, the API) use the pool in both modes: bulk writes need pgx's array encoding, and
+// none of them is on the workers' hot path. mode=auto falls back to pool when execMode is
+// exec or simple_protocol (a pooler without prepared statements); mode=direct with those
+// is rejected.
 //
 // # Data model
 //
@@ -17,6 +44,7 @@
 //
 // # Prepared statements
 //
+// mode=direct prepares the read and the upsert once per connection itself. The pool's
 // pgx prepares each statement once per connection and caches it (execMode cache_statement),
 // so an operation is a single round trip. Behind a pooler that does not support prepared
 // statements (PgBouncer in transaction mode before 1.21) use execMode exec or
@@ -24,9 +52,12 @@
 //
 // # Pool size
 //
-// poolSize is the maximum number of connections. Give it at least the number of read plus
-// write workers, or workers queue for a connection and that wait shows up as latency; it
-// must stay below the server's max_connections (100 by default in PostgreSQL).
+// poolSize is the maximum number of connections of the pool. In mode=pool give it at least
+// the number of read plus write workers, or workers queue for a connection and that wait
+// shows up as latency. In mode=direct every worker holds a connection of its own besides
+// the pool (which then serves backfill and the API), so the total is workers + up to
+// poolSize; it must stay below the server's max_connections (100 by default in
+// PostgreSQL).
 //
 // # Errors
 //
@@ -36,6 +67,7 @@
 //	class 53 (insufficient resources)         throttled
 //	40001, 40P01 (serialization, deadlock)    throttled
 //	57014 (query canceled), ctx deadline      timeout
+//	mode=direct: I/O cut at the op deadline   timeout
 //	classes 22, 23, 42, 28, 3D                rejected
 //
 // Serialization failures and deadlocks are counted as throttled rather than retried: they

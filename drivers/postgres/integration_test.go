@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,6 +292,107 @@ func TestErrorClasses(t *testing.T) {
 	})
 }
 
+// TestPipelineFailureIsolation sends a batch whose middle write breaks a CHECK
+// constraint: with pipelineSync=op the other operations go through, each its own
+// transaction; with pipelineSync=batch the batch is one transaction, so the write before
+// the failure is rolled back and the read after it skipped.
+func TestPipelineFailureIsolation(t *testing.T) {
+	ctx := ctxT(t)
+	if _, err := rawConn(t).Exec(ctx, "CREATE TABLE IF NOT EXISTS small (key TEXT PRIMARY KEY, value BYTEA NOT NULL CHECK (length(value) < 4))"); err != nil {
+		t.Fatal(err)
+	}
+	for _, sync := range []string{"op", "batch"} {
+		t.Run(sync, func(t *testing.T) {
+			d := open(t, map[string]string{"table": "small", "createSchema": "false", "mode": "direct", "pipelineSync": sync})
+			pl, err := d.NewPipeline(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pl.Close()
+			k := "iso-" + sync
+			ops := []driver.PipelineOp{
+				{Op: driver.PipelineWrite, Key: k, Value: []byte("ok")},
+				{Op: driver.PipelineWrite, Key: k + "-long", Value: []byte("too long")},
+				{Op: driver.PipelineRead, Key: k},
+			}
+			errs := make([]error, len(ops))
+			vals := make([]string, len(ops))
+			n := 0
+			pl.Run(ctx, ops, func(i int, v []byte, err error) {
+				n++
+				errs[i], vals[i] = err, string(v)
+			})
+			if n != len(ops) {
+				t.Fatalf("done called %d times for %d operations", n, len(ops))
+			}
+			if c := driver.Classify(errs[1]); c != driver.ClassRejected {
+				t.Errorf("the failing write: class %v (%v), want rejected", c, errs[1])
+			}
+			got, rerr := d.Read(ctx, k)
+			if sync == "op" {
+				if errs[0] != nil || errs[2] != nil || vals[2] != "ok" {
+					t.Errorf("independent operations around a failure: write %v, read %q %v", errs[0], vals[2], errs[2])
+				}
+				if rerr != nil || string(got) != "ok" {
+					t.Errorf("Read after the batch: %q, %v; want the write before the failure kept", got, rerr)
+				}
+				return
+			}
+			if errs[0] == nil || errs[2] == nil {
+				t.Errorf("one transaction: write before the failure %v, read after it %v; want both failed", errs[0], errs[2])
+			}
+			if !errors.Is(rerr, driver.ErrNotFound) {
+				t.Errorf("Read after the batch: %q, %v; want the write rolled back", got, rerr)
+			}
+			// The connection carries on.
+			ops = ops[:1]
+			ops[0].Value = []byte("ok2")
+			pl.Run(ctx, ops, func(i int, v []byte, err error) { errs[i] = err })
+			if errs[0] != nil {
+				t.Errorf("write after a failed batch: %v", errs[0])
+			}
+		})
+	}
+}
+
+// TestDirectMissingTable: in mode=direct a statement the server refuses to prepare (the
+// table does not exist and createSchema is false) fails the batch as rejected and keeps
+// the connection, and once the table exists the same connection goes on.
+func TestDirectMissingTable(t *testing.T) {
+	ctx := ctxT(t)
+	raw := rawConn(t)
+	if _, err := raw.Exec(ctx, "DROP TABLE IF EXISTS late"); err != nil {
+		t.Fatal(err)
+	}
+	d := open(t, map[string]string{"table": "late", "createSchema": "false", "mode": "direct"})
+	pr, err := d.NewPipeline(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	pl := pr.(*pipeline)
+	ops := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "k", Value: []byte("v")}}
+	var got error
+	pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
+	if c := driver.Classify(got); c != driver.ClassRejected {
+		t.Fatalf("write to a missing table: class %v (%v), want rejected", c, got)
+	}
+	if pl.pc == nil {
+		t.Fatal("a refused prepare closed the connection")
+	}
+	pid := pl.pc.PID()
+	if _, err := raw.Exec(ctx, "CREATE TABLE late (key TEXT PRIMARY KEY, value BYTEA NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
+	if got != nil {
+		t.Fatalf("write once the table exists: %v", got)
+	}
+	if pl.pc.PID() != pid {
+		t.Errorf("the connection was replaced (backend %d, then %d); want it kept", pid, pl.pc.PID())
+	}
+}
+
 // TestValidationDetectsCorruption writes a validated value, flips a byte with raw SQL and
 // checks the engine's codec sees the corruption in what the driver reads back.
 func TestValidationDetectsCorruption(t *testing.T) {
@@ -321,21 +423,29 @@ func TestValidationDetectsCorruption(t *testing.T) {
 	}
 }
 
-// TestConformance runs the public driver conformance suite (driver/drivertest), pausing and
-// killing the shared server. It is last in the file because its outage check restarts the
-// server.
+// TestConformance runs the public driver conformance suite (driver/drivertest) in both
+// modes, pausing and killing the shared server. It is last in the file because its outage
+// check restarts the server.
 func TestConformance(t *testing.T) {
-	drivertest.Run(t, drivertest.Harness{
-		Name:    "postgres",
-		Options: map[string]string{"dsn": srv.DSN(), "table": "conformance"},
-		Pause:   srv.Pause,
-		Outage: &drivertest.Outage{
-			Stop:          srv.Kill,
-			Start:         srv.Restart,
-			RecoverWithin: 10 * time.Second,
-			Options:       map[string]string{"poolSize": "8"},
-		},
-	})
+	for _, mode := range []string{"direct", "direct-batch", "pool"} {
+		t.Run(mode, func(t *testing.T) {
+			opts := map[string]string{"dsn": srv.DSN(), "table": "conformance", "mode": mode}
+			if mode == "direct-batch" {
+				opts["mode"], opts["pipelineSync"] = "direct", "batch"
+			}
+			drivertest.Run(t, drivertest.Harness{
+				Name:    "postgres",
+				Options: opts,
+				Pause:   srv.Pause,
+				Outage: &drivertest.Outage{
+					Stop:          srv.Kill,
+					Start:         srv.Restart,
+					RecoverWithin: 10 * time.Second,
+					Options:       map[string]string{"poolSize": "8"},
+				},
+			})
+		})
+	}
 }
 
 func BenchmarkWrite(b *testing.B) {
@@ -364,4 +474,75 @@ func BenchmarkRead(b *testing.B) {
 		_, err := d.Read(ctx, keys[i%uint64(len(keys))])
 		return err
 	})
+}
+
+// BenchmarkPipelineRun measures mode=direct's Run, one worker: a batch of one through
+// ExecStatement or through pipeline mode (singleViaPipeline), and batches of 8 with a
+// Sync per operation (pipeline API) or per batch (ExecBatch); 80% reads,
+// 20% upserts of 100-byte values. It reports the process's CPU per operation beside the
+// time, since the time is mostly the server's round trip.
+//
+//	go test -tags integration -run '^$' -bench PipelineRun -benchmem ./drivers/postgres/
+func BenchmarkPipelineRun(b *testing.B) {
+	d := open(b, map[string]string{"table": "bench", "mode": "direct"})
+	const nkeys = 10_000
+	keys := make([]string, nkeys)
+	vals := make([][]byte, nkeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("pk%d", i)
+		vals[i] = bytes.Repeat([]byte("v"), 100)
+	}
+	if err := d.WriteBulk(context.Background(), keys, vals); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		n        int
+		pipeline bool
+		sync     string
+	}{{"n=1/exec", 1, false, "op"}, {"n=1/pipeline", 1, true, "op"}, {"n=8/pipeline", 8, true, "op"}, {"n=8/batch", 8, true, "batch"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			singleViaPipeline, d.opts.PipelineSync = tc.pipeline, tc.sync
+			defer func() { singleViaPipeline, d.opts.PipelineSync = false, "op" }()
+			pl, err := d.NewPipeline(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pl.Close()
+			ops := make([]driver.PipelineOp, tc.n)
+			var failed error
+			done := func(_ int, _ []byte, err error) {
+				if err != nil && failed == nil {
+					failed = err
+				}
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += tc.n {
+				for j := range ops {
+					k := (i + j) * 7919 % nkeys
+					if (i+j)%5 == 4 {
+						ops[j] = driver.PipelineOp{Op: driver.PipelineWrite, Key: keys[k], Value: vals[k]}
+					} else {
+						ops[j] = driver.PipelineOp{Op: driver.PipelineRead, Key: keys[k]}
+					}
+				}
+				pl.Run(ctx, ops, done)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "client-µs/op")
+			if failed != nil {
+				b.Fatal(failed)
+			}
+		})
+	}
+}
+
+// processCPU is the user plus system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,7 +32,9 @@ type Options struct {
 	PoolSize     int    `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections; at least read+write workers, below the server's max_connections"`
 	Table        string `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
 	CreateSchema bool   `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
-	ExecMode     string `opt:"execMode" default:"cache_statement" enum:"cache_statement,cache_describe,describe_exec,exec,simple_protocol" help:"pgx query exec mode; exec or simple_protocol behind PgBouncer without prepared-statement support"`
+	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: each worker owns a connection with the statements prepared on it and pipelines its batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
+	PipelineSync string `opt:"pipelineSync" default:"op" enum:"op,batch" help:"mode=direct with workload.pipeline > 1: op sends a Sync after each operation (each its own transaction, as unpipelined); batch sends one per batch, making it one transaction as pgbench's \\startpipeline does (a failure rolls back the batch's writes)"`
+	ExecMode     string `opt:"execMode" default:"cache_statement" enum:"cache_statement,cache_describe,describe_exec,exec,simple_protocol" help:"pgx query exec mode of the pool (mode=pool, and Read, Write and bulk calls); exec or simple_protocol behind PgBouncer without prepared-statement support"`
 	// User, password and TLS (sslmode, sslrootcert, ...) live in the DSN, libpq's way, so
 	// only the timeouts group applies; a request is bounded by the op's context deadline,
 	// which pgx honours, so the group's timeout is omitted.
@@ -55,6 +58,10 @@ func (o *Options) Validate() error {
 		errs = append(errs, &driver.FieldError{Field: "table", Value: o.Table,
 			Allowed: "an identifier of letters, digits and _ (not starting with a digit), optionally schema.table"})
 	}
+	if o.Mode == "direct" && !o.prepares() {
+		errs = append(errs, &driver.FieldError{Field: "mode", Value: o.Mode,
+			Allowed: "pool or auto with execMode " + o.ExecMode + " (mode=direct prepares statements)"})
+	}
 	if strings.TrimSpace(o.DSN) == "" {
 		errs = append(errs, &driver.FieldError{Field: "dsn", Allowed: "a postgres:// URL or key=value connection string"})
 	}
@@ -62,6 +69,23 @@ func (o *Options) Validate() error {
 		return errs
 	}
 	return nil
+}
+
+// prepares reports whether execMode lets the driver prepare statements on the server.
+func (o *Options) prepares() bool {
+	return o.ExecMode != "exec" && o.ExecMode != "simple_protocol"
+}
+
+// mode resolves mode=auto: direct, unless the statements may not be prepared (a pooler
+// without prepared-statement support), where the pool's exec modes do without.
+func (o *Options) mode() string {
+	if o.Mode == "auto" || o.Mode == "" {
+		if o.prepares() {
+			return "direct"
+		}
+		return "pool"
+	}
+	return o.Mode
 }
 
 func (o *Options) execMode() pgx.QueryExecMode {
@@ -84,6 +108,9 @@ type Driver struct {
 	pool     *pgxpool.Pool
 	password string // only to scrub it from error text; never shown
 	version  string
+	mode     string         // pool or direct (mode=auto resolved)
+	pgcfg    *pgconn.Config // mode=direct: the workers' connections
+	closed   atomic.Bool    // set by Close, so no pipeline connects again
 
 	readSQL, writeSQL, readBulkSQL, writeBulkSQL string
 }
@@ -93,6 +120,7 @@ var (
 	_ driver.BulkReader       = (*Driver)(nil)
 	_ driver.BulkWriter       = (*Driver)(nil)
 	_ driver.ConnectionInfoer = (*Driver)(nil)
+	_ driver.Pipeliner        = (*Driver)(nil)
 )
 
 // Init connects the pool, checks the server answers and creates the table when asked.
@@ -105,6 +133,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		return err
 	}
 	d.opts = *o
+	d.mode = o.mode()
 	cfg, err := pgxpool.ParseConfig(o.DSN)
 	if err != nil {
 		// pgx's parse errors already redact, but a malformed DSN may not parse far enough to
@@ -121,6 +150,17 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	d.writeSQL = "INSERT INTO " + table + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
 	d.readBulkSQL = "SELECT key, value FROM " + table + " WHERE key = ANY($1)"
 	d.writeBulkSQL = "INSERT INTO " + table + " (key, value) SELECT * FROM unnest($1::text[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+
+	if d.mode == "direct" {
+		// A config of its own, parsed as the pool's was: ConnectConfig only reads it, so
+		// every worker's connection shares it.
+		pc, err := pgconn.ParseConfig(o.DSN)
+		if err != nil {
+			return driver.Wrap(driver.ClassRejected, fmt.Errorf("parse dsn %s: invalid connection string", RedactDSN(o.DSN)))
+		}
+		pc.ConnectTimeout = o.Timeouts.Connect
+		d.pgcfg = pc
+	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -237,6 +277,8 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		"dsn":            RedactDSN(d.opts.DSN),
 		"table":          d.opts.Table,
 		"poolSize":       strconv.Itoa(d.opts.PoolSize),
+		"mode":           d.mode,
+		"pipelineSync":   d.opts.PipelineSync,
 		"execMode":       d.opts.ExecMode,
 		"server_version": d.version,
 	}
@@ -247,8 +289,10 @@ func (d *Driver) ConnectionInfo() map[string]string {
 	return info
 }
 
-// Close closes the pool; it copes with a failed Init.
+// Close closes the pool; it copes with a failed Init. The engine closes its pipelines
+// before the driver.
 func (d *Driver) Close() error {
+	d.closed.Store(true)
 	if d.pool != nil {
 		d.pool.Close()
 	}

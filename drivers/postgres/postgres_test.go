@@ -25,7 +25,7 @@ func TestRegisteredSchema(t *testing.T) {
 	for _, o := range schema {
 		got[o.Name] = o
 	}
-	for _, name := range []string{"dsn", "poolSize", "table", "createSchema", "execMode", "connectTimeout"} {
+	for _, name := range []string{"dsn", "poolSize", "table", "createSchema", "mode", "execMode", "connectTimeout"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("option %s missing from schema", name)
 		}
@@ -55,6 +55,9 @@ func TestOptionValidation(t *testing.T) {
 		{"pool size zero", map[string]string{"poolSize": "0"}, []string{"poolSize"}},
 		{"connect timeout too short", map[string]string{"connectTimeout": "1ms"}, []string{"connectTimeout"}},
 		{"simple protocol", map[string]string{"execMode": "simple_protocol"}, nil},
+		{"bad mode", map[string]string{"mode": "fast"}, []string{"mode"}},
+		{"direct without prepared statements", map[string]string{"mode": "direct", "execMode": "exec"}, []string{"mode"}},
+		{"pool with simple protocol", map[string]string{"mode": "pool", "execMode": "simple_protocol"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,6 +85,22 @@ func TestOptionValidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestModeAuto(t *testing.T) {
+	for _, tt := range []struct{ mode, execMode, want string }{
+		{"auto", "cache_statement", "direct"},
+		{"auto", "describe_exec", "direct"},
+		{"auto", "exec", "pool"},
+		{"auto", "simple_protocol", "pool"},
+		{"pool", "cache_statement", "pool"},
+		{"direct", "cache_describe", "direct"},
+	} {
+		o := Options{Mode: tt.mode, ExecMode: tt.execMode}
+		if got := o.mode(); got != tt.want {
+			t.Errorf("mode=%s execMode=%s resolves to %s, want %s", tt.mode, tt.execMode, got, tt.want)
+		}
 	}
 }
 

@@ -29,7 +29,8 @@ const effSeconds = 10
 // by side, ops/s, client CPU per op and ops per client CPU-second, and the server's CPU
 // per op, so a reader sees which side was the bottleneck. For Redis it also runs
 // redis-benchmark at the same concurrency and value size on the same server, for the
-// issue's ratio bar. It ignores b.N: run it with -benchtime 1x.
+// issue's ratio bar, and for PostgreSQL pgbench -M prepared (pgbench_integration_test.go).
+// It ignores b.N: run it with -benchtime 1x.
 //
 //	go test -tags integration -run '^$' -bench DriverEfficiency -benchtime 1x ./internal/engine/
 func BenchmarkDriverEfficiency(b *testing.B) {
@@ -55,9 +56,18 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 		{"memcached", "memcached", testserver.Memcached, func(s *testserver.Server) map[string]string {
 			return map[string]string{"servers": s.Addr(), "maxIdleConns": "64"}
 		}, 0},
-		{"postgres", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
-			return map[string]string{"dsn": s.DSN(), "poolSize": "50"}
+		{"postgres-pool", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
+			return map[string]string{"dsn": s.DSN(), "poolSize": "50", "mode": "pool"}
 		}, 0},
+		{"postgres-direct", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
+			return map[string]string{"dsn": s.DSN(), "mode": "direct"}
+		}, 0},
+		{"postgres-direct-P8", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
+			return map[string]string{"dsn": s.DSN(), "mode": "direct"}
+		}, 8},
+		{"postgres-direct-P8-batch", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
+			return map[string]string{"dsn": s.DSN(), "mode": "direct", "pipelineSync": "batch"}
+		}, 8},
 		{"cassandra", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
 			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port)}
 		}, 0},
@@ -116,6 +126,9 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 				b.ReportMetric(float64(rbP99.Microseconds()), "redis-benchmark-get-p99-µs")
 				b.ReportMetric(rbOps/rbCPU, "redis-benchmark-ops/client-CPU-s")
 				b.ReportMetric((ops/client)/(rbOps/rbCPU), "ratio-vs-redis-benchmark")
+			}
+			if r.driver == "postgres" {
+				reportPgbench(b, srv, w.Pipeline, ops/client, cum) // pgbench_integration_test.go
 			}
 		})
 	}

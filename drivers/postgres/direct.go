@@ -1,0 +1,479 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// mode=direct: each engine worker owns one pgconn.PgConn (driver.Pipeliner) with the read
+// and the upsert prepared on it once. An operation is one Bind/Execute/Sync on that
+// connection: no pool to acquire from, no row scanning through pgx's type system, and no
+// context watching, because pgconn is handed context.Background() (it then arms no
+// watcher goroutine hand-off per call) and a timeout or hard stop reaches the connection
+// through Interrupt as a past deadline on its net.Conn. A batch of several operations goes
+// out in pgconn's pipeline mode, one Sync per operation, in one write.
+// docs/design-notes.md has the measurements that led here.
+
+// longAgo is a deadline in the past: setting it makes blocked I/O return at once.
+var longAgo = time.Unix(1, 0)
+
+// Statement names and parameter types of the prepared read and upsert.
+const (
+	readStmt  = "ndbench_read"
+	writeStmt = "ndbench_write"
+	oidText   = 25
+	oidBytea  = 17
+)
+
+// binary asks for every parameter and result column in binary format: the key's binary
+// form is its bytes, and a BYTEA value travels as is instead of hex text.
+var binary = []int16{1}
+
+// singleViaPipeline makes a batch of one use pipeline mode as larger batches do, instead
+// of ExecStatement; the benchmarks that chose ExecStatement flip it.
+var singleViaPipeline = false
+
+// pipeline is one worker's connection in mode=direct.
+type pipeline struct {
+	d *Driver
+	// Run's goroutine only.
+	pc          *pgconn.PgConn
+	read, write *pgconn.StatementDescription
+	params      [2][]byte
+	key         []byte // the key's bytes; pgconn copies parameters into its buffer
+	val         []byte // a read's value, copied out of pgconn's buffer
+	results     []opResult
+
+	// mu guards the batch running and the connection against Interrupt, which runs on the
+	// engine's watchdog goroutine.
+	mu          sync.Mutex
+	ctx         context.Context // of the batch running; nil between batches
+	nc          net.Conn        // pc's socket
+	interrupted bool            // a deadline was set on nc for the running batch
+}
+
+// Pipelines reports whether the driver runs in mode=direct.
+func (d *Driver) Pipelines() bool { return d.mode == "direct" }
+
+// NewPipeline returns a connection for one worker; it connects on first use, so a server
+// that is down shows as failed operations and the worker keeps trying.
+func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
+	if !d.Pipelines() {
+		return nil, fmt.Errorf("postgres: pipelines need mode=direct (mode is %s)", d.mode)
+	}
+	return &pipeline{d: d, val: make([]byte, 0, 256)}, nil
+}
+
+// connect opens the connection if there is none and prepares the two statements on it
+// if they are not. A statement the server refuses (a table missing with createSchema
+// false) leaves the connection open, so the next batch only prepares again instead of
+// reconnecting for every operation.
+func (p *pipeline) connect(ctx context.Context) error {
+	d := p.d
+	if p.pc == nil {
+		if d.closed.Load() {
+			return fmt.Errorf("connect to %s: %w", RedactDSN(d.opts.DSN), net.ErrClosed)
+		}
+		// ctx is the batch's: pgconn watches it while connecting, so a timeout or a hard
+		// stop also ends a connect that hangs.
+		pc, err := pgconn.ConnectConfig(ctx, d.pgcfg)
+		if err != nil {
+			return d.fail("connect to "+RedactDSN(d.opts.DSN), err)
+		}
+		p.pc, p.read, p.write = pc, nil, nil
+		p.mu.Lock()
+		p.nc = pc.Conn()
+		p.mu.Unlock()
+	}
+	var err error
+	if p.read == nil {
+		p.read, err = p.pc.Prepare(ctx, readStmt, d.readSQL, []uint32{oidText})
+	}
+	if err == nil && p.write == nil {
+		p.write, err = p.pc.Prepare(ctx, writeStmt, d.writeSQL, []uint32{oidText, oidBytea})
+	}
+	if err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || p.pc.IsClosed() {
+			p.drop()
+		}
+		return d.fail("prepare statements", err)
+	}
+	return nil
+}
+
+// drop closes the connection: its stream can no longer be trusted (an I/O error, an
+// interrupted batch). The next Run connects again.
+func (p *pipeline) drop() {
+	p.mu.Lock()
+	p.nc = nil
+	p.mu.Unlock()
+	if p.pc != nil {
+		closeConn(p.pc)
+		p.pc = nil
+	}
+}
+
+// closeConn closes pc without waiting long for a server that does not answer.
+func closeConn(pc *pgconn.PgConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = pc.Close(ctx)
+}
+
+// Interrupt makes blocked I/O return by setting a past deadline on the socket, but only
+// when the batch running is really over (its ctx is done): an interrupt that arrives
+// stale, after its batch ended, must not break the next batch, and pgconn closes a
+// connection on any deadline error, so a stale deadline cannot be ridden out as the redis
+// driver does.
+func (p *pipeline) Interrupt() {
+	p.mu.Lock()
+	if p.ctx != nil && p.nc != nil && !p.interrupted && p.ctx.Err() != nil {
+		_ = p.nc.SetDeadline(longAgo)
+		p.interrupted = true
+	}
+	p.mu.Unlock()
+}
+
+// begin records the batch running, for Interrupt.
+func (p *pipeline) begin(ctx context.Context) {
+	p.mu.Lock()
+	p.ctx = ctx
+	p.mu.Unlock()
+}
+
+// end forgets the batch; if it was interrupted the connection, with its past deadline and
+// possibly half a reply read, is closed.
+func (p *pipeline) end() {
+	p.mu.Lock()
+	p.ctx = nil
+	interrupted := p.interrupted
+	p.interrupted = false
+	p.mu.Unlock()
+	if interrupted {
+		p.drop()
+	}
+}
+
+// Run sends ops and completes each as its reply (up to its ReadyForQuery) is read.
+func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
+	p.begin(ctx)
+	defer p.end()
+	if p.pc == nil || p.write == nil {
+		if err := p.connect(ctx); err != nil {
+			p.failAll(ctx, ops, 0, done, err)
+			return
+		}
+	}
+	// Checked after begin and connect: an Interrupt before them found no batch or no
+	// socket and did nothing, and it came after ctx ended, so ctx.Err shows it here.
+	if err := ctx.Err(); err != nil {
+		p.failAll(ctx, ops, 0, done, fmt.Errorf("postgres: %d operations not sent: %w", len(ops), err))
+		return
+	}
+	if len(ops) == 1 && !singleViaPipeline {
+		p.exec(ctx, &ops[0], done)
+		return
+	}
+	if p.d.opts.PipelineSync == "batch" {
+		p.oneTransaction(ctx, ops, done)
+		return
+	}
+	p.pipelined(ctx, ops, done)
+}
+
+// failAll completes ops[from:] with err.
+func (p *pipeline) failAll(ctx context.Context, ops []driver.PipelineOp, from int, done func(int, []byte, error), err error) {
+	err = p.opErr(ctx, err)
+	for i := from; i < len(ops); i++ {
+		done(i, nil, err)
+	}
+}
+
+// opErr classifies err. A failure of the batch's I/O once its ctx ended or its deadline
+// passed (a deadline on the socket, a connect cut short) is a timeout: the engine's
+// watchdog may not have marked the ctx yet when a connect gives up at the deadline.
+func (p *pipeline) opErr(ctx context.Context, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) && pastDeadline(ctx) {
+		cause := ctx.Err()
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
+		if !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%w)", cause, err)
+		}
+		return driver.Wrap(driver.ClassTimeout, err)
+	}
+	var de *driver.Error
+	if errors.As(err, &de) {
+		return err
+	}
+	return driver.Wrap(Classify(err), err)
+}
+
+// pastDeadline reports whether ctx ended or its deadline passed; it reads the clock only
+// when ctx has a deadline and has not ended, which is on the error path only.
+func pastDeadline(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// statement returns the statement and parameters of op, or nil for an operation the
+// driver does not have.
+func (p *pipeline) statement(op *driver.PipelineOp) (*pgconn.StatementDescription, [][]byte, []int16) {
+	p.key = append(p.key[:0], op.Key...)
+	p.params[0] = p.key
+	switch op.Op {
+	case driver.PipelineRead:
+		return p.read, p.params[:1], binary
+	case driver.PipelineWrite:
+		p.params[1] = op.Value
+		return p.write, p.params[:2], nil
+	}
+	return nil, nil, nil
+}
+
+func opName(op int) string {
+	if op == driver.PipelineRead {
+		return "read"
+	}
+	return "write"
+}
+
+// unsupported is the error of an operation index the driver does not define (it defines
+// none beyond read and write, so the engine never sends one).
+func unsupported(op int) error {
+	return driver.Wrap(driver.ClassRejected, fmt.Errorf("postgres: no operation %d", op))
+}
+
+// exec runs one operation with ExecStatement: Bind, Execute, Sync in one write.
+func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(int, []byte, error)) {
+	sd, params, results := p.statement(op)
+	if sd == nil {
+		done(0, nil, unsupported(op.Op))
+		return
+	}
+	rr := p.pc.ExecStatement(context.Background(), sd, params, binary, results)
+	found := false
+	if rr.NextRow() {
+		if vs := rr.Values(); len(vs) == 1 {
+			p.val, found = append(p.val[:0], vs[0]...), true
+		}
+	}
+	_, err := rr.Close()
+	switch {
+	case err != nil:
+		p.opFailed(ctx, op, 0, done, err)
+	case op.Op == driver.PipelineWrite:
+		done(0, nil, nil)
+	case !found:
+		done(0, nil, driver.ErrNotFound)
+	default:
+		done(0, p.val, nil)
+	}
+}
+
+// opFailed completes operation i with err; an error that is not the server's answer left
+// the connection closed, so it is dropped.
+func (p *pipeline) opFailed(ctx context.Context, op *driver.PipelineOp, i int, done func(int, []byte, error), err error) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || p.pc.IsClosed() {
+		p.drop()
+		done(i, nil, p.opErr(ctx, fmt.Errorf("postgres %s: %w", opName(op.Op), err)))
+		return
+	}
+	done(i, nil, p.d.fail(opName(op.Op), err))
+}
+
+// pipelined sends every operation of the batch, each followed by its own Sync, in one
+// write, then reads the replies in order. A Sync per operation keeps the operations
+// independent, as if sent one by one: each is its own transaction, committed before its
+// done, and a failed one does not roll back or skip the others (one Sync for the batch
+// would make it one transaction).
+func (p *pipeline) pipelined(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
+	pl := p.pc.StartPipeline(context.Background())
+	for i := range ops {
+		sd, params, results := p.statement(&ops[i])
+		if sd == nil {
+			continue // completed as unsupported when its turn comes
+		}
+		pl.SendQueryStatement(sd, params, binary, results)
+		pl.SendPipelineSync()
+	}
+	if err := pl.Flush(); err != nil {
+		p.drop()
+		p.failAll(ctx, ops, 0, done, fmt.Errorf("postgres: send %d operations: %w", len(ops), err))
+		return
+	}
+	for i := range ops {
+		op := &ops[i]
+		if op.Op != driver.PipelineRead && op.Op != driver.PipelineWrite {
+			done(i, nil, unsupported(op.Op))
+			continue
+		}
+		found := false
+		res, err := pl.GetResults()
+		if err == nil {
+			rr, ok := res.(*pgconn.ResultReader)
+			if !ok {
+				err = fmt.Errorf("pipeline: result %T where a statement's was due", res)
+			} else {
+				if rr.NextRow() {
+					if vs := rr.Values(); len(vs) == 1 {
+						p.val, found = append(p.val[:0], vs[0]...), true
+					}
+				}
+				_, err = rr.Close()
+			}
+		}
+		var pe *pgconn.PgError
+		if err != nil && !errors.As(err, &pe) {
+			// The stream is broken (I/O error, interrupt): pgconn closed the connection.
+			p.drop()
+			p.failAll(ctx, ops, i, done, fmt.Errorf("postgres %s: %w", opName(op.Op), err))
+			return
+		}
+		// The operation's Sync: its ReadyForQuery says its transaction is over. A
+		// server error on commit arrives here instead.
+		if _, serr := pl.GetResults(); serr != nil {
+			if !errors.As(serr, &pe) {
+				p.drop()
+				p.failAll(ctx, ops, i, done, fmt.Errorf("postgres %s: %w", opName(op.Op), serr))
+				return
+			}
+			if err == nil {
+				err = serr
+			}
+		}
+		switch {
+		case err != nil:
+			done(i, nil, p.d.fail(opName(op.Op), err))
+		case op.Op == driver.PipelineWrite:
+			done(i, nil, nil)
+		case !found:
+			done(i, nil, driver.ErrNotFound)
+		default:
+			done(i, p.val, nil)
+		}
+	}
+	p.closePipeline(pl)
+}
+
+// closePipeline returns the connection to normal mode, or drops it if that fails.
+func (p *pipeline) closePipeline(pl *pgconn.Pipeline) {
+	if err := pl.Close(); err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || p.pc.IsClosed() {
+			p.drop()
+		}
+	}
+}
+
+// opResult is a reply held until its batch's transaction ends (pipelineSync=batch).
+type opResult struct {
+	val   []byte
+	found bool
+}
+
+// oneTransaction sends a batch with one Sync (pipelineSync=batch) through pgconn's
+// ExecBatch, as pgbench's \startpipeline blocks are sent: the batch is one implicit
+// transaction, so a write is only done once its ReadyForQuery arrived, and a failed
+// operation rolls back the writes before it and makes the server skip those after it.
+// The replies arrive together (the server flushes at the Sync), so holding them back
+// until then costs no latency worth the name. Reads before a failure keep their values:
+// they were answered. ExecBatch rather than the pipeline API: it keeps no per-request
+// queue entries, which cost the pipeline API a dozen allocations per operation.
+func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
+	if cap(p.results) < len(ops) {
+		p.results = append(p.results[:cap(p.results)], make([]opResult, len(ops)-cap(p.results))...)
+	}
+	res := p.results[:len(ops)]
+	var b pgconn.Batch
+	for i := range ops {
+		sd, params, results := p.statement(&ops[i])
+		if sd == nil {
+			// Nothing was sent: the engine never asks for an operation the driver lacks.
+			for j := range ops {
+				done(j, nil, unsupported(ops[i].Op))
+			}
+			return
+		}
+		b.ExecStatement(sd, params, binary, results)
+	}
+	mrr := p.pc.ExecBatch(context.Background(), &b)
+	n := 0 // replies read
+	for n < len(ops) && mrr.NextResult() {
+		rr := mrr.ResultReader()
+		found := false
+		if rr.NextRow() {
+			if vs := rr.Values(); len(vs) == 1 {
+				res[n].val, found = append(res[n].val[:0], vs[0]...), true
+			}
+		}
+		if _, err := rr.Close(); err != nil {
+			break
+		}
+		res[n].found = found
+		n++
+	}
+	batchErr := mrr.Close()
+	failedAt := len(ops)
+	var pe *pgconn.PgError
+	broken := false // the stream broke: nothing after the replies read is known
+	switch {
+	case batchErr != nil:
+		failedAt, broken = n, !errors.As(batchErr, &pe)
+	case n < len(ops):
+		failedAt, broken = n, true
+		batchErr = fmt.Errorf("%d replies to %d statements", n, len(ops))
+	}
+	if broken || p.pc.IsClosed() {
+		p.drop()
+	}
+	var cause error
+	if batchErr != nil {
+		if broken {
+			cause = p.opErr(ctx, fmt.Errorf("postgres pipeline of %d: %w", len(ops), batchErr))
+		} else {
+			cause = p.d.fail(fmt.Sprintf("postgres pipeline of %d", len(ops)), batchErr)
+		}
+	}
+	for i := range ops {
+		op := &ops[i]
+		switch {
+		case cause == nil || (i < failedAt && op.Op == driver.PipelineRead):
+			switch {
+			case op.Op == driver.PipelineWrite:
+				done(i, nil, nil)
+			case !res[i].found:
+				done(i, nil, driver.ErrNotFound)
+			default:
+				done(i, res[i].val, nil)
+			}
+		case i == failedAt:
+			done(i, nil, cause)
+		case i < failedAt:
+			done(i, nil, driver.Wrap(driver.Classify(cause), fmt.Errorf("postgres write rolled back with its batch: %w", cause)))
+		default:
+			done(i, nil, driver.Wrap(driver.Classify(cause), fmt.Errorf("postgres %s skipped after operation %d of its batch failed: %w", opName(op.Op), failedAt, cause)))
+		}
+	}
+}
+
+// Close closes the connection.
+func (p *pipeline) Close() error {
+	p.drop()
+	return nil
+}
