@@ -10,9 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -413,20 +411,4 @@ func (s samples) intervals(name string) []stats.OpSummary {
 		out = append(out, o)
 	}
 	return out
-}
-
-// sortedCopy is for stable output of map keys.
-func sortedCopy(xs []string) []string {
-	out := slices.Clone(xs)
-	slices.Sort(out)
-	return out
-}
-
-// finite maps NaN and infinities to 0 for display and encoding; callers check first
-// where the difference matters.
-func finite(v float64) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0
-	}
-	return v
 }

@@ -23,6 +23,8 @@ var sourceLibraries = []string{
 var rules = map[string][]string{
 	"internal/engine": append([]string{module + "/internal/web"}, sourceLibraries...),
 	"internal/report": append([]string{module + "/internal/web"}, sourceLibraries...),
+	// compare reads reports; it must not pull in the UI or the config sources either.
+	"internal/compare": append([]string{module + "/internal/web"}, sourceLibraries...),
 	"internal/config": sourceLibraries,
 }
 
