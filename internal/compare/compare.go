@@ -268,6 +268,11 @@ func Compare(base, cand *report.Report, opt Options) (*Result, error) {
 		s := Series{Name: name}
 		bi, ci := bs.intervals(name), cs.intervals(name)
 		switch {
+		case isPhase(base, name) || isPhase(cand, name):
+			// Its figures are those of an earlier phase (the backfill), while the samples
+			// cover the measured span, in which it did not run.
+			bi, ci = nil, nil
+			s.Note = "figures of an earlier phase, which has no intervals in the measured span: values are compared without significance"
 		case len(bi) == 0 || len(ci) == 0:
 			s.Note = "a report has no per-second intervals for this series: values are compared without significance"
 		case len(bi) < opt.MinIntervals || len(ci) < opt.MinIntervals:
@@ -298,6 +303,17 @@ func anyWanted(wanted map[string]bool, series string) bool {
 			if _, ok := lookupMetric(k[len(series)+1:]); ok {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// isPhase reports whether r's figures for name come from a phase before the measured
+// span (report.Build puts a phase named after a class, the backfill, in Ops).
+func isPhase(r *report.Report, name string) bool {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return true
 		}
 	}
 	return false

@@ -401,3 +401,28 @@ func TestOptionsAreChecked(t *testing.T) {
 		t.Errorf("different formatVersions: %v", err)
 	}
 }
+
+// TestPhaseSeriesAreNotTested: the backfill's figures come from its phase, before the
+// measured span, so the span's intervals (in which it did not run) are no samples of it.
+func TestPhaseSeriesAreNotTested(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	base, cand := synthetic(run(rng, 12, 2000)), synthetic(run(rng, 12, 2000))
+	for _, r := range []*report.Report{base, cand} {
+		r.Ops["backfill"] = summary(5000, 0, 2, 300)
+		r.Phases = []report.Phase{{Name: "backfill"}}
+		for _, p := range r.Series {
+			p.Ops["backfill"] = stats.OpSummary{}
+		}
+	}
+	res, err := Compare(base, cand, defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metric(t, res, "backfill", "rate")
+	if m.Tested || m.Baseline != 2500 {
+		t.Errorf("backfill rate: %+v", m)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "earlier phase") {
+		t.Errorf("no note on the backfill: %v", res.Warnings)
+	}
+}
