@@ -244,7 +244,7 @@ func (c Condition) evaluate(r *Result, failInsignificant bool) Outcome {
 		o.Reason = fmt.Sprintf("%s changed %s, beyond the bound but not significant (p=%.4g ≥ %g): within run-to-run noise", c.Metric, shown, *m.P, r.Alpha)
 	default:
 		o.Triggered = true
-		o.Reason = fmt.Sprintf("%s changed %s; significance could not be tested (%s), so the bound alone decides", c.Metric, shown, m.Note)
+		o.Reason = fmt.Sprintf("%s changed %s; significance could not be tested (%s), so the bound alone decides", c.Metric, shown, strings.TrimPrefix(m.Note, "not tested: "))
 	}
 	return o
 }
