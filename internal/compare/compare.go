@@ -238,6 +238,7 @@ func Compare(base, cand *report.Report, opt Options) (*Result, error) {
 		Alpha:        opt.Alpha,
 		MinIntervals: opt.MinIntervals,
 		Test:         "Mann-Whitney U, two-sided, normal approximation with tie and continuity corrections, over per-second values",
+		Series:       []Series{},
 		Conditions:   []Outcome{},
 		Warnings:     []string{},
 	}
