@@ -287,6 +287,7 @@ func TestAbsoluteConditions(t *testing.T) {
 func TestConditionNamesAreChecked(t *testing.T) {
 	parseErrs := []struct{ cond, want string }{
 		{"read.p98 > +10%", "p99.9"},
+		{"read.p90 > +10%", "p95 is the nearest"},
 		{"read.latency > +10%", "metrics: rate, errors"},
 		{"p99 > +10%", "<series>.<metric>"},
 		{"read.p99 +10%", "op one of"},
@@ -424,5 +425,28 @@ func TestPhaseSeriesAreNotTested(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(res.Warnings, "\n"), "earlier phase") {
 		t.Errorf("no note on the backfill: %v", res.Warnings)
+	}
+}
+
+// TestOperationSeries: a mixed class's operations ("search.byTitle") are series like any
+// other, and a condition may name one, metric dots and all.
+func TestOperationSeries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	base, cand := synthetic(run(rng, 12, 2000)), synthetic(run(rng, 12, 4000))
+	for _, r := range []*report.Report{base, cand} {
+		r.Ops["search.byTitle"] = r.Ops["read"]
+		for _, p := range r.Series {
+			p.Ops["search.byTitle"] = p.Ops["read"]
+		}
+	}
+	res, err := Compare(base, cand, defaults("search.byTitle.p99.5 > +50%"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := metric(t, res, "search.byTitle", "p99.5"); !m.Significant {
+		t.Errorf("search.byTitle.p99.5 doubled, not significant: %+v", m)
+	}
+	if !res.Failed {
+		t.Errorf("condition on an operation series did not trigger: %+v", res.Conditions)
 	}
 }

@@ -108,7 +108,11 @@ func splitName(lhs string) (series, metric string, err error) {
 	if dot <= 0 {
 		return "", "", fmt.Errorf("%q is not <series>.<metric>; metrics: %s", lhs, strings.Join(MetricNames(), ", "))
 	}
-	return "", "", fmt.Errorf("unknown metric %q; metrics: %s", lhs[dot+1:], strings.Join(MetricNames(), ", "))
+	why := ""
+	if lhs[dot+1:] == "p90" {
+		why = " (reports keep no p90 per second; p95 is the nearest)"
+	}
+	return "", "", fmt.Errorf("unknown metric %q%s; metrics: %s", lhs[dot+1:], why, strings.Join(MetricNames(), ", "))
 }
 
 func (c *Condition) parseBound(b string) error {
