@@ -1,4 +1,5 @@
-// Package cli is ndbench's command line: run, serve, drivers, workloads, config and version.
+// Package cli is ndbench's command line: run, serve, drivers, workloads, config, compare
+// and version.
 package cli
 
 import (
@@ -81,7 +82,7 @@ data validation, and every workload parameter changeable while it runs.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(s), newServeCmd(s), newDriversCmd(s), newWorkloadsCmd(s), newConfigCmd(s), newVersionCmd(s))
+	root.AddCommand(newRunCmd(s), newServeCmd(s), newDriversCmd(s), newWorkloadsCmd(s), newConfigCmd(s), newCompareCmd(s), newVersionCmd(s))
 	return root
 }
 

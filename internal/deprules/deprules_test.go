@@ -23,7 +23,9 @@ var sourceLibraries = []string{
 var rules = map[string][]string{
 	"internal/engine": append([]string{module + "/internal/web"}, sourceLibraries...),
 	"internal/report": append([]string{module + "/internal/web"}, sourceLibraries...),
-	"internal/config": sourceLibraries,
+	// compare reads reports; it must not pull in the UI or the config sources either.
+	"internal/compare": append([]string{module + "/internal/web"}, sourceLibraries...),
+	"internal/config":  sourceLibraries,
 }
 
 // deps returns every package pkg depends on (itself included), for the platform the
