@@ -55,17 +55,8 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 		}
 		g := e.gen.Load()
 		if g != seen {
-			seen, mix, shards = g, nil, shards[:0]
-			if cg := g.class(c.name); cg != nil {
-				mix = cg.mix
-				for i := range mix {
-					var sh *stats.Shard
-					if mix[i].own {
-						sh = e.coll.Recorder(mix[i].series).Shard(id)
-					}
-					shards = append(shards, sh)
-				}
-			}
+			seen = g
+			mix, shards = e.classMix(g, c.name, id, shards[:0])
 		}
 		if len(mix) == 0 {
 			continue // the class left the workload; the pool is being stopped
