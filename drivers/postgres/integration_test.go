@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -540,9 +540,9 @@ func BenchmarkPipelineRun(b *testing.B) {
 	}
 }
 
-// processCPU is the user plus system CPU time of this process so far.
+// processCPU is the user plus system CPU time of this process so far (report.ReadUsage
+// reads it on every platform).
 func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	u := report.ReadUsage()
+	return u.User + u.System
 }
