@@ -222,10 +222,12 @@ type serverError struct {
 	msg  string
 }
 
+// newServerError keeps what the driver uses of a decoded ERROR message.
 func newServerError(e message.Error) *serverError {
 	return &serverError{code: e.GetErrorCode(), msg: e.GetErrorMessage()}
 }
 
+// Error gives the code (with the library's name for it) and the node's message.
 func (e *serverError) Error() string {
 	return fmt.Sprintf("cassandra error %s: %s", e.code, e.msg)
 }
