@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"sort"
 	"strconv"
@@ -36,6 +37,7 @@ const (
 type Options struct {
 	Hosts                 []string              `opt:"hosts" alias:"host" default:"127.0.0.1" help:"contact points, comma-separated; the rest of the ring is discovered"`
 	Port                  int                   `opt:"port" alias:"hostPort,host.port" default:"9042" min:"1" max:"65535" help:"CQL native transport port"`
+	Mode                  string                `opt:"mode" default:"auto" enum:"auto,gocql,direct" help:"auto: direct against a single-node cluster (no peers) unless useBatchWrites with rowsPerPartition > 1, else gocql; gocql: the gocql driver, token-aware over the discovered ring; direct: each worker owns one CQL connection to a configured host (round robin, not token-aware) and sends up to workload.pipeline requests per write (least client CPU)"`
 	Cluster               string                `opt:"cluster" default:"localhost" help:"a label for ConnectionInfo (NDBench's cluster name); the server's cluster_name is shown beside it"`
 	LocalDC               string                `opt:"localDC" alias:"datacenter" default:"" help:"local data center: DC-aware token-aware routing; empty routes token-aware over all hosts"`
 	Keyspace              string                `opt:"keyspace" default:"perftest" help:"keyspace of the table"`
@@ -75,6 +77,9 @@ func (o *Options) Validate() error {
 	if len(o.Hosts) == 0 {
 		errs = append(errs, &driver.FieldError{Field: "hosts", Allowed: "one or more host names or addresses"})
 	}
+	if o.Mode == "direct" && o.RowsPerPartition > 1 && o.UseBatchWrites {
+		errs = append(errs, &driver.FieldError{Field: "mode", Value: o.Mode, Allowed: "auto or gocql with useBatchWrites and rowsPerPartition > 1 (direct sends no BATCH)"})
+	}
 	if o.Auth.Username == "" && o.Auth.Password != "" {
 		errs = append(errs, &driver.FieldError{Field: "username", Allowed: "a user name when password is set"})
 	}
@@ -110,12 +115,15 @@ type Driver struct {
 
 	mu   sync.Mutex // guards info against Reconfigure
 	info map[string]string
+
+	directState // mode=direct
 }
 
 var (
 	_ driver.Driver           = (*Driver)(nil)
 	_ driver.Reconfigurer     = (*Driver)(nil)
 	_ driver.ConnectionInfoer = (*Driver)(nil)
+	_ driver.Pipeliner        = (*Driver)(nil)
 )
 
 // Init connects, creates the schema when asked, and checks the table can hold values.
@@ -132,6 +140,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		return err
 	}
 	d.opts = *o
+	d.tls = tlsConf
 	d.cols, d.rows, d.batch = o.ColsPerRow, o.RowsPerPartition, o.UseBatchWrites
 	d.password = o.Auth.Password
 	if err := d.setLevels(o); err != nil {
@@ -181,8 +190,50 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	if err := d.checkTable(ctx); err != nil {
 		return err
 	}
+	if d.opts.Mode == "auto" {
+		mode, err := d.autoMode(ctx)
+		if err != nil {
+			return err
+		}
+		d.opts.Mode = mode
+	}
+	if d.opts.Mode == "direct" {
+		// Check a direct connection can be set up (authentication, PREPARE) now rather
+		// than fail every operation of the run.
+		p, err := d.NewPipeline(ctx)
+		if err != nil {
+			return err
+		}
+		err = p.(*pipeline).connect(ctx)
+		_ = p.Close()
+		if err != nil {
+			return classifyDirect(d.scrub(err))
+		}
+	}
 	d.refreshInfo()
 	return nil
+}
+
+// autoMode picks mode=direct for a single-node cluster, where direct mode's lack of token
+// awareness costs nothing, and gocql for a ring (or for batch writes, which direct mode
+// does not send). docs/design-notes.md has the measurements.
+func (d *Driver) autoMode(ctx context.Context) (string, error) {
+	if d.rows > 1 && d.batch {
+		return "gocql", nil
+	}
+	iter := d.session.Query("SELECT peer FROM system.peers").IterContext(ctx)
+	var peer net.IP
+	peers := 0
+	for iter.Scan(&peer) {
+		peers++
+	}
+	if err := iter.Close(); err != nil {
+		return "", d.fail("read system.peers", err)
+	}
+	if peers > 0 {
+		return "gocql", nil
+	}
+	return "direct", nil
 }
 
 // connect creates the session without outliving ctx: gocql's CreateSession takes no
@@ -484,6 +535,7 @@ func (d *Driver) refreshInfo() {
 		"rowsPerPartition":      strconv.Itoa(o.RowsPerPartition),
 		"useBatchWrites":        strconv.FormatBool(o.UseBatchWrites),
 		"numConns":              strconv.Itoa(o.NumConns),
+		"mode":                  o.Mode,
 		"tls":                   strconv.FormatBool(o.TLS.Enable),
 		"username":              o.Auth.Username,
 	}
@@ -500,8 +552,10 @@ func (d *Driver) ConnectionInfo() map[string]string {
 	return out
 }
 
-// Close closes the session; it copes with a failed Init.
+// Close closes the session; it copes with a failed Init. Pipelines still open keep
+// their connections until the engine closes them, but never reconnect.
 func (d *Driver) Close() error {
+	d.closed.Store(true)
 	if d.session != nil {
 		d.session.Close()
 	}

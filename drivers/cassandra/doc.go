@@ -1,6 +1,7 @@
 // Package cassandra is the ndbench driver for Apache Cassandra and the stores that speak
-// CQL (ScyllaDB, YugabyteDB YCQL, Amazon Keyspaces, Azure Cosmos DB for Cassandra). It uses
-// github.com/apache/cassandra-gocql-driver/v2 and mirrors NDBench's CQL plugins
+// CQL (ScyllaDB, YugabyteDB YCQL, Amazon Keyspaces, Azure Cosmos DB for Cassandra). It
+// has two client modes (see Modes): github.com/apache/cassandra-gocql-driver/v2, and its
+// own hot loop on one CQL connection per worker. It mirrors NDBench's CQL plugins
 // (CassJavaDriverGeneric): NDBench's property names are accepted as option names or aliases,
 // so ndbench.config.cass.* properties apply (the config layer maps them to
 // drivers.cassandra.*): host, host.port/hostPort, cluster, keyspace, cfname, connections,
@@ -37,6 +38,43 @@
 // NDBench (text value columns) or with fewer value columns than colsPerRow is reported with
 // the fix (another table name, or drop it), rather than failing every op later.
 //
+// # Modes
+//
+// mode=direct gives each engine worker one CQL connection of its own (native protocol v4;
+// driver.Pipeliner), the way latte and cassandra-stress drive a node: every operation due
+// for the worker, up to workload.pipeline, is sent as an EXECUTE with its own stream id in
+// one write system call, and each reply is parsed in place as it arrives, in whatever
+// order the node answers. There is no pool, no per-request timer, no goroutine hand-off
+// and no coalescing wait: what is queued is written when the worker has it, so batching
+// adds no latency. The node runs a connection's requests concurrently, so operations of a
+// batch on the same key, one of them a write, are sent one after the other: a read sees
+// the write issued before it, as with one operation at a time. Each connection does
+// STARTUP (PasswordAuthenticator when username is set), then PREPAREs the read and write
+// statements (fully qualified, so no USE), and a connection that breaks, is interrupted by
+// a timeout, or finds its statements unprepared is dropped and set up again on the
+// worker's next batch. Frames for set-up and error replies go through
+// github.com/datastax/go-cassandra-native-protocol; the per-operation EXECUTE and RESULT
+// frames are appended and parsed without allocation, byte-compatible with that library
+// (its tests check), since the library's encoder allocates about 24 times per request.
+//
+// Direct mode is not token-aware and discovers no ring: the workers' connections take the
+// configured hosts in turn, and a worker's host coordinates every request it sends. On a
+// single node that costs nothing; on a cluster each request whose key the coordinator does
+// not own takes one more network hop inside the cluster (and the listed hosts carry all
+// the coordination work), so latencies are not comparable with a token-aware client's.
+// localDC, numConns, retries, writeCoalesceWait and reconnectInterval apply to gocql only,
+// and so does the request timeout: a worker's operations end at workload.opTimeout.
+// useBatchWrites with rowsPerPartition > 1 needs gocql (direct sends no BATCH). TLS and
+// the connect timeout apply to direct connections too (TLS in direct mode is untested
+// here: the test node has none). Read and Write outside the workers (backfill, the API)
+// use the gocql session in every mode.
+//
+// mode=gocql sends every operation through gocql's session (token-aware, numConns
+// connections per host, shared by all workers). mode=auto, the default, picks direct
+// when the cluster has a single node (system.peers is empty) and useBatchWrites is not in
+// use, and gocql otherwise, where token-aware routing matters more than client CPU.
+// docs/performance.md ("Cassandra against latte") has the measurements.
+//
 // # Prepared statements
 //
 // gocql prepares every statement with bind markers on first use per connection and caches
@@ -46,16 +84,16 @@
 //
 // # Write coalescing
 //
-// gocql by default holds each request frame up to 200µs to send several in one syscall.
-// That delay lands in every measured latency, most visibly at low rates, so this driver
-// turns it off (writeCoalesceWait 0). Set writeCoalesceWait=200us to trade that latency for
-// fewer syscalls when the client machine's CPU is the bottleneck.
+// (mode=gocql.) gocql by default holds each request frame up to 200µs to send several in
+// one syscall. That delay lands in every measured latency, most visibly at low rates, so
+// this driver turns it off (writeCoalesceWait 0). Set writeCoalesceWait=200us to trade
+// that latency for fewer syscalls when the client machine's CPU is the bottleneck.
 //
 // # Routing and consistency
 //
-// Requests are token-aware: they go to a replica of the key. With localDC set, replicas
-// and fall-back hosts are chosen in that data center only (DC-aware round robin), which is
-// what LOCAL_ONE and LOCAL_QUORUM expect. readConsistencyLevel and writeConsistencyLevel
+// With mode=gocql requests are token-aware: they go to a replica of the key. With localDC
+// set, replicas and fall-back hosts are chosen in that data center only (DC-aware round
+// robin), which is what LOCAL_ONE and LOCAL_QUORUM expect. readConsistencyLevel and writeConsistencyLevel
 // change live (Reconfigure) without reconnecting.
 //
 // # Errors
@@ -64,6 +102,12 @@
 //	read/write timeout, no response in timeout, ctx deadline     timeout
 //	Overloaded, no free stream on the connection                 throttled
 //	syntax, invalid, unauthorized, bad credentials, config       rejected
+//
+// mode=direct maps the ERROR codes of the protocol the same way (Unavailable and
+// IsBootstrapping unavailable; ReadTimeout and WriteTimeout timeout; Overloaded
+// throttled; SyntaxError, Invalid, Unauthorized, AuthenticationError, ConfigError and
+// AlreadyExists rejected; anything else other), and a broken or refused connection is
+// unavailable.
 //
 // # ScyllaDB
 //

@@ -20,6 +20,9 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -386,6 +389,27 @@ func TestZConformance(t *testing.T) {
 		maps.Copy(opts, hp)
 		drivertest.Run(t, drivertest.Harness{Name: "cassandra", Options: opts, LiveValues: live})
 	})
+	t.Run("direct,rows=3,cols=3", func(t *testing.T) {
+		opts := map[string]string{"table": "conformance_wide", "colsPerRow": "3", "rowsPerPartition": "3", "mode": "direct"}
+		maps.Copy(opts, hp)
+		drivertest.Run(t, drivertest.Harness{Name: "cassandra", Options: opts, LiveValues: live})
+	})
+	t.Run("direct", func(t *testing.T) {
+		opts := map[string]string{"table": "conformance_direct", "mode": "direct"}
+		maps.Copy(opts, hp)
+		drivertest.Run(t, drivertest.Harness{
+			Name:       "cassandra",
+			Options:    opts,
+			LiveValues: live,
+			Pause:      srv.Pause,
+			Outage: &drivertest.Outage{
+				Stop:          srv.Kill,
+				Start:         srv.Restart,
+				RecoverWithin: 30 * time.Second,
+				Options:       map[string]string{"timeout": "1s"},
+			},
+		})
+	})
 	t.Run("default", func(t *testing.T) {
 		opts := map[string]string{"table": "conformance"}
 		maps.Copy(opts, hp)
@@ -402,6 +426,151 @@ func TestZConformance(t *testing.T) {
 			},
 		})
 	})
+}
+
+// The tests of mode=direct give gocql (which creates their tables) a long request
+// timeout: DDL on a loaded test machine can take longer than the default 5s.
+
+// TestDirectMode checks what mode=direct adds: auto picks it on the single test node,
+// pipelines follow live consistency changes and classify server errors, and PREPARE
+// failures (a dropped table) are rejected.
+func TestDirectMode(t *testing.T) {
+	ctx := ctxT(t)
+	t.Run("auto", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "direct_auto", "timeout": "30s"})
+		if !d.Pipelines() || d.ConnectionInfo()["mode"] != "direct" {
+			t.Errorf("mode=auto on one node: Pipelines %v, mode %q; want direct", d.Pipelines(), d.ConnectionInfo()["mode"])
+		}
+		d = open(t, map[string]string{"table": "direct_auto_b", "rowsPerPartition": "2", "useBatchWrites": "true", "timeout": "30s"})
+		if d.Pipelines() {
+			t.Errorf("mode=auto with batch writes gives pipelines; want gocql")
+		}
+		if _, err := tryOpen(map[string]string{"table": "direct_auto_b", "rowsPerPartition": "2", "useBatchWrites": "true", "mode": "direct"}); err == nil || !strings.Contains(err.Error(), "direct sends no BATCH") {
+			t.Errorf("mode=direct with batch writes: %v; want an option error", err)
+		}
+	})
+	run := func(pl driver.Pipeline, ops []driver.PipelineOp) []error {
+		errs := make([]error, len(ops))
+		pl.Run(ctx, ops, func(i int, _ []byte, err error) { errs[i] = err })
+		return errs
+	}
+	t.Run("consistency and server errors", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "direct_cl", "mode": "direct", "timeout": "30s"})
+		pl, err := d.NewPipeline(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pl.Close()
+		w := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "k", Value: []byte("v")}, {Op: driver.PipelineRead, Key: "k"}}
+		if errs := run(pl, w); errs[0] != nil || errs[1] != nil {
+			t.Fatalf("write and read at LOCAL_ONE: %v", errs)
+		}
+		opts, err := driver.NewOptions("cassandra", map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port),
+			"keyspace": "ndb_test", "table": "direct_cl", "mode": "direct", "writeConsistencyLevel": "THREE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Reconfigure(ctx, opts); err != nil {
+			t.Fatal(err)
+		}
+		errs := run(pl, w)
+		if c := driver.Classify(errs[0]); c != driver.ClassUnavailable {
+			t.Errorf("pipelined write at THREE on one node: class %v (%v); want unavailable", c, errs[0])
+		}
+		if errs[1] != nil {
+			t.Errorf("the read beside it: %v", errs[1])
+		}
+		// The connection stays usable after a server error.
+		if errs := run(pl, w[1:]); errs[0] != nil {
+			t.Errorf("read after a server error: %v", errs[0])
+		}
+	})
+	t.Run("table dropped", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "direct_dropped", "mode": "direct", "timeout": "30s"})
+		pl, err := d.NewPipeline(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pl.Close()
+		if errs := run(pl, []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "k", Value: []byte("v")}}); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+		if err := raw(t).Query("DROP TABLE ndb_test.direct_dropped").ExecContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The prepared statement may fail as unprepared first (the connection is then
+		// dropped), then the new connection's PREPARE is rejected as invalid.
+		var last error
+		for range 3 {
+			last = run(pl, []driver.PipelineOp{{Op: driver.PipelineRead, Key: "k"}})[0]
+			if driver.Classify(last) == driver.ClassRejected {
+				break
+			}
+		}
+		if c := driver.Classify(last); c != driver.ClassRejected {
+			t.Errorf("read from a dropped table: class %v (%v); want rejected", c, last)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "direct_refused", "mode": "direct", "timeout": "30s"})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		_ = ln.Close()
+		pl := &pipeline{d: d, host: addr}
+		errs := run(pl, []driver.PipelineOp{{Op: driver.PipelineRead, Key: "k"}})
+		if c := driver.Classify(errs[0]); c != driver.ClassUnavailable {
+			t.Errorf("a refused connection: class %v (%v); want unavailable", c, errs[0])
+		}
+	})
+}
+
+// TestDirectEngine runs the engine on mode=direct with 16 operations in flight per worker
+// and validation on, and checks every read was valid and nothing failed.
+func TestDirectEngine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := open(t, map[string]string{"table": "direct_engine", "mode": "direct", "timeout": "30s"})
+	w := config.DefaultWorkload()
+	w.NumKeys, w.DataSize, w.ValidateValues = 2000, 100, true
+	w.Readers, w.Writers, w.ReadRate, w.WriteRate = 4, 2, 0, 0
+	w.Pipeline = 16
+	coll := stats.NewCollector(stats.Config{Shards: 8})
+	e, err := engine.New(d, w, engine.Options{Collector: coll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(2 * time.Second)
+	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 8}); err != nil || st.Written != w.NumKeys {
+		t.Fatalf("backfill: %+v, %v", st, err)
+	}
+	coll.Reset()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	coll.Tick(time.Now())
+	cum := coll.Cumulative()
+	r, wr := cum.Ops["read"], cum.Ops["write"]
+	if r.Count < 1000 || wr.Count < 200 {
+		t.Errorf("reads %d, writes %d in 3 s; want more", r.Count, wr.Count)
+	}
+	if r.Errors+wr.Errors != 0 || r.Misses != 0 {
+		t.Errorf("errors %d+%d, misses %d; want none (failures %v %v)", r.Errors, wr.Errors, r.Misses, r.Failures, wr.Failures)
+	}
+	for k, n := range r.Validation {
+		if n != 0 {
+			t.Errorf("validation %s: %d; want none", k, n)
+		}
+	}
 }
 
 func benchKeys(n int) []string {

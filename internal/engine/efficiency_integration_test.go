@@ -68,9 +68,15 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 		{"postgres-direct-P8-batch", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
 			return map[string]string{"dsn": s.DSN(), "mode": "direct", "pipelineSync": "batch"}
 		}, 8},
-		{"cassandra", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
-			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port)}
+		{"cassandra-gocql", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
+			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port), "mode": "gocql"}
 		}, 0},
+		{"cassandra-direct", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
+			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port), "mode": "direct"}
+		}, 0},
+		{"cassandra-direct-P16", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
+			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port), "mode": "direct"}
+		}, 16},
 	}
 	for _, r := range runs {
 		b.Run(r.name, func(b *testing.B) {
