@@ -48,3 +48,19 @@ func TestEveryOptionDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinersDeclareWhen: a driver that can give pipelines says with which options
+// (Definition.Pipelines), or workload.pipeline above 1 would be refused for it when the
+// configuration is written; a definition that says so has a driver that can.
+func TestPipelinersDeclareWhen(t *testing.T) {
+	for _, name := range driver.Names() {
+		def, _ := driver.Lookup(name)
+		_, can := def.New().(driver.Pipeliner)
+		switch {
+		case can && def.Pipelines == nil:
+			t.Errorf("driver %s implements driver.Pipeliner but its Definition has no Pipelines func", name)
+		case !can && def.Pipelines != nil:
+			t.Errorf("driver %s declares Pipelines but does not implement driver.Pipeliner", name)
+		}
+	}
+}

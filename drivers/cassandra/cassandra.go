@@ -25,6 +25,12 @@ func init() {
 		Summary:    "Apache Cassandra, ScyllaDB and YugabyteDB YCQL over CQL (NDBench's generic CQL table)",
 		NewOptions: func() any { return &Options{} },
 		New:        func() driver.Driver { return &Driver{} },
+		// mode=auto picks direct or gocql at Init, from the cluster's size: it is taken to
+		// pipeline here, and the engine refuses workload.pipeline if Init chose gocql.
+		Pipelines: func(opts any) bool {
+			o, ok := opts.(*Options)
+			return ok && o.Mode != "gocql"
+		},
 	})
 }
 

@@ -23,6 +23,10 @@ func init() {
 		Summary:    "PostgreSQL, CockroachDB and YugabyteDB YSQL over pgx (upserts into a key/value table)",
 		NewOptions: func() any { return &Options{} },
 		New:        func() driver.Driver { return &Driver{} },
+		Pipelines: func(opts any) bool {
+			o, ok := opts.(*Options)
+			return ok && o.mode() == "direct"
+		},
 	})
 }
 
