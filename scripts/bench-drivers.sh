@@ -24,7 +24,7 @@ for line in open(sys.argv[1]):
         continue
     f = line.split()
     name = re.sub(r"-\d+$", "", f[0])
-    for v, unit in zip(f[3::2], f[4::2]):
+    for v, unit in zip(f[2::2], f[3::2]):
         runs[name][unit].append(float(v))
 print("\nmedians over", sys.argv[1])
 for name, units in runs.items():
