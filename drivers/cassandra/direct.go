@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,20 +43,14 @@ const protoVersion = primitive.ProtocolVersion4
 // headerLen is the length of a v4 frame header.
 const headerLen = 9
 
-// longAgo is a deadline in the past: setting it makes blocked I/O return at once.
-var longAgo = time.Unix(1, 0)
-
 // errProtocol marks a reply this driver cannot make sense of; the connection is dropped.
 var errProtocol = errors.New("cql protocol error")
 
 // pipeline is one worker's connection in mode=direct.
 type pipeline struct {
 	d    *Driver
-	host string // host:port this pipeline connects to
-	// mu guards nc against Interrupt, which may run on the engine's watchdog goroutine;
-	// Run itself reads nc without it, as only Run's goroutine changes it.
-	mu   sync.Mutex
-	nc   net.Conn
+	host string              // host:port this pipeline connects to
+	conn driver.PipelineConn // Interrupt may run on the engine's watchdog goroutine
 	rd   *bufio.Reader
 	wbuf []byte
 	big  []byte // a reply body larger than rd's buffer
@@ -168,9 +160,8 @@ func (p *pipeline) connect(ctx context.Context) (err error) {
 		return fmt.Errorf("cassandra at %s: %w", p.host, err)
 	}
 	_ = nc.SetDeadline(time.Time{})
-	p.mu.Lock()
-	p.nc, p.rd = nc, rd
-	p.mu.Unlock()
+	p.rd = rd
+	p.conn.Set(nc)
 	p.readID, p.writeID = readID, writeID
 	return nil
 }
@@ -261,38 +252,9 @@ func classifyDirect(err error) error {
 	return driver.Wrap(driver.Classify(err), err)
 }
 
-// drop closes a connection whose stream can no longer be trusted (an I/O error, an
-// interrupt, a reply cut short): the next Run dials again.
-func (p *pipeline) drop() {
-	p.mu.Lock()
-	if p.nc != nil {
-		_ = p.nc.Close()
-		p.nc = nil
-	}
-	p.mu.Unlock()
-}
-
 // Interrupt makes blocked I/O return; Run tells a stale interrupt from a real one by its
-// context.
-func (p *pipeline) Interrupt() {
-	p.mu.Lock()
-	if p.nc != nil {
-		_ = p.nc.SetDeadline(longAgo)
-	}
-	p.mu.Unlock()
-}
-
-// retry reports whether an I/O error was a stale interrupt, and if so clears the deadline
-// so the I/O can go on.
-func (p *pipeline) retry(ctx context.Context, err error) bool {
-	if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
-		return false
-	}
-	p.mu.Lock()
-	_ = p.nc.SetDeadline(time.Time{})
-	p.mu.Unlock()
-	return true
-}
+// context (PipelineConn.Retry).
+func (p *pipeline) Interrupt() { p.conn.Interrupt() }
 
 // failAll completes every operation of the batch with err.
 func failAll(ops []driver.PipelineOp, done func(int, []byte, error), err error) {
@@ -311,7 +273,7 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 		failAll(ops, done, fmt.Errorf("cassandra: %d requests not sent: %w", len(ops), err))
 		return
 	}
-	if p.nc == nil {
+	if p.conn.Conn() == nil {
 		if err := p.connect(ctx); err != nil {
 			failAll(ops, done, p.d.scrub(err))
 			return
@@ -363,10 +325,10 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 			if errors.As(err, &se) && se.code == primitive.ErrorCodeUnprepared {
 				// The node forgot the statement (a restart, a schema change): the next
 				// connection prepares it again.
-				defer p.drop()
+				defer p.conn.Drop()
 			} else if !errors.As(err, &se) {
 				// A reply this driver cannot read: better not to trust the connection.
-				defer p.drop()
+				defer p.conn.Drop()
 			}
 			done(i, nil, classifyDirect(fmt.Errorf("cassandra %s %s: %w", opName(op.Op), op.Key, err)))
 		}
@@ -465,9 +427,9 @@ func (p *pipeline) appendOp(w []byte, ops []driver.PipelineOp, i int) []byte {
 func (p *pipeline) send(ctx context.Context, w []byte) error {
 	p.wbuf = w[:0]
 	for len(w) > 0 {
-		n, err := p.nc.Write(w)
+		n, err := p.conn.Conn().Write(w)
 		w = w[n:]
-		if err != nil && !p.retry(ctx, err) {
+		if err != nil && !p.conn.Retry(ctx, err) {
 			return err
 		}
 	}
@@ -477,7 +439,7 @@ func (p *pipeline) send(ctx context.Context, w []byte) error {
 // fail completes the operations still in flight with err and drops the connection, whose
 // replies are out of step with its requests now.
 func (p *pipeline) fail(ops []driver.PipelineOp, done func(int, []byte, error), err error) {
-	p.drop()
+	p.conn.Drop()
 	err = classifyDirect(p.d.scrub(err))
 	for s := range ops {
 		if i := p.inflight[s]; i >= 0 {
@@ -501,7 +463,7 @@ func (p *pipeline) frame(ctx context.Context) (int16, primitive.OpCode, []byte, 
 	var err error
 	for {
 		hdr, err = p.rd.Peek(headerLen)
-		if err == nil || !p.retry(ctx, err) {
+		if err == nil || !p.conn.Retry(ctx, err) {
 			break
 		}
 	}
@@ -520,7 +482,7 @@ func (p *pipeline) frame(ctx context.Context) (int16, primitive.OpCode, []byte, 
 	if int(n) <= p.rd.Size() {
 		for {
 			body, err = p.rd.Peek(int(n))
-			if err == nil || !p.retry(ctx, err) {
+			if err == nil || !p.conn.Retry(ctx, err) {
 				break
 			}
 		}
@@ -536,7 +498,7 @@ func (p *pipeline) frame(ctx context.Context) (int16, primitive.OpCode, []byte, 
 		for got := 0; got < len(body); {
 			m, err := p.rd.Read(body[got:])
 			got += m
-			if err != nil && !p.retry(ctx, err) {
+			if err != nil && !p.conn.Retry(ctx, err) {
 				return 0, 0, nil, err
 			}
 		}
@@ -637,14 +599,7 @@ func decodeError(body []byte) error {
 
 // Close closes the connection.
 func (p *pipeline) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.nc == nil {
-		return nil
-	}
-	err := p.nc.Close()
-	p.nc = nil
-	return err
+	return p.conn.Close()
 }
 
 // directState is what mode=direct adds to the driver.

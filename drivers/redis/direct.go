@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
@@ -21,16 +19,10 @@ import (
 // (a timeout or a hard stop reaches the connection through Interrupt), no goroutine
 // hand-off. docs/design-notes.md has the measurements that led here.
 
-// longAgo is a deadline in the past: setting it makes blocked I/O return at once.
-var longAgo = time.Unix(1, 0)
-
 // pipeline is one worker's connection in mode=direct.
 type pipeline struct {
-	d *Driver
-	// mu guards nc against Interrupt, which may run on the engine's watchdog goroutine;
-	// Run itself reads nc without it, as only Run's goroutine changes it.
-	mu   sync.Mutex
-	nc   net.Conn
+	d    *Driver
+	conn driver.PipelineConn // Interrupt may run on the engine's watchdog goroutine
 	rd   *respReader
 	wbuf []byte
 	hash []byte // hash shape: a value joined from its fields
@@ -107,44 +99,14 @@ func (p *pipeline) connect(ctx context.Context) error {
 			return err
 		}
 	}
-	p.mu.Lock()
-	p.nc, p.rd = nc, rd
-	p.mu.Unlock()
+	p.rd = rd
+	p.conn.Set(nc)
 	return nil
 }
 
-// drop closes a connection whose stream can no longer be trusted (an I/O error, a reply
-// cut short): the next Run dials again.
-func (p *pipeline) drop() {
-	p.mu.Lock()
-	if p.nc != nil {
-		_ = p.nc.Close()
-		p.nc = nil
-	}
-	p.mu.Unlock()
-}
-
 // Interrupt makes blocked I/O return; Run tells a stale interrupt from a real one by its
-// context.
-func (p *pipeline) Interrupt() {
-	p.mu.Lock()
-	if p.nc != nil {
-		_ = p.nc.SetDeadline(longAgo)
-	}
-	p.mu.Unlock()
-}
-
-// retry reports whether an I/O error was a stale interrupt, and if so clears the deadline
-// so the I/O can go on.
-func (p *pipeline) retry(ctx context.Context, err error) bool {
-	if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
-		return false
-	}
-	p.mu.Lock()
-	_ = p.nc.SetDeadline(time.Time{})
-	p.mu.Unlock()
-	return true
-}
+// context (PipelineConn.Retry).
+func (p *pipeline) Interrupt() { p.conn.Interrupt() }
 
 // Run sends ops in one write and completes each as its reply is parsed.
 func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
@@ -157,7 +119,7 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 		}
 		return
 	}
-	if p.nc == nil {
+	if p.conn.Conn() == nil {
 		if err := p.connect(ctx); err != nil {
 			err = classify(err)
 			for i := range ops {
@@ -174,9 +136,9 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 	}
 	p.wbuf = w
 	for len(w) > 0 {
-		n, err := p.nc.Write(w)
+		n, err := p.conn.Conn().Write(w)
 		w = w[n:]
-		if err != nil && !p.retry(ctx, err) {
+		if err != nil && !p.conn.Retry(ctx, err) {
 			p.fail(ops, 0, done, fmt.Errorf("redis write of %d commands: %w", len(ops), err))
 			return
 		}
@@ -199,7 +161,7 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 // fail completes ops[from:] with err and drops the connection, whose replies are out of
 // step with its commands now.
 func (p *pipeline) fail(ops []driver.PipelineOp, from int, done func(int, []byte, error), err error) {
-	p.drop()
+	p.conn.Drop()
 	err = classify(err)
 	for i := from; i < len(ops); i++ {
 		done(i, nil, err)
@@ -291,7 +253,7 @@ func (p *pipeline) reply(ctx context.Context) ([]byte, error) {
 	for {
 		tag, data, n, err := p.rd.reply()
 		if err != nil {
-			if p.retry(ctx, err) {
+			if p.conn.Retry(ctx, err) {
 				continue
 			}
 			return nil, err
@@ -315,7 +277,7 @@ func (p *pipeline) readHash(ctx context.Context, key string) ([]byte, error) {
 	var err error
 	for {
 		tag, _, n, err = p.rd.reply()
-		if err == nil || !p.retry(ctx, err) {
+		if err == nil || !p.conn.Retry(ctx, err) {
 			break
 		}
 	}
@@ -370,14 +332,7 @@ func fieldNumber(f []byte, hk string) (int, bool) {
 
 // Close closes the connection.
 func (p *pipeline) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.nc == nil {
-		return nil
-	}
-	err := p.nc.Close()
-	p.nc = nil
-	return err
+	return p.conn.Close()
 }
 
 // directPool serves Read, Write and the API in mode=direct (the engine's workers have
@@ -407,7 +362,7 @@ func (dp *directPool) do(ctx context.Context, op driver.PipelineOp) ([]byte, err
 	})
 	if !stop() {
 		// The interrupt ran or is running: the connection's deadline is in the past.
-		p.drop()
+		p.conn.Drop()
 	}
 	if dp.d.closed.Load() {
 		_ = p.Close()
@@ -466,10 +421,10 @@ func (d *Driver) initDirect(ctx context.Context) error {
 // call sends one command and returns its reply's bytes (a copy), for set-up and probes.
 func (p *pipeline) call(ctx context.Context, args ...string) ([]byte, error) {
 	if dl, ok := ctx.Deadline(); ok {
-		_ = p.nc.SetDeadline(dl)
-		defer func() { _ = p.nc.SetDeadline(time.Time{}) }()
+		_ = p.conn.Conn().SetDeadline(dl)
+		defer func() { _ = p.conn.Conn().SetDeadline(time.Time{}) }()
 	}
-	if _, err := p.nc.Write(appendCommand(nil, args...)); err != nil {
+	if _, err := p.conn.Conn().Write(appendCommand(nil, args...)); err != nil {
 		return nil, fmt.Errorf("redis %s: %w", args[0], err)
 	}
 	_, data, _, err := p.rd.reply()
