@@ -12,7 +12,6 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
 	"github.com/ndbench/ndbench/internal/testserver"
 )
@@ -123,94 +122,9 @@ func backendOutage(t *testing.T, p *testserver.TwemproxyPool) {
 		}
 	}
 	b0 := p.Backends[0]
-
-	// check runs a read and a write of every key and counts failures by class; keys on
-	// the other backends must keep working.
-	check := func(t *testing.T, state string, wantClass driver.Class) {
-		t.Helper()
-		classes := map[driver.Class]int{}
-		for _, key := range dead {
-			for _, op := range []func(context.Context) error{
-				func(ctx context.Context) error { _, err := d.Read(ctx, key); return err },
-				func(ctx context.Context) error { return d.Write(ctx, key, []byte(key)) },
-			} {
-				octx, cancel := context.WithTimeout(ctx, 3*time.Second)
-				start := time.Now()
-				err := op(octx)
-				took := time.Since(start)
-				cancel()
-				if err == nil {
-					t.Errorf("%s: operation on %s (backend 0) succeeded", state, key)
-					continue
-				}
-				classes[driver.Classify(err)]++
-				if took > twemproxyTimeout+time.Second {
-					t.Errorf("%s: operation on %s took %v to fail", state, key, took.Round(time.Millisecond))
-				}
-				if c := driver.Classify(err); c != wantClass {
-					t.Errorf("%s: operation on %s failed as %v, want %v: %v", state, key, c, wantClass, err)
-				}
-			}
-		}
-		for _, key := range alive {
-			if got, err := d.Read(ctx, key); err != nil || string(got) != key {
-				t.Errorf("%s: read %s on a live backend = %q, %v", state, key, got, err)
-			}
-		}
-		t.Logf("%s: failures by class on backend 0's %d keys: %v", state, len(dead), classes)
-	}
-	// recovered waits until every key of backend 0 works again; the proxy reconnects on
-	// the next request (no ejection), so it should take one round, bounded generously.
-	recovered := func(t *testing.T, state string) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for _, key := range dead {
-			for {
-				err := d.Write(ctx, key, []byte(key))
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after %s, write %s still fails 5s later: %v", state, key, err)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-		}
-		for _, key := range append(dead, alive...) {
-			if got, err := d.Read(ctx, key); err != nil || string(got) != key {
-				t.Errorf("after %s: read %s = %q, %v", state, key, got, err)
-			}
-		}
-	}
-
-	t.Run("Killed", func(t *testing.T) {
-		if err := b0.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		check(t, "backend 0 killed", driver.ClassUnavailable)
-		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		if err := b0.Restart(rctx); err != nil {
-			t.Fatal(err)
-		}
-		recovered(t, "restart of backend 0")
-	})
-
-	t.Run("Stalled", func(t *testing.T) {
-		resume, err := b0.Pause()
-		if err != nil {
-			t.Fatal(err)
-		}
-		resumed := false
-		defer func() {
-			if !resumed {
-				resume()
-			}
-		}()
-		check(t, "backend 0 stalled", driver.ClassTimeout)
-		resume()
-		resumed = true
-		recovered(t, "resume of backend 0")
+	drivertest.ProxyBackendOutage(t, d, drivertest.ProxyBackend{
+		Kill: b0.Kill, Restart: b0.Restart, Pause: b0.Pause,
+		Dead: dead, Alive: alive, FailWithin: twemproxyTimeout + time.Second,
 	})
 }
 
