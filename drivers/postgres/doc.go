@@ -15,7 +15,8 @@
 // do: the server answers a batch in one packet and commits once, the batch is one
 // transaction (a failed operation rolls back the writes before it and the server skips
 // those after it, each reported as failed), and the batch's replies are handed over once
-// its transaction ended. pgconn is
+// its transaction ended. Its statements go out in key order, so two workers' batches on
+// the same keys take their row locks in the same order and never deadlock. pgconn is
 // handed a context without Done, so it arms nothing per call; an operation's timeout (or a
 // hard stop) reaches the connection as a past deadline on its socket, set by
 // Pipeline.Interrupt only while the batch whose context ended is running. pgconn closes a
