@@ -167,6 +167,13 @@ type opClass struct {
 	// lastPending is the backlog at the previous check: a pool grows only while its
 	// backlog grows, not while it drains one (which it is already keeping up with).
 	lastPending int64
+	// startAt is when the pool's next start is due, a reading of the engine's clock set by
+	// StartAt (0: at once); the start that uses it clears it (under Engine.mu).
+	startAt int64
+	// firstOp is the actual start of the pool's first operation since it last started
+	// (engine clock; 0 until then): how a fleet measures how far each node's first
+	// operation was from the common start instant.
+	firstOp atomic.Int64
 }
 
 // sizing returns the class's configured workers (0 when it is not started, not enabled,
@@ -486,13 +493,36 @@ func (e *Engine) Apply(w config.Workload) error {
 
 // Start starts the named op classes (as permitted by their enabled options), or every
 // class of the workload when none is named.
-func (e *Engine) Start(classes ...string) error { return e.setStarted(true, classes) }
+func (e *Engine) Start(classes ...string) error { return e.setStarted(true, classes, time.Time{}) }
+
+// StartAt is Start with the classes' schedules anchored at the instant at: their workers
+// start now and wait in the pacer, so the first operation starts at at (open loop: the
+// first intended start is at; closed loop: no operation starts before it). A fleet starts
+// every node this way at one common instant. A class already running is left as it is; an
+// instant already past means now.
+func (e *Engine) StartAt(at time.Time, classes ...string) error {
+	return e.setStarted(true, classes, at)
+}
+
+// FirstOps returns, per op class started since it was last stopped, the actual start of
+// its first operation (absent until it has one).
+func (e *Engine) FirstOps() map[string]time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]time.Time)
+	for _, c := range e.classes {
+		if ns := c.firstOp.Load(); ns != 0 && c.active {
+			out[c.name] = e.clock.Time(ns)
+		}
+	}
+	return out
+}
 
 // Stop stops the named op classes, or every class when none is named. Workers finish the
 // operation in flight; Stop does not wait for them (Wait does).
-func (e *Engine) Stop(classes ...string) error { return e.setStarted(false, classes) }
+func (e *Engine) Stop(classes ...string) error { return e.setStarted(false, classes, time.Time{}) }
 
-func (e *Engine) setStarted(on bool, names []string) error {
+func (e *Engine) setStarted(on bool, names []string, at time.Time) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -509,7 +539,14 @@ func (e *Engine) setStarted(on bool, names []string) error {
 		}
 		cs = append(cs, c)
 	}
+	var anchor int64
+	if !at.IsZero() {
+		anchor = e.clock.Now() + int64(time.Until(at))
+	}
 	for _, c := range cs {
+		if on && !c.started {
+			c.startAt = anchor
+		}
 		c.started = on
 	}
 	e.reconcile()
@@ -571,12 +608,14 @@ func (e *Engine) reconcile() {
 		}
 		switch {
 		case active != c.active:
-			c.pacer.Reset(shape)
+			c.pacer.ResetAt(shape, c.startAt)
+			c.firstOp.Store(0)
 		case rate != c.rate || c.shapeGen != c.installedGen:
 			c.pacer.SetShape(shape)
 		}
 		c.rate, c.installedGen = rate, c.shapeGen
 		c.active = active
+		c.startAt = 0
 		e.resize(c, workers)
 		e.coll.SetTarget(c.series, rate, workers)
 		if c.shape != nil && active {

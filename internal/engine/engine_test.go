@@ -783,3 +783,40 @@ func TestNoAllocationPerOperation(t *testing.T) {
 		t.Errorf("%d allocations for %d operations (%.3f per op); want none per op", allocs, ops, perOp)
 	}
 }
+
+// A fleet starts its nodes at one common instant: nothing runs before it, the first
+// operation starts right at it, open loop or closed, and FirstOps says when that was.
+func TestStartAtStartsAtTheInstant(t *testing.T) {
+	for _, rate := range []float64{0, 500} {
+		t.Run(fmt.Sprintf("rate %v", rate), func(t *testing.T) {
+			e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+				w.WriteEnabled = false
+				w.ReadRate = rate
+			}))
+			at := time.Now().Add(150 * time.Millisecond)
+			if err := e.StartAt(at, "read"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if n := e.Collector().Tick(time.Now()).Summary().Ops["read"].Count; n != 0 {
+				t.Fatalf("%d reads before the start instant", n)
+			}
+			if _, ok := e.FirstOps()["read"]; ok {
+				t.Fatal("FirstOps has a read before the start instant")
+			}
+			time.Sleep(150 * time.Millisecond)
+			first, ok := e.FirstOps()["read"]
+			if !ok {
+				t.Fatal("no first read 100 ms after the start instant")
+			}
+			if first.Before(at) || first.Sub(at) > 100*time.Millisecond {
+				t.Errorf("first read at start instant %+v; want within [0, 100ms]", first.Sub(at))
+			}
+			_ = e.Stop()
+			waitIdle(t, e)
+			if _, ok := e.FirstOps()["read"]; ok {
+				t.Error("FirstOps still has the read class after Stop")
+			}
+		})
+	}
+}

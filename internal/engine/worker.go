@@ -55,6 +55,9 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 		}
 		g := e.gen.Load()
 		if g != seen {
+			// A worker's first operation comes here, so a pool's first one is noted
+			// without a check per operation.
+			c.firstOp.CompareAndSwap(0, start)
 			seen = g
 			mix, shards = e.classMix(g, c.name, id, shards[:0])
 		}

@@ -197,14 +197,21 @@ func (p *Pacer) SetRate(rate float64) { p.SetShape(ForRate(rate)) }
 // are handed out first, so a change made while the workers are behind (a store stall)
 // neither drops them nor hides how late they are; the new shape applies after them. Slots
 // of the old schedule that were not yet due are dropped: the new shape replaces them.
-func (p *Pacer) SetShape(s Shape) { p.install(s, true) }
+func (p *Pacer) SetShape(s Shape) { p.install(s, true, 0) }
 
 // Reset installs a load shape anchored at now and drops whatever the old schedule still
 // owed: for a pool that stops, or starts afresh, and must not burst through slots that
 // fell due while it was off.
-func (p *Pacer) Reset(s Shape) { p.install(s, false) }
+func (p *Pacer) Reset(s Shape) { p.install(s, false, 0) }
 
-func (p *Pacer) install(s Shape, carry bool) {
+// ResetAt is Reset with the schedule anchored at a later instant (a reading of Now): the
+// first operation is due at anchor, not at once. A fleet starts every node's pools at one
+// common instant this way, so the nodes' first operations wait in the pacer's precise
+// final wait rather than behind a timer and a goroutine start. An anchor already past
+// means now.
+func (p *Pacer) ResetAt(s Shape, anchor int64) { p.install(s, false, anchor) }
+
+func (p *Pacer) install(s Shape, carry bool, at int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.sched.Load()
@@ -217,7 +224,7 @@ func (p *Pacer) install(s Shape, carry bool) {
 		claimed = old.next.Swap(replaced)
 	}
 	now := p.Now()
-	next := &schedule{anchor: now, shape: s}
+	next := &schedule{anchor: max(now, at), shape: s}
 	if s != nil {
 		next.fine = fineWaitFor(s.Rate(0))
 		_, constant := s.(Constant)
@@ -299,8 +306,15 @@ func (p *Pacer) Acquire(ctx context.Context) (intended, start int64, err error) 
 		}
 		s := p.sched.Load()
 		if s.shape == nil && s.next.Load() >= s.carryN {
-			// Closed loop, with nothing carried left to issue.
+			// Closed loop, with nothing carried left to issue: due at once, or at the
+			// anchor of a start set for later (ResetAt).
 			now := p.Now()
+			if now < s.anchor {
+				if now, ok := p.waitUntil(ctx, s, s.anchor); ok {
+					return now, now, nil
+				}
+				continue
+			}
 			return now, now, nil
 		}
 		k := s.next.Add(1) - 1

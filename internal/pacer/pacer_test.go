@@ -416,3 +416,39 @@ func TestRateChangeKeepsTheSpacing(t *testing.T) {
 		}
 	}
 }
+
+// A start set for later (a fleet's common instant) hands out nothing before it, open loop
+// or closed: the first operation is due at the anchor, and none is owed for the wait.
+func TestResetAtStartsAtTheAnchor(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		shape Shape
+	}{{"open loop", Constant(1000)}, {"closed loop", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(0)
+			anchor := p.Now() + int64(30*time.Millisecond)
+			p.ResetAt(tc.shape, anchor)
+			if lag, pending := p.Backlog(); lag != 0 || pending != 0 {
+				t.Fatalf("backlog before the anchor = %v, %d; want none", lag, pending)
+			}
+			if _, ok := p.TryAcquire(p.Now()); ok && tc.shape != nil {
+				t.Fatal("TryAcquire claimed a slot before the anchor")
+			}
+			intended, start, err := p.Acquire(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if start < anchor {
+				t.Errorf("first operation started %v before the anchor", time.Duration(anchor-start))
+			}
+			if tc.shape != nil && intended != anchor {
+				t.Errorf("first intended start = anchor%+v, want the anchor", time.Duration(intended-anchor))
+			}
+			// An anchor already past means now: nothing owed for the time before.
+			p.ResetAt(Constant(1000), p.Now()-int64(time.Second))
+			if _, pending := p.Backlog(); pending > 1 {
+				t.Errorf("a past anchor owes %d operations, want at most 1", pending)
+			}
+		})
+	}
+}
