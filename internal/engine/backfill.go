@@ -32,6 +32,10 @@ type BackfillOptions struct {
 	// takes its own slot of the rate and is recorded with its own response time (from its
 	// intended start to the end of the bulk write that carried it).
 	Batch int
+	// Keys, when not empty, limits the backfill to that range of key indexes (within
+	// [0, workload.numKeys)): a fleet gives each node a disjoint part of the keyspace.
+	// Empty means the whole keyspace.
+	Keys workload.Range
 }
 
 // DefaultBackfillBatch is the keys per bulk write of a backfill: enough to amortise a round
@@ -119,10 +123,16 @@ func (e *Engine) startBackfill(opts BackfillOptions) (<-chan struct{}, error) {
 		return nil, ErrBackfillRunning
 	}
 	g := e.gen.Load()
+	if opts.Keys.Len() <= 0 {
+		opts.Keys = workload.Range{Start: 0, End: g.w.NumKeys}
+	}
+	if opts.Keys.Start < 0 || opts.Keys.End > g.w.NumKeys {
+		return nil, fmt.Errorf("start backfill: key range [%d, %d) is outside the keyspace [0, %d)", opts.Keys.Start, opts.Keys.End, g.w.NumKeys)
+	}
 	ctx, cancel := context.WithCancel(e.bgCtx)
 	b.cancel = cancel
 	done := make(chan struct{})
-	b.status = BackfillStatus{Running: true, Phase: "write", Total: g.w.NumKeys, Started: time.Now()}
+	b.status = BackfillStatus{Running: true, Phase: "write", Total: opts.Keys.Len(), Started: time.Now()}
 	for _, c := range []*atomic.Int64{&b.written, &b.failed, &b.verified, &b.missing, &b.corrupt, &b.wrongKey, &b.verifyErrors} {
 		c.Store(0)
 	}
@@ -172,7 +182,11 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 	rec := e.coll.Recorder(stats.OpBackfill)
 	e.coll.SetTarget(stats.OpBackfill, opts.Rate, opts.Workers)
 	e.coll.SetBacklog(stats.OpBackfill, p.Backlog)
-	ranges := workload.Ranges(g.w.NumKeys, opts.Workers)
+	ranges := workload.Ranges(opts.Keys.Len(), opts.Workers)
+	for i := range ranges {
+		ranges[i].Start += opts.Keys.Start
+		ranges[i].End += opts.Keys.Start
+	}
 	batch := opts.Batch
 	if batch <= 0 {
 		batch = DefaultBackfillBatch

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/workload"
 )
 
 // openMemory returns an initialised memory driver with the given options.
@@ -818,5 +820,33 @@ func TestStartAtStartsAtTheInstant(t *testing.T) {
 				t.Error("FirstOps still has the read class after Stop")
 			}
 		})
+	}
+}
+
+// A fleet splits the keyspace: two backfills over disjoint ranges write exactly their own
+// keys, and together every key once; a range outside the keyspace is refused.
+func TestBackfillKeyRange(t *testing.T) {
+	d := openMemory(t, nil)
+	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) { w.NumKeys = 1000 }))
+	key := func(i int64) string { return string(workload.AppendKey(nil, e.gen.Load().w.KeyPrefix, i)) }
+	for _, r := range []workload.Range{{Start: 0, End: 400}, {Start: 400, End: 1000}} {
+		st, err := e.Backfill(context.Background(), BackfillOptions{Workers: 3, Keys: r, Verify: true})
+		if err != nil || st.Written != r.Len() || st.Total != r.Len() || st.Verified != r.Len() {
+			t.Fatalf("backfill %v: %+v, %v", r, st, err)
+		}
+		// Every key of the range is there, and none of the next range yet.
+		for _, k := range []int64{r.Start, r.End - 1} {
+			if _, err := d.Read(context.Background(), key(k)); err != nil {
+				t.Errorf("key %d of range %v: %v", k, r, err)
+			}
+		}
+		if r.End < 1000 {
+			if _, err := d.Read(context.Background(), key(r.End)); !errors.Is(err, driver.ErrNotFound) {
+				t.Errorf("key %d beyond range %v: err %v, want not found", r.End, r, err)
+			}
+		}
+	}
+	if _, err := e.Backfill(context.Background(), BackfillOptions{Keys: workload.Range{Start: 900, End: 1100}}); err == nil || !strings.Contains(err.Error(), "outside the keyspace") {
+		t.Fatalf("range beyond the keyspace: %v", err)
 	}
 }

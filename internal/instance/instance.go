@@ -439,6 +439,19 @@ func (i *Instance) Start(classes ...string) error {
 	return e.Start(classes...)
 }
 
+// StartAt is Start with the first operations due at the instant at (see
+// engine.Engine.StartAt): a fleet starts its nodes together this way.
+func (i *Instance) StartAt(at time.Time, classes ...string) error {
+	if err := i.checkClasses(classes); err != nil {
+		return err
+	}
+	e, err := i.engine()
+	if err != nil {
+		return err
+	}
+	return e.StartAt(at, classes...)
+}
+
 // Stop stops the named op classes (none given: every class).
 func (i *Instance) Stop(classes ...string) error {
 	if err := i.checkClasses(classes); err != nil {
@@ -725,6 +738,9 @@ type Status struct {
 	Reconfigure   *ReconfigureStatus     `json:"reconfigure,omitempty"`
 	LastError     *ErrorEvent            `json:"lastError,omitempty"`
 	DriverPanics  int64                  `json:"driverPanics"`
+	// FirstOps has, per op class running, when its first operation since it started
+	// began: a fleet compares them with the common start instant.
+	FirstOps map[string]time.Time `json:"firstOps,omitempty"`
 }
 
 // Status returns what the instance is doing now.
@@ -755,6 +771,9 @@ func (i *Instance) Status() Status {
 		b := i.eng.BackfillStatus()
 		s.Backfill = &b
 		s.DriverPanics = i.eng.DriverPanics()
+		if f := i.eng.FirstOps(); len(f) > 0 {
+			s.FirstOps = f
+		}
 	}
 	return s
 }
