@@ -85,6 +85,9 @@ func problemFor(err error) error {
 	case errors.Is(err, config.ErrTooManyKeys), errors.Is(err, engine.ErrUnknownClass):
 		return newProblem(http.StatusUnprocessableEntity, err.Error())
 	}
+	if p := fleetProblem(err); p != nil {
+		return p
+	}
 	if fes, ok := driver.AsFieldErrors(err); ok {
 		p := newProblem(http.StatusUnprocessableEntity, err.Error())
 		for _, fe := range fes {

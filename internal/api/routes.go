@@ -18,6 +18,7 @@ import (
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/workload"
 )
 
 // register adds one operation with its effect, its declared error responses (all as
@@ -102,6 +103,9 @@ type BackfillRequest struct {
 	Workers int     `json:"workers,omitempty" minimum:"0" maximum:"10000" doc:"Parallel workers; 0 = workload.backfillWorkers"`
 	Rate    float64 `json:"rate,omitempty" minimum:"0" doc:"Writes per second; 0 = workload.backfillRate (0 there = unlimited)"`
 	Verify  bool    `json:"verify,omitempty" doc:"Read every key back afterwards (also on when workload.backfillVerify is)"`
+	// KeyStart and KeyEnd give a fleet node its part of the keyspace.
+	KeyStart int64 `json:"keyStart,omitempty" minimum:"0" doc:"First key index to write; with keyEnd, a part of the keyspace (a fleet gives each node its own); both 0 = every key"`
+	KeyEnd   int64 `json:"keyEnd,omitempty" minimum:"0" doc:"Key index after the last to write (at most workload.numKeys); 0 = every key"`
 }
 
 // StatsBody is the latest interval and the cumulative view.
@@ -267,7 +271,11 @@ func (s *Server) routes() {
 			if in.Body != nil {
 				req = *in.Body
 			}
-			if err := s.inst.StartBackfill(engine.BackfillOptions{Workers: req.Workers, Rate: req.Rate, Verify: req.Verify}); err != nil {
+			if req.KeyEnd < req.KeyStart || (req.KeyStart > 0 && req.KeyEnd == 0) {
+				return nil, &driver.FieldError{Field: "keyEnd", Value: strconv.FormatInt(req.KeyEnd, 10), Allowed: "more than keyStart (" + strconv.FormatInt(req.KeyStart, 10) + "), at most workload.numKeys"}
+			}
+			opts := engine.BackfillOptions{Workers: req.Workers, Rate: req.Rate, Verify: req.Verify, Keys: workload.Range{Start: req.KeyStart, End: req.KeyEnd}}
+			if err := s.inst.StartBackfill(opts); err != nil {
 				return nil, err
 			}
 			return s.backfillStatus()

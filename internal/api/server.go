@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/cluster"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
@@ -68,6 +69,14 @@ type Options struct {
 	// UI, when set, serves every path outside the API's own (/api/, /REST/, /openapi.json,
 	// /docs, /metrics, /health): the embedded web UI. Behind the same auth as the API.
 	UI http.Handler
+	// Agent, when set, serves the node side of a fleet (/api/v1/cluster/...).
+	Agent *cluster.Agent
+	// Coordinator, when set, adds the fleet's own routes (/api/v1/fleet/...): set on the
+	// server whose Instance is the fleet view.
+	Coordinator *cluster.Coordinator
+	// Fleet, when set, is served under FleetPrefix behind this server's auth: the server
+	// of the fleet view.
+	Fleet http.Handler
 }
 
 // Server serves the API of one instance. Close releases its subscriptions.
@@ -146,6 +155,8 @@ func New(opts Options) (*Server, error) {
 	cfg.Formats = map[string]huma.Format{"application/json": jsonFormat, "json": jsonFormat}
 	s.api = humago.New(s.mux, cfg)
 	s.routes()
+	s.clusterRoutes()
+	s.fleetRoutes()
 	s.sessionRoutes()
 	s.streamRoute()
 	s.handle(readOnly, "GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -153,6 +164,12 @@ func New(opts Options) (*Server, error) {
 	// NDBench's own routes, so its scripts and pipelines work unchanged (same auth). Its
 	// route table declares which of them change state, and applies the same policy.
 	s.mux.Handle(ndbenchapi.Prefix, ndbenchapi.Handler(s.inst, s.origins))
+	if opts.Fleet != nil {
+		// The fleet view is a server of its own (its Instance is the fleet); it is reached
+		// through this one, so this server's auth, CORS and cross-site checks apply to it.
+		s.mux.Handle(FleetPrefix+"/", http.StripPrefix(FleetPrefix, opts.Fleet))
+		s.mux.Handle(FleetPrefix, http.RedirectHandler(FleetPrefix+"/", http.StatusFound))
+	}
 	// The UI only serves pages and assets (GET and HEAD).
 	s.handle(readOnly, "/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if opts.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/REST/") {

@@ -31,6 +31,7 @@ type serveFlags struct {
 	report       string
 	noWatchFile  bool
 	logLevelText string
+	fleet        fleetFlags
 }
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -67,6 +68,7 @@ the load, writes --report if asked, and exits 0.`,
 	cmd.Flags().StringVar(&f.report, "report", "", "on shutdown, write the JSON report of the whole service run to this file")
 	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
+	f.fleet.bind(cmd)
 	return cmd
 }
 
@@ -145,8 +147,22 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		}()
 	}
 
-	srv, err := api.New(api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
-		UI: web.Handler(web.Options{Version: toolVersion()})})
+	agent, err := f.fleet.agent(inst, f.listen, log)
+	if err != nil {
+		return usageError{err}
+	}
+	go agent.Run(ctx)
+	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), f.listen, token, log)
+	if err != nil {
+		return err
+	}
+	opts := api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
+		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent}
+	if fleetSrv != nil {
+		defer fleetSrv.srv.Close()
+		opts.Fleet = fleetSrv.handler
+	}
+	srv, err := api.New(opts)
 	if err != nil {
 		return usageError{err}
 	}

@@ -327,6 +327,11 @@ func withValues(l Layer, values map[string]string, merge bool) Layer {
 	return l
 }
 
+// CanonicalKey is the key the loader maps k onto ("readRateLimit" → "workload.readRate"),
+// or k itself when it maps onto none: a fleet coordinator compares keys written in any of
+// the accepted forms with it.
+func CanonicalKey(k string) string { return canonicalKey(k) }
+
 // canonicalKey is the key the loader maps k onto, or k itself when it maps onto none (an
 // unknown key, an NDBench property without an equivalent), which then matches only
 // itself.

@@ -127,7 +127,8 @@ func (e *Engine) startBackfill(opts BackfillOptions) (<-chan struct{}, error) {
 		opts.Keys = workload.Range{Start: 0, End: g.w.NumKeys}
 	}
 	if opts.Keys.Start < 0 || opts.Keys.End > g.w.NumKeys {
-		return nil, fmt.Errorf("start backfill: key range [%d, %d) is outside the keyspace [0, %d)", opts.Keys.Start, opts.Keys.End, g.w.NumKeys)
+		return nil, &driver.FieldError{Field: "keyEnd", Value: fmt.Sprintf("%d (range [%d, %d))", opts.Keys.End, opts.Keys.Start, opts.Keys.End),
+			Allowed: fmt.Sprintf("a key range inside the keyspace [0, %d) (workload.numKeys)", g.w.NumKeys)}
 	}
 	ctx, cancel := context.WithCancel(e.bgCtx)
 	b.cancel = cancel

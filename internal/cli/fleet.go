@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ndbench/ndbench/internal/api"
+	"github.com/ndbench/ndbench/internal/cluster"
+	"github.com/ndbench/ndbench/internal/cluster/discovery"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/web"
+)
+
+// fleetFlags are serve's fleet settings: who this node is to its peers, and how it finds
+// them when it coordinates.
+type fleetFlags struct {
+	peers        []string
+	discovery    string
+	prefix       string
+	ttl          time.Duration
+	dnsServer    string
+	nodeID       string
+	advertise    string
+	labels       []string
+	weight       float64
+	lease        time.Duration
+	maxSkew      time.Duration
+	redistribute bool
+	coordinate   bool
+}
+
+func (f *fleetFlags) bind(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.peers, "peers", nil, "fleet members' API addresses (host:port, comma-separated); same as --discovery static:...")
+	fl.StringVar(&f.discovery, "discovery", "", "how this node finds the fleet it coordinates: static:host:port,..., dns:NAME[:PORT] (SRV, else A/AAAA: a Kubernetes headless Service), etcd:ENDPOINTS, file:clusters.json (NDBench's)")
+	fl.StringVar(&f.prefix, "discovery-prefix", "/ndbench/nodes/", "etcd discovery: key prefix the nodes register under")
+	fl.DurationVar(&f.ttl, "discovery-ttl", 10*time.Second, "etcd discovery: lease of a node's registration")
+	fl.StringVar(&f.dnsServer, "dns-server", "", "DNS discovery: ask this server (host:port) instead of the system resolver")
+	fl.StringVar(&f.nodeID, "node-id", "", "this node's id in a fleet (default: its advertised address)")
+	fl.StringVar(&f.advertise, "advertise", "", "host:port the fleet's other nodes reach this node's API at (default: --listen, with the host name for 0.0.0.0)")
+	fl.StringSliceVar(&f.labels, "labels", nil, "this node's group labels for fleet configuration scopes, e.g. zone=us-east-1a,rack=r1")
+	fl.Float64Var(&f.weight, "weight", 1, "this node's share of a fleet-wide rate, relative to the others'")
+	fl.DurationVar(&f.lease, "lease", 10*time.Second, "a node running a fleet's load stops it by itself after this long without its coordinator")
+	fl.DurationVar(&f.maxSkew, "max-skew", 100*time.Millisecond, "a fleet start is refused when a node's clock is further off than this")
+	fl.BoolVar(&f.redistribute, "redistribute", false, "give a lost node's share of the fleet rate to the other nodes")
+	fl.BoolVar(&f.coordinate, "coordinate", false, "track the fleet from the start (otherwise from the first request to the fleet view at /fleet/)")
+}
+
+// self is this node as its peers see it.
+func (f *fleetFlags) self(listen string) (discovery.Member, error) {
+	addr := f.advertise
+	if addr == "" {
+		host, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return discovery.Member{}, fmt.Errorf("--listen %q: %w", listen, err)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			if host, err = os.Hostname(); err != nil {
+				return discovery.Member{}, fmt.Errorf("--advertise not given and no host name: %w", err)
+			}
+		}
+		addr = net.JoinHostPort(host, port)
+	} else if _, _, err := net.SplitHostPort(addr); err != nil {
+		return discovery.Member{}, fmt.Errorf("--advertise %q: want host:port: %w", addr, err)
+	}
+	labels := map[string]string{}
+	for _, l := range f.labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" || v == "" {
+			return discovery.Member{}, fmt.Errorf("--labels %q: want label=value, e.g. zone=us-east-1a", l)
+		}
+		labels[k] = v
+	}
+	if f.weight <= 0 {
+		return discovery.Member{}, fmt.Errorf("--weight %v: must be more than 0", f.weight)
+	}
+	id := f.nodeID
+	if id == "" {
+		id = addr
+	}
+	return discovery.Member{ID: id, Addr: addr, Labels: labels, Weight: f.weight}, nil
+}
+
+// agent is the node side of a fleet; every node has one (its routes refuse callers on a
+// node without a token).
+func (f *fleetFlags) agent(inst *instance.Instance, listen string, log *slog.Logger) (*cluster.Agent, error) {
+	self, err := f.self(listen)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.NewAgent(inst, cluster.AgentOptions{ID: self.ID, Version: toolVersion(), Labels: self.Labels, Logger: log}), nil
+}
+
+// coordinator starts this node's fleet control when discovery is set: it registers this
+// node where the discovery needs it (etcd), tracks the members, and returns the server of
+// the fleet view (nil without discovery).
+func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, listen, token string, log *slog.Logger) (*fleetView, error) {
+	spec := f.discovery
+	if len(f.peers) > 0 {
+		if spec != "" {
+			return nil, usageError{errors.New("--peers and --discovery: give one of them")}
+		}
+		spec = "static:" + strings.Join(f.peers, ",")
+	}
+	if spec == "" {
+		return nil, nil
+	}
+	if token == "" {
+		return nil, usageError{errors.New("--discovery and --peers need a token (--token or NDBENCH_TOKEN): fleet nodes accept control only from authenticated peers")}
+	}
+	self, err := f.self(listen)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	_, port, _ := net.SplitHostPort(self.Addr)
+	p, _ := strconv.Atoi(port)
+	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer, DefaultPort: p, EtcdPrefix: f.prefix, EtcdTTL: f.ttl})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if reg, ok := disc.(discovery.Registrar); ok {
+		if err := reg.Register(ctx, self); err != nil {
+			return nil, fmt.Errorf("register this node with %s: %w", disc, err)
+		}
+	}
+	coord, err := cluster.New(cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(), Config: snap, Logger: log,
+		Lease: f.lease, MaxSkew: f.maxSkew, Redistribute: f.redistribute})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	go coord.Run(ctx)
+	if f.coordinate {
+		coord.Activate()
+	}
+	srv, err := api.New(api.Options{Instance: coord.Fleet(), Coordinator: coord, Logger: log, Version: toolVersion(),
+		UI: web.Handler(web.Options{Title: "ndbench fleet", Version: toolVersion(),
+			Instances: []web.Instance{{ID: "fleet", Name: "fleet", BaseURL: api.FleetPrefix}}})})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("fleet view ready", "discovery", disc.String(), "self", self.ID, "view", api.FleetPrefix+"/")
+	// The first request to the fleet view makes this node the control point; each waits
+	// until the coordinator has seen the fleet once, so a command finds its members.
+	h := srv.Handler()
+	return &fleetView{srv: srv, handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := coord.Ready(r.Context()); err != nil {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})}, nil
+}
+
+// fleetView is the fleet's API server and the handler that reaches it.
+type fleetView struct {
+	srv     *api.Server
+	handler http.Handler
+}

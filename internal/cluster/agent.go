@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/instance"
+)
+
+// LocalNode is what an Agent drives on its own node: *instance.Instance.
+type LocalNode interface {
+	StartAt(at time.Time, classes ...string) error
+	Stop(classes ...string) error
+	StopBackfill() error
+	Status() instance.Status
+}
+
+var _ LocalNode = (*instance.Instance)(nil)
+
+// AgentOptions configure an Agent.
+type AgentOptions struct {
+	// ID is this node's id, Version its ndbench version, Labels its group labels.
+	ID      string
+	Version string
+	Labels  map[string]string
+	// Logger gets the lease events; nil discards them.
+	Logger *slog.Logger
+}
+
+// ErrClaimed is returned to a coordinator that tries to control a node another
+// coordinator's run holds: two control points fighting over one node would each count its
+// load as theirs.
+var ErrClaimed = errors.New("node is part of another coordinator's run")
+
+// Agent is the node side of a fleet: it answers its coordinator's beats, starts op classes
+// at the common instant, and holds the lease. While the node runs load for a coordinator,
+// a coordinator that stays silent for the lease time (killed, partitioned away) makes the
+// node stop its load by itself: a fleet never leaves rogue load behind.
+type Agent struct {
+	node LocalNode
+	opts AgentOptions
+	log  *slog.Logger
+
+	mu          sync.Mutex
+	coordinator string        // the run's coordinator ("" when none)
+	run         string        // the run the node's load belongs to ("" when none)
+	lease       time.Duration // how long the run lasts without a beat
+	lastBeat    time.Time     // monotonic
+	orphaned    bool          // the last run's lease lapsed and the load was stopped
+	wake        chan struct{} // a new lease was taken: recompute the deadline
+}
+
+// NewAgent returns the agent of node.
+func NewAgent(node LocalNode, opts AgentOptions) *Agent {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Agent{node: node, opts: opts, log: log, wake: make(chan struct{}, 1)}
+}
+
+// claim takes or renews the lease of run for coordinator; called with a.mu held. A node
+// serves one run at a time: another coordinator gets ErrClaimed until that run is released
+// or its lease lapses.
+func (a *Agent) claim(coordinator, run string, lease time.Duration, now time.Time) error {
+	if run == "" {
+		return fmt.Errorf("claim: no run named")
+	}
+	if lease <= 0 {
+		return fmt.Errorf("claim: leaseMs must be positive")
+	}
+	if a.run != "" && (a.coordinator != coordinator || a.run != run) && now.Sub(a.lastBeat) <= a.lease {
+		return fmt.Errorf("%w: run %q of coordinator %q (lease %v)", ErrClaimed, a.run, a.coordinator, a.lease)
+	}
+	renewed := a.run == run && a.coordinator == coordinator
+	a.coordinator, a.run, a.lease, a.lastBeat, a.orphaned = coordinator, run, lease, now, false
+	if !renewed {
+		a.log.Info("fleet run joined", "coordinator", coordinator, "run", run, "lease", lease)
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Beat answers a coordinator's heartbeat; a beat naming a run renews its lease.
+func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
+	received := time.Now()
+	a.mu.Lock()
+	if req.Run != "" {
+		if err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, received); err != nil {
+			a.mu.Unlock()
+			return BeatResponse{}, err
+		}
+	}
+	run, orphaned := a.run, a.orphaned
+	a.mu.Unlock()
+	st := a.node.Status()
+	resp := BeatResponse{ID: a.opts.ID, Version: a.opts.Version, Labels: a.opts.Labels, Received: received,
+		Driver: st.Driver, Running: st.Running, FirstOps: st.FirstOps, Run: run, Orphaned: orphaned,
+		Backfill: st.Backfill}
+	resp.Sent = time.Now()
+	return resp, nil
+}
+
+// Start takes the run's lease and starts the op classes at req.At.
+func (a *Agent) Start(req StartRequest) error {
+	a.mu.Lock()
+	err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, time.Now())
+	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return a.node.StartAt(req.At, req.Ops...)
+}
+
+// Claim takes the run's lease without starting anything: a backfill the coordinator
+// started is its load too.
+func (a *Agent) Claim(coordinator, run string, lease time.Duration) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.claim(coordinator, run, lease, time.Now())
+}
+
+// Release ends the node's part in a run: its load (if any is left) is its own again.
+func (a *Agent) Release(req ReleaseRequest) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.run == "" {
+		return nil
+	}
+	if a.run != req.Run || a.coordinator != req.Coordinator {
+		return fmt.Errorf("%w: run %q of coordinator %q", ErrClaimed, a.run, a.coordinator)
+	}
+	a.run, a.coordinator = "", ""
+	a.log.Info("fleet run released", "coordinator", req.Coordinator, "run", req.Run)
+	return nil
+}
+
+// Run enforces the lease until ctx ends: when the run's coordinator has been silent for
+// the lease time, the node stops its load and backfill and says so.
+func (a *Agent) Run(ctx context.Context) {
+	for {
+		a.mu.Lock()
+		wait := time.Hour
+		if a.run != "" {
+			wait = a.lease - time.Since(a.lastBeat)
+			if wait <= 0 {
+				coord, run, lease := a.coordinator, a.run, a.lease
+				a.run, a.coordinator, a.orphaned = "", "", true
+				a.mu.Unlock()
+				a.log.Warn("fleet coordinator silent for the lease time: stopping this node's load", "coordinator", coord, "run", run, "lease", lease)
+				if err := a.node.Stop(); err != nil && !errors.Is(err, instance.ErrNotInitialized) {
+					a.log.Error("stop load after the lease lapsed", "err", err)
+				}
+				if err := a.node.StopBackfill(); err != nil && !errors.Is(err, instance.ErrNotInitialized) {
+					a.log.Error("stop backfill after the lease lapsed", "err", err)
+				}
+				continue
+			}
+		}
+		a.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-a.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}

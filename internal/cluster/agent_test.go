@@ -1,0 +1,151 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/instance"
+)
+
+// recordingNode is a LocalNode that notes what the agent asked of it.
+type recordingNode struct {
+	mu       sync.Mutex
+	startAt  time.Time
+	stops    int
+	bfStops  int
+	running  bool
+	stopped  chan struct{}
+	stopOnce sync.Once
+}
+
+func newRecordingNode() *recordingNode { return &recordingNode{stopped: make(chan struct{})} }
+
+func (n *recordingNode) StartAt(at time.Time, _ ...string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.startAt, n.running = at, true
+	return nil
+}
+
+func (n *recordingNode) Stop(...string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stops++
+	n.running = false
+	n.stopOnce.Do(func() { close(n.stopped) })
+	return nil
+}
+
+func (n *recordingNode) StopBackfill() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.bfStops++
+	return nil
+}
+
+func (n *recordingNode) Status() instance.Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return instance.Status{Driver: "memory", Running: map[string]bool{"read": n.running}}
+}
+
+func (n *recordingNode) counts() (startAt time.Time, stops, bfStops int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.startAt, n.stops, n.bfStops
+}
+
+// A node whose coordinator goes silent stops its own load after the lease, and says so;
+// beats renew the lease; a beat naming no run does not.
+func TestAgentStopsLoadWhenTheLeaseLapses(t *testing.T) {
+	node := newRecordingNode()
+	a := NewAgent(node, AgentOptions{ID: "n1", Version: "v1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx)
+
+	lease := 300 * time.Millisecond
+	at := time.Now().Add(10 * time.Millisecond)
+	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r1", At: at, LeaseMs: lease.Milliseconds()}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := node.counts(); !got.Equal(at) {
+		t.Fatalf("started at %v, want %v", got, at)
+	}
+	// Renewed for three lease times: still running.
+	for range 9 {
+		time.Sleep(lease / 3)
+		if _, err := a.Beat(BeatRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease.Milliseconds(), Sent: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, stops, _ := node.counts(); stops != 0 {
+		t.Fatal("load stopped while the coordinator beat")
+	}
+	// Membership-only beats keep the node answering but do not renew the run's lease.
+	deadline := time.After(5 * lease)
+	for done := false; !done; {
+		select {
+		case <-node.stopped:
+			done = true
+		case <-deadline:
+			t.Fatal("load still running 5 lease times after the last beat of the run")
+		case <-time.After(lease / 4):
+			if _, err := a.Beat(BeatRequest{Coordinator: "c1", Sent: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The backfill is stopped right after the load, on the agent's goroutine.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if _, _, bf := node.counts(); bf > 0 {
+			break
+		}
+	}
+	resp, err := a.Beat(BeatRequest{Coordinator: "c1", Sent: time.Now()})
+	if _, _, bf := node.counts(); err != nil || !resp.Orphaned || resp.Run != "" || bf != 1 {
+		t.Fatalf("after the lease lapsed: %+v, %v, backfill stops %d; want orphaned, no run, backfill stopped", resp, err, bf)
+	}
+	if resp.Received.IsZero() || resp.Sent.Before(resp.Received) || resp.ID != "n1" || resp.Version != "v1" {
+		t.Errorf("beat answer %+v: want id, version and ordered timestamps", resp)
+	}
+}
+
+// One node serves one run: another coordinator is refused while the run's lease holds,
+// and may take the node once the run is released or its lease lapsed.
+func TestAgentServesOneCoordinatorAtATime(t *testing.T) {
+	a := NewAgent(newRecordingNode(), AgentOptions{ID: "n1"})
+	lease := int64(200)
+	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Beat(BeatRequest{Coordinator: "c2", Run: "r9", LeaseMs: lease}); !errors.Is(err, ErrClaimed) {
+		t.Fatalf("second coordinator's beat: %v, want ErrClaimed", err)
+	}
+	if err := a.Start(StartRequest{Coordinator: "c2", Run: "r9", LeaseMs: lease}); !errors.Is(err, ErrClaimed) {
+		t.Fatalf("second coordinator's start: %v, want ErrClaimed", err)
+	}
+	if err := a.Release(ReleaseRequest{Coordinator: "c2", Run: "r9"}); !errors.Is(err, ErrClaimed) {
+		t.Fatalf("second coordinator released the first's run: %v", err)
+	}
+	// A membership beat from anyone is answered.
+	if _, err := a.Beat(BeatRequest{Coordinator: "c2"}); err != nil {
+		t.Fatalf("membership beat: %v", err)
+	}
+	if err := a.Release(ReleaseRequest{Coordinator: "c1", Run: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(StartRequest{Coordinator: "c2", Run: "r9", LeaseMs: lease}); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	time.Sleep(time.Duration(lease+50) * time.Millisecond)
+	if _, err := a.Beat(BeatRequest{Coordinator: "c1", Run: "r2", LeaseMs: lease}); err != nil {
+		t.Fatalf("after c2's lease lapsed: %v", err)
+	}
+	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r2"}); err == nil {
+		t.Error("a start without a lease was accepted")
+	}
+}

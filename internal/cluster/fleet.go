@@ -1,0 +1,210 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// commandTimeout bounds a fleet command that the node interface gives no context for
+// (Start, Stop, ...): the slowest node's answer, not a hung one, sets the pace.
+const commandTimeout = 30 * time.Second
+
+// Fleet is the fleet seen as one node: what the API serves under /fleet, so the fleet's
+// statistics, streams, Prometheus metrics and reports are served exactly as a node's,
+// and its controls fan out to every node.
+type Fleet struct {
+	c       *Coordinator
+	created time.Time
+}
+
+// Fleet returns the coordinator's fleet view.
+func (c *Coordinator) Fleet() *Fleet { return &Fleet{c: c, created: time.Now()} }
+
+func cmdContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), commandTimeout)
+}
+
+// Init initializes the driver on every node.
+func (f *Fleet) Init(ctx context.Context, name string, opts map[string]string) error {
+	return f.c.InitDriver(ctx, name, opts)
+}
+
+// Shutdown closes the driver on every node.
+func (f *Fleet) Shutdown() error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	return f.c.Shutdown(ctx)
+}
+
+// Start starts op classes on every node at one common instant.
+func (f *Fleet) Start(classes ...string) error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	_, err := f.c.Start(ctx, classes...)
+	return err
+}
+
+// Stop stops op classes on every node.
+func (f *Fleet) Stop(classes ...string) error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	return f.c.Stop(ctx, classes...)
+}
+
+// StartBackfill backfills the keyspace, split among the nodes.
+func (f *Fleet) StartBackfill(opts engine.BackfillOptions) error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	return f.c.Backfill(ctx, BackfillOptions{Workers: opts.Workers, Rate: opts.Rate, Verify: opts.Verify})
+}
+
+// StopBackfill stops every node's backfill.
+func (f *Fleet) StopBackfill() error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	return f.c.StopBackfill(ctx)
+}
+
+// Patch changes configuration at the fleet scope.
+func (f *Fleet) Patch(values map[string]string) (instance.PatchResult, error) {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	snap, err := f.c.SetConfig(ctx, Scope{Kind: ScopeFleet}, values)
+	if snap == nil {
+		snap = f.c.FleetConfig()
+	}
+	return instance.PatchResult{Snapshot: snap}, err
+}
+
+// Config is the fleet-scope configuration: rates are the fleet's totals.
+func (f *Fleet) Config() *config.Snapshot { return f.c.FleetConfig() }
+
+// Status sums up the nodes: a class runs if it runs on any node; the backfill's progress
+// is the sum of the nodes'.
+func (f *Fleet) Status() instance.Status {
+	c := f.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := instance.Status{Driver: c.driver, Running: map[string]bool{}, Pending: []string{}}
+	var bf *engine.BackfillStatus
+	for _, m := range c.alive() {
+		if m.beat.Driver != "" {
+			st.Initialized = true
+			if st.Driver == "" {
+				st.Driver = m.beat.Driver
+			}
+		}
+		for k, v := range m.beat.Running {
+			st.Running[k] = st.Running[k] || v
+		}
+		if b := m.beat.Backfill; b != nil {
+			if bf == nil {
+				bf = &engine.BackfillStatus{Phase: b.Phase}
+			}
+			bf.Running = bf.Running || b.Running
+			if b.Running {
+				bf.Phase = b.Phase
+			}
+			bf.Total += b.Total
+			bf.Written += b.Written
+			bf.Failed += b.Failed
+			bf.Verified += b.Verified
+			bf.Missing += b.Missing
+			bf.Corrupt += b.Corrupt
+		}
+	}
+	st.Backfill = bf
+	st.ReadsRunning, st.WritesRunning = st.Running[config.ClassRead], st.Running[config.ClassWrite]
+	return st
+}
+
+// Read reads one key through the first live node (for debugging, as a node's Read).
+func (f *Fleet) Read(ctx context.Context, key string) ([]byte, error) {
+	p, err := f.first()
+	if err != nil {
+		return nil, err
+	}
+	var kv struct {
+		Value []byte `json:"value"`
+	}
+	err = p.call(ctx, http.MethodGet, "/api/v1/kv/"+url.PathEscape(key), nil, &kv)
+	return kv.Value, err
+}
+
+// Write writes one key through the first live node.
+func (f *Fleet) Write(ctx context.Context, key string, value []byte) error {
+	p, err := f.first()
+	if err != nil {
+		return err
+	}
+	return p.call(ctx, http.MethodPut, "/api/v1/kv/"+url.PathEscape(key), map[string]any{"value": value}, nil)
+}
+
+func (f *Fleet) first() (*peer, error) {
+	f.c.mu.Lock()
+	defer f.c.mu.Unlock()
+	ms := f.c.alive()
+	if len(ms) == 0 {
+		return nil, ErrNoMembers
+	}
+	return ms[0].peer, nil
+}
+
+// Collector is the fleet's statistics: the nodes' intervals merged per second.
+func (f *Fleet) Collector() *stats.Collector { return f.c.stats.coll }
+
+// Intervals returns the fleet's merged intervals, encoded, from seq on: a coordinator of
+// coordinators could merge fleets.
+func (f *Fleet) Intervals(seq uint64) stats.IntervalsPage { return f.c.stats.log.Since(seq) }
+
+// ReportInput is the fleet's report: merged figures, the fleet-scope configuration.
+func (f *Fleet) ReportInput(version string) report.Input {
+	st := f.Status()
+	coll := f.c.stats.coll
+	started := coll.SpanStart()
+	in := report.Input{
+		ToolVersion: version,
+		Started:     started,
+		Ended:       time.Now(),
+		DriverName:  st.Driver,
+		Cumulative:  coll.Cumulative(),
+		Series:      coll.SeriesSince(started),
+		Errors:      coll.Errors(),
+		Snapshot:    f.c.FleetConfig(),
+		DriverInfo:  map[string]string{"fleet": f.c.describe()},
+	}
+	if st.Backfill != nil && st.Backfill.Total > 0 {
+		in.Backfill = st.Backfill
+	}
+	return in
+}
+
+// describe says which nodes the fleet's figures come from.
+func (c *Coordinator) describe() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []string
+	for _, m := range c.members {
+		if m.health == Alive {
+			ids = append(ids, m.ID)
+		}
+	}
+	slices.Sort(ids)
+	s := ""
+	for i, id := range ids {
+		if i > 0 {
+			s += ", "
+		}
+		s += id
+	}
+	return s
+}

@@ -1,0 +1,373 @@
+//go:build integration
+
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/testserver"
+)
+
+// The fleet tests run real `ndbench serve` processes on 127.0.0.1, built once.
+var ndbenchBin string
+
+const token = "fleet-test-token-0123456789"
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ndbench-fleet-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ndbenchBin, err = testserver.BuildNdbench(ctx, dir)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// fleet is n nodes; nodes[0] coordinates with --peers naming all of them.
+type fleet struct {
+	t     *testing.T
+	nodes []*testserver.Server
+}
+
+func (f *fleet) coord() *testserver.Server { return f.nodes[0] }
+
+// startFleet starts n-1 plain nodes, then the coordinator listing every node as a peer.
+// extra adds arguments to every node; coordExtra to the coordinator only.
+func startFleet(t *testing.T, n int, extra, coordExtra []string) *fleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f := &fleet{t: t, nodes: make([]*testserver.Server, n)}
+	base := append([]string{"--token", token, "--log-level", "warn"}, extra...)
+	var addrs []string
+	for i := 1; i < n; i++ {
+		s, err := testserver.Ndbench(ctx, ndbenchBin, func(string) []string { return base })
+		if err != nil {
+			t.Fatalf("start node %d: %v", i, err)
+		}
+		f.nodes[i] = s
+		addrs = append(addrs, s.Addr())
+	}
+	s, err := testserver.Ndbench(ctx, ndbenchBin, func(self string) []string {
+		return append(slices.Concat(base, coordExtra), "--coordinate", "--peers", strings.Join(append([]string{self}, addrs...), ","))
+	})
+	if err != nil {
+		t.Fatalf("start coordinator: %v", err)
+	}
+	f.nodes[0] = s
+	t.Cleanup(func() {
+		for i, s := range f.nodes {
+			if t.Failed() {
+				t.Logf("node %d (%s) log:\n%s", i, s.Addr(), s.LogTail())
+			}
+			_ = s.Stop()
+		}
+	})
+	f.waitAlive(n, 20*time.Second)
+	return f
+}
+
+// call sends a request with the token and decodes a 2xx answer into out.
+func call(t *testing.T, method, url string, in, out any) {
+	t.Helper()
+	if err := tryCall(method, url, in, out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tryCall(method, url string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%s %s: decode %s: %w", method, url, b, err)
+		}
+	}
+	return nil
+}
+
+func (f *fleet) url(path string) string  { return "http://" + f.coord().Addr() + "/fleet" + path }
+func nodeURL(s *testserver.Server, path string) string { return "http://" + s.Addr() + path }
+
+type memberStatus struct {
+	ID            string             `json:"id"`
+	Health        string             `json:"health"`
+	InRun         bool               `json:"inRun"`
+	Assigned      map[string]float64 `json:"assigned"`
+	Achieved      map[string]float64 `json:"achieved"`
+	Saturated     bool               `json:"saturated"`
+	FirstOpSkewMs map[string]float64 `json:"firstOpSkewMs"`
+	OffsetMs      float64            `json:"offsetMs"`
+}
+
+func (f *fleet) members() []memberStatus {
+	var body struct {
+		Members []memberStatus `json:"members"`
+	}
+	call(f.t, http.MethodGet, f.url("/api/v1/fleet/members"), nil, &body)
+	return body.Members
+}
+
+func (f *fleet) waitAlive(n int, within time.Duration) {
+	f.t.Helper()
+	end := time.Now().Add(within)
+	for {
+		alive := 0
+		ms := f.members()
+		for _, m := range ms {
+			if m.Health == "alive" {
+				alive++
+			}
+		}
+		if alive == n {
+			return
+		}
+		if time.Now().After(end) {
+			f.t.Fatalf("%d of %d nodes alive after %v: %+v", alive, n, within, ms)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+type histBody struct {
+	Ops map[string]struct {
+		Count        int64  `json:"count"`
+		ResponseTime []byte `json:"responseTime"`
+	} `json:"ops"`
+}
+
+func histogram(t *testing.T, url, class string) (*hdrhistogram.Histogram, int64) {
+	t.Helper()
+	var b histBody
+	call(t, http.MethodGet, url, nil, &b)
+	op, ok := b.Ops[class]
+	if !ok {
+		t.Fatalf("%s: no %s histograms in %v", url, class, b.Ops)
+	}
+	h, err := stats.DecodeHistogram(op.ResponseTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, op.Count
+}
+
+type statsBody struct {
+	Cumulative struct {
+		Seconds float64 `json:"seconds"`
+		Ops     map[string]struct {
+			Count int64 `json:"count"`
+		} `json:"ops"`
+	} `json:"cumulative"`
+}
+
+// TestFleetSplitsTheRateAndMergesExactly: 5 nodes at 20,000 reads/s fleet-wide run 4,000/s
+// each within 1%; the fleet's response-time histogram is exactly the union of the nodes'
+// (so its p99 is the union's), which differs from the mean of the nodes' p99s when one
+// node's store is slow.
+func TestFleetSplitsTheRateAndMergesExactly(t *testing.T) {
+	f := startFleet(t, 5, nil, nil)
+	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 20000, "workload.readers": 4, "workload.writeEnabled": false, "workload.numKeys": 10000}}, nil)
+	slow := f.nodes[4]
+	ms := f.members()
+	var slowID string
+	for _, m := range ms {
+		if strings.HasSuffix(m.ID, slow.Addr()) || m.ID == slow.Addr() {
+			slowID = m.ID
+		}
+	}
+	if slowID == "" {
+		t.Fatalf("node %s not among the members %+v", slow.Addr(), ms)
+	}
+	call(t, http.MethodPost, f.url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"scope": "node:" + slowID,
+		"values": map[string]any{"drivers.memory.serviceTime": "2ms", "drivers.memory.serviceTimeMax": "4ms"}}, nil)
+	call(t, http.MethodPost, f.url("/api/v1/stats/reset"), nil, nil)
+
+	call(t, http.MethodPost, f.url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
+	start := time.Now()
+	time.Sleep(12 * time.Second)
+	call(t, http.MethodPost, f.url("/api/v1/load/stop"), map[string]any{"ops": []string{"read"}}, nil)
+	ran := time.Since(start)
+	for _, m := range f.members() {
+		if m.Assigned["read"] != 4000 {
+			t.Errorf("node %s assigned %v reads/s, want 4000", m.ID, m.Assigned["read"])
+		}
+		t.Logf("node %s: first read %+.2f ms from the common start, clock offset %.3f ms", m.ID, m.FirstOpSkewMs["read"], m.OffsetMs)
+		if math.Abs(m.FirstOpSkewMs["read"]) > 50 {
+			t.Errorf("node %s first read %.1f ms from the common start instant", m.ID, m.FirstOpSkewMs["read"])
+		}
+	}
+	time.Sleep(4 * time.Second) // the last seconds reach the coordinator and its merge wait ends
+
+	union := stats.NewHistogram()
+	var total int64
+	var p99s []float64
+	for i, s := range f.nodes {
+		h, n := histogram(t, nodeURL(s, "/api/v1/stats/histograms"), "read")
+		total += n
+		stats.MergeHistograms(union, h)
+		p99s = append(p99s, float64(h.ValueAtQuantile(99)))
+		// The node's rate over the run, 12 s from the common start to the stop.
+		rate := float64(n) / ran.Seconds()
+		t.Logf("node %d: %d reads, %.0f/s, p99 %d µs", i, n, rate, h.ValueAtQuantile(99))
+		if math.Abs(rate-4000)/4000 > 0.01+float64(200*time.Millisecond)/float64(ran) {
+			t.Errorf("node %d ran %.0f reads/s, want 4000 ± 1%%", i, rate)
+		}
+	}
+	fh, fn := histogram(t, f.url("/api/v1/stats/histograms"), "read")
+	if fn != total || fh.TotalCount() != union.TotalCount() {
+		t.Fatalf("fleet counted %d reads (histogram %d); the nodes %d (histogram %d)", fn, fh.TotalCount(), total, union.TotalCount())
+	}
+	if !slices.Equal(fh.Export().Counts, union.Export().Counts) {
+		t.Error("the fleet's response-time histogram is not the union of the nodes'")
+	}
+	for _, q := range []float64{50, 99, 99.9, 100} {
+		if a, b := fh.ValueAtQuantile(q), union.ValueAtQuantile(q); a != b {
+			t.Errorf("fleet p%v = %d µs, union of the nodes' = %d µs", q, a, b)
+		}
+	}
+	mean := 0.0
+	for _, p := range p99s {
+		mean += p / float64(len(p99s))
+	}
+	fp99 := float64(fh.ValueAtQuantile(99))
+	t.Logf("fleet p99 %.0f µs (merged histograms) vs mean of per-node p99s %.0f µs", fp99, mean)
+	if math.Abs(fp99-mean)/fp99 < 0.2 {
+		t.Errorf("fleet p99 %.0f µs is within 20%% of the mean of the nodes' p99s %.0f µs: the slow node should set them apart", fp99, mean)
+	}
+	var st statsBody
+	call(t, http.MethodGet, f.url("/api/v1/stats"), nil, &st)
+	if st.Cumulative.Ops["read"].Count != total {
+		t.Errorf("fleet stats count %d reads, the nodes %d", st.Cumulative.Ops["read"].Count, total)
+	}
+}
+
+// TestFleetLosesANodeThenItsCoordinator: a node killed with SIGKILL is found lost within
+// 10 s, the seconds without it are marked partial, and its share goes to the others
+// (--redistribute); then the coordinator is killed and every node stops its load by itself
+// within the lease.
+func TestFleetLosesANodeThenItsCoordinator(t *testing.T) {
+	f := startFleet(t, 4, nil, []string{"--redistribute", "--lease", "3s"})
+	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 4000, "workload.writeRate": 0, "workload.writeEnabled": false, "workload.numKeys": 1000}}, nil)
+	call(t, http.MethodPost, f.url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	call(t, http.MethodPost, f.url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
+	time.Sleep(3 * time.Second)
+
+	victim := f.nodes[3]
+	killed := time.Now()
+	if err := victim.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var lostAfter time.Duration
+	for lostAfter == 0 {
+		for _, m := range f.members() {
+			if m.ID == victim.Addr() && m.Health == "lost" {
+				lostAfter = time.Since(killed)
+			}
+		}
+		if time.Since(killed) > 15*time.Second {
+			t.Fatalf("node killed 15 s ago is not lost: %+v", f.members())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("killed node found lost after %v", lostAfter.Round(time.Millisecond))
+	if lostAfter > 10*time.Second {
+		t.Errorf("killed node found lost after %v, want within 10 s", lostAfter)
+	}
+	time.Sleep(5 * time.Second)
+	for _, m := range f.members() {
+		if m.ID == victim.Addr() {
+			continue
+		}
+		if math.Abs(m.Assigned["read"]-4000.0/3) > 0.01 {
+			t.Errorf("node %s assigned %v reads/s after the loss, want 1333.33 (4000 over the 3 left)", m.ID, m.Assigned["read"])
+		}
+		if a := m.Achieved["read"]; math.Abs(a-4000.0/3)/(4000.0/3) > 0.05 {
+			t.Errorf("node %s achieved %.0f reads/s after the loss, want about 1333", m.ID, a)
+		}
+	}
+	var series struct {
+		Points []struct {
+			End     time.Time `json:"end"`
+			Partial bool      `json:"partial"`
+			Missing []string  `json:"missing"`
+		} `json:"points"`
+	}
+	call(t, http.MethodGet, f.url("/api/v1/stats/series"), nil, &series)
+	partial := 0
+	for _, p := range series.Points {
+		if p.Partial {
+			partial++
+			if !slices.Contains(p.Missing, victim.Addr()) {
+				t.Errorf("partial second ending %v misses %v, want the killed node %s", p.End, p.Missing, victim.Addr())
+			}
+		}
+	}
+	if partial == 0 {
+		t.Errorf("no fleet second is marked partial after a node was killed: %+v", series.Points)
+	}
+
+	// Now the coordinator dies: the others stop their load within the lease (3 s).
+	if err := f.coord().Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed = time.Now()
+	for _, s := range f.nodes[1:3] {
+		for {
+			var st struct {
+				Running map[string]bool `json:"running"`
+			}
+			call(t, http.MethodGet, nodeURL(s, "/api/v1/status"), nil, &st)
+			if !st.Running["read"] {
+				t.Logf("node %s stopped its load %v after its coordinator died", s.Addr(), time.Since(killed).Round(time.Millisecond))
+				break
+			}
+			if time.Since(killed) > 3*time.Second+2*time.Second {
+				t.Fatalf("node %s still runs reads %v after its coordinator died (lease 3 s)", s.Addr(), time.Since(killed))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/cluster/merge"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// fleetWindow is how many seconds of a node's figures give its achieved rate and p99.
+const fleetWindow = 5
+
+// saturatedBelow is the share of its assigned rate under which a node is flagged.
+const saturatedBelow = 0.95
+
+// fleetStats pulls every node's encoded 1 s intervals, merges them per second and feeds
+// the merged intervals to a collector of their own: the fleet's statistics are then served
+// by the same code as a node's.
+type fleetStats struct {
+	c      *Coordinator
+	merger *merge.Merger
+	coll   *stats.Collector
+	log    *stats.IntervalLog
+}
+
+func newFleetStats(c *Coordinator, wait time.Duration) *fleetStats {
+	coll := stats.NewCollector(stats.Config{})
+	return &fleetStats{c: c, merger: merge.New(merge.Config{Interval: time.Second, Wait: wait}), coll: coll,
+		log: stats.NewIntervalLog(coll, 120, time.Minute)}
+}
+
+func (f *fleetStats) expect(id string, now time.Time) { f.merger.Expect(id, now) }
+func (f *fleetStats) forget(id string, now time.Time) { f.merger.Forget(id, now) }
+func (f *fleetStats) reset()                          { f.coll.Reset() }
+
+// poll asks every node that answers for its new intervals, then ingests the seconds that
+// are complete or waited for long enough.
+func (f *fleetStats) poll(ctx context.Context, now time.Time) {
+	c := f.c
+	type job struct {
+		m      *member
+		since  uint64
+		first  bool
+		offset time.Duration
+	}
+	c.mu.Lock()
+	var jobs []job
+	for _, m := range c.members {
+		if m.health == Alive || m.health == Suspect {
+			jobs = append(jobs, job{m: m, since: m.next, first: !m.polling, offset: m.offset})
+		}
+	}
+	c.mu.Unlock()
+	c.each(len(jobs), func(i int) {
+		j := jobs[i]
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		var page stats.IntervalsPage
+		if err := j.m.peer.call(pctx, http.MethodGet, "/api/v1/stats/intervals?since="+strconv.FormatUint(j.since, 10), nil, &page); err != nil {
+			c.log.Debug("fleet stats poll failed", "node", j.m.ID, "err", err)
+			return
+		}
+		c.mu.Lock()
+		j.m.next, j.m.polling = page.Next, true
+		c.mu.Unlock()
+		if j.first {
+			// What a node held before the coordinator first asked is its own history, not
+			// the fleet's: the fleet's figures start now.
+			return
+		}
+		for _, iv := range page.Intervals {
+			if err := f.merger.Add(j.m.ID, j.offset, iv); err != nil {
+				c.log.Warn("fleet stats: interval not merged", "node", j.m.ID, "seq", iv.Seq, "err", err)
+			}
+		}
+	})
+	for _, fl := range f.merger.Ready(time.Now()) {
+		f.ingest(fl)
+	}
+}
+
+func (f *fleetStats) ingest(fl merge.Fleet) {
+	if fl.Late {
+		f.coll.IngestCumulative(fl.Interval)
+	} else {
+		f.coll.Ingest(fl.Interval)
+	}
+	c := f.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, nf := range fl.PerNode {
+		if m, ok := c.members[id]; ok {
+			m.figures.add(nf)
+		}
+	}
+}
+
+// nodeFigures are a node's last seconds, for its row in the fleet view.
+type nodeFigures struct {
+	last []merge.NodeFigures
+}
+
+func (f *nodeFigures) add(n merge.NodeFigures) {
+	f.last = append(f.last, n)
+	if len(f.last) > fleetWindow {
+		f.last = f.last[len(f.last)-fleetWindow:]
+	}
+}
+
+// fill sets s's achieved rates, p99s, error rate and saturation flag.
+func (f *nodeFigures) fill(s *MemberStatus) {
+	if len(f.last) == 0 {
+		return
+	}
+	secs := 0.0
+	ops, attempts := map[string]float64{}, map[string]float64{}
+	errs := 0.0
+	s.ResponseP99Ms, s.StartLagP99Ms = map[string]float64{}, map[string]float64{}
+	for _, n := range f.last {
+		secs += n.Seconds
+		for name, o := range n.Ops {
+			if stats.IsOperationSeries(name) {
+				continue // a class's operations are counted in the class
+			}
+			ops[name] += float64(o.Count)
+			attempts[name] += float64(o.Count + o.Errors)
+			errs += float64(o.Errors)
+			s.ResponseP99Ms[name] = max(s.ResponseP99Ms[name], o.ResponseP99/1000)
+			s.StartLagP99Ms[name] = max(s.StartLagP99Ms[name], o.StartLagP99/1000)
+		}
+	}
+	if secs <= 0 {
+		return
+	}
+	s.Achieved = map[string]float64{}
+	for name, n := range ops {
+		s.Achieved[name] = n / secs
+	}
+	s.ErrorsPerSec = errs / secs
+	if len(f.last) < 3 {
+		return // a node that just started is not judged on its first seconds
+	}
+	// Saturated: it did not even attempt its share (failed attempts count as sent: a node
+	// that sends its share and gets errors is the store's problem, not the generator's).
+	for name, want := range s.Assigned {
+		if want > 0 && s.Running[name] && attempts[name]/secs < saturatedBelow*want {
+			s.Saturated = true
+		}
+	}
+}

@@ -1,0 +1,75 @@
+// Package cluster runs a fleet of ndbench nodes from any one of them: the coordinator
+// side (membership from discovery, heartbeats, clock offsets, fan-out of commands, the
+// split of a fleet-wide rate and keyspace, synchronized starts, and the fleet's
+// statistics merged from every node's 1 s interval histograms) and the node side (the
+// Agent: answers heartbeats, starts at the common instant, and stops its own load when its
+// coordinator goes silent for the lease time).
+//
+// Nodes talk over their ordinary REST API with the shared token: a node's /api/v1 is the
+// peer protocol, plus two routes of its own (/api/v1/cluster/beat and /start) that refuse
+// any caller on a node without a token.
+package cluster
+
+import (
+	"time"
+
+	"github.com/ndbench/ndbench/internal/engine"
+)
+
+// BeatRequest is one heartbeat from a coordinator. A beat goes both ways in one exchange:
+// the request tells the node its coordinator is alive (renewing the lease), the response
+// tells the coordinator the node is, and the four timestamps give an NTP-style clock
+// offset sample.
+type BeatRequest struct {
+	// Coordinator is the coordinating node's id.
+	Coordinator string `json:"coordinator"`
+	// Run names the fleet run the node takes part in; "" = membership only: the node keeps
+	// no lease and its load is not the coordinator's.
+	Run string `json:"run,omitempty"`
+	// LeaseMs is how long the node keeps its load running without a beat from this
+	// coordinator; it stops the load by itself after that (0: no lease).
+	LeaseMs int64 `json:"leaseMs,omitempty"`
+	// Sent is the coordinator's clock when it sent the beat (t0).
+	Sent time.Time `json:"sent"`
+}
+
+// BeatResponse is a node's answer to a beat.
+type BeatResponse struct {
+	ID      string            `json:"id"`
+	Version string            `json:"version"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	// Received and Sent are the node's clock when the beat arrived (t1) and when the
+	// answer left (t2).
+	Received time.Time `json:"received"`
+	Sent     time.Time `json:"sent"`
+	// Driver is the initialized driver ("" when none).
+	Driver string `json:"driver"`
+	// Running has every op class of the workload and whether it runs.
+	Running map[string]bool `json:"running"`
+	// Backfill is the progress of the node's current or last backfill.
+	Backfill *engine.BackfillStatus `json:"backfill,omitempty"`
+	// FirstOps are the running classes' first operations since they started (node clock).
+	FirstOps map[string]time.Time `json:"firstOps,omitempty"`
+	// Run is the fleet run the node is part of ("" when none), and Orphaned tells that its
+	// last run's coordinator went silent and the node stopped its load by itself.
+	Run      string `json:"run,omitempty"`
+	Orphaned bool   `json:"orphaned,omitempty"`
+}
+
+// StartRequest starts op classes at an instant of the node's clock: the coordinator
+// converts its common instant with the node's measured offset.
+type StartRequest struct {
+	Coordinator string    `json:"coordinator"`
+	Run         string    `json:"run"`
+	At          time.Time `json:"at"`
+	// Ops are the classes to start; empty = every class of the workload.
+	Ops     []string `json:"ops,omitempty"`
+	LeaseMs int64    `json:"leaseMs"`
+}
+
+// ReleaseRequest ends a node's part in a run: its load is the coordinator's no longer,
+// so it keeps no lease (sent when the fleet's load is stopped).
+type ReleaseRequest struct {
+	Coordinator string `json:"coordinator"`
+	Run         string `json:"run"`
+}

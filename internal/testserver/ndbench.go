@@ -1,0 +1,45 @@
+package testserver
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+)
+
+// NdbenchPackage is the ndbench command's package, built by BuildNdbench.
+const NdbenchPackage = "github.com/ndbench/ndbench/cmd/ndbench"
+
+// BuildNdbench builds the ndbench binary into dir and returns its path. A test package
+// that starts ndbench processes (a fleet) builds it once, in TestMain or a sync.Once of
+// its own, and hands the path to Ndbench.
+func BuildNdbench(ctx context.Context, dir string) (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("build ndbench: the go command is needed: %w", err)
+	}
+	bin := filepath.Join(dir, "ndbench")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, NdbenchPackage)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w: %s", NdbenchPackage, err, tailLines(out, 20))
+	}
+	return bin, nil
+}
+
+// Ndbench starts `bin serve --listen 127.0.0.1:PORT` with the arguments args returns for
+// that address (its --advertise, --peers of a fleet, ...), and waits for /health. The
+// process is stopped by PID like every server of this package (SIGTERM, then SIGKILL),
+// and Kill stops it abruptly, as a node that dies.
+func Ndbench(ctx context.Context, bin string, args func(addr string) []string) (*Server, error) {
+	return start(ctx, "ndbench", spec{
+		command: func(s *Server) (*exec.Cmd, error) {
+			a := append([]string{"serve", "--listen", s.Addr()}, args(s.Addr())...)
+			return exec.Command(bin, a...), nil
+		},
+		ready:        httpReady,
+		readyTimeout: defaultReadyTimeout,
+		stopSignal:   syscall.SIGTERM,
+		stopTimeout:  defaultStopTimeout,
+	})
+}
