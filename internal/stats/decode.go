@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -29,13 +30,11 @@ type HistogramDecoder struct {
 	br                  bytes.Reader
 	zr                  io.ReadCloser
 
-	// The last histogram decoded: its non-zero buckets in index order, its geometry, and
-	// the library's decoding when the fast path did not apply.
-	idx      []int32
-	cnt      []int64
-	total    int64
-	geom     *geometry
-	fallback *hdrhistogram.Histogram
+	// The last histogram decoded: its non-zero buckets in index order, and its geometry.
+	idx []int32
+	cnt []int64
+	total int64
+	geom  *geometry
 }
 
 // geometry is what the fast path needs of a histogram geometry to map a V2 counts index
@@ -81,6 +80,15 @@ func (g *geometry) value(i int32) int64 {
 	return int64(sub) << uint(bucket)
 }
 
+// index returns the counts index of value v (0 ≤ v ≤ HighestValue), as hdrhistogram's
+// countsIndexFor with a unit magnitude of 0.
+func (g *geometry) index(v int64) int32 {
+	mask := int64(2*g.half - 1)
+	bucket := int32(64-bits.LeadingZeros64(uint64(v|mask))) - int32(g.halfMag+1)
+	sub := int32(v >> uint(bucket))
+	return (bucket+1)<<g.halfMag + sub - g.half
+}
+
 // highestEquivalent returns the highest value counted at counts index i.
 func (g *geometry) highestEquivalent(i int32) int64 {
 	bucket := max(int32(i>>g.halfMag)-1, 0)
@@ -93,77 +101,105 @@ const (
 	v2HeaderSize       = 40
 )
 
-// Merge decodes enc ("" is an empty histogram) and adds it into dst, which should have
-// the package geometry (NewHistogram or NewLagHistogram). An encoding of another geometry
-// is decoded by the library and merged as MergeHistograms would; values dst cannot hold
-// are an error. On an error dst is unchanged.
-func (d *HistogramDecoder) Merge(dst *hdrhistogram.Histogram, enc string) error {
-	d.idx, d.cnt, d.total, d.geom, d.fallback = d.idx[:0], d.cnt[:0], 0, nil, nil
+// Decode parses enc ("" is an empty histogram) into the decoder, for AddTo, MergeInto,
+// Count and Percentile. An encoding of the package geometries is read directly; one of
+// another geometry is decoded by the library and re-bucketed into NewHistogram's (as
+// MergeHistograms would), and values beyond HighestValue are an error. After an error the decoder holds an empty
+// histogram.
+func (d *HistogramDecoder) Decode(enc string) error {
+	d.idx, d.cnt, d.total, d.geom = d.idx[:0], d.cnt[:0], 0, respGeometry
 	if enc == "" {
 		return nil
 	}
 	g, err := d.decode(enc)
+	switch {
+	case err != nil:
+	case g == nil:
+		err = d.decodeForeign(enc)
+	default:
+		d.geom = g
+	}
 	if err != nil {
+		d.idx, d.cnt, d.total, d.geom = d.idx[:0], d.cnt[:0], 0, respGeometry
 		return err
-	}
-	if g == nil || dst.SignificantFigures() != g.digits || dst.LowestTrackableValue() != g.lowest || dst.HighestTrackableValue() != g.highest {
-		return d.mergeSlow(dst, enc)
-	}
-	d.geom = g
-	for i, ix := range d.idx {
-		if err := dst.RecordValues(g.value(ix), d.cnt[i]); err != nil {
-			// Cannot happen for a geometry equal to dst's; kept so a bug shows.
-			return fmt.Errorf("stats: merge decoded histogram: %w", err)
-		}
 	}
 	return nil
 }
 
-// Add decodes enc ("" is an empty histogram) and adds it into sum; an encoding of
-// another geometry than sum's is decoded by the library and re-bucketed as
-// MergeHistograms would. On an error sum is unchanged.
-func (d *HistogramDecoder) Add(sum *HistogramSum, enc string) error {
-	d.idx, d.cnt, d.total, d.geom, d.fallback = d.idx[:0], d.cnt[:0], 0, nil, nil
-	if enc == "" {
-		return nil
-	}
-	g, err := d.decode(enc)
-	if err != nil {
-		return err
-	}
-	if g != sum.g {
-		h := sum.newHistogram()
-		if err := d.mergeSlow(h, enc); err != nil {
-			return err
-		}
-		sum.addCounts(h.Export().Counts)
-		return nil
-	}
-	d.geom = g
-	if sum.total > math.MaxInt64-d.total {
-		return errors.New("stats: add decoded histogram: total count overflows")
-	}
-	counts := sum.counts[:g.countsLen]
-	for i, ix := range d.idx {
-		counts[ix] += d.cnt[i]
-	}
-	if len(d.idx) > 0 {
-		sum.lo, sum.hi = min(sum.lo, d.idx[0]), max(sum.hi, d.idx[len(d.idx)-1])
-	}
-	sum.total += d.total
-	return nil
-}
-
-func (d *HistogramDecoder) mergeSlow(dst *hdrhistogram.Histogram, enc string) error {
-	d.idx, d.cnt, d.total = d.idx[:0], d.cnt[:0], 0
+func (d *HistogramDecoder) decodeForeign(enc string) error {
 	h, err := DecodeHistogram([]byte(enc))
 	if err != nil {
 		return err
 	}
+	// The finest package geometry: a bucket of it lies within one bucket of the coarser
+	// lag geometry, so adding these into either kind of sum is what merging the original
+	// into it would give.
+	g, dst := respGeometry, NewHistogram()
 	if dropped := MergeHistograms(dst, h); dropped != 0 {
+		return fmt.Errorf("stats: decode histogram: %d values outside the histogram range", dropped)
+	}
+	d.idx, d.cnt, d.total = d.idx[:0], d.cnt[:0], 0
+	for i, c := range dst.Export().Counts {
+		if c != 0 {
+			d.idx, d.cnt = append(d.idx, int32(i)), append(d.cnt, c)
+			d.total += c
+		}
+	}
+	d.geom = g
+	return nil
+}
+
+// AddTo adds the histogram last decoded into sum. Buckets of the other package geometry
+// (a start-lag encoding into a latency sum) are re-bucketed by value.
+func (d *HistogramDecoder) AddTo(sum *HistogramSum) {
+	if len(d.idx) == 0 {
+		return
+	}
+	if d.geom == sum.g {
+		counts := sum.counts[:d.geom.countsLen]
+		for i, ix := range d.idx {
+			counts[ix] += d.cnt[i]
+		}
+		sum.lo, sum.hi = min(sum.lo, d.idx[0]), max(sum.hi, d.idx[len(d.idx)-1])
+	} else {
+		for i, ix := range d.idx {
+			j := sum.g.index(d.geom.value(ix))
+			sum.counts[j] += d.cnt[i]
+			sum.lo, sum.hi = min(sum.lo, j), max(sum.hi, j)
+		}
+	}
+	sum.total += d.total
+}
+
+// MergeInto adds the histogram last decoded into dst. Values dst cannot hold (a dst of
+// a narrower range than the package's) are an error, and dst then holds the others.
+func (d *HistogramDecoder) MergeInto(dst *hdrhistogram.Histogram) error {
+	var dropped int64
+	for i, ix := range d.idx {
+		if dst.RecordValues(d.geom.value(ix), d.cnt[i]) != nil {
+			dropped += d.cnt[i]
+		}
+	}
+	if dropped != 0 {
 		return fmt.Errorf("stats: merge decoded histogram: %d values outside the histogram range", dropped)
 	}
-	d.fallback = h
+	return nil
+}
+
+// Merge decodes enc and adds it into dst: Decode then MergeInto.
+func (d *HistogramDecoder) Merge(dst *hdrhistogram.Histogram, enc string) error {
+	if err := d.Decode(enc); err != nil {
+		return err
+	}
+	return d.MergeInto(dst)
+}
+
+// Add decodes enc and adds it into sum: Decode then AddTo. On an error sum is unchanged.
+func (d *HistogramDecoder) Add(sum *HistogramSum, enc string) error {
+	if err := d.Decode(enc); err != nil {
+		return err
+	}
+	d.AddTo(sum)
 	return nil
 }
 
@@ -292,21 +328,13 @@ func uvarint9(p []byte) (u uint64, n int) {
 }
 
 // Count returns the total count of the histogram last merged.
-func (d *HistogramDecoder) Count() int64 {
-	if d.fallback != nil {
-		return d.fallback.TotalCount()
-	}
-	return d.total
-}
+func (d *HistogramDecoder) Count() int64 { return d.total }
 
 // Percentile returns the value (microseconds) at percentile p of the histogram last
 // merged, as hdrhistogram's ValueAtPercentile computes it; 0 for an empty one. It lets a
 // coordinator report each node's own p99 beside the fleet's without keeping a histogram
 // per node.
 func (d *HistogramDecoder) Percentile(p float64) int64 {
-	if d.fallback != nil {
-		return d.fallback.ValueAtPercentile(p)
-	}
 	if d.total == 0 {
 		return 0
 	}
@@ -353,23 +381,6 @@ func newHistogramSum(g *geometry) *HistogramSum {
 	s := &HistogramSum{g: g, counts: make([]int64, g.countsLen)}
 	s.Reset()
 	return s
-}
-
-func (s *HistogramSum) newHistogram() *hdrhistogram.Histogram {
-	if s.g == lagGeometry {
-		return NewLagHistogram()
-	}
-	return NewHistogram()
-}
-
-func (s *HistogramSum) addCounts(counts []int64) {
-	for i, c := range counts[:min(len(counts), len(s.counts))] {
-		if c != 0 {
-			s.counts[i] += c
-			s.total += c
-			s.lo, s.hi = min(s.lo, int32(i)), max(s.hi, int32(i))
-		}
-	}
 }
 
 // Count returns the number of values summed.
