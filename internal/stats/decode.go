@@ -31,8 +31,8 @@ type HistogramDecoder struct {
 	zr                  io.ReadCloser
 
 	// The last histogram decoded: its non-zero buckets in index order, and its geometry.
-	idx []int32
-	cnt []int64
+	idx   []int32
+	cnt   []int64
 	total int64
 	geom  *geometry
 }
