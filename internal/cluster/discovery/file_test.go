@@ -43,8 +43,8 @@ func TestReadClusters(t *testing.T) {
   "url//like": ["h:1"],
   "Empty": []
 }`, map[string][]Member{
-			"Cluster1": {{ID: "node1:8080", Addr: "node1:8080", Cluster: "Cluster1"}, {ID: "node2:8080", Addr: "node2:8080", Cluster: "Cluster1"}},
-			"Cluster2": {{ID: "10.0.0.3:9000", Addr: "10.0.0.3:9000", Cluster: "Cluster2"}, {ID: "[fd00::4]:9000", Addr: "[fd00::4]:9000", Cluster: "Cluster2"}},
+			"Cluster1":  {{ID: "node1:8080", Addr: "node1:8080", Cluster: "Cluster1"}, {ID: "node2:8080", Addr: "node2:8080", Cluster: "Cluster1"}},
+			"Cluster2":  {{ID: "10.0.0.3:9000", Addr: "10.0.0.3:9000", Cluster: "Cluster2"}, {ID: "[fd00::4]:9000", Addr: "[fd00::4]:9000", Cluster: "Cluster2"}},
 			"url//like": {{ID: "h:1", Addr: "h:1", Cluster: "url//like"}},
 			"Empty":     {},
 		}},
