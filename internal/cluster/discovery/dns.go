@@ -91,6 +91,7 @@ func (d *dnsSource) String() string {
 // records it falls back to the name's A/AAAA records.
 func (d *dnsSource) Members(ctx context.Context) ([]Member, error) {
 	_, srvs, err := d.resolver.LookupSRV(ctx, "", "", d.name)
+	err = d.named(err)
 	if err != nil && !isNotFound(err) {
 		// Go drops SRV records whose target is not a valid name and reports it along with
 		// the valid ones; only a lookup that returned nothing is a failure.
@@ -155,7 +156,7 @@ func (d *dnsSource) address(ctx context.Context, host string) (netip.Addr, error
 func (d *dnsSource) lookupIPs(ctx context.Context, host string) ([]netip.Addr, error) {
 	ips, err := d.resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return nil, err
+		return nil, d.named(err)
 	}
 	for i, ip := range ips {
 		ips[i] = ip.Unmap()
@@ -166,6 +167,18 @@ func (d *dnsSource) lookupIPs(ctx context.Context, host string) ([]netip.Addr, e
 		return nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
 	}
 	return ips, nil
+}
+
+// named corrects the server a lookup error names: with a custom Dial, Go's resolver
+// names the first server of /etc/resolv.conf although it asked d.server.
+func (d *dnsSource) named(err error) error {
+	var de *net.DNSError
+	if d.server == "" || !errors.As(err, &de) {
+		return err
+	}
+	fixed := *de
+	fixed.Server = d.server
+	return &fixed
 }
 
 // isNotFound reports a lookup that found no such name, or no records of the type asked.
