@@ -30,6 +30,7 @@ type etcdSource struct {
 	mu      sync.Mutex
 	client  *clientv3.Client
 	closed  bool
+	stop    chan struct{}  // closed by Close
 	running sync.WaitGroup // Register's keep-alive goroutines
 }
 
@@ -39,7 +40,7 @@ var errClosed = errors.New("discovery closed")
 // newEtcd parses a comma-separated list of endpoints: host:port or
 // http(s)://[user:password@]host:port. Endpoints carrying credentials must agree on them.
 func newEtcd(target string, opts Options) (*etcdSource, error) {
-	e := &etcdSource{opts: opts}
+	e := &etcdSource{opts: opts, stop: make(chan struct{})}
 	var shown []string
 	for i, item := range strings.Split(target, ",") {
 		item = strings.TrimSpace(item)
@@ -117,21 +118,26 @@ func parseEndpoint(item string) (endpoint, user, password string, err error) {
 // String returns etcd:ENDPOINTS PREFIX, passwords masked.
 func (e *etcdSource) String() string { return e.shown }
 
-// Close stops the keep-alives of Register and closes the client. Registrations whose
-// context has not ended are not revoked: their keys expire after the TTL, as when a node
-// dies. End Register's context first for a clean leave.
+// Close stops the keep-alives of Register, waits for them and closes the client.
+// Registrations whose context has ended are revoked first; the others are not: their keys
+// expire after the TTL, as when a node dies. End Register's context before Close for a
+// clean leave.
 func (e *etcdSource) Close() error {
 	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
+		close(e.stop)
+	}
+	e.mu.Unlock()
+	e.running.Wait()
+	e.mu.Lock()
 	c := e.client
-	e.closed = true
 	e.client = nil
 	e.mu.Unlock()
-	var err error
 	if c != nil {
-		err = c.Close()
+		return c.Close()
 	}
-	e.running.Wait()
-	return err
+	return nil
 }
 
 // getClient returns the client, making it on first use.
@@ -233,6 +239,7 @@ func (e *etcdSource) Register(ctx context.Context, self Member) error {
 	if e.closed {
 		e.mu.Unlock()
 		cancel()
+		r.revoke(lease)
 		return fmt.Errorf("register %s in %s: %w", self.ID, e, errClosed)
 	}
 	e.running.Add(1)
@@ -279,23 +286,27 @@ func (r *registration) revoke(id clientv3.LeaseID) {
 	_, _ = r.c.Revoke(ctx, id)
 }
 
-// keepAlive drains the keep-alive responses until the lease is lost, then registers
-// again; when ctx ends it revokes the lease and returns. A closed client ends it too,
-// leaving the lease to expire.
+// keepAlive drains the keep-alive responses until ctx ends, when it revokes the lease, or
+// until Close, when it leaves the lease to expire. A lease lost meanwhile (the keep-alive
+// channel closed) is replaced by a new registration, retried until it succeeds.
 func (r *registration) keepAlive(ctx context.Context, lease clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse) {
 	retry := 100 * time.Millisecond
 	for {
-		for range ka {
-		}
-		// The channel closes when ctx ends, when the lease is gone, or when the client
-		// closed.
-		if ctx.Err() != nil {
+		select {
+		case _, ok := <-ka:
+			if ok || ctx.Err() != nil {
+				continue // ctx.Done is ready as well
+			}
+		case <-ctx.Done():
 			r.revoke(lease)
 			return
-		}
-		if r.c.Ctx().Err() != nil {
+		case <-r.e.stop:
+			if ctx.Err() != nil {
+				r.revoke(lease)
+			}
 			return
 		}
+		// The lease is gone: register again.
 		for {
 			var err error
 			lease, ka, err = r.put(ctx)
@@ -303,11 +314,10 @@ func (r *registration) keepAlive(ctx context.Context, lease clientv3.LeaseID, ka
 				retry = 100 * time.Millisecond
 				break
 			}
-			if ctx.Err() != nil || r.c.Ctx().Err() != nil {
-				return
-			}
 			select {
 			case <-ctx.Done():
+				return
+			case <-r.e.stop:
 				return
 			case <-time.After(retry):
 			}
