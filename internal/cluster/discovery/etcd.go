@@ -59,6 +59,13 @@ func newEtcd(target string, opts Options) (*etcdSource, error) {
 		e.endpoints = append(e.endpoints, ep)
 		shown = append(shown, show)
 	}
+	tls := func(ep string) bool { return strings.HasPrefix(ep, "https://") }
+	for i, ep := range e.endpoints {
+		if tls(ep) != tls(e.endpoints[0]) {
+			// The etcd client picks TLS or not from the first endpoint for all of them.
+			return nil, fmt.Errorf("etcd endpoint %d %q: mixes https and plain endpoints; use one kind", i+1, shown[i])
+		}
+	}
 	if (e.user == "") != (e.password == "") {
 		return nil, errors.New("etcd credentials need both a user and a password (http://user:password@host:port)")
 	}
