@@ -227,9 +227,13 @@ func hostPort(s string, port int) (string, error) {
 	return s, nil
 }
 
-// sortMembers sorts ms by ID and drops later members with an ID already seen.
+// sortMembers sorts ms by ID (then Addr, so that which of two members with one ID stays
+// does not depend on the order they came in, unless they are equal in both) and drops
+// later members with an ID already seen.
 func sortMembers(ms []Member) []Member {
-	slices.SortStableFunc(ms, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(ms, func(a, b Member) int {
+		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Addr, b.Addr))
+	})
 	return slices.CompactFunc(ms, func(a, b Member) bool { return a.ID == b.ID })
 }
 

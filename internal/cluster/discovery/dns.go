@@ -18,6 +18,7 @@ type dnsSource struct {
 	noClose
 	name     string // as given; a trailing dot makes it absolute
 	port     int    // for the A/AAAA fallback
+	portSet  bool   // the spec gave the port
 	server   string // host:port, or "" for the system's resolvers
 	resolver *net.Resolver
 }
@@ -34,7 +35,7 @@ func newDNS(target string, opts Options) (*dnsSource, error) {
 			}
 			return nil, fmt.Errorf("dns: %v (want dns:NAME or dns:NAME:PORT)", err)
 		}
-		d.name, d.port = name, p
+		d.name, d.port, d.portSet = name, p, true
 	}
 	if err := checkDNSName(d.name); err != nil {
 		return nil, fmt.Errorf("dns: %v (want dns:NAME or dns:NAME:PORT)", err)
@@ -78,9 +79,12 @@ func checkDNSName(name string) error {
 	return nil
 }
 
-// String returns dns:NAME:PORT, and the DNS server when one is set.
+// String returns the spec, dns:NAME or dns:NAME:PORT, and the DNS server when one is set.
 func (d *dnsSource) String() string {
-	s := "dns:" + d.name + ":" + strconv.Itoa(d.port)
+	s := "dns:" + d.name
+	if d.portSet {
+		s += ":" + strconv.Itoa(d.port)
+	}
 	if d.server != "" {
 		s += " via " + d.server
 	}

@@ -177,7 +177,7 @@ func TestDNSErrors(t *testing.T) {
 			t.Fatal("no error")
 		}
 		t.Log(err)
-		for _, w := range []string{"dns:nothing.example:8080 via " + server, "no SRV, A or AAAA records for nothing.example", "no such host"} {
+		for _, w := range []string{"dns:nothing.example via " + server, "no SRV, A or AAAA records for nothing.example", "no such host"} {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("error %q does not contain %q", err, w)
 			}

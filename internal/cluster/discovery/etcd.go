@@ -174,6 +174,7 @@ func (e *etcdSource) getClient() (*clientv3.Client, error) {
 
 // Members returns the members registered under the prefix. A key whose value is not a
 // member is an error naming the key: a fleet that silently lost a node would run short.
+// While etcd is unreachable it waits for it until ctx ends: give ctx a deadline.
 func (e *etcdSource) Members(ctx context.Context) ([]Member, error) {
 	c, err := e.getClient()
 	if err != nil {
