@@ -52,10 +52,23 @@
 //	config/tunable/list          the same, only the options that change a running load
 //	config/set, config/tunable/set   POST a JSON object {"numReaders": 8, "readRateLimit":
 //	                             500} (NDBench's form), or name=value form or query parameters
+//	cluster/list                 ["Cluster1", "localhost"]: the NDBench cluster names, sorted
+//	                             (NDBenchClusterResource; GET only, as there)
+//	cluster/{appname}/list       ["node1:8080", "node2:8080"]: that cluster's nodes as
+//	                             host:port, the addresses NDBench's UI then calls; 404 with
+//	                             the known names for a cluster that does not exist
+//
+// The cluster routes answer from the node's membership discovery (NewHandler's
+// Options.Discovery, see package discovery): with a clusters.json file (file:), its
+// clusters as NDBench lists them; with any other source, one cluster, DefaultClusterName
+// ("ndbench") unless Options.ClusterName says otherwise, holding every member. Without
+// discovery they answer this node alone, as NDBench's LocalClusterDiscovery does, at the
+// address the client reached it at. A failed discovery is NDBench's 500 ("get
+// cluster/list failed! ...").
 //
 // driver/initfromscript (Groovy), startConditionalDataFill, startVerifyDataFill and
 // runworkflow answer 501 with the reason and the ndbench way
-// (e.g. backfillVerify=true then startDataFill). NDBench's cluster routes are not served.
+// (e.g. backfillVerify=true then startDataFill).
 //
 // # Start parameters
 //

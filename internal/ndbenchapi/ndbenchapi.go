@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/engine"
@@ -52,10 +53,12 @@ type route struct {
 // api serves the routes of one instance. It holds no state of its own: everything it
 // reports is read from the instance at request time.
 type api struct {
-	inst    Node
-	origins *crossorigin.Policy
-	exact   map[string]route
-	prefix  map[string]route // routes with a trailing path parameter, keyed by "driver/init/"
+	inst        Node
+	origins     *crossorigin.Policy
+	discovery   discovery.Discoverer // nil: this node alone
+	clusterName string
+	exact       map[string]route
+	prefix      map[string]route // routes with a trailing path parameter, keyed by "driver/init/"
 }
 
 // Handler serves NDBench's REST API (ndbench-core's NdBenchResource and
@@ -65,7 +68,32 @@ type api struct {
 // sent by pages on other sites (403), whatever the method, unless their origin is trusted
 // by origins; a nil origins trusts no other origin.
 func Handler(inst Node, origins *crossorigin.Policy) http.Handler {
-	a := &api{inst: inst, origins: origins}
+	return NewHandler(inst, Options{Origins: origins})
+}
+
+// DefaultClusterName is the NDBench cluster name of members that are in no named cluster
+// (every member but those of a clusters.json file), and of this node alone.
+const DefaultClusterName = "ndbench"
+
+// Options are what NewHandler serves besides the node.
+type Options struct {
+	// Origins are the other origins trusted to change state (see Handler); nil trusts
+	// none.
+	Origins *crossorigin.Policy
+	// Discovery answers the cluster routes (cluster/list, cluster/{appname}/list); nil
+	// answers them with this node alone, as NDBench's LocalClusterDiscovery does.
+	Discovery discovery.Discoverer
+	// ClusterName names the cluster of members that have none; DefaultClusterName when
+	// empty.
+	ClusterName string
+}
+
+// NewHandler is Handler with the cluster routes answered from opts.Discovery.
+func NewHandler(inst Node, opts Options) http.Handler {
+	if opts.ClusterName == "" {
+		opts.ClusterName = DefaultClusterName
+	}
+	a := &api{inst: inst, origins: opts.Origins, discovery: opts.Discovery, clusterName: opts.ClusterName}
 	a.table()
 	return a
 }
@@ -86,14 +114,21 @@ func Routes() []Route {
 		out = append(out, Route{Path: Prefix + p, Methods: slices.Clone(rt.methods), ChangesState: rt.effect == changes})
 	}
 	for p, rt := range a.prefix {
-		param := "{key}"
-		if p == "driver/init/" {
-			param = "{client}"
-		}
-		out = append(out, Route{Path: Prefix + p + param, Methods: slices.Clone(rt.methods), ChangesState: rt.effect == changes})
+		out = append(out, Route{Path: Prefix + p + paramOf(p), Methods: slices.Clone(rt.methods), ChangesState: rt.effect == changes})
 	}
 	slices.SortFunc(out, func(x, y Route) int { return strings.Compare(x.Path, y.Path) })
 	return out
+}
+
+// paramOf is what follows a prefix route's prefix, as Routes shows it.
+func paramOf(prefix string) string {
+	switch prefix {
+	case "driver/init/":
+		return "{client}"
+	case "cluster/":
+		return "{appname}/list"
+	}
+	return "{key}"
 }
 
 // table builds the route table. Entries are positional so that none can leave out its
@@ -131,11 +166,13 @@ func (a *api) table() {
 		"config/tunable/list":    {get, reads, a.configList(true)},
 		"config/set":             {set, changes, a.configSet("Properties have been applied")},
 		"config/tunable/set":     {set, changes, a.configSet("Tunable Properties have been applied")},
+		"cluster/list":           {[]string{http.MethodGet}, reads, a.clusterList},
 	}
 	a.prefix = map[string]route{
 		"driver/init/":        {get, changes, a.init},
 		"driver/readSingle/":  {get, reads, a.readSingle},
 		"driver/writeSingle/": {get, changes, a.writeSingle},
+		"cluster/":            {[]string{http.MethodGet}, reads, a.clusterHosts},
 	}
 	for p, rt := range a.exact {
 		checkEffect(p, rt)
@@ -207,7 +244,7 @@ func (a *api) routeNames() []string {
 		names = append(names, n)
 	}
 	for n := range a.prefix {
-		names = append(names, n+"{param}")
+		names = append(names, n+paramOf(n))
 	}
 	slices.Sort(names)
 	return names

@@ -3,7 +3,9 @@ package stats
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,7 +40,25 @@ type Config struct {
 type Interval struct {
 	Start, End time.Time
 	// Ops has one entry per series, indexed by Op (registration order); each names itself.
+	// An Interval built elsewhere (decoded, or merged from several nodes) may hold its
+	// series in any order: consumers that take one from outside find series by Name.
 	Ops []OpInterval
+	// Fleet completeness, set on intervals a coordinator merged from several nodes
+	// (zero for a node's own tick). Nodes is how many nodes contributed. Partial marks an
+	// interval that lacks the data of some node expected in it, whose ids are in Missing
+	// (sorted): its counts are a lower bound, never to be read as the fleet's.
+	Nodes   int
+	Partial bool
+	Missing []string
+}
+
+// fleet returns iv's fleet completeness for the series ring, nil for a node's own
+// interval (so a node's points carry no extra allocation).
+func (iv *Interval) fleet() *fleetMark {
+	if iv.Nodes == 0 && !iv.Partial && len(iv.Missing) == 0 {
+		return nil
+	}
+	return &fleetMark{nodes: iv.Nodes, partial: iv.Partial, missing: slices.Clone(iv.Missing)}
 }
 
 // Op returns the entry of the series called name, or nil.
@@ -80,7 +100,8 @@ func (iv *Interval) Seconds() float64 { return spanSeconds(iv.Start, iv.End) }
 // Summary computes the interval's report.
 func (iv *Interval) Summary() Summary {
 	secs := iv.Seconds()
-	s := Summary{Start: iv.Start, End: iv.End, Seconds: secs, Ops: make(map[string]OpSummary, len(iv.Ops))}
+	s := Summary{Start: iv.Start, End: iv.End, Seconds: secs, Ops: make(map[string]OpSummary, len(iv.Ops)),
+		Nodes: iv.Nodes, Partial: iv.Partial, Missing: slices.Clone(iv.Missing)}
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		sum := buildOpSummary(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), secs, o.gauges())
@@ -144,6 +165,10 @@ type Collector struct {
 	latestE time.Time // end of the latest interval
 	ring    []pointRec
 	head    int // index of the oldest point once the ring is full
+	// cumPartial and cumMissing say the cumulative span includes ingested intervals that
+	// lacked some node's data, and whose.
+	cumPartial bool
+	cumMissing map[string]struct{}
 
 	subMu sync.Mutex
 	subs  []*subscriber // copy-on-write, so Tick reads it without holding subMu
@@ -332,12 +357,9 @@ func (c *Collector) Tick(now time.Time) *Interval {
 	defer c.tickMu.Unlock()
 
 	list := c.list()
-	iv := &c.iv
-	for len(iv.Ops) < len(list) {
-		iv.Ops = append(iv.Ops, OpInterval{Name: list[len(iv.Ops)].name,
-			Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram()})
-	}
+	iv := c.interval(list)
 	iv.Start, iv.End = c.last, now
+	iv.Nodes, iv.Partial, iv.Missing = 0, false, nil
 	c.backlogMu.Lock()
 	for i, s := range list {
 		o := &iv.Ops[i]
@@ -360,9 +382,28 @@ func (c *Collector) Tick(now time.Time) *Interval {
 		o.Counts = Counts{}
 		s.rec.drain(o.Response, o.Service, o.StartLag, &o.Counts)
 	}
+	c.publish(list, iv)
+	return iv
+}
 
+// interval returns the collector's reusable Interval with one entry per series of list.
+// The caller holds tickMu.
+func (c *Collector) interval(list []*series) *Interval {
+	iv := &c.iv
+	for len(iv.Ops) < len(list) {
+		iv.Ops = append(iv.Ops, OpInterval{Name: list[len(iv.Ops)].name,
+			Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram()})
+	}
+	return iv
+}
+
+// publish is the part of a tick after the interval is filled, shared by Tick and Ingest:
+// it merges iv (c.iv, in registration order) into the cumulative view, makes it the
+// latest interval and a point of the series, and hands it to the subscribers. The caller
+// holds tickMu.
+func (c *Collector) publish(list []*series, iv *Interval) {
 	// Percentiles are computed before taking mu so readers wait only for the merge.
-	p := pointRec{end: now.UnixNano(), seconds: float32(iv.Seconds()), ops: make([]opRec, len(list))}
+	p := pointRec{end: iv.End.UnixNano(), seconds: float32(iv.Seconds()), ops: make([]opRec, len(list)), fleet: iv.fleet()}
 	lag := make([]Latency, len(list))
 	for i := range list {
 		o := &iv.Ops[i]
@@ -379,8 +420,9 @@ func (c *Collector) Tick(now time.Time) *Interval {
 		s.cum.Add(&o.Counts)
 		s.latestLag = lag[i]
 	}
-	c.last = now
-	c.latest, c.latestT, c.latestE = p, iv.Start, now
+	c.markPartial(iv)
+	c.last = iv.End
+	c.latest, c.latestT, c.latestE = p, iv.Start, iv.End
 	// A sliver of an interval (the flush at the end of a run, a tick right after a reset)
 	// is no time-series point: a rate over a few milliseconds is noise, and charts would
 	// end on a false dip. Its operations still count in the cumulative view.
@@ -400,7 +442,110 @@ func (c *Collector) Tick(now time.Time) *Interval {
 	for _, s := range subs {
 		s.f(iv)
 	}
-	return iv
+}
+
+// markPartial records in the cumulative view that iv lacked some node's data, so the
+// cumulative report of a fleet says it undercounts. The caller holds mu.
+func (c *Collector) markPartial(iv *Interval) {
+	if !iv.Partial && len(iv.Missing) == 0 {
+		return
+	}
+	c.cumPartial = true
+	for _, n := range iv.Missing {
+		if c.cumMissing == nil {
+			c.cumMissing = map[string]struct{}{}
+		}
+		c.cumMissing[n] = struct{}{}
+	}
+}
+
+// Ingest publishes an interval built outside the collector, typically a fleet interval a
+// coordinator merged from its nodes' encoded intervals, exactly as Tick publishes one
+// drained from the recorders: it is merged into the cumulative view, becomes the latest
+// interval and a point of the series (with its completeness: Nodes, Partial, Missing),
+// and is handed to the subscribers, so every view of a node (Latest, Cumulative, Series,
+// SSE, Prometheus, reports, an IntervalLog) serves it identically.
+//
+// iv's series are matched by Name and registered as needed; a registered series that
+// iv lacks shows zero counts for the interval. Its gauges (TargetRate, Workers, Backlog,
+// Pending) are taken from iv, not from the collector's settings. Intervals must come in
+// time order: iv.End must be after the end of the previous interval (or the last Reset),
+// else nothing is applied and an error says so. iv is only read; the subscribers see
+// the collector's own copy.
+//
+// A collector fed by Ingest should not also be ticked from its recorders (Run, Tick):
+// the two would interleave in one series.
+func (c *Collector) Ingest(iv *Interval) error { return c.ingest(iv, true) }
+
+// IngestCumulative merges iv into the cumulative view only: not the latest interval, the
+// series or the subscribers. It is for data that arrives after its second was published
+// (a node's interval that came in after the coordinator's bounded wait), which must
+// still count in the totals but cannot rewrite history. It accepts any time order.
+func (c *Collector) IngestCumulative(iv *Interval) error { return c.ingest(iv, false) }
+
+func (c *Collector) ingest(src *Interval, publish bool) error {
+	ops := make([]Op, len(src.Ops))
+	for i := range src.Ops {
+		op, err := c.Register(src.Ops[i].Name)
+		if err != nil {
+			return fmt.Errorf("ingest interval %v..%v: %w", src.Start, src.End, err)
+		}
+		ops[i] = op
+	}
+	c.tickMu.Lock()
+	defer c.tickMu.Unlock()
+	list := c.list()
+	var dropped int64
+	if !publish {
+		c.mu.Lock()
+		for i := range src.Ops {
+			o, s := &src.Ops[i], list[ops[i]]
+			dropped += MergeHistograms(s.cumResp, o.Response)
+			dropped += MergeHistograms(s.cumSvc, o.Service)
+			dropped += MergeHistograms(s.cumLag, o.StartLag)
+			s.cum.Add(&o.Counts)
+		}
+		c.markPartial(src)
+		c.mu.Unlock()
+		return droppedErr(src, dropped)
+	}
+	if !src.End.After(c.last) {
+		return fmt.Errorf("ingest interval %v..%v: it ends before the end of the previous interval or the last reset (%v); intervals must come in time order",
+			src.Start, src.End, c.last)
+	}
+	iv := c.interval(list)
+	iv.Start, iv.End = src.Start, src.End
+	iv.Nodes, iv.Partial, iv.Missing = src.Nodes, src.Partial, append(iv.Missing[:0], src.Missing...)
+	for i := range list {
+		o := &iv.Ops[i]
+		resetHistogram(o.Response)
+		resetHistogram(o.Service)
+		resetHistogram(o.StartLag)
+		o.Counts = Counts{}
+		o.TargetRate, o.Workers, o.Backlog, o.Pending = 0, 0, 0, 0
+	}
+	for i := range src.Ops {
+		s, o := &src.Ops[i], &iv.Ops[ops[i]]
+		dropped += MergeHistograms(o.Response, s.Response)
+		dropped += MergeHistograms(o.Service, s.Service)
+		dropped += MergeHistograms(o.StartLag, s.StartLag)
+		o.Counts.Add(&s.Counts)
+		o.TargetRate += s.TargetRate
+		o.Workers += s.Workers
+		o.Backlog = max(o.Backlog, s.Backlog)
+		o.Pending += s.Pending
+	}
+	c.publish(list, iv)
+	return droppedErr(src, dropped)
+}
+
+// droppedErr reports values an ingested interval held outside the package geometry: a
+// sender with other histograms, whose totals the views now understate.
+func droppedErr(iv *Interval, dropped int64) error {
+	if dropped == 0 {
+		return nil
+	}
+	return fmt.Errorf("ingest interval %v..%v: %d latencies outside the histogram range were dropped", iv.Start, iv.End, dropped)
 }
 
 func resetHistogram(h *hdrhistogram.Histogram) {
@@ -433,6 +578,7 @@ func (c *Collector) ResetAt(now time.Time) {
 		resetHistogram(s.cumLag)
 		s.cum = Counts{}
 	}
+	c.cumPartial, c.cumMissing = false, nil
 	c.start, c.last = now, now
 }
 
@@ -459,7 +605,8 @@ func (c *Collector) Latest() Summary {
 		s.StartLag = list[i].latestLag
 		p.Ops[list[i].name] = s
 	}
-	return Summary{Start: c.latestT, End: c.latestE, Seconds: spanSeconds(c.latestT, c.latestE), Ops: p.Ops}
+	return Summary{Start: c.latestT, End: c.latestE, Seconds: spanSeconds(c.latestT, c.latestE), Ops: p.Ops,
+		Nodes: p.Nodes, Partial: p.Partial, Missing: p.Missing}
 }
 
 func (c *Collector) emptySummary() Summary {
@@ -497,6 +644,10 @@ func (c *Collector) Cumulative() Summary {
 		sum := buildOpSummary(&se.cum, LatencyOf(se.cumResp), LatencyOf(se.cumSvc), secs, g)
 		sum.StartLag = LatencyOf(se.cumLag)
 		s.Ops[se.name] = sum
+	}
+	s.Partial = c.cumPartial
+	if len(c.cumMissing) > 0 {
+		s.Missing = slices.Sorted(maps.Keys(c.cumMissing))
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -27,6 +28,12 @@ type EncodedInterval struct {
 	SpanStart time.Time `json:"spanStart"`
 	// Ops has every series (op class, or operation of a class) by name.
 	Ops map[string]EncodedOp `json:"ops"`
+	// Nodes, Partial and Missing carry a fleet interval's completeness (see Interval),
+	// so a coordinator's encoded intervals say which seconds lack some node's data;
+	// absent on a node's own.
+	Nodes   int      `json:"nodes,omitempty"`
+	Partial bool     `json:"partial,omitempty"`
+	Missing []string `json:"missing,omitempty"`
 }
 
 // EncodedOp is one series' share of an EncodedInterval.
@@ -49,7 +56,8 @@ type EncodedOp struct {
 
 // EncodeInterval encodes iv as interval seq of the span that started at spanStart.
 func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInterval, error) {
-	e := EncodedInterval{Seq: seq, Start: iv.Start, End: iv.End, SpanStart: spanStart, Ops: make(map[string]EncodedOp, len(iv.Ops))}
+	e := EncodedInterval{Seq: seq, Start: iv.Start, End: iv.End, SpanStart: spanStart, Ops: make(map[string]EncodedOp, len(iv.Ops)),
+		Nodes: iv.Nodes, Partial: iv.Partial, Missing: slices.Clone(iv.Missing)}
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		eo := EncodedOp{
@@ -86,7 +94,8 @@ func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInter
 // (merge intervals by Name, not by position: another node may have registered its
 // series in another order). A name that cannot name a series is an error.
 func (e *EncodedInterval) Decode() (*Interval, error) {
-	iv := &Interval{Start: e.Start, End: e.End, Ops: make([]OpInterval, 0, len(e.Ops))}
+	iv := &Interval{Start: e.Start, End: e.End, Ops: make([]OpInterval, 0, len(e.Ops)),
+		Nodes: e.Nodes, Partial: e.Partial, Missing: slices.Clone(e.Missing)}
 	names := make([]string, 0, len(e.Ops))
 	for name := range e.Ops {
 		if err := CheckSeriesName(name); err != nil {
@@ -180,7 +189,8 @@ func (l *IntervalLog) add(iv *Interval) {
 		// Keep the sequence gapless: a reader sees an interval without histograms rather
 		// than a hole it cannot explain; the error is reported by Since.
 		l.err = err
-		e = EncodedInterval{Seq: l.next, Start: iv.Start, End: iv.End, SpanStart: l.coll.SpanStart()}
+		e = EncodedInterval{Seq: l.next, Start: iv.Start, End: iv.End, SpanStart: l.coll.SpanStart(),
+			Nodes: iv.Nodes, Partial: iv.Partial, Missing: slices.Clone(iv.Missing)}
 	}
 	l.next++
 	size := encodedSize(&e)

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"slices"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -17,6 +18,12 @@ type Summary struct {
 	// Ops has one entry per series (op class, or operation of a class), keyed by name:
 	// always the built-in read, write and backfill, and every series registered since.
 	Ops map[string]OpSummary `json:"ops"`
+	// Nodes, Partial and Missing are the fleet completeness of a coordinator's span
+	// (see Point); absent on a node's own. A cumulative view is Partial if any of its
+	// intervals was, and Missing then lists every node that was missing from one.
+	Nodes   int      `json:"nodes,omitempty"`
+	Partial bool     `json:"partial,omitempty"`
+	Missing []string `json:"missing,omitempty"`
 }
 
 // OpSummary is the report of one op class over a span. Latencies are in microseconds.
@@ -64,6 +71,19 @@ type Point struct {
 	// Time is the end of the interval.
 	Time time.Time            `json:"t"`
 	Ops  map[string]OpSummary `json:"ops"`
+	// Nodes is how many nodes contributed to a fleet interval (absent on a node's own
+	// series). Partial marks a fleet interval that lacks the data of the nodes listed in
+	// Missing (sorted ids): its counts are a lower bound, and a chart should say so.
+	Nodes   int      `json:"nodes,omitempty"`
+	Partial bool     `json:"partial,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+}
+
+// fleetMark is a series point's fleet completeness (see Point).
+type fleetMark struct {
+	nodes   int
+	partial bool
+	missing []string
 }
 
 // gauges are the engine's settings and pacing state sampled at a tick.
@@ -106,7 +126,8 @@ type opRec struct {
 type pointRec struct {
 	end     int64 // unix nanoseconds
 	seconds float32
-	ops     []opRec // by Op: the series registered at the tick
+	ops     []opRec    // by Op: the series registered at the tick
+	fleet   *fleetMark // nil for a node's own tick, so its points stay compact
 }
 
 func newOpRec(c *Counts, resp, svc Latency, g gauges) opRec {
@@ -130,7 +151,11 @@ func (p *pointRec) point(list []*series) Point {
 		s.BacklogMs = float64(r.backlogMs)
 		ops[list[i].name] = s
 	}
-	return Point{Time: time.Unix(0, p.end), Ops: ops}
+	pt := Point{Time: time.Unix(0, p.end), Ops: ops}
+	if f := p.fleet; f != nil {
+		pt.Nodes, pt.Partial, pt.Missing = f.nodes, f.partial, slices.Clone(f.missing)
+	}
+	return pt
 }
 
 // SummarizeOp builds the report of one op class from its counters and latency

@@ -1,0 +1,335 @@
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// etcdSource finds members under a key prefix in etcd and registers nodes there. Its
+// client is made on first use (connecting with credentials authenticates, which is I/O)
+// and closed by Close.
+type etcdSource struct {
+	endpoints []string // without credentials
+	user      string
+	password  string
+	shown     string // the spec as String shows it
+	opts      Options
+
+	mu      sync.Mutex
+	client  *clientv3.Client
+	closed  bool
+	stop    chan struct{}  // closed by Close
+	running sync.WaitGroup // Register's keep-alive goroutines
+}
+
+// errClosed is what an etcd discoverer answers after Close.
+var errClosed = errors.New("discovery closed")
+
+// newEtcd parses a comma-separated list of endpoints: host:port or
+// http(s)://[user:password@]host:port. Endpoints carrying credentials must agree on them.
+func newEtcd(target string, opts Options) (*etcdSource, error) {
+	e := &etcdSource{opts: opts, stop: make(chan struct{})}
+	var shown []string
+	for i, item := range strings.Split(target, ",") {
+		item = strings.TrimSpace(item)
+		show := driver.Shown(false, item)
+		ep, user, pass, err := parseEndpoint(item)
+		if err != nil {
+			return nil, fmt.Errorf("etcd endpoint %d %q: %v", i+1, show, err)
+		}
+		if user != "" || pass != "" {
+			if e.user == "" && e.password == "" {
+				e.user, e.password = user, pass
+			} else if user != e.user || pass != e.password {
+				return nil, fmt.Errorf("etcd endpoint %d %q: its credentials differ from an earlier endpoint's; one etcd cluster has one login", i+1, show)
+			}
+		}
+		e.endpoints = append(e.endpoints, ep)
+		shown = append(shown, show)
+	}
+	tls := func(ep string) bool { return strings.HasPrefix(ep, "https://") }
+	for i, ep := range e.endpoints {
+		if tls(ep) != tls(e.endpoints[0]) {
+			// The etcd client picks TLS or not from the first endpoint for all of them.
+			return nil, fmt.Errorf("etcd endpoint %d %q: mixes https and plain endpoints; use one kind", i+1, shown[i])
+		}
+	}
+	if (e.user == "") != (e.password == "") {
+		return nil, errors.New("etcd credentials need both a user and a password (http://user:password@host:port)")
+	}
+	e.shown = "etcd:" + strings.Join(shown, ",") + " " + opts.EtcdPrefix
+	return e, nil
+}
+
+// parseEndpoint splits an endpoint into what the etcd client dials and its credentials.
+// Error messages never contain the password.
+func parseEndpoint(item string) (endpoint, user, password string, err error) {
+	if item == "" {
+		return "", "", "", errors.New("empty endpoint")
+	}
+	if scheme, _, ok := strings.Cut(item, "://"); ok {
+		if scheme != "http" && scheme != "https" {
+			return "", "", "", fmt.Errorf("scheme %q: want http or https", scheme)
+		}
+		u, perr := url.Parse(item)
+		if perr != nil {
+			// url.Parse quotes the whole URL, password included: say only what is wrong.
+			return "", "", "", errors.New("not a valid URL (percent-encode special characters in the password)")
+		}
+		if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" {
+			return "", "", "", errors.New("want scheme://[user:password@]host:port with no path or query")
+		}
+		if u.User != nil {
+			user = u.User.Username()
+			password, _ = u.User.Password()
+		}
+		if err := checkAddr(u.Host); err != nil {
+			return "", "", "", err
+		}
+		return scheme + "://" + u.Host, user, password, nil
+	}
+	host := item
+	if at := strings.LastIndex(item, "@"); at >= 0 {
+		userinfo := item[:at]
+		host = item[at+1:]
+		var ok bool
+		user, password, ok = strings.Cut(userinfo, ":")
+		if !ok {
+			return "", "", "", errors.New("credentials without a password; want user:password@host:port")
+		}
+		if user, err = url.PathUnescape(user); err != nil {
+			return "", "", "", errors.New("user is not validly percent-encoded")
+		}
+		if password, err = url.PathUnescape(password); err != nil {
+			return "", "", "", errors.New("password is not validly percent-encoded")
+		}
+	}
+	if err := checkAddr(host); err != nil {
+		return "", "", "", err
+	}
+	return host, user, password, nil
+}
+
+// String returns etcd:ENDPOINTS PREFIX, passwords masked.
+func (e *etcdSource) String() string { return e.shown }
+
+// Close stops the keep-alives of Register, waits for them and closes the client.
+// Registrations whose context has ended are revoked first; the others are not: their keys
+// expire after the TTL, as when a node dies. End Register's context before Close for a
+// clean leave.
+func (e *etcdSource) Close() error {
+	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
+		close(e.stop)
+	}
+	e.mu.Unlock()
+	e.running.Wait()
+	e.mu.Lock()
+	c := e.client
+	e.client = nil
+	e.mu.Unlock()
+	if c != nil {
+		return c.Close()
+	}
+	return nil
+}
+
+// getClient returns the client, making it on first use.
+func (e *etcdSource) getClient() (*clientv3.Client, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errClosed
+	}
+	if e.client != nil {
+		return e.client, nil
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   e.endpoints,
+		Username:    e.user,
+		Password:    e.password,
+		DialTimeout: e.opts.EtcdDialTimeout,
+		// The client logs every reconnect attempt; errors reach the caller instead.
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", e, err)
+	}
+	e.client = c
+	return c, nil
+}
+
+// Members returns the members registered under the prefix. A key whose value is not a
+// member is an error naming the key: a fleet that silently lost a node would run short.
+// While etcd is unreachable it waits for it until ctx ends: give ctx a deadline.
+func (e *etcdSource) Members(ctx context.Context) ([]Member, error) {
+	c, err := e.getClient()
+	if err != nil {
+		return nil, fmt.Errorf("discover members (%s): %w", e, err)
+	}
+	resp, err := c.Get(ctx, e.opts.EtcdPrefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("discover members (%s): %w", e, err)
+	}
+	ms := make([]Member, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		key := string(kv.Key)
+		var m Member
+		if err := json.Unmarshal(kv.Value, &m); err != nil {
+			return nil, fmt.Errorf("discover members (%s): key %s: not a JSON member: %v", e, key, err)
+		}
+		m.ID = strings.TrimPrefix(key, e.opts.EtcdPrefix)
+		if err := checkMember(m); err != nil {
+			return nil, fmt.Errorf("discover members (%s): key %s: %v", e, key, err)
+		}
+		ms = append(ms, m)
+	}
+	return sortMembers(ms), nil
+}
+
+// checkMember checks what a member must have to be reached.
+func checkMember(m Member) error {
+	if m.ID == "" || strings.Contains(m.ID, "/") {
+		return fmt.Errorf("member id %q: want a non-empty id without '/'", m.ID)
+	}
+	if err := checkAddr(m.Addr); err != nil {
+		return fmt.Errorf("member %s: addr %q: %v", m.ID, driver.Shown(false, m.Addr), err)
+	}
+	if m.Weight < 0 || math.IsNaN(m.Weight) || math.IsInf(m.Weight, 0) {
+		return fmt.Errorf("member %s: weight %v: want a number >= 0", m.ID, m.Weight)
+	}
+	return nil
+}
+
+// ttlSeconds is the lease TTL in whole seconds, rounded up.
+func (e *etcdSource) ttlSeconds() int64 {
+	return int64(math.Ceil(e.opts.EtcdTTL.Seconds()))
+}
+
+// Register puts self under EtcdPrefix+self.ID with a lease of EtcdTTL and keeps the lease
+// alive in the background until ctx ends, when it revokes the lease so the key goes at
+// once. If the lease is lost (it expired while etcd was unreachable, or was revoked by
+// someone else), it registers again with a new lease, retrying until ctx ends. Register
+// returns once the first put succeeded, or with its error.
+func (e *etcdSource) Register(ctx context.Context, self Member) error {
+	if err := checkMember(self); err != nil {
+		return fmt.Errorf("register in %s: %v", e, err)
+	}
+	value, err := json.Marshal(self)
+	if err != nil {
+		return fmt.Errorf("register %s in %s: %w", self.ID, e, err)
+	}
+	c, err := e.getClient()
+	if err != nil {
+		return fmt.Errorf("register %s in %s: %w", self.ID, e, err)
+	}
+	r := &registration{e: e, c: c, key: e.opts.EtcdPrefix + self.ID, value: string(value)}
+	kaCtx, cancel := context.WithCancel(ctx)
+	lease, ka, err := r.put(kaCtx)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("register %s in %s: %w", self.ID, e, err)
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		cancel()
+		r.revoke(lease)
+		return fmt.Errorf("register %s in %s: %w", self.ID, e, errClosed)
+	}
+	e.running.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.running.Done()
+		defer cancel()
+		r.keepAlive(kaCtx, lease, ka)
+	}()
+	return nil
+}
+
+// registration is one node's key and the loop that keeps it.
+type registration struct {
+	e     *etcdSource
+	c     *clientv3.Client
+	key   string
+	value string
+}
+
+// put grants a lease, puts the key with it and starts its keep-alive, which ends with
+// ctx.
+func (r *registration) put(ctx context.Context) (clientv3.LeaseID, <-chan *clientv3.LeaseKeepAliveResponse, error) {
+	grant, err := r.c.Grant(ctx, r.e.ttlSeconds())
+	if err != nil {
+		return 0, nil, fmt.Errorf("grant lease: %w", err)
+	}
+	if _, err := r.c.Put(ctx, r.key, r.value, clientv3.WithLease(grant.ID)); err != nil {
+		r.revoke(grant.ID)
+		return 0, nil, fmt.Errorf("put %s: %w", r.key, err)
+	}
+	ka, err := r.c.KeepAlive(ctx, grant.ID)
+	if err != nil {
+		r.revoke(grant.ID)
+		return 0, nil, fmt.Errorf("keep lease alive: %w", err)
+	}
+	return grant.ID, ka, nil
+}
+
+// revoke revokes a lease, bounded by the dial timeout; failure leaves it to expire.
+func (r *registration) revoke(id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.e.opts.EtcdDialTimeout)
+	defer cancel()
+	_, _ = r.c.Revoke(ctx, id)
+}
+
+// keepAlive drains the keep-alive responses until ctx ends, when it revokes the lease, or
+// until Close, when it leaves the lease to expire. A lease lost meanwhile (the keep-alive
+// channel closed) is replaced by a new registration, retried until it succeeds.
+func (r *registration) keepAlive(ctx context.Context, lease clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse) {
+	retry := 100 * time.Millisecond
+	for {
+		select {
+		case _, ok := <-ka:
+			if ok || ctx.Err() != nil {
+				continue // ctx.Done is ready as well
+			}
+		case <-ctx.Done():
+			r.revoke(lease)
+			return
+		case <-r.e.stop:
+			if ctx.Err() != nil {
+				r.revoke(lease)
+			}
+			return
+		}
+		// The lease is gone: register again.
+		for {
+			var err error
+			lease, ka, err = r.put(ctx)
+			if err == nil {
+				retry = 100 * time.Millisecond
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.e.stop:
+				return
+			case <-time.After(retry):
+			}
+			retry = min(2*retry, r.e.opts.EtcdTTL/2+time.Second)
+		}
+	}
+}
