@@ -6,7 +6,7 @@ GO          ?= go
 BIN         := bin/ndbench
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback.
-INTEGRATION := ./internal/testserver/ ./internal/engine/ ./drivers/...
+INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... ./drivers/...
 
 .PHONY: build run test unit integration ui lint bench bench-micro bench-program bench-drivers clean
 

@@ -75,6 +75,8 @@ type FleetMembersBody struct {
 	// Run is the current fleet run's id ("" when the fleet runs no load).
 	Run    string `json:"run"`
 	Driver string `json:"driver"`
+	// StartAt is the common start instant of the last fleet start (coordinator clock).
+	StartAt time.Time `json:"startAt,omitzero"`
 }
 
 // FleetConfigRequest changes fleet configuration values at one scope.
@@ -97,7 +99,7 @@ func (s *Server) fleetRoutes() {
 	register(s, readOnly, huma.Operation{OperationID: "fleet-members", Method: http.MethodGet, Path: "/api/v1/fleet/members", Tags: []string{"fleet"},
 		Summary: "The fleet's nodes", Description: "Each node's health, state, clock offset, assigned and achieved rates, p99 and flags (saturated: below 95% of its assigned rate, so its numbers are the generator's)."},
 		nil, func(context.Context, *empty) (*out[FleetMembersBody], error) {
-			return &out[FleetMembersBody]{FleetMembersBody{Members: c.Members(), Run: c.RunID(), Driver: c.Driver()}}, nil
+			return &out[FleetMembersBody]{FleetMembersBody{Members: c.Members(), Run: c.RunID(), Driver: c.Driver(), StartAt: c.StartedAt()}}, nil
 		})
 	register(s, readOnly, huma.Operation{OperationID: "fleet-get-config", Method: http.MethodGet, Path: "/api/v1/fleet/config", Tags: []string{"fleet"},
 		Summary: "The fleet's configuration values by scope"},
@@ -140,7 +142,7 @@ func (s *Server) fleetRoutes() {
 				if err := act.f(ctx, in.ID, req.Ops...); err != nil {
 					return nil, err
 				}
-				return &out[FleetMembersBody]{FleetMembersBody{Members: c.Members(), Run: c.RunID(), Driver: c.Driver()}}, nil
+				return &out[FleetMembersBody]{FleetMembersBody{Members: c.Members(), Run: c.RunID(), Driver: c.Driver(), StartAt: c.StartedAt()}}, nil
 			})
 	}
 }

@@ -43,7 +43,7 @@ type Options struct {
 	BeatEvery time.Duration
 	Refresh   time.Duration
 	// SuspectAfter and LostAfter: a node without an answered beat for this long is
-	// suspect (3 s), then lost (8 s). A busy node still answers beats: they are served
+	// suspect (3 s), then lost (6 s). A busy node still answers beats: they are served
 	// by the HTTP server, not queued behind the load.
 	SuspectAfter time.Duration
 	LostAfter    time.Duration
@@ -72,7 +72,7 @@ func (o *Options) defaults() {
 	def(&o.BeatEvery, time.Second)
 	def(&o.Refresh, 2*time.Second)
 	def(&o.SuspectAfter, 3*time.Second)
-	def(&o.LostAfter, 8*time.Second)
+	def(&o.LostAfter, 6*time.Second)
 	def(&o.Lease, 10*time.Second)
 	def(&o.MaxSkew, 100*time.Millisecond)
 	def(&o.StartDelay, time.Second)
@@ -632,6 +632,20 @@ func newRunID() string {
 // skew checked, the fleet's rates divided among them. It fails without starting anything
 // when a node's clock is unknown or too far off.
 func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, error) {
+	// A fleet just formed may have one clock sample per node: take the missing ones now
+	// rather than refuse the start.
+	for range offsetSamples {
+		c.mu.Lock()
+		unknown := false
+		for _, m := range c.alive() {
+			unknown = unknown || !m.clockKnown()
+		}
+		c.mu.Unlock()
+		if !unknown {
+			break
+		}
+		c.beatAll(ctx)
+	}
 	c.mu.Lock()
 	ms := c.alive()
 	if len(ms) == 0 {
@@ -931,4 +945,11 @@ func (c *Coordinator) StopNode(ctx context.Context, id string, classes ...string
 		return err
 	}
 	return m.peer.call(ctx, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
+}
+
+// StartedAt is the common start instant of the last fleet start (zero before one).
+func (c *Coordinator) StartedAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.startAt
 }

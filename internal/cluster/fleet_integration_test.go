@@ -221,14 +221,17 @@ func TestFleetSplitsTheRateAndMergesExactly(t *testing.T) {
 	}
 	call(t, http.MethodPost, f.url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
 	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"scope": "node:" + slowID,
-		"values": map[string]any{"drivers.memory.serviceTime": "2ms", "drivers.memory.serviceTimeMax": "4ms"}}, nil)
+		"values": map[string]any{"drivers.memory.serviceTime": "10ms", "drivers.memory.serviceTimeMax": "20ms", "workload.readers": 128}}, nil)
 	call(t, http.MethodPost, f.url("/api/v1/stats/reset"), nil, nil)
 
 	call(t, http.MethodPost, f.url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
-	start := time.Now()
 	time.Sleep(12 * time.Second)
+	var fm struct {
+		StartAt time.Time `json:"startAt"`
+	}
+	call(t, http.MethodGet, f.url("/api/v1/fleet/members"), nil, &fm)
 	call(t, http.MethodPost, f.url("/api/v1/load/stop"), map[string]any{"ops": []string{"read"}}, nil)
-	ran := time.Since(start)
+	ran := time.Since(fm.StartAt) // from the common start instant to the stop
 	for _, m := range f.members() {
 		if m.Assigned["read"] != 4000 {
 			t.Errorf("node %s assigned %v reads/s, want 4000", m.ID, m.Assigned["read"])
