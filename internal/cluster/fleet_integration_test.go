@@ -126,7 +126,7 @@ func tryCall(method, url string, in, out any) error {
 	return nil
 }
 
-func (f *fleet) url(path string) string  { return "http://" + f.coord().Addr() + "/fleet" + path }
+func (f *fleet) url(path string) string                { return "http://" + f.coord().Addr() + "/fleet" + path }
 func nodeURL(s *testserver.Server, path string) string { return "http://" + s.Addr() + path }
 
 type memberStatus struct {

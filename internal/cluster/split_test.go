@@ -49,9 +49,9 @@ func TestEffectiveSplitsRatesByScope(t *testing.T) {
 	c := splitMember{id: "c", labels: map[string]string{"zone": "z2"}}
 	all := []splitMember{a, b, c}
 	sc := scopes{
-		{Kind: ScopeFleet}:                              {"workload.readRate": "10000", "workload.writeRate": "500", "workload.readers": "8"},
+		{Kind: ScopeFleet}: {"workload.readRate": "10000", "workload.writeRate": "500", "workload.readers": "8"},
 		{Kind: ScopeGroup, Label: "zone", Value: "z1"}: {"workload.writeRate": "400"},
-		{Kind: ScopeNode, Node: "c"}:                    {"workload.readers": "2", "workload.ops.scan.rate": "77"},
+		{Kind: ScopeNode, Node: "c"}:                   {"workload.readers": "2", "workload.ops.scan.rate": "77"},
 	}
 	want := map[string]map[string]string{
 		"a": {"workload.readRate": "2000", "workload.writeRate": "100", "workload.readers": "8"},
