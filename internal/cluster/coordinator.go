@@ -450,6 +450,7 @@ func (c *Coordinator) InitDriver(ctx context.Context, name string, opts map[stri
 	c.mu.Lock()
 	c.driver, c.drvOpts = name, maps.Clone(opts)
 	c.mu.Unlock()
+	defer c.beatAll(ctx) // the answer's status is the nodes' new one
 	if err != nil {
 		return err
 	}
@@ -463,6 +464,7 @@ func (c *Coordinator) Shutdown(ctx context.Context) error {
 	c.driver, c.drvOpts = "", nil
 	c.mu.Unlock()
 	_ = c.release(ctx)
+	defer c.beatAll(ctx)
 	return c.fanOut("driver shutdown", ms, func(m *member) error {
 		return m.peer.call(ctx, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
 	})
@@ -687,6 +689,7 @@ func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, 
 	c.mu.Lock()
 	c.startAt, c.started = at, slices.Clone(classes)
 	c.mu.Unlock()
+	defer c.beatAll(ctx)
 	err := c.fanOut("start", ms, func(m *member) error {
 		req := StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at.Add(m.offset), Ops: classes, LeaseMs: c.opts.Lease.Milliseconds()}
 		return m.peer.call(ctx, http.MethodPost, "/api/v1/cluster/start", req, nil)
@@ -700,6 +703,7 @@ func (c *Coordinator) Stop(ctx context.Context, classes ...string) error {
 	c.mu.Lock()
 	ms := c.alive()
 	c.mu.Unlock()
+	defer c.beatAll(ctx)
 	err := c.fanOut("stop", ms, func(m *member) error {
 		return m.peer.call(ctx, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
 	})
@@ -768,6 +772,7 @@ func (c *Coordinator) Backfill(ctx context.Context, opts BackfillOptions) error 
 		total += s.w()
 	}
 	c.mu.Unlock()
+	defer c.beatAll(ctx)
 	return c.fanOut("backfill", ms, func(m *member) error {
 		i := slices.Index(ms, m)
 		req := map[string]any{"workers": opts.Workers, "verify": opts.Verify, "keyStart": ranges[i].Start, "keyEnd": ranges[i].End}
@@ -788,6 +793,7 @@ func (c *Coordinator) StopBackfill(ctx context.Context) error {
 	c.mu.Lock()
 	ms := c.alive()
 	c.mu.Unlock()
+	defer c.beatAll(ctx)
 	return c.fanOut("backfill stop", ms, func(m *member) error {
 		return m.peer.call(ctx, http.MethodPost, "/api/v1/backfill/stop", nil, nil)
 	})

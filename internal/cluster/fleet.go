@@ -122,6 +122,9 @@ func (f *Fleet) Status() instance.Status {
 			bf.Corrupt += b.Corrupt
 		}
 	}
+	if bf == nil && st.Initialized {
+		bf = &engine.BackfillStatus{Phase: "idle"}
+	}
 	st.Backfill = bf
 	st.ReadsRunning, st.WritesRunning = st.Running[config.ClassRead], st.Running[config.ClassWrite]
 	return st

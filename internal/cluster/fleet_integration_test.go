@@ -3,15 +3,18 @@
 package cluster_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/testserver/etcdtest"
 )
 
 // The fleet tests run real `ndbench serve` processes on 127.0.0.1, built once.
@@ -131,6 +135,8 @@ func nodeURL(s *testserver.Server, path string) string { return "http://" + s.Ad
 
 type memberStatus struct {
 	ID            string             `json:"id"`
+	Addr          string             `json:"addr"`
+	Labels        map[string]string  `json:"labels"`
 	Health        string             `json:"health"`
 	InRun         bool               `json:"inRun"`
 	Assigned      map[string]float64 `json:"assigned"`
@@ -373,4 +379,214 @@ func TestFleetLosesANodeThenItsCoordinator(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+// startNodes starts plain nodes with args each (no coordinator among them).
+func startNodes(t *testing.T, args ...[]string) []*testserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out []*testserver.Server
+	for i, a := range args {
+		a := append([]string{"--token", token, "--log-level", "warn"}, a...)
+		s, err := testserver.Ndbench(ctx, ndbenchBin, func(string) []string { return a })
+		if err != nil {
+			t.Fatalf("start node %d: %v", i, err)
+		}
+		out = append(out, s)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("node %d (%s) log:\n%s", i, s.Addr(), s.LogTail())
+			}
+			_ = s.Stop()
+		})
+	}
+	return out
+}
+
+// effective returns a node's effective value of key.
+func effective(t *testing.T, s *testserver.Server, key string) string {
+	t.Helper()
+	var cfg struct {
+		Entries []struct {
+			Key   string `json:"key"`
+			Value string `json:"value"`
+		} `json:"entries"`
+	}
+	call(t, http.MethodGet, nodeURL(s, "/api/v1/config"), nil, &cfg)
+	for _, e := range cfg.Entries {
+		if e.Key == key {
+			return e.Value
+		}
+	}
+	t.Fatalf("node %s has no %s", s.Addr(), key)
+	return ""
+}
+
+// TestFleetOverEtcd: nodes register in etcd (the embedded server), the coordinator finds
+// them there, and fleet-wide configuration lands on every node with group and per-node
+// overrides; a node that leaves drops out of the membership when its registration goes.
+func TestFleetOverEtcd(t *testing.T) {
+	endpoint, _ := etcdtest.Start(t)
+	disc := []string{"--discovery", "etcd:" + endpoint, "--discovery-ttl", "2s"}
+	nodes := startNodes(t,
+		append(slices.Clone(disc), "--labels", "zone=a", "--coordinate"),
+		append(slices.Clone(disc), "--labels", "zone=a"),
+		append(slices.Clone(disc), "--labels", "zone=b", "--weight", "2"))
+	f := &fleet{t: t, nodes: nodes}
+	f.waitAlive(3, 20*time.Second)
+	ids := map[string]string{} // address → id
+	for _, m := range f.members() {
+		ids[m.Addr] = m.ID
+		if m.Labels["zone"] == "" {
+			t.Errorf("member %s registered without its labels: %+v", m.ID, m)
+		}
+	}
+	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 4000, "workload.numKeys": 5000}}, nil)
+	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"scope": "group:zone=a",
+		"values": map[string]any{"workload.writeRate": 300}}, nil)
+	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"scope": "node:" + ids[nodes[1].Addr()],
+		"values": map[string]any{"workload.readers": 7}}, nil)
+	for i, want := range []map[string]string{
+		{"workload.readRate": "1000", "workload.writeRate": "150", "workload.readers": "4", "workload.numKeys": "5000"},
+		{"workload.readRate": "1000", "workload.writeRate": "150", "workload.readers": "7", "workload.numKeys": "5000"},
+		{"workload.readRate": "2000", "workload.writeRate": "100", "workload.readers": "4", "workload.numKeys": "5000"},
+	} {
+		for k, v := range want {
+			if got := effective(t, nodes[i], k); got != v {
+				t.Errorf("node %d (%v) %s = %s, want %s", i, nodes[i].Addr(), k, got, v)
+			}
+		}
+	}
+	// A change that is invalid for one node applies to none.
+	err := tryCall(http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"values": map[string]any{"workload.readers": -3}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "workload.readers") {
+		t.Errorf("invalid fleet value: %v; want an error naming workload.readers", err)
+	}
+	if got := effective(t, nodes[0], "workload.readers"); got != "4" {
+		t.Errorf("after a refused change node 0 has readers %s, want 4", got)
+	}
+
+	// A node that stops deregisters: the coordinator sees it leave.
+	if err := nodes[2].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(15 * time.Second)
+	for {
+		gone := true
+		for _, m := range f.members() {
+			if m.Addr == nodes[2].Addr() && m.Health != "left" {
+				gone = false
+			}
+		}
+		if gone {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("stopped node still a member: %+v", f.members())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestFleetAgainstRedis: three nodes load one real Redis. The fleet backfill writes every
+// key exactly once (each node its own range), and the fleet's counts are the nodes'.
+func TestFleetAgainstRedis(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	redis, err := testserver.Redis(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = redis.Stop() })
+	f := startFleet(t, 3, nil, nil)
+	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 3000, "workload.writeRate": 600, "workload.numKeys": 3000, "workload.backfillWorkers": 2}}, nil)
+	call(t, http.MethodPost, f.url("/api/v1/driver/init"), map[string]any{"driver": "redis", "options": map[string]string{"addrs": redis.Addr()}}, nil)
+	for i, s := range f.nodes {
+		var st struct {
+			Driver string `json:"driver"`
+		}
+		call(t, http.MethodGet, nodeURL(s, "/api/v1/status"), nil, &st)
+		if st.Driver != "redis" {
+			t.Fatalf("node %d driver %q after the fleet init, want redis", i, st.Driver)
+		}
+	}
+	call(t, http.MethodPost, f.url("/api/v1/backfill/start"), map[string]any{}, nil)
+	end := time.Now().Add(30 * time.Second)
+	for {
+		var st struct {
+			Backfill *struct {
+				Running bool  `json:"running"`
+				Total   int64 `json:"total"`
+				Written int64 `json:"written"`
+			} `json:"backfill"`
+		}
+		call(t, http.MethodGet, f.url("/api/v1/status"), nil, &st)
+		if st.Backfill != nil && !st.Backfill.Running && st.Backfill.Written == 3000 {
+			if st.Backfill.Total != 3000 {
+				t.Errorf("fleet backfill total %d, want 3000", st.Backfill.Total)
+			}
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("fleet backfill not done after 30 s: %+v", st.Backfill)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for i, s := range f.nodes {
+		var bf struct {
+			Total   int64 `json:"total"`
+			Written int64 `json:"written"`
+		}
+		call(t, http.MethodGet, nodeURL(s, "/api/v1/backfill"), nil, &bf)
+		if bf.Total != 1000 || bf.Written != 1000 {
+			t.Errorf("node %d backfilled %d of %d keys, want 1000 of 1000 (its third of the keyspace)", i, bf.Written, bf.Total)
+		}
+	}
+	if n := redisDBSize(t, redis.Addr()); n != 3000 {
+		t.Errorf("redis holds %d keys after the fleet backfill, want 3000", n)
+	}
+	call(t, http.MethodPost, f.url("/api/v1/stats/reset"), nil, nil)
+	call(t, http.MethodPost, f.url("/api/v1/load/start"), nil, nil)
+	time.Sleep(6 * time.Second)
+	call(t, http.MethodPost, f.url("/api/v1/load/stop"), nil, nil)
+	time.Sleep(4 * time.Second)
+	var fleetStats statsBody
+	call(t, http.MethodGet, f.url("/api/v1/stats"), nil, &fleetStats)
+	for _, class := range []string{"read", "write"} {
+		var sum int64
+		for _, s := range f.nodes {
+			var st statsBody
+			call(t, http.MethodGet, nodeURL(s, "/api/v1/stats"), nil, &st)
+			sum += st.Cumulative.Ops[class].Count
+		}
+		if got := fleetStats.Cumulative.Ops[class].Count; got != sum || sum == 0 {
+			t.Errorf("fleet %s count %d, nodes' sum %d", class, got, sum)
+		}
+	}
+}
+
+// redisDBSize asks Redis for DBSIZE over RESP.
+func redisDBSize(t *testing.T, addr string) int64 {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("*1\r\n$6\r\nDBSIZE\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, ":") {
+		t.Fatalf("DBSIZE: %q, %v", line, err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(line[1:]), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
