@@ -5,8 +5,9 @@
 GO          ?= go
 BIN         := bin/ndbench
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-# Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback.
-INTEGRATION := ./internal/testserver/ ./internal/engine/ ./drivers/...
+# Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback;
+# ./deploy/ checks the Helm chart with the helm that scripts/install-test-deps.sh installs.
+INTEGRATION := ./internal/testserver/ ./internal/engine/ ./drivers/... ./deploy/
 # The container image: `make image` (needs a Docker engine with BuildKit).
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
