@@ -500,16 +500,29 @@ func TestVariant(t *testing.T) {
 	}
 }
 
-// TestBadValues: values the chart cannot honour fail the render with a message.
+// TestBadValues: values the chart cannot honour fail the render with a message, from
+// values.schema.json (a misspelt value name too) or, when helm skips the schema, from the
+// templates.
 func TestBadValues(t *testing.T) {
-	for _, c := range []struct{ set, want string }{
-		{"kind=Job", "kind must be StatefulSet or Deployment"},
-		{"etcd.config.enabled=true", "etcd.config.enabled needs etcd.endpoints"},
-		{"podAntiAffinity=always", "podAntiAffinity must be soft, hard"},
+	for _, c := range []struct{ set, want, wantNoSchema string }{
+		{"kind=Job", "at '/kind': value must be one of 'StatefulSet', 'Deployment'", "kind must be StatefulSet or Deployment"},
+		{"podAntiAffinity=always", "at '/podAntiAffinity': value must be one of", "podAntiAffinity must be soft, hard"},
+		{"replica=5", "additional properties 'replica' not allowed", ""},
+		{"etcd.config.enabled=true", "etcd.config.enabled needs etcd.endpoints", "etcd.config.enabled needs etcd.endpoints"},
 	} {
-		out, err := exec.Command(helmBinary(t), "template", release, chart, "--set", c.set).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), c.want) {
-			t.Errorf("--set %s: err %v, output %s; want a failure saying %q", c.set, err, out, c.want)
+		for _, schema := range []bool{true, false} {
+			args := []string{"template", release, chart, "--set", c.set}
+			want := c.want
+			if !schema {
+				args, want = append(args, "--skip-schema-validation"), c.wantNoSchema
+			}
+			if want == "" {
+				continue
+			}
+			out, err := exec.Command(helmBinary(t), args...).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), want) {
+				t.Errorf("helm %s: err %v, output %s; want a failure saying %q", strings.Join(args, " "), err, out, want)
+			}
 		}
 	}
 }
