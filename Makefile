@@ -5,10 +5,15 @@
 GO          ?= go
 BIN         := bin/ndbench
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-# Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback.
-INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... ./drivers/...
+# Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback,
+# and fleets of ndbench processes; ./deploy/ checks the Helm chart with the helm that
+# scripts/install-test-deps.sh installs.
+INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... ./drivers/... ./deploy/
+# The container image: `make image` (needs a Docker engine with BuildKit).
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE       ?= ndbench:$(VERSION)
 
-.PHONY: build run test unit integration ui lint bench bench-micro bench-program bench-drivers clean
+.PHONY: build run test unit integration ui lint bench bench-micro bench-program bench-drivers clean image manifests
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ndbench
@@ -55,6 +60,16 @@ integration:
 ui: build
 	bash scripts/install-ui-test-deps.sh
 	cd web-tests && node --test --test-concurrency=1
+
+# The container image (deploy/Dockerfile): a static binary on distroless, non-root.
+image:
+	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
+# deploy/kubernetes/ndbench.yaml: the Helm chart rendered with its defaults, for kubectl apply
+# (scripts/render-manifests.sh). The deploy tests fail when the committed file is stale.
+manifests:
+	bash scripts/render-manifests.sh >deploy/kubernetes/ndbench.yaml.tmp
+	mv deploy/kubernetes/ndbench.yaml.tmp deploy/kubernetes/ndbench.yaml
 
 # Benchmarks: micro (go test -bench), whole-program figures, and ndbench side by side with
 # redis-benchmark, pgbench and latte on real servers; see docs/performance.md.

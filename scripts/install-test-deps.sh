@@ -2,13 +2,15 @@
 # Installs the data stores that the integration tests start (internal/testserver):
 # Redis, Memcached, PostgreSQL, twemproxy (nutcracker) and nginx (the http driver's stock
 # server: WebDAV PUT/GET with the dav module, built into Debian's nginx package) from
-# Debian's packages, Cassandra 5.0.9 from Maven Central.
+# Debian's packages, Cassandra 5.0.9 from Maven Central, and helm (for the Helm chart's tests
+# in deploy/) built from its Go module by scripts/install-helm.sh.
 # Idempotent and quick when everything is already there; exits non-zero with a message when a
 # step fails, so CI fails instead of silently skipping tests.
 #
 # Environment:
 #   NDBENCH_CACHE   cache root (default $HOME/.cache/ndbench); Cassandra lands in
-#                   $NDBENCH_CACHE/cassandra-5.0.9 (lib/ and conf/).
+#                   $NDBENCH_CACHE/cassandra-5.0.9 (lib/ and conf/), helm in
+#                   $NDBENCH_CACHE/helm-<version>/bin/helm.
 set -euo pipefail
 
 CASSANDRA_VERSION=5.0.9
@@ -67,4 +69,7 @@ if [ ! -f "$marker" ]; then
   echo "$CASSANDRA_VERSION" >"$marker"
 fi
 
-echo "install-test-deps: ok (redis, memcached, postgresql, nutcracker, nginx, cassandra $CASSANDRA_VERSION in $cass_home)"
+# --- helm from the Go module proxy ---------------------------------------------------------
+helm="$(bash "$here/install-helm.sh")" || die "installing helm failed (scripts/install-helm.sh)"
+
+echo "install-test-deps: ok (redis, memcached, postgresql, nutcracker, nginx, cassandra $CASSANDRA_VERSION in $cass_home, $helm)"
