@@ -86,7 +86,16 @@ data validation, and every workload parameter changeable while it runs.`,
 	return root
 }
 
+// version is set at link time (-ldflags "-X github.com/ndbench/ndbench/internal/cli.version=v1.2.3")
+// by builds without VCS information, such as the container image's; when empty the version
+// comes from Go's build info. It is the one variable the linker writes, never changed at
+// run time.
+var version string
+
 func toolVersion() string {
+	if version != "" {
+		return version
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
