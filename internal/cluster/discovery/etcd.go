@@ -30,7 +30,8 @@ type etcdSource struct {
 	mu      sync.Mutex
 	client  *clientv3.Client
 	closed  bool
-	stop    chan struct{}  // closed by Close
+	stopped context.Context // ends at Close
+	stop    context.CancelFunc
 	running sync.WaitGroup // Register's keep-alive goroutines
 }
 
@@ -40,7 +41,8 @@ var errClosed = errors.New("discovery closed")
 // newEtcd parses a comma-separated list of endpoints: host:port or
 // http(s)://[user:password@]host:port. Endpoints carrying credentials must agree on them.
 func newEtcd(target string, opts Options) (*etcdSource, error) {
-	e := &etcdSource{opts: opts, stop: make(chan struct{})}
+	e := &etcdSource{opts: opts}
+	e.stopped, e.stop = context.WithCancel(context.Background())
 	var shown []string
 	for i, item := range strings.Split(target, ",") {
 		item = strings.TrimSpace(item)
@@ -131,10 +133,8 @@ func (e *etcdSource) String() string { return e.shown }
 // clean leave.
 func (e *etcdSource) Close() error {
 	e.mu.Lock()
-	if !e.closed {
-		e.closed = true
-		close(e.stop)
-	}
+	e.closed = true
+	e.stop()
 	e.mu.Unlock()
 	e.running.Wait()
 	e.mu.Lock()
@@ -237,15 +237,20 @@ func (e *etcdSource) Register(ctx context.Context, self Member) error {
 		return fmt.Errorf("register %s in %s: %w", self.ID, e, err)
 	}
 	r := &registration{e: e, c: c, key: e.opts.EtcdPrefix + self.ID, value: string(value)}
-	kaCtx, cancel := context.WithCancel(ctx)
-	lease, ka, err := r.put(kaCtx)
+	// Every call of the registration ends with ctx or at Close, whichever comes first;
+	// ctx alone decides whether the lease is revoked.
+	opCtx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(e.stopped, cancel)
+	lease, ka, err := r.put(opCtx)
 	if err != nil {
+		unhook()
 		cancel()
 		return fmt.Errorf("register %s in %s: %w", self.ID, e, err)
 	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
+		unhook()
 		cancel()
 		r.revoke(lease)
 		return fmt.Errorf("register %s in %s: %w", self.ID, e, errClosed)
@@ -255,7 +260,8 @@ func (e *etcdSource) Register(ctx context.Context, self Member) error {
 	go func() {
 		defer e.running.Done()
 		defer cancel()
-		r.keepAlive(kaCtx, lease, ka)
+		defer unhook()
+		r.keepAlive(ctx, opCtx, lease, ka)
 	}()
 	return nil
 }
@@ -295,37 +301,34 @@ func (r *registration) revoke(id clientv3.LeaseID) {
 }
 
 // keepAlive drains the keep-alive responses until ctx ends, when it revokes the lease, or
-// until Close, when it leaves the lease to expire. A lease lost meanwhile (the keep-alive
-// channel closed) is replaced by a new registration, retried until it succeeds.
-func (r *registration) keepAlive(ctx context.Context, lease clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse) {
+// until Close, when it leaves the lease to expire; opCtx ends at either. A lease lost
+// meanwhile (the keep-alive channel closed) is replaced by a new registration, retried
+// until it succeeds.
+func (r *registration) keepAlive(ctx, opCtx context.Context, lease clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse) {
 	retry := 100 * time.Millisecond
 	for {
 		select {
 		case _, ok := <-ka:
-			if ok || ctx.Err() != nil {
-				continue // ctx.Done is ready as well
+			if ok || opCtx.Err() != nil {
+				continue // opCtx.Done is ready as well
 			}
-		case <-ctx.Done():
-			r.revoke(lease)
-			return
-		case <-r.e.stop:
+		case <-opCtx.Done():
 			if ctx.Err() != nil {
 				r.revoke(lease)
 			}
 			return
 		}
-		// The lease is gone: register again.
+		// The lease is gone: register again. A new lease is revoked as above; the old
+		// one needs nothing more.
 		for {
 			var err error
-			lease, ka, err = r.put(ctx)
+			lease, ka, err = r.put(opCtx)
 			if err == nil {
 				retry = 100 * time.Millisecond
 				break
 			}
 			select {
-			case <-ctx.Done():
-				return
-			case <-r.e.stop:
+			case <-opCtx.Done():
 				return
 			case <-time.After(retry):
 			}
