@@ -243,6 +243,22 @@ func TestEtcd(t *testing.T) {
 		waitIDs(t, observer, []string{"n1"}, time.Second)
 	})
 
+	t.Run("a key deleted by hand is put back under its lease", func(t *testing.T) {
+		opts := Options{EtcdPrefix: "/t/deleted/", EtcdTTL: 30 * time.Second}
+		register(t, etcdNode(t, spec, opts), Member{ID: "n1", Addr: "127.0.0.1:1"})
+		first := leaseOf(t, admin, "/t/deleted/n1")
+		if _, err := admin.Delete(context.Background(), "/t/deleted/n1"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for leaseOf(t, admin, "/t/deleted/n1") != first {
+			if time.Now().After(deadline) {
+				t.Fatal("not put back within 5 s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
 	t.Run("a key that is not a member is an error naming it", func(t *testing.T) {
 		opts := Options{EtcdPrefix: "/t/bad/"}
 		if _, err := admin.Put(context.Background(), "/t/bad/x", "not json"); err != nil {
