@@ -25,7 +25,8 @@
 //	    also a Registrar: a node announces itself with Register, under EtcdPrefix+ID with
 //	    a lease of Options.EtcdTTL kept alive until Register's context ends, when the lease
 //	    is revoked (the key goes at once). A node that dies stops the keep-alive and its key
-//	    expires after the TTL.
+//	    expires after the TTL. A lost lease is replaced and a deleted key put back while
+//	    the registration lasts.
 //
 //	file:PATH
 //	    NDBench's clusters.json: a JSON object mapping a cluster name to its nodes'

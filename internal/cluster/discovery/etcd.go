@@ -30,7 +30,8 @@ type etcdSource struct {
 	mu      sync.Mutex
 	client  *clientv3.Client
 	closed  bool
-	stop    chan struct{}  // closed by Close
+	stopped context.Context // ends at Close
+	stop    context.CancelFunc
 	running sync.WaitGroup // Register's keep-alive goroutines
 }
 
@@ -40,7 +41,8 @@ var errClosed = errors.New("discovery closed")
 // newEtcd parses a comma-separated list of endpoints: host:port or
 // http(s)://[user:password@]host:port. Endpoints carrying credentials must agree on them.
 func newEtcd(target string, opts Options) (*etcdSource, error) {
-	e := &etcdSource{opts: opts, stop: make(chan struct{})}
+	e := &etcdSource{opts: opts}
+	e.stopped, e.stop = context.WithCancel(context.Background())
 	var shown []string
 	for i, item := range strings.Split(target, ",") {
 		item = strings.TrimSpace(item)
@@ -131,10 +133,8 @@ func (e *etcdSource) String() string { return e.shown }
 // clean leave.
 func (e *etcdSource) Close() error {
 	e.mu.Lock()
-	if !e.closed {
-		e.closed = true
-		close(e.stop)
-	}
+	e.closed = true
+	e.stop()
 	e.mu.Unlock()
 	e.running.Wait()
 	e.mu.Lock()
@@ -237,17 +237,22 @@ func (e *etcdSource) Register(ctx context.Context, self Member) error {
 		return fmt.Errorf("register %s in %s: %w", self.ID, e, err)
 	}
 	r := &registration{e: e, c: c, key: e.opts.EtcdPrefix + self.ID, value: string(value)}
-	kaCtx, cancel := context.WithCancel(ctx)
-	lease, ka, err := r.put(kaCtx)
+	// Every call of the registration ends with ctx or at Close, whichever comes first;
+	// ctx alone decides whether the lease is revoked.
+	opCtx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(e.stopped, cancel)
+	l, err := r.put(opCtx)
 	if err != nil {
+		unhook()
 		cancel()
 		return fmt.Errorf("register %s in %s: %w", self.ID, e, err)
 	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
+		unhook()
 		cancel()
-		r.revoke(lease)
+		r.revoke(l.id)
 		return fmt.Errorf("register %s in %s: %w", self.ID, e, errClosed)
 	}
 	e.running.Add(1)
@@ -255,7 +260,8 @@ func (e *etcdSource) Register(ctx context.Context, self Member) error {
 	go func() {
 		defer e.running.Done()
 		defer cancel()
-		r.keepAlive(kaCtx, lease, ka)
+		defer unhook()
+		r.keep(ctx, opCtx, l)
 	}()
 	return nil
 }
@@ -268,68 +274,125 @@ type registration struct {
 	value string
 }
 
+// lease is one registration's lease: its keep-alive responses, and the revision its key
+// was put at.
+type lease struct {
+	id   clientv3.LeaseID
+	ka   <-chan *clientv3.LeaseKeepAliveResponse
+	stop context.CancelFunc // ends the keep-alive
+	rev  int64
+}
+
 // put grants a lease, puts the key with it and starts its keep-alive, which ends with
 // ctx.
-func (r *registration) put(ctx context.Context) (clientv3.LeaseID, <-chan *clientv3.LeaseKeepAliveResponse, error) {
+func (r *registration) put(ctx context.Context) (lease, error) {
 	grant, err := r.c.Grant(ctx, r.e.ttlSeconds())
 	if err != nil {
-		return 0, nil, fmt.Errorf("grant lease: %w", err)
+		return lease{}, fmt.Errorf("grant lease: %w", err)
 	}
-	if _, err := r.c.Put(ctx, r.key, r.value, clientv3.WithLease(grant.ID)); err != nil {
-		r.revoke(grant.ID)
-		return 0, nil, fmt.Errorf("put %s: %w", r.key, err)
-	}
-	ka, err := r.c.KeepAlive(ctx, grant.ID)
+	resp, err := r.c.Put(ctx, r.key, r.value, clientv3.WithLease(grant.ID))
 	if err != nil {
 		r.revoke(grant.ID)
-		return 0, nil, fmt.Errorf("keep lease alive: %w", err)
+		return lease{}, fmt.Errorf("put %s: %w", r.key, err)
 	}
-	return grant.ID, ka, nil
+	kaCtx, stop := context.WithCancel(ctx)
+	ka, err := r.c.KeepAlive(kaCtx, grant.ID)
+	if err != nil {
+		stop()
+		r.revoke(grant.ID)
+		return lease{}, fmt.Errorf("keep lease alive: %w", err)
+	}
+	return lease{id: grant.ID, ka: ka, stop: stop, rev: resp.Header.Revision}, nil
 }
 
 // revoke revokes a lease, bounded by the dial timeout; failure leaves it to expire.
-func (r *registration) revoke(id clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.e.opts.EtcdDialTimeout)
+func (r *registration) revoke(id clientv3.LeaseID) { r.revokeWithin(context.Background(), id) }
+
+// revokeWithin is revoke, ending with parent as well.
+func (r *registration) revokeWithin(parent context.Context, id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(parent, r.e.opts.EtcdDialTimeout)
 	defer cancel()
 	_, _ = r.c.Revoke(ctx, id)
 }
 
-// keepAlive drains the keep-alive responses until ctx ends, when it revokes the lease, or
-// until Close, when it leaves the lease to expire. A lease lost meanwhile (the keep-alive
-// channel closed) is replaced by a new registration, retried until it succeeds.
-func (r *registration) keepAlive(ctx context.Context, lease clientv3.LeaseID, ka <-chan *clientv3.LeaseKeepAliveResponse) {
+// keep keeps the registration until ctx ends, when it revokes the lease, or until Close,
+// when it leaves the lease to expire; opCtx ends at either. It watches the key: a key
+// deleted while its lease lives (etcdctl del) is put back under the same lease. A lease
+// lost (its keep-alive ended, or it expired and took the key with it) is replaced by a new
+// registration, retried until it succeeds.
+func (r *registration) keep(ctx, opCtx context.Context, l lease) {
+	defer func() { l.stop() }()
+	watch := r.c.Watch(opCtx, r.key, clientv3.WithRev(l.rev+1))
+	for {
+		lost := false
+		select {
+		case <-opCtx.Done():
+			if ctx.Err() != nil {
+				r.revoke(l.id)
+			}
+			return
+		case _, ok := <-l.ka:
+			lost = !ok
+		case wr, ok := <-watch:
+			switch {
+			case opCtx.Err() != nil:
+				continue
+			case !ok || wr.Err() != nil:
+				// The watch ended (its revision compacted, say): watch again from now,
+				// and check that the key is still there.
+				watch = r.c.Watch(opCtx, r.key)
+				if resp, err := r.c.Get(opCtx, r.key); err == nil && len(resp.Kvs) == 0 {
+					lost = !r.putBack(opCtx, l)
+				}
+			case deleted(wr):
+				lost = !r.putBack(opCtx, l)
+			}
+		}
+		if !lost || opCtx.Err() != nil {
+			continue
+		}
+		// The lease is gone, or cannot be used: register again with a new one.
+		l.stop()
+		r.revokeWithin(opCtx, l.id) // in case it lives on: nothing should keep it alive unused
+		l = r.register(opCtx)
+		if opCtx.Err() != nil {
+			return
+		}
+		watch = r.c.Watch(opCtx, r.key, clientv3.WithRev(l.rev+1))
+	}
+}
+
+// putBack puts the key again under l after someone deleted it; false when that failed
+// (the lease expired, which deletes the key too).
+func (r *registration) putBack(ctx context.Context, l lease) bool {
+	_, err := r.c.Put(ctx, r.key, r.value, clientv3.WithLease(l.id))
+	return err == nil
+}
+
+// register registers with a new lease, retrying with backoff until it succeeds or ctx
+// ends (then the lease returned is the zero lease, with a no-op stop).
+func (r *registration) register(ctx context.Context) lease {
 	retry := 100 * time.Millisecond
 	for {
-		select {
-		case _, ok := <-ka:
-			if ok || ctx.Err() != nil {
-				continue // ctx.Done is ready as well
-			}
-		case <-ctx.Done():
-			r.revoke(lease)
-			return
-		case <-r.e.stop:
-			if ctx.Err() != nil {
-				r.revoke(lease)
-			}
-			return
+		l, err := r.put(ctx)
+		if err == nil {
+			return l
 		}
-		// The lease is gone: register again.
-		for {
-			var err error
-			lease, ka, err = r.put(ctx)
-			if err == nil {
-				retry = 100 * time.Millisecond
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-r.e.stop:
-				return
-			case <-time.After(retry):
-			}
-			retry = min(2*retry, r.e.opts.EtcdTTL/2+time.Second)
+		select {
+		case <-ctx.Done():
+			return lease{stop: func() {}}
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, r.e.opts.EtcdTTL/2+time.Second)
+	}
+}
+
+// deleted reports whether a watch response deletes the key.
+func deleted(wr clientv3.WatchResponse) bool {
+	for _, ev := range wr.Events {
+		if ev.Type == clientv3.EventTypeDelete {
+			return true
 		}
 	}
+	return false
 }

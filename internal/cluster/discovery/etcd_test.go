@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,10 +29,17 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startEtcd runs a one-member etcd in the test process on loopback ports, with its data in
-// a temporary directory, until the test ends (as package config/source's tests do). It
-// returns its client endpoint and a client.
-func startEtcd(t *testing.T) (string, *clientv3.Client) {
+// etcdServer is a one-member etcd in the test process on loopback ports, with its data
+// in a temporary directory (as package config/source's tests run it). It can be stopped
+// and started again on the same ports and data, and is stopped when the test ends.
+type etcdServer struct {
+	t        *testing.T
+	cfg      *embed.Config
+	e        *embed.Etcd
+	endpoint string
+}
+
+func newEtcdServer(t *testing.T) *etcdServer {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "ndbench-discovery-test"
@@ -42,24 +51,67 @@ func startEtcd(t *testing.T) (string, *clientv3.Client) {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
+	s := &etcdServer{t: t, cfg: cfg, endpoint: client.Host}
+	t.Cleanup(s.stop)
+	s.start()
+	return s
+}
+
+func (s *etcdServer) start() {
+	s.t.Helper()
+	e, err := embed.StartEtcd(s.cfg)
 	if err != nil {
-		t.Fatalf("start etcd: %v", err)
+		s.t.Fatalf("start etcd: %v", err)
 	}
-	t.Cleanup(e.Close)
+	s.e = e
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		t.Fatalf("etcd failed: %v", err)
+		s.t.Fatalf("etcd failed: %v", err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready after 30 s")
+		s.t.Fatal("etcd not ready after 30 s")
 	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client.Host}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+}
+
+func (s *etcdServer) stop() {
+	if s.e != nil {
+		s.e.Close()
+		s.e = nil
+	}
+}
+
+// client returns a client of the server, closed when the test ends.
+func (s *etcdServer) client() *clientv3.Client {
+	s.t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// startEtcd starts an etcd server for the test and returns its endpoint and a client.
+func startEtcd(t *testing.T) (string, *clientv3.Client) {
+	t.Helper()
+	s := newEtcdServer(t)
+	return s.endpoint, s.client()
+}
+
+// leaseOf returns the lease of key, 0 when the key does not exist.
+func leaseOf(t *testing.T, c *clientv3.Client, key string) clientv3.LeaseID {
+	t.Helper()
+	// Generous: after etcd restarts, the client reconnects at its next backoff step.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return client.Host, c
+	if len(resp.Kvs) == 0 {
+		return 0
+	}
+	return clientv3.LeaseID(resp.Kvs[0].Lease)
 }
 
 // etcdNode is one node's discoverer: its own client, as in its own process.
@@ -169,16 +221,7 @@ func TestEtcd(t *testing.T) {
 		opts := Options{EtcdPrefix: "/t/lost/", EtcdTTL: 2 * time.Second}
 		observer := etcdNode(t, spec, opts)
 		register(t, etcdNode(t, spec, opts), Member{ID: "n1", Addr: "127.0.0.1:1"})
-		lease := func() clientv3.LeaseID {
-			resp, err := admin.Get(context.Background(), "/t/lost/n1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(resp.Kvs) == 0 {
-				return 0
-			}
-			return clientv3.LeaseID(resp.Kvs[0].Lease)
-		}
+		lease := func() clientv3.LeaseID { return leaseOf(t, admin, "/t/lost/n1") }
 		first := lease()
 		if first == 0 {
 			t.Fatal("registered without a lease")
@@ -198,6 +241,22 @@ func TestEtcd(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		waitIDs(t, observer, []string{"n1"}, time.Second)
+	})
+
+	t.Run("a key deleted by hand is put back under its lease", func(t *testing.T) {
+		opts := Options{EtcdPrefix: "/t/deleted/", EtcdTTL: 30 * time.Second}
+		register(t, etcdNode(t, spec, opts), Member{ID: "n1", Addr: "127.0.0.1:1"})
+		first := leaseOf(t, admin, "/t/deleted/n1")
+		if _, err := admin.Delete(context.Background(), "/t/deleted/n1"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for leaseOf(t, admin, "/t/deleted/n1") != first {
+			if time.Now().After(deadline) {
+				t.Fatal("not put back within 5 s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	})
 
 	t.Run("a key that is not a member is an error naming it", func(t *testing.T) {
@@ -275,4 +334,124 @@ func TestEtcd(t *testing.T) {
 		}
 		var _ io.Closer = wrong
 	})
+}
+
+// tcpProxy forwards loopback connections to target; down cuts every connection and stops
+// listening (connections are refused), up listens again on the same address; while
+// silent, connections are accepted and never answered (a hung server or a partition).
+type tcpProxy struct {
+	t      *testing.T
+	target string
+	addr   string
+	silent atomic.Bool
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns []net.Conn
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	p := &tcpProxy{t: t, target: target, addr: "127.0.0.1:0"}
+	p.up()
+	t.Cleanup(p.down)
+	return p
+}
+
+func (p *tcpProxy) up() {
+	p.t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if p.silent.Load() {
+				p.mu.Lock()
+				p.conns = append(p.conns, c)
+				p.mu.Unlock()
+				continue
+			}
+			u, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+}
+
+func (p *tcpProxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestEtcdOutage cuts the node off etcd for longer than the TTL: the lease expires, the
+// node registers again once etcd is reachable, and Close does not hang on a registration
+// that waits for etcd.
+func TestEtcdOutage(t *testing.T) {
+	endpoint, admin := startEtcd(t)
+	proxy := newTCPProxy(t, endpoint)
+	opts := Options{EtcdPrefix: "/t/outage/", EtcdTTL: 2 * time.Second, EtcdDialTimeout: 2 * time.Second}
+	node := etcdNode(t, "etcd:"+proxy.addr, opts)
+	register(t, node, Member{ID: "n1", Addr: "127.0.0.1:1"})
+	first := leaseOf(t, admin, "/t/outage/n1")
+	if first == 0 {
+		t.Fatal("not registered")
+	}
+
+	proxy.down()
+	time.Sleep(3 * time.Second) // past the TTL
+	if l := leaseOf(t, admin, "/t/outage/n1"); l != 0 {
+		t.Fatalf("still registered (lease %x) 3 s into the outage with a 2 s TTL", l)
+	}
+	proxy.up()
+	back := time.Now()
+	deadline := back.Add(15 * time.Second)
+	for {
+		if l := leaseOf(t, admin, "/t/outage/n1"); l != 0 && l != first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not registered again within 15 s of etcd's return")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("registered again %v after etcd's return", time.Since(back))
+
+	// Cut off again, etcd now silent rather than refusing, the registration waiting for
+	// it: Close returns promptly.
+	proxy.down()
+	proxy.silent.Store(true)
+	proxy.up()
+	time.Sleep(3 * time.Second)
+	closed := make(chan error, 1)
+	go func() { closed <- node.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs while etcd is unreachable")
+	}
 }
