@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -254,6 +255,14 @@ func checkNode(t *testing.T, o objects, secretName, secretKey string) corev1.Con
 
 	if c.Args[0] != "serve" {
 		t.Errorf("args %q do not start with serve", c.Args)
+	}
+	// Every flag the chart passes is one `ndbench serve` has: a renamed flag would make
+	// every pod exit at start.
+	known := serveFlags(t)
+	for _, a := range c.Args {
+		if name, _, _ := strings.Cut(a, "="); strings.HasPrefix(name, "--") && !known[name] {
+			t.Errorf("the chart passes %s, which ndbench serve does not have", name)
+		}
 	}
 	if got := argAfter(t, c.Args, "--listen"); got != fmt.Sprintf("0.0.0.0:%d", port) {
 		t.Errorf("--listen %s", got)
@@ -586,4 +595,26 @@ func TestDockerfile(t *testing.T) {
 	if u := tpl.Spec.SecurityContext.RunAsUser; u == nil || *u != 65532 {
 		t.Errorf("the chart runs as uid %v, the image's user is 65532", u)
 	}
+}
+
+var serveFlagsOnce = sync.OnceValues(func() (map[string]bool, error) {
+	out, err := exec.Command("go", "run", "github.com/ndbench/ndbench/cmd/ndbench", "serve", "--help").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("ndbench serve --help: %w: %s", err, out)
+	}
+	flags := map[string]bool{}
+	for _, f := range regexp.MustCompile(`--[a-z][a-z-]*`).FindAllString(string(out), -1) {
+		flags[f] = true
+	}
+	return flags, nil
+})
+
+// serveFlags returns the flags of `ndbench serve`, from its own --help.
+func serveFlags(t *testing.T) map[string]bool {
+	t.Helper()
+	flags, err := serveFlagsOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flags
 }

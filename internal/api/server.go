@@ -30,6 +30,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/cluster"
+	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
@@ -74,6 +75,8 @@ type Options struct {
 	// Coordinator, when set, adds the fleet's own routes (/api/v1/fleet/...): set on the
 	// server whose Instance is the fleet view.
 	Coordinator *cluster.Coordinator
+	// Discovery, when set, answers NDBench's cluster routes (/REST/ndbench/cluster/...).
+	Discovery discovery.Discoverer
 	// Fleet, when set, is served under FleetPrefix behind this server's auth: the server
 	// of the fleet view.
 	Fleet http.Handler
@@ -163,7 +166,7 @@ func New(opts Options) (*Server, error) {
 	s.handle(readOnly, "GET /docs", http.HandlerFunc(s.docs))
 	// NDBench's own routes, so its scripts and pipelines work unchanged (same auth). Its
 	// route table declares which of them change state, and applies the same policy.
-	s.mux.Handle(ndbenchapi.Prefix, ndbenchapi.Handler(s.inst, s.origins))
+	s.mux.Handle(ndbenchapi.Prefix, ndbenchapi.NewHandler(s.inst, ndbenchapi.Options{Origins: s.origins, Discovery: opts.Discovery}))
 	if opts.Fleet != nil {
 		// The fleet view is a server of its own (its Instance is the fleet); it is reached
 		// through this one, so this server's auth, CORS and cross-site checks apply to it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -150,19 +151,31 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, lis
 		return nil, err
 	}
 	log.Info("fleet view ready", "discovery", disc.String(), "self", self.ID, "view", api.FleetPrefix+"/")
+	view := &fleetView{srv: srv, disc: disc}
 	// The first request to the fleet view makes this node the control point; each waits
 	// until the coordinator has seen the fleet once, so a command finds its members.
 	h := srv.Handler()
-	return &fleetView{srv: srv, handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	view.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := coord.Ready(r.Context()); err != nil {
 			return
 		}
 		h.ServeHTTP(w, r)
-	})}, nil
+	})
+	return view, nil
 }
 
-// fleetView is the fleet's API server and the handler that reaches it.
+// fleetView is the fleet's API server, the handler that reaches it, and the discovery.
 type fleetView struct {
 	srv     *api.Server
 	handler http.Handler
+	disc    discovery.Discoverer
+}
+
+// Close stops the fleet view's server and releases the discovery: an etcd registration
+// is revoked (bounded by the dial timeout) rather than left to expire with its lease.
+func (v *fleetView) Close() {
+	v.srv.Close()
+	if c, ok := v.disc.(io.Closer); ok {
+		_ = c.Close()
+	}
 }

@@ -159,8 +159,8 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	opts := api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
 		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent}
 	if fleetSrv != nil {
-		defer fleetSrv.srv.Close()
-		opts.Fleet = fleetSrv.handler
+		defer fleetSrv.Close()
+		opts.Fleet, opts.Discovery = fleetSrv.handler, fleetSrv.disc
 	}
 	srv, err := api.New(opts)
 	if err != nil {
