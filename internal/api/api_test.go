@@ -23,6 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	_ "github.com/ndbench/ndbench/drivers/memory"
+	"github.com/ndbench/ndbench/internal/cluster"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -159,6 +160,10 @@ func newEnvOpts(t testing.TB, opts Options, sets ...string) *env {
 	}
 	inst := instance.New(config.NewStore(snap), nil)
 	opts.Instance = inst
+	if opts.Agent == nil {
+		// Every node serves the node side of a fleet: its routes are walked like the others.
+		opts.Agent = cluster.NewAgent(inst, cluster.AgentOptions{ID: "test-node", Version: "test"})
+	}
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -63,6 +63,9 @@ var mustChangeState = []stateRoute{
 	{"PUT", "/api/v1/kv/{key}"},
 	{"POST", "/api/v1/session"},
 	{"DELETE", "/api/v1/session"},
+	{"POST", "/api/v1/cluster/beat"},
+	{"POST", "/api/v1/cluster/start"},
+	{"POST", "/api/v1/cluster/release"},
 }
 
 // crossSiteHeaders are what browsers send with a request made by a page on another site,
@@ -82,7 +85,7 @@ var crossSiteHeaders = []struct {
 // issue's attacks and a valid body.
 func stateRequest(e *env, r stateRoute, token string, headers map[string]string) *http.Request {
 	e.t.Helper()
-	path := strings.NewReplacer("{client}", "memory", "{key}", "T1").Replace(r.path)
+	path := strings.NewReplacer("{client}", "memory", "{key}", "T1", "{id}", "n1").Replace(r.path)
 	var body string
 	switch {
 	case strings.Contains(path, "/config/") && strings.HasPrefix(path, ndbenchapi.Prefix):
@@ -97,6 +100,11 @@ func stateRequest(e *env, r stateRoute, token string, headers map[string]string)
 		body = `{"value":"aGk="}`
 	case path == "/api/v1/session" && r.method == http.MethodPost:
 		body = `{"token":"` + testToken + `"}`
+	case strings.HasPrefix(path, "/api/v1/cluster/"):
+		// A page on another site posing as a coordinator: it would start the load.
+		body = `{"coordinator":"evil","run":"r1","leaseMs":60000,"at":"2020-01-01T00:00:00Z"}`
+	case path == "/api/v1/fleet/config":
+		body = `{"scope":"fleet","values":{"workload.readRate":"20000"}}`
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	e.t.Cleanup(cancel)
