@@ -50,24 +50,42 @@ func TestIntegralNumbersWhereIntegersAreDeclared(t *testing.T) {
 		body  func(v string) string // the request body with the field set to v
 		ok    int                   // the status of a request the server accepts
 		after func()                // puts the node back for the next request
+		// positive marks a field whose minimum is 1: zero is refused as a value, not as a
+		// number.
+		positive bool
 	}
+	backfillDone := func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var b struct {
+				Running bool `json:"running"`
+			}
+			e.must(200, "GET", "/api/v1/backfill", nil, &b)
+			if !b.Running {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("backfill did not end")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	at := time.Now().Format(time.RFC3339Nano)
 	tests := []intCase{
-		{integerField{"POST", "/api/v1/backfill/start", "workers"}, func(v string) string { return `{"workers":` + v + `}` }, http.StatusAccepted,
-			func() {
-				deadline := time.Now().Add(10 * time.Second)
-				for {
-					var b struct {
-						Running bool `json:"running"`
-					}
-					e.must(200, "GET", "/api/v1/backfill", nil, &b)
-					if !b.Running {
-						return
-					}
-					if time.Now().After(deadline) {
-						t.Fatal("backfill did not end")
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
+		{field: integerField{"POST", "/api/v1/backfill/start", "workers"}, body: func(v string) string { return `{"workers":` + v + `}` }, ok: http.StatusAccepted,
+			after: backfillDone},
+		{field: integerField{"POST", "/api/v1/backfill/start", "keyStart"}, body: func(v string) string { return `{"keyStart":` + v + `,"keyEnd":100}` }, ok: http.StatusAccepted,
+			after: backfillDone},
+		{field: integerField{"POST", "/api/v1/backfill/start", "keyEnd"}, body: func(v string) string { return `{"keyEnd":` + v + `}` }, ok: http.StatusAccepted,
+			after: backfillDone},
+		{field: integerField{"POST", "/api/v1/cluster/beat", "leaseMs"}, body: func(v string) string { return `{"coordinator":"c","leaseMs":` + v + `,"sent":"` + at + `"}` }, ok: http.StatusOK,
+			after: func() {}},
+		{field: integerField{"POST", "/api/v1/cluster/start", "leaseMs"}, body: func(v string) string {
+			return `{"coordinator":"c","run":"r","leaseMs":` + v + `,"at":"` + at + `","ops":["read"]}`
+		}, ok: http.StatusOK, positive: true,
+			after: func() {
+				e.must(http.StatusNoContent, "POST", "/api/v1/cluster/release", `{"coordinator":"c","run":"r"}`, nil)
+				e.must(http.StatusOK, "POST", "/api/v1/load/stop", nil, nil)
 			}},
 	}
 	found := requestIntegerFields(e)
@@ -80,7 +98,11 @@ func TestIntegralNumbersWhereIntegersAreDeclared(t *testing.T) {
 		t.Fatal("no integer fields found in request bodies")
 	}
 	for _, tt := range tests {
-		for _, v := range []string{"2", "2.0", "2.000", "2e0", "20E-1", "0.2e1", "0.0", "-0.0"} {
+		values := []string{"2", "2.0", "2.000", "2e0", "20E-1", "0.2e1", "0.0", "-0.0"}
+		if tt.positive {
+			values = values[:6]
+		}
+		for _, v := range values {
 			st, data := e.call(tt.field.method, tt.field.path, tt.body(v))
 			if st != tt.ok {
 				t.Errorf("%s %s with %s=%s: %d %s, want %d", tt.field.method, tt.field.path, tt.field.field, v, st, data, tt.ok)

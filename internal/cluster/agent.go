@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/instance"
 )
 
@@ -68,10 +70,10 @@ func NewAgent(node LocalNode, opts AgentOptions) *Agent {
 // or its lease lapses.
 func (a *Agent) claim(coordinator, run string, lease time.Duration, now time.Time) error {
 	if run == "" {
-		return fmt.Errorf("claim: no run named")
+		return &driver.FieldError{Field: "run", Value: "", Allowed: "the fleet run's id"}
 	}
 	if lease <= 0 {
-		return fmt.Errorf("claim: leaseMs must be positive")
+		return &driver.FieldError{Field: "leaseMs", Value: strconv.FormatInt(lease.Milliseconds(), 10), Allowed: "1 or more (milliseconds)"}
 	}
 	if a.run != "" && (a.coordinator != coordinator || a.run != run) && now.Sub(a.lastBeat) <= a.lease {
 		return fmt.Errorf("%w: run %q of coordinator %q (lease %v)", ErrClaimed, a.run, a.coordinator, a.lease)

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 
 // fleet is n nodes; nodes[0] coordinates with --peers naming all of them.
 type fleet struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*testserver.Server
 }
 
@@ -59,7 +59,7 @@ func (f *fleet) coord() *testserver.Server { return f.nodes[0] }
 
 // startFleet starts n-1 plain nodes, then the coordinator listing every node as a peer.
 // extra adds arguments to every node; coordExtra to the coordinator only.
-func startFleet(t *testing.T, n int, extra, coordExtra []string) *fleet {
+func startFleet(t testing.TB, n int, extra, coordExtra []string) *fleet {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -94,7 +94,7 @@ func startFleet(t *testing.T, n int, extra, coordExtra []string) *fleet {
 }
 
 // call sends a request with the token and decodes a 2xx answer into out.
-func call(t *testing.T, method, url string, in, out any) {
+func call(t testing.TB, method, url string, in, out any) {
 	t.Helper()
 	if err := tryCall(method, url, in, out); err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ type BeatRequest struct {
 	Run string `json:"run,omitempty"`
 	// LeaseMs is how long the node keeps its load running without a beat from this
 	// coordinator; it stops the load by itself after that (0: no lease).
-	LeaseMs int64 `json:"leaseMs,omitempty"`
+	LeaseMs int64 `json:"leaseMs,omitempty" minimum:"0"`
 	// Sent is the coordinator's clock when it sent the beat (t0).
 	Sent time.Time `json:"sent"`
 }
@@ -59,12 +59,12 @@ type BeatResponse struct {
 // StartRequest starts op classes at an instant of the node's clock: the coordinator
 // converts its common instant with the node's measured offset.
 type StartRequest struct {
-	Coordinator string    `json:"coordinator"`
-	Run         string    `json:"run"`
+	Coordinator string    `json:"coordinator" minLength:"1"`
+	Run         string    `json:"run" minLength:"1"`
 	At          time.Time `json:"at"`
 	// Ops are the classes to start; empty = every class of the workload.
-	Ops     []string `json:"ops,omitempty"`
-	LeaseMs int64    `json:"leaseMs"`
+	Ops     []string `json:"ops,omitempty" maxItems:"16"`
+	LeaseMs int64    `json:"leaseMs" minimum:"1" doc:"Stop the load after this long without a beat of the run"`
 }
 
 // ReleaseRequest ends a node's part in a run: its load is the coordinator's no longer,
