@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,60 +13,13 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/testserver/etcdtest"
 )
-
-// etcdLiveFreePort returns a loopback port that was free a moment ago.
-func etcdLiveFreePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startEmbeddedEtcd runs a one-member etcd in the test process on loopback ports, with its
-// data in a temporary directory, until the test ends (as internal/config's tests do). It
-// returns its client endpoint and a client.
-func startEmbeddedEtcd(t *testing.T) (string, *clientv3.Client) {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Name = "ndbench-api-test"
-	cfg.Dir = t.TempDir()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.UnsafeNoFsync = true
-	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", etcdLiveFreePort(t))}
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", etcdLiveFreePort(t))}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatalf("start etcd: %v", err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		t.Fatalf("etcd failed: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready after 30 s")
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client.Host}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return client.Host, c
-}
 
 // TestEtcdLiveChanges is the etcd half of TestLiveChanges: a service wired like `ndbench
 // serve --config-etcd` runs reads and writes on memory, and every live parameter is
@@ -78,7 +29,7 @@ func startEmbeddedEtcd(t *testing.T) (string, *clientv3.Client) {
 // etcd is rejected without touching the running configuration, that a runtime PATCH beats
 // an etcd value, and that deleting an etcd key falls back to the layer below.
 func TestEtcdLiveChanges(t *testing.T) {
-	endpoint, cli := startEmbeddedEtcd(t)
+	endpoint, cli := etcdtest.Start(t)
 	const prefix = "/ndbench/node1/"
 	ctx := context.Background()
 

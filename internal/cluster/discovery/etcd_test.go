@@ -2,10 +2,8 @@ package discovery
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -13,90 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/testserver/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 )
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// etcdServer is a one-member etcd in the test process on loopback ports, with its data
-// in a temporary directory (as package config/source's tests run it). It can be stopped
-// and started again on the same ports and data, and is stopped when the test ends.
-type etcdServer struct {
-	t        *testing.T
-	cfg      *embed.Config
-	e        *embed.Etcd
-	endpoint string
-}
-
-func newEtcdServer(t *testing.T) *etcdServer {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Name = "ndbench-discovery-test"
-	cfg.Dir = t.TempDir()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.UnsafeNoFsync = true // test data: speed over durability
-	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	s := &etcdServer{t: t, cfg: cfg, endpoint: client.Host}
-	t.Cleanup(s.stop)
-	s.start()
-	return s
-}
-
-func (s *etcdServer) start() {
-	s.t.Helper()
-	e, err := embed.StartEtcd(s.cfg)
-	if err != nil {
-		s.t.Fatalf("start etcd: %v", err)
-	}
-	s.e = e
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		s.t.Fatalf("etcd failed: %v", err)
-	case <-time.After(30 * time.Second):
-		s.t.Fatal("etcd not ready after 30 s")
-	}
-}
-
-func (s *etcdServer) stop() {
-	if s.e != nil {
-		s.e.Close()
-		s.e = nil
-	}
-}
-
-// client returns a client of the server, closed when the test ends.
-func (s *etcdServer) client() *clientv3.Client {
-	s.t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // startEtcd starts an etcd server for the test and returns its endpoint and a client.
-func startEtcd(t *testing.T) (string, *clientv3.Client) {
-	t.Helper()
-	s := newEtcdServer(t)
-	return s.endpoint, s.client()
-}
+func startEtcd(t *testing.T) (string, *clientv3.Client) { return etcdtest.Start(t) }
 
 // leaseOf returns the lease of key, 0 when the key does not exist.
 func leaseOf(t *testing.T, c *clientv3.Client, key string) clientv3.LeaseID {

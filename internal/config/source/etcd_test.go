@@ -3,8 +3,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -12,58 +10,13 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/testserver/etcdtest"
 )
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startEtcd runs a one-member etcd in the test process on loopback ports, with its data in
-// a temporary directory, until the test ends. It returns its client endpoint and a client.
-func startEtcd(t *testing.T) (string, *clientv3.Client) {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Name = "ndbench-test"
-	cfg.Dir = t.TempDir()
-	// Its shutdown logs errors about closed listeners; a failed start shows through
-	// StartEtcd and e.Err instead.
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.UnsafeNoFsync = true // test data: speed over durability
-	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatalf("start etcd: %v", err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		t.Fatalf("etcd failed: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready after 30 s")
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client.Host}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return client.Host, c
-}
+// startEtcd runs a one-member etcd in the test process until the test ends.
+func startEtcd(t *testing.T) (string, *clientv3.Client) { return etcdtest.Start(t) }
 
 // etcdFixture is one subtest's view of the shared etcd: its own prefix, a store loaded from
 // a file, env and --set, and helpers to change keys.

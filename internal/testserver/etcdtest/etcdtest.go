@@ -16,9 +16,18 @@ import (
 	"go.uber.org/zap"
 )
 
-// Start runs etcd until the test ends and returns its client endpoint (host:port) and a
-// client, closed at the end of the test too.
-func Start(t testing.TB) (string, *clientv3.Client) {
+// Server is an embedded etcd. It can be stopped and started again on the same ports and
+// data (an outage), and is stopped when the test ends.
+type Server struct {
+	t   testing.TB
+	cfg *embed.Config
+	e   *embed.Etcd
+	// Endpoint is the client address, host:port.
+	Endpoint string
+}
+
+// New starts an etcd for the test.
+func New(t testing.TB) *Server {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "ndbench-test"
@@ -27,32 +36,62 @@ func Start(t testing.TB) (string, *clientv3.Client) {
 	// StartEtcd and e.Err instead.
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.UnsafeNoFsync = true // test data: speed over durability
-	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
+	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
+	s := &Server{t: t, cfg: cfg, Endpoint: client.Host}
+	t.Cleanup(s.Stop)
+	s.Restart()
+	return s
+}
+
+// Restart starts a stopped server again on its ports and data, and waits until it serves.
+func (s *Server) Restart() {
+	s.t.Helper()
+	e, err := embed.StartEtcd(s.cfg)
 	if err != nil {
-		t.Fatalf("start etcd: %v", err)
+		s.t.Fatalf("start etcd: %v", err)
 	}
-	t.Cleanup(e.Close)
+	s.e = e
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		t.Fatalf("etcd failed: %v", err)
+		s.t.Fatalf("etcd failed: %v", err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready after 30 s")
+		s.t.Fatal("etcd not ready after 30 s")
 	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{client.Host}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return client.Host, c
 }
 
-func freePort(t testing.TB) int {
+// Stop stops the server; stopping a stopped one does nothing.
+func (s *Server) Stop() {
+	if s.e != nil {
+		s.e.Close()
+		s.e = nil
+	}
+}
+
+// Client returns a client of the server, closed when the test ends.
+func (s *Server) Client() *clientv3.Client {
+	s.t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Start runs etcd until the test ends and returns its client endpoint and a client.
+func Start(t testing.TB) (string, *clientv3.Client) {
+	t.Helper()
+	s := New(t)
+	return s.Endpoint, s.Client()
+}
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
