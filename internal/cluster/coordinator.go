@@ -275,6 +275,11 @@ func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
 	switch h {
 	case Alive:
 		c.stats.expect(m.ID, now)
+		// A node that joins while the fleet runs load (a scale-up, or a lost node that
+		// came back) takes its share: the others' rates go down first, then it starts.
+		if c.run != "" && c.started != nil {
+			go c.join(context.Background(), m.ID)
+		}
 	case Lost, Left:
 		c.stats.forget(m.ID, now)
 		if m.inRun && c.opts.Redistribute {
@@ -489,7 +494,7 @@ func (c *Coordinator) SetConfig(ctx context.Context, scope Scope, values map[str
 	// Every node's resulting configuration must be valid before any is told.
 	var snap *config.Snapshot
 	if scope.Kind == ScopeFleet {
-		if err := c.fleet.Check(config.LayerRuntime, cur); err != nil {
+		if err := c.fleet.Check(config.LayerFleet, cur); err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -501,13 +506,13 @@ func (c *Coordinator) SetConfig(ctx context.Context, scope Scope, values map[str
 			c.mu.Unlock()
 			return nil, driver.FieldErrors{err.(*driver.FieldError)}
 		}
-		if err := c.fleet.Check(config.LayerRuntime, eff); err != nil {
+		if err := c.fleet.Check(config.LayerFleet, eff); err != nil {
 			c.mu.Unlock()
 			return nil, fmt.Errorf("node %s: %w", m.ID, err)
 		}
 	}
 	if scope.Kind == ScopeFleet {
-		if snap, err = c.fleet.Update(config.LayerRuntime, cur); err != nil {
+		if snap, err = c.fleet.Update(config.LayerFleet, cur); err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -687,7 +692,7 @@ func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, 
 	}
 	at := time.Now().Add(max(c.opts.StartDelay, 4*slowest))
 	c.mu.Lock()
-	c.startAt, c.started = at, slices.Clone(classes)
+	c.startAt, c.started = at, append([]string{}, classes...)
 	c.mu.Unlock()
 	defer c.beatAll(ctx)
 	err := c.fanOut("start", ms, func(m *member) error {
@@ -728,7 +733,7 @@ func (c *Coordinator) release(ctx context.Context) error {
 	for _, m := range c.members {
 		m.inRun = false
 	}
-	c.run = ""
+	c.run, c.started = "", nil
 	c.mu.Unlock()
 	if run == "" || len(ms) == 0 {
 		return nil
@@ -958,4 +963,36 @@ func (c *Coordinator) StartedAt() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.startAt
+}
+
+// join brings a node that became alive during a run into it: the fleet's driver if it has
+// none, its share of the rates (re-split over every node of the run), and a start of the
+// run's classes with the run's lease.
+func (c *Coordinator) join(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	c.mu.Lock()
+	m, ok := c.members[id]
+	if !ok || c.run == "" || c.started == nil {
+		c.mu.Unlock()
+		return
+	}
+	name, opts, classes, run := c.driver, maps.Clone(c.drvOpts), slices.Clone(c.started), c.run
+	hasDriver := m.beat.Driver != ""
+	m.inRun = true
+	c.gen++
+	c.mu.Unlock()
+	c.log.Info("fleet member joins the run", "node", id, "run", run)
+	if name != "" && !hasDriver {
+		if err := m.peer.call(ctx, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil); err != nil {
+			c.log.Warn("joining node: driver init failed", "node", id, "err", err)
+			return
+		}
+	}
+	if err := c.reapply(ctx); err != nil {
+		c.log.Warn("joining node: re-split failed", "node", id, "err", err)
+	}
+	if err := c.StartNode(ctx, id, classes...); err != nil {
+		c.log.Warn("joining node: start failed", "node", id, "err", err)
+	}
 }

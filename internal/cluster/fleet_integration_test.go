@@ -590,3 +590,47 @@ func redisDBSize(t *testing.T, addr string) int64 {
 	}
 	return n
 }
+
+// TestFleetNodeJoinsARun: a node that registers while the fleet runs takes its share: the
+// fleet rate is divided over one more node, and the newcomer runs its part.
+func TestFleetNodeJoinsARun(t *testing.T) {
+	endpoint, _ := etcdtest.Start(t)
+	disc := []string{"--discovery", "etcd:" + endpoint, "--discovery-ttl", "2s"}
+	nodes := startNodes(t, append(slices.Clone(disc), "--coordinate"), slices.Clone(disc))
+	f := &fleet{t: t, nodes: nodes}
+	f.waitAlive(2, 20*time.Second)
+	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 3000, "workload.writeEnabled": false, "workload.numKeys": 1000}}, nil)
+	call(t, http.MethodPost, f.url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	call(t, http.MethodPost, f.url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
+	time.Sleep(2 * time.Second)
+
+	f.nodes = append(f.nodes, startNodes(t, slices.Clone(disc))...)
+	newcomer := f.nodes[2]
+	end := time.Now().Add(20 * time.Second)
+	for {
+		ms := f.members()
+		ok := len(ms) == 3
+		for _, m := range ms {
+			ok = ok && m.Health == "alive" && m.InRun && m.Assigned["read"] == 1000 && m.Achieved["read"] > 900 && m.Achieved["read"] < 1100
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("3 nodes at 1000 reads/s each 20 s after the third joined: %+v", ms)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	var st struct {
+		Driver  string          `json:"driver"`
+		Running map[string]bool `json:"running"`
+	}
+	call(t, http.MethodGet, nodeURL(newcomer, "/api/v1/status"), nil, &st)
+	if st.Driver != "memory" || !st.Running["read"] {
+		t.Errorf("the node that joined: driver %q, running %v; want memory, reads running", st.Driver, st.Running)
+	}
+	if got := effective(t, newcomer, "workload.readRate"); got != "1000" {
+		t.Errorf("the node that joined runs readRate %s, want 1000", got)
+	}
+}

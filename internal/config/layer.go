@@ -18,6 +18,11 @@ const (
 	LayerEnv     = "env"
 	LayerEtcd    = "etcd"
 	LayerRuntime = "runtime"
+	// LayerFleet holds a fleet coordinator's fleet-scope values in its view of the fleet's
+	// configuration: above everything the coordinator node itself was started with, so a
+	// fleet value always wins there. A node's own store never has it (the coordinator
+	// patches nodes through their runtime layer).
+	LayerFleet = "fleet"
 )
 
 // Layer is one source of configuration: a name that fixes its precedence and a flat map of
@@ -50,6 +55,8 @@ func rank(name string) int {
 		return 30
 	case LayerRuntime:
 		return 50
+	case LayerFleet:
+		return 60
 	}
 	return 40
 }

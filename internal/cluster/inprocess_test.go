@@ -1,0 +1,154 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/api"
+	"github.com/ndbench/ndbench/internal/cluster"
+	"github.com/ndbench/ndbench/internal/cluster/discovery"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/instance"
+
+	_ "github.com/ndbench/ndbench/drivers/memory"
+)
+
+const inToken = "in-process-fleet-token"
+
+// inNode is one node in the test process: an instance behind its API with an agent.
+type inNode struct {
+	inst *instance.Instance
+	ts   *httptest.Server
+}
+
+func newInNode(t *testing.T) *inNode {
+	t.Helper()
+	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := instance.New(config.NewStore(snap), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	agent := cluster.NewAgent(inst, cluster.AgentOptions{ID: "n", Version: "test"})
+	go agent.Run(ctx)
+	srv, err := api.New(api.Options{Instance: inst, Token: inToken, Agent: agent, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { cancel(); ts.Close(); srv.Close(); _ = inst.Close() })
+	return &inNode{inst: inst, ts: ts}
+}
+
+func inCall(t *testing.T, method, url string, in, out any) {
+	t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, body)
+	req.Header.Set("Authorization", "Bearer "+inToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: %s %s", method, url, resp.Status, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestInProcessFleetUnderRace drives a fleet of three nodes in this process, so the race
+// detector sees the coordinator, the agents, the merge and the fleet's collector at work:
+// a start, load, a config change mid-run, a node that goes away, and the stop.
+func TestInProcessFleetUnderRace(t *testing.T) {
+	nodes := []*inNode{newInNode(t), newInNode(t), newInNode(t)}
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, strings.TrimPrefix(n.ts.URL, "http://"))
+	}
+	disc, err := discovery.Parse("static:"+strings.Join(addrs, ","), discovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := cluster.New(cluster.Options{Self: discovery.Member{ID: addrs[0], Addr: addrs[0]}, Discovery: disc, Token: inToken,
+		Config: snap, BeatEvery: 200 * time.Millisecond, SuspectAfter: 600 * time.Millisecond, LostAfter: time.Second,
+		Lease: 2 * time.Second, StartDelay: 200 * time.Millisecond, MergeWait: 500 * time.Millisecond, Redistribute: true, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go coord.Run(ctx)
+	if err := coord.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fsrv, err := api.New(api.Options{Instance: coord.Fleet(), Coordinator: coord, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fts := httptest.NewServer(fsrv.Handler())
+	defer func() { fts.Close(); fsrv.Close() }()
+	url := func(p string) string { return fts.URL + p }
+
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 600, "workload.writeRate": 300, "workload.numKeys": 500}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/load/start"), nil, nil)
+	time.Sleep(1500 * time.Millisecond)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{"workload.readRate": 900}}, nil)
+	for _, n := range nodes {
+		if got, _, _ := n.inst.Config().Value("workload.readRate"); got != "300" {
+			t.Errorf("node readRate %s after the fleet's 900, want 300", got)
+		}
+	}
+	time.Sleep(time.Second)
+	nodes[2].ts.CloseClientConnections()
+	nodes[2].ts.Close() // the node is gone for the coordinator
+	time.Sleep(2 * time.Second)
+	inCall(t, http.MethodPost, url("/api/v1/load/stop"), nil, nil)
+	time.Sleep(1500 * time.Millisecond)
+
+	var members struct {
+		Members []cluster.MemberStatus `json:"members"`
+	}
+	inCall(t, http.MethodGet, url("/api/v1/fleet/members"), nil, &members)
+	lost := 0
+	for _, m := range members.Members {
+		if m.Health == cluster.Lost {
+			lost++
+		}
+	}
+	if lost != 1 {
+		t.Errorf("members after a node went away: %+v; want one lost", members.Members)
+	}
+	for _, n := range nodes[:2] {
+		if got, _, _ := n.inst.Config().Value("workload.readRate"); got != "450" {
+			t.Errorf("node readRate %s after the loss, want 450 (900 over the 2 left)", got)
+		}
+	}
+	var st api.StatsBody
+	inCall(t, http.MethodGet, url("/api/v1/stats"), nil, &st)
+	if st.Cumulative.Ops["read"].Count == 0 || st.Cumulative.Ops["write"].Count == 0 {
+		t.Errorf("fleet counted no load: %+v", st.Cumulative.Ops)
+	}
+}
