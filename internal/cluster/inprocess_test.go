@@ -77,39 +77,7 @@ func inCall(t *testing.T, method, url string, in, out any) {
 // detector sees the coordinator, the agents, the merge and the fleet's collector at work:
 // a start, load, a config change mid-run, a node that goes away, and the stop.
 func TestInProcessFleetUnderRace(t *testing.T) {
-	nodes := []*inNode{newInNode(t), newInNode(t), newInNode(t)}
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, strings.TrimPrefix(n.ts.URL, "http://"))
-	}
-	disc, err := discovery.Parse("static:"+strings.Join(addrs, ","), discovery.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	coord, err := cluster.New(cluster.Options{Self: discovery.Member{ID: addrs[0], Addr: addrs[0]}, Discovery: disc, Token: inToken,
-		Config: snap, BeatEvery: 200 * time.Millisecond, SuspectAfter: 600 * time.Millisecond, LostAfter: time.Second,
-		Lease: 2 * time.Second, StartDelay: 200 * time.Millisecond, MergeWait: 500 * time.Millisecond, Redistribute: true, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go coord.Run(ctx)
-	if err := coord.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fsrv, err := api.New(api.Options{Instance: coord.Fleet(), Coordinator: coord, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fts := httptest.NewServer(fsrv.Handler())
-	defer func() { fts.Close(); fsrv.Close() }()
-	url := func(p string) string { return fts.URL + p }
-
+	nodes, coord, url := inFleet(t, 3)
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 600, "workload.writeRate": 300, "workload.numKeys": 500}}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
@@ -120,6 +88,18 @@ func TestInProcessFleetUnderRace(t *testing.T) {
 		if got, _, _ := n.inst.Config().Value("workload.readRate"); got != "300" {
 			t.Errorf("node readRate %s after the fleet's 900, want 300", got)
 		}
+	}
+	// The fleet's live stream and Prometheus metrics are served like a node's.
+	req, _ := http.NewRequest(http.MethodGet, url("/api/v1/stats/stream"), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	n, _ := io.ReadAtLeast(resp.Body, buf, 64)
+	resp.Body.Close()
+	if !strings.Contains(string(buf[:n]), "event:") || !strings.Contains(string(buf[:n]), `"read"`) {
+		t.Errorf("fleet SSE stream starts with %q; want an event with the read class", buf[:n])
 	}
 	time.Sleep(time.Second)
 	nodes[2].ts.CloseClientConnections()
@@ -151,4 +131,89 @@ func TestInProcessFleetUnderRace(t *testing.T) {
 	if st.Cumulative.Ops["read"].Count == 0 || st.Cumulative.Ops["write"].Count == 0 {
 		t.Errorf("fleet counted no load: %+v", st.Cumulative.Ops)
 	}
+	mreq, _ := http.NewRequest(http.MethodGet, url("/metrics"), nil)
+	mresp, err := http.DefaultClient.Do(mreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if !strings.Contains(string(metrics), `ndbench_ops_total{op="read"`) {
+		t.Errorf("fleet /metrics has no ndbench_ops_total for reads:\n%.2000s", metrics)
+	}
+	_ = coord
+}
+
+// A node that cannot keep up with its share is flagged saturated: its figures are the
+// generator's (here: its store's capacity is far below its share, so it does not even
+// send its share), and the others are not.
+func TestInProcessFleetFlagsASaturatedNode(t *testing.T) {
+	nodes, coord, url := inFleet(t, 2)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 400, "workload.readers": 2, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	slow := strings.TrimPrefix(nodes[1].ts.URL, "http://")
+	inCall(t, http.MethodPatch, url("/api/v1/fleet/config"), map[string]any{"scope": "node:" + slow,
+		"values": map[string]any{"drivers.memory.capacity": 40}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
+	end := time.Now().Add(15 * time.Second)
+	for {
+		ms := coord.Members()
+		var flagged []string
+		for _, m := range ms {
+			if m.Saturated {
+				flagged = append(flagged, m.ID)
+			}
+		}
+		if len(flagged) == 1 && flagged[0] == slow {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("saturated nodes %v after 15 s, want only %s: %+v", flagged, slow, ms)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	inCall(t, http.MethodPost, url("/api/v1/load/stop"), nil, nil)
+}
+
+// inFleet starts n in-process nodes and a coordinator of them with short timings, and
+// returns the nodes, the coordinator and the URL maker of its fleet view.
+func inFleet(t *testing.T, n int) ([]*inNode, *cluster.Coordinator, func(string) string) {
+	t.Helper()
+	var nodes []*inNode
+	for range n {
+		nodes = append(nodes, newInNode(t))
+	}
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, strings.TrimPrefix(n.ts.URL, "http://"))
+	}
+	disc, err := discovery.Parse("static:"+strings.Join(addrs, ","), discovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := cluster.New(cluster.Options{Self: discovery.Member{ID: addrs[0], Addr: addrs[0]}, Discovery: disc, Token: inToken,
+		Config: snap, BeatEvery: 200 * time.Millisecond, SuspectAfter: 600 * time.Millisecond, LostAfter: time.Second,
+		Lease: 2 * time.Second, StartDelay: 200 * time.Millisecond, MergeWait: 500 * time.Millisecond, Redistribute: true, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go coord.Run(ctx)
+	if err := coord.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fsrv, err := api.New(api.Options{Instance: coord.Fleet(), Coordinator: coord, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fts := httptest.NewServer(fsrv.Handler())
+	t.Cleanup(func() { fts.Close(); fsrv.Close() })
+	url := func(p string) string { return fts.URL + p }
+	return nodes, coord, url
 }
