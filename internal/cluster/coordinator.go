@@ -61,6 +61,15 @@ type Options struct {
 	MergeWait time.Duration
 	// Parallel bounds concurrent calls to nodes (64).
 	Parallel int
+	// ScopeStore, when set, keeps the fleet's configuration changes (etcd): a change that
+	// cannot be saved applies nowhere.
+	ScopeStore ScopeStore
+}
+
+// ScopeStore is where a fleet's configuration is kept besides the coordinator's memory.
+type ScopeStore interface {
+	// Save writes values at scope (as Scope.String gives it).
+	Save(ctx context.Context, scope string, values map[string]string) error
 }
 
 func (o *Options) defaults() {
@@ -150,6 +159,8 @@ type Coordinator struct {
 	gen     uint64 // split generation: bumped at every re-split
 
 	stats *fleetStats
+
+	cfgMu sync.Mutex // serialises configuration changes (SetConfig, ReplaceScopes)
 
 	activate     sync.Once
 	activated    chan struct{}
@@ -483,46 +494,84 @@ func (c *Coordinator) SetConfig(ctx context.Context, scope Scope, values map[str
 	if err != nil {
 		return nil, driver.FieldErrors{err.(*driver.FieldError)}
 	}
+	c.cfgMu.Lock()
+	defer c.cfgMu.Unlock()
 	c.mu.Lock()
 	next := maps.Clone(c.scopes)
+	c.mu.Unlock()
 	cur := maps.Clone(next[scope])
 	if cur == nil {
 		cur = map[string]string{}
 	}
 	maps.Copy(cur, vals)
 	next[scope] = cur
-	// Every node's resulting configuration must be valid before any is told.
-	var snap *config.Snapshot
-	if scope.Kind == ScopeFleet {
-		if err := c.fleet.Check(config.LayerFleet, cur); err != nil {
-			c.mu.Unlock()
-			return nil, err
+	return c.setScopes(ctx, next, func(ctx context.Context) error {
+		if c.opts.ScopeStore == nil {
+			return nil
 		}
+		return c.opts.ScopeStore.Save(ctx, scope.String(), vals)
+	})
+}
+
+// ReplaceScopes makes the fleet's configuration exactly all (scope as ParseScope reads
+// it, to values), as read back from where it is stored, validated and applied like
+// SetConfig. A value removed from all is no longer set by the fleet; nodes keep the value
+// they were last given until another replaces it.
+func (c *Coordinator) ReplaceScopes(ctx context.Context, all map[string]map[string]string) error {
+	next := scopes{}
+	for name, values := range all {
+		sc, err := ParseScope(name)
+		if err != nil {
+			return err
+		}
+		vals, err := canonical(values)
+		if err != nil {
+			return driver.FieldErrors{err.(*driver.FieldError)}
+		}
+		next[sc] = vals
 	}
+	c.cfgMu.Lock()
+	defer c.cfgMu.Unlock()
+	_, err := c.setScopes(ctx, next, nil)
+	return err
+}
+
+// setScopes validates next for every node, then persists it (save, when not nil), then
+// makes it the fleet's configuration and tells the nodes: an invalid or unsaved change
+// applies nowhere. Called with cfgMu held; the node calls are made without c.mu.
+func (c *Coordinator) setScopes(ctx context.Context, next scopes, save func(context.Context) error) (*config.Snapshot, error) {
+	fleetVals := next[Scope{Kind: ScopeFleet}]
+	if fleetVals == nil {
+		fleetVals = map[string]string{}
+	}
+	if err := c.fleet.Check(config.LayerFleet, fleetVals); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
 	ms, share := c.sharing()
+	c.mu.Unlock()
 	for _, m := range ms {
 		eff, err := next.effective(m.split(), share)
 		if err != nil {
-			c.mu.Unlock()
 			return nil, driver.FieldErrors{err.(*driver.FieldError)}
 		}
 		if err := c.fleet.Check(config.LayerFleet, eff); err != nil {
-			c.mu.Unlock()
 			return nil, fmt.Errorf("node %s: %w", m.ID, err)
 		}
 	}
-	if scope.Kind == ScopeFleet {
-		if snap, err = c.fleet.Update(config.LayerFleet, cur); err != nil {
-			c.mu.Unlock()
+	if save != nil {
+		if err := save(ctx); err != nil {
 			return nil, err
 		}
 	}
+	snap, err := c.fleet.Update(config.LayerFleet, fleetVals)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
 	c.scopes = next
 	c.gen++
 	c.mu.Unlock()
-	if snap == nil {
-		snap = c.fleet.Current()
-	}
 	return snap, c.reapply(ctx)
 }
 
