@@ -1,9 +1,12 @@
 package merge
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -607,5 +610,75 @@ func TestMemoryIsBounded(t *testing.T) {
 	}
 	if len(m.nodes) != 0 {
 		t.Errorf("%d nodes kept a day after they left", len(m.nodes))
+	}
+}
+
+// TestConcurrentAdd: pollers add their nodes' intervals concurrently while the
+// coordinator's loop calls Ready; every interval ends up in the fleet exactly once.
+func TestConcurrentAdd(t *testing.T) {
+	const nodes, seconds = 8, 20
+	e := recordedInterval(t, 1, 200)
+	var want int64
+	for _, o := range e.Ops {
+		want += o.Successes + o.Misses
+	}
+	want *= nodes * seconds
+	m := New(Config{Horizon: time.Hour}) // the pollers run ahead of the Ready clock
+	fleet := stats.NewCollector(stats.Config{Shards: 1})
+	fleet.ResetAt(at(-10))
+	for i := range nodes {
+		m.Expect(fmt.Sprint(i), at(0))
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for p := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range seconds {
+				for i := p; i < nodes; i += 4 {
+					x := e
+					x.Seq, x.Start, x.End = uint64(s), at(float64(s)-0.7), at(float64(s)+0.3)
+					if err := m.Add(fmt.Sprint(i), 0, x); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	ingest := func(now time.Time) {
+		for _, f := range m.Ready(now) {
+			var err error
+			if f.Late {
+				err = fleet.IngestCumulative(f.Interval)
+			} else {
+				err = fleet.Ingest(f.Interval)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for s := 0; ; s++ {
+		select {
+		case <-done:
+			for i := range nodes {
+				m.Forget(fmt.Sprint(i), at(seconds))
+			}
+			ingest(at(seconds + 10))
+			var got int64
+			for _, o := range fleet.Cumulative().Ops {
+				got += o.Count
+			}
+			if got != want {
+				t.Errorf("fleet counted %d ops, the nodes sent %d", got, want)
+			}
+			return
+		default:
+			ingest(at(min(float64(s)*0.01, seconds)))
+			runtime.Gosched()
+		}
 	}
 }
