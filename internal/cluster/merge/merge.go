@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -500,15 +501,7 @@ func (m *Merger) emit(s *slot, missing []string, late bool) Fleet {
 	slices.Sort(missing)
 	iv.Partial, iv.Missing, iv.Nodes = len(missing) > 0, missing, len(s.nodes)
 	iv.Ops = iv.Ops[:0]
-	slices.SortFunc(s.ops, func(a, b *opSum) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(s.ops, func(a, b *opSum) int { return strings.Compare(a.name, b.name) })
 	for _, o := range s.ops {
 		resp, svc, lag := m.hist(), m.hist(), m.lagHist()
 		// The sums and these histograms share the package geometries: no error.
@@ -696,8 +689,8 @@ func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end t
 		}
 		no.TargetRate, no.Workers, no.Pending = x.target, x.workers, x.pending
 		no.BacklogMs = x.backlog.Seconds() * 1000
-		no.ResponseP99 = max(no.ResponseP99, float64(x.resp.Percentile(99)))
-		no.StartLagP99 = max(no.StartLagP99, float64(x.lag.Percentile(99)))
+		no.ResponseP99 = max(no.ResponseP99, x.respP99)
+		no.StartLagP99 = max(no.StartLagP99, x.lagP99)
 		f.Ops[x.name] = no
 	}
 	s.per[id] = f
@@ -718,6 +711,8 @@ type decodedOp struct {
 	backlog        time.Duration
 	pending        int64
 	resp, svc, lag stats.HistogramDecoder
+	// The node's own p99s, taken while decoding, outside the merger's lock.
+	respP99, lagP99 float64
 }
 
 func (d *decoded) decode(e *stats.EncodedInterval) error {
@@ -757,6 +752,7 @@ func (d *decoded) decode(e *stats.EncodedInterval) error {
 				return fmt.Errorf("%s %s histogram: %w", name, h.kind, err)
 			}
 		}
+		x.respP99, x.lagP99 = float64(x.resp.Percentile(99)), float64(x.lag.Percentile(99))
 	}
 	return nil
 }
