@@ -342,6 +342,18 @@ func (m *Merger) Add(id string, offset time.Duration, e stats.EncodedInterval) e
 			e.Seq, id, end, offset, m.cfg.Horizon)
 	}
 
+	// Where it goes: an emitted slot's interval is late (before anything is emitted, the
+	// first slot moves back to it instead). Refuse it now if that slot cannot take its
+	// series, before the node's state records it as merged.
+	late := m.emitted && k < m.next
+	target := m.slots[k]
+	if late {
+		target = m.late
+	}
+	if target != nil && !target.fits(d) {
+		return fmt.Errorf("merge interval %d of node %s: more than %d series in a slot", e.Seq, id, stats.MaxSeries)
+	}
+
 	gap := !n.seen || restart
 	switch {
 	case restart:
@@ -373,23 +385,21 @@ func (m *Merger) Add(id string, offset time.Duration, e stats.EncodedInterval) e
 	}
 
 	m.counters.Intervals++
-	var s *slot
-	if k < m.next {
+	s := target
+	switch {
+	case late:
 		m.counters.Late++
-		if m.late == nil {
-			m.late = m.newSlot(k)
-			m.late.lo = k
-		}
-		s = m.late
-		s.lo, s.k = min(s.lo, k), max(s.k, k)
-	} else {
-		s = m.slots[k]
 		if s == nil {
 			s = m.newSlot(k)
-			m.slots[k] = s
+			m.late = s
 		}
+		s.lo, s.k = min(s.lo, k), max(s.k, k)
+	case s == nil:
+		s = m.newSlot(k)
+		m.slots[k] = s
 	}
-	return s.add(id, d, &e, end.Add(-e.End.Sub(e.Start)), end)
+	s.add(id, d, &e, end.Add(-e.End.Sub(e.Start)), end)
+	return nil
 }
 
 func (m *Merger) newSlot(k int64) *slot {
@@ -627,14 +637,12 @@ func (s *slot) reset() {
 	s.iv = stats.Interval{Ops: s.iv.Ops[:0]}
 }
 
-func (s *slot) op(name string) (*opSum, error) {
+// op returns the sum of series name, adding it (the caller checked fits).
+func (s *slot) op(name string) *opSum {
 	for _, o := range s.ops {
 		if o.name == name {
-			return o, nil
+			return o
 		}
-	}
-	if len(s.ops) >= stats.MaxSeries {
-		return nil, fmt.Errorf("series %q: at most %d series per interval", name, stats.MaxSeries)
 	}
 	var o *opSum
 	if l := len(s.spare); l > 0 {
@@ -644,21 +652,22 @@ func (s *slot) op(name string) (*opSum, error) {
 	}
 	o.name = name
 	s.ops = append(s.ops, o)
-	return o, nil
+	return o
 }
 
-// add merges node id's decoded interval d into s.
-func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end time.Time) error {
-	// Check the series count first, so an error applies nothing.
-	fresh := 0
+// fits reports whether s can take d's series without exceeding stats.MaxSeries.
+func (s *slot) fits(d *decoded) bool {
+	n := len(s.ops)
 	for i := range d.ops {
 		if !slices.ContainsFunc(s.ops, func(o *opSum) bool { return o.name == d.ops[i].name }) {
-			fresh++
+			n++
 		}
 	}
-	if len(s.ops)+fresh > stats.MaxSeries {
-		return fmt.Errorf("merge interval %d of node %s: more than %d series in a slot", e.Seq, id, stats.MaxSeries)
-	}
+	return n <= stats.MaxSeries
+}
+
+// add merges node id's decoded interval d into s, which fits it.
+func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end time.Time) {
 	secs := e.End.Sub(e.Start).Seconds()
 	f, ok := s.per[id]
 	if !ok {
@@ -670,7 +679,7 @@ func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end t
 	f.Seconds += secs
 	for i := range d.ops {
 		x := &d.ops[i]
-		o, _ := s.op(x.name) // counted above
+		o := s.op(x.name)
 		x.resp.AddTo(o.resp)
 		x.svc.AddTo(o.svc)
 		x.lag.AddTo(o.lag)
@@ -694,7 +703,6 @@ func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end t
 		f.Ops[x.name] = no
 	}
 	s.per[id] = f
-	return nil
 }
 
 // decoded is one node interval decoded, ready to add: the decoders hold its histograms'

@@ -582,6 +582,28 @@ func TestDuplicatesAndBadInput(t *testing.T) {
 	}
 }
 
+// TestSeriesBound: a slot holds at most stats.MaxSeries series; an interval that would
+// exceed it is refused without being recorded as merged.
+func TestSeriesBound(t *testing.T) {
+	m := New(Config{})
+	named := func(prefix string) stats.EncodedInterval {
+		e := stats.EncodedInterval{Start: at(0.2), End: at(1.2), Ops: map[string]stats.EncodedOp{}}
+		for i := range 20 {
+			e.Ops[fmt.Sprintf("%s%d", prefix, i)] = stats.EncodedOp{Successes: 1}
+		}
+		return e
+	}
+	if err := m.Add("x", 0, named("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add("y", 0, named("b")); err == nil {
+		t.Fatal("40 series in a slot were accepted")
+	}
+	if cnt := m.Counters(); cnt.Intervals != 1 || m.nodes["y"].seen {
+		t.Errorf("the refused interval was recorded: %+v", cnt)
+	}
+}
+
 // TestMemoryIsBounded: a member that never reports gets one partial slot per second
 // and no memory; idle time is skipped without walking it; accumulators are reused.
 func TestMemoryIsBounded(t *testing.T) {
