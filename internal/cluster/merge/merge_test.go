@@ -385,6 +385,12 @@ func TestPartialAndLate(t *testing.T) {
 			lose: func(n *simNode, s int) bool { return n.id == "b" && s >= 10 && s < 13 },
 			// b (phase 0.5, anchored at −0.5) ticks slot s+1 during second s.
 			want: want{partial: map[int][]string{11: {"b"}, 12: {"b"}, 13: {"b"}}, missed: 3}},
+		{name: "node first reports after 5 s",
+			// a (phase 0.1) ticks slot s in second s; what it sent before second 5 is
+			// lost, and its first interval seen (Seq 5) leaves slots 1..4, which expect
+			// it, without it. Slot 0 is before its membership.
+			lose: func(n *simNode, s int) bool { return n.id == "a" && s < 5 },
+			want: want{partial: map[int][]string{1: {"a"}, 2: {"a"}, 3: {"a"}, 4: {"a"}}}},
 		{name: "node late by 4 s",
 			skip: func(n *simNode, s int) bool { return n.id == "c" && s >= 10 && s < 14 },
 			// c (phase 0.8) ticks slot s+1 during second s; skipped polls of seconds
