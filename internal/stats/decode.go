@@ -6,12 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/klauspost/compress/zlib"
 	"io"
 	"math"
 	"math/bits"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/klauspost/compress/zlib"
 )
 
 // HistogramDecoder adds V2-encoded histograms (EncodeHistogram's format) into histograms
@@ -19,8 +19,9 @@ import (
 // decodes every histogram of every node every second; hdrhistogram.Decode allocates a
 // full counts array (~188 KB at 3 digits) and a zlib reader (~40 KB) for each, which at a
 // thousand nodes is gigabytes a second of garbage. The decoder reuses its buffers and
-// zlib reader (klauspost/compress's, which inflates these ~1.7x faster than the standard
-// library's) and adds the non-zero buckets straight into the destination.
+// zlib reader (klauspost/compress's: a node's interval merges in 14% less time than with
+// compress/zlib's, docs/performance.md) and adds the non-zero buckets straight into the
+// destination.
 //
 // It also keeps the buckets of the last histogram it decoded, so a caller can take that
 // histogram's own percentiles (Percentile) without a histogram of its own.
