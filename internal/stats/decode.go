@@ -371,7 +371,7 @@ func (d *HistogramDecoder) Percentile(p float64) int64 {
 // NewLagHistogram's) kept as a plain counts array: adding a decoded histogram is an
 // array add per non-zero bucket, where an hdrhistogram.Histogram would re-derive each
 // bucket from its value. A coordinator sums a second of many nodes into one, then turns
-// it into a histogram once (WriteTo).
+// it into a histogram once (MergeInto).
 type HistogramSum struct {
 	g      *geometry
 	counts []int64
@@ -402,9 +402,9 @@ func (s *HistogramSum) Reset() {
 	s.total, s.lo, s.hi = 0, s.g.countsLen, -1
 }
 
-// WriteTo adds the sum into dst, which must have the sum's geometry (else it fails
+// MergeInto adds the sum into dst, which must have the sum's geometry (else it fails
 // without changing dst).
-func (s *HistogramSum) WriteTo(dst *hdrhistogram.Histogram) error {
+func (s *HistogramSum) MergeInto(dst *hdrhistogram.Histogram) error {
 	if dst.SignificantFigures() != s.g.digits || dst.LowestTrackableValue() != s.g.lowest || dst.HighestTrackableValue() != s.g.highest {
 		return fmt.Errorf("stats: write histogram sum of %d digits into a histogram of %d", s.g.digits, dst.SignificantFigures())
 	}

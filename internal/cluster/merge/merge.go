@@ -515,9 +515,9 @@ func (m *Merger) emit(s *slot, missing []string, late bool) Fleet {
 	for _, o := range s.ops {
 		resp, svc, lag := m.hist(), m.hist(), m.lagHist()
 		// The sums and these histograms share the package geometries: no error.
-		_ = o.resp.WriteTo(resp)
-		_ = o.svc.WriteTo(svc)
-		_ = o.lag.WriteTo(lag)
+		_ = o.resp.MergeInto(resp)
+		_ = o.svc.MergeInto(svc)
+		_ = o.lag.MergeInto(lag)
 		iv.Ops = append(iv.Ops, stats.OpInterval{Name: o.name, Response: resp, Service: svc, StartLag: lag, Counts: o.counts,
 			TargetRate: o.target, Workers: o.workers, Backlog: o.backlog, Pending: o.pending})
 	}
