@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -459,6 +460,11 @@ func (c *Collector) markPartial(iv *Interval) {
 	}
 }
 
+// ErrOutOfOrder is Ingest's error for an interval that does not end after the previous
+// one, or that ends before the last reset (its data belongs to the span the reset
+// discarded); a caller may skip such an interval.
+var ErrOutOfOrder = errors.New("interval out of time order")
+
 // Ingest publishes an interval built outside the collector, typically a fleet interval a
 // coordinator merged from its nodes' encoded intervals, exactly as Tick publishes one
 // drained from the recorders: it is merged into the cumulative view, becomes the latest
@@ -510,8 +516,8 @@ func (c *Collector) ingest(src *Interval, publish bool) error {
 		return droppedErr(src, dropped)
 	}
 	if !src.End.After(c.last) {
-		return fmt.Errorf("ingest interval %v..%v: it ends before the end of the previous interval or the last reset (%v); intervals must come in time order",
-			src.Start, src.End, c.last)
+		return fmt.Errorf("ingest interval %v..%v: %w: it does not end after the previous interval or the last reset (%v)",
+			src.Start, src.End, ErrOutOfOrder, c.last)
 	}
 	iv := c.interval(list)
 	iv.Start, iv.End = src.Start, src.End

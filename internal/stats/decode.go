@@ -2,7 +2,6 @@ package stats
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"math/bits"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/klauspost/compress/zlib"
 )
 
 // HistogramDecoder adds V2-encoded histograms (EncodeHistogram's format) into histograms
@@ -19,7 +19,9 @@ import (
 // decodes every histogram of every node every second; hdrhistogram.Decode allocates a
 // full counts array (~188 KB at 3 digits) and a zlib reader (~40 KB) for each, which at a
 // thousand nodes is gigabytes a second of garbage. The decoder reuses its buffers and
-// zlib reader and adds the non-zero buckets straight into the destination.
+// zlib reader (klauspost/compress's: a node's interval merges in 14% less time than with
+// compress/zlib's, docs/performance.md) and adds the non-zero buckets straight into the
+// destination.
 //
 // It also keeps the buckets of the last histogram it decoded, so a caller can take that
 // histogram's own percentiles (Percentile) without a histogram of its own.
@@ -275,18 +277,25 @@ func (d *HistogramDecoder) decode(enc string) (*geometry, error) {
 	return g, d.parse(d.inflated[:plen], g)
 }
 
-// parse reads the ZigZag LEB128 counts (a negative value is a run of zero buckets).
+// parse reads the ZigZag LEB128 counts (a negative value is a run of zero buckets). It
+// is the decoder's inner loop, one step per bucket up to the largest value, so it works
+// on locals and writes the decoder's fields back once.
 func (d *HistogramDecoder) parse(p []byte, g *geometry) error {
+	idx, cnt, total := d.idx, d.cnt, d.total
+	defer func() { d.idx, d.cnt, d.total = idx, cnt, total }()
 	var at int32
-	for len(p) > 0 {
+	for i := 0; i < len(p); {
 		// Most counts and zero runs fit in one byte: decode those inline.
-		u, n := uint64(p[0]), 1
-		if u >= 0x80 {
-			if u, n = uvarint9(p); n == 0 {
+		u := uint64(p[i])
+		if u < 0x80 {
+			i++
+		} else {
+			var n int
+			if u, n = uvarint9(p[i:]); n == 0 {
 				return errors.New("stats: decode histogram: truncated count")
 			}
+			i += n
 		}
-		p = p[n:]
 		v := int64(u>>1) ^ -int64(u&1)
 		if v < 0 {
 			if -v <= 0 || -v > int64(g.countsLen-at) {
@@ -299,12 +308,11 @@ func (d *HistogramDecoder) parse(p []byte, g *geometry) error {
 			return fmt.Errorf("stats: decode histogram: index %d beyond %d", at, g.countsLen)
 		}
 		if v > 0 {
-			if v > math.MaxInt64-d.total {
+			if v > math.MaxInt64-total {
 				return errors.New("stats: decode histogram: total count overflows")
 			}
-			d.idx = append(d.idx, at)
-			d.cnt = append(d.cnt, v)
-			d.total += v
+			idx, cnt = append(idx, at), append(cnt, v)
+			total += v
 		}
 		at++
 	}
@@ -363,7 +371,7 @@ func (d *HistogramDecoder) Percentile(p float64) int64 {
 // NewLagHistogram's) kept as a plain counts array: adding a decoded histogram is an
 // array add per non-zero bucket, where an hdrhistogram.Histogram would re-derive each
 // bucket from its value. A coordinator sums a second of many nodes into one, then turns
-// it into a histogram once (WriteTo).
+// it into a histogram once (MergeInto).
 type HistogramSum struct {
 	g      *geometry
 	counts []int64
@@ -394,9 +402,9 @@ func (s *HistogramSum) Reset() {
 	s.total, s.lo, s.hi = 0, s.g.countsLen, -1
 }
 
-// WriteTo adds the sum into dst, which must have the sum's geometry (else it fails
+// MergeInto adds the sum into dst, which must have the sum's geometry (else it fails
 // without changing dst).
-func (s *HistogramSum) WriteTo(dst *hdrhistogram.Histogram) error {
+func (s *HistogramSum) MergeInto(dst *hdrhistogram.Histogram) error {
 	if dst.SignificantFigures() != s.g.digits || dst.LowestTrackableValue() != s.g.lowest || dst.HighestTrackableValue() != s.g.highest {
 		return fmt.Errorf("stats: write histogram sum of %d digits into a histogram of %d", s.g.digits, dst.SignificantFigures())
 	}

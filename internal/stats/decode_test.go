@@ -150,7 +150,7 @@ func TestHistogramSumIsTheMerge(t *testing.T) {
 					}
 				}
 				got := tc.newH()
-				if err := sum.WriteTo(got); err != nil {
+				if err := sum.MergeInto(got); err != nil {
 					t.Fatal(err)
 				}
 				if !equalBuckets(want, got) || sum.Count() != want.TotalCount() {
@@ -161,8 +161,8 @@ func TestHistogramSumIsTheMerge(t *testing.T) {
 					t.Fatal("Reset left counts")
 				}
 			}
-			if err := tc.newSum().WriteTo(hdrhistogram.New(1, 1000, 1)); err == nil {
-				t.Error("WriteTo into another geometry: no error")
+			if err := tc.newSum().MergeInto(hdrhistogram.New(1, 1000, 1)); err == nil {
+				t.Error("MergeInto another geometry: no error")
 			}
 		})
 	}

@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -341,6 +342,18 @@ func (m *Merger) Add(id string, offset time.Duration, e stats.EncodedInterval) e
 			e.Seq, id, end, offset, m.cfg.Horizon)
 	}
 
+	// Where it goes: an emitted slot's interval is late (before anything is emitted, the
+	// first slot moves back to it instead). Refuse it now if that slot cannot take its
+	// series, before the node's state records it as merged.
+	late := m.emitted && k < m.next
+	target := m.slots[k]
+	if late {
+		target = m.late
+	}
+	if target != nil && !target.fits(d) {
+		return fmt.Errorf("merge interval %d of node %s: more than %d series in a slot", e.Seq, id, stats.MaxSeries)
+	}
+
 	gap := !n.seen || restart
 	switch {
 	case restart:
@@ -372,23 +385,21 @@ func (m *Merger) Add(id string, offset time.Duration, e stats.EncodedInterval) e
 	}
 
 	m.counters.Intervals++
-	var s *slot
-	if k < m.next {
+	s := target
+	switch {
+	case late:
 		m.counters.Late++
-		if m.late == nil {
-			m.late = m.newSlot(k)
-			m.late.lo = k
-		}
-		s = m.late
-		s.lo, s.k = min(s.lo, k), max(s.k, k)
-	} else {
-		s = m.slots[k]
 		if s == nil {
 			s = m.newSlot(k)
-			m.slots[k] = s
+			m.late = s
 		}
+		s.lo, s.k = min(s.lo, k), max(s.k, k)
+	case s == nil:
+		s = m.newSlot(k)
+		m.slots[k] = s
 	}
-	return s.add(id, d, &e, end.Add(-e.End.Sub(e.Start)), end)
+	s.add(id, d, &e, end.Add(-e.End.Sub(e.Start)), end)
+	return nil
 }
 
 func (m *Merger) newSlot(k int64) *slot {
@@ -500,21 +511,13 @@ func (m *Merger) emit(s *slot, missing []string, late bool) Fleet {
 	slices.Sort(missing)
 	iv.Partial, iv.Missing, iv.Nodes = len(missing) > 0, missing, len(s.nodes)
 	iv.Ops = iv.Ops[:0]
-	slices.SortFunc(s.ops, func(a, b *opSum) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(s.ops, func(a, b *opSum) int { return strings.Compare(a.name, b.name) })
 	for _, o := range s.ops {
 		resp, svc, lag := m.hist(), m.hist(), m.lagHist()
 		// The sums and these histograms share the package geometries: no error.
-		_ = o.resp.WriteTo(resp)
-		_ = o.svc.WriteTo(svc)
-		_ = o.lag.WriteTo(lag)
+		_ = o.resp.MergeInto(resp)
+		_ = o.svc.MergeInto(svc)
+		_ = o.lag.MergeInto(lag)
 		iv.Ops = append(iv.Ops, stats.OpInterval{Name: o.name, Response: resp, Service: svc, StartLag: lag, Counts: o.counts,
 			TargetRate: o.target, Workers: o.workers, Backlog: o.backlog, Pending: o.pending})
 	}
@@ -634,14 +637,12 @@ func (s *slot) reset() {
 	s.iv = stats.Interval{Ops: s.iv.Ops[:0]}
 }
 
-func (s *slot) op(name string) (*opSum, error) {
+// op returns the sum of series name, adding it (the caller checked fits).
+func (s *slot) op(name string) *opSum {
 	for _, o := range s.ops {
 		if o.name == name {
-			return o, nil
+			return o
 		}
-	}
-	if len(s.ops) >= stats.MaxSeries {
-		return nil, fmt.Errorf("series %q: at most %d series per interval", name, stats.MaxSeries)
 	}
 	var o *opSum
 	if l := len(s.spare); l > 0 {
@@ -651,21 +652,22 @@ func (s *slot) op(name string) (*opSum, error) {
 	}
 	o.name = name
 	s.ops = append(s.ops, o)
-	return o, nil
+	return o
 }
 
-// add merges node id's decoded interval d into s.
-func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end time.Time) error {
-	// Check the series count first, so an error applies nothing.
-	fresh := 0
+// fits reports whether s can take d's series without exceeding stats.MaxSeries.
+func (s *slot) fits(d *decoded) bool {
+	n := len(s.ops)
 	for i := range d.ops {
 		if !slices.ContainsFunc(s.ops, func(o *opSum) bool { return o.name == d.ops[i].name }) {
-			fresh++
+			n++
 		}
 	}
-	if len(s.ops)+fresh > stats.MaxSeries {
-		return fmt.Errorf("merge interval %d of node %s: more than %d series in a slot", e.Seq, id, stats.MaxSeries)
-	}
+	return n <= stats.MaxSeries
+}
+
+// add merges node id's decoded interval d into s, which fits it.
+func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end time.Time) {
 	secs := e.End.Sub(e.Start).Seconds()
 	f, ok := s.per[id]
 	if !ok {
@@ -677,7 +679,7 @@ func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end t
 	f.Seconds += secs
 	for i := range d.ops {
 		x := &d.ops[i]
-		o, _ := s.op(x.name) // counted above
+		o := s.op(x.name)
 		x.resp.AddTo(o.resp)
 		x.svc.AddTo(o.svc)
 		x.lag.AddTo(o.lag)
@@ -696,12 +698,11 @@ func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end t
 		}
 		no.TargetRate, no.Workers, no.Pending = x.target, x.workers, x.pending
 		no.BacklogMs = x.backlog.Seconds() * 1000
-		no.ResponseP99 = max(no.ResponseP99, float64(x.resp.Percentile(99)))
-		no.StartLagP99 = max(no.StartLagP99, float64(x.lag.Percentile(99)))
+		no.ResponseP99 = max(no.ResponseP99, x.respP99)
+		no.StartLagP99 = max(no.StartLagP99, x.lagP99)
 		f.Ops[x.name] = no
 	}
 	s.per[id] = f
-	return nil
 }
 
 // decoded is one node interval decoded, ready to add: the decoders hold its histograms'
@@ -718,6 +719,8 @@ type decodedOp struct {
 	backlog        time.Duration
 	pending        int64
 	resp, svc, lag stats.HistogramDecoder
+	// The node's own p99s, taken while decoding, outside the merger's lock.
+	respP99, lagP99 float64
 }
 
 func (d *decoded) decode(e *stats.EncodedInterval) error {
@@ -757,6 +760,7 @@ func (d *decoded) decode(e *stats.EncodedInterval) error {
 				return fmt.Errorf("%s %s histogram: %w", name, h.kind, err)
 			}
 		}
+		x.respP99, x.lagP99 = float64(x.resp.Percentile(99)), float64(x.lag.Percentile(99))
 	}
 	return nil
 }
