@@ -19,6 +19,7 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster"
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/web"
 )
@@ -39,6 +40,7 @@ type fleetFlags struct {
 	maxSkew      time.Duration
 	redistribute bool
 	coordinate   bool
+	scopePrefix  string
 }
 
 func (f *fleetFlags) bind(cmd *cobra.Command) {
@@ -55,6 +57,7 @@ func (f *fleetFlags) bind(cmd *cobra.Command) {
 	fl.DurationVar(&f.lease, "lease", 10*time.Second, "a node running a fleet's load stops it by itself after this long without its coordinator")
 	fl.DurationVar(&f.maxSkew, "max-skew", 100*time.Millisecond, "a fleet start is refused when a node's clock is further off than this")
 	fl.BoolVar(&f.redistribute, "redistribute", false, "give a lost node's share of the fleet rate to the other nodes")
+	fl.StringVar(&f.scopePrefix, "fleet-config-prefix", "", "keep the fleet's configuration in etcd under this prefix (the etcd of --config-etcd, else of --discovery etcd:): changes are saved there, read back at start, and edits there applied")
 	fl.BoolVar(&f.coordinate, "coordinate", false, "track the fleet from the start (otherwise from the first request to the fleet view at /fleet/)")
 }
 
@@ -106,7 +109,7 @@ func (f *fleetFlags) agent(inst *instance.Instance, listen string, log *slog.Log
 // coordinator starts this node's fleet control when discovery is set: it registers this
 // node where the discovery needs it (etcd), tracks the members, and returns the server of
 // the fleet view (nil without discovery).
-func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, listen, token string, log *slog.Logger) (*fleetView, error) {
+func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, listen, token, configEtcd string, log *slog.Logger) (*fleetView, error) {
 	spec := f.discovery
 	if len(f.peers) > 0 {
 		if spec != "" {
@@ -135,12 +138,54 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, lis
 			return nil, fmt.Errorf("register this node with %s: %w", disc, err)
 		}
 	}
-	coord, err := cluster.New(cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(), Config: snap, Logger: log,
-		Lease: f.lease, MaxSkew: f.maxSkew, Redistribute: f.redistribute})
+	var scopes *source.FleetScopes
+	if f.scopePrefix != "" {
+		endpoints := configEtcd
+		if endpoints == "" {
+			if rest, ok := strings.CutPrefix(spec, "etcd:"); ok {
+				endpoints = rest
+			}
+		}
+		if endpoints == "" {
+			return nil, usageError{errors.New("--fleet-config-prefix needs etcd: --config-etcd or --discovery etcd:...")}
+		}
+		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix); err != nil {
+			return nil, err
+		}
+	}
+	copts := cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(), Config: snap, Logger: log,
+		Lease: f.lease, MaxSkew: f.maxSkew, Redistribute: f.redistribute}
+	if scopes != nil {
+		copts.ScopeStore = scopes
+	}
+	coord, err := cluster.New(copts)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	go coord.Run(ctx)
+	if scopes != nil {
+		// The fleet's stored configuration applies once the coordinator sees its nodes;
+		// edits in etcd apply as they come.
+		go func() {
+			defer scopes.Close()
+			all, rev, err := scopes.Load(ctx)
+			if err != nil {
+				log.Error("fleet configuration not read", "from", scopes.String(), "err", err)
+			}
+			if err := coord.Ready(ctx); err != nil {
+				return
+			}
+			apply := func(all map[string]map[string]string) {
+				if err := coord.ReplaceScopes(ctx, all); err != nil {
+					log.Warn("fleet configuration from etcd not applied", "from", scopes.String(), "err", err)
+				}
+			}
+			if len(all) > 0 {
+				apply(all)
+			}
+			scopes.Watch(ctx, rev, apply, func(err error) { log.Warn("fleet configuration watch", "err", err) })
+		}()
+	}
 	if f.coordinate {
 		coord.Activate()
 	}

@@ -152,7 +152,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return usageError{err}
 	}
 	go agent.Run(ctx)
-	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), f.listen, token, log)
+	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), f.listen, token, f.etcd, log)
 	if err != nil {
 		return err
 	}

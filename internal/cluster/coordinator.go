@@ -133,6 +133,7 @@ type member struct {
 	figures  nodeFigures
 	next     uint64 // the next interval sequence number to ask for
 	polling  bool
+	expected bool // the merge expects its intervals (from its first poll after it became alive)
 }
 
 func (m *member) split() splitMember {
@@ -285,7 +286,6 @@ func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
 	m.health, m.since = h, now
 	switch h {
 	case Alive:
-		c.stats.expect(m.ID, now)
 		// A node that joins while the fleet runs load (a scale-up, or a lost node that
 		// came back) takes its share: the others' rates go down first, then it starts.
 		if c.run != "" && c.started != nil {
@@ -293,6 +293,7 @@ func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
 		}
 	case Lost, Left:
 		c.stats.forget(m.ID, now)
+		m.expected = false
 		if m.inRun && c.opts.Redistribute {
 			m.inRun = false
 			c.gen++
@@ -915,7 +916,9 @@ func (c *Coordinator) Members() []MemberStatus {
 			s.LastError = m.lastErr
 		}
 		s.VersionMismatch = s.Version != "" && s.Version != c.opts.Version
-		m.figures.fill(&s)
+		if m.health == Alive || m.health == Suspect {
+			m.figures.fill(&s) // a lost node's last figures would read as current
+		}
 		if !c.startAt.IsZero() && m.inRun {
 			for cls, t := range m.beat.FirstOps {
 				if s.FirstOpSkewMs == nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -65,7 +66,14 @@ func (f *fleetStats) poll(ctx context.Context, now time.Time) {
 		}
 		c.mu.Lock()
 		j.m.next, j.m.polling = page.Next, true
+		expect := !j.m.expected && j.m.health == Alive
+		j.m.expected = j.m.expected || expect
 		c.mu.Unlock()
+		if expect {
+			// Expected from now on, not from when it answered its first beat: seconds
+			// before its first interval was asked for are not missing it.
+			f.expect(j.m.ID, time.Now())
+		}
 		if j.first {
 			// What a node held before the coordinator first asked is its own history, not
 			// the fleet's: the fleet's figures start now.
@@ -83,12 +91,19 @@ func (f *fleetStats) poll(ctx context.Context, now time.Time) {
 }
 
 func (f *fleetStats) ingest(fl merge.Fleet) {
+	var err error
 	if fl.Late {
-		f.coll.IngestCumulative(fl.Interval)
+		err = f.coll.IngestCumulative(fl.Interval)
 	} else {
-		f.coll.Ingest(fl.Interval)
+		err = f.coll.Ingest(fl.Interval)
 	}
 	c := f.c
+	switch {
+	case errors.Is(err, stats.ErrOutOfOrder):
+		// A second from before the fleet's last stats reset: not part of this span.
+	case err != nil:
+		c.log.Warn("fleet stats: merged interval not ingested", "start", fl.Interval.Start, "err", err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, nf := range fl.PerNode {
@@ -117,9 +132,12 @@ func (f *nodeFigures) fill(s *MemberStatus) {
 	}
 	secs := 0.0
 	ops, attempts := map[string]float64{}, map[string]float64{}
+	targetSecs, targetAttempts := map[string]float64{}, map[string]float64{}
+	targetN := map[string]int{}
+	hadTarget := map[string]bool{} // the class had a rate in the second before
 	errs := 0.0
 	s.ResponseP99Ms, s.StartLagP99Ms = map[string]float64{}, map[string]float64{}
-	for _, n := range f.last {
+	for i, n := range f.last {
 		secs += n.Seconds
 		for name, o := range n.Ops {
 			if stats.IsOperationSeries(name) {
@@ -127,6 +145,15 @@ func (f *nodeFigures) fill(s *MemberStatus) {
 			}
 			ops[name] += float64(o.Count)
 			attempts[name] += float64(o.Count + o.Errors)
+			if o.TargetRate > 0 && i > 0 && hadTarget[name] {
+				// Saturation is judged only on whole seconds the node had a rate to keep:
+				// the seconds before a start, and the one it started in, would flag every
+				// node.
+				targetSecs[name] += n.Seconds
+				targetAttempts[name] += float64(o.Count + o.Errors)
+				targetN[name]++
+			}
+			hadTarget[name] = o.TargetRate > 0
 			errs += float64(o.Errors)
 			s.ResponseP99Ms[name] = max(s.ResponseP99Ms[name], o.ResponseP99/1000)
 			s.StartLagP99Ms[name] = max(s.StartLagP99Ms[name], o.StartLagP99/1000)
@@ -140,13 +167,11 @@ func (f *nodeFigures) fill(s *MemberStatus) {
 		s.Achieved[name] = n / secs
 	}
 	s.ErrorsPerSec = errs / secs
-	if len(f.last) < 3 {
-		return // a node that just started is not judged on its first seconds
-	}
 	// Saturated: it did not even attempt its share (failed attempts count as sent: a node
 	// that sends its share and gets errors is the store's problem, not the generator's).
+	// A node is judged on 3 seconds of load at least.
 	for name, want := range s.Assigned {
-		if want > 0 && s.Running[name] && attempts[name]/secs < saturatedBelow*want {
+		if want > 0 && s.Running[name] && targetN[name] >= 3 && targetAttempts[name]/targetSecs[name] < saturatedBelow*want {
 			s.Saturated = true
 		}
 	}
