@@ -110,6 +110,8 @@ describe('fleet view', () => {
     // The partial seconds are a series of their own (a lower bound), not the achieved line.
     const legend = await fig.locator('.u-legend').innerText();
     assert.match(legend, /partial \(lower bound\)/);
+    // The session totals say they include seconds without it.
+    await page.locator(`${inst} [data-role=numbers-partial]`).filter({ hasText: victim }).waitFor();
     await waitFor(async () => (await rowData()).find((r) => r.id === victim).health === 'lost', 'the killed node lost', T);
     await page.locator(`${inst} [data-role=nodes-summary]`).filter({ hasText: /^3 nodes · 2 alive/ }).waitFor();
     assert.equal(await row(victim).locator('[data-action=node-start]').isDisabled(), true, 'no control of a lost node');

@@ -443,8 +443,11 @@
           el('td', { class: 'errors', text: errs || '0' }), el('td', { text: String(s.misses || 0) }), el('td', { text: hit }));
       });
       const secs = cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '';
+      // A fleet's totals that include seconds merged without some node's data.
+      const partial = cum.partial ? el('span', { class: 'partial-now', 'data-role': 'numbers-partial',
+        text: 'includes partial seconds (missing ' + ((cum.missing || []).join(', ') || '?') + '): counts are a lower bound' }) : null;
       box.replaceChildren(el('table', {},
-        el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
+        el('caption', { class: 'muted small' }, 'Session totals' + secs + ' (response time)', partial ? ' ' : null, partial),
         el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
         el('tbody', {}, ...rows)));
     }
