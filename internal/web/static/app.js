@@ -223,6 +223,7 @@
         box.querySelectorAll('input[type=password]').forEach((i) => { i.value = ''; });
         this.say('Connected to ' + name + '.', 'ok', 'connect');
         this.renderStatus(st);
+        this.settle();
         await this.reloadConfig();
       } catch (e) {
         this.showProblem(box, e, (k) => k.replace(/^drivers\.[^.]+\./, ''), 'connect');
@@ -234,6 +235,7 @@
         const st = await this.api(method, path, body);
         this.say(label + '.', 'ok', where);
         if (st && 'initialized' in st) this.renderStatus(st); else this.refreshStatus();
+        this.settle();
       } catch (e) {
         this.say(label + ' failed: ' + e.message, 'error', where);
         this.refreshStatus();
@@ -295,6 +297,14 @@
       } else { prog.removeAttribute('value'); prog.value = 0; ptext.textContent = 'not run'; }
       this.applyConnectedState();
       this.queueRender();
+    }
+
+    // settle refreshes a fleet's status once its nodes have beaten again: a fleet answers a
+    // command with the state of the nodes' last beats (about a second old), and a fleet
+    // start begins at a common instant just after the answer.
+    settle() {
+      if (!this.fleet) return;
+      setTimeout(() => { this.refreshStatus(); if (this.nodes) this.nodes.refresh(); }, 1200);
     }
 
     async refreshStatus() {
@@ -677,6 +687,7 @@
         this.view.say((what === 'start' ? 'Started the load on ' : 'Stopped the load on ') + id + '.', 'ok', 'nodes');
         if (res && res.members) this.render(res);
         this.view.refreshStatus();
+        this.view.settle();
       } catch (e) {
         this.view.say(label + ' failed: ' + e.message, 'error', 'nodes');
         this.refresh();
