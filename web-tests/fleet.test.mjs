@@ -126,6 +126,10 @@ describe('fleet view', () => {
     const box = await row(addrs[0]).locator('[data-action=node-start]').boundingBox();
     assert.ok(box && box.x >= 0 && box.x + box.width <= 390, 'start button on screen: ' + JSON.stringify(box));
     await shot('fleet-phone');
+    // The charts below, with the partial seconds named and hatched.
+    await page.locator(`${inst} .charts-panel`).evaluate((e) => e.scrollIntoView());
+    assert.equal(await page.locator(`${inst} [data-role=partial]`).isVisible(), true);
+    await shot('fleet-phone-charts');
     assert.deepEqual(consoleErrors, []);
   });
 });

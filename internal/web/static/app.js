@@ -454,10 +454,11 @@
       });
       const secs = cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '';
       // A fleet's totals that include seconds merged without some node's data.
-      const partial = cum.partial ? el('span', { class: 'partial-now', 'data-role': 'numbers-partial',
-        text: 'includes partial seconds (missing ' + ((cum.missing || []).join(', ') || '?') + '): counts are a lower bound' }) : null;
-      box.replaceChildren(el('table', {},
-        el('caption', { class: 'muted small' }, 'Session totals' + secs + ' (response time)', partial ? ' ' : null, partial),
+      // (Outside the table, which scrolls sideways on a phone.)
+      const partial = cum.partial ? el('p', { class: 'small' }, el('span', { class: 'partial-now', 'data-role': 'numbers-partial',
+        text: 'The totals include partial seconds (missing ' + ((cum.missing || []).join(', ') || '?') + '): their counts are a lower bound.' })) : null;
+      box.replaceChildren(...(partial ? [partial] : []), el('table', {},
+        el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
         el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
         el('tbody', {}, ...rows)));
     }
