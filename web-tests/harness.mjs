@@ -4,6 +4,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, mkdirSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -38,16 +39,38 @@ export function ensureBinary() {
 // startServer starts `bin/ndbench serve --listen 127.0.0.1:0`, which serves the page
 // beside the API. opts.token starts a token-protected node; the token goes in the
 // environment (NDBENCH_TOKEN), not the command line, as a user would keep it out of `ps`.
-// opts.args are more arguments of serve (--driver, --set, --start).
+// opts.args are more arguments of serve (--driver, --set, --start); opts.listen its
+// address when it must be known before it starts (a fleet's --peers), from freePort.
 export async function startServer(opts) {
   const ndbench = ensureBinary();
   const token = opts && opts.token;
-  const args = ['serve', '--listen', '127.0.0.1:0', '--log-level', 'warn', ...((opts && opts.args) || [])];
+  const args = ['serve', '--listen', (opts && opts.listen) || '127.0.0.1:0', '--log-level', 'warn', ...((opts && opts.args) || [])];
   return startProcess(ndbench, args, token ? { NDBENCH_TOKEN: token } : {});
 }
 
+// freePort returns a loopback address ("127.0.0.1:PORT") free a moment ago, for a server
+// whose address others must know before it starts.
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve('127.0.0.1:' + port));
+    });
+  });
+}
+
+// killServer stops a server abruptly (SIGKILL), as a node that dies.
+export async function killServer(srv) {
+  if (!srv || srv.child.exitCode !== null || srv.child.signalCode !== null) return;
+  const exited = new Promise((r) => srv.child.once('exit', r));
+  srv.child.kill('SIGKILL');
+  await exited;
+}
+
 export async function stopServer(srv) {
-  if (!srv || srv.child.exitCode !== null) return;
+  if (!srv || srv.child.exitCode !== null || srv.child.signalCode !== null) return;
   const exited = new Promise((r) => srv.child.once('exit', r));
   srv.child.kill('SIGTERM');
   const t = setTimeout(() => srv.child.kill('SIGKILL'), 10000);

@@ -190,7 +190,7 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, lis
 		coord.Activate()
 	}
 	srv, err := api.New(api.Options{Instance: coord.Fleet(), Coordinator: coord, Logger: log, Version: toolVersion(),
-		UI: web.Handler(web.Options{Title: "ndbench fleet", Version: toolVersion(),
+		UI: web.Handler(web.Options{Title: "ndbench fleet", Version: toolVersion(), Fleet: true,
 			Instances: []web.Instance{{ID: "fleet", Name: "fleet", BaseURL: api.FleetPrefix}}})})
 	if err != nil {
 		return nil, err

@@ -50,6 +50,11 @@ type Options struct {
 	Version string
 	// Instances the page controls; one same-origin instance ("local") when empty.
 	Instances []Instance
+	// Fleet makes the page a fleet's view: its instance is a coordinator's fleet API
+	// (BaseURL "/fleet"), and above the controls and charts a Nodes panel lists the
+	// fleet's members (GET <BaseURL>/api/v1/fleet/members) with per-node start and stop.
+	// The charts mark the seconds merged without some node's data (partial).
+	Fleet bool
 }
 
 // asset is one embedded static file, prepared once: its content, a gzipped copy when
@@ -140,6 +145,7 @@ func newHandler(opts Options) (*handler, error) {
 		"Title":     opts.Title,
 		"Version":   opts.Version,
 		"Instances": opts.Instances,
+		"Fleet":     opts.Fleet,
 		// encoding/json escapes <, > and &, so this cannot close the script element.
 		"InstancesJSON": template.JS(inst),
 	})

@@ -149,3 +149,21 @@ func TestChartAssetsForTheReport(t *testing.T) {
 		t.Error("chart assets incomplete")
 	}
 }
+
+// A fleet's page (Options.Fleet) has the Nodes panel and the partial-seconds note; a
+// node's page has neither.
+func TestFleetPage(t *testing.T) {
+	fleet := body(t, get(t, Handler(Options{Fleet: true, Instances: []Instance{{ID: "fleet", Name: "fleet", BaseURL: "/fleet"}}}), "/"))
+	for _, want := range []string{`data-fleet="true"`, `data-role="nodes-panel"`, `data-role="nodes"`, `data-role="nodes-summary"`,
+		`data-role="partial"`, `"baseURL":"/fleet"`, `data-action="connect"`} {
+		if !strings.Contains(fleet, want) {
+			t.Errorf("fleet page lacks %s", want)
+		}
+	}
+	node := body(t, get(t, Handler(Options{}), "/"))
+	for _, not := range []string{"data-fleet", "nodes-panel", `data-role="partial"`, "fleet"} {
+		if strings.Contains(node, not) {
+			t.Errorf("node page has %s", not)
+		}
+	}
+}

@@ -42,6 +42,8 @@
       this.q = (sel) => root.querySelector(sel);
       this.renderQueued = false;
       this.renderTimes = [];
+      // A fleet's view (web.Options.Fleet): its instance is a coordinator's fleet API.
+      this.fleet = root.dataset.fleet === 'true';
     }
 
     async api(method, path, body) {
@@ -55,7 +57,7 @@
       // with new sessions): reload, and the server answers with its login page, instead of
       // every control failing with "unauthorized". Only for the page's own node: a remote
       // instance's 401 is that instance's answer.
-      if (r.status === 401 && !this.inst.baseURL && !this.reloading) {
+      if (r.status === 401 && !/^[a-z]+:/i.test(this.inst.baseURL || '') && !this.reloading) {
         this.reloading = true;
         sessionStorage.setItem('ndbench-expired', '1');
         location.reload();
@@ -88,7 +90,8 @@
         this.say('Cannot reach the instance: ' + e.message, 'error');
       }
       this.bindActions();
-      this.grid = new Grid(this.q('[data-role=charts]'), this.visibleOps(), { log: this.log });
+      if (this.fleet) { this.nodes = new NodesPanel(this); this.nodes.start(); }
+      this.grid = new Grid(this.q('[data-role=charts]'), this.visibleOps(), { log: this.log, fleet: this.fleet });
       new ResizeObserver(() => this.grid.resize()).observe(this.q('[data-role=charts]'));
       await this.loadSeries('');
       this.openStream();
@@ -220,6 +223,7 @@
         box.querySelectorAll('input[type=password]').forEach((i) => { i.value = ''; });
         this.say('Connected to ' + name + '.', 'ok', 'connect');
         this.renderStatus(st);
+        this.settle();
         await this.reloadConfig();
       } catch (e) {
         this.showProblem(box, e, (k) => k.replace(/^drivers\.[^.]+\./, ''), 'connect');
@@ -231,6 +235,7 @@
         const st = await this.api(method, path, body);
         this.say(label + '.', 'ok', where);
         if (st && 'initialized' in st) this.renderStatus(st); else this.refreshStatus();
+        this.settle();
       } catch (e) {
         this.say(label + ' failed: ' + e.message, 'error', where);
         this.refreshStatus();
@@ -292,6 +297,14 @@
       } else { prog.removeAttribute('value'); prog.value = 0; ptext.textContent = 'not run'; }
       this.applyConnectedState();
       this.queueRender();
+    }
+
+    // settle refreshes a fleet's status once its nodes have beaten again: a fleet answers a
+    // command with the state of the nodes' last beats (about a second old), and a fleet
+    // start begins at a common instant just after the answer.
+    settle() {
+      if (!this.fleet) return;
+      setTimeout(() => { this.refreshStatus(); if (this.nodes) this.nodes.refresh(); }, 1200);
     }
 
     async refreshStatus() {
@@ -391,7 +404,8 @@
       });
       es.addEventListener('interval', (ev) => {
         const s = JSON.parse(ev.data);
-        if (this.store.push({ t: s.end, ops: s.ops }, s.seconds)) this.queueRender();
+        // A fleet's intervals say whether some node's data is missing (partial).
+        if (this.store.push({ t: s.end, ops: s.ops, nodes: s.nodes, partial: s.partial, missing: s.missing }, s.seconds)) this.queueRender();
       });
       this.stream = es;
     }
@@ -411,7 +425,7 @@
     rebuildGrid(ops) {
       const c = this.q('[data-role=charts]');
       c.replaceChildren();
-      this.grid = new Grid(c, ops, { log: this.log });
+      this.grid = new Grid(c, ops, { log: this.log, fleet: this.fleet });
       this.grid.update(this.store.columns(this.windowSecs));
     }
 
@@ -439,7 +453,11 @@
           el('td', { class: 'errors', text: errs || '0' }), el('td', { text: String(s.misses || 0) }), el('td', { text: hit }));
       });
       const secs = cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '';
-      box.replaceChildren(el('table', {},
+      // A fleet's totals that include seconds merged without some node's data.
+      // (Outside the table, which scrolls sideways on a phone.)
+      const partial = cum.partial ? el('p', { class: 'small' }, el('span', { class: 'partial-now', 'data-role': 'numbers-partial',
+        text: 'The totals include partial seconds (missing ' + ((cum.missing || []).join(', ') || '?') + '): their counts are a lower bound.' })) : null;
+      box.replaceChildren(...(partial ? [partial] : []), el('table', {},
         el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
         el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
         el('tbody', {}, ...rows)));
@@ -465,7 +483,23 @@
         const parts = NDCharts.reportOrder(Object.keys(last.ops)).filter((op) => op !== 'backfill' && !op.includes('.') &&
           (op === 'read' || op === 'write' || (last.ops[op].rate || 0) > 0))
           .map((op) => (op === 'read' ? 'reads' : op === 'write' ? 'writes' : op) + ' ' + Math.round(last.ops[op].rate || 0) + ' ops/s');
-        this.q('[data-role=now]').textContent = 'now: ' + parts.join(', ');
+        const now = this.q('[data-role=now]');
+        now.textContent = 'now: ' + parts.join(', ');
+        // A fleet second merged without some node's data: its rates are a lower bound.
+        if (last.partial) {
+          const miss = last.missing || [];
+          const of = last.nodes ? ' (' + last.nodes + ' of ' + (last.nodes + miss.length) + ' nodes)' : '';
+          now.append(' ', el('span', { class: 'partial-now', title: 'this second lacks these nodes\' data: its rates are a lower bound, not the store slowing',
+            text: 'partial: missing node' + (miss.length > 1 ? 's ' : ' ') + (miss.join(', ') || '?') + of }));
+        }
+      }
+      const note = this.q('[data-role=partial]');
+      if (note) {
+        const pi = this.store.partialIn(this.windowSecs);
+        this.root.dataset.partial = String(pi.count);
+        note.hidden = pi.count === 0;
+        note.textContent = pi.count ? pi.count + ' partial second' + (pi.count > 1 ? 's' : '') + ' in view (hatched), missing ' +
+          pi.nodes.join(', ') + ': lower bounds, not a drop of the store' : '';
       }
       // The cost of each update, for the tests' responsiveness check (last 120 kept).
       // uPlot draws in microtasks queued by setData; this one runs after them.
@@ -533,6 +567,152 @@
     }
   }
 
+
+  // NodesPanel is a fleet page's table of the fleet's members (GET
+  // <fleet>/api/v1/fleet/members), refreshed every 2 s: health, what runs, achieved of
+  // assigned rate and p99 per class, errors, clock offset and flags, with Start and Stop
+  // for each node (POST <fleet>/api/v1/fleet/nodes/{id}/load/start|stop). Rows are kept
+  // by node id and updated in place, so a focused button survives a refresh.
+  class NodesPanel {
+    constructor(view) {
+      this.view = view;
+      this.box = view.q('[data-role=nodes]');
+      this.summary = view.q('[data-role=nodes-summary]');
+      this.rows = new Map();
+      this.members = [];
+      this.tbody = el('tbody');
+      this.box.replaceChildren(el('table', { class: 'nodes-table' },
+        el('thead', {}, el('tr', {}, ...NodesPanel.HEADS.map(([, h, tip]) => el('th', { scope: 'col', title: tip, text: h })))),
+        this.tbody));
+    }
+
+    start() {
+      this.refresh();
+      const tick = async () => {
+        if (!document.hidden) await this.refresh();
+        setTimeout(tick, 2000);
+      };
+      setTimeout(tick, 2000);
+    }
+
+    async refresh() {
+      try {
+        this.render(await this.view.api('GET', '/api/v1/fleet/members'));
+      } catch (e) {
+        this.summary.textContent = 'cannot list the nodes: ' + e.message;
+      }
+    }
+
+    render(body) {
+      const members = (body && body.members) || [];
+      this.members = members;
+      const alive = members.filter((m) => m.health === 'alive').length;
+      this.summary.textContent = members.length + ' node' + (members.length === 1 ? '' : 's') + ' · ' + alive + ' alive · ' +
+        (body.run ? 'run ' + body.run : 'no run') + (body.driver ? ' · driver ' + body.driver : '');
+      const root = this.view.root;
+      root.dataset.nodes = String(members.length);
+      root.dataset.alive = String(alive);
+      const seen = new Set();
+      for (const m of members) {
+        seen.add(m.id);
+        let row = this.rows.get(m.id);
+        if (!row) {
+          row = this.makeRow(m.id);
+          this.rows.set(m.id, row);
+        }
+        this.fill(row, m);
+        this.tbody.append(row.tr); // keeps the server's order (by id)
+      }
+      for (const [id, row] of this.rows) if (!seen.has(id)) { row.tr.remove(); this.rows.delete(id); }
+    }
+
+    makeRow(id) {
+      const cells = {};
+      const tr = el('tr', { 'data-node': id });
+      for (const [key, h] of NodesPanel.HEADS) {
+        cells[key] = el('td', { 'data-label': h, class: 'c-' + key });
+        tr.append(cells[key]);
+      }
+      const start = el('button', { type: 'button', 'data-action': 'node-start', 'aria-label': 'Start the load on ' + id, text: 'Start',
+        onclick: () => this.act(id, 'start') });
+      const stop = el('button', { type: 'button', 'data-action': 'node-stop', 'aria-label': 'Stop the load on ' + id, text: 'Stop',
+        onclick: () => this.act(id, 'stop') });
+      cells.actions.append(el('span', { class: 'row-buttons' }, start, stop));
+      return { tr, cells, start, stop };
+    }
+
+    fill(row, m) {
+      const c = row.cells;
+      const alive = m.health === 'alive';
+      const running = NDCharts.reportOrder(Object.keys(m.running || {}).filter((k) => m.running[k]));
+      const assigned = m.assigned || {}, achieved = m.achieved || {}, p99 = m.responseP99Ms || {};
+      const classes = NDCharts.reportOrder(Object.keys(Object.assign({}, assigned, achieved, m.running || {}))
+        .filter((k) => (m.running && m.running[k]) || assigned[k] > 0 || achieved[k] > 0));
+      const tr = row.tr;
+      tr.dataset.health = m.health;
+      tr.dataset.running = running.join(',');
+      tr.dataset.achieved = String(Object.values(achieved).reduce((a, b) => a + (b || 0), 0));
+      tr.className = 'h-' + m.health + (m.saturated && alive ? ' saturated' : '');
+      // A node that is not alive keeps its last figures: shown, but as stale.
+      const stale = alive ? '' : ' stale';
+      const labels = Object.entries(m.labels || {}).map(([k, v]) => el('span', { class: 'chip', text: k + '=' + v }));
+      put(c.node, el('span', { class: 'node-id', text: m.id }),
+        m.addr && m.addr !== m.id ? el('small', { class: 'muted block', text: m.addr }) : null,
+        labels.length ? el('span', { class: 'chips' }, ...labels) : null);
+      const since = m.since ? 'since ' + new Date(m.since).toLocaleTimeString() : '';
+      put(c.health, el('span', { class: 'health h-' + m.health, title: [since, m.lastError].filter(Boolean).join(': '), text: m.health }),
+        m.lastError && !alive ? el('small', { class: 'why', title: m.lastError, text: m.lastError }) : null);
+      put(c.running, running.length ? el('span', { class: 'line' + stale, text: running.join(', ') }) : el('span', { class: 'muted', text: m.driver ? 'idle' : 'no driver' }));
+      const lines = (f) => (classes.length ? classes.map((k) => el('span', { class: 'line' + stale }, el('span', { class: 'cls', text: k }), ' ', f(k))) : ['–']);
+      c.rate.replaceChildren(...lines((k) => rate(achieved[k]) + (assigned[k] > 0 ? ' / ' + rate(assigned[k]) : '')));
+      c.p99.replaceChildren(...lines((k) => (p99[k] > 0 ? ms(p99[k]) : '–')));
+      c.errors.textContent = (m.errorsPerSec || 0).toFixed(m.errorsPerSec >= 10 ? 0 : 1);
+      c.errors.classList.toggle('bad', m.errorsPerSec > 0);
+      c.clock.textContent = (m.offsetMs >= 0 ? '+' : '') + ms(m.offsetMs || 0);
+      c.clock.title = 'clock offset from the coordinator; beat round trip ' + ms(m.rttMs || 0) + ' ms';
+      const flags = [];
+      if (m.saturated && alive) flags.push(el('span', { class: 'flag saturated', title: "generator-bound: below 95% of its assigned rate; its numbers are the generator's, not the store's", text: 'saturated' }));
+      if (m.orphaned) flags.push(el('span', { class: 'flag orphaned', title: 'runs load of a run this coordinator does not hold (left from another coordinator, or before a restart)', text: 'orphaned' }));
+      if (m.versionMismatch) flags.push(el('span', { class: 'flag mismatch', title: 'runs ndbench ' + m.version + ', not the coordinator\'s version', text: 'version ' + m.version }));
+      if (m.health === 'suspect' || m.health === 'lost') flags.push(el('span', { class: 'flag h-' + m.health, title: m.lastError || m.health, text: m.health === 'lost' ? 'lost: figures stale' : 'missed beats' }));
+      if (m.inRun && alive) flags.push(el('span', { class: 'flag inrun', title: 'takes part in the fleet run', text: 'in run' }));
+      c.flags.replaceChildren(...(flags.length ? flags : ['–']));
+      row.start.disabled = !alive || !m.driver;
+      row.stop.disabled = !alive || running.length === 0;
+    }
+
+    async act(id, what) {
+      const label = (what === 'start' ? 'Start' : 'Stop') + ' on ' + id;
+      try {
+        const res = await this.view.api('POST', '/api/v1/fleet/nodes/' + encodeURIComponent(id) + '/load/' + what, { ops: [] });
+        this.view.say((what === 'start' ? 'Started the load on ' : 'Stopped the load on ') + id + '.', 'ok', 'nodes');
+        if (res && res.members) this.render(res);
+        this.view.refreshStatus();
+        this.view.settle();
+      } catch (e) {
+        this.view.say(label + ' failed: ' + e.message, 'error', 'nodes');
+        this.refresh();
+      }
+    }
+  }
+  // The table's columns: header and what it means (a tooltip on the header).
+  NodesPanel.HEADS = [
+    ['node', 'node', 'node id (and address); group labels'],
+    ['health', 'health', 'joining, alive, suspect (missed beats), lost (no beat for the timeout), left; hover for since and the last error'],
+    ['running', 'running', 'op classes running on the node'],
+    ['rate', 'achieved / assigned (ops/s)', 'achieved of assigned rate per class, over the last seconds'],
+    ['p99', 'p99 (ms)', 'response time p99 per class, over the last seconds'],
+    ['errors', 'errors/s', 'failures per second, all classes'],
+    ['clock', 'clock (ms)', "the node's clock minus the coordinator's"],
+    ['flags', 'flags', 'saturated, orphaned, version mismatch, suspect/lost'],
+    ['actions', 'actions', 'start or stop the load on this node alone'],
+  ];
+
+  // put sets an element's children, leaving out null ones (replaceChildren would write "null").
+  function put(e, ...kids) { e.replaceChildren(...kids.filter((k) => k !== null && k !== undefined)); }
+  function rate(v) { v = v || 0; return v >= 100 ? String(Math.round(v)) : v.toFixed(1); }
+  function ms(v) { const a = Math.abs(v); return a >= 100 ? v.toFixed(0) : a >= 1 ? v.toFixed(2) : v.toFixed(3); }
+
   const views = {};
   for (const inst of instances) {
     const root = document.querySelector('[data-instance="' + CSS.escape(inst.id) + '"]');
@@ -561,6 +741,7 @@
     points: (id) => (views[id] ? views[id].store.total : 0),
     status: (id) => views[id] && views[id].status,
     renderTimes: (id) => (views[id] ? views[id].renderTimes.slice() : []),
+    members: (id) => (views[id] && views[id].nodes ? views[id].nodes.members : null),
     windows: WINDOWS,
   };
 })();

@@ -71,6 +71,9 @@
     constructor(cap, nops) {
       this.cap = cap; this.start = 0; this.len = 0;
       this.t = new Float64Array(cap);
+      // Fleet completeness per point: missing[i] lists the nodes whose data the point
+      // lacks (a partial second), null for a complete point (and always on one node).
+      this.missing = new Array(cap).fill(null);
       this.cols = [];
       this.grow(nops);
     }
@@ -78,10 +81,11 @@
     grow(nops) {
       while (this.cols.length < nops * NF) this.cols.push(new Float64Array(this.cap).fill(NaN));
     }
-    push(t, vals) {
+    push(t, vals, missing) {
       const i = (this.start + this.len) % this.cap;
       if (this.len < this.cap) this.len++; else this.start = (this.start + 1) % this.cap;
       this.t[i] = t;
+      this.missing[i] = missing || null;
       for (let c = 0; c < vals.length; c++) this.cols[c][i] = vals[c] === null ? NaN : vals[c];
     }
     lastT() { return this.len ? this.t[(this.start + this.len - 1) % this.cap] : -Infinity; }
@@ -95,6 +99,15 @@
     }
     at(c, j) { const v = this.cols[c][(this.start + j) % this.cap]; return Number.isNaN(v) ? null : v; }
     time(j) { return this.t[(this.start + j) % this.cap]; }
+    missingAt(j) { return this.missing[(this.start + j) % this.cap]; }
+  }
+
+  // missingOf returns a point's fleet completeness: the ids of the nodes a partial point
+  // (merged by a fleet coordinator without some node's data) lacks, [] when it is partial
+  // without names, null for a complete point or a single node's.
+  function missingOf(p) {
+    if (!p || !p.partial) return null;
+    return Array.isArray(p.missing) ? p.missing.slice() : [];
   }
 
   // Store keeps the last hour at 1 Hz (3600 points) and, for longer runs, one point per
@@ -118,8 +131,9 @@
       if (!(t > this.fine.lastT())) return false;
       this.learn(p.ops);
       const vals = pointValues(p, seconds, this.ops);
-      this.fine.push(t, vals);
-      this.fold(t, vals);
+      const missing = missingOf(p);
+      this.fine.push(t, vals, missing);
+      this.fold(t, vals, missing);
       this.last = p; this.total++;
       return true;
     }
@@ -134,7 +148,7 @@
         while (this.bucket.vals.length < this.ops.length * NF) { this.bucket.vals.push(0); this.bucket.n.push(0); }
       }
     }
-    fold(t, vals) {
+    fold(t, vals, missing) {
       if (!this.coarse) return;
       const key = Math.floor(t / this.bucketSecs);
       if (this.bucket && this.bucket.key !== key) {
@@ -143,11 +157,13 @@
         this.coarse.push(this.bucket.first, this.bucket.vals.map((v, c) => {
           if (this.bucket.n[c] === 0) return null;
           return FOLD_MAX.has(FIELDS[c % NF]) ? v : v / this.bucket.n[c];
-        }));
+        }), this.bucket.missing ? [...this.bucket.missing] : null);
         this.bucket = null;
       }
-      if (!this.bucket) this.bucket = { key, first: t, vals: new Array(vals.length).fill(0), n: new Array(vals.length).fill(0) };
+      if (!this.bucket) this.bucket = { key, first: t, vals: new Array(vals.length).fill(0), n: new Array(vals.length).fill(0), missing: null };
       const b = this.bucket;
+      // A minute with a partial second is partial: its nodes are the union.
+      if (missing) { b.missing = b.missing || new Set(); missing.forEach((id) => b.missing.add(id)); }
       vals.forEach((v, c) => {
         if (v === null) return;
         b.vals[c] = FOLD_MAX.has(FIELDS[c % NF]) ? Math.max(b.n[c] ? b.vals[c] : -Infinity, v) : b.vals[c] + v;
@@ -166,16 +182,16 @@
       const fineStart = this.fine.len ? this.fine.firstT() : Infinity;
       const cut = Math.floor(fineStart / this.bucketSecs) * this.bucketSecs;
       const [ca, cb] = this.coarse ? this.coarse.range(t0, cut) : [0, 0];
-      const src = [], idx = [], t = [];
+      const src = [], idx = [], t = [], span = [];
       const add = (ring, step, a, b) => {
         for (let j = a; j < b; j++) {
           const tj = ring.time(j);
-          if (t.length && tj - t[t.length - 1] > 2.5 * step) { src.push(null); idx.push(0); t.push(t[t.length - 1] + step); }
-          src.push(ring); idx.push(j); t.push(tj);
+          if (t.length && tj - t[t.length - 1] > 2.5 * step) { src.push(null); idx.push(0); t.push(t[t.length - 1] + step); span.push(step); }
+          src.push(ring); idx.push(j); t.push(tj); span.push(step);
         }
       };
       if (this.coarse) add(this.coarse, this.bucketSecs, ca, cb);
-      if (cb > ca && fb > fa) { src.push(null); idx.push(0); t.push(t[t.length - 1] + this.bucketSecs / 2); }
+      if (cb > ca && fb > fa) { src.push(null); idx.push(0); t.push(t[t.length - 1] + this.bucketSecs / 2); span.push(1); }
       add(this.fine, 1, fa, fb);
       const n = t.length;
       const cache = {};
@@ -188,7 +204,25 @@
         for (let k = 0; k < n; k++) out[k] = src[k] ? src[k].at(c, idx[k]) : null;
         return (cache[c] = out);
       };
-      return { t, get, n };
+      // partial: per point, the nodes it lacks (null when complete); spans: the seconds
+      // each point covers (it sits at its end), for drawing partial seconds as bands.
+      const partial = new Array(n);
+      for (let k = 0; k < n; k++) partial[k] = src[k] ? src[k].missingAt(idx[k]) : null;
+      return { t, get, n, partial, spans: span };
+    }
+    // partialIn returns the partial 1 s points in the window (all kept when 0): how many,
+    // and the ids of the nodes they lacked.
+    partialIn(windowSecs) {
+      const t0 = windowSecs > 0 ? this.fine.lastT() + 1 - windowSecs : -Infinity;
+      let count = 0;
+      const nodes = new Set();
+      for (let j = 0; j < this.fine.len; j++) {
+        const m = this.fine.missingAt(j);
+        if (!m || this.fine.time(j) < t0) continue;
+        count++;
+        m.forEach((id) => nodes.add(id));
+      }
+      return { count, nodes: [...nodes].sort() };
     }
     // hasData tells whether an op class did anything in the last windowSecs (all kept
     // data when 0): classes that did nothing get no charts.
@@ -207,9 +241,13 @@
 
   // CHARTS lists every chart: title, y unit, which op classes have it, and its series.
   const CHARTS = [
+    // On a fleet page (Grid option fleet) the seconds merged without some node's data are
+    // not part of the achieved and target lines: they are drawn apart as a lower bound, so
+    // a missing node never reads as the store's throughput dropping.
     { id: 'throughput', title: 'Throughput', unit: 'ops/s', series: [
-      { field: 'rate', label: 'achieved', stroke: C.blue, fill: 'rgba(31,95,191,0.08)' },
-      { field: 'target', label: 'target', stroke: C.grey, dash: [6, 4] }] },
+      { field: 'rate', label: 'achieved', stroke: C.blue, fill: 'rgba(31,95,191,0.08)', complete: true },
+      { field: 'target', label: 'target', stroke: C.grey, dash: [6, 4], complete: true },
+      { field: 'rate', label: 'partial (lower bound)', stroke: C.orange, dash: [2, 3], fleet: true, partialOnly: true, points: true }] },
     { id: 'latency', title: 'Latency', unit: 'ms', log: true, series: [
       ...LAT.map(([k, l, c]) => ({ field: 'resp' + k, label: 'response ' + l, stroke: c })),
       ...LAT.filter(([k]) => k !== '95' && k !== 'Avg').map(([k, l, c]) => ({ field: 'svc' + k, label: 'service ' + l, stroke: c, dash: [3, 3], show: k === '50' || k === '99' }))] },
@@ -250,21 +288,68 @@
     return String(+v.toPrecision(3));
   }
 
+  // hatch is the fill of partial seconds: orange diagonal stripes, one pattern per canvas.
+  function hatch(ctx) {
+    if (ctx.ndHatch) return ctx.ndHatch;
+    const c = document.createElement('canvas');
+    const s = Math.round(8 * (global.devicePixelRatio || 1));
+    c.width = s; c.height = s;
+    const g = c.getContext('2d');
+    g.fillStyle = 'rgba(217,115,13,0.10)';
+    g.fillRect(0, 0, s, s);
+    g.strokeStyle = 'rgba(217,115,13,0.55)';
+    g.lineWidth = Math.max(1, s / 8);
+    g.beginPath(); g.moveTo(0, s); g.lineTo(s, 0); g.moveTo(-s / 2, s / 2); g.lineTo(s / 2, -s / 2); g.moveTo(s / 2, s * 1.5); g.lineTo(s * 1.5, s / 2); g.stroke();
+    return (ctx.ndHatch = ctx.createPattern(c, 'repeat'));
+  }
+
+  // partialBands turns the points' completeness into [from, to] time spans to hatch:
+  // consecutive partial points make one band.
+  function partialBands(cols) {
+    const bands = [];
+    if (!cols.partial) return bands;
+    for (let k = 0; k < cols.n; k++) {
+      if (!cols.partial[k]) continue;
+      const from = cols.t[k] - (cols.spans ? cols.spans[k] : 1), to = cols.t[k];
+      const last = bands[bands.length - 1];
+      if (last && from <= last[1] + 1e-6) last[1] = to; else bands.push([from, to]);
+    }
+    return bands;
+  }
+
   // makeChart draws one chart of one op class into el and returns a handle whose
-  // update(cols) sets its data.
+  // update(cols) sets its data. Seconds a fleet merged without some node's data (partial)
+  // are hatched in every chart.
   // With log, a chart that allows it (latency) uses a log y axis: one 500 ms stall does not
   // flatten eight series of 1 ms into the x axis.
-  function makeChart(el, def, op, width, minSpan, log) {
+  function makeChart(el, def, op, width, minSpan, log, fleet) {
     const logY = !!(log && def.log);
-    const series = [{ value: (u, v) => (v === null || v === undefined ? '–' : clock(v)) }].concat(def.series.map((s) => ({
+    const defs = def.series.filter((s) => !s.fleet || fleet);
+    let bands = [];
+    const series = [{ value: (u, v) => (v === null || v === undefined ? '–' : clock(v)) }].concat(defs.map((s) => ({
       label: s.label, stroke: s.stroke, width: 1.5, dash: s.dash, fill: s.fill, show: s.show !== false,
       spanGaps: false, value: (u, v) => fmt(v, def.unit),
+      points: s.points ? { show: true, size: 5, width: 1.5, stroke: s.stroke, fill: '#fff' } : undefined,
     })));
     const opts = {
       width: width, height: 170,
       series: series,
       cursor: { drag: { x: false, y: false } },
       legend: { live: true },
+      hooks: { drawClear: [(u) => {
+        if (!bands.length) return;
+        const { left, top, width: w, height: h } = u.bbox;
+        const ctx = u.ctx;
+        ctx.save();
+        ctx.beginPath(); ctx.rect(left, top, w, h); ctx.clip();
+        ctx.fillStyle = hatch(ctx);
+        const minW = 3 * (global.devicePixelRatio || 1);
+        for (const [a, b] of bands) {
+          const x0 = u.valToPos(a, 'x', true), x1 = u.valToPos(b, 'x', true);
+          ctx.fillRect(Math.min(x0, x1) - Math.max(0, (minW - Math.abs(x1 - x0)) / 2), top, Math.max(Math.abs(x1 - x0), minW), h);
+        }
+        ctx.restore();
+      }] },
       // The live page shows at least a minute across, so a fresh run does not zoom into
       // sub-second ticks; a report spans exactly its run.
       scales: { x: { time: true, range: (u, min, max) => (max - min < minSpan ? [max - minSpan, max] : [min, max]) },
@@ -275,7 +360,7 @@
           size: 64, label: def.unit, labelSize: 18, values: (u, splits) => splits.map(tick) },
       ],
     };
-    const u = new global.uPlot(opts, [[]].concat(def.series.map(() => [])), el);
+    const u = new global.uPlot(opts, [[]].concat(defs.map(() => [])), el);
     // The legend doubles as the series toggle; make its rows reachable from the keyboard.
     u.root.querySelectorAll('.u-legend .u-series').forEach((row, i) => {
       if (i === 0) return;
@@ -304,15 +389,24 @@
       update(cols) {
         // A log axis has no zero: a zero latency is left out rather than drawn at -inf.
         const col = (f) => (logY ? cols.get(op, f).map((v) => (v > 0 ? v : null)) : cols.get(op, f));
-        u.setData([cols.t].concat(def.series.map((s) => col(s.field))));
+        const part = cols.partial || [];
+        // On a fleet page a partial second leaves the complete lines and goes to its own.
+        const masked = (s) => {
+          const v = col(s.field);
+          if (!fleet || !(s.complete || s.partialOnly)) return v;
+          return v.map((x, k) => ((!!part[k]) === !!s.partialOnly ? x : null));
+        };
+        bands = partialBands(cols);
+        u.setData([cols.t].concat(defs.map(masked)));
         // setData redraws (and resets the legend) in a microtask; set the legend after it.
         queueMicrotask(showLatest);
-        const last = cols.n ? cols.get(op, def.series[0].field)[cols.n - 1] : null;
+        const last = cols.n ? cols.get(op, defs[0].field)[cols.n - 1] : null;
         // Exposed on the figure for tests and scripts: the newest value of the first series.
         const fig = el.closest('figure') || el;
         fig.dataset.last = last === null || last === undefined ? '' : String(last);
         fig.dataset.points = String(cols.n);
         fig.dataset.scale = logY ? 'log' : 'linear';
+        fig.dataset.partial = String(part.filter(Boolean).length);
       },
       resize(w) { u.setSize({ width: w, height: 170 }); },
     };
@@ -326,6 +420,7 @@
     constructor(container, ops, opts) {
       this.container = container; this.charts = []; this.ops = ops;
       this.log = !!(opts && opts.log);
+      this.fleet = !!(opts && opts.fleet);
       const minSpan = opts && opts.minSpan !== undefined ? opts.minSpan : 60;
       container.classList.add('chart-grid');
       const width = this.colWidth();
@@ -341,7 +436,7 @@
           container.appendChild(fig);
           const body = document.createElement('div');
           fig.appendChild(body);
-          this.charts.push({ op, def, fig, chart: makeChart(body, def, op, width, minSpan, this.log) });
+          this.charts.push({ op, def, fig, chart: makeChart(body, def, op, width, minSpan, this.log, this.fleet) });
         }
       }
     }
