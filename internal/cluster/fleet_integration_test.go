@@ -427,10 +427,10 @@ func effective(t *testing.T, s *testserver.Server, key string) string {
 // them there, and fleet-wide configuration lands on every node with group and per-node
 // overrides; a node that leaves drops out of the membership when its registration goes.
 func TestFleetOverEtcd(t *testing.T) {
-	endpoint, _ := etcdtest.Start(t)
+	endpoint, etcd := etcdtest.Start(t)
 	disc := []string{"--discovery", "etcd:" + endpoint, "--discovery-ttl", "2s"}
 	nodes := startNodes(t,
-		append(slices.Clone(disc), "--labels", "zone=a", "--coordinate"),
+		append(slices.Clone(disc), "--labels", "zone=a", "--coordinate", "--fleet-config-prefix", "/ndbench/fleet/"),
 		append(slices.Clone(disc), "--labels", "zone=a"),
 		append(slices.Clone(disc), "--labels", "zone=b", "--weight", "2"))
 	f := &fleet{t: t, nodes: nodes}
@@ -466,6 +466,40 @@ func TestFleetOverEtcd(t *testing.T) {
 	}
 	if got := effective(t, nodes[0], "workload.readers"); got != "4" {
 		t.Errorf("after a refused change node 0 has readers %s, want 4", got)
+	}
+
+	// The fleet's configuration is kept in etcd, one key per value...
+	for key, want := range map[string]string{
+		"/ndbench/fleet/fleet/workload.readRate":                            "4000",
+		"/ndbench/fleet/group:zone=a/workload.writeRate":                    "300",
+		"/ndbench/fleet/node:" + ids[nodes[1].Addr()] + "/workload.readers": "7",
+	} {
+		resp, err := etcd.Get(context.Background(), key)
+		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != want {
+			t.Errorf("etcd %s = %v, %v; want %s", key, resp, err, want)
+		}
+	}
+	// ...an edit there applies to the fleet, as a dynamic property...
+	if _, err := etcd.Put(context.Background(), "/ndbench/fleet/fleet/workload.readRate", "8000"); err != nil {
+		t.Fatal(err)
+	}
+	waitEffective(t, nodes[2], "workload.readRate", "4000", 10*time.Second)
+	// ...and a restarted control point finds it there.
+	if err := nodes[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer rcancel()
+	if err := nodes[0].Restart(rctx); err != nil {
+		t.Fatal(err)
+	}
+	f.waitAlive(3, 20*time.Second)
+	var sc struct {
+		Scopes map[string]map[string]string `json:"scopes"`
+	}
+	call(t, http.MethodGet, f.url("/api/v1/fleet/config"), nil, &sc)
+	if sc.Scopes["fleet"]["workload.readRate"] != "8000" || sc.Scopes["group:zone=a"]["workload.writeRate"] != "300" {
+		t.Errorf("restarted coordinator's fleet config %v; want what etcd holds", sc.Scopes)
 	}
 
 	// A node that stops deregisters: the coordinator sees it leave.
@@ -632,5 +666,21 @@ func TestFleetNodeJoinsARun(t *testing.T) {
 	}
 	if got := effective(t, newcomer, "workload.readRate"); got != "1000" {
 		t.Errorf("the node that joined runs readRate %s, want 1000", got)
+	}
+}
+
+// waitEffective waits until a node's effective value of key is want.
+func waitEffective(t *testing.T, s *testserver.Server, key, want string, within time.Duration) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for {
+		got := effective(t, s, key)
+		if got == want {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("node %s %s = %s after %v, want %s", s.Addr(), key, got, within, want)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
