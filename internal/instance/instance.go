@@ -34,6 +34,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
@@ -450,6 +451,19 @@ func (i *Instance) StartAt(at time.Time, classes ...string) error {
 		return err
 	}
 	return e.StartAt(at, classes...)
+}
+
+// SetShape gives class a load shape in place of its configured rate (nil: back to the
+// rate), as engine.Engine.SetShape: auto-tune and scenarios drive the load through it.
+func (i *Instance) SetShape(class string, shape pacer.Shape) error {
+	if err := i.checkClasses([]string{class}); err != nil {
+		return err
+	}
+	e, err := i.engine()
+	if err != nil {
+		return err
+	}
+	return e.SetShape(class, shape)
 }
 
 // Stop stops the named op classes (none given: every class).
