@@ -4,11 +4,8 @@ package cluster_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -101,34 +98,7 @@ func call(t testing.TB, method, url string, in, out any) {
 	}
 }
 
-func tryCall(method, url string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, url, body)
-	req.Header.Set("Authorization", "Bearer "+token)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	c := &http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("%s %s: decode %s: %w", method, url, b, err)
-		}
-	}
-	return nil
-}
+func tryCall(method, url string, in, out any) error { return callAs(token, method, url, in, out) }
 
 func (f *fleet) url(path string) string                { return "http://" + f.coord().Addr() + "/fleet" + path }
 func nodeURL(s *testserver.Server, path string) string { return "http://" + s.Addr() + path }

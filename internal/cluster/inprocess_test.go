@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -49,28 +50,43 @@ func newInNode(t *testing.T) *inNode {
 
 func inCall(t *testing.T, method, url string, in, out any) {
 	t.Helper()
+	if err := callAs(inToken, method, url, in, out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// callAs sends in as JSON with token and decodes a 2xx answer into out; the fleet tests,
+// in process and with processes, talk to nodes with it.
+func callAs(token, method, url string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, _ := json.Marshal(in)
 		body = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, url, body)
-	req.Header.Set("Authorization", "Bearer "+inToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
-		t.Fatal(err)
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %s %s", method, url, resp.Status, b)
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, b)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatal(err)
+			return fmt.Errorf("%s %s: decode %s: %w", method, url, b, err)
 		}
 	}
+	return nil
 }
 
 // TestInProcessFleetUnderRace drives a fleet of three nodes in this process, so the race
