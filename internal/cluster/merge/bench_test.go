@@ -9,11 +9,11 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -227,11 +227,8 @@ func TestSimulateCoordinator(t *testing.T) {
 
 // cpuTime is the process's user plus system CPU time.
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	u := report.ReadUsage() // portable: getrusage on Unix, GetProcessTimes on Windows
+	return u.User + u.System
 }
 
 // peakRSS reads the process's peak resident set from /proc (Linux), "?" elsewhere.
