@@ -147,7 +147,7 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, lis
 			}
 		}
 		if endpoints == "" {
-			return nil, usageError{errors.New("--fleet-config-prefix needs etcd: --config-etcd or --discovery etcd:...")}
+			return nil, usageError{errors.New("--fleet-config-prefix needs etcd: give --config-etcd, or --discovery etcd:ENDPOINTS")}
 		}
 		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix); err != nil {
 			return nil, err
