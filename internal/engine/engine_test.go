@@ -690,11 +690,18 @@ func TestLoadShapeDrivesAPool(t *testing.T) {
 	// oversleeps): about 1,000 ops in its first second and 2,000 in its second.
 	want1 := float64(ramp.Due(t1.Sub(t0)))
 	want2 := float64(ramp.Due(t2.Sub(t0))) - want1
-	if r := float64(first.Count) / want1; r < 0.9 || r > 1.1 {
+	// Open loop: operations the workers fell behind on in the first window (a loaded
+	// machine, the race detector) are issued in the second with their own intended
+	// times, so the windows are checked for what the ramp owes over both, and the first
+	// for running ahead of it.
+	if r := float64(first.Count) / want1; r < 0.75 || r > 1.1 {
 		t.Errorf("ops in the ramp's first window: %d, want ~%.0f", first.Count, want1)
 	}
-	if r := float64(second.Count) / want2; r < 0.9 || r > 1.1 {
-		t.Errorf("ops in the ramp's second window: %d, want ~%.0f", second.Count, want2)
+	if r := float64(first.Count+second.Count) / (want1 + want2); r < 0.9 || r > 1.1 {
+		t.Errorf("ops over the ramp's two windows: %d + %d, want ~%.0f", first.Count, second.Count, want1+want2)
+	}
+	if owed := want2 + want1 - float64(first.Count); float64(second.Count) > 1.1*owed {
+		t.Errorf("ops in the ramp's second window: %d, more than the %.0f it owed", second.Count, owed)
 	}
 	if first.TargetRate < 1400 || first.TargetRate > 1700 || second.TargetRate < 2400 {
 		t.Errorf("target at the end of each window: %.0f and %.0f, want ~1500 and 2500", first.TargetRate, second.TargetRate)
