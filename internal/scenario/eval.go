@@ -225,6 +225,17 @@ type Evaluator struct {
 	states  []*tstate
 	events  map[string]time.Time
 	lastMid time.Time
+	// cut says why the run ended early, from cutAt on ("" when it runs to its end).
+	cut   string
+	cutAt time.Time
+}
+
+// Cut records that the run ends early, at at, for why: windows still open then are noted
+// as cut short when they are judged.
+func (e *Evaluator) Cut(why string, at time.Time) {
+	if e.cut == "" {
+		e.cut, e.cutAt = why, at
+	}
 }
 
 // NewEvaluator returns an evaluator of sc's thresholds.
@@ -565,6 +576,9 @@ func (e *Evaluator) finish(st *tstate, why string) {
 		}
 		st.judge(r, &st.acc)
 	}
+	if why == "" && e.cut != "" && (st.to.IsZero() || st.to.After(e.cutAt)) {
+		why = "window cut short: " + e.cut
+	}
 	if why != "" {
 		r.Detail = joinDetail(r.Detail, why)
 	}
@@ -577,22 +591,17 @@ func joinDetail(a, b string) string {
 	return a + "; " + b
 }
 
-// Close ends the evaluation at end: open windows are judged as they stand; windows that
-// never started stay not evaluated. cut says why the run ended early ("" when it ran to
-// its end).
-func (e *Evaluator) Close(cut string) {
+// Close ends the evaluation: open windows are judged as they stand; windows that never
+// started stay not evaluated.
+func (e *Evaluator) Close() {
 	for _, st := range e.states {
 		if st.done || !st.known {
-			if !st.done && cut != "" {
-				st.res.Detail = cut
+			if !st.done && e.cut != "" {
+				st.res.Detail = "not reached: " + e.cut
 			}
 			continue
 		}
-		why := ""
-		if cut != "" && !st.to.IsZero() && e.lastMid.Before(st.to) {
-			why = "window cut short: " + cut
-		}
-		e.finish(st, why)
+		e.finish(st, "")
 	}
 }
 

@@ -188,16 +188,7 @@ func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcom
 	}
 	node.Finish()
 	r.feed()
-	cut := ""
-	switch {
-	case r.out.AbortedBy != "":
-		cut = "aborted by threshold " + r.out.AbortedBy
-	case r.out.Error != "":
-		cut = "ended by an error: " + r.out.Error
-	case r.out.Interrupted:
-		cut = "interrupted"
-	}
-	r.ev.Close(cut)
+	r.ev.Close()
 	r.out.Ended = time.Now()
 	r.out.Thresholds = r.ev.Results()
 	for _, t := range r.out.Thresholds {
@@ -266,6 +257,7 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 		}
 		if r.stopping() {
+			r.cut()
 			r.endPhase(cur)
 			return nil
 		}
@@ -284,6 +276,7 @@ func (r *runner) loop(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			r.out.Interrupted = true
+			r.cut()
 			r.endPhase(cur)
 			return nil
 		case <-r.q.notify:
@@ -294,6 +287,18 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		timer.Stop()
 	}
+}
+
+// cut tells the evaluator why the run ends before its time.
+func (r *runner) cut() {
+	why := "interrupted"
+	switch {
+	case r.out.AbortedBy != "":
+		why = "aborted by threshold " + r.out.AbortedBy
+	case r.out.Error != "":
+		why = "ended by an error: " + r.out.Error
+	}
+	r.ev.Cut(why, time.Now())
 }
 
 // stopping reports whether a threshold or a hook ended the run.

@@ -340,6 +340,8 @@ func Parse(path string, data []byte, opts Options) (*Scenario, error) {
 		var err error
 		if h.Phase, h.At, err = sc.hookTime(hs.At); err != nil {
 			add(field+".at", hs.At, err.Error())
+		} else if end := sc.End(); end != Forever && h.At > end {
+			add(field+".at", hs.At, fmt.Sprintf("a time within the scenario, which ends at %s", end))
 		}
 		if h.Action, err = hs.ActionSpec.action(env); err != nil {
 			add(field, "", err.Error())

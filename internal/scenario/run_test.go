@@ -1,0 +1,153 @@
+package scenario
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/instance"
+)
+
+func runOn(t *testing.T, text string) *Outcome {
+	t.Helper()
+	sc, err := parse(t, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := instance.New(config.NewStore(sc.Snapshot), nil)
+	defer inst.Close()
+	if err := inst.InitConfigured(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), inst, sc, RunOptions{Log: func(s string) { t.Log(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRunOnMemory runs a scenario end to end on the memory driver: a phase's config change
+// slows the store, an HTTP hook with an undo is called at its times, the thresholds judge
+// each phase, and the outcome fails (exit 1) on the slow phase only.
+func TestRunOnMemory(t *testing.T) {
+	var mu sync.Mutex
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	out := runOn(t, `
+name: e2e
+config:
+  driver: {name: memory}
+  workload: {readRate: 400, writeRate: 100, numKeys: 100, readers: 4, writers: 4}
+phases:
+  - name: fast
+    duration: 3s
+    load:
+      read: {steps: {rates: [200, 400], every: 1s}}
+  - name: slow
+    duration: 3s
+    set: {drivers.memory.serviceTime: 20ms, workload.readers: 16}
+hooks:
+  - name: toxic
+    at: fast + 1s
+    http: {url: "`+srv.URL+`/toxic", method: post, body: "{}", expectStatus: 204}
+    for: 1s
+    undo: {http: {url: "`+srv.URL+`/toxic", method: delete}}
+thresholds:
+  - {check: read.p50 < 5ms, window: phase fast}
+  - {check: read.p50 < 5ms, window: phase slow}
+  - {check: read.p50 > 15ms, window: phase slow}
+  - {check: write.errors < 1, window: run}
+  - {check: read.achieved > 90%, window: during toxic}
+`)
+	mu.Lock()
+	got := strings.Join(calls, ", ")
+	mu.Unlock()
+	if got != "POST /toxic, DELETE /toxic" {
+		t.Errorf("hook calls: %s", got)
+	}
+	want := []string{Pass, Fail, Pass, Pass, Pass}
+	for i, r := range out.Thresholds {
+		if r.Status != want[i] {
+			t.Errorf("%s: %s (observed %s, %s), want %s", r.Name, r.Status, r.Observed, r.Detail, want[i])
+		}
+		if r.Intervals < 1 {
+			t.Errorf("%s: %d intervals", r.Name, r.Intervals)
+		}
+	}
+	if out.ExitCode() != ExitFailed {
+		t.Errorf("exit code %d", out.ExitCode())
+	}
+	var kinds []string
+	for _, m := range out.Marks {
+		kinds = append(kinds, m.Kind+" "+m.Name)
+		if m.End.IsZero() {
+			t.Errorf("mark %s has no end", m.Name)
+		}
+	}
+	if strings.Join(kinds, ", ") != "phase fast, hook toxic, phase slow" {
+		t.Errorf("marks: %v", kinds)
+	}
+	if d := out.Ended.Sub(out.Started); d < 6*time.Second || d > 9*time.Second {
+		t.Errorf("ran %s", d)
+	}
+}
+
+// TestAbortAndHookFailure: a threshold with abort stops the run at once (exit 3) and the
+// undo of a fault in force still runs; a hook whose command fails ends the run (exit 2).
+func TestAbortAndHookFailure(t *testing.T) {
+	dir := t.TempDir()
+	out := runOn(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 200, writeEnabled: false, numKeys: 100}
+phases:
+  - {name: bad, duration: 30s, set: {drivers.memory.errorRatio: 0.5}}
+hooks:
+  - {name: mark, at: 0s, run: "true", for: 20s, undo: {run: "touch `+dir+`/undone"}}
+thresholds:
+  - {check: read.errors < 1%, window: phase bad sustained 2s, abort: true}
+`)
+	if out.ExitCode() != ExitAborted || out.AbortedBy == "" {
+		t.Errorf("exit %d, aborted by %q", out.ExitCode(), out.AbortedBy)
+	}
+	if d := out.Ended.Sub(out.Started); d > 10*time.Second {
+		t.Errorf("abort took %s", d)
+	}
+	if _, err := exec0("test -f " + dir + "/undone"); err != nil {
+		t.Error("the undo did not run after the abort")
+	}
+
+	out = runOn(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 100, writeEnabled: false}
+phases:
+  - {name: p, duration: 20s}
+hooks:
+  - {name: broken, at: 1s, run: "exit 3"}
+thresholds:
+  - {check: read.p99 < 1s, window: phase p}
+`)
+	if out.ExitCode() != ExitError || !strings.Contains(out.Error, "exited 3, expected 0") {
+		t.Errorf("exit %d, error %q", out.ExitCode(), out.Error)
+	}
+	if r := out.Thresholds[0]; !strings.Contains(r.Detail, "cut short") {
+		t.Errorf("threshold after the error: %+v", r)
+	}
+}
+
+func exec0(cmd string) (string, error) {
+	err := Action{Run: cmd, Timeout: 5 * time.Second}.Do(context.Background(), nil)
+	return "", err
+}
