@@ -186,6 +186,8 @@ func fmtDuration(d time.Duration) string {
 	switch {
 	case d >= 10*time.Second:
 		return d.Round(100 * time.Millisecond).String()
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
 	case d >= 10*time.Millisecond:
 		return d.Round(10 * time.Microsecond).String()
 	}
