@@ -227,6 +227,9 @@ type Evaluator struct {
 	states  []*tstate
 	events  map[string]time.Time
 	lastMid time.Time
+	// merged caches, for one Add, the sliding windows merged so far by class and span:
+	// thresholds on one class over one sustained window share the merge.
+	merged map[string]*accum
 	// cut says why the run ended early, from cutAt on ("" when it runs to its end).
 	cut   string
 	cutAt time.Time
@@ -378,6 +381,7 @@ func (e *Evaluator) Add(s *Second) []Result {
 	mid := s.mid()
 	e.lastMid = mid
 	var failed []Result
+	e.merged = map[string]*accum{}
 	for _, st := range e.states {
 		if st.done || !st.known {
 			continue
@@ -418,7 +422,14 @@ func (e *Evaluator) slide(st *tstate, s *Second, cs *ClassSecond) bool {
 	if len(st.ring) < n {
 		return false
 	}
-	r := st.judgeRing()
+	key := fmt.Sprint(st.t.Class, st.from.UnixNano(), st.to.UnixNano(), n)
+	a := e.merged[key]
+	if a == nil {
+		a = st.mergeRing()
+		e.merged[key] = a
+	}
+	r := st.res
+	st.judge(&r, a)
 	if r.Status == Fail {
 		st.res, st.done = r, true
 		return true
@@ -429,14 +440,19 @@ func (e *Evaluator) slide(st *tstate, s *Second, cs *ClassSecond) bool {
 	return false
 }
 
-// judgeRing merges the sliding window's intervals and judges them.
-func (st *tstate) judgeRing() Result {
-	var a accum
+// mergeRing merges the sliding window's intervals.
+func (st *tstate) mergeRing() *accum {
+	a := &accum{}
 	for _, sl := range st.ring {
 		a.add(sl.s, sl.cs)
 	}
+	return a
+}
+
+// judgeRing merges the sliding window's intervals and judges them.
+func (st *tstate) judgeRing() Result {
 	r := st.res
-	st.judge(&r, &a)
+	st.judge(&r, st.mergeRing())
 	return r
 }
 
@@ -498,7 +514,7 @@ func (e *Evaluator) recover(st *tstate, s *Second, cs *ClassSecond) bool {
 	r := &st.res
 	r.From, r.To, r.Intervals = st.from, s.End, st.acc.n
 	r.Value, r.Observed = &v, st.t.format(v)
-	r.Detail = fmt.Sprintf("back within the SLA (%s) for %s from %s after the hook", st.t.SLA.Text, st.t.SLA.Stable, fmtDuration(time.Duration(v*float64(time.Second))))
+	r.Detail = fmt.Sprintf("back within the SLA (%s) %s after the hook started", st.t.SLA.Text, fmtDuration(time.Duration(v*float64(time.Second))))
 	if !rc.violated {
 		r.Detail = fmt.Sprintf("never left the SLA (%s)", st.t.SLA.Text)
 	}

@@ -23,7 +23,7 @@ func (sc *Scenario) Timeline(w io.Writer) {
 	for _, e := range sc.timeline() {
 		if e.phase >= 0 {
 			p := sc.Phases[e.phase]
-			fmt.Fprintf(w, "%9s  phase %s for %s\n", offset(e.at), p.Name, durText(p.Duration))
+			fmt.Fprintf(w, "%9s  phase %s, %s\n", offset(e.at), p.Name, durText(p.Duration))
 			for _, k := range sortedKeys(p.Set) {
 				fmt.Fprintf(w, "%9s    set %s=%s\n", "", k, p.Set[k])
 			}
@@ -49,7 +49,7 @@ func (sc *Scenario) Timeline(w io.Writer) {
 	for _, t := range sc.Thresholds {
 		extra := ""
 		if t.SLA != nil {
-			extra = " (SLA " + t.SLA.Text + ", stable " + t.SLA.Stable.String() + ")"
+			extra = " (SLA " + t.SLA.Text + ")"
 		}
 		if t.Abort {
 			extra += ", aborts on failure"

@@ -360,7 +360,7 @@ func (r *runner) startPhase(prev, i int) error {
 	}
 	r.out.Marks = append(r.out.Marks, Mark{Kind: "phase", Name: p.Name, Start: now, Detail: strings.Join(load, "; ")})
 	r.failed(r.ev.Event(EvPhase, p.Name, now))
-	r.opts.Log(fmt.Sprintf("phase %s started (%s)", p.Name, durText(p.Duration)))
+	r.opts.Log(fmt.Sprintf("phase %s started, %s", p.Name, durText(p.Duration)))
 	return nil
 }
 
@@ -528,7 +528,7 @@ func durText(d time.Duration) string {
 	if d == Forever {
 		return "until interrupted"
 	}
-	return d.String()
+	return "for " + d.String()
 }
 
 // HookEnv is the environment hook commands get: the process's.

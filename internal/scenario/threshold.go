@@ -383,6 +383,9 @@ func parseSLA(m map[string]string) (*SLA, driver.FieldErrors) {
 	if s.Latency == 0 && s.Errors < 0 && s.Achieved == 0 {
 		errs = append(errs, &driver.FieldError{Field: "sla", Allowed: "at least one of a latency bound (p99: 10ms), errors or achieved"})
 	}
+	if _, ok := m["stable"]; !ok {
+		parts = append(parts, "stable "+s.Stable.String())
+	}
 	s.Text = strings.Join(parts, ", ")
 	return s, errs
 }
