@@ -567,14 +567,13 @@ func (e *Evaluator) finish(st *tstate, why string) {
 	r := &st.res
 	switch {
 	case st.rec != nil:
-		inf := math.Inf(1)
+		// Not recovered: the value is unbounded (no number in the JSON).
 		r.From, r.Intervals = st.from, st.acc.n
-		r.Status, r.Observed, r.Value = Fail, st.t.format(inf), nil
+		r.Status, r.Observed, r.Value = Fail, st.t.format(math.Inf(1)), nil
 		r.Detail = "did not recover within the window"
 		if st.hookEnd.IsZero() {
 			r.Detail = "the hook had not ended when the window closed"
 		}
-		_ = inf
 	case st.t.Window.Sustained > 0:
 		if st.worst != nil {
 			*r = *st.worst

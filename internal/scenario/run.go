@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -530,6 +529,3 @@ func durText(d time.Duration) string {
 	}
 	return "for " + d.String()
 }
-
-// HookEnv is the environment hook commands get: the process's.
-func HookEnv() []string { return os.Environ() }

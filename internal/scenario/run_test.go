@@ -124,7 +124,7 @@ thresholds:
 	if d := out.Ended.Sub(out.Started); d > 10*time.Second {
 		t.Errorf("abort took %s", d)
 	}
-	if _, err := exec0("test -f " + dir + "/undone"); err != nil {
+	if err := (Action{Run: "test -f " + dir + "/undone", Timeout: 5 * time.Second}).Do(context.Background(), nil); err != nil {
 		t.Error("the undo did not run after the abort")
 	}
 
@@ -145,9 +145,4 @@ thresholds:
 	if r := out.Thresholds[0]; !strings.Contains(r.Detail, "cut short") {
 		t.Errorf("threshold after the error: %+v", r)
 	}
-}
-
-func exec0(cmd string) (string, error) {
-	err := Action{Run: cmd, Timeout: 5 * time.Second}.Do(context.Background(), nil)
-	return "", err
 }

@@ -370,7 +370,7 @@ func Parse(path string, data []byte, opts Options) (*Scenario, error) {
 
 	for i, ts := range f.Thresholds {
 		field := fmt.Sprintf("thresholds[%d]", i)
-		t, fes := parseThreshold(ts, field, sc, env, f.SLA, classAllowed)
+		t, fes := parseThreshold(ts, field, sc, f.SLA, classAllowed)
 		for _, fe := range fes {
 			fe.Source = "scenario " + path
 		}

@@ -84,7 +84,7 @@ const DefaultStable = 3 * time.Second
 
 var checkRE = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*(<=|>=|<|>)\s*(\S+)\s*$`)
 
-func parseThreshold(ts ThresholdSpec, field string, sc *Scenario, env map[string]string, slas map[string]map[string]string, classAllowed string) (*Threshold, driver.FieldErrors) {
+func parseThreshold(ts ThresholdSpec, field string, sc *Scenario, slas map[string]map[string]string, classAllowed string) (*Threshold, driver.FieldErrors) {
 	var errs driver.FieldErrors
 	add := func(f, value, allowed string) {
 		errs = append(errs, &driver.FieldError{Field: field + "." + f, Value: value, Allowed: allowed})
@@ -152,7 +152,6 @@ func parseThreshold(ts ThresholdSpec, field string, sc *Scenario, env map[string
 			t.Name += " [" + w.Text + "]"
 		}
 	}
-	_ = env
 	if len(errs) > 0 {
 		return nil, errs
 	}
