@@ -26,7 +26,8 @@ type streams struct {
 }
 
 // Main runs the ndbench command line with args (without the program name) and returns
-// the process exit code: 0 on success, 1 on a failed run, 2 on bad usage or config.
+// the process exit code: 0 on success, 1 on a failed run, 2 on bad usage or config, and
+// the codes of a command that has its own (scenario run: 3 aborted, 4 invalid).
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -11,7 +11,13 @@
 // averaged percentiles.
 //
 // A scenario drives its load through the Node interface, which *instance.Instance
-// satisfies; a fleet view that implements it runs the same scenario on many nodes.
+// satisfies; a fleet view that implements it runs the same scenario on many nodes. What
+// that view still needs: SetShape split across the nodes by their share of the rate (a
+// scaled shape per node), Start through the fleet's common start instant, Patch through
+// the fleet's config, a Collector fed by the coordinator's merge (Ingest), whose partial
+// intervals (a node missing) a threshold should report as such rather than judge as
+// whole; and GeneratorBound judged per node, since one saturated node invalidates the
+// run. Hooks run where the scenario runs (the coordinator).
 package scenario
 
 import (
