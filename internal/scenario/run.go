@@ -153,6 +153,16 @@ type runner struct {
 	undoDue []time.Time    // per hook: when its undo is due (zero: none pending)
 	pending int            // actions in flight
 	stopped map[string]bool
+	// segs are the phases' load shapes from their starts, oldest first: what a class
+	// owed in an interval is counted from them (see expected).
+	segs []segment
+}
+
+// segment is the shapes in force from an instant on (classes at their configured rate
+// have none).
+type segment struct {
+	from   time.Time
+	shapes map[string]pacer.Shape
 }
 
 // Run runs sc on node: the load must be initialised (the driver connected) and not yet
@@ -306,7 +316,57 @@ func (r *runner) stopping() bool { return r.out.AbortedBy != "" || r.out.Error !
 // feed judges the intervals that arrived.
 func (r *runner) feed() {
 	for _, s := range r.q.take() {
+		r.expected(s)
 		r.failed(r.ev.Add(s))
+	}
+}
+
+// expected sets what each class owed in s from the load shapes in force, where it had
+// one: the collector's target is the rate at the tick, which over a second of a ramp
+// (or a sine) is not what was asked for, and achieved would be judged against the wrong
+// count. Operations due are counted from the shape itself (Due), so they are exact.
+func (r *runner) expected(s *Second) {
+	secs := s.End.Sub(s.Start)
+	if secs <= 0 {
+		return
+	}
+	for class, cs := range s.Ops {
+		if cs.Expected == 0 {
+			continue // stopped, or closed loop: owed nothing
+		}
+		shaped := false
+		for _, g := range r.segs {
+			if g.shapes[class] != nil {
+				shaped = true
+			}
+		}
+		if !shaped {
+			continue
+		}
+		rate := cs.Expected / secs.Seconds() // the configured rate, for spans without a shape
+		total := 0.0
+		for i, g := range r.segs {
+			end := s.End
+			if i+1 < len(r.segs) && r.segs[i+1].from.Before(end) {
+				end = r.segs[i+1].from
+			}
+			from := s.Start
+			if g.from.After(from) {
+				from = g.from
+			}
+			if !end.After(from) {
+				continue
+			}
+			if sh := g.shapes[class]; sh != nil {
+				total += float64(sh.Due(end.Sub(g.from)) - sh.Due(from.Sub(g.from)))
+			} else {
+				total += rate * end.Sub(from).Seconds()
+			}
+		}
+		if s.Start.Before(r.segs[0].from) {
+			total += rate * r.segs[0].from.Sub(s.Start).Seconds()
+		}
+		cs.Expected = total
 	}
 }
 
@@ -357,6 +417,13 @@ func (r *runner) startPhase(prev, i int) error {
 			load = append(load, class+" "+p.Load[class])
 		}
 	}
+	seg := segment{from: now, shapes: map[string]pacer.Shape{}}
+	for class, sh := range p.Shapes {
+		if sh != nil {
+			seg.shapes[class] = sh
+		}
+	}
+	r.segs = append(r.segs, seg)
 	r.out.Marks = append(r.out.Marks, Mark{Kind: "phase", Name: p.Name, Start: now, Detail: strings.Join(load, "; ")})
 	r.failed(r.ev.Event(EvPhase, p.Name, now))
 	r.opts.Log(fmt.Sprintf("phase %s started, %s", p.Name, durText(p.Duration)))

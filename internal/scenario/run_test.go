@@ -53,7 +53,7 @@ phases:
   - name: fast
     duration: 3s
     load:
-      read: {steps: {rates: [200, 400], every: 1s}}
+      read: {ramp: {from: 20, to: 400, over: 3s}}
   - name: slow
     duration: 3s
     set: {drivers.memory.serviceTime: 20ms, workload.readers: 16}
@@ -69,6 +69,8 @@ thresholds:
   - {check: read.p50 > 15ms, window: phase slow}
   - {check: write.errors < 1, window: run}
   - {check: read.achieved > 90%, window: during toxic}
+  - {check: read.achieved > 90%, window: phase fast sustained 1s}
+  - {check: read.achieved < 110%, window: phase fast sustained 1s}
 `)
 	mu.Lock()
 	got := strings.Join(calls, ", ")
@@ -76,7 +78,9 @@ thresholds:
 	if got != "POST /toxic, DELETE /toxic" {
 		t.Errorf("hook calls: %s", got)
 	}
-	want := []string{Pass, Fail, Pass, Pass, Pass}
+	// achieved in each second of the ramp: what the ramp asked for in that second, not
+	// its rate at the tick times the second.
+	want := []string{Pass, Fail, Pass, Pass, Pass, Pass, Pass}
 	for i, r := range out.Thresholds {
 		if r.Status != want[i] {
 			t.Errorf("%s: %s (observed %s, %s), want %s", r.Name, r.Status, r.Observed, r.Detail, want[i])
