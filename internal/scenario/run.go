@@ -142,6 +142,9 @@ type hookDone struct {
 
 // runner is one run's state, owned by Run's goroutine.
 type runner struct {
+	// ctx is the run's: an interrupt cancels the hook actions in flight (not the undos,
+	// which must run whatever happens).
+	ctx     context.Context
 	sc      *Scenario
 	node    Node
 	opts    RunOptions
@@ -173,7 +176,7 @@ func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcom
 	if opts.Log == nil {
 		opts.Log = func(string) {}
 	}
-	r := &runner{sc: sc, node: node, opts: opts, ev: NewEvaluator(sc),
+	r := &runner{ctx: ctx, sc: sc, node: node, opts: opts, ev: NewEvaluator(sc),
 		out:   &Outcome{Scenario: sc.Name, File: sc.Path, Phases: sc.phaseNames(), Marks: []Mark{}},
 		q:     &queue{notify: make(chan struct{}, 1)},
 		done:  make(chan hookDone, 2*len(sc.Hooks)+1),
@@ -467,8 +470,12 @@ func (r *runner) runAction(i int, undo bool) {
 		r.opts.Log(fmt.Sprintf("hook %s undo: %s", h.Name, a))
 	}
 	r.pending++
+	ctx := r.ctx
+	if undo {
+		ctx = context.Background()
+	}
 	go func() {
-		err := a.Do(context.Background(), r.opts.Env)
+		err := a.Do(ctx, r.opts.Env)
 		r.done <- hookDone{hook: i, undo: undo, end: time.Now(), err: err}
 	}()
 }
@@ -477,7 +484,10 @@ func (r *runner) hookDone(d hookDone) {
 	r.pending--
 	h := r.sc.Hooks[d.hook]
 	m := &r.out.Marks[r.marks[h.Name]]
-	if d.err != nil {
+	if d.err != nil && r.out.Interrupted && !d.undo && r.ctx.Err() != nil {
+		// Cut off by the interrupt: the hook's mark says so; it is not the hook's failure.
+		m.Error = joinDetail(m.Error, d.err.Error())
+	} else if d.err != nil {
 		what := "hook " + h.Name
 		if d.undo {
 			what += " undo"
@@ -532,8 +542,10 @@ func (a Action) Do(ctx context.Context, env []string) error {
 	}
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%q timed out after %s", a.Run, a.Timeout)
+	} else if ctx.Err() != nil {
+		return fmt.Errorf("%q cancelled: %w", a.Run, ctx.Err())
 	}
 	code := 0
 	if err != nil {

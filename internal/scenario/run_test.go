@@ -150,3 +150,50 @@ thresholds:
 		t.Errorf("threshold after the error: %+v", r)
 	}
 }
+
+// TestInterrupt: a signal (ctx) ends the run at once, cutting a long hook action short
+// (it is no hook failure), and the windows are judged: those cut short say so, those never
+// reached are not evaluated.
+func TestInterrupt(t *testing.T) {
+	sc, err := parse(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 100, writeEnabled: false}
+phases:
+  - {name: p, duration: 30s}
+  - {name: q, duration: 30s}
+hooks:
+  - {name: repair, at: p, run: sleep 30, timeout: 1m}
+thresholds:
+  - {check: read.p99 < 1s, window: phase p}
+  - {check: read.p99 < 1s, window: phase q}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := instance.New(config.NewStore(sc.Snapshot), nil)
+	defer inst.Close()
+	if err := inst.InitConfigured(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	began := time.Now()
+	out, err := Run(ctx, inst, sc, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(began); d > 6*time.Second {
+		t.Errorf("took %s after the interrupt", d)
+	}
+	if !out.Interrupted || out.Error != "" || out.ExitCode() != ExitFailed {
+		t.Errorf("interrupted %v, error %q, exit %d", out.Interrupted, out.Error, out.ExitCode())
+	}
+	p, q := out.Thresholds[0], out.Thresholds[1]
+	if p.Status != Pass || !strings.Contains(p.Detail, "cut short: interrupted") {
+		t.Errorf("phase p: %+v", p)
+	}
+	if q.Status != NotEvaluated || !strings.Contains(q.Detail, "not reached: interrupted") {
+		t.Errorf("phase q: %+v", q)
+	}
+}
