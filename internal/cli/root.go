@@ -26,7 +26,8 @@ type streams struct {
 }
 
 // Main runs the ndbench command line with args (without the program name) and returns
-// the process exit code: 0 on success, 1 on a failed run, 2 on bad usage or config.
+// the process exit code: 0 on success, 1 on a failed run, 2 on bad usage or config, and
+// the codes of a command that has its own (scenario run: 3 aborted, 4 invalid).
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -50,6 +51,9 @@ func execute(ctx context.Context, args []string, s *streams) int {
 		return 0
 	}
 	fmt.Fprintln(s.err, "error:", err)
+	if ec, ok := errors.AsType[exitError](err); ok {
+		return ec.code // a command with codes of its own (scenario: 1, 3, 4)
+	}
 	var usage usageError
 	var cfg configError
 	if _, ok := driver.AsFieldErrors(err); ok || errors.As(err, &usage) || errors.As(err, &cfg) || errors.Is(err, driver.ErrUnknownDriver) {
@@ -82,7 +86,7 @@ data validation, and every workload parameter changeable while it runs.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(s), newServeCmd(s), newDriversCmd(s), newWorkloadsCmd(s), newConfigCmd(s), newCompareCmd(s), newVersionCmd(s))
+	root.AddCommand(newRunCmd(s), newServeCmd(s), newDriversCmd(s), newWorkloadsCmd(s), newConfigCmd(s), newCompareCmd(s), newScenarioCmd(s), newVersionCmd(s))
 	return root
 }
 

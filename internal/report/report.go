@@ -52,6 +52,8 @@ type Report struct {
 	Notices []string       `json:"notices,omitempty"`
 	// Series has one point per second (the most recent hour at most).
 	Series []stats.Point `json:"series"`
+	// Timeline marks a scenario's phases and hooks, oldest first; absent for a plain run.
+	Timeline []Mark `json:"timeline,omitempty"`
 }
 
 // Tool identifies the build that produced the report.
@@ -118,6 +120,8 @@ type Input struct {
 	Phases []Phase
 	// Phase names the measured span ("load"); empty when there were no earlier phases.
 	Phase string
+	// Timeline is a scenario's phases and hooks (Report.Timeline).
+	Timeline []Mark
 }
 
 // Phase is one named phase of a run that ended before the measured span began: its span
@@ -146,6 +150,7 @@ func Build(in Input) *Report {
 		Series:        in.Series,
 		Errors:        map[string][]stats.ErrorMessage{},
 		Warnings:      []string{},
+		Timeline:      in.Timeline,
 	}
 	for op, msgs := range in.Errors {
 		r.Errors[op] = msgs

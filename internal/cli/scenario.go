@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/scenario"
+	"github.com/ndbench/ndbench/internal/web"
+)
+
+// exitError carries a command's own exit code (a scenario's 1, 3 or 4) to Main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// ExitCode is the process exit code.
+func (e exitError) ExitCode() int { return e.code }
+
+type scenarioFlags struct {
+	sets       []string
+	dryRun     bool
+	outDir     string
+	report     string
+	reportHTML string
+	junit      string
+	markdown   string
+}
+
+func newScenarioCmd(s *streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scenario",
+		Short: "Run scenario files: phases of load, fault hooks and thresholds",
+	}
+	f := &scenarioFlags{}
+	run := &cobra.Command{
+		Use:   "run FILE.yaml",
+		Short: "Run a scenario and judge its thresholds (docs/scenarios.md)",
+		Long: `Run a scenario file: phases of load (constant, ramp, steps, sine) with configuration
+changes at their starts, hooks (a command or an HTTP call at a time or a phase boundary,
+optionally undone after a while), and thresholds judged over windows of the run (a phase,
+during a hook, from a hook on, sustained sliding windows, recovery after a hook).
+
+Every name in the file is checked before anything runs; --dry-run prints the timeline.
+
+Exit codes: 0 every threshold passed, 1 a threshold failed, 2 a config, driver or hook
+error, 3 aborted by a threshold, 4 the result is invalid (the generator was saturated).
+The Markdown summary is appended to $GITHUB_STEP_SUMMARY when it is set.`,
+		Example: `  ndbench scenario run examples/ami-certification.yaml --dry-run
+  ndbench scenario run examples/capacity-steps.yaml --out-dir results/
+  ndbench scenario run cert.yaml --junit junit.xml --report report.json --set drivers.redis.addrs=10.0.0.5:6379`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("scenario run takes one scenario file; got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runScenario(cmd.Context(), args[0], f, s)
+		},
+	}
+	run.Flags().StringArrayVarP(&f.sets, "set", "s", nil, "set a config key above the file's config, e.g. --set drivers.redis.addrs=host:6379 (repeatable)")
+	run.Flags().BoolVar(&f.dryRun, "dry-run", false, "check the file and print the timeline without running anything")
+	run.Flags().StringVar(&f.outDir, "out-dir", "", "write report.json, report.html, junit.xml and summary.md into this directory")
+	run.Flags().StringVar(&f.report, "report", "", "write the JSON report (with the scenario's outcome) to this file")
+	run.Flags().StringVar(&f.reportHTML, "report-html", "", "write the HTML report to this file")
+	run.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testsuite per phase, a testcase per threshold) to this file")
+	run.Flags().StringVar(&f.markdown, "markdown", "", "write the Markdown summary to this file")
+	cmd.AddCommand(run)
+	return cmd
+}
+
+func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams) error {
+	sc, err := scenario.Load(path, scenario.Options{Env: s.env, Sets: f.sets})
+	if err != nil {
+		return configError{err}
+	}
+	if f.dryRun {
+		sc.Timeline(s.out)
+		return nil
+	}
+	if f.outDir != "" {
+		if err := os.MkdirAll(f.outDir, 0o755); err != nil {
+			return fmt.Errorf("--out-dir: %w", err)
+		}
+		def := func(p *string, name string) {
+			if *p == "" {
+				*p = filepath.Join(f.outDir, name)
+			}
+		}
+		def(&f.report, "report.json")
+		def(&f.reportHTML, "report.html")
+		def(&f.junit, "junit.xml")
+		def(&f.markdown, "summary.md")
+	}
+	for _, n := range sc.Snapshot.Notices {
+		fmt.Fprintln(s.err, "note:", n)
+	}
+	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	inst := instance.New(config.NewStore(sc.Snapshot), log)
+	defer inst.Close()
+	initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
+	err = inst.InitConfigured(initCtx)
+	cancelInit()
+	if err != nil {
+		return exitError{scenario.ExitError, fmt.Errorf("scenario %s: %w", sc.Name, err)}
+	}
+	total := sc.End()
+	if total == scenario.Forever {
+		total = 0
+	}
+	view := newLive(s.out, s.tty, total)
+	defer inst.Collector().Subscribe(view.interval)()
+	fmt.Fprintf(s.out, "ndbench %s: scenario %s, driver %s, %d phases, %d hooks, %d thresholds\n",
+		toolVersion(), sc.Name, sc.Snapshot.Config.DriverName, len(sc.Phases), len(sc.Hooks), len(sc.Thresholds))
+	w := sc.Snapshot.Config.Workload
+	if sc.Backfill || w.Backfill {
+		view.setBackfill(inst.BackfillStatus)
+		st, err := inst.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
+		view.setBackfill(nil)
+		if err != nil && ctx.Err() == nil {
+			return exitError{scenario.ExitError, fmt.Errorf("backfill: %w", err)}
+		}
+		fmt.Fprintf(s.out, "backfill %s: %d of %d keys written, %d failed\n", st.Phase, st.Written, st.Total, st.Failed)
+		view.restart()
+	}
+	out, err := scenario.Run(ctx, inst, sc, scenario.RunOptions{Log: view.note, Env: s.env})
+	view.finish()
+	if err != nil {
+		return exitError{scenario.ExitError, err}
+	}
+	in := inst.ReportInput(toolVersion())
+	in.Timeline = out.ReportMarks()
+	rep := report.Build(in)
+	if out.Error == "" && out.AbortedBy == "" && !out.Interrupted {
+		out.Invalid = report.GeneratorBound(rep)
+	}
+	printSummary(s.out, rep)
+	out.WriteText(s.out)
+	if err := writeScenarioOutputs(f, s, rep, out); err != nil {
+		return exitError{scenario.ExitError, err}
+	}
+	if code := out.ExitCode(); code != scenario.ExitPass {
+		return exitError{code, fmt.Errorf("scenario %s %s (exit code %d)", sc.Name, out.Verdict(), code)}
+	}
+	return nil
+}
+
+func writeScenarioOutputs(f *scenarioFlags, s *streams, rep *report.Report, out *scenario.Outcome) error {
+	if f.report != "" {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(scenario.Report{Report: rep, Scenario: out}); err != nil {
+			return fmt.Errorf("encode report: %w", err)
+		}
+		if err := writeFileAtomic(f.report, b.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.out, "report written to %s\n", f.report)
+	}
+	if f.reportHTML != "" {
+		if err := report.WriteHTMLFile(f.reportHTML, rep, report.Charts(web.Charts())); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.out, "HTML report written to %s\n", f.reportHTML)
+	}
+	if f.junit != "" {
+		var b bytes.Buffer
+		if err := out.WriteJUnit(&b); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(f.junit, b.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.out, "JUnit XML written to %s\n", f.junit)
+	}
+	var md bytes.Buffer
+	out.WriteMarkdown(&md)
+	if f.markdown != "" {
+		if err := writeFileAtomic(f.markdown, md.Bytes()); err != nil {
+			return err
+		}
+	}
+	if path := lookupEnv(s.env, "GITHUB_STEP_SUMMARY"); path != "" {
+		if err := appendFile(path, md.Bytes()); err != nil {
+			return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeFileAtomic writes b to path through a temporary file renamed into place, so a CI
+// step never reads half a file.
+func writeFileAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".ndbench-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

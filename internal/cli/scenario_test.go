@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeScenario(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestScenarioExitCodes: a misspelled name exits 2 naming it, --dry-run prints the
+// timeline and exits 0, a threshold with abort exits 3 and the report is still written
+// (with the timeline), readable as a run report by compare.
+func TestScenarioExitCodes(t *testing.T) {
+	bad := writeScenario(t, `
+config: {driver: {name: memory}}
+phases: [{name: p, duration: 2s}]
+thresholds: [{check: read.p99 < 1ms, window: phase q}]
+`)
+	code, _, stderr := ndbench(t, nil, "scenario", "run", bad)
+	if code != 2 || !strings.Contains(stderr, "thresholds[0].window") || !strings.Contains(stderr, `phase "q"`) {
+		t.Errorf("bad phase name: exit %d, %s", code, stderr)
+	}
+	code, _, _ = ndbench(t, nil, "scenario", "run", "--dry-run", bad)
+	if code != 2 {
+		t.Errorf("dry run of a bad file: exit %d", code)
+	}
+
+	abort := writeScenario(t, `
+config:
+  driver: {name: memory}
+  drivers: {memory: {errorRatio: 1}}
+  workload: {readRate: 100, writeEnabled: false}
+phases: [{name: p, duration: 30s}]
+thresholds: [{check: read.errors < 1%, window: phase p sustained 1s, abort: true}]
+`)
+	code, stdout, _ := ndbench(t, nil, "scenario", "run", "--dry-run", abort)
+	if code != 0 || !strings.Contains(stdout, "phase p, for 30s") || !strings.Contains(stdout, "aborts on failure") {
+		t.Errorf("dry run: exit %d\n%s", code, stdout)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr = ndbench(t, nil, "scenario", "run", abort, "--out-dir", out)
+	if code != 3 || !strings.Contains(stdout, "ABORTED") {
+		t.Errorf("abort: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	rep := readReport(t, filepath.Join(out, "report.json"))
+	if len(rep.Timeline) != 1 || rep.Timeline[0].Name != "p" || rep.Ops["read"].Errors == 0 {
+		t.Errorf("report: timeline %+v, read %+v", rep.Timeline, rep.Ops["read"])
+	}
+	for _, f := range []string{"report.html", "junit.xml", "summary.md"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

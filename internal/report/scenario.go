@@ -1,0 +1,58 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// Mark is an event on a run's timeline that a reader lines the series up with: a
+// scenario's phase or fault hook. End is zero for a hook still in force when the run
+// ended.
+type Mark struct {
+	Kind   string `json:"kind"` // "phase" or "hook"
+	Name   string `json:"name"`
+	Start  string `json:"start"` // RFC 3339 with milliseconds, as the series' times
+	End    string `json:"end,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// GeneratorBound returns why r's figures measure the load generator rather than the
+// store, from the self-check's own rules (see warnings): the client's CPU was saturated,
+// or operations of a class started late against their schedule while its workers were
+// free. A store that stalled holding every worker, or a store too slow for the workers
+// configured, is the store's result and is not listed. A scenario run with any reason is
+// invalid (exit code 4).
+func GeneratorBound(r *Report) []string {
+	var out []string
+	usable := float64(min(r.Client.GOMAXPROCS, r.Client.NumCPU))
+	saturated := usable > 0 && r.Client.CPUCores >= busyCores*usable
+	if saturated {
+		out = append(out, fmt.Sprintf("the client kept %.1f of %.0f cores busy", r.Client.CPUCores, usable))
+	}
+	for _, name := range sortedOps(r) {
+		s := r.Ops[name]
+		if name == "backfill" || stats.IsOperationSeries(name) || !lagged(s) || saturated {
+			continue
+		}
+		workers := runWorkers(r.Series, name, s.Workers)
+		peak := 0.0
+		for _, p := range r.Series {
+			if o := p.Ops[name]; o.Workers > 0 {
+				peak = max(peak, busyWorkers(o.Rate, o.ServiceTime.Mean)/float64(o.Workers))
+			}
+		}
+		mean := busyWorkers(s.Rate, s.ServiceTime.Mean)
+		if workers > 0 && (mean >= busyShare*float64(workers) || peak >= busyShare) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: operations started late (start-lag p99 %.1f ms of a response p99 of %.1f ms) while workers were free: the delay is the generator's own",
+			name, s.StartLag.P99/1000, s.ResponseTime.P99/1000))
+	}
+	return out
+}
+
+func sortedOps(r *Report) []string { return slices.Sorted(maps.Keys(r.Ops)) }

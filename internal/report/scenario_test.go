@@ -1,0 +1,49 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/web"
+)
+
+// TestTimelineInTheHTML: a scenario's phases and hooks are in the JSON and in a table of
+// the HTML report.
+func TestTimelineInTheHTML(t *testing.T) {
+	r := htmlReport(t)
+	r.Timeline = []Mark{{Kind: "phase", Name: "steady", Start: "2026-01-02T15:04:05.000Z"},
+		{Kind: "hook", Name: "pause-node", Start: "2026-01-02T15:04:07.000Z", Error: "exit 1"}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r, Charts(web.Charts())); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h2>Timeline</h2>", "<td>pause-node</td>", "failed: exit 1", `"timeline":[{"kind":"phase"`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+}
+
+// TestGeneratorBound: a saturated client and start lag with free workers make a run
+// invalid; a store that stalled holding every worker does not.
+func TestGeneratorBound(t *testing.T) {
+	lagging := stats.OpSummary{Count: 1000, Rate: 100, Workers: 8,
+		ResponseTime: stats.Latency{P99: 50000}, ServiceTime: stats.Latency{Mean: 1000}, StartLag: stats.Latency{P99: 40000}}
+	r := &Report{Ops: map[string]stats.OpSummary{"read": lagging},
+		Client: Client{CPUCores: 0.2, GOMAXPROCS: 4, NumCPU: 4},
+		Series: []stats.Point{{Ops: map[string]stats.OpSummary{"read": {Rate: 100, Workers: 8, ServiceTime: stats.Latency{Mean: 1000}}}}}}
+	if got := GeneratorBound(r); len(got) != 1 || !strings.Contains(got[0], "generator's own") {
+		t.Errorf("lag with free workers: %v", got)
+	}
+	// One second in which every worker sat in the store: a stall, the store's result.
+	r.Series = append(r.Series, stats.Point{Ops: map[string]stats.OpSummary{"read": {Rate: 100, Workers: 8, ServiceTime: stats.Latency{Mean: 3e6}}}})
+	if got := GeneratorBound(r); len(got) != 0 {
+		t.Errorf("store stall: %v", got)
+	}
+	r.Client.CPUCores = 3.8
+	if got := GeneratorBound(r); len(got) != 1 || !strings.Contains(got[0], "cores busy") {
+		t.Errorf("saturated client: %v", got)
+	}
+}

@@ -1,0 +1,610 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/pacer"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// Node is what a scenario drives: one node (*instance.Instance) today, a fleet view
+// later. Intervals come from Collector's subscription, so a fleet view whose collector is
+// fed by its merge (stats.Collector.Ingest) is judged the same way.
+type Node interface {
+	Start(classes ...string) error
+	Stop(classes ...string) error
+	SetShape(class string, shape pacer.Shape) error
+	Patch(values map[string]string) (instance.PatchResult, error)
+	Config() *config.Snapshot
+	Collector() *stats.Collector
+	// Drain stops the load and waits for operations in flight; Finish closes the last
+	// interval, so the end of the last phase is judged.
+	Drain() error
+	Finish()
+}
+
+var _ Node = (*instance.Instance)(nil)
+
+// Mark is a phase or a hook on the run's timeline, as reports show them.
+type Mark struct {
+	Kind  string    `json:"kind"` // "phase" or "hook"
+	Name  string    `json:"name"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end,omitzero"`
+	// Detail is a phase's load or a hook's action; Error a hook's failure.
+	Detail string `json:"detail,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Outcome is what a scenario run produced.
+type Outcome struct {
+	Scenario   string    `json:"scenario"`
+	File       string    `json:"file"`
+	Started    time.Time `json:"started"`
+	Ended      time.Time `json:"ended"`
+	Marks      []Mark    `json:"marks"`
+	Thresholds []Result  `json:"thresholds"`
+	// AbortedBy names the threshold that aborted the run.
+	AbortedBy string `json:"abortedBy,omitempty"`
+	// Error is a hook or node failure that ended the run (exit code 2).
+	Error string `json:"error,omitempty"`
+	// Interrupted is set when a signal ended the run.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Invalid lists why the results cannot be trusted (the generator was saturated).
+	Invalid []string `json:"invalid,omitempty"`
+	// Phases are the scenario's phases, in order (JUnit's testsuites).
+	Phases []string `json:"phases"`
+}
+
+// Exit codes of a scenario run.
+const (
+	ExitPass    = 0
+	ExitFailed  = 1
+	ExitError   = 2
+	ExitAborted = 3
+	ExitInvalid = 4
+)
+
+// ExitCode is the process exit code for the outcome.
+func (o *Outcome) ExitCode() int {
+	switch {
+	case o.Error != "":
+		return ExitError
+	case o.AbortedBy != "":
+		return ExitAborted
+	case len(o.Invalid) > 0:
+		return ExitInvalid
+	}
+	for _, r := range o.Thresholds {
+		if r.Status != Pass {
+			return ExitFailed
+		}
+	}
+	return ExitPass
+}
+
+// Verdict is the outcome in a word.
+func (o *Outcome) Verdict() string {
+	return map[int]string{ExitPass: "PASSED", ExitFailed: "FAILED", ExitError: "ERROR", ExitAborted: "ABORTED", ExitInvalid: "INVALID"}[o.ExitCode()]
+}
+
+// RunOptions tune a run.
+type RunOptions struct {
+	// Log receives a line per timeline event and threshold verdict (nil: none).
+	Log func(string)
+	// Env is the environment of hook commands (nil: the process's).
+	Env []string
+}
+
+// queue hands Seconds from the collector's ticking goroutine to the runner without ever
+// blocking the tick.
+type queue struct {
+	mu     sync.Mutex
+	items  []*Second
+	notify chan struct{}
+}
+
+func (q *queue) push(s *Second) {
+	q.mu.Lock()
+	q.items = append(q.items, s)
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) take() []*Second {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.items
+	q.items = nil
+	return out
+}
+
+type hookDone struct {
+	hook int
+	undo bool
+	end  time.Time
+	err  error
+}
+
+// runner is one run's state, owned by Run's goroutine.
+type runner struct {
+	// ctx is the run's: an interrupt cancels the hook actions in flight (not the undos,
+	// which must run whatever happens).
+	ctx     context.Context
+	sc      *Scenario
+	node    Node
+	opts    RunOptions
+	ev      *Evaluator
+	out     *Outcome
+	q       *queue
+	done    chan hookDone
+	marks   map[string]int // hook name -> index in out.Marks
+	undoDue []time.Time    // per hook: when its undo is due (zero: none pending)
+	pending int            // actions in flight
+	stopped map[string]bool
+	// segs are the phases' load shapes from their starts, oldest first: what a class
+	// owed in an interval is counted from them (see expected).
+	segs []segment
+}
+
+// segment is the shapes in force from an instant on (classes at their configured rate
+// have none).
+type segment struct {
+	from   time.Time
+	shapes map[string]pacer.Shape
+}
+
+// Run runs sc on node: the load must be initialised (the driver connected) and not yet
+// started. It returns when the last phase ends, a threshold with abort fails, a hook
+// fails, or ctx ends; the load is then drained and the last interval closed (Finish).
+// The error is for a failure to drive the node; everything else is in the Outcome.
+func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcome, error) {
+	if opts.Log == nil {
+		opts.Log = func(string) {}
+	}
+	r := &runner{ctx: ctx, sc: sc, node: node, opts: opts, ev: NewEvaluator(sc),
+		out:   &Outcome{Scenario: sc.Name, File: sc.Path, Phases: sc.phaseNames(), Marks: []Mark{}},
+		q:     &queue{notify: make(chan struct{}, 1)},
+		done:  make(chan hookDone, 2*len(sc.Hooks)+1),
+		marks: map[string]int{}, undoDue: make([]time.Time, len(sc.Hooks)), stopped: map[string]bool{}}
+	classes := sc.ThresholdClasses()
+	cancel := node.Collector().Subscribe(func(iv *stats.Interval) { r.q.push(SecondOf(iv, classes)) })
+	defer cancel()
+
+	// Start on a tick, so phase boundaries fall on whole intervals of the node's series.
+	select {
+	case <-r.q.notify:
+	case <-time.After(2 * time.Second):
+	case <-ctx.Done():
+	}
+	r.q.take()
+	err := r.loop(ctx)
+	r.undoAll()
+	r.waitActions()
+	if derr := node.Drain(); derr != nil && err == nil && r.out.Error == "" {
+		r.out.Error = "drain: " + derr.Error()
+	}
+	node.Finish()
+	r.feed()
+	r.ev.Close()
+	r.out.Ended = time.Now()
+	r.out.Thresholds = r.ev.Results()
+	for _, t := range r.out.Thresholds {
+		opts.Log(fmt.Sprintf("threshold %s: %s (observed %s)", t.Name, strings.ToUpper(t.Status), t.Observed))
+	}
+	return r.out, err
+}
+
+// event is one entry of the timeline.
+type event struct {
+	at    time.Duration
+	phase int // index, or -1
+	hook  int // index, or -1
+}
+
+func (sc *Scenario) timeline() []event {
+	var evs []event
+	for i, p := range sc.Phases {
+		evs = append(evs, event{at: p.Start, phase: i, hook: -1})
+	}
+	for i, h := range sc.Hooks {
+		evs = append(evs, event{at: h.At, phase: -1, hook: i})
+	}
+	// Phases first at the same instant: a hook at a phase's start runs under its load.
+	slices.SortStableFunc(evs, func(a, b event) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return b.phase - a.phase
+	})
+	return evs
+}
+
+func (r *runner) loop(ctx context.Context) error {
+	start := time.Now()
+	r.out.Started = start
+	r.ev.Event(EvRunStart, "", start)
+	evs := r.sc.timeline()
+	end := r.sc.End()
+	cur := -1 // the phase running
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		// Due events, in order.
+		elapsed := time.Since(start)
+		for len(evs) > 0 && evs[0].at <= elapsed {
+			e := evs[0]
+			evs = evs[1:]
+			if e.phase >= 0 {
+				if err := r.startPhase(cur, e.phase); err != nil {
+					return err
+				}
+				cur = e.phase
+			} else {
+				r.fireHook(e.hook)
+			}
+		}
+		if end != Forever && elapsed >= end && len(evs) == 0 {
+			r.endPhase(cur)
+			return nil
+		}
+		for i, due := range r.undoDue {
+			if !due.IsZero() && !time.Now().Before(due) {
+				r.undoDue[i] = time.Time{}
+				r.runAction(i, true)
+			}
+		}
+		if r.stopping() {
+			r.cut()
+			r.endPhase(cur)
+			return nil
+		}
+		next := time.Duration(1<<62 - 1)
+		if len(evs) > 0 {
+			next = evs[0].at - elapsed
+		} else if end != Forever {
+			next = end - elapsed
+		}
+		for _, due := range r.undoDue {
+			if !due.IsZero() {
+				next = min(next, time.Until(due))
+			}
+		}
+		timer.Reset(max(next, 0))
+		select {
+		case <-ctx.Done():
+			r.out.Interrupted = true
+			r.cut()
+			r.endPhase(cur)
+			return nil
+		case <-r.q.notify:
+			r.feed()
+		case d := <-r.done:
+			r.hookDone(d)
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// cut tells the evaluator why the run ends before its time.
+func (r *runner) cut() {
+	why := "interrupted"
+	switch {
+	case r.out.AbortedBy != "":
+		why = "aborted by threshold " + r.out.AbortedBy
+	case r.out.Error != "":
+		why = "ended by an error: " + r.out.Error
+	}
+	r.ev.Cut(why, time.Now())
+}
+
+// stopping reports whether a threshold or a hook ended the run.
+func (r *runner) stopping() bool { return r.out.AbortedBy != "" || r.out.Error != "" }
+
+// feed judges the intervals that arrived.
+func (r *runner) feed() {
+	for _, s := range r.q.take() {
+		r.expected(s)
+		r.failed(r.ev.Add(s))
+	}
+}
+
+// expected sets what each class owed in s from the load shapes in force, where it had
+// one: the collector's target is the rate at the tick, which over a second of a ramp
+// (or a sine) is not what was asked for, and achieved would be judged against the wrong
+// count. Operations due are counted from the shape itself (Due), so they are exact.
+func (r *runner) expected(s *Second) {
+	secs := s.End.Sub(s.Start)
+	if secs <= 0 {
+		return
+	}
+	for class, cs := range s.Ops {
+		if cs.Expected == 0 {
+			continue // stopped, or closed loop: owed nothing
+		}
+		shaped := false
+		for _, g := range r.segs {
+			if g.shapes[class] != nil {
+				shaped = true
+			}
+		}
+		if !shaped {
+			continue
+		}
+		rate := cs.Expected / secs.Seconds() // the configured rate, for spans without a shape
+		total := 0.0
+		for i, g := range r.segs {
+			end := s.End
+			if i+1 < len(r.segs) && r.segs[i+1].from.Before(end) {
+				end = r.segs[i+1].from
+			}
+			from := s.Start
+			if g.from.After(from) {
+				from = g.from
+			}
+			if !end.After(from) {
+				continue
+			}
+			if sh := g.shapes[class]; sh != nil {
+				total += float64(sh.Due(end.Sub(g.from)) - sh.Due(from.Sub(g.from)))
+			} else {
+				total += rate * end.Sub(from).Seconds()
+			}
+		}
+		if s.Start.Before(r.segs[0].from) {
+			total += rate * r.segs[0].from.Sub(s.Start).Seconds()
+		}
+		cs.Expected = total
+	}
+}
+
+func (r *runner) failed(res []Result) {
+	for _, f := range res {
+		r.opts.Log(fmt.Sprintf("threshold %s failed: observed %s", f.Name, f.Observed))
+		if f.Abort && r.out.AbortedBy == "" {
+			r.out.AbortedBy = f.Name
+		}
+	}
+}
+
+func (r *runner) startPhase(prev, i int) error {
+	now := time.Now()
+	if prev >= 0 {
+		r.endPhase(prev)
+	}
+	p := r.sc.Phases[i]
+	if len(p.Set) > 0 {
+		if _, err := r.node.Patch(p.Set); err != nil {
+			r.out.Error = fmt.Sprintf("phase %s: set: %v", p.Name, err)
+			return nil
+		}
+	}
+	var load []string
+	for _, class := range r.node.Config().Config.Workload.ClassNames() {
+		shape, has := p.Shapes[class]
+		if has && shape == nil {
+			if !r.stopped[class] {
+				if err := r.node.Stop(class); err != nil {
+					return fmt.Errorf("phase %s: stop %s: %w", p.Name, class, err)
+				}
+				r.stopped[class] = true
+			}
+			load = append(load, class+" off")
+			continue
+		}
+		if err := r.node.SetShape(class, shape); err != nil {
+			return fmt.Errorf("phase %s: %s load: %w", p.Name, class, err)
+		}
+		if prev < 0 || r.stopped[class] {
+			if err := r.node.Start(class); err != nil {
+				return fmt.Errorf("phase %s: start %s: %w", p.Name, class, err)
+			}
+			r.stopped[class] = false
+		}
+		if has {
+			load = append(load, class+" "+p.Load[class])
+		}
+	}
+	seg := segment{from: now, shapes: map[string]pacer.Shape{}}
+	for class, sh := range p.Shapes {
+		if sh != nil {
+			seg.shapes[class] = sh
+		}
+	}
+	r.segs = append(r.segs, seg)
+	r.out.Marks = append(r.out.Marks, Mark{Kind: "phase", Name: p.Name, Start: now, Detail: strings.Join(load, "; ")})
+	r.failed(r.ev.Event(EvPhase, p.Name, now))
+	r.opts.Log(fmt.Sprintf("phase %s started, %s", p.Name, durText(p.Duration)))
+	return nil
+}
+
+func (r *runner) endPhase(i int) {
+	if i < 0 {
+		return
+	}
+	for k := len(r.out.Marks) - 1; k >= 0; k-- {
+		m := &r.out.Marks[k]
+		if m.Kind == "phase" && m.Name == r.sc.Phases[i].Name {
+			if !m.End.IsZero() {
+				return
+			}
+			m.End = time.Now()
+			r.failed(r.ev.Event(EvPhaseEnd, m.Name, m.End))
+			r.opts.Log(fmt.Sprintf("phase %s ended", m.Name))
+			return
+		}
+	}
+}
+
+func (r *runner) fireHook(i int) {
+	h := r.sc.Hooks[i]
+	now := time.Now()
+	r.marks[h.Name] = len(r.out.Marks)
+	r.out.Marks = append(r.out.Marks, Mark{Kind: "hook", Name: h.Name, Start: now, Detail: h.Action.String()})
+	r.failed(r.ev.Event(EvHook, h.Name, now))
+	r.opts.Log(fmt.Sprintf("hook %s: %s", h.Name, h.Action))
+	r.runAction(i, false)
+}
+
+// runAction runs a hook's action (or its undo) in the background.
+func (r *runner) runAction(i int, undo bool) {
+	h := r.sc.Hooks[i]
+	a := h.Action
+	if undo {
+		a = *h.Undo
+		r.opts.Log(fmt.Sprintf("hook %s undo: %s", h.Name, a))
+	}
+	r.pending++
+	ctx := r.ctx
+	if undo {
+		ctx = context.Background()
+	}
+	go func() {
+		err := a.Do(ctx, r.opts.Env)
+		r.done <- hookDone{hook: i, undo: undo, end: time.Now(), err: err}
+	}()
+}
+
+func (r *runner) hookDone(d hookDone) {
+	r.pending--
+	h := r.sc.Hooks[d.hook]
+	m := &r.out.Marks[r.marks[h.Name]]
+	if d.err != nil && r.out.Interrupted && !d.undo && r.ctx.Err() != nil {
+		// Cut off by the interrupt: the hook's mark says so; it is not the hook's failure.
+		m.Error = joinDetail(m.Error, d.err.Error())
+	} else if d.err != nil {
+		what := "hook " + h.Name
+		if d.undo {
+			what += " undo"
+		}
+		m.Error = joinDetail(m.Error, d.err.Error())
+		if r.out.Error == "" {
+			r.out.Error = fmt.Sprintf("%s: %v", what, d.err)
+		}
+		r.opts.Log(fmt.Sprintf("%s failed: %v", what, d.err))
+	}
+	if !d.undo && h.Undo != nil {
+		// The fault lasts For from the hook's start; an action slower than that is undone
+		// as soon as it returns.
+		r.undoDue[d.hook] = m.Start.Add(h.For)
+		return
+	}
+	m.End = d.end
+	r.failed(r.ev.Event(EvHookEnd, h.Name, d.end))
+	r.opts.Log(fmt.Sprintf("hook %s ended after %s", h.Name, d.end.Sub(m.Start).Round(time.Millisecond)))
+}
+
+// undoAll runs the undo of every hook whose fault is still in force, whatever ended the
+// run: a scenario must not leave a store paused or a proxy poisoned behind it.
+func (r *runner) undoAll() {
+	for i, due := range r.undoDue {
+		if !due.IsZero() {
+			r.undoDue[i] = time.Time{}
+			r.runAction(i, true)
+		}
+	}
+}
+
+// waitActions waits for the actions in flight (each is bounded by its timeout), undoing
+// the faults of those that finish meanwhile.
+func (r *runner) waitActions() {
+	for r.pending > 0 {
+		r.hookDone(<-r.done)
+		r.undoAll()
+	}
+}
+
+// Do runs the action with its timeout and checks its outcome.
+func (a Action) Do(ctx context.Context, env []string) error {
+	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
+	defer cancel()
+	if a.HTTP != nil {
+		return a.doHTTP(ctx)
+	}
+	cmd := exec.CommandContext(ctx, "sh", "-c", a.Run)
+	if env != nil {
+		cmd.Env = env
+	}
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%q timed out after %s", a.Run, a.Timeout)
+	} else if ctx.Err() != nil {
+		return fmt.Errorf("%q cancelled: %w", a.Run, ctx.Err())
+	}
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return fmt.Errorf("%q: %w", a.Run, err)
+		}
+		code = ee.ExitCode()
+	}
+	if code != a.ExpectExit {
+		return fmt.Errorf("%q exited %d, expected %d: %s", a.Run, code, a.ExpectExit, tail(out))
+	}
+	return nil
+}
+
+func (a Action) doHTTP(ctx context.Context) error {
+	h := a.HTTP
+	req, err := http.NewRequestWithContext(ctx, h.Method, h.URL, strings.NewReader(h.Body))
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", h.Method, h.URL, err)
+	}
+	for k, v := range h.Headers {
+		req.Header.Set(k, v)
+	}
+	if h.Body != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", h.Method, h.URL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	ok := resp.StatusCode/100 == 2
+	if h.ExpectStatus != 0 {
+		ok = resp.StatusCode == h.ExpectStatus
+	}
+	if !ok {
+		want := "2xx"
+		if h.ExpectStatus != 0 {
+			want = fmt.Sprint(h.ExpectStatus)
+		}
+		return fmt.Errorf("%s %s: status %d, expected %s: %s", h.Method, h.URL, resp.StatusCode, want, tail(body))
+	}
+	return nil
+}
+
+// tail is the end of a command's output, for an error message.
+func tail(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = "..." + s[len(s)-300:]
+	}
+	return s
+}
+
+func durText(d time.Duration) string {
+	if d == Forever {
+		return "until interrupted"
+	}
+	return "for " + d.String()
+}

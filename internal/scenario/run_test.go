@@ -1,0 +1,199 @@
+package scenario
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/instance"
+)
+
+func runOn(t *testing.T, text string) *Outcome {
+	t.Helper()
+	sc, err := parse(t, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := instance.New(config.NewStore(sc.Snapshot), nil)
+	defer inst.Close()
+	if err := inst.InitConfigured(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), inst, sc, RunOptions{Log: func(s string) { t.Log(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRunOnMemory runs a scenario end to end on the memory driver: a phase's config change
+// slows the store, an HTTP hook with an undo is called at its times, the thresholds judge
+// each phase, and the outcome fails (exit 1) on the slow phase only.
+func TestRunOnMemory(t *testing.T) {
+	var mu sync.Mutex
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	out := runOn(t, `
+name: e2e
+config:
+  driver: {name: memory}
+  workload: {readRate: 400, writeRate: 100, numKeys: 100, readers: 4, writers: 4}
+phases:
+  - name: fast
+    duration: 3s
+    load:
+      read: {ramp: {from: 20, to: 400, over: 3s}}
+  - name: slow
+    duration: 3s
+    set: {drivers.memory.serviceTime: 20ms, workload.readers: 16}
+hooks:
+  - name: toxic
+    at: fast + 1s
+    http: {url: "`+srv.URL+`/toxic", method: post, body: "{}", expectStatus: 204}
+    for: 1s
+    undo: {http: {url: "`+srv.URL+`/toxic", method: delete}}
+thresholds:
+  - {check: read.p50 < 5ms, window: phase fast}
+  - {check: read.p50 < 5ms, window: phase slow}
+  - {check: read.p50 > 15ms, window: phase slow}
+  - {check: write.errors < 1, window: run}
+  - {check: read.achieved > 90%, window: during toxic}
+  - {check: read.achieved > 90%, window: phase fast sustained 1s}
+  - {check: read.achieved < 110%, window: phase fast sustained 1s}
+`)
+	mu.Lock()
+	got := strings.Join(calls, ", ")
+	mu.Unlock()
+	if got != "POST /toxic, DELETE /toxic" {
+		t.Errorf("hook calls: %s", got)
+	}
+	// achieved in each second of the ramp: what the ramp asked for in that second, not
+	// its rate at the tick times the second.
+	want := []string{Pass, Fail, Pass, Pass, Pass, Pass, Pass}
+	for i, r := range out.Thresholds {
+		if r.Status != want[i] {
+			t.Errorf("%s: %s (observed %s, %s), want %s", r.Name, r.Status, r.Observed, r.Detail, want[i])
+		}
+		if r.Intervals < 1 {
+			t.Errorf("%s: %d intervals", r.Name, r.Intervals)
+		}
+	}
+	if out.ExitCode() != ExitFailed {
+		t.Errorf("exit code %d", out.ExitCode())
+	}
+	var kinds []string
+	for _, m := range out.Marks {
+		kinds = append(kinds, m.Kind+" "+m.Name)
+		if m.End.IsZero() {
+			t.Errorf("mark %s has no end", m.Name)
+		}
+	}
+	if strings.Join(kinds, ", ") != "phase fast, hook toxic, phase slow" {
+		t.Errorf("marks: %v", kinds)
+	}
+	if d := out.Ended.Sub(out.Started); d < 6*time.Second || d > 9*time.Second {
+		t.Errorf("ran %s", d)
+	}
+}
+
+// TestAbortAndHookFailure: a threshold with abort stops the run at once (exit 3) and the
+// undo of a fault in force still runs; a hook whose command fails ends the run (exit 2).
+func TestAbortAndHookFailure(t *testing.T) {
+	dir := t.TempDir()
+	out := runOn(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 200, writeEnabled: false, numKeys: 100}
+phases:
+  - {name: bad, duration: 30s, set: {drivers.memory.errorRatio: 0.5}}
+hooks:
+  - {name: mark, at: 0s, run: "true", for: 20s, undo: {run: "touch `+dir+`/undone"}}
+thresholds:
+  - {check: read.errors < 1%, window: phase bad sustained 2s, abort: true}
+`)
+	if out.ExitCode() != ExitAborted || out.AbortedBy == "" {
+		t.Errorf("exit %d, aborted by %q", out.ExitCode(), out.AbortedBy)
+	}
+	if d := out.Ended.Sub(out.Started); d > 10*time.Second {
+		t.Errorf("abort took %s", d)
+	}
+	if err := (Action{Run: "test -f " + dir + "/undone", Timeout: 5 * time.Second}).Do(context.Background(), nil); err != nil {
+		t.Error("the undo did not run after the abort")
+	}
+
+	out = runOn(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 100, writeEnabled: false}
+phases:
+  - {name: p, duration: 20s}
+hooks:
+  - {name: broken, at: 1s, run: "exit 3"}
+thresholds:
+  - {check: read.p99 < 1s, window: phase p}
+`)
+	if out.ExitCode() != ExitError || !strings.Contains(out.Error, "exited 3, expected 0") {
+		t.Errorf("exit %d, error %q", out.ExitCode(), out.Error)
+	}
+	if r := out.Thresholds[0]; !strings.Contains(r.Detail, "cut short") {
+		t.Errorf("threshold after the error: %+v", r)
+	}
+}
+
+// TestInterrupt: a signal (ctx) ends the run at once, cutting a long hook action short
+// (it is no hook failure), and the windows are judged: those cut short say so, those never
+// reached are not evaluated.
+func TestInterrupt(t *testing.T) {
+	sc, err := parse(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 100, writeEnabled: false}
+phases:
+  - {name: p, duration: 30s}
+  - {name: q, duration: 30s}
+hooks:
+  - {name: repair, at: p, run: sleep 30, timeout: 1m}
+thresholds:
+  - {check: read.p99 < 1s, window: phase p}
+  - {check: read.p99 < 1s, window: phase q}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := instance.New(config.NewStore(sc.Snapshot), nil)
+	defer inst.Close()
+	if err := inst.InitConfigured(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	began := time.Now()
+	out, err := Run(ctx, inst, sc, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(began); d > 6*time.Second {
+		t.Errorf("took %s after the interrupt", d)
+	}
+	if !out.Interrupted || out.Error != "" || out.ExitCode() != ExitFailed {
+		t.Errorf("interrupted %v, error %q, exit %d", out.Interrupted, out.Error, out.ExitCode())
+	}
+	p, q := out.Thresholds[0], out.Thresholds[1]
+	if p.Status != Pass || !strings.Contains(p.Detail, "cut short: interrupted") {
+		t.Errorf("phase p: %+v", p)
+	}
+	if q.Status != NotEvaluated || !strings.Contains(q.Detail, "not reached: interrupted") {
+		t.Errorf("phase q: %+v", q)
+	}
+}
