@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra) on loopback,
 # and fleets of ndbench processes; ./deploy/ checks the Helm chart with the helm that
 # scripts/install-test-deps.sh installs.
-INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... ./drivers/... ./deploy/
+INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... ./internal/cli/ ./drivers/... ./deploy/
 # The container image: `make image` (needs a Docker engine with BuildKit).
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
