@@ -193,9 +193,9 @@ type Step struct {
 	N     int    `json:"n"`
 	Phase string `json:"phase"`
 	// Rate is the total target rate; Achieved the attempted ops/s over all classes.
-	Rate     float64 `json:"rate"`
-	Achieved float64 `json:"achieved"`
-	Verdict  Verdict `json:"verdict"`
+	Rate     float64  `json:"rate"`
+	Achieved float64  `json:"achieved"`
+	Verdict  Verdict  `json:"verdict"`
 	Why      []string `json:"why,omitempty"`
 	Measurement
 }
@@ -339,14 +339,15 @@ func (se *searcher) clientBound(st Step) {
 
 // recover runs at rate (one-second windows, no settle) until a window is within SLA, so
 // the backlog a violation left in the store does not count against the next step.
+// It gives up after Recover (in windows of a second) and goes on.
 func (se *searcher) recover(ctx context.Context, rate float64) bool {
 	deadline := time.Now().Add(se.s.Recover)
-	for {
+	for n := 1; ; n++ {
 		st, ok := se.run(ctx, PhaseRecover, rate, time.Second, 0)
 		if !ok {
 			return false
 		}
-		if st.Verdict != Fail || !time.Now().Before(deadline) {
+		if st.Verdict != Fail || !time.Now().Before(deadline) || n >= int(se.s.Recover/time.Second) {
 			return true // a client-bound recovery is not the store's backlog; go on
 		}
 	}
@@ -394,9 +395,7 @@ func (se *searcher) search(ctx context.Context) {
 				se.res.Message = fmt.Sprintf("no rate down to the minimum %s ops/s was within SLA", rateText(s.MinRate))
 				return
 			}
-			if !se.recover(ctx, r) {
-				return
-			}
+			// The next step is the lower rate: its settle period is the recovery.
 		}
 	}
 bisect:
