@@ -168,6 +168,15 @@ func (p *NodeProber) End() error {
 	return nil
 }
 
+// Restart stops and starts the tuned classes: their schedules start afresh, without the
+// operations a violating step still owed (see Restarter).
+func (p *NodeProber) Restart() error {
+	if err := p.node.Stop(p.classes...); err != nil {
+		return err
+	}
+	return p.node.Start(p.classes...)
+}
+
 // interval runs on the collector's tick: it copies what the steps need while one
 // measures.
 func (p *NodeProber) interval(iv *stats.Interval) {

@@ -17,6 +17,11 @@ type Prober interface {
 	Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement, error)
 }
 
+// Restarter is a Prober that can restart its load, dropping what the schedule owes.
+type Restarter interface {
+	Restart() error
+}
+
 // ProbeSpec is how one step is measured.
 type ProbeSpec struct {
 	Settle, Window, MaxWindow time.Duration
@@ -339,8 +344,16 @@ func (se *searcher) clientBound(st Step) {
 
 // recover runs at rate (one-second windows, no settle) until a window is within SLA, so
 // the backlog a violation left in the store does not count against the next step.
-// It gives up after Recover (in windows of a second) and goes on.
+// It gives up after Recover (in windows of a second) and goes on. A prober that can
+// restart its load (Restarter) does so first, dropping the operations the violating step
+// still owed: they were charged to it, and replaying them would charge the next steps.
 func (se *searcher) recover(ctx context.Context, rate float64) bool {
+	if r, ok := se.p.(Restarter); ok {
+		if err := r.Restart(); err != nil {
+			se.res.Status, se.res.Message = StatusError, fmt.Sprintf("restart the load to recover: %v", err)
+			return false
+		}
+	}
 	deadline := time.Now().Add(se.s.Recover)
 	for n := 1; ; n++ {
 		st, ok := se.run(ctx, PhaseRecover, rate, time.Second, 0)
