@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
@@ -157,7 +160,46 @@ func (f *autotuneFlags) settings(cmd *cobra.Command) (autotune.Settings, error) 
 	return s, nil
 }
 
+// ndbenchKnobs applies NDBench's auto-tune properties from a .properties config file to
+// the flags the user did not give (config.NDBenchAutoTune says what each maps onto).
+func (f *autotuneFlags) ndbenchKnobs(cmd *cobra.Command) error {
+	if !strings.EqualFold(filepath.Ext(f.file), ".properties") {
+		return nil
+	}
+	l, _, err := source.FileLayer(f.file)
+	if err != nil {
+		return configError{err}
+	}
+	knobs := config.NDBenchAutoTune(l.Values)
+	bad := func(prop, v, allowed string) error {
+		return configError{fmt.Errorf("%s%s in %s: invalid value %q; allowed: %s", config.NDBenchPrefix, prop, f.file, v, allowed)}
+	}
+	if v, ok := knobs[config.AutoTuneWindow]; ok && !cmd.Flags().Changed("window") {
+		ms, err := strconv.ParseFloat(v, 64)
+		if err != nil || ms < 1000 {
+			return bad("autoTuneIncrementIntervalMillisecs", v, "milliseconds, at least 1000")
+		}
+		f.window = time.Duration(ms * float64(time.Millisecond))
+		f.maxWindow = max(f.maxWindow, f.window)
+		f.confirm = max(f.confirm, 3*f.window)
+	}
+	if v, ok := knobs[config.AutoTuneMaxRate]; ok && !cmd.Flags().Changed("max-rate") {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r > 0) {
+			return bad("autoTuneFinalWriteRate", v, "a rate in ops/s above 0")
+		}
+		f.maxRate = r
+	}
+	if v, ok := knobs[config.AutoTuneWriteErrors]; ok {
+		f.slas = append([]string{"write.errors=" + v}, f.slas...) // a --sla given wins
+	}
+	return nil
+}
+
 func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *streams) error {
+	if err := f.ndbenchKnobs(cmd); err != nil {
+		return err
+	}
 	s, err := f.settings(cmd)
 	if err != nil {
 		return usageError{err}
