@@ -62,6 +62,11 @@ type Settings struct {
 	// ends on it (a busy machine's moment is not the generator's limit); default 1, -1
 	// for none.
 	ClientRetries int `json:"clientRetries"`
+	// FailRetries is how often a step that violated the SLA is run again, after
+	// recovering, before its rate counts as outside the SLA: a moment's disturbance (a
+	// busy machine, a store's compaction) must not set the upper bound. Default 1, -1
+	// for none.
+	FailRetries int `json:"failRetries"`
 	// Recover bounds how long the load runs at a lower rate after a violation, before
 	// the next step, for the store to come back within SLA; default 30 s.
 	Recover time.Duration `json:"recover"`
@@ -107,11 +112,13 @@ func (s Settings) WithDefaults() Settings {
 		s.ConfirmRetries = 3
 	}
 	defD(&s.Recover, 30*time.Second)
-	switch {
-	case s.ClientRetries == 0:
-		s.ClientRetries = 1
-	case s.ClientRetries < 0:
-		s.ClientRetries = 0
+	for _, n := range []*int{&s.ClientRetries, &s.FailRetries} {
+		switch {
+		case *n == 0:
+			*n = 1
+		case *n < 0:
+			*n = 0
+		}
 	}
 	def(&s.HoldIncrease, 0.01)
 	def(&s.HoldDecrease, 0.9)
@@ -321,12 +328,30 @@ func (se *searcher) probe(ctx context.Context, phase string, rate float64) (Step
 	return se.retried(ctx, phase, rate, se.s.Window)
 }
 
-// retried runs a step, again while it is client-bound, up to ClientRetries times.
+// retried runs a step, again while it is client-bound, up to ClientRetries times, and
+// again after a violation, up to FailRetries times, recovering first at the highest rate
+// within SLA so far (half the rate before there is one).
 func (se *searcher) retried(ctx context.Context, phase string, rate float64, window time.Duration) (Step, bool) {
-	for try := 0; ; try++ {
+	clientTries, failTries := 0, 0
+	for {
 		st, ok := se.run(ctx, phase, rate, window, se.s.Settle)
-		if !ok || st.Verdict != ClientBound || try >= se.s.ClientRetries {
+		if !ok {
 			return st, ok
+		}
+		switch {
+		case st.Verdict == ClientBound && clientTries < se.s.ClientRetries:
+			clientTries++
+		case st.Verdict == Fail && failTries < se.s.FailRetries:
+			failTries++
+			back := se.lo
+			if back == 0 || back >= rate {
+				back = rate / 2
+			}
+			if !se.recover(ctx, back) {
+				return st, false
+			}
+		default:
+			return st, true
 		}
 	}
 }

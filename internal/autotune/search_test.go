@@ -18,6 +18,7 @@ type sim struct {
 	// confirmFailAbove fails every confirmation window above this rate (0: never).
 	confirmFailAbove float64
 	errorsAbove      float64 // above it 5% errors (0: never)
+	flakyAt          float64 // the first probe at or above this rate fails (a transient; 0: none)
 	probes           []float64
 	windows          []time.Duration
 }
@@ -30,13 +31,17 @@ func (s *sim) Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement
 	s.windows = append(s.windows, p.Window)
 	c := ClassMeasurement{Target: rate, Achieved: rate, Attempted: int64(rate * 10), Response: 1000, FirstHalf: 1000, SecondHalf: 1000,
 		Service: 1000, ServiceFirstHalf: 1000, ServiceSecondHalf: 1000, StartLag: 50, Workers: 10}
+	flaky := s.flakyAt > 0 && rate >= s.flakyAt
+	if flaky {
+		s.flakyAt = 0
+	}
 	switch {
 	case s.clientMax > 0 && rate > s.clientMax:
 		c.Achieved = s.clientMax
 		c.Attempted = int64(s.clientMax * 10)
 		c.StartLag, c.Response, c.FirstHalf, c.SecondHalf = 500_000, 500_000, 100_000, 900_000
 		c.Pending = 1000
-	case rate > s.capacity || (s.confirmFailAbove > 0 && p.Window > 5*time.Second && rate > s.confirmFailAbove):
+	case flaky || rate > s.capacity || (s.confirmFailAbove > 0 && p.Window > 5*time.Second && rate > s.confirmFailAbove):
 		c.Response, c.FirstHalf, c.SecondHalf = 50_000, 20_000, 80_000
 		c.Service, c.ServiceFirstHalf, c.ServiceSecondHalf = 49_000, 19_000, 79_000
 	case s.risingAt > 0 && rate >= s.risingAt:
@@ -66,6 +71,7 @@ func TestSearchSimulated(t *testing.T) {
 		phases []string // phases that must appear
 	}{
 		{name: "bracket and bisect", sim: sim{capacity: 5000}, status: StatusFound, want: 5000, phases: []string{PhaseBracket, PhaseRecover, PhaseBisect, PhaseConfirm}},
+		{name: "a transient violation is run again", sim: sim{capacity: 5000, flakyAt: 2000}, status: StatusFound, want: 5000},
 		{name: "capacity below the start", sim: sim{capacity: 300}, status: StatusFound, want: 300, phases: []string{PhaseDown, PhaseBisect}},
 		{name: "capacity far up", sim: sim{capacity: 60000}, status: StatusFound, want: 60000},
 		{name: "client-bound", sim: sim{capacity: 20000, clientMax: 3000}, status: StatusClientBound, want: 2000},
