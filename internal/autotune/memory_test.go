@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,3 +116,20 @@ func TestFindsMemoryCapacity(t *testing.T) {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// TestClientBoundIsNotCapacity is the other half of the bar: with the generator capped
+// far below the store's capacity (4 workers, never more, against a 2 ms service time:
+// at most 2,000 ops/s against a capacity of 20,000) the search reports client-bound, and
+// no capacity.
+func TestClientBoundIsNotCapacity(t *testing.T) {
+	n := node(t, "drivers.memory.capacity=20000", "drivers.memory.serviceTime=2ms",
+		"workload.writeEnabled=false", "workload.readers=4", "workload.maxReaders=0")
+	s := quick(500)
+	r := tune(t, n, "", s)
+	if r.Status != StatusClientBound || r.Capacity != 0 {
+		t.Fatalf("status %s, capacity %.0f: want client-bound and no capacity (%s)", r.Status, r.Capacity, r.Message)
+	}
+	if r.Lo >= 2000 || !strings.Contains(r.Message, "above") {
+		t.Errorf("lo %.0f, message %q: want the highest rate within SLA below the generator's 2,000 ops/s, reported as a lower bound", r.Lo, r.Message)
+	}
+}

@@ -329,8 +329,7 @@ func (se *searcher) probe(ctx context.Context, phase string, rate float64) (Step
 }
 
 // retried runs a step, again while it is client-bound, up to ClientRetries times, and
-// again after a violation, up to FailRetries times, recovering first at the highest rate
-// within SLA so far (half the rate before there is one).
+// again after a violation, up to FailRetries times, recovering first at half the rate.
 func (se *searcher) retried(ctx context.Context, phase string, rate float64, window time.Duration) (Step, bool) {
 	clientTries, failTries := 0, 0
 	for {
@@ -343,11 +342,7 @@ func (se *searcher) retried(ctx context.Context, phase string, rate float64, win
 			clientTries++
 		case st.Verdict == Fail && failTries < se.s.FailRetries:
 			failTries++
-			back := se.lo
-			if back == 0 || back >= rate {
-				back = rate / 2
-			}
-			if !se.recover(ctx, back) {
+			if !se.recover(ctx, rate/2) {
 				return st, false
 			}
 		default:
@@ -367,8 +362,9 @@ func (se *searcher) clientBound(st Step) {
 		"give the generator more workers (workload.readers/maxReaders, writers/maxWriters), cores or nodes", rateText(st.Rate), rateText(st.Achieved), low)
 }
 
-// recover runs at rate (one-second windows, no settle) until a window is within SLA, so
-// the backlog a violation left in the store does not count against the next step.
+// recover runs at rate, half the violating one, in one-second windows without settle,
+// until a window is within SLA, so the backlog a violation left in the store does not
+// count against the next step.
 // It gives up after Recover (in windows of a second) and goes on. A prober that can
 // restart its load (Restarter) does so first, dropping the operations the violating step
 // still owed: they were charged to it, and replaying them would charge the next steps.
@@ -421,7 +417,7 @@ func (se *searcher) search(ctx context.Context) {
 		case Fail:
 			se.hi = r
 			if se.lo > 0 {
-				if !se.recover(ctx, se.lo) {
+				if !se.recover(ctx, r/2) {
 					return
 				}
 				goto bisect
@@ -451,7 +447,7 @@ bisect:
 			se.lo = r
 		case Fail:
 			se.hi = r
-			if !se.recover(ctx, se.lo) {
+			if !se.recover(ctx, r/2) {
 				return
 			}
 		}
@@ -484,7 +480,7 @@ bisect:
 			se.res.Message = fmt.Sprintf("no rate down to the minimum %s ops/s held within SLA", rateText(s.MinRate))
 			return
 		}
-		if !se.recover(ctx, se.lo) {
+		if !se.recover(ctx, se.hi/2) {
 			return
 		}
 	}
