@@ -113,7 +113,12 @@ func (g Generator) withDefaults() Generator {
 // violations with the service time within SLA came from operations starting late: the
 // generator's (too few workers, a starved process), so the step is client-bound, as is
 // every violating step while the process's CPU is saturated.
-func Judge(m Measurement, slas map[string]SLA, def SLA, g Generator) (Verdict, []string) {
+//
+// baseline, when known, has each class's service-time percentile at a low rate within
+// SLA: a service time grown well beyond it (at least 4× and by a quarter of the bound) shows the store queueing even while a bounded pool of workers
+// caps it below the bound (every worker waiting in the store, the rest of the schedule
+// backing up in the generator): that is the store's limit, not the generator's.
+func Judge(m Measurement, slas map[string]SLA, def SLA, g Generator, baseline map[string]float64) (Verdict, []string) {
 	g = g.withDefaults()
 	var store, client, saturated []string
 	if m.Cores > 0 && m.CPUCores >= g.CPU*float64(m.Cores) {
@@ -132,6 +137,9 @@ func Judge(m Measurement, slas map[string]SLA, def SLA, g Generator) (Verdict, [
 		}
 		rising := func(a, b float64) bool { return a > 0 && b > g.Rise*a && b-a > g.RiseMin*bound }
 		storeSlow := c.Service > bound || rising(c.ServiceFirstHalf, c.ServiceSecondHalf)
+		if b := baseline[name]; b > 0 && c.Service > 4*b && c.Service-b > g.RiseMin*bound {
+			storeSlow = true
+		}
 		lagBound := float64(g.StartLag.Microseconds())
 		if lagBound == 0 {
 			lagBound = bound / 2

@@ -267,10 +267,11 @@ type HoldResult struct {
 // searcher is one search's state: lo is the highest rate within SLA, hi the lowest
 // outside it.
 type searcher struct {
-	s      Settings
-	p      Prober
-	res    *Result
-	lo, hi float64
+	s        Settings
+	p        Prober
+	res      *Result
+	lo, hi   float64
+	baseline map[string]float64 // service-time percentile per class at the lowest passing rate
 }
 
 // Search finds the highest total rate within SLA through p. It returns the result so far
@@ -312,7 +313,18 @@ func (se *searcher) run(ctx context.Context, phase string, rate float64, window 
 		}
 		return Step{}, false
 	}
-	v, why := Judge(m, se.s.Classes, se.s.SLA, se.s.Generator)
+	v, why := Judge(m, se.s.Classes, se.s.SLA, se.s.Generator, se.baseline)
+	if v == Pass && phase != PhaseRecover {
+		// The store's service time at the lowest rate within SLA (see Judge).
+		if se.baseline == nil {
+			se.baseline = map[string]float64{}
+		}
+		for c, cm := range m.Classes {
+			if b, ok := se.baseline[c]; !ok || cm.Service < b {
+				se.baseline[c] = cm.Service
+			}
+		}
+	}
 	st := Step{N: len(se.res.Steps) + 1, Phase: phase, Rate: rate, Verdict: v, Why: why, Measurement: m}
 	for _, c := range m.Classes {
 		st.Achieved += c.Achieved

@@ -168,33 +168,40 @@ func TestJudge(t *testing.T) {
 	ok := ClassMeasurement{Target: 1000, Achieved: 1000, Attempted: 10000, Response: 2000, FirstHalf: 2000, SecondHalf: 2000,
 		Service: 1900, ServiceFirstHalf: 1900, ServiceSecondHalf: 1900, StartLag: 100}
 	for _, tc := range []struct {
-		name    string
-		change  func(*ClassMeasurement, *Measurement)
-		verdict Verdict
-		why     string
+		name     string
+		change   func(*ClassMeasurement, *Measurement)
+		verdict  Verdict
+		why      string
+		baseline map[string]float64
 	}{
-		{"within SLA", func(*ClassMeasurement, *Measurement) {}, Pass, ""},
-		{"store slow", func(c *ClassMeasurement, _ *Measurement) { c.Response, c.Service = 20000, 19000 }, Fail, "p99 20ms > 10ms"},
+		{"within SLA", func(*ClassMeasurement, *Measurement) {}, Pass, "", nil},
+		{"store slow", func(c *ClassMeasurement, _ *Measurement) { c.Response, c.Service = 20000, 19000 }, Fail, "p99 20ms > 10ms", nil},
 		{"rising", func(c *ClassMeasurement, _ *Measurement) {
 			c.FirstHalf, c.SecondHalf, c.ServiceFirstHalf, c.ServiceSecondHalf = 2000, 8000, 1900, 7900
-		}, Fail, "rising 2ms → 8ms"},
-		{"rising a little is noise", func(c *ClassMeasurement, _ *Measurement) { c.FirstHalf, c.SecondHalf = 2000, 3000 }, Pass, ""},
-		{"errors", func(c *ClassMeasurement, _ *Measurement) { c.Errors = 200 }, Fail, "errors 2% > 1%"},
-		{"late starts, store fine", func(c *ClassMeasurement, _ *Measurement) { c.Response, c.StartLag = 30000, 28000 }, ClientBound, "start lag"},
-		{"short of the target, store fine", func(c *ClassMeasurement, _ *Measurement) { c.Achieved, c.Pending = 800, 5000 }, ClientBound, "achieved 80.0%"},
-		{"short of the target, store slow", func(c *ClassMeasurement, _ *Measurement) { c.Achieved, c.Response, c.Service = 800, 50000, 45000 }, Fail, "achieved 80.0%"},
+		}, Fail, "rising 2ms → 8ms", nil},
+		{"rising a little is noise", func(c *ClassMeasurement, _ *Measurement) { c.FirstHalf, c.SecondHalf = 2000, 3000 }, Pass, "", nil},
+		{"errors", func(c *ClassMeasurement, _ *Measurement) { c.Errors = 200 }, Fail, "errors 2% > 1%", nil},
+		{"late starts, store fine", func(c *ClassMeasurement, _ *Measurement) { c.Response, c.StartLag = 30000, 28000 }, ClientBound, "start lag", nil},
+		{"short of the target, store fine", func(c *ClassMeasurement, _ *Measurement) { c.Achieved, c.Pending = 800, 5000 }, ClientBound, "achieved 80.0%", nil},
+		{"short of the target, store slow", func(c *ClassMeasurement, _ *Measurement) { c.Achieved, c.Response, c.Service = 800, 50000, 45000 }, Fail, "achieved 80.0%", nil},
+		{"pool exhausted in a queueing store", func(c *ClassMeasurement, _ *Measurement) {
+			c.Achieved, c.Response, c.StartLag, c.Service, c.Pending = 600, 900000, 850000, 8000, 20000
+		}, Fail, "achieved 60.0%", map[string]float64{"read": 1000}},
+		{"pool exhausted, store at its usual speed", func(c *ClassMeasurement, _ *Measurement) {
+			c.Achieved, c.Response, c.StartLag, c.Service, c.Pending = 600, 900000, 850000, 1500, 20000
+		}, ClientBound, "start lag", map[string]float64{"read": 1000}},
 		{"CPU saturated", func(c *ClassMeasurement, m *Measurement) {
 			c.Response, c.Service = 20000, 19000
 			m.CPUCores, m.Cores = 1.95, 2
-		}, ClientBound, "CPU 1.95 of 2 cores"},
-		{"CPU saturated within SLA", func(_ *ClassMeasurement, m *Measurement) { m.CPUCores, m.Cores = 1.95, 2 }, Pass, "within SLA, but generator CPU"},
+		}, ClientBound, "CPU 1.95 of 2 cores", nil},
+		{"CPU saturated within SLA", func(_ *ClassMeasurement, m *Measurement) { m.CPUCores, m.Cores = 1.95, 2 }, Pass, "within SLA, but generator CPU", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
 			m := Measurement{}
 			tc.change(&c, &m)
 			m.Classes = map[string]ClassMeasurement{"read": c}
-			v, why := Judge(m, nil, sla, Generator{})
+			v, why := Judge(m, nil, sla, Generator{}, tc.baseline)
 			if v != tc.verdict || !strings.Contains(strings.Join(why, "; "), tc.why) {
 				t.Errorf("verdict %s %q, want %s containing %q", v, why, tc.verdict, tc.why)
 			}
