@@ -43,6 +43,9 @@ type ClassMeasurement struct {
 	// half of the window.
 	ServiceFirstHalf  float64 `json:"serviceFirstHalf"`
 	ServiceSecondHalf float64 `json:"serviceSecondHalf"`
+	// ServiceMean is the mean service time: with Achieved, how many operations were in
+	// the store at once (Little's law).
+	ServiceMean float64 `json:"serviceMean"`
 	// Pending is how many intended operations were overdue and unclaimed when the window
 	// ended (the pacer's backlog), and Workers the pool's size then.
 	Pending int64 `json:"pending"`
@@ -114,8 +117,8 @@ func (g Generator) withDefaults() Generator {
 // generator's (too few workers, a starved process), so the step is client-bound, as is
 // every violating step while the process's CPU is saturated.
 //
-// baseline, when known, has each class's service-time percentile at a low rate within
-// SLA: a service time grown well beyond it (at least 4× and by a quarter of the bound) shows the store queueing even while a bounded pool of workers
+// baseline, when known, has each class's mean service time at a low rate within SLA: a
+// mean grown well beyond it (at least 4×, and by 5% of the bound) shows the store queueing even while a bounded pool of workers
 // caps it below the bound (every worker waiting in the store, the rest of the schedule
 // backing up in the generator): that is the store's limit, not the generator's.
 func Judge(m Measurement, slas map[string]SLA, def SLA, g Generator, baseline map[string]float64) (Verdict, []string) {
@@ -137,7 +140,7 @@ func Judge(m Measurement, slas map[string]SLA, def SLA, g Generator, baseline ma
 		}
 		rising := func(a, b float64) bool { return a > 0 && b > g.Rise*a && b-a > g.RiseMin*bound }
 		storeSlow := c.Service > bound || rising(c.ServiceFirstHalf, c.ServiceSecondHalf)
-		if b := baseline[name]; b > 0 && c.Service > 4*b && c.Service-b > g.RiseMin*bound {
+		if b := baseline[name]; b > 0 && c.ServiceMean > 4*b && c.ServiceMean-b > 0.05*bound {
 			storeSlow = true
 		}
 		lagBound := float64(g.StartLag.Microseconds())

@@ -334,6 +334,7 @@ func (p *NodeProber) measure(got []snapshot, before report.Usage, rate float64, 
 		svc.Merge(svc1)
 		svc.Merge(svc2)
 		cm.Service = float64(svc.ValueAtQuantile(q))
+		cm.ServiceMean = svc.Mean()
 		if half == 0 {
 			cm.FirstHalf, cm.ServiceFirstHalf = cm.SecondHalf, cm.ServiceSecondHalf
 		}

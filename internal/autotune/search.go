@@ -271,7 +271,7 @@ type searcher struct {
 	p        Prober
 	res      *Result
 	lo, hi   float64
-	baseline map[string]float64 // service-time percentile per class at the lowest passing rate
+	baseline map[string]float64 // mean service time per class at the lowest passing rate
 }
 
 // Search finds the highest total rate within SLA through p. It returns the result so far
@@ -315,13 +315,13 @@ func (se *searcher) run(ctx context.Context, phase string, rate float64, window 
 	}
 	v, why := Judge(m, se.s.Classes, se.s.SLA, se.s.Generator, se.baseline)
 	if v == Pass && phase != PhaseRecover {
-		// The store's service time at the lowest rate within SLA (see Judge).
+		// The store's mean service time at the lowest rate within SLA (see Judge).
 		if se.baseline == nil {
 			se.baseline = map[string]float64{}
 		}
 		for c, cm := range m.Classes {
-			if b, ok := se.baseline[c]; !ok || cm.Service < b {
-				se.baseline[c] = cm.Service
+			if b, ok := se.baseline[c]; !ok || cm.ServiceMean < b {
+				se.baseline[c] = cm.ServiceMean
 			}
 		}
 	}

@@ -30,7 +30,7 @@ func (s *sim) Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement
 	s.probes = append(s.probes, rate)
 	s.windows = append(s.windows, p.Window)
 	c := ClassMeasurement{Target: rate, Achieved: rate, Attempted: int64(rate * 10), Response: 1000, FirstHalf: 1000, SecondHalf: 1000,
-		Service: 1000, ServiceFirstHalf: 1000, ServiceSecondHalf: 1000, StartLag: 50, Workers: 10}
+		Service: 1000, ServiceFirstHalf: 1000, ServiceSecondHalf: 1000, ServiceMean: 500, StartLag: 50, Workers: 10}
 	flaky := s.flakyAt > 0 && rate >= s.flakyAt
 	if flaky {
 		s.flakyAt = 0
@@ -185,10 +185,10 @@ func TestJudge(t *testing.T) {
 		{"short of the target, store fine", func(c *ClassMeasurement, _ *Measurement) { c.Achieved, c.Pending = 800, 5000 }, ClientBound, "achieved 80.0%", nil},
 		{"short of the target, store slow", func(c *ClassMeasurement, _ *Measurement) { c.Achieved, c.Response, c.Service = 800, 50000, 45000 }, Fail, "achieved 80.0%", nil},
 		{"pool exhausted in a queueing store", func(c *ClassMeasurement, _ *Measurement) {
-			c.Achieved, c.Response, c.StartLag, c.Service, c.Pending = 600, 900000, 850000, 8000, 20000
+			c.Achieved, c.Response, c.StartLag, c.Service, c.ServiceMean, c.Pending = 600, 900000, 850000, 8000, 7000, 20000
 		}, Fail, "achieved 60.0%", map[string]float64{"read": 1000}},
 		{"pool exhausted, store at its usual speed", func(c *ClassMeasurement, _ *Measurement) {
-			c.Achieved, c.Response, c.StartLag, c.Service, c.Pending = 600, 900000, 850000, 1500, 20000
+			c.Achieved, c.Response, c.StartLag, c.Service, c.ServiceMean, c.Pending = 600, 900000, 850000, 1500, 1100, 20000
 		}, ClientBound, "start lag", map[string]float64{"read": 1000}},
 		{"CPU saturated", func(c *ClassMeasurement, m *Measurement) {
 			c.Response, c.Service = 20000, 19000
