@@ -19,15 +19,17 @@ func TestMain(m *testing.M) {
 }
 
 // TestRedisRunsAgree is the bar against a real store: two searches against one Redis
-// server find capacities within 10% of each other. The SLA is tight (p99 ≤ 2 ms) so that
-// Redis, not the generator, is what leaves it first; a client-bound search fails the
-// test, as it finds no capacity to compare.
+// server find capacities within 10% of each other. The SLA is p90 ≤ 5 ms: this machine's
+// scheduling noise (2 shared cores) puts p99 over a few milliseconds at any rate. The
+// driver's pool has a connection for every worker the pools may grow to, so operations
+// never queue for a connection inside the client. A client-bound search fails the test,
+// as it finds no capacity to compare.
 func TestRedisRunsAgree(t *testing.T) {
 	var found []float64
 	for run := range 2 {
 		n := node(t, "driver.name=redis", "drivers.redis.addrs="+redisSrv.Addr(), "workload.numKeys=10000",
 			"workload.readRate=8000", "workload.writeRate=2000", "workload.readers=32", "workload.maxReaders=256",
-			"workload.writers=8", "workload.maxWriters=64")
+			"workload.writers=8", "workload.maxWriters=64", "drivers.redis.poolSize=400")
 		s := Settings{
 			SLA:     SLA{Percentile: 90, Latency: 5 * time.Millisecond, MaxErrors: 0.001, MinAchieved: 0.97},
 			Start:   10000,
