@@ -341,11 +341,14 @@ func (se *searcher) probe(ctx context.Context, phase string, rate float64) (Step
 }
 
 // retried runs a step, again while it is client-bound, up to ClientRetries times, and
-// again after a violation, up to FailRetries times, recovering first at half the rate.
+// again after a violation, up to FailRetries times, recovering first at half the rate and
+// settling longer.
 func (se *searcher) retried(ctx context.Context, phase string, rate float64, window time.Duration) (Step, bool) {
 	clientTries, failTries := 0, 0
 	for {
-		st, ok := se.run(ctx, phase, rate, window, se.s.Settle)
+		// A repeat settles twice as long: a transient of the rate change itself (pools
+		// growing, a cache or connection warming) must not fail the rate twice.
+		st, ok := se.run(ctx, phase, rate, window, se.s.Settle*time.Duration(1+failTries))
 		if !ok {
 			return st, ok
 		}
