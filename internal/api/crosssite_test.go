@@ -103,6 +103,8 @@ func stateRequest(e *env, r stateRoute, token string, headers map[string]string)
 	case strings.HasPrefix(path, "/api/v1/cluster/"):
 		// A page on another site posing as a coordinator: it would start the load.
 		body = `{"coordinator":"evil","run":"r1","leaseMs":60000,"at":"2020-01-01T00:00:00Z"}`
+	case path == "/api/v1/autotune":
+		body = `{"latency":"10ms","start":1000}`
 	case path == "/api/v1/fleet/config":
 		body = `{"scope":"fleet","values":{"workload.readRate":"20000"}}`
 	}

@@ -99,6 +99,7 @@ type Server struct {
 	login    http.Handler        // the login page for browsers without a session; nil without a token or UI
 	origins  *crossorigin.Policy // the CORS allowlist, also trusted by the cross-site checks
 	declared []declaredRoute     // every route with its declared effect, in registration order
+	tune     *tuner              // the node's capacity search (autotune.go)
 }
 
 // New builds the server for opts.Instance. It subscribes to the instance's statistics
@@ -157,7 +158,9 @@ func New(opts Options) (*Server, error) {
 	// A map of our own: huma's DefaultFormats is shared by every huma API in the process.
 	cfg.Formats = map[string]huma.Format{"application/json": jsonFormat, "json": jsonFormat}
 	s.api = humago.New(s.mux, cfg)
+	s.tune = &tuner{}
 	s.routes()
+	s.autotuneRoutes()
 	s.clusterRoutes()
 	s.fleetRoutes()
 	s.sessionRoutes()
@@ -277,6 +280,7 @@ func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 
 // Close stops feeding metrics and ends every open event stream.
 func (s *Server) Close() {
+	s.tune.stop()
 	s.unsub()
 	s.hub.close()
 }

@@ -401,6 +401,9 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 		if unsupported != "" {
 			return "", "", k + " is not supported: " + unsupported, nil
 		}
+		if mapped == "" {
+			return "", "", autoTuneNotice(k), nil
+		}
 		k, value = mapped, v
 	}
 	section, rest, _ := strings.Cut(k, ".")

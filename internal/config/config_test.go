@@ -123,6 +123,12 @@ func TestNDBenchMappings(t *testing.T) {
 		t.Run(name+" unsupported", func(t *testing.T) {
 			snap := mustLoad(t, Sources{Env: selectFake, Sets: []string{NDBenchPrefix + name + "=1"}})
 			want := NDBenchPrefix + name + " is not supported: "
+			if p.autotune != "" {
+				want = NDBenchPrefix + name + " applies to `ndbench autotune` only"
+				if got := NDBenchAutoTune(map[string]string{NDBenchPrefix + name: "1"}); got[p.autotune] != "1" {
+					t.Errorf("NDBenchAutoTune(%s=1) = %v, want %s=1", name, got, p.autotune)
+				}
+			}
 			if !slices.ContainsFunc(snap.Notices, func(n string) bool { return strings.HasPrefix(n, want) }) {
 				t.Errorf("notices %q lack %q", snap.Notices, want)
 			}

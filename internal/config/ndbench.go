@@ -15,6 +15,9 @@ type ndbenchProperty struct {
 	key         string
 	unsupported string
 	seconds     bool // the NDBench value is a number of seconds; the key takes a duration
+	// autotune is what the property is to `ndbench autotune` (NDBenchAutoTune), which
+	// reads it from the file; other commands note that they ignore it.
+	autotune string
 }
 
 // ndbenchProperties maps every core property of NDBench's IConfiguration.java (and
@@ -42,12 +45,12 @@ func ndbenchProperties() map[string]ndbenchProperty {
 		"statsUpdate.freq.seconds":           {unsupported: statsUpdate},
 		"statsResetFreqSeconds":              {unsupported: statsReset},
 		"statsReset.freq.seconds":            {unsupported: statsReset},
-		"autoTuneEnabled":                    {unsupported: autoTune},
-		"autoTuneRampPeriodMillisecs":        {unsupported: autoTune},
-		"autoTuneIncrementIntervalMillisecs": {unsupported: autoTune},
-		"autoTuneFinalRate":                  {unsupported: autoTune},
-		"autoTuneFinalWriteRate":             {unsupported: autoTune},
-		"autoTuneWriteFailureRatioThreshold": {unsupported: autoTune},
+		"autoTuneEnabled":                    {autotune: AutoTuneEnabled},
+		"autoTuneRampPeriodMillisecs":        {autotune: AutoTuneRampPeriod},
+		"autoTuneIncrementIntervalMillisecs": {autotune: AutoTuneWindow},
+		"autoTuneFinalRate":                  {autotune: AutoTuneMaxRate},
+		"autoTuneFinalWriteRate":             {autotune: AutoTuneMaxRate},
+		"autoTuneWriteFailureRatioThreshold": {autotune: AutoTuneWriteErrors},
 	}
 	for _, o := range workloadSchema() {
 		if o.NDBench != "" {
@@ -60,8 +63,52 @@ func ndbenchProperties() map[string]ndbenchProperty {
 const (
 	statsUpdate = "statistics are snapshotted every second into HDR histograms; the interval is fixed"
 	statsReset  = "statistics are kept both per interval and cumulatively; reset them through the API"
-	autoTune    = "auto-tune is a separate SLA search (ndbench autotune) instead of a rate ramp"
 )
+
+// What NDBench's auto-tune properties are to `ndbench autotune` (NDBenchAutoTune's keys).
+const (
+	// AutoTuneEnabled: `ndbench autotune` is the switch; the value is not used.
+	AutoTuneEnabled = "enabled"
+	// AutoTuneRampPeriod: NDBench's time to ramp to the final rate; the search's length
+	// follows from its steps, so it is not used.
+	AutoTuneRampPeriod = "rampPeriod"
+	// AutoTuneWindow (milliseconds): how long NDBench held each rate: the least window.
+	AutoTuneWindow = "window"
+	// AutoTuneMaxRate (ops/s): NDBench's final rate: the highest rate tried.
+	AutoTuneMaxRate = "maxRate"
+	// AutoTuneWriteErrors (ratio): NDBench's write failure threshold: the write class's
+	// error-ratio bound.
+	AutoTuneWriteErrors = "writeErrors"
+)
+
+// autoTuneFlags names the `ndbench autotune` flag each auto-tune property maps onto.
+var autoTuneFlags = map[string]string{
+	AutoTuneEnabled:     "the command itself",
+	AutoTuneRampPeriod:  "nothing: the search ends by its tolerance, not by a ramp's length",
+	AutoTuneWindow:      "--window",
+	AutoTuneMaxRate:     "--max-rate",
+	AutoTuneWriteErrors: "--sla write.errors",
+}
+
+// NDBenchAutoTune returns NDBench's auto-tune properties among values (a layer's raw
+// keys and values, e.g. a .properties file's), keyed by what they are to `ndbench
+// autotune` (AutoTuneWindow, ...). Names match without regard to case.
+func NDBenchAutoTune(values map[string]string) map[string]string {
+	props := ndbenchProperties()
+	out := map[string]string{}
+	for k, v := range values {
+		rest, ok := cutPrefixFold(strings.TrimSpace(k), NDBenchPrefix)
+		if !ok {
+			continue
+		}
+		for n, p := range props {
+			if p.autotune != "" && strings.EqualFold(n, rest) {
+				out[p.autotune] = strings.TrimSpace(v)
+			}
+		}
+	}
+	return out
+}
 
 // ndbenchDriverPrefixes maps NDBench plugin property prefixes (ndbench.config.<prefix>.*)
 // onto ndbench driver names. A prefix that is not listed maps onto a driver of the same
@@ -98,6 +145,10 @@ func mapNDBench(name, value string) (key, val, unsupported string, ok bool) {
 					value = strings.TrimSpace(value) + "s"
 				}
 			}
+			if p.autotune != "" {
+				// No key: the notice (autoTuneNotice) says where it applies.
+				return "", value, "", true
+			}
 			return p.key, value, p.unsupported, true
 		}
 	}
@@ -121,4 +172,16 @@ func ndbenchCoreNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// autoTuneNotice is the notice for an NDBench auto-tune property (its name as written):
+// `ndbench autotune` reads it from the file; the configuration has no key for it.
+func autoTuneNotice(name string) string {
+	rest, _ := cutPrefixFold(name, NDBenchPrefix)
+	for n, p := range ndbenchProperties() {
+		if p.autotune != "" && strings.EqualFold(n, rest) {
+			return name + " applies to `ndbench autotune` only (from a .properties file), as " + autoTuneFlags[p.autotune] + "; other commands ignore it"
+		}
+	}
+	return ""
 }

@@ -1,0 +1,54 @@
+package api
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/autotune"
+)
+
+// TestAutotuneRoutes starts a search through the API on a memory store whose capacity is
+// above the maximum rate, follows its steps, and reads the result; a second start while
+// it runs is a conflict, and stop ends a hold.
+func TestAutotuneRoutes(t *testing.T) {
+	e := newEnv(t, "workload.writeEnabled=false", "workload.readers=8", "drivers.memory.serviceTime=100us")
+	var st AutotuneStatus
+	if code, body := e.call("POST", "/api/v1/autotune", map[string]any{}); code != http.StatusConflict {
+		t.Fatalf("before init: status %d, want 409; %s", code, body)
+	}
+	e.must(200, "POST", "/api/v1/driver/init", map[string]any{"driver": "memory"}, nil)
+	if code, body := e.call("POST", "/api/v1/autotune", map[string]any{"latency": "soon"}); code != http.StatusUnprocessableEntity {
+		t.Fatalf("bad latency: status %d, want 422; %s", code, body)
+	}
+	req := map[string]any{"percentile": 90, "latency": "50ms", "start": 1000, "maxRate": 2000, "settle": "0s", "window": "1s", "confirm": "1s", "hold": true}
+	e.must(http.StatusAccepted, "POST", "/api/v1/autotune", req, &st)
+	if !st.Running {
+		t.Fatalf("after start: %+v", st)
+	}
+	if code, _ := e.call("POST", "/api/v1/autotune", req); code != http.StatusConflict {
+		t.Errorf("second start while running: status %d, want 409", code)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e.must(200, "GET", "/api/v1/autotune", nil, &st)
+		holding := false
+		for _, s := range st.Steps {
+			holding = holding || s.Phase == autotune.PhaseHold
+		}
+		if holding || !st.Running || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	e.must(200, "POST", "/api/v1/autotune/stop", nil, &st)
+	if st.Running || st.Result == nil {
+		t.Fatalf("after stop: running %v, result %+v", st.Running, st.Result)
+	}
+	if st.Result.Status != autotune.StatusAboveMax || st.Result.Capacity != 2000 || st.Result.Hold == nil {
+		t.Errorf("result %s %.0f hold %+v (%s): want above-max at 2000 and a hold", st.Result.Status, st.Result.Capacity, st.Result.Hold, st.Result.Message)
+	}
+	if s := e.status(); s.ReadsRunning {
+		t.Errorf("reads still running after the search: %+v", s.Running)
+	}
+}

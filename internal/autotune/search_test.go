@@ -1,0 +1,267 @@
+package autotune
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sim is a simulated store and generator, measured instantly: the store keeps the SLA
+// below capacity, the generator drives at most clientMax; a rising percentile or a failed
+// confirmation can be injected.
+type sim struct {
+	capacity  float64 // above it the store's latency exceeds the SLA
+	clientMax float64 // above it operations start late (0: unlimited)
+	risingAt  float64 // from this rate on the percentile rises within the bound (0: never)
+	// confirmFailAbove fails every confirmation window above this rate (0: never).
+	confirmFailAbove float64
+	errorsAbove      float64 // above it 5% errors (0: never)
+	flakyAt          float64 // the first probe at or above this rate fails (a transient; 0: none)
+	probes           []float64
+	windows          []time.Duration
+}
+
+func (s *sim) Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement, error) {
+	if err := ctx.Err(); err != nil {
+		return Measurement{}, err
+	}
+	s.probes = append(s.probes, rate)
+	s.windows = append(s.windows, p.Window)
+	c := ClassMeasurement{Target: rate, Achieved: rate, Attempted: int64(rate * 10), Response: 1000, FirstHalf: 1000, SecondHalf: 1000,
+		Service: 1000, ServiceFirstHalf: 1000, ServiceSecondHalf: 1000, ServiceMean: 500, StartLag: 50, Workers: 10}
+	flaky := s.flakyAt > 0 && rate >= s.flakyAt
+	if flaky {
+		s.flakyAt = 0
+	}
+	switch {
+	case s.clientMax > 0 && rate > s.clientMax:
+		c.Achieved = s.clientMax
+		c.Attempted = int64(s.clientMax * 10)
+		c.StartLag, c.Response, c.FirstHalf, c.SecondHalf = 500_000, 500_000, 100_000, 900_000
+		c.Pending = 1000
+	case flaky || rate > s.capacity || (s.confirmFailAbove > 0 && p.Window > 5*time.Second && rate > s.confirmFailAbove):
+		c.Response, c.FirstHalf, c.SecondHalf = 50_000, 20_000, 80_000
+		c.Service, c.ServiceFirstHalf, c.ServiceSecondHalf = 49_000, 19_000, 79_000
+	case s.risingAt > 0 && rate >= s.risingAt:
+		c.Response, c.FirstHalf, c.SecondHalf = 7000, 2000, 8000
+		c.Service, c.ServiceFirstHalf, c.ServiceSecondHalf = 6900, 1900, 7900
+	}
+	if s.errorsAbove > 0 && rate > s.errorsAbove {
+		c.Errors = c.Attempted / 20
+	}
+	return Measurement{Seconds: 10, Classes: map[string]ClassMeasurement{"read": c}}, nil
+}
+
+func simSettings() Settings {
+	return Settings{SLA: SLA{Percentile: 99, Latency: 10 * time.Millisecond, MaxErrors: 0.01, MinAchieved: 0.97}, Start: 1000}
+}
+
+func TestSearchSimulated(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sim      sim
+		settings func(*Settings)
+		status   string
+		// capacity is where the search must end (within the tolerance below it), or, for
+		// client-bound, the highest rate within SLA it reports.
+		want   float64
+		slack  float64  // how far below want the capacity may be (default: the tolerance, twice)
+		phases []string // phases that must appear
+	}{
+		{name: "bracket and bisect", sim: sim{capacity: 5000}, status: StatusFound, want: 5000, phases: []string{PhaseBracket, PhaseRecover, PhaseBisect, PhaseConfirm}},
+		{name: "a transient violation is run again", sim: sim{capacity: 5000, flakyAt: 2000}, status: StatusFound, want: 5000},
+		{name: "capacity below the start", sim: sim{capacity: 300}, status: StatusFound, want: 300, phases: []string{PhaseDown, PhaseBisect}},
+		{name: "capacity far up", sim: sim{capacity: 60000}, status: StatusFound, want: 60000},
+		{name: "client-bound", sim: sim{capacity: 20000, clientMax: 3000}, status: StatusClientBound, want: 2000},
+		{name: "rising percentile", sim: sim{capacity: 8000, risingAt: 4000}, status: StatusFound, want: 4000},
+		{name: "errors", sim: sim{capacity: 8000, errorsAbove: 6000}, status: StatusFound, want: 6000},
+		{name: "confirmation fails, steps down", sim: sim{capacity: 5000, confirmFailAbove: 4700}, status: StatusFound, want: 4700, slack: 0.06},
+		{name: "above the maximum", sim: sim{capacity: 1e9}, settings: func(s *Settings) { s.MaxRate = 50000 }, status: StatusAboveMax, want: 50000},
+		{name: "nothing within SLA", sim: sim{capacity: 0.5}, settings: func(s *Settings) { s.MinRate = 10 }, status: StatusNone},
+		{name: "confirmation never holds", sim: sim{capacity: 5000, confirmFailAbove: 1}, status: StatusNotConfirmed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := simSettings()
+			if tc.settings != nil {
+				tc.settings(&s)
+			}
+			sim := tc.sim
+			r := Search(context.Background(), &sim, s)
+			if r.Status != tc.status {
+				t.Fatalf("status %s (%s), want %s; probes %v", r.Status, r.Message, tc.status, sim.probes)
+			}
+			switch r.Status {
+			case StatusFound:
+				low := tc.want / (1 + r.Settings.Tolerance) / (1 + r.Settings.Tolerance)
+				if tc.slack > 0 {
+					low = tc.want * (1 - tc.slack)
+				}
+				if r.Capacity > tc.want || r.Capacity < low {
+					t.Errorf("capacity %.1f, want within the tolerance below %.0f; probes %v", r.Capacity, tc.want, sim.probes)
+				}
+				if !(r.Lo <= r.Capacity && r.Capacity < r.Hi) || r.Hi/r.Lo > 1.06 {
+					t.Errorf("interval [%.1f, %.1f] around %.1f", r.Lo, r.Hi, r.Capacity)
+				}
+			case StatusClientBound:
+				if r.Capacity != 0 || r.Lo != tc.want {
+					t.Errorf("client-bound with capacity %.0f, lo %.0f; want no capacity and lo %.0f", r.Capacity, r.Lo, tc.want)
+				}
+				if !strings.Contains(r.Message, "client-bound") || !strings.Contains(r.Message, "above") {
+					t.Errorf("message %q does not say the store's capacity is above what was measured", r.Message)
+				}
+				// The client-bound step was retried once before the search ended.
+				last := r.Steps[len(r.Steps)-2:]
+				if last[0].Verdict != ClientBound || last[1].Verdict != ClientBound || last[0].Rate != last[1].Rate {
+					t.Errorf("last steps %+v: want the client-bound step run twice", last)
+				}
+			case StatusAboveMax:
+				if r.Capacity != tc.want {
+					t.Errorf("capacity %.0f, want the maximum %.0f", r.Capacity, tc.want)
+				}
+			}
+			for _, ph := range tc.phases {
+				found := false
+				for _, st := range r.Steps {
+					found = found || st.Phase == ph
+				}
+				if !found {
+					t.Errorf("no %s step in %v", ph, sim.probes)
+				}
+			}
+			// After every store violation the next step recovers at a lower rate (or is a
+			// lower rate, going down).
+			for i, st := range r.Steps[:len(r.Steps)-1] {
+				if next := r.Steps[i+1].Phase; st.Verdict == Fail && st.Phase != PhaseRecover && next != PhaseRecover && next != PhaseDown {
+					t.Errorf("step %d failed at %.0f and step %d (%s) did not recover first", st.N, st.Rate, r.Steps[i+1].N, r.Steps[i+1].Phase)
+				}
+				if st.Verdict == Fail && st.Phase != PhaseRecover && r.Steps[i+1].Rate >= st.Rate {
+					t.Errorf("recovery after %.0f at %.0f, not lower", st.Rate, r.Steps[i+1].Rate)
+				}
+			}
+		})
+	}
+}
+
+func TestConfirmationWindowIsLonger(t *testing.T) {
+	s := simSettings()
+	sim := &sim{capacity: 5000}
+	r := Search(context.Background(), sim, s)
+	d := r.Settings
+	for i, st := range r.Steps {
+		want := d.Window
+		switch st.Phase {
+		case PhaseConfirm:
+			want = d.Confirm
+		case PhaseRecover:
+			want = time.Second
+		}
+		if sim.windows[i] != want {
+			t.Errorf("step %d (%s) measured over %v, want %v", st.N, st.Phase, sim.windows[i], want)
+		}
+	}
+}
+
+func TestJudge(t *testing.T) {
+	sla := SLA{Percentile: 99, Latency: 10 * time.Millisecond, MaxErrors: 0.01, MinAchieved: 0.97}
+	ok := ClassMeasurement{Target: 1000, Achieved: 1000, Attempted: 10000, Response: 2000, FirstHalf: 2000, SecondHalf: 2000,
+		Service: 1900, ServiceFirstHalf: 1900, ServiceSecondHalf: 1900, StartLag: 100}
+	for _, tc := range []struct {
+		name     string
+		change   func(*ClassMeasurement, *Measurement)
+		verdict  Verdict
+		why      string
+		baseline map[string]float64
+	}{
+		{"within SLA", func(*ClassMeasurement, *Measurement) {}, Pass, "", nil},
+		{"store slow", func(c *ClassMeasurement, _ *Measurement) { c.Response, c.Service = 20000, 19000 }, Fail, "p99 20ms > 10ms", nil},
+		{"rising", func(c *ClassMeasurement, _ *Measurement) {
+			c.FirstHalf, c.SecondHalf, c.ServiceFirstHalf, c.ServiceSecondHalf = 2000, 8000, 1900, 7900
+		}, Fail, "rising 2ms → 8ms", nil},
+		{"rising a little is noise", func(c *ClassMeasurement, _ *Measurement) { c.FirstHalf, c.SecondHalf = 2000, 3000 }, Pass, "", nil},
+		{"errors", func(c *ClassMeasurement, _ *Measurement) { c.Errors = 200 }, Fail, "errors 2% > 1%", nil},
+		{"late starts, store fine", func(c *ClassMeasurement, _ *Measurement) { c.Response, c.StartLag = 30000, 28000 }, ClientBound, "start lag", nil},
+		{"short of the target, store fine", func(c *ClassMeasurement, _ *Measurement) { c.Achieved, c.Pending = 800, 5000 }, ClientBound, "achieved 80.0%", nil},
+		{"short of the target, store slow", func(c *ClassMeasurement, _ *Measurement) { c.Achieved, c.Response, c.Service = 800, 50000, 45000 }, Fail, "achieved 80.0%", nil},
+		{"pool exhausted in a queueing store", func(c *ClassMeasurement, _ *Measurement) {
+			c.Achieved, c.Response, c.StartLag, c.Service, c.ServiceMean, c.Pending = 600, 900000, 850000, 8000, 7000, 20000
+		}, Fail, "achieved 60.0%", map[string]float64{"read": 1000}},
+		{"pool exhausted, store at its usual speed", func(c *ClassMeasurement, _ *Measurement) {
+			c.Achieved, c.Response, c.StartLag, c.Service, c.ServiceMean, c.Pending = 600, 900000, 850000, 1500, 1100, 20000
+		}, ClientBound, "start lag", map[string]float64{"read": 1000}},
+		{"CPU saturated", func(c *ClassMeasurement, m *Measurement) {
+			c.Response, c.Service = 20000, 19000
+			m.CPUCores, m.Cores = 1.95, 2
+		}, ClientBound, "CPU 1.95 of 2 cores", nil},
+		{"CPU saturated within SLA", func(_ *ClassMeasurement, m *Measurement) { m.CPUCores, m.Cores = 1.95, 2 }, Pass, "within SLA, but generator CPU", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			m := Measurement{}
+			tc.change(&c, &m)
+			m.Classes = map[string]ClassMeasurement{"read": c}
+			v, why := Judge(m, nil, sla, Generator{}, tc.baseline)
+			if v != tc.verdict || !strings.Contains(strings.Join(why, "; "), tc.why) {
+				t.Errorf("verdict %s %q, want %s containing %q", v, why, tc.verdict, tc.why)
+			}
+		})
+	}
+}
+
+func TestSLAParsing(t *testing.T) {
+	s := DefaultSLA
+	for _, f := range [][2]string{{"percentile", "p99.9"}, {"latency", "5ms"}, {"errors", "0.5%"}, {"achieved", "0.95"}} {
+		if err := s.SetField(f[0], f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Percentile != 99.9 || s.Latency != 5*time.Millisecond || s.MaxErrors != 0.005 || s.MinAchieved != 0.95 {
+		t.Errorf("parsed %+v", s)
+	}
+	if n := s.Samples(); n != 100000 {
+		t.Errorf("p99.9 needs %d samples, want 100000", n)
+	}
+	if n := DefaultSLA.Samples(); n != 10000 {
+		t.Errorf("p99 needs %d samples, want 10000", n)
+	}
+	for _, bad := range [][2]string{{"percentile", "100"}, {"latency", "-1ms"}, {"errors", "2"}, {"achieved", "0"}, {"p99", "1ms"}} {
+		err := s.SetField(bad[0], bad[1])
+		if err == nil || !strings.Contains(err.Error(), "allowed") {
+			t.Errorf("SetField(%q, %q) = %v, want an error naming the allowed values", bad[0], bad[1], err)
+		}
+	}
+	if err := (Settings{Start: 5, MinRate: 10}).WithDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "start") {
+		t.Errorf("start below min-rate: %v", err)
+	}
+}
+
+func TestHoldTracksDrift(t *testing.T) {
+	s := simSettings()
+	s.Hold, s.HoldIncrease, s.HoldDecrease = true, 0.05, 0.8
+	sim := &sim{capacity: 5000}
+	ctx, cancel := context.WithCancel(context.Background())
+	holds := 0
+	s.OnStep = func(st Step) {
+		if st.Phase == PhaseHold {
+			holds++
+			if holds == 3 {
+				sim.capacity = 3000 // the store degrades under hold
+			}
+			if holds == 30 {
+				cancel()
+			}
+		}
+	}
+	r := Search(ctx, sim, s)
+	if r.Status != StatusFound || r.Hold == nil {
+		t.Fatalf("status %s, hold %+v", r.Status, r.Hold)
+	}
+	h := r.Hold
+	if h.Failures == 0 || h.Max <= r.Capacity || h.Final > 3000*1.06 || h.Final < 3000*0.7 {
+		t.Errorf("hold %+v after capacity %.0f dropped to 3000: want increases above it, then failures and a final rate near 3000", h, r.Capacity)
+	}
+	if math.IsNaN(h.Mean) || h.Windows < 29 {
+		t.Errorf("hold windows %d mean %v", h.Windows, h.Mean)
+	}
+}
