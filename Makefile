@@ -48,11 +48,11 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) run $(STATICCHECK) -tags integration ./...
 
+# Auto-tune's capacity searches measure the generator too, so they run without the race
+# detector (under it they skip): the memory store's capacity found within 5% at three
+# capacities, and a generator-capped search reported client-bound.
 unit:
 	$(GO) test -race -count=1 ./...
-	# Auto-tune's capacity searches measure the generator too, so they run without the race
-	# detector (under it they skip): the memory store's capacity found within 5% at three
-	# capacities, and a generator-capped search reported client-bound.
 	$(GO) test -count=1 -timeout 15m -run 'TestFindsMemoryCapacity|TestClientBoundIsNotCapacity' ./internal/autotune/
 
 integration:
