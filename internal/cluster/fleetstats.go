@@ -131,8 +131,8 @@ func (f *nodeFigures) fill(s *MemberStatus) {
 		return
 	}
 	secs := 0.0
-	ops, attempts := map[string]float64{}, map[string]float64{}
-	targetSecs, targetAttempts := map[string]float64{}, map[string]float64{}
+	ops := map[string]float64{}
+	targetSecs, targetAttempts, targetOps := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	targetN := map[string]int{}
 	hadTarget := map[string]bool{} // the class had a rate in the second before
 	errs := 0.0
@@ -144,13 +144,13 @@ func (f *nodeFigures) fill(s *MemberStatus) {
 				continue // a class's operations are counted in the class
 			}
 			ops[name] += float64(o.Count)
-			attempts[name] += float64(o.Count + o.Errors)
 			if o.TargetRate > 0 && i > 0 && hadTarget[name] {
 				// Saturation is judged only on whole seconds the node had a rate to keep:
 				// the seconds before a start, and the one it started in, would flag every
 				// node.
 				targetSecs[name] += n.Seconds
 				targetAttempts[name] += float64(o.Count + o.Errors)
+				targetOps[name] += float64(o.Count)
 				targetN[name]++
 			}
 			hadTarget[name] = o.TargetRate > 0
@@ -164,7 +164,14 @@ func (f *nodeFigures) fill(s *MemberStatus) {
 	}
 	s.Achieved = map[string]float64{}
 	for name, n := range ops {
-		s.Achieved[name] = n / secs
+		switch {
+		case targetSecs[name] > 0:
+			// Over the whole seconds it ran at a rate: the seconds before a start would
+			// show a node that keeps its rate as below it.
+			s.Achieved[name] = targetOps[name] / targetSecs[name]
+		case n > 0:
+			s.Achieved[name] = n / secs
+		}
 	}
 	s.ErrorsPerSec = errs / secs
 	// Saturated: it did not even attempt its share (failed attempts count as sent: a node
