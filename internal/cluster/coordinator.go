@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
@@ -117,8 +118,10 @@ type clockSample struct{ offset, rtt time.Duration }
 
 // member is a node as the coordinator tracks it (under Coordinator.mu).
 type member struct {
-	discovery.Member
-	peer     *peer
+	discovery.Member // ID is set once; the other fields change under Coordinator.mu
+	// conn reaches the node's API; replaced (not mutated) when its address changes, so a
+	// call in flight keeps the client it started with.
+	conn     atomic.Pointer[peer]
 	health   Health
 	since    time.Time // of the health state
 	lastOK   time.Time
@@ -135,6 +138,9 @@ type member struct {
 	polling  bool
 	expected bool // the merge expects its intervals (from its first poll after it became alive)
 }
+
+// client returns the node's API client; safe without Coordinator.mu.
+func (m *member) client() *peer { return m.conn.Load() }
 
 func (m *member) split() splitMember {
 	return splitMember{id: m.ID, labels: m.Labels, weight: m.Weight}
@@ -261,10 +267,15 @@ func (c *Coordinator) refresh(ctx context.Context) {
 			c.members[d.ID] = m
 			c.log.Info("fleet member discovered", "node", d.ID, "addr", d.Addr)
 		}
-		if m.peer == nil || m.Addr != d.Addr {
-			m.peer = newPeer(d.Addr, c.opts.Token, c.opts.Client)
+		if m.client() == nil || m.Addr != d.Addr {
+			m.conn.Store(newPeer(d.Addr, c.opts.Token, c.opts.Client))
 		}
-		m.Member = d
+		if !ok {
+			m.Member = d
+		} else {
+			// Field by field: the ID is read without the lock, and never changes.
+			m.Addr, m.Labels, m.Weight, m.Cluster = d.Addr, d.Labels, d.Weight, d.Cluster
+		}
 		if m.health == Left {
 			m.health, m.since = Joining, now
 		}
@@ -331,7 +342,7 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 		defer cancel()
 		j.req.Sent = time.Now()
 		var resp BeatResponse
-		err := j.m.peer.call(bctx, http.MethodPost, "/api/v1/cluster/beat", j.req, &resp)
+		err := j.m.client().call(bctx, http.MethodPost, "/api/v1/cluster/beat", j.req, &resp)
 		t3 := time.Now()
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -462,7 +473,7 @@ func (c *Coordinator) InitDriver(ctx context.Context, name string, opts map[stri
 	ms := c.alive()
 	c.mu.Unlock()
 	err := c.fanOut("driver init", ms, func(m *member) error {
-		return m.peer.call(ctx, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil)
+		return m.client().call(ctx, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil)
 	})
 	c.mu.Lock()
 	c.driver, c.drvOpts = name, maps.Clone(opts)
@@ -483,7 +494,7 @@ func (c *Coordinator) Shutdown(ctx context.Context) error {
 	_ = c.release(ctx)
 	defer c.beatAll(ctx)
 	return c.fanOut("driver shutdown", ms, func(m *member) error {
-		return m.peer.call(ctx, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
+		return m.client().call(ctx, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
 	})
 }
 
@@ -548,16 +559,22 @@ func (c *Coordinator) setScopes(ctx context.Context, next scopes, save func(cont
 	if err := c.fleet.Check(config.LayerFleet, fleetVals); err != nil {
 		return nil, err
 	}
+	// What the split needs of each node is copied under the lock: discovery may change a
+	// node's labels and weight meanwhile.
 	c.mu.Lock()
 	ms, share := c.sharing()
+	live := make([]splitMember, len(ms))
+	for i, m := range ms {
+		live[i] = m.split()
+	}
 	c.mu.Unlock()
-	for _, m := range ms {
-		eff, err := next.effective(m.split(), share)
+	for _, m := range live {
+		eff, err := next.effective(m, share)
 		if err != nil {
 			return nil, driver.FieldErrors{err.(*driver.FieldError)}
 		}
 		if err := c.fleet.Check(config.LayerFleet, eff); err != nil {
-			return nil, fmt.Errorf("node %s: %w", m.ID, err)
+			return nil, fmt.Errorf("node %s: %w", m.id, err)
 		}
 	}
 	if save != nil {
@@ -646,7 +663,7 @@ func (c *Coordinator) reapply(ctx context.Context) error {
 	var mu sync.Mutex
 	c.each(len(jobs), func(i int) {
 		j := jobs[i]
-		err := j.m.peer.call(ctx, http.MethodPatch, "/api/v1/config", map[string]any{"values": j.diff}, nil)
+		err := j.m.client().call(ctx, http.MethodPatch, "/api/v1/config", map[string]any{"values": j.diff}, nil)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -747,7 +764,7 @@ func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, 
 	defer c.beatAll(ctx)
 	err := c.fanOut("start", ms, func(m *member) error {
 		req := StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at.Add(m.offset), Ops: classes, LeaseMs: c.opts.Lease.Milliseconds()}
-		return m.peer.call(ctx, http.MethodPost, "/api/v1/cluster/start", req, nil)
+		return m.client().call(ctx, http.MethodPost, "/api/v1/cluster/start", req, nil)
 	})
 	return at, err
 }
@@ -760,7 +777,7 @@ func (c *Coordinator) Stop(ctx context.Context, classes ...string) error {
 	c.mu.Unlock()
 	defer c.beatAll(ctx)
 	err := c.fanOut("stop", ms, func(m *member) error {
-		return m.peer.call(ctx, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
+		return m.client().call(ctx, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
 	})
 	if len(classes) == 0 {
 		if rerr := c.release(ctx); err == nil {
@@ -789,7 +806,7 @@ func (c *Coordinator) release(ctx context.Context) error {
 		return nil
 	}
 	return c.fanOut("release", ms, func(m *member) error {
-		return m.peer.call(ctx, http.MethodPost, "/api/v1/cluster/release", ReleaseRequest{Coordinator: c.opts.Self.ID, Run: run}, nil)
+		return m.client().call(ctx, http.MethodPost, "/api/v1/cluster/release", ReleaseRequest{Coordinator: c.opts.Self.ID, Run: run}, nil)
 	})
 }
 
@@ -836,10 +853,10 @@ func (c *Coordinator) Backfill(ctx context.Context, opts BackfillOptions) error 
 		}
 		// Take the lease first: the backfill is the run's load.
 		beat := BeatRequest{Coordinator: c.opts.Self.ID, Run: run, LeaseMs: c.opts.Lease.Milliseconds(), Sent: time.Now()}
-		if err := m.peer.call(ctx, http.MethodPost, "/api/v1/cluster/beat", beat, nil); err != nil {
+		if err := m.client().call(ctx, http.MethodPost, "/api/v1/cluster/beat", beat, nil); err != nil {
 			return err
 		}
-		return m.peer.call(ctx, http.MethodPost, "/api/v1/backfill/start", req, nil)
+		return m.client().call(ctx, http.MethodPost, "/api/v1/backfill/start", req, nil)
 	})
 }
 
@@ -850,7 +867,7 @@ func (c *Coordinator) StopBackfill(ctx context.Context) error {
 	c.mu.Unlock()
 	defer c.beatAll(ctx)
 	return c.fanOut("backfill stop", ms, func(m *member) error {
-		return m.peer.call(ctx, http.MethodPost, "/api/v1/backfill/stop", nil, nil)
+		return m.client().call(ctx, http.MethodPost, "/api/v1/backfill/stop", nil, nil)
 	})
 }
 
@@ -861,7 +878,7 @@ func (c *Coordinator) ResetStats(ctx context.Context) error {
 	c.mu.Unlock()
 	c.stats.reset()
 	return c.fanOut("stats reset", ms, func(m *member) error {
-		return m.peer.call(ctx, http.MethodPost, "/api/v1/stats/reset", nil, nil)
+		return m.client().call(ctx, http.MethodPost, "/api/v1/stats/reset", nil, nil)
 	})
 }
 
@@ -996,7 +1013,7 @@ func (c *Coordinator) StartNode(ctx context.Context, id string, classes ...strin
 	c.mu.Lock()
 	at := time.Now().Add(4 * m.rtt).Add(m.offset)
 	c.mu.Unlock()
-	return m.peer.call(ctx, http.MethodPost, "/api/v1/cluster/start",
+	return m.client().call(ctx, http.MethodPost, "/api/v1/cluster/start",
 		StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at, Ops: classes, LeaseMs: c.opts.Lease.Milliseconds()}, nil)
 }
 
@@ -1007,7 +1024,7 @@ func (c *Coordinator) StopNode(ctx context.Context, id string, classes ...string
 	if err != nil {
 		return err
 	}
-	return m.peer.call(ctx, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
+	return m.client().call(ctx, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
 }
 
 // StartedAt is the common start instant of the last fleet start (zero before one).
@@ -1036,7 +1053,7 @@ func (c *Coordinator) join(ctx context.Context, id string) {
 	c.mu.Unlock()
 	c.log.Info("fleet member joins the run", "node", id, "run", run)
 	if name != "" && !hasDriver {
-		if err := m.peer.call(ctx, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil); err != nil {
+		if err := m.client().call(ctx, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil); err != nil {
 			c.log.Warn("joining node: driver init failed", "node", id, "err", err)
 			return
 		}

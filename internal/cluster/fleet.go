@@ -159,7 +159,7 @@ func (f *Fleet) first() (*peer, error) {
 	if len(ms) == 0 {
 		return nil, ErrNoMembers
 	}
-	return ms[0].peer, nil
+	return ms[0].client(), nil
 }
 
 // Collector is the fleet's statistics: the nodes' intervals merged per second.

@@ -60,7 +60,7 @@ func (f *fleetStats) poll(ctx context.Context, now time.Time) {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		var page stats.IntervalsPage
-		if err := j.m.peer.call(pctx, http.MethodGet, "/api/v1/stats/intervals?since="+strconv.FormatUint(j.since, 10), nil, &page); err != nil {
+		if err := j.m.client().call(pctx, http.MethodGet, "/api/v1/stats/intervals?since="+strconv.FormatUint(j.since, 10), nil, &page); err != nil {
 			c.log.Debug("fleet stats poll failed", "node", j.m.ID, "err", err)
 			return
 		}

@@ -233,3 +233,45 @@ func inFleet(t *testing.T, n int) ([]*inNode, *cluster.Coordinator, func(string)
 	url := func(p string) string { return fts.URL + p }
 	return nodes, coord, url
 }
+
+// Discovery refreshes while commands fan out: a node's address and client change under
+// the coordinator's lock while calls in flight use them without it. Under -race this
+// failed when refresh rewrote a member's fields (its ID among them) and its client in
+// place.
+func TestRefreshDuringCommands(t *testing.T) {
+	nodes := []*inNode{newInNode(t), newInNode(t)}
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, strings.TrimPrefix(n.ts.URL, "http://"))
+	}
+	disc, err := discovery.Parse("static:"+strings.Join(addrs, ","), discovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := cluster.New(cluster.Options{Self: discovery.Member{ID: addrs[0], Addr: addrs[0]}, Discovery: disc, Token: inToken,
+		Config: snap, BeatEvery: 5 * time.Millisecond, Refresh: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go coord.Run(ctx)
+	if err := coord.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if _, err := coord.SetConfig(ctx, cluster.Scope{Kind: cluster.ScopeFleet}, map[string]string{"workload.readRate": fmt.Sprint(100 + i)}); err != nil {
+			t.Fatal(err)
+		}
+		_ = coord.Members()
+	}
+	for _, n := range nodes {
+		if got, _, _ := n.inst.Config().Value("workload.readRate"); got != "69.5" {
+			t.Errorf("node readRate %s, want 69.5 (139 over 2)", got)
+		}
+	}
+}
