@@ -195,6 +195,11 @@ func TestInProcessFleetFlagsASaturatedNode(t *testing.T) {
 // inFleet starts n in-process nodes and a coordinator of them with short timings, and
 // returns the nodes, the coordinator and the URL maker of its fleet view.
 func inFleet(t *testing.T, n int) ([]*inNode, *cluster.Coordinator, func(string) string) {
+	return inFleetWith(t, n, nil)
+}
+
+// inFleetWith is inFleet with the coordinator's options adjusted by tune (when not nil).
+func inFleetWith(t *testing.T, n int, tune func(*cluster.Options)) ([]*inNode, *cluster.Coordinator, func(string) string) {
 	t.Helper()
 	var nodes []*inNode
 	for range n {
@@ -212,9 +217,13 @@ func inFleet(t *testing.T, n int) ([]*inNode, *cluster.Coordinator, func(string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	coord, err := cluster.New(cluster.Options{Self: discovery.Member{ID: addrs[0], Addr: addrs[0]}, Discovery: disc, Token: inToken,
+	opts := cluster.Options{Self: discovery.Member{ID: addrs[0], Addr: addrs[0]}, Discovery: disc, Token: inToken,
 		Config: snap, BeatEvery: 200 * time.Millisecond, SuspectAfter: 600 * time.Millisecond, LostAfter: time.Second,
-		Lease: 2 * time.Second, StartDelay: 200 * time.Millisecond, MergeWait: 500 * time.Millisecond, Redistribute: true, Version: "test"})
+		Lease: 2 * time.Second, StartDelay: 200 * time.Millisecond, MergeWait: 500 * time.Millisecond, Redistribute: true, Version: "test"}
+	if tune != nil {
+		tune(&opts)
+	}
+	coord, err := cluster.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,30 +248,10 @@ func inFleet(t *testing.T, n int) ([]*inNode, *cluster.Coordinator, func(string)
 // failed when refresh rewrote a member's fields (its ID among them) and its client in
 // place.
 func TestRefreshDuringCommands(t *testing.T) {
-	nodes := []*inNode{newInNode(t), newInNode(t)}
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, strings.TrimPrefix(n.ts.URL, "http://"))
-	}
-	disc, err := discovery.Parse("static:"+strings.Join(addrs, ","), discovery.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	coord, err := cluster.New(cluster.Options{Self: discovery.Member{ID: addrs[0], Addr: addrs[0]}, Discovery: disc, Token: inToken,
-		Config: snap, BeatEvery: 5 * time.Millisecond, Refresh: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go coord.Run(ctx)
-	if err := coord.Ready(ctx); err != nil {
-		t.Fatal(err)
-	}
+	nodes, coord, _ := inFleetWith(t, 2, func(o *cluster.Options) {
+		o.BeatEvery, o.Refresh = 5*time.Millisecond, time.Millisecond
+	})
+	ctx := context.Background()
 	for i := range 40 {
 		if _, err := coord.SetConfig(ctx, cluster.Scope{Kind: cluster.ScopeFleet}, map[string]string{"workload.readRate": fmt.Sprint(100 + i)}); err != nil {
 			t.Fatal(err)
