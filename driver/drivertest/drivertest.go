@@ -107,6 +107,21 @@ type Harness struct {
 	// defect until it is fixed (say so in the reason): a skipped check is a gap in what
 	// users can rely on.
 	Skip map[string]string
+	// Children holds the option values of each child of a driver built from others
+	// (driver.Composer, like the composite driver), by driver reference. The suite
+	// decodes every option set with driver.NewComposedOptions.
+	Children map[string]map[string]string
+}
+
+// decode decodes the driver's options from vals, and its children's from
+// Harness.Children.
+func (s *suite) decode(vals map[string]string) (any, error) {
+	all := make(map[string]map[string]string, len(s.h.Children)+1)
+	for ref, v := range s.h.Children {
+		all[ref] = v
+	}
+	all[s.h.Name] = vals
+	return driver.NewComposedOptions(s.h.Name, all)
 }
 
 // Outage is how the suite takes a store down and brings it back.
@@ -200,7 +215,7 @@ func (s *suite) checkHarness() error {
 	if _, ok := driver.Lookup(s.h.Name); !ok {
 		return fmt.Errorf("%w (import the driver's package in the test so its init registers it)", driver.UnknownDriverError(s.h.Name))
 	}
-	if _, err := driver.NewOptions(s.h.Name, s.h.Options); err != nil {
+	if _, err := s.decode(s.h.Options); err != nil {
 		return fmt.Errorf("field Options: %w", err)
 	}
 	if s.h.MaxValueSize < 0 {
@@ -246,9 +261,15 @@ func (s *suite) openUnmanaged(t *testing.T, extra map[string]string) driver.Driv
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	// The option values are not shown: they may hold a password.
-	d, _, err := driver.Open(ctx, s.h.Name, values(s.h.Options, extra))
+	opts, err := s.decode(values(s.h.Options, extra))
 	if err != nil {
 		t.Fatalf("open driver %s: %v", s.h.Name, err)
+	}
+	def, _ := driver.Lookup(s.h.Name)
+	d := def.New()
+	if err := d.Init(ctx, opts); err != nil {
+		_ = d.Close()
+		t.Fatalf("open driver %s: init: %v", s.h.Name, err)
 	}
 	return d
 }

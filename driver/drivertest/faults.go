@@ -152,7 +152,7 @@ func (s *suite) deadlineOnStall(t *testing.T) {
 // liveReconfigure switches every live option to its LiveValues entry through Reconfigure
 // and back, checking read-your-write after each switch.
 func (s *suite) liveReconfigure(t *testing.T) {
-	base, err := driver.NewOptions(s.h.Name, s.h.Options)
+	base, err := s.decode(s.h.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func (s *suite) liveReconfigure(t *testing.T) {
 				}
 			}
 			vals[o.Name] = v
-			changed, err := driver.NewOptions(s.h.Name, vals)
+			changed, err := s.decode(vals)
 			if err != nil {
 				t.Fatalf("Harness.LiveValues[%q] = %q is not a valid value: %v", o.Name, shownV, err)
 			}

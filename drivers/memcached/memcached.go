@@ -367,6 +367,24 @@ func expiration(ttl time.Duration, now time.Time) int32 {
 	return int32(secs)
 }
 
+// Delete removes key from every zone; a key missing anywhere is not an error. A
+// composition in front of a database uses it to invalidate on writes.
+func (d *Driver) Delete(ctx context.Context, key string) error {
+	if d.closed.Load() {
+		return errClosed
+	}
+	var errs []error
+	for _, z := range d.zones {
+		if err := ctx.Err(); err != nil {
+			return classify(fmt.Errorf("memcached delete %s: %w", key, err))
+		}
+		if err := z.client.Delete(key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+			errs = append(errs, fmt.Errorf("memcached delete %s in zone %s: %w", key, z.name, err))
+		}
+	}
+	return classify(errors.Join(errs...))
+}
+
 // Reconfigure applies live options: ttl and localZone.
 func (d *Driver) Reconfigure(_ context.Context, opts any) error {
 	o, err := driver.OptionsAs[Options](opts)

@@ -368,3 +368,21 @@ func BenchmarkGetSet(b *testing.B) {
 	})
 	b.ReportMetric(float64(2*b.N)/time.Since(start).Seconds(), "ops/s")
 }
+
+// TestDelete: Delete removes a key (a composition's cache invalidation), and a missing
+// key is not an error.
+func TestDelete(t *testing.T) {
+	d := open(t, nil)
+	ctx := ctxT(t)
+	if err := d.Write(ctx, "del", []byte("value")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := d.Delete(ctx, "del"); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+	}
+	if _, err := d.Read(ctx, "del"); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("read after delete: %v", err)
+	}
+}

@@ -338,6 +338,30 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 	return v, nil
 }
 
+// Delete removes key; a missing key is not an error. A composition in front of a database
+// uses it to invalidate on writes.
+func (d *Driver) Delete(ctx context.Context, key string) error {
+	if s := d.cur.Load(); s == nil || s.slow {
+		if err := d.simulate(ctx, s); err != nil {
+			return err
+		}
+	} else if err := ctx.Err(); err != nil {
+		return cancelled(err)
+	}
+	sh := d.shardFor(key)
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.mu.Unlock()
+		return errClosed
+	}
+	if e := sh.m[key]; e != nil {
+		delete(sh.m, key)
+		d.stored.Add(-entryCost(key, e.v))
+	}
+	sh.mu.Unlock()
+	return nil
+}
+
 // Write stores a copy of value under key. It fails with a rejected error when the data
 // would grow past maxBytes.
 func (d *Driver) Write(ctx context.Context, key string, value []byte) error {

@@ -568,3 +568,36 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+func TestDelete(t *testing.T) {
+	d := &Driver{}
+	opts, err := driver.NewOptions("memory", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Init(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	if err := d.Write(ctx, "k", []byte("value")); err != nil {
+		t.Fatal(err)
+	}
+	before := d.stored.Load()
+	for _, key := range []string{"k", "k", "never-written"} {
+		if err := d.Delete(ctx, key); err != nil {
+			t.Fatalf("delete %s: %v", key, err)
+		}
+	}
+	if _, err := d.Read(ctx, "k"); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("read after delete: %v", err)
+	}
+	if got, want := d.stored.Load(), before-entryCost("k", []byte("value")); got != want || d.DriverStats()["keys"] != 0 {
+		t.Fatalf("stored %d after delete, want %d; stats %v", got, want, d.DriverStats())
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := d.Delete(cctx, "k"); err == nil {
+		t.Fatal("delete on a cancelled context succeeded")
+	}
+}

@@ -433,3 +433,34 @@ func (p *pipeline) call(ctx context.Context, args ...string) ([]byte, error) {
 	}
 	return append([]byte(nil), data...), nil
 }
+
+// command sends one command outside the pipelines' batches (a composition's DEL) on a
+// pooled connection. The operation's deadline bounds it; a connection whose command
+// failed is closed rather than pooled, since its state is unknown.
+func (dp *directPool) command(ctx context.Context, args ...string) ([]byte, error) {
+	if dp.d.closed.Load() {
+		return nil, classify(fmt.Errorf("redis %s: %w", args[0], net.ErrClosed))
+	}
+	var p *pipeline
+	select {
+	case p = <-dp.idle:
+	default:
+		p = &pipeline{d: dp.d}
+	}
+	if p.conn.Conn() == nil {
+		if err := p.connect(ctx); err != nil {
+			return nil, classify(err)
+		}
+	}
+	out, err := p.call(ctx, args...)
+	if err != nil || dp.d.closed.Load() {
+		_ = p.Close()
+		return out, classify(err)
+	}
+	select {
+	case dp.idle <- p:
+	default:
+		_ = p.Close()
+	}
+	return out, nil
+}

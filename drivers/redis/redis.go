@@ -326,6 +326,22 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 	return nil
 }
 
+// Delete removes key (its hash with shape=hash); a missing key is not an error. A
+// composition in front of a database uses it to invalidate on writes.
+func (d *Driver) Delete(ctx context.Context, key string) error {
+	if d.opts.Shape == "hash" {
+		key = d.hashKey(key)
+	}
+	if d.direct != nil {
+		_, err := d.direct.command(ctx, "DEL", key)
+		return err
+	}
+	if err := d.do(ctx, goredis.NewIntCmd(ctx, "del", key)); err != nil {
+		return classify(fmt.Errorf("redis DEL %s: %w", key, err))
+	}
+	return nil
+}
+
 func (d *Driver) hashKey(key string) string { return d.opts.HashKeyPrefix + key }
 
 func (d *Driver) writeHash(ctx context.Context, key string, value []byte) error {

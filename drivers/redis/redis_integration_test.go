@@ -611,3 +611,33 @@ func BenchmarkGetSet(b *testing.B) {
 		b.Logf("autopipeline/pool throughput ratio: %.2f", rates["autopipeline"]/rates["pool"])
 	}
 }
+
+// TestDelete: Delete removes a key in every mode and shape (a composition's cache
+// invalidation), and a missing key is not an error.
+func TestDelete(t *testing.T) {
+	for _, opts := range modesShapes {
+		t.Run(name(opts), func(t *testing.T) {
+			d := open(t, opts)
+			ctx := ctxT(t)
+			key := "del-" + name(opts)
+			if err := d.Write(ctx, key, []byte("value")); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if err := d.Delete(ctx, key); err != nil {
+					t.Fatalf("delete: %v", err)
+				}
+			}
+			if _, err := d.Read(ctx, key); !errors.Is(err, driver.ErrNotFound) {
+				t.Fatalf("read after delete: %v", err)
+			}
+			// The connection a delete used stays good for the next operations.
+			if err := d.Write(ctx, key, []byte("again")); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := d.Read(ctx, key); err != nil || string(v) != "again" {
+				t.Fatalf("read after delete and write: %q, %v", v, err)
+			}
+		})
+	}
+}

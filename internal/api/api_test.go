@@ -691,6 +691,11 @@ func TestStreamAndMetrics(t *testing.T) {
 		if v := metricValue(t, text, "ndbench_errors_total", `class="timeout",op="read"`); v != 0 {
 			t.Errorf("read timeouts = %v on a healthy store", v)
 		}
+		// The driver's own counters: the memory store's key count, read when scraped.
+		// Writes keep adding keys, so the scrape sees no more than the driver reports after it.
+		if keys, now := metricValue(t, text, "ndbench_driver_stat", `driver="memory",name="keys"`), e.inst.Status().DriverStats["keys"]; keys <= 0 || keys > float64(now) {
+			t.Errorf("ndbench_driver_stat{name=keys} = %v, driver reports %d", keys, now)
+		}
 		// A reset of the stats starts a new cumulative span, but counters never go down.
 		e.must(204, "POST", "/api/v1/stats/reset", nil, nil)
 		_, data = e.call("GET", "/metrics", nil)

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -119,5 +120,24 @@ func (m *metrics) observe(iv *stats.Interval, sum stats.Summary) {
 		m.workers.WithLabelValues(name).Set(float64(o.Workers))
 		m.backlog.WithLabelValues(name).Set(o.Backlog.Seconds())
 		m.pending.WithLabelValues(name).Set(float64(o.Pending))
+	}
+}
+
+// driverStatsDesc describes ndbench_driver_stat: the counters a driver keeps of its own
+// (driver.StatsReporter), read at scrape time from the node's status.
+var driverStatsDesc = prometheus.NewDesc("ndbench_driver_stat",
+	"Counters the connected driver keeps of its own, by name (cache hits of a composition, fallbacks per memcached zone, consumed capacity units...): see the driver's documentation.",
+	[]string{"driver", "name"}, nil)
+
+// driverStats exports the connected driver's own counters. They are read when scraped,
+// not fed by intervals, because only the driver knows them.
+type driverStats struct{ status func() instance.Status }
+
+func (d driverStats) Describe(ch chan<- *prometheus.Desc) { ch <- driverStatsDesc }
+
+func (d driverStats) Collect(ch chan<- prometheus.Metric) {
+	st := d.status()
+	for name, v := range st.DriverStats {
+		ch <- prometheus.MustNewConstMetric(driverStatsDesc, prometheus.UntypedValue, float64(v), st.Driver, name)
 	}
 }

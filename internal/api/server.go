@@ -140,6 +140,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if err := s.reg.Register(driverStats{status: opts.Instance.Status}); err != nil {
+		return nil, fmt.Errorf("register driver metrics: %w", err)
+	}
 
 	cfg := huma.DefaultConfig("ndbench", opts.Version)
 	// No $schema links in bodies and no /schemas route: the document at /openapi.json is

@@ -203,10 +203,8 @@ func Build(layers []Layer) (*Snapshot, error) {
 			cfg.Drivers[name] = map[string]string{}
 		}
 		cfg.Drivers[name][opt] = e.value
-		if name != cfg.DriverName {
-			notices = append(notices, fmt.Sprintf("%s is not used by driver %s", key, cfg.DriverName))
-		}
 	}
+	used := map[string]bool{cfg.DriverName: true}
 
 	values := make(map[string]string, len(eff))
 	for k, e := range eff {
@@ -217,6 +215,21 @@ func Build(layers []Layer) (*Snapshot, error) {
 		if err != nil {
 			errs = append(errs, driverFieldErrors(cfg.DriverName, err, func(key string) string { return eff[key].source })...)
 		} else {
+			refs, ferrs := composeChildren(cfg.DriverName, opts, cfg.Drivers, func(key string) string { return eff[key].source }, 0)
+			errs = append(errs, ferrs...)
+			for _, ref := range refs {
+				used[ref] = true
+				// Show every option of a child too, defaults included.
+				if c, ok := childOptions(opts, ref); ok {
+					for opt, v := range driver.Values(c, false) {
+						key := "drivers." + ref + "." + opt
+						if _, set := eff[key]; !set {
+							eff[key] = effective{value: v, source: "default"}
+							values[key] = v
+						}
+					}
+				}
+			}
 			cfg.DriverOptions = opts
 			if w.Pipeline > 1 && len(werrs) == 0 && (def.Pipelines == nil || !def.Pipelines(opts)) {
 				allowed := "1: driver " + def.Name + " sends one operation per round trip"
@@ -233,6 +246,14 @@ func Build(layers []Layer) (*Snapshot, error) {
 					eff[key] = effective{value: v, source: "default"}
 					values[key] = v
 				}
+			}
+		}
+	}
+
+	for key := range eff {
+		if rest, ok := strings.CutPrefix(key, "drivers."); ok {
+			if name, _, _ := strings.Cut(rest, "."); !used[name] {
+				notices = append(notices, fmt.Sprintf("%s is not used by driver %s", key, cfg.DriverName))
 			}
 		}
 	}
@@ -276,14 +297,90 @@ func addNote(fe *driver.FieldError, note string) {
 // it for the driver it has connected while driver.name selects another one (see
 // Store.Require).
 func (s *Snapshot) DriverOptions(name string) (any, error) {
+	source := func(key string) string {
+		_, src, _ := s.Value(key)
+		return src
+	}
 	opts, err := driver.NewOptions(name, s.Config.Drivers[name])
 	if err != nil {
-		return nil, driverFieldErrors(name, err, func(key string) string {
-			_, src, _ := s.Value(key)
-			return src
-		})
+		return nil, driverFieldErrors(name, err, source)
+	}
+	if _, errs := composeChildren(name, opts, s.Config.Drivers, source, 0); len(errs) > 0 {
+		return nil, errs
 	}
 	return opts, nil
+}
+
+// ComposeChildren decodes the children of opts, the options of driver reference ref, when
+// they are a driver.Composer (the composite driver): each child's options come from
+// drivers.<child reference>.*, are validated like a selected driver's, and are handed to
+// opts. It is what Build does for the selected driver, for a node that decodes a driver's
+// options itself (Instance.Init with options given in the request).
+func (s *Snapshot) ComposeChildren(ref string, opts any) error {
+	if _, errs := composeChildren(ref, opts, s.Config.Drivers, func(key string) string {
+		_, src, _ := s.Value(key)
+		return src
+	}, 0); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// composeChildren decodes and hands over the children of opts (see ComposeChildren), to
+// any depth, and returns every child reference it used. Errors name
+// drivers.<ref>.<option> (or drivers.<parent>.<option> naming the child) with the source.
+func composeChildren(ref string, opts any, drivers map[string]map[string]string, source func(key string) string, depth int) ([]string, driver.FieldErrors) {
+	c, ok := opts.(driver.Composer)
+	if !ok {
+		return nil, nil
+	}
+	if depth >= maxComposeDepth {
+		return nil, driver.FieldErrors{{Field: "drivers." + ref, Allowed: fmt.Sprintf("compositions nest at most %d deep (does one refer to itself?)", maxComposeDepth)}}
+	}
+	var used []string
+	var errs driver.FieldErrors
+	for _, child := range c.Children() {
+		if err := driver.CheckRef(child); err != nil {
+			errs = append(errs, &driver.FieldError{Field: "drivers." + ref, Value: child, Allowed: err.Error()})
+			continue
+		}
+		name, _ := driver.SplitRef(child)
+		co, err := driver.NewOptions(name, drivers[child])
+		if err != nil {
+			errs = append(errs, driverFieldErrors(child, err, source)...)
+			continue
+		}
+		used = append(used, child)
+		sub, serrs := composeChildren(child, co, drivers, source, depth+1)
+		used = append(used, sub...)
+		errs = append(errs, serrs...)
+		c.SetChild(child, co)
+	}
+	return used, errs
+}
+
+// maxComposeDepth bounds how deep compositions nest.
+const maxComposeDepth = 4
+
+// childOptions finds the options of child ref anywhere under opts.
+func childOptions(opts any, ref string) (any, bool) {
+	c, ok := opts.(driver.Composer)
+	if !ok {
+		return nil, false
+	}
+	for _, child := range c.Children() {
+		co := c.Child(child)
+		if co == nil {
+			continue
+		}
+		if child == ref {
+			return co, true
+		}
+		if found, ok := childOptions(co, ref); ok {
+			return found, true
+		}
+	}
+	return nil, false
 }
 
 // driverFieldErrors turns an error of driver.NewOptions for driver name into field errors
@@ -436,9 +533,15 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 			return bad("drivers.<driver>.<option>")
 		}
 		name = strings.ToLower(name)
-		def, registered := driver.Lookup(name)
+		base, _ := driver.SplitRef(name)
+		def, registered := driver.Lookup(base)
 		if !registered {
 			return "drivers." + name + "." + opt, value, "", nil
+		}
+		if name != base {
+			if err := driver.CheckRef(name); err != nil {
+				return bad(err.Error())
+			}
 		}
 		schema, err := driverSchema(def)
 		if err != nil {
@@ -546,7 +649,8 @@ func isSecretKey(key string) bool {
 		return false
 	}
 	name, opt, _ := strings.Cut(rest, ".")
-	def, registered := driver.Lookup(name)
+	base, _ := driver.SplitRef(name)
+	def, registered := driver.Lookup(base)
 	if !registered {
 		return true
 	}

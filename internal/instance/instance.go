@@ -222,6 +222,10 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 	if err != nil {
 		return err
 	}
+	// A composition's children are configured under their own drivers.<ref>.* keys.
+	if err := i.store.Current().ComposeChildren(name, decoded); err != nil {
+		return err
+	}
 	patch := map[string]string{}
 	if pin {
 		patch["driver.name"] = name
@@ -238,6 +242,10 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 	}
 	d := def.New()
 	if err := d.Init(ctx, decoded); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("init driver %s: %w", name, err)
+	}
+	if err := i.measure(d); err != nil {
 		_ = d.Close()
 		return fmt.Errorf("init driver %s: %w", name, err)
 	}
@@ -679,6 +687,8 @@ func (i *Instance) syncDriver(snap *config.Snapshot) {
 	for _, o := range restart {
 		pending = append(pending, prefix+o)
 	}
+	// A composition's children take their options at Init only.
+	pending = append(pending, changedChildren(i.drvInit, newOpts)...)
 	target := liveOnly(i.drvInit, newOpts, live)
 	// Live options wait for the next Init when the driver cannot reconfigure, or when
 	// they only make sense with options that need a restart (memcached's localZone
@@ -702,6 +712,50 @@ func (i *Instance) syncDriver(snap *config.Snapshot) {
 	if i.reconf != nil {
 		i.reconf.queue(target, snap.Version)
 	}
+}
+
+// measure gives a driver that measures things of its own (driver.Measurer) a series for
+// each, registered like an op class so that every output shows it.
+func (i *Instance) measure(d driver.Driver) error {
+	m, ok := d.(driver.Measurer)
+	if !ok {
+		return nil
+	}
+	names := m.Measures()
+	sinks := make([]driver.Sink, len(names))
+	for k, name := range names {
+		op, err := i.coll.Register(name)
+		if err != nil {
+			return fmt.Errorf("register the driver's series %s: %w", name, err)
+		}
+		sinks[k] = i.coll.Recorder(op).Sink()
+	}
+	m.SetSinks(sinks)
+	return nil
+}
+
+// changedChildren lists the drivers.<ref>.<option> keys whose value differs between the
+// children of two options of a composition (none when they are not one, or when the set
+// of children changed, which is an option of the composition itself).
+func changedChildren(cur, next any) []string {
+	c, ok := cur.(driver.Composer)
+	n, ok2 := next.(driver.Composer)
+	if !ok || !ok2 || !slices.Equal(c.Children(), n.Children()) {
+		return nil
+	}
+	var out []string
+	for _, ref := range c.Children() {
+		co, no := c.Child(ref), n.Child(ref)
+		if co == nil || no == nil {
+			continue
+		}
+		live, restart := driver.Changed(co, no)
+		for _, o := range append(live, restart...) {
+			out = append(out, "drivers."+ref+"."+o)
+		}
+		out = append(out, changedChildren(co, no)...)
+	}
+	return out
 }
 
 // liveOnly returns a copy of the current options with only the live options taken from

@@ -3,6 +3,7 @@ package stats
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -226,3 +227,23 @@ func (r *Recorder) drain(resp, svc, lag *hdrhistogram.Histogram, c *Counts) {
 		b.reset()
 	}
 }
+
+// Sink records measurements a driver makes of its own into a series (driver.Sink): the
+// composite driver's visibility lag, the latency of its children. A measurement goes into
+// both the response and the service histograms, since it has no intended start of its
+// own; successive measurements spread over the shards.
+type Sink struct {
+	rec  *Recorder
+	next atomic.Uint32
+}
+
+// Sink returns a driver.Sink recording into r.
+func (r *Recorder) Sink() *Sink { return &Sink{rec: r} }
+
+func (s *Sink) shard() *Shard { return s.rec.Shard(int(s.next.Add(1))) }
+
+// Observe records one measurement.
+func (s *Sink) Observe(d time.Duration) { s.shard().Success(d, d) }
+
+// Fail counts a measurement that did not complete, by class.
+func (s *Sink) Fail(c driver.Class) { s.shard().Failure(c) }
