@@ -251,7 +251,12 @@ func printSummary(out io.Writer, r *report.Report) {
 	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start,\n"+
 		"start lag = how late operations started (response minus service time);\n"+
 		"attempted = sent to the store, succeeded = answered (misses included), rate/s = succeeded per second)\n", r.Seconds)
-	fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n",
+	// Series a driver measures (child.primary, visibility) can be longer than the classes.
+	w := 9
+	for op := range r.Ops {
+		w = max(w, len(op))
+	}
+	fmt.Fprintf(out, "%-*s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", w,
 		"op", "latency", "attempted", "succeeded", "rate/s", "p50", "p95", "p99", "p99.5", "p99.9", "max", "mean", "errors", "misses")
 	for _, op := range stats.ReportOrder(r.Ops) {
 		s := r.Ops[op]
@@ -266,7 +271,7 @@ func printSummary(out io.Writer, r *report.Report) {
 			if i > 0 {
 				name, att, cnt, rate, errs, miss = "", "", "", "", "", ""
 			}
-			fmt.Fprintf(out, "%-9s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", name, lat.name, att, cnt, rate,
+			fmt.Fprintf(out, "%-*s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", w, name, lat.name, att, cnt, rate,
 				ms(lat.l.P50), ms(lat.l.P95), ms(lat.l.P99), ms(lat.l.P995), ms(lat.l.P999), ms(lat.l.Max), ms(lat.l.Mean), errs, miss)
 		}
 		if s.Errors > 0 {
