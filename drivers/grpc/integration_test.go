@@ -1,0 +1,224 @@
+//go:build integration
+
+package grpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/workload"
+)
+
+var srv *testserver.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(testserver.Main(m, testserver.KVGRPC, func(s *testserver.Server) { srv = s }))
+}
+
+func open(t testing.TB, values map[string]string) *Driver {
+	t.Helper()
+	v := map[string]string{"target": srv.Addr()}
+	for k, x := range values {
+		v[k] = x
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, _, err := driver.Open(ctx, "grpc", v)
+	if err != nil {
+		t.Fatalf("open grpc driver with %v: %v", values, err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d.(*Driver)
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestDescriptionsAndPaths: the same service read through reflection and through its
+// descriptor set file; Lookup's nested value and found flag; fixed request fields.
+func TestDescriptionsAndPaths(t *testing.T) {
+	ctx := ctxT(t)
+	for _, desc := range []string{"reflection", testserver.KVGRPCDescriptors(srv)} {
+		t.Run(map[bool]string{true: "reflection", false: "file"}[desc == "reflection"], func(t *testing.T) {
+			d := open(t, map[string]string{"descriptors": desc,
+				"writeRequest": `{"tenant": "t1"}`, "readRequest": `{"tenant": "t1"}`,
+				"read": "ndbench.kv.v1.KV/Lookup", "readValue": "item.value", "readFound": "found"})
+			val := []byte{0, 1, 2, 0xff, '\n'}
+			if err := d.Write(ctx, "paths", val); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := d.Read(ctx, "paths"); err != nil || !bytes.Equal(v, val) {
+				t.Fatalf("read = %q, %v", v, err)
+			}
+			if _, err := d.Read(ctx, "absent"); !errors.Is(err, driver.ErrNotFound) {
+				t.Fatalf("absent key (found=false): %v", err)
+			}
+			// Another tenant does not see it: the fixed request field is sent.
+			other := open(t, map[string]string{"descriptors": desc, "readRequest": `{"tenant": "t2"}`})
+			if _, err := other.Read(ctx, "paths"); !errors.Is(err, driver.ErrNotFound) {
+				t.Fatalf("tenant t2 read t1's key: %v", err)
+			}
+		})
+	}
+}
+
+// TestConfigurationErrors: a mistyped method or field fails Init, naming what the
+// service offers, and a server without the method's service names the ones it has.
+func TestConfigurationErrors(t *testing.T) {
+	for _, tc := range []struct {
+		values map[string]string
+		want   []string
+	}{
+		{map[string]string{"read": "ndbench.kv.v1.KV/Gett"}, []string{"read", "Get, Put, Lookup"}},
+		{map[string]string{"read": "other.Svc/Get"}, []string{"read", "ndbench.kv.v1.KV"}},
+		{map[string]string{"readKey": "id"}, []string{"readKey", "key, tenant"}},
+		{map[string]string{"readValue": "item.value"}, []string{"readValue", "value"}},
+		{map[string]string{"read": "ndbench.kv.v1.KV/Lookup", "readValue": "item.value", "readFound": "item"}, []string{"readFound", "bool"}},
+		{map[string]string{"writeRequest": `{"tenantt": "x"}`}, []string{"writeRequest", "PutRequest"}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		v := map[string]string{"target": srv.Addr()}
+		for k, x := range tc.values {
+			v[k] = x
+		}
+		d, _, err := driver.Open(ctx, "grpc", v)
+		cancel()
+		if err == nil {
+			_ = d.Close()
+			t.Errorf("%v: accepted", tc.values)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %v; want it to mention %q", tc.values, err, w)
+			}
+		}
+	}
+	// No server: Init fails within connectTimeout, unavailable.
+	start := time.Now()
+	_, _, err := driver.Open(context.Background(), "grpc", map[string]string{"target": "127.0.0.1:1", "connectTimeout": "300ms"})
+	if err == nil || driver.Classify(err) != driver.ClassUnavailable || time.Since(start) > 5*time.Second {
+		t.Fatalf("no server: %v after %v", err, time.Since(start))
+	}
+}
+
+// TestStatusClasses: the server's status codes are counted by class.
+func TestStatusClasses(t *testing.T) {
+	d := open(t, nil)
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		key  string
+		want driver.Class
+	}{
+		{"code-8-x", driver.ClassThrottled},
+		{"code-14-x", driver.ClassUnavailable},
+		{"code-3-x", driver.ClassRejected},
+		{"code-13-x", driver.ClassOther},
+	} {
+		err := d.Write(ctx, tc.key, []byte("v"))
+		if driver.Classify(err) != tc.want {
+			t.Errorf("%s: %v, class %v; want %v", tc.key, err, driver.Classify(err), tc.want)
+		}
+	}
+}
+
+// TestSecretsNotInErrors: the auth metadata reaches the server but no error shows it.
+func TestSecretsNotInErrors(t *testing.T) {
+	d := open(t, map[string]string{"authMetadata": "authorization: Bearer s3cr3t-token"})
+	ctx := ctxT(t)
+	err := d.Write(ctx, "code-16-x", []byte("v"))
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("error %v", err)
+	}
+	if strings.Contains(strings.Join(mapValues(d.ConnectionInfo()), " "), "s3cr3t") {
+		t.Fatal("connection info shows the secret")
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k, v)
+	}
+	return out
+}
+
+// TestValidationDetectsCorruption: a value changed behind the tool's back (by another
+// client of the service, with the wrong bytes) fails validation.
+func TestValidationDetectsCorruption(t *testing.T) {
+	d := open(t, map[string]string{"writeRequest": `{"tenant": "validation"}`, "readRequest": `{"tenant": "validation"}`})
+	ctx := ctxT(t)
+	key := "valid-1"
+	v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
+	if err := d.Write(ctx, key, v); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
+		t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
+	}
+	tampered := bytes.Clone(got)
+	tampered[len(tampered)-5] ^= 0x20
+	// Another client: through the descriptor file, so nothing is shared with d.
+	other := open(t, map[string]string{"descriptors": testserver.KVGRPCDescriptors(srv), "writeRequest": `{"tenant": "validation"}`})
+	if err := other.Write(ctx, key, tampered); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = d.Read(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
+		t.Errorf("tampered value: %v, want corrupt", c)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	drivertest.Run(t, drivertest.Harness{
+		Name:    "grpc",
+		Options: map[string]string{"target": srv.Addr()},
+		Pause:   srv.Pause,
+		Outage: &drivertest.Outage{
+			Stop:          srv.Kill,
+			Start:         srv.Restart,
+			RecoverWithin: 10 * time.Second,
+		},
+	})
+}
+
+// BenchmarkGetPut: ops per client CPU-second against kvgrpcd (a separate process), half
+// reads, half writes, 100-byte values, 16 × GOMAXPROCS goroutines over 4 connections.
+func BenchmarkGetPut(b *testing.B) {
+	d := open(b, nil)
+	val := bytes.Repeat([]byte("v"), 100)
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "bench" + string(rune('a'+i%26)) + string(rune('a'+i/26%26))
+	}
+	for _, k := range keys {
+		if err := d.Write(context.Background(), k, val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	testserver.BenchParallel(b, func(ctx context.Context, i uint64) error {
+		k := keys[i%uint64(len(keys))]
+		if i%2 == 0 {
+			_, err := d.Read(ctx, k)
+			return err
+		}
+		return d.Write(ctx, k, val)
+	})
+}
