@@ -26,9 +26,11 @@
 //
 // descriptors=reflection (default) asks the server's reflection service (grpc.reflection.v1)
 // at Init for the files of the methods' services and their dependencies, with
-// connectTimeout. Otherwise it is the path of a FileDescriptorSet with imports included
-// (protoc --include_imports -o FILE, buf build -o FILE). .proto source files are not read:
-// compile them to a descriptor set first. Messages are built with dynamicpb from the
+// connectTimeout. Paths ending in .proto (comma-separated) are compiled at Init
+// (github.com/bufbuild/protocompile), their imports found in protoImportPaths (default:
+// each file's directory) or among the well-known types. Any other path is a
+// FileDescriptorSet with imports included (protoc --include_imports -o FILE, buf build -o
+// FILE). Messages are built with dynamicpb from the
 // descriptions, and request and response fields are checked at Init, so a mistyped method
 // or field fails before any load with the fields the message has.
 //
@@ -52,6 +54,6 @@
 //
 // # Not yet
 //
-// Streaming methods, .proto files read directly, and more operations than read and write
-// (the http driver's extra slots) are not built.
+// Streaming methods and more operations than read and write (the http driver's extra
+// slots) are not built.
 package grpc

@@ -37,14 +37,15 @@ func init() {
 
 // Options configure the grpc driver.
 type Options struct {
-	Target         string      `opt:"target" default:"127.0.0.1:50051" help:"server address host:port, or any gRPC target (dns:///host:port)"`
-	Descriptors    string      `opt:"descriptors" default:"reflection" help:"service descriptions: reflection (asked from the server) or the path of a FileDescriptorSet with imports (protoc --include_imports -o FILE)"`
-	Conns          int         `opt:"conns" default:"4" min:"1" max:"1024" help:"client connections (HTTP/2); calls spread over them round robin"`
-	Metadata       string      `opt:"metadata" default:"" help:"metadata of every call, name: value, separated by | or newlines"`
-	AuthMetadata   string      `opt:"authMetadata" default:"" secret:"true" help:"metadata with credentials sent with every call, e.g. authorization: Bearer TOKEN"`
-	MaxMessageSize driver.Size `opt:"maxMessageSize" default:"16MiB" min:"1" help:"largest message sent or received"`
-	TLS            driver.TLSOptions
-	Timeouts       driver.TimeoutOptions `omit:"timeout" connectTimeout.help:"timeout to connect and to read the service descriptions at Init"`
+	Target           string      `opt:"target" default:"127.0.0.1:50051" help:"server address host:port, or any gRPC target (dns:///host:port)"`
+	Descriptors      string      `opt:"descriptors" default:"reflection" help:"service descriptions: reflection (asked from the server), .proto files (comma-separated), or the path of a FileDescriptorSet with imports (protoc --include_imports -o FILE)"`
+	ProtoImportPaths string      `opt:"protoImportPaths" default:"" help:"with .proto files: directories imports are found in, comma-separated (default: each file's directory); google/protobuf/* are built in"`
+	Conns            int         `opt:"conns" default:"4" min:"1" max:"1024" help:"client connections (HTTP/2); calls spread over them round robin"`
+	Metadata         string      `opt:"metadata" default:"" help:"metadata of every call, name: value, separated by | or newlines"`
+	AuthMetadata     string      `opt:"authMetadata" default:"" secret:"true" help:"metadata with credentials sent with every call, e.g. authorization: Bearer TOKEN"`
+	MaxMessageSize   driver.Size `opt:"maxMessageSize" default:"16MiB" min:"1" help:"largest message sent or received"`
+	TLS              driver.TLSOptions
+	Timeouts         driver.TimeoutOptions `omit:"timeout" connectTimeout.help:"timeout to connect and to read the service descriptions at Init"`
 
 	Read         string `opt:"read" default:"ndbench.kv.v1.KV/Get" help:"Driver.Read: the full method package.Service/Method; empty = not configured"`
 	ReadRequest  string `opt:"readRequest" default:"{}" help:"read: the request's fixed fields as protobuf JSON"`
@@ -184,6 +185,10 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		}
 		if err != nil {
 			return classify(fmt.Errorf("grpc: read the service descriptions from %s by reflection (descriptors=reflection; a server without it needs a descriptor set file): %w", o.Target, err))
+		}
+	} else if strings.HasSuffix(o.Descriptors, ".proto") {
+		if files, err = fromProtoFiles(ictx, o.Descriptors, o.ProtoImportPaths); err != nil {
+			return driver.Wrap(driver.ClassRejected, fmt.Errorf("grpc descriptors: %w", err))
 		}
 	} else {
 		b, err := os.ReadFile(o.Descriptors)

@@ -49,9 +49,14 @@ func ctxT(t testing.TB) context.Context {
 // descriptor set file; Lookup's nested value and found flag; fixed request fields.
 func TestDescriptionsAndPaths(t *testing.T) {
 	ctx := ctxT(t)
-	for _, desc := range []string{"reflection", testserver.KVGRPCDescriptors(srv)} {
-		t.Run(map[bool]string{true: "reflection", false: "file"}[desc == "reflection"], func(t *testing.T) {
-			d := open(t, map[string]string{"descriptors": desc,
+	for _, tc := range []struct{ name, desc, imports string }{
+		{"reflection", "reflection", ""},
+		{"descriptor-set", testserver.KVGRPCDescriptors(srv), ""},
+		{"proto-file", "testdata/ndbench/kv/v1/kv.proto", "testdata"},
+	} {
+		desc := tc.desc
+		t.Run(tc.name, func(t *testing.T) {
+			d := open(t, map[string]string{"descriptors": desc, "protoImportPaths": tc.imports,
 				"writeRequest": `{"tenant": "t1"}`, "readRequest": `{"tenant": "t1"}`,
 				"read": "ndbench.kv.v1.KV/Lookup", "readValue": "item.value", "readFound": "found"})
 			val := []byte{0, 1, 2, 0xff, '\n'}
@@ -65,7 +70,7 @@ func TestDescriptionsAndPaths(t *testing.T) {
 				t.Fatalf("absent key (found=false): %v", err)
 			}
 			// Another tenant does not see it: the fixed request field is sent.
-			other := open(t, map[string]string{"descriptors": desc, "readRequest": `{"tenant": "t2"}`})
+			other := open(t, map[string]string{"descriptors": desc, "protoImportPaths": tc.imports, "readRequest": `{"tenant": "t2"}`})
 			if _, err := other.Read(ctx, "paths"); !errors.Is(err, driver.ErrNotFound) {
 				t.Fatalf("tenant t2 read t1's key: %v", err)
 			}
@@ -86,6 +91,7 @@ func TestConfigurationErrors(t *testing.T) {
 		{map[string]string{"readValue": "item.value"}, []string{"readValue", "value"}},
 		{map[string]string{"read": "ndbench.kv.v1.KV/Lookup", "readValue": "item.value", "readFound": "item"}, []string{"readFound", "bool"}},
 		{map[string]string{"writeRequest": `{"tenantt": "x"}`}, []string{"writeRequest", "PutRequest"}},
+		{map[string]string{"descriptors": "testdata/missing.proto"}, []string{"missing.proto"}},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		v := map[string]string{"target": srv.Addr()}
