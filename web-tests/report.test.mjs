@@ -2,7 +2,8 @@
 // draws the same charts as the live page, offline (file://, nothing fetched).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { launchBrowser, waitFor, artifacts, repo, ensureBinary } from './harness.mjs';
@@ -41,5 +42,38 @@ describe('HTML run report', () => {
     assert.deepEqual(errors, []);
     // Only the file itself was loaded.
     assert.deepEqual(requests.filter((u) => !u.startsWith('file:')), []);
+  });
+
+  it('marks a scenario\'s phases and hooks on every chart', async () => {
+    const scen = path.join(artifacts, 'marks.yaml');
+    writeFileSync(scen, [
+      'name: marks', 'config:', '  driver: {name: memory}', '  workload: {readRate: 200, writeRate: 50}',
+      'phases:', '  - name: warm', '    duration: 2s', '  - name: main', '    duration: 4s',
+      'hooks:', '  - name: fault', '    at: main + 1s', '    run: "true"', '    for: 1s', '    undo: {run: "true"}',
+    ].join('\n') + '\n');
+    const file = path.join(artifacts, 'scenario-report.html');
+    // No thresholds: it passes (0), or is invalid (4) on a machine too busy to keep the
+    // schedule; either way the report is written, and the report is what is checked here.
+    const run = spawnSync(ensureBinary(), ['scenario', 'run', scen, '--report-html', file], { cwd: repo, stdio: 'ignore' });
+    assert.ok(run.status === 0 || run.status === 4, `scenario run exit ${run.status}`);
+    errors.length = 0;
+    await page.goto(pathToFileURL(file).href);
+    const fig = page.locator('figure[data-chart=latency][data-op=read]');
+    await waitFor(async () => Number(await fig.getAttribute('data-points')) >= 3, 'read latency chart with the series', 15000);
+    // Two phases and one hook, on every chart.
+    const marks = await page.locator('figure.chart').evaluateAll((fs) => fs.map((f) => f.dataset.marks));
+    assert.ok(marks.length >= 6);
+    assert.ok(marks.every((m) => m === '3'), `marks per chart: ${marks}`);
+    // The hook's band is drawn: the chart's pixels under it are tinted blue.
+    const tinted = await page.evaluate(() => {
+      const c = document.querySelector('figure[data-chart=throughput][data-op=read] canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 2] > d[i] + 20 && d[i + 3] > 0 && d[i + 2] > 200) n++;
+      return n;
+    });
+    assert.ok(tinted > 50, `blue-tinted pixels under the hook: ${tinted}`);
+    await page.screenshot({ path: path.join(artifacts, '10-scenario-report.png'), fullPage: false });
+    assert.deepEqual(errors, []);
   });
 });

@@ -289,6 +289,41 @@
   }
 
   // hatch is the fill of partial seconds: orange diagonal stripes, one pattern per canvas.
+  // drawMarks draws a scenario's timeline under the series: each phase's start as a
+  // dashed line with its name, each hook as a blue band over its span (a line when it has
+  // none) with its name, so a latency spike lines up with the fault that caused it.
+  // marks: [{ kind: 'phase'|'hook', name, start, end }] with times in seconds.
+  function drawMarks(u, marks) {
+    if (!marks.length) return;
+    const { left, top, width: w, height: h } = u.bbox;
+    const ctx = u.ctx;
+    const px = global.devicePixelRatio || 1;
+    ctx.save();
+    ctx.beginPath(); ctx.rect(left, top, w, h); ctx.clip();
+    ctx.font = Math.round(10 * px) + 'px sans-serif';
+    ctx.textBaseline = 'top';
+    let row = 0;
+    for (const m of marks) {
+      const x0 = u.valToPos(m.start, 'x', true);
+      if (m.kind === 'hook') {
+        const x1 = m.end > m.start ? u.valToPos(m.end, 'x', true) : x0;
+        ctx.fillStyle = 'rgba(37,99,235,0.12)';
+        ctx.fillRect(x0, top, Math.max(x1 - x0, 2 * px), h);
+        ctx.fillStyle = 'rgba(37,99,235,0.9)';
+      } else {
+        ctx.strokeStyle = 'rgba(80,80,80,0.7)';
+        ctx.lineWidth = px;
+        ctx.setLineDash([4 * px, 3 * px]);
+        ctx.beginPath(); ctx.moveTo(x0, top); ctx.lineTo(x0, top + h); ctx.stroke();
+        ctx.setLineDash([]);
+        ctx.fillStyle = 'rgba(60,60,60,0.9)';
+      }
+      // Labels take turns on three rows, so neighbours do not overprint each other.
+      ctx.fillText(m.name, x0 + 3 * px, top + 2 * px + (row++ % 3) * 12 * px);
+    }
+    ctx.restore();
+  }
+
   function hatch(ctx) {
     if (ctx.ndHatch) return ctx.ndHatch;
     const c = document.createElement('canvas');
@@ -322,7 +357,8 @@
   // are hatched in every chart.
   // With log, a chart that allows it (latency) uses a log y axis: one 500 ms stall does not
   // flatten eight series of 1 ms into the x axis.
-  function makeChart(el, def, op, width, minSpan, log, fleet) {
+  function makeChart(el, def, op, width, minSpan, log, fleet, marks) {
+    marks = marks || [];
     const logY = !!(log && def.log);
     const defs = def.series.filter((s) => !s.fleet || fleet);
     let bands = [];
@@ -336,7 +372,7 @@
       series: series,
       cursor: { drag: { x: false, y: false } },
       legend: { live: true },
-      hooks: { drawClear: [(u) => {
+      hooks: { drawClear: [(u) => drawMarks(u, marks), (u) => {
         if (!bands.length) return;
         const { left, top, width: w, height: h } = u.bbox;
         const ctx = u.ctx;
@@ -421,6 +457,7 @@
       this.container = container; this.charts = []; this.ops = ops;
       this.log = !!(opts && opts.log);
       this.fleet = !!(opts && opts.fleet);
+      this.marks = (opts && opts.marks) || [];
       const minSpan = opts && opts.minSpan !== undefined ? opts.minSpan : 60;
       container.classList.add('chart-grid');
       const width = this.colWidth();
@@ -436,7 +473,8 @@
           container.appendChild(fig);
           const body = document.createElement('div');
           fig.appendChild(body);
-          this.charts.push({ op, def, fig, chart: makeChart(body, def, op, width, minSpan, this.log, this.fleet) });
+          fig.dataset.marks = String(this.marks.length);
+          this.charts.push({ op, def, fig, chart: makeChart(body, def, op, width, minSpan, this.log, this.fleet, this.marks) });
         }
       }
     }
