@@ -44,6 +44,29 @@ describe('HTML run report', () => {
     assert.deepEqual(requests.filter((u) => !u.startsWith('file:')), []);
   });
 
+  it('charts an auto-tune search step by step', async () => {
+    const file = path.join(artifacts, 'autotune-report.html');
+    // A short search on the memory store; on a busy machine it may end client-bound, which
+    // is still a search with steps to show.
+    spawnSync(ensureBinary(), ['autotune', '--driver', 'memory', '--set', 'drivers.memory.capacity=1500',
+      '--set', 'drivers.memory.serviceTime=1ms', '--set', 'workload.writeEnabled=false', '--set', 'workload.readers=32',
+      '--set', 'workload.maxReaders=256', '--latency', '200ms', '--percentile', '90', '--start', '400', '--settle', '1s',
+      '--window', '2s', '--confirm', '2s', '--tolerance', '25%', '--client-lag', '150ms', '--max-rate', '6400',
+      '--report-html', file], { cwd: repo, stdio: 'ignore', timeout: 240000 });
+    errors.length = 0;
+    await page.goto(pathToFileURL(file).href);
+    await page.locator('#autotune').waitFor();
+    const rows = await page.locator('#autotune-steps tbody tr').count();
+    assert.ok(rows >= 2, `${rows} step rows`);
+    assert.equal(await page.locator('#autotune-chart').getAttribute('data-points'), String(rows));
+    assert.equal(await page.locator('#autotune-chart canvas').count(), 1);
+    assert.match(await page.locator('#autotune-outcome').innerText(), /^Status (found|client-bound|above-max|none-within-sla|not-confirmed)/);
+    // The first step is the start rate.
+    assert.equal(await page.locator('#autotune-steps tbody tr').first().locator('td').nth(2).innerText(), '400');
+    await page.locator('#autotune').screenshot({ path: path.join(artifacts, '11-autotune-report.png') });
+    assert.deepEqual(errors, []);
+  });
+
   it('marks a scenario\'s phases and hooks on every chart', async () => {
     const scen = path.join(artifacts, 'marks.yaml');
     writeFileSync(scen, [
@@ -61,7 +84,7 @@ describe('HTML run report', () => {
     const fig = page.locator('figure[data-chart=latency][data-op=read]');
     await waitFor(async () => Number(await fig.getAttribute('data-points')) >= 3, 'read latency chart with the series', 15000);
     // Two phases and one hook, on every chart.
-    const marks = await page.locator('figure.chart').evaluateAll((fs) => fs.map((f) => f.dataset.marks));
+    const marks = await page.locator('#charts figure.chart').evaluateAll((fs) => fs.map((f) => f.dataset.marks));
     assert.ok(marks.length >= 6);
     assert.ok(marks.every((m) => m === '3'), `marks per chart: ${marks}`);
     // The hook's band is drawn: the chart's pixels under it are tinted blue.

@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/web"
 )
 
 type autotuneFlags struct {
@@ -45,6 +44,7 @@ type autotuneFlags struct {
 	duration    time.Duration
 	jsonOut     bool
 	report      string
+	reportHTML  string
 	backfill    bool
 }
 
@@ -103,6 +103,7 @@ Exit code 0 when the capacity was found (or held), 1 otherwise, 2 for bad usage.
 	fl.DurationVar(&f.duration, "duration", 0, "with --hold: how long to hold (0 = until interrupted)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the result as JSON on stdout (progress goes to stderr)")
 	fl.StringVar(&f.report, "report", "", "write the JSON run report, with the result under \"autotune\", to this file")
+	fl.StringVar(&f.reportHTML, "report-html", "", "write the HTML report, with the search's steps charted, to this file")
 	fl.BoolVar(&f.backfill, "backfill", false, "write every key once before the search (same as --set workload.backfill=true)")
 	return cmd
 }
@@ -274,12 +275,25 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 			return err
 		}
 	}
-	if f.report != "" {
-		if err := writeAutotuneReport(f.report, report.Build(inst.ReportInput(toolVersion())), res); err != nil {
+	if f.report != "" || f.reportHTML != "" {
+		rep, err := withAutotune(report.Build(inst.ReportInput(toolVersion())), res)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "report written to %s\n", f.report)
+		if f.report != "" {
+			if err := report.WriteFile(f.report, rep); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "report written to %s\n", f.report)
+		}
+		if f.reportHTML != "" {
+			if err := report.WriteHTMLFile(f.reportHTML, rep, report.Charts(web.Charts())); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "HTML report written to %s\n", f.reportHTML)
+		}
 	}
+
 	switch res.Status {
 	case autotune.StatusFound, autotune.StatusAboveMax:
 		return nil
@@ -306,28 +320,12 @@ func classShares(shares map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeAutotuneReport writes the run report with the search's result added under
-// "autotune".
-func writeAutotuneReport(path string, rep *report.Report, res *autotune.Result) error {
-	var buf bytes.Buffer
-	if err := report.Write(&buf, rep); err != nil {
-		return err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
+// withAutotune returns the run report with the search's result under "autotune".
+func withAutotune(rep *report.Report, res *autotune.Result) (*report.Report, error) {
 	raw, err := json.Marshal(res)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("encode the auto-tune result: %w", err)
 	}
-	m["autotune"] = raw
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	return nil
+	rep.Autotune = raw
+	return rep, nil
 }

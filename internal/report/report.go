@@ -54,6 +54,10 @@ type Report struct {
 	Series []stats.Point `json:"series"`
 	// Timeline marks a scenario's phases and hooks, oldest first; absent for a plain run.
 	Timeline []Mark `json:"timeline,omitempty"`
+	// Autotune is an auto-tune search's result (package autotune's Result, which depends
+	// on this package, so it is kept encoded); absent for other runs. The HTML report
+	// draws its steps.
+	Autotune json.RawMessage `json:"autotune,omitempty"`
 }
 
 // Tool identifies the build that produced the report.
