@@ -33,6 +33,9 @@
 //	sleep(ms), now() (ms since the epoch), randomInt(n), randomBytes(n), text(bytes), bytes(string)
 //	fail(class, message)                throws new NdbenchError(class, message)
 //
+// Values a script gets are its own: a store's read returns a copy, and what an operation
+// returns is copied out, so a script may keep or change them. Keys are strings.
+//
 // Every call runs under the operation's context: its deadline ends a nested driver call, a
 // request or a sleep, and interrupts the JavaScript itself (an endless loop included).
 //
@@ -49,8 +52,10 @@
 // concurrent operation, created as needed (at most runtimes, when set), each having run the
 // script and init. There is no lock shared by all workers on the way.
 //
-// The file is polled every watch interval (size, modification time, then a content
-// hash). A changed script is compiled and initialised in a new pool, and must define every
+// The file is read every watch interval and its content hash compared (size and
+// modification time miss a rewrite within the file system's timestamp granularity); new
+// content is loaded once it stayed the same for one interval, so a file being written is
+// not loaded half-written. A changed script is compiled and initialised in a new pool, and must define every
 // operation the running one does, before it replaces it; the old pool finishes its
 // operations in flight, runs close() and closes its stores. A script that fails to load
 // leaves the running one in place: the error is logged, counted (DriverStats

@@ -13,7 +13,7 @@ type Options struct {
 	Source   string        `opt:"source" default:"" help:"the script itself, instead of file (never reloaded)"`
 	Config   string        `opt:"config" default:"{}" live:"true" help:"JSON value passed to the script's init(config); a change reloads the script"`
 	Runtimes int           `opt:"runtimes" default:"0" min:"0" max:"65536" help:"JavaScript runtimes at most, one per concurrent operation (operations beyond wait); 0 = one per concurrent operation, created as needed"`
-	Watch    time.Duration `opt:"watch" default:"1s" min:"0s" help:"how often the file is checked for changes (size, time, content hash); 0 = never reload"`
+	Watch    time.Duration `opt:"watch" default:"1s" min:"0s" help:"how often the file is read for changes (content hash); 0 = never reload"`
 }
 
 // Validate checks what the tags cannot: not both file and source, and config as JSON.
