@@ -367,6 +367,51 @@ type generation struct {
 	poolMu  sync.Mutex
 	idle    []*vm
 	created atomic.Int64
+
+	allMu        sync.Mutex
+	all          []*vm // every runtime, for the watchdog
+	stopWatchdog chan struct{}
+	watchdogDone chan struct{}
+}
+
+// watchdogEvery is how often the watchdog looks for operations past their context. A
+// watchdog, not a context.AfterFunc per operation: that registration and its removal
+// cost more than the JavaScript call of a trivial operation, while only JavaScript that
+// computes past its deadline (a loop) needs the interrupt, which this ends within one
+// interval.
+const watchdogEvery = 10 * time.Millisecond
+
+// watchdog interrupts the runtimes whose operation's context ended, until close.
+func (g *generation) watchdog() {
+	defer close(g.watchdogDone)
+	t := time.NewTicker(watchdogEvery)
+	defer t.Stop()
+	var vms []*vm
+	for {
+		select {
+		case <-g.stopWatchdog:
+			return
+		case <-t.C:
+		}
+		g.allMu.Lock()
+		vms = append(vms[:0], g.all...)
+		g.allMu.Unlock()
+		for _, v := range vms {
+			v.checkInterrupt()
+		}
+	}
+}
+
+// forget removes v from the watchdog's list (a runtime dropped from the pool).
+func (g *generation) forget(v *vm) {
+	g.allMu.Lock()
+	defer g.allMu.Unlock()
+	for i, x := range g.all {
+		if x == v {
+			g.all = append(g.all[:i], g.all[i+1:]...)
+			return
+		}
+	}
 }
 
 // load compiles src and runs it with init(config) in a first runtime; old, the running
@@ -380,6 +425,8 @@ func load(ctx context.Context, src source, o *Options, old *generation) (_ *gene
 	if o.Runtimes > 0 {
 		g.sem = make(chan struct{}, o.Runtimes)
 	}
+	g.stopWatchdog, g.watchdogDone = make(chan struct{}), make(chan struct{})
+	go g.watchdog()
 	defer func() {
 		if err != nil {
 			_ = g.close()
@@ -441,6 +488,7 @@ func (g *generation) get(ctx context.Context) (*vm, error) {
 func (g *generation) put(v *vm) {
 	if v.broken {
 		g.created.Add(-1)
+		g.forget(v)
 	} else {
 		g.poolMu.Lock()
 		g.idle = append(g.idle, v)
@@ -473,6 +521,8 @@ func (g *generation) close() error {
 		}
 		cancel()
 	}
+	close(g.stopWatchdog)
+	<-g.watchdogDone
 	errs = append(errs, g.stores.close())
 	return errors.Join(errs...)
 }

@@ -45,33 +45,30 @@ type vm struct {
 	rnd    *rand.Rand
 	broken bool // panicked: not returned to the pool
 	stores map[*store]goja.Value
+	args   [2]goja.Value
 
-	// mu orders an interrupt from ctx's AfterFunc against the end of the operation, so an
-	// interrupt meant for one operation never hits the next.
-	mu        sync.Mutex
-	active    bool
-	interrupt func()
+	// mu orders the watchdog's interrupt against the start and end of an operation, so
+	// an interrupt meant for one operation never hits the next.
+	mu     sync.Mutex
+	active bool
 }
 
 // newVM creates a runtime, runs the prelude and the script, and calls init(config).
 func (g *generation) newVM(ctx context.Context) (_ *vm, err error) {
 	rt := goja.New()
 	v := &vm{g: g, rt: rt, rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), stores: map[*store]goja.Value{}}
-	v.interrupt = func() {
-		v.mu.Lock()
-		if v.active {
-			v.rt.Interrupt(errInterrupted)
-		}
-		v.mu.Unlock()
-	}
-	v.ctx = ctx
-	stop := v.watch(ctx)
+	g.allMu.Lock()
+	g.all = append(g.all, v)
+	g.allMu.Unlock()
+	v.begin(ctx)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("script %s: panic while loading: %v", g.src.name, r)
 		}
-		v.unwatch(stop)
-		v.ctx = nil
+		v.end()
+		if err != nil {
+			g.forget(v)
+		}
 	}()
 	if err := v.installHost(); err != nil {
 		return nil, fmt.Errorf("script %s: %w", g.src.name, err)
@@ -101,43 +98,45 @@ func (g *generation) newVM(ctx context.Context) (_ *vm, err error) {
 	return v, nil
 }
 
-// watch arranges for ctx's end to interrupt the JavaScript running; unwatch undoes it.
-func (v *vm) watch(ctx context.Context) func() bool {
-	if ctx.Done() == nil {
-		return nil
-	}
+// begin makes ctx the context of the operation v runs, which the watchdog checks.
+func (v *vm) begin(ctx context.Context) {
 	v.mu.Lock()
+	v.ctx = ctx
 	v.active = true
 	v.mu.Unlock()
-	return context.AfterFunc(ctx, v.interrupt)
 }
 
-func (v *vm) unwatch(stop func() bool) {
-	if stop == nil {
-		return
-	}
-	stop()
-	// Under mu: an AfterFunc that already started has finished interrupting, and one that
-	// has not yet taken mu will see active false. Either way the flag is clear for the
-	// next operation.
+// end ends the operation: under mu, so a watchdog interrupt either happened before (and
+// is cleared here) or sees the runtime idle.
+func (v *vm) end() {
 	v.mu.Lock()
 	v.active = false
+	v.ctx = nil
 	v.rt.ClearInterrupt()
+	v.mu.Unlock()
+}
+
+// checkInterrupt is the watchdog's check: it interrupts the JavaScript of an operation
+// whose context ended. Go calls the script makes (stores, http, sleep) end with the
+// context by themselves; this ends JavaScript that computes (a loop) past it.
+func (v *vm) checkInterrupt() {
+	v.mu.Lock()
+	if v.active && v.ctx.Err() != nil {
+		v.rt.Interrupt(errInterrupted)
+	}
 	v.mu.Unlock()
 }
 
 // call runs function fn with key (and value, for write kinds) as one operation.
 func (v *vm) call(ctx context.Context, fn int, key string, value []byte) (out []byte, err error) {
-	v.ctx = ctx
-	stop := v.watch(ctx)
+	v.begin(ctx)
 	var buf goja.ArrayBuffer
 	defer func() {
 		if r := recover(); r != nil {
 			v.broken = true
 			err = fmt.Errorf("script %s: %s: panic: %v", v.g.src.name, fnNames[fn], r)
 		}
-		v.unwatch(stop)
-		v.ctx = nil
+		v.end()
 		if value != nil {
 			// The engine reuses value's buffer: a script that kept the ArrayBuffer gets a
 			// TypeError on use, not bytes that change under it.
@@ -145,12 +144,16 @@ func (v *vm) call(ctx context.Context, fn int, key string, value []byte) (out []
 		}
 	}()
 	var res goja.Value
+	// The arguments live in v, not in a slice allocated per call.
+	v.args[0] = v.rt.ToValue(key)
+	args := v.args[:1]
 	if fnKinds[fn] == driver.KindWrite {
 		buf = v.rt.NewArrayBuffer(value)
-		res, err = v.fns[fn](goja.Undefined(), v.rt.ToValue(key), v.rt.ToValue(buf))
-	} else {
-		res, err = v.fns[fn](goja.Undefined(), v.rt.ToValue(key))
+		v.args[1] = v.rt.ToValue(buf)
+		args = v.args[:2]
 	}
+	res, err = v.fns[fn](goja.Undefined(), args...)
+	v.args[0], v.args[1] = nil, nil
 	if err != nil {
 		return nil, v.convert(ctx, err)
 	}
@@ -169,14 +172,12 @@ func (v *vm) call(ctx context.Context, fn int, key string, value []byte) (out []
 
 // callClose runs the script's close().
 func (v *vm) callClose(ctx context.Context) (err error) {
-	v.ctx = ctx
-	stop := v.watch(ctx)
+	v.begin(ctx)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("script %s: close: panic: %v", v.g.src.name, r)
 		}
-		v.unwatch(stop)
-		v.ctx = nil
+		v.end()
 	}()
 	if _, err := v.closeFn(goja.Undefined()); err != nil {
 		return fmt.Errorf("script %s: close: %w", v.g.src.name, v.convert(ctx, err))
