@@ -57,7 +57,9 @@
 // content is loaded once it stayed the same for one interval, so a file being written is
 // not loaded half-written. A changed script is compiled and initialised in a new pool, and must define every
 // operation the running one does, before it replaces it; the old pool finishes its
-// operations in flight, runs close() and closes its stores. A script that fails to load
+// operations in flight, runs close() and closes its stores. A store the new script opens
+// with the same driver and options is taken over rather than opened again, so a reload
+// does not reconnect, and an in-process store (memory, pebble) keeps its data. A script that fails to load
 // leaves the running one in place: the error is logged, counted (DriverStats
 // reloadErrors) and shown as lastReloadError in the connection info. A change of config
 // reloads the same way.

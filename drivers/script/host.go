@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -27,6 +28,7 @@ type store struct {
 	name string
 	d    driver.Driver
 	def  driver.Definition
+	refs atomic.Int32 // the store sets holding it; the last to let go closes it
 }
 
 // storeSet holds the stores of one generation, opened once each (the first runtime's
@@ -36,14 +38,40 @@ type storeSet struct {
 	m      map[string]*store
 	order  []*store
 	closed bool
+	// prev is the running generation's set while this one loads: a store opened with
+	// the same driver and options is taken over, not opened again, so a reload neither
+	// reconnects nor empties an in-process store (memory, pebble).
+	prev   *storeSet
 	client *http.Client
 }
 
-func newStoreSet() *storeSet {
-	return &storeSet{m: map[string]*store{}, client: &http.Client{
+func newStoreSet(prev *storeSet) *storeSet {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 1024 // a connection per concurrent operation, kept
+	return &storeSet{m: map[string]*store{}, prev: prev, client: &http.Client{
+		Transport: tr,
 		// Redirects are answers to the script, as in the http driver.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
+}
+
+// loaded ends the take-over of the previous set's stores.
+func (s *storeSet) loaded() {
+	s.mu.Lock()
+	s.prev = nil
+	s.mu.Unlock()
+}
+
+// adopt returns the store of key from the set, holding a reference, if it has it open.
+func (s *storeSet) adopt(key string) *store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.m[key]
+	if !ok || s.closed {
+		return nil
+	}
+	st.refs.Add(1)
+	return st
 }
 
 // open returns the store of driver name with values, opening it on first use.
@@ -70,12 +98,19 @@ func (s *storeSet) open(ctx context.Context, name string, values map[string]stri
 	if name == Name {
 		return nil, driver.Wrap(driver.ClassRejected, errors.New("a script cannot open the script driver"))
 	}
-	d, _, err := driver.Open(ctx, name, values)
-	if err != nil {
-		return nil, err
+	var st *store
+	if s.prev != nil {
+		st = s.prev.adopt(key)
 	}
-	def, _ := driver.Lookup(name)
-	st := &store{key: key, name: name, d: d, def: def}
+	if st == nil {
+		d, _, err := driver.Open(ctx, name, values)
+		if err != nil {
+			return nil, err
+		}
+		def, _ := driver.Lookup(name)
+		st = &store{key: key, name: name, d: d, def: def}
+		st.refs.Store(1)
+	}
 	s.m[key] = st
 	s.order = append(s.order, st)
 	return st, nil
@@ -98,6 +133,9 @@ func (s *storeSet) close() error {
 	s.closed = true
 	var errs []error
 	for i := len(s.order) - 1; i >= 0; i-- {
+		if s.order[i].refs.Add(-1) > 0 {
+			continue // taken over by the next generation
+		}
 		if err := s.order[i].d.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store %s: %w", s.order[i].name, err))
 		}

@@ -421,7 +421,11 @@ func load(ctx context.Context, src source, o *Options, old *generation) (_ *gene
 	if err != nil {
 		return nil, fmt.Errorf("script %s: %w", src.name, err)
 	}
-	g := &generation{src: src, prog: prog, config: o.Config, stores: newStoreSet()}
+	var prev *storeSet
+	if old != nil {
+		prev = old.stores
+	}
+	g := &generation{src: src, prog: prog, config: o.Config, stores: newStoreSet(prev)}
 	if o.Runtimes > 0 {
 		g.sem = make(chan struct{}, o.Runtimes)
 	}
@@ -453,6 +457,7 @@ func load(ctx context.Context, src source, o *Options, old *generation) (_ *gene
 		}
 	}
 	g.idle = append(g.idle, v)
+	g.stores.loaded()
 	return g, nil
 }
 

@@ -237,8 +237,13 @@ func TestReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Each version keeps data in a memory store, which a reload takes over (same driver,
+	// same options), and its close() leaves a mark there.
 	version := func(v string) string {
-		return `var closed = false; function read(key) { return "` + v + `"; } function write(key, value) {} function close() {}`
+		return `var db; function init() { db = stores.open("memory"); }
+function read(key) { return key === "k" ? "` + v + `" : db.read(key); }
+function write(key, value) { db.write(key, value); }
+function close() { db.write("closed-` + v + `", bytes("yes")); }`
 	}
 	write(version("v1"))
 	d := open(t, map[string]string{"file": file, "watch": "5ms"})
@@ -281,8 +286,16 @@ func TestReload(t *testing.T) {
 			}
 		}
 	}()
+	if err := d.Write(ctx, "kept", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
 	write(version("v2"))
 	wait("reload to v2", func() bool { return read() == "v2" })
+	for key, want := range map[string]string{"kept": "data", "closed-v1": "yes"} {
+		if v, err := d.Read(ctx, key); err != nil || string(v) != want {
+			t.Fatalf("after the reload %s = %q, %v; want %q (the store taken over, v1's close() run)", key, v, err, want)
+		}
+	}
 
 	write(`function read(key) { return "v3" ` + "\n") // a syntax error
 	wait("reported reload error", func() bool { return d.DriverStats()["reloadErrors"] >= 1 })
