@@ -81,6 +81,7 @@ type Driver struct {
 
 	stopWatch chan struct{}
 	watchDone chan struct{}
+	retiring  sync.WaitGroup // replaced generations closing
 
 	reloads      atomic.Int64
 	reloadErrors atomic.Int64
@@ -172,7 +173,15 @@ func (d *Driver) reloadLocked(ctx context.Context, opts Options) error {
 			d.reloads.Add(1)
 			d.setLastErr("")
 			if old != nil {
-				old.close()
+				// The old script finishes its operations in flight in the background, so
+				// a reload never waits for a slow one; Close waits for it.
+				d.retiring.Add(1)
+				go func() {
+					defer d.retiring.Done()
+					if err := old.close(); err != nil {
+						slog.Warn("script: closing the replaced script", "script", old.src.name, "err", err)
+					}
+				}()
 			}
 			return nil
 		}
@@ -254,10 +263,12 @@ func (d *Driver) Close() error {
 		close(stop)
 		<-done
 	}
+	var err error
 	if g := d.cur.Swap(nil); g != nil {
-		return g.close()
+		err = g.close()
 	}
-	return nil
+	d.retiring.Wait()
+	return err
 }
 
 // Read runs the script's read(key).
