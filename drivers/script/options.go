@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/dop251/goja"
+
 	"github.com/ndbench/ndbench/driver"
 )
 
@@ -16,13 +18,20 @@ type Options struct {
 	Watch    time.Duration `opt:"watch" default:"1s" min:"0s" help:"how often the file is read for changes (content hash); 0 = never reload"`
 }
 
-// Validate checks what the tags cannot: not both file and source, and config as JSON.
-// Neither file nor source is the defaults' state, which registration validates, so Init
-// reports that one (errNoScript).
+// Validate checks what the tags cannot: not both file and source, source compiles, and
+// config is JSON. Neither file nor source is the defaults' state, which registration
+// validates, so Init reports that one (noScript).
 func (o *Options) Validate() error {
 	var errs driver.FieldErrors
 	if o.File != "" && o.Source != "" {
 		errs = append(errs, &driver.FieldError{Field: "source", Value: "(set)", Allowed: "empty when file is set: one script, from one place"})
+	}
+	if o.Source != "" {
+		// Compiling touches nothing outside the process, so an inline script's syntax
+		// errors are found when the configuration is written, not at Init.
+		if _, err := goja.Compile("source", o.Source, false); err != nil {
+			errs = append(errs, &driver.FieldError{Field: "source", Value: "(script)", Allowed: "JavaScript that compiles: " + err.Error()})
+		}
 	}
 	if !json.Valid([]byte(o.Config)) {
 		errs = append(errs, &driver.FieldError{Field: "config", Value: driver.Shown(false, o.Config), Allowed: `a JSON value, e.g. {"ttl": 60}`})

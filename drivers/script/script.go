@@ -128,6 +128,7 @@ type source struct {
 	hash [sha256.Size]byte
 }
 
+// readSource reads the script of o: the file's content, or the source option.
 func readSource(o *Options) (source, error) {
 	if o.File == "" {
 		return source{name: "source", text: o.Source, hash: sha256.Sum256([]byte(o.Source))}, nil

@@ -362,6 +362,7 @@ func TestBadOptions(t *testing.T) {
 		{"config not JSON", map[string]string{"source": "function read(){}", "config": "{"}, "config"},
 		{"negative runtimes", map[string]string{"source": "function read(){}", "runtimes": "-1"}, "runtimes"},
 		{"missing file", map[string]string{"file": "/nonexistent/x.js"}, "file"},
+		{"source does not compile", map[string]string{"source": "function read( {"}, "source"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d, _, err := driver.Open(context.Background(), Name, tt.values)
