@@ -126,6 +126,7 @@ function read(key) {
 		try { bad.read(key); } catch (e) { if (e.class !== "throttled") { throw new Error("class " + e.class); } throw e; }
 	case "plain": null.x;
 	case "unknown": fail("weird", "what");
+	case "recurse": var f = function(n) { return f(n + 1) + 1; }; f(0);
 	}
 	return "ok";
 }
@@ -141,6 +142,7 @@ function read(key) {
 		{"caught", driver.ClassThrottled, "script source:"},
 		{"plain", driver.ClassOther, "TypeError"},
 		{"unknown", driver.ClassOther, `unknown class "weird"`},
+		{"recurse", driver.ClassOther, "stack overflow"},
 	} {
 		_, err := d.Read(ctx, tt.key)
 		if driver.Classify(err) != tt.class || err == nil || !strings.Contains(err.Error(), tt.msg) {

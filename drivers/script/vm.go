@@ -26,6 +26,9 @@ var NdbenchError = class NdbenchError extends Error {
 function fail(cls, message) { throw new NdbenchError(cls, message); }
 `, false)
 
+// maxCallStack is the depth of JavaScript calls a runtime allows.
+const maxCallStack = 10000
+
 // errInterrupted is what an interrupted runtime reports; convert replaces it with the
 // operation's context error.
 var errInterrupted = errors.New("operation context ended")
@@ -56,6 +59,8 @@ type vm struct {
 // newVM creates a runtime, runs the prelude and the script, and calls init(config).
 func (g *generation) newVM(ctx context.Context) (_ *vm, err error) {
 	rt := goja.New()
+	// Runaway recursion fails the operation instead of growing the heap without bound.
+	rt.SetMaxCallStackSize(maxCallStack)
 	v := &vm{g: g, rt: rt, rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), stores: map[*store]goja.Value{}}
 	g.allMu.Lock()
 	g.all = append(g.all, v)
@@ -91,7 +96,7 @@ func (g *generation) newVM(ctx context.Context) (_ *vm, err error) {
 			return nil, fmt.Errorf("script %s: config: %w", g.src.name, err)
 		}
 		if _, err := initFn(goja.Undefined(), config); err != nil {
-			return nil, fmt.Errorf("script %s: init: %w", g.src.name, v.convert(ctx, err))
+			return nil, fmt.Errorf("init: %w", v.convert(ctx, err))
 		}
 	}
 	g.created.Add(1)
@@ -180,7 +185,7 @@ func (v *vm) callClose(ctx context.Context) (err error) {
 		v.end()
 	}()
 	if _, err := v.closeFn(goja.Undefined()); err != nil {
-		return fmt.Errorf("script %s: close: %w", v.g.src.name, v.convert(ctx, err))
+		return fmt.Errorf("close: %w", v.convert(ctx, err))
 	}
 	return nil
 }
@@ -219,6 +224,10 @@ func (v *vm) convert(ctx context.Context, err error) error {
 			return fmt.Errorf("script %s: interrupted: %w", v.g.src.name, cerr)
 		}
 		return fmt.Errorf("script %s: %w", v.g.src.name, ie)
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return fmt.Errorf("script %s: stack overflow: calls nested more than %d deep", v.position(&so.Exception), maxCallStack)
 	}
 	var exc *goja.Exception
 	if !errors.As(err, &exc) {
