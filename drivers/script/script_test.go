@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -451,5 +452,39 @@ function write(key, value) {}`
 	}
 	if got := <-done; got != "v1" {
 		t.Fatalf("the operation in flight during the reload returned %q; want v1, from the old script's store", got)
+	}
+}
+
+// TestCloseStopsEverything opens, reloads (file and config) and closes a driver, and
+// checks that no goroutine of it (watcher, watchdogs, background closes) is left.
+func TestCloseStopsEverything(t *testing.T) {
+	before := runtime.NumGoroutine()
+	file := filepath.Join(t.TempDir(), "s.js")
+	if err := os.WriteFile(file, []byte(passthrough), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := driver.Open(context.Background(), Name, map[string]string{"file": file, "watch": "5ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(passthrough+"\nfunction other1(key) {}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for d.(*Driver).DriverStats()["reloads"] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no reload")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines after Close, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
