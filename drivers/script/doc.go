@@ -67,7 +67,9 @@
 // # Example
 //
 // examples/script/cache-aside.js reads through a memory cache in front of a second
-// store:
+// store (a memory store with a 1 ms service time standing in for a database; name redis
+// and memcached with their options to compose real ones), and runs its workflow as an op
+// class of its own:
 //
 //	driver:
 //	  name: script
@@ -76,5 +78,8 @@
 //	    file: examples/script/cache-aside.js
 //	    config: '{"cache": {"driver": "memory"}, "db": {"driver": "memory", "options": {"serviceTime": "1ms"}}}'
 //	workload:
-//	  readMix: read:8,workflow:2
+//	  readRate: 500
+//	  writeRate: 100
+//	  ops:
+//	    workflow: {rate: 50, workers: 2, mix: workflow}
 package script
