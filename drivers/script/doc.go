@@ -32,6 +32,7 @@
 //	                                    the answer as {status, headers, body, text}
 //	sleep(ms), now() (ms since the epoch), randomInt(n), randomBytes(n), text(bytes), bytes(string)
 //	fail(class, message)                throws new NdbenchError(class, message)
+//	console.log, info, warn, error      to ndbench's log, with the script's name
 //
 // Values a script gets are its own: a store's read returns a copy, and what an operation
 // returns is copied out, so a script may keep or change them. Keys are strings.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -177,6 +178,15 @@ func (v *vm) installHost() error {
 		if err := rt.Set(name, fn); err != nil {
 			return err
 		}
+	}
+	console := rt.NewObject()
+	for name, level := range map[string]slog.Level{"log": slog.LevelInfo, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError} {
+		if err := console.Set(name, v.logger(level)); err != nil {
+			return err
+		}
+	}
+	if err := rt.Set("console", console); err != nil {
+		return err
 	}
 	if err := rt.Set("stores", stores); err != nil {
 		return err
@@ -400,4 +410,18 @@ func (v *vm) text(c goja.FunctionCall) goja.Value {
 // bytes(string) encodes a string as UTF-8 in a new ArrayBuffer.
 func (v *vm) bytes(c goja.FunctionCall) goja.Value {
 	return v.rt.ToValue(v.rt.NewArrayBuffer([]byte(c.Argument(0).String())))
+}
+
+// logger returns console.log and its kin: the arguments joined by spaces, logged at level
+// with the script's name. A script that logs every operation floods the log; that is its
+// author's call, as with any print.
+func (v *vm) logger(level slog.Level) func(goja.FunctionCall) goja.Value {
+	return func(c goja.FunctionCall) goja.Value {
+		parts := make([]string, len(c.Arguments))
+		for i, a := range c.Arguments {
+			parts[i] = a.String()
+		}
+		slog.Log(v.opCtx(), level, strings.Join(parts, " "), "script", v.g.src.name)
+		return goja.Undefined()
+	}
 }

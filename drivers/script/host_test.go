@@ -120,6 +120,7 @@ function read(key) {
 	var t0 = now(); sleep(20); var dt = now() - t0;
 	if (dt < 15 || dt > 5000) { throw new Error("sleep(20) took " + dt); }
 	if (text(bytes("héllo")) !== "héllo") { throw new Error("text/bytes"); }
+	console.log("helpers", "ok", 1); console.warn("a warning");
 	return bytes("ok");
 }
 function write(key, value) { randomInt(0); }
