@@ -60,6 +60,13 @@ func TestIntegrationConformance(t *testing.T) {
 		// No Pause: DeadlineOnStall reads a key it wrote, which this script serves from
 		// memcached, so a frozen Redis is never reached (the suite requires that reads
 		// reach the paused store). TestDeadlineInterrupts covers deadlines.
+		// The database killed and restarted: the nested driver's failures keep their
+		// class through the script, and it recovers without being reopened.
+		Outage: &drivertest.Outage{
+			Stop:          redisSrv.Kill,
+			Start:         redisSrv.Restart,
+			RecoverWithin: 10 * time.Second,
+		},
 	})
 }
 
