@@ -16,6 +16,10 @@
 //	other1, other2       operations that get the key only
 //	close()              once, when the script is unloaded
 //
+// Operations are plain synchronous functions (an async function's promise is not
+// awaited: the operation ends when its function returns). Byte values are ArrayBuffers;
+// new Uint8Array(value) reads them.
+//
 // Operation names are fixed slots because configurations are checked against the
 // registry before any script is loaded; op classes mix them by name like any driver's
 // (workload.readMix=read:9,read1:1). Functions must be declared with function (top-level
