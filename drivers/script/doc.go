@@ -55,7 +55,8 @@
 //
 // A goja runtime runs one operation at a time, so the driver keeps a pool: a runtime per
 // concurrent operation, created as needed (at most runtimes, when set), each having run the
-// script and init. There is no lock shared by all workers on the way.
+// script and init. There is no lock shared by all workers on the way. DriverStats shows
+// runtimes, and interrupts: operations whose JavaScript was stopped at their deadline.
 //
 // The file is read every watch interval and its content hash compared (size and
 // modification time miss a rewrite within the file system's timestamp granularity); new

@@ -353,11 +353,13 @@ func (d *Driver) ConnectionInfo() map[string]string {
 	return info
 }
 
-// DriverStats counts reloads, failed reloads and the runtimes of the loaded script.
+// DriverStats counts reloads, failed reloads, and the runtimes of the loaded script and
+// its operations the watchdog interrupted.
 func (d *Driver) DriverStats() map[string]int64 {
 	s := map[string]int64{"reloads": d.reloads.Load(), "reloadErrors": d.reloadErrors.Load()}
 	if g := d.cur.Load(); g != nil {
 		s["runtimes"] = g.created.Load()
+		s["interrupts"] = g.interrupts.Load()
 	}
 	return s
 }
@@ -379,6 +381,8 @@ type generation struct {
 	poolMu  sync.Mutex
 	idle    []*vm
 	created atomic.Int64
+	// interrupts counts operations the watchdog interrupted (JavaScript past its deadline).
+	interrupts atomic.Int64
 
 	allMu        sync.Mutex
 	all          []*vm // every runtime, for the watchdog

@@ -188,6 +188,10 @@ function read(key) {
 	if n := d.DriverStats()["runtimes"]; n != 1 {
 		t.Fatalf("runtimes = %d, want the one reused", n)
 	}
+	// loop and catch need the watchdog; sleep and nested end with their context.
+	if n := d.DriverStats()["interrupts"]; n < 2 {
+		t.Fatalf("interrupts = %d, want at least the 2 loops", n)
+	}
 }
 
 // TestConcurrentRuntimes runs many goroutines against a bounded pool, with deadlines

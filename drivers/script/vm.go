@@ -128,6 +128,8 @@ func (v *vm) checkInterrupt() {
 	v.mu.Lock()
 	if v.active && v.ctx.Err() != nil {
 		v.rt.Interrupt(errInterrupted)
+		v.active = false // once per operation
+		v.g.interrupts.Add(1)
 	}
 	v.mu.Unlock()
 }
