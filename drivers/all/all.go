@@ -14,4 +14,5 @@ import (
 	_ "github.com/ndbench/ndbench/drivers/pebble"
 	_ "github.com/ndbench/ndbench/drivers/postgres"
 	_ "github.com/ndbench/ndbench/drivers/redis"
+	_ "github.com/ndbench/ndbench/drivers/script"
 )

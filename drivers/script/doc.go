@@ -1,0 +1,91 @@
+// Package script is the ndbench driver whose operations are written in JavaScript (run by
+// goja, in process): a script composes bundled drivers, HTTP calls and helpers into the
+// operation a benchmark needs, such as a cache in front of a database, without a Go driver.
+//
+// # The script
+//
+// The script (file, or source inline) defines functions by name; each one it defines is an
+// operation:
+//
+//	init(config)         once per runtime, before any operation; config is the config option, parsed as JSON
+//	read(key)            returns the value (ArrayBuffer, Uint8Array or string), or null for a miss
+//	write(key, value)    value is an ArrayBuffer, valid during the call only (copy it with value.slice(0) to keep it)
+//	workflow(key)        a multi-step operation: NDBench's runWorkFlow, op name workflow
+//	read1, read2         more read operations (key; value or null)
+//	write1, write2       more write operations (key, value)
+//	other1, other2       operations that get the key only
+//	close()              once, when the script is unloaded
+//
+// Operations are plain synchronous functions (an async function's promise is not
+// awaited: the operation ends when its function returns). Byte values are ArrayBuffers;
+// new Uint8Array(value) reads them.
+//
+// Operation names are fixed slots because configurations are checked against the
+// registry before any script is loaded; op classes mix them by name like any driver's
+// (workload.readMix=read:9,read1:1). Functions must be declared with function (top-level
+// const and let are not globals). A slot the script does not define fails with class
+// rejected.
+//
+// # What a script can call
+//
+//	stores.open(name, {option: value})  a bundled driver by name (memory, redis, cassandra, ...), opened
+//	                                    once per load and shared by all runtimes; its handle has
+//	                                    read(key) (ArrayBuffer or null), write(key, value),
+//	                                    op(name, key, value) and workflow(key)
+//	http.request(method, url, body, headers), http.get(url, headers), http.post(url, body, headers)
+//	                                    the answer as {status, headers, body, text}
+//	sleep(ms), now() (ms since the epoch), randomInt(n), randomBytes(n), text(bytes), bytes(string)
+//	fail(class, message)                throws new NdbenchError(class, message)
+//	console.log, info, warn, error      to ndbench's log, with the script's name
+//
+// Values a script gets are its own: a store's read returns a copy, and what an operation
+// returns is copied out, so a script may keep or change them. Keys are strings.
+//
+// Every call runs under the operation's context: its deadline ends a nested driver call, a
+// request or a sleep, and interrupts the JavaScript itself (an endless loop included).
+//
+// # Errors
+//
+// A thrown NdbenchError (or fail) is counted by its class: timeout, unavailable, throttled,
+// rejected or other. A nested driver's error thrown on keeps its class (a script can read
+// it as e.class). Any other exception is class other, its message with the script's
+// file:line:column; an operation past its deadline is a timeout.
+//
+// # Runtimes and reloads
+//
+// A goja runtime runs one operation at a time, so the driver keeps a pool: a runtime per
+// concurrent operation, created as needed (at most runtimes, when set), each having run the
+// script and init. There is no lock shared by all workers on the way. DriverStats shows
+// runtimes, and interrupts: operations whose JavaScript was stopped at their deadline.
+//
+// The file is read every watch interval and its content hash compared (size and
+// modification time miss a rewrite within the file system's timestamp granularity); new
+// content is loaded once it stayed the same for one interval, so a file being written is
+// not loaded half-written. A changed script is compiled and initialised in a new pool, and must define every
+// operation the running one does, before it replaces it; the old pool finishes its
+// operations in flight, runs close() and closes its stores. A store the new script opens
+// with the same driver and options is taken over rather than opened again, so a reload
+// does not reconnect, and an in-process store (memory, pebble) keeps its data. A script that fails to load
+// leaves the running one in place: the error is logged, counted (DriverStats
+// reloadErrors) and shown as lastReloadError in the connection info. A change of config
+// reloads the same way.
+//
+// # Example
+//
+// examples/script/cache-aside.js reads through a memory cache in front of a second
+// store (a memory store with a 1 ms service time standing in for a database; name redis
+// and memcached with their options to compose real ones), and runs its workflow as an op
+// class of its own:
+//
+//	driver:
+//	  name: script
+//	drivers:
+//	  script:
+//	    file: examples/script/cache-aside.js
+//	    config: '{"cache": {"driver": "memory"}, "db": {"driver": "memory", "options": {"serviceTime": "1ms"}}}'
+//	workload:
+//	  readRate: 500
+//	  writeRate: 100
+//	  ops:
+//	    workflow: {rate: 50, workers: 2, mix: workflow}
+package script

@@ -1,0 +1,283 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/dop251/goja"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// prelude defines what scripts throw: NdbenchError carries a failure class, which the
+// driver reads back when the exception reaches Go. It is compiled once and run in every
+// runtime before the script.
+var prelude = goja.MustCompile("ndbench-prelude.js", `
+var NdbenchError = class NdbenchError extends Error {
+	constructor(cls, message) {
+		super(message);
+		this.name = "NdbenchError";
+		this.ndbenchClass = String(cls);
+	}
+};
+function fail(cls, message) { throw new NdbenchError(cls, message); }
+`, false)
+
+// maxCallStack is the depth of JavaScript calls a runtime allows.
+const maxCallStack = 10000
+
+// errInterrupted is what an interrupted runtime reports; convert replaces it with the
+// operation's context error.
+var errInterrupted = errors.New("operation context ended")
+
+// vm is one JavaScript runtime with the script loaded and initialised. A goja runtime is
+// not safe for concurrent use, so a vm runs one operation at a time: the pool hands it to
+// one caller, which returns it when done.
+type vm struct {
+	g   *generation
+	rt  *goja.Runtime
+	fns []goja.Callable // by function index; nil where the script has none
+	// closeFn is the script's close(), if any.
+	closeFn goja.Callable
+	// ctx is the context of the operation running, for the host functions it calls
+	// (nested drivers, http, sleep).
+	ctx    context.Context
+	rnd    *rand.Rand
+	broken bool // panicked: not returned to the pool
+	stores map[*store]goja.Value
+	args   [2]goja.Value
+
+	// mu orders the watchdog's interrupt against the start and end of an operation, so
+	// an interrupt meant for one operation never hits the next.
+	mu     sync.Mutex
+	active bool
+}
+
+// newVM creates a runtime, runs the prelude and the script, and calls init(config).
+func (g *generation) newVM(ctx context.Context) (_ *vm, err error) {
+	rt := goja.New()
+	// Runaway recursion fails the operation instead of growing the heap without bound.
+	rt.SetMaxCallStackSize(maxCallStack)
+	v := &vm{g: g, rt: rt, rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), stores: map[*store]goja.Value{}}
+	g.allMu.Lock()
+	g.all = append(g.all, v)
+	g.allMu.Unlock()
+	v.begin(ctx)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("script %s: panic while loading: %v", g.src.name, r)
+		}
+		v.end()
+		if err != nil {
+			g.forget(v)
+		}
+	}()
+	if err := v.installHost(); err != nil {
+		return nil, fmt.Errorf("script %s: %w", g.src.name, err)
+	}
+	if _, err := rt.RunProgram(prelude); err != nil {
+		return nil, fmt.Errorf("script prelude: %w", err)
+	}
+	if _, err := rt.RunProgram(g.prog); err != nil {
+		return nil, v.convert(ctx, err)
+	}
+	v.fns = make([]goja.Callable, len(fnNames))
+	for i, name := range fnNames {
+		v.fns[i], _ = goja.AssertFunction(rt.Get(name))
+	}
+	v.closeFn, _ = goja.AssertFunction(rt.Get("close"))
+	if initFn, ok := goja.AssertFunction(rt.Get("init")); ok {
+		parse, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("parse"))
+		config, err := parse(goja.Undefined(), rt.ToValue(g.config))
+		if err != nil {
+			return nil, fmt.Errorf("script %s: config: %w", g.src.name, err)
+		}
+		if _, err := initFn(goja.Undefined(), config); err != nil {
+			return nil, fmt.Errorf("init: %w", v.convert(ctx, err))
+		}
+	}
+	g.created.Add(1)
+	return v, nil
+}
+
+// begin makes ctx the context of the operation v runs, which the watchdog checks.
+func (v *vm) begin(ctx context.Context) {
+	v.mu.Lock()
+	v.ctx = ctx
+	v.active = true
+	v.mu.Unlock()
+}
+
+// end ends the operation: under mu, so a watchdog interrupt either happened before (and
+// is cleared here) or sees the runtime idle.
+func (v *vm) end() {
+	v.mu.Lock()
+	v.active = false
+	v.ctx = nil
+	v.rt.ClearInterrupt()
+	v.mu.Unlock()
+}
+
+// checkInterrupt is the watchdog's check: it interrupts the JavaScript of an operation
+// whose context ended. Go calls the script makes (stores, http, sleep) end with the
+// context by themselves; this ends JavaScript that computes (a loop) past it.
+func (v *vm) checkInterrupt() {
+	v.mu.Lock()
+	if v.active && v.ctx.Err() != nil {
+		v.rt.Interrupt(errInterrupted)
+		v.active = false // once per operation
+		v.g.interrupts.Add(1)
+	}
+	v.mu.Unlock()
+}
+
+// call runs function fn with key (and value, for write kinds) as one operation.
+func (v *vm) call(ctx context.Context, fn int, key string, value []byte) (out []byte, err error) {
+	v.begin(ctx)
+	var buf goja.ArrayBuffer
+	defer func() {
+		if r := recover(); r != nil {
+			v.broken = true
+			err = fmt.Errorf("script %s: %s: panic: %v", v.g.src.name, fnNames[fn], r)
+		}
+		v.end()
+		if value != nil {
+			// The engine reuses value's buffer: a script that kept the ArrayBuffer gets a
+			// TypeError on use, not bytes that change under it.
+			buf.Detach()
+		}
+	}()
+	var res goja.Value
+	// The arguments live in v, not in a slice allocated per call.
+	v.args[0] = v.rt.ToValue(key)
+	args := v.args[:1]
+	if fnKinds[fn] == driver.KindWrite {
+		buf = v.rt.NewArrayBuffer(value)
+		v.args[1] = v.rt.ToValue(buf)
+		args = v.args[:2]
+	}
+	res, err = v.fns[fn](goja.Undefined(), args...)
+	v.args[0], v.args[1] = nil, nil
+	if err != nil {
+		return nil, v.convert(ctx, err)
+	}
+	if fnKinds[fn] != driver.KindRead {
+		return nil, nil
+	}
+	if res == nil || goja.IsUndefined(res) || goja.IsNull(res) {
+		return nil, driver.ErrNotFound
+	}
+	b, err := bytesOf(res, true)
+	if err != nil {
+		return nil, driver.Wrap(driver.ClassOther, fmt.Errorf("script %s: %s returned %w", v.g.src.name, fnNames[fn], err))
+	}
+	return b, nil
+}
+
+// callClose runs the script's close().
+func (v *vm) callClose(ctx context.Context) (err error) {
+	v.begin(ctx)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("script %s: close: panic: %v", v.g.src.name, r)
+		}
+		v.end()
+	}()
+	if _, err := v.closeFn(goja.Undefined()); err != nil {
+		return fmt.Errorf("close: %w", v.convert(ctx, err))
+	}
+	return nil
+}
+
+// bytesOf returns the bytes of an ArrayBuffer, a Uint8Array, a DataView or a string (as
+// UTF-8). With own set it returns a copy, for a value that leaves the runtime.
+func bytesOf(val goja.Value, own bool) ([]byte, error) {
+	var b []byte
+	switch x := val.Export().(type) {
+	case goja.ArrayBuffer:
+		b = x.Bytes()
+	case []byte:
+		b = x
+	case string:
+		return []byte(x), nil
+	default:
+		what := "nothing"
+		if t := val.ExportType(); t != nil && val.Export() != nil {
+			what = "a " + t.String()
+		}
+		return nil, fmt.Errorf("%s, want an ArrayBuffer, a Uint8Array or a string", what)
+	}
+	if own {
+		b = append(make([]byte, 0, len(b)), b...)
+	}
+	return b, nil
+}
+
+// convert turns what a script threw into a classified Go error: an NdbenchError's class,
+// a nested driver's error as it was (class and all), an interrupt as the context's error,
+// anything else class other, with the script's position.
+func (v *vm) convert(ctx context.Context, err error) error {
+	var ie *goja.InterruptedError
+	if errors.As(err, &ie) {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("script %s: interrupted: %w", v.g.src.name, cerr)
+		}
+		return fmt.Errorf("script %s: %w", v.g.src.name, ie)
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return fmt.Errorf("script %s: stack overflow: calls nested more than %d deep", v.position(&so.Exception), maxCallStack)
+	}
+	var exc *goja.Exception
+	if !errors.As(err, &exc) {
+		return fmt.Errorf("script %s: %w", v.g.src.name, err)
+	}
+	where := v.position(exc)
+	if inner := exc.Unwrap(); inner != nil {
+		return fmt.Errorf("script %s: %w", where, inner)
+	}
+	if obj, ok := exc.Value().(*goja.Object); ok {
+		if c := obj.Get("ndbenchClass"); c != nil && !goja.IsUndefined(c) {
+			msg := obj.Get("message").String()
+			class, ok := classOf(c.String())
+			if !ok {
+				msg = fmt.Sprintf("%s (unknown class %q)", msg, c.String())
+			}
+			return driver.Wrap(class, fmt.Errorf("%s (script %s)", msg, where))
+		}
+	}
+	return fmt.Errorf("script %s: %s", where, exc.Value())
+}
+
+// position is file:line:column of the innermost frame of the script itself (not the
+// prelude's fail).
+func (v *vm) position(exc *goja.Exception) string {
+	for _, f := range exc.Stack() {
+		if f.SrcName() == v.g.src.name {
+			p := f.Position()
+			return fmt.Sprintf("%s:%d:%d", p.Filename, p.Line, p.Column)
+		}
+	}
+	return v.g.src.name
+}
+
+func classOf(name string) (driver.Class, bool) {
+	for _, c := range driver.Classes {
+		if c.String() == name {
+			return c, true
+		}
+	}
+	return driver.ClassOther, false
+}
+
+// throw raises err in JavaScript as an Error whose class property is err's class, and
+// which carries err itself, so a script can test e.class and an exception that reaches Go
+// unwraps to err (class, ErrNotFound and all).
+func (v *vm) throw(err error) {
+	obj := v.rt.NewGoError(err)
+	_ = obj.Set("class", driver.Classify(err).String())
+	panic(obj)
+}
