@@ -164,6 +164,11 @@ func TestClassify(t *testing.T) {
 		{"DAX ResponseTimeout", &smithy.GenericAPIError{Code: "ResponseTimeout"}, driver.ClassTimeout},
 		{"DAX InvalidParameter", &smithy.GenericAPIError{Code: "InvalidParameter"}, driver.ClassRejected},
 		{"DAX Unknown", &smithy.GenericAPIError{Code: "Unknown"}, driver.ClassOther},
+		// The exact shape aws-dax-go-v2 v1.0.3 returned from GetItem for an unreachable
+		// cluster (dax.NewFromConfig(cfg, "dax://127.0.0.1:1") succeeds; discovery fails
+		// in the background), checked once outside this repository.
+		{"DAX no routes", &smithy.OperationError{ServiceID: "dax", OperationName: "GetItem",
+			Err: errors.New("no routes found. lastRefreshError: api error InternalServerError: network error: dial tcp 127.0.0.1:1: connect: connection refused")}, driver.ClassUnavailable},
 	} {
 		if got := Classify(tt.err); got != tt.want {
 			t.Errorf("%s: %v classified %v, want %v", tt.name, tt.err, got, tt.want)

@@ -55,6 +55,13 @@ func Classify(err error) driver.Class {
 	if c := driver.Classify(err); c != driver.ClassOther {
 		return c
 	}
+	// aws-dax-go-v2 reports a cluster none of whose nodes answers as a bare string (the
+	// dial error flattened into it): "operation error dax: GetItem, no routes found.
+	// lastRefreshError: ... connection refused".
+	var oe *smithy.OperationError
+	if errors.As(err, &oe) && oe.ServiceID == "dax" && oe.Err != nil && strings.Contains(oe.Err.Error(), "no routes found") {
+		return driver.ClassUnavailable
+	}
 	// The request never got an answer: no connection, or one that broke.
 	var se *smithyhttp.RequestSendError
 	if errors.As(err, &se) {
