@@ -36,6 +36,11 @@ var _ Client = (*ddb.Client)(nil)
 // A returned client with a Close() error method is closed with the driver.
 type DAXClientFunc func(ctx context.Context, cfg aws.Config, endpoint string) (Client, error)
 
+// errNoDAXClient refuses dax=true in a build without a DAX client, in Validate (so the
+// configuration API answers 422 at once) and again when a client would be built.
+var errNoDAXClient = &driver.FieldError{Field: "dax", Value: "true",
+	Allowed: "false: this ndbench build has no DAX client (github.com/aws/aws-dax-go-v2 is not linked in; see the dynamodb driver's documentation, section DAX)"}
+
 var (
 	daxMu   sync.Mutex
 	daxFunc DAXClientFunc
@@ -72,8 +77,7 @@ func (d *Driver) daxClient(ctx context.Context) (Client, error) {
 	}
 	f := registeredDAXClient()
 	if f == nil {
-		return nil, &driver.FieldError{Field: "dax", Value: "true",
-			Allowed: "false: this ndbench build has no DAX client (github.com/aws/aws-dax-go-v2 is not linked in; see the dynamodb driver's documentation, section DAX)"}
+		return nil, errNoDAXClient
 	}
 	c, err := f(ctx, d.awsCfg, d.opts.DAXEndpoint)
 	if err != nil {

@@ -106,15 +106,23 @@ func (o *Options) Validate() error {
 				Allowed: "an http:// or https:// URL, e.g. http://127.0.0.1:8000, or empty for the region's endpoint"})
 		}
 	}
-	if (o.AccessKey == "") != (o.SecretKey == "") {
-		errs = append(errs, &driver.FieldError{Field: "accessKey and secretKey",
-			Allowed: "both set (static credentials) or both empty (the SDK's default credential chain)"})
+	// The missing one is named; the value of the other is never echoed.
+	switch {
+	case o.AccessKey != "" && o.SecretKey == "":
+		errs = append(errs, &driver.FieldError{Field: "secretKey",
+			Allowed: "set when accessKey is (static credentials); leave both empty for the SDK's default credential chain"})
+	case o.AccessKey == "" && o.SecretKey != "":
+		errs = append(errs, &driver.FieldError{Field: "accessKey",
+			Allowed: "set when secretKey is (static credentials); leave both empty for the SDK's default credential chain"})
 	}
 	if o.SessionToken != "" && o.AccessKey == "" {
 		errs = append(errs, &driver.FieldError{Field: "sessionToken", Allowed: "empty unless accessKey and secretKey are set"})
 	}
 	if o.DAX && o.DAXEndpoint == "" {
 		errs = append(errs, &driver.FieldError{Field: "daxEndpoint", Allowed: "the DAX cluster endpoint (dax://HOST:8111 or daxs://HOST), required when dax=true"})
+	}
+	if o.DAX && registeredDAXClient() == nil {
+		errs = append(errs, errNoDAXClient)
 	}
 	if len(errs) > 0 {
 		return errs

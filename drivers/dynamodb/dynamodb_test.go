@@ -55,6 +55,8 @@ func TestOptionsDefaultsAndNDBenchNames(t *testing.T) {
 // TestOptionValidation: each bad value is a FieldError naming the option and what is
 // allowed, and a secret's value is never echoed.
 func TestOptionValidation(t *testing.T) {
+	keepDAXClient(t)
+	RegisterDAXClient(nil) // as in ndbench's own build
 	for _, tt := range []struct {
 		values  map[string]string
 		field   string
@@ -69,7 +71,9 @@ func TestOptionValidation(t *testing.T) {
 		{map[string]string{"maxRetries": "99"}, "maxRetries", ""},
 		{map[string]string{"endpoint": "127.0.0.1:8000"}, "endpoint", "http://"},
 		{map[string]string{"dax": "true"}, "daxEndpoint", "required when dax=true"},
-		{map[string]string{"accessKey": secret}, "accessKey and secretKey", "both set"},
+		{map[string]string{"dax": "true", "daxEndpoint": "dax://c:8111"}, "dax", "no DAX client"},
+		{map[string]string{"accessKey": secret}, "secretKey", "set when accessKey is"},
+		{map[string]string{"secretKey": secret}, "accessKey", "set when secretKey is"},
 		{map[string]string{"sessionToken": secret}, "sessionToken", "accessKey"},
 		{map[string]string{"childTablePrefix": "x"}, "childTablePrefix", "2 to 253"},
 	} {
@@ -304,7 +308,7 @@ func TestBulkUnprocessedEndsAtDeadline(t *testing.T) {
 // that cannot be reached) is classified and names the endpoint; the constructor gets the
 // driver's configuration and endpoint and is called once.
 func TestDAXConstruction(t *testing.T) {
-	t.Cleanup(func() { RegisterDAXClient(nil) })
+	keepDAXClient(t)
 	ctx := context.Background()
 	newDriver := func() *Driver {
 		return &Driver{opts: Options{Table: "t", KeyAttribute: "id", DAX: true, DAXEndpoint: "dax://cluster.example:8111"},
@@ -353,4 +357,11 @@ func TestDAXConstruction(t *testing.T) {
 	if _, tg := d.client(); tg != targetDynamoDB {
 		t.Errorf("client() with dax off = %v", tg)
 	}
+}
+
+// keepDAXClient restores the registered DAX constructor after the test (the integration
+// tests register one in TestMain).
+func keepDAXClient(t *testing.T) {
+	prev := registeredDAXClient()
+	t.Cleanup(func() { RegisterDAXClient(prev) })
 }
