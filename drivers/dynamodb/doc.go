@@ -92,7 +92,8 @@
 // operation in milli-units (capacity is fractional: an eventually consistent read of up
 // to 4 KB is 0.5 RCU): consumedRCUMilli.read, consumedWCUMilli.write,
 // consumedRCUMilli.readBulk, consumedWCUMilli.writeBulk, consumedWCUMilli.transactWrite.
-// It also counts requests by target (requests.dynamodb, requests.dax).
+// It also counts operations by the target they went to (requests.dynamodb, requests.dax;
+// a bulk call counts once).
 //
 // # Errors
 //

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -471,6 +472,67 @@ func TestSecretsNeverShown(t *testing.T) {
 		t.Fatal("mistyped option names accepted")
 	}
 	leak("mistyped option error", err.Error())
+}
+
+// TestDeadlineOnStallLeavesNothing: on a frozen server (SIGSTOP) concurrent operations
+// end at their deadline as timeouts; the caller scribbling over its value buffer at once
+// races with nothing the SDK still runs (under -race); and once the server thaws and the
+// driver is closed, no goroutine of those calls is left.
+func TestDeadlineOnStallLeavesNothing(t *testing.T) {
+	d := open(t, "stall", nil)
+	if err := d.Write(ctxT(t), "warm", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	base := runtime.NumGoroutine()
+	resume, err := srv.Pause()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resume()
+	var wg sync.WaitGroup
+	var slow, wrong atomic.Int64
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := bytes.Repeat([]byte{byte(g)}, 1000)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			var err error
+			if g%2 == 0 {
+				err = d.Write(ctx, fmt.Sprint("stall-", g), buf)
+			} else {
+				_, err = d.Read(ctx, "warm")
+			}
+			if time.Since(start) > 300*time.Millisecond+time.Second {
+				slow.Add(1)
+			}
+			if driver.Classify(err) != driver.ClassTimeout {
+				wrong.Add(1)
+				t.Logf("op %d on a frozen server: %v", g, err)
+			}
+			for i := range buf { // the engine reuses the buffer at once
+				buf[i] = '#'
+			}
+		}()
+	}
+	wg.Wait()
+	if slow.Load() > 0 || wrong.Load() > 0 {
+		t.Errorf("on a frozen server: %d ops took over 1s past their deadline, %d were not timeouts", slow.Load(), wrong.Load())
+	}
+	resume()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines 10s after Close, %d before the stall:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestOutageClassified: operations against a killed server fail as unavailable (or

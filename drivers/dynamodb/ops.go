@@ -65,9 +65,10 @@ type stats struct {
 }
 
 // DriverStats reports consumed capacity per operation in milli-units
-// ("consumedRCUMilli.read", "consumedWCUMilli.write", ...), requests by target
-// ("requests.dynamodb", "requests.dax"), batch items DynamoDB returned unprocessed and
-// sent again ("unprocessedRetries.writeBulk"), and live capacity updates.
+// ("consumedRCUMilli.read", "consumedWCUMilli.write", ...), operations by the target
+// they were sent to ("requests.dynamodb", "requests.dax"; a bulk call counts once), batch
+// items DynamoDB returned unprocessed and that were sent again
+// ("unprocessedRetries.writeBulk"), and live capacity updates ("capacityUpdates").
 func (d *Driver) DriverStats() map[string]int64 {
 	out := map[string]int64{
 		"requests.dynamodb": d.stats.requests[targetDynamoDB].Load(),
