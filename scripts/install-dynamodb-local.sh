@@ -19,7 +19,23 @@ marker="$home/.installed"
 
 die() { echo "install-dynamodb-local: $*" >&2; exit 1; }
 
+# compile_launcher compiles the loopback launcher of internal/testserver once, with its
+# source beside the class so the harness can tell a stale build from a current one (it
+# compiles per server when they differ, or without javac). Optional: a JRE has no javac.
+compile_launcher() {
+  local src="$here/../internal/testserver/dynamodblocal/Launcher.java" out="$home/launcher"
+  [ -f "$src" ] || return 0
+  command -v javac >/dev/null 2>&1 || return 0
+  if [ -f "$out/Launcher.class" ] && cmp -s "$src" "$out/Launcher.java"; then
+    return 0
+  fi
+  rm -rf "$out"
+  javac -nowarn -cp "$home/lib/*" -d "$out" "$src" || die "javac $src failed"
+  cp "$src" "$out/Launcher.java"
+}
+
 if [ -f "$marker" ]; then
+  compile_launcher
   echo "install-dynamodb-local: ok (DynamoDB Local $DYNAMODB_LOCAL_VERSION in $home)"
   exit 0
 fi
@@ -36,4 +52,5 @@ ls "$home"/lib/DynamoDBLocal-*.jar >/dev/null 2>&1 || die "DynamoDBLocal jar mis
 ls "$home"/lib/libsqlite4java-linux-amd64*.so >/dev/null 2>&1 \
   || die "sqlite4java native library (libsqlite4java-linux-amd64*.so) missing in $home/lib after mvn"
 echo "$DYNAMODB_LOCAL_VERSION" >"$marker"
+compile_launcher
 echo "install-dynamodb-local: ok (DynamoDB Local $DYNAMODB_LOCAL_VERSION in $home)"

@@ -341,7 +341,11 @@ func TestDAXSwitchUnderLoad(t *testing.T) {
 	openOn(t, other, "daxswitch", nil) // creates the table on the "DAX" side
 	d := open(t, "daxswitch", map[string]string{"daxEndpoint": endpointOf(other)})
 
-	var phase atomic.Int32 // 0, 2: dynamodb; 1: dax
+	// 0, 2: dynamodb; 1: dax; -1 while Reconfigure runs, when either may serve. An
+	// operation is attributed to a phase only when the phase was the same before and
+	// after it.
+	var phase atomic.Int32
+	run := time.Now().UnixNano() // keys unique per run, for -count > 1
 	var failures atomic.Int64
 	var firstErr atomic.Value
 	written := [3]sync.Map{}
@@ -358,7 +362,7 @@ func TestDAXSwitchUnderLoad(t *testing.T) {
 				default:
 				}
 				p := phase.Load()
-				key := fmt.Sprintf("dax-%d-%d", w, i)
+				key := fmt.Sprintf("dax-%x-%d-%d", run, w, i)
 				octx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				err := d.Write(octx, key, []byte(key))
 				if err == nil {
@@ -379,7 +383,7 @@ func TestDAXSwitchUnderLoad(t *testing.T) {
 					firstErr.CompareAndSwap(nil, err)
 					continue
 				}
-				if phase.Load() == p {
+				if p >= 0 && phase.Load() == p {
 					written[p].Store(key, true)
 				}
 			}
@@ -398,9 +402,11 @@ func TestDAXSwitchUnderLoad(t *testing.T) {
 		}
 	}
 	time.Sleep(700 * time.Millisecond)
+	phase.Store(-1)
 	reconf(true)
 	phase.Store(1)
 	time.Sleep(700 * time.Millisecond)
+	phase.Store(-1)
 	reconf(false)
 	phase.Store(2)
 	time.Sleep(700 * time.Millisecond)

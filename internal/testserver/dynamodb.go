@@ -63,16 +63,21 @@ func DynamoDBLocal(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start dynamodb-local: %w", err)
 	}
-	// javac, when there is one, compiles the launcher once per server; without it (a JRE
-	// only) java compiles the source file at every start, which costs ~2 s of CPU each.
+	// The launcher's class: compiled by the install script (current when the source kept
+	// beside it is the embedded one), else by javac once per server; without either (a
+	// JRE only) java compiles the source file at every start, ~2 s of CPU each.
 	javac, _ := exec.LookPath("javac")
+	classes := ""
+	if src, err := os.ReadFile(filepath.Join(home, "launcher", "Launcher.java")); err == nil && bytes.Equal(src, launcherSource) {
+		classes = filepath.Join(home, "launcher")
+	}
 	return start(ctx, "dynamodb-local", spec{
 		prepare: func(ctx context.Context, s *Server) error {
 			p := filepath.Join(s.Dir, "Launcher.java")
 			if err := os.WriteFile(p, launcherSource, 0o644); err != nil {
 				return fmt.Errorf("write %s: %w", p, err)
 			}
-			if javac != "" {
+			if classes == "" && javac != "" {
 				out, err := exec.CommandContext(ctx, javac, "-nowarn", "-cp", filepath.Join(lib, "*"),
 					"-d", filepath.Join(s.Dir, "classes"), p).CombinedOutput()
 				if err != nil {
@@ -85,9 +90,12 @@ func DynamoDBLocal(ctx context.Context) (*Server, error) {
 			// A small serial-GC heap: the machine's cores are shared with other test JVMs.
 			args := []string{"-Xms64m", "-Xmx512m", "-XX:+UseSerialGC",
 				"-Djava.net.preferIPv4Stack=true", "-Djava.library.path=" + lib}
-			if javac != "" {
+			switch {
+			case classes != "":
+				args = append(args, "-cp", classes+string(os.PathListSeparator)+filepath.Join(lib, "*"), "Launcher")
+			case javac != "":
 				args = append(args, "-cp", filepath.Join(s.Dir, "classes")+string(os.PathListSeparator)+filepath.Join(lib, "*"), "Launcher")
-			} else {
+			default:
 				args = append(args, "-cp", filepath.Join(lib, "*"), filepath.Join(s.Dir, "Launcher.java"))
 			}
 			args = append(args, "-port", strconv.Itoa(s.Port), "-dbPath", filepath.Join(s.Dir, "db"),
