@@ -333,6 +333,37 @@ func TestLiveCapacityUpdate(t *testing.T) {
 	}
 }
 
+// TestThrottlingOnLocal: a burst far beyond a 1 WCU table's capacity. Any failure must be
+// throttled; DynamoDB Local 2.6.1 enforces no provisioned throughput, so in practice none
+// fails, which is why throttling's classification is tested with the SDK's typed errors
+// (TestClassify) instead. The log line records what the server did.
+func TestThrottlingOnLocal(t *testing.T) {
+	d := open(t, "throttle", map[string]string{"billingMode": "provisioned", "readCapacity": "1", "writeCapacity": "1"})
+	value := bytes.Repeat([]byte("t"), 4000) // 4 WCU per write
+	var ok, throttled, other atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				err := d.Write(ctxT(t), fmt.Sprintf("t-%d-%d", g, i), value)
+				switch c := driver.Classify(err); {
+				case err == nil:
+					ok.Add(1)
+				case c == driver.ClassThrottled:
+					throttled.Add(1)
+				default:
+					other.Add(1)
+					t.Errorf("write beyond capacity: %v (class %v), want success or throttled", err, c)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("80 writes of 4 WCU at once on a 1 WCU table: %d ok, %d throttled, %d other", ok.Load(), throttled.Load(), other.Load())
+}
+
 // TestDAXSwitchUnderLoad: workers keep writing and reading through one driver while dax
 // is switched on and off; no operation fails, and what is written while dax is on lands
 // on the "DAX" endpoint (a second DynamoDB Local here), the rest on the first.
