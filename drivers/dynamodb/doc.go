@@ -110,8 +110,9 @@
 // Retries are off by default (maxRetries=0, where the SDK would make 3 attempts), so every
 // throttled request reaches the counts instead of showing up as latency; maxRetries turns
 // on the SDK's standard retryer, whose backoff the operation's deadline bounds. DynamoDB
-// Local does not enforce provisioned throughput, so throttling is classified from the
-// SDK's typed errors in unit tests only. Every call passes the operation's context to the
+// Local does not enforce provisioned throughput (80 writes of 4 WCU at once on a 1 WCU
+// table all succeed), so throttling is classified from the SDK's typed errors in unit
+// tests only. Every call passes the operation's context to the
 // SDK, which ends the HTTP request at its deadline; the conformance suite checks this on
 // a DynamoDB Local frozen with SIGSTOP.
 //
