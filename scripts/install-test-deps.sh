@@ -68,6 +68,7 @@ if [ ! -f "$marker" ]; then
   ls "$cass_home"/lib/jamm-*.jar >/dev/null 2>&1 || die "jamm agent jar missing in $cass_home/lib"
   echo "$CASSANDRA_VERSION" >"$marker"
 fi
+bash "$here/install-dynamodb-local.sh" || die "installing DynamoDB Local failed (scripts/install-dynamodb-local.sh)"
 
 # --- helm from the Go module proxy ---------------------------------------------------------
 helm="$(bash "$here/install-helm.sh")" || die "installing helm failed (scripts/install-helm.sh)"

@@ -7,6 +7,7 @@ import (
 	// Each import registers its driver from init.
 	_ "github.com/ndbench/ndbench/drivers/cassandra"
 	_ "github.com/ndbench/ndbench/drivers/composite"
+	_ "github.com/ndbench/ndbench/drivers/dynamodb"
 	_ "github.com/ndbench/ndbench/drivers/grpc"
 	_ "github.com/ndbench/ndbench/drivers/http"
 	_ "github.com/ndbench/ndbench/drivers/memcached"
