@@ -58,7 +58,23 @@ type dialConfig struct {
 	password string
 	timeout  time.Duration // connect timeout (dial, WebSocket and SASL handshakes)
 	ids      *idSource
+
+	maxMessage int        // write buffer size: the largest request, sent as one frame
+	writePool  *writePool // shared by the pool's connections
 }
+
+// readBuffer is the size of a connection's read buffer (gorilla reassembles replies
+// of any size from it).
+const readBuffer = 64 << 10
+
+// writePool lends connections their write buffers (of dialConfig.maxMessage bytes) while
+// they write, so idle connections hold none. gorilla cuts a message larger than its
+// write buffer into continuation frames, which Gremlin Server does not reassemble (the
+// request is misread and never answered), so every request must fit in one buffer.
+type writePool struct{ p sync.Pool }
+
+func (w *writePool) Get() any  { return w.p.Get() }
+func (w *writePool) Put(v any) { w.p.Put(v) }
 
 // dial opens a WebSocket and, with a user name, authenticates it (SASL PLAIN, the
 // mechanism of Gremlin Server's SimpleAuthenticator and of JanusGraph's authenticators).
@@ -68,8 +84,9 @@ func dial(ctx context.Context, cfg *dialConfig) (*conn, error) {
 	d := websocket.Dialer{
 		HandshakeTimeout: cfg.timeout,
 		TLSClientConfig:  cfg.tls,
-		ReadBufferSize:   64 << 10,
-		WriteBufferSize:  64 << 10,
+		ReadBufferSize:   readBuffer,
+		WriteBufferSize:  cfg.maxMessage,
+		WriteBufferPool:  cfg.writePool,
 	}
 	ws, resp, err := d.DialContext(ctx, cfg.url, http.Header{"User-Agent": {"ndbench"}})
 	if resp != nil && resp.Body != nil {

@@ -28,14 +28,15 @@ func init() {
 // Options configure the gremlin driver. The label and property names default to those of
 // NDBench's JanusGraph plugin, so a graph it filled reads the same.
 type Options struct {
-	Addrs           []string `opt:"addrs" default:"127.0.0.1:8182" help:"Gremlin Server or JanusGraph Server addresses (host:port); connections are spread over them"`
-	Path            string   `opt:"path" default:"/gremlin" help:"WebSocket path of the Gremlin endpoint"`
-	TraversalSource string   `opt:"traversalSource" default:"g" help:"name of the server's traversal source the scripts run against (aliased to g)"`
-	VertexLabel     string   `opt:"vertexLabel" default:"level1" help:"label of the vertices written and read (NDBench's janusgraph plugin: level1)"`
-	KeyProperty     string   `opt:"keyProperty" default:"prop_customId" help:"property holding the key; index it (NDBench's janusgraph plugin: prop_customId)"`
-	ValueProperty   string   `opt:"valueProperty" default:"metadata" help:"property holding the value, base64 text (NDBench's janusgraph plugin: metadata)"`
-	Upsert          bool     `opt:"upsert" default:"true" live:"true" help:"true: a write updates the key's vertex or creates it (one vertex per key); false: every write adds a vertex, as NDBench did, and a read returns the latest one"`
-	PoolSize        int      `opt:"poolSize" default:"8" min:"1" max:"1024" help:"WebSocket connections; each carries many requests at once"`
+	Addrs           []string    `opt:"addrs" default:"127.0.0.1:8182" help:"Gremlin Server or JanusGraph Server addresses (host:port); connections are spread over them"`
+	Path            string      `opt:"path" default:"/gremlin" help:"WebSocket path of the Gremlin endpoint"`
+	TraversalSource string      `opt:"traversalSource" default:"g" help:"name of the server's traversal source the scripts run against (aliased to g)"`
+	VertexLabel     string      `opt:"vertexLabel" default:"level1" help:"label of the vertices written and read (NDBench's janusgraph plugin: level1)"`
+	KeyProperty     string      `opt:"keyProperty" default:"prop_customId" help:"property holding the key; index it (NDBench's janusgraph plugin: prop_customId)"`
+	ValueProperty   string      `opt:"valueProperty" default:"metadata" help:"property holding the value, base64 text (NDBench's janusgraph plugin: metadata)"`
+	Upsert          bool        `opt:"upsert" default:"true" live:"true" help:"true: a write updates the key's vertex or creates it (one vertex per key); false: every write adds a vertex, as NDBench did, and a read returns the latest one"`
+	PoolSize        int         `opt:"poolSize" default:"8" min:"1" max:"1024" help:"WebSocket connections; each carries many requests at once"`
+	MaxMessageSize  driver.Size `opt:"maxMessageSize" default:"2MiB" min:"64KiB" max:"256MiB" help:"largest request the driver sends (values up to about 3/4 of it, as base64); each is one WebSocket frame built in a buffer this large, lent to a connection only while it writes. Keep it within the server's maxContentLength"`
 
 	Auth     driver.AuthOptions
 	TLS      driver.TLSOptions
@@ -107,6 +108,8 @@ type Driver struct {
 	ids      *idSource
 	upsert   atomic.Bool
 	password string // only to scrub it from error text; never shown
+
+	maxMessage int // maxMessageSize: a larger request is refused before it is sent
 }
 
 var (
@@ -137,15 +140,18 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		scheme = "wss"
 	}
 	d.ids = newIDSource()
+	wp := &writePool{}
 	cfgs := make([]*dialConfig, len(o.Addrs))
 	for i, a := range o.Addrs {
 		cfgs[i] = &dialConfig{
 			url: scheme + "://" + a + o.Path, addr: a, tls: tlsConf,
 			username: o.Auth.Username, password: o.Auth.Password,
 			timeout: o.Timeouts.Connect, ids: d.ids,
+			maxMessage: int(o.MaxMessageSize), writePool: wp,
 		}
 	}
 	d.pool = newPool(cfgs, o.PoolSize)
+	d.maxMessage = int(o.MaxMessageSize)
 	if _, err := d.submit(ctx, pingScript); err != nil {
 		return d.fail("check traversal source "+o.TraversalSource+" on "+strings.Join(o.Addrs, ","), err)
 	}
@@ -200,7 +206,12 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 // returns when the reply arrives or the context (bounded by the timeout option) ends,
 // whichever is first.
 func (d *Driver) submit(ctx context.Context, script string, bindings ...any) ([]any, error) {
-	timeout := d.opts.Timeouts.Request
+	return d.submitWith(ctx, d.opts.Timeouts.Request, script, bindings...)
+}
+
+// submitWith is submit with the client-side timeout given; the server's evaluationTimeout
+// is still the timeout option (tests make the two differ).
+func (d *Driver) submitWith(ctx context.Context, timeout time.Duration, script string, bindings ...any) ([]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := ctx.Err(); err != nil {
@@ -216,9 +227,12 @@ func (d *Driver) submit(ctx context.Context, script string, bindings ...any) ([]
 		"language", "gremlin-groovy",
 		"aliases", kv{"g", d.opts.TraversalSource},
 		"bindings", kv(bindings),
-		"evaluationTimeout", timeout.Milliseconds())
+		"evaluationTimeout", d.opts.Timeouts.Request.Milliseconds())
 	if err != nil {
 		return nil, err
+	}
+	if len(msg) > d.maxMessage {
+		return nil, driver.Wrap(driver.ClassRejected, fmt.Errorf("request of %d bytes exceeds maxMessageSize %d (values are sent as base64, 4/3 of their size)", len(msg), d.maxMessage))
 	}
 	cl := c.register(id)
 	if err := c.write(ctx, msg); err != nil {
@@ -284,6 +298,9 @@ func (d *Driver) fail(what string, err error) error {
 func Classify(err error) driver.Class {
 	var se *statusError
 	if errors.As(err, &se) {
+		if se.code == statusEvaluation && isConflict(se.message) {
+			return driver.ClassThrottled
+		}
 		return classifyStatus(se.code)
 	}
 	if errors.Is(err, errClosed) {
@@ -299,6 +316,15 @@ func Classify(err error) driver.Class {
 		return driver.ClassUnavailable
 	}
 	return driver.Classify(err)
+}
+
+// isConflict reports whether a failed evaluation was a transaction that lost to another
+// (JanusGraph's locking exceptions, TinkerTransactionGraph's conflicts): the store
+// refusing work because of contention on hot keys, counted as throttled like a
+// serialization failure in SQL stores; the driver does not retry it.
+func isConflict(msg string) bool {
+	return strings.Contains(msg, "Conflict") || strings.Contains(msg, "LockingException") ||
+		strings.Contains(msg, "ConcurrentModification")
 }
 
 func classifyStatus(code int32) driver.Class {

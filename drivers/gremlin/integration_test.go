@@ -5,13 +5,19 @@ package gremlin
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
 	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/workload"
 )
 
 var srv *testserver.Server
@@ -65,4 +71,221 @@ func TestWriteReadMiss(t *testing.T) {
 	if _, err := d.Read(ctx, "rw-never"); !errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("read of a missing key: %v, want ErrNotFound", err)
 	}
+}
+
+// raw runs a script on the test server through a driver of its own: for checking and
+// tampering behind the tested driver's back.
+func raw(t testing.TB, script string, bindings ...any) []any {
+	t.Helper()
+	r := open(t, nil)
+	data, err := r.submit(ctxT(t), script, bindings...)
+	if err != nil {
+		t.Fatalf("raw script %s: %v", script, err)
+	}
+	return data
+}
+
+// vertices counts the vertices of key under the default label and key property.
+func vertices(t testing.TB, key string) int64 {
+	t.Helper()
+	data := raw(t, "g.V().has(l, kp, k).count()", "l", "level1", "kp", "prop_customId", "k", key)
+	if len(data) != 1 {
+		t.Fatalf("count of %s: %v", key, data)
+	}
+	n, _ := data[0].(int64)
+	return n
+}
+
+// TestUpsertKeepsOneVertex: with upsert (the default) rewriting a key updates its vertex;
+// with upsert=false every write adds one, and a read returns the latest write.
+func TestUpsertKeepsOneVertex(t *testing.T) {
+	ctx := ctxT(t)
+	d := open(t, nil)
+	for i := range 5 {
+		if err := d.Write(ctx, "ups-1", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := vertices(t, "ups-1"); n != 1 {
+		t.Fatalf("5 upserts of one key left %d vertices, want 1", n)
+	}
+	if got, err := d.Read(ctx, "ups-1"); err != nil || !bytes.Equal(got, []byte{4}) {
+		t.Fatalf("read after upserts: %v, %v; want [4]", got, err)
+	}
+
+	ins := open(t, map[string]string{"upsert": "false"})
+	for i := range 5 {
+		if err := ins.Write(ctx, "ins-1", []byte{byte(10 + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := vertices(t, "ins-1"); n != 5 {
+		t.Fatalf("5 inserts of one key left %d vertices, want 5", n)
+	}
+	if got, err := ins.Read(ctx, "ins-1"); err != nil || !bytes.Equal(got, []byte{14}) {
+		t.Fatalf("read after inserts: %v, %v; want the latest, [14]", got, err)
+	}
+	// An upsert on a key with several vertices updates them all, so any of them reads
+	// the latest value afterwards.
+	if err := d.Write(ctx, "ins-1", []byte{99}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*Driver{d, ins} {
+		if got, err := r.Read(ctx, "ins-1"); err != nil || !bytes.Equal(got, []byte{99}) {
+			t.Fatalf("read (upsert=%v) after an upsert over inserts: %v, %v; want [99]", r.upsert.Load(), got, err)
+		}
+	}
+}
+
+// TestValidationDetectsCorruption writes a validated value, changes one byte of the stored
+// property with a raw traversal, and checks the engine's codec sees the corruption in what
+// the driver reads back.
+func TestValidationDetectsCorruption(t *testing.T) {
+	d := open(t, nil)
+	ctx := ctxT(t)
+	key := "valid-1"
+	v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
+	if err := d.Write(ctx, key, v); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
+		t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
+	}
+	tampered := bytes.Clone(got)
+	tampered[len(tampered)-5] ^= 0x20
+	raw(t, "g.V().has(l, kp, k).property(single, vp, v).iterate()", "l", "level1", "kp", "prop_customId",
+		"k", key, "vp", "metadata", "v", base64.StdEncoding.EncodeToString(tampered))
+	got, err = d.Read(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
+		t.Errorf("tampered value: %v, want corrupt", c)
+	}
+	// A value that is not the driver's base64 is an error naming the key, not a value.
+	raw(t, "g.V().has(l, kp, k).property(single, vp, v).iterate()", "l", "level1", "kp", "prop_customId",
+		"k", key, "vp", "metadata", "v", "not base64!")
+	if _, err := d.Read(ctx, key); err == nil || !strings.Contains(err.Error(), key) {
+		t.Errorf("read of a non-base64 property: %v, want an error naming the key", err)
+	}
+}
+
+// TestErrorClasses provokes the classes the server decides.
+func TestErrorClasses(t *testing.T) {
+	d := open(t, nil)
+	ctx := ctxT(t)
+	_, err := d.submit(ctx, "g.V().nosuchstep()")
+	if c := Classify(err); c != driver.ClassRejected {
+		t.Errorf("a script error: class %v (%v), want rejected", c, err)
+	}
+	// The server's own evaluation timeout (598): the client waits longer than the server.
+	slow := open(t, map[string]string{"timeout": "3s"})
+	slow.opts.Timeouts.Request = 300 * time.Millisecond // sent as evaluationTimeout
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = slow.submitWith(sctx, 3*time.Second, "Thread.sleep(2000); 1")
+	if c := Classify(err); c != driver.ClassTimeout {
+		t.Errorf("a script past evaluationTimeout: class %v (%v), want timeout", c, err)
+	}
+	// A wrong path: the server answers HTTP but refuses the upgrade.
+	// Gremlin Server's WsAndHttpChannelizer never answers an upgrade on another path, so
+	// the connect timeout ends it.
+	_, _, err = driver.Open(ctx, "gremlin", map[string]string{"addrs": srv.Addr(), "path": "/nope", "connectTimeout": "500ms"})
+	if err == nil {
+		t.Error("Init with a wrong path succeeded")
+	}
+	// An unknown traversal source fails Init.
+	_, _, err = driver.Open(ctx, "gremlin", map[string]string{"addrs": srv.Addr(), "traversalSource": "nosuch"})
+	if err == nil {
+		t.Error("Init with an unknown traversal source succeeded")
+	}
+}
+
+// TestSecretsNeverShown: the password is in no error, ConnectionInfo or option listing,
+// including errors about a mistyped option key.
+func TestSecretsNeverShown(t *testing.T) {
+	const pw = "Sup3rS3cret-pw"
+	// The test server has no authentication: the driver sends no credentials until
+	// challenged, so it connects and can be inspected.
+	d := open(t, map[string]string{"username": "bench", "password": pw})
+	for k, v := range d.ConnectionInfo() {
+		if strings.Contains(v, pw) {
+			t.Errorf("ConnectionInfo[%s] shows the password: %q", k, v)
+		}
+	}
+	port := freePort(t)
+	_, _, err := driver.Open(ctxT(t), "gremlin", map[string]string{"addrs": "127.0.0.1:" + port, "username": "bench", "password": pw})
+	if err == nil {
+		t.Fatal("connect to a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), pw) {
+		t.Errorf("error shows the password: %v", err)
+	}
+	if c := driver.Classify(err); c != driver.ClassUnavailable {
+		t.Errorf("connect to a closed port: class %v (%v), want unavailable", c, err)
+	}
+	for _, values := range []map[string]string{
+		{"pasword": pw},                   // a mistyped key
+		{"password": pw, "poolSize": "0"}, // a bad value beside the password
+		{"password": pw, "addrs": "nohost"},
+	} {
+		_, err := driver.NewOptions("gremlin", values)
+		if err == nil {
+			t.Errorf("options %v accepted", keys(values))
+			continue
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Errorf("option error shows the password: %v", err)
+		}
+	}
+	opts, err := driver.NewOptions("gremlin", map[string]string{"password": pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := driver.Values(opts, true)["password"]; v != driver.Redacted {
+		t.Errorf("Values(redact) password = %q", v)
+	}
+	if s := fmt.Sprintf("%v %+v %#v", opts, opts, opts); strings.Contains(s, pw) {
+		t.Errorf("printing the options shows the password: %s", s)
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func freePort(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// TestConformance runs the public driver conformance suite (driver/drivertest), pausing
+// (SIGSTOP) and killing the shared server. It is last in the file because its outage
+// check restarts the server.
+func TestConformance(t *testing.T) {
+	drivertest.Run(t, drivertest.Harness{
+		Name:       "gremlin",
+		Options:    map[string]string{"addrs": srv.Addr(), "timeout": "2s"},
+		LiveValues: map[string]string{"upsert": "false"},
+		Pause:      srv.Pause,
+		Outage: &drivertest.Outage{
+			Stop:          srv.Kill,
+			Start:         srv.Restart,
+			RecoverWithin: 10 * time.Second,
+			Options:       map[string]string{"timeout": "1s"},
+		},
+	})
 }

@@ -88,9 +88,16 @@ func writeGremlinConfig(_ context.Context, s *Server) error {
 		// Block style throughout: a flow-style scriptEngines map was misread by the
 		// server's YAML loader (plugins landed at the top level and no engine loaded).
 		// maxContentLength admits the conformance suite's 1 MiB values as base64.
+		// gremlinPool: 1 evaluates one script at a time: TinkerGraph is not safe for
+		// concurrent writes (an update removes a property, then adds it, in plain
+		// collections, so a concurrent read finds the vertex without its value), and
+		// TinkerTransactionGraph still showed such misses through its index and fails
+		// concurrent upserts of a vertex with conflicts. One thread makes it a correct
+		// serial store, the model a transactional JanusGraph gives its clients.
 		"gremlin-server.yaml": fmt.Sprintf(`host: %s
 port: %d
 evaluationTimeout: 30000
+gremlinPool: 1
 maxContentLength: 16777216
 channelizer: org.apache.tinkerpop.gremlin.server.channel.WsAndHttpChannelizer
 graphs:
