@@ -6,6 +6,7 @@ package all
 import (
 	// Each import registers its driver from init.
 	_ "github.com/ndbench/ndbench/drivers/cassandra"
+	_ "github.com/ndbench/ndbench/drivers/geode"
 	_ "github.com/ndbench/ndbench/drivers/gremlin"
 	_ "github.com/ndbench/ndbench/drivers/http"
 	_ "github.com/ndbench/ndbench/drivers/memcached"
