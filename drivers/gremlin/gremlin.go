@@ -248,8 +248,8 @@ func (d *Driver) Reconfigure(_ context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
+	// Only the atomic changes: workers read d.opts concurrently, so it stays as Init set it.
 	d.upsert.Store(o.Upsert)
-	d.opts.Upsert = o.Upsert
 	return nil
 }
 
@@ -262,7 +262,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		"vertexLabel":     d.opts.VertexLabel,
 		"keyProperty":     d.opts.KeyProperty,
 		"valueProperty":   d.opts.ValueProperty,
-		"upsert":          strconv.FormatBool(d.upsert.Load()),
+		"upsert":          strconv.FormatBool(d.upsert.Load()), // live: d.opts keeps Init's value
 		"poolSize":        strconv.Itoa(d.opts.PoolSize),
 		"serializer":      graphBinaryMime,
 		"tls":             strconv.FormatBool(d.opts.TLS.Enable),

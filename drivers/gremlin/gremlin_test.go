@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -305,5 +306,36 @@ func TestDeadlineWithoutReply(t *testing.T) {
 	g := d.(*Driver)
 	if got, err := g.submit(context.Background(), pingScript); err != nil || len(got) != 1 {
 		t.Fatalf("the connection after a late reply: %v, %v", got, err)
+	}
+}
+
+// TestPasswordNeverInOptionErrors: a mistyped key or a bad value beside the password
+// yields errors and listings without it.
+func TestPasswordNeverInOptionErrors(t *testing.T) {
+	const pw = "Sup3rS3cret-pw"
+	for _, values := range []map[string]string{
+		{"pasword": pw},                   // a mistyped key
+		{"Password": pw},                  // wrong case
+		{"password": pw, "poolSize": "0"}, // a bad value beside the password
+		{"password": pw, "addrs": "nohost"},
+	} {
+		_, err := driver.NewOptions("gremlin", values)
+		if err == nil {
+			t.Errorf("options with keys %d accepted", len(values))
+			continue
+		}
+		if strings.Contains(err.Error(), pw) {
+			t.Errorf("option error shows the password: %v", err)
+		}
+	}
+	opts, err := driver.NewOptions("gremlin", map[string]string{"password": pw, "username": "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := driver.Values(opts, true)["password"]; v != driver.Redacted {
+		t.Errorf("Values(redact) password = %q", v)
+	}
+	if s := fmt.Sprintf("%v %+v %#v", opts, opts, opts); strings.Contains(s, pw) {
+		t.Errorf("printing the options shows the password: %s", s)
 	}
 }
