@@ -26,8 +26,9 @@ import (
 // failure kills the conn: every waiting call gets the error and the pool dials a new one
 // for the next request.
 type conn struct {
-	ws   *websocket.Conn
-	addr string
+	ws    *websocket.Conn
+	addr  string
+	codec *codec
 
 	wmu chan struct{} // write lock, a channel so a writer can give up on its context
 
@@ -58,6 +59,7 @@ type dialConfig struct {
 	password string
 	timeout  time.Duration // connect timeout (dial, WebSocket and SASL handshakes)
 	ids      *idSource
+	codec    *codec
 
 	maxMessage int        // write buffer size: the largest request, sent as one frame
 	writePool  *writePool // shared by the pool's connections
@@ -100,7 +102,7 @@ func dial(ctx context.Context, cfg *dialConfig) (*conn, error) {
 	}
 	// Replies are bounded by what the server may send; values are at most a few MiB.
 	ws.SetReadLimit(256 << 20)
-	c := &conn{ws: ws, addr: cfg.addr, wmu: make(chan struct{}, 1), pending: map[requestID]*call{}, done: make(chan struct{})}
+	c := &conn{ws: ws, addr: cfg.addr, codec: cfg.codec, wmu: make(chan struct{}, 1), pending: map[requestID]*call{}, done: make(chan struct{})}
 	go c.readLoop()
 	if cfg.username != "" {
 		if err := c.authenticate(ctx, cfg); err != nil {
@@ -116,7 +118,7 @@ func dial(ctx context.Context, cfg *dialConfig) (*conn, error) {
 // without authentication simply answers the request.
 func (c *conn) authenticate(ctx context.Context, cfg *dialConfig) error {
 	id := cfg.ids.next()
-	msg, err := appendRequest(nil, id, "eval", "", "gremlin", "0", "language", "gremlin-groovy")
+	msg, err := cfg.codec.encode(nil, id, "eval", "", "gremlin", "0", "language", "gremlin-groovy")
 	if err != nil {
 		return err
 	}
@@ -131,7 +133,7 @@ func (c *conn) authenticate(ctx context.Context, cfg *dialConfig) error {
 	}
 	sasl := make([]byte, 0, 2+len(cfg.username)+len(cfg.password))
 	sasl = append(append(append(append(sasl, 0), cfg.username...), 0), cfg.password...)
-	msg, err = appendRequest(nil, id, "authentication", "", "saslMechanism", "PLAIN",
+	msg, err = cfg.codec.encode(nil, id, "authentication", "", "saslMechanism", "PLAIN",
 		"sasl", base64.StdEncoding.EncodeToString(sasl))
 	if err != nil {
 		return err
@@ -209,7 +211,7 @@ func (c *conn) readLoop() {
 			c.close(err)
 			return
 		}
-		r, err := decodeResponse(msg)
+		r, err := c.codec.decode(msg)
 		if err != nil {
 			// The stream is no longer trustworthy: which call the garbage belonged to is
 			// unknown, so every call on the conn fails.

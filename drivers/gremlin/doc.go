@@ -1,9 +1,12 @@
 // Package gremlin is the ndbench driver for JanusGraph and any other Apache TinkerPop
 // Gremlin Server (TinkerGraph or any graph it serves). It speaks Gremlin Server's
-// WebSocket protocol with GraphBinary 1.0 messages itself, submitting Gremlin scripts
-// with bindings, so the server must list the GraphBinary serializer
-// (GraphBinaryMessageSerializerV1, in TinkerPop 3.5+ and JanusGraph 0.6+ configurations)
-// and a gremlin-groovy script engine.
+// WebSocket protocol itself, submitting Gremlin scripts with bindings, so the server needs
+// a gremlin-groovy script engine. serializer picks the message format, which the server
+// must list among its serializers: graphbinary (the default; GraphBinary 1.0,
+// GraphBinaryMessageSerializerV1, in TinkerPop 3.5+ and JanusGraph 0.6+ configurations)
+// or graphson3 (GraphSON 3.0 JSON, GraphSONMessageSerializerV3, for servers configured
+// without GraphBinary, as JanusGraph's were before 0.6). Both carry the same requests and
+// pass the same conformance checks; GraphBinary is the more compact.
 //
 // # Data model
 //

@@ -19,7 +19,7 @@ import (
 func init() {
 	driver.MustRegister(driver.Definition{
 		Name:       "gremlin",
-		Summary:    "JanusGraph and any TinkerPop Gremlin Server (vertices keyed by a property, over WebSocket and GraphBinary)",
+		Summary:    "JanusGraph and any TinkerPop Gremlin Server (vertices keyed by a property, over WebSocket with GraphBinary or GraphSON)",
 		NewOptions: func() any { return &Options{} },
 		New:        func() driver.Driver { return &Driver{} },
 	})
@@ -36,6 +36,7 @@ type Options struct {
 	ValueProperty   string      `opt:"valueProperty" default:"metadata" help:"property holding the value, base64 text (NDBench's janusgraph plugin: metadata)"`
 	Upsert          bool        `opt:"upsert" default:"true" live:"true" help:"true: a write updates the key's vertex or creates it (one vertex per key); false: every write adds a vertex, as NDBench did, and a read returns the latest one"`
 	PoolSize        int         `opt:"poolSize" default:"8" min:"1" max:"1024" help:"WebSocket connections; each carries many requests at once"`
+	Serializer      string      `opt:"serializer" default:"graphbinary" enum:"graphbinary,graphson3" help:"message format: graphbinary (GraphBinary 1.0, TinkerPop 3.5+ and JanusGraph 0.6+ servers) or graphson3 (GraphSON 3.0 JSON, for servers that offer no GraphBinary serializer)"`
 	MaxMessageSize  driver.Size `opt:"maxMessageSize" default:"2MiB" min:"64KiB" max:"256MiB" help:"largest request the driver sends (values up to about 3/4 of it, as base64); each is one WebSocket frame built in a buffer this large, lent to a connection only while it writes. Keep it within the server's maxContentLength"`
 
 	Auth     driver.AuthOptions
@@ -106,6 +107,7 @@ type Driver struct {
 	opts     Options
 	pool     *pool
 	ids      *idSource
+	codec    *codec
 	upsert   atomic.Bool
 	password string // only to scrub it from error text; never shown
 
@@ -140,6 +142,10 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		scheme = "wss"
 	}
 	d.ids = newIDSource()
+	d.codec = codecs[o.Serializer]
+	if d.codec == nil { // options built in code, past the enum check
+		d.codec = codecs["graphbinary"]
+	}
 	wp := &writePool{}
 	cfgs := make([]*dialConfig, len(o.Addrs))
 	for i, a := range o.Addrs {
@@ -147,7 +153,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 			url: scheme + "://" + a + o.Path, addr: a, tls: tlsConf,
 			username: o.Auth.Username, password: o.Auth.Password,
 			timeout: o.Timeouts.Connect, ids: d.ids,
-			maxMessage: int(o.MaxMessageSize), writePool: wp,
+			maxMessage: int(o.MaxMessageSize), writePool: wp, codec: d.codec,
 		}
 	}
 	d.pool = newPool(cfgs, o.PoolSize)
@@ -222,7 +228,7 @@ func (d *Driver) submitWith(ctx context.Context, timeout time.Duration, script s
 		return nil, err
 	}
 	id := d.ids.next()
-	msg, err := appendRequest(nil, id, "eval", "",
+	msg, err := d.codec.encode(nil, id, "eval", "",
 		"gremlin", script,
 		"language", "gremlin-groovy",
 		"aliases", kv{"g", d.opts.TraversalSource},
@@ -264,7 +270,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		"valueProperty":   d.opts.ValueProperty,
 		"upsert":          strconv.FormatBool(d.upsert.Load()), // live: d.opts keeps Init's value
 		"poolSize":        strconv.Itoa(d.opts.PoolSize),
-		"serializer":      graphBinaryMime,
+		"serializer":      d.opts.Serializer,
 		"tls":             strconv.FormatBool(d.opts.TLS.Enable),
 		"username":        d.opts.Auth.Username,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -32,7 +33,7 @@ func TestRegisteredSchema(t *testing.T) {
 	for name, def := range map[string]string{
 		"addrs": "127.0.0.1:8182", "path": "/gremlin", "traversalSource": "g", "vertexLabel": "level1",
 		"keyProperty": "prop_customId", "valueProperty": "metadata", "upsert": "true", "poolSize": "8",
-		"maxMessageSize": "2MiB", "username": "", "password": "", "tls": "false", "timeout": "5s", "connectTimeout": "5s",
+		"maxMessageSize": "2MiB", "serializer": "graphbinary", "username": "", "password": "", "tls": "false", "timeout": "5s", "connectTimeout": "5s",
 	} {
 		if o, ok := got[name]; !ok {
 			t.Errorf("option %s missing from schema", name)
@@ -264,7 +265,7 @@ func TestSASLPlain(t *testing.T) {
 		}
 	})
 	cfg := &dialConfig{url: "ws://" + addr + "/gremlin", addr: addr, username: user, password: pw,
-		timeout: 2 * time.Second, ids: newIDSource(), maxMessage: 64 << 10, writePool: &writePool{}}
+		timeout: 2 * time.Second, ids: newIDSource(), maxMessage: 64 << 10, writePool: &writePool{}, codec: codecs["graphbinary"]}
 	c, err := dial(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("authenticate: %v", err)
@@ -337,5 +338,44 @@ func TestPasswordNeverInOptionErrors(t *testing.T) {
 	}
 	if s := fmt.Sprintf("%v %+v %#v", opts, opts, opts); strings.Contains(s, pw) {
 		t.Errorf("printing the options shows the password: %s", s)
+	}
+}
+
+func TestGraphSON(t *testing.T) {
+	id := newIDSource().next()
+	msg, err := appendGraphSONRequest(nil, id, "eval", "", "gremlin", "g.V(x)", "bindings", kv{"x", int64(7), "s", "a\"b\x00é"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(msg[0]) != len(graphSON3Mime) || string(msg[1:1+len(graphSON3Mime)]) != graphSON3Mime {
+		t.Fatalf("no MIME header: %q", msg)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(msg[1+len(graphSON3Mime):], &m); err != nil {
+		t.Fatalf("request is not JSON: %v: %s", err, msg)
+	}
+	want := `{"requestId":{"@type":"g:UUID","@value":"` + id.String() + `"},"op":"eval","processor":"","args":{"@type":"g:Map","@value":["gremlin","g.V(x)","bindings",{"@type":"g:Map","@value":["x",{"@type":"g:Int64","@value":7},"s","a\"b\u0000é"]}]}}`
+	if got := string(msg[1+len(graphSON3Mime):]); got != want {
+		t.Errorf("request\n got %s\nwant %s", got, want)
+	}
+	// A reply as Gremlin Server 3.7 sends it.
+	reply := `{"requestId":"` + id.String() + `","status":{"message":"","code":200,"attributes":{"@type":"g:Map","@value":[]}},` +
+		`"result":{"data":{"@type":"g:List","@value":[{"@type":"g:Int64","@value":12},"txt",{"@type":"g:Map","@value":["k",{"@type":"g:Double","@value":1.5}]}]},"meta":{"@type":"g:Map","@value":[]}}}`
+	r, err := decodeGraphSONResponse([]byte(reply))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.id != id || r.status != 200 || len(r.data) != 3 || r.data[0] != int64(12) || r.data[1] != "txt" {
+		t.Fatalf("decoded %+v", r)
+	}
+	if mm, ok := r.data[2].(map[string]any); !ok || mm["k"] != 1.5 {
+		t.Errorf("map: %#v", r.data[2])
+	}
+	if _, err := decodeGraphSONResponse([]byte(`{"requestId":"x","status":{"code":200}}`)); err == nil {
+		t.Error("a bad request id decoded")
+	}
+	if _, err := decodeGraphSONResponse([]byte(`{"result":{"data":{"@type":"g:Vertex","@value":{}}}}`)); err == nil ||
+		!strings.Contains(err.Error(), "g:Vertex") {
+		t.Errorf("unknown type: %v, want an error naming it", err)
 	}
 }

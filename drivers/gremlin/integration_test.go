@@ -239,6 +239,34 @@ func freePort(t testing.TB) string {
 	return port
 }
 
+// TestGraphSON3 runs the conformance suite with serializer=graphson3, without the checks
+// that measure connection handling under load and outages (TestConformance runs those; the
+// serializer only changes how messages are encoded), and a raw count through GraphSON.
+func TestGraphSON3(t *testing.T) {
+	drivertest.Run(t, drivertest.Harness{
+		Name:       "gremlin",
+		Options:    map[string]string{"addrs": srv.Addr(), "timeout": "2s", "serializer": "graphson3"},
+		LiveValues: map[string]string{"upsert": "false"},
+		Pause:      srv.Pause,
+		Skip: map[string]string{
+			drivertest.CheckConcurrentUse: "run with graphbinary in TestConformance",
+			drivertest.CheckOutage:        "run with graphbinary in TestConformance",
+		},
+	})
+	d := open(t, map[string]string{"serializer": "graphson3"})
+	ctx := ctxT(t)
+	if err := d.Write(ctx, "gs-1", []byte{0, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := d.submit(ctx, "g.V().has(l, kp, k).count()", "l", "level1", "kp", "prop_customId", "k", "gs-1")
+	if err != nil || len(data) != 1 || data[0] != int64(1) {
+		t.Fatalf("count through graphson3: %v, %v", data, err)
+	}
+	if _, err := d.submit(ctx, "g.V().nosuchstep()"); Classify(err) != driver.ClassRejected {
+		t.Errorf("a script error through graphson3: class %v (%v), want rejected", Classify(err), err)
+	}
+}
+
 // TestConformance runs the public driver conformance suite (driver/drivertest), pausing
 // (SIGSTOP) and killing the shared server. It is last in the file because its outage
 // check restarts the server.
