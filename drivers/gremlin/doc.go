@@ -39,6 +39,11 @@
 // latest write as long as the clients' clocks agree. upsert is live: it switches while the
 // load runs.
 //
+// The backfill writes in batches (driver.BulkWriter): one request runs the same script in a
+// loop over the batch's keys and values (bound as lists), which on a transactional graph
+// such as JanusGraph is also one transaction per batch; a key given twice in a batch ends
+// with its last value.
+//
 // # Connections and deadlines
 //
 // poolSize WebSockets are opened lazily, spread over addrs, and each carries many requests

@@ -101,6 +101,16 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			return append(b, gbBoolean, 0, 1), nil
 		}
 		return append(b, gbBoolean, 0, 0), nil
+	case []any:
+		b = append(b, gbList, 0)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(x)))
+		var err error
+		for _, e := range x {
+			if b, err = appendValue(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
 	case kv:
 		b = append(b, gbMap, 0)
 		b = binary.BigEndian.AppendUint32(b, uint32(len(x)/2))

@@ -69,6 +69,18 @@ func appendGraphSON(b []byte, v any) ([]byte, error) {
 		return append(strconv.AppendInt(b, int64(x), 10), '}'), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
+	case []any:
+		b = append(b, `{"@type":"g:List","@value":[`...)
+		var err error
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendGraphSON(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, "]}"...), nil
 	case kv:
 		b = append(b, `{"@type":"g:Map","@value":[`...)
 		var err error

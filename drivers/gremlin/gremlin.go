@@ -98,6 +98,11 @@ const (
 	// readOneScript is the read when every write is an upsert: any vertex of the key holds
 	// the latest value (an upsert sets it on all of them), so no sort is needed.
 	readOneScript = "g.V().has(l, kp, k).limit(1).values(vp)"
+	// bulkUpsertScript and bulkInsertScript are WriteBulk's: the single-key scripts in a
+	// loop over the bindings ks and vs, one request and (on a transactional graph such as
+	// JanusGraph) one transaction per batch. A key given twice ends with its last value.
+	bulkUpsertScript = "for (int i = 0; i < ks.size(); i++) { g.V().has(l, kp, ks[i]).fold().coalesce(unfold(), addV(l).property(kp, ks[i])).property(single, vp, vs[i]).iterate() }"
+	bulkInsertScript = "for (int i = 0; i < ks.size(); i++) { g.addV(l).property(kp, ks[i]).property(vp, vs[i]).property(tp, ts + i).iterate() }"
 	// pingScript checks the traversal source exists.
 	pingScript = "g.inject(0)"
 )
@@ -117,6 +122,7 @@ type Driver struct {
 var (
 	_ driver.Driver           = (*Driver)(nil)
 	_ driver.Reconfigurer     = (*Driver)(nil)
+	_ driver.BulkWriter       = (*Driver)(nil)
 	_ driver.ConnectionInfoer = (*Driver)(nil)
 )
 
@@ -204,6 +210,34 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 	}
 	if err != nil {
 		return d.fail("write", err)
+	}
+	return nil
+}
+
+// WriteBulk writes a batch (the backfill's) in one request: upserts, or with upsert=false
+// new vertices whose write times keep the batch's order. A batch larger than
+// maxMessageSize is rejected as a whole, before anything is sent.
+func (d *Driver) WriteBulk(ctx context.Context, keys []string, values [][]byte) error {
+	if len(keys) != len(values) {
+		return driver.Wrap(driver.ClassRejected, fmt.Errorf("bulk write: %d keys but %d values", len(keys), len(values)))
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	ks, vs := make([]any, len(keys)), make([]any, len(keys))
+	for i, k := range keys {
+		ks[i], vs[i] = k, base64.StdEncoding.EncodeToString(values[i])
+	}
+	var err error
+	if d.upsert.Load() {
+		_, err = d.submit(ctx, bulkUpsertScript, "l", d.opts.VertexLabel, "kp", d.opts.KeyProperty,
+			"vp", d.opts.ValueProperty, "ks", ks, "vs", vs)
+	} else {
+		_, err = d.submit(ctx, bulkInsertScript, "l", d.opts.VertexLabel, "kp", d.opts.KeyProperty,
+			"vp", d.opts.ValueProperty, "tp", writtenAtProperty, "ks", ks, "vs", vs, "ts", time.Now().UnixNano())
+	}
+	if err != nil {
+		return d.fail("bulk write", err)
 	}
 	return nil
 }

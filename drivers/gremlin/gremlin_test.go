@@ -155,12 +155,15 @@ func reply(id requestID, status int32, msg string, data ...any) []byte {
 
 func TestDecodeResponse(t *testing.T) {
 	id := newIDSource().next()
-	r, err := decodeResponse(reply(id, 200, "", "abc", int64(7), kv{"k", "v"}, nil))
+	r, err := decodeResponse(reply(id, 200, "", "abc", int64(7), kv{"k", "v"}, nil, []any{"x", int32(3), true}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.id != id || r.status != 200 || len(r.data) != 4 || r.data[0] != "abc" || r.data[1] != int64(7) || r.data[3] != nil {
+	if r.id != id || r.status != 200 || len(r.data) != 5 || r.data[0] != "abc" || r.data[1] != int64(7) || r.data[3] != nil {
 		t.Fatalf("decoded %+v", r)
+	}
+	if l, ok := r.data[4].([]any); !ok || len(l) != 3 || l[0] != "x" || l[1] != int64(3) || l[2] != true {
+		t.Errorf("list: %#v", r.data[4])
 	}
 	if m, ok := r.data[2].(map[string]any); !ok || m["k"] != "v" {
 		t.Errorf("map: %#v", r.data[2])
