@@ -272,7 +272,7 @@ func freePort(t testing.TB) string {
 // serializer only changes how messages are encoded), and a raw count through GraphSON.
 func TestGraphSON3(t *testing.T) {
 	drivertest.Run(t, drivertest.Harness{
-		Name:       "gremlin",
+		Name: "gremlin",
 		// 5s: a 1 MiB value as GraphSON is 1.4 MB of JSON to encode and parse on each side.
 		Options:    map[string]string{"addrs": srv.Addr(), "timeout": "5s", "serializer": "graphson3"},
 		LiveValues: map[string]string{"upsert": "false"},
