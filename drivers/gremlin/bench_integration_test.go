@@ -77,3 +77,46 @@ func serverCPU(b *testing.B) time.Duration {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
+
+// BenchmarkWriteBulk measures the backfill's path: batches of 100 upserts of new keys
+// (100-byte values) in one request each, from 8 goroutines; it reports keys/s, keys per
+// client CPU-second and the server's CPU per key:
+//
+//	go test -tags integration -run '^$' -bench WriteBulk -benchtime 200x ./drivers/gremlin/
+func BenchmarkWriteBulk(b *testing.B) {
+	const batch = 100
+	d := open(b, nil)
+	value := bytes.Repeat([]byte("v"), 100)
+	vals := make([][]byte, batch)
+	for i := range vals {
+		vals[i] = value
+	}
+	ctx := context.Background()
+	var n atomic.Int64
+	b.SetParallelism(4) // 4 x GOMAXPROCS(2) = 8 goroutines
+	srv0, u0 := serverCPU(b), report.ReadUsage()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		keys := make([]string, batch)
+		for pb.Next() {
+			base := n.Add(batch)
+			for i := range keys {
+				keys[i] = "bulk-bench-" + strconv.FormatInt(base+int64(i), 10)
+			}
+			if err := d.WriteBulk(ctx, keys, vals); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	el := time.Since(start)
+	b.StopTimer()
+	u1, srv1 := report.ReadUsage(), serverCPU(b)
+	keys := float64(batch * b.N)
+	b.ReportMetric(keys/el.Seconds(), "keys/s")
+	if cpu := (u1.User + u1.System - u0.User - u0.System).Seconds(); cpu > 0 {
+		b.ReportMetric(keys/cpu, "keys/cpu-s")
+	}
+	b.ReportMetric(float64((srv1-srv0).Microseconds())/keys, "server-µs/key")
+}
