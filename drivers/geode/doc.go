@@ -42,6 +42,13 @@
 // SecurityManager); the password is secret and never shown. An https:// url uses the tls
 // options.
 //
+// # What it measures
+//
+// Every operation goes through the server's web layer (Jetty, Spring MVC, Jackson, and a
+// put stores the document as PDX): on the test machine the server spent about 14 times the
+// client's CPU per operation (docs/performance.md). The figures are those of the REST API,
+// not of Geode's own client protocol, which a Go program cannot speak.
+//
 // # Project status
 //
 // VMware stopped contributing to Geode in 2022, and in October 2022 the project failed to
