@@ -70,6 +70,9 @@ if [ ! -f "$marker" ]; then
 fi
 bash "$here/install-dynamodb-local.sh" || die "installing DynamoDB Local failed (scripts/install-dynamodb-local.sh)"
 
+bash "$here/install-gremlin-server.sh" || die "installing Gremlin Server failed (scripts/install-gremlin-server.sh)"
+bash "$here/install-geode.sh" || die "installing Geode failed (scripts/install-geode.sh)"
+
 # --- helm from the Go module proxy ---------------------------------------------------------
 helm="$(bash "$here/install-helm.sh")" || die "installing helm failed (scripts/install-helm.sh)"
 

@@ -1,0 +1,73 @@
+//go:build integration
+
+package geode
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/report"
+)
+
+// BenchmarkGetSet puts then gets a key per iteration (100-byte values over 1,000 keys)
+// from 50 goroutines, and reports ops/s, ops per client CPU-second (this process) and the
+// server's CPU per op (the Geode JVM, from /proc; 0 where there is no /proc):
+//
+//	go test -tags integration -run '^$' -bench GetSet -benchtime 20000x ./drivers/geode/
+func BenchmarkGetSet(b *testing.B) {
+	d := open(b, nil)
+	value := bytes.Repeat([]byte("v"), 100)
+	ctx := context.Background()
+	var n atomic.Int64
+	b.SetParallelism(25) // 25 x GOMAXPROCS(2) = 50 goroutines
+	srv0, u0 := serverCPU(b), report.ReadUsage()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		i := n.Add(1_000_000)
+		for pb.Next() {
+			key := "bench-" + strconv.FormatInt(i%1000, 10)
+			i++
+			if err := d.Write(ctx, key, value); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := d.Read(ctx, key); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	el := time.Since(start)
+	b.StopTimer()
+	u1, srv1 := report.ReadUsage(), serverCPU(b)
+	ops := float64(2 * b.N)
+	b.ReportMetric(ops/el.Seconds(), "ops/s")
+	if cpu := (u1.User + u1.System - u0.User - u0.System).Seconds(); cpu > 0 {
+		b.ReportMetric(ops/cpu, "ops/cpu-s")
+	}
+	b.ReportMetric(float64((srv1-srv0).Microseconds())/ops, "server-µs/op")
+}
+
+// serverCPU is the test server's user plus system CPU time so far, from /proc/PID/stat.
+func serverCPU(b *testing.B) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", srv.PID()))
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		b.Fatalf("short /proc stat: %q", s)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
