@@ -22,6 +22,12 @@ func TestShown(t *testing.T) {
 		{false, "host=h user=u password='p w' dbname=d", "host=h user=u password=xxxxx dbname=d"},
 		{false, "host=h password=pw sslpassword=pw2", "host=h password=xxxxx sslpassword=xxxxx"},
 		{false, "someone@example.com", "someone@example.com"},
+		// JSON a script or a request template carries, and credential headers.
+		{false, `{"db": {"addrs": "h:1", "password": "pw"}, "api": {"token": "t\"k", "n": 1}}`, `{"db": {"addrs": "h:1", "password": "xxxxx"}, "api": {"token": "xxxxx", "n": 1}}`},
+		{false, `{"apiKey":"k"}`, `{"apiKey":"xxxxx"}`},
+		{false, "X-Tenant: a | Authorization: Bearer tok | x-api-key: k", "X-Tenant: a | Authorization: xxxxx | x-api-key: xxxxx"},
+		{false, "authorization: Basic dXNlcjpwdw==", "authorization: xxxxx"},
+		{false, `{"key": "k1", "tenant": "t"}`, `{"key": "k1", "tenant": "t"}`},
 		{false, "T", "T"},
 	}
 	for _, tt := range tests {

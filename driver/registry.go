@@ -24,6 +24,10 @@ type Definition struct {
 	// driver then implements Operator. Declaring them here (not on an instance) lets the
 	// configuration be checked against them before any store is connected.
 	Operations []Operation
+	// Series names every series the driver may measure itself (Measurer), whatever its
+	// options, so that the configuration refuses an op class of the same name (or of the
+	// part before the first '.') instead of recording both as one.
+	Series []string
 	// Pipelines, for a driver that implements Pipeliner, reports whether it gives pipelines
 	// with the given options (a pointer from NewOptions), so workload.pipeline above 1 is
 	// refused when the configuration is written, not when the engine starts. nil means

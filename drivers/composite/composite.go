@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ func init() {
 		Summary:    "compositions of bundled drivers: cache-aside, write-through, read-through, primary + derived with visibility lag",
 		NewOptions: func() any { return &Options{} },
 		New:        func() driver.Driver { return &Driver{} },
+		Series:     []string{"child.cache", "child.database", "child.primary", "child.derived", "visibility"},
 	})
 }
 
@@ -61,7 +63,7 @@ func (o *Options) Validate() error {
 		if b == "" {
 			errs = append(errs, &driver.FieldError{Field: bName, Allowed: "a driver reference (e.g. postgres, redis@replica); mode " + o.Mode + " needs one"})
 		}
-		if a != "" && a == b {
+		if a != "" && strings.EqualFold(a, b) {
 			errs = append(errs, &driver.FieldError{Field: bName, Value: b, Allowed: "a reference other than " + aName + "'s: to use one driver twice, name an instance (" + b + "@other) configured under drivers." + b + "@other.*"})
 		}
 	}
@@ -78,10 +80,12 @@ func (o *Options) Validate() error {
 
 // roles returns the child roles of the mode and their references, in a fixed order.
 func (o *Options) roles() (names, refs []string) {
+	// Keys fold to lower case (drivers.Redis@Replica.addrs is drivers.redis@replica.addrs),
+	// so references do too.
 	if o.Mode == ModeDerived {
-		return []string{"primary", "derived"}, []string{o.Primary, o.Derived}
+		return []string{"primary", "derived"}, []string{strings.ToLower(o.Primary), strings.ToLower(o.Derived)}
 	}
-	return []string{"cache", "database"}, []string{o.Cache, o.Database}
+	return []string{"cache", "database"}, []string{strings.ToLower(o.Cache), strings.ToLower(o.Database)}
 }
 
 // Children implements driver.Composer.
@@ -128,6 +132,7 @@ type Driver struct {
 	sinks       atomic.Pointer[sinks]
 
 	hits, misses, cacheErrors, fills, fillErrors, invalidations, invalidationErrors atomic.Int64
+	updates, updateErrors                                                           atomic.Int64
 	lagSampled, lagVisible, lagTimedOut, lagSuperseded, lagSkipped                  atomic.Int64
 
 	// Visibility samples in flight: a semaphore bounds them, pending maps a key to its
@@ -145,6 +150,7 @@ type Driver struct {
 // sample is one write followed on the derived store.
 type sample struct {
 	superseded atomic.Bool
+	acked      time.Time // the primary's acknowledgement, for the oldest pending age
 }
 
 // Indexes of the children in the cache modes and the derived mode.
@@ -321,9 +327,9 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 		return d.write(ctx, cacheIdx, key, value)
 	case d.writeUpdate.Load():
 		if err := d.write(ctx, cacheIdx, key, value); err != nil {
-			d.invalidationErrors.Add(1)
+			d.updateErrors.Add(1)
 		} else {
-			d.invalidations.Add(1)
+			d.updates.Add(1)
 		}
 	default:
 		err := d.call(cacheIdx, func(c driver.Driver) error { return c.(driver.Deleter).Delete(ctx, key) })
@@ -360,7 +366,7 @@ func (d *Driver) writeDerived(ctx context.Context, key string, value []byte) err
 		d.lagSkipped.Add(1)
 		return nil
 	}
-	s := &sample{}
+	s := &sample{acked: acked}
 	if old, loaded := d.pending.Swap(key, s); loaded {
 		old.(*sample).superseded.Store(true)
 	}
@@ -449,6 +455,20 @@ func (d *Driver) DriverStats() map[string]int64 {
 		out["lag.timed_out"] = d.lagTimedOut.Load()
 		out["lag.superseded"] = d.lagSuperseded.Load()
 		out["lag.skipped"] = d.lagSkipped.Load()
+		// While a derived store is stuck, no sample completes and the series has nothing
+		// to show: these two show it as it happens.
+		out["lag.in_flight"] = d.inFlight.Load()
+		var oldest time.Time
+		d.pending.Range(func(_, v any) bool {
+			if a := v.(*sample).acked; oldest.IsZero() || a.Before(oldest) {
+				oldest = a
+			}
+			return true
+		})
+		out["lag.oldest_pending_ms"] = 0
+		if !oldest.IsZero() {
+			out["lag.oldest_pending_ms"] = time.Since(oldest).Milliseconds()
+		}
 	} else {
 		hits, misses := d.hits.Load(), d.misses.Load()
 		out["cache.hits"] = hits
@@ -458,6 +478,8 @@ func (d *Driver) DriverStats() map[string]int64 {
 		out["fill_errors"] = d.fillErrors.Load()
 		out["invalidations"] = d.invalidations.Load()
 		out["invalidation_errors"] = d.invalidationErrors.Load()
+		out["updates"] = d.updates.Load()
+		out["update_errors"] = d.updateErrors.Load()
 		if n := hits + misses; n > 0 {
 			out["hit_ratio_permille"] = hits * 1000 / n
 		}

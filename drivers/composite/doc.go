@@ -13,19 +13,29 @@
 //
 // A reference is a driver's name, or name@instance when one driver serves twice with
 // different options (two Redis servers: primary redis, derived redis@replica, configured
-// under drivers.redis.* and drivers.redis@replica.*). Every child's options are validated
-// with the rest of the configuration, before anything connects. They are taken at Init:
-// a change to a child's option is pending until the next Init, even one the child alone
-// would take live.
+// under drivers.redis.* and drivers.redis@replica.*). An instance inherits nothing from
+// the driver's own keys: without drivers.redis@replica.addrs both children talk to the
+// default address, and the lag measured is the primary's against itself. Every child's
+// options are validated with the rest of the configuration, before anything connects.
+// They are taken at Init: a change to a child's option is pending until the next Init,
+// even one the child alone would take live. Children are configured through the
+// configuration (file, --set, PATCH /api/v1/config), not in the options of a driver
+// init request, and the UI's driver form shows the composition's own options only.
 //
 // # Modes
 //
 // cache-aside (default): a read goes to the cache; on a miss (or a cache error) it reads
 // the database and, when found, fills the cache. A write goes to the database, then
 // writePolicy invalidate deletes the key from the cache (the cache needs a delete:
-// memcached and redis have one) or update writes the new value to it. A failed fill or
-// invalidation does not fail the operation (the database has the data) but is counted,
-// and validation then reports the stale reads it causes.
+// memcached, redis and memory have one) or update writes the new value to it. A failed
+// fill, invalidation or update does not fail the operation (the database has the data)
+// but is counted, and validation then reports the stale reads it causes. A backfill
+// writes through the composition too: with invalidate it leaves the cache cold.
+//
+// Validation and caches: a read older than workload.opTimeout is not judged stale (the
+// write may still have been in flight), so staleness shorter than that goes uncounted;
+// and values a cache kept from an earlier run without validation read as corrupt. Flush
+// the cache (or give it a ttl) before a validated run.
 //
 // write-through: a write goes to the database, then to the cache, and fails if either
 // does; reads as in cache-aside. This is DAX's behaviour, for stores without a native
@@ -42,7 +52,12 @@
 // visibility (an HDR histogram like an op class's: per-second p50 to p99.9 in the UI,
 // Prometheus, reports and HDR logs). A value not visible within lagTimeout counts as a
 // timeout failure of series visibility. A sample whose key is written again before it is
-// seen is dropped (the first value may never become visible) and counted. At most
+// seen is dropped (the first value may never become visible) and counted: the slowest
+// samples are the likeliest to be dropped, so keep numKeys well above the write rate
+// times the lag expected, or the lag reads low. A sample that times out counts as a
+// failure of series visibility, not in its percentiles. While the derived store is stuck
+// nothing completes: DriverStats lag.in_flight and lag.oldest_pending_ms (also in
+// Prometheus, ndbench_driver_stat) show it as it happens. At most
 // lagMaxInFlight samples are followed at once; beyond that a sample is skipped and
 // counted, so a derived store that falls far behind costs bounded memory and
 // goroutines. This is the measurement Dynomite's team made by hand for cross-region
@@ -51,12 +66,16 @@
 // # What it reports
 //
 // Series child.<role> (child.cache, child.database, child.primary, child.derived) hold
-// the latency of every call to that child and its failures by class. DriverStats (also
-// ndbench_driver_stat in Prometheus): cache.hits, cache.misses, cache.errors (reads that
-// fell back to the database because the cache failed), fills, fill_errors,
-// invalidations, invalidation_errors, hit_ratio_permille; for derived: lag.sampled,
-// lag.visible, lag.timed_out, lag.superseded, lag.skipped; and every child's own
-// counters, prefixed with its role.
+// the latency of every call the composition's operations make to that child, and its
+// failures by class (the lag polls are not in child.derived). These series have no
+// schedule, so their start lag is 0 and their service time equals their response time.
+// DriverStats (also ndbench_driver_stat in Prometheus): cache.hits, cache.misses,
+// cache.errors (reads that fell back to the database because the cache failed), fills,
+// fill_errors,
+// invalidations, invalidation_errors, updates, update_errors, hit_ratio_permille; for
+// derived: lag.sampled, lag.visible, lag.timed_out, lag.superseded, lag.skipped,
+// lag.in_flight, lag.oldest_pending_ms; and every child's own counters, prefixed with its
+// role. An op class cannot be named after these series.
 //
 // # Errors
 //

@@ -8,8 +8,8 @@
 // JSON in readRequest (writeRequest) in protobuf's JSON mapping, the fields that never
 // change, with the key set in field readKey (writeKey) and, for writes, the value in
 // writeValue. A field path goes through nested messages with dots (item.key). The key
-// field is a string or bytes field; the value field bytes (exact) or string (the value
-// must then be valid UTF-8, which ndbench's generated values are not: use bytes).
+// field is a string or bytes field; the value field bytes, or string (ndbench's generated
+// values are ASCII, so they are valid UTF-8; a proto3 string field refuses anything else).
 //
 // A read's value is the response field readValue (a path like item.value, or kvs.0.value
 // into a list); a path through a message that is not set, or past the end of a list, is a
@@ -18,9 +18,12 @@
 //
 //	drivers.grpc.target: 10.0.0.7:50051
 //	drivers.grpc.read: ndbench.kv.v1.KV/Lookup
-//	drivers.grpc.readRequest: {"tenant": "bench"}
+//	drivers.grpc.readRequest: '{"tenant": "bench"}'
 //	drivers.grpc.readValue: item.value
 //	drivers.grpc.readFound: found
+//
+// In a YAML file, quote the JSON of readRequest and writeRequest (or YAML reads it as a
+// map), and quote metadata values that contain ": ".
 //
 // # Descriptions
 //

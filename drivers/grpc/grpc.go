@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	gogrpc "google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,6 +24,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/ndbench/ndbench/driver"
 )
@@ -184,7 +187,12 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 			return &driver.FieldError{Field: slot, Value: method, Allowed: "a method of a service the server has: " + strings.Join(unknown.known, ", ")}
 		}
 		if err != nil {
-			return classify(fmt.Errorf("grpc: read the service descriptions from %s by reflection (descriptors=reflection; a server without it needs a descriptor set file): %w", o.Target, err))
+			err = fmt.Errorf("grpc: read the service descriptions from %s by reflection (descriptors=reflection; a server without it needs .proto files or a descriptor set file in descriptors): %w", o.Target, err)
+			if status.Code(err) == codes.Unimplemented || errors.Is(err, io.EOF) {
+				// No reflection service: a configuration matter, not an outage.
+				return driver.Wrap(driver.ClassRejected, err)
+			}
+			return classify(err)
 		}
 	} else if strings.HasSuffix(o.Descriptors, ".proto") {
 		if files, err = fromProtoFiles(ictx, o.Descriptors, o.ProtoImportPaths); err != nil {
@@ -226,9 +234,22 @@ func (d *Driver) waitReady(ctx context.Context) error {
 			return nil
 		}
 		if !c.WaitForStateChange(ctx, s) {
-			return driver.Wrap(driver.ClassUnavailable, fmt.Errorf("grpc: connect to %s: still %s after connectTimeout %v", d.opts.Target, s, d.opts.Timeouts.Connect))
+			return driver.Wrap(driver.ClassUnavailable, fmt.Errorf("grpc: connect to %s: still %s after connectTimeout %v%s", d.opts.Target, s, d.opts.Timeouts.Connect, d.lastDialError(c)))
 		}
 	}
+}
+
+// lastDialError asks the connection why it is not ready: a call that does not wait for
+// readiness fails with the last dial or handshake error (refused, a TLS mismatch, not
+// HTTP/2).
+func (d *Driver) lastDialError(c *gogrpc.ClientConn) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := c.Invoke(ctx, "/grpc.health.v1.Health/Check", &emptypb.Empty{}, &emptypb.Empty{})
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable && st.Message() != "" {
+		return ": " + st.Message()
+	}
+	return ""
 }
 
 // prepare resolves a method and its fields. Errors name the option and what the message
@@ -294,7 +315,9 @@ func serviceNames(files *protoregistry.Files) []string {
 	var out []string
 	files.RangeFiles(func(f protoreflect.FileDescriptor) bool {
 		for i := 0; i < f.Services().Len(); i++ {
-			out = append(out, string(f.Services().Get(i).FullName()))
+			if name := string(f.Services().Get(i).FullName()); !strings.HasPrefix(name, "grpc.reflection.") {
+				out = append(out, name)
+			}
 		}
 		return true
 	})

@@ -114,8 +114,13 @@ func TestConfigurationErrors(t *testing.T) {
 	// No server: Init fails within connectTimeout, unavailable.
 	start := time.Now()
 	_, _, err := driver.Open(context.Background(), "grpc", map[string]string{"target": "127.0.0.1:1", "connectTimeout": "300ms"})
-	if err == nil || driver.Classify(err) != driver.ClassUnavailable || time.Since(start) > 5*time.Second {
-		t.Fatalf("no server: %v after %v", err, time.Since(start))
+	if err == nil || driver.Classify(err) != driver.ClassUnavailable || time.Since(start) > 5*time.Second || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("no server: %v after %v; want unavailable, saying the connection was refused", err, time.Since(start))
+	}
+	// TLS against a plaintext server says what failed.
+	_, _, err = driver.Open(context.Background(), "grpc", map[string]string{"target": srv.Addr(), "connectTimeout": "500ms", "tls": "true", "tlsVerify": "false"})
+	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "tls") && !strings.Contains(err.Error(), "handshake") {
+		t.Fatalf("tls against plaintext: %v; want the handshake error", err)
 	}
 }
 

@@ -184,7 +184,9 @@ func listServices(stream reflectionpb.ServerReflection_ServerReflectionInfoClien
 	}
 	var out []string
 	for _, s := range resp.GetListServicesResponse().GetService() {
-		out = append(out, s.GetName())
+		if !strings.HasPrefix(s.GetName(), "grpc.reflection.") {
+			out = append(out, s.GetName())
+		}
 	}
 	return out, nil
 }

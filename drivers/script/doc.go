@@ -22,9 +22,10 @@
 //
 // Operation names are fixed slots because configurations are checked against the
 // registry before any script is loaded; op classes mix them by name like any driver's
-// (workload.readMix=read:9,read1:1). Functions must be declared with function (top-level
-// const and let are not globals). A slot the script does not define fails with class
-// rejected.
+// (workload.readMix=read:9,read1:1). A slot the script does not define fails with class
+// rejected. file is read relative to the working directory of ndbench, not to a config
+// file that names it. Credentials passed in config are masked wherever the option is
+// shown when they sit in password-like JSON members ("password", "token", "apiKey"...).
 //
 // # What a script can call
 //

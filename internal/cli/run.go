@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -293,6 +294,14 @@ func printSummary(out io.Writer, r *report.Report) {
 		if len(bad) > 0 {
 			fmt.Fprintf(out, "%-9s VALIDATION FAILURES: %s\n", "", strings.Join(bad, ", "))
 		}
+	}
+	if len(r.Driver.Stats) > 0 {
+		// The driver's own counters: a composition's hit ratio, a zone's fallbacks.
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(r.Driver.Stats)) {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, r.Driver.Stats[k]))
+		}
+		fmt.Fprintf(out, "driver %s: %s\n", r.Driver.Name, strings.Join(parts, " "))
 	}
 	fmt.Fprintf(out, "client: %.2f cores busy, %.0f ops per CPU-second, peak RSS %.0f MB\n",
 		r.Client.CPUCores, r.Client.OpsPerCPUSecond, float64(r.Client.MaxRSSBytes)/(1<<20))

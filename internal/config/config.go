@@ -337,11 +337,19 @@ func composeChildren(ref string, opts any, drivers map[string]map[string]string,
 	if depth >= maxComposeDepth {
 		return nil, driver.FieldErrors{{Field: "drivers." + ref, Allowed: fmt.Sprintf("compositions nest at most %d deep (does one refer to itself?)", maxComposeDepth)}}
 	}
+	for _, child := range c.Children() {
+		if base, _ := driver.SplitRef(child); base == ref || child == ref {
+			key := refOption(ref, opts, child)
+			return nil, driver.FieldErrors{{Field: key, Value: child, Source: source(key),
+				Allowed: "another driver than " + ref + " itself (a composition cannot contain itself)"}}
+		}
+	}
 	var used []string
 	var errs driver.FieldErrors
 	for _, child := range c.Children() {
 		if err := driver.CheckRef(child); err != nil {
-			errs = append(errs, &driver.FieldError{Field: "drivers." + ref, Value: child, Allowed: err.Error()})
+			key := refOption(ref, opts, child)
+			errs = append(errs, &driver.FieldError{Field: key, Value: child, Allowed: err.Error(), Source: source(key)})
 			continue
 		}
 		name, _ := driver.SplitRef(child)
@@ -357,6 +365,17 @@ func composeChildren(ref string, opts any, drivers map[string]map[string]string,
 		c.SetChild(child, co)
 	}
 	return used, errs
+}
+
+// refOption returns the key of the option of driver ref whose value is the child
+// reference child (drivers.composite.cache), for errors about the reference.
+func refOption(ref string, opts any, child string) string {
+	for opt, v := range driver.Values(opts, false) {
+		if strings.EqualFold(v, child) {
+			return "drivers." + ref + "." + opt
+		}
+	}
+	return "drivers." + ref
 }
 
 // maxComposeDepth bounds how deep compositions nest.

@@ -243,6 +243,15 @@ func (w Workload) CheckMixOps(def driver.Definition) error {
 	var errs driver.FieldErrors
 	names := def.OperationNames()
 	for _, c := range w.Classes() {
+		// A class must not take the name of a series the driver measures itself (the
+		// composite driver's visibility), or both would be recorded as one.
+		for _, series := range def.Series {
+			if prefix, _, _ := strings.Cut(series, "."); c.Name == series || c.Name == prefix {
+				errs = append(errs, &driver.FieldError{Field: "workload.ops." + c.Name, Value: c.Name,
+					Allowed: fmt.Sprintf("a class name other than the series driver %s measures itself (%s)", def.Name, strings.Join(def.Series, ", "))})
+				break
+			}
+		}
 		for _, e := range c.Mix {
 			if _, _, ok := def.Operation(e.Op); !ok {
 				errs = append(errs, &driver.FieldError{Field: ClassOption(c.Name, "mix"), Value: e.Op,

@@ -75,9 +75,22 @@ func TestCompositeChildErrorsNameTheChildKey(t *testing.T) {
 	if !ok || len(fes) != 1 || fes[0].Field != "drivers.memory@replica.shards" || fes[0].Source != "--set" {
 		t.Fatalf("got %v, want one error on drivers.memory@replica.shards from --set", err)
 	}
-	_, err = config.Load(config.Sources{Sets: []string{"driver.name=composite", "drivers.composite.cache=nosuch"}})
-	if err == nil || !strings.Contains(err.Error(), "drivers.composite") || !strings.Contains(err.Error(), "registered driver") {
-		t.Fatalf("unknown child: %v", err)
+	// A bad reference names the option that holds it, with its source.
+	for _, tc := range []struct{ set, want string }{
+		{"drivers.composite.cache=nosuch", "registered driver"},
+		{"drivers.composite.database=memory@B!", "instance after @"},
+		{"drivers.composite.cache=composite", "cannot contain itself"},
+	} {
+		_, err = config.Load(config.Sources{Sets: []string{"driver.name=composite", "drivers.composite.cache=memory", "drivers.composite.database=memory@db", tc.set}})
+		key, _, _ := strings.Cut(tc.set, "=")
+		fes, ok := driver.AsFieldErrors(err)
+		if !ok || len(fes) != 1 || fes[0].Field != key || fes[0].Source != "--set" || !strings.Contains(fes[0].Allowed, tc.want) {
+			t.Errorf("%s: %v; want one error on %s from --set saying %q", tc.set, err, key, tc.want)
+		}
+	}
+	// A reference in any case finds the options its keys were folded to.
+	if _, err := config.Load(config.Sources{Sets: []string{"driver.name=composite", "drivers.composite.cache=memory", "drivers.composite.database=Memory@DB", "drivers.memory@DB.shards=0"}}); err == nil || !strings.Contains(err.Error(), "drivers.memory@db.shards") {
+		t.Errorf("upper-case reference: %v", err)
 	}
 	_, err = config.Load(config.Sources{Sets: []string{"driver.name=memory", "drivers.memory@b!d.shards=4"}})
 	if err == nil || !strings.Contains(err.Error(), "instance after @") {
@@ -94,5 +107,17 @@ func TestCompositeChildErrorsNameTheChildKey(t *testing.T) {
 	}
 	if v, src, ok := snap.Value("drivers.memory.shards"); !ok || src != "default" || v != "64" {
 		t.Fatalf("the primary child's defaults are not shown: %q %q %v", v, src, ok)
+	}
+}
+
+// TestClassNamedLikeADriverSeries: an op class cannot take the name of a series the
+// driver measures, which would merge the two.
+func TestClassNamedLikeADriverSeries(t *testing.T) {
+	for _, class := range []string{"visibility", "child"} {
+		_, err := config.Load(config.Sources{Sets: append([]string{"driver.name=composite", "workload.ops." + class + ".mix=read"}, compositeSets...)})
+		fes, ok := driver.AsFieldErrors(err)
+		if !ok || len(fes) != 1 || fes[0].Field != "workload.ops."+class || !strings.Contains(fes[0].Allowed, "visibility") {
+			t.Errorf("class %s: %v", class, err)
+		}
 	}
 }

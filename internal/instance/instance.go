@@ -245,7 +245,7 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 		_ = d.Close()
 		return fmt.Errorf("init driver %s: %w", name, err)
 	}
-	if err := i.measure(d); err != nil {
+	if err := i.measure(name, d); err != nil {
 		_ = d.Close()
 		return fmt.Errorf("init driver %s: %w", name, err)
 	}
@@ -716,14 +716,18 @@ func (i *Instance) syncDriver(snap *config.Snapshot) {
 
 // measure gives a driver that measures things of its own (driver.Measurer) a series for
 // each, registered like an op class so that every output shows it.
-func (i *Instance) measure(d driver.Driver) error {
+func (i *Instance) measure(drvName string, d driver.Driver) error {
 	m, ok := d.(driver.Measurer)
 	if !ok {
 		return nil
 	}
 	names := m.Measures()
 	sinks := make([]driver.Sink, len(names))
+	def, _ := driver.Lookup(drvName)
 	for k, name := range names {
+		if !slices.Contains(def.Series, name) {
+			return fmt.Errorf("the driver measures series %s, which its definition does not declare (Definition.Series: %v)", name, def.Series)
+		}
 		op, err := i.coll.Register(name)
 		if err != nil {
 			return fmt.Errorf("register the driver's series %s: %w", name, err)
