@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -277,7 +278,11 @@ func warnings(r *Report, in Input) []string {
 			w = append(w, fmt.Sprintf("%s: %d latencies exceeded the histograms' ceiling of %s and were recorded as %s: the top percentiles and the max understate them", name, s.Clamped, stats.HighestLatency, stats.HighestLatency))
 		}
 		if lagged(s) {
-			w = append(w, lagWarning(name, s, in.Series, saturated))
+			var opTimeout time.Duration
+			if in.Snapshot != nil {
+				opTimeout = in.Snapshot.Config.Workload.OpTimeout
+			}
+			w = append(w, lagWarning(name, s, in.Series, saturated, opTimeout))
 		}
 	}
 	if rd, ok := r.Ops["read"]; ok && in.Backfill == nil && rd.Count > missJudged && float64(rd.Misses) > missWarn*float64(rd.Count) {
@@ -311,9 +316,46 @@ func lagged(s stats.OpSummary) bool {
 }
 
 // busyWorkers is how many workers were in the store on average over a span with rate
-// completions per second of mean service time meanUs (Little's law). Failed operations
-// have no recorded service time, so this counts only the answered ones.
-func busyWorkers(rate, meanUs float64) float64 { return rate * meanUs / 1e6 }
+// completions per second of mean service time meanUs (Little's law), plus timeoutRate
+// operations per second that each held a worker for the op timeout: failed operations
+// have no recorded service time, and a store that times out holds its workers longest.
+func busyWorkers(rate, meanUs, timeoutRate float64, opTimeout time.Duration) float64 {
+	return rate*meanUs/1e6 + timeoutRate*opTimeout.Seconds()
+}
+
+// inStore returns how many of op's workers were in the store on average over the run, and
+// the highest share of its workers in the store in any second (the timed-out operations
+// counted at the op timeout each).
+func inStore(op string, s stats.OpSummary, series []stats.Point, opTimeout time.Duration) (mean, peak float64) {
+	timeout := driver.ClassTimeout.String()
+	seconds := 0
+	for _, p := range series {
+		o, ok := p.Ops[op]
+		if !ok {
+			continue
+		}
+		seconds++
+		if o.Workers > 0 {
+			peak = max(peak, busyWorkers(o.Rate, o.ServiceTime.Mean, float64(o.Failures[timeout]), opTimeout)/float64(o.Workers))
+		}
+	}
+	var timeoutRate float64
+	if seconds > 0 {
+		timeoutRate = float64(s.Failures[timeout]) / float64(seconds)
+	}
+	return busyWorkers(s.Rate, s.ServiceTime.Mean, timeoutRate, opTimeout), peak
+}
+
+// reportOpTimeout reads workload.opTimeout from a report's configuration (0 when absent).
+func reportOpTimeout(r *Report) time.Duration {
+	for _, e := range r.Config {
+		if e.Key == "workload.opTimeout" {
+			d, _ := time.ParseDuration(e.Value)
+			return d
+		}
+	}
+	return 0
+}
 
 // lagWarning names why op's operations started late: the client's CPU, a store that stalled
 // with every worker inside it, too few workers for the rate, or the generator itself. It
@@ -321,20 +363,14 @@ func busyWorkers(rate, meanUs float64) float64 { return rate * meanUs / 1e6 }
 // how many workers were in the store. A stall holding every worker for L seconds keeps
 // them all busy for L of its interval, so one of at least busyShare of an interval shows;
 // a shorter one hides in the interval's average, and the warning says it may add.
-func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bool) string {
+func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bool, opTimeout time.Duration) string {
 	lag := fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms)",
 		op, s.StartLag.P99/1000, s.ResponseTime.P99/1000)
 	if saturated {
 		return lag + ": the client's CPU was saturated, so the delay is the generator's, not the store's"
 	}
 	workers := runWorkers(series, op, s.Workers)
-	peak := 0.0 // the highest share of the workers busy in the store in any interval
-	for _, p := range series {
-		if o := p.Ops[op]; o.Workers > 0 {
-			peak = max(peak, busyWorkers(o.Rate, o.ServiceTime.Mean)/float64(o.Workers))
-		}
-	}
-	mean := busyWorkers(s.Rate, s.ServiceTime.Mean)
+	mean, peak := inStore(op, s, series, opTimeout)
 	if workers > 0 && mean >= busyShare*float64(workers) {
 		if need, ok := workersNeeded(op, s, s.TargetRate, workers); ok {
 			return lag + ": every worker was busy in the store; " + need
@@ -362,7 +398,7 @@ func workersNeeded(op string, s stats.OpSummary, target float64, workers int) (s
 	if target <= 0 || s.ServiceTime.Mean <= 0 || workers <= 0 {
 		return "", false
 	}
-	need := busyWorkers(target, s.ServiceTime.Mean)
+	need := busyWorkers(target, s.ServiceTime.Mean, 0, 0)
 	if need < busyShare*float64(workers) {
 		return "", false
 	}

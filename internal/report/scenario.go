@@ -39,13 +39,7 @@ func GeneratorBound(r *Report) []string {
 			continue
 		}
 		workers := runWorkers(r.Series, name, s.Workers)
-		peak := 0.0
-		for _, p := range r.Series {
-			if o := p.Ops[name]; o.Workers > 0 {
-				peak = max(peak, busyWorkers(o.Rate, o.ServiceTime.Mean)/float64(o.Workers))
-			}
-		}
-		mean := busyWorkers(s.Rate, s.ServiceTime.Mean)
+		mean, peak := inStore(name, s, r.Series, reportOpTimeout(r))
 		if workers > 0 && (mean >= busyShare*float64(workers) || peak >= busyShare) {
 			continue
 		}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/web"
 )
@@ -45,5 +47,26 @@ func TestGeneratorBound(t *testing.T) {
 	r.Client.CPUCores = 3.8
 	if got := GeneratorBound(r); len(got) != 1 || !strings.Contains(got[0], "cores busy") {
 		t.Errorf("saturated client: %v", got)
+	}
+}
+
+// TestTimeoutsHoldWorkers: operations that timed out held their workers for the op
+// timeout though they have no service time: a store that stalled into timeouts is the
+// store's result, not the generator's (it was judged the generator's before).
+func TestTimeoutsHoldWorkers(t *testing.T) {
+	lagging := stats.OpSummary{Count: 100, Rate: 50, Workers: 4, Errors: 24, Failures: map[string]int64{"timeout": 24},
+		ResponseTime: stats.Latency{P99: 50000}, ServiceTime: stats.Latency{Mean: 500}, StartLag: stats.Latency{P99: 40000}}
+	calm := stats.OpSummary{Rate: 100, Workers: 4, ServiceTime: stats.Latency{Mean: 500}, Failures: map[string]int64{}}
+	stalled := stats.OpSummary{Rate: 0, Workers: 4, Failures: map[string]int64{"timeout": 12}}
+	r := &Report{Ops: map[string]stats.OpSummary{"read": lagging},
+		Config: []config.Entry{{Key: "workload.opTimeout", Value: "300ms"}},
+		Client: Client{CPUCores: 0.2, GOMAXPROCS: 4, NumCPU: 4},
+		Series: []stats.Point{{Ops: map[string]stats.OpSummary{"read": calm}}, {Ops: map[string]stats.OpSummary{"read": stalled}},
+			{Ops: map[string]stats.OpSummary{"read": stalled}}, {Ops: map[string]stats.OpSummary{"read": calm}}}}
+	if got := GeneratorBound(r); len(got) != 0 {
+		t.Errorf("a store timing out judged the generator's: %v", got)
+	}
+	if w := lagWarning("read", lagging, r.Series, false, 300*time.Millisecond); strings.Contains(w, "generator's own") {
+		t.Errorf("warning blames the generator: %s", w)
 	}
 }
