@@ -25,7 +25,7 @@ var (
 	// credentialHeader is a header or metadata pair that carries credentials
 	// (Authorization: Bearer x), in the "Name: value | Name: value" lists of options.
 	credentialHeader = regexp.MustCompile(`(?i)((?:^|[|\n])\s*(?:authorization|proxy-authorization|x-api-key|api-key|x-auth-token|cookie)\s*:\s*)[^|\n]*[^|\n\s]`)
-	credentialParam = regexp.MustCompile(`(?i)((?:^|[\s?&;])[a-z0-9_.-]*(?:password|passwd|pwd|secret|token|credential|apikey|api_key|accesskey|access_key)[a-z0-9_.-]*\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&;,#]*)`)
+	credentialParam  = regexp.MustCompile(`(?i)((?:^|[\s?&;])[a-z0-9_.-]*(?:password|passwd|pwd|secret|token|credential|apikey|api_key|accesskey|access_key)[a-z0-9_.-]*\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&;,#]*)`)
 )
 
 // Shown returns a configuration value as it may be shown to a user: in errors, listings,
