@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -654,7 +653,7 @@ func BenchmarkPutGet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	cpu0 := serverCPU()
+	cpu0 := srv.CPU()
 	testserver.BenchParallel(b, func(ctx context.Context, i uint64) error {
 		key := keys[(i/2)%uint64(len(keys))]
 		if i%2 == 0 {
@@ -663,24 +662,7 @@ func BenchmarkPutGet(b *testing.B) {
 		_, err := d.Read(ctx, key)
 		return err
 	})
-	if cpu := serverCPU() - cpu0; cpu > 0 {
+	if cpu := srv.CPU() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "server-µs/op")
 	}
-}
-
-// serverCPU is the user plus system CPU the DynamoDB Local JVM used so far (Linux /proc;
-// 0 elsewhere).
-func serverCPU() time.Duration {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(srv.PID()), "stat"))
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	var ticks int64
-	for _, i := range []int{11, 12} { // utime stime
-		v, _ := strconv.ParseInt(f[i], 10, 64)
-		ticks += v
-	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }

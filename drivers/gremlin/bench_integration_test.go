@@ -6,9 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,7 +31,7 @@ func BenchmarkGetSet(b *testing.B) {
 	}
 	var n atomic.Int64
 	b.SetParallelism(25) // 25 x GOMAXPROCS(2) = 50 goroutines
-	srv0, u0 := serverCPU(b), report.ReadUsage()
+	srv0, u0 := srv.CPU(), report.ReadUsage()
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
@@ -53,29 +51,13 @@ func BenchmarkGetSet(b *testing.B) {
 	})
 	el := time.Since(start)
 	b.StopTimer()
-	u1, srv1 := report.ReadUsage(), serverCPU(b)
+	u1, srv1 := report.ReadUsage(), srv.CPU()
 	ops := float64(2 * b.N)
 	b.ReportMetric(ops/el.Seconds(), "ops/s")
 	if cpu := (u1.User + u1.System - u0.User - u0.System).Seconds(); cpu > 0 {
 		b.ReportMetric(ops/cpu, "ops/cpu-s")
 	}
 	b.ReportMetric(float64((srv1-srv0).Microseconds())/ops, "server-µs/op")
-}
-
-// serverCPU is the test server's user plus system CPU time so far, from /proc/PID/stat.
-func serverCPU(b *testing.B) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", srv.PID()))
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		b.Fatalf("short /proc stat: %q", s)
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
 // BenchmarkWriteBulk measures the backfill's path: batches of 100 upserts of new keys
@@ -94,7 +76,7 @@ func BenchmarkWriteBulk(b *testing.B) {
 	ctx := context.Background()
 	var n atomic.Int64
 	b.SetParallelism(4) // 4 x GOMAXPROCS(2) = 8 goroutines
-	srv0, u0 := serverCPU(b), report.ReadUsage()
+	srv0, u0 := srv.CPU(), report.ReadUsage()
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
@@ -112,7 +94,7 @@ func BenchmarkWriteBulk(b *testing.B) {
 	})
 	el := time.Since(start)
 	b.StopTimer()
-	u1, srv1 := report.ReadUsage(), serverCPU(b)
+	u1, srv1 := report.ReadUsage(), srv.CPU()
 	keys := float64(batch * b.N)
 	b.ReportMetric(keys/el.Seconds(), "keys/s")
 	if cpu := (u1.User + u1.System - u0.User - u0.System).Seconds(); cpu > 0 {

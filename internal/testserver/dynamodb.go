@@ -35,15 +35,7 @@ func DynamoDBLocalHome() string {
 	if h := os.Getenv("NDBENCH_DYNAMODB_LOCAL_HOME"); h != "" {
 		return h
 	}
-	cache := os.Getenv("NDBENCH_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		cache = filepath.Join(home, ".cache", "ndbench")
-	}
-	return filepath.Join(cache, "dynamodb-local-"+DynamoDBLocalVersion)
+	return filepath.Join(CacheDir(), "dynamodb-local-"+DynamoDBLocalVersion)
 }
 
 // DynamoDBLocal starts DynamoDB Local (shared database, telemetry off) from the jars in

@@ -30,15 +30,7 @@ func GeodeHome() string {
 	if h := os.Getenv("NDBENCH_GEODE_HOME"); h != "" {
 		return h
 	}
-	cache := os.Getenv("NDBENCH_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		cache = filepath.Join(home, ".cache", "ndbench")
-	}
-	return filepath.Join(cache, "geode-"+GeodeVersion)
+	return filepath.Join(CacheDir(), "geode-"+GeodeVersion)
 }
 
 // Geode starts an Apache Geode server with an embedded locator (Ports["locator"]) and a

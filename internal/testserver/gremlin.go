@@ -34,15 +34,7 @@ func GremlinServerHome() string {
 	if h := os.Getenv("NDBENCH_GREMLIN_SERVER_HOME"); h != "" {
 		return h
 	}
-	cache := os.Getenv("NDBENCH_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		cache = filepath.Join(home, ".cache", "ndbench")
-	}
-	return filepath.Join(cache, "gremlin-server-"+GremlinServerVersion)
+	return filepath.Join(CacheDir(), "gremlin-server-"+GremlinServerVersion)
 }
 
 // GremlinServer starts Apache TinkerPop's Gremlin Server (small heap) from the jars in

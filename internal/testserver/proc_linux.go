@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // errPlatform is nil: Linux has everything the harness needs to control a server's processes.
@@ -62,7 +63,13 @@ func procs() []procStat {
 		}
 		ppid, _ := strconv.Atoi(f[1])
 		pgrp, _ := strconv.Atoi(f[2])
-		out = append(out, procStat{pid: pid, ppid: ppid, pgrp: pgrp, zombie: f[0] == "Z"})
+		var ticks int64
+		if len(f) > 12 {
+			ut, _ := strconv.ParseInt(f[11], 10, 64) // utime
+			st, _ := strconv.ParseInt(f[12], 10, 64) // stime
+			ticks = ut + st
+		}
+		out = append(out, procStat{pid: pid, ppid: ppid, pgrp: pgrp, zombie: f[0] == "Z", cpu: time.Duration(ticks) * time.Second / 100})
 	}
 	return out
 }

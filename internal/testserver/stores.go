@@ -189,15 +189,7 @@ func CassandraHome() string {
 	if h := os.Getenv("NDBENCH_CASSANDRA_HOME"); h != "" {
 		return h
 	}
-	cache := os.Getenv("NDBENCH_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		cache = filepath.Join(home, ".cache", "ndbench")
-	}
-	return filepath.Join(cache, "cassandra-"+CassandraVersion)
+	return filepath.Join(CacheDir(), "cassandra-"+CassandraVersion)
 }
 
 // Cassandra starts a single-node Cassandra (512 MB heap) from the jars in CassandraHome,

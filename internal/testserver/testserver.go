@@ -232,6 +232,28 @@ func (s *Server) killLocked() error {
 type procStat struct {
 	pid, ppid, pgrp int
 	zombie          bool
+	cpu             time.Duration // user plus system time so far (USER_HZ 100)
+}
+
+// CPU returns the user plus system CPU time the server's processes (the one started and
+// its descendants, e.g. Elasticsearch's two JVMs) have used so far, for benchmarks that
+// report the server's CPU per operation. It is 0 where there is no /proc.
+func (s *Server) CPU() time.Duration {
+	pid := s.PID()
+	if pid <= 0 {
+		return 0
+	}
+	kids := map[int]bool{pid: true}
+	for _, k := range descendants(pid) {
+		kids[k] = true
+	}
+	var total time.Duration
+	for _, p := range procs() {
+		if kids[p.pid] {
+			total += p.cpu
+		}
+	}
+	return total
 }
 
 // descendants returns the PIDs of every live descendant of pid.
@@ -496,4 +518,17 @@ func lookBinary(name string, dirs ...string) (string, error) {
 		return "", fmt.Errorf("%s not found (%w); %s", name, err, installHint)
 	}
 	return p, nil
+}
+
+// CacheDir is where the install scripts keep downloaded servers: $NDBENCH_CACHE, or
+// $HOME/.cache/ndbench.
+func CacheDir() string {
+	if c := os.Getenv("NDBENCH_CACHE"); c != "" {
+		return c
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".cache", "ndbench")
 }
