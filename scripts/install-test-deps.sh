@@ -69,6 +69,8 @@ if [ ! -f "$marker" ]; then
   echo "$CASSANDRA_VERSION" >"$marker"
 fi
 
+bash "$here/install-elastic.sh" || die "installing Elasticsearch and OpenSearch failed (scripts/install-elastic.sh)"
+
 # --- helm from the Go module proxy ---------------------------------------------------------
 helm="$(bash "$here/install-helm.sh")" || die "installing helm failed (scripts/install-helm.sh)"
 
