@@ -6,6 +6,7 @@ package all
 import (
 	// Each import registers its driver from init.
 	_ "github.com/ndbench/ndbench/drivers/cassandra"
+	_ "github.com/ndbench/ndbench/drivers/elasticsearch"
 	_ "github.com/ndbench/ndbench/drivers/http"
 	_ "github.com/ndbench/ndbench/drivers/memcached"
 	_ "github.com/ndbench/ndbench/drivers/memory"
