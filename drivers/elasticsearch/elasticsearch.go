@@ -257,21 +257,22 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	return nil
 }
 
-// hello reads GET /: the version and the cluster name, checked against cluster.
+// hello reads the local node's version and the cluster name (checked against cluster).
+// It asks _nodes, not GET /: the minimal distributions serve GET / only with the
+// rest-root module.
 func (d *Driver) hello(ctx context.Context) error {
 	var info struct {
 		ClusterName string `json:"cluster_name"`
-		Version     struct {
-			Number       string `json:"number"`
-			Distribution string `json:"distribution"`
-		} `json:"version"`
+		Nodes       map[string]struct {
+			Version string `json:"version"`
+		} `json:"nodes"`
 	}
-	if err := d.doJSON(ctx, http.MethodGet, "/", nil, &info); err != nil {
+	if err := d.doJSON(ctx, http.MethodGet, "/_nodes/_local?filter_path=cluster_name,nodes.*.version", nil, &info); err != nil {
 		return d.fail("connect to "+d.base, err)
 	}
-	d.version, d.cluster = info.Version.Number, info.ClusterName
-	if info.Version.Distribution != "" {
-		d.version = info.Version.Distribution + " " + d.version
+	d.cluster = info.ClusterName
+	for _, n := range info.Nodes {
+		d.version = d.opts.Flavor + " " + n.Version
 	}
 	if d.opts.Cluster != "" && d.opts.Cluster != info.ClusterName {
 		return driver.Wrap(driver.ClassRejected, &driver.FieldError{Field: "cluster", Value: d.opts.Cluster,
