@@ -89,7 +89,9 @@ func eachFlavor(t *testing.T, f func(t *testing.T, flavor string)) {
 // open initialises a driver against the flavor's server with extra option values.
 func open(t testing.TB, flavor string, values map[string]string) *Driver {
 	t.Helper()
-	v := map[string]string{"flavor": flavor, "addrs": servers[flavor].Addr()}
+	// A generous client timeout: the test machine is shared with other servers' JVMs, and
+	// a loaded one takes seconds to create an index.
+	v := map[string]string{"flavor": flavor, "addrs": servers[flavor].Addr(), "timeout": "30s"}
 	for k, x := range values {
 		v[k] = x
 	}
@@ -426,7 +428,7 @@ func TestConformance(t *testing.T) {
 	eachFlavor(t, func(t *testing.T, fl string) {
 		t.Parallel()
 		srv := servers[fl]
-		opts := map[string]string{"flavor": fl, "addrs": srv.Addr(), "index": "conformance", "document": "words"}
+		opts := map[string]string{"flavor": fl, "addrs": srv.Addr(), "index": "conformance", "document": "words", "timeout": "30s"}
 		if fl == "opensearch" {
 			opts["bulkWrite"] = "true"
 		}
@@ -440,7 +442,7 @@ func TestConformance(t *testing.T) {
 				Start: srv.Restart,
 				// The JVM serves a moment after /_cluster/health answers; the shards of
 				// the index recover after that.
-				RecoverWithin: 30 * time.Second,
+				RecoverWithin: 60 * time.Second,
 				Options:       map[string]string{"timeout": "1s"},
 			},
 		})
