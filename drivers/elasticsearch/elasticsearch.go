@@ -172,8 +172,6 @@ type Driver struct {
 	closed atomic.Bool
 	bulk   *indexer
 	wg     sync.WaitGroup
-
-	templateOnce sync.Once
 }
 
 var (
