@@ -64,8 +64,10 @@
 //	other 4xx: mapping and parsing errors, bad requests, auth          rejected
 //
 // A full write queue on the server (thread_pool.write.queue_size) answers 429 with
-// es_rejected_execution_exception (opensearch_rejected_execution_exception): that is the
-// store shedding load, and counts as throttled.
+// es_rejected_execution_exception (opensearch_rejected_execution_exception), a tripped
+// circuit breaker (network.breaker.inflight_requests.limit, indices.breaker.*) 429 with
+// circuit_breaking_exception: that is the store shedding load, and counts as throttled.
+// In a _bulk answer each document has its own status, classified the same way.
 //
 // # Authentication and TLS
 //

@@ -102,9 +102,11 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestThrottledAnswers is the one mocked test: the real test servers share a machine with
-// other tests, so they are not shrunk until they shed load. A server that answers 429
-// (to a request, and per document inside a _bulk answer) must count as throttled.
+// TestThrottledAnswers is the one mocked test. A full write queue
+// (es_rejected_execution_exception, per document inside a _bulk answer) needs the static
+// setting thread_pool.write.queue_size and a server of its own; the integration test
+// TestThrottledByTheServer gets real 429s from a circuit breaker instead. Here a request
+// answered 429, and one document of a _bulk answered 429, must count as throttled.
 func TestThrottledAnswers(t *testing.T) {
 	var bulkCalls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

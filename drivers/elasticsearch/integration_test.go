@@ -420,6 +420,39 @@ func TestSecretsNeverShown(t *testing.T) {
 	check("field error", fmt.Sprint(opts, err))
 }
 
+// TestThrottledByTheServer makes the server shed load for real: an in-flight requests
+// circuit breaker of 300 bytes (a dynamic cluster setting, reset after) answers every
+// larger request 429 circuit_breaking_exception. A PUT, a write through the bulk indexer
+// and a backfill bulk must all count as throttled. (A full write queue,
+// es_rejected_execution_exception, needs a static setting and a server of its own; its
+// answer is parsed and classified in the unit test TestThrottledAnswers.)
+func TestThrottledByTheServer(t *testing.T) {
+	eachFlavor(t, func(t *testing.T, fl string) {
+		put := open(t, fl, map[string]string{"index": "throttle"})
+		bulk := open(t, fl, map[string]string{"index": "throttle", "bulkWrite": "true"})
+		setting := func(v string) {
+			t.Helper()
+			st, body := raw(t, fl, "PUT", "/_cluster/settings", `{"persistent":{"network.breaker.inflight_requests.limit":`+v+`}}`)
+			if st != http.StatusOK {
+				t.Fatalf("set the in-flight breaker to %s: %d %s", v, st, body)
+			}
+		}
+		setting(`"300b"`)
+		t.Cleanup(func() { setting("null") })
+		ctx := ctxT(t)
+		value := bytes.Repeat([]byte("v"), 1000)
+		for name, err := range map[string]error{
+			"put":       put.Write(ctx, "t-1", value),
+			"bulkWrite": bulk.Write(ctx, "t-2", value),
+			"WriteBulk": put.WriteBulk(ctx, []string{"t-3", "t-4"}, [][]byte{value, value}),
+		} {
+			if c := driver.Classify(err); c != driver.ClassThrottled {
+				t.Errorf("%s past the breaker: class %v (%v), want throttled", name, c, err)
+			}
+		}
+	})
+}
+
 // TestConformance runs the driver contract's suite against both servers at once (each
 // check restarts only its own server). Elasticsearch goes through plain PUTs, OpenSearch
 // through the bulk indexer (bulkWrite), so every check (the stall and the outage included)
