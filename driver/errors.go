@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -101,4 +102,42 @@ func Classify(err error) Class {
 		return ClassUnavailable
 	}
 	return ClassOther
+}
+
+// BulkError is what BulkWriter.WriteBulk returns when the store wrote some keys of the
+// batch and refused others (Elasticsearch's _bulk answers per document). Errs has one
+// entry per key, in the order of the keys: nil for a key written, its own error for a
+// key that failed. The engine then counts each key by its own outcome, and retries only
+// the keys that failed, instead of counting the whole batch as failed.
+type BulkError struct {
+	Errs []error
+}
+
+// Error says how many keys failed and shows the first failure.
+func (e *BulkError) Error() string {
+	n, first := 0, error(nil)
+	for _, err := range e.Errs {
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			n++
+		}
+	}
+	if first == nil {
+		return fmt.Sprintf("bulk write: 0 of %d keys failed", len(e.Errs))
+	}
+	return fmt.Sprintf("bulk write: %d of %d keys failed, first: %v", n, len(e.Errs), first)
+}
+
+// Unwrap returns the keys' errors, so Classify of a BulkError is the class of its first
+// failed key.
+func (e *BulkError) Unwrap() []error {
+	out := make([]error, 0, len(e.Errs))
+	for _, err := range e.Errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
 }

@@ -73,6 +73,8 @@ bash "$here/install-dynamodb-local.sh" || die "installing DynamoDB Local failed 
 bash "$here/install-gremlin-server.sh" || die "installing Gremlin Server failed (scripts/install-gremlin-server.sh)"
 bash "$here/install-geode.sh" || die "installing Geode failed (scripts/install-geode.sh)"
 
+bash "$here/install-elastic.sh" || die "installing Elasticsearch and OpenSearch failed (scripts/install-elastic.sh)"
+
 # --- helm from the Go module proxy ---------------------------------------------------------
 helm="$(bash "$here/install-helm.sh")" || die "installing helm failed (scripts/install-helm.sh)"
 

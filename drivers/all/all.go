@@ -8,6 +8,7 @@ import (
 	_ "github.com/ndbench/ndbench/drivers/cassandra"
 	_ "github.com/ndbench/ndbench/drivers/composite"
 	_ "github.com/ndbench/ndbench/drivers/dynamodb"
+	_ "github.com/ndbench/ndbench/drivers/elasticsearch"
 	_ "github.com/ndbench/ndbench/drivers/geode"
 	_ "github.com/ndbench/ndbench/drivers/gremlin"
 	_ "github.com/ndbench/ndbench/drivers/grpc"

@@ -243,10 +243,11 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 	values := make([][]byte, 0, batch)
 	seqs := make([]uint64, 0, batch)
 	intended := make([]int64, 0, batch)
+	idxs := make([]int64, 0, batch) // each key's index in the keyspace, for the tracker
 	var keyBuf []byte
 	for next := r.Start; next < r.End; {
 		// A batch: each key claims its slot of the schedule, so the rate holds per key.
-		keys, values, seqs, intended = keys[:0], values[:0], seqs[:0], intended[:0]
+		keys, values, seqs, intended, idxs = keys[:0], values[:0], seqs[:0], intended[:0], idxs[:0]
 		var start int64
 		for idx := next; idx < r.End && len(keys) < batch; idx++ {
 			t, s, err := p.Acquire(ctx)
@@ -263,7 +264,11 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 				value = workload.EncodeValue(nil, keyBuf, seq, value)
 			}
 			keys, values, seqs, intended = append(keys, string(keyBuf)), append(values, value), append(seqs, seq), append(intended, t)
+			idxs = append(idxs, idx)
 		}
+		// A partial bulk failure retries only the failed keys, so the batch shrinks; the
+		// key range advances by the batch as built.
+		batchLen := int64(len(keys))
 		ok := false
 		for attempt := 1; attempt <= backfillAttempts && !ok; attempt++ {
 			if attempt > 1 {
@@ -278,7 +283,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 				for i := range keys {
 					shard.Success(time.Duration(end-intended[i]), time.Duration(end-start))
 					if g.tracker != nil {
-						g.tracker.Ack(next+int64(i), seqs[i])
+						g.tracker.Ack(idxs[i], seqs[i])
 					}
 				}
 				break
@@ -290,6 +295,32 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 			if timedOut {
 				class = driver.ClassTimeout
 			}
+			var be *driver.BulkError
+			if !timedOut && errors.As(err, &be) && len(be.Errs) == len(keys) {
+				// The store answered per key: the keys written count as written, and only
+				// those that failed count as failed and are retried.
+				failed := 0
+				for i, kerr := range be.Errs {
+					if kerr == nil {
+						shard.Success(time.Duration(end-intended[i]), time.Duration(end-start))
+						if g.tracker != nil {
+							g.tracker.Ack(idxs[i], seqs[i])
+						}
+						b.written.Add(1)
+						continue
+					}
+					shard.FailureErr(driver.Classify(kerr), kerr)
+					keys[failed], values[failed], seqs[failed], intended[failed], idxs[failed] = keys[i], values[i], seqs[i], intended[i], idxs[i]
+					failed++
+				}
+				keys, values, seqs, intended, idxs = keys[:failed], values[:failed], seqs[:failed], intended[:failed], idxs[:failed]
+				if failed == 0 {
+					ok = true
+					break
+				}
+				e.backoff(ctx, attempt)
+				continue
+			}
 			for range keys {
 				shard.FailureErr(class, err)
 			}
@@ -300,7 +331,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 		} else {
 			b.failed.Add(int64(len(keys)))
 		}
-		next += int64(len(keys))
+		next += batchLen
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -860,4 +861,68 @@ func TestBackfillKeyRange(t *testing.T) {
 func isFieldError(err error, field string) bool {
 	fes, ok := driver.AsFieldErrors(err)
 	return ok && len(fes) == 1 && fes[0].Field == field
+}
+
+// partialBulk refuses, on their first bulk write only, the keys ending in 0: it writes the
+// others and answers with a driver.BulkError, as Elasticsearch's _bulk does per document.
+type partialBulk struct {
+	driver.Driver
+	refused sync.Map // key -> refused once
+	retried atomic.Int64
+}
+
+func (p *partialBulk) WriteBulk(ctx context.Context, keys []string, values [][]byte) error {
+	errs := make([]error, len(keys))
+	failed := false
+	for i, k := range keys {
+		if strings.HasSuffix(k, "0") {
+			if _, again := p.refused.LoadOrStore(k, true); !again {
+				errs[i] = driver.Wrap(driver.ClassRejected, errors.New("mapping error"))
+				failed = true
+				continue
+			}
+			p.retried.Add(1)
+		}
+		if err := p.Driver.Write(ctx, k, values[i]); err != nil {
+			errs[i] = err
+			failed = true
+		}
+	}
+	if failed {
+		return &driver.BulkError{Errs: errs}
+	}
+	return nil
+}
+
+// Write is what a retried batch of one key comes back through.
+func (p *partialBulk) Write(ctx context.Context, key string, value []byte) error {
+	if strings.HasSuffix(key, "0") {
+		if _, again := p.refused.LoadOrStore(key, true); again {
+			p.retried.Add(1)
+		}
+	}
+	return p.Driver.Write(ctx, key, value)
+}
+
+// TestBackfillCountsBulkErrorsPerKey: a bulk write that refuses some keys and writes the
+// others counts each key by its own outcome (one failure per refused key, one success per
+// key written) and retries only the refused keys, which then get written.
+func TestBackfillCountsBulkErrorsPerKey(t *testing.T) {
+	d := &partialBulk{Driver: openMemory(t, nil)}
+	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) { w.ValidateValues = true }))
+	st, err := e.Backfill(context.Background(), BackfillOptions{Workers: 2, Verify: true, Batch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Written != 1000 || st.Failed != 0 || st.Verified != 1000 || st.Corrupt+st.WrongKey+st.Missing != 0 {
+		t.Fatalf("backfill status %+v, want 1000 written and verified intact", st)
+	}
+	e.Collector().Tick(time.Now())
+	bf := e.Collector().Cumulative().Ops["backfill"]
+	if bf.Count != 1000 || bf.Failures["rejected"] != 100 || bf.Errors != 100 {
+		t.Errorf("backfill counted %d successes and failures %v, want 1000 and 100 rejected (one per refused key)", bf.Count, bf.Failures)
+	}
+	if got := d.retried.Load(); got != 100 {
+		t.Errorf("%d keys retried, want the 100 refused ones", got)
+	}
 }
