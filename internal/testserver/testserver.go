@@ -1,5 +1,6 @@
-// Package testserver starts real data stores (Redis, Memcached, PostgreSQL, Cassandra),
-// twemproxy in front of several of them, nginx and a small key-value HTTP service on
+// Package testserver starts real data stores (Redis, Memcached, PostgreSQL, Cassandra,
+// DynamoDB Local, Elasticsearch, OpenSearch, Gremlin Server, Geode), twemproxy in front of
+// several of them, nginx, and small key-value HTTP and gRPC services of our own on
 // loopback for integration tests, and stops them by PID.
 //
 // Each server gets free ports and a fresh data directory, runs as a direct child of the test
