@@ -19,8 +19,10 @@
 // options are validated with the rest of the configuration, before anything connects.
 // They are taken at Init: a change to a child's option is pending until the next Init,
 // even one the child alone would take live. Children are configured through the
-// configuration (file, --set, PATCH /api/v1/config), not in the options of a driver
-// init request, and the UI's driver form shows the composition's own options only.
+// configuration (file, --set, PATCH /api/v1/config), or with the composition's options
+// in a driver init request as REF.OPTION ({"driver": "composite", "options": {"mode":
+// "derived", "redis@replica.addrs": "10.0.0.9:6379"}}), which writes them under
+// drivers.REF.OPTION; the UI's driver form shows the composition's own options only.
 //
 // # Modes
 //

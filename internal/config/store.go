@@ -234,16 +234,27 @@ func (s *Store) publish(old, next *Snapshot) *Snapshot {
 // Check validates what Patch(layer, values) would produce, without applying it: for a caller
 // that must know a change is valid before acting on it (connecting a driver, say).
 func (s *Store) Check(layer string, values map[string]string) error {
+	_, err := s.Preview(layer, values)
+	return err
+}
+
+// Preview returns the snapshot that patching layer with values would give, checked as
+// Check does, without applying it: what a change will be made of (a composition's
+// children given with a driver init) before it is committed.
+func (s *Store) Preview(layer string, values map[string]string) (*Snapshot, error) {
 	if err := checkSize(layer, len(values)); err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next, err := s.cur.Load().with(layer, "", values, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.check(next)
+	if err := s.check(next); err != nil {
+		return nil, err
+	}
+	return next, nil
 }
 
 // with builds the snapshot that results from replacing (or, with merge, patching) the

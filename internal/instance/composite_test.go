@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -119,5 +120,32 @@ func TestClassNamedLikeADriverSeries(t *testing.T) {
 		if !ok || len(fes) != 1 || fes[0].Field != "workload.ops."+class || !strings.Contains(fes[0].Allowed, "visibility") {
 			t.Errorf("class %s: %v", class, err)
 		}
+	}
+}
+
+// TestCompositeChildrenWithInit: a driver init may carry the children's options as
+// REF.OPTION; they land in the configuration under drivers.REF.OPTION, the children get
+// them, and a bad one is refused with its key before anything connects.
+func TestCompositeChildrenWithInit(t *testing.T) {
+	i := newInstance(t)
+	opts := map[string]string{"mode": "derived", "primary": "memory", "derived": "memory@replica",
+		"memory@replica.shards": "8", "lagSample": "0"}
+	bad := maps.Clone(opts)
+	bad["memory@replica.shards"] = "0"
+	err := i.Init(context.Background(), "composite", bad)
+	if err == nil || !strings.Contains(err.Error(), "drivers.memory@replica.shards") {
+		t.Fatalf("bad child option: %v", err)
+	}
+	if st := i.Status(); st.Initialized {
+		t.Fatal("initialized after a refused child option")
+	}
+	if err := i.Init(context.Background(), "composite", opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := i.Status().ConnectionInfo["derived.shards"]; got != "8" {
+		t.Fatalf("derived child's shards = %q, want 8", got)
+	}
+	if v, src, _ := i.Config().Value("drivers.memory@replica.shards"); v != "8" || src == "default" {
+		t.Fatalf("drivers.memory@replica.shards = %q from %q", v, src)
 	}
 }

@@ -206,9 +206,16 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 	// Options given by alias or in another case replace the configured value of the same
 	// option rather than sitting beside it, where either could win.
 	canon := make(map[string]string, len(opts))
+	// A composition's children may come with its options as REF.OPTION (redis@replica.addrs):
+	// they are configured under drivers.REF.OPTION like the composition's own.
+	_, composes := def.NewOptions().(driver.Composer)
+	children := map[string]string{}
 	for k, v := range opts {
 		if c, ok := driver.Canonical(schema, k); ok {
 			k = c
+		} else if ref, opt, ok := strings.Cut(k, "."); ok && composes {
+			children["drivers."+ref+"."+opt] = v
+			continue
 		}
 		canon[k] = v
 	}
@@ -222,10 +229,6 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 	if err != nil {
 		return err
 	}
-	// A composition's children are configured under their own drivers.<ref>.* keys.
-	if err := i.store.Current().ComposeChildren(name, decoded); err != nil {
-		return err
-	}
 	patch := map[string]string{}
 	if pin {
 		patch["driver.name"] = name
@@ -233,12 +236,18 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 	for k, v := range opts {
 		patch["drivers."+name+"."+k] = v
 	}
+	maps.Copy(patch, children)
 	// Validate the whole config with the change before connecting, so a failed Init
 	// leaves nothing behind and a successful one cannot be rejected afterwards.
+	next := i.store.Current()
 	if len(patch) > 0 {
-		if err := i.store.Check(config.LayerRuntime, patch); err != nil {
+		if next, err = i.store.Preview(config.LayerRuntime, patch); err != nil {
 			return err
 		}
+	}
+	// A composition's children are configured under their own drivers.<ref>.* keys.
+	if err := next.ComposeChildren(name, decoded); err != nil {
+		return err
 	}
 	d := def.New()
 	if err := d.Init(ctx, decoded); err != nil {
