@@ -8,9 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/ndbench/ndbench/internal/report"
 )
 
 // BenchmarkGetSet puts then gets a key per iteration (100-byte values over 1,000 keys)
@@ -24,31 +22,21 @@ func BenchmarkGetSet(b *testing.B) {
 	ctx := context.Background()
 	var n atomic.Int64
 	b.SetParallelism(25) // 25 x GOMAXPROCS(2) = 50 goroutines
-	srv0, u0 := srv.CPU(), report.ReadUsage()
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		i := n.Add(1_000_000)
-		for pb.Next() {
-			key := "bench-" + strconv.FormatInt(i%1000, 10)
-			i++
-			if err := d.Write(ctx, key, value); err != nil {
-				b.Error(err)
-				return
+	srv.Measure(b, "op", 2, func() {
+		b.RunParallel(func(pb *testing.PB) {
+			i := n.Add(1_000_000)
+			for pb.Next() {
+				key := "bench-" + strconv.FormatInt(i%1000, 10)
+				i++
+				if err := d.Write(ctx, key, value); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := d.Read(ctx, key); err != nil {
+					b.Error(err)
+					return
+				}
 			}
-			if _, err := d.Read(ctx, key); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+		})
 	})
-	el := time.Since(start)
-	b.StopTimer()
-	u1, srv1 := report.ReadUsage(), srv.CPU()
-	ops := float64(2 * b.N)
-	b.ReportMetric(ops/el.Seconds(), "ops/s")
-	if cpu := (u1.User + u1.System - u0.User - u0.System).Seconds(); cpu > 0 {
-		b.ReportMetric(ops/cpu, "ops/cpu-s")
-	}
-	b.ReportMetric(float64((srv1-srv0).Microseconds())/ops, "server-µs/op")
 }

@@ -9,9 +9,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/ndbench/ndbench/internal/report"
 )
 
 // BenchmarkGetSet writes then reads a key per iteration (upserts and reads of 100-byte
@@ -31,33 +29,23 @@ func BenchmarkGetSet(b *testing.B) {
 	}
 	var n atomic.Int64
 	b.SetParallelism(25) // 25 x GOMAXPROCS(2) = 50 goroutines
-	srv0, u0 := srv.CPU(), report.ReadUsage()
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		i := n.Add(1_000_000)
-		for pb.Next() {
-			key := "bench-" + strconv.FormatInt(i%1000, 10)
-			i++
-			if err := d.Write(ctx, key, value); err != nil {
-				b.Error(err)
-				return
+	srv.Measure(b, "op", 2, func() {
+		b.RunParallel(func(pb *testing.PB) {
+			i := n.Add(1_000_000)
+			for pb.Next() {
+				key := "bench-" + strconv.FormatInt(i%1000, 10)
+				i++
+				if err := d.Write(ctx, key, value); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := d.Read(ctx, key); err != nil {
+					b.Error(err)
+					return
+				}
 			}
-			if _, err := d.Read(ctx, key); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+		})
 	})
-	el := time.Since(start)
-	b.StopTimer()
-	u1, srv1 := report.ReadUsage(), srv.CPU()
-	ops := float64(2 * b.N)
-	b.ReportMetric(ops/el.Seconds(), "ops/s")
-	if cpu := (u1.User + u1.System - u0.User - u0.System).Seconds(); cpu > 0 {
-		b.ReportMetric(ops/cpu, "ops/cpu-s")
-	}
-	b.ReportMetric(float64((srv1-srv0).Microseconds())/ops, "server-µs/op")
 }
 
 // BenchmarkWriteBulk measures the backfill's path: batches of 100 upserts of new keys
@@ -76,29 +64,19 @@ func BenchmarkWriteBulk(b *testing.B) {
 	ctx := context.Background()
 	var n atomic.Int64
 	b.SetParallelism(4) // 4 x GOMAXPROCS(2) = 8 goroutines
-	srv0, u0 := srv.CPU(), report.ReadUsage()
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		keys := make([]string, batch)
-		for pb.Next() {
-			base := n.Add(batch)
-			for i := range keys {
-				keys[i] = "bulk-bench-" + strconv.FormatInt(base+int64(i), 10)
+	srv.Measure(b, "key", batch, func() {
+		b.RunParallel(func(pb *testing.PB) {
+			keys := make([]string, batch)
+			for pb.Next() {
+				base := n.Add(batch)
+				for i := range keys {
+					keys[i] = "bulk-bench-" + strconv.FormatInt(base+int64(i), 10)
+				}
+				if err := d.WriteBulk(ctx, keys, vals); err != nil {
+					b.Error(err)
+					return
+				}
 			}
-			if err := d.WriteBulk(ctx, keys, vals); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+		})
 	})
-	el := time.Since(start)
-	b.StopTimer()
-	u1, srv1 := report.ReadUsage(), srv.CPU()
-	keys := float64(batch * b.N)
-	b.ReportMetric(keys/el.Seconds(), "keys/s")
-	if cpu := (u1.User + u1.System - u0.User - u0.System).Seconds(); cpu > 0 {
-		b.ReportMetric(keys/cpu, "keys/cpu-s")
-	}
-	b.ReportMetric(float64((srv1-srv0).Microseconds())/keys, "server-µs/key")
 }

@@ -35,3 +35,23 @@ func BenchParallel(b *testing.B, op func(ctx context.Context, i uint64) error) {
 		b.ReportMetric(float64(b.N)/cpu, "ops/cpu-s")
 	}
 }
+
+// Measure times run (a benchmark's parallel loop, perIter units of work per iteration:
+// operations, or keys of a bulk call) and reports units per second, units per client
+// CPU-second (this process) and the server's CPU per unit (Server.CPU; 0 where there is
+// no /proc), with unit in the metric names ("op": ops/s, ops/cpu-s, server-µs/op).
+func (s *Server) Measure(b *testing.B, unit string, perIter int, run func()) {
+	srv0, u0 := s.CPU(), report.ReadUsage()
+	b.ResetTimer()
+	start := time.Now()
+	run()
+	el := time.Since(start)
+	b.StopTimer()
+	u1, srv1 := report.ReadUsage(), s.CPU()
+	n := float64(perIter * b.N)
+	b.ReportMetric(n/el.Seconds(), unit+"s/s")
+	if cpu := (u1.User + u1.System - u0.User - u0.System).Seconds(); cpu > 0 {
+		b.ReportMetric(n/cpu, unit+"s/cpu-s")
+	}
+	b.ReportMetric(float64((srv1-srv0).Microseconds())/n, "server-µs/"+unit)
+}
