@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-
 )
 
 // BenchmarkGetSet puts then gets a key per iteration (100-byte values over 1,000 keys)

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-
 )
 
 // BenchmarkGetSet writes then reads a key per iteration (upserts and reads of 100-byte
