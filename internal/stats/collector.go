@@ -82,6 +82,9 @@ type OpInterval struct {
 	// StartLag is how late operations started against their intended start (response
 	// minus service time), in microseconds at LagSignificantDigits.
 	StartLag *hdrhistogram.Histogram
+	// Late is how late the dropped operations (Counts.Dropped) were when a worker got
+	// to them, at the start-lag precision.
+	Late *hdrhistogram.Histogram
 	Counts
 	// TargetRate and Workers are the engine's settings when the interval ended.
 	TargetRate float64
@@ -107,6 +110,9 @@ func (iv *Interval) Summary() Summary {
 		o := &iv.Ops[i]
 		sum := buildOpSummary(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), secs, o.gauges())
 		sum.StartLag = LatencyOf(o.StartLag)
+		if o.Late != nil {
+			sum.DropLateness = LatencyOf(o.Late)
+		}
 		s.Ops[o.Name] = sum
 	}
 	return s
@@ -130,11 +136,11 @@ type series struct {
 	targetFn func() float64
 
 	// Under Collector.mu (written with tickMu held).
-	cumResp, cumSvc, cumLag *hdrhistogram.Histogram
-	cum                     Counts
-	// latestLag is the latest interval's start lag, which the compact series record
-	// does not keep.
-	latestLag Latency
+	cumResp, cumSvc, cumLag, cumLate *hdrhistogram.Histogram
+	cum                              Counts
+	// latestLag and latestLate are the latest interval's start lag and dropped
+	// operations' lateness, which the compact series record does not keep.
+	latestLag, latestLate Latency
 }
 
 type subscriber struct{ f func(*Interval) }
@@ -238,7 +244,7 @@ func (c *Collector) Register(name string) (Op, error) {
 		return 0, fmt.Errorf("register series %q: at most %d series (op classes and their operations) per node", name, MaxSeries)
 	}
 	s := &series{name: name, rec: newRecorder(Op(len(old)), c.cfg.Shards),
-		cumResp: NewHistogram(), cumSvc: NewHistogram(), cumLag: NewLagHistogram()}
+		cumResp: NewHistogram(), cumSvc: NewHistogram(), cumLag: NewLagHistogram(), cumLate: NewLagHistogram()}
 	next := append(old[:len(old):len(old)], s)
 	c.series.Store(&next)
 	return Op(len(old)), nil
@@ -380,8 +386,9 @@ func (c *Collector) Tick(now time.Time) *Interval {
 		resetHistogram(o.Response)
 		resetHistogram(o.Service)
 		resetHistogram(o.StartLag)
+		resetHistogram(o.Late)
 		o.Counts = Counts{}
-		s.rec.drain(o.Response, o.Service, o.StartLag, &o.Counts)
+		s.rec.drain(o.Response, o.Service, o.StartLag, o.Late, &o.Counts)
 	}
 	c.publish(list, iv)
 	return iv
@@ -393,7 +400,7 @@ func (c *Collector) interval(list []*series) *Interval {
 	iv := &c.iv
 	for len(iv.Ops) < len(list) {
 		iv.Ops = append(iv.Ops, OpInterval{Name: list[len(iv.Ops)].name,
-			Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram()})
+			Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram(), Late: NewLagHistogram()})
 	}
 	return iv
 }
@@ -405,11 +412,14 @@ func (c *Collector) interval(list []*series) *Interval {
 func (c *Collector) publish(list []*series, iv *Interval) {
 	// Percentiles are computed before taking mu so readers wait only for the merge.
 	p := pointRec{end: iv.End.UnixNano(), seconds: float32(iv.Seconds()), ops: make([]opRec, len(list)), fleet: iv.fleet()}
-	lag := make([]Latency, len(list))
+	lag, late := make([]Latency, len(list)), make([]Latency, len(list))
 	for i := range list {
 		o := &iv.Ops[i]
 		p.ops[i] = newOpRec(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), o.gauges())
 		lag[i] = LatencyOf(o.StartLag)
+		if o.Dropped > 0 {
+			late[i] = LatencyOf(o.Late)
+		}
 	}
 
 	c.mu.Lock()
@@ -418,8 +428,9 @@ func (c *Collector) publish(list []*series, iv *Interval) {
 		MergeHistograms(s.cumResp, o.Response)
 		MergeHistograms(s.cumSvc, o.Service)
 		MergeHistograms(s.cumLag, o.StartLag)
+		MergeHistograms(s.cumLate, o.Late)
 		s.cum.Add(&o.Counts)
-		s.latestLag = lag[i]
+		s.latestLag, s.latestLate = lag[i], late[i]
 	}
 	c.markPartial(iv)
 	c.last = iv.End
@@ -509,6 +520,9 @@ func (c *Collector) ingest(src *Interval, publish bool) error {
 			dropped += MergeHistograms(s.cumResp, o.Response)
 			dropped += MergeHistograms(s.cumSvc, o.Service)
 			dropped += MergeHistograms(s.cumLag, o.StartLag)
+			if o.Late != nil {
+				dropped += MergeHistograms(s.cumLate, o.Late)
+			}
 			s.cum.Add(&o.Counts)
 		}
 		c.markPartial(src)
@@ -527,6 +541,7 @@ func (c *Collector) ingest(src *Interval, publish bool) error {
 		resetHistogram(o.Response)
 		resetHistogram(o.Service)
 		resetHistogram(o.StartLag)
+		resetHistogram(o.Late)
 		o.Counts = Counts{}
 		o.TargetRate, o.Workers, o.Backlog, o.Pending = 0, 0, 0, 0
 	}
@@ -535,6 +550,9 @@ func (c *Collector) ingest(src *Interval, publish bool) error {
 		dropped += MergeHistograms(o.Response, s.Response)
 		dropped += MergeHistograms(o.Service, s.Service)
 		dropped += MergeHistograms(o.StartLag, s.StartLag)
+		if s.Late != nil {
+			dropped += MergeHistograms(o.Late, s.Late)
+		}
 		o.Counts.Add(&s.Counts)
 		o.TargetRate += s.TargetRate
 		o.Workers += s.Workers
@@ -571,7 +589,7 @@ func (c *Collector) ResetAt(now time.Time) {
 	defer c.tickMu.Unlock()
 	list := c.list()
 	for _, s := range list {
-		s.rec.drain(nil, nil, nil, nil)
+		s.rec.drain(nil, nil, nil, nil, nil)
 		for i := range s.rec.shards {
 			s.rec.shards[i].resetErrors()
 		}
@@ -582,6 +600,7 @@ func (c *Collector) ResetAt(now time.Time) {
 		resetHistogram(s.cumResp)
 		resetHistogram(s.cumSvc)
 		resetHistogram(s.cumLag)
+		resetHistogram(s.cumLate)
 		s.cum = Counts{}
 	}
 	c.cumPartial, c.cumMissing = false, nil
@@ -609,6 +628,7 @@ func (c *Collector) Latest() Summary {
 	for i := range c.latest.ops {
 		s := p.Ops[list[i].name]
 		s.StartLag = list[i].latestLag
+		s.DropLateness = list[i].latestLate
 		p.Ops[list[i].name] = s
 	}
 	return Summary{Start: c.latestT, End: c.latestE, Seconds: spanSeconds(c.latestT, c.latestE), Ops: p.Ops,
@@ -649,6 +669,7 @@ func (c *Collector) Cumulative() Summary {
 		}
 		sum := buildOpSummary(&se.cum, LatencyOf(se.cumResp), LatencyOf(se.cumSvc), secs, g)
 		sum.StartLag = LatencyOf(se.cumLag)
+		sum.DropLateness = LatencyOf(se.cumLate)
 		s.Ops[se.name] = sum
 	}
 	s.Partial = c.cumPartial

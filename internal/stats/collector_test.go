@@ -127,7 +127,7 @@ func TestSummaryJSONShape(t *testing.T) {
 			t.Errorf("%s ops %v", name, got)
 		}
 		op := ops["backfill"].(map[string]any) // an op with no data still has every key
-		want := []string{"attempted", "backlogMs", "clamped", "count", "errors", "failures", "misses", "pending", "rate",
+		want := []string{"attempted", "backlogMs", "clamped", "count", "dropLateness", "dropped", "errors", "failures", "misses", "pending", "rate",
 			"responseTime", "serviceTime", "startLag", "succeeded", "targetRate", "validation", "workers"}
 		if got := keys(op); !slices.Equal(got, want) {
 			t.Errorf("%s op keys %v, want %v", name, got, want)

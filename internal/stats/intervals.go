@@ -43,10 +43,14 @@ type EncodedOp struct {
 	Failures   map[string]int64 `json:"failures"`
 	Validation map[string]int64 `json:"validation"`
 	Clamped    int64            `json:"clamped"`
-	TargetRate float64          `json:"targetRate"`
-	Workers    int              `json:"workers"`
-	BacklogMs  float64          `json:"backlogMs"`
-	Pending    int64            `json:"pending"`
+	// Dropped and DropLateness (a V2 encoding, "" when none) are the operations skipped
+	// under workload.catchUp=drop; absent from nodes that never drop.
+	Dropped      int64   `json:"dropped,omitempty"`
+	DropLateness string  `json:"dropLateness,omitempty"`
+	TargetRate   float64 `json:"targetRate"`
+	Workers      int     `json:"workers"`
+	BacklogMs    float64 `json:"backlogMs"`
+	Pending      int64   `json:"pending"`
 	// Response, Service and StartLag are V2-encoded histograms of microseconds; "" when
 	// nothing was recorded.
 	Response string `json:"response"`
@@ -61,7 +65,7 @@ func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInter
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		eo := EncodedOp{
-			Successes: o.Successes, Misses: o.Misses, Clamped: o.Clamped,
+			Successes: o.Successes, Misses: o.Misses, Clamped: o.Clamped, Dropped: o.Dropped,
 			Failures: make(map[string]int64, driver.NumClasses), Validation: make(map[string]int64, NumValidations),
 			TargetRate: o.TargetRate, Workers: o.Workers, BacklogMs: o.Backlog.Seconds() * 1000, Pending: o.Pending,
 		}
@@ -74,7 +78,7 @@ func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInter
 		for _, h := range []struct {
 			src *hdrhistogram.Histogram
 			dst *string
-		}{{o.Response, &eo.Response}, {o.Service, &eo.Service}, {o.StartLag, &eo.StartLag}} {
+		}{{o.Response, &eo.Response}, {o.Service, &eo.Service}, {o.StartLag, &eo.StartLag}, {o.Late, &eo.DropLateness}} {
 			if h.src == nil || h.src.TotalCount() == 0 {
 				continue
 			}
@@ -106,9 +110,9 @@ func (e *EncodedInterval) Decode() (*Interval, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		eo := e.Ops[name]
-		iv.Ops = append(iv.Ops, OpInterval{Name: name, Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram()})
+		iv.Ops = append(iv.Ops, OpInterval{Name: name, Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram(), Late: NewLagHistogram()})
 		o := &iv.Ops[len(iv.Ops)-1]
-		o.Successes, o.Misses, o.Clamped = eo.Successes, eo.Misses, eo.Clamped
+		o.Successes, o.Misses, o.Clamped, o.Dropped = eo.Successes, eo.Misses, eo.Clamped, eo.Dropped
 		for _, c := range driver.Classes {
 			o.Failures[c] = eo.Failures[c.String()]
 		}
@@ -120,7 +124,7 @@ func (e *EncodedInterval) Decode() (*Interval, error) {
 		for _, h := range []struct {
 			src string
 			dst *hdrhistogram.Histogram
-		}{{eo.Response, o.Response}, {eo.Service, o.Service}, {eo.StartLag, o.StartLag}} {
+		}{{eo.Response, o.Response}, {eo.Service, o.Service}, {eo.StartLag, o.StartLag}, {eo.DropLateness, o.Late}} {
 			if h.src == "" {
 				continue
 			}

@@ -42,6 +42,10 @@ type Counts struct {
 	Validation [NumValidations]int64
 	// Clamped counts latencies above HighestValue recorded as HighestValue.
 	Clamped int64
+	// Dropped counts intended operations that were never sent: with workload.catchUp=drop
+	// a worker skips an operation that is more than workload.maxLateness late when its turn
+	// comes. Not in Count, Errors or attempts: the store never saw them.
+	Dropped int64
 }
 
 // Count returns successes plus misses: every op that got a valid answer.
@@ -67,16 +71,20 @@ func (c *Counts) Add(o *Counts) {
 		c.Validation[i] += o.Validation[i]
 	}
 	c.Clamped += o.Clamped
+	c.Dropped += o.Dropped
 }
 
 // buffer is one half of a shard's double buffer: everything recorded in an interval.
 type buffer struct {
 	resp, svc, lag *hdrhistogram.Histogram
+	// late is the lateness of the dropped operations (Counts.Dropped); nil until a shard
+	// first drops one, so runs that never drop pay no memory for it.
+	late *hdrhistogram.Histogram
 	Counts
 	// Buffers of different shards are separate allocations that the allocator may
 	// place side by side; at a multiple of 128 bytes (a size class whose objects are
 	// 128-byte aligned) two shards' counters never share a cache line.
-	_ [256 - 24 - unsafe.Sizeof(Counts{})]byte
+	_ [256 - 32 - unsafe.Sizeof(Counts{})]byte
 }
 
 func newBuffer() *buffer {
@@ -106,6 +114,9 @@ func (b *buffer) reset() {
 	}
 	if b.lag.TotalCount() != 0 {
 		b.lag.Reset()
+	}
+	if b.late != nil && b.late.TotalCount() != 0 {
+		b.late.Reset()
 	}
 	b.Counts = Counts{}
 }
@@ -178,6 +189,20 @@ func (s *Shard) Failure(c driver.Class) {
 	s.mu.Unlock()
 }
 
+// Drop counts an intended operation that was not sent because it was already lateness
+// late when a worker got to it (workload.catchUp=drop), and records that lateness.
+func (s *Shard) Drop(lateness time.Duration) {
+	l, _ := Micros(lateness)
+	s.mu.Lock()
+	b := s.buf()
+	b.Dropped++
+	if b.late == nil {
+		b.late = NewLagHistogram()
+	}
+	_ = b.late.RecordValue(l)
+	s.mu.Unlock()
+}
+
 // swap retires the active buffer and returns it, or nil if nothing was ever recorded.
 // The caller owns the returned buffer until the next swap and must reset it.
 func (s *Shard) swap() *buffer {
@@ -210,9 +235,9 @@ func (r *Recorder) Shard(worker int) *Shard {
 	return &r.shards[uint(worker)%uint(len(r.shards))]
 }
 
-// drain swaps every shard and merges the retired buffers into resp, svc and c, outside
-// the shard locks, then resets them for reuse.
-func (r *Recorder) drain(resp, svc, lag *hdrhistogram.Histogram, c *Counts) {
+// drain swaps every shard and merges the retired buffers into resp, svc, lag, late and c,
+// outside the shard locks, then resets them for reuse.
+func (r *Recorder) drain(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts) {
 	for i := range r.shards {
 		b := r.shards[i].swap()
 		if b == nil {
@@ -222,6 +247,9 @@ func (r *Recorder) drain(resp, svc, lag *hdrhistogram.Histogram, c *Counts) {
 			MergeHistograms(resp, b.resp)
 			MergeHistograms(svc, b.svc)
 			MergeHistograms(lag, b.lag)
+			if b.late != nil {
+				MergeHistograms(late, b.late)
+			}
 			c.Add(&b.Counts)
 		}
 		b.reset()

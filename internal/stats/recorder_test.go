@@ -26,7 +26,7 @@ func TestShardRecordsOutcomes(t *testing.T) {
 
 	resp, svc := NewHistogram(), NewHistogram()
 	var c Counts
-	r.drain(resp, svc, NewLagHistogram(), &c)
+	r.drain(resp, svc, NewLagHistogram(), NewLagHistogram(), &c)
 
 	want := Counts{Successes: 5, Misses: 2, Clamped: 1}
 	want.Failures[driver.ClassTimeout] = 2
@@ -53,7 +53,7 @@ func TestShardRecordsOutcomes(t *testing.T) {
 	// A drained shard starts empty.
 	var again Counts
 	resp.Reset()
-	r.drain(resp, svc, NewLagHistogram(), &again)
+	r.drain(resp, svc, NewLagHistogram(), NewLagHistogram(), &again)
 	if again != (Counts{}) || resp.TotalCount() != 0 {
 		t.Errorf("second drain = %+v, %d values; want empty", again, resp.TotalCount())
 	}

@@ -54,6 +54,11 @@ type OpSummary struct {
 	// load generator's own precision. Reported for intervals and cumulative views, not
 	// kept in the time series.
 	StartLag Latency `json:"startLag"`
+	// Dropped counts intended operations that were never sent because they were more
+	// than workload.maxLateness late when a worker got to them (workload.catchUp=drop);
+	// DropLateness is how late they were. Neither counts as attempted.
+	Dropped      int64   `json:"dropped"`
+	DropLateness Latency `json:"dropLateness"`
 	// TargetRate and Workers are the engine's settings at the end of the span.
 	TargetRate float64 `json:"targetRate"`
 	Workers    int     `json:"workers"`
@@ -175,6 +180,7 @@ func buildOpSummary(c *Counts, resp, svc Latency, seconds float64, g gauges) OpS
 		Errors:       c.Errors(),
 		Validation:   make(map[string]int64, NumValidations),
 		Clamped:      c.Clamped,
+		Dropped:      c.Dropped,
 		ResponseTime: resp,
 		ServiceTime:  svc,
 		TargetRate:   g.target,

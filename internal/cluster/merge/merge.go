@@ -513,12 +513,13 @@ func (m *Merger) emit(s *slot, missing []string, late bool) Fleet {
 	iv.Ops = iv.Ops[:0]
 	slices.SortFunc(s.ops, func(a, b *opSum) int { return strings.Compare(a.name, b.name) })
 	for _, o := range s.ops {
-		resp, svc, lag := m.hist(), m.hist(), m.lagHist()
+		resp, svc, lag, late := m.hist(), m.hist(), m.lagHist(), m.lagHist()
 		// The sums and these histograms share the package geometries: no error.
 		_ = o.resp.MergeInto(resp)
 		_ = o.svc.MergeInto(svc)
 		_ = o.lag.MergeInto(lag)
-		iv.Ops = append(iv.Ops, stats.OpInterval{Name: o.name, Response: resp, Service: svc, StartLag: lag, Counts: o.counts,
+		_ = o.late.MergeInto(late)
+		iv.Ops = append(iv.Ops, stats.OpInterval{Name: o.name, Response: resp, Service: svc, StartLag: lag, Late: late, Counts: o.counts,
 			TargetRate: o.target, Workers: o.workers, Backlog: o.backlog, Pending: o.pending})
 	}
 	slices.Sort(s.nodes)
@@ -618,6 +619,7 @@ type slot struct {
 type opSum struct {
 	name           string
 	resp, svc, lag *stats.HistogramSum
+	late           *stats.HistogramSum // dropped operations' lateness
 	counts         stats.Counts
 	target         float64
 	workers        int
@@ -630,7 +632,8 @@ func (s *slot) reset() {
 		o.resp.Reset()
 		o.svc.Reset()
 		o.lag.Reset()
-		*o = opSum{resp: o.resp, svc: o.svc, lag: o.lag}
+		o.late.Reset()
+		*o = opSum{resp: o.resp, svc: o.svc, lag: o.lag, late: o.late}
 	}
 	s.spare = append(s.spare, s.ops...)
 	s.ops, s.nodes, s.per = s.ops[:0], s.nodes[:0], nil
@@ -648,7 +651,7 @@ func (s *slot) op(name string) *opSum {
 	if l := len(s.spare); l > 0 {
 		o, s.spare = s.spare[l-1], s.spare[:l-1]
 	} else {
-		o = &opSum{resp: stats.NewHistogramSum(), svc: stats.NewHistogramSum(), lag: stats.NewLagHistogramSum()}
+		o = &opSum{resp: stats.NewHistogramSum(), svc: stats.NewHistogramSum(), lag: stats.NewLagHistogramSum(), late: stats.NewLagHistogramSum()}
 	}
 	o.name = name
 	s.ops = append(s.ops, o)
@@ -683,6 +686,7 @@ func (s *slot) add(id string, d *decoded, e *stats.EncodedInterval, start, end t
 		x.resp.AddTo(o.resp)
 		x.svc.AddTo(o.svc)
 		x.lag.AddTo(o.lag)
+		x.late.AddTo(o.late)
 		o.counts.Add(&x.counts)
 		o.target += x.target
 		o.workers += x.workers
@@ -719,6 +723,7 @@ type decodedOp struct {
 	backlog        time.Duration
 	pending        int64
 	resp, svc, lag stats.HistogramDecoder
+	late           stats.HistogramDecoder
 	// The node's own p99s, taken while decoding, outside the merger's lock.
 	respP99, lagP99 float64
 }
@@ -742,7 +747,7 @@ func (d *decoded) decode(e *stats.EncodedInterval) error {
 		x := &d.ops[i]
 		i++
 		x.name = name
-		x.counts = stats.Counts{Successes: eo.Successes, Misses: eo.Misses, Clamped: eo.Clamped}
+		x.counts = stats.Counts{Successes: eo.Successes, Misses: eo.Misses, Clamped: eo.Clamped, Dropped: eo.Dropped}
 		for _, c := range driver.Classes {
 			x.counts.Failures[c] = eo.Failures[c.String()]
 		}
@@ -755,7 +760,7 @@ func (d *decoded) decode(e *stats.EncodedInterval) error {
 			dec  *stats.HistogramDecoder
 			enc  string
 			kind string
-		}{{&x.resp, eo.Response, "response"}, {&x.svc, eo.Service, "service"}, {&x.lag, eo.StartLag, "start lag"}} {
+		}{{&x.resp, eo.Response, "response"}, {&x.svc, eo.Service, "service"}, {&x.lag, eo.StartLag, "start lag"}, {&x.late, eo.DropLateness, "drop lateness"}} {
 			if err := h.dec.Decode(h.enc); err != nil {
 				return fmt.Errorf("%s %s histogram: %w", name, h.kind, err)
 			}
