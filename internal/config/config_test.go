@@ -365,8 +365,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 	schema := WorkloadSchema()
-	if len(schema) != 32 {
-		t.Errorf("schema has %d options, want 32", len(schema))
+	if len(schema) != 35 {
+		t.Errorf("schema has %d options, want 35", len(schema))
 	}
 	// The pattern enum and the bounds are exactly what internal/workload accepts.
 	for _, o := range schema {

@@ -36,8 +36,8 @@ type Workload struct {
 	DataSizeMax      int     `opt:"dataSizeMax" default:"5000" min:"1" max:"67108864" ndbench:"dataSizeUpperBound" help:"largest value size in bytes with variableDataSize" live:"true"`
 	Readers          int     `opt:"readers" default:"4" min:"0" max:"10000" ndbench:"numReaders" live:"true" help:"number of read workers"`
 	Writers          int     `opt:"writers" default:"4" min:"0" max:"10000" ndbench:"numWriters" live:"true" help:"number of write workers"`
-	MaxReaders       int     `opt:"maxReaders" default:"0" min:"0" max:"10000" live:"true" help:"most read workers an open-loop read pool may grow to while it falls behind its rate (elastic, like an arrival-rate executor); 0 or at most readers: never grows"`
-	MaxWriters       int     `opt:"maxWriters" default:"0" min:"0" max:"10000" live:"true" help:"most write workers an open-loop write pool may grow to while it falls behind its rate; 0 or at most writers: never grows"`
+	MaxReaders       int     `opt:"maxReaders" default:"0" min:"0" max:"10000" live:"true" help:"most read workers an open-loop read pool may grow to while it falls behind its rate (elastic, like an arrival-rate executor); 0 = auto: ceil(readRate x opTimeout), at most max(4 x readers, 64); 1..readers: a fixed pool"`
+	MaxWriters       int     `opt:"maxWriters" default:"0" min:"0" max:"10000" live:"true" help:"most write workers an open-loop write pool may grow to while it falls behind its rate; 0 = auto: ceil(writeRate x opTimeout), at most max(4 x writers, 64); 1..writers: a fixed pool"`
 	ReadRate         float64 `opt:"readRate" default:"100" min:"0" ndbench:"readRateLimit" live:"true" help:"reads per second across all readers; 0 = closed loop, as fast as possible"`
 	WriteRate        float64 `opt:"writeRate" default:"100" min:"0" ndbench:"writeRateLimit" live:"true" help:"writes per second across all writers; 0 = closed loop, as fast as possible"`
 	ReadEnabled      bool    `opt:"readEnabled" default:"true" ndbench:"readEnabled" live:"true" help:"run reads"`
@@ -58,15 +58,26 @@ type Workload struct {
 	// ValidateValues is option "validate"; the field cannot share the name of the method.
 	ValidateValues bool          `opt:"validate" default:"false" ndbench:"validateChecksum" help:"write values with a header and check every value read" live:"true"`
 	OpTimeout      time.Duration `opt:"opTimeout" default:"5s" min:"1ms" live:"true" help:"deadline of one operation"`
+	// CatchUp is what an open-loop worker does with operations that are already late when
+	// it gets to them (the store stalled, or the pool is too small): send them at once,
+	// measured from their intended start (burst, the honest open-loop default), or skip
+	// those more than MaxLateness late and count them as dropped, so a recovering store is
+	// not hit by the backlog. Never silent: dropped operations are counted per class, with
+	// their lateness in a histogram, in every output.
+	CatchUp     string        `opt:"catchUp" default:"burst" enum:"burst,drop" live:"true" help:"what an open-loop worker does with overdue operations: burst = send them at once, timed from their intended start; drop = skip those more than maxLateness late, counted as dropped"`
+	MaxLateness time.Duration `opt:"maxLateness" default:"1s" min:"1ms" max:"1h" live:"true" help:"with catchUp=drop: how late an operation may be when a worker gets to it and still be sent"`
 	// Pipeline is the depth redis-benchmark calls -P and memtier --pipeline; see
 	// driver.Pipeliner.
-	Pipeline        int     `opt:"pipeline" default:"1" min:"1" max:"1024" live:"true" help:"operations a worker keeps in flight on its own connection, with drivers that pipeline (redis mode=direct): every operation due, up to this many, goes out in one batch; 1 = one at a time"`
-	Backfill        bool    `opt:"backfill" default:"false" help:"write every key once before the load starts"`
-	BackfillWorkers int     `opt:"backfillWorkers" default:"1" min:"1" max:"10000" ndbench:"numBackfill" help:"parallel backfill workers"`
-	BackfillRate    float64 `opt:"backfillRate" default:"0" min:"0" help:"backfill writes per second; 0 = unlimited"`
-	BackfillVerify  bool    `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
-	KeyPrefix       string  `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read" live:"true"`
-	Seed            uint64  `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random" live:"true"`
+	Pipeline int `opt:"pipeline" default:"1" min:"1" max:"1024" live:"true" help:"operations a worker keeps in flight on its own connection, with drivers that pipeline (redis mode=direct): every operation due, up to this many, goes out in one batch; 1 = one at a time"`
+	// Warmup is `ndbench run --warmup` as configuration, so `ndbench serve` (a start from
+	// the API, the UI or a fleet) honours it too.
+	Warmup          time.Duration `opt:"warmup" default:"0s" min:"0s" max:"24h" live:"true" help:"run the load this long after a start before measuring: the time series shows it, the summary, reports and thresholds exclude it; applies at the next start"`
+	Backfill        bool          `opt:"backfill" default:"false" help:"write every key once before the load starts"`
+	BackfillWorkers int           `opt:"backfillWorkers" default:"1" min:"1" max:"10000" ndbench:"numBackfill" help:"parallel backfill workers"`
+	BackfillRate    float64       `opt:"backfillRate" default:"0" min:"0" help:"backfill writes per second; 0 = unlimited"`
+	BackfillVerify  bool          `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
+	KeyPrefix       string        `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read" live:"true"`
+	Seed            uint64        `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random" live:"true"`
 	// MemoryBudget bounds what the workload may allocate (value pool, validation tracker,
 	// worker buffers; see workload.EstimateMemory), so a typo is an error instead of an
 	// out-of-memory kill. 1 GiB fits every NDBench default many times over and leaves
@@ -84,7 +95,7 @@ type Workload struct {
 // options are "workload.ops.<class>.<option>".
 type OpClass struct {
 	Workers    int     `opt:"workers" default:"1" min:"0" max:"10000" live:"true" help:"number of workers of the class"`
-	MaxWorkers int     `opt:"maxWorkers" default:"0" min:"0" max:"10000" live:"true" help:"most workers the pool may grow to while it falls behind its rate; 0 or at most workers: never grows"`
+	MaxWorkers int     `opt:"maxWorkers" default:"0" min:"0" max:"10000" live:"true" help:"most workers the pool may grow to while it falls behind its rate; 0 = auto: ceil(rate x opTimeout), at most max(4 x workers, 64); 1..workers: a fixed pool"`
 	Rate       float64 `opt:"rate" default:"100" min:"0" live:"true" help:"operations per second across the class's workers; 0 = closed loop"`
 	Enabled    bool    `opt:"enabled" default:"true" live:"true" help:"run the class"`
 	Mix        string  `opt:"mix" default:"" live:"true" help:"driver operations the class runs, by weight (name or name:weight,name:weight); empty = the operation named like the class"`
@@ -105,6 +116,41 @@ type ClassSpec struct {
 const (
 	ClassRead  = "read"
 	ClassWrite = "write"
+)
+
+// AutoMaxWorkers is the most workers an open-loop pool of workers grows to when its
+// maximum is 0 (auto): as many as hold rate if every operation took the whole op timeout
+// (Little's law at the worst latency that still counts as an answer; beyond it more
+// workers only add timeouts), capped at max(4 × workers, 64) so that a store's connection
+// limit is not overrun by surprise (with drivers that give each worker a connection), and
+// never fewer than workers. Without the growth, a pool sized for a store's usual latency
+// falls behind its schedule at the first slow stretch and the run reports its own queue
+// as the store's latency (NDBench's configs run 8 workers at thousands of ops/s).
+func AutoMaxWorkers(workers int, rate float64, opTimeout time.Duration) int {
+	if workers <= 0 || rate <= 0 {
+		return workers
+	}
+	need := math.Ceil(rate * opTimeout.Seconds())
+	most := float64(min(max(4*workers, autoMaxFloor), maxWorkers))
+	return max(workers, int(min(need, most)))
+}
+
+// autoMaxFloor is the least cap of AutoMaxWorkers: small pools may still grow to 64.
+const autoMaxFloor = 64
+
+// MostWorkers is the most workers c's pool may have at rate: MaxWorkers, or
+// AutoMaxWorkers when it is 0; never fewer than Workers.
+func (c ClassSpec) MostWorkers(rate float64, opTimeout time.Duration) int {
+	if c.MaxWorkers == 0 {
+		return AutoMaxWorkers(c.Workers, rate, opTimeout)
+	}
+	return max(c.Workers, c.MaxWorkers)
+}
+
+// The values of workload.catchUp.
+const (
+	CatchUpBurst = "burst"
+	CatchUpDrop  = "drop"
 )
 
 // MaxOpClasses bounds the classes beyond read and write. Each class and each operation of
@@ -499,18 +545,18 @@ func (w Workload) MemoryParams() workload.MemoryParams {
 	if w.ValidateValues {
 		p.TrackedKeys = w.NumKeys
 	}
-	// An elastic pool may grow to its maximum: that is what it may allocate.
-	if w.ReadEnabled {
-		p.Readers = max(w.Readers, w.MaxReaders)
-	}
-	if w.WriteEnabled {
-		p.Writers = max(w.Writers, w.MaxWriters)
-	}
-	// The other classes' workers hold write buffers when they write: count them as writers,
-	// the larger of the two.
-	for _, c := range w.Ops {
-		if c.Enabled {
-			p.Writers += max(c.Workers, c.MaxWorkers)
+	// An elastic pool may grow to its maximum (at the configured rate, for an automatic
+	// one): that is what it may allocate. The other classes' workers hold write buffers
+	// when they write: they count as writers, the larger of the two.
+	for _, c := range w.Classes() {
+		if !c.Enabled {
+			continue
+		}
+		n := c.MostWorkers(c.Rate, w.OpTimeout)
+		if c.Name == ClassRead {
+			p.Readers = n
+		} else {
+			p.Writers += n
 		}
 	}
 	return p

@@ -58,6 +58,9 @@ type generation struct {
 	values  *workload.Values
 	tracker *workload.Tracker // nil unless validating
 	seed    uint64
+	// dropLate is workload.maxLateness in nanoseconds under catchUp=drop, 0 under burst:
+	// the worker loop's whole test is one comparison.
+	dropLate int64
 	// classes are w's op classes with their mixes resolved to driver calls, in
 	// Workload.Classes order.
 	classes []classGen
@@ -177,13 +180,20 @@ type opClass struct {
 }
 
 // sizing returns the class's configured workers (0 when it is not started, not enabled,
-// or no longer in the workload), the most it may grow to, and its configured rate.
+// or no longer in the workload), the most it may grow to (config.ClassSpec.MostWorkers),
+// and its configured rate.
 func (c *opClass) sizing(g *generation) (workers, most int, rate float64) {
 	cg := g.class(c.name)
 	if cg == nil {
 		return 0, 0, 0
 	}
-	workers, most, rate = cg.spec.Workers, cg.spec.MaxWorkers, cg.spec.Rate
+	workers, rate = cg.spec.Workers, cg.spec.Rate
+	// An automatic maximum follows the rate the pool runs at: a load shape's, while set.
+	now := rate
+	if c.shape != nil {
+		now = c.pacer.Rate()
+	}
+	most = cg.spec.MostWorkers(now, g.w.OpTimeout)
 	if !c.started || !cg.spec.Enabled {
 		workers = 0
 	}
@@ -196,6 +206,9 @@ const (
 	elasticPeriod = 50 * time.Millisecond
 	elasticBehind = 10 * time.Millisecond
 	elasticCalm   = 5 * time.Second
+	// elasticBusy is the least share of a pool's workers that must be waiting on the
+	// store for the pool to grow.
+	elasticBusy = 0.75
 )
 
 // elastic grows open-loop pools that fall further and further behind their schedule, by half
@@ -219,6 +232,18 @@ func (e *Engine) elastic() {
 	}
 }
 
+// mostlyBusy reports whether at least elasticBusy of the class's workers have an
+// operation in flight. Called with e.mu held.
+func (c *opClass) mostlyBusy() bool {
+	busy := 0
+	for _, w := range c.workers {
+		if w.busy() {
+			busy++
+		}
+	}
+	return float64(busy) >= elasticBusy*float64(len(c.workers))
+}
+
 // resizeElastic updates each pool's extra workers and reports whether any changed. Called
 // with e.mu held.
 func (e *Engine) resizeElastic(now time.Time) (changed bool) {
@@ -234,7 +259,11 @@ func (e *Engine) resizeElastic(now time.Time) (changed bool) {
 		c.lastPending = pending
 		if lag > elasticBehind {
 			c.calmSince = time.Time{}
-			if cur < most && growing {
+			// More workers help only when those it has are waiting for the store. When
+			// most are between operations the generator itself is late (its CPU is
+			// saturated, its goroutines wait to be scheduled): more workers would only
+			// add to that.
+			if cur < most && growing && c.mostlyBusy() {
 				c.extra = min(cur+max(1, cur/2), most) - base
 				changed = true
 			}
@@ -255,6 +284,19 @@ func (e *Engine) resizeElastic(now time.Time) (changed bool) {
 
 type worker struct {
 	cancel context.CancelFunc
+	// slot is the worker's operation slot once it runs: the elastic check reads whether
+	// an operation is in flight from it.
+	slot atomic.Pointer[opSlot]
+}
+
+// busy reports whether w has an operation (or a batch) in flight.
+func (w *worker) busy() bool {
+	s := w.slot.Load()
+	if s == nil {
+		return false
+	}
+	c := s.current()
+	return c != nil && c.status() == opRunning
 }
 
 // New builds an engine for drv, which must be initialised, with workload w. Nothing runs
@@ -406,6 +448,9 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 		return nil, err
 	}
 	g := &generation{w: w, seed: w.Seed, classes: classes}
+	if w.CatchUp == config.CatchUpDrop {
+		g.dropLate = int64(w.MaxLateness)
+	}
 	if prev != nil && prev.w.Seed == w.Seed {
 		g.seed = prev.seed
 	} else if g.seed == 0 {
@@ -658,14 +703,15 @@ func (e *Engine) resize(c *opClass, n int) {
 	}
 	for id := len(c.workers); id < n; id++ {
 		ctx, cancel := context.WithCancel(e.runCtx)
-		c.workers = append(c.workers, &worker{cancel: cancel})
+		w := &worker{cancel: cancel}
+		c.workers = append(c.workers, w)
 		seed := c.runSeed
 		e.spawn(func() {
 			defer cancel()
 			if e.pipeliner != nil {
-				e.workPipelined(ctx, c, id, seed)
+				e.workPipelined(ctx, c, w, id, seed)
 			} else {
-				e.work(ctx, c, id, seed)
+				e.work(ctx, c, w, id, seed)
 			}
 		})
 	}

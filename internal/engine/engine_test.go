@@ -353,7 +353,7 @@ func TestStallsShowInResponseTimeNotServiceTime(t *testing.T) {
 	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
 		w.ReadEnabled = false
 		w.WriteRate = 500
-		w.Writers = 4
+		w.Writers, w.MaxWriters = 4, 4 // fixed: an elastic pool would send more ops into each stall
 	}))
 	_ = e.Start()
 	s := measure(e, 3*time.Second)
@@ -719,6 +719,93 @@ func TestLoadShapeDrivesAPool(t *testing.T) {
 	}
 }
 
+// TestCatchUpDropSkipsLateOperations: a store that stalls for 300 ms every second,
+// offered 500 writes/s by 4 fixed workers. With catchUp=burst every scheduled operation
+// is sent after the stall, timed from its intended start; with catchUp=drop those more
+// than 50 ms late are skipped and counted, with their lateness, and the ones sent are
+// never more than that late. The same holds for pipelining workers.
+func TestCatchUpDropSkipsLateOperations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seconds of a stalling store")
+	}
+	for _, tc := range []struct {
+		name     string
+		catchUp  string
+		pipeline bool
+	}{
+		{"burst", config.CatchUpBurst, false},
+		{"drop", config.CatchUpDrop, false},
+		{"drop pipelined", config.CatchUpDrop, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d driver.Driver = openMemory(t, map[string]string{"stallEvery": "1s", "stallFor": "300ms"})
+			if tc.pipeline {
+				d = &pipeStore{Driver: d}
+			}
+			e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+				w.ReadEnabled = false
+				w.WriteRate, w.Writers, w.MaxWriters = 500, 4, 4
+				w.CatchUp, w.MaxLateness = tc.catchUp, 50*time.Millisecond
+			}))
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			o := measure(e, 3*time.Second).Ops["write"]
+			offered := o.Attempted + o.Dropped
+			t.Logf("%s: attempted %d, dropped %d (lateness p50 %.0f µs, max %.0f µs), response p95 %.0f µs, start lag p99 %.0f µs",
+				tc.name, o.Attempted, o.Dropped, o.DropLateness.P50, o.DropLateness.Max, o.ResponseTime.P95, o.StartLag.P99)
+			if offered < 1200 || offered > 1600 {
+				t.Errorf("attempted + dropped = %d in 3 s at 500/s; every scheduled operation must be one or the other", offered)
+			}
+			if tc.catchUp == config.CatchUpBurst {
+				if o.Dropped != 0 || o.DropLateness.Max != 0 {
+					t.Errorf("burst dropped %d operations", o.Dropped)
+				}
+				if o.ResponseTime.P95 < 100_000 {
+					t.Errorf("burst: response p95 %.0f µs; the operations owed after each stall must show it", o.ResponseTime.P95)
+				}
+				return
+			}
+			// Each stall leaves ~(300-50) ms × 500/s = 125 operations too late.
+			if o.Dropped < 150 {
+				t.Errorf("drop: %d dropped over ~3 stalls of 300 ms; want the overdue ones", o.Dropped)
+			}
+			if o.DropLateness.P50 < 50_000 || o.DropLateness.Max > 400_000 {
+				t.Errorf("drop: lateness p50 %.0f µs, max %.0f µs; want above maxLateness (50 ms) and within a stall", o.DropLateness.P50, o.DropLateness.Max)
+			}
+			// Sent operations started at most maxLateness late (plus a scheduling hiccup).
+			if o.StartLag.P99 > 60_000 {
+				t.Errorf("drop: start lag p99 %.0f µs; nothing more than 50 ms late may be sent", o.StartLag.P99)
+			}
+		})
+	}
+}
+
+// TestElasticPoolDoesNotGrowForItsOwnLag: a pool that falls behind because the generator
+// itself is the bottleneck (a rate no client CPU can give, against a store that answers
+// at once) does not grow: its workers are between operations, not waiting on the store,
+// and more of them would only compete for the same CPU.
+func TestElasticPoolDoesNotGrowForItsOwnLag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second of load")
+	}
+	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate, w.Readers, w.MaxReaders = 5e6, 2, 64
+	}))
+	if err := e.Start("read"); err != nil {
+		t.Fatal(err)
+	}
+	s := measure(e, 1500*time.Millisecond).Ops["read"]
+	t.Logf("%d workers, %.0f reads/s of 5M, backlog %.0f ms", s.Workers, s.Rate, s.BacklogMs)
+	if s.BacklogMs < 100 {
+		t.Skipf("the generator kept up with 5M reads/s (backlog %.0f ms): nothing to judge", s.BacklogMs)
+	}
+	if s.Workers > 4 {
+		t.Errorf("the pool grew to %d workers while the store answered at once; want it to stay near 2", s.Workers)
+	}
+}
+
 // TestElasticPoolHoldsTheRate is issue 11's elastic pool: 4 readers cannot hold 1,000
 // reads/s against a 20 ms store (Little's law: 20 are needed), so the schedule falls
 // behind; with maxReaders the pool grows until it keeps up, never beyond the maximum, and a
@@ -736,7 +823,9 @@ func TestElasticPoolHoldsTheRate(t *testing.T) {
 	}{
 		{"elastic", 64, 20, 64, true},
 		{"capped", 10, 10, 10, false},
-		{"fixed", 0, 4, 4, false},
+		{"fixed", 4, 4, 4, false},
+		// 0 is automatic: ceil(1000/s × 5 s) capped at max(4 × 4, 64).
+		{"auto", 0, 20, 64, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(t, openMemory(t, map[string]string{"serviceTime": "20ms"}), testWorkload(t, func(w *config.Workload) {

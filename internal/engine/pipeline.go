@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -51,7 +52,7 @@ type batch struct {
 //
 // Open-loop timing stays exact: each operation keeps its own intended start time, and its
 // response time runs from there to the moment its reply was read.
-func (e *Engine) workPipelined(ctx context.Context, c *opClass, id int, seed uint64) {
+func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(c.series)<<32|uint64(id)))
 	var pl driver.Pipeline
 	for pl == nil {
@@ -70,6 +71,7 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, id int, seed uin
 	}
 	defer func() { _ = pl.Close() }()
 	slot := newOpSlot(e.runCtx, e.clock, pl.Interrupt)
+	w.slot.Store(slot)
 	e.dog.add(slot)
 	defer e.dog.remove(slot)
 	defer slot.close()
@@ -98,18 +100,18 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, id int, seed uin
 		if len(mix) == 0 {
 			continue // the class left the workload; the pool is being stopped
 		}
+		if late := start - intended; g.dropLate > 0 && late > g.dropLate {
+			b.classShard.Drop(time.Duration(late)) // catchUp=drop, as in work
+			continue
+		}
 		depth := max(g.w.Pipeline, 1)
 		b.reset(g, start)
-		for {
+		for more := true; more; {
 			b.add(rng, mix, shards, intended)
 			if len(b.ops) == depth {
 				break
 			}
-			in, ok := c.pacer.TryAcquire(start)
-			if !ok {
-				break
-			}
-			intended = in
+			intended, more = b.next(c.pacer, start)
 		}
 		b.seal()
 		b.oc = slot.begin(start, g.w.OpTimeout)
@@ -124,6 +126,22 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, id int, seed uin
 		case b.failed < len(b.ops):
 			failures = 0
 		}
+	}
+}
+
+// next claims the next operation already due at start for the batch, skipping (and
+// counting) those catchUp=drop says are too late; false when none is due.
+func (b *batch) next(p *pacer.Pacer, start int64) (int64, bool) {
+	for {
+		in, ok := p.TryAcquire(start)
+		if !ok {
+			return 0, false
+		}
+		if late := start - in; b.g.dropLate > 0 && late > b.g.dropLate {
+			b.classShard.Drop(time.Duration(late))
+			continue
+		}
+		return in, true
 	}
 }
 

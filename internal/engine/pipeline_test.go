@@ -116,6 +116,7 @@ func TestPipelinedOpenLoopKeepsIntendedTimes(t *testing.T) {
 	s := &pipeStore{Driver: openMemory(t, map[string]string{"stallEvery": "300ms", "stallFor": "100ms"})}
 	e := newEngine(t, s, testWorkload(t, func(w *config.Workload) {
 		w.Pipeline, w.ReadRate, w.Readers, w.WriteEnabled = 64, 2000, 1, false
+		w.MaxReaders = 1 // one fixed worker, so the stall's operations go out as one batch
 	}))
 	if err := e.Start(); err != nil {
 		t.Fatal(err)

@@ -30,10 +30,11 @@ const (
 // class's mix, run it, record it. It returns when ctx ends or the pool shrank below its
 // index. seed is the pool's seed for this start; with the class's series and the worker's
 // index it makes the worker's random stream.
-func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
+func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(c.series)<<32|uint64(id)))
 	classShard := c.rec.Shard(id)
 	slot := newOpSlot(e.runCtx, e.clock, nil)
+	w.slot.Store(slot)
 	e.dog.add(slot)
 	defer e.dog.remove(slot)
 	defer slot.close()
@@ -63,6 +64,11 @@ func (e *Engine) work(ctx context.Context, c *opClass, id int, seed uint64) {
 		}
 		if len(mix) == 0 {
 			continue // the class left the workload; the pool is being stopped
+		}
+		if late := start - intended; g.dropLate > 0 && late > g.dropLate {
+			// catchUp=drop: too late to be worth sending; counted, never silent.
+			classShard.Drop(time.Duration(late))
+			continue
 		}
 		pick := 0
 		if len(mix) > 1 {
