@@ -880,3 +880,64 @@ func TestStatsExplainFailures(t *testing.T) {
 		t.Errorf("writes did not run but have messages")
 	}
 }
+
+// TestStartHonoursWarmup: with workload.warmup set, a start from the API runs the load at
+// once but the figures (GET /api/v1/stats cumulative) begin after the warm-up; the status
+// says until when; stopping every class during a warm-up cancels it.
+func TestStartHonoursWarmup(t *testing.T) {
+	e := newEnv(t, "workload.readRate=500", "workload.writeRate=100", "workload.warmup=700ms")
+	e.initMemory(nil)
+	var st instance.Status
+	started := time.Now()
+	e.must(200, "POST", "/api/v1/load/start", nil, &st)
+	if st.WarmingUpUntil.Before(started.Add(600*time.Millisecond)) || st.WarmingUpUntil.After(time.Now().Add(700*time.Millisecond)) {
+		t.Fatalf("warmingUpUntil %v after a start at %v with warmup 700ms", st.WarmingUpUntil, started)
+	}
+	// Starting a class while the load runs is no new warm-up.
+	st = instance.Status{}
+	e.must(200, "POST", "/api/v1/load/start", map[string]any{"ops": []string{"read"}}, &st)
+	if !st.WarmingUpUntil.IsZero() && st.WarmingUpUntil.After(started.Add(800*time.Millisecond)) {
+		t.Errorf("a second start moved the warm-up to %v", st.WarmingUpUntil)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st = instance.Status{} // an absent field leaves the old value when decoding
+		e.must(200, "GET", "/api/v1/status", nil, &st)
+		if st.WarmingUpUntil.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the warm-up never ended")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	var s StatsBody
+	e.must(200, "GET", "/api/v1/stats", nil, &s)
+	if !s.Cumulative.Start.After(started.Add(650 * time.Millisecond)) {
+		t.Errorf("cumulative figures start at %v, %v after the load started; want the warm-up excluded", s.Cumulative.Start, s.Cumulative.Start.Sub(started))
+	}
+	if rd := s.Cumulative.Ops["read"]; rd.Count == 0 || rd.Count > 900 {
+		t.Errorf("cumulative reads %d; want only the ~1 s measured after the warm-up at 500/s", rd.Count)
+	}
+
+	// A stop during a warm-up cancels it: the figures do not reset later.
+	e.must(200, "POST", "/api/v1/load/stop", nil, nil)
+	st = instance.Status{}
+	e.must(200, "POST", "/api/v1/load/start", nil, &st)
+	if st.WarmingUpUntil.IsZero() {
+		t.Fatal("a start from idle began no warm-up")
+	}
+	st = instance.Status{}
+	e.must(200, "POST", "/api/v1/load/stop", nil, &st)
+	if !st.WarmingUpUntil.IsZero() {
+		t.Errorf("warm-up still pending after every class stopped: %v", st.WarmingUpUntil)
+	}
+	e.must(200, "GET", "/api/v1/stats", nil, &s)
+	before := s.Cumulative.Start
+	time.Sleep(900 * time.Millisecond)
+	e.must(200, "GET", "/api/v1/stats", nil, &s)
+	if !s.Cumulative.Start.Equal(before) {
+		t.Errorf("a cancelled warm-up still reset the figures: start %v, was %v", s.Cumulative.Start, before)
+	}
+}

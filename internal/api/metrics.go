@@ -30,6 +30,7 @@ type metrics struct {
 	errors     *prometheus.CounterVec
 	validation *prometheus.CounterVec
 	clamped    *prometheus.CounterVec
+	dropped    *prometheus.CounterVec
 	latency    *prometheus.GaugeVec
 	// hist holds ndbench_response_seconds and ndbench_service_seconds: cumulative
 	// histograms that, unlike the latency gauges, sum across nodes and over time.
@@ -50,6 +51,8 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help: "Values read that failed validation, by op class and kind (corrupt, wrongKey, stale, lost)."}, []string{"op", "kind"}),
 		clamped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ndbench_latency_clamped_total",
 			Help: "Latencies above the histograms' 1 h ceiling, recorded as 1 h (the top percentiles understate them), by op class."}, []string{"op"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ndbench_dropped_total",
+			Help: "Scheduled operations not sent because they were more than workload.maxLateness late (workload.catchUp=drop), by op class."}, []string{"op"}),
 		latency: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ndbench_latency_seconds",
 			Help: "Latency percentiles over the last 1 s interval; type response (from intended start) or service (from actual start). They do not combine across nodes or over time: use ndbench_response_seconds and ndbench_service_seconds for that."},
 			[]string{"op", "type", "quantile"}),
@@ -63,7 +66,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help: "Intended operations that are overdue."}, []string{"op"}),
 		hist: newLatencyHistograms(),
 	}
-	for _, c := range []prometheus.Collector{m.ops, m.errors, m.validation, m.clamped, m.latency, m.hist, m.target, m.workers, m.backlog, m.pending,
+	for _, c := range []prometheus.Collector{m.ops, m.errors, m.validation, m.clamped, m.dropped, m.latency, m.hist, m.target, m.workers, m.backlog, m.pending,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -81,6 +84,7 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			m.validation.WithLabelValues(name, v.String())
 		}
 		m.clamped.WithLabelValues(name)
+		m.dropped.WithLabelValues(name)
 	}
 	m.hist.mu.Lock()
 	for _, name := range stats.BuiltinNames() {
@@ -110,6 +114,9 @@ func (m *metrics) observe(iv *stats.Interval, sum stats.Summary) {
 		}
 		if o.Clamped > 0 {
 			m.clamped.WithLabelValues(name).Add(float64(o.Clamped))
+		}
+		if o.Dropped > 0 {
+			m.dropped.WithLabelValues(name).Add(float64(o.Dropped))
 		}
 		os := sum.Ops[name]
 		for _, q := range quantiles {

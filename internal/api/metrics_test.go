@@ -24,22 +24,27 @@ func TestClampedLatenciesInMetrics(t *testing.T) {
 	s := c.Recorder(stats.OpWrite).Shard(0)
 	s.Success(90*time.Minute, time.Millisecond)
 	s.Success(3*time.Hour, 3*time.Hour)
+	c.Recorder(stats.OpRead).Shard(0).Drop(2 * time.Second)
 	iv := c.Tick(t0.Add(time.Second))
 	m.observe(iv, iv.Summary())
-	got := map[string]float64{}
+	got := map[string]map[string]float64{}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "ndbench_latency_clamped_total" {
-			continue
-		}
+		got[mf.GetName()] = map[string]float64{}
 		for _, mt := range mf.GetMetric() {
-			got[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
+			if len(mt.GetLabel()) == 1 && mt.GetCounter() != nil {
+				got[mf.GetName()][mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
+			}
 		}
 	}
-	if got["write"] != 2 || got["read"] != 0 {
-		t.Errorf("ndbench_latency_clamped_total = %v, want write 2 and read 0", got)
+	if c := got["ndbench_latency_clamped_total"]; c["write"] != 2 || c["read"] != 0 {
+		t.Errorf("ndbench_latency_clamped_total = %v, want write 2 and read 0", c)
+	}
+	// An operation dropped under catchUp=drop is counted, never silent.
+	if d := got["ndbench_dropped_total"]; d["read"] != 1 || d["write"] != 0 {
+		t.Errorf("ndbench_dropped_total = %v, want read 1 and write 0", d)
 	}
 }

@@ -245,7 +245,7 @@ func (s *Server) routes() {
 	for _, act := range []struct {
 		name string
 		f    func(...string) error
-	}{{"start", s.inst.Start}, {"stop", s.inst.Stop}} {
+	}{{"start", startLoad(s.inst)}, {"stop", s.inst.Stop}} {
 		register(s, changesState, huma.Operation{OperationID: act.name + "-load", Method: http.MethodPost, Path: "/api/v1/load/" + act.name, Tags: []string{"load"},
 			Summary: strUpper(act.name) + " op classes", Description: `Body {"ops": ["read"]}; no body or empty ops = every class of the workload (read, write and those of workload.ops). 422 names the classes for an unknown one; 409 before a driver is initialized.`},
 			append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
@@ -434,4 +434,13 @@ func (s *Server) configBody(snap *config.Snapshot, pending []string) ConfigBody 
 		b.Pending = []string{}
 	}
 	return b
+}
+
+// startLoad is a node's Start as a user's request: with a node that warms up
+// (instance.Instance.StartLoad), a start from idle honours workload.warmup.
+func startLoad(n interface{ Start(...string) error }) func(...string) error {
+	if w, ok := n.(interface{ StartLoad(...string) error }); ok {
+		return w.StartLoad
+	}
+	return n.Start
 }

@@ -87,6 +87,9 @@ func (l *live) interval(iv *stats.Interval) {
 		if o.Misses > 0 || op == "read" {
 			fmt.Fprintf(&b, " miss %d", o.Misses)
 		}
+		if o.Dropped > 0 {
+			fmt.Fprintf(&b, " dropped %d", o.Dropped)
+		}
 		if o.Backlog > time.Second {
 			fmt.Fprintf(&b, " backlog %s", o.Backlog.Round(time.Millisecond))
 		}

@@ -97,7 +97,7 @@ start) is reported alongside.`,
 	}
 	f.bind(cmd)
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "how long to run the load (0 = until interrupted), after the warm-up")
-	cmd.Flags().DurationVar(&f.warmup, "warmup", 0, "run the load this long before measuring: the time series shows it, the summary and report exclude it")
+	cmd.Flags().DurationVar(&f.warmup, "warmup", 0, "run the load this long before measuring: the time series shows it, the summary and report exclude it (default workload.warmup)")
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
 	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
@@ -121,6 +121,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	}
 	cfg := snap.Config
 	w := cfg.Workload
+	if f.warmup == 0 {
+		f.warmup = w.Warmup // --warmup wins over workload.warmup
+	}
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	// The run is a node's lifecycle, the same one `ndbench serve` drives through its API:
@@ -284,6 +287,10 @@ func printSummary(out io.Writer, r *report.Report) {
 			}
 			fmt.Fprintf(out, "%-9s errors by class: %s\n", "", strings.Join(parts, ", "))
 			printMessages(out, r.Errors[op])
+		}
+		if s.Dropped > 0 {
+			fmt.Fprintf(out, "%-9s dropped %d (workload.catchUp=drop: not sent, more than maxLateness late); lateness p50 %s p99 %s max %s ms\n",
+				"", s.Dropped, ms(s.DropLateness.P50), ms(s.DropLateness.P99), ms(s.DropLateness.Max))
 		}
 		var bad []string
 		for _, v := range stats.Validations {

@@ -79,6 +79,10 @@ type Instance struct {
 	lastErr   *ErrorEvent
 	unrequire func()
 	session   Session // the current or last driver session
+	// warmGen counts warm-ups begun and cancelled: a warm-up's timer measures only if it
+	// is still the latest; warmUntil is when the current one ends (zero: none).
+	warmGen   uint64
+	warmUntil time.Time
 }
 
 // ErrorEvent is the last error the instance met outside a request (a config change from a
@@ -334,6 +338,8 @@ func (i *Instance) closeDriver() {
 	i.mu.Lock()
 	e, d, name, r := i.eng, i.drv, i.drvName, i.reconf
 	i.drv, i.eng, i.drvName, i.drvInit, i.drvOpts, i.reconf, i.pending = nil, nil, "", nil, nil, nil, nil
+	i.warmGen++
+	i.warmUntil = time.Time{}
 	i.mu.Unlock()
 	if r != nil {
 		// A reconfiguration in flight is cancelled and waited for: the driver is not
@@ -483,7 +489,8 @@ func (i *Instance) SetShape(class string, shape pacer.Shape) error {
 	return e.SetShape(class, shape)
 }
 
-// Stop stops the named op classes (none given: every class).
+// Stop stops the named op classes (none given: every class). Once nothing runs, a
+// warm-up in progress is cancelled.
 func (i *Instance) Stop(classes ...string) error {
 	if err := i.checkClasses(classes); err != nil {
 		return err
@@ -492,7 +499,57 @@ func (i *Instance) Stop(classes ...string) error {
 	if err != nil {
 		return err
 	}
-	return e.Stop(classes...)
+	if err := e.Stop(classes...); err != nil {
+		return err
+	}
+	if !slices.Contains(slices.Collect(maps.Values(e.Running())), true) {
+		i.mu.Lock()
+		i.warmGen++
+		i.warmUntil = time.Time{}
+		i.mu.Unlock()
+	}
+	return nil
+}
+
+// StartLoad is Start as a user asks for it (the API, the UI, NDBench's routes, a fleet's
+// nodes): when no class was running, the figures start workload.warmup later, as with
+// `ndbench run --warmup` (see WarmUp).
+func (i *Instance) StartLoad(classes ...string) error {
+	idle := !slices.Contains(slices.Collect(maps.Values(i.Status().Running)), true)
+	if err := i.Start(classes...); err != nil {
+		return err
+	}
+	if idle {
+		i.WarmUp(i.store.Current().Config.Workload.Warmup)
+	}
+	return nil
+}
+
+// WarmUp makes the figures start d from now: the load that runs meanwhile stays in the
+// time series but not in the summary, the reports or the UI's totals (StartMeasuring at
+// its end). Stopping every class, shutting the driver down or another WarmUp before then
+// cancels it; d ≤ 0 only cancels.
+func (i *Instance) WarmUp(d time.Duration) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.warmGen++
+	i.warmUntil = time.Time{}
+	if d <= 0 {
+		return
+	}
+	gen := i.warmGen
+	i.warmUntil = time.Now().Add(d)
+	time.AfterFunc(d, func() {
+		i.mu.Lock()
+		current := i.warmGen == gen && i.eng != nil
+		if current {
+			i.warmUntil = time.Time{}
+		}
+		i.mu.Unlock()
+		if current {
+			i.StartMeasuring(d)
+		}
+	})
 }
 
 // checkClasses rejects a class the configured workload does not have, also before a
@@ -822,6 +879,9 @@ type Status struct {
 	// FirstOps has, per op class running, when its first operation since it started
 	// began: a fleet compares them with the common start instant.
 	FirstOps map[string]time.Time `json:"firstOps,omitempty"`
+	// WarmingUpUntil is when the warm-up of the load's start ends (workload.warmup): the
+	// figures exclude what runs before it. Absent when none is in progress.
+	WarmingUpUntil time.Time `json:"warmingUpUntil,omitzero"`
 }
 
 // Status returns what the instance is doing now.
@@ -836,6 +896,7 @@ func (i *Instance) Status() Status {
 		return s
 	}
 	s.Driver, s.Initialized, s.Since = i.drvName, true, i.started
+	s.WarmingUpUntil = i.warmUntil
 	if i.reconf != nil {
 		rs := i.reconf.status
 		s.Reconfigure = &rs

@@ -53,7 +53,11 @@ func (a *api) start(ops ...string) handlerFunc {
 				return
 			}
 		}
-		if err := a.inst.Start(ops...); err != nil {
+		start := a.inst.Start
+		if wu, ok := a.inst.(interface{ StartLoad(...string) error }); ok {
+			start = wu.StartLoad // a start from idle honours workload.warmup
+		}
+		if err := start(ops...); err != nil {
 			fail(w, failMsg, err)
 			return
 		}

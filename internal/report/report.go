@@ -271,6 +271,14 @@ func warnings(r *Report, in Input) []string {
 				w = append(w, fmt.Sprintf("%s: attempted %.0f of the %.0f ops/s target (%.1f%%), of which %.0f ops/s succeeded: %s; response times include the backlog", name, attempted, target, 100*attempted/target, float64(s.Succeeded)/span, cause))
 			}
 		}
+		if s.Dropped > 0 {
+			late := "maxLateness"
+			if in.Snapshot != nil {
+				late = in.Snapshot.Config.Workload.MaxLateness.String()
+			}
+			w = append(w, fmt.Sprintf("%s: %d operations (%.1f%% of those due) were dropped, not sent: workload.catchUp=drop skips what is more than %s late when a worker gets to it (lateness p50 %.1f ms, max %.1f ms); the store was offered that much less than the target",
+				name, s.Dropped, 100*float64(s.Dropped)/float64(s.Dropped+s.Attempted), late, s.DropLateness.P50/1000, s.DropLateness.Max/1000))
+		}
 		if most := maxWorkers(in, name); most > 0 && s.PeakWorkers >= most {
 			w = append(w, fmt.Sprintf("%s: the pool grew to its maximum of %d workers while behind its schedule: any backlog after that is queueing in the client, caused by the store's latency or by the maximum (raise %s)", name, most, config.ClassOption(name, "maxWorkers")))
 		}
@@ -304,8 +312,11 @@ func maxWorkers(in Input, op string) int {
 	if in.Snapshot == nil {
 		return 0
 	}
-	if c, ok := in.Snapshot.Config.Workload.Class(op); ok && c.MaxWorkers > c.Workers {
-		return c.MaxWorkers
+	w := in.Snapshot.Config.Workload
+	if c, ok := w.Class(op); ok {
+		if most := c.MostWorkers(c.Rate, w.OpTimeout); most > c.Workers {
+			return most
+		}
 	}
 	return 0
 }

@@ -127,8 +127,11 @@ func (t *Threshold) value(a *accum) (v float64, ok bool, detail string) {
 		return float64(a.hist.ValueAtQuantile(t.Quantile)), true, ""
 	case kindRatio:
 		n, of := a.counts.Errors(), attempted
-		if t.Metric == "misses" {
+		switch t.Metric {
+		case "misses":
 			n, of = a.counts.Misses, a.counts.Count()
+		case "dropped":
+			n, of = a.counts.Dropped, attempted+a.counts.Dropped
 		}
 		if !t.Percent {
 			return float64(n), true, ""

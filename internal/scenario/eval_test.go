@@ -271,3 +271,30 @@ func TestNotReachedAndJUnit(t *testing.T) {
 		t.Errorf("markdown:\n%s", md.String())
 	}
 }
+
+// TestDroppedThreshold: read.dropped bounds the share of due operations that
+// workload.catchUp=drop skipped (dropped ÷ (attempted + dropped)), or their count.
+func TestDroppedThreshold(t *testing.T) {
+	sc := evalScenario(t, `
+  - {check: read.dropped < 5%, window: phase a}
+  - {check: read.dropped < 5%, window: phase b}
+  - {check: read.dropped < 1, window: phase a}
+`)
+	t0 := time.Unix(1000, 0)
+	res := drive(sc, t0, func(i int) *stats.Interval {
+		iv := sec(t0, i, 90, time.Millisecond, 0, 100)
+		if i >= 4 { // phase b: a tenth of what was due was dropped
+			iv.Ops[0].Dropped = 10
+		}
+		return iv
+	})
+	if r := res[0]; r.Status != Pass || r.Value == nil || *r.Value != 0 {
+		t.Errorf("dropped in phase a: %+v", r)
+	}
+	if r := res[1]; r.Status != Fail || r.Value == nil || math.Abs(*r.Value-0.1) > 1e-9 {
+		t.Errorf("dropped in phase b: %+v, want 10%% and a failure", r)
+	}
+	if r := res[2]; r.Status != Pass {
+		t.Errorf("dropped count in phase a: %+v", r)
+	}
+}

@@ -24,7 +24,7 @@ const (
 
 // Metrics lists the metric names a check may use (pNN stands for any percentile).
 func Metrics() []string {
-	return []string{"pNN (p50, p99, p99.9, ...)", "max", "mean", "errors", "misses", "achieved", "rate", "recovery"}
+	return []string{"pNN (p50, p99, p99.9, ...)", "max", "mean", "errors", "misses", "dropped", "achieved", "rate", "recovery"}
 }
 
 // Threshold is one checked threshold.
@@ -162,7 +162,7 @@ func (t *Threshold) setMetric() error {
 	switch t.Metric {
 	case "max", "mean":
 		t.kind = kindLatency
-	case "errors", "misses":
+	case "errors", "misses", "dropped":
 		t.kind = kindRatio
 	case "achieved":
 		t.kind = kindAchieved
