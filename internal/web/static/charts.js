@@ -272,6 +272,29 @@
     return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
   }
 
+  // timeTicks formats the time axis on one row: uPlot's default adds a second row with the
+  // date under the first tick and wherever a larger unit changes, which is wider than the
+  // space between ticks on a phone and overprints its neighbours. The hour and minute
+  // (and the second when ticks are seconds apart) are what a live chart needs; the legend
+  // gives the full time under the cursor. Ticks a day or more apart show the date.
+  function timeTicks(u, splits, axisIdx, space, incr) {
+    const two = (n) => String(n).padStart(2, '0');
+    return splits.map((v) => {
+      if (v === null || v === undefined) return '';
+      const d = new Date(v * 1000);
+      if (incr >= 86400) return (d.getMonth() + 1) + '/' + d.getDate();
+      const hm = two(d.getHours()) + ':' + two(d.getMinutes());
+      return incr % 60 === 0 ? hm : hm + ':' + two(d.getSeconds());
+    });
+  }
+
+  // timeSpace is the narrowest spacing between time ticks (CSS px): "15:57:40" is about
+  // 50 px at 12 px, so a narrow chart keeps labels apart with room to spare; a wide one
+  // keeps uPlot's denser default.
+  function timeSpace(u, axisIdx, min, max, plotDim) {
+    return plotDim < 500 ? 90 : 70;
+  }
+
   // decades keeps the grid lines of a log axis at powers of ten; lines at every 2..9 of
   // each decade make a grey band that hides the series.
   function decades(u, splits) {
@@ -391,12 +414,14 @@
       scales: { x: { time: true, range: (u, min, max) => (max - min < minSpan ? [max - minSpan, max] : [min, max]) },
         y: logY ? { distr: 3, log: 10 } : def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
-        { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' } },
+        { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' }, space: timeSpace, values: timeTicks },
         { stroke: '#333', grid: Object.assign({ stroke: '#eee' }, logY && { filter: decades }), ticks: Object.assign({ stroke: '#ccc' }, logY && { filter: decades }),
           size: 64, label: def.unit, labelSize: 18, values: (u, splits) => splits.map(tick) },
       ],
     };
     const u = new global.uPlot(opts, [[]].concat(defs.map(() => [])), el);
+    // The plot on its figure, for tests and for poking at from the console.
+    (el.closest('figure') || el).uplot = u;
     // The legend doubles as the series toggle; make its rows reachable from the keyboard.
     u.root.querySelectorAll('.u-legend .u-series').forEach((row, i) => {
       if (i === 0) return;
