@@ -95,7 +95,6 @@
       new ResizeObserver(() => this.grid.resize()).observe(this.q('[data-role=charts]'));
       await this.loadSeries('');
       this.openStream();
-      this.refreshNumbers();
       this.poll();
     }
 
@@ -314,7 +313,9 @@
     poll() {
       // Status is cheap; every 2 s keeps the panels current without a stream of its own.
       const tick = async () => {
-        if (!document.hidden) await Promise.all([this.refreshStatus(), this.refreshNumbers()]);
+        // The numbers follow the stream's cumulative events; a stream without them (a
+        // fleet coordinator's) leaves them to this poll.
+        if (!document.hidden) await Promise.all([this.refreshStatus(), this.numbersLive ? null : this.refreshNumbers()]);
         setTimeout(tick, this.status && this.status.backfill && this.status.backfill.running ? 1000 : 2000);
       };
       setTimeout(tick, 2000);
@@ -389,7 +390,9 @@
     }
 
     openStream() {
-      const es = new EventSource(this.inst.baseURL + '/api/v1/stats/stream');
+      // cumulative=1: the session totals and failure messages after each interval, for the
+      // numbers table and the failures panel (a stream that ignores it leaves them to the poll).
+      const es = new EventSource(this.inst.baseURL + '/api/v1/stats/stream?cumulative=1');
       const live = this.q('[data-role=live]');
       let broken = false;
       es.addEventListener('open', () => {
@@ -400,12 +403,17 @@
       });
       es.addEventListener('error', () => {
         broken = true;
+        this.numbersLive = false;
         live.textContent = 'stream disconnected, retrying'; live.className = 'state off';
       });
       es.addEventListener('interval', (ev) => {
         const s = JSON.parse(ev.data);
         // A fleet's intervals say whether some node's data is missing (partial).
         if (this.store.push({ t: s.end, ops: s.ops, nodes: s.nodes, partial: s.partial, missing: s.missing }, s.seconds)) this.queueRender();
+      });
+      es.addEventListener('cumulative', (ev) => {
+        this.numbersLive = true;
+        this.renderNumbers(JSON.parse(ev.data));
       });
       this.stream = es;
     }
@@ -429,12 +437,20 @@
       this.grid.update(this.store.columns(this.windowSecs));
     }
 
-    // refreshNumbers fills the numbers table from the session's cumulative summary
-    // (GET /api/v1/stats): per class count, rate, latency percentiles, errors by class,
-    // misses and hit ratio, like NDBench's stats panel.
+    // refreshNumbers fetches the session's totals (GET /api/v1/stats) when the stream
+    // does not bring them.
     async refreshNumbers() {
       let stats;
       try { stats = await this.api('GET', '/api/v1/stats'); } catch (e) { return; }
+      this.renderNumbers(stats);
+    }
+
+    // renderNumbers fills the numbers table from the session's cumulative summary
+    // ({cumulative, errors}, from the stream or GET /api/v1/stats): per class count, rate,
+    // latency percentiles, errors by class, misses and hit ratio, like NDBench's stats
+    // panel; and the failures panel from errors.
+    renderNumbers(stats) {
+      this.renderFailures(stats && stats.errors);
       const cum = stats && stats.cumulative;
       const box = this.q('[data-role=numbers]');
       const ops = cum ? NDCharts.reportOrder(Object.keys(cum.ops || {})).filter((op) => (cum.ops[op].count || 0) + (cum.ops[op].errors || 0) > 0) : [];
@@ -460,6 +476,33 @@
       box.replaceChildren(...(partial ? [partial] : []), el('table', {},
         el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
         el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
+        el('tbody', {}, ...rows)));
+    }
+
+    // renderFailures fills the failures panel, like Locust's: per op class, the recent
+    // distinct failure messages with their failure class, count, and first and last seen.
+    // Hidden while nothing failed. Messages come from the store: text, never markup.
+    renderFailures(errors) {
+      const box = this.q('[data-role=failures]');
+      if (!box) return;
+      const ops = NDCharts.reportOrder(Object.keys(errors || {}).filter((op) => (errors[op] || []).length));
+      box.hidden = ops.length === 0;
+      const list = this.q('[data-role=failures-list]');
+      if (!ops.length) { list.replaceChildren(); return; }
+      const time = (t) => (t ? new Date(t).toLocaleTimeString([], { hour12: false }) : '–');
+      const rows = [];
+      for (const op of ops) {
+        for (const m of errors[op]) {
+          rows.push(el('tr', { 'data-op': op, 'data-class': m.class, 'data-count': String(m.count) },
+            el('td', { text: op }), el('td', { text: m.class }), el('td', { class: 'msg', text: m.message }),
+            el('td', { class: 'num', text: String(m.count) }),
+            el('td', { title: m.first ? new Date(m.first).toLocaleString() : '', text: time(m.first) }),
+            el('td', { title: m.last ? new Date(m.last).toLocaleString() : '', text: time(m.last) })));
+        }
+      }
+      list.replaceChildren(el('table', {},
+        el('thead', {}, el('tr', {}, ...['class', 'failure', 'message', 'count', 'first seen', 'last seen'].map((h) =>
+          el('th', { scope: 'col', class: h === 'message' ? 'msg' : h === 'count' ? 'num' : null, text: h })))),
         el('tbody', {}, ...rows)));
     }
 
