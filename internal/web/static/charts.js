@@ -505,9 +505,11 @@
     }
     // colWidth sets the number of columns for the container's width (CSS grid and the
     // canvases must agree, or charts overlap) and returns one column's width.
+    // A workload with more op classes (and operations) than fit side by side at 220 px
+    // wraps onto more rows rather than widening the page.
     colWidth() {
       const w = this.container.clientWidth || 900;
-      const cols = w < 640 ? 1 : this.ops.length;
+      const cols = w < 640 ? 1 : Math.max(1, Math.min(this.ops.length, Math.floor((w + 14) / (220 + 14))));
       this.container.style.setProperty('--cols', String(cols));
       return Math.max(200, Math.floor((w - 14 * (cols - 1)) / cols) - 2);
     }
