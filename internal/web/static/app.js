@@ -85,6 +85,7 @@
         this.drivers = drivers; this.config = config;
         this.renderDriverPicker();
         this.renderWorkload();
+        this.renderOpClasses();
         this.renderStatus(status);
       } catch (e) {
         this.say('Cannot reach the instance: ' + e.message, 'error');
@@ -332,12 +333,89 @@
       }));
     }
 
+    // --- op classes ---------------------------------------------------------------------
+
+    // classNames returns the op classes beyond read and write that the configuration has
+    // (workload.ops.<class>.<option>), by name.
+    classNames() {
+      const names = new Set();
+      for (const e of (this.config && this.config.entries) || []) {
+        const m = /^workload\.ops\.([^.]+)\.[^.]+$/.exec(e.key);
+        if (m) names.add(m[1]);
+      }
+      return [...names].sort();
+    }
+
+    // renderOpClasses shows one form per op class (its options from the API's
+    // opClassSchema, each applied through PATCH /api/v1/config when committed, like the
+    // workload's) and a form to add a class. A class is disabled by clearing its enabled
+    // box: the configuration has no way to remove one.
+    renderOpClasses() {
+      const box = this.q('[data-role=opclasses]');
+      const schema = (this.config && this.config.opClassSchema) || [];
+      if (!box) return;
+      if (!schema.length) { box.replaceChildren(el('p', { class: 'muted small', text: 'This instance does not offer op classes.' })); return; }
+      const names = this.classNames();
+      this.shownClasses = names.join();
+      const classes = names.map((name) => {
+        const prefix = 'workload.ops.' + name + '.';
+        const fs = el('fieldset', { class: 'opclass fields', 'data-class': name }, el('legend', { text: name }));
+        for (const o of schema) {
+          const cur = this.configValue(prefix + o.name);
+          fs.append(this.field('oc-' + name, o, cur ? cur.value : o.default, cur && cur.source, (input) =>
+            this.patch({ [prefix + o.name]: this.inputValue(input) }, fs, (k) => k.slice(prefix.length), 'opclasses')));
+        }
+        return fs;
+      });
+      // The new class's form: a name and the options a class cannot do without (a mix
+      // the driver offers unless the name is an operation of its own, a rate, workers).
+      const add = el('fieldset', { class: 'opclass new fields', 'data-role': 'opclass-new' }, el('legend', { text: 'Add a class' }));
+      const nameOpt = { name: 'name', type: 'string', default: '', help: "a letter, then letters, digits and '_'; not read, write or backfill" };
+      add.append(this.field('oc-new', nameOpt, '', '', () => {}));
+      for (const o of schema.filter((x) => ['mix', 'rate', 'workers'].includes(x.name))) add.append(this.field('oc-new', o, o.default, '', () => {}));
+      add.append(el('div', { class: 'buttons' }, el('button', { type: 'button', 'data-action': 'opclass-add', text: 'Add class', onclick: () => this.addClass(add) })));
+      box.replaceChildren(...classes, add);
+    }
+
+    async addClass(form) {
+      this.clearErrors(form);
+      const get = (n) => this.inputValue(form.querySelector('[data-field=' + n + '] input'));
+      const name = get('name');
+      if (!name) { this.setFieldError(form, 'name', 'name the class'); this.say('Not added: name the class.', 'error', 'opclasses'); return; }
+      if (this.classNames().includes(name) || ['read', 'write', 'backfill'].includes(name)) {
+        this.setFieldError(form, 'name', 'a class named ' + name + ' exists; edit it above');
+        this.say('Not added: ' + name + ' exists.', 'error', 'opclasses');
+        return;
+      }
+      const values = {};
+      for (const n of ['mix', 'rate', 'workers']) {
+        const v = get(n);
+        if (v !== '') values['workload.ops.' + name + '.' + n] = v;
+      }
+      values['workload.ops.' + name + '.enabled'] = 'true';
+      try {
+        const res = await this.api('PATCH', '/api/v1/config', { values });
+        this.config = res.config;
+        this.renderOpClasses();
+        this.say('Added class ' + name + '; Start both (or start it by name) runs it.', 'ok', 'opclasses');
+        this.refreshStatus();
+      } catch (e) {
+        // A key whose class part is not a valid name is about the name, not its option.
+        this.showProblem(form, e, (k) => {
+          const m = /^workload\.ops\.([^.]*)\.([^.]+)$/.exec(k);
+          return !m || !/^[A-Za-z][A-Za-z0-9_]*$/.test(m[1]) ? 'name' : m[2];
+        }, 'opclasses');
+      }
+    }
+
     async patch(values, box, keyToName, where) {
       const names = Object.keys(values).map(keyToName);
       names.forEach((n) => this.setFieldError(box, n, ''));
       try {
         const res = await this.api('PATCH', '/api/v1/config', { values });
         this.config = res.config;
+        // A change elsewhere may have added a class (another tab, the API).
+        if (this.classNames().join() !== this.shownClasses) this.renderOpClasses();
         const pend = res.pending || [];
         const keys = Object.keys(values);
         const later = keys.filter((k) => pend.includes(k));
