@@ -81,6 +81,21 @@ describe('failures panel and live numbers', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
+  it('charts attempted apart from succeeded while ops fail (item 9)', async () => {
+    const fig = q('figure[data-chart=throughput][data-op=read]');
+    const labels = await fig.locator('.u-legend .u-series th').allInnerTexts();
+    assert.ok(labels.some((l) => /succeeded/.test(l)) && labels.some((l) => /attempted/.test(l)), `succeeded and attempted in ${labels}`);
+    // Over the last seconds, 5% of 200 ops/s fail: attempted is above succeeded.
+    const r = await fig.evaluate((f) => {
+      const u = f.uplot;
+      const idx = (name) => u.series.findIndex((s) => s.label === name);
+      const sum = (i) => u.data[i].slice(-6, -1).reduce((a, v) => a + (v || 0), 0);
+      return { attempted: sum(idx('attempted')), succeeded: sum(idx('succeeded')) };
+    });
+    assert.ok(r.attempted > r.succeeded * 1.01, `attempted ${r.attempted} vs succeeded ${r.succeeded} over 5 s`);
+    assert.ok(r.succeeded > 0, 'succeeded drawn');
+  });
+
   it('hides the panel when the session has no failures', async () => {
     const patch = await page.request.patch(srv.url + '/api/v1/config', { data: { values: { 'drivers.memory.errorRatio': '0' } } });
     assert.equal(patch.status(), 200, await patch.text());

@@ -15,7 +15,7 @@
   const FIELDS = ['rate', 'target',
     'resp50', 'resp95', 'resp99', 'resp999', 'respMax', 'respAvg', 'svc50', 'svc99', 'svc999', 'svcMax',
     ...ERROR_CLASSES.map((c) => 'err_' + c),
-    'hit', 'backlog', 'count', 'misses'];
+    'hit', 'backlog', 'count', 'misses', 'attempted'];
   const NF = FIELDS.length;
   const F = Object.fromEntries(FIELDS.map((f, i) => [f, i]));
   const LATENCY = ['resp50', 'resp95', 'resp99', 'resp999', 'respMax', 'respAvg', 'svc50', 'svc99', 'svc999', 'svcMax'];
@@ -47,6 +47,9 @@
       const b = k * NF;
       const rt = s.responseTime || {}, st = s.serviceTime || {};
       out[b + F.rate] = num(s.rate);
+      // Attempted: every op sent, failures included (rate counts those that answered). An
+      // older server without the field draws no line rather than a false zero.
+      out[b + F.attempted] = typeof s.attempted === 'number' ? s.attempted / secs : null;
       out[b + F.target] = s.targetRate > 0 ? s.targetRate : null;
       // A second without operations has no latency: a gap in the chart, not "0 ms".
       if (s.count > 0) {
@@ -244,8 +247,11 @@
     // On a fleet page (Grid option fleet) the seconds merged without some node's data are
     // not part of the achieved and target lines: they are drawn apart as a lower bound, so
     // a missing node never reads as the store's throughput dropping.
+    // Succeeded is what the store answered; attempted adds the failures, so a store that
+    // fails fast never looks like one that keeps up.
     { id: 'throughput', title: 'Throughput', unit: 'ops/s', series: [
-      { field: 'rate', label: 'achieved', stroke: C.blue, fill: 'rgba(31,95,191,0.08)', complete: true },
+      { field: 'rate', label: 'succeeded', stroke: C.blue, fill: 'rgba(31,95,191,0.08)', complete: true },
+      { field: 'attempted', label: 'attempted', stroke: C.red, dash: [4, 2], complete: true },
       { field: 'target', label: 'target', stroke: C.grey, dash: [6, 4], complete: true },
       { field: 'rate', label: 'partial (lower bound)', stroke: C.orange, dash: [2, 3], fleet: true, partialOnly: true, points: true }] },
     { id: 'latency', title: 'Latency', unit: 'ms', log: true, series: [
