@@ -314,8 +314,8 @@
     poll() {
       // Status is cheap; every 2 s keeps the panels current without a stream of its own.
       const tick = async () => {
-        // The numbers follow the stream's cumulative events; a stream without them (a
-        // fleet coordinator's) leaves them to this poll.
+        // The numbers follow the stream's cumulative events; while the stream is down, or
+        // from a server whose stream lacks them (an older ndbench), this poll fills them.
         if (!document.hidden) await Promise.all([this.refreshStatus(), this.numbersLive ? null : this.refreshNumbers()]);
         setTimeout(tick, this.status && this.status.backfill && this.status.backfill.running ? 1000 : 2000);
       };
