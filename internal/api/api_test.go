@@ -22,6 +22,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/ndbench/ndbench/driver"
 	_ "github.com/ndbench/ndbench/drivers/memory"
 	"github.com/ndbench/ndbench/internal/cluster"
 	"github.com/ndbench/ndbench/internal/config"
@@ -443,6 +444,19 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 	if len(c.WorkloadSchema) == 0 {
 		t.Errorf("config has no workload schema")
+	}
+	// The UI's op class editor offers these: every option of a class, with its bounds.
+	classOpts := map[string]driver.Option{}
+	for _, o := range c.OpClassSchema {
+		classOpts[o.Name] = o
+	}
+	for _, name := range []string{"workers", "maxWorkers", "rate", "enabled", "mix"} {
+		if o, ok := classOpts[name]; !ok || !o.Live {
+			t.Errorf("opClassSchema lacks live option %s: %+v", name, c.OpClassSchema)
+		}
+	}
+	if o := classOpts["workers"]; o.Type != "int" || o.Min != "0" || o.Max != "10000" {
+		t.Errorf("opClassSchema workers = %+v, want an int in [0, 10000]", o)
 	}
 }
 

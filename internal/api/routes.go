@@ -152,6 +152,8 @@ type ConfigBody struct {
 	Notices        []string        `json:"notices"`
 	Pending        []string        `json:"pending" doc:"Changed keys that take effect at the next driver init"`
 	WorkloadSchema []driver.Option `json:"workloadSchema"`
+	// OpClassSchema lets a client offer the options of a class it adds.
+	OpClassSchema []driver.Option `json:"opClassSchema" doc:"Options of one op class beyond read and write: set as workload.ops.<class>.<option>"`
 }
 
 // PatchRequest changes configuration keys atomically.
@@ -423,7 +425,8 @@ func (s *Server) backfillStatus() (*out[engine.BackfillStatus], error) {
 
 func (s *Server) configBody(snap *config.Snapshot, pending []string) ConfigBody {
 	b := ConfigBody{Version: snap.Version, Entries: make([]ConfigEntry, 0, len(snap.Entries)),
-		Notices: slices.Clone(snap.Notices), Pending: pending, WorkloadSchema: config.WorkloadSchema()}
+		Notices: slices.Clone(snap.Notices), Pending: pending, WorkloadSchema: config.WorkloadSchema(),
+		OpClassSchema: config.OpClassSchema()}
 	for _, e := range snap.Entries {
 		b.Entries = append(b.Entries, ConfigEntry{Key: e.Key, Value: e.Value, Source: e.Source, Secret: e.Secret})
 	}

@@ -75,6 +75,13 @@ func (h *hub) close() {
 	}
 }
 
+// CumulativeEvent is the data of the stream's `cumulative` event: GET /api/v1/stats
+// without the latest interval (the `interval` event carries that).
+type CumulativeEvent struct {
+	Cumulative stats.Summary                   `json:"cumulative"`
+	Errors     map[string][]stats.ErrorMessage `json:"errors"`
+}
+
 // streamRoute serves GET /api/v1/stats/stream and documents it: huma's handlers return
 // one response, an event stream is written as it goes, so it is a plain handler.
 func (s *Server) streamRoute() {
@@ -88,7 +95,10 @@ func (s *Server) streamRoute() {
 			"With `intervals=1`, also one `encoded` event per interval whose data is that interval encoded for merging " +
 			"(as an element of GET /api/v1/stats/intervals: seq, counters, HdrHistogram V2 histograms), from `since` " +
 			"(a sequence number; default: the next interval) on, without gaps: intervals the node no longer holds are " +
-			"announced by a `missed` event with their count, so a merger knows its result is partial.",
+			"announced by a `missed` event with their count, so a merger knows its result is partial. " +
+			"With `cumulative=1`, also one `cumulative` event when the stream opens and after each interval whose data is " +
+			"`cumulative` and `errors` as in GET /api/v1/stats (the session totals and the recent failure messages), " +
+			"so a live numbers table needs no polling.",
 		Security: []map[string][]string{{"bearer": {}}},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "Event stream", Content: map[string]*huma.MediaType{"text/event-stream": {Schema: sumSchema}}},
@@ -159,6 +169,24 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// With cumulative=1 the session totals follow each interval. They are computed here,
+	// on the client's goroutine, not on the tick goroutine that must never wait; one
+	// client that asks costs one cumulative view per second.
+	cumulative := r.URL.Query().Get("cumulative") == "1"
+	sendCumulative := func() error {
+		c := s.inst.Collector()
+		b, err := json.Marshal(CumulativeEvent{Cumulative: c.Cumulative(), Errors: c.Errors()})
+		if err != nil {
+			return fmt.Errorf("encoding the cumulative event: %w", err)
+		}
+		_, err = fmt.Fprintf(w, "event: cumulative\ndata: %s\n\n", b)
+		return err
+	}
+	if cumulative {
+		if err := sendCumulative(); err != nil || rc.Flush() != nil {
+			return
+		}
+	}
 	beat := time.NewTicker(s.opts.Heartbeat)
 	defer beat.Stop()
 	for {
@@ -174,6 +202,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			_, err = fmt.Fprintf(w, "event: interval\ndata: %s\n\n", data)
 			if err == nil && encoded {
 				err = sendEncoded()
+			}
+			if err == nil && cumulative {
+				err = sendCumulative()
 			}
 		}
 		if err == nil {

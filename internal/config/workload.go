@@ -382,6 +382,12 @@ func driverSchema(def driver.Definition) ([]driver.Option, error) {
 	return s, nil
 }
 
+// OpClassSchema returns the options of one op class (workload.ops.<class>.<option>), for
+// the API and the UI's op class editor.
+func OpClassSchema() []driver.Option {
+	return slices.Clone(opClassSchema())
+}
+
 // opClassSchema is OpClass's schema, reflected once (see workloadSchema).
 var opClassSchema = sync.OnceValue(func() []driver.Option {
 	s, _ := driver.Schema(OpClass{}) // fixed at compile time and tested

@@ -85,6 +85,7 @@
         this.drivers = drivers; this.config = config;
         this.renderDriverPicker();
         this.renderWorkload();
+        this.renderOpClasses();
         this.renderStatus(status);
       } catch (e) {
         this.say('Cannot reach the instance: ' + e.message, 'error');
@@ -95,7 +96,6 @@
       new ResizeObserver(() => this.grid.resize()).observe(this.q('[data-role=charts]'));
       await this.loadSeries('');
       this.openStream();
-      this.refreshNumbers();
       this.poll();
     }
 
@@ -314,7 +314,9 @@
     poll() {
       // Status is cheap; every 2 s keeps the panels current without a stream of its own.
       const tick = async () => {
-        if (!document.hidden) await Promise.all([this.refreshStatus(), this.refreshNumbers()]);
+        // The numbers follow the stream's cumulative events; while the stream is down, or
+        // from a server whose stream lacks them (an older ndbench), this poll fills them.
+        if (!document.hidden) await Promise.all([this.refreshStatus(), this.numbersLive ? null : this.refreshNumbers()]);
         setTimeout(tick, this.status && this.status.backfill && this.status.backfill.running ? 1000 : 2000);
       };
       setTimeout(tick, 2000);
@@ -331,12 +333,89 @@
       }));
     }
 
+    // --- op classes ---------------------------------------------------------------------
+
+    // classNames returns the op classes beyond read and write that the configuration has
+    // (workload.ops.<class>.<option>), by name.
+    classNames() {
+      const names = new Set();
+      for (const e of (this.config && this.config.entries) || []) {
+        const m = /^workload\.ops\.([^.]+)\.[^.]+$/.exec(e.key);
+        if (m) names.add(m[1]);
+      }
+      return [...names].sort();
+    }
+
+    // renderOpClasses shows one form per op class (its options from the API's
+    // opClassSchema, each applied through PATCH /api/v1/config when committed, like the
+    // workload's) and a form to add a class. A class is disabled by clearing its enabled
+    // box: the configuration has no way to remove one.
+    renderOpClasses() {
+      const box = this.q('[data-role=opclasses]');
+      const schema = (this.config && this.config.opClassSchema) || [];
+      if (!box) return;
+      if (!schema.length) { box.replaceChildren(el('p', { class: 'muted small', text: 'This instance does not offer op classes.' })); return; }
+      const names = this.classNames();
+      this.shownClasses = names.join();
+      const classes = names.map((name) => {
+        const prefix = 'workload.ops.' + name + '.';
+        const fs = el('fieldset', { class: 'opclass fields', 'data-class': name }, el('legend', { text: name }));
+        for (const o of schema) {
+          const cur = this.configValue(prefix + o.name);
+          fs.append(this.field('oc-' + name, o, cur ? cur.value : o.default, cur && cur.source, (input) =>
+            this.patch({ [prefix + o.name]: this.inputValue(input) }, fs, (k) => k.slice(prefix.length), 'opclasses')));
+        }
+        return fs;
+      });
+      // The new class's form: a name and the options a class cannot do without (a mix
+      // the driver offers unless the name is an operation of its own, a rate, workers).
+      const add = el('fieldset', { class: 'opclass new fields', 'data-role': 'opclass-new' }, el('legend', { text: 'Add a class' }));
+      const nameOpt = { name: 'name', type: 'string', default: '', help: "a letter, then letters, digits and '_'; not read, write or backfill" };
+      add.append(this.field('oc-new', nameOpt, '', '', () => {}));
+      for (const o of schema.filter((x) => ['mix', 'rate', 'workers'].includes(x.name))) add.append(this.field('oc-new', o, o.default, '', () => {}));
+      add.append(el('div', { class: 'buttons' }, el('button', { type: 'button', 'data-action': 'opclass-add', text: 'Add class', onclick: () => this.addClass(add) })));
+      box.replaceChildren(...classes, add);
+    }
+
+    async addClass(form) {
+      this.clearErrors(form);
+      const get = (n) => this.inputValue(form.querySelector('[data-field=' + n + '] input'));
+      const name = get('name');
+      if (!name) { this.setFieldError(form, 'name', 'name the class'); this.say('Not added: name the class.', 'error', 'opclasses'); return; }
+      if (this.classNames().includes(name) || ['read', 'write', 'backfill'].includes(name)) {
+        this.setFieldError(form, 'name', 'a class named ' + name + ' exists; edit it above');
+        this.say('Not added: ' + name + ' exists.', 'error', 'opclasses');
+        return;
+      }
+      const values = {};
+      for (const n of ['mix', 'rate', 'workers']) {
+        const v = get(n);
+        if (v !== '') values['workload.ops.' + name + '.' + n] = v;
+      }
+      values['workload.ops.' + name + '.enabled'] = 'true';
+      try {
+        const res = await this.api('PATCH', '/api/v1/config', { values });
+        this.config = res.config;
+        this.renderOpClasses();
+        this.say('Added class ' + name + '; Start both (or start it by name) runs it.', 'ok', 'opclasses');
+        this.refreshStatus();
+      } catch (e) {
+        // A key whose class part is not a valid name is about the name, not its option.
+        this.showProblem(form, e, (k) => {
+          const m = /^workload\.ops\.([^.]*)\.([^.]+)$/.exec(k);
+          return !m || !/^[A-Za-z][A-Za-z0-9_]*$/.test(m[1]) ? 'name' : m[2];
+        }, 'opclasses');
+      }
+    }
+
     async patch(values, box, keyToName, where) {
       const names = Object.keys(values).map(keyToName);
       names.forEach((n) => this.setFieldError(box, n, ''));
       try {
         const res = await this.api('PATCH', '/api/v1/config', { values });
         this.config = res.config;
+        // A change elsewhere may have added a class (another tab, the API).
+        if (this.classNames().join() !== this.shownClasses) this.renderOpClasses();
         const pend = res.pending || [];
         const keys = Object.keys(values);
         const later = keys.filter((k) => pend.includes(k));
@@ -389,7 +468,9 @@
     }
 
     openStream() {
-      const es = new EventSource(this.inst.baseURL + '/api/v1/stats/stream');
+      // cumulative=1: the session totals and failure messages after each interval, for the
+      // numbers table and the failures panel (a stream that ignores it leaves them to the poll).
+      const es = new EventSource(this.inst.baseURL + '/api/v1/stats/stream?cumulative=1');
       const live = this.q('[data-role=live]');
       let broken = false;
       es.addEventListener('open', () => {
@@ -400,12 +481,17 @@
       });
       es.addEventListener('error', () => {
         broken = true;
+        this.numbersLive = false;
         live.textContent = 'stream disconnected, retrying'; live.className = 'state off';
       });
       es.addEventListener('interval', (ev) => {
         const s = JSON.parse(ev.data);
         // A fleet's intervals say whether some node's data is missing (partial).
         if (this.store.push({ t: s.end, ops: s.ops, nodes: s.nodes, partial: s.partial, missing: s.missing }, s.seconds)) this.queueRender();
+      });
+      es.addEventListener('cumulative', (ev) => {
+        this.numbersLive = true;
+        this.renderNumbers(JSON.parse(ev.data));
       });
       this.stream = es;
     }
@@ -429,12 +515,20 @@
       this.grid.update(this.store.columns(this.windowSecs));
     }
 
-    // refreshNumbers fills the numbers table from the session's cumulative summary
-    // (GET /api/v1/stats): per class count, rate, latency percentiles, errors by class,
-    // misses and hit ratio, like NDBench's stats panel.
+    // refreshNumbers fetches the session's totals (GET /api/v1/stats) when the stream
+    // does not bring them.
     async refreshNumbers() {
       let stats;
       try { stats = await this.api('GET', '/api/v1/stats'); } catch (e) { return; }
+      this.renderNumbers(stats);
+    }
+
+    // renderNumbers fills the numbers table from the session's cumulative summary
+    // ({cumulative, errors}, from the stream or GET /api/v1/stats): per class count, rate,
+    // latency percentiles, errors by class, misses and hit ratio, like NDBench's stats
+    // panel; and the failures panel from errors.
+    renderNumbers(stats) {
+      this.renderFailures(stats && stats.errors);
       const cum = stats && stats.cumulative;
       const box = this.q('[data-role=numbers]');
       const ops = cum ? NDCharts.reportOrder(Object.keys(cum.ops || {})).filter((op) => (cum.ops[op].count || 0) + (cum.ops[op].errors || 0) > 0) : [];
@@ -460,6 +554,33 @@
       box.replaceChildren(...(partial ? [partial] : []), el('table', {},
         el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
         el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
+        el('tbody', {}, ...rows)));
+    }
+
+    // renderFailures fills the failures panel, like Locust's: per op class, the recent
+    // distinct failure messages with their failure class, count, and first and last seen.
+    // Hidden while nothing failed. Messages come from the store: text, never markup.
+    renderFailures(errors) {
+      const box = this.q('[data-role=failures]');
+      if (!box) return;
+      const ops = NDCharts.reportOrder(Object.keys(errors || {}).filter((op) => (errors[op] || []).length));
+      box.hidden = ops.length === 0;
+      const list = this.q('[data-role=failures-list]');
+      if (!ops.length) { list.replaceChildren(); return; }
+      const time = (t) => (t ? new Date(t).toLocaleTimeString([], { hour12: false }) : '–');
+      const rows = [];
+      for (const op of ops) {
+        for (const m of errors[op]) {
+          rows.push(el('tr', { 'data-op': op, 'data-class': m.class, 'data-count': String(m.count) },
+            el('td', { text: op }), el('td', { text: m.class }), el('td', { class: 'msg', text: m.message }),
+            el('td', { class: 'num', text: String(m.count) }),
+            el('td', { title: m.first ? new Date(m.first).toLocaleString() : '', text: time(m.first) }),
+            el('td', { title: m.last ? new Date(m.last).toLocaleString() : '', text: time(m.last) })));
+        }
+      }
+      list.replaceChildren(el('table', {},
+        el('thead', {}, el('tr', {}, ...['class', 'failure', 'message', 'count', 'first seen', 'last seen'].map((h) =>
+          el('th', { scope: 'col', class: h === 'message' ? 'msg' : h === 'count' ? 'num' : null, text: h })))),
         el('tbody', {}, ...rows)));
     }
 

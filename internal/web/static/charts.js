@@ -15,7 +15,7 @@
   const FIELDS = ['rate', 'target',
     'resp50', 'resp95', 'resp99', 'resp999', 'respMax', 'respAvg', 'svc50', 'svc99', 'svc999', 'svcMax',
     ...ERROR_CLASSES.map((c) => 'err_' + c),
-    'hit', 'backlog', 'count', 'misses'];
+    'hit', 'backlog', 'count', 'misses', 'attempted'];
   const NF = FIELDS.length;
   const F = Object.fromEntries(FIELDS.map((f, i) => [f, i]));
   const LATENCY = ['resp50', 'resp95', 'resp99', 'resp999', 'respMax', 'respAvg', 'svc50', 'svc99', 'svc999', 'svcMax'];
@@ -47,6 +47,9 @@
       const b = k * NF;
       const rt = s.responseTime || {}, st = s.serviceTime || {};
       out[b + F.rate] = num(s.rate);
+      // Attempted: every op sent, failures included (rate counts those that answered). An
+      // older server without the field draws no line rather than a false zero.
+      out[b + F.attempted] = typeof s.attempted === 'number' ? s.attempted / secs : null;
       out[b + F.target] = s.targetRate > 0 ? s.targetRate : null;
       // A second without operations has no latency: a gap in the chart, not "0 ms".
       if (s.count > 0) {
@@ -244,8 +247,11 @@
     // On a fleet page (Grid option fleet) the seconds merged without some node's data are
     // not part of the achieved and target lines: they are drawn apart as a lower bound, so
     // a missing node never reads as the store's throughput dropping.
+    // Succeeded is what the store answered; attempted adds the failures, so a store that
+    // fails fast never looks like one that keeps up.
     { id: 'throughput', title: 'Throughput', unit: 'ops/s', series: [
-      { field: 'rate', label: 'achieved', stroke: C.blue, fill: 'rgba(31,95,191,0.08)', complete: true },
+      { field: 'rate', label: 'succeeded', stroke: C.blue, fill: 'rgba(31,95,191,0.08)', complete: true },
+      { field: 'attempted', label: 'attempted', stroke: C.red, dash: [4, 2], complete: true },
       { field: 'target', label: 'target', stroke: C.grey, dash: [6, 4], complete: true },
       { field: 'rate', label: 'partial (lower bound)', stroke: C.orange, dash: [2, 3], fleet: true, partialOnly: true, points: true }] },
     { id: 'latency', title: 'Latency', unit: 'ms', log: true, series: [
@@ -270,6 +276,29 @@
   function clock(t) {
     const d = new Date(t * 1000);
     return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+  }
+
+  // timeTicks formats the time axis on one row: uPlot's default adds a second row with the
+  // date under the first tick and wherever a larger unit changes, which is wider than the
+  // space between ticks on a phone and overprints its neighbours. The hour and minute
+  // (and the second when ticks are seconds apart) are what a live chart needs; the legend
+  // gives the full time under the cursor. Ticks a day or more apart show the date.
+  function timeTicks(u, splits, axisIdx, space, incr) {
+    const two = (n) => String(n).padStart(2, '0');
+    return splits.map((v) => {
+      if (v === null || v === undefined) return '';
+      const d = new Date(v * 1000);
+      if (incr >= 86400) return (d.getMonth() + 1) + '/' + d.getDate();
+      const hm = two(d.getHours()) + ':' + two(d.getMinutes());
+      return incr % 60 === 0 ? hm : hm + ':' + two(d.getSeconds());
+    });
+  }
+
+  // timeSpace is the narrowest spacing between time ticks (CSS px): "15:57:40" is about
+  // 50 px at 12 px, so a narrow chart keeps labels apart with room to spare; a wide one
+  // keeps uPlot's denser default.
+  function timeSpace(u, axisIdx, min, max, plotDim) {
+    return plotDim < 500 ? 90 : 70;
   }
 
   // decades keeps the grid lines of a log axis at powers of ten; lines at every 2..9 of
@@ -391,12 +420,14 @@
       scales: { x: { time: true, range: (u, min, max) => (max - min < minSpan ? [max - minSpan, max] : [min, max]) },
         y: logY ? { distr: 3, log: 10 } : def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
-        { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' } },
+        { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' }, space: timeSpace, values: timeTicks },
         { stroke: '#333', grid: Object.assign({ stroke: '#eee' }, logY && { filter: decades }), ticks: Object.assign({ stroke: '#ccc' }, logY && { filter: decades }),
           size: 64, label: def.unit, labelSize: 18, values: (u, splits) => splits.map(tick) },
       ],
     };
     const u = new global.uPlot(opts, [[]].concat(defs.map(() => [])), el);
+    // The plot on its figure, for tests and for poking at from the console.
+    (el.closest('figure') || el).uplot = u;
     // The legend doubles as the series toggle; make its rows reachable from the keyboard.
     u.root.querySelectorAll('.u-legend .u-series').forEach((row, i) => {
       if (i === 0) return;
@@ -480,9 +511,11 @@
     }
     // colWidth sets the number of columns for the container's width (CSS grid and the
     // canvases must agree, or charts overlap) and returns one column's width.
+    // A workload with more op classes (and operations) than fit side by side at 220 px
+    // wraps onto more rows rather than widening the page.
     colWidth() {
       const w = this.container.clientWidth || 900;
-      const cols = w < 640 ? 1 : this.ops.length;
+      const cols = w < 640 ? 1 : Math.max(1, Math.min(this.ops.length, Math.floor((w + 14) / (220 + 14))));
       this.container.style.setProperty('--cols', String(cols));
       return Math.max(200, Math.floor((w - 14 * (cols - 1)) / cols) - 2);
     }
