@@ -534,7 +534,11 @@
       const ops = cum ? NDCharts.reportOrder(Object.keys(cum.ops || {})).filter((op) => (cum.ops[op].count || 0) + (cum.ops[op].errors || 0) > 0) : [];
       if (!ops.length) { box.replaceChildren(); return; }
       const ms = (v) => (typeof v === 'number' ? (v / 1000).toFixed(v >= 100000 ? 0 : v >= 1000 ? 2 : 3) : '–');
+      // A dropped column only when workload.catchUp=drop skipped something: never silent,
+      // never an empty column.
+      const dropping = ops.some((op) => (cum.ops[op].dropped || 0) > 0);
       const heads = ['class', 'count', 'rate (ops/s)', 'p50 (ms)', 'p95 (ms)', 'p99 (ms)', 'p99.9 (ms)', 'max (ms)', 'avg (ms)', 'errors', 'misses', 'hit ratio'];
+      if (dropping) heads.push('dropped');
       const rows = ops.map((op) => {
         const s = cum.ops[op];
         const rt = s.responseTime || {};
@@ -544,7 +548,8 @@
           el('td', { text: op }), el('td', { text: String(s.count || 0) }), el('td', { text: (s.rate || 0).toFixed(1) }),
           el('td', { text: ms(rt.p50) }), el('td', { text: ms(rt.p95) }), el('td', { text: ms(rt.p99) }),
           el('td', { text: ms(rt.p999) }), el('td', { text: ms(rt.max) }), el('td', { text: ms(rt.mean) }),
-          el('td', { class: 'errors', text: errs || '0' }), el('td', { text: String(s.misses || 0) }), el('td', { text: hit }));
+          el('td', { class: 'errors', text: errs || '0' }), el('td', { text: String(s.misses || 0) }), el('td', { text: hit }),
+          ...(dropping ? [el('td', { 'data-role': 'dropped', text: String(s.dropped || 0) })] : []));
       });
       const secs = cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '';
       // A fleet's totals that include seconds merged without some node's data.
