@@ -43,7 +43,9 @@ func TestEtcdLiveChanges(t *testing.T) {
 	// The starting values come from a config file, the layer below etcd (--set values are in
 	// the runtime layer, above it, like API changes).
 	file := filepath.Join(t.TempDir(), "ndbench.yaml")
-	yaml := "driver:\n  name: memory\nworkload:\n  readRate: 5000\n  writeRate: 400\n  readers: 4\n  writers: 4\n  numKeys: 1000\n"
+	// Fixed pools (maxReaders/maxWriters 1): the steps check worker counts as configured,
+	// which an elastic pool on a loaded machine would exceed.
+	yaml := "driver:\n  name: memory\nworkload:\n  readRate: 5000\n  writeRate: 400\n  readers: 4\n  writers: 4\n  maxReaders: 1\n  maxWriters: 1\n  numKeys: 1000\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

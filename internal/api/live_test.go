@@ -13,7 +13,10 @@ import (
 // PATCH /api/v1/config, and checks that each shows in /api/v1/stats (or in what the store
 // holds) within the next whole interval.
 func TestLiveChanges(t *testing.T) {
-	e := newEnv(t, "workload.readRate=5000", "workload.writeRate=400", "workload.readers=4", "workload.writers=4")
+	// Fixed pools (maxReaders/maxWriters 1): the steps check worker counts as configured,
+	// which an elastic pool on a loaded machine would exceed.
+	e := newEnv(t, "workload.readRate=5000", "workload.writeRate=400", "workload.readers=4", "workload.writers=4",
+		"workload.maxReaders=1", "workload.maxWriters=1")
 	e.initMemory(nil)
 	e.must(200, "POST", "/api/v1/load/start", nil, nil)
 	read := func(s stats.Summary) stats.OpSummary { return s.Ops["read"] }

@@ -173,6 +173,7 @@ func New(opts Options) (*Server, error) {
 	// NDBench's own routes, so its scripts and pipelines work unchanged (same auth). Its
 	// route table declares which of them change state, and applies the same policy.
 	s.mux.Handle(ndbenchapi.Prefix, ndbenchapi.NewHandler(s.inst, ndbenchapi.Options{Origins: s.origins, Discovery: opts.Discovery}))
+	s.documentNDBench()
 	if opts.Fleet != nil {
 		// The fleet view is a server of its own (its Instance is the fleet); it is reached
 		// through this one, so this server's auth, CORS and cross-site checks apply to it.

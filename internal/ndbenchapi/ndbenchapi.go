@@ -103,6 +103,41 @@ type Route struct {
 	Path         string   // full path, with {client} or {key} for a path parameter
 	Methods      []string // methods it accepts besides OPTIONS
 	ChangesState bool     // refuses cross-site requests whatever the method
+	Summary      string   // what it does, in ndbench's terms
+}
+
+// summaries say what each route does (keyed as the route table), for the OpenAPI
+// document; a test checks that every route has one.
+var summaries = map[string]string{
+	"driver/start":                    "Start reads and writes (NDBench's query parameters, e.g. loadPattern, set the workload first)",
+	"driver/startReads":               "Start the read class",
+	"driver/startWrites":              "Start the write class",
+	"driver/stop":                     "Stop reads and writes",
+	"driver/stopReads":                "Stop the read class",
+	"driver/stopWrites":               "Stop the write class",
+	"driver/startDataFill":            "Backfill every key and wait for it to end",
+	"driver/startDataFillAsync":       "Start a backfill of every key in the background",
+	"driver/stopDataFill":             "Stop the backfill",
+	"driver/shutdownDataFill":         "Stop the backfill (NDBench's alias)",
+	"driver/startConditionalDataFill": "Not supported: answers why and what to use instead",
+	"driver/startVerifyDataFill":      "Not supported: answers why and what to use instead (workload.backfillVerify)",
+	"driver/initfromscript":           "Not supported: Groovy plugins cannot run in ndbench",
+	"driver/runworkflow":              "Not supported yet",
+	"driver/stats":                    "NDBench's statistics: rates, counts and latency percentiles of reads and writes",
+	"driver/getserverstatus":          "The node's status: driver, load running, backfill",
+	"driver/getdrivers":               "The drivers this build has",
+	"driver/getReadStatus":            "Whether reads run",
+	"driver/getWriteStatus":           "Whether writes run",
+	"driver/shutdownclient":           "Stop all load and disconnect the driver",
+	"config/list":                     "Every configuration property with its value (NDBench's names)",
+	"config/tunable/list":             "The properties that can change while the load runs",
+	"config/set":                      "Set properties (JSON object or query parameters), validated whole",
+	"config/tunable/set":              "Set live properties, validated whole",
+	"cluster/list":                    "The NDBench clusters and their nodes, from discovery",
+	"driver/init/":                    "Connect the driver {client} (an ndbench driver name or NDBench plugin name)",
+	"driver/readSingle/":              "Read one key through the driver",
+	"driver/writeSingle/":             "Write one key through the driver",
+	"cluster/":                        "The nodes of NDBench cluster {appname}",
 }
 
 // Routes lists every NDBench route Handler serves, sorted by path.
@@ -111,10 +146,10 @@ func Routes() []Route {
 	a.table()
 	var out []Route
 	for p, rt := range a.exact {
-		out = append(out, Route{Path: Prefix + p, Methods: slices.Clone(rt.methods), ChangesState: rt.effect == changes})
+		out = append(out, Route{Path: Prefix + p, Methods: slices.Clone(rt.methods), ChangesState: rt.effect == changes, Summary: summaries[p]})
 	}
 	for p, rt := range a.prefix {
-		out = append(out, Route{Path: Prefix + p + paramOf(p), Methods: slices.Clone(rt.methods), ChangesState: rt.effect == changes})
+		out = append(out, Route{Path: Prefix + p + paramOf(p), Methods: slices.Clone(rt.methods), ChangesState: rt.effect == changes, Summary: summaries[p]})
 	}
 	slices.SortFunc(out, func(x, y Route) int { return strings.Compare(x.Path, y.Path) })
 	return out
