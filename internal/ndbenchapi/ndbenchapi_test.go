@@ -658,3 +658,20 @@ func TestRouting(t *testing.T) {
 		t.Errorf("getdrivers behind StripPrefix: %v", names)
 	}
 }
+
+// TestEveryRouteDocumented: docs/api.md lists every NDBench route with a summary, so the
+// routes a user's scripts may call are written down (the OpenAPI document has them too).
+func TestEveryRouteDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Routes() {
+		if r.Summary == "" {
+			t.Errorf("%s has no summary (ndbenchapi.summaries)", r.Path)
+		}
+		if !strings.Contains(string(doc), "| `"+strings.TrimPrefix(r.Path, Prefix)+"` |") {
+			t.Errorf("docs/api.md does not list %s in its NDBench routes table", r.Path)
+		}
+	}
+}
