@@ -1,0 +1,315 @@
+package otlpexport
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+
+	"github.com/ndbench/ndbench/internal/otlpexport/otlptest"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// spread returns n latencies spread log-uniformly over lo .. hi.
+func spread(n int, lo, hi time.Duration, seed uint64) []time.Duration {
+	r := rand.New(rand.NewPCG(seed, seed))
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = time.Duration(float64(lo) * math.Pow(float64(hi)/float64(lo), r.Float64()))
+	}
+	return out
+}
+
+// record records lat as successful reads (service time half the response time) and
+// ticks; the interval is handed to observe.
+func record(c *stats.Collector, lat []time.Duration, observe func(*stats.Interval)) {
+	s := c.Recorder(stats.OpRead).Shard(0)
+	for _, d := range lat {
+		s.Success(d, d/2)
+	}
+	observe(c.Tick(time.Now()))
+}
+
+func mustParse(t *testing.T, s Settings) Config {
+	t.Helper()
+	cfg, ok, err := Parse(s, func(string) string { return "" })
+	if err != nil || !ok {
+		t.Fatalf("Parse(%+v) = %v, %v", s, ok, err)
+	}
+	return cfg
+}
+
+// syncBuffer is a log destination the exporter's goroutine and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestExportReachesReceiver: over both transports, what a receiver decodes has the
+// counts and the histogram of what was recorded, the resource, and the headers.
+func TestExportReachesReceiver(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		start    func(testing.TB) *otlptest.Receiver
+		explicit bool
+	}{
+		{"http exponential", otlptest.StartHTTP, false},
+		{"http explicit", otlptest.StartHTTP, true},
+		{"grpc exponential", otlptest.StartGRPC, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rcv := tc.start(t)
+			hist := "exponential"
+			if tc.explicit {
+				hist = "explicit"
+			}
+			cfg := mustParse(t, Settings{Endpoint: rcv.Endpoint, Insecure: true, Interval: time.Hour, Histogram: hist,
+				Headers: []string{"x-api-key=s3cret-value"}, Attributes: []string{"deployment.environment=test"}, InstanceID: "node-7"})
+			exp, err := New(context.Background(), cfg, nil, func() (string, map[string]int64) { return "memory", map[string]int64{"hits": 3} })
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := stats.NewCollector(stats.Config{Shards: 1})
+			lat := spread(5000, 100*time.Microsecond, 100*time.Millisecond, 1)
+			record(c, lat, exp.Observe)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			exp.Shutdown(ctx)
+			if r := exp.Result(); r.Exports != 1 || r.Failed != 0 {
+				t.Fatalf("result %+v, want 1 export and no failure", r)
+			}
+			exports := rcv.Exports()
+			if len(exports) != 1 {
+				t.Fatalf("receiver got %d exports, want 1", len(exports))
+			}
+			e := exports[0]
+			if got := e.Header["x-api-key"]; len(got) != 1 || got[0] != "s3cret-value" {
+				t.Errorf("header x-api-key = %q, want the value given", got)
+			}
+			res := e.Resource()
+			for k, v := range map[string]string{"service.name": "ndbench", "service.instance.id": "node-7", "deployment.environment": "test"} {
+				if res[k] != v {
+					t.Errorf("resource %s = %q, want %q (all: %v)", k, res[k], v, res)
+				}
+			}
+			if n, ok := e.SumValue("ndbench_ops_total", map[string]string{"op": "read", "result": "success"}); !ok || n != int64(len(lat)) {
+				t.Errorf("ndbench_ops_total{op=read,result=success} = %d (present %v), want %d", n, ok, len(lat))
+			}
+			if n, ok := e.SumValue("ndbench_ops_total", map[string]string{"op": "write", "result": "success"}); !ok || n != 0 {
+				t.Errorf("ndbench_ops_total{op=write} = %d (present %v), want a zero series", n, ok)
+			}
+			if m := e.Metric("ndbench_ops_total"); !m.GetSum().IsMonotonic ||
+				m.GetSum().AggregationTemporality != metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE {
+				t.Errorf("ndbench_ops_total is not a cumulative monotonic sum: %v", m)
+			}
+			if m := e.Metric("ndbench_driver_stat"); len(m.GetGauge().GetDataPoints()) != 1 || m.GetGauge().DataPoints[0].GetAsInt() != 3 {
+				t.Errorf("ndbench_driver_stat = %v, want hits=3", m)
+			}
+			want := exactQuantile(lat, 0.99)
+			for _, name := range []string{"ndbench_response_seconds", "ndbench_service_seconds"} {
+				q := want
+				if name == "ndbench_service_seconds" {
+					q = want / 2
+				}
+				m := e.Metric(name)
+				if m.GetUnit() != "s" {
+					t.Errorf("%s unit %q, want s", name, m.GetUnit())
+				}
+				count, p99, width := histP99(t, m, "read")
+				if count != uint64(len(lat)) {
+					t.Errorf("%s count = %d, want %d", name, count, len(lat))
+				}
+				if math.Abs(p99-q) > width {
+					t.Errorf("%s p99 from buckets = %.6f s, exact %.6f s: more than one bucket (%.6f s) apart", name, p99, q, width)
+				}
+			}
+		})
+	}
+}
+
+func exactQuantile(lat []time.Duration, q float64) float64 {
+	s := make([]float64, len(lat))
+	for i, d := range lat {
+		s[i] = d.Seconds()
+	}
+	sortFloats(s)
+	return s[int(math.Ceil(q*float64(len(s))))-1]
+}
+
+func sortFloats(s []float64) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// histP99 returns the count of op's point of the histogram m, the upper bound of the
+// bucket holding its 99th percentile, and that bucket's width.
+func histP99(t *testing.T, m *metricspb.Metric, op string) (count uint64, p99, width float64) {
+	t.Helper()
+	want := map[string]string{"op": op}
+	if h := m.GetExponentialHistogram(); h != nil {
+		for _, p := range h.DataPoints {
+			if !otlptest.Has(p.Attributes, want) {
+				continue
+			}
+			base := math.Pow(2, math.Pow(2, -float64(p.Scale)))
+			rank := uint64(math.Ceil(0.99 * float64(p.Count)))
+			cum := p.ZeroCount
+			for i, n := range p.Positive.BucketCounts {
+				cum += n
+				if cum >= rank {
+					idx := float64(int(p.Positive.Offset) + i)
+					hi := math.Pow(base, idx+1)
+					return p.Count, hi, hi - math.Pow(base, idx)
+				}
+			}
+			return p.Count, math.Inf(1), 0
+		}
+	}
+	if h := m.GetHistogram(); h != nil {
+		for _, p := range h.DataPoints {
+			if !otlptest.Has(p.Attributes, want) {
+				continue
+			}
+			rank := uint64(math.Ceil(0.99 * float64(p.Count)))
+			var cum uint64
+			for i, n := range p.BucketCounts {
+				cum += n
+				if cum >= rank {
+					lo := 0.0
+					if i > 0 {
+						lo = p.ExplicitBounds[i-1]
+					}
+					return p.Count, p.ExplicitBounds[i], p.ExplicitBounds[i] - lo
+				}
+			}
+		}
+	}
+	t.Fatalf("%s has no histogram point for op %s: %v", m.GetName(), op, m)
+	return 0, 0, 0
+}
+
+// TestTemporality: cumulative exports the totals since the start at every export; delta
+// exports what is new since the previous one, so the exports add up to the total.
+func TestTemporality(t *testing.T) {
+	for _, temp := range []string{"cumulative", "delta"} {
+		t.Run(temp, func(t *testing.T) {
+			rcv := otlptest.StartHTTP(t)
+			cfg := mustParse(t, Settings{Endpoint: rcv.Endpoint, Interval: 100 * time.Millisecond, Temporality: temp})
+			exp, err := New(context.Background(), cfg, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := stats.NewCollector(stats.Config{Shards: 1})
+			record(c, spread(100, time.Millisecond, 2*time.Millisecond, 2), exp.Observe)
+			waitExports(t, rcv, 2)
+			record(c, spread(50, time.Millisecond, 2*time.Millisecond, 3), exp.Observe)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			exp.Shutdown(ctx)
+
+			sel := map[string]string{"op": "read", "result": "success"}
+			var values []int64
+			var total int64
+			for _, e := range rcv.Exports() {
+				n, _ := e.SumValue("ndbench_ops_total", sel)
+				values = append(values, n)
+				total += n
+				wantTemp := metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
+				if temp == "delta" {
+					wantTemp = metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
+				}
+				if got := e.Metric("ndbench_response_seconds").GetExponentialHistogram().GetAggregationTemporality(); got != wantTemp {
+					t.Errorf("histogram temporality %v, want %v", got, wantTemp)
+				}
+			}
+			last := values[len(values)-1]
+			switch temp {
+			case "cumulative":
+				if last != 150 {
+					t.Errorf("cumulative exports %v: the last should be the total, 150", values)
+				}
+			case "delta":
+				if total != 150 || last != 50 {
+					t.Errorf("delta exports %v: want them to add up to 150, the last one 50", values)
+				}
+			}
+		})
+	}
+}
+
+func waitExports(t *testing.T, rcv *otlptest.Receiver, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(rcv.Exports()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver got %d exports in 5 s, want %d", len(rcv.Exports()), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCollectorDown: failed exports are counted, logged once a minute at most and
+// without the header values, and the shutdown returns in time.
+func TestCollectorDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connections are refused
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	cfg := mustParse(t, Settings{Endpoint: "http://" + addr, Interval: 50 * time.Millisecond,
+		Headers: []string{"authorization=Bearer top-secret-token"}})
+	exp, err := New(context.Background(), cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := stats.NewCollector(stats.Config{Shards: 1})
+	record(c, spread(10, time.Millisecond, 2*time.Millisecond, 4), exp.Observe)
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	exp.Shutdown(ctx)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("shutdown took %s with the collector down", d)
+	}
+	r := exp.Result()
+	if r.Failed < 3 || r.Failed != r.Exports {
+		t.Errorf("result %+v: want every export (at least 3 in 0.5 s) failed", r)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "OTLP export failed"); n != 1 {
+		t.Errorf("%d log lines for %d failures in 0.5 s, want 1:\n%s", n, r.Failed, out)
+	}
+	if strings.Contains(out, "top-secret-token") || strings.Contains(r.String(), "top-secret-token") {
+		t.Errorf("a header value was printed:\n%s\n%s", out, r)
+	}
+	if !strings.Contains(r.String(), "failed") || r.LastError == "" {
+		t.Errorf("result %q does not say why", r)
+	}
+}
