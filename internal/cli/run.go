@@ -34,6 +34,7 @@ type runFlags struct {
 	report     string
 	reportHTML string
 	hdrLog     string
+	otlp       otlpFlags
 }
 
 // configSources are the flags every command that reads configuration takes.
@@ -102,6 +103,7 @@ start) is reported alongside.`,
 	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
 	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
 	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs to this file")
+	f.otlp.bind(cmd)
 	return cmd
 }
 
@@ -134,6 +136,19 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		return err
 	}
 	coll := inst.Collector()
+	host, _ := os.Hostname()
+	otlp, err := f.otlp.start(ctx, inst, io.env, fmt.Sprintf("%s/run-%d", host, os.Getpid()), log)
+	if err != nil {
+		return err
+	}
+	if otlp != nil {
+		// On every return: the last interval is sent (bounded) once the run has ended.
+		defer func() {
+			if otlp != nil {
+				otlp.stop()
+			}
+		}()
+	}
 
 	var hdr *stats.HDRLogWriter
 	if f.hdrLog != "" {
@@ -206,6 +221,10 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 
 	rep := report.Build(inst.ReportInput(toolVersion()))
 	printSummary(io.out, rep)
+	if otlp != nil {
+		fmt.Fprintln(io.out, otlp.stop())
+		otlp = nil
+	}
 	if hdr != nil {
 		if err := hdr.Err(); err != nil {
 			return fmt.Errorf("write HDR log %s: %w", f.hdrLog, err)

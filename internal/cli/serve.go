@@ -32,6 +32,7 @@ type serveFlags struct {
 	noWatchFile  bool
 	logLevelText string
 	fleet        fleetFlags
+	otlp         otlpFlags
 }
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -69,6 +70,7 @@ the load, writes --report if asked, and exits 0.`,
 	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
 	f.fleet.bind(cmd)
+	f.otlp.bind(cmd)
 	return cmd
 }
 
@@ -116,6 +118,20 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 			_ = inst.Close()
 		}
 	}()
+
+	self, err := f.fleet.self(f.listen)
+	if err != nil {
+		return usageError{err}
+	}
+	otlp, err := f.otlp.start(ctx, inst, io.env, self.ID, log)
+	if err != nil {
+		return err
+	}
+	if otlp != nil {
+		// After the final report's last interval (deferred calls run last first), before
+		// the instance closes.
+		defer func() { log.Info("OTLP export stopped", "result", otlp.stop()) }()
+	}
 
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()

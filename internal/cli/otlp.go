@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/otlpexport"
+)
+
+// otlpShutdownTimeout bounds the last export at the end of a run or service: a collector
+// that does not answer delays the exit by at most this.
+const otlpShutdownTimeout = 5 * time.Second
+
+// otlpFlags are the OpenTelemetry export flags of run and serve.
+type otlpFlags struct{ s otlpexport.Settings }
+
+func (f *otlpFlags) bind(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.s.Endpoint, "otlp-endpoint", "", "push metrics over OTLP to this URL (default $"+otlpexport.EnvEndpoint+"): "+
+		"http://HOST:4318[/PATH] or https://... for OTLP/HTTP (path default /v1/metrics), grpc://HOST:PORT or any URL on port 4317 for OTLP/gRPC")
+	fl.DurationVar(&f.s.Interval, "otlp-interval", otlpexport.DefaultInterval, "how often to push metrics over OTLP")
+	fl.StringArrayVar(&f.s.Headers, "otlp-header", nil, "header sent with every OTLP export, e.g. x-api-key=KEY (repeatable; default $"+
+		otlpexport.EnvHeaders+"); values are never printed")
+	fl.StringVar(&f.s.Temporality, "otlp-temporality", "cumulative", "OTLP counters and histograms: cumulative (totals since the start, what Prometheus-style backends need) or delta (change since the previous export)")
+	fl.StringVar(&f.s.Histogram, "otlp-histogram", "exponential", "OTLP latency histograms: exponential (about ±4.5% buckets, like Prometheus native histograms) or explicit (the 28 bounds of the classic Prometheus buckets)")
+	fl.BoolVar(&f.s.Insecure, "otlp-insecure", false, "send OTLP/gRPC in plain text (no TLS); http:// endpoints always are")
+	fl.StringArrayVar(&f.s.Attributes, "otlp-attribute", nil, "OTLP resource attribute key=value, e.g. deployment.environment=staging (repeatable; adds to $"+
+		otlpexport.EnvAttributes+"; service.name defaults to ndbench, service.instance.id to the node)")
+}
+
+// start starts the exporter and feeds it inst's intervals, or returns nil when no
+// endpoint is set. instanceID is the default service.instance.id.
+func (f *otlpFlags) start(ctx context.Context, inst *instance.Instance, env []string, instanceID string, log *slog.Logger) (*otlpExport, error) {
+	s := f.s
+	s.InstanceID, s.Version = instanceID, toolVersion()
+	cfg, enabled, err := otlpexport.Parse(s, func(k string) string { return envValue(env, k) })
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if !enabled {
+		return nil, nil
+	}
+	exp, err := otlpexport.New(ctx, cfg, log, func() (string, map[string]int64) {
+		st := inst.Status()
+		return st.Driver, st.DriverStats
+	})
+	if err != nil {
+		return nil, err
+	}
+	unsub := inst.Collector().Subscribe(exp.Observe)
+	return &otlpExport{exp: exp, unsub: unsub, endpoint: cfg.Redacted()}, nil
+}
+
+// otlpExport is a running exporter.
+type otlpExport struct {
+	exp      *otlpexport.Exporter
+	unsub    func()
+	endpoint string
+}
+
+// stop sends the last data, waiting at most otlpShutdownTimeout, and returns what was
+// done, e.g. "OTLP export to http://127.0.0.1:4318/v1/metrics: 7 exports, 0 failed".
+// Call it after the last interval (instance.Finish).
+func (o *otlpExport) stop() string {
+	o.unsub()
+	ctx, cancel := context.WithTimeout(context.Background(), otlpShutdownTimeout)
+	defer cancel()
+	o.exp.Shutdown(ctx)
+	return fmt.Sprintf("OTLP export to %s: %s", o.endpoint, o.exp.Result())
+}
