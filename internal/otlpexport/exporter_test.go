@@ -135,12 +135,15 @@ func TestExportReachesReceiver(t *testing.T) {
 				if m.GetUnit() != "s" {
 					t.Errorf("%s unit %q, want s", name, m.GetUnit())
 				}
-				count, p99, width := histP99(t, m, "read")
+				count, lo, hi, ok := otlptest.Quantile(m, "read", 0.99)
+				if !ok {
+					t.Fatalf("%s has no point for read: %v", name, m)
+				}
 				if count != uint64(len(lat)) {
 					t.Errorf("%s count = %d, want %d", name, count, len(lat))
 				}
-				if math.Abs(p99-q) > width {
-					t.Errorf("%s p99 from buckets = %.6f s, exact %.6f s: more than one bucket (%.6f s) apart", name, p99, q, width)
+				if !otlptest.WithinOneBucket(q, lo, hi) {
+					t.Errorf("%s p99 from buckets in (%.6f, %.6f] s, exact %.6f s: more than one bucket apart", name, lo, hi, q)
 				}
 			}
 		})
@@ -162,53 +165,6 @@ func sortFloats(s []float64) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
-}
-
-// histP99 returns the count of op's point of the histogram m, the upper bound of the
-// bucket holding its 99th percentile, and that bucket's width.
-func histP99(t *testing.T, m *metricspb.Metric, op string) (count uint64, p99, width float64) {
-	t.Helper()
-	want := map[string]string{"op": op}
-	if h := m.GetExponentialHistogram(); h != nil {
-		for _, p := range h.DataPoints {
-			if !otlptest.Has(p.Attributes, want) {
-				continue
-			}
-			base := math.Pow(2, math.Pow(2, -float64(p.Scale)))
-			rank := uint64(math.Ceil(0.99 * float64(p.Count)))
-			cum := p.ZeroCount
-			for i, n := range p.Positive.BucketCounts {
-				cum += n
-				if cum >= rank {
-					idx := float64(int(p.Positive.Offset) + i)
-					hi := math.Pow(base, idx+1)
-					return p.Count, hi, hi - math.Pow(base, idx)
-				}
-			}
-			return p.Count, math.Inf(1), 0
-		}
-	}
-	if h := m.GetHistogram(); h != nil {
-		for _, p := range h.DataPoints {
-			if !otlptest.Has(p.Attributes, want) {
-				continue
-			}
-			rank := uint64(math.Ceil(0.99 * float64(p.Count)))
-			var cum uint64
-			for i, n := range p.BucketCounts {
-				cum += n
-				if cum >= rank {
-					lo := 0.0
-					if i > 0 {
-						lo = p.ExplicitBounds[i-1]
-					}
-					return p.Count, p.ExplicitBounds[i], p.ExplicitBounds[i] - lo
-				}
-			}
-		}
-	}
-	t.Fatalf("%s has no histogram point for op %s: %v", m.GetName(), op, m)
-	return 0, 0, 0
 }
 
 // TestTemporality: cumulative exports the totals since the start at every export; delta

@@ -6,6 +6,7 @@ package otlptest
 import (
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -159,4 +160,61 @@ func (e Export) SumValue(name string, want map[string]string) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Quantile returns, for op's point of the histogram m (exponential or explicit), its
+// count and the bounds of the bucket holding quantile q (rank ceil(q × count)).
+func Quantile(m *metricspb.Metric, op string, q float64) (count uint64, lower, upper float64, ok bool) {
+	want := map[string]string{"op": op}
+	for _, p := range m.GetExponentialHistogram().GetDataPoints() {
+		if !Has(p.Attributes, want) {
+			continue
+		}
+		base := math.Pow(2, math.Pow(2, -float64(p.Scale)))
+		rank := uint64(math.Ceil(q * float64(p.Count)))
+		cum := p.ZeroCount
+		if cum >= rank {
+			return p.Count, 0, 0, true
+		}
+		for i, n := range p.Positive.GetBucketCounts() {
+			cum += n
+			if cum >= rank {
+				idx := float64(int(p.Positive.Offset) + i)
+				hi := math.Pow(base, idx+1)
+				return p.Count, math.Pow(base, idx), hi, true
+			}
+		}
+		return p.Count, math.Inf(1), math.Inf(1), true
+	}
+	for _, p := range m.GetHistogram().GetDataPoints() {
+		if !Has(p.Attributes, want) {
+			continue
+		}
+		rank := uint64(math.Ceil(q * float64(p.Count)))
+		var cum uint64
+		for i, n := range p.BucketCounts {
+			cum += n
+			if cum < rank {
+				continue
+			}
+			if i == len(p.ExplicitBounds) {
+				return p.Count, p.ExplicitBounds[i-1], math.Inf(1), true
+			}
+			lo := 0.0
+			if i > 0 {
+				lo = p.ExplicitBounds[i-1]
+			}
+			return p.Count, lo, p.ExplicitBounds[i], true
+		}
+		return p.Count, 0, 0, true
+	}
+	return 0, 0, 0, false
+}
+
+// WithinOneBucket reports whether v is in the bucket (lower, upper] or within one bucket
+// width of it: a quantile from the buckets and one from the HDR histogram may differ by
+// a bucket when the rank falls at a bucket's edge.
+func WithinOneBucket(v, lower, upper float64) bool {
+	w := upper - lower
+	return v >= lower-w && v <= upper+w
 }
