@@ -64,12 +64,13 @@ type otlpExport struct {
 }
 
 // stop sends the last data, waiting at most otlpShutdownTimeout, and returns what was
-// done, e.g. "OTLP export to http://127.0.0.1:4318/v1/metrics: 7 exports, 0 failed".
-// Call it after the last interval (instance.Finish).
-func (o *otlpExport) stop() string {
+// done, e.g. "OTLP export to http://127.0.0.1:4318/v1/metrics: 7 exports, 0 failed", and
+// whether any export failed. Call it after the last interval (instance.Finish).
+func (o *otlpExport) stop() (summary string, failed bool) {
 	o.unsub()
 	ctx, cancel := context.WithTimeout(context.Background(), otlpShutdownTimeout)
 	defer cancel()
 	o.exp.Shutdown(ctx)
-	return fmt.Sprintf("OTLP export to %s: %s", o.endpoint, o.exp.Result())
+	r := o.exp.Result()
+	return fmt.Sprintf("OTLP export to %s: %s", o.endpoint, r), r.Failed > 0
 }

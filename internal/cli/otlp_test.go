@@ -133,3 +133,46 @@ func TestOTLPFlagErrors(t *testing.T) {
 		t.Errorf("ndbench config shows the OTLP header:\n%s", out)
 	}
 }
+
+// TestServeExportsOTLPFromEnv: serve takes the endpoint and headers from the standard
+// variables (the endpoint as a base URL), exports while the load runs, and shows the
+// header value nowhere: not in its API, its logs or its output.
+func TestServeExportsOTLPFromEnv(t *testing.T) {
+	rcv := otlptest.StartHTTP(t)
+	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + strings.TrimSuffix(rcv.Endpoint, "/v1/metrics"),
+		"OTEL_EXPORTER_OTLP_HEADERS=api-key=env-s3cret"}
+	base, out, errOut, stop := startServe(t, env, "--listen", "127.0.0.1:0", "--driver", "memory", "--start",
+		"--set", "workload.readRate=500", "--set", "workload.writeRate=100", "--otlp-interval", "300ms", "--node-id", "node-a")
+	deadline := time.Now().Add(10 * time.Second)
+	var reads int64
+	for reads == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no export with reads in 10 s (%d exports)\n%s", len(rcv.Exports()), errOut)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if ex := rcv.Exports(); len(ex) > 0 {
+			reads, _ = ex[len(ex)-1].SumValue("ndbench_ops_total", map[string]string{"op": "read", "result": "success"})
+		}
+	}
+	last := rcv.Exports()[len(rcv.Exports())-1]
+	if h := last.Header["api-key"]; len(h) != 1 || h[0] != "env-s3cret" {
+		t.Errorf("api-key at the receiver = %q", h)
+	}
+	if id := last.Resource()["service.instance.id"]; id != "node-a" {
+		t.Errorf("service.instance.id = %q, want the node id", id)
+	}
+	var api string
+	for _, path := range []string{"/api/v1/status", "/api/v1/config", "/api/v1/report", "/metrics"} {
+		_, body := get(t, base+path, "")
+		api += string(body)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut.String(), "OTLP export to http://") || !strings.Contains(errOut.String(), " 0 failed") {
+		t.Errorf("no OTLP result logged at the end:\n%s", errOut)
+	}
+	if strings.Contains(api+out.String()+errOut.String(), "env-s3cret") {
+		t.Errorf("the header value is in the API, logs or output")
+	}
+}

@@ -222,7 +222,8 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	rep := report.Build(inst.ReportInput(toolVersion()))
 	printSummary(io.out, rep)
 	if otlp != nil {
-		fmt.Fprintln(io.out, otlp.stop())
+		msg, _ := otlp.stop()
+		fmt.Fprintln(io.out, msg)
 		otlp = nil
 	}
 	if hdr != nil {

@@ -130,7 +130,14 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if otlp != nil {
 		// After the final report's last interval (deferred calls run last first), before
 		// the instance closes.
-		defer func() { log.Info("OTLP export stopped", "result", otlp.stop()) }()
+		defer func() {
+			msg, failed := otlp.stop()
+			level := slog.LevelInfo
+			if failed {
+				level = slog.LevelWarn
+			}
+			log.Log(context.Background(), level, msg)
+		}()
 	}
 
 	srcCtx, stopSources := context.WithCancel(ctx)

@@ -184,7 +184,9 @@ func (s *state) metrics(now time.Time, exponential bool) []metricdata.Metrics {
 		errs.metric("ndbench_errors_total", "Failed operations by op class and error class (timeout, unavailable, throttled, rejected, other).", "{operation}"),
 		valid.metric("ndbench_validation_failures_total", "Values read that failed validation, by op class and kind (corrupt, wrongKey, stale, lost).", "{operation}"),
 		clamped.metric("ndbench_latency_clamped_total", "Latencies above the histograms' 1 h ceiling, recorded as 1 h, by op class.", "{operation}"),
-		metricdata.Metrics{Name: "ndbench_target_rate", Description: "Target operations per second (0 = closed loop).", Unit: "{operation}/s",
+		// No unit: "{operation}/s" would make the Prometheus translation append
+		// _per_second, and the name would no longer be /metrics' one.
+		metricdata.Metrics{Name: "ndbench_target_rate", Description: "Target operations per second (0 = closed loop).",
 			Data: metricdata.Gauge[float64]{DataPoints: target}},
 		metricdata.Metrics{Name: "ndbench_workers", Description: "Running workers.", Unit: "{worker}",
 			Data: metricdata.Gauge[int64]{DataPoints: workers}},
