@@ -90,7 +90,8 @@ start) is reported alongside.`,
   ndbench run --driver memory --set workload.readRate=100000 --set workload.writeEnabled=false
   ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog
   ndbench run --driver memory --duration 1m --report-html report.html
-  ndbench run --driver redis --workload ycsb-b --set workload.readRate=19000 --set workload.writeRate=1000`,
+  ndbench run --driver redis --workload ycsb-b --set workload.readRate=19000 --set workload.writeRate=1000
+  ndbench run --driver memory --duration 5m --otlp-endpoint http://otel-collector:4318`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWorkload(cmd.Context(), f, io)
