@@ -18,6 +18,9 @@ const (
 	EnvEndpoint   = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	EnvHeaders    = "OTEL_EXPORTER_OTLP_HEADERS"
 	EnvAttributes = "OTEL_RESOURCE_ATTRIBUTES"
+	// EnvProtocol (grpc or http/protobuf) applies to an endpoint from EnvEndpoint only:
+	// the flag's URL says its protocol itself.
+	EnvProtocol = "OTEL_EXPORTER_OTLP_PROTOCOL"
 )
 
 // DefaultInterval is how often metrics are pushed unless set.
@@ -79,6 +82,19 @@ func Parse(s Settings, getenv func(string) string) (cfg Config, enabled bool, er
 	}
 	if err := cfg.parseEndpoint(endpoint, fromEnv, s.Insecure); err != nil {
 		return Config{}, false, fmt.Errorf("%s: %w", what, err)
+	}
+	if fromEnv {
+		switch p := getenv(EnvProtocol); p {
+		case "", "http/protobuf":
+		case "grpc":
+			if !cfg.GRPC {
+				// The variable's URL is then a gRPC address: the scheme only says TLS or not.
+				cfg.GRPC = true
+				cfg.path = ""
+			}
+		default:
+			return Config{}, false, fmt.Errorf("%s: invalid value %q; allowed: grpc, http/protobuf", EnvProtocol, p)
+		}
 	}
 	cfg.Interval = s.Interval
 	if cfg.Interval == 0 {
