@@ -33,18 +33,21 @@ func (f *otlpFlags) bind(cmd *cobra.Command) {
 		otlpexport.EnvAttributes+"; service.name defaults to ndbench, service.instance.id to the node)")
 }
 
-// start starts the exporter and feeds it inst's intervals, or returns nil when no
-// endpoint is set. instanceID is the default service.instance.id.
-func (f *otlpFlags) start(ctx context.Context, inst *instance.Instance, env []string, instanceID string, log *slog.Logger) (*otlpExport, error) {
+// config checks the flags (and the OTEL_* variables of env) before anything connects.
+// enabled is false when no endpoint is set. instanceID is the default
+// service.instance.id.
+func (f *otlpFlags) config(env []string, instanceID string) (cfg otlpexport.Config, enabled bool, err error) {
 	s := f.s
 	s.InstanceID, s.Version = instanceID, toolVersion()
-	cfg, enabled, err := otlpexport.Parse(s, func(k string) string { return envValue(env, k) })
+	cfg, enabled, err = otlpexport.Parse(s, func(k string) string { return envValue(env, k) })
 	if err != nil {
-		return nil, usageError{err}
+		return cfg, false, usageError{err}
 	}
-	if !enabled {
-		return nil, nil
-	}
+	return cfg, enabled, nil
+}
+
+// startOTLP starts the exporter and feeds it inst's intervals.
+func startOTLP(ctx context.Context, cfg otlpexport.Config, inst *instance.Instance, log *slog.Logger) (*otlpExport, error) {
 	exp, err := otlpexport.New(ctx, cfg, log, func() (string, map[string]int64) {
 		st := inst.Status()
 		return st.Driver, st.DriverStats
@@ -61,12 +64,18 @@ type otlpExport struct {
 	exp      *otlpexport.Exporter
 	unsub    func()
 	endpoint string
+	stopped  bool
 }
 
 // stop sends the last data, waiting at most otlpShutdownTimeout, and returns what was
 // done, e.g. "OTLP export to http://127.0.0.1:4318/v1/metrics: 7 exports, 0 failed", and
 // whether any export failed. Call it after the last interval (instance.Finish).
+// A nil or stopped export returns "".
 func (o *otlpExport) stop() (summary string, failed bool) {
+	if o == nil || o.stopped {
+		return "", false
+	}
+	o.stopped = true
 	o.unsub()
 	ctx, cancel := context.WithTimeout(context.Background(), otlpShutdownTimeout)
 	defer cancel()

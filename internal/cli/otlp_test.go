@@ -109,8 +109,9 @@ func TestRunOTLPCollectorDown(t *testing.T) {
 	}
 }
 
-// TestOTLPFlagErrors: bad values are refused before anything runs, naming the flag and
-// what is allowed; ndbench config does not show the OTLP headers of the environment.
+// TestOTLPFlagErrors: bad values are refused before anything runs (even before the
+// driver is looked up), naming the flag and what is allowed; ndbench config does not show
+// the OTLP headers of the environment.
 func TestOTLPFlagErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -120,7 +121,7 @@ func TestOTLPFlagErrors(t *testing.T) {
 		{[]string{"--otlp-endpoint", "localhost:4318"}, "--otlp-endpoint: invalid value \"localhost:4318\"; allowed:"},
 		{[]string{"--otlp-endpoint", "http://127.0.0.1:1", "--otlp-header", "s3cret"}, "--otlp-header: an entry is not key=value"},
 	} {
-		code, out, errOut := ndbench(t, nil, append([]string{"run", "--driver", "memory", "--duration", "1s"}, tc.args...)...)
+		code, out, errOut := ndbench(t, nil, append([]string{"run", "--driver", "no-such-driver", "--duration", "1s"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
 		}
@@ -135,14 +136,17 @@ func TestOTLPFlagErrors(t *testing.T) {
 }
 
 // TestServeExportsOTLPFromEnv: serve takes the endpoint and headers from the standard
-// variables (the endpoint as a base URL), exports while the load runs, and shows the
-// header value nowhere: not in its API, its logs or its output.
+// variables (the endpoint as a base URL), exports while the load runs, sends the last
+// interval of its final report, and shows the header value nowhere: not in its API, its
+// logs or its output.
 func TestServeExportsOTLPFromEnv(t *testing.T) {
 	rcv := otlptest.StartHTTP(t)
 	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + strings.TrimSuffix(rcv.Endpoint, "/v1/metrics"),
 		"OTEL_EXPORTER_OTLP_HEADERS=api-key=env-s3cret"}
+	rep := filepath.Join(t.TempDir(), "final.json")
 	base, out, errOut, stop := startServe(t, env, "--listen", "127.0.0.1:0", "--driver", "memory", "--start",
-		"--set", "workload.readRate=500", "--set", "workload.writeRate=100", "--otlp-interval", "300ms", "--node-id", "node-a")
+		"--set", "workload.readRate=500", "--set", "workload.writeRate=100", "--otlp-interval", "300ms", "--node-id", "node-a",
+		"--report", rep)
 	deadline := time.Now().Add(10 * time.Second)
 	var reads int64
 	for reads == 0 {
@@ -171,6 +175,14 @@ func TestServeExportsOTLPFromEnv(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "OTLP export to http://") || !strings.Contains(errOut.String(), " 0 failed") {
 		t.Errorf("no OTLP result logged at the end:\n%s", errOut)
+	}
+	final := rcv.Exports()[len(rcv.Exports())-1]
+	for _, op := range []string{"read", "write"} {
+		succ, _ := final.SumValue("ndbench_ops_total", map[string]string{"op": op, "result": "success"})
+		miss, _ := final.SumValue("ndbench_ops_total", map[string]string{"op": op, "result": "miss"})
+		if n := readReport(t, rep).Ops[op].Count; n == 0 || succ+miss != n {
+			t.Errorf("%s: the last export has %d ops, the final report %d", op, succ+miss, n)
+		}
 	}
 	if strings.Contains(api+out.String()+errOut.String(), "env-s3cret") {
 		t.Errorf("the header value is in the API, logs or output")

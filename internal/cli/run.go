@@ -115,6 +115,11 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	if f.duration < 0 {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
+	host, _ := os.Hostname()
+	otlpCfg, otlpOn, err := f.otlp.config(io.env, fmt.Sprintf("%s/run-%d", host, os.Getpid()))
+	if err != nil {
+		return err
+	}
 	snap, err := f.load(io.env)
 	if err != nil {
 		return err
@@ -137,18 +142,13 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		return err
 	}
 	coll := inst.Collector()
-	host, _ := os.Hostname()
-	otlp, err := f.otlp.start(ctx, inst, io.env, fmt.Sprintf("%s/run-%d", host, os.Getpid()), log)
-	if err != nil {
-		return err
-	}
-	if otlp != nil {
-		// On every return: the last interval is sent (bounded) once the run has ended.
-		defer func() {
-			if otlp != nil {
-				otlp.stop()
-			}
-		}()
+	var otlp *otlpExport
+	if otlpOn {
+		if otlp, err = startOTLP(ctx, otlpCfg, inst, log); err != nil {
+			return err
+		}
+		// On an early return; the end of the run stops it after the last interval.
+		defer otlp.stop()
 	}
 
 	var hdr *stats.HDRLogWriter
@@ -222,10 +222,8 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 
 	rep := report.Build(inst.ReportInput(toolVersion()))
 	printSummary(io.out, rep)
-	if otlp != nil {
-		msg, _ := otlp.stop()
+	if msg, _ := otlp.stop(); msg != "" {
 		fmt.Fprintln(io.out, msg)
-		otlp = nil
 	}
 	if hdr != nil {
 		if err := hdr.Err(); err != nil {
