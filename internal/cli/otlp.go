@@ -38,6 +38,11 @@ func (f *otlpFlags) bind(cmd *cobra.Command) {
 // service.instance.id.
 func (f *otlpFlags) config(env []string, instanceID string) (cfg otlpexport.Config, enabled bool, err error) {
 	s := f.s
+	if s.Interval <= 0 {
+		// The flag defaults to 10s, so 0 here was asked for; otlpexport would take it
+		// as "the default".
+		return cfg, false, usageError{fmt.Errorf("--otlp-interval: invalid value %s; allowed: a positive duration, e.g. 10s", s.Interval)}
+	}
 	s.InstanceID, s.Version = instanceID, toolVersion()
 	cfg, enabled, err = otlpexport.Parse(s, func(k string) string { return envValue(env, k) })
 	if err != nil {

@@ -119,6 +119,7 @@ func TestOTLPFlagErrors(t *testing.T) {
 	}{
 		{[]string{"--otlp-endpoint", "http://127.0.0.1:1", "--otlp-temporality", "sometimes"}, "--otlp-temporality: invalid value \"sometimes\"; allowed: cumulative, delta"},
 		{[]string{"--otlp-endpoint", "localhost:4318"}, "--otlp-endpoint: invalid value \"localhost:4318\"; allowed:"},
+		{[]string{"--otlp-endpoint", "http://127.0.0.1:1", "--otlp-interval", "0s"}, "--otlp-interval: invalid value 0s; allowed: a positive duration"},
 		{[]string{"--otlp-endpoint", "http://127.0.0.1:1", "--otlp-header", "s3cret"}, "--otlp-header: an entry is not key=value"},
 	} {
 		code, out, errOut := ndbench(t, nil, append([]string{"run", "--driver", "no-such-driver", "--duration", "1s"}, tc.args...)...)
