@@ -27,7 +27,7 @@ func (f *otlpFlags) bind(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.s.Headers, "otlp-header", nil, "header sent with every OTLP export, e.g. x-api-key=KEY (repeatable; default $"+
 		otlpexport.EnvHeaders+"); values are never printed")
 	fl.StringVar(&f.s.Temporality, "otlp-temporality", "cumulative", "OTLP counters and histograms: cumulative (totals since the start, what Prometheus-style backends need) or delta (change since the previous export)")
-	fl.StringVar(&f.s.Histogram, "otlp-histogram", "exponential", "OTLP latency histograms: exponential (about ±4.5% buckets, like Prometheus native histograms) or explicit (the 28 bounds of the classic Prometheus buckets)")
+	fl.StringVar(&f.s.Histogram, "otlp-histogram", "explicit", "OTLP latency histograms: explicit (the 28 bounds of the classic Prometheus buckets, what the Grafana dashboard queries) or exponential (about ±4.5% buckets, stored by Prometheus as native histograms)")
 	fl.BoolVar(&f.s.Insecure, "otlp-insecure", false, "send OTLP/gRPC in plain text (no TLS); http:// endpoints always are")
 	fl.StringArrayVar(&f.s.Attributes, "otlp-attribute", nil, "OTLP resource attribute key=value, e.g. deployment.environment=staging (repeatable; adds to $"+
 		otlpexport.EnvAttributes+"; service.name defaults to ndbench, service.instance.id to the node)")

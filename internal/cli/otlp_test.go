@@ -21,9 +21,10 @@ func TestRunExportsOTLP(t *testing.T) {
 		name  string
 		start func(testing.TB) *otlptest.Receiver
 		args  []string
+		expo  bool // exponential histograms expected
 	}{
-		{"http", otlptest.StartHTTP, nil},
-		{"grpc explicit", otlptest.StartGRPC, []string{"--otlp-insecure", "--otlp-histogram", "explicit"}},
+		{"http, default explicit", otlptest.StartHTTP, nil, false},
+		{"grpc exponential", otlptest.StartGRPC, []string{"--otlp-insecure", "--otlp-histogram", "exponential"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rcv := tc.start(t)
@@ -51,6 +52,10 @@ func TestRunExportsOTLP(t *testing.T) {
 			}
 			if res := last.Resource(); res["service.name"] != "ndbench" || !strings.Contains(res["service.instance.id"], "/run-") {
 				t.Errorf("resource %v, want service.name ndbench and an instance id", res)
+			}
+			h := last.Metric("ndbench_response_seconds")
+			if tc.expo != (h.GetExponentialHistogram() != nil) || (!tc.expo && len(h.GetHistogram().GetDataPoints()[0].GetExplicitBounds()) != 28) {
+				t.Errorf("response histogram %v: want exponential %v, else the 28 classic bounds", h, tc.expo)
 			}
 			r := readReport(t, rep)
 			for _, op := range []string{"read", "write"} {

@@ -56,13 +56,19 @@ func BenchmarkBuildExport(b *testing.B) {
 // the data, encode it, and POST it over OTLP/HTTP to a loopback server that reads and
 // discards it.
 func BenchmarkPush(b *testing.B) {
+	for _, hist := range []string{"explicit", "exponential"} {
+		b.Run(hist, func(b *testing.B) { benchPush(b, hist) })
+	}
+}
+
+func benchPush(b *testing.B, hist string) {
 	var sent atomic.Int64 // request body bytes
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
 		sent.Add(n)
 	}))
 	defer srv.Close()
-	cfg, _, err := Parse(Settings{Endpoint: srv.URL, Interval: time.Hour}, func(string) string { return "" })
+	cfg, _, err := Parse(Settings{Endpoint: srv.URL, Interval: time.Hour, Histogram: hist}, func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}

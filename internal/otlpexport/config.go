@@ -33,7 +33,7 @@ type Settings struct {
 	Interval    time.Duration
 	Headers     []string // key=value
 	Temporality string   // cumulative (default) or delta
-	Histogram   string   // exponential (default) or explicit
+	Histogram   string   // explicit (default) or exponential
 	Insecure    bool
 	Attributes  []string // key=value resource attributes
 	// InstanceID is the default service.instance.id: the node id or listen address.
@@ -55,8 +55,10 @@ type Config struct {
 	// Delta exports the change since the previous export instead of the total since the
 	// start.
 	Delta bool
-	// Explicit exports explicit-bucket histograms (Bounds) instead of exponential ones.
-	Explicit bool
+	// Exponential exports exponential histograms instead of explicit-bucket ones
+	// (Bounds): finer, but not every backend takes them, and Prometheus stores them as
+	// native histograms only, which the classic-bucket queries of dashboards do not see.
+	Exponential bool
 	// Attributes are the resource attributes, service.name and service.instance.id
 	// included.
 	Attributes map[string]string
@@ -111,11 +113,11 @@ func Parse(s Settings, getenv func(string) string) (cfg Config, enabled bool, er
 		return Config{}, false, fmt.Errorf("--otlp-temporality: invalid value %q; allowed: cumulative, delta", s.Temporality)
 	}
 	switch s.Histogram {
-	case "", "exponential":
-	case "explicit":
-		cfg.Explicit = true
+	case "", "explicit":
+	case "exponential":
+		cfg.Exponential = true
 	default:
-		return Config{}, false, fmt.Errorf("--otlp-histogram: invalid value %q; allowed: exponential, explicit", s.Histogram)
+		return Config{}, false, fmt.Errorf("--otlp-histogram: invalid value %q; allowed: explicit, exponential", s.Histogram)
 	}
 	if len(s.Headers) > 0 {
 		cfg.Headers, err = pairs("--otlp-header", s.Headers, false, true)

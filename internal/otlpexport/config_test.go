@@ -36,7 +36,7 @@ func TestParse(t *testing.T) {
 		{name: "env protocol json", env: map[string]string{EnvEndpoint: "http://c:4318", EnvProtocol: "http/json"}, err: EnvProtocol + `: invalid value "http/json"; allowed: grpc, http/protobuf`},
 		{name: "bad env endpoint names the variable", env: map[string]string{EnvEndpoint: "nope"}, err: EnvEndpoint + ": invalid value"},
 		{name: "temporality", s: Settings{Endpoint: "http://c:1", Temporality: "weekly"}, err: `--otlp-temporality: invalid value "weekly"; allowed: cumulative, delta`},
-		{name: "histogram", s: Settings{Endpoint: "http://c:1", Histogram: "hdr"}, err: `--otlp-histogram: invalid value "hdr"; allowed: exponential, explicit`},
+		{name: "histogram", s: Settings{Endpoint: "http://c:1", Histogram: "hdr"}, err: `--otlp-histogram: invalid value "hdr"; allowed: explicit, exponential`},
 		{name: "interval", s: Settings{Endpoint: "http://c:1", Interval: -time.Second}, err: "--otlp-interval: invalid value -1s"},
 		{name: "header without = is not echoed", s: Settings{Endpoint: "http://c:1", Headers: []string{"a=1", "s3cret"}}, err: `--otlp-header: an entry is not key=value (entries: "a", (no =))`},
 		{name: "env headers decoded", s: Settings{Endpoint: "http://c:1"}, env: map[string]string{EnvHeaders: "api-key=s3cret%3D,x=y"}, enabled: true,

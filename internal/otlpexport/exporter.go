@@ -119,7 +119,7 @@ type producer struct{ e *Exporter }
 
 // Produce implements sdkmetric.Producer.
 func (p producer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
-	return []metricdata.ScopeMetrics{{Scope: scope, Metrics: p.e.state.metrics(time.Now(), !p.e.cfg.Explicit)}}, nil
+	return []metricdata.ScopeMetrics{{Scope: scope, Metrics: p.e.state.metrics(time.Now(), p.e.cfg.Exponential)}}, nil
 }
 
 // countingExporter counts exports and their failures and logs the failures at most

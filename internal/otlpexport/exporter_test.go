@@ -173,7 +173,7 @@ func TestTemporality(t *testing.T) {
 	for _, temp := range []string{"cumulative", "delta"} {
 		t.Run(temp, func(t *testing.T) {
 			rcv := otlptest.StartHTTP(t)
-			cfg := mustParse(t, Settings{Endpoint: rcv.Endpoint, Interval: 100 * time.Millisecond, Temporality: temp})
+			cfg := mustParse(t, Settings{Endpoint: rcv.Endpoint, Interval: 100 * time.Millisecond, Temporality: temp, Histogram: "exponential"})
 			exp, err := New(context.Background(), cfg, nil, nil)
 			if err != nil {
 				t.Fatal(err)
