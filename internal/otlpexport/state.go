@@ -101,7 +101,7 @@ func (s *state) snapshot(now time.Time) []series {
 // scope names the instrumentation of every metric exported.
 var scope = instrumentation.Scope{Name: "github.com/ndbench/ndbench/internal/otlpexport"}
 
-// sum builds a monotonic counter from one value per attribute set.
+// sumBuilder collects the points of a monotonic counter, one per attribute set.
 type sumBuilder struct {
 	temporality metricdata.Temporality
 	now         time.Time
