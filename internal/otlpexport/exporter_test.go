@@ -3,16 +3,25 @@ package otlpexport
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	colpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ndbench/ndbench/internal/otlpexport/otlptest"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -296,5 +305,38 @@ func testCollectorDown(t *testing.T, scheme string, hang bool) {
 	}
 	if !strings.Contains(r.String(), "failed") || r.LastError == "" {
 		t.Errorf("result %q does not say why", r)
+	}
+}
+
+// TestHTTPSWithCertificateFromEnv: an https:// endpoint is TLS, verified against the CA
+// in OTEL_EXPORTER_OTLP_CERTIFICATE (read by the SDK, as docs/otlp.md says).
+func TestHTTPSWithCertificateFromEnv(t *testing.T) {
+	var got atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req colpb.ExportMetricsServiceRequest
+		if proto.Unmarshal(body, &req) == nil && r.URL.Path == "/v1/metrics" {
+			got.Add(1)
+		}
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
+	cfg := mustParse(t, Settings{Endpoint: srv.URL, Interval: time.Hour})
+	if cfg.Insecure {
+		t.Fatalf("an https:// endpoint parsed as insecure")
+	}
+	exp, err := New(context.Background(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	exp.Shutdown(ctx)
+	if r := exp.Result(); r.Failed != 0 || got.Load() != 1 {
+		t.Errorf("result %+v, %d exports received; want 1 over TLS", r, got.Load())
 	}
 }
