@@ -34,6 +34,7 @@ type runFlags struct {
 	report     string
 	reportHTML string
 	hdrLog     string
+	otlp       otlpFlags
 }
 
 // configSources are the flags every command that reads configuration takes.
@@ -89,7 +90,8 @@ start) is reported alongside.`,
   ndbench run --driver memory --set workload.readRate=100000 --set workload.writeEnabled=false
   ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog
   ndbench run --driver memory --duration 1m --report-html report.html
-  ndbench run --driver redis --workload ycsb-b --set workload.readRate=19000 --set workload.writeRate=1000`,
+  ndbench run --driver redis --workload ycsb-b --set workload.readRate=19000 --set workload.writeRate=1000
+  ndbench run --driver memory --duration 5m --otlp-endpoint http://otel-collector:4318`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runWorkload(cmd.Context(), f, io)
@@ -102,6 +104,7 @@ start) is reported alongside.`,
 	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
 	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
 	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs to this file")
+	f.otlp.bind(cmd)
 	return cmd
 }
 
@@ -111,6 +114,11 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	}
 	if f.duration < 0 {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
+	}
+	host, _ := os.Hostname()
+	otlpCfg, otlpOn, err := f.otlp.config(io.env, fmt.Sprintf("%s/run-%d", host, os.Getpid()))
+	if err != nil {
+		return err
 	}
 	snap, err := f.load(io.env)
 	if err != nil {
@@ -137,6 +145,14 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		return err
 	}
 	coll := inst.Collector()
+	var otlp *otlpExport
+	if otlpOn {
+		if otlp, err = startOTLP(ctx, otlpCfg, inst, log); err != nil {
+			return err
+		}
+		// On an early return; the end of the run stops it after the last interval.
+		defer otlp.stop()
+	}
 
 	var hdr *stats.HDRLogWriter
 	if f.hdrLog != "" {
@@ -209,6 +225,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 
 	rep := report.Build(inst.ReportInput(toolVersion()))
 	printSummary(io.out, rep)
+	if msg, _ := otlp.stop(); msg != "" {
+		fmt.Fprintln(io.out, msg)
+	}
 	if hdr != nil {
 		if err := hdr.Err(); err != nil {
 			return fmt.Errorf("write HDR log %s: %w", f.hdrLog, err)

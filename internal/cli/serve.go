@@ -32,6 +32,7 @@ type serveFlags struct {
 	noWatchFile  bool
 	logLevelText string
 	fleet        fleetFlags
+	otlp         otlpFlags
 }
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -69,6 +70,7 @@ the load, writes --report if asked, and exits 0.`,
 	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
 	f.fleet.bind(cmd)
+	f.otlp.bind(cmd)
 	return cmd
 }
 
@@ -99,6 +101,14 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err := api.CheckListen(f.listen, token); err != nil {
 		return usageError{err}
 	}
+	self, err := f.fleet.self(f.listen)
+	if err != nil {
+		return usageError{err}
+	}
+	otlpCfg, otlpOn, err := f.otlp.config(io.env, self.ID)
+	if err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level}))
 
 	snap, err := f.load(io.env)
@@ -116,6 +126,16 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 			_ = inst.Close()
 		}
 	}()
+
+	var otlp *otlpExport
+	if otlpOn {
+		if otlp, err = startOTLP(ctx, otlpCfg, inst, log); err != nil {
+			return err
+		}
+		// Stopped after the final report's last interval when there is one; deferred
+		// calls run last first, so this one before the instance closes.
+		defer stopOTLP(otlp, log)
+	}
 
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()
@@ -203,6 +223,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	_ = inst.Drain() // ErrNotInitialized without a driver: there is nothing to stop
 	inst.Finish()
 	rep := report.Build(inst.ReportInput(toolVersion()))
+	stopOTLP(otlp, log)
 	closed = true
 	_ = inst.Close()
 	if err := report.WriteFile(f.report, rep); err != nil {
@@ -210,4 +231,18 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	fmt.Fprintf(io.out, "report written to %s\n", f.report)
 	return serveErr
+}
+
+// stopOTLP sends the exporter's last data and logs what it did, at warn if exports
+// failed; nothing for a nil or stopped exporter.
+func stopOTLP(o *otlpExport, log *slog.Logger) {
+	msg, failed := o.stop()
+	if msg == "" {
+		return
+	}
+	level := slog.LevelInfo
+	if failed {
+		level = slog.LevelWarn
+	}
+	log.Log(context.Background(), level, msg)
 }

@@ -1,0 +1,220 @@
+// Package otlptest is an OTLP metrics receiver for tests: it listens on 127.0.0.1 (HTTP
+// or gRPC), decodes every export with the official protobuf types and keeps it, with
+// the headers it came with.
+package otlptest
+
+import (
+	"context"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	colpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+)
+
+// Export is one request received.
+type Export struct {
+	Request *colpb.ExportMetricsServiceRequest
+	// Header has the HTTP headers or gRPC metadata, keys in lower case.
+	Header map[string][]string
+}
+
+// Receiver keeps what it receives until the test ends.
+type Receiver struct {
+	// Endpoint is what to give ndbench: http://127.0.0.1:PORT/v1/metrics or
+	// grpc://127.0.0.1:PORT.
+	Endpoint string
+
+	mu      sync.Mutex
+	exports []Export
+}
+
+func (r *Receiver) add(req *colpb.ExportMetricsServiceRequest, h map[string][]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.exports = append(r.exports, Export{Request: req, Header: h})
+}
+
+// Exports returns what was received so far, in order.
+func (r *Receiver) Exports() []Export {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Export(nil), r.exports...)
+}
+
+// StartHTTP starts an OTLP/HTTP (protobuf) receiver, stopped when t ends.
+func StartHTTP(t testing.TB) *Receiver {
+	t.Helper()
+	r := &Receiver{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var m colpb.ExportMetricsServiceRequest
+		if err := proto.Unmarshal(body, &m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		h := map[string][]string{}
+		for k, v := range req.Header {
+			h[strings.ToLower(k)] = v
+		}
+		r.add(&m, h)
+		out, _ := proto.Marshal(&colpb.ExportMetricsServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	})
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	r.Endpoint = "http://" + ln.Addr().String() + "/v1/metrics"
+	return r
+}
+
+type grpcService struct {
+	colpb.UnimplementedMetricsServiceServer
+	r *Receiver
+}
+
+func (s grpcService) Export(ctx context.Context, req *colpb.ExportMetricsServiceRequest) (*colpb.ExportMetricsServiceResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	s.r.add(req, md)
+	return &colpb.ExportMetricsServiceResponse{}, nil
+}
+
+// StartGRPC starts an OTLP/gRPC receiver (plain text), stopped when t ends.
+func StartGRPC(t testing.TB) *Receiver {
+	t.Helper()
+	r := &Receiver{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	colpb.RegisterMetricsServiceServer(srv, grpcService{r: r})
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	r.Endpoint = "grpc://" + ln.Addr().String()
+	return r
+}
+
+// Metric returns the metric called name in e, nil if absent.
+func (e Export) Metric(name string) *metricspb.Metric {
+	for _, rm := range e.Request.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name == name {
+					return m
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Resource returns the resource attributes of e as strings.
+func (e Export) Resource() map[string]string {
+	out := map[string]string{}
+	for _, rm := range e.Request.ResourceMetrics {
+		for _, kv := range rm.GetResource().GetAttributes() {
+			out[kv.Key] = kv.Value.GetStringValue()
+		}
+	}
+	return out
+}
+
+// Has reports whether attrs holds every key=value of want.
+func Has(attrs []*commonpb.KeyValue, want map[string]string) bool {
+	n := 0
+	for _, kv := range attrs {
+		if v, ok := want[kv.Key]; ok && kv.Value.GetStringValue() == v {
+			n++
+		}
+	}
+	return n == len(want)
+}
+
+// SumValue returns the value of the Sum point of name with the attributes want, and
+// whether there is one.
+func (e Export) SumValue(name string, want map[string]string) (int64, bool) {
+	m := e.Metric(name)
+	for _, p := range m.GetSum().GetDataPoints() {
+		if Has(p.Attributes, want) {
+			return p.GetAsInt(), true
+		}
+	}
+	return 0, false
+}
+
+// Quantile returns, for op's point of the histogram m (exponential or explicit), its
+// count and the bounds of the bucket holding quantile q (rank ceil(q × count)).
+func Quantile(m *metricspb.Metric, op string, q float64) (count uint64, lower, upper float64, ok bool) {
+	want := map[string]string{"op": op}
+	for _, p := range m.GetExponentialHistogram().GetDataPoints() {
+		if !Has(p.Attributes, want) {
+			continue
+		}
+		base := math.Pow(2, math.Pow(2, -float64(p.Scale)))
+		rank := uint64(math.Ceil(q * float64(p.Count)))
+		cum := p.ZeroCount
+		if cum >= rank {
+			return p.Count, 0, 0, true
+		}
+		for i, n := range p.Positive.GetBucketCounts() {
+			cum += n
+			if cum >= rank {
+				idx := float64(int(p.Positive.Offset) + i)
+				hi := math.Pow(base, idx+1)
+				return p.Count, math.Pow(base, idx), hi, true
+			}
+		}
+		return p.Count, math.Inf(1), math.Inf(1), true
+	}
+	for _, p := range m.GetHistogram().GetDataPoints() {
+		if !Has(p.Attributes, want) {
+			continue
+		}
+		rank := uint64(math.Ceil(q * float64(p.Count)))
+		var cum uint64
+		for i, n := range p.BucketCounts {
+			cum += n
+			if cum < rank {
+				continue
+			}
+			if i == len(p.ExplicitBounds) {
+				return p.Count, p.ExplicitBounds[i-1], math.Inf(1), true
+			}
+			lo := 0.0
+			if i > 0 {
+				lo = p.ExplicitBounds[i-1]
+			}
+			return p.Count, lo, p.ExplicitBounds[i], true
+		}
+		return p.Count, 0, 0, true
+	}
+	return 0, 0, 0, false
+}
+
+// WithinOneBucket reports whether v is in the bucket (lower, upper] or within one bucket
+// width of it: a quantile from the buckets and one from the HDR histogram may differ by
+// a bucket when the rank falls at a bucket's edge.
+func WithinOneBucket(v, lower, upper float64) bool {
+	w := upper - lower
+	return v >= lower-w && v <= upper+w
+}
