@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,11 @@ func TestAutotuneRoutes(t *testing.T) {
 	}
 	if code, _ := e.call("POST", "/api/v1/autotune", req); code != http.StatusConflict {
 		t.Errorf("second start while running: status %d, want 409", code)
+	}
+	for _, path := range []string{"/api/v1/load/start", "/api/v1/load/stop"} {
+		if code, body := e.call("POST", path, map[string]any{}); code != http.StatusConflict || !strings.Contains(string(body), "capacity search is running") {
+			t.Errorf("%s while a search runs: status %d, want 409 saying a search runs; %s", path, code, body)
+		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
