@@ -1,8 +1,10 @@
 // The Auto-tune panel in a real browser: on a memory store with a simulated capacity of
 // 4,000 ops/s, connect, see a bad field's error next to it, run a short search from the
 // form (1 s windows, p90, 10% tolerance: about 40 s), watch the load controls say a search
-// runs, and check the capacity shown lies in the search's interval and near 4,000, the
-// step table lists every step and the chart drew them. Screenshots at 1280x800 and 390x844.
+// runs, and check the capacity shown lies in the search's interval and near 4,000 (within
+// -25%/+10%: 1 s windows on a shared machine), the step table lists every step and the
+// chart drew them. Then a client-bound search (no capacity claimed) and a stopped one.
+// Screenshots at 1280x800 and 390x844.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -36,7 +38,7 @@ describe('auto-tune in the web UI', () => {
     await stopServer(srv);
   });
 
-  it('runs a search from the form and shows its capacity, steps and chart', { timeout: 100000 }, async () => {
+  it('runs a search from the form and shows its capacity, steps and chart', { timeout: 150000 }, async () => {
     await page.goto(srv.url + '/');
     await page.locator(`${panel} [data-role=autotune-outcome]`).filter({ hasText: 'No search has run' }).waitFor();
     // Every control of the form is labelled and shows its default.
@@ -80,9 +82,11 @@ describe('auto-tune in the web UI', () => {
     assert.equal(refused, 409);
     // Progress while it runs: steps in the table and the chart.
     await page.waitForFunction((sel) => Number(document.querySelector(sel).dataset.steps) >= 2, panel, { timeout: 30000 });
+    assert.equal(await page.locator(`${panel} details.autotune-settings`).evaluate((d) => d.open), false, 'settings folded while running');
+    await page.locator(`${panel} [data-role=autotune-chart]`).scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(artifacts, 'autotune-running.png') });
 
-    await page.waitForSelector(`${panel}[data-state=done]`, { timeout: 90000 });
+    await page.waitForSelector(`${panel}[data-state=done]`, { timeout: 130000 });
     const status = await page.locator(panel).getAttribute('data-status');
     const outcome = page.locator(`${panel} [data-role=autotune-outcome]`);
     const text = await outcome.innerText();
@@ -91,7 +95,11 @@ describe('auto-tune in the web UI', () => {
     const lo = Number(await outcome.getAttribute('data-lo'));
     const hi = Number(await outcome.getAttribute('data-hi'));
     assert.ok(lo <= cap && cap <= hi, `capacity ${cap} in [${lo}, ${hi}]`);
-    assert.ok(Math.abs(cap - CAPACITY) / CAPACITY <= 0.12, `capacity ${cap} near ${CAPACITY}`);
+    // Near the store's capacity: never above it by more than the last step's queueing
+    // allows, and with 1 s windows on a busy machine a noisy step can end the 10% bisection
+    // one step low (internal/autotune's tests hold the search itself to 5%).
+    console.log(`found ${Math.round(cap)} ops/s in [${Math.round(lo)}, ${Math.round(hi)}] (store capacity ${CAPACITY})`);
+    assert.ok(cap >= 0.75 * CAPACITY && cap <= 1.1 * CAPACITY, `capacity ${cap} near ${CAPACITY}`);
     assert.match(text, /Capacity [\d.k]+ ops\/s within SLA, interval \[/);
     // The table has every step, the failed ones marked; the chart drew as many.
     const rows = page.locator(`${panel} [data-role=autotune-steps] tbody tr`);
@@ -108,6 +116,7 @@ describe('auto-tune in the web UI', () => {
     await page.locator(`[data-instance=${ID}] [data-role=load-autotune]`).waitFor({ state: 'hidden' });
     assert.ok(!(await page.locator(`[data-instance=${ID}] [data-action=start-both]`).isDisabled()));
 
+    await page.locator(`${panel} details.autotune-settings > summary`).click();
     await page.locator(panel).scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(artifacts, 'autotune-1280.png') });
     await page.locator(panel).screenshot({ path: path.join(artifacts, 'autotune-panel-1280.png') });
@@ -121,6 +130,40 @@ describe('auto-tune in the web UI', () => {
     await page.locator(panel).scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(artifacts, 'autotune-390.png') });
     await page.locator(panel).screenshot({ path: path.join(artifacts, 'autotune-panel-390.png') });
+    assert.deepEqual(errors, []);
+  });
+
+  it('says client-bound, not a capacity, when the generator is the limit; Stop ends a search', { timeout: 60000 }, async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    // Four workers and no more against a 2 ms service time: at most 2,000 ops/s, far below
+    // the store's 20,000 (internal/autotune's TestClientBoundIsNotCapacity).
+    const patched = await page.evaluate(async () => (await fetch('/api/v1/config', { method: 'PATCH', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ values: { 'workload.readers': '4', 'workload.maxReaders': '0', 'drivers.memory.serviceTime': '2ms', 'drivers.memory.capacity': '20000' } }) })).status);
+    assert.equal(patched, 200);
+    await page.locator(`${panel} details.autotune-settings`).evaluate((d) => { d.open = true; });
+    await input('start').fill('500');
+    await input('tolerance').fill('');
+    await page.locator(`${panel} [data-action=autotune-start]`).click();
+    await page.waitForSelector(`${panel}[data-state=running]`);
+    await page.waitForSelector(`${panel}[data-state=done]`, { timeout: 45000 });
+    const outcome = page.locator(`${panel} [data-role=autotune-outcome]`);
+    const text = await outcome.innerText();
+    assert.equal(await page.locator(panel).getAttribute('data-status'), 'client-bound', text);
+    assert.match(text, /^Client-bound: the store sustains at least [\d.k]+ ops\/s within SLA/);
+    assert.match(text, /give the generator more workers/);
+    assert.equal(await outcome.getAttribute('data-capacity'), null, 'no capacity claimed');
+    assert.ok(await page.locator(`${panel} [data-role=autotune-steps] tbody tr[data-verdict=client-bound]`).count() >= 1);
+    await page.locator(`${panel} [data-role=autotune-outcome]`).scrollIntoViewIfNeeded();
+    await page.locator(panel).screenshot({ path: path.join(artifacts, 'autotune-client-bound.png') });
+
+    // Stop: the search ends at once with status stopped, and the load buttons come back.
+    await page.locator(`${panel} [data-action=autotune-start]`).click();
+    await page.waitForSelector(`${panel}[data-state=running]`);
+    await page.locator(`${panel} [data-action=autotune-stop]`).click();
+    await page.waitForSelector(`${panel}[data-state=done][data-status=stopped]`);
+    await outcome.filter({ hasText: /^Stopped/ }).waitFor();
+    await page.locator(`[data-instance=${ID}] [data-role=load-autotune]`).waitFor({ state: 'hidden' });
+    assert.ok(!(await page.locator(`[data-instance=${ID}] [data-action=start-both]`).isDisabled()));
     assert.deepEqual(errors, []);
   });
 });

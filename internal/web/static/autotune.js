@@ -101,6 +101,8 @@
       try {
         const st = await this.view.api('POST', '/api/v1/autotune', req);
         this.view.say('Search started: it raises the rate until the SLA breaks, then narrows the boundary down.', 'ok', 'autotune');
+        // The settings fold away so the steps show; they stay one click away.
+        this.box.querySelector('details.autotune-settings').open = false;
         this.render(st);
       } catch (e) {
         this.showProblem(e);
@@ -212,7 +214,8 @@
           stopped: 'Stopped', error: 'Failed' }[res.status] || res.status;
         o.append(this.el('strong', { text: head }), (res.lo > 0 ? ': the store sustains at least ' + num(res.lo) + ' ops/s within SLA' : '') + '. ' + took + '.');
       }
-      if (res.message) o.append(this.el('span', { class: 'block', text: res.message }));
+      // A found capacity's message repeats the line above.
+      if (res.message && res.status !== 'found') o.append(this.el('span', { class: 'block', text: res.message }));
       if (res.hold) o.append(this.el('span', { class: 'block', text: 'Hold: ' + res.hold.windows + ' windows, rate ' + num(res.hold.min) + '–' + num(res.hold.max) + ' ops/s (mean ' + num(res.hold.mean) + ', final ' + num(res.hold.final) + '), ' + res.hold.failures + ' violations.' }));
     }
 

@@ -535,8 +535,9 @@
           .concat(labels.map((l, i) => ({ label: l, stroke: colors[i % colors.length], width: 1.5, scale: 'ms' })));
         const zeroUp = (u, min, max) => [0, max > 0 ? max * 1.1 : 1];
         this.u = new global.uPlot({ width: this.width, height: 260, series: series,
+          // Steps are whole numbers: the x axis ticks only those.
           scales: { x: { time: false }, y: { range: zeroUp }, ms: { range: zeroUp } },
-          axes: [{ label: 'step', stroke: '#333' }, { label: 'ops/s', stroke: '#333', size: 70, values: (u, splits) => splits.map(tick) },
+          axes: [{ label: 'step', stroke: '#333', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] }, { label: 'ops/s', stroke: '#333', size: 70, values: (u, splits) => splits.map(tick) },
             { scale: 'ms', side: 1, label: 'ms', stroke: '#333', grid: { show: false } }],
         }, series.map(() => []), this.el);
       }
