@@ -68,6 +68,10 @@ describe('auto-tune in the web UI', () => {
     await page.locator(`${panel} [data-action=autotune-start]`).click();
     await page.locator(`${panel} [data-field=maxErrors] .field-error`).filter({ hasText: 'lots' }).waitFor();
     await input('maxErrors').fill('');
+    // A value the search's own validation rejects is marked at its field too.
+    await input('percentile').fill('150');
+    await page.locator(`${panel} [data-action=autotune-start]`).click();
+    await page.locator(`${panel} [data-field=percentile] .field-error`).filter({ hasText: 'below 100' }).waitFor();
 
     // A short search.
     for (const [k, v] of Object.entries({ percentile: '90', latency: '100ms', start: '1500', tolerance: '10%', settle: '1s', window: '1s', confirm: '2s' })) {
