@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,9 +125,27 @@ func (r AutotuneRequest) settings() (autotune.Settings, error) {
 		*d.dst = v
 	}
 	if err := s.WithDefaults().Validate(); err != nil {
-		return s, &driver.FieldError{Field: "body", Value: "", Allowed: err.Error()}
+		return s, validationField(err)
 	}
 	return s, nil
+}
+
+// validationField turns a settings validation error ("max-rate: invalid value 0; allowed:
+// ...", the form every check of autotune.Settings.Validate uses) into a field error naming
+// the request's field (maxRate), so a client can mark the control it came from. An error of
+// another form, or of a class's SLA, stays on the request body.
+func validationField(err error) *driver.FieldError {
+	msg := err.Error()
+	name, rest, ok := strings.Cut(msg, ": invalid value ")
+	value, allowed, ok2 := strings.Cut(rest, "; allowed: ")
+	if !ok || !ok2 || strings.ContainsAny(name, " .") {
+		return &driver.FieldError{Field: "body", Allowed: msg}
+	}
+	// The CLI's flag names are kebab-case; the request's fields camelCase.
+	if head, tail, dash := strings.Cut(name, "-"); dash && tail != "" {
+		name = head + strings.ToUpper(tail[:1]) + tail[1:]
+	}
+	return &driver.FieldError{Field: name, Value: value, Allowed: allowed}
 }
 
 func (s *Server) autotuneRoutes() {

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +31,11 @@ func TestAutotuneRoutes(t *testing.T) {
 	if code, _ := e.call("POST", "/api/v1/autotune", req); code != http.StatusConflict {
 		t.Errorf("second start while running: status %d, want 409", code)
 	}
+	for _, path := range []string{"/api/v1/load/start", "/api/v1/load/stop"} {
+		if code, body := e.call("POST", path, map[string]any{}); code != http.StatusConflict || !strings.Contains(string(body), "capacity search is running") {
+			t.Errorf("%s while a search runs: status %d, want 409 saying a search runs; %s", path, code, body)
+		}
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		e.must(200, "GET", "/api/v1/autotune", nil, &st)
@@ -50,5 +57,32 @@ func TestAutotuneRoutes(t *testing.T) {
 	}
 	if s := e.status(); s.ReadsRunning {
 		t.Errorf("reads still running after the search: %+v", s.Running)
+	}
+}
+
+// TestAutotuneFieldErrors: a value the search's validation rejects names the request's
+// field (not the whole body), so the UI marks the control it came from.
+func TestAutotuneFieldErrors(t *testing.T) {
+	e := newEnv(t, "workload.writeEnabled=false")
+	e.must(200, "POST", "/api/v1/driver/init", map[string]any{"driver": "memory"}, nil)
+	for _, tc := range []struct {
+		req   map[string]any
+		field string
+	}{
+		{map[string]any{"percentile": 150}, "percentile"},
+		{map[string]any{"tolerance": "150%"}, "tolerance"},
+		{map[string]any{"start": 5000, "maxRate": 1000}, "start"},
+		{map[string]any{"window": "500ms"}, "window"},
+		{map[string]any{"window": "10s", "confirm": "2s"}, "confirm"},
+		{map[string]any{"maxErrors": "150%"}, "errors"},
+	} {
+		code, body := e.call("POST", "/api/v1/autotune", tc.req)
+		var p Problem
+		if err := json.Unmarshal(body, &p); err != nil || code != http.StatusUnprocessableEntity {
+			t.Fatalf("%v: status %d, %s", tc.req, code, body)
+		}
+		if len(p.Fields) != 1 || p.Fields[0].Field != tc.field || p.Fields[0].Allowed == "" {
+			t.Errorf("%v: fields %+v, want one naming %q with what is allowed", tc.req, p.Fields, tc.field)
+		}
 	}
 }

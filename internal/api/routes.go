@@ -249,13 +249,18 @@ func (s *Server) routes() {
 		f    func(...string) error
 	}{{"start", startLoad(s.inst)}, {"stop", s.inst.Stop}} {
 		register(s, changesState, huma.Operation{OperationID: act.name + "-load", Method: http.MethodPost, Path: "/api/v1/load/" + act.name, Tags: []string{"load"},
-			Summary: strUpper(act.name) + " op classes", Description: `Body {"ops": ["read"]}; no body or empty ops = every class of the workload (read, write and those of workload.ops). 422 names the classes for an unknown one; 409 before a driver is initialized.`},
+			Summary: strUpper(act.name) + " op classes", Description: `Body {"ops": ["read"]}; no body or empty ops = every class of the workload (read, write and those of workload.ops). 422 names the classes for an unknown one; 409 before a driver is initialized or while a capacity search (POST /api/v1/autotune) runs.`},
 			append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
 				Body *LoadRequest
 			}) (*out[instance.Status], error) {
 				var req LoadRequest
 				if in.Body != nil {
 					req = *in.Body
+				}
+				// A capacity search starts, stops and sets the rate of the classes it
+				// tunes: a start or stop beside it would spoil its measurements.
+				if s.tune.status().Running {
+					return nil, newProblem(conflict, "a capacity search is running and controls the load: stop it first (POST /api/v1/autotune/stop)")
 				}
 				if err := act.f(req.Ops...); err != nil {
 					return nil, err

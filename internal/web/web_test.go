@@ -54,14 +54,14 @@ func TestPageServedAsHTMLWithEmbeddedAssets(t *testing.T) {
 	}
 	page := body(t, r)
 	for _, want := range []string{"<title>ndbench</title>", "v1.2.3", `data-instance="local"`,
-		`"id":"local"`, `data-action="connect"`, `data-action="report-json"`} {
+		`"id":"local"`, `data-action="connect"`, `data-action="report-json"`, `data-action="autotune-start"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
 	refs := assetRef.FindAllStringSubmatch(page, -1)
-	if len(refs) != 5 {
-		t.Fatalf("page references %d assets, want 5 (uPlot js+css, charts.js, app.js, app.css): %v", len(refs), refs)
+	if len(refs) != 6 {
+		t.Fatalf("page references %d assets, want 6 (uPlot js+css, charts.js, autotune.js, app.js, app.css): %v", len(refs), refs)
 	}
 	wantType := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 	for _, ref := range refs {

@@ -846,6 +846,8 @@
     views[inst.id] = v;
     root.querySelector('[data-role=window]').value = String(v.windowSecs);
     v.start();
+    // The Auto-tune panel (autotune.js): its form, progress, chart and step table.
+    if (window.NDAutotune) v.autotune = new window.NDAutotune.Panel(v, el);
   }
 
   // Log out is offered when this tab logged in (the session cookie is HttpOnly, so the

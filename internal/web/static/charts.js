@@ -523,5 +523,99 @@
     resize() { const w = this.colWidth(); for (const c of this.charts) c.chart.resize(w); }
   }
 
-  global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, fmt };
+  // --- auto-tune -------------------------------------------------------------------
+
+  // autotuneClasses returns the op classes measured in a search's steps, sorted.
+  function autotuneClasses(steps) {
+    const seen = new Set();
+    for (const st of steps) for (const c of Object.keys(st.classes || {})) seen.add(c);
+    return [...seen].sort();
+  }
+
+  // autotunePercentile is the percentile a class's SLA bounds (its own, else the
+  // search's), or null when the settings are not known (yet).
+  function autotunePercentile(settings, c) {
+    if (!settings) return null;
+    const own = settings.classes && settings.classes[c];
+    return (own && own.percentile) || (settings.sla && settings.sla.percentile) || null;
+  }
+
+  // AutotuneChart draws an auto-tune search (package autotune's Result, or the steps so
+  // far of a running one): per step the target and achieved total rate, failed steps red,
+  // client-bound steps orange, the capacity found as a line, and each class's
+  // response-time percentile on the right axis. The HTML report and the live page's
+  // Auto-tune panel both draw it. at: {steps, capacity, settings}; settings may be null.
+  class AutotuneChart {
+    constructor(el, width) {
+      this.el = el; this.width = width; this.u = null; this.key = null;
+    }
+    update(at) {
+      const steps = at.steps || [];
+      const classes = autotuneClasses(steps);
+      const labels = classes.map((c) => { const q = autotunePercentile(at.settings, c); return c + ' ' + (q ? 'p' + q : 'pX') + ' (ms)'; });
+      // The series follow the classes measured: rebuilt when they change (a running
+      // search's first step adds them).
+      if (!this.u || this.key !== labels.join()) {
+        if (this.u) this.u.destroy();
+        this.key = labels.join();
+        const colors = ['#0891b2', '#be185d', '#4d7c0f', '#9333ea'];
+        const series = [{ label: 'step' },
+          { label: 'target', stroke: '#2563eb', width: 1.5, points: { show: true, size: 5 } },
+          { label: 'achieved', stroke: '#059669', width: 1.5, dash: [4, 3] },
+          { label: 'failed', stroke: '#dc2626', width: 0, points: { show: true, size: 9, fill: '#dc2626' } },
+          { label: 'client-bound', stroke: '#d97706', width: 0, points: { show: true, size: 9, fill: '#d97706' } },
+          { label: 'capacity', stroke: '#7c3aed', width: 1, dash: [8, 4] }]
+          .concat(labels.map((l, i) => ({ label: l, stroke: colors[i % colors.length], width: 1.5, scale: 'ms' })));
+        const zeroUp = (u, min, max) => [0, max > 0 ? max * 1.1 : 1];
+        this.u = new global.uPlot({ width: this.width, height: 260, series: series,
+          // Steps are whole numbers: the x axis ticks only those.
+          scales: { x: { time: false }, y: { range: zeroUp }, ms: { range: zeroUp } },
+          axes: [{ label: 'step', stroke: '#333', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] }, { label: 'ops/s', stroke: '#333', size: 70, values: (u, splits) => splits.map(tick) },
+            { scale: 'ms', side: 1, label: 'ms', stroke: '#333', grid: { show: false } }],
+        }, series.map(() => []), this.el);
+      }
+      const cap = at.capacity > 0 ? at.capacity : null;
+      const pick = (v) => steps.map((st) => (st.verdict === v ? st.rate : null));
+      const data = [steps.map((st) => st.n), steps.map((st) => st.rate), steps.map((st) => st.achieved),
+        pick('fail'), pick('client-bound'), steps.map(() => cap)]
+        .concat(classes.map((c) => steps.map((st) => { const m = st.classes && st.classes[c]; return m ? m.response / 1000 : null; })));
+      this.u.setData(data);
+      // Exposed on the figure for tests and scripts.
+      const fig = this.el.closest('figure') || this.el;
+      fig.dataset.points = String(steps.length);
+      fig.dataset.capacity = cap === null ? '' : String(cap);
+    }
+    resize(w) {
+      this.width = w;
+      if (this.u) this.u.setSize({ width: w, height: 260 });
+    }
+  }
+
+  // AUTOTUNE_HEADS are the step table's columns.
+  const AUTOTUNE_HEADS = ['#', 'phase', 'rate (ops/s)', 'achieved', 'percentile (ms)', 'errors', 'verdict', 'why'];
+
+  // autotuneRows fills a table body with a search's steps: number, phase, target and
+  // achieved rate, each class's percentile and error ratio, verdict and why. Each row
+  // carries its verdict (data-verdict) for styling and tests.
+  function autotuneRows(tbody, steps) {
+    const classes = autotuneClasses(steps);
+    const m = (st, c) => st.classes && st.classes[c];
+    tbody.replaceChildren(...steps.map((st) => {
+      const tr = document.createElement('tr');
+      tr.dataset.verdict = st.verdict;
+      const lat = classes.map((c) => (m(st, c) ? c + ' ' + (m(st, c).response / 1000).toFixed(3) : '')).join(' / ');
+      const errs = classes.map((c) => (m(st, c) && m(st, c).attempted ? (100 * m(st, c).errors / m(st, c).attempted).toPrecision(2) + '%' : '0%')).join(' / ');
+      [st.n, st.phase, Math.round(st.rate), Math.round(st.achieved), lat, errs, st.verdict, (st.why || []).join('; ')].forEach((v, i) => {
+        const td = document.createElement('td');
+        td.textContent = String(v);
+        // The column's name, for a narrow screen that shows each row as a card.
+        td.dataset.label = AUTOTUNE_HEADS[i];
+        tr.appendChild(td);
+      });
+      tr.children[6].className = 'verdict';
+      return tr;
+    }));
+  }
+
+  global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, fmt, AutotuneChart, autotuneRows };
 })(window);
