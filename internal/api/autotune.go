@@ -3,10 +3,8 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,25 +14,9 @@ import (
 	"github.com/ndbench/ndbench/internal/autotune"
 )
 
-// AutotuneRequest starts a capacity search on this node (docs/autotune.md); every field is
-// optional and takes the CLI's default.
-type AutotuneRequest struct {
-	Class       string  `json:"class,omitempty" doc:"Tune this op class only; default every enabled class with a rate, ratio kept"`
-	Percentile  float64 `json:"percentile,omitempty" doc:"Response-time percentile the SLA bounds; default 99"`
-	Latency     string  `json:"latency,omitempty" doc:"Bound on that percentile (a duration); default 10ms"`
-	MaxErrors   string  `json:"maxErrors,omitempty" doc:"Bound on failed/attempted (ratio or percentage); default 1%"`
-	MinAchieved string  `json:"minAchieved,omitempty" doc:"Least achieved/target (ratio or percentage); default 97%"`
-	// SLA has per-class fields: {"write": {"latency": "20ms"}}.
-	SLA       map[string]map[string]string `json:"sla,omitempty" doc:"A class's own SLA fields (percentile, latency, errors, achieved)"`
-	Start     float64                      `json:"start,omitempty" doc:"First total rate in ops/s; default the configured total, at least 1000"`
-	MaxRate   float64                      `json:"maxRate,omitempty" doc:"Highest total rate tried; default 10M"`
-	Tolerance string                       `json:"tolerance,omitempty" doc:"Bisection ends at hi/lo <= 1+tolerance; default 2%"`
-	Settle    string                       `json:"settle,omitempty" doc:"Settle period of each step; default 2s"`
-	Window    string                       `json:"window,omitempty" doc:"Least measuring window; default 5s"`
-	Confirm   string                       `json:"confirm,omitempty" doc:"Least confirmation window; default three windows"`
-	Hold      bool                         `json:"hold,omitempty" doc:"Hold the highest rate within SLA afterwards (AIMD)"`
-	Duration  string                       `json:"duration,omitempty" doc:"With hold: how long; default until stopped"`
-}
+// AutotuneRequest starts a capacity search on this node: autotune.Spec, documented there
+// and in docs/autotune.md.
+type AutotuneRequest = autotune.Spec
 
 // AutotuneStatus is the search on this node: running, its steps so far and, once it
 // ended, its result.
@@ -75,79 +57,6 @@ func (t *tuner) stop() {
 	}
 }
 
-// settings turns a request into search settings; errors name the field.
-func (r AutotuneRequest) settings() (autotune.Settings, error) {
-	s := autotune.Settings{SLA: autotune.DefaultSLA, Start: r.Start, MaxRate: r.MaxRate, Hold: r.Hold}
-	field := func(name string, f func() error) error {
-		if err := f(); err != nil {
-			return &driver.FieldError{Field: name, Value: fmt.Sprint(err), Allowed: "see docs/autotune.md"}
-		}
-		return nil
-	}
-	if r.Percentile != 0 {
-		s.SLA.Percentile = r.Percentile
-	}
-	for name, v := range map[string]string{"latency": r.Latency, "errors": r.MaxErrors, "achieved": r.MinAchieved} {
-		if v != "" {
-			if err := s.SLA.SetField(name, v); err != nil {
-				return s, &driver.FieldError{Field: name, Value: v, Allowed: err.Error()}
-			}
-		}
-	}
-	for class, fields := range r.SLA {
-		if s.Classes == nil {
-			s.Classes = map[string]autotune.SLA{}
-		}
-		sla := s.SLA
-		for k, v := range fields {
-			if err := sla.SetField(k, v); err != nil {
-				return s, &driver.FieldError{Field: "sla." + class + "." + k, Value: v, Allowed: err.Error()}
-			}
-		}
-		s.Classes[class] = sla
-	}
-	if r.Tolerance != "" {
-		if err := field("tolerance", func() (err error) { s.Tolerance, err = autotune.ParseRatio(r.Tolerance); return }); err != nil {
-			return s, err
-		}
-	}
-	for name, d := range map[string]struct {
-		v   string
-		dst *time.Duration
-	}{"settle": {r.Settle, &s.Settle}, "window": {r.Window, &s.Window}, "confirm": {r.Confirm, &s.Confirm}, "duration": {r.Duration, &s.HoldFor}} {
-		if d.v == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.v)
-		if err != nil {
-			return s, &driver.FieldError{Field: name, Value: d.v, Allowed: "a duration, e.g. 5s"}
-		}
-		*d.dst = v
-	}
-	if err := s.WithDefaults().Validate(); err != nil {
-		return s, validationField(err)
-	}
-	return s, nil
-}
-
-// validationField turns a settings validation error ("max-rate: invalid value 0; allowed:
-// ...", the form every check of autotune.Settings.Validate uses) into a field error naming
-// the request's field (maxRate), so a client can mark the control it came from. An error of
-// another form, or of a class's SLA, stays on the request body.
-func validationField(err error) *driver.FieldError {
-	msg := err.Error()
-	name, rest, ok := strings.Cut(msg, ": invalid value ")
-	value, allowed, ok2 := strings.Cut(rest, "; allowed: ")
-	if !ok || !ok2 || strings.ContainsAny(name, " .") {
-		return &driver.FieldError{Field: "body", Allowed: msg}
-	}
-	// The CLI's flag names are kebab-case; the request's fields camelCase.
-	if head, tail, dash := strings.Cut(name, "-"); dash && tail != "" {
-		name = head + strings.ToUpper(tail[:1]) + tail[1:]
-	}
-	return &driver.FieldError{Field: name, Value: value, Allowed: allowed}
-}
-
 func (s *Server) autotuneRoutes() {
 	conflict := http.StatusConflict
 	register(s, changesState, huma.Operation{OperationID: "start-autotune", Method: http.MethodPost, Path: "/api/v1/autotune", Tags: []string{"load"},
@@ -168,7 +77,7 @@ func (s *Server) autotuneRoutes() {
 			if !node.Status().Initialized {
 				return nil, newProblem(conflict, "no driver is initialized: init one first")
 			}
-			settings, err := req.settings()
+			settings, err := req.Settings()
 			if err != nil {
 				return nil, err
 			}
@@ -177,13 +86,7 @@ func (s *Server) autotuneRoutes() {
 				return nil, &driver.FieldError{Field: "class", Value: req.Class, Allowed: err.Error()}
 			}
 			if settings.Start == 0 {
-				total := 0.0
-				w := node.Config().Config.Workload
-				for c := range prober.Classes() {
-					spec, _ := w.Class(c)
-					total += spec.Rate
-				}
-				settings.Start = max(1000, total)
+				settings.Start = autotune.DefaultStart(node, prober)
 			}
 			t := s.tune
 			t.mu.Lock()

@@ -1,0 +1,117 @@
+package autotune
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// Spec is a capacity search as a client or a file asks for it: the body of POST
+// /api/v1/autotune and a scenario's autotune phase (docs/autotune.md). Every field is
+// optional and takes the CLI's default.
+type Spec struct {
+	Class       string  `json:"class,omitempty" doc:"Tune this op class only; default every enabled class with a rate, ratio kept"`
+	Percentile  float64 `json:"percentile,omitempty" doc:"Response-time percentile the SLA bounds; default 99"`
+	Latency     string  `json:"latency,omitempty" doc:"Bound on that percentile (a duration); default 10ms"`
+	MaxErrors   string  `json:"maxErrors,omitempty" doc:"Bound on failed/attempted (ratio or percentage); default 1%"`
+	MinAchieved string  `json:"minAchieved,omitempty" doc:"Least achieved/target (ratio or percentage); default 97%"`
+	// SLA has per-class fields: {"write": {"latency": "20ms"}}.
+	SLA       map[string]map[string]string `json:"sla,omitempty" doc:"A class's own SLA fields (percentile, latency, errors, achieved)"`
+	Start     float64                      `json:"start,omitempty" doc:"First total rate in ops/s; default the configured total, at least 1000"`
+	MaxRate   float64                      `json:"maxRate,omitempty" doc:"Highest total rate tried; default 10M"`
+	Tolerance string                       `json:"tolerance,omitempty" doc:"Bisection ends at hi/lo <= 1+tolerance; default 2%"`
+	Settle    string                       `json:"settle,omitempty" doc:"Settle period of each step; default 2s"`
+	Window    string                       `json:"window,omitempty" doc:"Least measuring window; default 5s"`
+	Confirm   string                       `json:"confirm,omitempty" doc:"Least confirmation window; default three windows"`
+	Hold      bool                         `json:"hold,omitempty" doc:"Hold the highest rate within SLA afterwards (AIMD)"`
+	Duration  string                       `json:"duration,omitempty" doc:"With hold: how long; default until stopped"`
+}
+
+// Settings turns a spec into search settings; errors are driver.FieldErrors naming the
+// spec's field.
+func (r Spec) Settings() (Settings, error) {
+	s := Settings{SLA: DefaultSLA, Start: r.Start, MaxRate: r.MaxRate, Hold: r.Hold}
+	field := func(name string, f func() error) error {
+		if err := f(); err != nil {
+			return &driver.FieldError{Field: name, Value: fmt.Sprint(err), Allowed: "see docs/md"}
+		}
+		return nil
+	}
+	if r.Percentile != 0 {
+		s.SLA.Percentile = r.Percentile
+	}
+	for name, v := range map[string]string{"latency": r.Latency, "errors": r.MaxErrors, "achieved": r.MinAchieved} {
+		if v != "" {
+			if err := s.SLA.SetField(name, v); err != nil {
+				return s, &driver.FieldError{Field: name, Value: v, Allowed: err.Error()}
+			}
+		}
+	}
+	for class, fields := range r.SLA {
+		if s.Classes == nil {
+			s.Classes = map[string]SLA{}
+		}
+		sla := s.SLA
+		for k, v := range fields {
+			if err := sla.SetField(k, v); err != nil {
+				return s, &driver.FieldError{Field: "sla." + class + "." + k, Value: v, Allowed: err.Error()}
+			}
+		}
+		s.Classes[class] = sla
+	}
+	if r.Tolerance != "" {
+		if err := field("tolerance", func() (err error) { s.Tolerance, err = ParseRatio(r.Tolerance); return }); err != nil {
+			return s, err
+		}
+	}
+	for name, d := range map[string]struct {
+		v   string
+		dst *time.Duration
+	}{"settle": {r.Settle, &s.Settle}, "window": {r.Window, &s.Window}, "confirm": {r.Confirm, &s.Confirm}, "duration": {r.Duration, &s.HoldFor}} {
+		if d.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.v)
+		if err != nil {
+			return s, &driver.FieldError{Field: name, Value: d.v, Allowed: "a duration, e.g. 5s"}
+		}
+		*d.dst = v
+	}
+	if err := s.WithDefaults().Validate(); err != nil {
+		return s, validationField(err)
+	}
+	return s, nil
+}
+
+// validationField turns a settings validation error ("max-rate: invalid value 0; allowed:
+// ...", the form every check of Settings.Validate uses) into a field error naming
+// the request's field (maxRate), so a client can mark the control it came from. An error of
+// another form, or of a class's SLA, stays on the request body.
+func validationField(err error) *driver.FieldError {
+	msg := err.Error()
+	name, rest, ok := strings.Cut(msg, ": invalid value ")
+	value, allowed, ok2 := strings.Cut(rest, "; allowed: ")
+	if !ok || !ok2 || strings.ContainsAny(name, " .") {
+		return &driver.FieldError{Field: "body", Allowed: msg}
+	}
+	// The CLI's flag names are kebab-case; the request's fields camelCase.
+	if head, tail, dash := strings.Cut(name, "-"); dash && tail != "" {
+		name = head + strings.ToUpper(tail[:1]) + tail[1:]
+	}
+	return &driver.FieldError{Field: name, Value: value, Allowed: allowed}
+}
+
+
+// DefaultStart is the first rate of a search that gives none: the tuned classes'
+// configured total, at least 1000 ops/s (lower rates need long windows for a p99).
+func DefaultStart(n Node, p *NodeProber) float64 {
+	total := 0.0
+	w := n.Config().Config.Workload
+	for c := range p.Classes() {
+		spec, _ := w.Class(c)
+		total += spec.Rate
+	}
+	return max(1000, total)
+}
