@@ -103,7 +103,6 @@ func validationField(err error) *driver.FieldError {
 	return &driver.FieldError{Field: name, Value: value, Allowed: allowed}
 }
 
-
 // DefaultStart is the first rate of a search that gives none: the tuned classes'
 // configured total, at least 1000 ops/s (lower rates need long windows for a p99).
 func DefaultStart(n Node, p *NodeProber) float64 {

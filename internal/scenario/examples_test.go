@@ -35,7 +35,7 @@ func TestExamplesLoad(t *testing.T) {
 			}
 		})
 	}
-	for _, want := range []string{"ami-certification.yaml", "capacity-steps.yaml", "cache-warmup.yaml", "yugabyte-soak.yaml"} {
+	for _, want := range []string{"ami-certification.yaml", "capacity-steps.yaml", "capacity-search.yaml", "cache-warmup.yaml", "yugabyte-soak.yaml"} {
 		if !seen[want] {
 			t.Errorf("examples/%s is missing", want)
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/pacer"
@@ -65,6 +66,16 @@ type Outcome struct {
 	Invalid []string `json:"invalid,omitempty"`
 	// Phases are the scenario's phases, in order (JUnit's testsuites).
 	Phases []string `json:"phases"`
+	// Capacity has each auto-tune phase's search, in phase order; its verdict is also a
+	// threshold result ("capacity", in the phase's suite).
+	Capacity []PhaseCapacity `json:"capacity,omitempty"`
+}
+
+// PhaseCapacity is what an auto-tune phase found.
+type PhaseCapacity struct {
+	Phase       string           `json:"phase"`
+	MinCapacity float64          `json:"minCapacity,omitempty"`
+	Result      *autotune.Result `json:"result"`
 }
 
 // Exit codes of a scenario run.
@@ -159,6 +170,19 @@ type runner struct {
 	// segs are the phases' load shapes from their starts, oldest first: what a class
 	// owed in an interval is counted from them (see expected).
 	segs []segment
+	// search is the auto-tune phase's search in flight (nil: none); capacity has the
+	// verdicts of the searches that ended, reported after the thresholds.
+	search   *phaseSearch
+	capacity []Result
+}
+
+// phaseSearch is an auto-tune phase's search running beside the runner's loop.
+type phaseSearch struct {
+	phase  int
+	cancel context.CancelFunc
+	done   chan struct{}
+	prober *autotune.NodeProber
+	result *autotune.Result // set before done closes
 }
 
 // segment is the shapes in force from an instant on (classes at their configured rate
@@ -181,6 +205,11 @@ func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcom
 		q:     &queue{notify: make(chan struct{}, 1)},
 		done:  make(chan hookDone, 2*len(sc.Hooks)+1),
 		marks: map[string]int{}, undoDue: make([]time.Time, len(sc.Hooks)), stopped: map[string]bool{}}
+	for _, p := range sc.Phases {
+		if _, ok := node.(autotune.Node); p.Autotune != nil && !ok {
+			return nil, fmt.Errorf("phase %s: this node cannot run a capacity search", p.Name)
+		}
+	}
 	classes := sc.ThresholdClasses()
 	cancel := node.Collector().Subscribe(func(iv *stats.Interval) { r.q.push(SecondOf(iv, classes)) })
 	defer cancel()
@@ -193,6 +222,7 @@ func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcom
 	}
 	r.q.take()
 	err := r.loop(ctx)
+	r.endSearch()
 	r.undoAll()
 	r.waitActions()
 	if derr := node.Drain(); derr != nil && err == nil && r.out.Error == "" {
@@ -202,7 +232,7 @@ func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcom
 	r.feed()
 	r.ev.Close()
 	r.out.Ended = time.Now()
-	r.out.Thresholds = r.ev.Results()
+	r.out.Thresholds = append(r.ev.Results(), r.capacity...)
 	for _, t := range r.out.Thresholds {
 		opts.Log(fmt.Sprintf("threshold %s: %s (observed %s)", t.Name, strings.ToUpper(t.Status), t.Observed))
 	}
@@ -420,6 +450,15 @@ func (r *runner) startPhase(prev, i int) error {
 			load = append(load, class+" "+p.Load[class])
 		}
 	}
+	if p.Autotune != nil {
+		// Every class runs (at its configured rate, as a phase without load); the search
+		// then sets the rates of those it tunes, and gives them back when it ends.
+		if err := r.startSearch(i); err != nil {
+			r.out.Error = fmt.Sprintf("phase %s: %v", p.Name, err)
+			return nil
+		}
+		load = append(load, p.Load["auto-tune"])
+	}
 	seg := segment{from: now, shapes: map[string]pacer.Shape{}}
 	for class, sh := range p.Shapes {
 		if sh != nil {
@@ -436,6 +475,9 @@ func (r *runner) startPhase(prev, i int) error {
 func (r *runner) endPhase(i int) {
 	if i < 0 {
 		return
+	}
+	if r.search != nil && r.search.phase == i {
+		r.endSearch()
 	}
 	for k := len(r.out.Marks) - 1; k >= 0; k-- {
 		m := &r.out.Marks[k]
@@ -607,4 +649,83 @@ func durText(d time.Duration) string {
 		return "until interrupted"
 	}
 	return "for " + d.String()
+}
+
+// startSearch starts phase i's capacity search: the classes it tunes run at the rates
+// the search sets, the others at theirs; once it has found the highest rate within the
+// SLA it holds there until the phase ends (endSearch).
+func (r *runner) startSearch(i int) error {
+	p := r.sc.Phases[i]
+	node := r.node.(autotune.Node) // checked by Run
+	prober, err := autotune.NewNodeProber(node, p.Autotune.Class)
+	if err != nil {
+		return fmt.Errorf("auto-tune: %w", err)
+	}
+	st := p.Autotune.Settings
+	if st.Start == 0 {
+		st.Start = autotune.DefaultStart(node, prober)
+	}
+	log := r.opts.Log
+	st.OnStep = func(s autotune.Step) {
+		log(fmt.Sprintf("auto-tune %s: step %d %s at %.0f ops/s: %s", p.Name, s.N, s.Phase, s.Rate, s.Verdict))
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	ps := &phaseSearch{phase: i, cancel: cancel, done: make(chan struct{}), prober: prober}
+	prober.Begin()
+	go func() {
+		defer close(ps.done)
+		ps.result = autotune.Search(ctx, prober, st)
+	}()
+	r.search = ps
+	return nil
+}
+
+// endSearch stops the running search (its hold, or the search itself if the phase ended
+// first), gives the tuned classes their configured rates back, and records the verdict
+// as the phase's "capacity" result.
+func (r *runner) endSearch() {
+	ps := r.search
+	if ps == nil {
+		return
+	}
+	r.search = nil
+	ps.cancel()
+	<-ps.done
+	p := r.sc.Phases[ps.phase]
+	if err := ps.prober.End(); err != nil && r.out.Error == "" {
+		r.out.Error = fmt.Sprintf("phase %s: end the auto-tune: %v", p.Name, err)
+	}
+	res := ps.result
+	r.out.Capacity = append(r.out.Capacity, PhaseCapacity{Phase: p.Name, MinCapacity: p.Autotune.MinCapacity, Result: res})
+	check := "capacity within SLA"
+	if p.Autotune.MinCapacity > 0 {
+		check = fmt.Sprintf("capacity >= %.0f ops/s", p.Autotune.MinCapacity)
+	}
+	out := Result{Name: check + " [phase " + p.Name + "]", Check: check, Window: "phase " + p.Name, Metric: "capacity",
+		Suite: p.Name, Status: Fail, Observed: res.Status, From: res.Started, To: res.Ended, Detail: res.Message}
+	if res.Capacity > 0 {
+		v := res.Capacity
+		out.Value = &v
+		out.Observed = fmt.Sprintf("%.0f ops/s [%.0f, %.0f]", res.Capacity, res.Lo, res.Hi)
+	}
+	switch {
+	case res.Status == autotune.StatusStopped && r.out.Interrupted:
+		out.Status, out.Detail = NotEvaluated, joinDetail("the run was interrupted during the search", res.Message)
+	case res.Status == autotune.StatusStopped:
+		out.Detail = joinDetail("the search did not end within the phase's duration: give the phase more time", res.Message)
+	case res.Status == autotune.StatusClientBound:
+		// The store's capacity is above what the generator could offer: no verdict on
+		// the store, and the result is invalid as a measurement of it.
+		r.out.Invalid = append(r.out.Invalid, fmt.Sprintf("phase %s: the generator was the limit at %.0f ops/s (client-bound), below the store's capacity: %s", p.Name, res.Lo, res.Message))
+	case res.Status != autotune.StatusFound && res.Status != autotune.StatusAboveMax:
+	case res.Capacity < p.Autotune.MinCapacity:
+		out.Detail = joinDetail(fmt.Sprintf("below the least capacity of %.0f ops/s", p.Autotune.MinCapacity), res.Message)
+	default:
+		out.Status, out.Detail = Pass, ""
+		if h := res.Hold; h != nil && h.Windows > 0 {
+			out.Detail = fmt.Sprintf("then held %.0f..%.0f ops/s (mean %.0f) over %d windows, %d outside the SLA", h.Min, h.Max, h.Mean, h.Windows, h.Failures)
+		}
+	}
+	r.capacity = append(r.capacity, out)
+	r.opts.Log(fmt.Sprintf("auto-tune %s: %s (%s)", p.Name, res.Status, out.Observed))
 }

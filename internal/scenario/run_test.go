@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -195,5 +197,70 @@ thresholds:
 	}
 	if q.Status != NotEvaluated || !strings.Contains(q.Detail, "not reached: interrupted") {
 		t.Errorf("phase q: %+v", q)
+	}
+}
+
+// TestAutotunePhase: an auto-tune phase searches the capacity (here the search's
+// maximum, which the memory store stays within), holds it until the phase ends, then
+// the next phase runs at its configured rates; the verdict is a "capacity" result in the
+// phase's JUnit suite, failed when below minCapacity or when the search did not end
+// within the phase.
+func TestAutotunePhase(t *testing.T) {
+	for _, tc := range []struct {
+		name, duration string
+		min            float64
+		status         string
+		exit           int
+		detail         string
+	}{
+		{"found", "10s", 1500, Pass, ExitPass, ""},
+		{"below the least capacity", "10s", 3000, Fail, ExitFailed, "below the least capacity of 3000"},
+		{"not ended in time", "2s", 0, Fail, ExitFailed, "did not end within the phase's duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := runOn(t, `
+name: capacity
+config:
+  driver: {name: memory}
+  drivers: {memory: {serviceTime: 100us}}
+  workload: {readRate: 100, writeEnabled: false, readers: 8, numKeys: 100}
+phases:
+  - name: find
+    duration: `+tc.duration+`
+    autotune: {percentile: 90, latency: 50ms, start: 1000, maxRate: 2000, settle: 0s, window: 1s, confirm: 1s, minCapacity: `+fmt.Sprint(tc.min)+`}
+  - name: after
+    duration: 2s
+thresholds:
+  - {check: read.rate > 50, window: phase after}
+`)
+			if len(out.Capacity) != 1 || out.Capacity[0].Phase != "find" || out.Capacity[0].Result == nil {
+				t.Fatalf("capacity: %+v", out.Capacity)
+			}
+			res := out.Capacity[0].Result
+			var verdict *Result
+			for i := range out.Thresholds {
+				if out.Thresholds[i].Metric == "capacity" {
+					verdict = &out.Thresholds[i]
+				}
+			}
+			if verdict == nil || verdict.Suite != "find" {
+				t.Fatalf("no capacity verdict in the find suite: %+v", out.Thresholds)
+			}
+			t.Logf("%s: %s %.0f [%.0f, %.0f], verdict %s %q", tc.name, res.Status, res.Capacity, res.Lo, res.Hi, verdict.Status, verdict.Detail)
+			if verdict.Status != tc.status || out.ExitCode() != tc.exit || !strings.Contains(verdict.Detail, tc.detail) {
+				t.Errorf("verdict %s (%s), exit %d; want %s, exit %d, detail with %q", verdict.Status, verdict.Detail, out.ExitCode(), tc.status, tc.exit, tc.detail)
+			}
+			if tc.status == Pass && (res.Status != "above-max" || res.Capacity != 2000 || res.Hold == nil) {
+				t.Errorf("search %s at %.0f, hold %+v; want above-max at 2000 and a hold until the phase ended", res.Status, res.Capacity, res.Hold)
+			}
+			// The next phase ran at the configured 100 reads/s, not the search's rate.
+			if r := out.Thresholds[0]; r.Status != Pass || r.Value == nil || *r.Value > 150 {
+				t.Errorf("phase after: %+v", r)
+			}
+			var junit bytes.Buffer
+			if err := out.WriteJUnit(&junit); err != nil || !strings.Contains(junit.String(), `classname="capacity.find"`) {
+				t.Errorf("JUnit (%v): %s", err, junit.String())
+			}
+		})
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/presets"
 	"github.com/ndbench/ndbench/internal/config/source"
@@ -72,8 +73,18 @@ type PhaseSpec struct {
 	// Load gives op classes a load shape for the phase; a class not named runs at its
 	// configured rate.
 	Load map[string]ShapeSpec `json:"load,omitempty"`
-	// Autotune is a capacity search phase: not available in this build yet.
-	Autotune any `json:"autotune,omitempty"`
+	// Autotune makes the phase a capacity search: the rate is searched for the highest one
+	// within the SLA, then held there (AIMD) until the phase ends. Duration bounds the
+	// whole: a search that has not ended by then fails the phase.
+	Autotune *AutotuneSpec `json:"autotune,omitempty"`
+}
+
+// AutotuneSpec is an auto-tune phase as written: the fields of a search request
+// (autotune.Spec, as POST /api/v1/autotune takes them) and the least capacity that passes.
+type AutotuneSpec struct {
+	autotune.Spec
+	// MinCapacity fails the phase when the capacity found is lower (ops/s; 0: any).
+	MinCapacity float64 `json:"minCapacity,omitempty"`
 }
 
 // ShapeSpec is one class's load in a phase: exactly one of its fields.
@@ -184,6 +195,15 @@ type Phase struct {
 	Load map[string]string
 	// Start is the offset from the scenario's start.
 	Start time.Duration
+	// Autotune is set for a capacity search phase.
+	Autotune *PhaseAutotune
+}
+
+// PhaseAutotune is a checked auto-tune phase.
+type PhaseAutotune struct {
+	Settings    autotune.Settings // Hold set: the phase holds the rate it found
+	Class       string            // "" tunes every enabled class with a rate, ratio kept
+	MinCapacity float64
 }
 
 // Hook is one checked hook.
@@ -273,10 +293,6 @@ func Parse(path string, data []byte, opts Options) (*Scenario, error) {
 			add(field+".name", ps.Name, "a name no other phase has")
 		}
 		names[ps.Name] = true
-		if ps.Autotune != nil {
-			add(field+".autotune", ps.Name, "phase kinds constant, ramp, steps and sine: an auto-tune phase is not available in this build yet (phase "+ps.Name+")")
-			continue
-		}
 		p := Phase{Name: ps.Name, Start: at, Shapes: map[string]pacer.Shape{}, Load: map[string]string{}}
 		switch d := strings.TrimSpace(ps.Duration); {
 		case d == "forever" || d == "infinite":
@@ -313,6 +329,19 @@ func Parse(path string, data []byte, opts Options) (*Scenario, error) {
 			}
 		}
 		phaseClasses := store.Current().Config.Workload.ClassNames()
+		if ps.Autotune != nil {
+			p.Autotune = checkAutotune(field+".autotune", ps, phaseClasses, add, &errs)
+			if p.Autotune != nil {
+				what := "every enabled class, ratio kept"
+				if p.Autotune.Class != "" {
+					what = "class " + p.Autotune.Class
+				}
+				p.Load["auto-tune"] = fmt.Sprintf("search the capacity within %s (%s), then hold it", p.Autotune.Settings.SLA, what)
+				if p.Autotune.MinCapacity > 0 {
+					p.Load["auto-tune"] += fmt.Sprintf("; the phase fails below %.0f ops/s", p.Autotune.MinCapacity)
+				}
+			}
+		}
 		for _, class := range slices.Sorted(maps.Keys(ps.Load)) {
 			if !slices.Contains(phaseClasses, class) {
 				add(field+".load."+class, class, "op classes of the workload: "+strings.Join(phaseClasses, ", "))
@@ -711,4 +740,39 @@ func (sc *Scenario) End() time.Duration {
 		d += p.Duration
 	}
 	return d
+}
+
+// checkAutotune checks an auto-tune phase: the search's fields (errors named under
+// field), its class, and that it has no load of its own (the search sets the load).
+func checkAutotune(field string, ps PhaseSpec, classes []string, add func(field, value, allowed string), errs *driver.FieldErrors) *PhaseAutotune {
+	a := ps.Autotune
+	if len(ps.Load) > 0 {
+		add(field, ps.Name, "an auto-tune phase sets the load itself: give it no load (phase "+ps.Name+")")
+	}
+	if a.Class != "" && !slices.Contains(classes, a.Class) {
+		add(field+".class", a.Class, "op classes of the workload: "+strings.Join(classes, ", "))
+	}
+	if a.MinCapacity < 0 {
+		add(field+".minCapacity", fmt.Sprint(a.MinCapacity), "ops/s at least 0 (0: any capacity passes)")
+	}
+	if a.Hold {
+		add(field+".hold", "true", "leave it out: an auto-tune phase always holds the rate it found until the phase ends")
+	}
+	if a.Duration != "" {
+		add(field+".duration", a.Duration, "leave it out: the phase's duration bounds the search and the hold")
+	}
+	st, err := a.Spec.Settings()
+	if err != nil {
+		if fes, ok := driver.AsFieldErrors(err); ok {
+			for _, fe := range fes {
+				fe.Field = field + "." + fe.Field
+				*errs = append(*errs, fe)
+			}
+		} else {
+			add(field, "", err.Error())
+		}
+		return nil
+	}
+	st.Hold = true
+	return &PhaseAutotune{Settings: st, Class: a.Class, MinCapacity: a.MinCapacity}
 }

@@ -120,7 +120,12 @@ func TestParseNamesEveryBadName(t *testing.T) {
 		{"duplicate phase", "name: steady", "name: warm", []string{"phases.warm.name", "no other phase"}},
 		{"unknown field", "abort: true", "abrot: true", []string{"abrot"}},
 		{"config key", "readRate: 100,", "readRat: 100,", []string{"workload.readRat"}},
-		{"autotune phase", "  - name: warm\n    duration: 10s", "  - name: warm\n    autotune: {sla: x}", []string{"phases.warm.autotune", "not available in this build yet", "phase warm"}},
+		{"autotune unknown field", "  - name: warm\n    duration: 10s", "  - name: warm\n    duration: 10s\n    autotune: {sla: x}", []string{"sla"}},
+		{"autotune latency", "  - name: warm\n    duration: 10s", "  - name: warm\n    duration: 10s\n    autotune: {latency: soon}", []string{"phases.warm.autotune.latency", "soon"}},
+		{"autotune percentile", "  - name: warm\n    duration: 10s", "  - name: warm\n    duration: 10s\n    autotune: {percentile: 150}", []string{"phases.warm.autotune.percentile"}},
+		{"autotune class", "  - name: warm\n    duration: 10s", "  - name: warm\n    duration: 10s\n    autotune: {class: reads}", []string{"phases.warm.autotune.class", "reads", "op classes of the workload"}},
+		{"autotune hold", "  - name: warm\n    duration: 10s", "  - name: warm\n    duration: 10s\n    autotune: {hold: true}", []string{"phases.warm.autotune.hold", "always holds"}},
+		{"autotune with load", "  - name: warm\n    duration: 10s", "  - name: warm\n    duration: 10s\n    autotune: {latency: 5ms}\n    load: {read: {rate: 10}}", []string{"phases.warm.autotune", "give it no load"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
