@@ -2,15 +2,20 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -211,3 +216,67 @@ func (c *Coordinator) describe() string {
 	}
 	return s
 }
+
+// SetShape gives class a load shape on every node, each its share by weight, from one
+// common instant (nil: back to the configured rate). See Coordinator.SetShape.
+func (f *Fleet) SetShape(class string, shape pacer.Shape) error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	return f.c.SetShape(ctx, class, shape)
+}
+
+// Drain stops the load on every node (the run ends) and waits until no node has an
+// operation in flight any more (as the nodes' beats tell), at most the operation timeout
+// and a second.
+func (f *Fleet) Drain() error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	if err := f.c.Stop(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(f.c.FleetConfig().Config.Workload.OpTimeout + time.Second)
+	for {
+		running := false
+		for _, r := range f.Status().Running {
+			running = running || r
+		}
+		if !running {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("drain the fleet: load still running on a node after %v", f.c.FleetConfig().Config.Workload.OpTimeout+time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
+		f.c.beatAll(ctx)
+	}
+}
+
+// Finish waits until the fleet's statistics hold the second in which it was called
+// (every node's interval merged, or the merge's wait for late nodes over), so the end of
+// a run is judged and reported; at most the merge wait and 3 s.
+func (f *Fleet) Finish() {
+	now := time.Now()
+	done := make(chan struct{})
+	var once sync.Once
+	cancel := f.c.stats.coll.Subscribe(func(iv *stats.Interval) {
+		if !iv.End.Before(now) {
+			once.Do(func() { close(done) })
+		}
+	})
+	defer cancel()
+	select {
+	case <-done:
+	case <-time.After(f.c.opts.MergeWait + 3*time.Second):
+	}
+}
+
+// SaturatedNodes returns the nodes that sent less than their share in the merged second
+// that starts at start (nil when none, or the second is not known): their figures are the
+// generator's limit, not the store's. Auto-tune's judge reads it for each second.
+func (f *Fleet) SaturatedNodes(start time.Time) []string { return f.c.stats.saturated(start) }
+
+// The fleet view drives auto-tune and scenarios as a node does.
+var (
+	_ autotune.Node = (*Fleet)(nil)
+	_ scenario.Node = (*Fleet)(nil)
+)

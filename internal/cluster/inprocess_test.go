@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/pacer"
 
 	_ "github.com/ndbench/ndbench/drivers/memory"
 )
@@ -25,8 +27,35 @@ const inToken = "in-process-fleet-token"
 
 // inNode is one node in the test process: an instance behind its API with an agent.
 type inNode struct {
-	inst *instance.Instance
-	ts   *httptest.Server
+	inst   *instance.Instance
+	ts     *httptest.Server
+	shapes *shapeRecorder
+}
+
+// shapeRecorder is the agent's node: the instance, with the shapes set on it noted.
+type shapeRecorder struct {
+	*instance.Instance
+	mu  sync.Mutex
+	set []shapeSet
+}
+
+type shapeSet struct {
+	class string
+	shape pacer.Shape
+	at    time.Time
+}
+
+func (r *shapeRecorder) SetShape(class string, shape pacer.Shape) error {
+	r.mu.Lock()
+	r.set = append(r.set, shapeSet{class, shape, time.Now()})
+	r.mu.Unlock()
+	return r.Instance.SetShape(class, shape)
+}
+
+func (r *shapeRecorder) sets() []shapeSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]shapeSet(nil), r.set...)
 }
 
 func newInNode(t *testing.T) *inNode {
@@ -37,7 +66,8 @@ func newInNode(t *testing.T) *inNode {
 	}
 	inst := instance.New(config.NewStore(snap), nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	agent := cluster.NewAgent(inst, cluster.AgentOptions{ID: "n", Version: "test"})
+	rec := &shapeRecorder{Instance: inst}
+	agent := cluster.NewAgent(rec, cluster.AgentOptions{ID: "n", Version: "test"})
 	go agent.Run(ctx)
 	srv, err := api.New(api.Options{Instance: inst, Token: inToken, Agent: agent, Version: "test"})
 	if err != nil {
@@ -45,7 +75,7 @@ func newInNode(t *testing.T) *inNode {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { cancel(); ts.Close(); srv.Close(); _ = inst.Close() })
-	return &inNode{inst: inst, ts: ts}
+	return &inNode{inst: inst, ts: ts, shapes: rec}
 }
 
 func inCall(t *testing.T, method, url string, in, out any) {
@@ -261,6 +291,66 @@ func TestRefreshDuringCommands(t *testing.T) {
 	for _, n := range nodes {
 		if got, _, _ := n.inst.Config().Value("workload.readRate"); got != "69.5" {
 			t.Errorf("node readRate %s, want 69.5 (139 over 2)", got)
+		}
+	}
+}
+
+// The fleet's SetShape gives every node its share of the shape (by weight) from one
+// common instant, and a shape that any node refuses applies on none.
+func TestInProcessFleetSetShape(t *testing.T) {
+	nodes, coord, url := inFleet(t, 2)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 100, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	fleet := coord.Fleet()
+	ramp, err := pacer.NewRamp(200, 600, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if err := fleet.SetShape("read", ramp); err != nil {
+		t.Fatal(err)
+	}
+	returned := time.Now()
+	var at []time.Time
+	for i, n := range nodes {
+		got := n.shapes.sets()
+		if len(got) != 1 {
+			t.Fatalf("node %d: shapes set %+v; want one", i, got)
+		}
+		want := pacer.Ramp{From: 100, To: 300, Over: 10 * time.Second}
+		if got[0].class != "read" || got[0].shape != want {
+			t.Errorf("node %d got %s %#v; want read %#v (half of the fleet's ramp)", i, got[0].class, got[0].shape, want)
+		}
+		if got[0].at.After(returned) {
+			t.Errorf("node %d: shape applied at %v, after SetShape returned (%v)", i, got[0].at, returned)
+		}
+		at = append(at, got[0].at)
+	}
+	if d := at[0].Sub(at[1]).Abs(); d > 30*time.Millisecond {
+		t.Errorf("the nodes applied the shape %v apart (%v, %v); want one common instant", d, at[0], at[1])
+	}
+	if d := at[0].Sub(before); d < 150*time.Millisecond {
+		t.Errorf("shape applied %v after the call; want the common instant set ahead (200 ms) so every node gets it in time", d)
+	}
+
+	// A shape no node can run is refused by the coordinator, naming the field.
+	err = fleet.SetShape("read", pacer.Sine{Mean: 100, Amplitude: 150, Period: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "shape.amplitude") {
+		t.Errorf("a sine that goes below 0: %v; want an error naming shape.amplitude", err)
+	}
+	// One node refuses (another coordinator's run holds it): the other one is not told.
+	if err := callAs(inToken, http.MethodPost, nodes[1].ts.URL+"/api/v1/cluster/beat",
+		cluster.BeatRequest{Coordinator: "another", Run: "theirs", LeaseMs: 60000, Sent: time.Now()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = fleet.SetShape("read", pacer.Constant(50))
+	if err == nil || !strings.Contains(err.Error(), "another coordinator") {
+		t.Errorf("a shape while a node is another coordinator's: %v; want the node's refusal", err)
+	}
+	for i, n := range nodes {
+		if got := n.shapes.sets(); len(got) != 1 {
+			t.Errorf("node %d: shapes set %+v after refused changes; want only the first", i, got)
 		}
 	}
 }
