@@ -50,12 +50,23 @@ func (f *Fleet) Shutdown() error {
 	return f.c.Shutdown(ctx)
 }
 
-// Start starts op classes on every node at one common instant.
+// Start starts op classes on every node at one common instant, and returns then: the
+// load runs when it returns, as a node's Start (a scenario's phase clock, auto-tune's
+// settle period count from it).
 func (f *Fleet) Start(classes ...string) error {
 	ctx, cancel := cmdContext()
 	defer cancel()
-	_, err := f.c.Start(ctx, classes...)
-	return err
+	at, err := f.c.Start(ctx, classes...)
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // Stop stops op classes on every node.
