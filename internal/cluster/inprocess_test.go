@@ -354,3 +354,45 @@ func TestInProcessFleetSetShape(t *testing.T) {
 		}
 	}
 }
+
+// With --redistribute, a lost node's share of a fleet's shape goes to the others: they get
+// the shape again at their new share, continued where the fleet's is.
+func TestInProcessFleetReshapesAfterALoss(t *testing.T) {
+	nodes, coord, url := inFleet(t, 3)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 90, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	fleet := coord.Fleet()
+	ramp := pacer.Ramp{From: 300, To: 600, Over: 20 * time.Second}
+	if err := fleet.SetShape("read", ramp); err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.Start("read"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	nodes[2].ts.CloseClientConnections()
+	nodes[2].ts.Close()
+	end := time.Now().Add(10 * time.Second)
+	for _, n := range nodes[:2] {
+		for {
+			got := n.shapes.sets()
+			last := got[len(got)-1]
+			// Half of the fleet's ramp, some seconds into it: above 150, the old third's
+			// 100 at its start.
+			if len(got) >= 2 && last.class == "read" && last.shape.Rate(0) > 150 && last.shape.Rate(0) < 300 {
+				if r := last.shape.Rate(time.Hour); r != 300 {
+					t.Errorf("re-split ramp ends at %v ops/s on a node; want 300, half of 600", r)
+				}
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("shapes set on a node %+v 10 s after a node was lost; want its share re-split to a half", got)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if err := fleet.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
