@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,6 +127,8 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	var (
 		node        scenario.Node
 		reportInput func(string) report.Input
+		// nodeInvalid, on a fleet, judges each node's own report for generator saturation.
+		nodeInvalid = func() []string { return nil }
 		backfill    func(context.Context, engine.BackfillOptions) (engine.BackfillStatus, error)
 		progress    func() engine.BackfillStatus
 		where       = ""
@@ -139,6 +144,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		}
 		defer fl.Close()
 		node, reportInput, backfill, where = fl, fl.ReportInput, fl.backfill, " on a fleet"
+		nodeInvalid = func() []string { return nodesGeneratorBound(ctx, fl, s.err) }
 		progress = func() engine.BackfillStatus {
 			if b := fl.Status().Backfill; b != nil {
 				return *b
@@ -184,7 +190,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	in.Timeline = out.ReportMarks()
 	rep := report.Build(in)
 	if out.Error == "" && out.AbortedBy == "" && !out.Interrupted {
-		out.Invalid = report.GeneratorBound(rep)
+		out.Invalid = append(report.GeneratorBound(rep), nodeInvalid()...)
 	}
 	printSummary(s.out, rep)
 	out.WriteText(s.out)
@@ -195,6 +201,25 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		return exitError{code, fmt.Errorf("scenario %s %s (exit code %d)", sc.Name, out.Verdict(), code)}
 	}
 	return nil
+}
+
+// nodesGeneratorBound judges each fleet node's own report for generator saturation (its
+// CPU, its start lag while its workers were free): one saturated node among many may not
+// show in the merged figures, and it invalidates the run all the same.
+func nodesGeneratorBound(ctx context.Context, fl *clientFleet, stderr io.Writer) []string {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	reps, err := fl.NodeReports(rctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "warning: nodes' own reports not read, their saturation not judged:", err)
+	}
+	var out []string
+	for _, id := range slices.Sorted(maps.Keys(reps)) {
+		for _, why := range report.GeneratorBound(reps[id]) {
+			out = append(out, "node "+id+": "+why)
+		}
+	}
+	return out
 }
 
 func writeScenarioOutputs(f *scenarioFlags, s *streams, rep *report.Report, out *scenario.Outcome) error {

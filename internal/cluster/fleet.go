@@ -291,3 +291,25 @@ var (
 	_ autotune.Node = (*Fleet)(nil)
 	_ scenario.Node = (*Fleet)(nil)
 )
+
+// NodeReports returns every live node's own run report (GET /api/v1/report), by node id:
+// what only a node can judge of itself, such as its generator's saturation (its process's
+// CPU, its start lag while its workers were free), which the merged figures may hide.
+func (f *Fleet) NodeReports(ctx context.Context) (map[string]*report.Report, error) {
+	f.c.mu.Lock()
+	ms := f.c.alive()
+	f.c.mu.Unlock()
+	out := make(map[string]*report.Report, len(ms))
+	var mu sync.Mutex
+	err := f.c.fanOut("node reports", ms, func(m *member) error {
+		var r report.Report
+		if err := m.client().call(ctx, http.MethodGet, "/api/v1/report", nil, &r); err != nil {
+			return err
+		}
+		mu.Lock()
+		out[m.ID] = &r
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}

@@ -392,6 +392,19 @@ func TestInProcessFleetReshapesAfterALoss(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	// Each live node's own report, for what only it can judge of itself.
+	reps, err := fleet.NodeReports(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 2 {
+		t.Errorf("%d node reports; want the 2 live nodes'", len(reps))
+	}
+	for id, r := range reps {
+		if r.Ops["read"].Count == 0 || r.Driver.Name != "memory" {
+			t.Errorf("node %s's report: driver %q, reads %d; want its own run on memory", id, r.Driver.Name, r.Ops["read"].Count)
+		}
+	}
 	if err := fleet.Stop(); err != nil {
 		t.Fatal(err)
 	}

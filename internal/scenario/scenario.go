@@ -15,8 +15,8 @@
 // their share and applied at a common instant, Patch goes to the fleet's scope, and the
 // Collector is fed by the coordinator's merge; a threshold window holding partial seconds
 // (a node's data missing) reports them. Hooks run where the scenario runs (the control
-// point). Still to do: GeneratorBound judged per node, since one saturated node among many
-// may not show in the merged figures.
+// point); the CLI judges each node's own report for generator saturation besides the
+// merged one.
 package scenario
 
 import (
