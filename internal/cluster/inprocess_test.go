@@ -409,3 +409,45 @@ func TestInProcessFleetReshapesAfterALoss(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// POST /fleet/api/v1/autotune runs the search on the fleet: each step's rate is split
+// among the nodes as a constant shape, and measured on the merged statistics.
+func TestInProcessFleetAutotuneRoute(t *testing.T) {
+	nodes, _, url := inFleet(t, 2)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 300, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/autotune"), map[string]any{"start": 400, "percentile": 90, "latency": "1s",
+		"settle": "1s", "window": "1s", "maxRate": 800}, nil)
+	defer func() { _ = callAs(inToken, http.MethodPost, url("/api/v1/autotune/stop"), nil, nil) }()
+	type status struct {
+		Running bool `json:"running"`
+		Steps   []struct {
+			Rate     float64 `json:"rate"`
+			Achieved float64 `json:"achieved"`
+			Verdict  string  `json:"verdict"`
+		} `json:"steps"`
+	}
+	end := time.Now().Add(20 * time.Second)
+	for {
+		var st status
+		inCall(t, http.MethodGet, url("/api/v1/autotune"), nil, &st)
+		if len(st.Steps) > 0 {
+			s := st.Steps[0]
+			if s.Rate != 400 || s.Achieved < 300 || s.Achieved > 500 {
+				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked and about that achieved, merged over both nodes", s)
+			}
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no step after 20 s: %+v", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for i, n := range nodes {
+		got := n.shapes.sets()
+		if len(got) == 0 || got[0].shape != pacer.Constant(200) {
+			t.Errorf("node %d: shapes %+v; want the first step's half, constant 200 ops/s", i, got)
+		}
+	}
+}
