@@ -55,6 +55,14 @@ func (s *Server) clusterRoutes() {
 			}
 			return &out[startAnswer]{startAnswer{At: in.Body.At}}, nil
 		})
+	register(s, changesState, huma.Operation{OperationID: "cluster-shape", Method: http.MethodPost, Path: "/api/v1/cluster/shape", Tags: []string{"cluster"},
+		Summary: "Set or clear an op class's load shape at an instant, for a fleet", Description: "The shape's rates are this node's share of the fleet's; the call returns when it applied. dryRun checks it only. 409 when another coordinator's run holds the node."},
+		errs, func(ctx context.Context, in *struct{ Body cluster.ShapeRequest }) (*struct{}, error) {
+			if err := needToken(); err != nil {
+				return nil, err
+			}
+			return nil, a.SetShape(ctx, in.Body)
+		})
 	register(s, changesState, huma.Operation{OperationID: "cluster-release", Method: http.MethodPost, Path: "/api/v1/cluster/release", Tags: []string{"cluster"},
 		Summary: "End this node's part in a fleet run", Description: "The node keeps no lease afterwards."},
 		errs, func(_ context.Context, in *struct{ Body cluster.ReleaseRequest }) (*struct{}, error) {

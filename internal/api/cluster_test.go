@@ -22,6 +22,7 @@ func TestClusterRoutesNeedAToken(t *testing.T) {
 		"/api/v1/cluster/beat":    {"coordinator": "c", "run": "r", "leaseMs": 1000, "sent": at},
 		"/api/v1/cluster/start":   {"coordinator": "c", "run": "r", "leaseMs": 1000, "at": at},
 		"/api/v1/cluster/release": {"coordinator": "c", "run": "r"},
+		"/api/v1/cluster/shape":   {"coordinator": "c", "class": "read", "shape": map[string]any{"kind": "constant", "rate": 5}},
 	} {
 		st, body := e.callAs("", http.MethodPost, path, req)
 		if st != http.StatusForbidden || !strings.Contains(string(body), "accepts no fleet control") {
@@ -43,6 +44,18 @@ func TestClusterRoutesNeedAToken(t *testing.T) {
 	e.must(http.StatusOK, http.MethodPost, "/api/v1/cluster/start", map[string]any{"coordinator": "c", "run": "r", "leaseMs": 60000, "at": at}, nil)
 	if !e.inst.Status().ReadsRunning {
 		t.Error("an authenticated coordinator's start did not start the load")
+	}
+	// The run's coordinator sets a class's shape; a bad one is refused naming the field,
+	// and so is another coordinator.
+	e.must(http.StatusNoContent, http.MethodPost, "/api/v1/cluster/shape", map[string]any{"coordinator": "c", "class": "read",
+		"shape": map[string]any{"kind": "ramp", "from": 5, "to": 20, "overMs": 2000}}, nil)
+	if st, body := e.call(http.MethodPost, "/api/v1/cluster/shape", map[string]any{"coordinator": "c", "class": "read",
+		"shape": map[string]any{"kind": "steps", "everyMs": 1000}}); st != http.StatusUnprocessableEntity || !strings.Contains(string(body), "shape.rates") {
+		t.Errorf("steps without rates: %d %s, want 422 naming shape.rates", st, body)
+	}
+	if st, body := e.call(http.MethodPost, "/api/v1/cluster/shape", map[string]any{"coordinator": "other", "class": "read",
+		"shape": map[string]any{"kind": "constant", "rate": 5}}); st != http.StatusConflict {
+		t.Errorf("another coordinator's shape: %d %s, want 409", st, body)
 	}
 	// Another coordinator is refused while the run holds the node.
 	if st, body := e.call(http.MethodPost, "/api/v1/cluster/beat", map[string]any{"coordinator": "other", "run": "r2", "leaseMs": 1000, "sent": at}); st != http.StatusConflict {

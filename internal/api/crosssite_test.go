@@ -66,6 +66,7 @@ var mustChangeState = []stateRoute{
 	{"POST", "/api/v1/cluster/beat"},
 	{"POST", "/api/v1/cluster/start"},
 	{"POST", "/api/v1/cluster/release"},
+	{"POST", "/api/v1/cluster/shape"},
 }
 
 // crossSiteHeaders are what browsers send with a request made by a page on another site,

@@ -19,6 +19,13 @@ type Measurement struct {
 	Cores    int     `json:"cores,omitempty"`
 	// Classes has one entry per tuned op class.
 	Classes map[string]ClassMeasurement `json:"classes"`
+	// On a fleet: PartialSeconds counts the merged seconds left out of the window because
+	// a node's data was missing (their counts are a lower bound); Incomplete says the
+	// window could not be filled without them. SaturatedNodes are the nodes that sent
+	// less than their share in a quarter of the window's seconds or more.
+	PartialSeconds int      `json:"partialSeconds,omitempty"`
+	Incomplete     bool     `json:"incomplete,omitempty"`
+	SaturatedNodes []string `json:"saturatedNodes,omitempty"`
 }
 
 // ClassMeasurement is one op class's figures over a step's window. Latencies are in
@@ -121,11 +128,22 @@ func (g Generator) withDefaults() Generator {
 // mean grown well beyond it (at least 4×, and by 5% of the bound) shows the store queueing even while a bounded pool of workers
 // caps it below the bound (every worker waiting in the store, the rest of the schedule
 // backing up in the generator): that is the store's limit, not the generator's.
+//
+// On a fleet, a window the merged statistics could not fill with complete seconds is
+// client-bound: it is no evidence of the store's limit either way. Nodes that sent less
+// than their share count as the generator's saturation, as start lag does: a violation
+// with the store's service time within SLA is then client-bound, and names them.
 func Judge(m Measurement, slas map[string]SLA, def SLA, g Generator, baseline map[string]float64) (Verdict, []string) {
 	g = g.withDefaults()
+	if m.Incomplete {
+		return ClientBound, []string{fmt.Sprintf("fleet statistics incomplete: %d merged second(s) lacked a node's data, too many to fill the window; not evidence of the store's limit", m.PartialSeconds)}
+	}
 	var store, client, saturated []string
 	if m.Cores > 0 && m.CPUCores >= g.CPU*float64(m.Cores) {
 		saturated = append(saturated, fmt.Sprintf("generator CPU %.2f of %d cores", m.CPUCores, m.Cores))
+	}
+	if len(m.SaturatedNodes) > 0 {
+		saturated = append(saturated, "fleet node(s) "+strings.Join(m.SaturatedNodes, ", ")+" sent less than their share")
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.Classes)) {
 		c := m.Classes[name]

@@ -3,6 +3,7 @@ package autotune
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -40,6 +41,16 @@ type Node interface {
 
 var _ Node = (*instance.Instance)(nil)
 
+// FleetNode is a Node made of nodes (cluster.Fleet): the process's own CPU says nothing
+// of its generators', so the prober reads none and asks instead, for each merged second,
+// which nodes sent less than their share of the rate.
+type FleetNode interface {
+	Node
+	// SaturatedNodes returns the nodes that sent less than their share in the merged
+	// second starting at start.
+	SaturatedNodes(start time.Time) []string
+}
+
 // NodeProber runs the search's steps on a Node: it sets every tuned class to its share
 // of the total rate, and measures the node's 1 s intervals.
 type NodeProber struct {
@@ -53,6 +64,8 @@ type NodeProber struct {
 	// CPU is read with the intervals: the process's own usage (0 cores on a fleet view,
 	// whose CPU is its nodes'; a fleet judges their saturation itself).
 	measureCPU bool
+	// fleet, when set, names the saturated nodes of each merged second.
+	fleet FleetNode
 
 	active atomic.Bool
 	snaps  chan snapshot
@@ -66,6 +79,10 @@ type snapshot struct {
 	start, end time.Time
 	usage      report.Usage // at the interval's end
 	ops        map[string]opSnapshot
+	// partial marks a merged fleet second that lacks a node's data; saturated are the
+	// fleet's nodes that sent less than their share in it.
+	partial   bool
+	saturated []string
 }
 
 type opSnapshot struct {
@@ -81,6 +98,9 @@ type opSnapshot struct {
 func NewNodeProber(n Node, class string) (*NodeProber, error) {
 	w := n.Config().Config.Workload
 	p := &NodeProber{node: n, share: map[string]float64{}, measureCPU: true}
+	if f, ok := n.(FleetNode); ok {
+		p.fleet, p.measureCPU = f, false
+	}
 	if class != "" {
 		c, ok := w.Class(class)
 		if !ok {
@@ -190,7 +210,10 @@ func (p *NodeProber) interval(iv *stats.Interval) {
 		p.mu.Unlock()
 		return
 	}
-	s := snapshot{start: iv.Start, end: iv.End, usage: u, ops: make(map[string]opSnapshot, len(p.classes))}
+	s := snapshot{start: iv.Start, end: iv.End, usage: u, ops: make(map[string]opSnapshot, len(p.classes)), partial: iv.Partial || len(iv.Missing) > 0}
+	if p.fleet != nil {
+		s.saturated = p.fleet.SaturatedNodes(iv.Start)
+	}
 	for _, c := range p.classes {
 		o := iv.Op(c)
 		if o == nil {
@@ -265,9 +288,13 @@ func (p *NodeProber) Probe(ctx context.Context, rate float64, spec ProbeSpec) (M
 	p.active.Store(true)
 	defer p.active.Store(false)
 	var got []snapshot
+	partial := 0
 	stall := time.NewTimer(time.Hour)
 	defer stall.Stop()
-	for len(got) < n {
+	// A partial fleet second (a node's data missing) is left out, not measured: its
+	// counts are a lower bound. A window that cannot be filled without them is judged
+	// incomplete.
+	for len(got) < n && partial <= n {
 		stall.Reset(spec.Settle + 5*time.Second)
 		select {
 		case <-ctx.Done():
@@ -279,17 +306,45 @@ func (p *NodeProber) Probe(ctx context.Context, rate float64, spec ProbeSpec) (M
 				before = s.usage
 				continue
 			}
+			if s.partial {
+				partial++
+				continue
+			}
 			got = append(got, s)
 		}
 	}
-	return p.measure(got, before, rate, spec), nil
+	if len(got) < n {
+		m := Measurement{Classes: map[string]ClassMeasurement{}, PartialSeconds: partial, Incomplete: true}
+		if len(got) > 0 {
+			m = p.measure(got, before, rate, spec)
+			m.PartialSeconds, m.Incomplete = partial, true
+		}
+		return m, nil
+	}
+	m := p.measure(got, before, rate, spec)
+	m.PartialSeconds = partial
+	return m, nil
 }
 
 // measure builds the measurement of a window of intervals; before is the process's
 // usage when the window began.
 func (p *NodeProber) measure(got []snapshot, before report.Usage, rate float64, spec ProbeSpec) Measurement {
 	m := Measurement{Start: got[0].start, End: got[len(got)-1].end, Classes: map[string]ClassMeasurement{}}
-	m.Seconds = m.End.Sub(m.Start).Seconds()
+	// The seconds measured, not the span: partial fleet seconds left out are not in it.
+	satSecs := map[string]int{}
+	for _, s := range got {
+		m.Seconds += s.end.Sub(s.start).Seconds()
+		for _, id := range s.saturated {
+			satSecs[id]++
+		}
+	}
+	// A node short of its share in a quarter of the window or more (one slow second is
+	// noise, not the generator's limit).
+	for _, id := range slices.Sorted(maps.Keys(satSecs)) {
+		if 4*satSecs[id] >= len(got) {
+			m.SaturatedNodes = append(m.SaturatedNodes, id)
+		}
+	}
 	if p.measureCPU && m.Seconds > 0 && before != (report.Usage{}) {
 		end := got[len(got)-1].usage
 		m.CPUCores = (end.User + end.System - before.User - before.System).Seconds() / m.Seconds

@@ -195,6 +195,20 @@ func TestJudge(t *testing.T) {
 			m.CPUCores, m.Cores = 1.95, 2
 		}, ClientBound, "CPU 1.95 of 2 cores", nil},
 		{"CPU saturated within SLA", func(_ *ClassMeasurement, m *Measurement) { m.CPUCores, m.Cores = 1.95, 2 }, Pass, "within SLA, but generator CPU", nil},
+		// On a fleet: a node short of its share while the store answers within SLA is the
+		// generator's limit, named; a window of partial seconds is no evidence at all.
+		{"fleet node saturated, store fine", func(c *ClassMeasurement, m *Measurement) {
+			c.Achieved = 900
+			m.SaturatedNodes = []string{"10.0.0.2:8080"}
+		}, ClientBound, "fleet node(s) 10.0.0.2:8080 sent less than their share", nil},
+		{"fleet node short while the store queues", func(c *ClassMeasurement, m *Measurement) {
+			c.Achieved, c.Response, c.Service = 800, 50000, 45000
+			m.SaturatedNodes = []string{"10.0.0.2:8080"}
+		}, Fail, "achieved 80.0%", nil},
+		{"fleet window incomplete", func(c *ClassMeasurement, m *Measurement) {
+			c.Response, c.Service = 20000, 19000
+			m.Incomplete, m.PartialSeconds = true, 6
+		}, ClientBound, "6 merged second(s) lacked a node's data", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok

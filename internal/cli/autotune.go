@@ -46,6 +46,7 @@ type autotuneFlags struct {
 	report      string
 	reportHTML  string
 	backfill    bool
+	fleet       fleetClientFlags
 }
 
 func newAutotuneCmd(io *streams) *cobra.Command {
@@ -69,11 +70,18 @@ capacity is above what was measured, never that it is the generator's limit.
 
 With --hold the load then stays at the highest rate within SLA and follows drift by
 AIMD (additive increase, multiplicative decrease) until --duration or Ctrl-C.
-Exit code 0 when the capacity was found (or held), 1 otherwise, 2 for bad usage.`,
+Exit code 0 when the capacity was found (or held), 1 otherwise, 2 for bad usage.
+
+With --peers or --discovery (and the fleet's token) the search runs on a fleet of
+` + "`ndbench serve`" + ` nodes with this process as the control point: every step's rate is split
+among the nodes by weight, steps are judged on the merged statistics, and a node that
+sends less than its share, or a second lacking a node's data, is the generator's limit,
+never the store's (docs/autotune.md).`,
 		Example: `  ndbench autotune --driver memory --set drivers.memory.capacity=20000 --set drivers.memory.serviceTime=1ms --set workload.maxReaders=512 --latency 50ms
   ndbench autotune --driver redis --workload ycsb-b --percentile 99 --latency 5ms --start 5000 --json > capacity.json
   ndbench autotune -c ndbench.properties --class write --sla write.latency=20ms --sla write.errors=0.1%
-  ndbench autotune --driver cassandra --hold --duration 2h --report hold.json`,
+  ndbench autotune --driver cassandra --hold --duration 2h --report hold.json
+  NDBENCH_TOKEN=... ndbench autotune --driver cassandra --peers 10.0.0.11:8080,10.0.0.12:8080 --latency 10ms`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAutotune(cmd.Context(), cmd, f, io)
@@ -105,6 +113,7 @@ Exit code 0 when the capacity was found (or held), 1 otherwise, 2 for bad usage.
 	fl.StringVar(&f.report, "report", "", "write the JSON run report, with the result under \"autotune\", to this file")
 	fl.StringVar(&f.reportHTML, "report-html", "", "write the HTML report, with the search's steps charted, to this file")
 	fl.BoolVar(&f.backfill, "backfill", false, "write every key once before the search (same as --set workload.backfill=true)")
+	f.fleet.bind(cmd)
 	return cmd
 }
 
@@ -219,9 +228,29 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		}
 	}
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	inst := instance.New(config.NewStore(snap), log)
-	defer inst.Close()
-	prober, err := autotune.NewNodeProber(inst, f.class)
+	var (
+		node        autotune.Node
+		initNode    func(context.Context) error
+		backfill    func(context.Context, engine.BackfillOptions) (engine.BackfillStatus, error)
+		drain       func() error
+		finish      func()
+		reportInput func(string) report.Input
+	)
+	if f.fleet.enabled() {
+		// The fleet's nodes are configured and their driver initialized as it opens: the
+		// prober reads the fleet's configuration (rates as fleet totals).
+		fl, err := f.fleet.open(ctx, snap, io.env, io.err, log)
+		if err != nil {
+			return err
+		}
+		defer fl.Close()
+		node, initNode, backfill, drain, finish, reportInput = fl, func(context.Context) error { return nil }, fl.backfill, fl.Drain, fl.Finish, fl.ReportInput
+	} else {
+		inst := instance.New(config.NewStore(snap), log)
+		defer inst.Close()
+		node, initNode, backfill, drain, finish, reportInput = inst, inst.InitConfigured, inst.Backfill, inst.Drain, inst.Finish, inst.ReportInput
+	}
+	prober, err := autotune.NewNodeProber(node, f.class)
 	if err != nil {
 		return usageError{err}
 	}
@@ -238,7 +267,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		return usageError{fmt.Errorf("--%s", err)}
 	}
 	initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
-	err = inst.InitConfigured(initCtx)
+	err = initNode(initCtx)
 	cancelInit()
 	if err != nil {
 		return err
@@ -248,7 +277,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		out = io.err
 	}
 	if f.backfill || w.Backfill {
-		st, err := inst.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
+		st, err := backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
 		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("backfill: %w", err)
 		}
@@ -264,8 +293,8 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	if err := prober.End(); err != nil {
 		fmt.Fprintln(io.err, "warning:", err)
 	}
-	_ = inst.Drain()
-	inst.Finish()
+	_ = drain()
+	finish()
 	fmt.Fprintln(out)
 	autotune.WriteOutcome(out, res)
 	if f.jsonOut {
@@ -276,7 +305,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		}
 	}
 	if f.report != "" || f.reportHTML != "" {
-		rep, err := withAutotune(report.Build(inst.ReportInput(toolVersion())), res)
+		rep, err := withAutotune(report.Build(reportInput(toolVersion())), res)
 		if err != nil {
 			return err
 		}

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,6 +44,7 @@ type scenarioFlags struct {
 	reportHTML string
 	junit      string
 	markdown   string
+	fleet      fleetClientFlags
 }
 
 func newScenarioCmd(s *streams) *cobra.Command {
@@ -60,10 +65,16 @@ Every name in the file is checked before anything runs; --dry-run prints the tim
 
 Exit codes: 0 every threshold passed, 1 a threshold failed, 2 a config, driver or hook
 error, 3 aborted by a threshold, 4 the result is invalid (the generator was saturated).
-The Markdown summary is appended to $GITHUB_STEP_SUMMARY when it is set.`,
+The Markdown summary is appended to $GITHUB_STEP_SUMMARY when it is set.
+
+With --peers or --discovery (and the fleet's token) the scenario runs on a fleet of
+` + "`ndbench serve`" + ` nodes with this process as the control point: the file's configuration,
+phase changes and load shapes go to every node (rates and shapes split by weight), hooks
+run here, and thresholds are judged on the merged per-second statistics (docs/fleet.md).`,
 		Example: `  ndbench scenario run examples/ami-certification.yaml --dry-run
   ndbench scenario run examples/capacity-steps.yaml --out-dir results/
-  ndbench scenario run cert.yaml --junit junit.xml --report report.json --set drivers.redis.addrs=10.0.0.5:6379`,
+  ndbench scenario run cert.yaml --junit junit.xml --report report.json --set drivers.redis.addrs=10.0.0.5:6379
+  NDBENCH_TOKEN=... ndbench scenario run cert.yaml --peers 10.0.0.11:8080,10.0.0.12:8080 --junit junit.xml`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("scenario run takes one scenario file; got %d arguments", len(args))}
@@ -81,6 +92,7 @@ The Markdown summary is appended to $GITHUB_STEP_SUMMARY when it is set.`,
 	run.Flags().StringVar(&f.reportHTML, "report-html", "", "write the HTML report to this file")
 	run.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testsuite per phase, a testcase per threshold) to this file")
 	run.Flags().StringVar(&f.markdown, "markdown", "", "write the Markdown summary to this file")
+	f.fleet.bind(run)
 	cmd.AddCommand(run)
 	return cmd
 }
@@ -112,26 +124,56 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		fmt.Fprintln(s.err, "note:", n)
 	}
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	inst := instance.New(config.NewStore(sc.Snapshot), log)
-	defer inst.Close()
-	initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
-	err = inst.InitConfigured(initCtx)
-	cancelInit()
-	if err != nil {
-		return exitError{scenario.ExitError, fmt.Errorf("scenario %s: %w", sc.Name, err)}
+	var (
+		node        scenario.Node
+		reportInput func(string) report.Input
+		// nodeInvalid, on a fleet, judges each node's own report for generator saturation.
+		nodeInvalid = func() []string { return nil }
+		backfill    func(context.Context, engine.BackfillOptions) (engine.BackfillStatus, error)
+		progress    func() engine.BackfillStatus
+		where       = ""
+	)
+	if f.fleet.enabled() {
+		fl, err := f.fleet.open(ctx, sc.Snapshot, s.env, s.err, log)
+		if err != nil {
+			var ue usageError
+			if errors.As(err, &ue) {
+				return err
+			}
+			return exitError{scenario.ExitError, fmt.Errorf("scenario %s: %w", sc.Name, err)}
+		}
+		defer fl.Close()
+		node, reportInput, backfill, where = fl, fl.ReportInput, fl.backfill, " on a fleet"
+		nodeInvalid = func() []string { return nodesGeneratorBound(ctx, fl, s.err) }
+		progress = func() engine.BackfillStatus {
+			if b := fl.Status().Backfill; b != nil {
+				return *b
+			}
+			return engine.BackfillStatus{Phase: "idle"}
+		}
+	} else {
+		inst := instance.New(config.NewStore(sc.Snapshot), log)
+		defer inst.Close()
+		initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
+		err = inst.InitConfigured(initCtx)
+		cancelInit()
+		if err != nil {
+			return exitError{scenario.ExitError, fmt.Errorf("scenario %s: %w", sc.Name, err)}
+		}
+		node, reportInput, backfill, progress = inst, inst.ReportInput, inst.Backfill, inst.BackfillStatus
 	}
 	total := sc.End()
 	if total == scenario.Forever {
 		total = 0
 	}
 	view := newLive(s.out, s.tty, total)
-	defer inst.Collector().Subscribe(view.interval)()
-	fmt.Fprintf(s.out, "ndbench %s: scenario %s, driver %s, %d phases, %d hooks, %d thresholds\n",
-		toolVersion(), sc.Name, sc.Snapshot.Config.DriverName, len(sc.Phases), len(sc.Hooks), len(sc.Thresholds))
+	defer node.Collector().Subscribe(view.interval)()
+	fmt.Fprintf(s.out, "ndbench %s: scenario %s%s, driver %s, %d phases, %d hooks, %d thresholds\n",
+		toolVersion(), sc.Name, where, sc.Snapshot.Config.DriverName, len(sc.Phases), len(sc.Hooks), len(sc.Thresholds))
 	w := sc.Snapshot.Config.Workload
 	if sc.Backfill || w.Backfill {
-		view.setBackfill(inst.BackfillStatus)
-		st, err := inst.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
+		view.setBackfill(progress)
+		st, err := backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
 		view.setBackfill(nil)
 		if err != nil && ctx.Err() == nil {
 			return exitError{scenario.ExitError, fmt.Errorf("backfill: %w", err)}
@@ -139,16 +181,16 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		fmt.Fprintf(s.out, "backfill %s: %d of %d keys written, %d failed\n", st.Phase, st.Written, st.Total, st.Failed)
 		view.restart()
 	}
-	out, err := scenario.Run(ctx, inst, sc, scenario.RunOptions{Log: view.note, Env: s.env})
+	out, err := scenario.Run(ctx, node, sc, scenario.RunOptions{Log: view.note, Env: s.env})
 	view.finish()
 	if err != nil {
 		return exitError{scenario.ExitError, err}
 	}
-	in := inst.ReportInput(toolVersion())
+	in := reportInput(toolVersion())
 	in.Timeline = out.ReportMarks()
 	rep := report.Build(in)
 	if out.Error == "" && out.AbortedBy == "" && !out.Interrupted {
-		out.Invalid = report.GeneratorBound(rep)
+		out.Invalid = append(report.GeneratorBound(rep), nodeInvalid()...)
 	}
 	printSummary(s.out, rep)
 	out.WriteText(s.out)
@@ -159,6 +201,25 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		return exitError{code, fmt.Errorf("scenario %s %s (exit code %d)", sc.Name, out.Verdict(), code)}
 	}
 	return nil
+}
+
+// nodesGeneratorBound judges each fleet node's own report for generator saturation (its
+// CPU, its start lag while its workers were free): one saturated node among many may not
+// show in the merged figures, and it invalidates the run all the same.
+func nodesGeneratorBound(ctx context.Context, fl *clientFleet, stderr io.Writer) []string {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	reps, err := fl.NodeReports(rctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "warning: nodes' own reports not read, their saturation not judged:", err)
+	}
+	var out []string
+	for _, id := range slices.Sorted(maps.Keys(reps)) {
+		for _, why := range report.GeneratorBound(reps[id]) {
+			out = append(out, "node "+id+": "+why)
+		}
+	}
+	return out
 }
 
 func writeScenarioOutputs(f *scenarioFlags, s *streams, rep *report.Report, out *scenario.Outcome) error {

@@ -61,3 +61,25 @@ thresholds: [{check: read.errors < 1%, window: phase p sustained 1s, abort: true
 		}
 	}
 }
+
+// A fleet run without the fleet's token, or with both --peers and --discovery, is bad
+// usage (exit 2) that names the flags, before any node is contacted.
+func TestFleetFlagsNeedATokenAndOneSource(t *testing.T) {
+	sc := writeScenario(t, `
+config: {driver: {name: memory}}
+phases: [{name: p, duration: 2s}]
+`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scenario", "run", sc, "--peers", "127.0.0.1:1"}, "--token or NDBENCH_TOKEN"},
+		{[]string{"autotune", "--driver", "memory", "--peers", "127.0.0.1:1"}, "--token or NDBENCH_TOKEN"},
+		{[]string{"scenario", "run", sc, "--peers", "127.0.0.1:1", "--discovery", "static:127.0.0.1:2", "--token", "0123456789abcdef0123"}, "--peers and --discovery"},
+	} {
+		code, _, stderr := ndbench(t, []string{"NDBENCH_TOKEN="}, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %s; want 2 naming %s", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -5,18 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/pacer"
 )
 
 // LocalNode is what an Agent drives on its own node: *instance.Instance.
 type LocalNode interface {
 	StartAt(at time.Time, classes ...string) error
 	Stop(classes ...string) error
+	SetShape(class string, shape pacer.Shape) error
 	StopBackfill() error
 	Status() instance.Status
 }
@@ -119,6 +124,50 @@ func (a *Agent) Start(req StartRequest) error {
 		return err
 	}
 	return a.node.StartAt(req.At, req.Ops...)
+}
+
+// maxShapeWait bounds how far ahead a shape's instant may be: a coordinator sets it a few
+// round trips ahead, and a node must not hold a call (and its connection) for long.
+const maxShapeWait = 10 * time.Second
+
+// SetShape checks a shape request and, unless it is a dry run, applies it at req.At. A
+// node whose load another coordinator's run holds refuses (ErrClaimed).
+func (a *Agent) SetShape(ctx context.Context, req ShapeRequest) error {
+	a.mu.Lock()
+	claimed := a.run != "" && a.coordinator != req.Coordinator && time.Since(a.lastBeat) <= a.lease
+	run, coord := a.run, a.coordinator
+	a.mu.Unlock()
+	if claimed {
+		return fmt.Errorf("%w: run %q of coordinator %q", ErrClaimed, run, coord)
+	}
+	classes := a.node.Status().Running // every class of the workload
+	if _, ok := classes[req.Class]; !ok {
+		return &driver.FieldError{Field: "class", Value: req.Class, Allowed: "op classes of the workload: " + strings.Join(slices.Sorted(maps.Keys(classes)), ", ")}
+	}
+	var shape pacer.Shape
+	if req.Shape != nil {
+		var err error
+		if shape, err = req.Shape.Shape(); err != nil {
+			return err
+		}
+	}
+	wait := time.Until(req.At)
+	if wait > maxShapeWait {
+		return &driver.FieldError{Field: "at", Value: req.At.Format(time.RFC3339Nano), Allowed: fmt.Sprintf("an instant at most %v ahead of this node's clock", maxShapeWait)}
+	}
+	if req.DryRun {
+		return nil
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("set shape of %s: %w", req.Class, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return a.node.SetShape(req.Class, shape)
 }
 
 // Claim takes the run's lease without starting anything: a backfill the coordinator

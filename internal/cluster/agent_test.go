@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/pacer"
 )
 
 // recordingNode is a LocalNode that notes what the agent asked of it.
@@ -38,6 +39,8 @@ func (n *recordingNode) Stop(...string) error {
 	n.stopOnce.Do(func() { close(n.stopped) })
 	return nil
 }
+
+func (n *recordingNode) SetShape(string, pacer.Shape) error { return nil }
 
 func (n *recordingNode) StopBackfill() error {
 	n.mu.Lock()

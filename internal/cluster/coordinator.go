@@ -133,6 +133,7 @@ type member struct {
 	inRun    bool              // shares the run's load
 	applied  map[string]string // the values last patched onto it
 	assigned map[string]float64
+	shaped   map[string]float64 // per class: the share of the fleet's shape it was sent
 	figures  nodeFigures
 	next     uint64 // the next interval sequence number to ask for
 	polling  bool
@@ -164,10 +165,14 @@ type Coordinator struct {
 	started []string
 	startAt time.Time
 	gen     uint64 // split generation: bumped at every re-split
+	// shapes are the fleet's load shapes by op class (fleet totals) and the common
+	// instant they applied at, re-split when the nodes sharing the load change.
+	shapes map[string]fleetShape
 
 	stats *fleetStats
 
-	cfgMu sync.Mutex // serialises configuration changes (SetConfig, ReplaceScopes)
+	cfgMu   sync.Mutex // serialises configuration changes (SetConfig, ReplaceScopes)
+	shapeMu sync.Mutex // serialises shape changes (SetShape, reshape)
 
 	activate     sync.Once
 	activated    chan struct{}
@@ -309,7 +314,16 @@ func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
 			m.inRun = false
 			c.gen++
 			c.log.Warn("fleet member lost: its share goes to the others", "node", m.ID, "was", prev)
-			go c.reapply(context.Background())
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+				defer cancel()
+				if err := c.reapply(ctx); err != nil {
+					c.log.Warn("re-split after a lost node failed", "err", err)
+				}
+				if err := c.reshape(ctx); err != nil {
+					c.log.Warn("load shapes not re-split after a lost node", "err", err)
+				}
+			}()
 		}
 	}
 	if h == Lost || h == Suspect {
@@ -1060,6 +1074,9 @@ func (c *Coordinator) join(ctx context.Context, id string) {
 	}
 	if err := c.reapply(ctx); err != nil {
 		c.log.Warn("joining node: re-split failed", "node", id, "err", err)
+	}
+	if err := c.reshape(ctx); err != nil {
+		c.log.Warn("joining node: load shapes not re-split", "node", id, "err", err)
 	}
 	if err := c.StartNode(ctx, id, classes...); err != nil {
 		c.log.Warn("joining node: start failed", "node", id, "err", err)

@@ -2,15 +2,20 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -45,12 +50,23 @@ func (f *Fleet) Shutdown() error {
 	return f.c.Shutdown(ctx)
 }
 
-// Start starts op classes on every node at one common instant.
+// Start starts op classes on every node at one common instant, and returns then: the
+// load runs when it returns, as a node's Start (a scenario's phase clock, auto-tune's
+// settle period count from it).
 func (f *Fleet) Start(classes ...string) error {
 	ctx, cancel := cmdContext()
 	defer cancel()
-	_, err := f.c.Start(ctx, classes...)
-	return err
+	at, err := f.c.Start(ctx, classes...)
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // Stop stops op classes on every node.
@@ -210,4 +226,90 @@ func (c *Coordinator) describe() string {
 		s += id
 	}
 	return s
+}
+
+// SetShape gives class a load shape on every node, each its share by weight, from one
+// common instant (nil: back to the configured rate). See Coordinator.SetShape.
+func (f *Fleet) SetShape(class string, shape pacer.Shape) error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	return f.c.SetShape(ctx, class, shape)
+}
+
+// Drain stops the load on every node (the run ends) and waits until no node has an
+// operation in flight any more (as the nodes' beats tell), at most the operation timeout
+// and a second.
+func (f *Fleet) Drain() error {
+	ctx, cancel := cmdContext()
+	defer cancel()
+	if err := f.c.Stop(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(f.c.FleetConfig().Config.Workload.OpTimeout + time.Second)
+	for {
+		running := false
+		for _, r := range f.Status().Running {
+			running = running || r
+		}
+		if !running {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("drain the fleet: load still running on a node after %v", f.c.FleetConfig().Config.Workload.OpTimeout+time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
+		f.c.beatAll(ctx)
+	}
+}
+
+// Finish waits until the fleet's statistics hold the second in which it was called
+// (every node's interval merged, or the merge's wait for late nodes over), so the end of
+// a run is judged and reported; at most the merge wait and 3 s.
+func (f *Fleet) Finish() {
+	now := time.Now()
+	done := make(chan struct{})
+	var once sync.Once
+	cancel := f.c.stats.coll.Subscribe(func(iv *stats.Interval) {
+		if !iv.End.Before(now) {
+			once.Do(func() { close(done) })
+		}
+	})
+	defer cancel()
+	select {
+	case <-done:
+	case <-time.After(f.c.opts.MergeWait + 3*time.Second):
+	}
+}
+
+// SaturatedNodes returns the nodes that sent less than their share in the merged second
+// that starts at start (nil when none, or the second is not known): their figures are the
+// generator's limit, not the store's. Auto-tune's judge reads it for each second.
+func (f *Fleet) SaturatedNodes(start time.Time) []string { return f.c.stats.saturated(start) }
+
+// The fleet view drives auto-tune and scenarios as a node does.
+var (
+	_ autotune.Node = (*Fleet)(nil)
+	_ scenario.Node = (*Fleet)(nil)
+)
+
+// NodeReports returns every live node's own run report (GET /api/v1/report), by node id:
+// what only a node can judge of itself, such as its generator's saturation (its process's
+// CPU, its start lag while its workers were free), which the merged figures may hide.
+func (f *Fleet) NodeReports(ctx context.Context) (map[string]*report.Report, error) {
+	f.c.mu.Lock()
+	ms := f.c.alive()
+	f.c.mu.Unlock()
+	out := make(map[string]*report.Report, len(ms))
+	var mu sync.Mutex
+	err := f.c.fanOut("node reports", ms, func(m *member) error {
+		var r report.Report
+		if err := m.client().call(ctx, http.MethodGet, "/api/v1/report", nil, &r); err != nil {
+			return err
+		}
+		mu.Lock()
+		out[m.ID] = &r
+		mu.Unlock()
+		return nil
+	})
+	return out, err
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ndbench/ndbench/internal/cluster/merge"
@@ -25,6 +27,48 @@ type fleetStats struct {
 	merger *merge.Merger
 	coll   *stats.Collector
 	log    *stats.IntervalLog
+
+	satMu sync.Mutex
+	sat   map[int64][]string // merged second's start (ns) -> nodes saturated in it
+}
+
+// satKept is how many merged seconds' saturated nodes are kept.
+const satKept = 300
+
+// saturated returns the nodes saturated in the merged second starting at start.
+func (f *fleetStats) saturated(start time.Time) []string {
+	f.satMu.Lock()
+	defer f.satMu.Unlock()
+	return slices.Clone(f.sat[start.UnixNano()])
+}
+
+// noteSaturated records which nodes sent less than their share in fl, before the merged
+// second is ingested (its subscribers may ask).
+func (f *fleetStats) noteSaturated(fl merge.Fleet) {
+	var ids []string
+	for id, nf := range fl.PerNode {
+		for name, o := range nf.Ops {
+			if !stats.IsOperationSeries(name) && o.Saturated() {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	slices.Sort(ids)
+	f.satMu.Lock()
+	defer f.satMu.Unlock()
+	if f.sat == nil {
+		f.sat = map[int64][]string{}
+	}
+	k := fl.Interval.Start.UnixNano()
+	f.sat[k] = ids
+	if len(f.sat) > satKept {
+		for old := range f.sat {
+			if old < k-int64(satKept)*int64(time.Second) {
+				delete(f.sat, old)
+			}
+		}
+	}
 }
 
 func newFleetStats(c *Coordinator, wait time.Duration) *fleetStats {
@@ -91,6 +135,9 @@ func (f *fleetStats) poll(ctx context.Context, now time.Time) {
 }
 
 func (f *fleetStats) ingest(fl merge.Fleet) {
+	if !fl.Late {
+		f.noteSaturated(fl)
+	}
 	var err error
 	if fl.Late {
 		err = f.coll.IngestCumulative(fl.Interval)

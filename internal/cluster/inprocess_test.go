@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/pacer"
 
 	_ "github.com/ndbench/ndbench/drivers/memory"
 )
@@ -25,8 +27,35 @@ const inToken = "in-process-fleet-token"
 
 // inNode is one node in the test process: an instance behind its API with an agent.
 type inNode struct {
-	inst *instance.Instance
-	ts   *httptest.Server
+	inst   *instance.Instance
+	ts     *httptest.Server
+	shapes *shapeRecorder
+}
+
+// shapeRecorder is the agent's node: the instance, with the shapes set on it noted.
+type shapeRecorder struct {
+	*instance.Instance
+	mu  sync.Mutex
+	set []shapeSet
+}
+
+type shapeSet struct {
+	class string
+	shape pacer.Shape
+	at    time.Time
+}
+
+func (r *shapeRecorder) SetShape(class string, shape pacer.Shape) error {
+	r.mu.Lock()
+	r.set = append(r.set, shapeSet{class, shape, time.Now()})
+	r.mu.Unlock()
+	return r.Instance.SetShape(class, shape)
+}
+
+func (r *shapeRecorder) sets() []shapeSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]shapeSet(nil), r.set...)
 }
 
 func newInNode(t *testing.T) *inNode {
@@ -37,7 +66,8 @@ func newInNode(t *testing.T) *inNode {
 	}
 	inst := instance.New(config.NewStore(snap), nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	agent := cluster.NewAgent(inst, cluster.AgentOptions{ID: "n", Version: "test"})
+	rec := &shapeRecorder{Instance: inst}
+	agent := cluster.NewAgent(rec, cluster.AgentOptions{ID: "n", Version: "test"})
 	go agent.Run(ctx)
 	srv, err := api.New(api.Options{Instance: inst, Token: inToken, Agent: agent, Version: "test"})
 	if err != nil {
@@ -45,7 +75,7 @@ func newInNode(t *testing.T) *inNode {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { cancel(); ts.Close(); srv.Close(); _ = inst.Close() })
-	return &inNode{inst: inst, ts: ts}
+	return &inNode{inst: inst, ts: ts, shapes: rec}
 }
 
 func inCall(t *testing.T, method, url string, in, out any) {
@@ -261,6 +291,163 @@ func TestRefreshDuringCommands(t *testing.T) {
 	for _, n := range nodes {
 		if got, _, _ := n.inst.Config().Value("workload.readRate"); got != "69.5" {
 			t.Errorf("node readRate %s, want 69.5 (139 over 2)", got)
+		}
+	}
+}
+
+// The fleet's SetShape gives every node its share of the shape (by weight) from one
+// common instant, and a shape that any node refuses applies on none.
+func TestInProcessFleetSetShape(t *testing.T) {
+	nodes, coord, url := inFleet(t, 2)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 100, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	fleet := coord.Fleet()
+	ramp, err := pacer.NewRamp(200, 600, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if err := fleet.SetShape("read", ramp); err != nil {
+		t.Fatal(err)
+	}
+	returned := time.Now()
+	var at []time.Time
+	for i, n := range nodes {
+		got := n.shapes.sets()
+		if len(got) != 1 {
+			t.Fatalf("node %d: shapes set %+v; want one", i, got)
+		}
+		want := pacer.Ramp{From: 100, To: 300, Over: 10 * time.Second}
+		if got[0].class != "read" || got[0].shape != want {
+			t.Errorf("node %d got %s %#v; want read %#v (half of the fleet's ramp)", i, got[0].class, got[0].shape, want)
+		}
+		if got[0].at.After(returned) {
+			t.Errorf("node %d: shape applied at %v, after SetShape returned (%v)", i, got[0].at, returned)
+		}
+		at = append(at, got[0].at)
+	}
+	if d := at[0].Sub(at[1]).Abs(); d > 30*time.Millisecond {
+		t.Errorf("the nodes applied the shape %v apart (%v, %v); want one common instant", d, at[0], at[1])
+	}
+	if d := at[0].Sub(before); d < 150*time.Millisecond {
+		t.Errorf("shape applied %v after the call; want the common instant set ahead (200 ms) so every node gets it in time", d)
+	}
+
+	// A shape no node can run is refused by the coordinator, naming the field.
+	err = fleet.SetShape("read", pacer.Sine{Mean: 100, Amplitude: 150, Period: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "shape.amplitude") {
+		t.Errorf("a sine that goes below 0: %v; want an error naming shape.amplitude", err)
+	}
+	// One node refuses (another coordinator's run holds it): the other one is not told.
+	if err := callAs(inToken, http.MethodPost, nodes[1].ts.URL+"/api/v1/cluster/beat",
+		cluster.BeatRequest{Coordinator: "another", Run: "theirs", LeaseMs: 60000, Sent: time.Now()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = fleet.SetShape("read", pacer.Constant(50))
+	if err == nil || !strings.Contains(err.Error(), "another coordinator") {
+		t.Errorf("a shape while a node is another coordinator's: %v; want the node's refusal", err)
+	}
+	for i, n := range nodes {
+		if got := n.shapes.sets(); len(got) != 1 {
+			t.Errorf("node %d: shapes set %+v after refused changes; want only the first", i, got)
+		}
+	}
+}
+
+// With --redistribute, a lost node's share of a fleet's shape goes to the others: they get
+// the shape again at their new share, continued where the fleet's is.
+func TestInProcessFleetReshapesAfterALoss(t *testing.T) {
+	nodes, coord, url := inFleet(t, 3)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 90, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	fleet := coord.Fleet()
+	ramp := pacer.Ramp{From: 300, To: 600, Over: 20 * time.Second}
+	if err := fleet.SetShape("read", ramp); err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.Start("read"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	nodes[2].ts.CloseClientConnections()
+	nodes[2].ts.Close()
+	end := time.Now().Add(10 * time.Second)
+	for _, n := range nodes[:2] {
+		for {
+			got := n.shapes.sets()
+			last := got[len(got)-1]
+			// Half of the fleet's ramp, some seconds into it: above 150, the old third's
+			// 100 at its start.
+			if len(got) >= 2 && last.class == "read" && last.shape.Rate(0) > 150 && last.shape.Rate(0) < 300 {
+				if r := last.shape.Rate(time.Hour); r != 300 {
+					t.Errorf("re-split ramp ends at %v ops/s on a node; want 300, half of 600", r)
+				}
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("shapes set on a node %+v 10 s after a node was lost; want its share re-split to a half", got)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// Each live node's own report, for what only it can judge of itself.
+	reps, err := fleet.NodeReports(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 2 {
+		t.Errorf("%d node reports; want the 2 live nodes'", len(reps))
+	}
+	for id, r := range reps {
+		if r.Ops["read"].Count == 0 || r.Driver.Name != "memory" {
+			t.Errorf("node %s's report: driver %q, reads %d; want its own run on memory", id, r.Driver.Name, r.Ops["read"].Count)
+		}
+	}
+	if err := fleet.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// POST /fleet/api/v1/autotune runs the search on the fleet: each step's rate is split
+// among the nodes as a constant shape, and measured on the merged statistics.
+func TestInProcessFleetAutotuneRoute(t *testing.T) {
+	nodes, _, url := inFleet(t, 2)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 300, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/autotune"), map[string]any{"start": 400, "percentile": 90, "latency": "1s",
+		"settle": "1s", "window": "1s", "maxRate": 800}, nil)
+	defer func() { _ = callAs(inToken, http.MethodPost, url("/api/v1/autotune/stop"), nil, nil) }()
+	type status struct {
+		Running bool `json:"running"`
+		Steps   []struct {
+			Rate     float64 `json:"rate"`
+			Achieved float64 `json:"achieved"`
+			Verdict  string  `json:"verdict"`
+		} `json:"steps"`
+	}
+	end := time.Now().Add(20 * time.Second)
+	for {
+		var st status
+		inCall(t, http.MethodGet, url("/api/v1/autotune"), nil, &st)
+		if len(st.Steps) > 0 {
+			s := st.Steps[0]
+			if s.Rate != 400 || s.Achieved < 300 || s.Achieved > 500 {
+				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked and about that achieved, merged over both nodes", s)
+			}
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no step after 20 s: %+v", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for i, n := range nodes {
+		got := n.shapes.sets()
+		if len(got) == 0 || got[0].shape != pacer.Constant(200) {
+			t.Errorf("node %d: shapes %+v; want the first step's half, constant 200 ops/s", i, got)
 		}
 	}
 }

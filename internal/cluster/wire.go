@@ -73,3 +73,20 @@ type ReleaseRequest struct {
 	Coordinator string `json:"coordinator"`
 	Run         string `json:"run"`
 }
+
+// ShapeRequest sets or clears an op class's load shape on a node, at an instant of the
+// node's clock: the coordinator sends every node its share of the fleet's shape with one
+// common instant (converted with each node's offset), so the nodes' shapes line up.
+type ShapeRequest struct {
+	Coordinator string `json:"coordinator" minLength:"1"`
+	// Class is the op class (read, write, or a class of the workload).
+	Class string `json:"class" minLength:"1"`
+	// Shape is the node's own shape (rates are its share); absent: back to the
+	// configured rate.
+	Shape *ShapeSpec `json:"shape,omitempty"`
+	// At is when the shape applies (node clock); the call returns then. Zero: now.
+	At time.Time `json:"at,omitzero"`
+	// DryRun checks the request without applying it: the coordinator asks every node
+	// first, so a shape that one node refuses applies on none.
+	DryRun bool `json:"dryRun,omitempty"`
+}

@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -15,6 +17,10 @@ import (
 type Second struct {
 	Start, End time.Time
 	Ops        map[string]*ClassSecond
+	// Partial marks a fleet's merged second that lacks the data of the nodes in Missing:
+	// its counts are a lower bound, and a window holding it says so.
+	Partial bool
+	Missing []string
 }
 
 // ClassSecond is one class's share of a Second.
@@ -31,7 +37,8 @@ type ClassSecond struct {
 
 // SecondOf copies the classes of iv that thresholds need.
 func SecondOf(iv *stats.Interval, classes []string) *Second {
-	s := &Second{Start: iv.Start, End: iv.End, Ops: make(map[string]*ClassSecond, len(classes))}
+	s := &Second{Start: iv.Start, End: iv.End, Ops: make(map[string]*ClassSecond, len(classes)),
+		Partial: iv.Partial || len(iv.Missing) > 0, Missing: slices.Clone(iv.Missing)}
 	secs := iv.Seconds()
 	for _, c := range classes {
 		o := iv.Op(c)
@@ -78,10 +85,12 @@ type Result struct {
 	Value    *float64  `json:"value,omitempty"`
 	From     time.Time `json:"from,omitzero"`
 	To       time.Time `json:"to,omitzero"`
-	// Intervals is how many 1 s intervals were merged.
-	Intervals int    `json:"intervals"`
-	Detail    string `json:"detail,omitempty"`
-	Abort     bool   `json:"abort,omitempty"`
+	// Intervals is how many 1 s intervals were merged; PartialIntervals how many of them
+	// were a fleet's seconds lacking some node's data (a lower bound of the fleet's).
+	Intervals        int    `json:"intervals"`
+	PartialIntervals int    `json:"partialIntervals,omitempty"`
+	Detail           string `json:"detail,omitempty"`
+	Abort            bool   `json:"abort,omitempty"`
 }
 
 // accum is the merge of the intervals of a window.
@@ -91,7 +100,35 @@ type accum struct {
 	seconds   float64
 	hist      *hdrhistogram.Histogram
 	n         int
+	partial   int
+	missing   []string
 	from, end time.Time
+}
+
+// notePartial counts s in the window's partial seconds when it is one.
+func (a *accum) notePartial(s *Second) {
+	if !s.Partial {
+		return
+	}
+	a.partial++
+	for _, id := range s.Missing {
+		if !slices.Contains(a.missing, id) {
+			a.missing = append(a.missing, id)
+		}
+	}
+}
+
+// partialNote fills r's partial count from a and says what it means in its detail.
+func partialNote(r *Result, a *accum) {
+	r.PartialIntervals = a.partial
+	if a.partial == 0 {
+		return
+	}
+	who := ""
+	if len(a.missing) > 0 {
+		who = " (missing " + strings.Join(a.missing, ", ") + ")"
+	}
+	r.Detail = joinDetail(r.Detail, fmt.Sprintf("%d of %d intervals partial%s: the fleet's counts there are a lower bound", a.partial, a.n, who))
 }
 
 func (a *accum) add(s *Second, cs *ClassSecond) {
@@ -103,6 +140,7 @@ func (a *accum) add(s *Second, cs *ClassSecond) {
 	}
 	a.end = s.End
 	a.n++
+	a.notePartial(s)
 	a.counts.Add(&cs.Counts)
 	a.expected += cs.Expected
 	a.seconds += s.End.Sub(s.Start).Seconds()
@@ -473,6 +511,7 @@ func (st *tstate) worse(a, b Result) bool {
 // judge fills r from the merged window a.
 func (st *tstate) judge(r *Result, a *accum) {
 	r.Intervals, r.From, r.To = a.n, a.from, a.end
+	defer partialNote(r, a)
 	v, ok, detail := st.t.value(a)
 	if !ok {
 		r.Status, r.Observed, r.Value, r.Detail = Fail, "no data", nil, detail
@@ -496,6 +535,7 @@ func (e *Evaluator) recover(st *tstate, s *Second, cs *ClassSecond) bool {
 	}
 	rc := st.rec
 	st.acc.n++
+	st.acc.notePartial(s)
 	if !st.t.SLA.ok(cs) {
 		rc.violated, rc.run = true, 0
 		return false
@@ -525,6 +565,7 @@ func (e *Evaluator) recover(st *tstate, s *Second, cs *ClassSecond) bool {
 	if st.t.passes(v) {
 		r.Status = Pass
 	}
+	partialNote(r, &st.acc)
 	st.done = true
 	return true
 }
@@ -577,6 +618,7 @@ func (e *Evaluator) finish(st *tstate, why string) {
 		if st.hookEnd.IsZero() {
 			r.Detail = "the hook had not ended when the window closed"
 		}
+		partialNote(r, &st.acc)
 	case st.t.Window.Sustained > 0:
 		if st.worst != nil {
 			*r = *st.worst

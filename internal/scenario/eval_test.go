@@ -298,3 +298,35 @@ func TestDroppedThreshold(t *testing.T) {
 		t.Errorf("dropped count in phase a: %+v", r)
 	}
 }
+
+// On a fleet, a window holding merged seconds that lack a node's data says so in its
+// result (and its JUnit properties): its counts are a lower bound of the fleet's.
+func TestPartialSecondsAreReported(t *testing.T) {
+	sc := evalScenario(t, `
+  - {check: read.rate > 50, window: phase a}
+  - {check: read.rate > 50, window: phase b}
+  - {check: read.recovery < 5s, window: from h}
+`)
+	t0 := time.Unix(1000, 0)
+	res := drive(sc, t0, func(i int) *stats.Interval {
+		iv := sec(t0, i, 100, time.Millisecond, 0, 100)
+		if i == 2 || i == 9 {
+			iv.Nodes, iv.Partial, iv.Missing = 1, true, []string{"10.0.0.2:8080"}
+		}
+		return iv
+	})
+	for i, want := range []int{1, 1, 1} {
+		r := res[i]
+		if r.PartialIntervals != want || !strings.Contains(r.Detail, "partial (missing 10.0.0.2:8080)") {
+			t.Errorf("%s: partial intervals %d, detail %q; want %d and the missing node named", r.Check, r.PartialIntervals, r.Detail, want)
+		}
+	}
+	o := &Outcome{Scenario: "s", Phases: []string{"a", "b"}, Thresholds: res}
+	var b bytes.Buffer
+	if err := o.WriteJUnit(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `name="partialIntervals" value="1"`) {
+		t.Errorf("JUnit has no partialIntervals property:\n%s", b.String())
+	}
+}

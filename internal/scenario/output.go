@@ -179,6 +179,9 @@ func (o *Outcome) WriteJUnit(w io.Writer) error {
 		c := junitCase{Name: r.Name, Classname: o.Scenario + "." + r.Suite,
 			Properties: &junitProps{Props: []junitProp{{"check", r.Check}, {"window", r.Window}, {"observed", r.Observed}, {"intervals", fmt.Sprint(r.Intervals)}}},
 			SystemOut:  fmt.Sprintf("%s: observed %s over %d intervals [%s]. %s", r.Check, r.Observed, r.Intervals, r.Window, r.Detail)}
+		if r.PartialIntervals > 0 {
+			c.Properties.Props = append(c.Properties.Props, junitProp{"partialIntervals", fmt.Sprint(r.PartialIntervals)})
+		}
 		if !r.From.IsZero() && !r.To.IsZero() {
 			c.Time = r.To.Sub(r.From).Seconds()
 		}

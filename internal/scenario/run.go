@@ -280,8 +280,14 @@ func (r *runner) loop(ctx context.Context) error {
 			e := evs[0]
 			evs = evs[1:]
 			if e.phase >= 0 {
-				if err := r.startPhase(cur, e.phase); err != nil {
+				at, err := r.startPhase(cur, e.phase)
+				if err != nil {
 					return err
+				}
+				if cur < 0 && !at.IsZero() {
+					// The run's clock starts with the load: a fleet starts its nodes at a
+					// common instant a little ahead, and its first phase lasts as long.
+					start = at.Add(-e.at)
 				}
 				cur = e.phase
 			} else {
@@ -412,8 +418,9 @@ func (r *runner) failed(res []Result) {
 	}
 }
 
-func (r *runner) startPhase(prev, i int) error {
-	now := time.Now()
+// startPhase ends phase prev and starts phase i; it returns when phase i's load started
+// (zero when a configuration change failed: the run ends with the error).
+func (r *runner) startPhase(prev, i int) (time.Time, error) {
 	if prev >= 0 {
 		r.endPhase(prev)
 	}
@@ -421,7 +428,7 @@ func (r *runner) startPhase(prev, i int) error {
 	if len(p.Set) > 0 {
 		if _, err := r.node.Patch(p.Set); err != nil {
 			r.out.Error = fmt.Sprintf("phase %s: set: %v", p.Name, err)
-			return nil
+			return time.Time{}, nil
 		}
 	}
 	var load []string
@@ -430,7 +437,7 @@ func (r *runner) startPhase(prev, i int) error {
 		if has && shape == nil {
 			if !r.stopped[class] {
 				if err := r.node.Stop(class); err != nil {
-					return fmt.Errorf("phase %s: stop %s: %w", p.Name, class, err)
+					return time.Time{}, fmt.Errorf("phase %s: stop %s: %w", p.Name, class, err)
 				}
 				r.stopped[class] = true
 			}
@@ -438,11 +445,11 @@ func (r *runner) startPhase(prev, i int) error {
 			continue
 		}
 		if err := r.node.SetShape(class, shape); err != nil {
-			return fmt.Errorf("phase %s: %s load: %w", p.Name, class, err)
+			return time.Time{}, fmt.Errorf("phase %s: %s load: %w", p.Name, class, err)
 		}
 		if prev < 0 || r.stopped[class] {
 			if err := r.node.Start(class); err != nil {
-				return fmt.Errorf("phase %s: start %s: %w", p.Name, class, err)
+				return time.Time{}, fmt.Errorf("phase %s: start %s: %w", p.Name, class, err)
 			}
 			r.stopped[class] = false
 		}
@@ -450,12 +457,15 @@ func (r *runner) startPhase(prev, i int) error {
 			load = append(load, class+" "+p.Load[class])
 		}
 	}
+	// The phase starts when its load does: on a node at once, on a fleet when the nodes'
+	// commands returned (a shape or a start applies at a common instant a little ahead).
+	now := time.Now()
 	if p.Autotune != nil {
 		// Every class runs (at its configured rate, as a phase without load); the search
 		// then sets the rates of those it tunes, and gives them back when it ends.
 		if err := r.startSearch(i); err != nil {
 			r.out.Error = fmt.Sprintf("phase %s: %v", p.Name, err)
-			return nil
+			return time.Time{}, nil
 		}
 		load = append(load, p.Load["auto-tune"])
 	}
@@ -469,7 +479,7 @@ func (r *runner) startPhase(prev, i int) error {
 	r.out.Marks = append(r.out.Marks, Mark{Kind: "phase", Name: p.Name, Start: now, Detail: strings.Join(load, "; ")})
 	r.failed(r.ev.Event(EvPhase, p.Name, now))
 	r.opts.Log(fmt.Sprintf("phase %s started, %s", p.Name, durText(p.Duration)))
-	return nil
+	return now, nil
 }
 
 func (r *runner) endPhase(i int) {

@@ -10,14 +10,13 @@
 // merged over their windows: percentiles come from merged HDR histograms, never from
 // averaged percentiles.
 //
-// A scenario drives its load through the Node interface, which *instance.Instance
-// satisfies; a fleet view that implements it runs the same scenario on many nodes. What
-// that view still needs: SetShape split across the nodes by their share of the rate (a
-// scaled shape per node), Start through the fleet's common start instant, Patch through
-// the fleet's config, a Collector fed by the coordinator's merge (Ingest), whose partial
-// intervals (a node missing) a threshold should report as such rather than judge as
-// whole; and GeneratorBound judged per node, since one saturated node invalidates the
-// run. Hooks run where the scenario runs (the coordinator).
+// A scenario drives its load through the Node interface, which *instance.Instance and the
+// fleet view (cluster.Fleet) satisfy: on a fleet, shapes are split among the nodes by
+// their share and applied at a common instant, Patch goes to the fleet's scope, and the
+// Collector is fed by the coordinator's merge; a threshold window holding partial seconds
+// (a node's data missing) reports them. Hooks run where the scenario runs (the control
+// point); the CLI judges each node's own report for generator saturation besides the
+// merged one.
 package scenario
 
 import (

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ndbench/ndbench/internal/api"
+	"github.com/ndbench/ndbench/internal/cluster"
+	"github.com/ndbench/ndbench/internal/cluster/discovery"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+)
+
+// fleetClientFlags make a command (scenario run, autotune) run on a fleet of `ndbench
+// serve` nodes with this process as the control point: an in-process coordinator over
+// the nodes, which drives them as one node.
+type fleetClientFlags struct {
+	peers        []string
+	discovery    string
+	dnsServer    string
+	token        string
+	maxSkew      time.Duration
+	redistribute bool
+}
+
+func (f *fleetClientFlags) bind(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.peers, "peers", nil, "run on a fleet: the ndbench serve nodes' API addresses (host:port, comma-separated); this process is the control point")
+	fl.StringVar(&f.discovery, "discovery", "", "run on a fleet found by discovery: static:host:port,..., dns:NAME[:PORT], etcd:ENDPOINTS, file:clusters.json")
+	fl.StringVar(&f.dnsServer, "dns-server", "", "DNS discovery: ask this server (host:port) instead of the system resolver")
+	fl.StringVar(&f.token, "token", "", "the fleet's shared token, with --peers or --discovery (default $NDBENCH_TOKEN)")
+	fl.DurationVar(&f.maxSkew, "max-skew", 100*time.Millisecond, "with a fleet: refuse to start when a node's clock is further off than this")
+	fl.BoolVar(&f.redistribute, "redistribute", false, "with a fleet: give a lost node's share of the rates and load shapes to the other nodes")
+}
+
+// enabled reports whether the command runs on a fleet.
+func (f *fleetClientFlags) enabled() bool { return len(f.peers) > 0 || f.discovery != "" }
+
+// clientFleet is a fleet driven from this process.
+type clientFleet struct {
+	*cluster.Fleet
+	coord  *cluster.Coordinator
+	cancel context.CancelFunc
+}
+
+// Close shuts the driver down on every node (which also ends the run and its lease) and
+// stops the coordinator.
+func (c *clientFleet) Close() {
+	_ = c.Shutdown()
+	c.cancel()
+}
+
+// open finds the nodes, gives them snap's configuration at the fleet scope (rates are
+// fleet totals, divided among the nodes by weight) and initializes the driver on each.
+// Secret values are not sent: the nodes take them from their own configuration.
+func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env []string, stderr io.Writer, log *slog.Logger) (*clientFleet, error) {
+	spec := f.discovery
+	if len(f.peers) > 0 {
+		if spec != "" {
+			return nil, usageError{errors.New("--peers and --discovery: give one of them")}
+		}
+		spec = "static:" + strings.Join(f.peers, ",")
+	}
+	token := f.token
+	if token == "" {
+		token = envValue(env, "NDBENCH_TOKEN")
+	}
+	if token == "" {
+		return nil, usageError{errors.New("--peers and --discovery need the fleet's token (--token or NDBENCH_TOKEN): nodes accept control only from authenticated peers")}
+	}
+	if err := api.CheckToken(token); err != nil {
+		return nil, usageError{fmt.Errorf("--token or NDBENCH_TOKEN: %w", err)}
+	}
+	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	host, _ := os.Hostname()
+	self := discovery.Member{ID: fmt.Sprintf("cli-%s-%d", host, os.Getpid())}
+	coord, err := cluster.New(cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(),
+		Config: snap, Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	go coord.Run(runCtx)
+	cf := &clientFleet{Fleet: coord.Fleet(), coord: coord, cancel: cancel}
+	fail := func(err error) (*clientFleet, error) {
+		cancel()
+		return nil, err
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer rcancel()
+	if err := coord.Ready(rctx); err != nil {
+		return fail(fmt.Errorf("fleet %s: no answer from discovery and the nodes: %w", disc, err))
+	}
+	var alive []string
+	var down []string
+	for _, m := range coord.Members() {
+		if m.Health == cluster.Alive {
+			alive = append(alive, m.ID)
+		} else {
+			down = append(down, fmt.Sprintf("%s (%s: %s)", m.ID, m.Health, m.LastError))
+		}
+	}
+	if len(alive) == 0 {
+		return fail(fmt.Errorf("fleet %s: no node answered: %s", disc, strings.Join(down, "; ")))
+	}
+	if len(down) > 0 {
+		fmt.Fprintf(stderr, "note: fleet nodes not answering, left out: %s\n", strings.Join(down, "; "))
+	}
+	var skipped []string
+	values := map[string]string{}
+	for _, e := range snap.Entries {
+		switch {
+		case e.Source == "default" || e.Key == "driver.name":
+		case e.Secret:
+			skipped = append(skipped, e.Key)
+		default:
+			values[e.Key] = e.Value
+		}
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(stderr, "note: secret values are not sent to the fleet's nodes; they use their own: %s\n", strings.Join(skipped, ", "))
+	}
+	if len(values) > 0 {
+		if _, err := coord.SetConfig(ctx, cluster.Scope{Kind: cluster.ScopeFleet}, values); err != nil {
+			return fail(fmt.Errorf("configure the fleet: %w", err))
+		}
+	}
+	if err := cf.Init(ctx, snap.Config.DriverName, nil); err != nil {
+		return fail(fmt.Errorf("initialize driver %s on the fleet: %w", snap.Config.DriverName, err))
+	}
+	fmt.Fprintf(stderr, "fleet: %d node(s) (%s), this process is the control point\n", len(alive), strings.Join(alive, ", "))
+	return cf, nil
+}
+
+// backfill backfills the keyspace across the fleet and waits for it to end.
+func (c *clientFleet) backfill(ctx context.Context, opts engine.BackfillOptions) (engine.BackfillStatus, error) {
+	if err := c.StartBackfill(opts); err != nil {
+		return engine.BackfillStatus{}, err
+	}
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	// The nodes' beats carry their progress; the first ones may predate the start.
+	seen := false
+	for {
+		select {
+		case <-ctx.Done():
+			_ = c.StopBackfill()
+			return engine.BackfillStatus{}, ctx.Err()
+		case <-t.C:
+		}
+		st := c.Status().Backfill
+		if st == nil {
+			continue
+		}
+		if st.Running {
+			seen = true
+			continue
+		}
+		if seen || st.Total > 0 && st.Written+st.Failed >= st.Total {
+			return *st, nil
+		}
+	}
+}
