@@ -287,6 +287,9 @@ func (s *suite) open(t *testing.T, extra map[string]string) driver.Driver {
 	return d
 }
 
+// errCloseHangs is the error of closeWithin for a Close that did not return in time.
+var errCloseHangs = errors.New("did not return")
+
 // closeWithin closes d, giving up on a Close that does not return within limit.
 func closeWithin(d driver.Driver, limit time.Duration) error {
 	done := make(chan error, 1)
@@ -295,7 +298,7 @@ func closeWithin(d driver.Driver, limit time.Duration) error {
 	case err := <-done:
 		return err
 	case <-time.After(limit):
-		return fmt.Errorf("did not return within %v; Close must release everything promptly, also after a failure of the store", limit)
+		return fmt.Errorf("%w within %v; Close must release everything promptly, also after a failure of the store", errCloseHangs, limit)
 	}
 }
 
