@@ -32,6 +32,11 @@
 //
 // The suite writes keys under a random prefix and never deletes them; point it at a
 // database, table or keyspace that tests may fill.
+//
+// Beside the suite, the package holds what a driver's own tests repeat: Open (a driver
+// over the test server's options, closed when the test ends), Context (a bounded context
+// for a test's operations) and Corruption (value validation catches a value changed in
+// the store).
 package drivertest
 
 import (
