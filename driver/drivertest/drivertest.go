@@ -32,6 +32,11 @@
 //
 // The suite writes keys under a random prefix and never deletes them; point it at a
 // database, table or keyspace that tests may fill.
+//
+// Beside the suite, the package holds what a driver's own tests repeat: Open (a driver
+// over the test server's options, closed when the test ends), Context (a bounded context
+// for a test's operations) and Corruption (value validation catches a value changed in
+// the store).
 package drivertest
 
 import (
@@ -287,6 +292,9 @@ func (s *suite) open(t *testing.T, extra map[string]string) driver.Driver {
 	return d
 }
 
+// errCloseHangs is the error of closeWithin for a Close that did not return in time.
+var errCloseHangs = errors.New("did not return")
+
 // closeWithin closes d, giving up on a Close that does not return within limit.
 func closeWithin(d driver.Driver, limit time.Duration) error {
 	done := make(chan error, 1)
@@ -295,7 +303,7 @@ func closeWithin(d driver.Driver, limit time.Duration) error {
 	case err := <-done:
 		return err
 	case <-time.After(limit):
-		return fmt.Errorf("did not return within %v; Close must release everything promptly, also after a failure of the store", limit)
+		return fmt.Errorf("%w within %v; Close must release everything promptly, also after a failure of the store", errCloseHangs, limit)
 	}
 }
 

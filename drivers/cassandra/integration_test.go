@@ -33,22 +33,25 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.Main(m, testserver.Cassandra, func(s *testserver.Server) { srv = s }))
 }
 
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
+
 // open initialises a driver against the test server with extra option values.
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	d, err := tryOpen(values)
-	if err != nil {
-		t.Fatalf("open cassandra driver with %v: %v", values, err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d
+	return drivertest.Open(t, "cassandra", baseOptions(), values).(*Driver)
 }
 
+// baseOptions are the option values of every driver the tests open.
+func baseOptions() map[string]string {
+	return map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port), "keyspace": "ndb_test"}
+}
+
+// tryOpen opens a driver the test expects to fail to open, returning the error; one that
+// opens is left to the caller to close.
 func tryOpen(values map[string]string) (*Driver, error) {
-	v := map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port), "keyspace": "ndb_test"}
-	for k, x := range values {
-		v[k] = x
-	}
+	v := baseOptions()
+	maps.Copy(v, values)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	d, _, err := driver.Open(ctx, "cassandra", v)
@@ -80,15 +83,9 @@ func raw(t testing.TB) *gocql.Session {
 	return rawSess
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestWriteReadMiss(t *testing.T) {
 	d := open(t, map[string]string{"table": "rw"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	values := map[string][]byte{
 		"k-binary": {0, 1, 2, 0xff, 0, 'x'},
 		"k-text":   []byte("hello, world"),
@@ -126,7 +123,7 @@ func TestWriteReadMiss(t *testing.T) {
 
 func TestColsPerRow(t *testing.T) {
 	d := open(t, map[string]string{"table": "cols3", "colsPerRow": "3"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	for _, v := range [][]byte{[]byte("abcdefgh"), []byte("ab"), {}} {
 		key := fmt.Sprintf("c-%d", len(v))
 		if err := d.Write(ctx, key, v); err != nil {
@@ -161,7 +158,7 @@ func partitionRows(t *testing.T, table, key string) int {
 }
 
 func TestRowsPerPartition(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	t.Run("batch", func(t *testing.T) {
 		d := open(t, map[string]string{"table": "rows_b", "rowsPerPartition": "4", "useBatchWrites": "true", "colsPerRow": "2"})
 		if err := d.Write(ctx, "p", []byte("value-1")); err != nil {
@@ -198,7 +195,7 @@ func TestRowsPerPartition(t *testing.T) {
 func TestConsistencyLevelLive(t *testing.T) {
 	// One node, replication factor 1: THREE cannot be met, so the server answers Unavailable.
 	d := open(t, map[string]string{"table": "cl"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	if err := d.Write(ctx, "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +227,7 @@ func TestConsistencyLevelLive(t *testing.T) {
 }
 
 func TestSchemaHandling(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	t.Run("idempotent", func(t *testing.T) {
 		d1 := open(t, map[string]string{"table": "idem"})
 		if err := d1.Write(ctx, "a", []byte("1")); err != nil {
@@ -289,7 +286,7 @@ func TestSchemaHandling(t *testing.T) {
 }
 
 func TestErrorClasses(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	t.Run("ctx deadline", func(t *testing.T) {
 		d := open(t, map[string]string{"table": "errs"})
 		dctx, cancel := context.WithTimeout(ctx, time.Nanosecond)
@@ -346,34 +343,18 @@ func TestConnectionInfoHasNoSecrets(t *testing.T) {
 // checks the engine's codec sees the corruption in what the driver reads back.
 func TestValidationDetectsCorruption(t *testing.T) {
 	d := open(t, map[string]string{"table": "valid", "colsPerRow": "2"})
-	ctx := ctxT(t)
-	key := "vkey"
-	val := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefgh"), 16))
-	if err := d.Write(ctx, key, val); err != nil {
-		t.Fatal(err)
-	}
-	got, err := d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
-		t.Fatalf("intact value: %v seq %d", c, seq)
-	}
-	var v1 []byte
-	if err := raw(t).Query("SELECT value1 FROM ndb_test.valid WHERE key = ? AND column1 = 0", key).ScanContext(ctx, &v1); err != nil {
-		t.Fatal(err)
-	}
-	v1[3] ^= 0x20
-	if err := raw(t).Query("UPDATE ndb_test.valid SET value1 = ? WHERE key = ? AND column1 = 0", v1, key).ExecContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got, err = d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-		t.Fatalf("tampered value: verdict %v, want corrupt", c)
-	}
+	drivertest.Corruption(t, d, validation, drivertest.Tamper{
+		Key:     "vkey",
+		Payload: bytes.Repeat([]byte("abcdefgh"), 16),
+		Change: func(ctx context.Context, key string, _ []byte) error {
+			var v1 []byte
+			if err := raw(t).Query("SELECT value1 FROM ndb_test.valid WHERE key = ? AND column1 = 0", key).ScanContext(ctx, &v1); err != nil {
+				return err
+			}
+			v1[3] ^= 0x20
+			return raw(t).Query("UPDATE ndb_test.valid SET value1 = ? WHERE key = ? AND column1 = 0", v1, key).ExecContext(ctx)
+		},
+	})
 }
 
 // TestZConformance runs the public driver conformance suite (driver/drivertest) on the
@@ -435,7 +416,7 @@ func TestZConformance(t *testing.T) {
 // pipelines follow live consistency changes and classify server errors, and PREPARE
 // failures (a dropped table) are rejected.
 func TestDirectMode(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	t.Run("auto", func(t *testing.T) {
 		d := open(t, map[string]string{"table": "direct_auto", "timeout": "30s"})
 		if !d.Pipelines() || d.ConnectionInfo()["mode"] != "direct" {

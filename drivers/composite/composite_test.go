@@ -13,9 +13,10 @@ import (
 	_ "github.com/ndbench/ndbench/drivers/memory"
 )
 
-// open opens a composition of memory stores with the given composite options and
-// children's options.
-func open(t *testing.T, values map[string]string, children map[string]map[string]string) *Driver {
+// open opens a composition with the given composite options and children's options (of
+// memory stores in the unit tests, of real ones in the integration tests), closed at the
+// end of the test.
+func open(t testing.TB, values map[string]string, children map[string]map[string]string) *Driver {
 	t.Helper()
 	all := map[string]map[string]string{"composite": values}
 	for ref, v := range children {
@@ -25,8 +26,10 @@ func open(t *testing.T, values map[string]string, children map[string]map[string
 	if err != nil {
 		t.Fatalf("options %v: %v", values, err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	d := &Driver{}
-	if err := d.Init(context.Background(), opts); err != nil {
+	if err := d.Init(ctx, opts); err != nil {
 		_ = d.Close()
 		t.Fatalf("init: %v", err)
 	}

@@ -124,28 +124,6 @@ func redisCommand(addr string, args ...string) (string, error) {
 	return strings.TrimSpace(line), nil
 }
 
-// openReal opens a composition of the real stores.
-func openReal(t testing.TB, values map[string]string, children map[string]map[string]string) *Driver {
-	t.Helper()
-	all := map[string]map[string]string{"composite": values}
-	for ref, v := range children {
-		all[ref] = v
-	}
-	opts, err := driver.NewComposedOptions("composite", all)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d := &Driver{}
-	if err := d.Init(ctx, opts); err != nil {
-		_ = d.Close()
-		t.Fatalf("init: %v", err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d
-}
-
 func cacheAside(table string) (map[string]string, map[string]map[string]string) {
 	return map[string]string{"mode": "cache-aside", "cache": "memcached", "database": "postgres"},
 		map[string]map[string]string{"memcached": {"servers": mc.Addr()}, "postgres": {"dsn": pg.DSN(), "table": table}}
@@ -167,7 +145,7 @@ func TestConformanceMemcachedPostgres(t *testing.T) {
 // throughout.
 func TestCacheAsideHitRatioFollowsPattern(t *testing.T) {
 	values, children := cacheAside("composite_hits")
-	d := openReal(t, values, children)
+	d := open(t, values, children)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	w := config.DefaultWorkload()
@@ -231,7 +209,7 @@ func TestCacheAsideHitRatioFollowsPattern(t *testing.T) {
 // TestVisibilityLagRedisReplica measures the lag of a real Redis replica: small on
 // loopback, and as long as the replica is frozen (SIGSTOP) when it is.
 func TestVisibilityLagRedisReplica(t *testing.T) {
-	d := openReal(t, map[string]string{"mode": "derived", "primary": "redis", "derived": "redis@replica",
+	d := open(t, map[string]string{"mode": "derived", "primary": "redis", "derived": "redis@replica",
 		"lagSample": "1", "lagPollInterval": "1ms", "lagTimeout": "10s"},
 		map[string]map[string]string{"redis": {"addrs": primary.Addr()}, "redis@replica": {"addrs": replica.Addr(), "readTimeout": "10s"}})
 	coll := stats.NewCollector(stats.Config{Shards: 4})

@@ -80,6 +80,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
+
 // plainClientForDAX builds a DynamoDB client for endpoint (an http:// URL of DynamoDB
 // Local) with the driver's configuration, standing in for dax.NewFromConfig.
 func plainClientForDAX(_ context.Context, cfg aws.Config, endpoint string) (Client, error) {
@@ -102,20 +105,10 @@ func open(t testing.TB, table string, values map[string]string) *Driver {
 	return openOn(t, srv, table, values)
 }
 
+// openOn is open against server s.
 func openOn(t testing.TB, s *testserver.Server, table string, values map[string]string) *Driver {
 	t.Helper()
-	v := baseOptions(s, table)
-	for k, x := range values {
-		v[k] = x
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d, _, err := driver.Open(ctx, "dynamodb", v)
-	if err != nil {
-		t.Fatalf("open dynamodb driver with %v: %v", values, err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d.(*Driver)
+	return drivertest.Open(t, "dynamodb", baseOptions(s, table), values).(*Driver)
 }
 
 // raw is a plain SDK client for checking and tampering behind the driver's back.
@@ -127,17 +120,11 @@ func raw(s *testserver.Server) *ddb.Client {
 	})
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestWriteReadMissAndCapacity(t *testing.T) {
 	for _, codec := range []string{"none", "gzip", "snappy"} {
 		t.Run(codec, func(t *testing.T) {
 			d := open(t, "rw-"+codec, map[string]string{"compression": codec})
-			ctx := ctxT(t)
+			ctx := drivertest.Context(t)
 			values := map[string][]byte{
 				"k-binary": {0, 1, 2, 0xff, 0, 'x'},
 				"k-empty":  {},
@@ -175,7 +162,7 @@ func TestCompressionShrinksItems(t *testing.T) {
 	wcu := map[string]int64{}
 	for _, codec := range []string{"none", "gzip"} {
 		d := open(t, "shrink-"+codec, map[string]string{"compression": codec})
-		if err := d.Write(ctxT(t), "k", value); err != nil {
+		if err := d.Write(drivertest.Context(t), "k", value); err != nil {
 			t.Fatal(err)
 		}
 		wcu[codec] = d.DriverStats()["consumedWCUMilli.write"]
@@ -187,7 +174,7 @@ func TestCompressionShrinksItems(t *testing.T) {
 
 func TestBulk(t *testing.T) {
 	d := open(t, "bulk", nil)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	var keys []string
 	var values [][]byte
 	for i := 0; i < 130; i++ { // more than 5 BatchWriteItem requests and 1 BatchGetItem
@@ -216,38 +203,19 @@ func TestBulk(t *testing.T) {
 // is reported corrupt by the validation path, not passed as good.
 func TestValidationDetectsCorruption(t *testing.T) {
 	d := open(t, "valid", nil)
-	ctx := ctxT(t)
-	key := "valid-1"
-	v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
-	if err := d.Write(ctx, key, v); err != nil {
-		t.Fatal(err)
-	}
-	got, err := d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
-		t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
-	}
-	tampered := bytes.Clone(got)
-	tampered[len(tampered)-5] ^= 0x20
-	_, err = raw(srv).PutItem(ctx, &ddb.PutItemInput{TableName: aws.String("valid"), Item: map[string]types.AttributeValue{
-		"id": &types.AttributeValueMemberS{Value: key}, "v": &types.AttributeValueMemberB{Value: tampered}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err = d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-		t.Errorf("tampered value: %v, want corrupt", c)
-	}
+	drivertest.Corruption(t, d, validation, drivertest.Tamper{
+		Key: "valid-1",
+		Change: func(ctx context.Context, key string, read []byte) error {
+			_, err := raw(srv).PutItem(ctx, &ddb.PutItemInput{TableName: aws.String("valid"), Item: map[string]types.AttributeValue{
+				"id": &types.AttributeValueMemberS{Value: key}, "v": &types.AttributeValueMemberB{Value: drivertest.FlipByte(read, -5)}}})
+			return err
+		},
+	})
 }
 
 func TestTransactWrite(t *testing.T) {
 	d := open(t, "txmain", map[string]string{"mainTableColsPerRow": "2", "childTableNamePrefix": "txchild"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	def, _ := driver.Lookup("dynamodb")
 	_, idx, ok := def.Operation("transactWrite")
 	if !ok {
@@ -295,7 +263,7 @@ func TestTransactWrite(t *testing.T) {
 func TestLiveCapacityUpdate(t *testing.T) {
 	vals := map[string]string{"billingMode": "provisioned", "readCapacityUnits": "5", "writeCapacityUnits": "4"}
 	d := open(t, "capacity", vals)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	describe := func() (int64, int64) {
 		out, err := raw(srv).DescribeTable(ctx, &ddb.DescribeTableInput{TableName: aws.String("capacity")})
 		if err != nil {
@@ -346,7 +314,7 @@ func TestThrottlingOnLocal(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 10; i++ {
-				err := d.Write(ctxT(t), fmt.Sprintf("t-%d-%d", g, i), value)
+				err := d.Write(drivertest.Context(t), fmt.Sprintf("t-%d-%d", g, i), value)
 				switch c := driver.Classify(err); {
 				case err == nil:
 					ok.Add(1)
@@ -367,7 +335,7 @@ func TestThrottlingOnLocal(t *testing.T) {
 // is switched on and off; no operation fails, and what is written while dax is on lands
 // on the "DAX" endpoint (a second DynamoDB Local here), the rest on the first.
 func TestDAXSwitchUnderLoad(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	openOn(t, other, "daxswitch", nil) // creates the table on the "DAX" side
 	d := open(t, "daxswitch", map[string]string{"daxEndpoint": endpointOf(other)})
 
@@ -502,12 +470,12 @@ func TestSecretsNeverShown(t *testing.T) {
 		leak("ConnectionInfo["+k+"]", v)
 	}
 	// An unreachable endpoint, and a table that does not exist.
-	_, _, err := driver.Open(ctxT(t), "dynamodb", map[string]string{"endpoint": "http://127.0.0.1:1", "accessKey": testAccessKey, "secretKey": testSecretKey, "timeout": "1s"})
+	_, _, err := driver.Open(drivertest.Context(t), "dynamodb", map[string]string{"endpoint": "http://127.0.0.1:1", "accessKey": testAccessKey, "secretKey": testSecretKey, "timeout": "1s"})
 	if err == nil {
 		t.Fatal("open against a closed port succeeded")
 	}
 	leak("open error", err.Error())
-	_, _, err = driver.Open(ctxT(t), "dynamodb", map[string]string{"endpoint": endpointOf(srv), "accessKey": testAccessKey, "secretKey": testSecretKey, "table": "no-such-table", "createTable": "false"})
+	_, _, err = driver.Open(drivertest.Context(t), "dynamodb", map[string]string{"endpoint": endpointOf(srv), "accessKey": testAccessKey, "secretKey": testSecretKey, "table": "no-such-table", "createTable": "false"})
 	if err == nil || driver.Classify(err) != driver.ClassRejected {
 		t.Errorf("missing table: %v, want rejected", err)
 	} else {
@@ -526,7 +494,7 @@ func TestSecretsNeverShown(t *testing.T) {
 // driver is closed, no goroutine of those calls is left.
 func TestDeadlineOnStallLeavesNothing(t *testing.T) {
 	d := open(t, "stall", nil)
-	if err := d.Write(ctxT(t), "warm", []byte("x")); err != nil {
+	if err := d.Write(drivertest.Context(t), "warm", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	base := runtime.NumGoroutine()
@@ -585,7 +553,7 @@ func TestDeadlineOnStallLeavesNothing(t *testing.T) {
 // timeout), never hang past their deadline, and work again after a restart.
 func TestOutageClassified(t *testing.T) {
 	d := open(t, "outage", nil)
-	if err := d.Write(ctxT(t), "o", []byte("x")); err != nil {
+	if err := d.Write(drivertest.Context(t), "o", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Kill(); err != nil {
@@ -608,7 +576,7 @@ func TestOutageClassified(t *testing.T) {
 	if err := srv.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := d.Read(ctxT(t), "o"); err != nil || string(got) != "x" {
+	if got, err := d.Read(drivertest.Context(t), "o"); err != nil || string(got) != "x" {
 		t.Errorf("after restart: %q, %v (the table lives in a file, so it survives)", got, err)
 	}
 }

@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
+
 func runMain(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -91,24 +94,8 @@ func open(t testing.TB, flavor string, values map[string]string) *Driver {
 	t.Helper()
 	// A generous client timeout: the test machine is shared with other servers' JVMs, and
 	// a loaded one takes seconds to create an index.
-	v := map[string]string{"flavor": flavor, "addrs": servers[flavor].Addr(), "timeout": "30s"}
-	for k, x := range values {
-		v[k] = x
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d, _, err := driver.Open(ctx, "elasticsearch", v)
-	if err != nil {
-		t.Fatalf("open elasticsearch driver with %v: %v", v, err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d.(*Driver)
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	base := map[string]string{"flavor": flavor, "addrs": servers[flavor].Addr(), "timeout": "30s"}
+	return drivertest.Open(t, "elasticsearch", base, values).(*Driver)
 }
 
 // raw sends a request to the flavor's server behind the driver's back and returns the
@@ -134,7 +121,7 @@ func raw(t testing.TB, flavor, method, path, body string) (int, string) {
 func TestWriteReadMiss(t *testing.T) {
 	eachFlavor(t, func(t *testing.T, fl string) {
 		d := open(t, fl, map[string]string{"index": "rw"})
-		ctx := ctxT(t)
+		ctx := drivertest.Context(t)
 		values := map[string][]byte{
 			"k-binary":    {0, 1, 2, 0xff, 0, 'x', '"', '\\'},
 			"k text/with": []byte("hello, world"),
@@ -190,32 +177,16 @@ func TestIndexSettings(t *testing.T) {
 func TestValidationDetectsCorruption(t *testing.T) {
 	eachFlavor(t, func(t *testing.T, fl string) {
 		d := open(t, fl, map[string]string{"index": "valid"})
-		ctx := ctxT(t)
-		key := "valid-1"
-		v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
-		if err := d.Write(ctx, key, v); err != nil {
-			t.Fatal(err)
-		}
-		got, err := d.Read(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
-			t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
-		}
-		tampered := bytes.Clone(got)
-		tampered[len(tampered)-5] ^= 0x20
-		doc := fmt.Sprintf(`{"key":%q,"value":%q}`, key, base64.StdEncoding.EncodeToString(tampered))
-		if st, body := raw(t, fl, "PUT", "/valid/_doc/"+key, doc); st >= 300 {
-			t.Fatalf("overwrite behind the driver's back: %d %s", st, body)
-		}
-		got, err = d.Read(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-			t.Errorf("tampered value: %v, want corrupt", c)
-		}
+		drivertest.Corruption(t, d, validation, drivertest.Tamper{
+			Key: "valid-1",
+			Change: func(_ context.Context, key string, read []byte) error {
+				doc := fmt.Sprintf(`{"key":%q,"value":%q}`, key, base64.StdEncoding.EncodeToString(drivertest.FlipByte(read, -5)))
+				if st, body := raw(t, fl, "PUT", "/valid/_doc/"+key, doc); st >= 300 {
+					return fmt.Errorf("overwrite behind the driver's back: %d %s", st, body)
+				}
+				return nil
+			},
+		})
 	})
 }
 
@@ -226,7 +197,7 @@ func TestSearch(t *testing.T) {
 		for _, randomize := range []string{"true", "false"} {
 			index := "search-" + randomize
 			d := open(t, fl, map[string]string{"index": index, "document": "words", "words": "8", "randomizeStrings": randomize})
-			ctx := ctxT(t)
+			ctx := drivertest.Context(t)
 			keys := []string{"s-1", "s-2", "s-3"}
 			for _, k := range keys {
 				if err := d.Write(ctx, k, []byte("v-"+k)); err != nil {
@@ -278,7 +249,7 @@ func TestBulkPartialFailure(t *testing.T) {
 	eachFlavor(t, func(t *testing.T, fl string) {
 		partialIndex(t, fl, "partial")
 		d := open(t, fl, map[string]string{"index": "partial", "createIndex": "false"})
-		ctx := ctxT(t)
+		ctx := drivertest.Context(t)
 		keys := []string{"1", "x", "2", "y"}
 		err := d.WriteBulk(ctx, keys, [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")})
 		var be *driver.BulkError
@@ -329,7 +300,7 @@ func TestBulkPartialFailure(t *testing.T) {
 func TestBulkWrite(t *testing.T) {
 	eachFlavor(t, func(t *testing.T, fl string) {
 		d := open(t, fl, map[string]string{"index": "bulkw", "bulkWrite": "true", "bulkSize": "16", "bulkConcurrency": "2"})
-		ctx := ctxT(t)
+		ctx := drivertest.Context(t)
 		var wg sync.WaitGroup
 		errs := make(chan error, 200)
 		for g := range 20 {
@@ -363,7 +334,7 @@ func TestBulkWrite(t *testing.T) {
 func TestRollingIndexes(t *testing.T) {
 	eachFlavor(t, func(t *testing.T, fl string) {
 		d := open(t, fl, map[string]string{"index": "roll", "indexRollsPerDay": "24", "shards": "2", "document": "words"})
-		ctx := ctxT(t)
+		ctx := drivertest.Context(t)
 		if err := d.Write(ctx, "r-1", []byte("one")); err != nil {
 			t.Fatal(err)
 		}
@@ -402,7 +373,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		check("ConnectionInfo "+k, v)
 	}
 	// Errors: a request the server refuses, and a node that is not there.
-	check("mapping error", fmt.Sprint(d.Write(ctxT(t), "", []byte("x"))))
+	check("mapping error", fmt.Sprint(d.Write(drivertest.Context(t), "", []byte("x"))))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _, err := driver.Open(ctx, "elasticsearch", map[string]string{
@@ -439,7 +410,7 @@ func TestThrottledByTheServer(t *testing.T) {
 		}
 		setting(`"300b"`)
 		t.Cleanup(func() { setting("null") })
-		ctx := ctxT(t)
+		ctx := drivertest.Context(t)
 		value := bytes.Repeat([]byte("v"), 1000)
 		for name, err := range map[string]error{
 			"put":       put.Write(ctx, "t-1", value),

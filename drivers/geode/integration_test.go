@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -25,34 +26,20 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.Main(m, testserver.Geode, func(s *testserver.Server) { srv = s }))
 }
 
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
+
 func baseURL() string { return "http://" + srv.Addr() + "/geode/v1" }
 
 // open initialises a driver against the test server with extra option values.
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	v := map[string]string{"url": baseURL()}
-	for k, x := range values {
-		v[k] = x
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d, _, err := driver.Open(ctx, "geode", v)
-	if err != nil {
-		t.Fatalf("open geode driver with %v: %v", values, err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d.(*Driver)
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	return drivertest.Open(t, "geode", map[string]string{"url": baseURL()}, values).(*Driver)
 }
 
 func TestWriteReadMiss(t *testing.T) {
 	d := open(t, nil)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	all := make([]byte, 256)
 	for i := range all {
 		all[i] = byte(i)
@@ -84,39 +71,23 @@ func TestWriteReadMiss(t *testing.T) {
 // reads back.
 func TestValidationDetectsCorruption(t *testing.T) {
 	d := open(t, nil)
-	ctx := ctxT(t)
-	key := "valid-1"
-	v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
-	if err := d.Write(ctx, key, v); err != nil {
-		t.Fatal(err)
-	}
-	got, err := d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
-		t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
-	}
-	tampered := bytes.Clone(got)
-	tampered[len(tampered)-5] ^= 0x20
-	body := `{"v":"` + base64.StdEncoding.EncodeToString(tampered) + `"}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, baseURL()+"/ndbench/"+key, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("raw PUT: HTTP %d", resp.StatusCode)
-	}
-	got, err = d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-		t.Errorf("tampered value: %v, want corrupt", c)
-	}
+	drivertest.Corruption(t, d, validation, drivertest.Tamper{
+		Key: "valid-1",
+		Change: func(ctx context.Context, key string, read []byte) error {
+			body := `{"v":"` + base64.StdEncoding.EncodeToString(drivertest.FlipByte(read, -5)) + `"}`
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, baseURL()+"/ndbench/"+key, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("raw PUT: HTTP %d", resp.StatusCode)
+			}
+			return nil
+		},
+	})
 }
 
 // TestSecretsNeverShown: the password is in no error or ConnectionInfo. The test server
@@ -129,7 +100,7 @@ func TestSecretsNeverShown(t *testing.T) {
 			t.Errorf("ConnectionInfo[%s] shows the password: %q", k, v)
 		}
 	}
-	_, _, err := driver.Open(ctxT(t), "geode", map[string]string{"url": "http://127.0.0.1:1/geode/v1", "username": "bench", "password": pw})
+	_, _, err := driver.Open(drivertest.Context(t), "geode", map[string]string{"url": "http://127.0.0.1:1/geode/v1", "username": "bench", "password": pw})
 	if err == nil || strings.Contains(err.Error(), pw) {
 		t.Errorf("connect to a closed port: %v", err)
 	}

@@ -25,32 +25,18 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.Main(m, testserver.GremlinServer, func(s *testserver.Server) { srv = s }))
 }
 
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
+
 // open initialises a driver against the test server with extra option values.
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	v := map[string]string{"addrs": srv.Addr()}
-	for k, x := range values {
-		v[k] = x
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d, _, err := driver.Open(ctx, "gremlin", v)
-	if err != nil {
-		t.Fatalf("open gremlin driver with %v: %v", values, err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d.(*Driver)
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	return drivertest.Open(t, "gremlin", map[string]string{"addrs": srv.Addr()}, values).(*Driver)
 }
 
 func TestWriteReadMiss(t *testing.T) {
 	d := open(t, nil)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	all := make([]byte, 256)
 	for i := range all {
 		all[i] = byte(i)
@@ -77,7 +63,7 @@ func TestWriteReadMiss(t *testing.T) {
 func raw(t testing.TB, script string, bindings ...any) []any {
 	t.Helper()
 	r := open(t, nil)
-	data, err := r.submit(ctxT(t), script, bindings...)
+	data, err := r.submit(drivertest.Context(t), script, bindings...)
 	if err != nil {
 		t.Fatalf("raw script %s: %v", script, err)
 	}
@@ -98,7 +84,7 @@ func vertices(t testing.TB, key string) int64 {
 // TestUpsertKeepsOneVertex: with upsert (the default) rewriting a key updates its vertex;
 // with upsert=false every write adds one, and a read returns the latest write.
 func TestUpsertKeepsOneVertex(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	d := open(t, nil)
 	for i := range 5 {
 		if err := d.Write(ctx, "ups-1", []byte{byte(i)}); err != nil {
@@ -139,7 +125,7 @@ func TestUpsertKeepsOneVertex(t *testing.T) {
 // TestWriteBulk: a batch is one request; a key given twice ends with its last value, with
 // upserts (one vertex) and with inserts (the later vertex reads as the latest).
 func TestWriteBulk(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	for _, upsert := range []string{"true", "false"} {
 		p := "bulk-" + upsert + "-"
 		keys := []string{p + "1", p + "2", p + "1", p + "3"}
@@ -169,34 +155,21 @@ func TestWriteBulk(t *testing.T) {
 // the driver reads back.
 func TestValidationDetectsCorruption(t *testing.T) {
 	d := open(t, nil)
-	ctx := ctxT(t)
 	key := "valid-1"
-	v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
-	if err := d.Write(ctx, key, v); err != nil {
-		t.Fatal(err)
+	setValue := func(v string) {
+		raw(t, "g.V().has(l, kp, k).property(single, vp, v).iterate()", "l", "level1", "kp", "prop_customId",
+			"k", key, "vp", "metadata", "v", v)
 	}
-	got, err := d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
-		t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
-	}
-	tampered := bytes.Clone(got)
-	tampered[len(tampered)-5] ^= 0x20
-	raw(t, "g.V().has(l, kp, k).property(single, vp, v).iterate()", "l", "level1", "kp", "prop_customId",
-		"k", key, "vp", "metadata", "v", base64.StdEncoding.EncodeToString(tampered))
-	got, err = d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-		t.Errorf("tampered value: %v, want corrupt", c)
-	}
+	drivertest.Corruption(t, d, validation, drivertest.Tamper{
+		Key: key,
+		Change: func(_ context.Context, _ string, read []byte) error {
+			setValue(base64.StdEncoding.EncodeToString(drivertest.FlipByte(read, -5)))
+			return nil
+		},
+	})
 	// A value that is not the driver's base64 is an error naming the key, not a value.
-	raw(t, "g.V().has(l, kp, k).property(single, vp, v).iterate()", "l", "level1", "kp", "prop_customId",
-		"k", key, "vp", "metadata", "v", "not base64!")
-	if _, err := d.Read(ctx, key); err == nil || !strings.Contains(err.Error(), key) {
+	setValue("not base64!")
+	if _, err := d.Read(drivertest.Context(t), key); err == nil || !strings.Contains(err.Error(), key) {
 		t.Errorf("read of a non-base64 property: %v, want an error naming the key", err)
 	}
 }
@@ -204,7 +177,7 @@ func TestValidationDetectsCorruption(t *testing.T) {
 // TestErrorClasses provokes the classes the server decides.
 func TestErrorClasses(t *testing.T) {
 	d := open(t, nil)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	_, err := d.submit(ctx, "g.V().nosuchstep()")
 	if c := Classify(err); c != driver.ClassRejected {
 		t.Errorf("a script error: class %v (%v), want rejected", c, err)
@@ -244,7 +217,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		}
 	}
 	port := freePort(t)
-	_, _, err := driver.Open(ctxT(t), "gremlin", map[string]string{"addrs": "127.0.0.1:" + port, "username": "bench", "password": pw})
+	_, _, err := driver.Open(drivertest.Context(t), "gremlin", map[string]string{"addrs": "127.0.0.1:" + port, "username": "bench", "password": pw})
 	if err == nil {
 		t.Fatal("connect to a closed port succeeded")
 	}
@@ -283,7 +256,7 @@ func TestGraphSON3(t *testing.T) {
 		},
 	})
 	d := open(t, map[string]string{"serializer": "graphson3"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	if err := d.Write(ctx, "gs-1", []byte{0, 1, 2}); err != nil {
 		t.Fatal(err)
 	}

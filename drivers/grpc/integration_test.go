@@ -23,32 +23,18 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.Main(m, testserver.KVGRPC, func(s *testserver.Server) { srv = s }))
 }
 
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
+
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	v := map[string]string{"target": srv.Addr()}
-	for k, x := range values {
-		v[k] = x
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	d, _, err := driver.Open(ctx, "grpc", v)
-	if err != nil {
-		t.Fatalf("open grpc driver with %v: %v", values, err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d.(*Driver)
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	return drivertest.Open(t, "grpc", map[string]string{"target": srv.Addr()}, values).(*Driver)
 }
 
 // TestDescriptionsAndPaths: the same service read through reflection and through its
 // descriptor set file; Lookup's nested value and found flag; fixed request fields.
 func TestDescriptionsAndPaths(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	for _, tc := range []struct{ name, desc, imports string }{
 		{"reflection", "reflection", ""},
 		{"descriptor-set", testserver.KVGRPCDescriptors(srv), ""},
@@ -127,7 +113,7 @@ func TestConfigurationErrors(t *testing.T) {
 // TestStatusClasses: the server's status codes are counted by class.
 func TestStatusClasses(t *testing.T) {
 	d := open(t, nil)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	for _, tc := range []struct {
 		key  string
 		want driver.Class
@@ -147,7 +133,7 @@ func TestStatusClasses(t *testing.T) {
 // TestSecretsNotInErrors: the auth metadata reaches the server but no error shows it.
 func TestSecretsNotInErrors(t *testing.T) {
 	d := open(t, map[string]string{"authMetadata": "authorization: Bearer s3cr3t-token"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	err := d.Write(ctx, "code-16-x", []byte("v"))
 	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Fatalf("error %v", err)
@@ -169,32 +155,14 @@ func mapValues(m map[string]string) []string {
 // client of the service, with the wrong bytes) fails validation.
 func TestValidationDetectsCorruption(t *testing.T) {
 	d := open(t, map[string]string{"writeRequest": `{"tenant": "validation"}`, "readRequest": `{"tenant": "validation"}`})
-	ctx := ctxT(t)
-	key := "valid-1"
-	v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
-	if err := d.Write(ctx, key, v); err != nil {
-		t.Fatal(err)
-	}
-	got, err := d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
-		t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
-	}
-	tampered := bytes.Clone(got)
-	tampered[len(tampered)-5] ^= 0x20
 	// Another client: through the descriptor file, so nothing is shared with d.
 	other := open(t, map[string]string{"descriptors": testserver.KVGRPCDescriptors(srv), "writeRequest": `{"tenant": "validation"}`})
-	if err := other.Write(ctx, key, tampered); err != nil {
-		t.Fatal(err)
-	}
-	if got, err = d.Read(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-		t.Errorf("tampered value: %v, want corrupt", c)
-	}
+	drivertest.Corruption(t, d, validation, drivertest.Tamper{
+		Key: "valid-1",
+		Change: func(ctx context.Context, key string, read []byte) error {
+			return other.Write(ctx, key, drivertest.FlipByte(read, -5))
+		},
+	})
 }
 
 func TestConformance(t *testing.T) {

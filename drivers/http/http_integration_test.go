@@ -34,22 +34,13 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.Main(m, testserver.KVHTTP, func(s *testserver.Server) { kv = s }))
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
 
+// open initialises a driver with values over the defaults; every test names its url.
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	d, _, err := driver.Open(ctx, "http", values)
-	if err != nil {
-		t.Fatalf("open http driver: %v", err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d.(*Driver)
+	return drivertest.Open(t, "http", nil, values).(*Driver)
 }
 
 func startNginx(t testing.TB) *testserver.Server {
@@ -140,7 +131,7 @@ func TestConformanceNginx(t *testing.T) {
 		})
 	}
 	d := open(t, map[string]string{"url": "http://" + ng.H2CAddr(), "protocol": "h2"})
-	if err := d.Write(ctxT(t), "proto-check", []byte("x")); err != nil {
+	if err := d.Write(drivertest.Context(t), "proto-check", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	if got := d.ConnectionInfo()["negotiated"]; got != "HTTP/2.0" {
@@ -151,7 +142,7 @@ func TestConformanceNginx(t *testing.T) {
 // TestStatusClasses injects statuses through the KV service and checks each one's
 // outcome with the default table and with an op's own table.
 func TestStatusClasses(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	base := map[string]string{"url": "http://" + kv.Addr()}
 	for _, tc := range []struct {
 		status string
@@ -203,7 +194,7 @@ func TestStatusClasses(t *testing.T) {
 func TestTimeoutClass(t *testing.T) {
 	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "readHeaders": "X-Ndbench-Delay: 3s", "timeout": "200ms"})
 	start := time.Now()
-	_, err := d.Read(ctxT(t), "slow")
+	_, err := d.Read(drivertest.Context(t), "slow")
 	if driver.Classify(err) != driver.ClassTimeout || time.Since(start) > 2*time.Second {
 		t.Errorf("read of a 3s answer with timeout=200ms: %v after %v, want a timeout within 2s", err, time.Since(start))
 	}
@@ -218,7 +209,7 @@ func TestTimeoutClass(t *testing.T) {
 // TestOutageAndRecovery kills and pauses the KV service under a driver that stays open.
 func TestOutageAndRecovery(t *testing.T) {
 	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "timeout": "500ms", "connectTimeout": "500ms"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	if err := d.Write(ctx, "outage", []byte("before")); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +250,6 @@ func TestOutageAndRecovery(t *testing.T) {
 // KV service's API and in nginx's files, and checks the engine's validation sees it.
 func TestValidationDetectsCorruption(t *testing.T) {
 	ng := startNginx(t)
-	ctx := ctxT(t)
 	for _, tc := range []struct {
 		name    string
 		url     string
@@ -278,28 +268,13 @@ func TestValidationDetectsCorruption(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := open(t, map[string]string{"url": tc.url})
-			key := "valid-" + tc.name
-			v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
-			if err := d.Write(ctx, key, v); err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Read(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
-				t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
-			}
-			tampered := bytes.Clone(got)
-			tampered[len(tampered)-5] ^= 0x20
-			tc.corrupt(t, key, tampered)
-			got, err = d.Read(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-				t.Errorf("tampered value: %v, want corrupt", c)
-			}
+			drivertest.Corruption(t, d, validation, drivertest.Tamper{
+				Key: "valid-" + tc.name,
+				Change: func(_ context.Context, key string, read []byte) error {
+					tc.corrupt(t, key, drivertest.FlipByte(read, -5))
+					return nil
+				},
+			})
 		})
 	}
 }
@@ -307,7 +282,7 @@ func TestValidationDetectsCorruption(t *testing.T) {
 // TestNamedOperations configures extra slots against the KV service: a JSON read that
 // returns a field, a JSON check that must match, a POST write and a DELETE.
 func TestNamedOperations(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	d := open(t, map[string]string{
 		"url":         "http://" + kv.Addr(),
 		"read1":       "GET /json/{key}",
@@ -369,7 +344,7 @@ func TestSecretsNotShown(t *testing.T) {
 		"url": "http://" + kv.Addr(), "authHeader": "Authorization: Bearer " + token,
 		"readHeaders": "X-Ndbench-Status: 503",
 	})
-	_, err := d.Read(ctxT(t), "k")
+	_, err := d.Read(drivertest.Context(t), "k")
 	if err == nil || strings.Contains(err.Error(), token) {
 		t.Errorf("error %v: want a failure that does not show the token", err)
 	}
@@ -381,7 +356,7 @@ func TestSecretsNotShown(t *testing.T) {
 		t.Errorf("bad authHeader: %v; want an error without the value", err)
 	}
 	d = open(t, map[string]string{"url": "http://" + kv.Addr(), "username": "u", "password": password, "readHeaders": "X-Ndbench-Status: 400"})
-	if _, err := d.Read(ctxT(t), "k"); err == nil || strings.Contains(err.Error(), password) {
+	if _, err := d.Read(drivertest.Context(t), "k"); err == nil || strings.Contains(err.Error(), password) {
 		t.Errorf("error %v: want a failure without the password", err)
 	}
 }
@@ -507,7 +482,7 @@ func benchDuration() time.Duration {
 // checked is one connection per 20 requests. Connections are counted in /proc/net/tcp
 // while the load runs.
 func TestManyConcurrentRequests(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	s, err := testserver.KVHTTP(ctx)
 	if err != nil {
 		t.Fatal(err)

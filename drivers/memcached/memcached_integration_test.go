@@ -29,26 +29,12 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.Main(m, testserver.Memcached, func(s *testserver.Server) { srv = s }))
 }
 
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
+
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	v := map[string]string{"servers": srv.Addr()}
-	for k, x := range values {
-		v[k] = x
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	d, _, err := driver.Open(ctx, "memcached", v)
-	if err != nil {
-		t.Fatalf("open memcached driver with %v: %v", values, err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d.(*Driver)
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	return drivertest.Open(t, "memcached", map[string]string{"servers": srv.Addr()}, values).(*Driver)
 }
 
 // metaTTL asks the server for an item's remaining TTL with the meta protocol (mg KEY t):
@@ -78,7 +64,7 @@ func metaTTL(t *testing.T, addr, key string) (ttl int, ok bool) {
 
 func TestWriteReadMiss(t *testing.T) {
 	d := open(t, nil)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	values := map[string][]byte{
 		"mc-binary": {0, 1, 2, 0xff, 0, '\r', '\n'},
 		"mc-text":   []byte("hello, world"),
@@ -109,7 +95,7 @@ func TestWriteReadMiss(t *testing.T) {
 
 func TestTTL(t *testing.T) {
 	d := open(t, map[string]string{"ttl": "1s"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	if err := d.Write(ctx, "ttl-a", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +136,7 @@ func TestTTL(t *testing.T) {
 }
 
 func TestRejectedRequests(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	for _, tc := range []struct {
 		name  string
 		opts  map[string]string
@@ -179,37 +165,18 @@ func TestRejectedRequests(t *testing.T) {
 
 func TestValidationDetectsCorruption(t *testing.T) {
 	d := open(t, nil)
-	ctx := ctxT(t)
-	key := "valid-1"
-	v := workload.EncodeValue(nil, []byte(key), 7, bytes.Repeat([]byte("abcdefghij"), 10))
-	if err := d.Write(ctx, key, v); err != nil {
-		t.Fatal(err)
-	}
-	got, err := d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 7 {
-		t.Fatalf("untouched: %v seq %d, want ok 7", c, seq)
-	}
-	tampered := bytes.Clone(got)
-	tampered[len(tampered)-5] ^= 0x20
-	if err := memcache.New(srv.Addr()).Set(&memcache.Item{Key: key, Value: tampered}); err != nil {
-		t.Fatal(err)
-	}
-	got, err = d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-		t.Errorf("tampered value: %v, want corrupt", c)
-	}
+	drivertest.Corruption(t, d, validation, drivertest.Tamper{
+		Key: "valid-1",
+		Change: func(_ context.Context, key string, read []byte) error {
+			return memcache.New(srv.Addr()).Set(&memcache.Item{Key: key, Value: drivertest.FlipByte(read, -5)})
+		},
+	})
 }
 
 // TestZones runs two zones on two servers: writes reach both, reads prefer the local zone
 // and fall back on a miss or when the local zone is down, and the write policies apply.
 func TestZones(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	start := func() *testserver.Server {
 		s, err := testserver.Memcached(ctx)
 		if err != nil {
@@ -373,7 +340,7 @@ func BenchmarkGetSet(b *testing.B) {
 // key is not an error.
 func TestDelete(t *testing.T) {
 	d := open(t, nil)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	if err := d.Write(ctx, "del", []byte("value")); err != nil {
 		t.Fatal(err)
 	}

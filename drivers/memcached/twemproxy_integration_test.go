@@ -104,7 +104,7 @@ func TestTwemproxy(t *testing.T) {
 // keys on the other backends keep working, and everything works again once it is back.
 func backendOutage(t *testing.T, p *testserver.TwemproxyPool) {
 	d := open(t, map[string]string{"servers": p.Proxy.Addr(), "timeout": "2s"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	// A few keys on backend 0 (each costs the proxy's timeout while it stalls) and more elsewhere.
 	var dead, alive []string
 	for i := 0; len(dead) < 3 || len(alive) < 10; i++ {
@@ -142,7 +142,7 @@ func spread(t *testing.T, p *testserver.TwemproxyPool) {
 		{"fnv1a_64", 1000, 0},
 	} {
 		t.Run(tc.hash, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := drivertest.Context(t)
 			proxy, err := testserver.Twemproxy(ctx, testserver.TwemproxyConfig{Hash: tc.hash, Timeout: twemproxyTimeout}, p.Backends)
 			if err != nil {
 				t.Fatal(err)

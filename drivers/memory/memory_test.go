@@ -18,16 +18,7 @@ import (
 // end of the test.
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	opts, err := driver.NewOptions(Name, values)
-	if err != nil {
-		t.Fatalf("options %v: %v", values, err)
-	}
-	d := New()
-	if err := d.Init(context.Background(), opts); err != nil {
-		t.Fatalf("init: %v", err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d
+	return drivertest.Open(t, Name, nil, values).(*Driver)
 }
 
 func options(t testing.TB, values map[string]string) *Options {

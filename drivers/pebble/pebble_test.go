@@ -19,20 +19,7 @@ import (
 // end of the test. Small caches and memtables keep the tests light.
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	all := map[string]string{"cacheSize": "8388608", "memTableSize": "4194304"}
-	for k, v := range values {
-		all[k] = v
-	}
-	opts, err := driver.NewOptions(Name, all)
-	if err != nil {
-		t.Fatalf("options %v: %v", values, err)
-	}
-	d := New()
-	if err := d.Init(context.Background(), opts); err != nil {
-		t.Fatalf("init: %v", err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d
+	return drivertest.Open(t, Name, map[string]string{"cacheSize": "8388608", "memTableSize": "4194304"}, values).(*Driver)
 }
 
 func TestReadWrite(t *testing.T) {

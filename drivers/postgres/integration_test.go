@@ -30,21 +30,13 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.Main(m, testserver.Postgres, func(s *testserver.Server) { srv = s }))
 }
 
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
+
 // open initialises a driver against the test server with extra option values.
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	v := map[string]string{"dsn": srv.DSN()}
-	for k, x := range values {
-		v[k] = x
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d, _, err := driver.Open(ctx, "postgres", v)
-	if err != nil {
-		t.Fatalf("open postgres driver with %v: %v", values, err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d.(*Driver)
+	return drivertest.Open(t, "postgres", map[string]string{"dsn": srv.DSN()}, values).(*Driver)
 }
 
 // rawConn is a plain pgx connection for checking and tampering behind the driver's back.
@@ -60,15 +52,9 @@ func rawConn(t testing.TB) *pgx.Conn {
 	return c
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestWriteReadMiss(t *testing.T) {
 	d := open(t, map[string]string{"table": "rw"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	values := map[string][]byte{
 		"k-binary": {0, 1, 2, 0xff, 0, 'x'},
 		"k-text":   []byte("hello, world"),
@@ -112,7 +98,7 @@ func TestExecModes(t *testing.T) {
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
 			d := open(t, map[string]string{"table": "modes", "execMode": mode})
-			ctx := ctxT(t)
+			ctx := drivertest.Context(t)
 			val := []byte{0, 'a', 0xfe, '\'', '\\'}
 			if err := d.Write(ctx, "m-"+mode, val); err != nil {
 				t.Fatalf("write: %v", err)
@@ -127,7 +113,7 @@ func TestExecModes(t *testing.T) {
 
 func TestTableOption(t *testing.T) {
 	raw := rawConn(t)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	if _, err := raw.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS bench"); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +133,7 @@ func TestTableOption(t *testing.T) {
 }
 
 func TestCreateSchema(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	// Idempotent: a second driver on the same table keeps the data of the first.
 	d1 := open(t, map[string]string{"table": "idem"})
 	if err := d1.Write(ctx, "a", []byte("1")); err != nil {
@@ -171,7 +157,7 @@ func TestCreateSchema(t *testing.T) {
 
 func TestBulk(t *testing.T) {
 	d := open(t, map[string]string{"table": "bulk"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	keys := []string{"b1", "b2", "b1", "b3"}
 	vals := [][]byte{[]byte("first"), []byte("two"), []byte("last"), {0, 3}}
 	if err := d.WriteBulk(ctx, keys, vals); err != nil {
@@ -216,7 +202,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", pw, port),
 		fmt.Sprintf("host=127.0.0.1 port=%d user=postgres password=%s sslmode=disable", port, pw),
 	} {
-		_, _, err = driver.Open(ctxT(t), "postgres", map[string]string{"dsn": bad})
+		_, _, err = driver.Open(drivertest.Context(t), "postgres", map[string]string{"dsn": bad})
 		if err == nil {
 			t.Fatal("connect to a closed port succeeded")
 		}
@@ -237,7 +223,7 @@ func TestSecretsNeverShown(t *testing.T) {
 // TestErrorClasses provokes each class with the real server.
 func TestErrorClasses(t *testing.T) {
 	raw := rawConn(t)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	// A table whose inserts sleep, to exceed a statement_timeout (57014) and a ctx deadline.
 	for _, q := range []string{
 		"CREATE TABLE IF NOT EXISTS slow (key TEXT PRIMARY KEY, value BYTEA NOT NULL)",
@@ -299,7 +285,7 @@ func TestErrorClasses(t *testing.T) {
 // transaction; with pipelineSync=batch the batch is one transaction, so the write before
 // the failure is rolled back and the read after it skipped.
 func TestPipelineFailureIsolation(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	if _, err := rawConn(t).Exec(ctx, "CREATE TABLE IF NOT EXISTS small (key TEXT PRIMARY KEY, value BYTEA NOT NULL CHECK (length(value) < 4))"); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +353,7 @@ func TestPipelineFailureIsolation(t *testing.T) {
 // table does not exist and createSchema is false) fails the batch as rejected and keeps
 // the connection, and once the table exists the same connection goes on.
 func TestDirectMissingTable(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	raw := rawConn(t)
 	if _, err := raw.Exec(ctx, "DROP TABLE IF EXISTS late"); err != nil {
 		t.Fatal(err)
@@ -405,30 +391,15 @@ func TestDirectMissingTable(t *testing.T) {
 // checks the engine's codec sees the corruption in what the driver reads back.
 func TestValidationDetectsCorruption(t *testing.T) {
 	d := open(t, map[string]string{"table": "valid"})
-	ctx := ctxT(t)
-	key := "vkey"
-	payload := bytes.Repeat([]byte("abcdefgh"), 16)
-	val := workload.EncodeValue(nil, []byte(key), 42, payload)
-	if err := d.Write(ctx, key, val); err != nil {
-		t.Fatal(err)
-	}
-	got, err := d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 42 {
-		t.Fatalf("intact value: %v seq %d", c, seq)
-	}
-	if _, err := rawConn(t).Exec(ctx, "UPDATE valid SET value = overlay(value placing 'Z'::bytea from 60 for 1) WHERE key = $1", key); err != nil {
-		t.Fatal(err)
-	}
-	got, err = d.Read(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-		t.Fatalf("tampered value: verdict %v, want corrupt", c)
-	}
+	drivertest.Corruption(t, d, validation, drivertest.Tamper{
+		Key:     "vkey",
+		Seq:     42,
+		Payload: bytes.Repeat([]byte("abcdefgh"), 16),
+		Change: func(ctx context.Context, key string, _ []byte) error {
+			_, err := rawConn(t).Exec(ctx, "UPDATE valid SET value = overlay(value placing 'Z'::bytea from 60 for 1) WHERE key = $1", key)
+			return err
+		},
+	})
 }
 
 // TestConformance runs the public driver conformance suite (driver/drivertest) in both
@@ -560,7 +531,7 @@ func processCPU() time.Duration {
 // server aborted one with SQLSTATE 40P01, seen in CI as throttled writes) until the driver
 // sent each batch in key order.
 func TestBatchTransactionsDoNotDeadlock(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	d := open(t, map[string]string{"mode": "direct", "pipelineSync": "batch"})
 	keys := make([]string, 8)
 	for i := range keys {

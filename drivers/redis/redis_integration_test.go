@@ -39,21 +39,13 @@ func TestMain(m *testing.M) {
 	os.Exit(testserver.Main(m, testserver.Redis, func(s *testserver.Server) { srv = s }))
 }
 
+// validation is the engine's value check, which drivertest.Corruption holds the driver to.
+var validation = drivertest.Codec[workload.Check]{Encode: workload.EncodeValue, Check: workload.CheckValue, OK: workload.CheckOK, Corrupt: workload.CheckCorrupt}
+
 // open initialises a driver against the test server with extra option values.
 func open(t testing.TB, values map[string]string) *Driver {
 	t.Helper()
-	v := map[string]string{"addrs": srv.Addr()}
-	for k, x := range values {
-		v[k] = x
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	d, _, err := driver.Open(ctx, "redis", v)
-	if err != nil {
-		t.Fatalf("open redis driver with %v: %v", values, err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d.(*Driver)
+	return drivertest.Open(t, "redis", map[string]string{"addrs": srv.Addr()}, values).(*Driver)
 }
 
 // raw is a plain go-redis client for checking and tampering behind the driver's back.
@@ -62,12 +54,6 @@ func raw(t testing.TB) *goredis.Client {
 	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 var modesShapes = []map[string]string{
@@ -94,7 +80,7 @@ func TestWriteReadMiss(t *testing.T) {
 	for _, opts := range modesShapes {
 		t.Run(name(opts), func(t *testing.T) {
 			d := open(t, opts)
-			ctx := ctxT(t)
+			ctx := drivertest.Context(t)
 			prefix := "rw-" + name(opts) + "-"
 			values := map[string][]byte{
 				"binary": {0, 1, 2, 0xff, 0, 'x', '\r', '\n'},
@@ -133,7 +119,7 @@ func TestWriteReadMiss(t *testing.T) {
 // TestCluster runs the driver's ClusterClient against a one-node Redis Cluster in both modes
 // and shapes (with a TTL, so the hash shape's HSET+PEXPIRE pipeline is routed too).
 func TestCluster(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	cl, err := testserver.RedisCluster(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +158,7 @@ func TestCluster(t *testing.T) {
 // TestTLS talks to a TLS-only port with a self-signed certificate: tlsSkipVerify accepts it,
 // verification rejects it, and plain TCP to the TLS port fails.
 func TestTLS(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	dir := t.TempDir()
 	certFile, keyFile := writeSelfSigned(t, dir)
 	s, err := testserver.RedisTLS(ctx, certFile, keyFile)
@@ -268,7 +254,7 @@ func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 
 func TestHashShapeLayout(t *testing.T) {
 	d := open(t, map[string]string{"shape": "hash", "hashFields": "3"})
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	if err := d.Write(ctx, "layout", []byte("aaabbbccc")); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +285,7 @@ func TestTTL(t *testing.T) {
 	for _, shape := range []string{"string", "hash"} {
 		t.Run(shape, func(t *testing.T) {
 			d := open(t, map[string]string{"shape": shape, "ttl": "1s"})
-			ctx := ctxT(t)
+			ctx := drivertest.Context(t)
 			r := raw(t)
 			rawKey := func(k string) string {
 				if shape == "hash" {
@@ -362,7 +348,7 @@ func TestAutopipelineConcurrent(t *testing.T) {
 	for _, shape := range []string{"string", "hash"} {
 		t.Run(shape, func(t *testing.T) {
 			d := open(t, map[string]string{"mode": "autopipeline", "shape": shape})
-			ctx := ctxT(t)
+			ctx := drivertest.Context(t)
 			const workers, ops = 64, 200
 			var wg sync.WaitGroup
 			var bad atomic.Int64
@@ -409,7 +395,7 @@ func TestAutopipelineConcurrent(t *testing.T) {
 
 func TestConnectionInfo(t *testing.T) {
 	r := raw(t)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	info, err := r.Info(ctx, "server").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -429,7 +415,7 @@ func TestConnectionInfo(t *testing.T) {
 func TestPasswordNeverShown(t *testing.T) {
 	const secret = "s3cret-Pa55-for-test"
 	r := raw(t)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	if err := r.ConfigSet(ctx, "requirepass", secret).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +456,7 @@ func TestPasswordNeverShown(t *testing.T) {
 // TestServerErrorClasses provokes real server errors and checks their classes.
 func TestServerErrorClasses(t *testing.T) {
 	r := raw(t)
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	d := open(t, nil)
 
 	// WRONGTYPE: the key holds a list.
@@ -508,37 +494,18 @@ func TestValidationDetectsCorruption(t *testing.T) {
 	for _, shape := range []string{"string", "hash"} {
 		t.Run(shape, func(t *testing.T) {
 			d := open(t, map[string]string{"shape": shape})
-			ctx := ctxT(t)
 			r := raw(t)
-			key := "valid-" + shape
-			payload := bytes.Repeat([]byte("abcdefghij"), 10)
-			v := workload.EncodeValue(nil, []byte(key), 42, payload)
-			if err := d.Write(ctx, key, v); err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Read(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c, seq := workload.CheckValue([]byte(key), got); c != workload.CheckOK || seq != 42 {
-				t.Fatalf("untouched value: check %v seq %d, want ok 42", c, seq)
-			}
-			// Flip one payload byte in the store.
-			if shape == "string" {
-				err = r.SetRange(ctx, key, 60, "Z").Err()
-			} else {
-				err = r.HSet(ctx, "HM__"+key, "HM__"+key+"__2", strings.Repeat("Z", 50)).Err()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err = d.Read(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c, _ := workload.CheckValue([]byte(key), got); c != workload.CheckCorrupt {
-				t.Errorf("tampered value: check %v, want corrupt", c)
-			}
+			drivertest.Corruption(t, d, validation, drivertest.Tamper{
+				Key: "valid-" + shape,
+				Seq: 42,
+				// Flip one payload byte in the store.
+				Change: func(ctx context.Context, key string, _ []byte) error {
+					if shape == "string" {
+						return r.SetRange(ctx, key, 60, "Z").Err()
+					}
+					return r.HSet(ctx, "HM__"+key, "HM__"+key+"__2", strings.Repeat("Z", 50)).Err()
+				},
+			})
 		})
 	}
 }
@@ -618,7 +585,7 @@ func TestDelete(t *testing.T) {
 	for _, opts := range modesShapes {
 		t.Run(name(opts), func(t *testing.T) {
 			d := open(t, opts)
-			ctx := ctxT(t)
+			ctx := drivertest.Context(t)
 			key := "del-" + name(opts)
 			if err := d.Write(ctx, key, []byte("value")); err != nil {
 				t.Fatal(err)

@@ -143,7 +143,7 @@ func twemSpread(t *testing.T, p *testserver.TwemproxyPool, label string, opts ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	backends := twemBackends(t, p)
 	dbsize := func() []int64 {
 		out := make([]int64, len(backends))
@@ -194,7 +194,7 @@ func twemBackendOutage(t *testing.T, p *testserver.TwemproxyPool, label string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	ctx := drivertest.Context(t)
 	backends := twemBackends(t, p)
 	// A few keys on backend 0 (each costs the proxy's timeout while it stalls), more elsewhere.
 	var dead, alive []string
