@@ -84,13 +84,18 @@ type FieldError struct {
 	Value   string // the rejected value (redacted for secrets)
 	Allowed string // what would have been accepted
 	Source  string // where the value came from, when known (file, env, --set, ...)
+	// Unknown marks a key or option that does not exist: the mistake is the name, not
+	// the value, which is not shown (under a misspelt name it may be a secret).
+	Unknown bool
 }
 
 // Error formats the field, value, allowed values and source.
 func (e *FieldError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Field)
-	if e.Value != "" {
+	if e.Unknown {
+		b.WriteString(": unknown key (its value is not shown)")
+	} else if e.Value != "" {
 		fmt.Fprintf(&b, ": invalid value %q", e.Value)
 	} else {
 		b.WriteString(": invalid")

@@ -506,7 +506,7 @@ func normalize(raw, value, origin string) (key, val, notice string, fe *driver.F
 	k := strings.TrimSpace(raw)
 	bad := func(allowed string) (string, string, string, *driver.FieldError) {
 		// An unknown key: its value may be a secret under a misspelt name.
-		return "", "", "", &driver.FieldError{Field: k, Value: driver.Shown(true, value), Allowed: allowed, Source: origin}
+		return "", "", "", &driver.FieldError{Field: k, Value: driver.Shown(true, value), Allowed: allowed, Source: origin, Unknown: true}
 	}
 	if hasPrefixFold(k, NDBenchPrefix) {
 		mapped, v, unsupported, ok := mapNDBench(k, value)

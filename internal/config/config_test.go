@@ -293,11 +293,15 @@ func TestErrors(t *testing.T) {
 						i, fe.Field, fe.Value, fe.Source, fe.Allowed, w[0], w[1], w[2], w[3])
 				}
 			}
-			// The message a user reads names the key, the value, the source and what is allowed.
+			// The message a user reads names the key, the value (an unknown key's says it
+			// is unknown and hides the value), the source and what is allowed.
 			msg := err.Error()
 			t.Log(msg)
-			for _, w := range tt.want {
+			for i, w := range tt.want {
 				for _, part := range w {
+					if part == driver.Redacted && fes[i].Unknown {
+						part = fes[i].Field + ": unknown key (its value is not shown)"
+					}
 					if !strings.Contains(msg, part) {
 						t.Errorf("message lacks %q:\n%s", part, msg)
 					}
@@ -347,8 +351,8 @@ func TestSecretRedaction(t *testing.T) {
 	if strings.Contains(err.Error(), secret) {
 		t.Errorf("error text leaks the secret:\n%v", err)
 	}
-	if n := strings.Count(err.Error(), driver.Redacted); n != 3 {
-		t.Errorf("want 3 redacted values in:\n%v", err)
+	if n := strings.Count(err.Error(), "unknown key (its value is not shown)"); n != 3 {
+		t.Errorf("want 3 unknown keys with their values hidden in:\n%v", err)
 	}
 }
 

@@ -132,8 +132,16 @@ func EnvLayer(env []string) (Layer, driver.FieldErrors) {
 		}
 		key, ok := envKey(upper[len(EnvPrefix):])
 		if !ok {
-			errs = append(errs, &driver.FieldError{Field: name, Value: driver.Shown(true, v), // not a key: may be a secret
-				Allowed: "NDBENCH_DRIVER_NAME, NDBENCH_WORKLOAD_<option>, NDBENCH_DRIVERS_<driver>_<option>, " +
+			hint := ""
+			if opt, ok := strings.CutPrefix(upper, EnvPrefix+"WORKLOAD_"); ok {
+				if h := didYouMean(strings.ReplaceAll(opt, "_", ""), workloadSchema()); h != "" {
+					// "did you mean readRate? " as the variable it would be.
+					o := strings.TrimSuffix(strings.TrimPrefix(h, "did you mean "), "? ")
+					hint = "did you mean " + EnvPrefix + "WORKLOAD_" + strings.ToUpper(o) + "? "
+				}
+			}
+			errs = append(errs, &driver.FieldError{Field: name, Value: driver.Shown(true, v), Unknown: true, // not a key: may be a secret
+				Allowed: hint + "NDBENCH_DRIVER_NAME, NDBENCH_WORKLOAD_<option>, NDBENCH_DRIVERS_<driver>_<option>, " +
 					"NDBENCH_CONFIG_<NDBench property>, or a reserved variable (" + strings.Join(ReservedEnv(), ", ") + ")",
 				Source: "env " + name})
 			continue

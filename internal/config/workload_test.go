@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -28,6 +29,28 @@ func TestAutoMaxWorkers(t *testing.T) {
 		c := ClassSpec{Workers: tc.workers, MaxWorkers: tc.most}
 		if got := c.MostWorkers(tc.rate, tc.timeout); got != tc.want {
 			t.Errorf("workers %d, maxWorkers %d, rate %v, timeout %v: %d, want %d", tc.workers, tc.most, tc.rate, tc.timeout, got, tc.want)
+		}
+	}
+}
+
+// TestMistypedKeyIsUnknownNotInvalid: a misspelt key is reported as an unknown key with a
+// suggestion, from --set and from the environment alike, and its value is never shown
+// (under a misspelt name it may be a secret).
+func TestMistypedKeyIsUnknownNotInvalid(t *testing.T) {
+	for _, src := range []Sources{
+		{Sets: []string{"driver.name=fake-kv", "workload.readRat=s3cret"}},
+		{Sets: []string{"driver.name=fake-kv"}, Env: []string{"NDBENCH_WORKLOAD_READRAT=s3cret"}},
+	} {
+		_, err := Load(src)
+		if err == nil {
+			t.Fatalf("%+v: no error", src)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "unknown key") || !strings.Contains(msg, "did you mean") || !strings.Contains(strings.ToLower(msg), "readrate?") {
+			t.Errorf("%+v: %s; want an unknown key with a suggestion of readRate", src, msg)
+		}
+		if strings.Contains(msg, "s3cret") || strings.Contains(msg, "invalid value") {
+			t.Errorf("%+v: %s; the value must not be shown or blamed", src, msg)
 		}
 	}
 }
