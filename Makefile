@@ -17,7 +17,7 @@ IMAGE       ?= ndbench:$(VERSION)
 .PHONY: build run test test-extended unit integration ui lint bench bench-micro bench-program bench-drivers clean image manifests
 
 build:
-	$(GO) build -o $(BIN) ./cmd/ndbench
+	$(GO) build -ldflags "-X github.com/ndbench/ndbench/internal/cli.version=$(VERSION)" -o $(BIN) ./cmd/ndbench
 
 # A 30 s benchmark on the embedded store (pebble, no server needed), with live output:
 # backfill 100k keys, then 80/20 reads/writes at 5,000 ops/s.

@@ -50,9 +50,10 @@ func (l *live) interval(iv *stats.Interval) {
 	defer l.mu.Unlock()
 	elapsed := time.Since(l.start)
 	secs := iv.Seconds()
-	if secs < 0.25 {
-		// The last, partial interval at the end of a run: a rate over a sliver of a second
-		// is noise, and the summary that follows covers it.
+	if secs < 0.9 {
+		// A partial interval (the last one at the end of a run, the one a warm-up's end
+		// cuts): a rate over part of a second, printed under the same clock second as
+		// the line before, reads as a second measurement of it. The summary covers it.
 		return
 	}
 	var b strings.Builder
@@ -80,10 +81,15 @@ func (l *live) interval(iv *stats.Interval) {
 		if o.TargetRate > 0 {
 			fmt.Fprintf(&b, " (of %s)", count(o.TargetRate))
 		}
-		// Start lag beside the response time tells a slow store from a late generator.
-		fmt.Fprintf(&b, " p50 %s p99 %s p99.9 %s lag p99 %s err %d",
-			micros(float64(o.Response.ValueAtQuantile(50))), micros(float64(o.Response.ValueAtQuantile(99))),
-			micros(float64(o.Response.ValueAtQuantile(99.9))), micros(float64(o.StartLag.ValueAtQuantile(99))), o.Errors())
+		// Start lag beside the response time tells a slow store from a late generator. A
+		// second with no answer has no latency ("–"), not a latency of 0.
+		p50, p99, p999, lag := "–", "–", "–", "–"
+		if o.Count() > 0 {
+			p50, p99, p999 = micros(float64(o.Response.ValueAtQuantile(50))), micros(float64(o.Response.ValueAtQuantile(99))),
+				micros(float64(o.Response.ValueAtQuantile(99.9)))
+			lag = micros(float64(o.StartLag.ValueAtQuantile(99)))
+		}
+		fmt.Fprintf(&b, " p50 %s p99 %s p99.9 %s lag p99 %s err %d", p50, p99, p999, lag, o.Errors())
 		if o.Misses > 0 || op == "read" {
 			fmt.Fprintf(&b, " miss %d", o.Misses)
 		}

@@ -263,6 +263,11 @@ func warnings(r *Report, in Input) []string {
 		// rate changed has no single number to compare with.
 		if target, constant := runTarget(in.Series, name); target > 0 && constant && span > 0 {
 			attempted := float64(s.Attempted) / span
+			// Operations catchUp=drop skipped were due but deliberately not sent: their
+			// warning says so, and they are no sign of too few workers.
+			if due := float64(s.Attempted+s.Dropped) / span; attempted < underRate*target && due >= underRate*target {
+				attempted = target
+			}
 			if attempted < underRate*target {
 				cause := "add workers, or the store is saturated"
 				if need, ok := workersNeeded(name, s, target, runWorkers(in.Series, name, s.Workers)); ok {

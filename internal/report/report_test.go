@@ -194,6 +194,23 @@ func TestUnderTargetSaysAttemptedAndSucceeded(t *testing.T) {
 	}
 }
 
+// Operations workload.catchUp=drop skipped are named in their own warning, and the
+// offered-vs-target check does not blame the workers for them.
+func TestDroppedOperationsWarnedNotBlamedOnWorkers(t *testing.T) {
+	in := input(10, 1000, 4000, points(1000, 1000))
+	s := in.Cumulative.Ops["read"]
+	s.Count, s.Attempted, s.Succeeded, s.Rate = 8000, 8000, 8000, 800
+	s.Dropped, s.DropLateness = 2000, stats.Latency{P50: 1200000, Max: 2000000}
+	in.Cumulative.Ops["read"] = s
+	got := strings.Join(Build(in).Warnings, "\n")
+	if !strings.Contains(got, "2000 operations (20.0% of those due) were dropped") || !strings.Contains(got, "lateness p50 1200.0 ms") {
+		t.Errorf("no warning naming the dropped operations:\n%s", got)
+	}
+	if strings.Contains(got, "attempted 800 of the 1000") {
+		t.Errorf("the shortfall of dropped operations is blamed on the workers:\n%s", got)
+	}
+}
+
 // The start-lag warning names its cause from the measured numbers; the figures are those
 // of real runs of the memory store (see the comments).
 func TestStartLagWarningNamesTheCause(t *testing.T) {
