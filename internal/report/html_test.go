@@ -120,7 +120,7 @@ func TestWriteHTMLShowsPhases(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	for _, want := range []string{"Earlier phases", "The results above are the load phase",
+	for _, want := range []string{"Earlier phases", "The load figures above are the load phase's",
 		"<tr><td>backfill</td><td>backfill</td><td>10.00</td><td>5000</td><td>500</td><td>2.000</td><td>9.000</td>",
 		"<tr><td>warmup</td><td>read</td><td>30.00</td><td>1200</td><td>40</td>",
 	} {
