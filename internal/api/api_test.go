@@ -27,6 +27,7 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/ndbenchapi"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -102,6 +103,9 @@ func uncovered() []string {
 	defer hits.mu.Unlock()
 	var missing []string
 	for path, item := range doc.Paths.Map() {
+		if strings.HasPrefix(path, ndbenchapi.Prefix) {
+			continue // NDBench's routes: exercised by package ndbenchapi's tests, in NDBench's bodies
+		}
 		re := regexp.MustCompile("^" + regexp.MustCompile(`\\\{[^}]+\\\}`).ReplaceAllString(regexp.QuoteMeta(path), `[^/]+`) + "$")
 		for method, op := range item.Operations() {
 			ok, errOK := false, false
