@@ -65,8 +65,8 @@ func (s *state) observe(iv *stats.Interval) {
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		se := s.series(o.Name, iv.Start)
-		se.response.add(o.Response)
-		se.service.add(o.Service)
+		se.response.Add(o.Response)
+		se.service.Add(o.Service)
 		c := &se.counts
 		c.Successes += o.Successes
 		c.Misses += o.Misses
