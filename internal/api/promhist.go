@@ -92,9 +92,7 @@ type latencyHistograms struct {
 	response, service *prometheus.Desc
 
 	mu  sync.Mutex
-	ops map[string]*opHists
-	// order is the series in first-seen order, so a scrape lists them stably.
-	order []string
+	ops stats.Series[opHists]
 }
 
 func newLatencyHistograms() *latencyHistograms {
@@ -105,19 +103,12 @@ func newLatencyHistograms() *latencyHistograms {
 		service: prometheus.NewDesc("ndbench_service_seconds",
 			"Service time (from the actual start), by op class or operation. Sum by le across nodes for fleet-wide quantiles.",
 			[]string{"op"}, nil),
-		ops: map[string]*opHists{},
 	}
 }
 
 // series returns the state of name, creating it; with mu held.
 func (l *latencyHistograms) series(name string) *opHists {
-	o := l.ops[name]
-	if o == nil {
-		o = &opHists{created: time.Now()}
-		l.ops[name] = o
-		l.order = append(l.order, name)
-	}
-	return o
+	return l.ops.Get(name, func() *opHists { return &opHists{created: time.Now()} })
 }
 
 // observe adds one interval's histograms. It runs on the collector's tick, which reuses
@@ -126,10 +117,9 @@ func (l *latencyHistograms) observe(iv *stats.Interval) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range iv.Ops {
-		o := &iv.Ops[i]
-		s := l.series(o.Name)
-		s.response.Add(o.Response)
-		s.service.Add(o.Service)
+		s := l.series(iv.Ops[i].Name)
+		s.response.Add(iv.Ops[i].Response)
+		s.service.Add(iv.Ops[i].Service)
 	}
 }
 
@@ -148,9 +138,8 @@ func (l *latencyHistograms) Collect(ch chan<- prometheus.Metric) {
 		response, service promHist
 	}
 	l.mu.Lock()
-	snaps := make([]snap, 0, len(l.order))
-	for _, name := range l.order {
-		o := l.ops[name]
+	snaps := make([]snap, 0, l.ops.Len())
+	for name, o := range l.ops.All() {
 		snaps = append(snaps, snap{name, o.created, o.response, o.service})
 	}
 	l.mu.Unlock()

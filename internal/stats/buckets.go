@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"iter"
 	"math"
 	"sort"
 	"sync"
@@ -175,6 +176,43 @@ func (b *Buckets) Add(h *hdrhistogram.Histogram) {
 		if left -= n; left == 0 {
 			b.Max = max(b.Max, t.high[i])
 			break
+		}
+	}
+}
+
+// Series is the state an export keeps per series (op class or operation) between
+// intervals, by name, in first-seen order so that every scrape or push lists the series
+// stably. It is not safe for concurrent use: each export guards it with the lock its
+// tick and its readers share.
+type Series[T any] struct {
+	by    map[string]*T
+	names []string
+}
+
+// Get returns the state of name, creating it with create the first time name is seen.
+func (s *Series[T]) Get(name string, create func() *T) *T {
+	if v, ok := s.by[name]; ok {
+		return v
+	}
+	if s.by == nil {
+		s.by = map[string]*T{}
+	}
+	v := create()
+	s.by[name] = v
+	s.names = append(s.names, name)
+	return v
+}
+
+// Len is the number of series.
+func (s *Series[T]) Len() int { return len(s.names) }
+
+// All yields every series in first-seen order.
+func (s *Series[T]) All() iter.Seq2[string, *T] {
+	return func(yield func(string, *T) bool) {
+		for _, name := range s.names {
+			if !yield(name, s.by[name]) {
+				return
+			}
 		}
 	}
 }

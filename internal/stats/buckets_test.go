@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -104,5 +105,24 @@ func TestExpKeyOTLPIndex(t *testing.T) {
 		if got != tc.key || got-1 != tc.otlp || otlp != tc.otlp {
 			t.Errorf("ExpKey(%g) = %d (OTLP index %d by the formula), want key %d and OTLP index %d", tc.v, got, otlp, tc.key, tc.otlp)
 		}
+	}
+}
+
+// TestSeriesFirstSeenOrder: a series is created once, keeps its state, and is listed in
+// the order first seen whatever the order of later intervals.
+func TestSeriesFirstSeenOrder(t *testing.T) {
+	var s Series[int]
+	created := 0
+	for _, name := range []string{"write", "read", "write", "search.byTitle", "read"} {
+		*s.Get(name, func() *int { created++; return new(int) })++
+	}
+	var names []string
+	var counts []int
+	for name, n := range s.All() {
+		names = append(names, name)
+		counts = append(counts, *n)
+	}
+	if created != 3 || s.Len() != 3 || fmt.Sprint(names) != "[write read search.byTitle]" || fmt.Sprint(counts) != "[2 2 1]" {
+		t.Errorf("created %d, listed %v with counts %v; want 3 created, [write read search.byTitle] with [2 2 1]", created, names, counts)
 	}
 }
