@@ -146,7 +146,7 @@ func histogramQuantile(q float64, les, cum []float64, count float64) float64 {
 }
 
 // bucketIndex is the classic bucket holding v seconds.
-func bucketIndex(v float64) int { return sort.SearchFloat64s(latencyBuckets[:], v) }
+func bucketIndex(v float64) int { return sort.SearchFloat64s(stats.ClassicBounds[:], v) }
 
 // spread returns n latencies spread log-uniformly over lo..hi, reproducibly.
 func spread(n int, lo, hi time.Duration, seed uint64) []time.Duration {
@@ -172,12 +172,12 @@ func repeat(d time.Duration, n int) []time.Duration {
 func checkHistogram(t *testing.T, h *dto.Histogram, n *histNode) {
 	t.Helper()
 	les, cum := classicBuckets(h)
-	if len(les) != len(latencyBuckets) {
-		t.Fatalf("%d finite buckets, want %d", len(les), len(latencyBuckets))
+	if len(les) != len(stats.ClassicBounds) {
+		t.Fatalf("%d finite buckets, want %d", len(les), len(stats.ClassicBounds))
 	}
 	for i := range les {
-		if les[i] != latencyBuckets[i] {
-			t.Errorf("bucket %d: le %g, want %g", i, les[i], latencyBuckets[i])
+		if les[i] != stats.ClassicBounds[i] {
+			t.Errorf("bucket %d: le %g, want %g", i, les[i], stats.ClassicBounds[i])
 		}
 		if i > 0 && cum[i] < cum[i-1] {
 			t.Errorf("bucket le=%g count %g < previous %g: not cumulative", les[i], cum[i], cum[i-1])
@@ -350,8 +350,8 @@ func TestLatencyHistogramsNative(t *testing.T) {
 	if h.GetSchema() != nativeSchema {
 		t.Errorf("schema %d, want %d", h.GetSchema(), nativeSchema)
 	}
-	if len(h.GetBucket()) != len(latencyBuckets) {
-		t.Errorf("%d classic buckets beside the native ones, want %d", len(h.GetBucket()), len(latencyBuckets))
+	if len(h.GetBucket()) != len(stats.ClassicBounds) {
+		t.Errorf("%d classic buckets beside the native ones, want %d", len(h.GetBucket()), len(stats.ClassicBounds))
 	}
 	// Decode the spans and deltas and check the native buckets hold every op but the
 	// 0 µs one, which is in the zero bucket; then the native p99 against HDR's.
@@ -443,10 +443,10 @@ func BenchmarkLatencyHistogramsTick(b *testing.B) {
 // a client_golang histogram (classic and native buckets) fed one Observe per op.
 func BenchmarkLatencyHistogramsObserveEach(b *testing.B) {
 	_, lat := tickInterval(b)
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x", Buckets: latencyBuckets[:],
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "x", Buckets: stats.ClassicBounds[:],
 		NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: nativeMaxBuckets,
 		NativeHistogramMinResetDuration: time.Hour})
-	h2 := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "y", Buckets: latencyBuckets[:],
+	h2 := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "y", Buckets: stats.ClassicBounds[:],
 		NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: nativeMaxBuckets,
 		NativeHistogramMinResetDuration: time.Hour})
 	b.ReportAllocs()
@@ -497,7 +497,7 @@ func TestNativeResolutionHalves(t *testing.T) {
 				_ = h.RecordValue(int64(v))
 			}
 			var p promHist
-			p.add(h)
+			p.Add(h)
 			m, err := p.metric(prometheus.NewDesc("x", "x", []string{"op"}, nil), time.Now(), "read")
 			if err != nil {
 				t.Fatal(err)
@@ -514,7 +514,7 @@ func TestNativeResolutionHalves(t *testing.T) {
 			if nh.GetSchema() != tc.wantSchema || buckets > nativeMaxBuckets {
 				t.Errorf("schema %d with %d buckets, want schema %d and at most %d", nh.GetSchema(), buckets, tc.wantSchema, nativeMaxBuckets)
 			}
-			if int64(nh.GetSampleCount()) != h.TotalCount() || len(nh.GetBucket()) != len(latencyBuckets) {
+			if int64(nh.GetSampleCount()) != h.TotalCount() || len(nh.GetBucket()) != len(stats.ClassicBounds) {
 				t.Errorf("count %d (recorded %d), %d classic buckets", nh.GetSampleCount(), h.TotalCount(), len(nh.GetBucket()))
 			}
 		})

@@ -31,13 +31,11 @@ type state struct {
 	driverStats func() (name string, stats map[string]int64)
 
 	mu  sync.Mutex
-	ops map[string]*series
-	// order is the series in first-seen order, so every export lists them stably.
-	order []string
+	ops stats.Series[series]
 }
 
 func newState(delta bool, driverStats func() (string, map[string]int64)) *state {
-	s := &state{delta: delta, driverStats: driverStats, ops: map[string]*series{}}
+	s := &state{delta: delta, driverStats: driverStats}
 	now := time.Now()
 	// Every built-in series exists from the start, so a backend sees zeros, not gaps.
 	for _, name := range stats.BuiltinNames() {
@@ -48,13 +46,7 @@ func newState(delta bool, driverStats func() (string, map[string]int64)) *state 
 
 // series returns the state of name, creating it; with mu held.
 func (s *state) series(name string, now time.Time) *series {
-	o := s.ops[name]
-	if o == nil {
-		o = &series{name: name, start: now}
-		s.ops[name] = o
-		s.order = append(s.order, name)
-	}
-	return o
+	return s.ops.Get(name, func() *series { return &series{name: name, start: now} })
 }
 
 // observe adds one interval. It runs on the collector's tick, which reuses the interval
@@ -65,8 +57,8 @@ func (s *state) observe(iv *stats.Interval) {
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		se := s.series(o.Name, iv.Start)
-		se.response.add(o.Response)
-		se.service.add(o.Service)
+		se.response.Add(o.Response)
+		se.service.Add(o.Service)
 		c := &se.counts
 		c.Successes += o.Successes
 		c.Misses += o.Misses
@@ -87,10 +79,9 @@ func (s *state) observe(iv *stats.Interval) {
 func (s *state) snapshot(now time.Time) []series {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]series, len(s.order))
-	for i, name := range s.order {
-		o := s.ops[name]
-		out[i] = *o
+	out := make([]series, 0, s.ops.Len())
+	for name, o := range s.ops.All() {
+		out = append(out, *o)
 		if s.delta {
 			*o = series{name: name, start: now, target: o.target, backlog: o.backlog, workers: o.workers, pending: o.pending}
 		}
