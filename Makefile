@@ -47,17 +47,18 @@ lint:
 	GOOS=linux GOARCH=arm64 $(GO) vet -tags integration ./...
 	$(GO) run $(STATICCHECK) -tags integration ./...
 
-# Auto-tune's capacity searches measure the generator too, so they run without the race
-# detector (under it they skip): here the memory store's capacity found within 5% at
-# 20k ops/s (80/20), and a generator-capped search reported client-bound; the other two
-# capacities of the bar run in test-extended.
+# Auto-tune's searches measure the generator too, so they run without the race detector
+# (under it they skip): here a generator-capped search must be reported client-bound. The
+# capacity bar itself (the memory store's capacity found within 5% at 5k, 20k and 60k
+# ops/s) runs in test-extended: on a shared 2-core machine the knee it measures moves by
+# ±10% from run to run (docs/performance.md, "Auto-tune"), which is a measurement of the
+# machine, not a pass/fail of a change.
 unit:
 	$(GO) test -race -count=1 ./...
-	AUTOTUNE_ONLY=20k-80/20 $(GO) test -count=1 -timeout 15m -run 'TestFindsMemoryCapacity|TestClientBoundIsNotCapacity' ./internal/autotune/
+	$(GO) test -count=1 -timeout 15m -run 'TestClientBoundIsNotCapacity' ./internal/autotune/
 
-# The whole auto-tune capacity bar (5k, 20k 80/20 and 60k ops/s, ~2 min each), which
-# `make unit` samples with its 20k case to keep CI short; run it before a release and
-# after changing the search, the pacer or the engine.
+# The whole auto-tune capacity bar (5k, 20k 80/20 and 60k ops/s, ~2 min each); run it on
+# a quiet machine before a release and after changing the search, the pacer or the engine.
 test-extended:
 	$(GO) test -count=1 -timeout 20m -v -run 'TestFindsMemoryCapacity|TestClientBoundIsNotCapacity' ./internal/autotune/
 

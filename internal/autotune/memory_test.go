@@ -125,7 +125,7 @@ func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func TestClientBoundIsNotCapacity(t *testing.T) {
 	skipUnderRace(t)
 	n := node(t, "drivers.memory.capacity=20000", "drivers.memory.serviceTime=2ms",
-		"workload.writeEnabled=false", "workload.readers=4", "workload.maxReaders=0")
+		"workload.writeEnabled=false", "workload.readers=4", "workload.maxReaders=4")
 	s := quick(500)
 	r := tune(t, n, "", s)
 	if r.Status != StatusClientBound || r.Capacity != 0 {
