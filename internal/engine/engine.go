@@ -170,6 +170,9 @@ type opClass struct {
 	// lastPending is the backlog at the previous check: a pool grows only while its
 	// backlog grows, not while it drains one (which it is already keeping up with).
 	lastPending int64
+	// lastAnswered is the class's answered operations at the previous check
+	// (stats.Recorder.Answered): a pool grows only while the store answers.
+	lastAnswered int64
 	// startAt is when the pool's next start is due, a reading of the engine's clock set by
 	// StartAt (0: at once); the start that uses it clears it (under Engine.mu).
 	startAt int64
@@ -257,13 +260,19 @@ func (e *Engine) resizeElastic(now time.Time) (changed bool) {
 		lag, pending := c.pacer.Backlog()
 		growing := pending > c.lastPending
 		c.lastPending = pending
+		// A store that answers nothing (a stall, an outage: operations time out) holds
+		// every worker it is given, and all of them would hit it at once when it
+		// recovers: only a store that still answers is slow enough to need more workers.
+		answered := c.rec.Answered()
+		answering := answered > c.lastAnswered
+		c.lastAnswered = answered
 		if lag > elasticBehind {
 			c.calmSince = time.Time{}
 			// More workers help only when those it has are waiting for the store. When
 			// most are between operations the generator itself is late (its CPU is
 			// saturated, its goroutines wait to be scheduled): more workers would only
 			// add to that.
-			if cur < most && growing && c.mostlyBusy() {
+			if cur < most && growing && answering && c.mostlyBusy() {
 				c.extra = min(cur+max(1, cur/2), most) - base
 				changed = true
 			}

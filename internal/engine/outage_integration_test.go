@@ -122,8 +122,10 @@ func TestStoreOutageAndCorruption(t *testing.T) {
 				if down == 0 || o.Failures["other"] > down/10 {
 					t.Errorf("%s during the outage: failures %v, successes %d; want unavailable/timeout", op, o.Failures, o.Count)
 				}
-				if o.Workers != 4 {
-					t.Errorf("%s workers = %d during the outage, want 4", op, o.Workers)
+				// No worker is lost to a failing store; an elastic pool may have grown
+				// while the store was slowing down, before it stopped answering.
+				if o.Workers < 4 {
+					t.Errorf("%s workers = %d during the outage, want at least the 4 configured", op, o.Workers)
 				}
 			}
 

@@ -235,6 +235,23 @@ func (r *Recorder) Shard(worker int) *Shard {
 	return &r.shards[uint(worker)%uint(len(r.shards))]
 }
 
+// Answered returns the operations the store answered (successes and misses) that are
+// recorded in the current interval and not yet drained: it grows while the store answers
+// and falls back at each tick. An elastic pool reads it to tell a slow store, worth more
+// workers, from one that answers nothing.
+func (r *Recorder) Answered() int64 {
+	var n int64
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		if s.active != nil {
+			n += s.active.Successes + s.active.Misses
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
 // drain swaps every shard and merges the retired buffers into resp, svc, lag, late and c,
 // outside the shard locks, then resets them for reuse.
 func (r *Recorder) drain(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts) {
