@@ -801,8 +801,10 @@ func TestElasticPoolDoesNotGrowForItsOwnLag(t *testing.T) {
 	if s.BacklogMs < 100 {
 		t.Skipf("the generator kept up with 5M reads/s (backlog %.0f ms): nothing to judge", s.BacklogMs)
 	}
-	if s.Workers > 4 {
-		t.Errorf("the pool grew to %d workers while the store answered at once; want it to stay near 2", s.Workers)
+	// A step or two on a loaded machine (a worker descheduled mid-operation looks busy),
+	// never the run to the cap of 64 that growing on backlog alone gave.
+	if s.Workers > 8 {
+		t.Errorf("the pool grew to %d workers while the store answered at once; want it to stay near 2, far from its cap of 64", s.Workers)
 	}
 }
 

@@ -132,8 +132,10 @@ func TestPostgresDirectDeadlines(t *testing.T) {
 				if o.Failures["timeout"] == 0 || o.Errors != o.Failures["timeout"] {
 					t.Errorf("%s during the stall: failures %v; want timeouts only", op, o.Failures)
 				}
-				if want := map[string]int{"read": 4, "write": 2}[op]; o.Workers != want {
-					t.Errorf("%s workers = %d during the stall, want %d", op, o.Workers, want)
+				// No worker lost; an elastic pool may grow a step while the store slows,
+				// never to its cap once it answers nothing.
+				if want := map[string]int{"read": 4, "write": 2}[op]; o.Workers < want || o.Workers > 4*want {
+					t.Errorf("%s workers = %d during the stall, want %d to %d", op, o.Workers, want, 4*want)
 				}
 			}
 			// Each stalled batch ends at its deadline: the timeouts come at about the
