@@ -119,6 +119,7 @@ type Pacer struct {
 	spinner atomic.Bool  // at most one goroutine spins at a time
 	fine    atomic.Int32 // waiters in their final time.Sleep
 	beating atomic.Bool  // a heartbeat goroutine runs
+	wake    wakeMargin   // how early a spinning waiter leaves its kernel sleep
 }
 
 // coarseMargin is how early a waiter wakes from time.Sleep before its due time. The Go
@@ -130,9 +131,12 @@ const coarseMargin = 1500 * time.Microsecond
 // The last coarseMargin is waited out in one of three ways, chosen by the rate, because
 // what is precise and what is cheap differ with it (measured on 2 cores, memory store;
 // docs/performance.md has the figures):
-//   - up to spinMaxRate: a kernel nanosleep to kernelSlack before the due time, then a
-//     spin by one goroutine at a time. The spin costs at most spinMaxRate × kernelSlack of
-//     a core and makes the start precise to a few µs.
+//   - up to spinMaxRate: a kernel nanosleep to a wake margin before the due time, then a
+//     spin by one goroutine at a time. The margin is learnt: the kernel's wake-up is late
+//     by a machine-dependent amount (~5 µs on bare metal, 40-150 µs in a VM whose idle
+//     vCPU must be woken), and a fixed margin smaller than that makes every start late by
+//     the difference. The spin costs at most spinBudget of a core and makes the start
+//     precise to a few µs.
 //   - up to nanoMaxRate: a kernel nanosleep to the due time, with the thread's timer slack
 //     lowered to timerSlack: p50 ~25 µs late, for two syscalls per operation.
 //   - above: time.Sleep, with a heartbeat goroutine that wakes every heartbeatPeriod while
@@ -145,6 +149,9 @@ const (
 	spinMaxRate = 2000
 	nanoMaxRate = 20000
 	kernelSlack = 20 * time.Microsecond
+	// spinBudget bounds the spin's cost: rate × margin ≤ spinBudget core. At 2,000/s
+	// the margin is then at most 75 µs, at 100/s the learnt one.
+	spinBudget = 0.15
 )
 
 type fineWait uint8
@@ -366,8 +373,12 @@ func (p *Pacer) TryAcquire(now int64) (intended int64, ok bool) {
 func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, bool) {
 	done := ctx.Done()
 	fine := s.fine
+	var rate float64
+	if s.shape != nil {
+		rate = s.shape.Rate(time.Duration(max(due-s.anchor, 0)))
+	}
 	if s.varying && due > s.anchor {
-		fine = fineWaitFor(s.shape.Rate(time.Duration(due - s.anchor)))
+		fine = fineWaitFor(rate)
 	}
 	for {
 		now := p.Now()
@@ -407,8 +418,11 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 			p.fine.Add(-1)
 		case fine == waitNano:
 			nanosleep(remaining)
-		case remaining > kernelSlack:
-			nanosleep(remaining - kernelSlack)
+		case remaining > p.wake.margin(rate):
+			// The kernel wakes us late by its own delay; how late, this sleep tells.
+			target := remaining - p.wake.margin(rate)
+			nanosleep(target)
+			p.wake.observe(time.Duration(p.Now()-now) - target)
 		case p.spinner.CompareAndSwap(false, true):
 			for now = p.Now(); now < due; now = p.Now() {
 				runtime.Gosched()
@@ -441,6 +455,46 @@ func (p *Pacer) heartbeat() {
 }
 
 const heartbeatPeriod = 50 * time.Microsecond
+
+// wakeMargin learns how late the kernel wakes a thread from nanosleep, as a running
+// estimate of the 99th percentile of that delay: each wake-up later than the estimate
+// raises it by wakeUp, each earlier one lowers it by wakeUp/99, which settles where 1% of
+// wake-ups are later (a stochastic quantile estimate: no samples kept, one atomic add).
+// A spinning waiter leaves its sleep that much early, so 99% of its starts are precise
+// to the spin's few µs and the rest late by the excess; a machine that stalls for
+// milliseconds now and then does not drag the margin up, as a mean or maximum would.
+type wakeMargin struct {
+	est atomic.Int64 // ns; 0 until the first observation
+}
+
+const (
+	wakeUp        = 10 * time.Microsecond
+	wakeDown      = wakeUp / 99
+	wakeMarginMin = kernelSlack
+	wakeMarginMax = coarseMargin
+)
+
+// margin returns how early to leave a kernel sleep before a due time at rate ops/s: the
+// learnt delay, at least wakeMarginMin, and at most what keeps the spin within
+// spinBudget of a core at that rate.
+func (w *wakeMargin) margin(rate float64) time.Duration {
+	m := max(time.Duration(w.est.Load()), wakeMarginMin)
+	if rate > 0 {
+		m = min(m, time.Duration(spinBudget/rate*float64(time.Second)))
+	}
+	return max(m, wakeMarginMin)
+}
+
+// observe feeds one wake-up delay (how much later than asked a nanosleep returned).
+func (w *wakeMargin) observe(late time.Duration) {
+	est := time.Duration(w.est.Load())
+	switch {
+	case late > est && est < wakeMarginMax:
+		w.est.Add(int64(wakeUp))
+	case late <= est && est > wakeMarginMin:
+		w.est.Add(-int64(wakeDown))
+	}
+}
 
 // Backlog reports how far the workers are behind the schedule: lag is how long ago the
 // oldest unclaimed due operation should have started, pending how many due operations are
