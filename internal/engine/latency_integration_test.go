@@ -3,8 +3,11 @@
 package engine_test
 
 import (
+	"bufio"
 	"context"
+	"flag"
 	"fmt"
+	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -41,6 +44,10 @@ func BenchmarkClientAddedLatency(b *testing.B) {
 	defer d.Close()
 	w := config.DefaultWorkload()
 	w.NumKeys, w.DataSize, w.Readers, w.WriteEnabled = 100000, 100, 50, false
+	// A fixed pool: 50 workers are 50 connections, as redis-benchmark's -c 50. An elastic
+	// pool (the default) grows to 200 connections when it falls behind, and its service
+	// time then grows with the connections in flight (Little's law), not with the client.
+	w.MaxReaders = w.Readers
 	coll := stats.NewCollector(stats.Config{})
 	e, err := engine.New(d, w, engine.Options{Collector: coll})
 	if err != nil {
@@ -60,27 +67,96 @@ func BenchmarkClientAddedLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	w.ReadRate = rps
-	if err := e.Apply(w); err != nil {
-		b.Fatal(err)
-	}
-	coll.Reset()
-	_ = e.Start()
-	time.Sleep(2 * time.Second) // settle: connections open, pools warm
-	coll.Tick(time.Now())
-	time.Sleep(10 * time.Second)
-	s := coll.Tick(time.Now()).Summary()
-	_ = e.Stop()
-	_ = e.Wait(ctx)
-	rd := s.Ops["read"]
 	b.ReportMetric(rps, "redis-benchmark-ops/s")
-	b.ReportMetric(rd.Rate, "ndbench-ops/s")
 	b.ReportMetric(float64(p50.Microseconds()), "redis-benchmark-p50-µs")
 	b.ReportMetric(float64(p99.Microseconds()), "redis-benchmark-p99-µs")
-	b.ReportMetric(rd.ServiceTime.P50, "ndbench-service-p50-µs")
-	b.ReportMetric(rd.ServiceTime.P99, "ndbench-service-p99-µs")
-	b.ReportMetric(rd.StartLag.P99, "ndbench-start-lag-p99-µs")
-	b.ReportMetric(rd.ServiceTime.P50/float64(p50.Microseconds()), "ratio-p50")
-	b.ReportMetric(rd.ServiceTime.P99/float64(p99.Microseconds()), "ratio-p99")
+	report := func(prefix string, e *engine.Engine, coll *stats.Collector) {
+		if err := e.Apply(w); err != nil {
+			b.Fatal(err)
+		}
+		coll.Reset()
+		_ = e.Start()
+		time.Sleep(2 * time.Second) // settle: connections open, pools warm
+		coll.Tick(time.Now())
+		time.Sleep(10 * time.Second)
+		s := coll.Tick(time.Now()).Summary()
+		// The comparison holds only at redis-benchmark's connection count: the workers'
+		// 50, the driver's idle pool (up to 10, from the backfill) and this probe.
+		conns, err := redisClients(srv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(conns), prefix+"connections")
+		if conns > 50+10+1 {
+			b.Errorf("%d connections to Redis during the run, want at most 61 (50 workers): the comparison is with redis-benchmark's 50", conns)
+		}
+		_ = e.Stop()
+		_ = e.Wait(ctx)
+		rd := s.Ops["read"]
+		b.ReportMetric(rd.Rate, prefix+"ndbench-ops/s")
+		b.ReportMetric(rd.ServiceTime.P50, prefix+"ndbench-service-p50-µs")
+		b.ReportMetric(rd.ServiceTime.P99, prefix+"ndbench-service-p99-µs")
+		b.ReportMetric(rd.StartLag.P99, prefix+"ndbench-start-lag-p99-µs")
+		b.ReportMetric(rd.ServiceTime.P50/float64(p50.Microseconds()), prefix+"ratio-p50")
+		b.ReportMetric(rd.ServiceTime.P99/float64(p99.Microseconds()), prefix+"ratio-p99")
+	}
+	report("", e, coll)
+	// The same rate with spinRead (-redis.spinRead), right after, against the same figures.
+	for _, spin := range spinReads(b) {
+		d, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": srv.Addr(), "mode": "direct", "spinRead": spin})
+		if err != nil {
+			b.Fatal(err)
+		}
+		coll := stats.NewCollector(stats.Config{})
+		e, err := engine.New(d, w, engine.Options{Collector: coll})
+		if err != nil {
+			b.Fatal(err)
+		}
+		report("spin"+spin+"-", e, coll)
+		_ = e.Close(2 * time.Second)
+		_ = d.Close()
+	}
+}
+
+// spinReadFlag lists spinRead values to measure beside mode=direct's default in the Redis
+// benchmarks (BenchmarkClientAddedLatency, BenchmarkDriverEfficiency/redis-direct).
+var spinReadFlag = flag.String("redis.spinRead", "", "comma-separated spinRead values (e.g. 10us,50us) to measure beside the default in the Redis benchmarks")
+
+func spinReads(b *testing.B) []string {
+	if *spinReadFlag == "" {
+		return nil
+	}
+	out := strings.Split(*spinReadFlag, ",")
+	for _, s := range out {
+		if _, err := time.ParseDuration(s); err != nil {
+			b.Fatalf("-redis.spinRead: %q is not a duration (e.g. 20us)", s)
+		}
+	}
+	return out
+}
+
+// redisClients returns Redis's connected_clients (INFO clients), counting its own
+// connection.
+func redisClients(srv *testserver.Server) (int, error) {
+	c, err := net.DialTimeout("tcp", srv.Addr(), 5*time.Second)
+	if err != nil {
+		return 0, fmt.Errorf("connect to count Redis's clients: %w", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$7\r\nclients\r\n")); err != nil {
+		return 0, fmt.Errorf("INFO clients: %w", err)
+	}
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return 0, fmt.Errorf("INFO clients: no connected_clients: %w", err)
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_clients:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
 }
 
 // redisBenchmarkGet runs n GETs from redis-benchmark with c clients and returns its
