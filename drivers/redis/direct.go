@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -67,7 +68,11 @@ func (p *pipeline) connect(ctx context.Context) error {
 		}
 		nc = tc
 	}
-	rd := newRespReader(nc)
+	var src io.Reader = nc
+	if sr := newSpinReader(nc, o.SpinRead); sr != nil {
+		src = sr
+	}
+	rd := newRespReader(src)
 	var setup []byte
 	var names []string
 	if o.Auth.Password != "" {

@@ -21,6 +21,13 @@
 // speaks RESP2 to one node: no cluster. With workload.pipeline=1 it is the plain
 // one-command-per-round-trip client, the same load shape as pool mode at less CPU.
 //
+// spinRead (mode=direct, Linux, plain TCP; off by default) makes a worker poll its socket
+// for up to that long after sending, yielding the processor between tries, before it
+// parks and waits for the runtime's netpoller. It is meant for a client with idle cores,
+// where waking a parked goroutine is a visible part of a round trip; on the 2-core machine
+// of docs/performance.md it cost CPU and gave no lower latency, so it stays off unless
+// measured to help on the machine at hand.
+//
 // mode=pool sends each operation on a pooled connection (poolSize connections; 0 means
 // go-redis's default of 10 per CPU). mode=autopipeline uses go-redis's own autopipeliner
 // (v9.22 AsyncAutoPipeline, ordered, one batch in flight): operations from all workers are
@@ -117,6 +124,7 @@ type Options struct {
 	Shape         string                `opt:"shape" default:"string" enum:"string,hash" help:"string: SET/GET; hash: HSET/HGETALL like NDBench's Dyno hash plugin"`
 	HashFields    int                   `opt:"hashFields" default:"2" min:"1" max:"64" help:"hash shape: fields the value is split across"`
 	HashKeyPrefix string                `opt:"hashKeyPrefix" default:"HM__" help:"hash shape: prefix of hash keys (NDBench uses HM__)"`
+	SpinRead      time.Duration         `opt:"spinRead" default:"0s" min:"0s" max:"1ms" help:"mode=direct, Linux, without TLS: after sending, poll the socket for a reply for up to this long before the worker parks; costs client CPU, try it only where a profile shows goroutine wake-ups in the round trip; 0 parks at once"`
 }
 
 // Driver is the redis driver. It is safe for concurrent use after Init.

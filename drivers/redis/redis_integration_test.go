@@ -68,7 +68,7 @@ var modesShapes = []map[string]string{
 
 func name(v map[string]string) string {
 	var parts []string
-	for _, k := range []string{"mode", "shape", "hashFields"} {
+	for _, k := range []string{"mode", "shape", "hashFields", "spinRead"} {
 		if v[k] != "" {
 			parts = append(parts, k+"="+v[k])
 		}
@@ -520,6 +520,7 @@ func TestConformance(t *testing.T) {
 		{"mode": "pool", "shape": "hash", "hashFields": "3"},
 		{"mode": "direct"},
 		{"mode": "direct", "shape": "hash", "hashFields": "3"},
+		{"mode": "direct", "spinRead": "20us"},
 	} {
 		t.Run(name(opts), func(t *testing.T) {
 			opts["addrs"] = srv.Addr()

@@ -45,6 +45,8 @@ func TestOptionValidation(t *testing.T) {
 		{"bad shape", map[string]string{"shape": "list"}, "shape"},
 		{"negative ttl", map[string]string{"ttl": "-1s"}, "ttl"},
 		{"too many hash fields", map[string]string{"hashFields": "65"}, "hashFields"},
+		{"spin above 1ms", map[string]string{"spinRead": "2ms"}, "spinRead"},
+		{"negative spin", map[string]string{"spinRead": "-1us"}, "spinRead"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := driver.NewOptions("redis", tc.values)

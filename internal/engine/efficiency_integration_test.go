@@ -132,11 +132,50 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 				b.ReportMetric(float64(rbP99.Microseconds()), "redis-benchmark-get-p99-µs")
 				b.ReportMetric(rbOps/rbCPU, "redis-benchmark-ops/client-CPU-s")
 				b.ReportMetric((ops/client)/(rbOps/rbCPU), "ratio-vs-redis-benchmark")
+				if r.name == "redis-direct" {
+					spinEfficiency(b, srv, w, rbOps/rbCPU, rbP50, rbP99)
+				}
 			}
 			if r.driver == "postgres" {
 				reportPgbench(b, srv, w.Pipeline, ops/client, cum) // pgbench_integration_test.go
 			}
 		})
+	}
+}
+
+// spinEfficiency runs mode=direct again with each -redis.spinRead value, right after
+// redis-benchmark, and reports its figures against redis-benchmark's of the same subtest.
+func spinEfficiency(b *testing.B, srv *testserver.Server, w config.Workload, rbPerCPU float64, rbP50, rbP99 time.Duration) {
+	ctx := context.Background()
+	for _, spin := range spinReads(b) {
+		d, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": srv.Addr(), "mode": "direct", "spinRead": spin})
+		if err != nil {
+			b.Fatal(err)
+		}
+		coll := stats.NewCollector(stats.Config{})
+		e, err := engine.New(d, w, engine.Options{Collector: coll})
+		if err != nil {
+			b.Fatal(err)
+		}
+		u0, t0 := report.ReadUsage(), time.Now()
+		_ = e.Start()
+		time.Sleep(effSeconds * time.Second)
+		_ = e.Stop()
+		_ = e.Wait(ctx)
+		u1, secs := report.ReadUsage(), time.Since(t0).Seconds()
+		coll.Tick(time.Now())
+		cum := coll.Cumulative()
+		_ = e.Close(2 * time.Second)
+		_ = d.Close()
+		ops := float64(cum.Ops["read"].Count + cum.Ops["write"].Count)
+		client := (u1.User + u1.System - u0.User - u0.System).Seconds()
+		svc := cum.Ops["read"].ServiceTime
+		prefix := "spin" + spin + "-"
+		b.ReportMetric(ops/secs, prefix+"ops/s")
+		b.ReportMetric(ops/client, prefix+"ops/client-CPU-s")
+		b.ReportMetric((ops/client)/rbPerCPU, prefix+"ratio-vs-redis-benchmark")
+		b.ReportMetric(float64(svc.P50)/float64(rbP50.Microseconds()), prefix+"read-p50-vs-redis-benchmark")
+		b.ReportMetric(float64(svc.P99)/float64(rbP99.Microseconds()), prefix+"read-p99-vs-redis-benchmark")
 	}
 }
 
