@@ -22,8 +22,16 @@ func TestTableAgainstMap(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			tab := newTable()
-			want := map[string]*entry{}
+			want := map[string]byte{} // each key's value: one byte, the step that wrote it
 			const keys = 300
+			check := func(step int, key string, h uint64) {
+				t.Helper()
+				w, ok := want[key]
+				e := tab.get(h, key)
+				if (e != nil) != ok || e != nil && (e.key != key || len(e.v) != 1 || e.v[0] != w) {
+					t.Fatalf("step %d: get %s = %+v, want value %v (stored %v)", step, key, e, w, ok)
+				}
+			}
 			for step := range 20000 {
 				i := rng.IntN(keys)
 				key, h := "k"+strconv.Itoa(i), c.hash(i)
@@ -32,37 +40,31 @@ func TestTableAgainstMap(t *testing.T) {
 					if e := tab.get(h, key); e != nil {
 						e.v = []byte{byte(step)}
 					} else {
-						e := &entry{key: key, v: []byte{byte(step)}}
-						tab.add(h, e)
-						want[key] = e
+						tab.add(h, key, []byte{byte(step)})
 					}
+					want[key] = byte(step)
 				case op < 7:
-					got := tab.remove(h, key)
-					if got != want[key] {
-						t.Fatalf("step %d: remove %s returned %p, want %p", step, key, got, want[key])
+					e, ok := tab.remove(h, key)
+					if w, stored := want[key]; ok != stored || ok && (e.key != key || e.v[0] != w) {
+						t.Fatalf("step %d: remove %s returned %+v, %v; want value %v (stored %v)", step, key, e, ok, w, stored)
 					}
 					delete(want, key)
 				default:
-					if got := tab.get(h, key); got != want[key] {
-						t.Fatalf("step %d: get %s = %p, want %p", step, key, got, want[key])
-					}
+					check(step, key, h)
 				}
 				if tab.n != len(want) {
 					t.Fatalf("step %d: %d entries, want %d", step, tab.n, len(want))
 				}
 			}
-			// Every key is found exactly where the map has it, and each lists them all.
+			// Every key is found exactly as the map has it, and each lists them all.
 			for i := range keys {
-				key := "k" + strconv.Itoa(i)
-				if got := tab.get(c.hash(i), key); got != want[key] {
-					t.Fatalf("get %s = %p, want %p", key, got, want[key])
-				}
+				check(-1, "k"+strconv.Itoa(i), c.hash(i))
 			}
 			n := 0
 			tab.each(func(e *entry) {
 				n++
-				if want[e.key] != e {
-					t.Errorf("each gave %s, not stored", e.key)
+				if w, ok := want[e.key]; !ok || e.v[0] != w {
+					t.Errorf("each gave %s = %v, not stored", e.key, e.v)
 				}
 			})
 			if n != len(want) || 4*tab.n > 3*len(tab.slots) {
