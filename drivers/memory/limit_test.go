@@ -27,7 +27,7 @@ func realBytes(d *Driver) int64 {
 	for i := range d.shards {
 		sh := &d.shards[i]
 		sh.mu.RLock()
-		if sh.t != nil {
+		if sh.t.open() {
 			sh.t.each(func(e *entry) { n += cost(e.key, len(e.v)) })
 		}
 		sh.mu.RUnlock()

@@ -109,12 +109,15 @@ type settings struct {
 	opts Options
 }
 
-// shard is one independently locked part of the map, padded to a cache line so that
-// neighbouring shards' locks do not share one.
+// shard is one independently locked part of the map, a cache line long so that
+// neighbouring shards' locks do not share one (TestShardIsACacheLine); the lock and the
+// table's directory share it, so a lookup's first load after the lock hits the cache.
 type shard struct {
 	mu sync.RWMutex
-	t  *table // nil once the driver is closed
-	_  [64 - (unsafe.Sizeof(sync.RWMutex{})+unsafe.Sizeof((*table)(nil)))%64]byte
+	// The padding goes between the fields: a zero-length array at the end of a struct
+	// still takes space.
+	_ [(64 - (unsafe.Sizeof(sync.RWMutex{})+unsafe.Sizeof(table{}))%64) % 64]byte
+	t table // empty (!t.open()) once the driver is closed
 }
 
 // Driver is the memory driver. Create it with New (or through the registry); it is safe for
@@ -236,7 +239,7 @@ func (d *Driver) Close() error {
 	for i := range d.shards {
 		sh := &d.shards[i]
 		sh.mu.Lock()
-		sh.t = nil
+		sh.t = table{}
 		sh.mu.Unlock()
 	}
 	// Every shard is nil now, so no write can change stored any more.
@@ -327,7 +330,7 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 	}
 	sh, h := d.shardFor(key)
 	sh.mu.RLock()
-	if sh.t == nil {
+	if !sh.t.open() {
 		sh.mu.RUnlock()
 		return nil, errClosed
 	}
@@ -353,7 +356,7 @@ func (d *Driver) Delete(ctx context.Context, key string) error {
 	}
 	sh, h := d.shardFor(key)
 	sh.mu.Lock()
-	if sh.t == nil {
+	if !sh.t.open() {
 		sh.mu.Unlock()
 		return errClosed
 	}
@@ -404,7 +407,7 @@ func (d *Driver) refuse(limit int64, key string, value []byte) error {
 	sh, h := d.shardFor(key)
 	sh.mu.RLock()
 	grow := entryCost(key, value)
-	if sh.t != nil {
+	if sh.t.open() {
 		grow = growth(sh.t.get(h, key), key, value)
 	}
 	sh.mu.RUnlock()
@@ -430,7 +433,7 @@ func clone(value []byte) []byte {
 func (d *Driver) store(limit int64, key string, v []byte) error {
 	sh, h := d.shardFor(key)
 	sh.mu.Lock()
-	if sh.t == nil {
+	if !sh.t.open() {
 		sh.mu.Unlock()
 		return errClosed
 	}
@@ -507,7 +510,7 @@ func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) 
 	for i, k := range keys {
 		sh, h := d.shardFor(k)
 		sh.mu.RLock()
-		if sh.t == nil {
+		if !sh.t.open() {
 			sh.mu.RUnlock()
 			return nil, errClosed
 		}
@@ -657,7 +660,7 @@ func (d *Driver) keys() int {
 	for i := range d.shards {
 		sh := &d.shards[i]
 		sh.mu.RLock()
-		if sh.t != nil {
+		if sh.t.open() {
 			n += sh.t.n
 		}
 		sh.mu.RUnlock()
