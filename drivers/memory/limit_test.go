@@ -27,8 +27,8 @@ func realBytes(d *Driver) int64 {
 	for i := range d.shards {
 		sh := &d.shards[i]
 		sh.mu.RLock()
-		for k, e := range sh.m {
-			n += cost(k, len(e.v))
+		if sh.t.open() {
+			sh.t.each(func(e *entry) { n += cost(e.key, len(e.v)) })
 		}
 		sh.mu.RUnlock()
 	}

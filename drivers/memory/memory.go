@@ -76,10 +76,12 @@ var errClosed = driver.Wrap(driver.ClassUnavailable, errors.New("memory: driver 
 var errFull = errors.New("memory: store full")
 
 // entryOverhead is what one entry costs beyond its key and value bytes, as maxBytes counts
-// it: the map slot (a 16-byte string header and an 8-byte pointer, at the map's load factor
-// and with its control byte, ~29 bytes), the entry (a 24-byte slice header in a 32-byte
-// allocation) and allocator rounding. It is an estimate of the heap, fixed so that the
-// limit is exact and the same on every platform.
+// it. It is an estimate of the heap, fixed so that the limit is exact and the same on every
+// platform: the table slot is 48 bytes (a hash, a string header and a slice header), at
+// the table's load of 3/8 to 3/4 64 to 128 bytes per entry, plus the allocator's rounding
+// of the value, so the heap runs up to ~40% above it for small values just after a table
+// doubled (it was ~60 bytes with a Go map and an entry object, which cost a third object
+// per lookup).
 const entryOverhead = 64
 
 // entryCost is what an entry of key and value counts against maxBytes.
@@ -107,19 +109,16 @@ type settings struct {
 	opts Options
 }
 
-// shard is one independently locked part of the map, padded to a cache line so that
-// neighbouring shards' locks do not share one.
+// shard is one independently locked part of the map, a cache line long so that
+// neighbouring shards' locks do not share one (TestShardIsACacheLine); the lock and the
+// table's directory share it, so a lookup's first load after the lock hits the cache.
 type shard struct {
 	mu sync.RWMutex
-	m  map[string]*entry
-	_  [64 - (unsafe.Sizeof(sync.RWMutex{})+unsafe.Sizeof(map[string]*entry(nil)))%64]byte
+	// The padding goes between the fields: a zero-length array at the end of a struct
+	// still takes space.
+	_ [(64 - (unsafe.Sizeof(sync.RWMutex{})+unsafe.Sizeof(table{}))%64) % 64]byte
+	t table // empty (!t.open()) once the driver is closed
 }
-
-// entry holds a stored value. The map points to it so that overwriting a key is a lookup
-// and a pointer store instead of a map assignment, and so that map slots are small and
-// more of the index stays in cache (measured: Read and Write both faster than storing the
-// slice in the map).
-type entry struct{ v []byte }
 
 // Driver is the memory driver. Create it with New (or through the registry); it is safe for
 // concurrent use once Init has returned.
@@ -185,7 +184,7 @@ func (d *Driver) Init(_ context.Context, opts any) error {
 	}
 	d.shards = make([]shard, o.Shards)
 	for i := range d.shards {
-		d.shards[i].m = make(map[string]*entry)
+		d.shards[i].t = newTable()
 	}
 	d.nshard = uint64(o.Shards)
 	d.seed = maphash.MakeSeed()
@@ -240,7 +239,7 @@ func (d *Driver) Close() error {
 	for i := range d.shards {
 		sh := &d.shards[i]
 		sh.mu.Lock()
-		sh.m = nil
+		sh.t = table{}
 		sh.mu.Unlock()
 	}
 	// Every shard is nil now, so no write can change stored any more.
@@ -310,10 +309,13 @@ func classByName(name string) (driver.Class, bool) {
 	return driver.ClassOther, false
 }
 
-func (d *Driver) shardFor(key string) *shard {
+// shardFor returns the shard of key and the key's hash. The shard comes from the hash's
+// high 32 bits and a table slot from its low bits, so the keys of one shard still spread
+// over its table.
+func (d *Driver) shardFor(key string) (*shard, uint64) {
 	h := maphash.String(d.seed, key)
 	// Multiply-shift maps the hash onto [0, n) without a division.
-	return &d.shards[((h>>32)*d.nshard)>>32]
+	return &d.shards[((h>>32)*d.nshard)>>32], h
 }
 
 // Read returns the stored value itself (values are immutable once stored; see the package
@@ -326,9 +328,13 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 	} else if err := ctx.Err(); err != nil {
 		return nil, cancelled(err)
 	}
-	sh := d.shardFor(key)
+	sh, h := d.shardFor(key)
 	sh.mu.RLock()
-	e := sh.m[key]
+	if !sh.t.open() {
+		sh.mu.RUnlock()
+		return nil, errClosed
+	}
+	e := sh.t.get(h, key)
 	if e == nil {
 		sh.mu.RUnlock()
 		return nil, driver.ErrNotFound
@@ -348,14 +354,13 @@ func (d *Driver) Delete(ctx context.Context, key string) error {
 	} else if err := ctx.Err(); err != nil {
 		return cancelled(err)
 	}
-	sh := d.shardFor(key)
+	sh, h := d.shardFor(key)
 	sh.mu.Lock()
-	if sh.m == nil {
+	if !sh.t.open() {
 		sh.mu.Unlock()
 		return errClosed
 	}
-	if e := sh.m[key]; e != nil {
-		delete(sh.m, key)
+	if e, ok := sh.t.remove(h, key); ok {
 		d.stored.Add(-entryCost(key, e.v))
 	}
 	sh.mu.Unlock()
@@ -399,9 +404,12 @@ func (d *Driver) put(limit int64, key string, value []byte) error {
 // refuse returns the rejected error of a write of value under key that would take the data
 // past limit, or nil when it would not (an overwrite that does not grow the data enough).
 func (d *Driver) refuse(limit int64, key string, value []byte) error {
-	sh := d.shardFor(key)
+	sh, h := d.shardFor(key)
 	sh.mu.RLock()
-	grow := growth(sh.m, key, value)
+	grow := entryCost(key, value)
+	if sh.t.open() {
+		grow = growth(sh.t.get(h, key), key, value)
+	}
 	sh.mu.RUnlock()
 	if stored := d.stored.Load(); grow > 0 && stored+grow > limit {
 		return d.full(limit, stored, grow)
@@ -423,13 +431,13 @@ func clone(value []byte) []byte {
 
 // store puts v under key, owning v, if the data stays within limit (0 = unlimited).
 func (d *Driver) store(limit int64, key string, v []byte) error {
-	sh := d.shardFor(key)
+	sh, h := d.shardFor(key)
 	sh.mu.Lock()
-	if sh.m == nil {
+	if !sh.t.open() {
 		sh.mu.Unlock()
 		return errClosed
 	}
-	if e := sh.m[key]; e != nil {
+	if e := sh.t.get(h, key); e != nil {
 		// An overwrite of the same length, the common case, leaves stored alone.
 		if grow := int64(len(v)) - int64(len(e.v)); grow != 0 {
 			if stored, ok := d.account(limit, grow); !ok {
@@ -444,15 +452,16 @@ func (d *Driver) store(limit int64, key string, v []byte) error {
 			sh.mu.Unlock()
 			return d.full(limit, stored, grow)
 		}
-		sh.m[key] = &entry{v: v}
+		sh.t.add(h, key, v)
 	}
 	sh.mu.Unlock()
 	return nil
 }
 
-// growth is how much writing value under key would change the size of the data in m.
-func growth(m map[string]*entry, key string, value []byte) int64 {
-	if e := m[key]; e != nil {
+// growth is how much writing value under key would change the size of the data, whose
+// entry for key is e (nil: none).
+func growth(e *entry, key string, value []byte) int64 {
+	if e != nil {
 		return int64(len(value)) - int64(len(e.v))
 	}
 	return entryCost(key, value)
@@ -499,9 +508,13 @@ func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) 
 	}
 	out := make([][]byte, len(keys))
 	for i, k := range keys {
-		sh := d.shardFor(k)
+		sh, h := d.shardFor(k)
 		sh.mu.RLock()
-		if e := sh.m[k]; e != nil {
+		if !sh.t.open() {
+			sh.mu.RUnlock()
+			return nil, errClosed
+		}
+		if e := sh.t.get(h, k); e != nil {
 			out[i] = e.v
 		}
 		sh.mu.RUnlock()
@@ -647,7 +660,9 @@ func (d *Driver) keys() int {
 	for i := range d.shards {
 		sh := &d.shards[i]
 		sh.mu.RLock()
-		n += len(sh.m)
+		if sh.t.open() {
+			n += sh.t.n
+		}
 		sh.mu.RUnlock()
 	}
 	return n

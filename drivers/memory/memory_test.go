@@ -473,30 +473,40 @@ func TestRegistered(t *testing.T) {
 	}
 }
 
+// BenchmarkRead and BenchmarkWrite go through the keys in a scattered order, at NDBench's
+// default keyspace (its index in cache) and at 100,000 keys (mostly not).
 func BenchmarkRead(b *testing.B) {
-	ctx := context.Background()
-	d := open(b, nil)
-	keys := benchKeys(d, 100000)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		if _, err := d.Read(ctx, keys[i%len(keys)]); err != nil {
-			b.Fatal(err)
-		}
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			d := open(b, nil)
+			keys := benchKeys(d, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if _, err := d.Read(ctx, keys[(i*7919)%len(keys)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 func BenchmarkWrite(b *testing.B) {
-	ctx := context.Background()
-	d := open(b, nil)
-	keys := benchKeys(d, 100000)
-	value := make([]byte, 128)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		if err := d.Write(ctx, keys[i%len(keys)], value); err != nil {
-			b.Fatal(err)
-		}
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			d := open(b, nil)
+			keys := benchKeys(d, n)
+			value := make([]byte, 128)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if err := d.Write(ctx, keys[(i*7919)%len(keys)], value); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
@@ -64,6 +65,32 @@ type generation struct {
 	// classes are w's op classes with their mixes resolved to driver calls, in
 	// Workload.Classes order.
 	classes []classGen
+	// keyNames are the keys of a small keyspace, by index (nil for a large one): workers
+	// take a key from it instead of formatting one per operation.
+	keyNames []string
+}
+
+// keyNamesMax bounds the memory of a generation's keyNames: a keyspace whose key table
+// would take more formats its keys per operation instead. 1 MiB holds NDBench's default
+// 1,000 keys many times over and ~40,000 keys of a short prefix.
+const keyNamesMax = 1 << 20
+
+// makeKeyNames returns the keys of a keyspace of n keys with prefix, or nil when their
+// table would take more than keyNamesMax bytes. The keys' bytes share one allocation and
+// are never written again, so they are ordinary immutable strings.
+func makeKeyNames(prefix string, n int64) []string {
+	per := int64(unsafe.Sizeof("")) + int64(len(prefix)) + int64(len(strconv.FormatInt(max(n-1, 0), 10)))
+	if n <= 0 || n > keyNamesMax/per {
+		return nil
+	}
+	buf := make([]byte, 0, n*(per-int64(unsafe.Sizeof(""))))
+	names := make([]string, n)
+	for i := range names {
+		k0 := len(buf)
+		buf = workload.AppendKey(buf, prefix, int64(i))
+		names[i] = unsafe.String(&buf[k0], len(buf)-k0)
+	}
+	return names
 }
 
 // classGen is one op class of a generation.
@@ -477,6 +504,11 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 			return nil, err
 		}
 		g.keys = keys
+	}
+	if prev != nil && prev.w.NumKeys == w.NumKeys && prev.w.KeyPrefix == w.KeyPrefix {
+		g.keyNames = prev.keyNames
+	} else {
+		g.keyNames = makeKeyNames(w.KeyPrefix, w.NumKeys)
 	}
 	vp := w.ValueParams()
 	if prev != nil && prev.values.Params() == vp {

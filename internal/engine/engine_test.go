@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1015,5 +1016,71 @@ func TestBackfillCountsBulkErrorsPerKey(t *testing.T) {
 	}
 	if got := d.retried.Load(); got != 100 {
 		t.Errorf("%d keys retried, want the 100 refused ones", got)
+	}
+}
+
+// A small keyspace's keys come from a table made once per generation: they are the keys
+// AppendKey formats, and a live change of the prefix or of numKeys takes effect; a large
+// keyspace (no table) formats the same keys.
+func TestKeyNames(t *testing.T) {
+	for _, c := range []struct {
+		prefix string
+		n      int64
+		table  bool
+	}{{"T", 1, true}, {"T", 1000, true}, {"user:", 10, true}, {"T", 0, false}, {"T", 1_000_000, false},
+		{strings.Repeat("p", 1<<20), 2, false}} {
+		names := makeKeyNames(c.prefix, c.n)
+		if (names != nil) != c.table {
+			t.Errorf("prefix of %d bytes, %d keys: table %v, want %v", len(c.prefix), c.n, names != nil, c.table)
+		}
+		if names != nil && int64(len(names)) != c.n {
+			t.Errorf("%q, %d keys: %d names", c.prefix, c.n, len(names))
+		}
+		for i, k := range names {
+			if want := string(workload.AppendKey(nil, c.prefix, int64(i))); k != want {
+				t.Fatalf("%q, %d keys: key %d is %q, want %q", c.prefix, c.n, i, k, want)
+			}
+		}
+	}
+
+	k := &keyLog{}
+	read := func(e *Engine) []string {
+		t.Helper()
+		_ = k.first(0)
+		time.Sleep(50 * time.Millisecond)
+		keys := k.first(1000)
+		if len(keys) < 100 {
+			t.Fatalf("only %d reads in 50 ms", len(keys))
+		}
+		return keys
+	}
+	check := func(keys []string, prefix string, n int64) {
+		t.Helper()
+		for _, key := range keys {
+			i, err := strconv.ParseInt(strings.TrimPrefix(key, prefix), 10, 64)
+			if !strings.HasPrefix(key, prefix) || err != nil || i < 0 || i >= n {
+				t.Fatalf("read key %q; want %s0 .. %s%d", key, prefix, prefix, n-1)
+			}
+		}
+	}
+	e := newEngine(t, k, testWorkload(t, func(w *config.Workload) {
+		w.NumKeys, w.KeyPrefix = 10, "a:"
+		w.Writers, w.WriteEnabled = 0, false
+	}))
+	if err := e.Start("read"); err != nil {
+		t.Fatal(err)
+	}
+	check(read(e), "a:", 10)
+	for _, c := range []struct {
+		prefix string
+		n      int64
+	}{{"b:", 10}, {"b:", 20}, {"c:", 1_000_000}} {
+		w := e.gen.Load().w
+		w.KeyPrefix, w.NumKeys = c.prefix, c.n
+		if err := e.Apply(w); err != nil {
+			t.Fatal(err)
+		}
+		_ = read(e) // reads in flight during the change may have either key
+		check(read(e), c.prefix, c.n)
 	}
 }

@@ -82,17 +82,25 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 		rec := recording{class: classShard, op: opShard}
 
 		idx := g.keys.Next(rng, m.wop)
-		// The key is carved from an append-only arena rather than allocated: its bytes
-		// are never written again, so it is an ordinary immutable string that a driver
-		// may keep (a kept key keeps its arena alive), and a worker allocates once per
-		// keyArena bytes of keys instead of once per operation.
-		if cap(arena)-len(arena) < len(g.w.KeyPrefix)+maxKeyDigits {
-			arena = make([]byte, 0, max(keyArena, 4*(len(g.w.KeyPrefix)+maxKeyDigits)))
+		var key string
+		if uint64(idx) < uint64(len(g.keyNames)) {
+			// A small keyspace's keys were made once for the generation (keyBuf only
+			// reads them).
+			key = g.keyNames[idx]
+			keyBuf = unsafe.Slice(unsafe.StringData(key), len(key))
+		} else {
+			// The key is carved from an append-only arena rather than allocated: its
+			// bytes are never written again, so it is an ordinary immutable string that
+			// a driver may keep (a kept key keeps its arena alive), and a worker
+			// allocates once per keyArena bytes of keys instead of once per operation.
+			if cap(arena)-len(arena) < len(g.w.KeyPrefix)+maxKeyDigits {
+				arena = make([]byte, 0, max(keyArena, 4*(len(g.w.KeyPrefix)+maxKeyDigits)))
+			}
+			k0 := len(arena)
+			arena = workload.AppendKey(arena, g.w.KeyPrefix, idx)
+			keyBuf = arena[k0:len(arena):len(arena)]
+			key = unsafe.String(unsafe.SliceData(keyBuf), len(keyBuf))
 		}
-		k0 := len(arena)
-		arena = workload.AppendKey(arena, g.w.KeyPrefix, idx)
-		keyBuf = arena[k0:len(arena):len(arena)]
-		key := unsafe.String(unsafe.SliceData(keyBuf), len(keyBuf))
 
 		var value []byte
 		var seq, expect uint64

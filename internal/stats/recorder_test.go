@@ -1,11 +1,14 @@
 package stats
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/ndbench/ndbench/driver"
 )
@@ -176,5 +179,78 @@ func TestStartLagIsResponseMinusService(t *testing.T) {
 	}
 	if cum := c.Cumulative().Ops["read"]; cum.StartLag.P99 < 2970 || cum.StartLag.P99 > 3030 {
 		t.Fatalf("cumulative start lag p99 = %v µs, want ~3000", cum.StartLag.P99)
+	}
+}
+
+// Small values are counted beside the histograms and added to them when the collector
+// drains a shard: what it drains must equal, bucket for bucket, min, max and total, the
+// histograms that recording every value straight into them gives. The values span both
+// sides of the small bounds (2048 µs for latency, 256 µs for start lag), and two drains
+// check that a drained buffer starts the next interval empty.
+func TestSmallCountsAreExact(t *testing.T) {
+	var values []time.Duration // resp, svc pairs
+	for _, us := range []int64{0, 1, 2, 255, 256, 257, 1000, 2047, 2048, 2049, 5000, 123456, HighestValue + 1} {
+		values = append(values, time.Duration(us)*time.Microsecond, time.Duration(us/3)*time.Microsecond)
+	}
+	for i := range 5000 {
+		// sub-µs parts round up; the odd ones reach past the bounds
+		values = append(values, time.Duration(i*i%4100)*time.Microsecond+time.Duration(i%7)*100,
+			time.Duration(i%2100)*time.Microsecond)
+	}
+	r := newRecorder(OpRead, 1)
+	s := r.Shard(0)
+	for round := range 2 {
+		want := [3]*hdrhistogram.Histogram{NewHistogram(), NewHistogram(), NewLagHistogram()}
+		for i := 0; i < len(values); i += 2 {
+			resp, svc := values[i]+time.Duration(round)*time.Microsecond, values[i+1]
+			s.Success(resp, svc)
+			for j, d := range []time.Duration{resp, svc, resp - svc} {
+				v, _ := Micros(d)
+				_ = want[j].RecordValue(v)
+			}
+		}
+		got := [3]*hdrhistogram.Histogram{NewHistogram(), NewHistogram(), NewLagHistogram()}
+		var c Counts
+		r.drain(got[0], got[1], got[2], NewLagHistogram(), &c)
+		for j, name := range []string{"response", "service", "start lag"} {
+			if !got[j].Equals(want[j]) {
+				t.Errorf("round %d: %s histogram: got total %d min %d max %d p50 %d, want total %d min %d max %d p50 %d",
+					round, name, got[j].TotalCount(), got[j].Min(), got[j].Max(), got[j].ValueAtQuantile(50),
+					want[j].TotalCount(), want[j].Min(), want[j].Max(), want[j].ValueAtQuantile(50))
+			}
+		}
+		if c.Successes != int64(len(values)/2) {
+			t.Errorf("round %d: %d successes, want %d", round, c.Successes, len(values)/2)
+		}
+	}
+}
+
+// Below the small bounds every value has a bucket of its own in the package's histograms:
+// that is what makes counting them apart exact.
+func TestSmallBoundsAreSingleValueBuckets(t *testing.T) {
+	for _, h := range []struct {
+		name  string
+		h     *hdrhistogram.Histogram
+		bound int64
+	}{{"latency", NewHistogram(), smallValues}, {"start lag", NewLagHistogram(), smallLagValues}} {
+		for v := int64(0); v < h.bound; v++ {
+			if h.h.ValuesAreEquivalent(v, v+1) {
+				t.Fatalf("%s histogram: %d and %d share a bucket, below the small bound %d", h.name, v, v+1, h.bound)
+			}
+		}
+	}
+}
+
+// A small count about to overflow its 32 bits moves into the histogram instead.
+func TestSmallCountOverflowMovesToHistogram(t *testing.T) {
+	var c smallCounts
+	h := NewHistogram()
+	c[7] = math.MaxUint32 - 2
+	for range 3 {
+		count(c[:], h, 7)
+	}
+	flushCounts(c[:], h)
+	if want := int64(math.MaxUint32) + 1; h.TotalCount() != want || h.Min() != 7 || h.Max() != 7 {
+		t.Errorf("histogram total %d min %d max %d, want %d values of 7", h.TotalCount(), h.Min(), h.Max(), want)
 	}
 }

@@ -69,7 +69,8 @@ type MemoryEstimate struct {
 //
 // where the largest value is dataSize, or dataSizeMax with variable sizes (an upper bound:
 // a variable pool averages (dataSizeMin+dataSizeMax)/2 per value). Key generators hold
-// O(1) state, so keys add nothing; statistics are sized by CPUs, not by the workload, and
+// O(1) state, so keys add nothing (the engine's table of a small keyspace's key names is
+// at most 1 MiB); statistics are sized by CPUs, not by the workload, and
 // the data a store under test keeps in this process (the memory driver) is the store's,
 // so neither is counted. A change that rebuilds a part briefly holds the old one as well.
 func EstimateMemory(p MemoryParams) MemoryEstimate {
