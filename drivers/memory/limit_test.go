@@ -16,7 +16,7 @@ import (
 )
 
 // perEntry is the per-entry overhead maxBytes counts, as its help text documents.
-const perEntry = 64
+const perEntry = 96
 
 // cost is what one stored entry counts against maxBytes.
 func cost(key string, size int) int64 { return int64(len(key) + size + perEntry) }

@@ -62,7 +62,7 @@ type Options struct {
 	StallFor       time.Duration `opt:"stallFor" default:"0s" min:"0s" live:"true" help:"length of each stall; operations arriving during one wait until it ends; >= stallEvery hangs the store"`
 	ErrorRatio     float64       `opt:"errorRatio" default:"0" min:"0" max:"1" live:"true" help:"fraction of operations that fail with errorClass (0..1)"`
 	ErrorClass     string        `opt:"errorClass" default:"unavailable" enum:"timeout,unavailable,throttled,rejected,other" live:"true" help:"failure class of injected errors"`
-	MaxBytes       int64         `opt:"maxBytes" default:"1073741824" min:"0" live:"true" help:"limit on the stored data in bytes (keys + values + 64 per entry); a write that would pass it fails as rejected, while reads and overwrites that do not grow the data still work; 0 = unlimited. Default 1 GiB (5M keys of 128-byte values): Go's heap grows to about twice the live data, so ndbench stays near 2 GiB rather than running out of memory"`
+	MaxBytes       int64         `opt:"maxBytes" default:"1073741824" min:"0" live:"true" help:"limit on the stored data in bytes (keys + values + 96 per entry); a write that would pass it fails as rejected, while reads and overwrites that do not grow the data still work; 0 = unlimited. Default 1 GiB (4.5M keys of 128-byte values): Go's heap grows to about twice the live data, so ndbench stays near 2 GiB rather than running out of memory"`
 }
 
 // errInjected is the cause of every injected failure, so tests and users can tell a
@@ -77,12 +77,12 @@ var errFull = errors.New("memory: store full")
 
 // entryOverhead is what one entry costs beyond its key and value bytes, as maxBytes counts
 // it. It is an estimate of the heap, fixed so that the limit is exact and the same on every
-// platform: the table slot is 48 bytes (a hash, a string header and a slice header), at
-// the table's load of 3/8 to 3/4 64 to 128 bytes per entry, plus the allocator's rounding
-// of the value, so the heap runs up to ~40% above it for small values just after a table
-// doubled (it was ~60 bytes with a Go map and an entry object, which cost a third object
-// per lookup).
-const entryOverhead = 64
+// platform: the table slot is 48 bytes (a hash, a string header and a slice header), and
+// the table is 3/8 to 3/4 full, so a slot costs 64 to 128 bytes per entry; 96 is the
+// middle, so the heap runs at most a third above or below the count for small values
+// (the allocator's rounding of the value aside). With a Go map and an entry object it was
+// ~60 bytes, counted as 64.
+const entryOverhead = 96
 
 // entryCost is what an entry of key and value counts against maxBytes.
 func entryCost(key string, value []byte) int64 {
