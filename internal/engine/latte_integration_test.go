@@ -136,6 +136,9 @@ func runNDBench(d driver.Driver, workers, depth int, rate float64) (cmpResult, e
 	ctx := context.Background()
 	w := config.DefaultWorkload()
 	w.NumKeys, w.DataSize, w.Readers, w.Writers, w.ReadRate, w.WriteRate = 100000, 100, workers, 0, rate, 0
+	// latte runs exactly this many connections; an elastic pool would grow past them
+	// whenever ndbench fell behind and compare a different concurrency.
+	w.MaxReaders = workers
 	w.ReadMix = "read:8,write:2"
 	w.Pipeline = depth
 	coll := stats.NewCollector(stats.Config{})
