@@ -148,15 +148,7 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 func spinEfficiency(b *testing.B, srv *testserver.Server, w config.Workload, rbPerCPU float64, rbP50, rbP99 time.Duration) {
 	ctx := context.Background()
 	for _, spin := range spinReads(b) {
-		d, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": srv.Addr(), "mode": "direct", "spinRead": spin})
-		if err != nil {
-			b.Fatal(err)
-		}
-		coll := stats.NewCollector(stats.Config{})
-		e, err := engine.New(d, w, engine.Options{Collector: coll})
-		if err != nil {
-			b.Fatal(err)
-		}
+		d, e, coll := spinEngine(ctx, b, srv, w, spin)
 		u0, t0 := report.ReadUsage(), time.Now()
 		_ = e.Start()
 		time.Sleep(effSeconds * time.Second)

@@ -115,15 +115,7 @@ func BenchmarkClientAddedLatency(b *testing.B) {
 	report("", e, coll)
 	// The same rate with spinRead (-redis.spinRead), right after, against the same figures.
 	for _, spin := range spinReads(b) {
-		d, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": srv.Addr(), "mode": "direct", "spinRead": spin})
-		if err != nil {
-			b.Fatal(err)
-		}
-		coll := stats.NewCollector(stats.Config{})
-		e, err := engine.New(d, w, engine.Options{Collector: coll})
-		if err != nil {
-			b.Fatal(err)
-		}
+		d, e, coll := spinEngine(ctx, b, srv, w, spin)
 		report("spin"+spin+"-", e, coll)
 		_ = e.Close(2 * time.Second)
 		_ = d.Close()
@@ -133,6 +125,22 @@ func BenchmarkClientAddedLatency(b *testing.B) {
 // spinReadFlag lists spinRead values to measure beside mode=direct's default in the Redis
 // benchmarks (BenchmarkClientAddedLatency, BenchmarkDriverEfficiency/redis-direct).
 var spinReadFlag = flag.String("redis.spinRead", "", "comma-separated spinRead values (e.g. 10us,50us) to measure beside the default in the Redis benchmarks")
+
+// spinEngine opens the redis driver in mode=direct with spinRead spin on srv and an engine
+// running w on it, with a collector of its own.
+func spinEngine(ctx context.Context, b *testing.B, srv *testserver.Server, w config.Workload, spin string) (driver.Driver, *engine.Engine, *stats.Collector) {
+	b.Helper()
+	d, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": srv.Addr(), "mode": "direct", "spinRead": spin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	coll := stats.NewCollector(stats.Config{})
+	e, err := engine.New(d, w, engine.Options{Collector: coll})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d, e, coll
+}
 
 func spinReads(b *testing.B) []string {
 	if *spinReadFlag == "" {
