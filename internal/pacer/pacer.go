@@ -471,7 +471,12 @@ const (
 	wakeUp        = 10 * time.Microsecond
 	wakeDown      = wakeUp / 99
 	wakeMarginMin = kernelSlack
-	wakeMarginMax = coarseMargin
+	// wakeMarginMax is well below coarseMargin because the margin is learnt only from
+	// the kernel sleeps that waiters take, and a waiter takes one only when more than the
+	// margin is left after its coarse time.Sleep, which leaves at most coarseMargin (less
+	// by the Go timer's own lateness). A margin near coarseMargin would stop those sleeps
+	// and so never be learnt down again after a stall (TestWakeMarginRecoversAfterAStall).
+	wakeMarginMax = coarseMargin / 2
 )
 
 // margin returns how early to leave a kernel sleep before a due time at rate ops/s: the
@@ -487,14 +492,22 @@ func (w *wakeMargin) margin(rate float64) time.Duration {
 	return m
 }
 
-// observe feeds one wake-up delay (how much later than asked a nanosleep returned).
+// observe feeds one wake-up delay (how much later than asked a nanosleep returned). The
+// step is a compare-and-swap, so that waiters observing at once cannot together carry the
+// estimate past its bounds (TestWakeMarginStaysLearnable).
 func (w *wakeMargin) observe(late time.Duration) {
-	est := time.Duration(w.est.Load())
-	switch {
-	case late > est && est < wakeMarginMax:
-		w.est.Add(int64(wakeUp))
-	case late <= est && est > wakeMarginMin:
-		w.est.Add(-int64(wakeDown))
+	for {
+		est := time.Duration(w.est.Load())
+		next := est
+		switch {
+		case late > est && est < wakeMarginMax:
+			next = min(est+wakeUp, wakeMarginMax)
+		case late <= est && est > wakeMarginMin:
+			next = max(est-wakeDown, wakeMarginMin)
+		}
+		if next == est || w.est.CompareAndSwap(int64(est), int64(next)) {
+			return
+		}
 	}
 }
 

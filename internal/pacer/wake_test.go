@@ -1,8 +1,10 @@
 package pacer
 
 import (
+	"context"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -75,4 +77,53 @@ func TestWakeMarginStaysWithinTheSpinBudget(t *testing.T) {
 			t.Errorf("margin at %v/s = %v, want %v", tc.rate, got, tc.want)
 		}
 	}
+}
+
+// The margin is learnt only from the kernel sleeps a waiter takes, and a waiter takes one
+// only when more than the margin is left after its coarse time.Sleep, i.e. less than
+// coarseMargin. So however late the wake-ups of a stalled machine are, and however many
+// waiters report them at once, the margin must stay well below coarseMargin: one at it
+// could never be learnt down again.
+func TestWakeMarginStaysLearnable(t *testing.T) {
+	var w wakeMargin
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 2000 {
+				w.observe(5 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	if m := w.margin(1); m > wakeMarginMax || m >= coarseMargin {
+		t.Fatalf("after a stall, margin = %v, want at most %v and below the coarse margin %v", m, wakeMarginMax, coarseMargin)
+	}
+	if est := time.Duration(w.est.Load()); est > wakeMarginMax {
+		t.Fatalf("estimate = %v, past its bound %v", est, wakeMarginMax)
+	}
+}
+
+// After a burst of late wake-ups (a stalled VM) the margin must come back down once
+// they end: at 100/s, where the spin budget allows the largest margin, a pacer must
+// still take kernel sleeps and learn from them. The test only asks that the estimate
+// move at all, which one ordinary wake-up does.
+func TestWakeMarginRecoversAfterAStall(t *testing.T) {
+	p := New(100)
+	for range 2000 {
+		p.wake.observe(5 * time.Millisecond)
+	}
+	high := p.wake.est.Load()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := range 40 {
+		if _, _, err := p.Acquire(ctx); err != nil {
+			t.Fatalf("acquire %d: %v", i, err)
+		}
+		if p.wake.est.Load() < high {
+			return
+		}
+	}
+	t.Fatalf("the margin stayed at %v through 40 operations at 100/s: no kernel sleep was taken to learn from", time.Duration(high))
 }
