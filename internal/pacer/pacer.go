@@ -486,8 +486,11 @@ const (
 // than a sleep to the due time would, and without spinning.
 func (w *wakeMargin) margin(rate float64) time.Duration {
 	m := max(time.Duration(w.est.Load()), wakeMarginMin)
-	if rate > 0 {
-		m = min(m, time.Duration(spinBudget/rate*float64(time.Second)))
+	// Compared as floats: below ~1.6e-11 ops/s (a ramp's From may be that small) the
+	// bound is past the range of a Duration, and converting it gives any value
+	// (TestWakeMarginAtTinyRates).
+	if b := spinBudget / rate * float64(time.Second); rate > 0 && b < float64(m) {
+		m = time.Duration(b)
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -126,4 +127,22 @@ func TestWakeMarginRecoversAfterAStall(t *testing.T) {
 		}
 	}
 	t.Fatalf("the margin stayed at %v through 40 operations at 100/s: no kernel sleep was taken to learn from", time.Duration(high))
+}
+
+// The spin budget's bound on the margin, 0.15 s / rate, passes the range of a Duration
+// below ~1.6e-11 ops/s, a rate a shape may well have at its anchor (a ramp from a
+// positive From as small as the user likes): the margin must then be the learnt one, not
+// whatever the float conversion makes of an out-of-range value (on amd64 the most
+// negative Duration, which made the waiter call nanosleep in a loop with a negative time).
+func TestWakeMarginAtTinyRates(t *testing.T) {
+	var w wakeMargin
+	for range 100 {
+		w.observe(100 * time.Microsecond)
+	}
+	want := w.margin(0)
+	for _, rate := range []float64{1e-6, 1e-11, 1e-12, 1e-300, math.SmallestNonzeroFloat64} {
+		if got := w.margin(rate); got != want {
+			t.Errorf("margin at %v/s = %v, want the learnt %v", rate, got, want)
+		}
+	}
 }
