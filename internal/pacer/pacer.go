@@ -406,6 +406,9 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 			return 0, false
 		default:
 		}
+		// Read once: another waiter may move the estimate between the test and the sleep,
+		// and a target computed from a larger margin than the one tested could be negative.
+		margin := p.wake.margin(rate)
 		switch {
 		case remaining > coarseMargin:
 			time.Sleep(min(remaining-coarseMargin, recheck))
@@ -418,9 +421,9 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 			p.fine.Add(-1)
 		case fine == waitNano:
 			nanosleep(remaining)
-		case remaining > p.wake.margin(rate):
+		case remaining > margin:
 			// The kernel wakes us late by its own delay; how late, this sleep tells.
-			target := remaining - p.wake.margin(rate)
+			target := remaining - margin
 			nanosleep(target)
 			p.wake.observe(time.Duration(p.Now()-now) - target)
 		case p.spinner.CompareAndSwap(false, true):
