@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -14,19 +15,40 @@ import (
 type Spec struct {
 	Class       string  `json:"class,omitempty" doc:"Tune this op class only; default every enabled class with a rate, ratio kept"`
 	Percentile  float64 `json:"percentile,omitempty" doc:"Response-time percentile the SLA bounds; default 99"`
-	Latency     string  `json:"latency,omitempty" doc:"Bound on that percentile (a duration); default 10ms"`
-	MaxErrors   string  `json:"maxErrors,omitempty" doc:"Bound on failed/attempted (ratio or percentage); default 1%"`
-	MinAchieved string  `json:"minAchieved,omitempty" doc:"Least achieved/target (ratio or percentage); default 97%"`
+	Latency     Text    `json:"latency,omitempty" doc:"Bound on that percentile (a duration); default 10ms"`
+	MaxErrors   Text    `json:"maxErrors,omitempty" doc:"Bound on failed/attempted (ratio or percentage); default 1%"`
+	MinAchieved Text    `json:"minAchieved,omitempty" doc:"Least achieved/target (ratio or percentage); default 97%"`
 	// SLA has per-class fields: {"write": {"latency": "20ms"}}.
-	SLA       map[string]map[string]string `json:"sla,omitempty" doc:"A class's own SLA fields (percentile, latency, errors, achieved)"`
-	Start     float64                      `json:"start,omitempty" doc:"First total rate in ops/s; default the configured total, at least 1000"`
-	MaxRate   float64                      `json:"maxRate,omitempty" doc:"Highest total rate tried; default 10M"`
-	Tolerance string                       `json:"tolerance,omitempty" doc:"Bisection ends at hi/lo <= 1+tolerance; default 2%"`
-	Settle    string                       `json:"settle,omitempty" doc:"Settle period of each step; default 2s"`
-	Window    string                       `json:"window,omitempty" doc:"Least measuring window; default 5s"`
-	Confirm   string                       `json:"confirm,omitempty" doc:"Least confirmation window; default three windows"`
-	Hold      bool                         `json:"hold,omitempty" doc:"Hold the highest rate within SLA afterwards (AIMD)"`
-	Duration  string                       `json:"duration,omitempty" doc:"With hold: how long; default until stopped"`
+	SLA       map[string]map[string]Text `json:"sla,omitempty" doc:"A class's own SLA fields (percentile, latency, errors, achieved)"`
+	Start     float64                    `json:"start,omitempty" doc:"First total rate in ops/s; default the configured total, at least 1000"`
+	MaxRate   float64                    `json:"maxRate,omitempty" doc:"Highest total rate tried; default 10M"`
+	Tolerance Text                       `json:"tolerance,omitempty" doc:"Bisection ends at hi/lo <= 1+tolerance; default 2%"`
+	Settle    Text                       `json:"settle,omitempty" doc:"Settle period of each step; default 2s"`
+	Window    Text                       `json:"window,omitempty" doc:"Least measuring window; default 5s"`
+	Confirm   Text                       `json:"confirm,omitempty" doc:"Least confirmation window; default three windows"`
+	Hold      bool                       `json:"hold,omitempty" doc:"Hold the highest rate within SLA afterwards (AIMD)"`
+	Duration  Text                       `json:"duration,omitempty" doc:"With hold: how long; default until stopped"`
+}
+
+// Text is a spec field as it was written: "2%", "10ms", or a plain number (0.02). JSON
+// and YAML numbers are taken as their text, so a scenario's `minAchieved: 0.8` means what
+// `minAchieved: "0.8"` does, rather than failing to decode with a message about Go
+// types; the field's own parser then checks the value and names the field.
+type Text string
+
+// UnmarshalJSON takes a JSON string, or a number as its text.
+func (t *Text) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*t = Text(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("invalid value %s; allowed: a string such as \"2%%\" or \"10ms\", or a number", b)
+	}
+	*t = Text(n)
+	return nil
 }
 
 // Settings turns a spec into search settings; errors are driver.FieldErrors naming the
@@ -35,14 +57,14 @@ func (r Spec) Settings() (Settings, error) {
 	s := Settings{SLA: DefaultSLA, Start: r.Start, MaxRate: r.MaxRate, Hold: r.Hold}
 	field := func(name string, f func() error) error {
 		if err := f(); err != nil {
-			return &driver.FieldError{Field: name, Value: fmt.Sprint(err), Allowed: "see docs/md"}
+			return &driver.FieldError{Field: name, Value: fmt.Sprint(err), Allowed: "a ratio (0.02) or a percentage (2%)"}
 		}
 		return nil
 	}
 	if r.Percentile != 0 {
 		s.SLA.Percentile = r.Percentile
 	}
-	for name, v := range map[string]string{"latency": r.Latency, "errors": r.MaxErrors, "achieved": r.MinAchieved} {
+	for name, v := range map[string]string{"latency": string(r.Latency), "errors": string(r.MaxErrors), "achieved": string(r.MinAchieved)} {
 		if v != "" {
 			if err := s.SLA.SetField(name, v); err != nil {
 				return s, &driver.FieldError{Field: name, Value: v, Allowed: err.Error()}
@@ -55,21 +77,21 @@ func (r Spec) Settings() (Settings, error) {
 		}
 		sla := s.SLA
 		for k, v := range fields {
-			if err := sla.SetField(k, v); err != nil {
-				return s, &driver.FieldError{Field: "sla." + class + "." + k, Value: v, Allowed: err.Error()}
+			if err := sla.SetField(k, string(v)); err != nil {
+				return s, &driver.FieldError{Field: "sla." + class + "." + k, Value: string(v), Allowed: err.Error()}
 			}
 		}
 		s.Classes[class] = sla
 	}
 	if r.Tolerance != "" {
-		if err := field("tolerance", func() (err error) { s.Tolerance, err = ParseRatio(r.Tolerance); return }); err != nil {
+		if err := field("tolerance", func() (err error) { s.Tolerance, err = ParseRatio(string(r.Tolerance)); return }); err != nil {
 			return s, err
 		}
 	}
 	for name, d := range map[string]struct {
 		v   string
 		dst *time.Duration
-	}{"settle": {r.Settle, &s.Settle}, "window": {r.Window, &s.Window}, "confirm": {r.Confirm, &s.Confirm}, "duration": {r.Duration, &s.HoldFor}} {
+	}{"settle": {string(r.Settle), &s.Settle}, "window": {string(r.Window), &s.Window}, "confirm": {string(r.Confirm), &s.Confirm}, "duration": {string(r.Duration), &s.HoldFor}} {
 		if d.v == "" {
 			continue
 		}

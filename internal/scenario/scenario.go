@@ -758,7 +758,7 @@ func checkAutotune(field string, ps PhaseSpec, classes []string, add func(field,
 		add(field+".hold", "true", "leave it out: an auto-tune phase always holds the rate it found until the phase ends")
 	}
 	if a.Duration != "" {
-		add(field+".duration", a.Duration, "leave it out: the phase's duration bounds the search and the hold")
+		add(field+".duration", string(a.Duration), "leave it out: the phase's duration bounds the search and the hold")
 	}
 	st, err := a.Spec.Settings()
 	if err != nil {
