@@ -677,7 +677,12 @@ func (r *runner) startSearch(i int) error {
 	}
 	log := r.opts.Log
 	st.OnStep = func(s autotune.Step) {
-		log(fmt.Sprintf("auto-tune %s: step %d %s at %.0f ops/s: %s", p.Name, s.N, s.Phase, s.Rate, s.Verdict))
+		line := fmt.Sprintf("auto-tune %s: step %d %s at %.0f ops/s: %s", p.Name, s.N, s.Phase, s.Rate, s.Verdict)
+		if s.Verdict != autotune.Pass && len(s.Why) > 0 {
+			// A step that did not pass says why, so a scenario's log shows what to change.
+			line += " (" + strings.Join(s.Why, "; ") + ")"
+		}
+		log(line)
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	ps := &phaseSearch{phase: i, cancel: cancel, done: make(chan struct{}), prober: prober}

@@ -213,8 +213,8 @@ func TestAutotunePhase(t *testing.T) {
 		exit           int
 		detail         string
 	}{
-		{"found", "10s", 1500, Pass, ExitPass, ""},
-		{"below the least capacity", "10s", 3000, Fail, ExitFailed, "below the least capacity of 3000"},
+		{"found", "10s", 750, Pass, ExitPass, ""},
+		{"below the least capacity", "10s", 1500, Fail, ExitFailed, "below the least capacity of 1500"},
 		{"not ended in time", "2s", 0, Fail, ExitFailed, "did not end within the phase's duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,7 +227,7 @@ config:
 phases:
   - name: find
     duration: `+tc.duration+`
-    autotune: {percentile: 90, latency: 50ms, start: 1000, maxRate: 2000, settle: 0s, window: 1s, confirm: 1s, minCapacity: `+fmt.Sprint(tc.min)+`}
+    autotune: {percentile: 90, latency: 50ms, minAchieved: 0.8, start: 500, maxRate: 1000, settle: 0s, window: 1s, confirm: 1s, minCapacity: `+fmt.Sprint(tc.min)+`}
   - name: after
     duration: 2s
 thresholds:
@@ -250,8 +250,8 @@ thresholds:
 			if verdict.Status != tc.status || out.ExitCode() != tc.exit || !strings.Contains(verdict.Detail, tc.detail) {
 				t.Errorf("verdict %s (%s), exit %d; want %s, exit %d, detail with %q", verdict.Status, verdict.Detail, out.ExitCode(), tc.status, tc.exit, tc.detail)
 			}
-			if tc.status == Pass && (res.Status != "above-max" || res.Capacity != 2000 || res.Hold == nil) {
-				t.Errorf("search %s at %.0f, hold %+v; want above-max at 2000 and a hold until the phase ended", res.Status, res.Capacity, res.Hold)
+			if tc.status == Pass && (res.Status != "above-max" || res.Capacity != 1000 || res.Hold == nil) {
+				t.Errorf("search %s at %.0f, hold %+v; want above-max at 1000 and a hold until the phase ended", res.Status, res.Capacity, res.Hold)
 			}
 			// The next phase ran at the configured 100 reads/s, not the search's rate.
 			if r := out.Thresholds[0]; r.Status != Pass || r.Value == nil || *r.Value > 150 {
