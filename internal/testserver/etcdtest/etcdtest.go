@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +27,26 @@ type Server struct {
 	Endpoint string
 }
 
-// New starts an etcd for the test.
+// New starts an etcd for the test. Its ports were free a moment before etcd binds them,
+// and on a busy machine another process may take one in between: it then tries again on
+// new ports, a few times, rather than failing the test on someone else's bind.
 func New(t testing.TB) *Server {
+	t.Helper()
+	var err error
+	for range 5 {
+		var s *Server
+		if s, err = tryNew(t); err == nil {
+			return s
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	t.Fatalf("start etcd: %v", err)
+	return nil
+}
+
+func tryNew(t testing.TB) (*Server, error) {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "ndbench-test"
@@ -41,10 +60,15 @@ func New(t testing.TB) *Server {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{t: t, cfg: cfg, Endpoint: client.Host}
 	t.Cleanup(s.Stop)
-	s.Restart()
-	return s
+	s.e = e
+	s.waitReady()
+	return s, nil
 }
 
 // Restart starts a stopped server again on its ports and data, and waits until it serves.
@@ -55,9 +79,15 @@ func (s *Server) Restart() {
 		s.t.Fatalf("start etcd: %v", err)
 	}
 	s.e = e
+	s.waitReady()
+}
+
+// waitReady waits until the started server serves.
+func (s *Server) waitReady() {
+	s.t.Helper()
 	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
+	case <-s.e.Server.ReadyNotify():
+	case err := <-s.e.Err():
 		s.t.Fatalf("etcd failed: %v", err)
 	case <-time.After(30 * time.Second):
 		s.t.Fatal("etcd not ready after 30 s")
