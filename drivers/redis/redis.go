@@ -403,6 +403,13 @@ func (d *Driver) readHash(ctx context.Context, key string) ([]byte, error) {
 // (non-transactional) pipeline. It returns the first command error.
 func (d *Driver) do(ctx context.Context, cmds ...goredis.Cmder) error {
 	if d.ap != nil {
+		// The autopipeliner queues a command whatever its context, and WaitContext returns
+		// the result of a batch that is already done before it looks at the context: an
+		// operation the engine has abandoned would still be sent, and could succeed
+		// (TestCancelledOperationsNeverReachTheServer).
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var buf [2]goredis.AutoFuture
 		futs := buf[:0]
 		for _, c := range cmds {

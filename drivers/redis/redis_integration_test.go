@@ -609,3 +609,49 @@ func TestDelete(t *testing.T) {
 		})
 	}
 }
+
+// An operation whose context has ended before the call must fail and must not reach the
+// server: the engine cancels the contexts of operations it abandons, and a write that
+// lands after its caller was told it failed is a write the report does not count. In
+// autopipeline mode go-redis's WaitContext returns the command's result when its batch
+// finished before the wait, whatever the context, so a cancelled GET could succeed (a CI
+// run's conformance suite caught one) and a cancelled SET was sent.
+func TestCancelledOperationsNeverReachTheServer(t *testing.T) {
+	const n = 300
+	for _, opts := range modesShapes {
+		t.Run(name(opts), func(t *testing.T) {
+			d := open(t, opts)
+			live := drivertest.Context(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			prefix := "cancelled-" + strings.NewReplacer("=", "-", ",", "-").Replace(name(opts))
+			if err := d.Write(live, prefix+"-read", []byte("v")); err != nil {
+				t.Fatalf("write the key to read: %v", err)
+			}
+			succeeded := 0
+			for i := range n {
+				if err := d.Write(ctx, fmt.Sprintf("%s-%d", prefix, i), []byte("v")); err == nil {
+					succeeded++
+				}
+				if _, err := d.Read(ctx, prefix+"-read"); err == nil {
+					succeeded++
+				}
+			}
+			if succeeded > 0 {
+				t.Errorf("%d of %d operations with a cancelled context succeeded", succeeded, 2*n)
+			}
+			landed := 0
+			for i := range n {
+				switch _, err := d.Read(live, fmt.Sprintf("%s-%d", prefix, i)); {
+				case err == nil:
+					landed++
+				case !errors.Is(err, driver.ErrNotFound):
+					t.Fatalf("read back a cancelled write's key: %v", err)
+				}
+			}
+			if landed > 0 {
+				t.Errorf("%d of %d writes with a cancelled context reached the server", landed, n)
+			}
+		})
+	}
+}
