@@ -774,10 +774,16 @@ func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, 
 	at := time.Now().Add(max(c.opts.StartDelay, 4*slowest))
 	c.mu.Lock()
 	c.startAt, c.started = at, append([]string{}, classes...)
+	// Beats move the offsets under the lock while the start fans out without it
+	// (TestStartDuringBeats).
+	offsets := make(map[*member]time.Duration, len(ms))
+	for _, m := range ms {
+		offsets[m] = m.offset
+	}
 	c.mu.Unlock()
 	defer c.beatAll(ctx)
 	err := c.fanOut("start", ms, func(m *member) error {
-		req := StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at.Add(m.offset), Ops: classes, LeaseMs: c.opts.Lease.Milliseconds()}
+		req := StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at.Add(offsets[m]), Ops: classes, LeaseMs: c.opts.Lease.Milliseconds()}
 		return m.client().call(ctx, http.MethodPost, "/api/v1/cluster/start", req, nil)
 	})
 	return at, err
