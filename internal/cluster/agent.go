@@ -43,6 +43,9 @@ type AgentOptions struct {
 // load as theirs.
 var ErrClaimed = errors.New("node is part of another coordinator's run")
 
+// errReleased refuses a claim of the run its coordinator released last.
+var errReleased = errors.New("the run was released")
+
 // Agent is the node side of a fleet: it answers its coordinator's beats, starts op classes
 // at the common instant, and holds the lease. While the node runs load for a coordinator,
 // a coordinator that stays silent for the lease time (killed, partitioned away) makes the
@@ -58,7 +61,10 @@ type Agent struct {
 	lease       time.Duration // how long the run lasts without a beat
 	lastBeat    time.Time     // monotonic
 	orphaned    bool          // the last run's lease lapsed and the load was stopped
-	wake        chan struct{} // a new lease was taken: recompute the deadline
+	// The last run released, by its coordinator: a beat of it still in flight when the
+	// release arrived must not take the lease again (TestAgentIgnoresABeatOfAReleasedRun).
+	releasedBy, released string
+	wake                 chan struct{} // a new lease was taken: recompute the deadline
 }
 
 // NewAgent returns the agent of node.
@@ -80,6 +86,9 @@ func (a *Agent) claim(coordinator, run string, lease time.Duration, now time.Tim
 	if lease <= 0 {
 		return &driver.FieldError{Field: "leaseMs", Value: strconv.FormatInt(lease.Milliseconds(), 10), Allowed: "1 or more (milliseconds)"}
 	}
+	if coordinator == a.releasedBy && run == a.released {
+		return fmt.Errorf("%w: run %q of coordinator %q", errReleased, run, coordinator)
+	}
 	if a.run != "" && (a.coordinator != coordinator || a.run != run) && now.Sub(a.lastBeat) <= a.lease {
 		return fmt.Errorf("%w: run %q of coordinator %q (lease %v)", ErrClaimed, a.run, a.coordinator, a.lease)
 	}
@@ -100,7 +109,10 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 	received := time.Now()
 	a.mu.Lock()
 	if req.Run != "" {
-		if err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, received); err != nil {
+		// A beat of a released run is answered like a membership beat: the coordinator
+		// sent it before it released the run.
+		err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, received)
+		if err != nil && !errors.Is(err, errReleased) {
 			a.mu.Unlock()
 			return BeatResponse{}, err
 		}
@@ -189,6 +201,7 @@ func (a *Agent) Release(req ReleaseRequest) error {
 		return fmt.Errorf("%w: run %q of coordinator %q", ErrClaimed, a.run, a.coordinator)
 	}
 	a.run, a.coordinator = "", ""
+	a.releasedBy, a.released = req.Coordinator, req.Run
 	a.log.Info("fleet run released", "coordinator", req.Coordinator, "run", req.Run)
 	return nil
 }

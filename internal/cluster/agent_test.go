@@ -152,3 +152,31 @@ func TestAgentServesOneCoordinatorAtATime(t *testing.T) {
 		t.Error("a start without a lease was accepted")
 	}
 }
+
+// The coordinator's beats run beside its commands: a beat that named the run can reach the
+// node after the release of that run. It must not take the lease again, or the
+// coordinator's next run is refused as "another coordinator's run" until the lease
+// lapses (a fleet start right after a stop failed that way, TestStartDuringBeats).
+func TestAgentIgnoresABeatOfAReleasedRun(t *testing.T) {
+	a := NewAgent(newRecordingNode(), AgentOptions{ID: "n1"})
+	const lease = 10_000
+	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ReleaseRequest{Coordinator: "c1", Run: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := a.Beat(BeatRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease})
+	if err != nil {
+		t.Fatalf("a late beat of the released run: %v, want an answer", err)
+	}
+	if resp.Run != "" {
+		t.Errorf("a late beat of the released run took the lease again (run %q)", resp.Run)
+	}
+	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r2", LeaseMs: lease}); err != nil {
+		t.Fatalf("the coordinator's next run: %v", err)
+	}
+	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease}); err == nil {
+		t.Error("a start of the released run was accepted")
+	}
+}

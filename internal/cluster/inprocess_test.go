@@ -451,3 +451,23 @@ func TestInProcessFleetAutotuneRoute(t *testing.T) {
 		}
 	}
 }
+
+// Beats update each member's clock offset while a start fans out to the nodes, and each
+// node's start time is the common instant shifted by its offset: under -race this failed
+// (an auto-tune search on a fleet, restarting its load after each step) while the start
+// read the offsets without the coordinator's lock.
+func TestStartDuringBeats(t *testing.T) {
+	_, coord, url := inFleetWith(t, 2, func(o *cluster.Options) {
+		o.BeatEvery, o.StartDelay = 2*time.Millisecond, time.Millisecond
+	})
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	ctx := context.Background()
+	for i := range 30 {
+		if _, err := coord.Start(ctx, "read"); err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		if err := coord.Stop(ctx); err != nil {
+			t.Fatalf("stop %d: %v", i, err)
+		}
+	}
+}
