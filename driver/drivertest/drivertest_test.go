@@ -33,6 +33,7 @@ const (
 	bugIgnoresContext  = "ignores-context"   // no operation looks at ctx
 	bugWorksAfterClose = "works-after-close" // Close does nothing
 	bugUnclassified    = "unclassified"      // outage errors carry no class
+	bugSendsCancelled  = "sends-cancelled"   // Write stores the value, then reports a cancelled ctx
 )
 
 // Simulated store state shared by every kv driver of the process, so a harness can take
@@ -49,7 +50,7 @@ type kvOptions struct {
 }
 
 func init() {
-	for _, bug := range []string{bugNone, bugMissIsNil, bugKeepsBuffer, bugIgnoresContext, bugWorksAfterClose, bugUnclassified} {
+	for _, bug := range []string{bugNone, bugMissIsNil, bugKeepsBuffer, bugIgnoresContext, bugWorksAfterClose, bugUnclassified, bugSendsCancelled} {
 		driver.MustRegister(driver.Definition{
 			Name:       kvName(bug),
 			Summary:    "in-memory driver for the suite's own tests",
@@ -125,7 +126,11 @@ func (d *kv) Read(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (d *kv) Write(ctx context.Context, key string, value []byte) error {
-	if err := d.enter(ctx); err != nil {
+	entry := ctx
+	if d.bug == bugSendsCancelled {
+		entry = context.WithoutCancel(ctx)
+	}
+	if err := d.enter(entry); err != nil {
 		return err
 	}
 	if d.bug != bugKeepsBuffer {
@@ -134,6 +139,10 @@ func (d *kv) Write(ctx context.Context, key string, value []byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.m[key] = value
+	if d.bug == bugSendsCancelled {
+		// Like a library that queues the request and only then looks at the context.
+		return ctx.Err()
+	}
 	return nil
 }
 
@@ -237,6 +246,7 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		{bugIgnoresContext, drivertest.CheckCancelledContext},
 		{bugWorksAfterClose, drivertest.CheckClosed},
 		{bugUnclassified, drivertest.CheckOutage},
+		{bugSendsCancelled, drivertest.CheckCancelledContext},
 		{"forgot-live", drivertest.CheckLiveReconfigure},
 	} {
 		t.Run(tc.variant, func(t *testing.T) {

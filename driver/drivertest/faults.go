@@ -89,6 +89,42 @@ func (s *suite) cancelledContext(t *testing.T, d driver.Driver) {
 			t.Errorf("%s with a cancelled context took %v to fail; it must give up within %v", op.name, o.took.Round(time.Millisecond), prompt)
 		}
 	}
+	s.cancelledWritesStayOut(t, d, ctx)
+}
+
+// cancelledWriteTries is how many cancelled writes cancelledWritesStayOut makes: a driver
+// that races its library (go-redis's autopipeliner returned a finished batch's result
+// before it looked at the context) fails one call only now and then, but sends every one.
+const cancelledWriteTries = 100
+
+// cancelledWritesStayOut checks that a write whose context ended before the call is not
+// sent: one that lands after its caller was told it failed is a write the report does
+// not count. It reads the keys back with live contexts, so it needs misses to be
+// driver.ErrNotFound and is left out where the harness skips that check.
+func (s *suite) cancelledWritesStayOut(t *testing.T, d driver.Driver, cancelled context.Context) {
+	if _, skip := s.h.Skip[CheckNotFound]; skip {
+		return
+	}
+	keys := make([]string, cancelledWriteTries)
+	for i := range keys {
+		keys[i] = s.key("cancelled-write")
+		if err := d.Write(cancelled, keys[i], []byte("w")); err == nil {
+			t.Errorf("Write(%q) with an already-cancelled context succeeded (try %d of %d); a driver must check ctx and fail the operation", keys[i], i+1, len(keys))
+			return
+		}
+	}
+	landed := 0
+	for _, k := range keys {
+		switch _, err := read(d, k); {
+		case err == nil:
+			landed++
+		case !errors.Is(err, driver.ErrNotFound):
+			t.Fatalf("Read(%q), to see whether a cancelled write landed: %v", k, err)
+		}
+	}
+	if landed > 0 {
+		t.Errorf("%d of %d writes with an already-cancelled context failed but reached the store; a driver must not send an operation whose context has ended", landed, len(keys))
+	}
 }
 
 // stallDeadline is the deadline of operations on a paused server.
