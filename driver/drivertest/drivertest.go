@@ -22,8 +22,9 @@
 //   - a driver that gives pipelines (driver.Pipeliner) completes every operation of a
 //     batch once, in order, with what Read and Write would give, and rides out a stale
 //     Interrupt;
-//   - an already-cancelled context fails an operation promptly, and so does a deadline
-//     on a store that stopped answering (when the harness can pause the server);
+//   - an already-cancelled context fails an operation promptly, and a cancelled write
+//     never reaches the store; a deadline on a store that stopped answering (when the
+//     harness can pause the server) fails an operation promptly too;
 //   - every option marked live changes through Reconfigure, and the driver still works;
 //   - operations on a closed driver fail without panicking;
 //   - during an outage (when the harness can stop and start the server) failures are
