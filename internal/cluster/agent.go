@@ -43,9 +43,6 @@ type AgentOptions struct {
 // load as theirs.
 var ErrClaimed = errors.New("node is part of another coordinator's run")
 
-// errReleased refuses a claim of the run its coordinator released last.
-var errReleased = errors.New("the run was released")
-
 // Agent is the node side of a fleet: it answers its coordinator's beats, starts op classes
 // at the common instant, and holds the lease. While the node runs load for a coordinator,
 // a coordinator that stays silent for the lease time (killed, partitioned away) makes the
@@ -86,9 +83,6 @@ func (a *Agent) claim(coordinator, run string, lease time.Duration, now time.Tim
 	if lease <= 0 {
 		return &driver.FieldError{Field: "leaseMs", Value: strconv.FormatInt(lease.Milliseconds(), 10), Allowed: "1 or more (milliseconds)"}
 	}
-	if coordinator == a.releasedBy && run == a.released {
-		return fmt.Errorf("%w: run %q of coordinator %q", errReleased, run, coordinator)
-	}
 	if a.run != "" && (a.coordinator != coordinator || a.run != run) && now.Sub(a.lastBeat) <= a.lease {
 		return fmt.Errorf("%w: run %q of coordinator %q (lease %v)", ErrClaimed, a.run, a.coordinator, a.lease)
 	}
@@ -109,12 +103,14 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 	received := time.Now()
 	a.mu.Lock()
 	if req.Run != "" {
-		// A beat of a released run is answered like a membership beat: the coordinator
-		// sent it before it released the run.
-		err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, received)
-		if err != nil && !errors.Is(err, errReleased) {
-			a.mu.Unlock()
-			return BeatResponse{}, err
+		// A beat of the run its coordinator released last is answered like a membership
+		// beat: the coordinator sent it before the release. Only a start takes that run
+		// again.
+		if req.Coordinator != a.releasedBy || req.Run != a.released {
+			if err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, received); err != nil {
+				a.mu.Unlock()
+				return BeatResponse{}, err
+			}
 		}
 	}
 	run, orphaned := a.run, a.orphaned
@@ -131,6 +127,9 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 func (a *Agent) Start(req StartRequest) error {
 	a.mu.Lock()
 	err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, time.Now())
+	if err == nil {
+		a.releasedBy, a.released = "", ""
+	}
 	a.mu.Unlock()
 	if err != nil {
 		return err

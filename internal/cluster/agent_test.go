@@ -176,7 +176,14 @@ func TestAgentIgnoresABeatOfAReleasedRun(t *testing.T) {
 	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r2", LeaseMs: lease}); err != nil {
 		t.Fatalf("the coordinator's next run: %v", err)
 	}
-	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease}); err == nil {
-		t.Error("a start of the released run was accepted")
+	// A client may start a released run again on purpose; its beats then renew it.
+	if err := a.Release(ReleaseRequest{Coordinator: "c1", Run: "r2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r2", LeaseMs: lease}); err != nil {
+		t.Fatalf("a start of the released run: %v", err)
+	}
+	if resp, err := a.Beat(BeatRequest{Coordinator: "c1", Run: "r2", LeaseMs: lease}); err != nil || resp.Run != "r2" {
+		t.Errorf("a beat of the restarted run: run %q, %v; want it renewed", resp.Run, err)
 	}
 }
