@@ -149,15 +149,18 @@ func TestStoreOutageAndCorruption(t *testing.T) {
 			// Operations ending at their deadline (issue 8): client libraries keep the
 			// operation's context (pgx's AfterFunc per query, gocql's derived contexts) and
 			// the watchdog's fire races the operation's end. Set the op timeout near the
-			// store's own latency, at a rate that keeps every worker busy.
-			svc := s.Ops["read"].ServiceTime.P50
+			// store's own latency, at a rate that keeps every worker busy: its p99 in the
+			// calmer window before, so that at this rate many operations still end at their
+			// deadline. (At 1 ms against a p50 of 381 µs a CI run under -race, with another
+			// package's tests beside it, finished none of 2,436 reads.)
+			svc := s.Ops["read"].ServiceTime.P99
 			w.OpTimeout = max(time.Millisecond, time.Duration(svc)*time.Microsecond)
 			w.Readers, w.ReadRate, w.WriteRate = 16, 2000, 500
 			if err := e.Apply(w); err != nil {
 				t.Fatal(err)
 			}
 			s = window(coll, 3*time.Second)
-			t.Logf("%s: opTimeout %v (read service p50 %.0f µs): %d reads, failures %v", sc.driver, w.OpTimeout, svc, s.Ops["read"].Count, s.Ops["read"].Failures)
+			t.Logf("%s: opTimeout %v (read service p99 %.0f µs): %d reads, failures %v", sc.driver, w.OpTimeout, svc, s.Ops["read"].Count, s.Ops["read"].Failures)
 			if s.Ops["read"].Count == 0 {
 				t.Errorf("no read finished within an op timeout of the store's median latency")
 			}
