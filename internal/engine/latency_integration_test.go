@@ -187,13 +187,5 @@ func redisBenchmarkGet(srv *testserver.Server, c, d, n int) (rps float64, mean, 
 	if err != nil {
 		return 0, 0, 0, 0, fmt.Errorf("redis-benchmark GET: %v: %s", err, out)
 	}
-	// "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	f := strings.Split(strings.ReplaceAll(lines[len(lines)-1], `"`, ""), ",")
-	if len(f) < 7 {
-		return 0, 0, 0, 0, fmt.Errorf("redis-benchmark --csv printed %q", out)
-	}
-	num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
-	ms := func(s string) time.Duration { return time.Duration(num(s) * float64(time.Millisecond)) }
-	return num(f[1]), ms(f[2]), ms(f[4]), ms(f[6]), nil
+	return parseRedisBenchmarkCSV(out)
 }
