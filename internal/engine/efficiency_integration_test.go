@@ -121,6 +121,9 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 			b.ReportMetric(server/ops*1e6, "server-µs/op")
 			b.ReportMetric(float64(errs), "errors")
 			if strings.HasPrefix(r.name, "redis-") && r.name != "redis-autopipeline" {
+				if err := preloadRedisBenchmarkKeys(srv, 100000, 100); err != nil {
+					b.Fatal(err)
+				}
 				rbServer0 := procTreeCPU(srv.PID())
 				rbOps, rbCPU, rbGetRPS, rbP50, rbP99, err := redisBenchmark(srv, 50, 100, w.Pipeline)
 				if err != nil {
@@ -181,7 +184,12 @@ func spinEfficiency(b *testing.B, srv *testserver.Server, w config.Workload, rbP
 // redisBenchmark runs redis-benchmark against srv with c clients, d-byte values and
 // pipeline depth p (its -P), 80% GET and 20% SET (two runs, as redis-benchmark has no mix),
 // and returns the operations, its own CPU seconds, and its GET throughput, p50 and p99.
+// Its keys must be preloaded (preloadRedisBenchmarkKeys): it fails if a GET missed.
 func redisBenchmark(srv *testserver.Server, c, d, p int) (ops, cpu, getRPS float64, p50, p99 time.Duration, err error) {
+	misses, err := redisInfo(srv, "stats", "keyspace_misses")
+	if err != nil {
+		return 0, 0, 0, 0, 0, err
+	}
 	for _, t := range []struct {
 		test string
 		n    int
@@ -197,6 +205,12 @@ func redisBenchmark(srv *testserver.Server, c, d, p int) (ops, cpu, getRPS float
 		if t.test == "get" {
 			if getRPS, _, p50, p99, err = parseRedisBenchmarkCSV(out); err != nil {
 				return 0, 0, 0, 0, 0, err
+			}
+			// A peer that measured misses is not a comparison (preloadRedisBenchmarkKeys).
+			if after, err := redisInfo(srv, "stats", "keyspace_misses"); err != nil {
+				return 0, 0, 0, 0, 0, err
+			} else if after > misses {
+				return 0, 0, 0, 0, 0, fmt.Errorf("redis-benchmark's GETs missed %d times: its keys were not all preloaded", after-misses)
 			}
 		}
 	}

@@ -61,12 +61,15 @@ func BenchmarkClientAddedLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	// redis-benchmark's own keys, so its GETs hit too.
-	if out, err := exec.Command("redis-benchmark", "-h", srv.Host, "-p", strconv.Itoa(srv.Port), "-c", "50",
-		"-n", "200000", "-d", "100", "-r", "100000", "-t", "set", "-q").CombinedOutput(); err != nil {
-		b.Fatalf("redis-benchmark SET: %v: %s", err, out)
+	if err := preloadRedisBenchmarkKeys(srv, 100000, 100); err != nil {
+		b.Fatal(err)
 	}
-	rps, mean, p50, p99, err := redisBenchmarkGet(srv, 50, 100, 1000000)
-	if err != nil {
+	var rps float64
+	var mean, p50, p99 time.Duration
+	if err := redisBenchmarkMissed(srv, func() (err error) {
+		rps, mean, p50, p99, err = redisBenchmarkGet(srv, 50, 100, 1000000)
+		return err
+	}); err != nil {
 		b.Fatal(err)
 	}
 	w.ReadRate = rps
@@ -158,25 +161,88 @@ func spinReads(b *testing.B) []string {
 // redisClients returns Redis's connected_clients (INFO clients), counting its own
 // connection.
 func redisClients(srv *testserver.Server) (int, error) {
+	n, err := redisInfo(srv, "clients", "connected_clients")
+	return int(n), err
+}
+
+// redisInfo returns one integer field of a section of Redis's INFO.
+func redisInfo(srv *testserver.Server, section, field string) (int64, error) {
 	c, err := net.DialTimeout("tcp", srv.Addr(), 5*time.Second)
 	if err != nil {
-		return 0, fmt.Errorf("connect to count Redis's clients: %w", err)
+		return 0, fmt.Errorf("connect to read Redis's INFO %s: %w", section, err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$7\r\nclients\r\n")); err != nil {
-		return 0, fmt.Errorf("INFO clients: %w", err)
+	if _, err := fmt.Fprintf(c, "*2\r\n$4\r\nINFO\r\n$%d\r\n%s\r\n", len(section), section); err != nil {
+		return 0, fmt.Errorf("INFO %s: %w", section, err)
 	}
 	r := bufio.NewReader(c)
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
-			return 0, fmt.Errorf("INFO clients: no connected_clients: %w", err)
+			return 0, fmt.Errorf("INFO %s: no %s: %w", section, field, err)
 		}
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_clients:"); ok {
-			return strconv.Atoi(v)
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
 		}
 	}
+}
+
+// preloadRedisBenchmarkKeys stores a d-byte value under every key redis-benchmark -r n
+// draws (key:000000000000 to key:%012d of n-1), so that its GETs hit as ndbench's do. A
+// GET of a missing key costs client and server less (a 5-byte reply instead of d bytes):
+// without this the efficiency bench compared ndbench's hits with redis-benchmark's misses,
+// and the latency bench's 200,000 random SETs left 14% of them missing.
+func preloadRedisBenchmarkKeys(srv *testserver.Server, n, d int) error {
+	c, err := net.DialTimeout("tcp", srv.Addr(), 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("connect to preload redis-benchmark's keys: %w", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	value := strings.Repeat("x", d)
+	w := bufio.NewWriterSize(c, 1<<16)
+	r := bufio.NewReader(c)
+	const batch = 1000
+	for from := 0; from < n; from += batch {
+		to := min(from+batch, n)
+		for i := from; i < to; i++ {
+			fmt.Fprintf(w, "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, d, value)
+		}
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("preload redis-benchmark's keys: %w", err)
+		}
+		for i := from; i < to; i++ {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("preload redis-benchmark's keys: %w", err)
+			}
+			if line != "+OK\r\n" {
+				return fmt.Errorf("preload redis-benchmark's keys: SET key:%012d answered %q", i, line)
+			}
+		}
+	}
+	return nil
+}
+
+// redisBenchmarkMissed runs fn, a redis-benchmark run of GETs, and fails if any of its
+// GETs missed: a peer that measured misses is not a comparison.
+func redisBenchmarkMissed(srv *testserver.Server, fn func() error) error {
+	before, err := redisInfo(srv, "stats", "keyspace_misses")
+	if err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	after, err := redisInfo(srv, "stats", "keyspace_misses")
+	if err != nil {
+		return err
+	}
+	if after > before {
+		return fmt.Errorf("redis-benchmark's GETs missed %d times: its keys were not all preloaded", after-before)
+	}
+	return nil
 }
 
 // redisBenchmarkGet runs n GETs from redis-benchmark with c clients and returns its
@@ -188,4 +254,28 @@ func redisBenchmarkGet(srv *testserver.Server, c, d, n int) (rps float64, mean, 
 		return 0, 0, 0, 0, fmt.Errorf("redis-benchmark GET: %v: %s", err, out)
 	}
 	return parseRedisBenchmarkCSV(out)
+}
+
+// TestRedisBenchmarkGetsHit checks the comparison benches' peer setup: redis-benchmark's
+// GETs of keys it never stored miss (the efficiency bench compared ndbench's hits with
+// such misses until 2026-11-23), and after preloadRedisBenchmarkKeys every one hits.
+func TestRedisBenchmarkGetsHit(t *testing.T) {
+	srv, err := testserver.Redis(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	get := func() error {
+		_, _, _, _, err := redisBenchmarkGet(srv, 4, 100, 2000)
+		return err
+	}
+	if err := redisBenchmarkMissed(srv, get); err == nil || !strings.Contains(err.Error(), "missed") {
+		t.Fatalf("redis-benchmark's GETs on an empty server: got %v, want an error that they missed", err)
+	}
+	if err := preloadRedisBenchmarkKeys(srv, 100000, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := redisBenchmarkMissed(srv, get); err != nil {
+		t.Fatalf("after the preload: %v", err)
+	}
 }
