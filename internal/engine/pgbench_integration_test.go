@@ -126,8 +126,7 @@ func pgbench(srv *testserver.Server, c, d, keys, pipeline int, dir string) (pgbe
 // pgbench itself does not report a SELECT that found no row.
 func pgbenchKeysPresent(srv *testserver.Server, keys int) error {
 	q := fmt.Sprintf(`SELECT count(*) FROM ndbench WHERE key ~ '^T(0|[1-9][0-9]{0,8})$' AND substr(key, 2)::bigint < %d`, keys)
-	out, err := exec.Command("psql", "-h", srv.Host, "-p", strconv.Itoa(srv.Port), "-U", "postgres",
-		"-d", "postgres", "-XtAc", q).CombinedOutput()
+	out, err := psql(srv, q)
 	if err != nil {
 		return fmt.Errorf("count the keys pgbench reads: %w: %s", err, out)
 	}
@@ -139,6 +138,13 @@ func pgbenchKeysPresent(srv *testserver.Server, keys int) error {
 		return fmt.Errorf("the ndbench table holds %d of the %d keys pgbench reads (T0..T%d): its SELECTs would miss", n, keys, keys-1)
 	}
 	return nil
+}
+
+// psql runs one SQL command on srv and returns what it printed, unaligned and without
+// headers.
+func psql(srv *testserver.Server, sql string) ([]byte, error) {
+	return exec.Command("psql", "-h", srv.Host, "-p", strconv.Itoa(srv.Port), "-U", "postgres",
+		"-d", "postgres", "-XtAc", sql).CombinedOutput()
 }
 
 // pgbenchLatencies reads the latencies of script number script from pgbench's logs
@@ -184,16 +190,15 @@ func TestPgbenchKeysPresent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
-	psql := func(sql string) {
-		t.Helper()
-		if out, err := exec.Command("psql", "-h", srv.Host, "-p", strconv.Itoa(srv.Port), "-U", "postgres",
-			"-d", "postgres", "-Xqc", sql).CombinedOutput(); err != nil {
+	for _, sql := range []string{
+		`CREATE TABLE ndbench (key text PRIMARY KEY, value bytea)`,
+		`INSERT INTO ndbench SELECT 'T' || i, 'x' FROM generate_series(0, 9) i`,
+		`INSERT INTO ndbench VALUES ('T010', 'x'), ('X3', 'x'), ('T12', 'x')`, // none of them is T10
+	} {
+		if out, err := psql(srv, sql); err != nil {
 			t.Fatalf("psql %s: %v: %s", sql, err, out)
 		}
 	}
-	psql(`CREATE TABLE ndbench (key text PRIMARY KEY, value bytea)`)
-	psql(`INSERT INTO ndbench SELECT 'T' || i, 'x' FROM generate_series(0, 9) i`)
-	psql(`INSERT INTO ndbench VALUES ('T010', 'x'), ('X3', 'x'), ('T12', 'x')`) // none of them is T10
 	if err := pgbenchKeysPresent(srv, 10); err != nil {
 		t.Errorf("T0..T9 stored, pgbench reading 10 keys: %v", err)
 	}
