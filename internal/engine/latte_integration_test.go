@@ -63,57 +63,72 @@ type cmpResult struct {
 
 func (r cmpResult) perCPU() float64 { return r.ops / r.cpu }
 
-// runLatte runs latte closed loop (rate 0) or at rate ops/s for effSeconds with 64
-// requests in flight on one connection and one thread, and returns its throughput, the
-// latte process's CPU time (rusage) and its request latency percentiles. The warm-up is
-// latte's default of one cycle: a longer one would be CPU spent on operations its report
-// does not count. Its start-up (connect, schema metadata, compiling the script) is
-// counted; ownCPU is latte's own figure for the measured phase, for comparison.
-func runLatte(dir string, srv *testserver.Server, rate float64) (cmpResult, error) {
+// latteReport is what the benches read of latte's JSON report (its -o file).
+type latteReport struct {
+	Result struct {
+		ElapsedTimeS   float64 `json:"elapsed_time_s"`
+		CPUTimeS       float64 `json:"cpu_time_s"`
+		RequestCount   float64 `json:"request_count"`
+		RowCount       float64 `json:"row_count"` // rows returned: one per read that found its key
+		ErrorCount     int64   `json:"error_count"`
+		RequestLatency *struct {
+			Percentiles []struct {
+				Value float64 `json:"value"`
+			} `json:"percentiles"`
+		} `json:"request_latency"`
+	} `json:"result"`
+	Percentiles []float64 `json:"percentiles"`
+}
+
+// execLatte runs latte on the script in dir against srv with the settings every run shares
+// (64 requests in flight on one connection and one thread, LOCAL_ONE, no retries) and
+// args, and returns its report and the latte process's CPU seconds (rusage).
+func execLatte(dir string, srv *testserver.Server, args ...string) (latteReport, float64, error) {
 	out := filepath.Join(dir, fmt.Sprintf("latte-%d.json", time.Now().UnixNano()))
-	args := []string{"run", filepath.Join(dir, "ndbench.rn"), "-q", "-d", strconv.Itoa(effSeconds) + "s", "-w", "1",
-		"-t", "1", "-p", "64", "-c", "1", "--consistency", "LOCAL_ONE", "--retries", "0",
-		"-f", "read:0.8,write:0.2", "-o", out, srv.Addr()}
-	if rate > 0 {
-		args = append(args, "-r", strconv.FormatFloat(rate, 'f', 0, 64))
-	}
+	args = append([]string{"run", filepath.Join(dir, "ndbench.rn"), "-q", "-t", "1", "-p", "64", "-c", "1",
+		"--consistency", "LOCAL_ONE", "--retries", "0", "-o", out}, args...)
+	args = append(args, srv.Addr())
 	cmd := exec.Command(latteBin(), args...)
 	cmd.Dir = dir
 	text, err := cmd.CombinedOutput()
 	if err != nil {
-		return cmpResult{}, fmt.Errorf("latte %s: %v: %s", strings.Join(args, " "), err, text)
+		return latteReport{}, 0, fmt.Errorf("latte %s: %v: %s", strings.Join(args, " "), err, text)
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil {
-		return cmpResult{}, fmt.Errorf("latte report: %w", err)
+		return latteReport{}, 0, fmt.Errorf("latte report: %w", err)
 	}
-	type mean struct {
-		Value float64 `json:"value"`
-	}
-	var rep struct {
-		Result struct {
-			ElapsedTimeS   float64 `json:"elapsed_time_s"`
-			CPUTimeS       float64 `json:"cpu_time_s"`
-			RequestCount   float64 `json:"request_count"`
-			ErrorCount     int64   `json:"error_count"`
-			RequestLatency *struct {
-				Percentiles []mean `json:"percentiles"`
-			} `json:"request_latency"`
-		} `json:"result"`
-		Percentiles []float64 `json:"percentiles"`
-	}
+	var rep latteReport
 	if err := json.Unmarshal(raw, &rep); err != nil {
-		return cmpResult{}, fmt.Errorf("latte report %s: %w", out, err)
+		return latteReport{}, 0, fmt.Errorf("latte report %s: %w", out, err)
+	}
+	return rep, (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(), nil
+}
+
+// runLatte runs latte closed loop (rate 0) or at rate ops/s for effSeconds, 80% reads and
+// 20% writes, and returns its throughput, the latte process's CPU time and its request
+// latency percentiles. The warm-up is latte's default of one cycle: a longer one would be
+// CPU spent on operations its report does not count. Its start-up (connect, schema
+// metadata, compiling the script) is counted; ownCPU is latte's own figure for the
+// measured phase, for comparison.
+func runLatte(dir string, srv *testserver.Server, rate float64) (cmpResult, error) {
+	args := []string{"-d", strconv.Itoa(effSeconds) + "s", "-w", "1", "-f", "read:0.8,write:0.2"}
+	if rate > 0 {
+		args = append(args, "-r", strconv.FormatFloat(rate, 'f', 0, 64))
+	}
+	rep, cpu, err := execLatte(dir, srv, args...)
+	if err != nil {
+		return cmpResult{}, err
 	}
 	r := cmpResult{
 		ops:    rep.Result.RequestCount,
 		secs:   rep.Result.ElapsedTimeS,
-		cpu:    (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(),
+		cpu:    cpu,
 		errors: rep.Result.ErrorCount,
 		ownCPU: rep.Result.CPUTimeS,
 	}
 	if rep.Result.RequestLatency == nil {
-		return cmpResult{}, fmt.Errorf("latte report %s has no request latency", out)
+		return cmpResult{}, fmt.Errorf("latte report has no request latency")
 	}
 	for i, p := range rep.Percentiles {
 		if i >= len(rep.Result.RequestLatency.Percentiles) {
@@ -128,6 +143,27 @@ func runLatte(dir string, srv *testserver.Server, rate float64) (cmpResult, erro
 		}
 	}
 	return r, nil
+}
+
+// latteReadsMissed runs latte's read function alone for reads cycles over keys keys and
+// returns an error unless every read returned its row. A read of a key no one stored is an
+// empty result, cheaper for both client and server and not an error in latte's report, so
+// a comparison whose peer misses compares unlike work (design-notes: "A comparison with a
+// peer checks that the peer did the same work").
+func latteReadsMissed(dir string, srv *testserver.Server, keys, reads int) error {
+	rep, _, err := execLatte(dir, srv, "-d", strconv.Itoa(reads), "-w", "0", "-f", "read:1",
+		"-P", "keys="+strconv.Itoa(keys))
+	if err != nil {
+		return err
+	}
+	res := rep.Result
+	if res.ErrorCount > 0 || res.RequestCount < float64(reads) {
+		return fmt.Errorf("latte's read check: %.0f of %d reads done, %d errors", res.RequestCount, reads, res.ErrorCount)
+	}
+	if res.RowCount != res.RequestCount {
+		return fmt.Errorf("latte's reads missed: %.0f rows for %.0f reads over keys T0..T%d", res.RowCount, res.RequestCount, keys-1)
+	}
+	return nil
 }
 
 // runNDBench runs the engine on d for effSeconds: one class of workers at pipeline depth
@@ -231,6 +267,9 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 		b.Fatal(err)
 	}
 	_ = e.Close(2 * time.Second)
+	if err := latteReadsMissed(dir, srv, int(w.NumKeys), 20000); err != nil {
+		b.Fatal(err)
+	}
 
 	type run struct {
 		name string
@@ -305,5 +344,45 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 		b.ReportMetric(p50/lp50, "open-"+r.name+"-p50-vs-latte")
 		b.ReportMetric(p99/lp99, "open-"+r.name+"-p99-vs-latte")
 		b.ReportMetric(med(r.name, perCPU)/med("latte", perCPU), "open-"+r.name+"-cpu-ratio-vs-latte")
+	}
+}
+
+// TestLatteReadsHit shows that the bench's check sees latte's misses: on a table that holds
+// keys T0..T999, latte's reads over 1,000 keys all return their row and its reads over
+// 2,000 keys (half never stored) fail the check.
+func TestLatteReadsHit(t *testing.T) {
+	if _, err := os.Stat(latteBin()); err != nil {
+		t.Skipf("latte is not installed at %s (run scripts/install-bench-peers.sh)", latteBin())
+	}
+	ctx := context.Background()
+	srv, err := testserver.Cassandra(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ndbench.rn"), []byte(latteScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := driver.Open(ctx, "cassandra", map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port), "mode": "direct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	w := config.DefaultWorkload()
+	w.NumKeys, w.DataSize = 1000, 100
+	e, err := engine.New(d, w, engine.Options{Collector: stats.NewCollector(stats.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil {
+		t.Fatal(err)
+	}
+	_ = e.Close(2 * time.Second)
+	if err := latteReadsMissed(dir, srv, 1000, 5000); err != nil {
+		t.Fatalf("reads over the 1,000 stored keys: %v", err)
+	}
+	if err := latteReadsMissed(dir, srv, 2000, 5000); err == nil || !strings.Contains(err.Error(), "missed") {
+		t.Fatalf("reads over 2,000 keys, 1,000 of them never stored: got %v, want an error that they missed", err)
 	}
 }
