@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,44 +40,51 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 		start        func(context.Context) (*testserver.Server, error)
 		opts         func(*testserver.Server) map[string]string
 		pipeline     int // workload.pipeline; 0 is 1
+		// procs is GOMAXPROCS for the measured run (0: the machine's cores): 1 gives the
+		// client the one core redis-benchmark's single thread uses, leaving the other
+		// to the server it shares the machine with.
+		procs int
 	}
 	runs := []run{
 		{"redis-pool", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
 			return map[string]string{"addrs": s.Addr(), "poolSize": "50"}
-		}, 0},
+		}, 0, 0},
 		{"redis-autopipeline", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
 			return map[string]string{"addrs": s.Addr(), "mode": "autopipeline"}
-		}, 0},
+		}, 0, 0},
 		{"redis-direct", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
 			return map[string]string{"addrs": s.Addr(), "mode": "direct"}
-		}, 0},
+		}, 0, 0},
 		{"redis-direct-P16", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
 			return map[string]string{"addrs": s.Addr(), "mode": "direct"}
-		}, 16},
+		}, 16, 0},
+		{"redis-direct-P16-procs1", "redis", testserver.Redis, func(s *testserver.Server) map[string]string {
+			return map[string]string{"addrs": s.Addr(), "mode": "direct"}
+		}, 16, 1},
 		{"memcached", "memcached", testserver.Memcached, func(s *testserver.Server) map[string]string {
 			return map[string]string{"servers": s.Addr(), "maxIdleConns": "64"}
-		}, 0},
+		}, 0, 0},
 		{"postgres-pool", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
 			return map[string]string{"dsn": s.DSN(), "poolSize": "50", "mode": "pool"}
-		}, 0},
+		}, 0, 0},
 		{"postgres-direct", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
 			return map[string]string{"dsn": s.DSN(), "mode": "direct"}
-		}, 0},
+		}, 0, 0},
 		{"postgres-direct-P8", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
 			return map[string]string{"dsn": s.DSN(), "mode": "direct"}
-		}, 8},
+		}, 8, 0},
 		{"postgres-direct-P8-batch", "postgres", testserver.Postgres, func(s *testserver.Server) map[string]string {
 			return map[string]string{"dsn": s.DSN(), "mode": "direct", "pipelineSync": "batch"}
-		}, 8},
+		}, 8, 0},
 		{"cassandra-gocql", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
 			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port), "mode": "gocql"}
-		}, 0},
+		}, 0, 0},
 		{"cassandra-direct", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
 			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port), "mode": "direct"}
-		}, 0},
+		}, 0, 0},
 		{"cassandra-direct-P16", "cassandra", testserver.Cassandra, func(s *testserver.Server) map[string]string {
 			return map[string]string{"hosts": s.Host, "port": strconv.Itoa(s.Port), "mode": "direct"}
-		}, 16},
+		}, 16, 0},
 	}
 	for _, r := range runs {
 		b.Run(r.name, func(b *testing.B) {
@@ -105,6 +113,10 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 			}
 			coll.Reset()
 			u0, server0, t0 := report.ReadUsage(), procTreeCPU(srv.PID()), time.Now()
+			if r.procs > 0 {
+				prev := runtime.GOMAXPROCS(r.procs)
+				defer runtime.GOMAXPROCS(prev)
+			}
 			_ = e.Start()
 			time.Sleep(effSeconds * time.Second)
 			_ = e.Stop()
