@@ -48,6 +48,9 @@ func BenchmarkStartLag(b *testing.B) {
 		{"rate=1k/workers=4", 1000, 4},
 		{"rate=2k/workers=4", 2000, 4},
 		{"rate=10k/workers=4", 10000, 4},
+		{"rate=20k/workers=4", 20000, 4},
+		{"rate=30k/workers=4", 30000, 4},
+		{"rate=50k/workers=16", 50000, 16},
 		{"rate=100k/workers=16", 100000, 16},
 		{"rate=100k/workers=64", 100000, 64},
 	} {
