@@ -30,7 +30,9 @@ import (
 // ignores b.N: run it with -benchtime 1x. When the machine is saturated (server and
 // clients on the same cores) ndbench falls behind and runs closed loop like
 // redis-benchmark; the cycle and mean metrics then show how much of the same cycle each
-// client's latency covers. -redis.spinRead=0s,20us adds runs with spinRead.
+// client's latency covers. Then the same at one connection, where nothing saturates and
+// nothing queues, so the clients' own costs per operation are all that differs (metrics
+// prefixed c1-). -redis.spinRead=0s,20us adds runs with spinRead at 50 connections.
 //
 //	go test -tags integration -run '^$' -bench ClientAddedLatency -benchtime 1x ./internal/engine/
 func BenchmarkClientAddedLatency(b *testing.B) {
@@ -64,65 +66,94 @@ func BenchmarkClientAddedLatency(b *testing.B) {
 	if err := preloadRedisBenchmarkKeys(srv, 100000, 100); err != nil {
 		b.Fatal(err)
 	}
-	var rps float64
-	var mean, p50, p99 time.Duration
-	if err := redisBenchmarkMissed(srv, func() (err error) {
-		rps, mean, p50, p99, err = redisBenchmarkGet(srv, 50, 100, 1000000)
-		return err
-	}); err != nil {
+	// At 50 connections server and clients saturate the machine's cores; at one, neither
+	// does, and there is no queue anywhere: the client's own cost per operation is all
+	// that differs.
+	for _, conns := range []int{50, 1} {
+		prefix := ""
+		if conns != 50 {
+			prefix = fmt.Sprintf("c%d-", conns)
+		}
+		var rps float64
+		var mean, p50, p99 time.Duration
+		if err := redisBenchmarkMissed(srv, func() (err error) {
+			rps, mean, p50, p99, err = redisBenchmarkGet(srv, conns, 100, max(20000*conns, 200000))
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		w.Readers, w.MaxReaders, w.ReadRate = conns, conns, rps
+		b.ReportMetric(rps, prefix+"redis-benchmark-ops/s")
+		b.ReportMetric(float64(mean.Microseconds()), prefix+"redis-benchmark-mean-µs")
+		// A connection's cycle (request to next request) is connections / throughput; the
+		// part of it that a client's latency does not cover is its own time between ops.
+		b.ReportMetric(float64(conns)/rps*1e6, prefix+"redis-benchmark-cycle-µs")
+		b.ReportMetric(float64(p50.Microseconds()), prefix+"redis-benchmark-p50-µs")
+		b.ReportMetric(float64(p99.Microseconds()), prefix+"redis-benchmark-p99-µs")
+		peer := peerLatency{conns: conns, rps: rps, p50: p50, p99: p99}
+		clientAddedLatency(b, srv, prefix, e, coll, w, peer)
+		if conns != 50 {
+			continue
+		}
+		// The same rate with spinRead (-redis.spinRead), right after, against the same figures.
+		for _, spin := range spinReads(b) {
+			d, e, coll := spinEngine(ctx, b, srv, w, spin)
+			clientAddedLatency(b, srv, "spin"+spin+"-", e, coll, w, peer)
+			_ = e.Close(2 * time.Second)
+			_ = d.Close()
+		}
+	}
+}
+
+// peerLatency is what redis-benchmark measured at conns connections.
+type peerLatency struct {
+	conns    int
+	rps      float64
+	p50, p99 time.Duration
+}
+
+// clientAddedLatency runs w (the peer's rate and connection count) on e for 10 s after 2 s
+// of settling and reports ndbench's figures beside the peer's, under prefix.
+func clientAddedLatency(b *testing.B, srv *testserver.Server, prefix string, e *engine.Engine, coll *stats.Collector, w config.Workload, peer peerLatency) {
+	b.Helper()
+	ctx := context.Background()
+	if err := e.Apply(w); err != nil {
 		b.Fatal(err)
 	}
-	w.ReadRate = rps
-	b.ReportMetric(rps, "redis-benchmark-ops/s")
-	b.ReportMetric(float64(mean.Microseconds()), "redis-benchmark-mean-µs")
-	// A connection's cycle (request to next request) is connections / throughput; the
-	// part of it that a client's latency does not cover is its own time between ops.
-	b.ReportMetric(50/rps*1e6, "redis-benchmark-cycle-µs")
-	b.ReportMetric(float64(p50.Microseconds()), "redis-benchmark-p50-µs")
-	b.ReportMetric(float64(p99.Microseconds()), "redis-benchmark-p99-µs")
-	report := func(prefix string, e *engine.Engine, coll *stats.Collector) {
-		if err := e.Apply(w); err != nil {
-			b.Fatal(err)
-		}
-		coll.Reset()
-		_ = e.Start()
-		time.Sleep(2 * time.Second) // settle: connections open, pools warm
-		coll.Tick(time.Now())
-		time.Sleep(10 * time.Second)
-		s := coll.Tick(time.Now()).Summary()
-		// The comparison holds only at redis-benchmark's connection count: the workers'
-		// 50, the driver's idle pool (up to 10, from the backfill) and this probe.
-		conns, err := redisClients(srv)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(conns), prefix+"connections")
-		if conns > 50+10+1 {
-			b.Errorf("%d connections to Redis during the run, want at most 61 (50 workers): the comparison is with redis-benchmark's 50", conns)
-		}
-		_ = e.Stop()
-		_ = e.Wait(ctx)
-		rd := s.Ops["read"]
-		b.ReportMetric(rd.Rate, prefix+"ndbench-ops/s")
-		// Behind its schedule (start lag) the pool is a closed loop, and then every
-		// client's cycle is the same at the same rate (Little's law): what differs is how
-		// much of it each one times (see docs/performance.md).
-		b.ReportMetric(rd.ServiceTime.Mean, prefix+"ndbench-service-mean-µs")
-		b.ReportMetric(50/rd.Rate*1e6, prefix+"ndbench-cycle-µs")
-		b.ReportMetric(rd.ServiceTime.P50, prefix+"ndbench-service-p50-µs")
-		b.ReportMetric(rd.ServiceTime.P99, prefix+"ndbench-service-p99-µs")
-		b.ReportMetric(rd.StartLag.P99, prefix+"ndbench-start-lag-p99-µs")
-		b.ReportMetric(rd.ServiceTime.P50/float64(p50.Microseconds()), prefix+"ratio-p50")
-		b.ReportMetric(rd.ServiceTime.P99/float64(p99.Microseconds()), prefix+"ratio-p99")
+	coll.Reset()
+	_ = e.Start()
+	time.Sleep(2 * time.Second) // settle: connections open, pools warm
+	coll.Tick(time.Now())
+	time.Sleep(10 * time.Second)
+	s := coll.Tick(time.Now()).Summary()
+	// The comparison holds only at redis-benchmark's connection count: the workers', the
+	// driver's idle pool (up to 10, from the backfill) and this probe.
+	conns, err := redisClients(srv)
+	if err != nil {
+		b.Fatal(err)
 	}
-	report("", e, coll)
-	// The same rate with spinRead (-redis.spinRead), right after, against the same figures.
-	for _, spin := range spinReads(b) {
-		d, e, coll := spinEngine(ctx, b, srv, w, spin)
-		report("spin"+spin+"-", e, coll)
-		_ = e.Close(2 * time.Second)
-		_ = d.Close()
+	b.ReportMetric(float64(conns), prefix+"connections")
+	if conns > peer.conns+10+1 {
+		b.Errorf("%d connections to Redis during the run, want at most %d (%d workers): the comparison is with redis-benchmark's %d",
+			conns, peer.conns+10+1, peer.conns, peer.conns)
 	}
+	_ = e.Stop()
+	_ = e.Wait(ctx)
+	rd := s.Ops["read"]
+	b.ReportMetric(rd.Rate, prefix+"ndbench-ops/s")
+	// Behind its schedule (start lag) the pool is a closed loop, and then every client's
+	// cycle is the same at the same rate (Little's law): what differs is how much of it
+	// each one times (see docs/performance.md). The cycle ratio is the clients' whole
+	// cost per operation compared, whatever each one's clock covers.
+	cycle := float64(peer.conns) / rd.Rate * 1e6
+	b.ReportMetric(rd.ServiceTime.Mean, prefix+"ndbench-service-mean-µs")
+	b.ReportMetric(cycle, prefix+"ndbench-cycle-µs")
+	b.ReportMetric(cycle/(float64(peer.conns)/peer.rps*1e6), prefix+"ratio-cycle")
+	b.ReportMetric(rd.ServiceTime.P50, prefix+"ndbench-service-p50-µs")
+	b.ReportMetric(rd.ServiceTime.P99, prefix+"ndbench-service-p99-µs")
+	b.ReportMetric(rd.StartLag.P99, prefix+"ndbench-start-lag-p99-µs")
+	b.ReportMetric(rd.ServiceTime.P50/float64(peer.p50.Microseconds()), prefix+"ratio-p50")
+	b.ReportMetric(rd.ServiceTime.P99/float64(peer.p99.Microseconds()), prefix+"ratio-p99")
 }
 
 // spinReadFlag lists spinRead values to measure beside mode=direct's default in the Redis
