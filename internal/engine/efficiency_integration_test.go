@@ -114,13 +114,16 @@ func BenchmarkDriverEfficiency(b *testing.B) {
 			coll.Reset()
 			u0, server0, t0 := report.ReadUsage(), procTreeCPU(srv.PID()), time.Now()
 			if r.procs > 0 {
-				prev := runtime.GOMAXPROCS(r.procs)
-				defer runtime.GOMAXPROCS(prev)
+				runtime.GOMAXPROCS(r.procs)
 			}
 			_ = e.Start()
 			time.Sleep(effSeconds * time.Second)
 			_ = e.Stop()
 			_ = e.Wait(ctx)
+			if r.procs > 0 {
+				// Back to the runtime's own choice (GOMAXPROCS(n) would pin n for good).
+				runtime.SetDefaultGOMAXPROCS()
+			}
 			u1, server1, secs := report.ReadUsage(), procTreeCPU(srv.PID()), time.Since(t0).Seconds()
 			coll.Tick(time.Now())
 			cum := coll.Cumulative()
