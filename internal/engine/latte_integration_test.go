@@ -50,6 +50,40 @@ pub async fn write(ctx, i) {
 // latte draws from the same range (its script's keys parameter).
 const latteKeys = 100000
 
+// latteSetup skips tb when latte is not installed, else starts a Cassandra node (stopped
+// when tb ends) and returns it with a directory holding latte's script.
+func latteSetup(tb testing.TB) (*testserver.Server, string) {
+	tb.Helper()
+	if _, err := os.Stat(latteBin()); err != nil {
+		tb.Skipf("latte is not installed at %s (run scripts/install-bench-peers.sh)", latteBin())
+	}
+	srv, err := testserver.Cassandra(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = srv.Stop() })
+	dir := tb.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ndbench.rn"), []byte(latteScript), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return srv, dir
+}
+
+// backfillValues stores a 100-byte value under each of ndbench's keys T0..T<keys-1> on d.
+func backfillValues(ctx context.Context, d driver.Driver, keys int64) error {
+	w := config.DefaultWorkload()
+	w.NumKeys, w.DataSize = keys, 100
+	e, err := engine.New(d, w, engine.Options{Collector: stats.NewCollector(stats.Config{})})
+	if err != nil {
+		return fmt.Errorf("backfill %d keys: %w", keys, err)
+	}
+	defer e.Close(2 * time.Second)
+	if _, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 16}); err != nil {
+		return fmt.Errorf("backfill %d keys: %w", keys, err)
+	}
+	return nil
+}
+
 // latteBin is where scripts/install-bench-peers.sh installs latte.
 func latteBin() string {
 	home, _ := os.UserHomeDir()
@@ -234,23 +268,12 @@ func median(xs []float64) float64 {
 //
 //	go test -tags integration -run '^$' -bench CassandraVsLatte -benchtime 1x -timeout 30m ./internal/engine/
 func BenchmarkCassandraVsLatte(b *testing.B) {
-	if _, err := os.Stat(latteBin()); err != nil {
-		b.Skipf("latte is not installed at %s (run scripts/install-bench-peers.sh)", latteBin())
-	}
 	rounds := 3
 	if n, err := strconv.Atoi(os.Getenv("NDBENCH_LATTE_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
 	ctx := context.Background()
-	srv, err := testserver.Cassandra(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Stop()
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "ndbench.rn"), []byte(latteScript), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	srv, dir := latteSetup(b)
 	hp := map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port), "readConsistencyLevel": "LOCAL_ONE", "writeConsistencyLevel": "LOCAL_ONE"}
 	open := func(mode string) driver.Driver {
 		o := map[string]string{"mode": mode}
@@ -265,16 +288,9 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 		return d
 	}
 	direct, gocql := open("direct"), open("gocql")
-	w := config.DefaultWorkload()
-	w.NumKeys, w.DataSize = latteKeys, 100
-	e, err := engine.New(direct, w, engine.Options{Collector: stats.NewCollector(stats.Config{})})
-	if err != nil {
+	if err := backfillValues(ctx, direct, latteKeys); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 16}); err != nil {
-		b.Fatal(err)
-	}
-	_ = e.Close(2 * time.Second)
 	if err := latteReadsMissed(dir, srv, latteKeys, 20000); err != nil {
 		b.Fatal(err)
 	}
@@ -363,34 +379,16 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 // keys T0..T999, latte's reads over 1,000 keys all return their row and its reads over
 // 2,000 keys (half never stored) fail the check.
 func TestLatteReadsHit(t *testing.T) {
-	if _, err := os.Stat(latteBin()); err != nil {
-		t.Skipf("latte is not installed at %s (run scripts/install-bench-peers.sh)", latteBin())
-	}
 	ctx := context.Background()
-	srv, err := testserver.Cassandra(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "ndbench.rn"), []byte(latteScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	srv, dir := latteSetup(t)
 	d, _, err := driver.Open(ctx, "cassandra", map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port), "mode": "direct"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	w := config.DefaultWorkload()
-	w.NumKeys, w.DataSize = 1000, 100
-	e, err := engine.New(d, w, engine.Options{Collector: stats.NewCollector(stats.Config{})})
-	if err != nil {
+	if err := backfillValues(ctx, d, 1000); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil {
-		t.Fatal(err)
-	}
-	_ = e.Close(2 * time.Second)
 	if err := latteReadsMissed(dir, srv, 1000, 5000); err != nil {
 		t.Fatalf("reads over the 1,000 stored keys: %v", err)
 	}
