@@ -2,7 +2,9 @@
 # ndbench against the C and Rust tools on real servers (issue 10's bars, docs/performance.md):
 # installs the peers (scripts/install-bench-peers.sh), runs BenchmarkDriverEfficiency and
 # BenchmarkClientAddedLatency BENCH_COUNT times (default 3; go test interleaves the
-# sub-benchmarks across counts) and prints the median of every figure.
+# sub-benchmarks across counts), then BenchmarkCassandraVsLatte once with BENCH_COUNT
+# interleaved rounds of its own (it takes the medians itself), and prints the median of
+# every figure.
 #
 #   scripts/bench-drivers.sh                 all drivers
 #   BENCH_DRIVERS='redis' scripts/bench-drivers.sh   sub-benchmarks matching a regexp
@@ -16,6 +18,11 @@ bash scripts/install-bench-peers.sh
 PATH="${NDBENCH_CACHE:-$HOME/.cache/ndbench}/peers/bin:$PATH" \
   go test -tags integration -run '^$' -bench "DriverEfficiency/$filter|ClientAddedLatency" \
     -benchtime 1x -count "$count" -timeout 90m ./internal/engine/ | tee bench-results/drivers.txt
+# latte against the cassandra driver, when the filter selects cassandra.
+if echo cassandra | grep -Eq -- "$filter"; then
+  NDBENCH_LATTE_ROUNDS="$count" go test -tags integration -run '^$' -bench 'CassandraVsLatte' \
+    -benchtime 1x -count 1 -timeout 90m ./internal/engine/ | tee -a bench-results/drivers.txt
+fi
 python3 - bench-results/drivers.txt <<'PY'
 import collections, re, statistics, sys
 runs = collections.defaultdict(lambda: collections.defaultdict(list))

@@ -84,10 +84,15 @@ func backfillValues(ctx context.Context, d driver.Driver, keys int64) error {
 	return nil
 }
 
-// latteBin is where scripts/install-bench-peers.sh installs latte.
+// latteBin is where scripts/install-bench-peers.sh installs latte: under $NDBENCH_CACHE,
+// as the script does, or ~/.cache/ndbench.
 func latteBin() string {
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "ndbench", "peers", "bin", "latte")
+	cache := os.Getenv("NDBENCH_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "ndbench")
+	}
+	return filepath.Join(cache, "peers", "bin", "latte")
 }
 
 // cmpResult is one measured run of either tool.
