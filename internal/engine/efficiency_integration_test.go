@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -202,14 +201,12 @@ func spinEfficiency(b *testing.B, srv *testserver.Server, w config.Workload, rbP
 // Its keys must be preloaded (preloadRedisBenchmarkKeys): it fails if a GET missed.
 func redisBenchmark(srv *testserver.Server, c, d, p int) (ops, cpu, getRPS float64, p50, p99 time.Duration, err error) {
 	run := func(test string, n int) ([]byte, error) {
-		cmd := exec.Command("redis-benchmark", "-h", srv.Host, "-p", strconv.Itoa(srv.Port), "-c", strconv.Itoa(c),
-			"-n", strconv.Itoa(n), "-d", strconv.Itoa(d), "-r", "100000", "-t", test, "-P", strconv.Itoa(p), "--csv")
-		out, err := cmd.CombinedOutput()
+		out, used, err := execRedisBenchmark(srv, test, c, d, n, p)
 		if err != nil {
-			return nil, fmt.Errorf("redis-benchmark %s: %v: %s", test, err, out)
+			return nil, err
 		}
 		ops += float64(n)
-		cpu += (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+		cpu += used
 		return out, nil
 	}
 	// A peer that measured misses is not a comparison (preloadRedisBenchmarkKeys).

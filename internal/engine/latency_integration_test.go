@@ -294,12 +294,24 @@ func redisBenchmarkMissed(srv *testserver.Server, fn func() error) error {
 // redisBenchmarkGet runs n GETs from redis-benchmark with c clients and returns its
 // throughput and latency mean, p50 and p99 (--csv).
 func redisBenchmarkGet(srv *testserver.Server, c, d, n int) (rps float64, mean, p50, p99 time.Duration, err error) {
-	out, err := exec.Command("redis-benchmark", "-h", srv.Host, "-p", strconv.Itoa(srv.Port), "-c", strconv.Itoa(c),
-		"-n", strconv.Itoa(n), "-d", strconv.Itoa(d), "-r", "100000", "-t", "get", "--csv").CombinedOutput()
+	out, _, err := execRedisBenchmark(srv, "get", c, d, n, 1)
 	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("redis-benchmark GET: %v: %s", err, out)
+		return 0, 0, 0, 0, err
 	}
 	return parseRedisBenchmarkCSV(out)
+}
+
+// execRedisBenchmark runs n requests of redis-benchmark's test (get, set) against srv with
+// c clients, d-byte values, keys from -r 100000 and pipeline depth p, and returns its --csv
+// output and the CPU seconds it used.
+func execRedisBenchmark(srv *testserver.Server, test string, c, d, n, p int) ([]byte, float64, error) {
+	cmd := exec.Command("redis-benchmark", "-h", srv.Host, "-p", strconv.Itoa(srv.Port), "-c", strconv.Itoa(c),
+		"-n", strconv.Itoa(n), "-d", strconv.Itoa(d), "-r", "100000", "-t", test, "-P", strconv.Itoa(p), "--csv")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, 0, fmt.Errorf("redis-benchmark %s: %v: %s", test, err, out)
+	}
+	return out, (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(), nil
 }
 
 // TestRedisBenchmarkGetsHit checks the comparison benches' peer setup: redis-benchmark's

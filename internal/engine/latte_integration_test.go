@@ -305,14 +305,17 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 		fn   func(rate float64) (cmpResult, error)
 	}
 	latte := run{"latte", func(rate float64) (cmpResult, error) { return runLatte(dir, srv, rate) }}
+	shape := func(name string, d driver.Driver, workers, depth int) run {
+		return run{name, func(rate float64) (cmpResult, error) { return runNDBench(d, workers, depth, rate) }}
+	}
 	closed := []run{
 		latte,
-		{"direct-4x16", func(float64) (cmpResult, error) { return runNDBench(direct, 4, 16, 0) }},
+		shape("direct-4x16", direct, 4, 16),
 		// latte's own shape: one connection, 64 in flight (in batches, where latte sends a
 		// request whenever one returns).
-		{"direct-1x64", func(float64) (cmpResult, error) { return runNDBench(direct, 1, 64, 0) }},
-		{"direct-64x1", func(float64) (cmpResult, error) { return runNDBench(direct, 64, 1, 0) }},
-		{"gocql-64", func(float64) (cmpResult, error) { return runNDBench(gocql, 64, 1, 0) }},
+		shape("direct-1x64", direct, 1, 64),
+		shape("direct-64x1", direct, 64, 1),
+		shape("gocql-64", gocql, 64, 1),
 	}
 	results := map[string][]cmpResult{}
 	for round := 0; round < rounds; round++ {
@@ -347,12 +350,7 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 	// Open loop at half of latte's closed-loop throughput: far from saturation, so the
 	// service time is the round trip plus what each client adds.
 	rate := med("latte", func(r cmpResult) float64 { return r.ops / r.secs }) / 2
-	openRuns := []run{
-		latte,
-		{"direct-4x16", func(rate float64) (cmpResult, error) { return runNDBench(direct, 4, 16, rate) }},
-		{"direct-1x64", func(rate float64) (cmpResult, error) { return runNDBench(direct, 1, 64, rate) }},
-		{"direct-64x1", func(rate float64) (cmpResult, error) { return runNDBench(direct, 64, 1, rate) }},
-	}
+	openRuns := closed[:4] // latte and the direct shapes; gocql is only measured closed loop
 	openRes := map[string][]cmpResult{}
 	for round := 0; round < rounds; round++ {
 		for _, r := range openRuns {
