@@ -1,0 +1,179 @@
+package driver
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// loopbackPair returns both ends of a real TCP connection on 127.0.0.1: the client end
+// through RawIO, and the server end as accepted.
+func loopbackPair(t *testing.T) (client net.Conn, server *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	client = RawIO(nc)
+	t.Cleanup(func() { _ = client.Close(); _ = sc.Close() })
+	return client, sc.(*net.TCPConn)
+}
+
+func TestRawIORoundTrip(t *testing.T) {
+	c, s := loopbackPair(t)
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 6)
+	if _, err := io.ReadFull(s, got); err != nil || string(got) != "PING\r\n" {
+		t.Fatalf("server read %q, %v; want PING", got, err)
+	}
+	if _, err := s.Write([]byte("+PONG\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	got = make([]byte, 7)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "+PONG\r\n" {
+		t.Fatalf("client read %q, %v; want +PONG", got, err)
+	}
+	if n, err := c.Read(nil); n != 0 || err != nil {
+		t.Fatalf("empty read = %d, %v; want 0, nil", n, err)
+	}
+}
+
+// A write larger than both sockets' buffers, to a peer that reads only later, must wait
+// for room (EAGAIN, then the netpoller) and deliver every byte in order.
+func TestRawIOWriteWaitsForRoom(t *testing.T) {
+	c, s := loopbackPair(t)
+	// Fixed buffers (no autotuning) far smaller than the write, but not so small that
+	// the transfer crawls on delayed acknowledgements.
+	if tc, ok := c.(interface{ SetWriteBuffer(int) error }); ok {
+		_ = tc.SetWriteBuffer(64 << 10)
+	}
+	_ = s.SetReadBuffer(64 << 10)
+	want := make([]byte, 4<<20)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := c.Write(want)
+		done <- result{n, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("Write returned (%d, %v) before the peer read anything: the buffers held 4 MiB, so the test proves nothing", r.n, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(s, got); err != nil {
+		t.Fatalf("server read: %v", err)
+	}
+	r := <-done
+	if r.err != nil || r.n != len(want) {
+		t.Fatalf("Write = %d, %v; want %d, nil", r.n, r.err, len(want))
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the bytes that arrived differ from those written")
+	}
+}
+
+// A past deadline, set from another goroutine while a read waits (the engine's
+// Interrupt), must end the read with an error that errors.Is finds as
+// os.ErrDeadlineExceeded, reported like net.Conn's own.
+func TestRawIODeadlineInterruptsRead(t *testing.T) {
+	c, _ := loopbackPair(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 16))
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	_ = c.SetDeadline(time.Unix(1, 0))
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read did not return after its deadline passed")
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("err = %v; want os.ErrDeadlineExceeded", err)
+	}
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "read" || oe.Addr == nil || oe.Addr.String() != c.RemoteAddr().String() {
+		t.Fatalf("err = %#v; want a *net.OpError for read from %s", err, c.RemoteAddr())
+	}
+	// Clearing the deadline makes the connection usable again (PipelineConn.Retry).
+	_ = c.SetDeadline(time.Time{})
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatalf("write after clearing the deadline: %v", err)
+	}
+}
+
+func TestRawIOEnds(t *testing.T) {
+	t.Run("peer closes: EOF", func(t *testing.T) {
+		c, s := loopbackPair(t)
+		_ = s.Close()
+		if _, err := c.Read(make([]byte, 8)); err != io.EOF {
+			t.Fatalf("err = %v; want io.EOF", err)
+		}
+	})
+	t.Run("closed locally: net.ErrClosed", func(t *testing.T) {
+		c, _ := loopbackPair(t)
+		_ = c.Close()
+		if _, err := c.Read(make([]byte, 8)); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("read: err = %v; want net.ErrClosed", err)
+		}
+		if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("write: err = %v; want net.ErrClosed", err)
+		}
+	})
+	t.Run("peer reset: write error", func(t *testing.T) {
+		c, s := loopbackPair(t)
+		_ = s.SetLinger(0) // close with RST
+		_ = s.Close()
+		var err error
+		for i := 0; i < 100 && err == nil; i++ {
+			_, err = c.Write([]byte("x"))
+			time.Sleep(time.Millisecond)
+		}
+		var oe *net.OpError
+		if !errors.As(err, &oe) || oe.Op != "write" {
+			t.Fatalf("err = %v; want a *net.OpError for write", err)
+		}
+	})
+}
+
+func TestRawIOLeavesOtherConnsAlone(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if got := RawIO(a); got != a {
+		t.Fatalf("RawIO(net.Pipe) = %T; want the pipe itself", got)
+	}
+}
