@@ -109,6 +109,7 @@ func (p *pipeline) connect(ctx context.Context) (err error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	nc = driver.RawIO(nc)
 	if d.tls != nil {
 		conf := d.tls
 		if conf.ServerName == "" && d.opts.TLS.Verify {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -163,6 +164,19 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 			return driver.Wrap(driver.ClassRejected, fmt.Errorf("parse dsn %s: invalid connection string", RedactDSN(o.DSN)))
 		}
 		pc.ConnectTimeout = o.Timeouts.Connect
+		// The worker's connection is read and written with raw system calls
+		// (driver.RawIO); pgconn adds TLS on top of what this returns.
+		dial := pc.DialFunc
+		if dial == nil {
+			dial = (&net.Dialer{}).DialContext
+		}
+		pc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return driver.RawIO(nc), nil
+		}
 		d.pgcfg = pc
 	}
 

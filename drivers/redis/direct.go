@@ -54,6 +54,7 @@ func (p *pipeline) connect(ctx context.Context) error {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	nc = driver.RawIO(nc)
 	if p.d.tls != nil {
 		conf := p.d.tls
 		if conf.ServerName == "" {

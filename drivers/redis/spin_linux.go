@@ -24,17 +24,18 @@ type spinReader struct {
 }
 
 // newSpinReader returns a reader of nc that spins for up to spin before parking, or nil
-// when nc is not a plain TCP connection (TLS reads stay with crypto/tls).
+// when nc is not a plain TCP connection (TLS reads stay with crypto/tls). A TCP
+// connection behind driver.RawIO still offers its descriptor.
 func newSpinReader(nc net.Conn, spin time.Duration) io.Reader {
-	tc, ok := nc.(*net.TCPConn)
+	sc, ok := nc.(syscall.Conn)
 	if !ok || spin <= 0 {
 		return nil
 	}
-	rc, err := tc.SyscallConn()
+	rc, err := sc.SyscallConn()
 	if err != nil {
 		return nil
 	}
-	return &spinReader{rc: rc, spin: spin, addr: tc.RemoteAddr()}
+	return &spinReader{rc: rc, spin: spin, addr: nc.RemoteAddr()}
 }
 
 // Read reads what is there, spinning (with runtime.Gosched between tries, so other

@@ -9,6 +9,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/ndbench/ndbench/driver"
 )
 
 // tcpPair returns both ends of a loopback TCP connection.
@@ -113,5 +115,20 @@ func TestSpinReaderOnlyForPlainTCP(t *testing.T) {
 	defer b.Close()
 	if r := newSpinReader(a, time.Millisecond); r != nil {
 		t.Error("a connection that is not TCP gave a spinning reader")
+	}
+}
+
+// TestSpinReaderOverRawIO: mode=direct wraps its TCP connection in driver.RawIO before
+// it asks for a spinning reader, and spinRead must still apply to it.
+func TestSpinReaderOverRawIO(t *testing.T) {
+	client, server := tcpPair(t)
+	r := newSpinReader(driver.RawIO(client), 50*time.Microsecond)
+	if r == nil {
+		t.Fatal("newSpinReader returned nil for a TCP connection behind driver.RawIO")
+	}
+	go func() { _, _ = server.Write([]byte("+OK\r\n")) }()
+	rd := newRespReader(r)
+	if _, _, _, err := rd.reply(); err != nil {
+		t.Fatalf("reply: %v", err)
 	}
 }
