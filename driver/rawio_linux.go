@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !386
 
 package driver
 
@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -20,9 +21,11 @@ import (
 // thread from its deep sleep; sysmon then polls every 20 µs for the next 50 ticks. At one
 // connection that is a futex wake-up inside the operation's timed span and a second
 // thread contending for the cores with the store, on every operation (golang/go#18236).
-// The socket is non-blocking, so a raw call returns at once: a read that finds nothing
-// returns EAGAIN and the goroutine parks in the netpoller exactly as net.Conn's would,
-// and deadlines (Interrupt) apply as there. docs/design-notes.md has the measurements.
+// A raw call holds its P only for the copy: it never blocks, because it passes
+// MSG_DONTWAIT whatever mode the descriptor is in (File puts it in blocking mode). A
+// read that finds nothing returns EAGAIN and the goroutine parks in the netpoller exactly
+// as net.Conn's would, and deadlines (Interrupt) apply as there. docs/design-notes.md
+// has the measurements.
 func RawIO(nc net.Conn) net.Conn {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
@@ -32,36 +35,80 @@ func RawIO(nc net.Conn) net.Conn {
 	if err != nil {
 		return nc
 	}
-	return &rawConn{TCPConn: tc, rc: rc}
+	c := &rawConn{TCPConn: tc, rc: rc}
+	// Bound once: a closure per call would cost allocations on every operation.
+	c.r.fn, c.w.fn = c.recv, c.send
+	return c
 }
 
 // rawConn is a TCP connection whose Read and Write bypass the runtime's system-call
 // bookkeeping; every other method is the TCP connection's own.
 type rawConn struct {
 	*net.TCPConn
-	rc syscall.RawConn
+	rc   syscall.RawConn
+	r, w rawOp
+}
+
+// rawOp is the state of one direction's call, kept in the connection so that the
+// function handed to RawConn needs no closure. net.Conn allows concurrent Reads (and
+// Writes); mu serialises them around the state.
+type rawOp struct {
+	mu    sync.Mutex
+	p     []byte
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool
+}
+
+func (c *rawConn) recv(fd uintptr) bool {
+	p := c.r.p
+	for {
+		r, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), syscall.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		c.r.n, c.r.errno = int(r), e
+		return true
+	}
+}
+
+func (c *rawConn) send(fd uintptr) bool {
+	p := c.w.p
+	for c.w.n < len(p) {
+		rest := p[c.w.n:]
+		r, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)), syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+		switch {
+		case e == syscall.EINTR:
+		case e == syscall.EAGAIN:
+			return false
+		case e != 0:
+			c.w.errno = e
+			return true
+		case r == 0:
+			// As os and net do: a write that moves nothing and reports nothing would
+			// otherwise loop here for ever, holding its P.
+			return true
+		default:
+			c.w.n += int(r)
+		}
+	}
+	return true
 }
 
 // Read reads what the socket holds, waiting in the netpoller when it holds nothing.
 func (c *rawConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
-		return 0, nil
+		return c.TCPConn.Read(p) // net.Conn's answers: closed, past deadline, or (0, nil)
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	c.r.mu.Lock()
+	c.r.p, c.r.n, c.r.errno = p, 0, 0
+	err := c.rc.Read(c.r.fn)
+	n, errno := c.r.n, c.r.errno
+	c.r.p = nil
+	c.r.mu.Unlock()
 	if err != nil {
 		return 0, c.opError("read", err)
 	}
@@ -71,37 +118,29 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	if n == 0 {
 		return 0, io.EOF
 	}
+	raceRead(p[:n])
 	return n, nil
 }
 
 // Write writes all of p, waiting in the netpoller while the socket's buffer is full.
 func (c *rawConn) Write(p []byte) (int, error) {
-	var n int
-	var errno syscall.Errno
 	if len(p) == 0 {
-		return 0, nil
+		return c.TCPConn.Write(p)
 	}
-	err := c.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
-	if err != nil {
+	raceWrite(p)
+	c.w.mu.Lock()
+	c.w.p, c.w.n, c.w.errno = p, 0, 0
+	err := c.rc.Write(c.w.fn)
+	n, errno := c.w.n, c.w.errno
+	c.w.p = nil
+	c.w.mu.Unlock()
+	switch {
+	case err != nil:
 		return n, c.opError("write", err)
-	}
-	if errno != 0 {
+	case errno != 0:
 		return n, c.opError("write", os.NewSyscallError("write", errno))
+	case n < len(p):
+		return n, c.opError("write", io.ErrUnexpectedEOF)
 	}
 	return n, nil
 }
@@ -113,5 +152,5 @@ func (c *rawConn) opError(op string, err error) error {
 	if errors.As(err, &oe) {
 		err = oe.Err // RawConn's own: "raw-read" and the ends
 	}
-	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }

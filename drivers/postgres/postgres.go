@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -167,8 +168,8 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		// The worker's connection is read and written with raw system calls
 		// (driver.RawIO); pgconn adds TLS on top of what this returns.
 		dial := pc.DialFunc
-		if dial == nil {
-			dial = (&net.Dialer{}).DialContext
+		if dial == nil { // ParseConfig sets it; this is pgconn's default should it not
+			dial = (&net.Dialer{KeepAlive: 5 * time.Minute}).DialContext
 		}
 		pc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			nc, err := dial(ctx, network, addr)

@@ -24,8 +24,9 @@ type spinReader struct {
 }
 
 // newSpinReader returns a reader of nc that spins for up to spin before parking, or nil
-// when nc is not a plain TCP connection (TLS reads stay with crypto/tls). A TCP
-// connection behind driver.RawIO still offers its descriptor.
+// when nc offers no descriptor of its own (TLS reads stay with crypto/tls). A TCP
+// connection behind driver.RawIO offers its descriptor; the spin's reads are the
+// runtime's system calls, not RawIO's, since a spinning worker keeps its P anyway.
 func newSpinReader(nc net.Conn, spin time.Duration) io.Reader {
 	sc, ok := nc.(syscall.Conn)
 	if !ok || spin <= 0 {
