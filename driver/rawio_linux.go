@@ -1,5 +1,3 @@
-//go:build linux && !386
-
 package driver
 
 import (
@@ -10,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // RawIO returns a connection that reads and writes nc's socket with raw system calls, or
@@ -63,7 +63,7 @@ type rawOp struct {
 func (c *rawConn) recv(fd uintptr) bool {
 	p := c.r.p
 	for {
-		r, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), syscall.MSG_DONTWAIT, 0, 0)
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case syscall.EINTR:
 			continue
@@ -79,7 +79,7 @@ func (c *rawConn) send(fd uintptr) bool {
 	p := c.w.p
 	for c.w.n < len(p) {
 		rest := p[c.w.n:]
-		r, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)), syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
 		switch {
 		case e == syscall.EINTR:
 		case e == syscall.EAGAIN:

@@ -1,5 +1,3 @@
-//go:build linux && !386
-
 package driver
 
 import (

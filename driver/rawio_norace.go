@@ -1,4 +1,4 @@
-//go:build linux && !386 && !race
+//go:build linux && !race
 
 package driver
 
