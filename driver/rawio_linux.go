@@ -35,9 +35,11 @@ func RawIO(nc net.Conn) net.Conn {
 	if err != nil {
 		return nc
 	}
-	c := &rawConn{TCPConn: tc, rc: rc}
-	// Bound once: a closure per call would cost allocations on every operation.
-	c.r.fn, c.w.fn = c.recv, c.send
+	c := &rawConn{TCPConn: tc}
+	// Bound once: a closure or method value per call would cost allocations on every
+	// operation.
+	c.r.call, c.r.fn = rc.Read, c.recv
+	c.w.call, c.w.fn = rc.Write, c.send
 	return c
 }
 
@@ -45,7 +47,6 @@ func RawIO(nc net.Conn) net.Conn {
 // bookkeeping; every other method is the TCP connection's own.
 type rawConn struct {
 	*net.TCPConn
-	rc   syscall.RawConn
 	r, w rawOp
 }
 
@@ -57,7 +58,20 @@ type rawOp struct {
 	p     []byte
 	n     int
 	errno syscall.Errno
-	fn    func(fd uintptr) bool
+	call  func(func(fd uintptr) bool) error // the RawConn's Read or Write
+	fn    func(fd uintptr) bool             // the system calls on p
+}
+
+// run calls fn on p through the RawConn, which waits in the netpoller whenever fn says
+// it must, and returns what fn got done.
+func (o *rawOp) run(p []byte) (n int, errno syscall.Errno, err error) {
+	o.mu.Lock()
+	o.p, o.n, o.errno = p, 0, 0
+	err = o.call(o.fn)
+	n, errno = o.n, o.errno
+	o.p = nil
+	o.mu.Unlock()
+	return n, errno, err
 }
 
 func (c *rawConn) recv(fd uintptr) bool {
@@ -103,12 +117,7 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return c.TCPConn.Read(p) // net.Conn's answers: closed, past deadline, or (0, nil)
 	}
-	c.r.mu.Lock()
-	c.r.p, c.r.n, c.r.errno = p, 0, 0
-	err := c.rc.Read(c.r.fn)
-	n, errno := c.r.n, c.r.errno
-	c.r.p = nil
-	c.r.mu.Unlock()
+	n, errno, err := c.r.run(p)
 	if err != nil {
 		return 0, c.opError("read", err)
 	}
@@ -128,12 +137,7 @@ func (c *rawConn) Write(p []byte) (int, error) {
 		return c.TCPConn.Write(p)
 	}
 	raceWrite(p)
-	c.w.mu.Lock()
-	c.w.p, c.w.n, c.w.errno = p, 0, 0
-	err := c.rc.Write(c.w.fn)
-	n, errno := c.w.n, c.w.errno
-	c.w.p = nil
-	c.w.mu.Unlock()
+	n, errno, err := c.w.run(p)
 	switch {
 	case err != nil:
 		return n, c.opError("write", err)
