@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -97,5 +98,27 @@ func TestRawIOBlockingDescriptor(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Fatal("the child froze: a raw read blocked its thread on a blocking descriptor and the garbage collector waited for it")
+	}
+}
+
+// RawIODialer wraps what the dial function returns and passes its errors on.
+func TestRawIODialer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dial := RawIODialer((&net.Dialer{}).DialContext)
+	nc, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, ok := nc.(*rawConn); !ok {
+		t.Fatalf("dialled %T; want *rawConn", nc)
+	}
+	_ = ln.Close()
+	if _, err := dial(context.Background(), "tcp", ln.Addr().String()); err == nil {
+		t.Fatal("a dial to a closed listener succeeded")
 	}
 }

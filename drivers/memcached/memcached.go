@@ -125,7 +125,8 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		c := memcache.New(z.addrs...)
 		c.Timeout = o.Timeouts.Request
 		c.MaxIdleConns = o.MaxIdleConns
-		c.DialContext = dialRaw
+		// Dials as gomemcache does by default (its ctx carries the timeout), through RawIO.
+		c.DialContext = driver.RawIODialer((&net.Dialer{}).DialContext)
 		d.zones = append(d.zones, &zone{name: z.name, addrs: z.addrs, client: c})
 	}
 	for _, z := range d.zones {
@@ -231,17 +232,6 @@ func localIndex(zones []zoneSpec, name string) (int, error) {
 		names[i] = z.name
 	}
 	return 0, driver.FieldErrors{&driver.FieldError{Field: "localZone", Value: name, Allowed: "one of the zones: " + strings.Join(names, ", ")}}
-}
-
-// dialRaw dials as gomemcache does by default (its ctx carries the timeout), and reads
-// and writes the connection with raw system calls (driver.RawIO).
-func dialRaw(ctx context.Context, network, addr string) (net.Conn, error) {
-	var dl net.Dialer
-	nc, err := dl.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	return driver.RawIO(nc), nil
 }
 
 // serverVersion asks one server for its version in the text protocol; "unknown" on failure.

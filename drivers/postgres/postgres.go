@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -167,17 +165,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		pc.ConnectTimeout = o.Timeouts.Connect
 		// The worker's connection is read and written with raw system calls
 		// (driver.RawIO); pgconn adds TLS on top of what this returns.
-		dial := pc.DialFunc
-		if dial == nil { // ParseConfig sets it; this is pgconn's default should it not
-			dial = (&net.Dialer{KeepAlive: 5 * time.Minute}).DialContext
-		}
-		pc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			nc, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return driver.RawIO(nc), nil
-		}
+		pc.DialFunc = driver.RawIODialer(pc.DialFunc)
 		d.pgcfg = pc
 	}
 
