@@ -219,12 +219,12 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	}
 	cfg.Logger = quietLogger{next: cfg.Logger}
 	d.httpTr = bc.GetTransport()
-	cfg.HTTPClient = &http.Client{
+	cfg.HTTPClient = sdkHTTPClient(&http.Client{
 		Transport: d.httpTr,
 		Timeout:   o.Timeouts.Request,
 		// As the SDK's own client: a redirect is an answer to report, not to follow.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	})
 	d.awsCfg = cfg
 	d.ddb = ddb.NewFromConfig(cfg, func(do *ddb.Options) {
 		if o.Endpoint != "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -365,3 +366,47 @@ func keepDAXClient(t *testing.T) {
 	prev := registeredDAXClient()
 	t.Cleanup(func() { RegisterDAXClient(prev) })
 }
+
+// TestRequestBodyReadAfterSDKClose replays what net/http's connection writer does late:
+// after the response headers are in, client.Do has returned and smithy-go has closed the
+// request body, the writer still reads that body once more (to check nothing follows
+// ContentLength). smithy-go's body answers that read with io.EOF as an error, through its
+// WriteTo, and net/http then closes the connection under the response the SDK is still
+// reading: "deserialization failed ... use of closed network connection" on large items
+// under CPU load. The driver's HTTP client must make that read a clean end of body.
+func TestRequestBodyReadAfterSDKClose(t *testing.T) {
+	payload := bytes.Repeat([]byte(`{"k":"v"}`), 100)
+	var kept *http.Request // the request as the transport got it, read after the SDK is done
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		kept = r
+		// What the writer sends first: exactly ContentLength bytes.
+		if n, err := io.Copy(io.Discard, io.LimitReader(r.Body, r.ContentLength)); err != nil || n != r.ContentLength {
+			return nil, fmt.Errorf("send body: %d of %d bytes: %v", n, r.ContentLength, err)
+		}
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	client := sdkHTTPClient(&http.Client{Transport: rt})
+
+	req := smithyhttp.NewStackRequest().(*smithyhttp.Request)
+	req.Method = http.MethodPost
+	req.URL.Scheme, req.URL.Host = "http", "127.0.0.1:1"
+	req, err := req.SetStream(bytes.NewReader(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The SDK's own last step: Do, then close the body it built.
+	if _, _, err := smithyhttp.NewClientHandlerWithOptions(client).Handle(context.Background(), req); err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	if kept == nil {
+		t.Fatal("the transport got no request")
+	}
+	// net/http's check for bytes past ContentLength, after the SDK closed the body.
+	if n, err := io.Copy(io.Discard, kept.Body); err != nil || n != 0 {
+		t.Errorf("reading the request body after the SDK closed it: %d bytes, error %v; want 0 bytes and no error (net/http closes the connection on an error)", n, err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
