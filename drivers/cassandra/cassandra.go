@@ -159,6 +159,9 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	cfg.NumConns = o.NumConns
 	cfg.Timeout = o.Timeouts.Request
 	cfg.ConnectTimeout = o.Timeouts.Connect
+	// gocql's connections are read and written with raw system calls (driver.RawIO), as
+	// direct mode's are; gocql adds TLS (SslOpts) on top of what this returns.
+	cfg.Dialer = dialFunc(driver.RawIODialer((&net.Dialer{Timeout: o.Timeouts.Connect}).DialContext))
 	cfg.ReconnectInterval = o.ReconnectInterval
 	cfg.WriteCoalesceWaitTime = o.WriteCoalesceWait
 	cfg.Consistency = gocql.LocalOne
@@ -624,4 +627,12 @@ func Classify(err error) driver.Class {
 		return driver.ClassThrottled
 	}
 	return driver.Classify(err)
+}
+
+// dialFunc is a dial function as a gocql.Dialer.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// DialContext dials with f.
+func (f dialFunc) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f(ctx, network, addr)
 }

@@ -148,6 +148,9 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	cfg.MaxConns = int32(o.PoolSize)
 	cfg.ConnConfig.ConnectTimeout = o.Timeouts.Connect
 	cfg.ConnConfig.DefaultQueryExecMode = o.execMode()
+	// The pool's connections are read and written with raw system calls (driver.RawIO),
+	// as direct mode's are; pgconn adds TLS on top of what this returns.
+	cfg.ConnConfig.DialFunc = driver.RawIODialer(cfg.ConnConfig.DialFunc)
 
 	table := quoteTable(o.Table)
 	d.readSQL = "SELECT value FROM " + table + " WHERE key = $1"

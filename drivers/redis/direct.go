@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -46,28 +45,9 @@ func (p *pipeline) connect(ctx context.Context) error {
 	if p.d.closed.Load() {
 		return fmt.Errorf("redis at %s: %w", o.Addrs[0], net.ErrClosed)
 	}
-	dl := net.Dialer{Timeout: o.Timeouts.Connect}
-	nc, err := dl.DialContext(ctx, "tcp", o.Addrs[0])
+	nc, err := dial(ctx, "tcp", o.Addrs[0], o.Timeouts.Connect, p.d.tls)
 	if err != nil {
-		return fmt.Errorf("connect to redis at %s: %w", o.Addrs[0], err)
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-	}
-	nc = driver.RawIO(nc)
-	if p.d.tls != nil {
-		conf := p.d.tls
-		if conf.ServerName == "" {
-			// As crypto/tls.Dial does: verify the certificate against the host dialled.
-			conf = conf.Clone()
-			conf.ServerName, _, _ = net.SplitHostPort(o.Addrs[0])
-		}
-		tc := tls.Client(nc, conf)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			_ = nc.Close()
-			return fmt.Errorf("TLS handshake with redis at %s: %w", o.Addrs[0], err)
-		}
-		nc = tc
+		return err
 	}
 	var src io.Reader = nc
 	if sr := newSpinReader(nc, o.SpinRead); sr != nil {

@@ -1,19 +1,15 @@
 package redis
 
 // What RESP proxies (twemproxy, Dynomite) need from the driver beyond what Redis does:
-// proxyDialer (option proxy=true, for go-redis's modes; mode=direct never sends HELLO)
+// proxyConn (option proxy=true, for go-redis's modes; mode=direct never sends HELLO)
 // and proxyErrorClass (always: the proxies' own ERR replies for a failed backend).
 
 import (
 	"bytes"
-	"context"
-	"crypto/tls"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/ndbench/ndbench/driver"
 )
@@ -22,41 +18,12 @@ import (
 // go-redis takes it as "HELLO not supported" and carries on in RESP2.
 const helloRefusal = "-ERR unknown command 'HELLO' (answered by ndbench: RESP proxies close the connection on HELLO)\r\n"
 
-// proxyDialer returns a go-redis Dialer whose connections answer the HELLO that go-redis v9
-// sends first on every new connection, without sending it on. twemproxy (and Dynomite,
-// derived from it) close the client connection on any command they do not know, HELLO
-// included, and go-redis falls back to RESP2 only on an error reply, not on a closed
-// connection: without this every connection through such a proxy fails with EOF
-// (redis/go-redis#2616). Init sets goredis.Options.Dialer to it with proxy=true.
-//
-// A custom Dialer replaces go-redis's TLS set-up, so tlsConf (nil without TLS) is applied
-// here, below the HELLO interception.
-func proxyDialer(timeout time.Duration, tlsConf *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		d := net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
-		c, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		if tlsConf != nil {
-			conf := tlsConf
-			if conf.ServerName == "" {
-				conf = conf.Clone()
-				conf.ServerName, _, _ = net.SplitHostPort(addr)
-			}
-			tc := tls.Client(c, conf)
-			if err := tc.HandshakeContext(ctx); err != nil {
-				_ = c.Close()
-				return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
-			}
-			c = tc
-		}
-		return &proxyConn{Conn: c}, nil
-	}
-}
-
-// proxyConn answers a HELLO written as the connection's first command itself (see
-// proxyDialer) and passes everything else through.
+// proxyConn answers a HELLO written as the connection's first command itself and passes
+// everything else through (goredisDialer puts it over every connection with proxy=true).
+// go-redis v9 sends HELLO first on every new connection. twemproxy (and Dynomite, derived
+// from it) close the client connection on any command they do not know, HELLO included,
+// and go-redis falls back to RESP2 only on an error reply, not on a closed connection:
+// without this every connection through such a proxy fails with EOF (redis/go-redis#2616).
 type proxyConn struct {
 	net.Conn
 

@@ -188,18 +188,15 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	if o.Cluster {
 		d.client = goredis.NewClusterClient(&goredis.ClusterOptions{
-			Addrs: o.Addrs, Username: o.Auth.Username, Password: o.Auth.Password, TLSConfig: tlsConf,
+			Addrs: o.Addrs, Dialer: goredisDialer(o.Timeouts.Connect, tlsConf, false),
+			Username: o.Auth.Username, Password: o.Auth.Password, TLSConfig: tlsConf,
 			PoolSize: o.PoolSize, DialTimeout: o.Timeouts.Connect, ReadTimeout: o.ReadTimeout,
 			WriteTimeout: o.WriteTimeout, MaxRetries: retries, ContextTimeoutEnabled: true,
 			DialerRetries: 1, DisableIdentity: true, MaintNotificationsConfig: maint,
 		})
 	} else {
-		var dialer func(context.Context, string, string) (net.Conn, error)
-		if o.Proxy {
-			dialer = proxyDialer(o.Timeouts.Connect, tlsConf)
-		}
 		d.client = goredis.NewClient(&goredis.Options{
-			Addr: o.Addrs[0], DB: o.DB, Dialer: dialer, Username: o.Auth.Username, Password: o.Auth.Password, TLSConfig: tlsConf,
+			Addr: o.Addrs[0], DB: o.DB, Dialer: goredisDialer(o.Timeouts.Connect, tlsConf, o.Proxy), Username: o.Auth.Username, Password: o.Auth.Password, TLSConfig: tlsConf,
 			PoolSize: o.PoolSize, DialTimeout: o.Timeouts.Connect, ReadTimeout: o.ReadTimeout,
 			WriteTimeout: o.WriteTimeout, MaxRetries: retries, ContextTimeoutEnabled: true,
 			// One dial attempt per op: an outage shows as errors, not as latency.

@@ -168,19 +168,23 @@ func TestTLS(t *testing.T) {
 	t.Cleanup(func() { _ = s.Stop() })
 	addr := net.JoinHostPort(s.Host, strconv.Itoa(s.Ports["tls"]))
 
-	d, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": addr, "tls": "true", "tlsSkipVerify": "true"})
-	if err != nil {
-		t.Fatalf("open with tls and tlsSkipVerify: %v", err)
-	}
-	defer d.Close()
-	if err := d.Write(ctx, "tls-k", []byte("secure")); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := d.Read(ctx, "tls-k"); err != nil || string(got) != "secure" {
-		t.Errorf("read over tls = %q, %v", got, err)
-	}
-	if ci := d.(driver.ConnectionInfoer).ConnectionInfo(); ci["tls"] != "true" {
-		t.Errorf("ConnectionInfo tls = %q", ci["tls"])
+	// Every mode dials through the driver's own dial (TLS over driver.RawIO), go-redis's
+	// too.
+	for _, mode := range []string{"direct", "pool", "autopipeline"} {
+		d, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": addr, "tls": "true", "tlsSkipVerify": "true", "mode": mode})
+		if err != nil {
+			t.Fatalf("mode=%s: open with tls and tlsSkipVerify: %v", mode, err)
+		}
+		if err := d.Write(ctx, "tls-k-"+mode, []byte("secure")); err != nil {
+			t.Fatalf("mode=%s: %v", mode, err)
+		}
+		if got, err := d.Read(ctx, "tls-k-"+mode); err != nil || string(got) != "secure" {
+			t.Errorf("mode=%s: read over tls = %q, %v", mode, got, err)
+		}
+		if ci := d.(driver.ConnectionInfoer).ConnectionInfo(); ci["tls"] != "true" {
+			t.Errorf("mode=%s: ConnectionInfo tls = %q", mode, ci["tls"])
+		}
+		d.Close()
 	}
 	for _, v := range []map[string]string{
 		{"addrs": addr, "tls": "true", "dialTimeout": "2s"},       // unknown authority
@@ -201,6 +205,8 @@ func TestTLS(t *testing.T) {
 		{map[string]string{"tlsCAFile": certFile}, true},
 		{map[string]string{"tlsVerify": "false"}, true},
 		{map[string]string{"tlsCAFile": certFile, "tlsServerName": "db.example"}, false}, // wrong host name
+		{map[string]string{"tlsCAFile": certFile, "tlsServerName": "db.example", "mode": "pool"}, false},
+		{map[string]string{"tlsCAFile": certFile, "mode": "pool"}, true}, // host name from the address
 		{map[string]string{"tlsCAFile": certFile, "tlsCertFile": certFile, "tlsKeyFile": keyFile}, true},
 		{map[string]string{"tlsCAFile": filepath.Join(dir, "missing.pem")}, false},
 	} {
