@@ -160,7 +160,10 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	cfg.Timeout = o.Timeouts.Request
 	cfg.ConnectTimeout = o.Timeouts.Connect
 	// gocql's connections are read and written with raw system calls (driver.RawIO), as
-	// direct mode's are; gocql adds TLS (SslOpts) on top of what this returns.
+	// direct mode's are; gocql adds TLS (SslOpts) on top of what this returns. With
+	// writeCoalesceWait set, gocql's coalesced writes are net.Buffers, whose WriteTo finds
+	// the TCP connection's own writev through the wrapper: those take the runtime's path,
+	// under the same socket lock.
 	cfg.Dialer = dialFunc(driver.RawIODialer((&net.Dialer{Timeout: o.Timeouts.Connect}).DialContext))
 	cfg.ReconnectInterval = o.ReconnectInterval
 	cfg.WriteCoalesceWaitTime = o.WriteCoalesceWait

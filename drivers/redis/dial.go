@@ -18,12 +18,13 @@ var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interv
 // dial connects to addr the way every mode does: TCP without Nagle's delay, its reads and
 // writes through driver.RawIO (no runtime system-call path per operation, see
 // docs/design-notes.md), then TLS with conf when conf is set, verifying the host dialled
-// unless conf names a server.
+// unless conf names a server. Its errors do not name the store: direct mode's connect
+// and Init (for go-redis's modes, whose errors come back through Ping) say where.
 func dial(ctx context.Context, network, addr string, timeout time.Duration, conf *tls.Config) (net.Conn, error) {
 	dl := net.Dialer{Timeout: timeout, KeepAliveConfig: keepAlive}
 	nc, err := dl.DialContext(ctx, network, addr)
 	if err != nil {
-		return nil, fmt.Errorf("connect to redis at %s: %w", addr, err)
+		return nil, err // net's error names the address
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true) // Go's default, stated: a request must not wait for an ACK
@@ -40,7 +41,7 @@ func dial(ctx context.Context, network, addr string, timeout time.Duration, conf
 	tc := tls.Client(nc, conf)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		_ = nc.Close()
-		return nil, fmt.Errorf("TLS handshake with redis at %s: %w", addr, err)
+		return nil, fmt.Errorf("TLS handshake: %w", err)
 	}
 	return tc, nil
 }

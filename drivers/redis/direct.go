@@ -47,7 +47,7 @@ func (p *pipeline) connect(ctx context.Context) error {
 	}
 	nc, err := dial(ctx, "tcp", o.Addrs[0], o.Timeouts.Connect, p.d.tls)
 	if err != nil {
-		return err
+		return fmt.Errorf("connect to redis at %s: %w", o.Addrs[0], err)
 	}
 	var src io.Reader = nc
 	if sr := newSpinReader(nc, o.SpinRead); sr != nil {

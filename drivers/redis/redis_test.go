@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -135,12 +136,23 @@ func TestCloseWithoutInit(t *testing.T) {
 }
 
 func TestInitUnreachableIsUnavailable(t *testing.T) {
-	// Port 1 on loopback refuses connections.
-	_, _, err := driver.Open(t.Context(), "redis", map[string]string{"addrs": "127.0.0.1:1", "dialTimeout": "1s"})
-	if err == nil {
-		t.Fatal("Open against a closed port succeeded")
-	}
-	if c := driver.Classify(err); c != driver.ClassUnavailable {
-		t.Errorf("class = %v, want unavailable (err %v)", c, err)
+	// Every mode dials through the driver's own dial; the message names the store once.
+	for _, mode := range []string{"direct", "pool", "autopipeline"} {
+		t.Run(mode, func(t *testing.T) {
+			// Port 1 on loopback refuses connections.
+			_, _, err := driver.Open(t.Context(), "redis", map[string]string{"addrs": "127.0.0.1:1", "dialTimeout": "1s", "mode": mode})
+			if err == nil {
+				t.Fatal("Open against a closed port succeeded")
+			}
+			if c := driver.Classify(err); c != driver.ClassUnavailable {
+				t.Errorf("class = %v, want unavailable (err %v)", c, err)
+			}
+			if n := strings.Count(err.Error(), "connect to redis at 127.0.0.1:1"); n != 1 {
+				t.Errorf("error %q says where it connected %d times, want once", err, n)
+			}
+			if !strings.Contains(err.Error(), "connection refused") {
+				t.Errorf("error %q does not say the connection was refused", err)
+			}
+		})
 	}
 }
