@@ -297,16 +297,19 @@ func TestPipelineFailureIsolation(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pl.Close()
-			k := "iso-" + sync + "-1"
+			// Keys of this run's own: with -count=2 the first run's writes are still in the
+			// table.
+			prefix := fmt.Sprintf("iso-%s-%d-", sync, time.Now().UnixNano())
+			k := prefix + "1"
 			// pipelineSync=batch sends a batch in key order (against deadlocks between
 			// batches), so the read after the failure is of a key that sorts after it.
 			after := k
 			if sync == "batch" {
-				after = "iso-batch-3"
+				after = prefix + "3"
 			}
 			ops := []driver.PipelineOp{
 				{Op: driver.PipelineWrite, Key: k, Value: []byte("ok")},
-				{Op: driver.PipelineWrite, Key: "iso-" + sync + "-2", Value: []byte("too long")},
+				{Op: driver.PipelineWrite, Key: prefix + "2", Value: []byte("too long")},
 				{Op: driver.PipelineRead, Key: after},
 			}
 			errs := make([]error, len(ops))
