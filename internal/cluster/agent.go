@@ -58,10 +58,40 @@ type Agent struct {
 	lease       time.Duration // how long the run lasts without a beat
 	lastBeat    time.Time     // monotonic
 	orphaned    bool          // the last run's lease lapsed and the load was stopped
-	// The last run released, by its coordinator: a beat of it still in flight when the
-	// release arrived must not take the lease again (TestAgentIgnoresABeatOfAReleasedRun).
-	releasedBy, released string
+	// The runs released last, by their coordinators: a beat of one still in flight when
+	// its release arrived must not take the lease again (TestAgentIgnoresABeatOfAReleasedRun).
+	// Not only the last one: under load a beat can arrive a few start-stop cycles late
+	// (TestAgentIgnoresLateBeatsOfEarlierReleasedRuns).
+	released     [releasedRuns]runRef
+	releasedNext int
 	wake                 chan struct{} // a new lease was taken: recompute the deadline
+}
+
+// releasedRuns is how many released runs an agent remembers. Auto-tune starts and stops
+// a fleet's load once per step, seconds apart; a beat is late by a scheduling delay, so
+// a handful covers a beat late by many steps.
+const releasedRuns = 16
+
+// runRef names a run.
+type runRef struct{ coordinator, run string }
+
+// wasReleased says whether run of coordinator is among the runs released last.
+func (a *Agent) wasReleased(coordinator, run string) bool {
+	for _, r := range a.released {
+		if r.run == run && r.coordinator == coordinator && run != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetRelease removes run of coordinator from the released runs: it was started again.
+func (a *Agent) forgetRelease(coordinator, run string) {
+	for i, r := range a.released {
+		if r.run == run && r.coordinator == coordinator {
+			a.released[i] = runRef{}
+		}
+	}
 }
 
 // NewAgent returns the agent of node.
@@ -103,10 +133,9 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 	received := time.Now()
 	a.mu.Lock()
 	if req.Run != "" {
-		// A beat of the run its coordinator released last is answered like a membership
-		// beat: the coordinator sent it before the release. Only a start takes that run
-		// again.
-		if req.Coordinator != a.releasedBy || req.Run != a.released {
+		// A beat of a run its coordinator released is answered like a membership beat:
+		// the coordinator sent it before the release. Only a start takes that run again.
+		if !a.wasReleased(req.Coordinator, req.Run) {
 			if err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, received); err != nil {
 				a.mu.Unlock()
 				return BeatResponse{}, err
@@ -128,7 +157,7 @@ func (a *Agent) Start(req StartRequest) error {
 	a.mu.Lock()
 	err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, time.Now())
 	if err == nil {
-		a.releasedBy, a.released = "", ""
+		a.forgetRelease(req.Coordinator, req.Run)
 	}
 	a.mu.Unlock()
 	if err != nil {
@@ -200,7 +229,8 @@ func (a *Agent) Release(req ReleaseRequest) error {
 		return fmt.Errorf("%w: run %q of coordinator %q", ErrClaimed, a.run, a.coordinator)
 	}
 	a.run, a.coordinator = "", ""
-	a.releasedBy, a.released = req.Coordinator, req.Run
+	a.released[a.releasedNext] = runRef{req.Coordinator, req.Run}
+	a.releasedNext = (a.releasedNext + 1) % releasedRuns
 	a.log.Info("fleet run released", "coordinator", req.Coordinator, "run", req.Run)
 	return nil
 }

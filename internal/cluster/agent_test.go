@@ -117,6 +117,33 @@ func TestAgentStopsLoadWhenTheLeaseLapses(t *testing.T) {
 	}
 }
 
+// A beat can be delayed past more than one release: under load, a coordinator that starts
+// and stops in quick succession (auto-tune's steps) had a beat of the run before last
+// reach the node after the last release, which took the lease again and refused the
+// coordinator's next start as "another coordinator's run" (TestStartDuringBeats, with
+// CPU-bound processes beside it).
+func TestAgentIgnoresLateBeatsOfEarlierReleasedRuns(t *testing.T) {
+	a := NewAgent(newRecordingNode(), AgentOptions{ID: "n1"})
+	const lease = 10_000
+	for _, run := range []string{"r1", "r2", "r3"} {
+		if err := a.Start(StartRequest{Coordinator: "c1", Run: run, LeaseMs: lease}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Release(ReleaseRequest{Coordinator: "c1", Run: run}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, run := range []string{"r1", "r2"} {
+		resp, err := a.Beat(BeatRequest{Coordinator: "c1", Run: run, LeaseMs: lease})
+		if err != nil || resp.Run != "" {
+			t.Errorf("a late beat of released run %s: run %q, %v; want a membership answer", run, resp.Run, err)
+		}
+	}
+	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r4", LeaseMs: lease}); err != nil {
+		t.Fatalf("the coordinator's next run after late beats: %v", err)
+	}
+}
+
 // One node serves one run: another coordinator is refused while the run's lease holds,
 // and may take the node once the run is released or its lease lapsed.
 func TestAgentServesOneCoordinatorAtATime(t *testing.T) {
