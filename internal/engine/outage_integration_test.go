@@ -107,7 +107,7 @@ func TestStoreOutageAndCorruption(t *testing.T) {
 				t.Fatal(err)
 			}
 			if s := window(coll, time.Second); s.Ops["write"].Count == 0 || s.Ops["read"].Errors+s.Ops["write"].Errors != 0 {
-				t.Fatalf("healthy store: writes %d, errors %d+%d", s.Ops["write"].Count, s.Ops["read"].Errors, s.Ops["write"].Errors)
+				t.Fatalf("healthy store: writes %d, errors %d+%d: %v", s.Ops["write"].Count, s.Ops["read"].Errors, s.Ops["write"].Errors, coll.Errors())
 			}
 
 			// Outage.
