@@ -118,7 +118,12 @@ func (x *indexer) send() {
 		if len(live) == 0 {
 			continue
 		}
-		body = body[:0]
+		// A buffer of its own per request: net/http may still be sending the last body
+		// after its answer came back (a server refusing a request from its headers,
+		// 413 over http.max_content_length, answers before it read the body), and
+		// reads it until it closes the body on its own goroutine. The capacity carries
+		// over, so the buffer is allocated once per request at its final size.
+		body = make([]byte, 0, cap(body))
 		for _, it := range live {
 			body = appendAction(body, it.index, it.key)
 			body = append(body, it.doc...)

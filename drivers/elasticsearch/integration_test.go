@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,6 +328,56 @@ func TestBulkWrite(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestBulkBodyOutlivesItsRequest: net/http may still be sending a request's body after
+// the response came back (a server that refuses a request from its headers answers
+// before it has read the body), so the bulk indexer must not build its next request into
+// the same buffer. Elasticsearch refuses a body over http.max_content_length (100 MB) from
+// its Content-Length with 413 at once; the indexer then builds its next request while
+// the transport still sends that body, and under -race (as CI runs it) a reused buffer is
+// a reported race with the transport's writer. Afterwards the indexer carries on.
+func TestBulkBodyOutlivesItsRequest(t *testing.T) {
+	const fl = "elasticsearch" // the indexer is the same code for both flavors
+	const docs, size = 20, 4 << 20 // base64 in JSON: ~112 MB per _bulk
+	// Each batch is sent once full (the flush interval is longer than the writes take to
+	// queue), so both _bulk requests are over the limit, and the second is built as soon
+	// as the first is refused, while the transport may still be sending it.
+	d := open(t, fl, map[string]string{"index": "bulkbody", "bulkWrite": "true", "bulkSize": strconv.Itoa(docs),
+		"bulkConcurrency": "1", "bulkFlushInterval": "5s"})
+	value := bytes.Repeat([]byte("v"), size) // shared: the driver copies it into its document
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	start := make(chan struct{})
+	for g := range 2 * docs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			// A batch over the indexing-pressure limit but under the content length is
+			// refused with 429 after its body was read.
+			err := d.Write(drivertest.Context(t), fmt.Sprintf("big-%d", g), value)
+			switch c := driver.Classify(err); {
+			case c == driver.ClassThrottled:
+			case err != nil && strings.Contains(err.Error(), "413"):
+				refused.Add(1)
+			default:
+				t.Errorf("write %d: %v (class %v), want refused with 413 or 429", g, err, c)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if refused.Load() == 0 {
+		t.Fatal("no _bulk was refused for http.max_content_length: the test did not test")
+	}
+	ctx := drivertest.Context(t)
+	if err := d.Write(ctx, "after", []byte("ok")); err != nil {
+		t.Fatalf("the bulk indexer after the refusals: %v", err)
+	}
+	if got, err := d.Read(ctx, "after"); err != nil || string(got) != "ok" {
+		t.Errorf("read after the refusals: %q, %v", got, err)
+	}
 }
 
 // TestRollingIndexes writes through a template-created rolled index and reads and
