@@ -338,7 +338,7 @@ func TestBulkWrite(t *testing.T) {
 // the transport still sends that body, and under -race (as CI runs it) a reused buffer is
 // a reported race with the transport's writer. Afterwards the indexer carries on.
 func TestBulkBodyOutlivesItsRequest(t *testing.T) {
-	const fl = "elasticsearch" // the indexer is the same code for both flavors
+	const fl = "elasticsearch"     // the indexer is the same code for both flavors
 	const docs, size = 20, 4 << 20 // base64 in JSON: ~112 MB per _bulk
 	// Each batch is sent once full (the flush interval is longer than the writes take to
 	// queue), so both _bulk requests are over the limit, and the second is built as soon

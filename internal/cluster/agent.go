@@ -64,7 +64,7 @@ type Agent struct {
 	// (TestAgentIgnoresLateBeatsOfEarlierReleasedRuns).
 	released     [releasedRuns]runRef
 	releasedNext int
-	wake                 chan struct{} // a new lease was taken: recompute the deadline
+	wake         chan struct{} // a new lease was taken: recompute the deadline
 }
 
 // releasedRuns is how many released runs an agent remembers. Auto-tune starts and stops
