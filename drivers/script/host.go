@@ -316,7 +316,10 @@ func (v *vm) httpRequest(c goja.FunctionCall) goja.Value {
 	method, url := c.Argument(0).String(), c.Argument(1).String()
 	var body io.Reader
 	if b := c.Argument(2); !goja.IsUndefined(b) && !goja.IsNull(b) {
-		p, err := bytesOf(b, false)
+		// A copy: net/http may still send the body after the answer came back (a
+		// server refusing from the headers answers while the client sends), and the
+		// script may refill its buffer at once, or the engine reuse its value buffer.
+		p, err := bytesOf(b, true)
 		if err != nil {
 			panic(rt.NewTypeError("http: body is %v", err))
 		}

@@ -75,6 +75,45 @@ function write(key, value) {}
 	}
 }
 
+// TestHTTPBodyOutlivesTheCall: net/http may still be sending a request's body after the
+// answer came back, and reads it until it closes it on its own goroutine (net/http's
+// RoundTripper contract). A server that refuses a request from its headers and holds the
+// connection (Elasticsearch's 413 over its content length) answers while the client is
+// still sending. So http.request must not hand the transport the script's own memory,
+// which the script may refill at once for its next request (or the engine's value buffer,
+// reused by the next operation): under -race that is a reported race between the
+// transport's writer and the script.
+func TestHTTPBodyOutlivesTheCall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, bw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		_, _ = bw.WriteString("HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: 9\r\n\r\ntoo large")
+		_ = bw.Flush()
+		time.Sleep(300 * time.Millisecond) // then the connection closes under the rest
+	}))
+	defer srv.Close()
+	d := open(t, map[string]string{"source": `
+var base, ab = new ArrayBuffer(8 << 20), buf = new Uint8Array(ab);
+function init(config) { base = config.url; }
+function read(key) { return "?"; }
+function write(key, value) {
+	for (var i = 0; i < 8; i++) {
+		buf.fill(i);
+		var r = http.post(base + "/big", ab);
+		if (r.status !== 413) { fail("other", "status " + r.status); }
+	}
+}
+`, "config": `{"url": "` + srv.URL + `"}`})
+	// A body refused this way may also end in a failed write on the closed connection.
+	if err := d.Write(context.Background(), "k", []byte("v")); err != nil && driver.Classify(err) != driver.ClassUnavailable {
+		t.Errorf("write: %v (class %v), want the script's 413s or a closed connection", err, driver.Classify(err))
+	}
+}
+
 // TestNestedOperations calls a nested driver's named operations (the http driver's
 // read1 and other1) through a store handle's op.
 func TestNestedOperations(t *testing.T) {
