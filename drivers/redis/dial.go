@@ -10,17 +10,16 @@ import (
 	"github.com/ndbench/ndbench/driver"
 )
 
-// keepAlive is go-redis's own probing policy (its default dialer's): probe after 30 s
-// idle, declare the peer dead after 3 probes 5 s apart, below the idle timeouts of load
-// balancers and NATs.
-var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}
-
 // dial connects to addr the way every mode does: TCP without Nagle's delay, its reads and
 // writes through driver.RawIO (no runtime system-call path per operation, see
 // docs/design-notes.md), then TLS with conf when conf is set, verifying the host dialled
 // unless conf names a server. Its errors do not name the store: direct mode's connect
 // and Init (for go-redis's modes, whose errors come back through Ping) say where.
 func dial(ctx context.Context, network, addr string, timeout time.Duration, conf *tls.Config) (net.Conn, error) {
+	// go-redis's own keep-alive policy (its default dialer's): probe after 30 s idle,
+	// declare the peer dead after 3 probes 5 s apart, below the idle timeouts of load
+	// balancers and NATs.
+	keepAlive := net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}
 	dl := net.Dialer{Timeout: timeout, KeepAliveConfig: keepAlive}
 	nc, err := dl.DialContext(ctx, network, addr)
 	if err != nil {

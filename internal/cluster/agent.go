@@ -75,20 +75,10 @@ const releasedRuns = 16
 // runRef names a run.
 type runRef struct{ coordinator, run string }
 
-// wasReleased says whether run of coordinator is among the runs released last.
-func (a *Agent) wasReleased(coordinator, run string) bool {
-	for _, r := range a.released {
-		if r.run == run && r.coordinator == coordinator && run != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // forgetRelease removes run of coordinator from the released runs: it was started again.
 func (a *Agent) forgetRelease(coordinator, run string) {
 	for i, r := range a.released {
-		if r.run == run && r.coordinator == coordinator {
+		if r == (runRef{coordinator, run}) {
 			a.released[i] = runRef{}
 		}
 	}
@@ -135,7 +125,7 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 	if req.Run != "" {
 		// A beat of a run its coordinator released is answered like a membership beat:
 		// the coordinator sent it before the release. Only a start takes that run again.
-		if !a.wasReleased(req.Coordinator, req.Run) {
+		if !slices.Contains(a.released[:], runRef{req.Coordinator, req.Run}) {
 			if err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, received); err != nil {
 				a.mu.Unlock()
 				return BeatResponse{}, err
