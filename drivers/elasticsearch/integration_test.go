@@ -340,11 +340,14 @@ func TestBulkWrite(t *testing.T) {
 func TestBulkBodyOutlivesItsRequest(t *testing.T) {
 	const fl = "elasticsearch"     // the indexer is the same code for both flavors
 	const docs, size = 20, 4 << 20 // base64 in JSON: ~112 MB per _bulk
-	// Each batch is sent once full (the flush interval is longer than the writes take to
-	// queue), so both _bulk requests are over the limit, and the second is built as soon
-	// as the first is refused, while the transport may still be sending it.
+	// Each batch is sent once full: the flush interval is longer than the writes can take
+	// to queue (21 s in one CI run, where a 5 s interval sent part batches under the
+	// limit), so both _bulk requests are over it, and the second is built as soon as the
+	// first is refused, while the transport may still be sending it.
 	d := open(t, fl, map[string]string{"index": "bulkbody", "bulkWrite": "true", "bulkSize": strconv.Itoa(docs),
-		"bulkConcurrency": "1", "bulkFlushInterval": "5s"})
+		"bulkConcurrency": "1", "bulkFlushInterval": "1m"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	value := bytes.Repeat([]byte("v"), size) // shared: the driver copies it into its document
 	var wg sync.WaitGroup
 	var refused atomic.Int64
@@ -356,7 +359,7 @@ func TestBulkBodyOutlivesItsRequest(t *testing.T) {
 			<-start
 			// A batch over the indexing-pressure limit but under the content length is
 			// refused with 429 after its body was read.
-			err := d.Write(drivertest.Context(t), fmt.Sprintf("big-%d", g), value)
+			err := d.Write(ctx, fmt.Sprintf("big-%d", g), value)
 			switch c := driver.Classify(err); {
 			case c == driver.ClassThrottled:
 			case err != nil && strings.Contains(err.Error(), "413"):
@@ -371,11 +374,18 @@ func TestBulkBodyOutlivesItsRequest(t *testing.T) {
 	if refused.Load() == 0 {
 		t.Fatal("no _bulk was refused for http.max_content_length: the test did not test")
 	}
-	ctx := drivertest.Context(t)
-	if err := d.Write(ctx, "after", []byte("ok")); err != nil {
-		t.Fatalf("the bulk indexer after the refusals: %v", err)
+	// The indexer carries on: a full batch of small documents (a part batch would wait
+	// the minute's flush interval).
+	after := make(chan error, docs)
+	for g := range docs {
+		go func() { after <- d.Write(ctx, fmt.Sprintf("after-%d", g), []byte("ok")) }()
 	}
-	if got, err := d.Read(ctx, "after"); err != nil || string(got) != "ok" {
+	for range docs {
+		if err := <-after; err != nil {
+			t.Fatalf("the bulk indexer after the refusals: %v", err)
+		}
+	}
+	if got, err := d.Read(ctx, "after-0"); err != nil || string(got) != "ok" {
 		t.Errorf("read after the refusals: %q, %v", got, err)
 	}
 }
