@@ -98,19 +98,6 @@ func (s *schedule) due(now int64) int64 {
 	return s.carryN + s.shape.Due(time.Duration(now-s.anchor))
 }
 
-// Clock is a monotonic clock in nanoseconds since its creation. Pacers that share a clock
-// give times that can be compared and subtracted across them.
-type Clock struct{ base time.Time }
-
-// NewClock returns a clock starting at zero now.
-func NewClock() Clock { return Clock{base: time.Now()} }
-
-// Now returns the nanoseconds since the clock was created.
-func (c Clock) Now() int64 { return int64(time.Since(c.base)) }
-
-// Time converts a reading of Now back to wall-clock time.
-func (c Clock) Time(ns int64) time.Time { return c.base.Add(time.Duration(ns)) }
-
 // Pacer hands out intended start times. It is safe for concurrent use.
 type Pacer struct {
 	Clock

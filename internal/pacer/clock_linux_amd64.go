@@ -1,0 +1,23 @@
+package pacer
+
+import (
+	"bytes"
+	"os"
+)
+
+// tscTicks reads the time-stamp counter without ordering it against the instructions
+// around it (RDTSC).
+func tscTicks() uint64
+
+// tscTicksOrdered reads the time-stamp counter once every instruction before it has
+// completed (LFENCE; RDTSC), for the pairs that steer the clock.
+func tscTicksOrdered() uint64
+
+// tscUsable reports whether the kernel keeps time with the time-stamp counter. It picks
+// tsc only when the counter is invariant and synchronised across CPUs, and moves off it
+// when its watchdog finds otherwise; anything else (kvm-clock, hpet, a hidden sysfs) and
+// the clock reads the kernel's.
+func tscUsable() bool {
+	b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	return err == nil && string(bytes.TrimSpace(b)) == "tsc"
+}
