@@ -19,9 +19,11 @@ import (
 // runs at a constant rate and in step on every CPU), a clock reads the counter directly,
 // unordered, and scales it (~8 ns). It is a faster way to read the kernel's clock, not a
 // clock of its own: every tscPeriod it reads the kernel's clock again and steers its
-// slope toward it, so readings stay within a microsecond of time.Since (deadlines handed to
-// client libraries and the runtime's timers agree with it), and it falls back to the
-// kernel's clock for good if the counter stops keeping the kernel's time. An unordered read
+// slope toward it, so readings stay within a few hundred nanoseconds of time.Since (the
+// kernel's own wander against the counter; for up to two seconds after NTP changes the
+// kernel's rate, that change over one period), and deadlines handed to client libraries
+// and the runtime's timers agree with it. It falls back to the kernel's clock for good if
+// the counter stops keeping the kernel's time, or the kernel stops using it. An unordered read
 // may be taken up to the CPU's reorder window (~100 instructions) early or late, tens of
 // nanoseconds, below the microsecond that latencies are recorded in.
 type Clock struct {
@@ -41,11 +43,7 @@ func NewClock() Clock {
 // Now returns the nanoseconds since the clock was created.
 func (c Clock) Now() int64 {
 	if t := c.tsc; t != nil {
-		a := t.cur.Load()
-		if d := tscTicks() - a.tick; d < a.span {
-			return a.ns + scale(d, a.mult)
-		}
-		return t.slow(c.base)
+		return t.read(tscTicks())
 	}
 	return int64(time.Since(c.base))
 }
@@ -55,34 +53,49 @@ func (c Clock) Time(ns int64) time.Time { return c.base.Add(time.Duration(ns)) }
 
 const (
 	// tscPeriod is how often a counter clock reads the kernel's clock to stay with it.
-	// Each time costs one kernel read (~20 ns, a few per second).
+	// Each time costs one (counter, kernel) pair, ~100 ns, a few times a second.
 	tscPeriod = 100 * time.Millisecond
-	// tscCalibration is how long a new clock measures the counter's rate, reading the
-	// kernel's clock meanwhile: two (counter, kernel) pairs ~30 ns wide, 10 ms apart, give
-	// the rate within ~3 ppm, and every later period refines it on a longer baseline.
+	// tscCalibration is how long a new clock reads the kernel's clock while it measures
+	// the counter's rate for its first period; later periods measure it over a longer
+	// baseline (tscBaseline).
 	tscCalibration = 10 * time.Millisecond
 	// tscSlew is the most a period's slope departs from the measured rate to close the
-	// gap to the kernel's clock: 100 µs per period. The gap in steady state is the rate's
-	// error over one period, nanoseconds.
-	tscSlew = 1e-3
-	// tscMaxErr is how far from the kernel's clock a reading may be found, at a regular
-	// period, before the counter is taken not to keep the kernel's time (a frequency change
-	// the kernel did not tell us of, a counter reset): the clock then reads the kernel's.
+	// gap to the kernel's clock: 250 µs per period, the most a period may end off.
+	tscSlew = 2.5e-3
+	// tscBaseline is how many periods the counter's rate is measured over, at least and
+	// (twice) at most. Over one period the kernel's clock wanders ±1.5 ppm against the
+	// counter on the project's VMs (its NTP adjustments), which would put readings
+	// ±150 ns off; over a second or two it is ±0.15 ppm, and a change in the kernel's
+	// rate (NTP slewing it) is followed within two seconds, the steering closing the gap
+	// meanwhile.
+	tscBaseline = 10
+	// tscMaxErr is how far from the kernel's clock a period may end before the counter is
+	// taken not to keep the kernel's time (a frequency change the kernel did not tell us
+	// of, a counter reset, the kernel slewing faster than ~2,500 ppm): the clock then
+	// reads the kernel's for good.
 	tscMaxErr = 250 * time.Microsecond
-	// tscGapSlack is the drift allowed per nanosecond since the anchor when nothing read
-	// the clock for over two periods: the rate's error and the kernel's own slewing (NTP
-	// at up to 500 ppm) accumulate over the gap.
+	// tscGapSlack is the drift allowed per nanosecond since the anchor when nobody read
+	// the clock for over two periods: the rate's error and the kernel's own slewing (NTP,
+	// up to 500 ppm) accumulate over the gap.
 	tscGapSlack = 1e-3
+	// tscRecheck is how many periods go by between reads of the kernel's clocksource: if
+	// the kernel moved off the counter (its watchdog found it unstable), so does the clock.
+	tscRecheck = tscBaseline
+	// tscPairWidth is the widest a (counter, kernel) pair may be, in ticks, to steer by:
+	// ~1.6 µs at 2.6 GHz, where an undisturbed pair is ~100 ticks wide.
+	tscPairWidth = 1 << 12
 )
 
 // tscClock is the counter state that a clock and its copies share.
 type tscClock struct {
 	cur atomic.Pointer[tscAnchor]
-	off atomic.Bool // the counter does not keep the kernel's time: read the kernel's clock
-	// tick0 and ns0 are a (counter, clock) pair taken at creation; the rate is measured
-	// from them.
-	tick0 uint64
-	ns0   int64
+	// off, once set, is for good: the counter does not keep the kernel's time.
+	off atomic.Pointer[tscFallback]
+	// The kernel's clock, a (counter, kernel) pair and the clocksource check; tests
+	// replace them to drive the clock through what a machine rarely does.
+	kernel func() int64
+	pair   func() (tick uint64, ns int64, ok bool)
+	usable func() bool
 }
 
 // tscAnchor is one period's line from counter ticks to clock readings. A new anchor
@@ -91,21 +104,53 @@ type tscClock struct {
 type tscAnchor struct {
 	tick uint64  // counter at the anchor
 	ns   int64   // reading at the anchor
+	mono int64   // the kernel's clock at the anchor
 	mult uint64  // ns per tick in 32.32 fixed point, steered toward the kernel's clock
 	rate float64 // ns per tick as measured, unsteered
+	// ref is the (counter, kernel) pair the rate is measured from, 1-2 s back once the
+	// clock is that old; next is the pair that becomes ref tscBaseline periods on.
+	ref, next tscPoint
 	// span is how many ticks past tick the anchor is used before the kernel's clock is
 	// read again; 0 while the clock calibrates or once it has fallen back.
 	span uint64
+	n    int // periods since calibration
+}
+
+// tscFallback is a clock that has fallen back to the kernel's. Its line may have been
+// ahead of the kernel's clock when it did; readings keep that lead (up to twice
+// tscMaxErr) and run it down at tscSlew, so the clock does not go back.
+type tscFallback struct {
+	at   int64 // the kernel's clock when the clock fell back
+	lead int64 // how far ahead of it the line was
+}
+
+func (f *tscFallback) now(mono int64) int64 {
+	return mono + max(0, f.lead-int64(float64(mono-f.at)*tscSlew))
 }
 
 func newTSCClock(base time.Time) *tscClock {
-	tick, ns, ok := tscPair(base)
+	kernel := func() int64 { return int64(time.Since(base)) }
+	t := &tscClock{
+		kernel: kernel,
+		pair:   func() (uint64, int64, bool) { return pairFrom(tscTicksOrdered, kernel) },
+		usable: tscUsable,
+	}
+	tick, ns, ok := t.pair()
 	if !ok {
 		return nil
 	}
-	t := &tscClock{tick0: tick, ns0: ns}
-	t.cur.Store(&tscAnchor{tick: tick, ns: ns})
+	p := tscPoint{tick, ns}
+	t.cur.Store(&tscAnchor{tick: tick, ns: ns, mono: ns, ref: p, next: p})
 	return t
+}
+
+// read returns the reading at the counter's tick.
+func (t *tscClock) read(tick uint64) int64 {
+	a := t.cur.Load()
+	if d := tick - a.tick; d < a.span {
+		return a.ns + scale(d, a.mult)
+	}
+	return t.slow()
 }
 
 // scale returns d ticks in ns at mult (32.32 fixed point).
@@ -114,120 +159,144 @@ func scale(d, mult uint64) int64 {
 	return int64(hi<<32 | lo>>32)
 }
 
-// slow is a reading past the current anchor's span: it reads the kernel's clock and moves
-// the anchor on.
-func (t *tscClock) slow(base time.Time) int64 {
-	if t.off.Load() {
-		return int64(time.Since(base))
-	}
-	a := t.cur.Load()
-	if a.span == 0 {
-		// Calibrating: the kernel's clock until the rate can be measured.
-		if mono := int64(time.Since(base)); mono-t.ns0 < int64(tscCalibration) {
-			return mono
-		}
-	}
-	tick, mono, ok := tscPair(base)
-	if !ok {
-		// The thread was interrupted between the reads: the pair is too wide to steer
-		// by. The line is still good for a while, and the next reading tries again.
-		if a.span == 0 {
-			return mono
-		}
-		return a.at(tick)
-	}
-	ns, next, off := t.advance(a, tick, mono)
-	if off {
-		t.off.Store(true)
-		t.cur.Store(&tscAnchor{})
-		return mono
-	}
-	if next != nil {
-		// Readers that raced here computed equivalent anchors; the first one stays.
-		t.cur.CompareAndSwap(a, next)
-	}
-	return ns
-}
-
 // at returns the reading at tick on a's line. Past its span the slope is the measured
 // rate, so a clock left unread for a while does not carry a period's steering along.
+// Before the anchor (a pair taken before another reader moved the line on) it is the
+// anchor's reading: later than the pair, but never below a reading of the line before,
+// which the anchor continues.
 func (a *tscAnchor) at(tick uint64) int64 {
 	d := tick - a.tick
-	if int64(d) < 0 {
-		// An unordered read taken before another CPU installed a: the anchor's own
-		// reading is the closest one that keeps the clock monotonic.
+	switch {
+	case int64(d) < 0:
 		return a.ns
-	}
-	if d <= a.span {
+	case d <= a.span:
 		return a.ns + scale(d, a.mult)
 	}
 	return a.ns + scale(a.span, a.mult) + int64(float64(d-a.span)*a.rate)
 }
 
-// advance returns the reading for the pair (tick, mono) taken past a's span, and the
-// anchor that follows a (nil: keep a). off reports that the counter no longer keeps the
-// kernel's time.
-func (t *tscClock) advance(a *tscAnchor, tick uint64, mono int64) (ns int64, next *tscAnchor, off bool) {
-	elapsed := mono - t.ns0
-	if tick <= t.tick0 || elapsed <= 0 {
-		return mono, nil, false // cannot measure a rate yet (or the counter went back)
+// slow is a reading the current anchor cannot give: past its span, before it, while
+// calibrating, or after the fall-back.
+func (t *tscClock) slow() int64 {
+	if f := t.off.Load(); f != nil {
+		return f.now(t.kernel())
 	}
-	rate := float64(elapsed) / float64(tick-t.tick0)
+	if a := t.cur.Load(); a.span == 0 {
+		if mono := t.kernel(); mono-a.mono < int64(tscCalibration) {
+			return mono // calibrating: the kernel's clock until the rate can be measured
+		}
+	}
+	tick, mono, ok := t.pair()
+	// Loaded after the pair: another reader may have moved the line on meanwhile, and
+	// this reading must be on the line that readers after it use.
+	a := t.cur.Load()
+	if !ok {
+		// Interrupted between the reads: the pair is too wide to steer by. The line is
+		// good for a while yet, and the next reading tries again.
+		if a.span == 0 {
+			return mono
+		}
+		return a.at(tick)
+	}
+	ns, next, off := advance(a, tick, mono)
+	if !off && next != nil && next.n%tscRecheck == 0 && !t.usable() {
+		off = true
+	}
+	if off {
+		return t.fallBack(a, tick, mono)
+	}
+	if next != nil {
+		// Readers that raced here built equivalent anchors from pairs nanoseconds apart;
+		// the first one stays.
+		t.cur.CompareAndSwap(a, next)
+	}
+	return ns
+}
+
+// fallBack turns the counter off for good and returns the reading at the kernel's mono.
+func (t *tscClock) fallBack(a *tscAnchor, tick uint64, mono int64) int64 {
+	f := &tscFallback{at: mono}
+	if a.span != 0 {
+		// The lead is capped: a counter that jumped a second ahead would otherwise make
+		// the clock read a second ahead for the next thousand.
+		f.lead = max(0, min(2*int64(tscMaxErr), a.at(tick)-mono))
+	}
+	t.off.CompareAndSwap(nil, f)
+	t.cur.Store(&tscAnchor{})
+	return t.off.Load().now(mono)
+}
+
+// tscPoint is a (counter, kernel's clock) pair.
+type tscPoint struct {
+	tick uint64
+	mono int64
+}
+
+// advance returns the reading for the pair (tick, mono), taken where a's line could not
+// give it, and the anchor that follows a (nil: keep a). off reports that the counter does
+// not keep the kernel's time.
+func advance(a *tscAnchor, tick uint64, mono int64) (ns int64, next *tscAnchor, off bool) {
+	d := int64(tick - a.tick)
 	if a.span == 0 {
-		if elapsed < int64(tscCalibration) {
+		if d <= 0 {
+			return mono, nil, true // the counter went back
+		}
+		if mono-a.mono < int64(tscCalibration) {
 			return mono, nil, false
 		}
-		return mono, newAnchor(tick, mono, rate, 0), false
+		return mono, a.follow(tick, mono, mono), false
 	}
-	if int64(tick-a.tick) < 0 {
-		return a.ns, nil, false
-	}
-	ours := a.at(tick)
-	gap := float64(tick-a.tick) * rate
-	errNs := mono - ours
+	// How far the kernel's clock is from where the counter says it should be, and how
+	// far it may be.
+	gap := math.Abs(float64(d) * a.rate)
 	limit := float64(tscMaxErr)
 	if gap > 2*float64(tscPeriod) {
 		limit += gap * tscGapSlack
 	}
-	if math.Abs(float64(errNs)) > limit {
+	if expect := a.mono + int64(float64(d)*a.rate); math.Abs(float64(mono-expect)) > limit {
 		return mono, nil, true
+	}
+	if d < 0 || uint64(d) <= a.span {
+		return a.at(tick), nil, false // another reader moved the line on meanwhile
 	}
 	if gap > 2*float64(tscPeriod) {
 		// Nobody read the clock for a while, so no reading is near enough to notice a
 		// step: start the new line on the kernel's clock.
-		return mono, newAnchor(tick, mono, rate, 0), false
+		return mono, a.follow(tick, mono, mono), false
 	}
-	return ours, newAnchor(tick, ours, rate, errNs), false
+	ours := a.at(tick)
+	return ours, a.follow(tick, ours, mono), false
 }
 
-// newAnchor returns an anchor at (tick, ns) whose slope closes errNs (the kernel's clock
-// minus ours) over one period, as far as tscSlew allows.
-func newAnchor(tick uint64, ns int64, rate float64, errNs int64) *tscAnchor {
-	steer := max(-tscSlew, min(tscSlew, float64(errNs)/float64(tscPeriod)))
-	return &tscAnchor{
-		tick: tick,
-		ns:   ns,
-		mult: uint64(rate * (1 + steer) * (1 << 32)),
-		rate: rate,
-		span: uint64(float64(tscPeriod) / rate),
+// follow returns the anchor after a at (tick, ns), the kernel's clock there being mono:
+// the rate measured from a's reference pair, and a slope that closes the gap to the
+// kernel's clock over one period, as far as tscSlew allows.
+func (a *tscAnchor) follow(tick uint64, ns, mono int64) *tscAnchor {
+	n := &tscAnchor{tick: tick, ns: ns, mono: mono, n: a.n + 1, ref: a.ref, next: a.next}
+	if n.n%tscBaseline == 0 {
+		n.ref, n.next = a.next, tscPoint{tick, mono}
 	}
+	n.rate = float64(mono-n.ref.mono) / float64(tick-n.ref.tick)
+	steer := max(-tscSlew, min(tscSlew, float64(mono-ns)/float64(tscPeriod)))
+	n.mult = uint64(n.rate * (1 + steer) * (1 << 32))
+	n.span = uint64(float64(tscPeriod) / n.rate)
+	return n
 }
 
-// tscPairWidth is the widest a (counter, kernel) pair may be, in ticks, for the clock to
-// steer by it: ~20 µs at 3 GHz, where an undisturbed pair is ~100 ticks wide.
-const tscPairWidth = 1 << 16
-
-// tscPair reads the counter and the kernel's clock together: the tightest of three
-// ordered counter reads around a kernel read. ok is false when all three were
-// interrupted (preempted, a host's steal).
-func tscPair(base time.Time) (tick uint64, ns int64, ok bool) {
+// pairFrom reads the counter (ordered) and the kernel's clock together: the tightest of
+// up to five ordered counter reads around a kernel read. ok is false when every attempt
+// was interrupted (preempted, a host's steal).
+func pairFrom(ordered func() uint64, kernel func() int64) (tick uint64, ns int64, ok bool) {
 	width := uint64(math.MaxUint64)
-	for range 3 {
-		t1 := tscTicksOrdered()
-		m := int64(time.Since(base))
-		t2 := tscTicksOrdered()
+	for range 5 {
+		t1 := ordered()
+		m := kernel()
+		t2 := ordered()
 		if w := t2 - t1; w < width {
 			width, tick, ns = w, t1+w/2, m
+		}
+		if width <= tscPairWidth/4 {
+			break
 		}
 	}
 	return tick, ns, width <= tscPairWidth

@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -8,10 +9,10 @@ import (
 )
 
 // readAgainstKernel reads c for d, each reading between two of the kernel's, and returns
-// how far outside that bracket each reading fell (0 inside it), and whether a reading was
-// ever below the one before it.
+// how far outside that bracket each reading fell (0 inside it), and how many readings
+// were below the one before them.
 func readAgainstKernel(c Clock, d time.Duration) (off []int64, backwards int) {
-	prev := int64(-1 << 63)
+	prev := int64(math.MinInt64)
 	for start := time.Now(); time.Since(start) < d; {
 		k1 := int64(time.Since(c.base))
 		n := c.Now()
@@ -32,7 +33,7 @@ func readAgainstKernel(c Clock, d time.Duration) (off []int64, backwards int) {
 	return off, backwards
 }
 
-// TestClockKeepsTheKernelsTime reads a clock from four goroutines for over two steering
+// TestClockKeepsTheKernelsTime reads a clock from four goroutines for three steering
 // periods and checks every reading against the kernel's clock read around it: what the
 // pacer's sleeps, the runtime's timers and the deadlines handed to client libraries
 // assume. Where the counter is used, it also checks that it was (the test would otherwise
@@ -68,20 +69,19 @@ func TestClockKeepsTheKernelsTime(t *testing.T) {
 		if c.tsc == nil {
 			t.Fatal("the kernel keeps time with the counter but the clock does not read it")
 		}
-		if a := c.tsc.cur.Load(); a.span == 0 || c.tsc.off.Load() {
+		if a := c.tsc.cur.Load(); a.span == 0 || c.tsc.off.Load() != nil {
 			t.Errorf("the counter clock never left calibration or fell back (span %d, off %v)", a.span, c.tsc.off.Load())
 		}
 	}
 }
 
-// TestClockFallsBackToTheKernel: once the counter is found not to keep time, readings are
-// the kernel's.
+// TestClockFallsBackToTheKernel: once the counter is off, readings are the kernel's.
 func TestClockFallsBackToTheKernel(t *testing.T) {
 	c := NewClock()
 	if c.tsc == nil {
 		t.Skip("the counter is not used on this machine: the clock is the kernel's already")
 	}
-	c.tsc.off.Store(true)
+	c.tsc.off.Store(&tscFallback{})
 	c.tsc.cur.Store(&tscAnchor{})
 	off, backwards := readAgainstKernel(c, 20*time.Millisecond)
 	if slices.Max(off) != 0 || backwards > 0 {
@@ -89,98 +89,205 @@ func TestClockFallsBackToTheKernel(t *testing.T) {
 	}
 }
 
-// TestAdvance drives the steering with made-up counter and kernel readings: a 2 GHz
-// counter (0.5 ns a tick) whose clock starts at tick 1e9.
-func TestAdvance(t *testing.T) {
-	const tick0 = uint64(1e9)
-	period := uint64(2 * tscPeriod) // ticks in a period
-	calibrated := func(ns int64) *tscAnchor { return newAnchor(tick0, ns, 0.5, 0) }
+// fakeMachine is a counter and a kernel's clock that a test moves on.
+type fakeMachine struct {
+	tick   uint64 // the counter now
+	mono   int64  // the kernel's clock now
+	wide   bool   // pairs are too wide to steer by
+	usable bool   // the kernel's clocksource is the counter
+	pairs  int    // pairs taken
+	// before runs inside the next pair, as another reader would between this reader's
+	// pair and its load of the anchor.
+	before func()
+}
+
+// clock returns a counter clock on m, created now.
+func (m *fakeMachine) clock() *tscClock {
+	t := &tscClock{
+		kernel: func() int64 { return m.mono },
+		pair: func() (uint64, int64, bool) {
+			m.pairs++
+			if f := m.before; f != nil {
+				m.before = nil
+				f()
+			}
+			return m.tick, m.mono, !m.wide
+		},
+		usable: func() bool { return m.usable },
+	}
+	p := tscPoint{m.tick, m.mono}
+	t.cur.Store(&tscAnchor{tick: m.tick, ns: m.mono, mono: m.mono, ref: p, next: p})
+	return t
+}
+
+// run moves the kernel's clock on by dt and the counter by the ticks that a counter of
+// nsPerTick gives in kernel time dt·(1-kernelPPM/1e6): a kernel slewed by kernelPPM.
+func (m *fakeMachine) run(dt time.Duration, nsPerTick, kernelPPM float64) {
+	m.mono += int64(dt)
+	m.tick += uint64(float64(dt) * (1 - kernelPPM/1e6) / nsPerTick)
+}
+
+// TestClockOnAFakeMachine drives a counter clock through what machines do, reading it
+// every millisecond: a steady counter, the kernel slewed by NTP, a counter that resets,
+// a clocksource the kernel leaves, pairs interrupted, a clock nobody reads for an hour.
+// Every reading must be at least the one before it (also when the clock falls back from a
+// line that was ahead), within reach of the kernel's clock, and the clock must fall back
+// exactly when the counter stops keeping the kernel's time.
+func TestClockOnAFakeMachine(t *testing.T) {
+	const rate = 0.5 // ns per tick: a 2 GHz counter
+	type step struct {
+		dur   time.Duration // how long this step runs, read every millisecond
+		ppm   float64       // the kernel's slew during it
+		event func(*fakeMachine)
+	}
 	for _, tc := range []struct {
-		name     string
-		anchor   *tscAnchor
-		tick     uint64
-		mono     int64
-		wantNS   int64
-		wantNext bool  // a new anchor
-		nextNS   int64 // its reading, if any
-		wantOff  bool
+		name    string
+		steps   []step
+		wantOff bool
+		maxErr  time.Duration // the most a reading may be from the kernel's, after calibration
+		endErr  time.Duration // the most at the end
 	}{
-		{name: "calibrating", anchor: &tscAnchor{tick: tick0}, tick: tick0 + 2e6, mono: 1e6, wantNS: 1e6},
-		{name: "calibrated after tscCalibration", anchor: &tscAnchor{tick: tick0},
-			tick: tick0 + 2e7, mono: 1e7, wantNS: 1e7, wantNext: true, nextNS: 1e7},
-		{name: "a period on time", anchor: calibrated(0), tick: tick0 + period, mono: int64(tscPeriod),
-			wantNS: int64(tscPeriod), wantNext: true, nextNS: int64(tscPeriod)},
-		{name: "a period 50 µs behind the kernel: continuous, steered", anchor: calibrated(0),
-			tick: tick0 + period, mono: int64(tscPeriod + 50*time.Microsecond),
-			wantNS: int64(tscPeriod), wantNext: true, nextNS: int64(tscPeriod)},
-		{name: "a period 300 µs off: the counter is not keeping time", anchor: calibrated(0),
-			tick: tick0 + period, mono: int64(tscPeriod + 300*time.Microsecond), wantOff: true},
-		{name: "a read before the anchor", anchor: newAnchor(tick0+period, 7e7, 0.5, 0),
-			tick: tick0 + period - 10, mono: 7e7, wantNS: 7e7},
-		{name: "an hour unread, 2 ms off: starts again on the kernel's clock", anchor: calibrated(0),
-			tick: tick0 + uint64(2*time.Hour), mono: int64(time.Hour + 2*time.Millisecond),
-			wantNS: int64(time.Hour + 2*time.Millisecond), wantNext: true, nextNS: int64(time.Hour + 2*time.Millisecond)},
-		{name: "an hour unread, 10 s off", anchor: calibrated(0),
-			tick: tick0 + uint64(2*time.Hour), mono: int64(time.Hour + 10*time.Second), wantOff: true},
-		{name: "the counter went back", anchor: calibrated(0), tick: tick0 - 5, mono: 3e8, wantNS: 3e8},
+		{name: "steady", steps: []step{{dur: 3 * time.Second}},
+			maxErr: 100, endErr: 100},
+		{name: "the kernel slewed by 500 ppm", steps: []step{{dur: time.Second}, {dur: 3 * time.Second, ppm: 500}},
+			maxErr: 60 * time.Microsecond, endErr: time.Microsecond},
+		{name: "the kernel slewed by 2000 ppm", steps: []step{{dur: time.Second}, {dur: 3 * time.Second, ppm: 2000}},
+			maxErr: 210 * time.Microsecond, endErr: time.Microsecond},
+		{name: "the kernel slewed by 5000 ppm", steps: []step{{dur: time.Second}, {dur: 2 * time.Second, ppm: 5000}},
+			wantOff: true, maxErr: 600 * time.Microsecond, endErr: 0},
+		{name: "the kernel slewed by -5000 ppm: the line was ahead when the clock fell back",
+			steps:   []step{{dur: time.Second}, {dur: 2 * time.Second, ppm: -5000}},
+			wantOff: true, maxErr: 600 * time.Microsecond, endErr: 0},
+		{name: "the counter reset", steps: []step{{dur: time.Second}, {event: func(m *fakeMachine) { m.tick = 1000 }},
+			{dur: time.Second}}, wantOff: true, maxErr: 100, endErr: 0},
+		{name: "the counter jumped ahead", steps: []step{{dur: time.Second}, {event: func(m *fakeMachine) { m.tick += 2e9 }},
+			{dur: time.Second}}, wantOff: true, maxErr: 2 * tscMaxErr, endErr: 0},
+		{name: "the kernel left the counter", steps: []step{{dur: time.Second}, {event: func(m *fakeMachine) { m.usable = false }},
+			{dur: 2 * time.Second}}, wantOff: true, maxErr: 100, endErr: 0},
+		{name: "pairs interrupted for a second", steps: []step{{dur: time.Second},
+			{event: func(m *fakeMachine) { m.wide = true }}, {dur: time.Second, ppm: 50},
+			{event: func(m *fakeMachine) { m.wide = false }}, {dur: 3 * time.Second}},
+			maxErr: 60 * time.Microsecond, endErr: 100},
+		{name: "unread for an hour, the rate 0.5 ppm off", steps: []step{{dur: time.Second},
+			{event: func(m *fakeMachine) { m.run(time.Hour, rate, 0.5) }}, {dur: time.Second}},
+			maxErr: 2 * time.Millisecond, endErr: 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &tscClock{tick0: tick0, ns0: 0}
-			ns, next, off := c.advance(tc.anchor, tc.tick, tc.mono)
-			if off != tc.wantOff {
-				t.Fatalf("off = %v, want %v", off, tc.wantOff)
+			m := &fakeMachine{tick: 1e9, mono: 5e6, usable: true}
+			c := m.clock()
+			prev, worst, last := int64(math.MinInt64), int64(0), int64(0)
+			read := func() {
+				ns := c.read(m.tick)
+				if ns < prev {
+					t.Fatalf("at kernel %d ns the reading %d is below the one before, %d", m.mono, ns, prev)
+				}
+				prev, last = ns, ns-m.mono
+				if m.mono > 5e6+int64(tscCalibration) {
+					worst = max(worst, int64(math.Abs(float64(last))))
+				}
 			}
-			if off {
-				return
+			for _, s := range tc.steps {
+				if s.event != nil {
+					s.event(m)
+					read()
+				}
+				for range s.dur / time.Millisecond {
+					m.run(time.Millisecond, rate, s.ppm)
+					read()
+				}
 			}
-			if ns != tc.wantNS {
-				t.Errorf("reading %d, want %d", ns, tc.wantNS)
+			if off := c.off.Load() != nil; off != tc.wantOff {
+				t.Fatalf("fell back: %v, want %v", off, tc.wantOff)
 			}
-			if (next != nil) != tc.wantNext {
-				t.Fatalf("new anchor %v, want one: %v", next, tc.wantNext)
+			if worst > int64(tc.maxErr) || math.Abs(float64(last)) > float64(tc.endErr) {
+				t.Errorf("readings up to %d ns from the kernel's (want ≤ %d), %d at the end (want ≤ %d)",
+					worst, tc.maxErr, last, tc.endErr)
 			}
-			if next != nil && (next.ns != tc.nextNS || next.tick != tc.tick || next.span == 0) {
-				t.Errorf("new anchor at (%d ticks, %d ns, span %d), want (%d, %d, >0)",
-					next.tick, next.ns, next.span, tc.tick, tc.nextNS)
+			t.Logf("%d pairs; worst %d ns from the kernel's, %d at the end", m.pairs, worst, last)
+		})
+	}
+}
+
+// TestClockSlowKeepsTheCurrentLine: a reader whose pair was taken while another reader
+// moved the line on gives a reading on the new line and leaves that line in place.
+func TestClockSlowKeepsTheCurrentLine(t *testing.T) {
+	m := &fakeMachine{tick: 1e9, mono: 5e6, usable: true}
+	c := m.clock()
+	for range 250 { // calibrated, two periods on, steering a 30 µs gap
+		m.run(time.Millisecond, 0.5, 0)
+		c.read(m.tick)
+	}
+	m.mono += 30_000
+	for range 150 {
+		m.run(time.Millisecond, 0.5, 0)
+		c.read(m.tick)
+	}
+	a := c.cur.Load()
+	m.tick = a.tick + a.span + 10
+	stalePair := m.tick
+	var b *tscAnchor
+	m.before = func() {
+		// Another reader, later, moves the line on first.
+		m.tick += 5000
+		m.run(0, 0.5, 0)
+		b = a.follow(m.tick, a.at(m.tick), m.mono)
+		c.cur.Store(b)
+		m.tick = stalePair
+	}
+	got := c.slow()
+	if c.cur.Load() != b {
+		t.Fatal("a reader with a stale pair replaced the line another reader had moved on to")
+	}
+	if got != b.ns {
+		t.Errorf("reading %d, want the current line's at its anchor, %d", got, b.ns)
+	}
+}
+
+// TestPairFrom: the tightest pair is kept, its counter reading is the midpoint, and a
+// pair every attempt of which was interrupted is refused.
+func TestPairFrom(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		reads    []uint64 // ordered counter reads, two per attempt
+		wantTick uint64
+		wantOK   bool
+	}{
+		{"tight at once", []uint64{100, 200}, 150, true},
+		{"the tightest of five", []uint64{0, 9000, 10000, 12000, 20000, 20400, 30000, 38000, 40000, 41000}, 20200, true},
+		{"every attempt interrupted", []uint64{0, 9000, 10000, 19000, 20000, 29000, 30000, 39000, 40000, 49000}, 4500, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i := 0
+			ordered := func() uint64 { i++; return tc.reads[i-1] }
+			kernel := func() int64 { return int64(tc.reads[i-1]) * 2 }
+			tick, ns, ok := pairFrom(ordered, kernel)
+			if tick != tc.wantTick || ok != tc.wantOK {
+				t.Errorf("pair (%d, %d, %v), want counter %d, ok %v", tick, ns, ok, tc.wantTick, tc.wantOK)
 			}
 		})
 	}
 }
 
-// TestSteeringClosesTheGap starts a clock 200 µs behind the kernel's and follows it
-// period by period: the gap closes at the slew rate and stays closed, and readings never
-// go back.
-func TestSteeringClosesTheGap(t *testing.T) {
-	const tick0, rate = uint64(1e9), 0.5 // 2 GHz
-	c := &tscClock{tick0: tick0, ns0: 0}
-	kernel := func(tick uint64) int64 { return int64(float64(tick-tick0) * rate) }
-	a := newAnchor(tick0+2e7, kernel(tick0+2e7)-200_000, rate, 0)
-	prev := a.ns
-	var gaps []int64
-	for range 6 {
-		tick := a.tick + a.span + 1000
-		// A reading inside the span, on the old line, then the period's end.
-		if mid := a.at(a.tick + a.span/2); mid < prev {
-			t.Fatalf("reading %d below the previous %d", mid, prev)
-		}
-		ns, next, off := c.advance(a, tick, kernel(tick))
-		if off || next == nil {
-			t.Fatalf("off %v, next %v", off, next)
-		}
-		if ns < prev {
-			t.Fatalf("reading %d below the previous %d", ns, prev)
-		}
-		gaps = append(gaps, kernel(tick)-ns)
-		a, prev = next, ns
-	}
-	t.Logf("gap to the kernel's clock, period by period (ns): %v", gaps)
-	// The first anchor was not steered; each one after closes at most tscSlew of a period.
-	step := int64(tscSlew * float64(tscPeriod))
-	if gaps[0] < 199_000 || gaps[1] < 200_000-step-1000 || gaps[1] > 200_000-step+1000 {
-		t.Errorf("the gap did not close at the slew rate (%d ns a period): %v", step, gaps)
-	}
-	if last := gaps[len(gaps)-1]; last < -1000 || last > 1000 {
-		t.Errorf("gap after six periods %d ns, want within 1 µs", last)
+// TestAnchorAt: on the steered slope within the span, the measured rate past it, and the
+// anchor's own reading before it.
+func TestAnchorAt(t *testing.T) {
+	// Steered +500 ppm, a period of 2e8 ticks.
+	a := &tscAnchor{tick: 1e9, ns: 7e8, mono: 7e8, rate: 0.5, mult: 2148557390 /* 0.5·1.0005·2³² */, span: 2e8}
+	for _, tc := range []struct {
+		name string
+		tick uint64
+		want int64
+	}{
+		{"at the anchor", 1e9, 7e8},
+		{"half a period on, steered", 1e9 + 1e8, 7e8 + 50_025_000},
+		{"a period and a second on, steered then measured", 1e9 + 2e8 + 2e9, 7e8 + 100_050_000 + 1e9},
+		{"before the anchor", 1e9 - 1e6, 7e8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := a.at(tc.tick); math.Abs(float64(got-tc.want)) > 1 {
+				t.Errorf("at(%d) = %d, want %d", tc.tick, got, tc.want)
+			}
+		})
 	}
 }
 
