@@ -11,6 +11,7 @@ import (
 
 	_ "github.com/ndbench/ndbench/drivers/memory"
 	_ "github.com/ndbench/ndbench/drivers/postgres"
+	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/report"
 )
 
@@ -70,6 +71,11 @@ func TestRunWritesReportAndHDRLog(t *testing.T) {
 	}
 	if r.Client.OpsPerCPUSecond <= 0 {
 		t.Errorf("client efficiency missing: %+v", r.Client)
+	}
+	// The clock a run timed its operations with is this machine's: the counter where the
+	// kernel keeps time with it.
+	if want := pacer.NewClock().Source(); r.Client.Clock != want {
+		t.Errorf("report's clock %q, want this machine's %q", r.Client.Clock, want)
 	}
 	b, err := os.ReadFile(hlog)
 	if err != nil {

@@ -558,6 +558,9 @@ func sameKeys(a, b config.Workload) bool {
 		a.HotKeys == b.HotKeys && a.HotFraction == b.HotFraction
 }
 
+// Clock returns the clock the engine times operations with.
+func (e *Engine) Clock() pacer.Clock { return e.clock }
+
 // Apply changes the workload while the engine runs. The whole workload is validated and
 // every new part built before anything changes, so an invalid change leaves the engine as
 // it was.

@@ -145,6 +145,8 @@ type Session struct {
 	// Phases are the phases that ended before Measured, oldest first: "backfill" (Backfill)
 	// and "warmup" (StartMeasuring), each with what it measured.
 	Phases []report.Phase
+	// Clock is the engine's clock, read for its source when a report is built.
+	Clock pacer.Clock
 }
 
 // Session returns the current or last driver session; zero before the first Init.
@@ -307,7 +309,7 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 			i.ticks.Unlock()
 			start := i.coll.SpanStart()
 			i.mu.Lock()
-			i.session = Session{Driver: name, Started: start, Measured: start, Usage: report.ReadUsage()}
+			i.session = Session{Driver: name, Started: start, Measured: start, Usage: report.ReadUsage(), Clock: e.Clock()}
 			i.mu.Unlock()
 			i.log.Info("driver initialized", "driver", name)
 			return nil
@@ -972,6 +974,9 @@ func (i *Instance) ReportInput(version string) report.Input {
 	}
 	if len(sess.Phases) > 0 {
 		in.Phases, in.Phase = slices.Clone(sess.Phases), "load"
+	}
+	if !sess.Started.IsZero() {
+		in.Clock = sess.Clock.Source()
 	}
 	return in
 }

@@ -48,6 +48,20 @@ func (c Clock) Now() int64 {
 	return int64(time.Since(c.base))
 }
 
+// Source says what the clock reads: "tsc" (the time-stamp counter, steered to the
+// kernel's clock), "kernel", or "kernel (tsc fell back)" once the counter was found not
+// to keep the kernel's time. Reports carry it, so that figures from two machines can be
+// told apart by how they were timed.
+func (c Clock) Source() string {
+	switch {
+	case c.tsc == nil:
+		return "kernel"
+	case c.tsc.off.Load() != nil:
+		return "kernel (tsc fell back)"
+	}
+	return "tsc"
+}
+
 // Time converts a reading of Now back to wall-clock time.
 func (c Clock) Time(ns int64) time.Time { return c.base.Add(time.Duration(ns)) }
 

@@ -89,6 +89,25 @@ func TestClockFallsBackToTheKernel(t *testing.T) {
 	}
 }
 
+// TestClockSource: a report says what timed its operations.
+func TestClockSource(t *testing.T) {
+	c := NewClock()
+	want := "kernel"
+	if tscUsable() {
+		want = "tsc"
+	}
+	if got := c.Source(); got != want {
+		t.Fatalf("source %q, want %q", got, want)
+	}
+	if c.tsc == nil {
+		return
+	}
+	c.tsc.fallBack(c.tsc.cur.Load(), tscTicksOrdered(), c.tsc.kernel())
+	if got := c.Source(); got != "kernel (tsc fell back)" {
+		t.Errorf("after the fall-back the source is %q", got)
+	}
+}
+
 // fakeMachine is a counter and a kernel's clock that a test moves on.
 type fakeMachine struct {
 	tick   uint64 // the counter now

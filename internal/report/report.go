@@ -91,6 +91,9 @@ type Client struct {
 	// efficiency.
 	OpsPerCPUSecond float64 `json:"opsPerCPUSecond"`
 	MaxRSSBytes     int64   `json:"maxRSSBytes"`
+	// Clock is what operations were timed with: "tsc" (the CPU's time-stamp counter,
+	// steered to the kernel's clock), "kernel", or "kernel (tsc fell back)".
+	Clock string `json:"clock,omitempty"`
 }
 
 // Usage is a reading of the process's resource usage.
@@ -116,6 +119,9 @@ type Input struct {
 	Snapshot *config.Snapshot
 	// UsageStart and UsageEnd bracket the measured span.
 	UsageStart, UsageEnd Usage
+	// Clock is what the engine timed operations with (pacer.Clock.Source); empty where
+	// no single engine did (a fleet).
+	Clock string
 	// Warmup is how long the load ran before the measured span (excluded from the figures,
 	// kept in the series).
 	Warmup time.Duration
@@ -190,6 +196,7 @@ func Build(in Input) *Report {
 		GOMAXPROCS:    runtime.GOMAXPROCS(0),
 		NumCPU:        runtime.NumCPU(),
 		MaxRSSBytes:   in.UsageEnd.MaxRSS,
+		Clock:         in.Clock,
 	}
 	if r.Seconds > 0 {
 		r.Client.CPUCores = cpu / r.Seconds
