@@ -95,6 +95,9 @@ const (
 	// tscRecheck is how many periods go by between reads of the kernel's clocksource: if
 	// the kernel moved off the counter (its watchdog found it unstable), so does the clock.
 	tscRecheck = tscBaseline
+	// tscMinRate and tscMaxRate bound a calibrated rate, in ns per tick: a counter of
+	// 50 MHz to 20 GHz, ten times either side of what x86 counters run at.
+	tscMinRate, tscMaxRate = 0.05, 20
 	// tscPairWidth is the widest a (counter, kernel) pair may be, in ticks, to steer by:
 	// ~1.6 µs at 2.6 GHz, where an undisturbed pair is ~100 ticks wide.
 	tscPairWidth = 1 << 12
@@ -105,11 +108,12 @@ type tscClock struct {
 	cur atomic.Pointer[tscAnchor]
 	// off, once set, is for good: the counter does not keep the kernel's time.
 	off atomic.Pointer[tscFallback]
-	// The kernel's clock, a (counter, kernel) pair and the clocksource check; tests
-	// replace them to drive the clock through what a machine rarely does.
+	// The kernel's clock, a (counter, kernel) pair and whether the kernel has left the
+	// counter for another clocksource; tests replace them to drive the clock through
+	// what a machine rarely does.
 	kernel func() int64
 	pair   func() (tick uint64, ns int64, ok bool)
-	usable func() bool
+	left   func() bool
 }
 
 // tscAnchor is one period's line from counter ticks to clock readings. A new anchor
@@ -127,8 +131,13 @@ type tscAnchor struct {
 	// span is how many ticks past tick the anchor is used before the kernel's clock is
 	// read again; 0 while the clock calibrates or once it has fallen back.
 	span uint64
-	n    int // periods since calibration
+	n    int  // periods since calibration
+	dead bool // the clock has fallen back: no line to read or to follow
 }
+
+// deadAnchor is a fallen-back clock's anchor. Its span of 0 sends every reading to slow,
+// which finds the fall-back; advance refuses to follow it.
+var deadAnchor = &tscAnchor{dead: true}
 
 // tscFallback is a clock that has fallen back to the kernel's. Its line may have been
 // ahead of the kernel's clock when it did; readings keep that lead (up to twice
@@ -147,7 +156,7 @@ func newTSCClock(base time.Time) *tscClock {
 	t := &tscClock{
 		kernel: kernel,
 		pair:   func() (uint64, int64, bool) { return pairFrom(tscTicksOrdered, kernel) },
-		usable: tscUsable,
+		left:   tscLeft,
 	}
 	tick, ns, ok := t.pair()
 	if !ok {
@@ -195,36 +204,56 @@ func (t *tscClock) slow() int64 {
 	if f := t.off.Load(); f != nil {
 		return f.now(t.kernel())
 	}
-	if a := t.cur.Load(); a.span == 0 {
+	a := t.cur.Load()
+	if a.span == 0 && !a.dead {
 		if mono := t.kernel(); mono-a.mono < int64(tscCalibration) {
 			return mono // calibrating: the kernel's clock until the rate can be measured
 		}
 	}
+	// The clocksource is re-read before the pair, not between the pair and the new line,
+	// where a reader held up would install its line after another's.
+	if a.span != 0 && (a.n+1)%tscRecheck == 0 && t.left() {
+		tick, mono, _ := t.pair()
+		return t.fallBack(a, tick, mono)
+	}
 	tick, mono, ok := t.pair()
-	// Loaded after the pair: another reader may have moved the line on meanwhile, and
-	// this reading must be on the line that readers after it use.
-	a := t.cur.Load()
-	if !ok {
+	// Loaded again after the pair: another reader may have moved the line on meanwhile,
+	// or fallen back (it stores off before the dead anchor, so off is set by now).
+	a = t.cur.Load()
+	switch {
+	case a.dead:
+		return t.off.Load().now(mono)
+	case !ok && a.span == 0:
+		return mono
+	case !ok:
 		// Interrupted between the reads: the pair is too wide to steer by. The line is
-		// good for a while yet, and the next reading tries again.
-		if a.span == 0 {
-			return mono
+		// good for a while yet; past two periods unchecked it is not trusted any more.
+		if d := tick - a.tick; int64(d) > 0 && d > 2*a.span {
+			return t.fallBack(a, tick, mono)
 		}
 		return a.at(tick)
 	}
 	ns, next, off := advance(a, tick, mono)
-	if !off && next != nil && next.n%tscRecheck == 0 && !t.usable() {
-		off = true
-	}
 	if off {
 		return t.fallBack(a, tick, mono)
 	}
-	if next != nil {
-		// Readers that raced here built equivalent anchors from pairs nanoseconds apart;
-		// the first one stays.
-		t.cur.CompareAndSwap(a, next)
+	if next == nil {
+		return ns
 	}
-	return ns
+	return t.install(a, next, ns, tick, mono)
+}
+
+// install makes next the line after a and returns the reading ns at tick. If another
+// reader installed its line first, perhaps from an earlier pair, the reading is on that
+// line, which the readers after this one use.
+func (t *tscClock) install(a, next *tscAnchor, ns int64, tick uint64, mono int64) int64 {
+	if t.cur.CompareAndSwap(a, next) {
+		return ns
+	}
+	if b := t.cur.Load(); !b.dead {
+		return b.at(tick)
+	}
+	return t.off.Load().now(mono)
 }
 
 // fallBack turns the counter off for good and returns the reading at the kernel's mono.
@@ -235,8 +264,9 @@ func (t *tscClock) fallBack(a *tscAnchor, tick uint64, mono int64) int64 {
 		// the clock read a second ahead for the next thousand.
 		f.lead = max(0, min(2*int64(tscMaxErr), a.at(tick)-mono))
 	}
+	// off before the dead anchor: a reader that finds the dead anchor finds off.
 	t.off.CompareAndSwap(nil, f)
-	t.cur.Store(&tscAnchor{})
+	t.cur.Store(deadAnchor)
 	return t.off.Load().now(mono)
 }
 
@@ -251,12 +281,19 @@ type tscPoint struct {
 // not keep the kernel's time.
 func advance(a *tscAnchor, tick uint64, mono int64) (ns int64, next *tscAnchor, off bool) {
 	d := int64(tick - a.tick)
-	if a.span == 0 {
-		if d <= 0 {
-			return mono, nil, true // the counter went back
-		}
-		if mono-a.mono < int64(tscCalibration) {
-			return mono, nil, false
+	switch {
+	case a.dead:
+		return mono, nil, true
+	case a.span == 0 && d <= 0:
+		return mono, nil, true // the counter went back
+	case a.span == 0 && mono-a.mono < int64(tscCalibration):
+		return mono, nil, false
+	case a.span == 0:
+		// A counter that jumped while the clock calibrated gives a rate no x86 counter
+		// has (they run at 0.5-5 GHz); a smaller error shows at the end of the first
+		// line, which is as short as the calibration for that reason.
+		if rate := float64(mono-a.mono) / float64(d); rate < tscMinRate || rate > tscMaxRate {
+			return mono, nil, true
 		}
 		return mono, a.follow(tick, mono, mono), false
 	}
@@ -284,7 +321,8 @@ func advance(a *tscAnchor, tick uint64, mono int64) (ns int64, next *tscAnchor, 
 
 // follow returns the anchor after a at (tick, ns), the kernel's clock there being mono:
 // the rate measured from a's reference pair, and a slope that closes the gap to the
-// kernel's clock over one period, as far as tscSlew allows.
+// kernel's clock over one period, as far as tscSlew allows. The first line after the
+// calibration spans only tscCalibration, so that a rate measured wrong is found soon.
 func (a *tscAnchor) follow(tick uint64, ns, mono int64) *tscAnchor {
 	n := &tscAnchor{tick: tick, ns: ns, mono: mono, n: a.n + 1, ref: a.ref, next: a.next}
 	if n.n%tscBaseline == 0 {
@@ -293,7 +331,11 @@ func (a *tscAnchor) follow(tick uint64, ns, mono int64) *tscAnchor {
 	n.rate = float64(mono-n.ref.mono) / float64(tick-n.ref.tick)
 	steer := max(-tscSlew, min(tscSlew, float64(mono-ns)/float64(tscPeriod)))
 	n.mult = uint64(n.rate * (1 + steer) * (1 << 32))
-	n.span = uint64(float64(tscPeriod) / n.rate)
+	period := tscPeriod
+	if n.n == 1 {
+		period = tscCalibration
+	}
+	n.span = uint64(float64(period) / n.rate)
 	return n
 }
 

@@ -9,7 +9,7 @@ import (
 // TestTSCUsableFollowsTheKernel: the counter is used exactly when the kernel's
 // clocksource is tsc.
 func TestTSCUsableFollowsTheKernel(t *testing.T) {
-	b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	b, err := os.ReadFile(clocksourceFile)
 	if err != nil {
 		if tscUsable() {
 			t.Fatalf("no clocksource to read (%v), yet the counter is taken as usable", err)

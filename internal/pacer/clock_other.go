@@ -7,3 +7,4 @@ package pacer
 func tscTicks() uint64        { return 0 }
 func tscTicksOrdered() uint64 { return 0 }
 func tscUsable() bool         { return false }
+func tscLeft() bool           { return true }
