@@ -74,8 +74,8 @@ func TestRunWritesReportAndHDRLog(t *testing.T) {
 	}
 	// The clock a run timed its operations with is this machine's: the counter where the
 	// kernel keeps time with it.
-	if want := pacer.NewClock().Source(); r.Client.Clock != want {
-		t.Errorf("report's clock %q, want this machine's %q", r.Client.Clock, want)
+	if want := pacer.NewClock().Source(); r.Client.Clock != want || !strings.Contains(out, "clock "+want) {
+		t.Errorf("report's clock %q, want this machine's %q, in the summary too:\n%s", r.Client.Clock, want, out)
 	}
 	b, err := os.ReadFile(hlog)
 	if err != nil {

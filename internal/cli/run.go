@@ -329,8 +329,12 @@ func printSummary(out io.Writer, r *report.Report) {
 		}
 		fmt.Fprintf(out, "driver %s: %s\n", r.Driver.Name, strings.Join(parts, " "))
 	}
-	fmt.Fprintf(out, "client: %.2f cores busy, %.0f ops per CPU-second, peak RSS %.0f MB\n",
-		r.Client.CPUCores, r.Client.OpsPerCPUSecond, float64(r.Client.MaxRSSBytes)/(1<<20))
+	clock := ""
+	if r.Client.Clock != "" {
+		clock = ", clock " + r.Client.Clock
+	}
+	fmt.Fprintf(out, "client: %.2f cores busy, %.0f ops per CPU-second, peak RSS %.0f MB%s\n",
+		r.Client.CPUCores, r.Client.OpsPerCPUSecond, float64(r.Client.MaxRSSBytes)/(1<<20), clock)
 	for _, w := range r.Warnings {
 		fmt.Fprintln(out, "WARNING:", w)
 	}
