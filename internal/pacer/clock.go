@@ -210,12 +210,6 @@ func (t *tscClock) slow() int64 {
 			return mono // calibrating: the kernel's clock until the rate can be measured
 		}
 	}
-	// The clocksource is re-read before the pair, not between the pair and the new line,
-	// where a reader held up would install its line after another's.
-	if a.span != 0 && (a.n+1)%tscRecheck == 0 && t.left() {
-		tick, mono, _ := t.pair()
-		return t.fallBack(a, tick, mono)
-	}
 	tick, mono, ok := t.pair()
 	// Loaded again after the pair: another reader may have moved the line on meanwhile,
 	// or fallen back (it stores off before the dead anchor, so off is set by now).
@@ -248,6 +242,11 @@ func (t *tscClock) slow() int64 {
 // line, which the readers after this one use.
 func (t *tscClock) install(a, next *tscAnchor, ns int64, tick uint64, mono int64) int64 {
 	if t.cur.CompareAndSwap(a, next) {
+		// The clocksource is re-read by the one reader whose line is installed, after
+		// it is: a read between the pair and the swap would hold the new line back.
+		if next.n%tscRecheck == 0 && t.left() {
+			return t.fallBack(next, tick, mono)
+		}
 		return ns
 	}
 	if b := t.cur.Load(); !b.dead {
