@@ -48,16 +48,19 @@ func (c Clock) Now() int64 {
 	return int64(time.Since(c.base))
 }
 
-// Source says what the clock reads: "tsc" (the time-stamp counter, steered to the
-// kernel's clock), "kernel", or "kernel (tsc fell back)" once the counter was found not
-// to keep the kernel's time. Reports carry it, so that figures from two machines can be
-// told apart by how they were timed.
+// Source says what the clock reads now: "tsc" (the time-stamp counter, steered to the
+// kernel's clock), "kernel", "kernel (tsc calibrating)" in a counter clock's first
+// 10 ms (or for as long as no clean pair could be taken), or "kernel (tsc fell back)"
+// once the counter was found not to keep the kernel's time. Reports carry it, so that
+// figures from two machines can be told apart by how they were timed.
 func (c Clock) Source() string {
 	switch {
 	case c.tsc == nil:
 		return "kernel"
 	case c.tsc.off.Load() != nil:
 		return "kernel (tsc fell back)"
+	case c.tsc.cur.Load().span == 0:
+		return "kernel (tsc calibrating)"
 	}
 	return "tsc"
 }

@@ -92,7 +92,8 @@ type Client struct {
 	OpsPerCPUSecond float64 `json:"opsPerCPUSecond"`
 	MaxRSSBytes     int64   `json:"maxRSSBytes"`
 	// Clock is what operations were timed with: "tsc" (the CPU's time-stamp counter,
-	// steered to the kernel's clock), "kernel", or "kernel (tsc fell back)".
+	// steered to the kernel's clock), "kernel", or "kernel (tsc fell back)" (or "kernel
+	// (tsc calibrating)" for a run shorter than the clock's 10 ms calibration).
 	Clock string `json:"clock,omitempty"`
 }
 
