@@ -163,7 +163,8 @@ func (e Export) SumValue(name string, want map[string]string) (int64, bool) {
 }
 
 // Quantile returns, for op's point of the histogram m (exponential or explicit), its
-// count and the bounds of the bucket holding quantile q (rank ceil(q × count)).
+// count and the bounds of the bucket holding quantile q, at the rank the report's HDR
+// histograms take (rank).
 func Quantile(m *metricspb.Metric, op string, q float64) (count uint64, lower, upper float64, ok bool) {
 	want := map[string]string{"op": op}
 	for _, p := range m.GetExponentialHistogram().GetDataPoints() {
@@ -171,7 +172,7 @@ func Quantile(m *metricspb.Metric, op string, q float64) (count uint64, lower, u
 			continue
 		}
 		base := math.Pow(2, math.Pow(2, -float64(p.Scale)))
-		rank := uint64(math.Ceil(q * float64(p.Count)))
+		rank := rank(q, p.Count)
 		cum := p.ZeroCount
 		if cum >= rank {
 			return p.Count, 0, 0, true
@@ -190,7 +191,7 @@ func Quantile(m *metricspb.Metric, op string, q float64) (count uint64, lower, u
 		if !Has(p.Attributes, want) {
 			continue
 		}
-		rank := uint64(math.Ceil(q * float64(p.Count)))
+		rank := rank(q, p.Count)
 		var cum uint64
 		for i, n := range p.BucketCounts {
 			cum += n
@@ -209,6 +210,15 @@ func Quantile(m *metricspb.Metric, op string, q float64) (count uint64, lower, u
 		return p.Count, 0, 0, true
 	}
 	return 0, 0, 0, false
+}
+
+// rank is the sample that quantile q of count falls on as hdrhistogram-go's percentiles
+// take it: q × count rounded half up, from 1 to count. Another rounding (ceil) picks the
+// next sample where q × count has a fraction under one half, and in a sparse tail that
+// sample can be buckets away from the report's.
+func rank(q float64, count uint64) uint64 {
+	r := uint64(q*float64(count) + 0.5)
+	return min(max(r, 1), count)
 }
 
 // WithinOneBucket reports whether v is in the bucket (lower, upper] or within one bucket
