@@ -214,6 +214,9 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	if err != nil {
 		return usageError{err}
 	}
+	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
+		return err
+	}
 	snap, err := f.load(io.env)
 	if err != nil {
 		return err

@@ -115,6 +115,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	if f.duration < 0 {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
+	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
+		return err
+	}
 	host, _ := os.Hostname()
 	otlpCfg, otlpOn, err := f.otlp.config(io.env, fmt.Sprintf("%s/run-%d", host, os.Getpid()))
 	if err != nil {

@@ -120,6 +120,9 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		def(&f.junit, "junit.xml")
 		def(&f.markdown, "summary.md")
 	}
+	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}, output{"junit", f.junit}, output{"markdown", f.markdown}); err != nil {
+		return err
+	}
 	for _, n := range sc.Snapshot.Notices {
 		fmt.Fprintln(s.err, "note:", n)
 	}

@@ -148,6 +148,26 @@ func WriteHTMLFile(path string, r *Report, charts Charts) error {
 	return writeAtomic(path, func(w io.Writer) error { return WriteHTML(w, r, charts) })
 }
 
+// CheckWritable tells, before a run, whether a report can be written to path as the run's
+// end will write it: a new file in path's directory, renamed over path. A run of hours whose
+// report is refused only at its end loses everything it measured, so the commands check
+// their output paths first. It leaves nothing behind.
+func CheckWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("write report %s: is a directory", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".ndbench-report-*")
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	name := tmp.Name()
+	_ = tmp.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("write report %s: remove the probe %s: %w", path, name, err)
+	}
+	return nil
+}
+
 func writeAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".ndbench-report-*")
 	if err != nil {
