@@ -15,6 +15,7 @@ import (
 	"github.com/ndbench/ndbench/internal/api"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
+	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/web"
@@ -26,6 +27,7 @@ type serveFlags struct {
 	token        string
 	corsOrigins  []string
 	start        bool
+	backfill     bool
 	etcd         string
 	etcdPrefix   string
 	report       string
@@ -64,6 +66,7 @@ the load, writes --report if asked, and exits 0.`,
 	cmd.Flags().StringVar(&f.token, "token", "", "bearer token required on every route but /health (default $NDBENCH_TOKEN)")
 	cmd.Flags().StringArrayVar(&f.corsOrigins, "cors-origin", nil, "origin allowed to call the API from a browser, e.g. https://ui.example.com (repeatable)")
 	cmd.Flags().BoolVar(&f.start, "start", false, "initialize the configured driver and start reads and writes at once")
+	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "with --start, write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.etcd, "config-etcd", "", "comma-separated etcd endpoints to read live configuration from")
 	cmd.Flags().StringVar(&f.etcdPrefix, "config-prefix", "", "etcd key prefix of this node's configuration, e.g. /ndbench/node1/")
 	cmd.Flags().StringVar(&f.report, "report", "", "on shutdown, write the JSON report of the whole service run to this file")
@@ -100,6 +103,9 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	if err := api.CheckListen(f.listen, token); err != nil {
 		return usageError{err}
+	}
+	if err := checkOutputs(output{"report", f.report}); err != nil {
+		return err
 	}
 	self, err := f.fleet.self(f.listen)
 	if err != nil {
@@ -202,14 +208,22 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		initCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		err := inst.Init(initCtx, name, nil)
 		cancel()
-		if err == nil {
-			err = inst.Start()
+		w := store.Current().Config.Workload
+		switch {
+		case err != nil:
+		case f.backfill || w.Backfill:
+			// As `ndbench run` does: the backfill is a phase of its own, and the load starts
+			// after it. It runs while the API serves, which shows its progress and can stop it.
+			go backfillThenStart(ctx, inst, w, log)
+		default:
+			if err = inst.Start(); err == nil {
+				log.Info("load started", "driver", name)
+			}
 		}
 		if err != nil {
 			_ = ln.Close()
 			return err
 		}
-		log.Info("load started", "driver", name)
 	}
 	fmt.Fprintf(io.out, "ndbench %s serving on http://%s (API docs at /docs)\n", toolVersion(), ln.Addr())
 
@@ -231,6 +245,32 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	fmt.Fprintf(io.out, "report written to %s\n", f.report)
 	return serveErr
+}
+
+// backfillThenStart runs the configured backfill as a phase, then starts the load, unless
+// the service is stopping or the backfill was stopped (over the API) or failed: a load on a
+// keyspace the backfill did not fill would measure misses, so it is left to the user.
+func backfillThenStart(ctx context.Context, inst *instance.Instance, w config.Workload, log *slog.Logger) {
+	log.Info("backfill started", "keys", w.NumKeys, "workers", w.BackfillWorkers)
+	st, err := inst.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		log.Error("backfill failed; the load was not started (POST /api/v1/load/start starts it)", "err", err)
+		return
+	}
+	if st.Phase == "stopped" {
+		log.Warn("backfill stopped; the load was not started (POST /api/v1/load/start starts it)",
+			"written", st.Written, "total", st.Total)
+		return
+	}
+	log.Info("backfill done", "written", st.Written, "failed", st.Failed, "took", st.Ended.Sub(st.Started).Round(time.Millisecond))
+	if err := inst.Start(); err != nil {
+		log.Error("start the load after the backfill", "err", err)
+		return
+	}
+	log.Info("load started")
 }
 
 // stopOTLP sends the exporter's last data and logs what it did, at warn if exports

@@ -175,3 +175,61 @@ func TestServeTokenAndListenRules(t *testing.T) {
 		t.Errorf("edit of the config file not applied within 5 s")
 	})
 }
+
+// serve --start with a backfill configured writes every key first, as `ndbench run` does,
+// and starts the load after it: a load on an empty keyspace measures misses.
+func TestServeStartBackfillsFirst(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"workload.backfill", []string{"--set", "workload.backfill=true"}},
+		{"--backfill", []string{"--backfill"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := filepath.Join(t.TempDir(), "final.json")
+			args := append([]string{"--listen", "127.0.0.1:0", "--driver", "memory", "--start",
+				"--set", "workload.numKeys=3000", "--set", "workload.backfillRate=6000",
+				"--set", "workload.readRate=1000", "--set", "workload.writeEnabled=false", "--report", rep}, c.args...)
+			base, out, errOut, stop := startServe(t, nil, args...)
+
+			var status struct {
+				ReadsRunning bool `json:"readsRunning"`
+				Backfill     *struct {
+					Phase   string `json:"phase"`
+					Total   int64  `json:"total"`
+					Written int64  `json:"written"`
+				} `json:"backfill"`
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for !status.ReadsRunning && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+				st, body := get(t, base+"/api/v1/status", "")
+				if err := json.Unmarshal(body, &status); st != 200 || err != nil {
+					t.Fatalf("/api/v1/status: %d %s", st, body)
+				}
+				if status.ReadsRunning && (status.Backfill == nil || status.Backfill.Phase != "done") {
+					t.Fatalf("reads run before the backfill is done: %+v", status.Backfill)
+				}
+			}
+			if !status.ReadsRunning {
+				t.Fatalf("reads never started; backfill %+v\nstderr: %s", status.Backfill, errOut)
+			}
+			if b := status.Backfill; b.Total != 3000 || b.Written != 3000 {
+				t.Errorf("backfill wrote %d of %d keys, want 3000 of 3000", b.Written, b.Total)
+			}
+			time.Sleep(1200 * time.Millisecond)
+			if code := stop(); code != 0 {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+			}
+			r := readReport(t, rep)
+			rd := r.Ops["read"]
+			if rd.Count == 0 || rd.Misses != 0 {
+				t.Errorf("load after the backfill: %d reads, %d misses; want reads that all hit", rd.Count, rd.Misses)
+			}
+			if len(r.Phases) == 0 || r.Phases[0].Name != "backfill" {
+				t.Errorf("report phases %+v, want the backfill first", r.Phases)
+			}
+		})
+	}
+}
