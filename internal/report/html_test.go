@@ -22,7 +22,8 @@ func htmlReport(t *testing.T) *Report {
 		return stats.OpSummary{Count: int64(count), Rate: rate, TargetRate: target, Misses: 7,
 			Failures:     map[string]int64{"timeout": 3, "unavailable": 0, "throttled": 0, "rejected": 0, "other": 0},
 			Validation:   map[string]int64{"corrupt": 0, "wrongKey": 0, "stale": 0, "lost": 0},
-			ResponseTime: stats.Latency{P50: 1234, P99: 56789, Max: 99000}, ServiceTime: stats.Latency{P50: 1000, P99: 4000}}
+			ResponseTime: stats.Latency{P50: 1234, P99: 56789, Max: 99000}, ServiceTime: stats.Latency{P50: 1000, P99: 4000},
+			StartLag: stats.Latency{P50: 17, P99: 2345}}
 	}
 	var series []stats.Point
 	for i := range 5 {
@@ -37,7 +38,7 @@ func htmlReport(t *testing.T) *Report {
 	cum := stats.Summary{Start: start, End: start.Add(5 * time.Second), Seconds: 5,
 		Ops: map[string]stats.OpSummary{"read": op(2000, 400, 400), "write": op(500, 100, 100), "backfill": op(1000, 1000, 0)}}
 	return Build(Input{ToolVersion: "v9.9.9", Started: start, Ended: start.Add(5 * time.Second), DriverName: "memory",
-		DriverInfo: map[string]string{"shards": "64"}, Cumulative: cum, Series: series, Snapshot: snap,
+		DriverInfo: map[string]string{"shards": "64"}, Cumulative: cum, Series: series, Snapshot: snap, Clock: "tsc",
 		Backfill: &engine.BackfillStatus{Phase: "done", Total: 1000, Written: 1000}})
 }
 
@@ -80,7 +81,9 @@ func TestWriteHTMLContainsTheData(t *testing.T) {
 	// class, backfill, driver and configuration with sources.
 	for _, want := range []string{"<td>read</td>", "<td>2000</td>", "<td>400</td>", "<td>1.234</td>", "<td>56.789</td>",
 		"<td>400</td><td>400</td>", "errors by class: timeout 3", "Backfill done: 1000 of 1000 keys written", "<td>shards</td><td>64</td>",
-		"<td>workload.readRate</td><td>400</td><td>--set</td>", "v9.9.9"} {
+		"<td>workload.readRate</td><td>400</td><td>--set</td>", "v9.9.9",
+		// The generator's own delay and the clock that timed the run, as in the summary.
+		"<td>start lag</td>", "<td>0.017</td>", "<td>2.345</td>", "clock tsc"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}
