@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +117,20 @@ func loadPatternPatch(q map[string][]string, cur config.Workload) (map[string]st
 	}
 	if v, ok := get("bulkSize"); ok && v != "1" {
 		notes = append(notes, "bulkSize="+v+" is not supported and was ignored: ndbench sends one operation per key")
+	}
+	// NDBench ignores any other parameter; a user who passes a property here (readRateLimit)
+	// expects it applied, so the answer says it was not. Names only: a value may be secret.
+	var unknown []string
+	for k := range q {
+		switch k {
+		case "loadPattern", "windowSize", "durationInSec", "bulkSize", "_": // "_": a client's cache buster
+		default:
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		notes = append(notes, strings.Join(unknown, ", ")+" ignored: the start routes take loadPattern, windowSize, durationInSec and bulkSize; set properties with config/set")
 	}
 	return patch, notes, nil
 }

@@ -371,6 +371,9 @@ func TestStartParameters(t *testing.T) {
 			map[string]any{"pattern": "uniform", "windowSize": float64(1000)}, ""},
 		{"no pattern keeps configured", "", http.StatusOK, map[string]any{"pattern": "uniform"}, ""},
 		{"bulkSize unsupported", "bulkSize=10", http.StatusOK, nil, "bulkSize=10 is not supported"},
+		// A property is not applied here, and the answer says so rather than nothing.
+		{"property not taken", "readRateLimit=500&numReaders=8&loadPattern=zipfian", http.StatusOK,
+			map[string]any{"pattern": "zipfian", "readRateLimit": float64(10)}, "numReaders, readRateLimit ignored"},
 		{"unknown pattern", "loadPattern=nope", http.StatusBadRequest, map[string]any{"pattern": "uniform"}, "nope"},
 		{"window size zero", "loadPattern=sliding_window&windowSize=0", http.StatusBadRequest,
 			map[string]any{"pattern": "uniform"}, "windowSize"},
