@@ -86,3 +86,33 @@ func TestServeRefusesBlankToken(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentErrorsExit2: a stray argument, a missing one or a mistyped subcommand is bad
+// usage, exit 2 as a bad flag is (it was 1, the code of a failed run, or 0 with a group's
+// help), and the message names it.
+func TestArgumentErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--driver", "memory", "--duration", "1s", "extra"},
+		{"serve", "extra"},
+		{"bogus"},
+		{"scenario", "bogus"},
+		{"scenario", "run"},
+		{"drivers", "extra"},
+		{"compare", "only-one.json"},
+		{"version", "extra"},
+	} {
+		code, out, errOut := ndbench(t, nil, args...)
+		if code != 2 || !strings.Contains(errOut, "error:") {
+			t.Errorf("ndbench %s: exit %d, want 2 with an error\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+		}
+		if last := args[len(args)-1]; strings.HasPrefix(last, "extra") || last == "bogus" {
+			if !strings.Contains(errOut, last) {
+				t.Errorf("ndbench %s: the message does not name %q: %s", strings.Join(args, " "), last, errOut)
+			}
+		}
+	}
+	// A group alone still shows its help.
+	if code, out, _ := ndbench(t, nil, "scenario"); code != 0 || !strings.Contains(out, "Usage:") {
+		t.Errorf("ndbench scenario: exit %d, output %q; want its help", code, out)
+	}
+}

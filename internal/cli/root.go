@@ -87,7 +87,40 @@ data validation, and every workload parameter changeable while it runs.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCmd(s), newServeCmd(s), newDriversCmd(s), newWorkloadsCmd(s), newConfigCmd(s), newCompareCmd(s), newScenarioCmd(s), newAutotuneCmd(s), newVersionCmd(s))
+	argsAreUsage(root)
 	return root
+}
+
+// argsAreUsage makes a command's argument errors (a stray argument, one missing, a
+// mistyped subcommand) usage errors, exit 2, as its flag errors are; cobra returns them as
+// plain errors, or shows a group's help and exits 0. A command without an argument rule
+// takes none: cobra's default there is to accept any.
+func argsAreUsage(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		// A group: an argument is a mistyped subcommand. (With no rule, cobra rejects the
+		// root's itself, as a plain error.)
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+			}
+			return cmd.Help()
+		}
+	} else {
+		check := c.Args
+		if check == nil {
+			check = cobra.NoArgs
+		}
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
 }
 
 // version is set at link time (-ldflags "-X github.com/ndbench/ndbench/internal/cli.version=v1.2.3")
