@@ -94,7 +94,7 @@ data validation, and every workload parameter changeable while it runs.`,
 // argsAreUsage makes a command's argument errors (a stray argument, one missing, a
 // mistyped subcommand) usage errors, exit 2, as its flag errors are; cobra returns them as
 // plain errors, or shows a group's help and exits 0. A command without an argument rule
-// takes none: cobra's default there is to accept any.
+// (drivers [NAME...]) takes any, as cobra does, and judges them itself.
 func argsAreUsage(c *cobra.Command) {
 	if c.HasSubCommands() && !c.Runnable() {
 		// A group: an argument is a mistyped subcommand. (With no rule, cobra rejects the
@@ -109,7 +109,7 @@ func argsAreUsage(c *cobra.Command) {
 	} else {
 		check := c.Args
 		if check == nil {
-			check = cobra.NoArgs
+			check = cobra.ArbitraryArgs
 		}
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
