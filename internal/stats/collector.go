@@ -27,7 +27,7 @@ type Config struct {
 	// Interval between snapshots when Run drives the collector; default 1 s.
 	Interval time.Duration
 	// SeriesLen is how many intervals the time series keeps; default 3600 (an hour of
-	// 1 s points, about 2 MB). Older points are dropped so memory stays flat forever.
+	// 1 s points, about 2.6 MB). Older points are dropped so memory stays flat forever.
 	SeriesLen int
 }
 
@@ -138,9 +138,6 @@ type series struct {
 	// Under Collector.mu (written with tickMu held).
 	cumResp, cumSvc, cumLag, cumLate *hdrhistogram.Histogram
 	cum                              Counts
-	// latestLag and latestLate are the latest interval's start lag and dropped
-	// operations' lateness, which the compact series record does not keep.
-	latestLag, latestLate Latency
 }
 
 type subscriber struct{ f func(*Interval) }
@@ -412,14 +409,13 @@ func (c *Collector) interval(list []*series) *Interval {
 func (c *Collector) publish(list []*series, iv *Interval) {
 	// Percentiles are computed before taking mu so readers wait only for the merge.
 	p := pointRec{end: iv.End.UnixNano(), seconds: float32(iv.Seconds()), ops: make([]opRec, len(list)), fleet: iv.fleet()}
-	lag, late := make([]Latency, len(list)), make([]Latency, len(list))
 	for i := range list {
 		o := &iv.Ops[i]
-		p.ops[i] = newOpRec(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), o.gauges())
-		lag[i] = LatencyOf(o.StartLag)
+		var late Latency
 		if o.Dropped > 0 {
-			late[i] = LatencyOf(o.Late)
+			late = LatencyOf(o.Late)
 		}
+		p.ops[i] = newOpRec(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), LatencyOf(o.StartLag), late, o.gauges())
 	}
 
 	c.mu.Lock()
@@ -430,7 +426,6 @@ func (c *Collector) publish(list []*series, iv *Interval) {
 		MergeHistograms(s.cumLag, o.StartLag)
 		MergeHistograms(s.cumLate, o.Late)
 		s.cum.Add(&o.Counts)
-		s.latestLag, s.latestLate = lag[i], late[i]
 	}
 	c.markPartial(iv)
 	c.last = iv.End
@@ -623,14 +618,7 @@ func (c *Collector) Latest() Summary {
 	if c.latestT.IsZero() {
 		return c.emptySummary()
 	}
-	list := c.list()
-	p := c.latest.point(list)
-	for i := range c.latest.ops {
-		s := p.Ops[list[i].name]
-		s.StartLag = list[i].latestLag
-		s.DropLateness = list[i].latestLate
-		p.Ops[list[i].name] = s
-	}
+	p := c.latest.point(c.list())
 	return Summary{Start: c.latestT, End: c.latestE, Seconds: spanSeconds(c.latestT, c.latestE), Ops: p.Ops,
 		Nodes: p.Nodes, Partial: p.Partial, Missing: p.Missing}
 }

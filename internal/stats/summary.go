@@ -51,8 +51,7 @@ type OpSummary struct {
 	ResponseTime Latency `json:"responseTime"`
 	ServiceTime  Latency `json:"serviceTime"`
 	// StartLag is how late operations started against their intended start times: the
-	// load generator's own precision. Reported for intervals and cumulative views, not
-	// kept in the time series.
+	// load generator's own precision.
 	StartLag Latency `json:"startLag"`
 	// Dropped counts intended operations that were never sent because they were more
 	// than workload.maxLateness late when a worker got to them (workload.catchUp=drop);
@@ -115,19 +114,22 @@ func (l latency32) expand() Latency {
 		float64(l.p999), float64(l.max), float64(l.mean)}
 }
 
-// opRec is the compact form of an OpSummary kept in the series ring (about 180 bytes;
+// opRec is the compact form of an OpSummary kept in the series ring (about 225 bytes;
 // maps are built only when a Point is read).
 type opRec struct {
-	counts    Counts
-	resp, svc latency32
+	counts         Counts
+	resp, svc, lag latency32
+	// late is the dropped operations' lateness, nil for an interval without drops (most
+	// of them), so it costs a pointer rather than a latency32 in every point.
+	late      *latency32
 	target    float64
 	workers   int32
 	backlogMs float32
 	pending   int64
 }
 
-// pointRec is the compact form of a Point: about 180 bytes per series, so the default
-// 3600-point series of the three built-in series takes about 2 MB.
+// pointRec is the compact form of a Point: about 225 bytes per series, so the default
+// 3600-point series of the three built-in series takes about 2.6 MB.
 type pointRec struct {
 	end     int64 // unix nanoseconds
 	seconds float32
@@ -135,16 +137,24 @@ type pointRec struct {
 	fleet   *fleetMark // nil for a node's own tick, so its points stay compact
 }
 
-func newOpRec(c *Counts, resp, svc Latency, g gauges) opRec {
-	return opRec{
+// newOpRec compacts an interval's report; late is read only when the interval dropped
+// operations (c.Dropped > 0).
+func newOpRec(c *Counts, resp, svc, lag, late Latency, g gauges) opRec {
+	r := opRec{
 		counts:    *c,
 		resp:      compactLatency(resp),
 		svc:       compactLatency(svc),
+		lag:       compactLatency(lag),
 		target:    g.target,
 		workers:   int32(min(g.workers, 1<<31-1)),
 		backlogMs: float32(g.backlog.Seconds() * 1000),
 		pending:   g.pending,
 	}
+	if c.Dropped > 0 {
+		l := compactLatency(late)
+		r.late = &l
+	}
+	return r
 }
 
 func (p *pointRec) point(list []*series) Point {
@@ -154,6 +164,10 @@ func (p *pointRec) point(list []*series) Point {
 		g := gauges{target: r.target, workers: int(r.workers), pending: r.pending}
 		s := buildOpSummary(&r.counts, r.resp.expand(), r.svc.expand(), float64(p.seconds), g)
 		s.BacklogMs = float64(r.backlogMs)
+		s.StartLag = r.lag.expand()
+		if r.late != nil {
+			s.DropLateness = r.late.expand()
+		}
 		ops[list[i].name] = s
 	}
 	pt := Point{Time: time.Unix(0, p.end), Ops: ops}
