@@ -147,6 +147,71 @@ func (c ClassSpec) MostWorkers(rate float64, opTimeout time.Duration) int {
 	return max(c.Workers, c.MaxWorkers)
 }
 
+// WorkersBound returns the upper bound of the workers option of class
+// (ClassOption(class, "workers")) as its tag declares it: what any configuration accepts
+// at most, before the rules across options (WorkersAllowed).
+func WorkersBound(class string) int {
+	schema, name := opClassSchema(), "workers"
+	if names, ok := classOptions["workers"]; ok {
+		switch class {
+		case ClassRead:
+			schema, name = workloadSchema(), names[0]
+		case ClassWrite:
+			schema, name = workloadSchema(), names[1]
+		}
+	}
+	for _, o := range schema {
+		if o.Name == name {
+			n, _ := strconv.Atoi(o.Max) // the tag is fixed at compile time and tested
+			return n
+		}
+	}
+	return 0
+}
+
+// WorkersAllowed returns the most workers class may be set to (its workers option), the
+// rest of w as it is, that Validate accepts: the option's bound, the bound on all pools
+// together, the memory budget. It is the most a message suggesting more workers may
+// suggest. It is at least class's current workers when w is valid; when w is not (or has
+// no such class), it is WorkersBound.
+func (w Workload) WorkersAllowed(class string) int {
+	hi := WorkersBound(class)
+	c, ok := w.Class(class)
+	if !ok || w.Validate() != nil {
+		return hi
+	}
+	with := func(n int) Workload {
+		v := w
+		switch class {
+		case ClassRead:
+			v.Readers = n
+		case ClassWrite:
+			v.Writers = n
+		default:
+			v.Ops = maps.Clone(w.Ops)
+			oc := v.Ops[class]
+			oc.Workers = n
+			v.Ops[class] = oc
+		}
+		return v
+	}
+	// Every rule bounds the workers from above (more workers never make a valid workload
+	// of an invalid one), so the valid counts are lo..answer: search between.
+	lo := c.Workers
+	if lo >= hi || with(hi).Validate() == nil {
+		return max(lo, hi)
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if with(mid).Validate() == nil {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 // The values of workload.catchUp.
 const (
 	CatchUpBurst = "burst"

@@ -278,7 +278,9 @@ func warnings(r *Report, in Input) []string {
 			}
 			if attempted < underRate*target {
 				cause := "add workers, or the store is saturated"
-				if need, ok := workersNeeded(name, s, target, runWorkers(in.Series, name, s.Workers)); ok {
+				if saturated {
+					cause = clientBound(name)
+				} else if need, ok := workersNeeded(name, s, target, runWorkers(in.Series, name, s.Workers), roomOf(in, name)); ok {
 					cause = need
 				}
 				w = append(w, fmt.Sprintf("%s: attempted %.0f of the %.0f ops/s target (%.1f%%), of which %.0f ops/s succeeded: %s; response times include the backlog", name, attempted, target, 100*attempted/target, float64(s.Succeeded)/span, cause))
@@ -293,7 +295,11 @@ func warnings(r *Report, in Input) []string {
 				name, s.Dropped, 100*float64(s.Dropped)/float64(s.Dropped+s.Attempted), late, s.DropLateness.P50/1000, s.DropLateness.Max/1000))
 		}
 		if most := maxWorkers(in, name); most > 0 && s.PeakWorkers >= most {
-			w = append(w, fmt.Sprintf("%s: the pool grew to its maximum of %d workers while behind its schedule: any backlog after that is queueing in the client, caused by the store's latency or by the maximum (raise %s)", name, most, config.ClassOption(name, "maxWorkers")))
+			cause := fmt.Sprintf("caused by the store's latency or by the maximum (raise %s)", config.ClassOption(name, "maxWorkers"))
+			if saturated {
+				cause = "and the client's CPU was saturated, so more workers would not have helped"
+			}
+			w = append(w, fmt.Sprintf("%s: the pool grew to its maximum of %d workers while behind its schedule: any backlog after that is queueing in the client, %s", name, most, cause))
 		}
 		if s.Clamped > 0 {
 			w = append(w, fmt.Sprintf("%s: %d latencies exceeded the histograms' ceiling of %s and were recorded as %s: the top percentiles and the max understate them", name, s.Clamped, stats.HighestLatency, stats.HighestLatency))
@@ -303,7 +309,7 @@ func warnings(r *Report, in Input) []string {
 			if in.Snapshot != nil {
 				opTimeout = in.Snapshot.Config.Workload.OpTimeout
 			}
-			w = append(w, lagWarning(name, s, in.Series, saturated, opTimeout))
+			w = append(w, lagWarning(name, s, in.Series, saturated, opTimeout, roomOf(in, name)))
 		}
 	}
 	if rd, ok := r.Ops["read"]; ok && in.Backfill == nil && rd.Count > missJudged && float64(rd.Misses) > missWarn*float64(rd.Count) {
@@ -318,6 +324,37 @@ func warnings(r *Report, in Input) []string {
 		w = append(w, fmt.Sprintf("backfill: %d keys could not be written after retries; reads of them will miss", b.Failed))
 	}
 	return w
+}
+
+// room is what the run's configuration lets a warning suggest for an op class's pool.
+type room struct {
+	// workers is the most workers the class may be given (its workers option): what the
+	// configuration accepts with everything else as it was, or without a configuration
+	// (a report merged from a fleet's nodes) the option's bound.
+	workers int
+	// configured says workers comes from the run's configuration.
+	configured bool
+	// pipelines says the driver pipelines with its options, so workload.pipeline may rise.
+	pipelines bool
+}
+
+func roomOf(in Input, op string) room {
+	if in.Snapshot == nil {
+		return room{workers: config.WorkersBound(op)}
+	}
+	cfg := in.Snapshot.Config
+	r := room{workers: cfg.Workload.WorkersAllowed(op), configured: true}
+	if def, ok := driver.Lookup(cfg.DriverName); ok && def.Pipelines != nil && cfg.DriverOptions != nil {
+		r.pipelines = def.Pipelines(cfg.DriverOptions)
+	}
+	return r
+}
+
+// clientBound is the cause of a shortfall when the client's CPU was saturated: the
+// generator, which more workers would only load more.
+func clientBound(op string) string {
+	return fmt.Sprintf("the client's CPU was saturated, so the generator could not send more, and more workers would not help: lower %s, or spread the load over more nodes (a fleet)",
+		config.ClassOption(op, "rate"))
 }
 
 // maxWorkers returns the elastic maximum of op's pool, or 0 when it cannot grow.
@@ -387,7 +424,7 @@ func reportOpTimeout(r *Report) time.Duration {
 // how many workers were in the store. A stall holding every worker for L seconds keeps
 // them all busy for L of its interval, so one of at least busyShare of an interval shows;
 // a shorter one hides in the interval's average, and the warning says it may add.
-func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bool, opTimeout time.Duration) string {
+func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bool, opTimeout time.Duration, rm room) string {
 	lag := fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms)",
 		op, s.StartLag.P99/1000, s.ResponseTime.P99/1000)
 	if saturated {
@@ -396,7 +433,7 @@ func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bo
 	workers := runWorkers(series, op, s.Workers)
 	mean, peak := inStore(op, s, series, opTimeout)
 	if workers > 0 && mean >= busyShare*float64(workers) {
-		if need, ok := workersNeeded(op, s, s.TargetRate, workers); ok {
+		if need, ok := workersNeeded(op, s, s.TargetRate, workers, rm); ok {
 			return lag + ": every worker was busy in the store; " + need
 		}
 		return lag + fmt.Sprintf(": every worker was busy in the store (%.1f of %d on average): add workers, or the store is saturated", mean, workers)
@@ -417,8 +454,10 @@ func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bo
 
 // workersNeeded says how many workers op needs for target ops/s by Little's law (target ×
 // mean service time, plus headroom), when that is more than it had; ok is false when the
-// workers were enough or nothing is known.
-func workersNeeded(op string, s stats.OpSummary, target float64, workers int) (string, bool) {
+// workers were enough or nothing is known. It suggests no more workers than rm allows:
+// when those are too few for the rate at this service time, it says so and names what
+// else would carry the rate.
+func workersNeeded(op string, s stats.OpSummary, target float64, workers int, rm room) (string, bool) {
 	if target <= 0 || s.ServiceTime.Mean <= 0 || workers <= 0 {
 		return "", false
 	}
@@ -426,10 +465,30 @@ func workersNeeded(op string, s stats.OpSummary, target float64, workers int) (s
 	if need < busyShare*float64(workers) {
 		return "", false
 	}
-	suggest := max(int(math.Ceil(need*headroom)), workers+1)
 	key := config.ClassOption(op, "workers")
-	return fmt.Sprintf("%d workers cannot run %.0f ops/s at a mean service time of %.2f ms, which keeps %.1f busy (Little's law: rate × service time); set %s=%d",
-		workers, target, s.ServiceTime.Mean/1000, need, key, suggest), true
+	msg := fmt.Sprintf("%d workers cannot run %.0f ops/s at a mean service time of %.2f ms, which keeps %.1f busy (Little's law: rate × service time)",
+		workers, target, s.ServiceTime.Mean/1000, need)
+	// In float64 until it is known to fit: a rate of 1e15 needs more workers than an int holds.
+	suggest := max(math.Ceil(need*headroom), float64(workers+1))
+	if rm.workers <= 0 || suggest <= float64(rm.workers) {
+		return fmt.Sprintf("%s; set %s=%d", msg, key, int(suggest)), true
+	}
+	allows := "this configuration allows"
+	if !rm.configured {
+		allows = key + " allows"
+	}
+	// What the most workers allowed carry at this service time, every one of them busy.
+	carry := float64(rm.workers) / (s.ServiceTime.Mean / 1e6)
+	if rm.workers > workers {
+		msg += fmt.Sprintf("; even the most workers %s, %d (set %s=%d), carry at most about %.0f ops/s at this service time", allows, rm.workers, key, rm.workers, carry)
+	} else {
+		msg += fmt.Sprintf("; that is already the most workers %s (%d), and they carry at most about %.0f ops/s at this service time", allows, rm.workers, carry)
+	}
+	msg += fmt.Sprintf(": lower %s, spread the load over more nodes (a fleet)", config.ClassOption(op, "rate"))
+	if rm.pipelines {
+		msg += ", or raise workload.pipeline so that each worker keeps several operations in flight"
+	}
+	return msg, true
 }
 
 // runWorkers returns the most workers op had in any interval of the series, or def when

@@ -66,7 +66,7 @@ func TestTimeoutsHoldWorkers(t *testing.T) {
 	if got := GeneratorBound(r); len(got) != 0 {
 		t.Errorf("a store timing out judged the generator's: %v", got)
 	}
-	if w := lagWarning("read", lagging, r.Series, false, 300*time.Millisecond); strings.Contains(w, "generator's own") {
+	if w := lagWarning("read", lagging, r.Series, false, 300*time.Millisecond, room{}); strings.Contains(w, "generator's own") {
 		t.Errorf("warning blames the generator: %s", w)
 	}
 }
