@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -102,6 +103,19 @@ func TestTypoNeverLeaksASecret(t *testing.T) {
 		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.pasword":` + numericPW + `}}`, 422},
 		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"pasword":"` + pw + `"}}`, 422},
 		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"pasword":` + numericPW + `}}`, 422},
+		// A body with a property the route does not take: huma names the object that holds
+		// it as the rejected value, the whole body here, secrets and all.
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"password":"` + pw + `"},"foo":1}`, 422},
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","passwrd":"` + pw + `"}`, 422},
+		{"PATCH", "/api/v1/config", `{"values":{"workload.readRate":"5"},"password":"` + pw + `"}`, 422},
+		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.pasword":"` + pw + `"},"x":{"y":"` + pw + `"}}`, 422},
+		{"POST", "/api/v1/load/start", `{"ops":["read"],"token":"` + pw + `"}`, 422},
+		{"POST", "/api/v1/backfill/start", `{"workers":"` + pw + `"}`, 422},
+		{"POST", "/api/v1/autotune", `{"class":"read","secret":"` + pw + `"}`, 422},
+		// The token of a login is a secret wherever it is rejected: too long, or beside an
+		// unknown property.
+		{"POST", "/api/v1/session", `{"token":"` + strings.Repeat(pw, 600) + `"}`, 422},
+		{"POST", "/api/v1/session", `{"token":"` + pw + `","x":1}`, 422},
 		{"GET", "/REST/ndbench/config/set?drivers.memory.pasword=" + pw, nil, 400},
 		{"GET", "/REST/ndbench/config/list", nil, 200},
 		{"GET", "/REST/ndbench/driver/getserverstatus", nil, 200},
@@ -123,5 +137,32 @@ func TestTypoNeverLeaksASecret(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), pw) {
 		t.Errorf("the log shows the secret:\n%s", logs.String())
+	}
+}
+
+// TestUnexpectedPropertyLocation: a property a body does not take is named where it is,
+// also beside a map of dotted keys, which threw huma's path off (body.values.drivers.x for
+// a top-level x after drivers.redis.password).
+func TestUnexpectedPropertyLocation(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ method, path, body, want string }{
+		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.shards":"8"},"x":1}`, "body.x"},
+		{"PATCH", "/api/v1/config", `{"values":{"workload.readRate":"2000"},"password":"p"}`, "body.password"},
+		{"PATCH", "/api/v1/config", `{"values":{"workload.readRate":"2000","drivers.memory.shards":"8"},"a.b":1}`, "body.a.b"},
+		{"PATCH", "/api/v1/config", `{"x":1,"values":{"workload.readRate":"2000"}}`, "body.x"},
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","foo":1}`, "body.foo"},
+	} {
+		st, body := e.call(c.method, c.path, c.body)
+		var p Problem
+		if err := json.Unmarshal(body, &p); err != nil || st != 422 || len(p.Errors) != 1 {
+			t.Errorf("%s %s %s: %d %s", c.method, c.path, c.body, st, body)
+			continue
+		}
+		if got := p.Errors[0].Location; got != c.want {
+			t.Errorf("%s %s: location %q, want %q", c.path, c.body, got, c.want)
+		}
+		if p.Errors[0].Value != nil {
+			t.Errorf("%s %s: the body is echoed: %v", c.path, c.body, p.Errors[0].Value)
+		}
 	}
 }

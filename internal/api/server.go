@@ -13,6 +13,7 @@ package api
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/danielgtaylor/huma/v2/validation"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -518,9 +520,14 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 }
 
 // hideRejectedValues keeps request validation errors from echoing values that may be
-// secrets: huma names the rejected value of a field, and for a body it cannot decode the
-// whole body. Config values and driver options are shown as config.Redact shows them;
-// a whole body is not shown at all.
+// secrets: huma names the rejected value of a field, and for a property the route does not
+// take, or a body it cannot decode, the object around it, which can be the whole body.
+// What is shown:
+//   - config values (body.values.KEY) as config.Redact shows them, driver options never;
+//   - numbers and booleans elsewhere, which hold no secret;
+//   - strings of the query and the path without URL passwords;
+//   - no other string of a body (a token, a password under any name) and no object or
+//     list at all.
 func hideRejectedValues(_ huma.Context, _ string, v any) (any, error) {
 	em, ok := v.(*huma.ErrorModel)
 	if !ok {
@@ -530,17 +537,52 @@ func hideRejectedValues(_ huma.Context, _ string, v any) (any, error) {
 		if d == nil || d.Value == nil {
 			continue
 		}
-		switch {
-		case d.Location == "body":
+		fixUnexpectedLocation(d)
+		switch val := d.Value.(type) {
+		case bool, float64, float32, int, int64, json.Number:
+			if strings.HasPrefix(d.Location, "body.values.") {
+				d.Value = config.Redact(strings.TrimPrefix(d.Location, "body.values."), fmt.Sprint(val))
+			} else if strings.HasPrefix(d.Location, "body.options") {
+				d.Value = driver.Redacted
+			}
+		case string:
+			switch {
+			case strings.HasPrefix(d.Location, "body.values."):
+				d.Value = config.Redact(strings.TrimPrefix(d.Location, "body.values."), val)
+			case strings.HasPrefix(d.Location, "query."), strings.HasPrefix(d.Location, "path."):
+				d.Value = driver.Shown(false, val)
+			default:
+				d.Value = driver.Redacted
+			}
+		default:
 			d.Value = nil
-		case strings.HasPrefix(d.Location, "body.values."):
-			d.Value = config.Redact(strings.TrimPrefix(d.Location, "body.values."), fmt.Sprint(d.Value))
-		case strings.HasPrefix(d.Location, "body.options"):
-			// Options of the driver the body names: which are secrets is not known here.
-			d.Value = driver.Redacted
 		}
 	}
 	return em, nil
+}
+
+// fixUnexpectedLocation corrects where huma places a property a body does not take, when
+// the body also has a map with dotted keys (values: {"workload.readRate": ...}): huma's
+// path drops one segment per key it leaves, so after "drivers.redis.password" an unknown
+// "x" reads body.values.drivers.x. The error's value is the object that holds the property;
+// the property is the one of its keys the location ends with.
+func fixUnexpectedLocation(d *huma.ErrorDetail) {
+	if d.Message != validation.MsgUnexpectedProperty || !strings.HasPrefix(d.Location, "body.values.") {
+		return
+	}
+	obj, ok := d.Value.(map[string]any)
+	if !ok {
+		return
+	}
+	if _, inBody := obj["values"]; !inBody {
+		return // an object below the body, whose path is not the body's
+	}
+	for k := range obj {
+		if k != "values" && strings.HasSuffix(d.Location, "."+k) {
+			d.Location = "body." + k
+			return
+		}
+	}
 }
 
 // allowedMethods returns the methods the OpenAPI document has for path (templates such as
