@@ -270,17 +270,23 @@ func TestStartLagWarningNamesTheCause(t *testing.T) {
 			if tt.cpu > 0 {
 				in.UsageEnd = Usage{User: tt.cpu}
 			}
-			got := strings.Join(Build(in).Warnings, "\n")
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("warnings lack %q:\n%s", w, got)
-				}
-			}
-			for _, w := range tt.notWanted {
-				if strings.Contains(got, w) {
-					t.Errorf("warnings have %q:\n%s", w, got)
-				}
-			}
+			checkWarnings(t, Build(in).Warnings, tt.want, tt.notWanted)
 		})
+	}
+}
+
+// checkWarnings fails t unless the warnings have every text of want and none of notWanted.
+func checkWarnings(t *testing.T, warnings, want, notWanted []string) {
+	t.Helper()
+	got := strings.Join(warnings, "\n")
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("warnings lack %q:\n%s", w, got)
+		}
+	}
+	for _, w := range notWanted {
+		if strings.Contains(got, w) {
+			t.Errorf("warnings have %q:\n%s", w, got)
+		}
 	}
 }

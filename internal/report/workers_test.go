@@ -111,17 +111,9 @@ func TestWorkerSuggestionIsOneTheConfigAccepts(t *testing.T) {
 				}
 				in.Snapshot = snap
 			}
-			got := strings.Join(Build(in).Warnings, "\n")
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("warnings lack %q:\n%s", w, got)
-				}
-			}
-			for _, w := range tc.notWanted {
-				if strings.Contains(got, w) {
-					t.Errorf("warnings have %q:\n%s", w, got)
-				}
-			}
+			warnings := Build(in).Warnings
+			checkWarnings(t, warnings, tc.want, tc.notWanted)
+			got := strings.Join(warnings, "\n")
 			// Whatever is suggested, the configuration takes.
 			for _, m := range suggestedSet.FindAllStringSubmatch(got, -1) {
 				if n, _ := strconv.Atoi(m[2]); tc.driver == "" && n > 10000 {
