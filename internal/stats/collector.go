@@ -109,7 +109,7 @@ func (iv *Interval) Summary() Summary {
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		sum := buildOpSummary(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), secs, o.gauges())
-		sum.StartLag = LatencyOf(o.StartLag)
+		sum.StartLag = LagWithin(LatencyOf(o.StartLag), sum.ResponseTime)
 		if o.Late != nil {
 			sum.DropLateness = LatencyOf(o.Late)
 		}
@@ -415,7 +415,8 @@ func (c *Collector) publish(list []*series, iv *Interval) {
 		if o.Dropped > 0 {
 			late = LatencyOf(o.Late)
 		}
-		p.ops[i] = newOpRec(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), LatencyOf(o.StartLag), late, o.gauges())
+		resp := LatencyOf(o.Response)
+		p.ops[i] = newOpRec(&o.Counts, resp, LatencyOf(o.Service), LagWithin(LatencyOf(o.StartLag), resp), late, o.gauges())
 	}
 
 	c.mu.Lock()
@@ -656,7 +657,7 @@ func (c *Collector) Cumulative() Summary {
 			g.pending = r.pending
 		}
 		sum := buildOpSummary(&se.cum, LatencyOf(se.cumResp), LatencyOf(se.cumSvc), secs, g)
-		sum.StartLag = LatencyOf(se.cumLag)
+		sum.StartLag = LagWithin(LatencyOf(se.cumLag), sum.ResponseTime)
 		sum.DropLateness = LatencyOf(se.cumLate)
 		s.Ops[se.name] = sum
 	}

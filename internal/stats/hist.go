@@ -105,6 +105,21 @@ type Latency struct {
 	Mean float64 `json:"mean"`
 }
 
+// LagWithin returns lag, the start lag of the operations whose response time is resp,
+// with no figure above resp's. Every operation's start lag is at most its response time
+// (resp - svc), so each percentile of the lags is at most the same percentile of the
+// responses; but the lag histogram keeps two significant digits where resp keeps three,
+// and a percentile reads the top of its bucket: a run's lag max read 11.839 ms beside a
+// response max of 11.791 ms. Both readings are upper bounds of the true value, and so is
+// the lower of the two.
+func LagWithin(lag, resp Latency) Latency {
+	return Latency{
+		P50: min(lag.P50, resp.P50), P95: min(lag.P95, resp.P95), P99: min(lag.P99, resp.P99),
+		P995: min(lag.P995, resp.P995), P999: min(lag.P999, resp.P999), Max: min(lag.Max, resp.Max),
+		Mean: min(lag.Mean, resp.Mean),
+	}
+}
+
 // LatencyOf summarizes h (microsecond values). An empty or nil histogram gives zeros.
 func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	if h == nil || h.TotalCount() == 0 {
