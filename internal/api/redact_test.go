@@ -116,6 +116,14 @@ func TestTypoNeverLeaksASecret(t *testing.T) {
 		// unknown property.
 		{"POST", "/api/v1/session", `{"token":"` + strings.Repeat(pw, 600) + `"}`, 422},
 		{"POST", "/api/v1/session", `{"token":"` + pw + `","x":1}`, 422},
+		// A numeric secret sent where a string belongs: the number is the secret.
+		{"POST", "/api/v1/session", `{"token":` + numericPW + `}`, 422},
+		{"POST", "/api/v1/driver/init", `{"driver":` + numericPW + `}`, 422},
+		{"POST", "/api/v1/autotune", `{"class":` + numericPW + `}`, 422},
+		{"POST", "/api/v1/load/start", `{"ops":[` + numericPW + `]}`, 422},
+		{"PUT", "/api/v1/kv/T1", `{"value":` + numericPW + `}`, 422},
+		// A problem a handler builds itself names the rejected value too.
+		{"GET", "/api/v1/stats/series?since=http://u:" + pw + "@h", nil, 422},
 		{"GET", "/REST/ndbench/config/set?drivers.memory.pasword=" + pw, nil, 400},
 		{"GET", "/REST/ndbench/config/list", nil, 200},
 		{"GET", "/REST/ndbench/driver/getserverstatus", nil, 200},
@@ -163,6 +171,50 @@ func TestUnexpectedPropertyLocation(t *testing.T) {
 		}
 		if p.Errors[0].Value != nil {
 			t.Errorf("%s %s: the body is echoed: %v", c.path, c.body, p.Errors[0].Value)
+		}
+	}
+}
+
+// TestRejectedValueEcho: what a validation error shows of the value it rejects, on several
+// routes. Numbers are shown where the field takes a number (a bound was missed); a number
+// where a string belongs may be a secret typed as a number, and strings of a body, objects
+// and lists are never shown. Query values are shown without URL passwords, also in the
+// problems handlers build themselves.
+func TestRejectedValueEcho(t *testing.T) {
+	e := newEnv(t)
+	const redacted = "<redacted>"
+	for _, c := range []struct {
+		method, path string
+		body         any
+		location     string
+		want         any // nil: no value
+	}{
+		{"POST", "/api/v1/backfill/start", `{"workers":-5}`, "body.workers", -5.0},
+		{"POST", "/api/v1/backfill/start", `{"workers":2.5}`, "body.workers", 2.5},
+		{"POST", "/api/v1/backfill/start", `{"rate":-1}`, "body.rate", -1.0},
+		{"POST", "/api/v1/backfill/start", `{"workers":"987654321"}`, "body.workers", redacted},
+		{"POST", "/api/v1/backfill/start", `{"verify":"x"}`, "body.verify", redacted},
+		{"POST", "/api/v1/backfill/start", `{"verify":987654321}`, "body.verify", redacted},
+		{"POST", "/api/v1/session", `{"token":987654321}`, "body.token", redacted},
+		{"POST", "/api/v1/session", `{"token":true}`, "body.token", true},
+		{"POST", "/api/v1/driver/init", `{"driver":987654321}`, "body.driver", redacted},
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"pasword":987654321}}`, "body.options.pasword", redacted},
+		{"POST", "/api/v1/driver/init", `{"driver":{"password":"p"}}`, "body.driver", nil},
+		{"POST", "/api/v1/load/start", `{"ops":[987654321]}`, "body.ops[0]", redacted},
+		{"POST", "/api/v1/load/start", `{"ops":"read"}`, "body.ops", redacted},
+		{"PUT", "/api/v1/kv/T1", `{"value":987654321}`, "body.value", redacted},
+		{"GET", "/api/v1/stats/intervals?since=http://u:pw@h", nil, "query.since", "http://u:xxxxx@h"},
+		{"GET", "/api/v1/stats/series?since=http://u:pw@h", nil, "query.since", "http://u:xxxxx@h"},
+		{"GET", "/api/v1/stats/series?since=yesterday", nil, "query.since", "yesterday"},
+	} {
+		st, body := e.call(c.method, c.path, c.body)
+		var p Problem
+		if err := json.Unmarshal(body, &p); err != nil || st != 422 || len(p.Errors) != 1 {
+			t.Errorf("%s %s %v: %d %s", c.method, c.path, c.body, st, body)
+			continue
+		}
+		if d := p.Errors[0]; d.Location != c.location || d.Value != c.want {
+			t.Errorf("%s %s %v: %s = %#v, want %s = %#v", c.method, c.path, c.body, d.Location, d.Value, c.location, c.want)
 		}
 	}
 }

@@ -522,27 +522,37 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // hideRejectedValues keeps request validation errors from echoing values that may be
 // secrets: huma names the rejected value of a field, and for a property the route does not
 // take, or a body it cannot decode, the object around it, which can be the whole body.
+// Huma's own errors and the problems handlers build (query.since) pass here alike.
 // What is shown:
 //   - config values (body.values.KEY) as config.Redact shows them, driver options never;
-//   - numbers and booleans elsewhere, which hold no secret;
+//   - booleans, and numbers that missed a numeric field's bound (a number where a string
+//     belongs may be a token or a password typed as a number);
 //   - strings of the query and the path without URL passwords;
 //   - no other string of a body (a token, a password under any name) and no object or
 //     list at all.
 func hideRejectedValues(_ huma.Context, _ string, v any) (any, error) {
-	em, ok := v.(*huma.ErrorModel)
-	if !ok {
+	var details []*huma.ErrorDetail
+	switch m := v.(type) {
+	case *huma.ErrorModel:
+		details = m.Errors
+	case *Problem:
+		details = m.Errors
+	default:
 		return v, nil
 	}
-	for _, d := range em.Errors {
+	for _, d := range details {
 		if d == nil || d.Value == nil {
 			continue
 		}
 		fixUnexpectedLocation(d)
 		switch val := d.Value.(type) {
 		case bool, float64, float32, int, int64, json.Number:
-			if strings.HasPrefix(d.Location, "body.values.") {
+			switch {
+			case strings.HasPrefix(d.Location, "body.values."):
 				d.Value = config.Redact(strings.TrimPrefix(d.Location, "body.values."), fmt.Sprint(val))
-			} else if strings.HasPrefix(d.Location, "body.options") {
+			case strings.HasPrefix(d.Location, "body.options"):
+				d.Value = driver.Redacted
+			case !isBool(val) && !missedNumericBound(d.Message):
 				d.Value = driver.Redacted
 			}
 		case string:
@@ -558,7 +568,38 @@ func hideRejectedValues(_ huma.Context, _ string, v any) (any, error) {
 			d.Value = nil
 		}
 	}
-	return em, nil
+	return v, nil
+}
+
+func isBool(v any) bool {
+	_, ok := v.(bool)
+	return ok
+}
+
+// numericBounds are the beginnings of huma's messages for a number that a numeric field
+// refuses (out of its range, not an integer, not a multiple): the one case a rejected
+// number is known not to stand where a string, a token or a password, belongs.
+var numericBounds = func() []string {
+	var b []string
+	for _, m := range []string{validation.MsgExpectedMinimumNumber, validation.MsgExpectedExclusiveMinimumNumber,
+		validation.MsgExpectedMaximumNumber, validation.MsgExpectedExclusiveMaximumNumber,
+		validation.MsgExpectedNumberBeMultipleOf, validation.MsgExpectedInteger} {
+		if p, _, _ := strings.Cut(m, "%"); p != "" {
+			b = append(b, p)
+		}
+	}
+	return b
+}()
+
+// missedNumericBound reports whether a validation message says a numeric field refused
+// its number.
+func missedNumericBound(msg string) bool {
+	for _, p := range numericBounds {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // fixUnexpectedLocation corrects where huma places a property a body does not take, when
