@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -215,6 +216,76 @@ func TestRejectedValueEcho(t *testing.T) {
 		}
 		if d := p.Errors[0]; d.Location != c.location || d.Value != c.want {
 			t.Errorf("%s %s %v: %s = %#v, want %s = %#v", c.method, c.path, c.body, d.Location, d.Value, c.location, c.want)
+		}
+	}
+}
+
+// TestLocationBesideDottedKeys: huma builds an error's location by pushing each key onto a
+// path and cutting the last dot-separated segment off again, so a map key with a dot or a
+// bracket (workload.readRate, a[0]) left segments behind and threw off every location that
+// followed it: in the map, after it and beside it, on any route. Keys are visited in map
+// order, so each case is tried several times.
+func TestLocationBesideDottedKeys(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		method, path, body string
+		want               []string // the locations, sorted
+	}{
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"a.b":"x"},"foo":1}`, []string{"body.foo"}},
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"a.b.c":"x","password":5}}`, []string{"body.options.password"}},
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"a[0]":"x","b.c":"y"},"foo":1}`, []string{"body.foo"}},
+		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.shards":"8","workload.readRate":{"p":"x"}}}`, []string{"body.values.workload.readRate"}},
+		{"PATCH", "/api/v1/config", `{"values":{"a[0]":"1","workload.readRate":[1]}}`, []string{"body.values.workload.readRate"}},
+		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.shards":"8"},"x":1,"a.x":2}`, []string{"body.a.x", "body.x"}},
+		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.shards":"8"},"values.x":1}`, []string{"body.values.x"}},
+		{"PATCH", "/api/v1/config", `{"values":{"drivers.memory.shards":"8","workload.readRate":"1"},"x[1]":{"y.z":1}}`, []string{"body.x[1]"}},
+		// The private-use character the escape uses, in a key of its own.
+		{"POST", "/api/v1/driver/init", `{"driver":"memory","options":{"a\ue0001.b":"x","c":5},"x\ue000.y":1}`, []string{"body.options.c", "body.x\uE000.y"}},
+	} {
+		for range 5 {
+			st, body := e.call(c.method, c.path, c.body)
+			var p Problem
+			if err := json.Unmarshal(body, &p); err != nil || st != 422 {
+				t.Errorf("%s %s %s: %d %s", c.method, c.path, c.body, st, body)
+				break
+			}
+			var got []string
+			for _, d := range p.Errors {
+				got = append(got, d.Location)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("%s %s %s: locations %q, want %q", c.method, c.path, c.body, got, c.want)
+				break
+			}
+		}
+	}
+}
+
+// TestKeyEscape: escaped keys hold no character that ends a segment of huma's path, come
+// back as they were, and stay distinct.
+func TestKeyEscape(t *testing.T) {
+	keys := []string{"", "a", "a.b", "a[0]", "drivers.redis.password", "a\uE000b", "a\uE0001", "a\uE000.", "\uE000\uE000", "a..b[[", "\uE0002"}
+	seen := map[string]string{}
+	for _, k := range keys {
+		esc := escapeKeys(map[string]any{k: map[string]any{k: 1}}).(map[string]any)
+		if len(esc) != 1 {
+			t.Fatalf("%q: %v", k, esc)
+		}
+		for ek, inner := range esc {
+			if strings.ContainsAny(ek, ".[") {
+				t.Errorf("%q escapes to %q", k, ek)
+			}
+			if back := unescapeLocation("body." + ek); back != "body."+k {
+				t.Errorf("%q escapes to %q, back to %q", k, ek, back)
+			}
+			if other, dup := seen[ek]; dup {
+				t.Errorf("%q and %q both escape to %q", k, other, ek)
+			}
+			seen[ek] = k
+			if _, ok := inner.(map[string]any)[ek]; !ok {
+				t.Errorf("%q: the inner object is not escaped: %v", k, inner)
+			}
 		}
 	}
 }

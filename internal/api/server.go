@@ -541,10 +541,13 @@ func hideRejectedValues(_ huma.Context, _ string, v any) (any, error) {
 		return v, nil
 	}
 	for _, d := range details {
-		if d == nil || d.Value == nil {
+		if d == nil {
 			continue
 		}
-		fixUnexpectedLocation(d)
+		d.Location = unescapeLocation(d.Location)
+		if d.Value == nil {
+			continue
+		}
 		switch val := d.Value.(type) {
 		case bool, float64, float32, int, int64, json.Number:
 			switch {
@@ -600,30 +603,6 @@ func missedNumericBound(msg string) bool {
 		}
 	}
 	return false
-}
-
-// fixUnexpectedLocation corrects where huma places a property a body does not take, when
-// the body also has a map with dotted keys (values: {"workload.readRate": ...}): huma's
-// path drops one segment per key it leaves, so after "drivers.redis.password" an unknown
-// "x" reads body.values.drivers.x. The error's value is the object that holds the property;
-// the property is the one of its keys the location ends with.
-func fixUnexpectedLocation(d *huma.ErrorDetail) {
-	if d.Message != validation.MsgUnexpectedProperty || !strings.HasPrefix(d.Location, "body.values.") {
-		return
-	}
-	obj, ok := d.Value.(map[string]any)
-	if !ok {
-		return
-	}
-	if _, inBody := obj["values"]; !inBody {
-		return // an object below the body, whose path is not the body's
-	}
-	for k := range obj {
-		if k != "values" && strings.HasSuffix(d.Location, "."+k) {
-			d.Location = "body." + k
-			return
-		}
-	}
 }
 
 // allowedMethods returns the methods the OpenAPI document has for path (templates such as
