@@ -30,7 +30,8 @@ const maxExactInteger = 1 << 53
 //
 // Huma decodes a body twice: into an any to validate it, then into the input struct. The
 // first document gets its keys escaped (escapeKeys) so that huma's error locations are
-// right; hideRejectedValues restores them.
+// right; hideRejectedValues restores them. So no route may take its body as a bare any:
+// its handler would get the escaped keys (a map[string]any body is fine).
 func unmarshalJSON(data []byte, v any) error {
 	err := json.Unmarshal(data, v)
 	if doc, ok := v.(*any); ok {
