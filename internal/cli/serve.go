@@ -208,13 +208,12 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		initCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		err := inst.Init(initCtx, name, nil)
 		cancel()
-		w := store.Current().Config.Workload
 		switch {
 		case err != nil:
-		case f.backfill || w.Backfill:
+		case f.backfill || store.Current().Config.Workload.Backfill:
 			// As `ndbench run` does: the backfill is a phase of its own, and the load starts
 			// after it. It runs while the API serves, which shows its progress and can stop it.
-			go backfillThenStart(ctx, inst, w, log)
+			go backfillThenStart(ctx, inst, log)
 		default:
 			if err = inst.Start(); err == nil {
 				log.Info("load started", "driver", name)
@@ -249,10 +248,11 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 
 // backfillThenStart runs the configured backfill as a phase, then starts the load, unless
 // the service is stopping or the backfill was stopped (over the API) or failed: a load on a
-// keyspace the backfill did not fill would measure misses, so it is left to the user.
-func backfillThenStart(ctx context.Context, inst *instance.Instance, w config.Workload, log *slog.Logger) {
-	log.Info("backfill started", "keys", w.NumKeys, "workers", w.BackfillWorkers)
-	st, err := inst.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
+// keyspace the backfill did not fill would measure misses, so it is left to the user. The
+// instance takes workers, rate and verify from the configuration.
+func backfillThenStart(ctx context.Context, inst *instance.Instance, log *slog.Logger) {
+	log.Info("backfill started")
+	st, err := inst.Backfill(ctx, engine.BackfillOptions{})
 	if ctx.Err() != nil {
 		return
 	}
