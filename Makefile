@@ -41,6 +41,7 @@ test: lint unit-rest integration ui
 # an empty build cache; lint took 13 min of a 33 min CI rehearsal on a new machine).
 ARCH_PKGS := ./internal/pacer
 lint:
+	bash scripts/check-no-binaries.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	@# Every file builds with -tags integration (none says !integration), so vetting with the
