@@ -55,7 +55,10 @@ type Settings struct {
 	// three windows.
 	Confirm time.Duration `json:"confirm"`
 	// StepDown is how far a failed confirmation steps the rate down before retrying
-	// (default 0.05), at most ConfirmRetries times (default 3).
+	// (default: Tolerance, the bisection's resolution: the highest rate that passed a
+	// short window is the likeliest to have passed by luck, and the knee lies within a
+	// resolution below it; a larger step threw away what the bisection found, 5% where
+	// 2% was asked), at most ConfirmRetries times (default 3).
 	StepDown       float64 `json:"stepDown"`
 	ConfirmRetries int     `json:"confirmRetries"`
 	// ClientRetries is how often a client-bound step is run again before the search
@@ -107,7 +110,7 @@ func (s Settings) WithDefaults() Settings {
 	defD(&s.Window, 5*time.Second)
 	defD(&s.MaxWindow, 60*time.Second)
 	defD(&s.Confirm, 3*s.Window)
-	def(&s.StepDown, 0.05)
+	def(&s.StepDown, s.Tolerance)
 	if s.ConfirmRetries == 0 {
 		s.ConfirmRetries = 3
 	}
