@@ -116,3 +116,50 @@ func TestArgumentErrorsExit2(t *testing.T) {
 		t.Errorf("ndbench scenario: exit %d, output %q; want its help", code, out)
 	}
 }
+
+// TestTypoSuggestions: a mistyped command or flag, or a Go-style single-dash long flag
+// (which pflag reads as a shorthand with a value: -driver is -d river), exits 2 and says
+// what was meant.
+func TestTypoSuggestions(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rnu"}, `did you mean "run"?`},
+		{[]string{"sreve"}, `did you mean "serve"?`},
+		{[]string{"scenario", "rn"}, `did you mean "run"?`},
+		{[]string{"run", "--durration", "3s"}, "did you mean --duration?"},
+		{[]string{"run", "--drvier", "memory"}, "did you mean --driver?"},
+		{[]string{"run", "-driver", "redis"}, "long flags take two dashes: --driver (-driver was read as -d river)"},
+		{[]string{"run", "-duration=3s"}, "long flags take two dashes: --duration"},
+		{[]string{"serve", "-listen", "127.0.0.1:0"}, "long flags take two dashes: --listen"},
+	} {
+		code, _, errOut := ndbench(t, nil, tt.args...)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("ndbench %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tt.args, " "), code, errOut, tt.want)
+		}
+	}
+	// Nothing near: no guess.
+	if _, _, errOut := ndbench(t, nil, "xyzzy"); strings.Contains(errOut, "did you mean") {
+		t.Errorf("ndbench xyzzy: %q guesses", errOut)
+	}
+}
+
+func TestNearest(t *testing.T) {
+	for _, tt := range []struct {
+		typed string
+		cands []string
+		want  string
+	}{
+		{"rnu", []string{"run", "serve"}, "run"},
+		{"durration", []string{"duration", "driver"}, "duration"},
+		{"dur", []string{"duration", "driver"}, "duration"},
+		{"x", []string{"run"}, ""},
+		{"compre", []string{"compare", "config"}, "compare"},
+		{"workload", []string{"workloads", "warmup"}, "workloads"},
+	} {
+		if got := nearest(tt.typed, tt.cands); got != tt.want {
+			t.Errorf("nearest(%q, %v) = %q, want %q", tt.typed, tt.cands, got, tt.want)
+		}
+	}
+}

@@ -51,10 +51,13 @@ func execute(ctx context.Context, args []string, s *streams) int {
 		return 0
 	}
 	fmt.Fprintln(s.err, "error:", err)
+	if hint := suggestFor(root, args, err); hint != "" {
+		fmt.Fprintln(s.err, hint)
+	}
+	var usage usageError
 	if ec, ok := errors.AsType[exitError](err); ok {
 		return ec.code // a command with codes of its own (scenario: 1, 3, 4)
 	}
-	var usage usageError
 	var cfg configError
 	if _, ok := driver.AsFieldErrors(err); ok || errors.As(err, &usage) || errors.As(err, &cfg) || errors.Is(err, driver.ErrUnknownDriver) {
 		return 2
@@ -102,6 +105,9 @@ func argsAreUsage(c *cobra.Command) {
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
+				if near := nearest(args[0], commandNames(cmd)); near != "" {
+					return usageError{fmt.Errorf("unknown command %q for %q; did you mean %q?", args[0], cmd.CommandPath(), near)}
+				}
 				return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
 			}
 			return cmd.Help()
