@@ -210,6 +210,17 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 			// What a RESP proxy does to go-redis's HELLO: say how to get through.
 			err = fmt.Errorf("%w (the server closed the connection on the first command: if this is a RESP proxy such as twemproxy or Dynomite, set proxy=true or use mode=direct)", err)
 		}
+		// go-redis quotes what it could not parse ("redis: invalid reply: ...", "redis:
+		// can't parse map reply: ..."): name the server it came from.
+		if msg := err.Error(); strings.HasPrefix(msg, "redis: ") && strings.Contains(msg, `"`) {
+			if quoted, qerr := strconv.QuotedPrefix(msg[strings.Index(msg, `"`):]); qerr == nil {
+				if line, uerr := strconv.Unquote(quoted); uerr == nil {
+					if what := foreignServer([]byte(strings.TrimRight(line, "\r\n"))); what != "" {
+						err = fmt.Errorf("%w: this is not a Redis server: %s", err, what)
+					}
+				}
+			}
+		}
 		return classify(fmt.Errorf("connect to redis at %s: %w", strings.Join(o.Addrs, ","), err))
 	}
 	if o.Mode == "autopipeline" {

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -154,5 +157,25 @@ func TestInitUnreachableIsUnavailable(t *testing.T) {
 				t.Errorf("error %q does not say the connection was refused", err)
 			}
 		})
+	}
+}
+
+// TestOpenOnAWebPortSaysSo: pointed at an HTTP server (a common slip of the port), Init
+// fails in every mode saying it is not a Redis server and that it answered HTTP.
+func TestOpenOnAWebPortSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, mode := range []string{"direct", "pool"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		d, _, err := driver.Open(ctx, "redis", map[string]string{"addrs": addr, "mode": mode})
+		cancel()
+		if err == nil {
+			d.Close()
+			t.Fatalf("mode=%s: Open on an HTTP server succeeded", mode)
+		}
+		if !strings.Contains(err.Error(), "not a Redis server: it answered HTTP") {
+			t.Errorf("mode=%s: %v; want it to say the server answered HTTP", mode, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // This file is the RESP2 codec of mode=direct. RESP2 has five reply types, each a line
@@ -98,6 +99,9 @@ func (rd *respReader) line() ([]byte, error) {
 		if i := bytes.IndexByte(rd.buf[rd.r:rd.w], '\n'); i >= 0 {
 			end := rd.r + i
 			if end == rd.r || rd.buf[end-1] != '\r' {
+				if what := foreignServer(rd.buf[rd.r:end]); what != "" {
+					return nil, fmt.Errorf("%w: this is not a Redis server: %s", errProtocol, what)
+				}
 				return nil, fmt.Errorf("%w: line without CRLF", errProtocol)
 			}
 			l := rd.buf[rd.r : end-1]
@@ -168,7 +172,28 @@ func (rd *respReader) reply() (tag byte, data []byte, n int, err error) {
 		}
 		return tag, nil, size, nil
 	}
+	if what := foreignServer(l); what != "" {
+		return tag, nil, 0, fmt.Errorf("%w: this is not a Redis server: %s", errProtocol, what)
+	}
 	return tag, nil, 0, fmt.Errorf("%w: unknown reply type %q", errProtocol, tag)
+}
+
+// foreignServer names the kind of server a first line that is not RESP came from, when
+// it is one a user often points the driver at by mistake (a web port, memcached's), so
+// the error says what to fix instead of a protocol detail; "" when it cannot tell.
+func foreignServer(line []byte) string {
+	first := string(line[:min(len(line), 64)])
+	switch {
+	case strings.HasPrefix(first, "HTTP/"), strings.HasPrefix(strings.ToLower(first), "<!doctype html"), strings.HasPrefix(strings.ToLower(first), "<html"):
+		return fmt.Sprintf("it answered HTTP (%q): check the address and port", strings.TrimSpace(first))
+	case first == "ERROR" || strings.HasPrefix(first, "CLIENT_ERROR") || strings.HasPrefix(first, "SERVER_ERROR"):
+		return fmt.Sprintf("it answered like memcached (%q): use --driver memcached, or check the port", first)
+	case strings.HasPrefix(first, "SSH-"):
+		return "it answered SSH: check the address and port"
+	case len(line) > 0 && line[0] == 0x15:
+		return "it answered a TLS alert: set drivers.redis.tls=true, or check the port"
+	}
+	return ""
 }
 
 // skip reads and discards one reply, arrays included.

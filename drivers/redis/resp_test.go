@@ -89,3 +89,24 @@ func FuzzRespReader(f *testing.F) {
 		}
 	})
 }
+
+// TestRespNamesForeignServers: a first reply from a server that does not speak RESP (the
+// driver pointed at a web or memcached port) is named for what it is, so the error says
+// what to fix; it was "unknown reply type 'H'".
+func TestRespNamesForeignServers(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "not a Redis server: it answered HTTP"},
+		{"HTTP/1.0 200 OK\r\n", "not a Redis server: it answered HTTP"},
+		{"ERROR\r\n", "it answered like memcached"},
+		{"CLIENT_ERROR bad command line format\r\n", "it answered like memcached"},
+		{"SSH-2.0-OpenSSH_9.2\r\n", "it answered SSH"},
+		// An HTTP/1.0 server answers a request it cannot parse with a bare page.
+		{"<!DOCTYPE HTML>\n<html lang=\"en\">\n", "not a Redis server: it answered HTTP"},
+		{"?x\r\n", `unknown reply type '?'`},
+	} {
+		_, _, _, err := newRespReader(strings.NewReader(tt.in)).reply()
+		if !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("reply(%.24q) err = %v, want a protocol error saying %q", tt.in, err, tt.want)
+		}
+	}
+}
