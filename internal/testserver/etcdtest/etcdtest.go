@@ -55,6 +55,9 @@ func tryNew(t testing.TB) (*Server, error) {
 	// StartEtcd and e.Err instead.
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.UnsafeNoFsync = true // test data: speed over durability
+	// bcrypt's least cost (4) for users' passwords: the default (10) costs seconds per
+	// authentication under the race detector on a busy machine, past a client's deadline.
+	cfg.BcryptCost = 4
 	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
 	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
