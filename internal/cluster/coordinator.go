@@ -999,6 +999,9 @@ type MemberStatus struct {
 	Running   map[string]bool `json:"running"`
 	InRun     bool            `json:"inRun"`
 	Orphaned  bool            `json:"orphaned,omitempty"`
+	// HeldBy is the coordinator whose run holds the node, when it is not this one: the
+	// node refuses this coordinator's commands until that run ends or its lease lapses.
+	HeldBy string `json:"heldBy,omitempty"`
 	// OffsetMs is the node's clock minus the coordinator's; RTTMs the beat's round trip.
 	OffsetMs float64 `json:"offsetMs"`
 	RTTMs    float64 `json:"rttMs"`
@@ -1032,6 +1035,9 @@ func (c *Coordinator) Members() []MemberStatus {
 			InRun: m.inRun, Orphaned: m.beat.Orphaned, OffsetMs: ms(m.offset), RTTMs: ms(m.rtt), Assigned: m.assigned}
 		if m.health != Alive {
 			s.LastError = m.lastErr
+		}
+		if b := m.beat; b.Run != "" && b.Coordinator != c.opts.Self.ID {
+			s.HeldBy = b.Coordinator
 		}
 		s.VersionMismatch = s.Version != "" && s.Version != c.opts.Version
 		if m.health == Alive || m.health == Suspect {

@@ -165,6 +165,16 @@ func TestInProcessSecondCoordinatorCannotChangeAHeldNode(t *testing.T) {
 	}
 	second := secondCoordinator(t, nodes)
 	id := nodeID(nodes[1])
+	for _, m := range second.Members() {
+		if m.HeldBy != nodeID(nodes[0]) {
+			t.Errorf("the second coordinator's view of %s: held by %q; want %s, the first coordinator", m.ID, m.HeldBy, nodeID(nodes[0]))
+		}
+	}
+	for _, m := range coord.Members() {
+		if m.HeldBy != "" {
+			t.Errorf("the first coordinator's view of %s: held by %q; want none, its own run holds it", m.ID, m.HeldBy)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		do   func() error
