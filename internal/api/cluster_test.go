@@ -47,15 +47,20 @@ func TestClusterRoutesNeedAToken(t *testing.T) {
 	}
 	// The run's coordinator sets a class's shape; a bad one is refused naming the field,
 	// and so is another coordinator.
-	e.must(http.StatusNoContent, http.MethodPost, "/api/v1/cluster/shape", map[string]any{"coordinator": "c", "class": "read",
+	e.must(http.StatusNoContent, http.MethodPost, "/api/v1/cluster/shape", map[string]any{"coordinator": "c", "run": "r", "class": "read",
 		"shape": map[string]any{"kind": "ramp", "from": 5, "to": 20, "overMs": 2000}}, nil)
-	if st, body := e.call(http.MethodPost, "/api/v1/cluster/shape", map[string]any{"coordinator": "c", "class": "read",
+	if st, body := e.call(http.MethodPost, "/api/v1/cluster/shape", map[string]any{"coordinator": "c", "run": "r", "class": "read",
 		"shape": map[string]any{"kind": "steps", "everyMs": 1000}}); st != http.StatusUnprocessableEntity || !strings.Contains(string(body), "shape.rates") {
 		t.Errorf("steps without rates: %d %s, want 422 naming shape.rates", st, body)
 	}
-	if st, body := e.call(http.MethodPost, "/api/v1/cluster/shape", map[string]any{"coordinator": "other", "class": "read",
-		"shape": map[string]any{"kind": "constant", "rate": 5}}); st != http.StatusConflict {
-		t.Errorf("another coordinator's shape: %d %s, want 409", st, body)
+	for _, who := range []map[string]any{{"coordinator": "other"}, {"coordinator": "other", "run": "r"}, {"coordinator": "c"}, {"coordinator": "c", "run": "r2"}} {
+		req := map[string]any{"class": "read", "shape": map[string]any{"kind": "constant", "rate": 5}}
+		for k, v := range who {
+			req[k] = v
+		}
+		if st, body := e.call(http.MethodPost, "/api/v1/cluster/shape", req); st != http.StatusConflict {
+			t.Errorf("a shape of %v while run r of c holds the node: %d %s, want 409", who, st, body)
+		}
 	}
 	// Another coordinator is refused while the run holds the node.
 	if st, body := e.call(http.MethodPost, "/api/v1/cluster/beat", map[string]any{"coordinator": "other", "run": "r2", "leaseMs": 1000, "sent": at}); st != http.StatusConflict {

@@ -198,7 +198,7 @@ func New(opts Options) (*Server, error) {
 	}))
 
 	s.unsub = s.inst.Collector().Subscribe(s.interval)
-	s.handler = s.recoverer(s.cors(s.refuseCrossSiteUnsafe(s.auth(s.limitBody(s.mux)))))
+	s.handler = s.recoverer(s.cors(s.refuseCrossSiteUnsafe(s.auth(s.admitFleet(s.limitBody(s.mux))))))
 	return s, nil
 }
 
@@ -267,6 +267,31 @@ func (s *Server) refuseCrossSiteUnsafe(next http.Handler) http.Handler {
 			if err := s.origins.Check(r); err != nil {
 				writeCrossSite(w, err)
 				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// admitFleet refuses a coordinator's state-changing call (any unsafe method; the
+// coordinator names itself and its run in headers) while another fleet run holds this
+// node, before any route applies anything: a second coordinator must not stop or re-rate
+// load that a run it does not own holds. The /api/v1/cluster/ routes carry the run in
+// their bodies and check it themselves.
+func (s *Server) admitFleet(next http.Handler) http.Handler {
+	a := s.opts.Agent
+	if a == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if !strings.HasPrefix(r.URL.Path, "/api/v1/cluster/") {
+				if err := a.Admit(r.Header.Get(cluster.HeaderCoordinator), r.Header.Get(cluster.HeaderRun)); err != nil {
+					writeProblem(w, http.StatusConflict, err.Error())
+					return
+				}
 			}
 		}
 		next.ServeHTTP(w, r)

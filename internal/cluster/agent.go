@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,6 +53,9 @@ type Agent struct {
 	node LocalNode
 	opts AgentOptions
 	log  *slog.Logger
+	// boot names this process: a node restarted under the same id answers beats with a
+	// new one, so its coordinator knows that everything it told the old process is gone.
+	boot string
 
 	mu          sync.Mutex
 	coordinator string        // the run's coordinator ("" when none)
@@ -90,7 +95,36 @@ func NewAgent(node LocalNode, opts AgentOptions) *Agent {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{node: node, opts: opts, log: log, wake: make(chan struct{}, 1)}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &Agent{node: node, opts: opts, log: log, boot: hex.EncodeToString(b[:]), wake: make(chan struct{}, 1)}
+}
+
+// Boot returns the id of this process's agent, as its beats carry it.
+func (a *Agent) Boot() string { return a.boot }
+
+// heldBy returns the error a command of run of coordinator gets from a node that another
+// run holds (its lease alive), nil when the node is free or held by that run; called
+// with a.mu held.
+func (a *Agent) heldBy(coordinator, run string, now time.Time) error {
+	if a.run == "" || now.Sub(a.lastBeat) > a.lease || (a.coordinator == coordinator && a.run == run) {
+		return nil
+	}
+	return fmt.Errorf("%w: run %q of coordinator %q (lease %v)", ErrClaimed, a.run, a.coordinator, a.lease)
+}
+
+// Admit says whether a fleet command of run from coordinator may change this node: a node
+// that another run holds refuses, before anything applies, every command that does not
+// come from that run (a second coordinator's stop, config change, driver init, ...).
+// Calls a person makes to the node itself name no coordinator and are admitted: the
+// node's operator may always stop its load.
+func (a *Agent) Admit(coordinator, run string) error {
+	if coordinator == "" {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.heldBy(coordinator, run, time.Now())
 }
 
 // claim takes or renews the lease of run for coordinator; called with a.mu held. A node
@@ -103,8 +137,8 @@ func (a *Agent) claim(coordinator, run string, lease time.Duration, now time.Tim
 	if lease <= 0 {
 		return &driver.FieldError{Field: "leaseMs", Value: strconv.FormatInt(lease.Milliseconds(), 10), Allowed: "1 or more (milliseconds)"}
 	}
-	if a.run != "" && (a.coordinator != coordinator || a.run != run) && now.Sub(a.lastBeat) <= a.lease {
-		return fmt.Errorf("%w: run %q of coordinator %q (lease %v)", ErrClaimed, a.run, a.coordinator, a.lease)
+	if err := a.heldBy(coordinator, run, now); err != nil {
+		return err
 	}
 	renewed := a.run == run && a.coordinator == coordinator
 	a.coordinator, a.run, a.lease, a.lastBeat, a.orphaned = coordinator, run, lease, now, false
@@ -132,11 +166,14 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 			}
 		}
 	}
-	run, orphaned := a.run, a.orphaned
+	run, coord, orphaned := a.run, a.coordinator, a.orphaned
+	if run != "" && received.Sub(a.lastBeat) > a.lease {
+		run, coord = "", "" // lapsed: the node is free, whether or not Run has noticed yet
+	}
 	a.mu.Unlock()
 	st := a.node.Status()
-	resp := BeatResponse{ID: a.opts.ID, Version: a.opts.Version, Labels: a.opts.Labels, Received: received,
-		Driver: st.Driver, Running: st.Running, FirstOps: st.FirstOps, Run: run, Orphaned: orphaned,
+	resp := BeatResponse{ID: a.opts.ID, Version: a.opts.Version, Labels: a.opts.Labels, Boot: a.boot, Received: received,
+		Driver: st.Driver, Running: st.Running, FirstOps: st.FirstOps, Run: run, Coordinator: coord, Orphaned: orphaned,
 		Backfill: st.Backfill}
 	resp.Sent = time.Now()
 	return resp, nil
@@ -161,14 +198,10 @@ func (a *Agent) Start(req StartRequest) error {
 const maxShapeWait = 10 * time.Second
 
 // SetShape checks a shape request and, unless it is a dry run, applies it at req.At. A
-// node whose load another coordinator's run holds refuses (ErrClaimed).
+// node that another run holds refuses (ErrClaimed).
 func (a *Agent) SetShape(ctx context.Context, req ShapeRequest) error {
-	a.mu.Lock()
-	claimed := a.run != "" && a.coordinator != req.Coordinator && time.Since(a.lastBeat) <= a.lease
-	run, coord := a.run, a.coordinator
-	a.mu.Unlock()
-	if claimed {
-		return fmt.Errorf("%w: run %q of coordinator %q", ErrClaimed, run, coord)
+	if err := a.Admit(req.Coordinator, req.Run); err != nil {
+		return err
 	}
 	classes := a.node.Status().Running // every class of the workload
 	if _, ok := classes[req.Class]; !ok {

@@ -214,3 +214,70 @@ func TestAgentIgnoresABeatOfAReleasedRun(t *testing.T) {
 		t.Errorf("a beat of the restarted run: run %q, %v; want it renewed", resp.Run, err)
 	}
 }
+
+// A node held by a run admits the commands of that run only, and of no other run of the
+// same coordinator or of another one, until the run is released or its lease lapses;
+// calls that name no coordinator (a person at the node's own API) are admitted.
+func TestAgentAdmitsOnlyTheRunThatHoldsIt(t *testing.T) {
+	a := NewAgent(newRecordingNode(), AgentOptions{ID: "n1"})
+	lease := 200 * time.Millisecond
+	if err := a.Claim("c1", "r1", lease); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		coordinator, run string
+		refused          bool
+	}{
+		{"c1", "r1", false},
+		{"c1", "r2", true},
+		{"c1", "", true},
+		{"c2", "r1", true},
+		{"c2", "", true},
+		{"", "", false},
+	} {
+		err := a.Admit(tc.coordinator, tc.run)
+		if got := errors.Is(err, ErrClaimed); got != tc.refused {
+			t.Errorf("Admit(%q, %q) while run r1 of c1 holds the node: %v; want refused %v", tc.coordinator, tc.run, err, tc.refused)
+		}
+	}
+	if err := a.Release(ReleaseRequest{Coordinator: "c1", Run: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Admit("c2", ""); err != nil {
+		t.Errorf("Admit of another coordinator after the run's release: %v; want admitted", err)
+	}
+	if err := a.Claim("c1", "r3", lease); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(lease + 50*time.Millisecond)
+	if err := a.Admit("c2", ""); err != nil {
+		t.Errorf("Admit of another coordinator after the run's lease lapsed: %v; want admitted", err)
+	}
+}
+
+// Beats carry the agent's boot id, the same on every beat of one process and another in
+// a new one (a restart under the same node id), and who holds the node.
+func TestAgentBeatsCarryItsBootAndHolder(t *testing.T) {
+	a := NewAgent(newRecordingNode(), AgentOptions{ID: "n1"})
+	r1, err := a.Beat(BeatRequest{Coordinator: "c1", Run: "r1", LeaseMs: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := a.Beat(BeatRequest{Coordinator: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Boot == "" || r1.Boot != r2.Boot {
+		t.Errorf("boot ids of one agent's beats: %q, %q; want one, not empty", r1.Boot, r2.Boot)
+	}
+	if r2.Run != "r1" || r2.Coordinator != "c1" {
+		t.Errorf("beat says held by run %q of %q; want r1 of c1", r2.Run, r2.Coordinator)
+	}
+	r3, err := NewAgent(newRecordingNode(), AgentOptions{ID: "n1"}).Beat(BeatRequest{Coordinator: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r3.Boot == r1.Boot {
+		t.Errorf("a new agent under the same id has boot id %q, as the old one; want another", r3.Boot)
+	}
+}

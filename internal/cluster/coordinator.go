@@ -301,12 +301,6 @@ func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
 	prev := m.health
 	m.health, m.since = h, now
 	switch h {
-	case Alive:
-		// A node that joins while the fleet runs load (a scale-up, or a lost node that
-		// came back) takes its share: the others' rates go down first, then it starts.
-		if c.run != "" && c.started != nil {
-			go c.join(context.Background(), m.ID)
-		}
 	case Lost, Left:
 		c.stats.forget(m.ID, now)
 		m.expected = false
@@ -375,7 +369,17 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 			}
 			return
 		}
+		prev := m.beat
+		// A new boot id under the same node id is a new process: what the old one was
+		// told (its share, shapes, driver, run) died with it, and its interval sequence
+		// starts over.
+		restarted := prev.Boot != "" && resp.Boot != prev.Boot
 		m.lastOK, m.lastErr, m.beat = t3, "", resp
+		if restarted {
+			c.log.Warn("fleet member restarted: it gets its whole assignment again", "node", m.ID)
+			m.applied, m.shaped = nil, nil
+			m.next, m.polling = 0, false
+		}
 		// NTP: offset = ((t1 − t0) + (t2 − t3)) / 2, round trip = (t3 − t0) − (t2 − t1).
 		s := clockSample{
 			offset: (resp.Received.Sub(j.req.Sent) + resp.Sent.Sub(t3)) / 2,
@@ -392,9 +396,30 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 			}
 		}
 		m.offset, m.rtt = best.offset, best.rtt
-		if m.health != Alive {
+		back := m.health != Alive
+		if back {
 			c.log.Info("fleet member alive", "node", m.ID, "was", m.health, "offset", m.offset, "rtt", m.rtt)
 			c.setHealth(m, Alive, t3)
+		}
+		// A node that joins while the fleet runs load (a scale-up, a lost node that came
+		// back) takes its share: the others' rates go down first, then it starts. A node
+		// that restarted gets everything it was told again, run or not: it came back
+		// with its own defaults.
+		if (back && c.run != "" && c.started != nil) || restarted {
+			var resume []string
+			known := prev.Boot != ""
+			if known {
+				// It had answered before: it resumes the classes it last ran (those a
+				// StopNode stopped stay stopped); a newcomer runs the fleet's.
+				resume = []string{}
+				for cls, on := range prev.Running {
+					if on {
+						resume = append(resume, cls)
+					}
+				}
+				slices.Sort(resume)
+			}
+			go c.join(context.Background(), m.ID, resume, known)
 		}
 	})
 }
@@ -460,6 +485,26 @@ func (c *Coordinator) alive() []*member {
 	return out
 }
 
+// ref is this coordinator's current run, as the nodes' admission check sees it; called
+// with c.mu held.
+func (c *Coordinator) ref() runRef { return runRef{c.opts.Self.ID, c.run} }
+
+// heldElsewhere refuses a command to ms when another coordinator's run holds any of them,
+// as their last beats tell; called with c.mu held. Each node checks it again on the call
+// itself; this check spares the free nodes a command that could not apply on all.
+func (c *Coordinator) heldElsewhere(ms []*member) error {
+	var held []string
+	for _, m := range ms {
+		if b := m.beat; b.Run != "" && b.Coordinator != "" && b.Coordinator != c.opts.Self.ID {
+			held = append(held, fmt.Sprintf("%s: run %q of coordinator %q", m.ID, b.Run, b.Coordinator))
+		}
+	}
+	if held == nil {
+		return nil
+	}
+	return fmt.Errorf("%w; nothing was changed on any node: %s", ErrClaimed, strings.Join(held, "; "))
+}
+
 // fanOut calls f on each member in parallel and gathers the failures.
 func (c *Coordinator) fanOut(op string, ms []*member, f func(m *member) error) error {
 	if len(ms) == 0 {
@@ -484,10 +529,14 @@ func (c *Coordinator) fanOut(op string, ms []*member, f func(m *member) error) e
 // node's configured ones).
 func (c *Coordinator) InitDriver(ctx context.Context, name string, opts map[string]string) error {
 	c.mu.Lock()
-	ms := c.alive()
+	ms, as := c.alive(), c.ref()
+	if err := c.heldElsewhere(ms); err != nil {
+		c.mu.Unlock()
+		return err
+	}
 	c.mu.Unlock()
 	err := c.fanOut("driver init", ms, func(m *member) error {
-		return m.client().call(ctx, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil)
+		return m.client().command(ctx, as, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil)
 	})
 	c.mu.Lock()
 	c.driver, c.drvOpts = name, maps.Clone(opts)
@@ -503,12 +552,19 @@ func (c *Coordinator) InitDriver(ctx context.Context, name string, opts map[stri
 func (c *Coordinator) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	ms := c.alive()
+	if err := c.heldElsewhere(ms); err != nil {
+		c.mu.Unlock()
+		return err
+	}
 	c.driver, c.drvOpts = "", nil
 	c.mu.Unlock()
 	_ = c.release(ctx)
+	c.mu.Lock()
+	as := c.ref()
+	c.mu.Unlock()
 	defer c.beatAll(ctx)
 	return c.fanOut("driver shutdown", ms, func(m *member) error {
-		return m.client().call(ctx, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
+		return m.client().command(ctx, as, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
 	})
 }
 
@@ -577,6 +633,10 @@ func (c *Coordinator) setScopes(ctx context.Context, next scopes, save func(cont
 	// node's labels and weight meanwhile.
 	c.mu.Lock()
 	ms, share := c.sharing()
+	if err := c.heldElsewhere(ms); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
 	live := make([]splitMember, len(ms))
 	for i, m := range ms {
 		live[i] = m.split()
@@ -649,6 +709,7 @@ func (c *Coordinator) sharing() (live []*member, share []splitMember) {
 func (c *Coordinator) reapply(ctx context.Context) error {
 	c.mu.Lock()
 	ms, share := c.sharing()
+	as := c.ref()
 	type job struct {
 		m    *member
 		eff  map[string]string
@@ -677,7 +738,7 @@ func (c *Coordinator) reapply(ctx context.Context) error {
 	var mu sync.Mutex
 	c.each(len(jobs), func(i int) {
 		j := jobs[i]
-		err := j.m.client().call(ctx, http.MethodPatch, "/api/v1/config", map[string]any{"values": j.diff}, nil)
+		err := j.m.client().command(ctx, as, http.MethodPatch, "/api/v1/config", map[string]any{"values": j.diff}, nil)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -755,6 +816,10 @@ func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, 
 		c.mu.Unlock()
 		return time.Time{}, fmt.Errorf("%w: %s", ErrStartRefused, strings.Join(bad, "; "))
 	}
+	if err := c.heldElsewhere(ms); err != nil {
+		c.mu.Unlock()
+		return time.Time{}, err
+	}
 	if c.run == "" {
 		c.run = newRunID()
 		for _, m := range c.members {
@@ -793,11 +858,15 @@ func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, 
 // more, the run ends and the nodes keep no lease.
 func (c *Coordinator) Stop(ctx context.Context, classes ...string) error {
 	c.mu.Lock()
-	ms := c.alive()
+	ms, as := c.alive(), c.ref()
+	if err := c.heldElsewhere(ms); err != nil {
+		c.mu.Unlock()
+		return err
+	}
 	c.mu.Unlock()
 	defer c.beatAll(ctx)
 	err := c.fanOut("stop", ms, func(m *member) error {
-		return m.client().call(ctx, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
+		return m.client().command(ctx, as, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
 	})
 	if len(classes) == 0 {
 		if rerr := c.release(ctx); err == nil {
@@ -846,6 +915,10 @@ func (c *Coordinator) Backfill(ctx context.Context, opts BackfillOptions) error 
 		c.mu.Unlock()
 		return ErrNoMembers
 	}
+	if err := c.heldElsewhere(ms); err != nil {
+		c.mu.Unlock()
+		return err
+	}
 	split := make([]splitMember, len(ms))
 	for i, m := range ms {
 		split[i] = m.split()
@@ -876,29 +949,37 @@ func (c *Coordinator) Backfill(ctx context.Context, opts BackfillOptions) error 
 		if err := m.client().call(ctx, http.MethodPost, "/api/v1/cluster/beat", beat, nil); err != nil {
 			return err
 		}
-		return m.client().call(ctx, http.MethodPost, "/api/v1/backfill/start", req, nil)
+		return m.client().command(ctx, runRef{c.opts.Self.ID, run}, http.MethodPost, "/api/v1/backfill/start", req, nil)
 	})
 }
 
 // StopBackfill stops the backfill on every live node.
 func (c *Coordinator) StopBackfill(ctx context.Context) error {
 	c.mu.Lock()
-	ms := c.alive()
+	ms, as := c.alive(), c.ref()
+	if err := c.heldElsewhere(ms); err != nil {
+		c.mu.Unlock()
+		return err
+	}
 	c.mu.Unlock()
 	defer c.beatAll(ctx)
 	return c.fanOut("backfill stop", ms, func(m *member) error {
-		return m.client().call(ctx, http.MethodPost, "/api/v1/backfill/stop", nil, nil)
+		return m.client().command(ctx, as, http.MethodPost, "/api/v1/backfill/stop", nil, nil)
 	})
 }
 
 // ResetStats starts a new cumulative span on every node and in the fleet's statistics.
 func (c *Coordinator) ResetStats(ctx context.Context) error {
 	c.mu.Lock()
-	ms := c.alive()
+	ms, as := c.alive(), c.ref()
+	if err := c.heldElsewhere(ms); err != nil {
+		c.mu.Unlock()
+		return err
+	}
 	c.mu.Unlock()
 	c.stats.reset()
 	return c.fanOut("stats reset", ms, func(m *member) error {
-		return m.client().call(ctx, http.MethodPost, "/api/v1/stats/reset", nil, nil)
+		return m.client().command(ctx, as, http.MethodPost, "/api/v1/stats/reset", nil, nil)
 	})
 }
 
@@ -918,6 +999,9 @@ type MemberStatus struct {
 	Running   map[string]bool `json:"running"`
 	InRun     bool            `json:"inRun"`
 	Orphaned  bool            `json:"orphaned,omitempty"`
+	// HeldBy is the coordinator whose run holds the node, when it is not this one: the
+	// node refuses this coordinator's commands until that run ends or its lease lapses.
+	HeldBy string `json:"heldBy,omitempty"`
 	// OffsetMs is the node's clock minus the coordinator's; RTTMs the beat's round trip.
 	OffsetMs float64 `json:"offsetMs"`
 	RTTMs    float64 `json:"rttMs"`
@@ -951,6 +1035,9 @@ func (c *Coordinator) Members() []MemberStatus {
 			InRun: m.inRun, Orphaned: m.beat.Orphaned, OffsetMs: ms(m.offset), RTTMs: ms(m.rtt), Assigned: m.assigned}
 		if m.health != Alive {
 			s.LastError = m.lastErr
+		}
+		if b := m.beat; b.Run != "" && b.Coordinator != c.opts.Self.ID {
+			s.HeldBy = b.Coordinator
 		}
 		s.VersionMismatch = s.Version != "" && s.Version != c.opts.Version
 		if m.health == Alive || m.health == Suspect {
@@ -1020,6 +1107,10 @@ func (c *Coordinator) StartNode(ctx context.Context, id string, classes ...strin
 		return err
 	}
 	c.mu.Lock()
+	if err := c.heldElsewhere([]*member{m}); err != nil {
+		c.mu.Unlock()
+		return err
+	}
 	if c.run == "" {
 		c.run = newRunID()
 	}
@@ -1044,7 +1135,14 @@ func (c *Coordinator) StopNode(ctx context.Context, id string, classes ...string
 	if err != nil {
 		return err
 	}
-	return m.client().call(ctx, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
+	c.mu.Lock()
+	as := c.ref()
+	err = c.heldElsewhere([]*member{m})
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return m.client().command(ctx, as, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
 }
 
 // StartedAt is the common start instant of the last fleet start (zero before one).
@@ -1054,26 +1152,40 @@ func (c *Coordinator) StartedAt() time.Time {
 	return c.startAt
 }
 
-// join brings a node that became alive during a run into it: the fleet's driver if it has
-// none, its share of the rates (re-split over every node of the run), and a start of the
-// run's classes with the run's lease.
-func (c *Coordinator) join(ctx context.Context, id string) {
+// join brings a node that became alive during a run into it, or that restarted: the
+// fleet's driver if it has none, all of its configuration (scopes and its share of the
+// rates, re-split over every node of the run), the fleet's load shapes, and, while the
+// fleet runs load, a start with the run's lease. resume are the op classes it starts,
+// unless known (a newcomer: the fleet's last started ones), else those it ran before it
+// went away.
+func (c *Coordinator) join(ctx context.Context, id string, resume []string, known bool) {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	c.mu.Lock()
 	m, ok := c.members[id]
-	if !ok || c.run == "" || c.started == nil {
+	if !ok || m.health != Alive {
 		c.mu.Unlock()
 		return
 	}
-	name, opts, classes, run := c.driver, maps.Clone(c.drvOpts), slices.Clone(c.started), c.run
+	// What it was told before is sent again in whole: a new process lost it, and a lost
+	// node may have been changed meanwhile.
+	m.applied, m.shaped = nil, nil
+	name, opts, run := c.driver, maps.Clone(c.drvOpts), c.run
+	running := c.run != "" && c.started != nil
+	classes := resume
+	if !known {
+		classes = slices.Clone(c.started)
+	}
 	hasDriver := m.beat.Driver != ""
-	m.inRun = true
-	c.gen++
+	if running {
+		m.inRun = true
+		c.gen++
+	}
 	c.mu.Unlock()
-	c.log.Info("fleet member joins the run", "node", id, "run", run)
+	c.log.Info("fleet member rejoins", "node", id, "run", run, "classes", classes)
 	if name != "" && !hasDriver {
-		if err := m.client().call(ctx, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil); err != nil {
+		err := m.client().command(ctx, runRef{c.opts.Self.ID, run}, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil)
+		if err != nil {
 			c.log.Warn("joining node: driver init failed", "node", id, "err", err)
 			return
 		}
@@ -1083,6 +1195,10 @@ func (c *Coordinator) join(ctx context.Context, id string) {
 	}
 	if err := c.reshape(ctx); err != nil {
 		c.log.Warn("joining node: load shapes not re-split", "node", id, "err", err)
+	}
+	// An empty resume means it ran nothing: a start of no class would start them all.
+	if !running || (known && len(resume) == 0) {
+		return
 	}
 	if err := c.StartNode(ctx, id, classes...); err != nil {
 		c.log.Warn("joining node: start failed", "node", id, "err", err)

@@ -654,3 +654,85 @@ func waitEffective(t *testing.T, s *testserver.Server, key, want string, within 
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestFleetNodeRestartedMidRunTakesItsShare: a node killed and restarted mid-run (a new
+// process under the same id, back before the coordinator finds it lost) runs its share of
+// the fleet's rate again within 3 s of being back, and the fleet's achieved rate returns
+// to its target. It used to come back with its own defaults (100 reads/s), the coordinator
+// believing it had its share already.
+func TestFleetNodeRestartedMidRunTakesItsShare(t *testing.T) {
+	f := startFleet(t, 3, nil, nil)
+	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 3000, "workload.writeEnabled": false, "workload.numKeys": 1000}}, nil)
+	call(t, http.MethodPost, f.url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	call(t, http.MethodPost, f.url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
+	time.Sleep(2 * time.Second)
+
+	victim := f.nodes[2]
+	if err := victim.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := victim.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	for {
+		var st struct {
+			Driver  string          `json:"driver"`
+			Running map[string]bool `json:"running"`
+		}
+		call(t, http.MethodGet, nodeURL(victim, "/api/v1/status"), nil, &st)
+		rate := effective(t, victim, "workload.readRate")
+		if st.Driver == "memory" && st.Running["read"] && rate == "1000" {
+			t.Logf("restarted node runs its share %v after it was back", time.Since(back).Round(time.Millisecond))
+			break
+		}
+		if time.Since(back) > 3*time.Second {
+			t.Fatalf("restarted node 3 s after it was back: driver %q, running %v, readRate %s; want memory, reads at 1000",
+				st.Driver, st.Running, rate)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The fleet's merged seconds, all three nodes in each, are back at the target.
+	ran := time.Now()
+	end := ran.Add(15 * time.Second)
+	for {
+		var series struct {
+			Points []struct {
+				T       time.Time `json:"t"`
+				Nodes   int       `json:"nodes"`
+				Partial bool      `json:"partial"`
+				Ops     map[string]struct {
+					Rate float64 `json:"rate"`
+				} `json:"ops"`
+			} `json:"points"`
+		}
+		call(t, http.MethodGet, f.url("/api/v1/stats/series"), nil, &series)
+		var rates []float64
+		for _, p := range series.Points {
+			// Whole seconds that began after the node ran its share again.
+			if p.T.After(ran.Add(time.Second)) && p.Nodes == 3 && !p.Partial {
+				rates = append(rates, p.Ops["read"].Rate)
+			}
+		}
+		ok := len(rates) >= 3
+		for _, r := range rates {
+			ok = ok && math.Abs(r-3000)/3000 < 0.05
+		}
+		if ok {
+			t.Logf("fleet's merged seconds after the node was back: %.0f reads/s", rates)
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("fleet's merged seconds after the node was back: %.0f reads/s; want at least 3, each 3000 within 5%%", rates)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, m := range f.members() {
+		if m.Assigned["read"] != 1000 || m.Saturated || !m.InRun {
+			t.Errorf("member %s: assigned %v reads/s, saturated %v, in run %v; want 1000, not saturated, in the run", m.ID, m.Assigned["read"], m.Saturated, m.InRun)
+		}
+	}
+}

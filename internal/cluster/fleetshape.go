@@ -56,8 +56,15 @@ func (c *Coordinator) SetShape(ctx context.Context, class string, shape pacer.Sh
 	for i, j := range jobs {
 		ms[i] = j.m
 	}
+	c.mu.Lock()
+	run := c.run
+	err := c.heldElsewhere(ms)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	req := func(j shapeJob, at time.Time, dry bool) ShapeRequest {
-		r := ShapeRequest{Coordinator: c.opts.Self.ID, Class: class, DryRun: dry}
+		r := ShapeRequest{Coordinator: c.opts.Self.ID, Run: run, Class: class, DryRun: dry}
 		if spec != nil {
 			s := spec.Scaled(j.share)
 			r.Shape = &s
@@ -158,6 +165,7 @@ func (c *Coordinator) reshape(ctx context.Context) error {
 	for k, v := range c.shapes {
 		shapes[k] = v
 	}
+	run := c.run
 	c.mu.Unlock()
 	var errs []NodeError
 	for class, fs := range shapes {
@@ -176,7 +184,7 @@ func (c *Coordinator) reshape(ctx context.Context) error {
 			if d := at.Sub(fs.at); d > 0 {
 				s.SkipMs += float64(d) / float64(time.Millisecond)
 			}
-			req := ShapeRequest{Coordinator: c.opts.Self.ID, Class: class, Shape: &s, At: at.Add(j.offset)}
+			req := ShapeRequest{Coordinator: c.opts.Self.ID, Run: run, Class: class, Shape: &s, At: at.Add(j.offset)}
 			err := m.client().call(ctx, http.MethodPost, "/api/v1/cluster/shape", req, nil)
 			if err == nil {
 				c.noteShaped(m, class, true, j.share)

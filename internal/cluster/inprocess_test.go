@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,11 +26,16 @@ import (
 
 const inToken = "in-process-fleet-token"
 
-// inNode is one node in the test process: an instance behind its API with an agent.
+// inNode is one node in the test process: an instance behind its API with an agent. Its
+// address outlives the instance: restart puts a new one (a new process, as far as the
+// fleet can tell) behind it.
 type inNode struct {
-	inst   *instance.Instance
-	ts     *httptest.Server
-	shapes *shapeRecorder
+	t       *testing.T
+	inst    *instance.Instance
+	ts      *httptest.Server
+	shapes  *shapeRecorder
+	handler atomic.Pointer[http.Handler]
+	stop    func() // ends the current incarnation
 }
 
 // shapeRecorder is the agent's node: the instance, with the shapes set on it noted.
@@ -60,6 +66,18 @@ func (r *shapeRecorder) sets() []shapeSet {
 
 func newInNode(t *testing.T) *inNode {
 	t.Helper()
+	n := &inNode{t: t}
+	n.boot()
+	n.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*n.handler.Load()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { n.ts.Close(); n.stop() })
+	return n
+}
+
+// boot starts an incarnation of the node: a new instance with its defaults, agent and API.
+func (n *inNode) boot() {
+	t := n.t
 	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +91,22 @@ func newInNode(t *testing.T) *inNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { cancel(); ts.Close(); srv.Close(); _ = inst.Close() })
-	return &inNode{inst: inst, ts: ts, shapes: rec}
+	h := srv.Handler()
+	n.inst, n.shapes = inst, rec
+	n.handler.Store(&h)
+	n.stop = func() { cancel(); srv.Close(); _ = inst.Close() }
+}
+
+// restart kills the node's incarnation and, after down, boots a new one at the same
+// address: a node process restarted under the same id. Meanwhile the address answers 503.
+func (n *inNode) restart(down time.Duration) {
+	var dead http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "node down", http.StatusServiceUnavailable)
+	})
+	n.handler.Store(&dead)
+	n.stop()
+	time.Sleep(down)
+	n.boot()
 }
 
 func inCall(t *testing.T, method, url string, in, out any) {

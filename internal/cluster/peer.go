@@ -44,6 +44,12 @@ func (e *PeerError) Error() string {
 
 // call sends in (if not nil) as JSON and decodes the answer into out (if not nil).
 func (p *peer) call(ctx context.Context, method, path string, in, out any) error {
+	return p.command(ctx, runRef{}, method, path, in, out)
+}
+
+// command is call on behalf of a coordinator's run (as): the node admits a state-changing
+// call only when no other run holds it.
+func (p *peer) command(ctx context.Context, as runRef, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -62,6 +68,10 @@ func (p *peer) call(ctx context.Context, method, path string, in, out any) error
 	req.Header.Set("Accept", "application/json")
 	if p.token != "" {
 		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	if as.coordinator != "" {
+		req.Header.Set(HeaderCoordinator, as.coordinator)
+		req.Header.Set(HeaderRun, as.run)
 	}
 	resp, err := p.hc.Do(req)
 	if err != nil {

@@ -38,6 +38,9 @@ type BeatResponse struct {
 	ID      string            `json:"id"`
 	Version string            `json:"version"`
 	Labels  map[string]string `json:"labels,omitempty"`
+	// Boot names the node's process (new at every start): a coordinator that sees it
+	// change knows the node restarted and lost what it was told (its share, shapes, run).
+	Boot string `json:"boot,omitempty"`
 	// Received and Sent are the node's clock when the beat arrived (t1) and when the
 	// answer left (t2).
 	Received time.Time `json:"received"`
@@ -50,10 +53,12 @@ type BeatResponse struct {
 	Backfill *engine.BackfillStatus `json:"backfill,omitempty"`
 	// FirstOps are the running classes' first operations since they started (node clock).
 	FirstOps map[string]time.Time `json:"firstOps,omitempty"`
-	// Run is the fleet run the node is part of ("" when none), and Orphaned tells that its
-	// last run's coordinator went silent and the node stopped its load by itself.
-	Run      string `json:"run,omitempty"`
-	Orphaned bool   `json:"orphaned,omitempty"`
+	// Run is the fleet run the node is part of ("" when none) and Coordinator the node
+	// that runs it; Orphaned tells that its last run's coordinator went silent and the
+	// node stopped its load by itself.
+	Run         string `json:"run,omitempty"`
+	Coordinator string `json:"coordinator,omitempty"`
+	Orphaned    bool   `json:"orphaned,omitempty"`
 }
 
 // StartRequest starts op classes at an instant of the node's clock: the coordinator
@@ -67,6 +72,14 @@ type StartRequest struct {
 	LeaseMs int64    `json:"leaseMs" minimum:"1" doc:"Stop the load after this long without a beat of the run"`
 }
 
+// HeaderCoordinator and HeaderRun name, on every call a coordinator makes to a node, the
+// coordinator and its current run ("" when none): a node that another run holds refuses a
+// state-changing call that does not come from that run, before anything applies.
+const (
+	HeaderCoordinator = "Ndbench-Coordinator"
+	HeaderRun         = "Ndbench-Run"
+)
+
 // ReleaseRequest ends a node's part in a run: its load is the coordinator's no longer,
 // so it keeps no lease (sent when the fleet's load is stopped).
 type ReleaseRequest struct {
@@ -79,6 +92,9 @@ type ReleaseRequest struct {
 // common instant (converted with each node's offset), so the nodes' shapes line up.
 type ShapeRequest struct {
 	Coordinator string `json:"coordinator" minLength:"1"`
+	// Run is the coordinator's current run ("" when none): a node another run holds
+	// refuses the shape.
+	Run string `json:"run,omitempty"`
 	// Class is the op class (read, write, or a class of the workload).
 	Class string `json:"class" minLength:"1"`
 	// Shape is the node's own shape (rates are its share); absent: back to the
