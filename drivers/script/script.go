@@ -124,6 +124,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 // source is a script's text and where it came from.
 type source struct {
 	name string // file name in messages and stack traces
+	file bool   // read from the file option (its errors quote nothing of it: fileerrors.go)
 	text string
 	hash [sha256.Size]byte
 }
@@ -138,7 +139,7 @@ func readSource(o *Options) (source, error) {
 		return source{}, driver.FieldErrors{&driver.FieldError{Field: "file", Value: o.File, Allowed: "a readable JavaScript file: " + err.Error()}}
 	}
 	text := string(data)
-	return source{name: o.File, text: text, hash: sha256.Sum256(data)}, nil
+	return source{name: o.File, file: true, text: text, hash: sha256.Sum256(data)}, nil
 }
 
 // Reconfigure reloads the script with a new config; the running script stays if the new
@@ -435,7 +436,7 @@ func (g *generation) forget(v *vm) {
 func load(ctx context.Context, src source, o *Options, old *generation) (_ *generation, err error) {
 	prog, err := goja.Compile(src.name, src.text, false)
 	if err != nil {
-		return nil, fmt.Errorf("script %s: %w", src.name, err)
+		return nil, compileError(src, err)
 	}
 	var prev *storeSet
 	if old != nil {

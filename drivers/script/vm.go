@@ -82,7 +82,7 @@ func (g *generation) newVM(ctx context.Context) (_ *vm, err error) {
 		return nil, fmt.Errorf("script prelude: %w", err)
 	}
 	if _, err := rt.RunProgram(g.prog); err != nil {
-		return nil, v.convert(ctx, err)
+		return nil, v.convertTop(ctx, err)
 	}
 	v.fns = make([]goja.Callable, len(fnNames))
 	for i, name := range fnNames {
