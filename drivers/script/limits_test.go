@@ -1,0 +1,150 @@
+package script
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+)
+
+// TestInitTimeout loads scripts whose loading never ends (a loop in init or at the top
+// level, a sleep in init): Open fails within initTimeout as a timeout naming the option,
+// though the caller's context has no deadline.
+func TestInitTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+	}{
+		{"loop in init", `function init() { for (;;) {} } function read(key) {}`},
+		{"loop caught in init", `function init() { for (;;) { try { for (;;) {} } catch (e) {} } } function read(key) {}`},
+		{"loop at the top level", `for (;;) {} function read(key) {}`},
+		{"sleep in init", `function init() { sleep(1e9); } function read(key) {}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			d, _, err := driver.Open(context.Background(), Name, map[string]string{"source": tt.src, "initTimeout": "200ms"})
+			took := time.Since(start)
+			if err == nil {
+				_ = d.Close()
+				t.Fatal("opened")
+			}
+			if took > 3*time.Second {
+				t.Errorf("Open took %v with initTimeout 200ms", took)
+			}
+			if driver.Classify(err) != driver.ClassTimeout || !strings.Contains(err.Error(), "initTimeout") {
+				t.Errorf("Open: %v (class %v); want a timeout naming initTimeout", err, driver.Classify(err))
+			}
+		})
+	}
+}
+
+// TestCallTimeout runs runaway operations with no deadline of their own (context
+// Background): each is stopped at callTimeout as a timeout naming the option, and the
+// same runtime serves the next call.
+func TestCallTimeout(t *testing.T) {
+	d := open(t, map[string]string{"runtimes": "1", "callTimeout": "150ms", "source": `
+var slow;
+function init() { slow = stores.open("memory", {serviceTime: "10s"}); }
+function read(key) {
+	if (key === "loop") { for (;;) {} }
+	if (key === "catch") { for (;;) { try { for (;;) {} } catch (e) {} } }
+	if (key === "sleep") { sleep(1e9); }
+	if (key === "sleeps") { for (;;) { sleep(20); } }
+	if (key === "nested") { return slow.read(key); }
+	return "ok";
+}
+`})
+	for _, key := range []string{"loop", "catch", "sleep", "sleeps", "nested"} {
+		t.Run(key, func(t *testing.T) {
+			start := time.Now()
+			_, err := d.Read(context.Background(), key)
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("took %v with callTimeout 150ms", took)
+			}
+			if driver.Classify(err) != driver.ClassTimeout {
+				t.Errorf("%v (class %v), want a timeout", err, driver.Classify(err))
+			}
+			if key != "nested" && (err == nil || !strings.Contains(err.Error(), "callTimeout")) {
+				t.Errorf("%v; want the message to name callTimeout", err)
+			}
+			if v, err := d.Read(context.Background(), "x"); err != nil || string(v) != "ok" {
+				t.Fatalf("after %s: %q, %v; want the runtime usable again", key, v, err)
+			}
+		})
+	}
+	if n := d.DriverStats()["runtimes"]; n != 1 {
+		t.Fatalf("runtimes = %d, want the one reused", n)
+	}
+}
+
+// TestCloseStopsRunawayScripts closes a driver while its script spins, sleeps or spins in
+// its own close(): Close returns promptly, and the operation in flight fails.
+func TestCloseStopsRunawayScripts(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		values map[string]string
+		key    string // an operation running when Close is called; "" for none
+	}{
+		{"operation spinning", map[string]string{"source": `function read(key) { for (;;) {} }`}, "k"},
+		{"operation spinning in catch", map[string]string{"source": `function read(key) { for (;;) { try { for (;;) {} } catch (e) {} } }`}, "k"},
+		{"operation sleeping", map[string]string{"source": `function read(key) { sleep(1e9); }`}, "k"},
+		{"close() spinning", map[string]string{"callTimeout": "300ms", "source": `function read(key) {} function close() { for (;;) {} }`}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, _, err := driver.Open(context.Background(), Name, tt.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opErr := make(chan error, 1)
+			if tt.key != "" {
+				go func() { _, err := d.Read(context.Background(), tt.key); opErr <- err }()
+				for deadline := time.Now().Add(2 * time.Second); !busy(d.(*Driver)); {
+					if time.Now().After(deadline) {
+						t.Fatal("the operation did not start")
+					}
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(50 * time.Millisecond) // well into the loop or sleep
+			}
+			start := time.Now()
+			closed := make(chan error, 1)
+			go func() { closed <- d.Close() }()
+			select {
+			case err := <-closed:
+				if tt.key == "" && (err == nil || !strings.Contains(err.Error(), "close ran past callTimeout")) {
+					t.Errorf("Close: %v; want close() reported as interrupted", err)
+				}
+			case <-time.After(4 * time.Second):
+				t.Fatal("Close did not return within 4s")
+			}
+			t.Logf("Close took %v", time.Since(start))
+			if tt.key != "" {
+				select {
+				case err := <-opErr:
+					if err == nil || driver.Classify(err) != driver.ClassUnavailable {
+						t.Errorf("operation in flight at Close: %v (class %v); want unavailable (driver closed)", err, driver.Classify(err))
+					}
+				case <-time.After(2 * time.Second):
+					t.Fatal("the operation in flight did not end after Close")
+				}
+			}
+		})
+	}
+}
+
+// busy says whether some runtime of d runs an operation.
+func busy(d *Driver) bool {
+	g := d.cur.Load()
+	g.allMu.Lock()
+	defer g.allMu.Unlock()
+	for _, v := range g.all {
+		v.mu.Lock()
+		active := v.active
+		v.mu.Unlock()
+		if active {
+			return true
+		}
+	}
+	return false
+}
