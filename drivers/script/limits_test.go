@@ -148,3 +148,81 @@ func busy(d *Driver) bool {
 	}
 	return false
 }
+
+// TestMemoryLimit runs scripts that allocate without bound, in one call or a little in
+// each call: the calls are stopped (class rejected, naming memoryLimit) while the heap is
+// still small, the process (this test) lives on, and later calls run in fresh runtimes.
+// The limit is small so the test's heap stays small.
+func TestMemoryLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		limit string
+		key   string
+	}{
+		// Arrays fill slowly in goja (about 1 s per million elements under -race on a
+		// busy machine): small ones and the smallest limit keep the test short.
+		{"arrays in one call", "8MiB", "arrays"},
+		// Typed arrays are allocated at Go speed: the watchdog must keep up.
+		{"typed arrays in one call", "64MiB", "typed"},
+		{"kept across calls", "16MiB", "leak"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := open(t, map[string]string{"memoryLimit": tt.limit, "callTimeout": "1m", "source": `
+var kept = [];
+function init() { kept = []; }
+function read(key) {
+	if (key === "arrays") { let a = []; while (true) { a.push(new Array(1e5).fill(1)); } }
+	if (key === "typed") { let a = []; while (true) { a.push(new Float64Array(1e5)); } }
+	if (key === "leak") { kept.push(new Float64Array(1e5)); return "kept " + kept.length; }
+	return "ok";
+}
+`})
+			start := time.Now()
+			deadline := start.Add(8 * time.Second)
+			var err error
+			for err == nil && time.Now().Before(deadline) {
+				_, err = d.Read(context.Background(), tt.key)
+			}
+			if err == nil {
+				t.Fatal("no call stopped within 8s")
+			}
+			t.Logf("stopped after %v: %v", time.Since(start), err)
+			if driver.Classify(err) != driver.ClassRejected || !strings.Contains(err.Error(), "memoryLimit "+tt.limit) {
+				t.Fatalf("%v (class %v); want rejected naming memoryLimit", err, driver.Classify(err))
+			}
+			if n := d.DriverStats()["memoryStops"]; n != 1 {
+				t.Fatalf("memoryStops = %d, want 1", n)
+			}
+			// The runtimes are dropped and the heap measured again; then calls run.
+			var v []byte
+			for err != nil && time.Now().Before(deadline.Add(time.Second)) {
+				v, err = d.Read(context.Background(), "x")
+				if err != nil {
+					if driver.Classify(err) != driver.ClassRejected {
+						t.Fatalf("call after the stop: %v", err)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			if err != nil || string(v) != "ok" {
+				t.Fatalf("call after the stop: %q, %v; want ok", v, err)
+			}
+			if tt.key == "leak" {
+				// A fresh runtime: what the old ones kept is gone.
+				if v, err := d.Read(context.Background(), "leak"); err != nil || string(v) != "kept 1" {
+					t.Fatalf("leak after the stop: %q, %v; want kept 1 (a fresh runtime)", v, err)
+				}
+			}
+			if n := d.DriverStats()["memoryStops"]; n != 1 {
+				t.Fatalf("memoryStops = %d after the stop, want 1 (the dropped runtimes' heap measured as gone)", n)
+			}
+			closeStart := time.Now()
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(closeStart); took > 3*time.Second {
+				t.Errorf("Close took %v", took)
+			}
+		})
+	}
+}

@@ -324,6 +324,11 @@ func (d *Driver) run(ctx context.Context, fn int, key string, value []byte) ([]b
 		g.mu.RUnlock()
 	}
 	defer g.mu.RUnlock()
+	if e := g.memErr.Load(); e != nil {
+		// Stopped for memory: refused until the watchdog has dropped the runtimes and
+		// measured the heap again, so a runaway cannot start over at once.
+		return nil, *e
+	}
 	if !g.has[fn] {
 		return nil, driver.Wrap(driver.ClassRejected, fmt.Errorf("script %s defines no function %s", g.src.name, fnNames[fn]))
 	}
@@ -366,6 +371,7 @@ func (d *Driver) DriverStats() map[string]int64 {
 	if g := d.cur.Load(); g != nil {
 		s["runtimes"] = g.created.Load()
 		s["interrupts"] = g.interrupts.Load()
+		s["memoryStops"] = g.memStops.Load()
 	}
 	return s
 }
@@ -380,11 +386,16 @@ type generation struct {
 	stores *storeSet
 
 	initTimeout, callTimeout time.Duration
+	memoryLimit              uint64
 
 	// killed is closed when the driver closes: sleeps end at once.
 	killed    chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+	// memErr is set while the memory watchdog has stopped the scripts: calls fail with
+	// it until the runtimes are dropped and the heap measured again.
+	memErr   atomic.Pointer[error]
+	memStops atomic.Int64
 
 	// mu is read-locked by every operation in flight; close takes it to wait for them.
 	mu     sync.RWMutex
@@ -411,27 +422,39 @@ type generation struct {
 const watchdogEvery = 10 * time.Millisecond
 
 // watchdog interrupts the runtimes whose operation's context ended or that ran past
-// their limit, until close.
+// their limit, and watches the heap (see watchMemory), until close.
 func (g *generation) watchdog() {
 	defer close(g.watchdogDone)
 	t := time.NewTicker(watchdogEvery)
 	defer t.Stop()
+	mem := newMemWatch(g.memoryLimit)
+	// A runaway allocation doubles the heap in well under a tick: the memory check
+	// also runs at the end of every garbage collection, when the live figure is new.
+	gcDone := make(chan struct{}, 1)
+	onEveryGC(gcDone, g.stopWatchdog)
 	var vms []*vm
 	for {
+		checkTimes := true
+		var now time.Time
 		select {
 		case <-g.stopWatchdog:
 			return
-		case now := <-t.C:
-			g.allMu.Lock()
-			vms = append(vms[:0], g.all...)
-			g.allMu.Unlock()
+		case now = <-t.C:
+		case <-gcDone:
+			now, checkTimes = time.Now(), false
+		}
+		g.allMu.Lock()
+		vms = append(vms[:0], g.all...)
+		g.allMu.Unlock()
+		if checkTimes {
 			for _, v := range vms {
 				v.checkInterrupt(now)
 			}
-			// The slice is kept for the next tick: it must not keep dropped runtimes
-			// (and all they allocated) alive.
-			clear(vms)
 		}
+		g.watchMemory(mem, vms, now)
+		// The slice is kept for the next round: it must not keep dropped runtimes
+		// (and all they allocated) alive.
+		clear(vms)
 	}
 }
 
@@ -458,7 +481,7 @@ func load(ctx context.Context, src source, o *Options, old *generation) (_ *gene
 		prev = old.stores
 	}
 	g := &generation{src: src, prog: prog, config: o.Config, stores: newStoreSet(prev),
-		initTimeout: o.InitTimeout, callTimeout: o.CallTimeout,
+		initTimeout: o.InitTimeout, callTimeout: o.CallTimeout, memoryLimit: uint64(o.MemoryLimit),
 		killed: make(chan struct{})}
 	if o.Runtimes > 0 {
 		g.sem = make(chan struct{}, o.Runtimes)
@@ -523,8 +546,8 @@ func (g *generation) get(ctx context.Context) (*vm, error) {
 	return v, nil
 }
 
-// put returns v to the pool; a runtime that panicked, or that was stopped, is dropped
-// instead.
+// put returns v to the pool; a runtime that panicked, or that the memory watchdog
+// stopped, is dropped instead.
 func (g *generation) put(v *vm) {
 	if v.broken.Load() {
 		g.created.Add(-1)

@@ -48,8 +48,8 @@ type vm struct {
 	// (nested drivers, http, sleep).
 	ctx context.Context
 	rnd *rand.Rand
-	// broken marks a runtime not to return to the pool: it panicked, or it was
-	// stopped. Set by other goroutines too.
+	// broken marks a runtime not to return to the pool: it panicked, or the memory
+	// watchdog stopped it (its heap may be what grew). Set by the watchdog too.
 	broken atomic.Bool
 	stores map[*store]goja.Value
 	args   [2]goja.Value
@@ -178,8 +178,9 @@ func (v *vm) checkInterrupt(now time.Time) {
 	v.g.interrupts.Add(1)
 }
 
-// stop interrupts v's operation, if one runs, with err (the driver's close), ends its
-// host calls where it can, and marks v to be dropped rather than reused.
+// stop interrupts v's operation, if one runs, with err (the memory watchdog's or the
+// driver's close), ends its host calls where it can, and marks v to be dropped rather
+// than reused.
 func (v *vm) stop(err error) {
 	v.broken.Store(true)
 	v.mu.Lock()
@@ -193,6 +194,13 @@ func (v *vm) stop(err error) {
 	if v.hcancel != nil {
 		v.hcancel()
 	}
+}
+
+// running says whether v runs an operation now.
+func (v *vm) running() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.active
 }
 
 // call runs function fn with key (and value, for write kinds) as one operation.
@@ -291,7 +299,7 @@ func (v *vm) convert(ctx context.Context, err error) error {
 			return driver.Wrap(driver.ClassTimeout, le)
 		}
 		if cause, ok := ie.Value().(error); ok && cause != errInterrupted {
-			// Close's error, classified already.
+			// The memory watchdog's or Close's error, classified already.
 			return cause
 		}
 		return fmt.Errorf("script %s: %w", v.g.src.name, ie)
