@@ -85,19 +85,23 @@ func TestCloseStopsRunawayScripts(t *testing.T) {
 		name   string
 		values map[string]string
 		key    string // an operation running when Close is called; "" for none
+		queued bool   // and another one waiting for its runtime
 	}{
-		{"operation spinning", map[string]string{"source": `function read(key) { for (;;) {} }`}, "k"},
-		{"operation spinning in catch", map[string]string{"source": `function read(key) { for (;;) { try { for (;;) {} } catch (e) {} } }`}, "k"},
-		{"operation sleeping", map[string]string{"source": `function read(key) { sleep(1e9); }`}, "k"},
-		{"close() spinning", map[string]string{"callTimeout": "300ms", "source": `function read(key) {} function close() { for (;;) {} }`}, ""},
+		{"operation spinning", map[string]string{"source": `function read(key) { for (;;) {} }`}, "k", false},
+		{"operation spinning in catch", map[string]string{"source": `function read(key) { for (;;) { try { for (;;) {} } catch (e) {} } }`}, "k", false},
+		{"operation sleeping", map[string]string{"source": `function read(key) { sleep(1e9); }`}, "k", false},
+		{"operation waiting for a runtime", map[string]string{"runtimes": "1", "source": `function read(key) { for (;;) {} }`}, "k", true},
+		{"close() spinning", map[string]string{"callTimeout": "300ms", "source": `function read(key) {} function close() { for (;;) {} }`}, "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d, _, err := driver.Open(context.Background(), Name, tt.values)
 			if err != nil {
 				t.Fatal(err)
 			}
-			opErr := make(chan error, 1)
+			opErr := make(chan error, 2)
+			ops := 0
 			if tt.key != "" {
+				ops++
 				go func() { _, err := d.Read(context.Background(), tt.key); opErr <- err }()
 				for deadline := time.Now().Add(2 * time.Second); !busy(d.(*Driver)); {
 					if time.Now().After(deadline) {
@@ -106,6 +110,11 @@ func TestCloseStopsRunawayScripts(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 				time.Sleep(50 * time.Millisecond) // well into the loop or sleep
+			}
+			if tt.queued {
+				ops++
+				go func() { _, err := d.Read(context.Background(), tt.key); opErr <- err }()
+				time.Sleep(50 * time.Millisecond) // waiting for the one runtime
 			}
 			start := time.Now()
 			closed := make(chan error, 1)
@@ -119,14 +128,14 @@ func TestCloseStopsRunawayScripts(t *testing.T) {
 				t.Fatal("Close did not return within 4s")
 			}
 			t.Logf("Close took %v", time.Since(start))
-			if tt.key != "" {
+			for ; ops > 0; ops-- {
 				select {
 				case err := <-opErr:
 					if err == nil || driver.Classify(err) != driver.ClassUnavailable {
 						t.Errorf("operation in flight at Close: %v (class %v); want unavailable (driver closed)", err, driver.Classify(err))
 					}
 				case <-time.After(2 * time.Second):
-					t.Fatal("the operation in flight did not end after Close")
+					t.Fatal("an operation in flight did not end after Close")
 				}
 			}
 		})

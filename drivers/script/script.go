@@ -526,6 +526,8 @@ func (g *generation) get(ctx context.Context) (*vm, error) {
 		case g.sem <- struct{}{}:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("script: waiting for a free runtime (runtimes option): %w", ctx.Err())
+		case <-g.killed:
+			return nil, errClosed
 		}
 	}
 	g.poolMu.Lock()
