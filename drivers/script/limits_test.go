@@ -2,6 +2,8 @@ package script
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -234,4 +236,33 @@ function read(key) {
 			}
 		})
 	}
+}
+
+// TestCloseDuringSpinningReload closes a driver while the watcher reloads a file whose
+// init never returns: Close ends the reload rather than wait for initTimeout.
+func TestCloseDuringSpinningReload(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "s.js")
+	if err := os.WriteFile(file, []byte(`function read(key) { return "v1"; }`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := driver.Open(context.Background(), Name, map[string]string{"file": file, "watch": "5ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(`function init() { for (;;) {} } function read(key) { return "v2"; }`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the watcher has seen it twice and is loading it
+	start := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(4 * time.Second):
+		t.Fatal("Close did not return within 4s (initTimeout is 30s)")
+	}
+	t.Logf("Close took %v", time.Since(start))
 }
