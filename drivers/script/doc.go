@@ -82,7 +82,8 @@
 // stopped by memoryLimit is rejected.
 //
 // file can name any file ndbench can read, and messages of a file that is not a script
-// would quote it (a password file's "hunter2 is not defined"). So until a file has run
+// would quote it (a password file's "hunter2 is not defined"). It must be a regular file
+// (a device such as /dev/zero would be read for ever) of 8 MiB at most; until it has run
 // its top level, its errors give only the kind of error and where (SyntaxError at
 // s.js:3:1), and quote nothing of the text, except parser messages made of fixed words
 // (Unexpected end of input, Unexpected token ;). Errors of a loaded script (its init and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +100,43 @@ func TestSyntaxErrorsOfScripts(t *testing.T) {
 	_, _, err := driver.Open(context.Background(), Name, map[string]string{"source": "let a = 1; let a = 2; function read(key) {}"})
 	if err == nil || !strings.Contains(err.Error(), "Identifier 'a' has already been declared") {
 		t.Fatalf("source: %v; want goja's whole message", err)
+	}
+}
+
+// TestFileNotAScriptFile points file at what is not a script file: a directory, a
+// device, a file too large. Each is refused naming file, before any of it is read
+// (/dev/zero would be read until the process runs out of memory).
+func TestFileNotAScriptFile(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.js")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxScriptSize + 1); err != nil { // sparse: nothing written
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, file, want string }{
+		{"directory", dir, "not a regular file"},
+		{"too large", big, "larger than 8 MiB"},
+	}
+	if runtime.GOOS != "windows" {
+		cases = append(cases, struct{ name, file, want string }{"device", "/dev/zero", "not a regular file"})
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			d, _, err := driver.Open(context.Background(), Name, map[string]string{"file": tt.file})
+			if err == nil {
+				_ = d.Close()
+				t.Fatal("opened")
+			}
+			fes, ok := driver.AsFieldErrors(err)
+			if !ok || len(fes) == 0 || fes[0].Field != "file" || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("%v; want a field error naming file, saying %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -140,12 +141,42 @@ func readSource(o *Options) (source, error) {
 	if o.File == "" {
 		return source{name: "source", text: o.Source, hash: sha256.Sum256([]byte(o.Source))}, nil
 	}
-	data, err := os.ReadFile(o.File)
+	data, err := readFile(o.File)
 	if err != nil {
 		return source{}, driver.FieldErrors{&driver.FieldError{Field: "file", Value: o.File, Allowed: "a readable JavaScript file: " + err.Error()}}
 	}
 	text := string(data)
 	return source{name: o.File, file: true, text: text, hash: sha256.Sum256(data)}, nil
+}
+
+// maxScriptSize bounds what is read of file: far above any script, far below what
+// would hurt the process.
+const maxScriptSize = 8 << 20
+
+// readFile reads a script file: a regular file (a device such as /dev/zero, or a FIFO,
+// would be read for ever) of maxScriptSize at most. The checks are made on the file
+// opened, so a file swapped in between cannot pass them.
+func readFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", name, st.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxScriptSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxScriptSize {
+		return nil, fmt.Errorf("%s is larger than %d MiB", name, maxScriptSize>>20)
+	}
+	return data, nil
 }
 
 // Reconfigure reloads the script with a new config; the running script stays if the new
