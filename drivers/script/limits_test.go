@@ -123,7 +123,7 @@ func TestCloseStopsRunawayScripts(t *testing.T) {
 			go func() { closed <- d.Close() }()
 			select {
 			case err := <-closed:
-				if tt.key == "" && (err == nil || !strings.Contains(err.Error(), "close ran past callTimeout")) {
+				if tt.key == "" && (err == nil || !strings.Contains(err.Error(), "close ran past 300ms (callTimeout")) {
 					t.Errorf("Close: %v; want close() reported as interrupted", err)
 				}
 			case <-time.After(4 * time.Second):

@@ -80,7 +80,7 @@ type limitError struct {
 }
 
 func (e *limitError) Error() string {
-	return fmt.Sprintf("script %s: %s ran past %s %v and was interrupted", e.script, e.what, e.opt, e.limit)
+	return fmt.Sprintf("script %s: %s ran past %v (%s) and was interrupted", e.script, e.what, e.limit, e.opt)
 }
 
 // newVM creates a runtime, runs the prelude and the script, and calls init(config).
@@ -248,7 +248,7 @@ func (v *vm) call(ctx context.Context, fn int, key string, value []byte) (out []
 
 // callClose runs the script's close().
 func (v *vm) callClose(ctx context.Context, limit time.Duration) (err error) {
-	v.begin(ctx, "close", "callTimeout", limit)
+	v.begin(ctx, "close", fmt.Sprintf("callTimeout, %v at most for close", closeLimit), limit)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("script %s: close: panic: %v", v.g.src.name, r)
