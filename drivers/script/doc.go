@@ -45,19 +45,57 @@
 // Every call runs under the operation's context: its deadline ends a nested driver call, a
 // request or a sleep, and interrupts the JavaScript itself (an endless loop included).
 //
+// # Limits
+//
+// goja runs in the ndbench process, so a runaway script is bounded whatever context it
+// runs under:
+//
+//	initTimeout (30s)    loading the script in a runtime (its top level and init(config),
+//	                     the stores it opens included); past it Init, a reload or the
+//	                     operation that needed a new runtime fails as a timeout
+//	callTimeout (30s)    wall-clock time of one call, whatever the operation's deadline
+//	                     (the earlier applies): the JavaScript is interrupted, and a nested
+//	                     call, request or sleep ends, as a timeout naming callTimeout
+//	memoryLimit (512MiB) growth of the Go heap while scripts run, above the heap at load
+//
+// Time is wall-clock, not CPU: goja gives no CPU time per call, and wall-clock time bounds
+// it. The memory limit is measured on the process's heap (live bytes after each garbage
+// collection; Go has no per-goroutine accounting): past it the calls in flight fail as
+// rejected, every runtime of the script is dropped (freeing what scripts kept in their
+// globals), calls fail as rejected until the heap is measured again, and then start
+// afresh in new runtimes, running init again. DriverStats counts memoryStops. A growth of
+// the rest of ndbench past the limit while scripts run stops them once, after which the
+// new heap is the base; a script allocating at Go speed (typed arrays in a loop) can
+// overshoot the limit by a few doublings of the heap before it is stopped, and a single
+// allocation larger than the free memory (new ArrayBuffer(1e12)) is beyond any watchdog.
+//
+// Close always returns within seconds: it interrupts the calls in flight (they fail as
+// unavailable), waits 2 s at most for the ones in a host call, and gives the script's
+// close() callTimeout, 5 s at most.
+//
 // # Errors
 //
 // A thrown NdbenchError (or fail) is counted by its class: timeout, unavailable, throttled,
 // rejected or other. A nested driver's error thrown on keeps its class (a script can read
 // it as e.class). Any other exception is class other, its message with the script's
-// file:line:column; an operation past its deadline is a timeout.
+// file:line:column; an operation past its deadline or callTimeout is a timeout, and one
+// stopped by memoryLimit is rejected.
+//
+// file can name any file ndbench can read, and messages of a file that is not a script
+// would quote it (a password file's "hunter2 is not defined"). It must be a regular file
+// (a device such as /dev/zero would be read for ever) of 8 MiB at most; until it has run
+// its top level, its errors give only the kind of error and where (SyntaxError at
+// s.js:3:1), and quote nothing of the text, except parser messages made of fixed words
+// (Unexpected end of input, Unexpected token ;). Errors of a loaded script (its init and
+// operations) are shown whole, as are those of source, the user's own text.
 //
 // # Runtimes and reloads
 //
 // A goja runtime runs one operation at a time, so the driver keeps a pool: a runtime per
 // concurrent operation, created as needed (at most runtimes, when set), each having run the
 // script and init. There is no lock shared by all workers on the way. DriverStats shows
-// runtimes, and interrupts: operations whose JavaScript was stopped at their deadline.
+// runtimes, and interrupts: operations whose JavaScript was stopped (deadline, a limit,
+// Close).
 //
 // The file is read every watch interval and its content hash compared (size and
 // modification time miss a rewrite within the file system's timestamp granularity); new

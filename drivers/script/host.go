@@ -194,12 +194,26 @@ func (v *vm) installHost() error {
 	return rt.Set("http", httpObj)
 }
 
-// opCtx is the context of the operation running (or of init), for host calls.
+// opCtx is the context of the operation running (or of init), for host calls: it ends
+// with the operation's context or at the call's limit, whichever comes first, so a
+// nested call, a request or a sleep cannot outlast the limit either.
 func (v *vm) opCtx() context.Context {
-	if v.ctx == nil {
-		return context.Background()
+	if v.hctx != nil {
+		return v.hctx
 	}
-	return v.ctx
+	ctx := v.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if d, ok := ctx.Deadline(); ok && !d.After(v.limitAt) {
+		return ctx
+	}
+	hctx, cancel := context.WithDeadlineCause(ctx, v.limitAt,
+		&limitError{script: v.g.src.name, what: v.what, opt: v.limitOpt, limit: v.limit})
+	v.mu.Lock() // stop reads hcancel
+	v.hctx, v.hcancel = hctx, cancel
+	v.mu.Unlock()
+	return hctx
 }
 
 // storesOpen is stores.open(name, options): a handle on bundled driver name opened with
@@ -371,7 +385,12 @@ func (v *vm) sleep(c goja.FunctionCall) goja.Value {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+		if le, ok := context.Cause(ctx).(*limitError); ok {
+			v.throw(driver.Wrap(driver.ClassTimeout, fmt.Errorf("sleep: %w", le)))
+		}
 		v.throw(fmt.Errorf("sleep: %w", ctx.Err()))
+	case <-v.g.killed:
+		v.throw(fmt.Errorf("sleep: %w", errClosed))
 	}
 	return goja.Undefined()
 }
@@ -424,7 +443,11 @@ func (v *vm) logger(level slog.Level) func(goja.FunctionCall) goja.Value {
 		for i, a := range c.Arguments {
 			parts[i] = a.String()
 		}
-		slog.Log(v.opCtx(), level, strings.Join(parts, " "), "script", v.g.src.name)
+		ctx := v.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		slog.Log(ctx, level, strings.Join(parts, " "), "script", v.g.src.name)
 		return goja.Undefined()
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,7 +83,10 @@ type Driver struct {
 
 	stopWatch chan struct{}
 	watchDone chan struct{}
-	retiring  sync.WaitGroup // replaced generations closing
+	// stopReload cancels a reload of the watcher in progress, so Close need not wait
+	// for a script's init to time out. Set before the watcher starts.
+	stopReload context.CancelFunc
+	retiring   sync.WaitGroup // replaced generations closing
 
 	reloads      atomic.Int64
 	reloadErrors atomic.Int64
@@ -116,7 +121,9 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	d.cur.Store(g)
 	if o.File != "" && o.Watch > 0 {
 		d.stopWatch, d.watchDone = make(chan struct{}), make(chan struct{})
-		go d.watch(o.File, o.Watch, d.stopWatch, d.watchDone)
+		var wctx context.Context
+		wctx, d.stopReload = context.WithCancel(context.Background())
+		go d.watch(wctx, o.File, o.Watch, d.stopWatch, d.watchDone)
 	}
 	return nil
 }
@@ -124,6 +131,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 // source is a script's text and where it came from.
 type source struct {
 	name string // file name in messages and stack traces
+	file bool   // read from the file option (its errors quote nothing of it: fileerrors.go)
 	text string
 	hash [sha256.Size]byte
 }
@@ -133,12 +141,42 @@ func readSource(o *Options) (source, error) {
 	if o.File == "" {
 		return source{name: "source", text: o.Source, hash: sha256.Sum256([]byte(o.Source))}, nil
 	}
-	data, err := os.ReadFile(o.File)
+	data, err := readFile(o.File)
 	if err != nil {
 		return source{}, driver.FieldErrors{&driver.FieldError{Field: "file", Value: o.File, Allowed: "a readable JavaScript file: " + err.Error()}}
 	}
 	text := string(data)
-	return source{name: o.File, text: text, hash: sha256.Sum256(data)}, nil
+	return source{name: o.File, file: true, text: text, hash: sha256.Sum256(data)}, nil
+}
+
+// maxScriptSize bounds what is read of file: far above any script, far below what
+// would hurt the process.
+const maxScriptSize = 8 << 20
+
+// readFile reads a script file: a regular file (a device such as /dev/zero, or a FIFO,
+// would be read for ever) of maxScriptSize at most. The checks are made on the file
+// opened, so a file swapped in between cannot pass them.
+func readFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", name, st.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxScriptSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxScriptSize {
+		return nil, fmt.Errorf("%s is larger than %d MiB", name, maxScriptSize>>20)
+	}
+	return data, nil
 }
 
 // Reconfigure reloads the script with a new config; the running script stays if the new
@@ -179,7 +217,7 @@ func (d *Driver) reloadLocked(ctx context.Context, opts Options) error {
 				d.retiring.Add(1)
 				go func() {
 					defer d.retiring.Done()
-					if err := old.close(); err != nil {
+					if err := old.close(false); err != nil {
 						slog.Warn("script: closing the replaced script", "script", old.src.name, "err", err)
 					}
 				}()
@@ -203,16 +241,10 @@ func (d *Driver) setLastErr(s string) {
 // whose files are swapped by symlink; it compares content hashes because size and
 // modification time miss a rewrite within the file system's timestamp granularity. A
 // script is small, so reading it each interval costs next to nothing.
-func (d *Driver) watch(file string, every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+func (d *Driver) watch(ctx context.Context, file string, every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(every)
 	defer t.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-stop
-		cancel()
-	}()
 	var pending, failed [sha256.Size]byte // content seen once; content that failed to load
 	for {
 		select {
@@ -252,9 +284,14 @@ func (d *Driver) watch(file string, every time.Duration, stop <-chan struct{}, d
 // errClosed is the error of operations after Close.
 var errClosed = driver.Wrap(driver.ClassUnavailable, errors.New("script driver closed"))
 
-// Close stops the watcher, waits for the operations in flight, calls the script's close()
-// and closes the stores it opened.
+// Close stops the watcher, interrupts the operations in flight and waits a moment for
+// them, calls the script's close() and closes the stores it opened. It returns within
+// seconds whatever the script does: a script spinning in a loop is interrupted, and one
+// stuck in a host call is left to end on its own once its stores are closed.
 func (d *Driver) Close() error {
+	if d.stopReload != nil {
+		d.stopReload() // a reload's init in progress ends now, not at initTimeout
+	}
 	d.reloadMu.Lock()
 	d.closed = true
 	stop, done := d.stopWatch, d.watchDone
@@ -266,7 +303,7 @@ func (d *Driver) Close() error {
 	}
 	var err error
 	if g := d.cur.Swap(nil); g != nil {
-		err = g.close()
+		err = g.close(true)
 	}
 	d.retiring.Wait()
 	return err
@@ -318,6 +355,11 @@ func (d *Driver) run(ctx context.Context, fn int, key string, value []byte) ([]b
 		g.mu.RUnlock()
 	}
 	defer g.mu.RUnlock()
+	if e := g.memErr.Load(); e != nil {
+		// Stopped for memory: refused until the watchdog has dropped the runtimes and
+		// measured the heap again, so a runaway cannot start over at once.
+		return nil, *e
+	}
 	if !g.has[fn] {
 		return nil, driver.Wrap(driver.ClassRejected, fmt.Errorf("script %s defines no function %s", g.src.name, fnNames[fn]))
 	}
@@ -360,6 +402,7 @@ func (d *Driver) DriverStats() map[string]int64 {
 	if g := d.cur.Load(); g != nil {
 		s["runtimes"] = g.created.Load()
 		s["interrupts"] = g.interrupts.Load()
+		s["memoryStops"] = g.memStops.Load()
 	}
 	return s
 }
@@ -372,6 +415,18 @@ type generation struct {
 	config string
 	has    []bool // by function index: the script defines it
 	stores *storeSet
+
+	initTimeout, callTimeout time.Duration
+	memoryLimit              uint64
+
+	// killed is closed when the driver closes: sleeps end at once.
+	killed    chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	// memErr is set while the memory watchdog has stopped the scripts: calls fail with
+	// it until the runtimes are dropped and the heap measured again.
+	memErr   atomic.Pointer[error]
+	memStops atomic.Int64
 
 	// mu is read-locked by every operation in flight; close takes it to wait for them.
 	mu     sync.RWMutex
@@ -397,24 +452,40 @@ type generation struct {
 // interval.
 const watchdogEvery = 10 * time.Millisecond
 
-// watchdog interrupts the runtimes whose operation's context ended, until close.
+// watchdog interrupts the runtimes whose operation's context ended or that ran past
+// their limit, and watches the heap (see watchMemory), until close.
 func (g *generation) watchdog() {
 	defer close(g.watchdogDone)
 	t := time.NewTicker(watchdogEvery)
 	defer t.Stop()
+	mem := newMemWatch(g.memoryLimit)
+	// A runaway allocation doubles the heap in well under a tick: the memory check
+	// also runs at the end of every garbage collection, when the live figure is new.
+	gcDone := make(chan struct{}, 1)
+	onEveryGC(gcDone, g.stopWatchdog)
 	var vms []*vm
 	for {
+		checkTimes := true
+		var now time.Time
 		select {
 		case <-g.stopWatchdog:
 			return
-		case <-t.C:
+		case now = <-t.C:
+		case <-gcDone:
+			now, checkTimes = time.Now(), false
 		}
 		g.allMu.Lock()
 		vms = append(vms[:0], g.all...)
 		g.allMu.Unlock()
-		for _, v := range vms {
-			v.checkInterrupt()
+		if checkTimes {
+			for _, v := range vms {
+				v.checkInterrupt(now)
+			}
 		}
+		g.watchMemory(mem, vms, now)
+		// The slice is kept for the next round: it must not keep dropped runtimes
+		// (and all they allocated) alive.
+		clear(vms)
 	}
 }
 
@@ -422,11 +493,10 @@ func (g *generation) watchdog() {
 func (g *generation) forget(v *vm) {
 	g.allMu.Lock()
 	defer g.allMu.Unlock()
-	for i, x := range g.all {
-		if x == v {
-			g.all = append(g.all[:i], g.all[i+1:]...)
-			return
-		}
+	if i := slices.Index(g.all, v); i >= 0 {
+		// slices.Delete clears the slot it frees: a dropped runtime left in the backing
+		// array would keep its whole heap alive.
+		g.all = slices.Delete(g.all, i, i+1)
 	}
 }
 
@@ -435,13 +505,15 @@ func (g *generation) forget(v *vm) {
 func load(ctx context.Context, src source, o *Options, old *generation) (_ *generation, err error) {
 	prog, err := goja.Compile(src.name, src.text, false)
 	if err != nil {
-		return nil, fmt.Errorf("script %s: %w", src.name, err)
+		return nil, compileError(src, err)
 	}
 	var prev *storeSet
 	if old != nil {
 		prev = old.stores
 	}
-	g := &generation{src: src, prog: prog, config: o.Config, stores: newStoreSet(prev)}
+	g := &generation{src: src, prog: prog, config: o.Config, stores: newStoreSet(prev),
+		initTimeout: o.InitTimeout, callTimeout: o.CallTimeout, memoryLimit: uint64(o.MemoryLimit),
+		killed: make(chan struct{})}
 	if o.Runtimes > 0 {
 		g.sem = make(chan struct{}, o.Runtimes)
 	}
@@ -449,7 +521,7 @@ func load(ctx context.Context, src source, o *Options, old *generation) (_ *gene
 	go g.watchdog()
 	defer func() {
 		if err != nil {
-			_ = g.close()
+			_ = g.close(true)
 		}
 	}()
 	v, err := g.newVM(ctx)
@@ -485,6 +557,8 @@ func (g *generation) get(ctx context.Context) (*vm, error) {
 		case g.sem <- struct{}{}:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("script: waiting for a free runtime (runtimes option): %w", ctx.Err())
+		case <-g.killed:
+			return nil, errClosed
 		}
 	}
 	g.poolMu.Lock()
@@ -505,9 +579,10 @@ func (g *generation) get(ctx context.Context) (*vm, error) {
 	return v, nil
 }
 
-// put returns v to the pool; a runtime that panicked is dropped instead.
+// put returns v to the pool; a runtime that panicked, or that the memory watchdog
+// stopped, is dropped instead.
 func (g *generation) put(v *vm) {
-	if v.broken {
+	if v.broken.Load() {
 		g.created.Add(-1)
 		g.forget(v)
 	} else {
@@ -520,27 +595,65 @@ func (g *generation) put(v *vm) {
 	}
 }
 
-// close waits for the operations in flight, runs the script's close() once and closes
-// the stores.
-func (g *generation) close() error {
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return nil
+// closeDrain is how long Close waits for the operations it interrupted: JavaScript
+// stops at once, a host call ends with its context or its limit, and one that does not
+// (a store that ignores contexts) is left to end once its store is closed.
+const closeDrain = 2 * time.Second
+
+// closeLimit bounds the script's close() when the driver closes, below callTimeout: a
+// close must return promptly whatever the script does.
+const closeLimit = 5 * time.Second
+
+// close runs once: it waits for the operations in flight, runs the script's close() and
+// closes the stores. With kill (the driver closing, or a failed load) it first interrupts
+// the operations in flight and waits for them closeDrain at most; without (a reload
+// retiring the generation) it lets them finish, which their limit bounds.
+func (g *generation) close(kill bool) error {
+	g.closeOnce.Do(func() { g.closeErr = g.doClose(kill) })
+	return g.closeErr
+}
+
+func (g *generation) doClose(kill bool) error {
+	if kill {
+		close(g.killed)
+		g.allMu.Lock()
+		vms := append([]*vm(nil), g.all...)
+		g.allMu.Unlock()
+		for _, v := range vms {
+			v.stop(errClosed)
+		}
 	}
-	g.closed = true
-	g.mu.Unlock()
+	// mu's write lock waits for the operations in flight (they hold its read lock). The
+	// lock is taken apart so the wait can be bounded, and released at once: a caller
+	// that took g just before it was swapped out must not block on it for ever.
+	drained := make(chan struct{})
+	go func() {
+		g.mu.Lock()
+		g.closed = true
+		g.mu.Unlock()
+		close(drained)
+	}()
+	if kill {
+		t := time.NewTimer(closeDrain)
+		select {
+		case <-drained:
+		case <-t.C:
+			slog.Warn("script: closing while operations are still in a host call; closing their stores", "script", g.src.name)
+		}
+		t.Stop()
+	} else {
+		<-drained
+	}
 	var errs []error
 	g.poolMu.Lock()
 	idle := g.idle
 	g.idle = nil
 	g.poolMu.Unlock()
 	if len(idle) > 0 && idle[0].closeFn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := idle[0].callClose(ctx); err != nil {
+		limit := min(g.callTimeout, closeLimit)
+		if err := idle[0].callClose(context.Background(), limit); err != nil {
 			errs = append(errs, err)
 		}
-		cancel()
 	}
 	close(g.stopWatchdog)
 	<-g.watchdogDone

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/dop251/goja"
 
@@ -44,16 +46,41 @@ type vm struct {
 	closeFn goja.Callable
 	// ctx is the context of the operation running, for the host functions it calls
 	// (nested drivers, http, sleep).
-	ctx    context.Context
-	rnd    *rand.Rand
-	broken bool // panicked: not returned to the pool
+	ctx context.Context
+	rnd *rand.Rand
+	// broken marks a runtime not to return to the pool: it panicked, or the memory
+	// watchdog stopped it (its heap may be what grew). Set by the watchdog too.
+	broken atomic.Bool
 	stores map[*store]goja.Value
 	args   [2]goja.Value
+
+	// The call's limit (callTimeout, or initTimeout while loading): the watchdog
+	// interrupts JavaScript still running at limitAt, and host calls end there.
+	limitAt  time.Time
+	limit    time.Duration
+	limitOpt string
+	what     string // the function running (init, an operation, close), for messages
+	// hctx is the host calls' context when the operation's own deadline is later than
+	// limitAt (or absent), made on the first host call that needs it; most operations
+	// have an earlier deadline and never pay for a derived context.
+	hctx    context.Context
+	hcancel context.CancelFunc
 
 	// mu orders the watchdog's interrupt against the start and end of an operation, so
 	// an interrupt meant for one operation never hits the next.
 	mu     sync.Mutex
 	active bool
+	fired  bool // interrupted during this operation (once per operation)
+}
+
+// limitError is the interrupt of a call that ran past its limit.
+type limitError struct {
+	script, what, opt string
+	limit             time.Duration
+}
+
+func (e *limitError) Error() string {
+	return fmt.Sprintf("script %s: %s ran past %v (%s) and was interrupted", e.script, e.what, e.limit, e.opt)
 }
 
 // newVM creates a runtime, runs the prelude and the script, and calls init(config).
@@ -65,7 +92,7 @@ func (g *generation) newVM(ctx context.Context) (_ *vm, err error) {
 	g.allMu.Lock()
 	g.all = append(g.all, v)
 	g.allMu.Unlock()
-	v.begin(ctx)
+	v.begin(ctx, "loading (the script and its init)", "initTimeout", g.initTimeout)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("script %s: panic while loading: %v", g.src.name, r)
@@ -82,7 +109,7 @@ func (g *generation) newVM(ctx context.Context) (_ *vm, err error) {
 		return nil, fmt.Errorf("script prelude: %w", err)
 	}
 	if _, err := rt.RunProgram(g.prog); err != nil {
-		return nil, v.convert(ctx, err)
+		return nil, v.convertTop(ctx, err)
 	}
 	v.fns = make([]goja.Callable, len(fnNames))
 	for i, name := range fnNames {
@@ -103,11 +130,15 @@ func (g *generation) newVM(ctx context.Context) (_ *vm, err error) {
 	return v, nil
 }
 
-// begin makes ctx the context of the operation v runs, which the watchdog checks.
-func (v *vm) begin(ctx context.Context) {
+// begin makes ctx the context of the operation v runs, which the watchdog checks, and
+// starts its limit: what (the function) must return within limit, set by option opt.
+func (v *vm) begin(ctx context.Context, what, opt string, limit time.Duration) {
 	v.mu.Lock()
 	v.ctx = ctx
 	v.active = true
+	v.fired = false
+	v.what, v.limitOpt, v.limit = what, opt, limit
+	v.limitAt = time.Now().Add(limit)
 	v.mu.Unlock()
 }
 
@@ -117,30 +148,68 @@ func (v *vm) end() {
 	v.mu.Lock()
 	v.active = false
 	v.ctx = nil
+	if v.hcancel != nil {
+		v.hcancel()
+		v.hctx, v.hcancel = nil, nil
+	}
 	v.rt.ClearInterrupt()
 	v.mu.Unlock()
 }
 
 // checkInterrupt is the watchdog's check: it interrupts the JavaScript of an operation
-// whose context ended. Go calls the script makes (stores, http, sleep) end with the
-// context by themselves; this ends JavaScript that computes (a loop) past it.
-func (v *vm) checkInterrupt() {
+// whose context ended or that ran past its limit. Go calls the script makes (stores,
+// http, sleep) end with the context by themselves; this ends JavaScript that computes
+// (a loop) past it.
+func (v *vm) checkInterrupt(now time.Time) {
 	v.mu.Lock()
-	if v.active && v.ctx.Err() != nil {
-		v.rt.Interrupt(errInterrupted)
-		v.active = false // once per operation
-		v.g.interrupts.Add(1)
+	defer v.mu.Unlock()
+	if !v.active || v.fired {
+		return
 	}
-	v.mu.Unlock()
+	switch {
+	case v.ctx.Err() != nil:
+		v.rt.Interrupt(errInterrupted)
+	case now.After(v.limitAt):
+		v.rt.Interrupt(&limitError{script: v.g.src.name, what: v.what, opt: v.limitOpt, limit: v.limit})
+	default:
+		return
+	}
+	v.fired = true
+	v.g.interrupts.Add(1)
+}
+
+// stop interrupts v's operation, if one runs, with err (the memory watchdog's or the
+// driver's close), ends its host calls where it can, and marks v to be dropped rather
+// than reused.
+func (v *vm) stop(err error) {
+	v.broken.Store(true)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.active || v.fired {
+		return
+	}
+	v.rt.Interrupt(err)
+	v.fired = true
+	v.g.interrupts.Add(1)
+	if v.hcancel != nil {
+		v.hcancel()
+	}
+}
+
+// running says whether v runs an operation now.
+func (v *vm) running() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.active
 }
 
 // call runs function fn with key (and value, for write kinds) as one operation.
 func (v *vm) call(ctx context.Context, fn int, key string, value []byte) (out []byte, err error) {
-	v.begin(ctx)
+	v.begin(ctx, fnNames[fn], "callTimeout", v.g.callTimeout)
 	var buf goja.ArrayBuffer
 	defer func() {
 		if r := recover(); r != nil {
-			v.broken = true
+			v.broken.Store(true)
 			err = fmt.Errorf("script %s: %s: panic: %v", v.g.src.name, fnNames[fn], r)
 		}
 		v.end()
@@ -178,8 +247,8 @@ func (v *vm) call(ctx context.Context, fn int, key string, value []byte) (out []
 }
 
 // callClose runs the script's close().
-func (v *vm) callClose(ctx context.Context) (err error) {
-	v.begin(ctx)
+func (v *vm) callClose(ctx context.Context, limit time.Duration) (err error) {
+	v.begin(ctx, "close", fmt.Sprintf("callTimeout, %v at most for close", closeLimit), limit)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("script %s: close: panic: %v", v.g.src.name, r)
@@ -224,6 +293,14 @@ func (v *vm) convert(ctx context.Context, err error) error {
 	if errors.As(err, &ie) {
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("script %s: interrupted: %w", v.g.src.name, cerr)
+		}
+		var le *limitError
+		if errors.As(ie, &le) {
+			return driver.Wrap(driver.ClassTimeout, le)
+		}
+		if cause, ok := ie.Value().(error); ok && cause != errInterrupted {
+			// The memory watchdog's or Close's error, classified already.
+			return cause
 		}
 		return fmt.Errorf("script %s: %w", v.g.src.name, ie)
 	}
