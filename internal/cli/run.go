@@ -23,6 +23,7 @@ import (
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/verdict"
 	"github.com/ndbench/ndbench/internal/web"
 )
 
@@ -85,7 +86,14 @@ histogram log. With --duration 0 it runs until Ctrl-C (or SIGTERM), then reports
 
 Latency is measured from each operation's intended start time (open loop), so a store
 that stalls is charged for every operation it delayed; service time (from the actual
-start) is reported alongside.`,
+start) is reported alongside.
+
+The run ends in a verdict, printed below the summary and kept in the report: without
+thresholds it fails (exit 1) when no operation succeeded, when an op class that sent
+operations had none succeed, or when more than half of the attempted operations failed.
+Exit codes (README "Exit codes"): 0 passed, 1 failed, 2 bad usage or config, 3 cut short
+by a signal (a bounded run, or during the backfill or warm-up; Ctrl-C is how --duration 0
+ends, and that run is judged as any other).`,
 		Example: `  ndbench run --duration 30s
   ndbench run --driver memory --set workload.readRate=100000 --set workload.writeEnabled=false
   ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog
@@ -194,7 +202,10 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	}
 
 	// Interrupted during the backfill: no load phase, but the summary and the report of
-	// what was done still follow.
+	// what was done still follow. A signal before the end of a bounded run, or before an
+	// unbounded one's load was measured, cuts it short (exit 3); a signal is how an
+	// unbounded run ends normally.
+	interrupted := ctx.Err() != nil
 	if ctx.Err() == nil {
 		if err := inst.Start(); err != nil {
 			return err
@@ -205,6 +216,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 			t := time.NewTimer(f.warmup)
 			select {
 			case <-ctx.Done():
+				interrupted = true
 			case <-t.C:
 				inst.StartMeasuring(f.warmup)
 				view.note(fmt.Sprintf("warm-up of %s done: measuring from here", f.warmup))
@@ -219,6 +231,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		}
 		select {
 		case <-ctx.Done():
+			interrupted = interrupted || f.duration > 0
 		case <-timeout:
 		}
 	}
@@ -227,7 +240,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	view.finish()
 
 	rep := report.Build(inst.ReportInput(toolVersion()))
+	rep.Verdict = runVerdict(rep, interrupted)
 	printSummary(io.out, rep)
+	printVerdict(io.out, rep)
 	if msg, _ := otlp.stop(); msg != "" {
 		fmt.Fprintln(io.out, msg)
 	}
@@ -252,7 +267,48 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(io.err, "stopped by signal")
 	}
+	if v := rep.Verdict; v.ExitCode != verdict.Pass {
+		return exitError{v.ExitCode, fmt.Errorf("run %s (exit code %d): %s", v.Status, v.ExitCode, strings.Join(v.Reasons, "; "))}
+	}
 	return nil
+}
+
+// runVerdict judges a run: cut short by a signal it is aborted; otherwise the default
+// verdict (package verdict) judges its load phase.
+func runVerdict(rep *report.Report, interrupted bool) *report.Verdict {
+	var classes []verdict.Class
+	for name, s := range rep.Ops {
+		if name == "backfill" || stats.IsOperationSeries(name) {
+			continue // the backfill is judged by its own warning; operations by their class
+		}
+		classes = append(classes, verdict.Class{Name: name, Attempted: s.Attempted, Succeeded: s.Succeeded})
+	}
+	v := &report.Verdict{By: "default", ExitCode: verdict.Pass, Reasons: verdict.Default(classes)}
+	if len(v.Reasons) > 0 {
+		v.ExitCode = verdict.Failed
+	}
+	if interrupted {
+		v.ExitCode = verdict.Aborted
+		v.Reasons = append([]string{"interrupted by a signal before the end of the run"}, v.Reasons...)
+	}
+	v.Status = verdict.Name(v.ExitCode)
+	return v
+}
+
+// printVerdict prints the run's verdict below its summary, with why it did not pass.
+func printVerdict(out io.Writer, r *report.Report) {
+	v := r.Verdict
+	if v == nil {
+		return
+	}
+	fmt.Fprintf(out, "verdict: %s (exit %d", v.Status, v.ExitCode)
+	if v.By == "default" {
+		fmt.Fprintf(out, "; no thresholds given: a run fails when nothing succeeded or more than %.0f%% of attempted operations failed", 100*verdict.MaxFailedShare)
+	}
+	fmt.Fprintln(out, ")")
+	for _, why := range v.Reasons {
+		fmt.Fprintln(out, "  "+why)
+	}
 }
 
 func sizeText(w config.Workload) string {
@@ -297,8 +353,15 @@ func printSummary(out io.Writer, r *report.Report) {
 			if i > 0 {
 				name, att, cnt, rate, errs, miss = "", "", "", "", "", ""
 			}
+			vals := []string{ms(lat.l.P50), ms(lat.l.P95), ms(lat.l.P99), ms(lat.l.P995), ms(lat.l.P999), ms(lat.l.Max), ms(lat.l.Mean)}
+			if s.Count == 0 {
+				// Nothing answered: there is no latency, and 0.000 would read as a fast store.
+				for j := range vals {
+					vals[j] = "-"
+				}
+			}
 			fmt.Fprintf(out, "%-*s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", w, name, lat.name, att, cnt, rate,
-				ms(lat.l.P50), ms(lat.l.P95), ms(lat.l.P99), ms(lat.l.P995), ms(lat.l.P999), ms(lat.l.Max), ms(lat.l.Mean), errs, miss)
+				vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], errs, miss)
 		}
 		if s.Errors > 0 {
 			var parts []string

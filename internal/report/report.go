@@ -59,6 +59,12 @@ type Report struct {
 	// on this package, so it is kept encoded); absent for other runs. The HTML report
 	// draws its steps.
 	Autotune json.RawMessage `json:"autotune,omitempty"`
+	// Verdict is how the run was judged and its exit code; absent from reports of
+	// commands that judge runs their own way (a scenario's outcome, an auto-tune result).
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// Thresholds are the run's thresholds (run --threshold, or thresholds: in the config
+	// file), each with its outcome, in the order given.
+	Thresholds []Threshold `json:"thresholds,omitempty"`
 }
 
 // Tool identifies the build that produced the report.
@@ -316,6 +322,11 @@ func warnings(r *Report, in Input) []string {
 		w = append(w, fmt.Sprintf("read: %.0f%% of %d reads missed (key not found): the store holds few of the keys read; "+
 			"run with --backfill (or workload.backfill=true) to write every key first, or the latencies are those of misses",
 			100*float64(rd.Misses)/float64(rd.Count), rd.Count))
+	}
+	for _, name := range names {
+		if s := r.Ops[name]; name != "backfill" && s.Attempted > 0 && s.Succeeded == 0 {
+			w = append(w, fmt.Sprintf("%s: none of %d attempted operations succeeded, so it has no latencies (shown as -): the figures measure the store's failures, not its service", name, s.Attempted))
+		}
 	}
 	if r.Driver.Panics > 0 {
 		w = append(w, fmt.Sprintf("the driver panicked %d times; those operations count as failures (class other)", r.Driver.Panics))

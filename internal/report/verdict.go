@@ -1,0 +1,33 @@
+package report
+
+// Verdict is how a run was judged, and the exit code the command ended with (the table
+// of package verdict).
+type Verdict struct {
+	// Status is the verdict in a word: PASSED, FAILED, ABORTED, INVALID.
+	Status   string `json:"status"`
+	ExitCode int    `json:"exitCode"`
+	// By says what judged the run: "thresholds" when it was given some, else "default"
+	// (it fails when nothing succeeded or most attempted operations failed).
+	By string `json:"by"`
+	// Reasons say why a run did not pass, one a line.
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// Threshold is one threshold's outcome over the run's load phase.
+type Threshold struct {
+	Name  string `json:"name"`
+	Check string `json:"check"`
+	// Source is where the threshold was given: "flag --threshold" or "file PATH".
+	Source string `json:"source,omitempty"`
+	Class  string `json:"class"`
+	Metric string `json:"metric"`
+	// Status is pass or fail (a threshold with nothing to judge fails: a gate never
+	// passes because it could not look).
+	Status string `json:"status"`
+	// Observed is the value in the bound's unit as text; Value the number in the metric's
+	// unit (µs, ratio, count, ops/s) when there was one.
+	Observed  string   `json:"observed"`
+	Value     *float64 `json:"value,omitempty"`
+	Intervals int      `json:"intervals"`
+	Detail    string   `json:"detail,omitempty"`
+}
