@@ -22,6 +22,7 @@ import (
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/verdict"
 	"github.com/ndbench/ndbench/internal/web"
@@ -35,6 +36,8 @@ type runFlags struct {
 	report     string
 	reportHTML string
 	hdrLog     string
+	junit      string
+	thresholds []string
 	otlp       otlpFlags
 }
 
@@ -55,6 +58,12 @@ func (c *configSources) bind(cmd *cobra.Command) {
 }
 
 func (c *configSources) load(env []string) (*config.Snapshot, error) {
+	return c.loadFile(env, false)
+}
+
+// loadFile loads the configuration; with runThresholds the config file's thresholds: list
+// (the run's, read by fileThresholds) is not taken for a configuration key.
+func (c *configSources) loadFile(env []string, runThresholds bool) (*config.Snapshot, error) {
 	sets := c.sets
 	if c.driver != "" {
 		// First, so an explicit --set driver.name still wins.
@@ -68,7 +77,16 @@ func (c *configSources) load(env []string) (*config.Snapshot, error) {
 		}
 		src.Preset, src.PresetErrors = &l, fes
 	}
-	snap, err := source.Load(c.file, src)
+	path := c.file
+	if runThresholds && path != "" {
+		l, fes, err := source.FileLayer(path)
+		if err != nil {
+			return nil, configError{err}
+		}
+		l = withoutThresholds(l)
+		src.File, src.FileErrors, path = &l, fes, ""
+	}
+	snap, err := source.Load(path, src)
 	if err != nil {
 		return nil, configError{err}
 	}
@@ -112,6 +130,8 @@ ends, and that run is judged as any other).`,
 	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
 	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
 	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs to this file")
+	cmd.Flags().StringArrayVar(&f.thresholds, "threshold", nil, "a check the measured load must pass, in the scenario grammar: 'read.p99 < 5ms', 'errors' per class: 'write.errors < 1%' (repeatable; adds to the config file's thresholds:); a failed one exits 1")
+	cmd.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testcase per threshold, or the default verdict) to this file")
 	f.otlp.bind(cmd)
 	return cmd
 }
@@ -123,7 +143,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	if f.duration < 0 {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
-	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
+	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}, output{"junit", f.junit}); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
@@ -131,15 +151,26 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	if err != nil {
 		return err
 	}
-	snap, err := f.load(io.env)
+	checks, err := fileThresholds(f.file)
+	if err != nil {
+		return err
+	}
+	for _, c := range f.thresholds {
+		checks = append(checks, scenario.RunCheck{Check: c, Field: "--threshold", Source: "flag --threshold"})
+	}
+	snap, err := f.loadFile(io.env, true)
+	if err != nil {
+		return err
+	}
+	cfg := snap.Config
+	w := cfg.Workload
+	judge, err := newRunJudge(checks, w)
 	if err != nil {
 		return err
 	}
 	for _, n := range snap.Notices {
 		fmt.Fprintln(io.err, "note:", n)
 	}
-	cfg := snap.Config
-	w := cfg.Workload
 	if f.warmup == 0 {
 		f.warmup = w.Warmup // --warmup wins over workload.warmup
 	}
@@ -179,6 +210,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	}
 	view := newLive(io.out, io.tty, f.duration)
 	defer coll.Subscribe(view.interval)()
+	if judge != nil {
+		defer coll.Subscribe(judge.interval)()
+	}
 
 	fmt.Fprintf(io.out, "ndbench %s: driver %s, %d keys, %s values, reads %s, writes %s\n",
 		toolVersion(), cfg.DriverName, w.NumKeys, sizeText(w), loadText(w.ReadEnabled, w.Readers, w.ReadRate),
@@ -207,6 +241,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	// unbounded run ends normally.
 	interrupted := ctx.Err() != nil
 	if ctx.Err() == nil {
+		if f.warmup == 0 {
+			judge.measure(time.Now())
+		}
 		if err := inst.Start(); err != nil {
 			return err
 		}
@@ -218,6 +255,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 			case <-ctx.Done():
 				interrupted = true
 			case <-t.C:
+				judge.measure(time.Now())
 				inst.StartMeasuring(f.warmup)
 				view.note(fmt.Sprintf("warm-up of %s done: measuring from here", f.warmup))
 			}
@@ -240,6 +278,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	view.finish()
 
 	rep := report.Build(inst.ReportInput(toolVersion()))
+	rep.Thresholds = judge.results()
 	rep.Verdict = runVerdict(rep, interrupted)
 	printSummary(io.out, rep)
 	printVerdict(io.out, rep)
@@ -264,6 +303,12 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		}
 		fmt.Fprintf(io.out, "HTML report written to %s\n", f.reportHTML)
 	}
+	if f.junit != "" {
+		if err := writeRunJUnit(f.junit, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(io.out, "JUnit XML written to %s\n", f.junit)
+	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(io.err, "stopped by signal")
 	}
@@ -271,44 +316,6 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		return exitError{v.ExitCode, fmt.Errorf("run %s (exit code %d): %s", v.Status, v.ExitCode, strings.Join(v.Reasons, "; "))}
 	}
 	return nil
-}
-
-// runVerdict judges a run: cut short by a signal it is aborted; otherwise the default
-// verdict (package verdict) judges its load phase.
-func runVerdict(rep *report.Report, interrupted bool) *report.Verdict {
-	var classes []verdict.Class
-	for name, s := range rep.Ops {
-		if name == "backfill" || stats.IsOperationSeries(name) {
-			continue // the backfill is judged by its own warning; operations by their class
-		}
-		classes = append(classes, verdict.Class{Name: name, Attempted: s.Attempted, Succeeded: s.Succeeded})
-	}
-	v := &report.Verdict{By: "default", ExitCode: verdict.Pass, Reasons: verdict.Default(classes)}
-	if len(v.Reasons) > 0 {
-		v.ExitCode = verdict.Failed
-	}
-	if interrupted {
-		v.ExitCode = verdict.Aborted
-		v.Reasons = append([]string{"interrupted by a signal before the end of the run"}, v.Reasons...)
-	}
-	v.Status = verdict.Name(v.ExitCode)
-	return v
-}
-
-// printVerdict prints the run's verdict below its summary, with why it did not pass.
-func printVerdict(out io.Writer, r *report.Report) {
-	v := r.Verdict
-	if v == nil {
-		return
-	}
-	fmt.Fprintf(out, "verdict: %s (exit %d", v.Status, v.ExitCode)
-	if v.By == "default" {
-		fmt.Fprintf(out, "; no thresholds given: a run fails when nothing succeeded or more than %.0f%% of attempted operations failed", 100*verdict.MaxFailedShare)
-	}
-	fmt.Fprintln(out, ")")
-	for _, why := range v.Reasons {
-		fmt.Fprintln(out, "  "+why)
-	}
 }
 
 func sizeText(w config.Workload) string {

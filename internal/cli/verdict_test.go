@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,6 +118,118 @@ func TestAutotuneExitCodes(t *testing.T) {
 	for _, tt := range tests {
 		if got := autotuneExit(&tt.res); got != tt.code {
 			t.Errorf("%s (hold %v): exit %d, want %d", tt.res.Status, tt.res.Hold != nil, got, tt.code)
+		}
+	}
+}
+
+// TestRunThresholds: --threshold (repeatable) and the config file's thresholds: use the
+// scenario grammar over the measured load; each is shown pass or fail with its observed
+// value in the summary, the JSON report, the HTML report and the JUnit file, and one
+// failing exits 1.
+func TestRunThresholds(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("workload:\n  readRate: 500\n  writeRate: 100\nthresholds:\n  - write.p99 < 1h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		status []string // per threshold, in order
+		want   []string // in stdout
+	}{
+		{"all pass", []string{"--threshold", "read.p99 < 1h", "--threshold", "errors < 1%"}, verdict.Pass,
+			[]string{"pass", "pass", "pass", "pass"}, []string{"PASS read.p99 < 1h: observed", "PASS read.errors < 1%: observed 0%", "PASS write.errors < 1%", "PASS write.p99 < 1h", "verdict: PASSED (exit 0)"}},
+		{"one fails", []string{"--threshold", "read.p99 < 1us", "--set", "drivers.memory.serviceTime=2ms"}, verdict.Failed,
+			[]string{"pass", "fail"}, []string{"FAIL read.p99 < 1us: observed ", "threshold read.p99 < 1us failed: observed", "verdict: FAILED (exit 1)"}},
+		{"errors judged, not the default", []string{"--threshold", "errors < 90%", "--set", "drivers.memory.errorRatio=0.6"}, verdict.Pass,
+			[]string{"pass", "pass", "pass"}, []string{"PASS read.errors < 90%: observed "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := t.TempDir()
+			rep, html, junit := filepath.Join(d, "r.json"), filepath.Join(d, "r.html"), filepath.Join(d, "junit.xml")
+			args := append([]string{"run", "--driver", "memory", "-c", cfg, "--duration", "2s", "--report", rep, "--report-html", html, "--junit", junit}, tt.args...)
+			code, out, errOut := ndbench(t, nil, args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			r := readReport(t, rep)
+			if len(r.Thresholds) != len(tt.status) {
+				t.Fatalf("report thresholds %+v, want %d", r.Thresholds, len(tt.status))
+			}
+			// The file's thresholds come first, then the flags', in order.
+			if r.Thresholds[0].Check != "write.p99 < 1h" || r.Thresholds[0].Source != "file "+cfg || r.Thresholds[1].Source != "flag --threshold" {
+				t.Errorf("thresholds' order or sources: %+v", r.Thresholds)
+			}
+			for i, st := range tt.status {
+				if th := r.Thresholds[i]; th.Status != st || th.Observed == "" || th.Intervals == 0 {
+					t.Errorf("threshold %d = %+v, want status %s with an observed value", i, th, st)
+				}
+			}
+			if r.Verdict == nil || r.Verdict.By != "thresholds" || r.Verdict.ExitCode != tt.code {
+				t.Errorf("verdict %+v", r.Verdict)
+			}
+			h, _ := os.ReadFile(html)
+			j, _ := os.ReadFile(junit)
+			for _, th := range r.Thresholds {
+				// Both escape the check's < as &lt;.
+				esc := strings.ReplaceAll(th.Check, "<", "&lt;")
+				if !strings.Contains(string(h), esc) {
+					t.Errorf("HTML report lacks threshold %q", th.Check)
+				}
+				if !strings.Contains(string(j), esc) {
+					t.Errorf("JUnit lacks threshold %q:\n%s", th.Check, j)
+				}
+			}
+			if fails := strings.Count(string(j), "<failure"); fails != strings.Count(strings.Join(tt.status, " "), "fail") {
+				t.Errorf("JUnit has %d failures, want those of %v:\n%s", fails, tt.status, j)
+			}
+		})
+	}
+}
+
+// TestRunThresholdErrors: a threshold that does not parse exits 2 before any load,
+// naming the flag or the file's entry and what is allowed.
+func TestRunThresholdErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--threshold", "raed.p99 < 5ms"}, []string{"--threshold", `"raed"`, "op classes read, write"}},
+		{[]string{"--threshold", "read.p99 < fast"}, []string{"--threshold", `"fast"`, "a duration"}},
+		{[]string{"--threshold", "read.p99 5ms"}, []string{"--threshold", "CLASS.METRIC OP VALUE"}},
+		{[]string{"--threshold", "read.speed > 5"}, []string{"--threshold", `"speed"`, "metrics"}},
+		{[]string{"-c", write("bad.yaml", "thresholds:\n  - read.p99 < 5ms\n  - write.p99 < soon\n")}, []string{"thresholds[1] in " + filepath.Join(dir, "bad.yaml"), `"soon"`}},
+		{[]string{"-c", write("notlist.yaml", "thresholds: read.p99 < 5ms\n")}, []string{"thresholds", "a list of checks"}},
+	}
+	for _, tt := range tests {
+		args := append([]string{"run", "--driver", "memory", "--duration", "1m"}, tt.args...)
+		code, out, errOut := ndbench(t, nil, args...)
+		if code != verdict.Usage {
+			t.Errorf("%v: exit %d, want 2\n%s\n%s", tt.args, code, out, errOut)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: error does not say %q: %s", tt.args, w, errOut)
+			}
+		}
+		if strings.Contains(out, "summary") {
+			t.Errorf("%v: the load ran", tt.args)
 		}
 	}
 }
