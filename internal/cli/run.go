@@ -38,7 +38,10 @@ type runFlags struct {
 	hdrLog     string
 	junit      string
 	thresholds []string
-	otlp       otlpFlags
+	fromReport string
+	// reportChecks are the thresholds of the report the run is rebuilt from.
+	reportChecks []scenario.RunCheck
+	otlp         otlpFlags
 }
 
 // configSources are the flags every command that reads configuration takes.
@@ -47,6 +50,10 @@ type configSources struct {
 	file     string
 	driver   string
 	sets     []string
+	// flagSets are a command's own flags that stand for configuration keys (--backfill).
+	flagSets []flagSet
+	// base is a report's configuration a run is rebuilt from (--from-report).
+	base *config.Layer
 }
 
 func (c *configSources) bind(cmd *cobra.Command) {
@@ -64,11 +71,8 @@ func (c *configSources) load(env []string) (*config.Snapshot, error) {
 // loadFile loads the configuration; with runThresholds the config file's thresholds: list
 // (the run's, read by fileThresholds) is not taken for a configuration key.
 func (c *configSources) loadFile(env []string, runThresholds bool) (*config.Snapshot, error) {
-	sets := c.sets
-	if c.driver != "" {
-		// First, so an explicit --set driver.name still wins.
-		sets = append([]string{"driver.name=" + c.driver}, sets...)
-	}
+	// The flags' keys come first, so an explicit --set of the same key still wins.
+	sets, relabel := c.setsWithFlags()
 	src := config.Sources{Env: env, Sets: sets}
 	if c.workload != "" {
 		l, fes, err := presets.Load(c.workload)
@@ -76,6 +80,9 @@ func (c *configSources) loadFile(env []string, runThresholds bool) (*config.Snap
 			return nil, configError{fmt.Errorf("--workload %s: %w", c.workload, err)}
 		}
 		src.Preset, src.PresetErrors = &l, fes
+	}
+	if c.base != nil {
+		src.Preset = overlay(src.Preset, *c.base)
 	}
 	path := c.file
 	if runThresholds && path != "" {
@@ -90,6 +97,7 @@ func (c *configSources) loadFile(env []string, runThresholds bool) (*config.Snap
 	if err != nil {
 		return nil, configError{err}
 	}
+	relabel(snap)
 	return snap, nil
 }
 
@@ -120,7 +128,7 @@ ends, and that run is judged as any other).`,
   ndbench run --driver memory --duration 5m --otlp-endpoint http://otel-collector:4318`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWorkload(cmd.Context(), f, io)
+			return runWorkload(cmd.Context(), cmd, f, io)
 		},
 	}
 	f.bind(cmd)
@@ -131,12 +139,13 @@ ends, and that run is judged as any other).`,
 	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
 	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs to this file")
 	cmd.Flags().StringArrayVar(&f.thresholds, "threshold", nil, "a check the measured load must pass, in the scenario grammar: 'read.p99 < 5ms', 'errors' per class: 'write.errors < 1%' (repeatable; adds to the config file's thresholds:); a failed one exits 1")
+	cmd.Flags().StringVar(&f.fromReport, "from-report", "", "rebuild the run a JSON report records: its configuration (each key not a default), duration, warm-up, backfill and thresholds; flags given beside it override")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testcase per threshold, or the default verdict) to this file")
 	f.otlp.bind(cmd)
 	return cmd
 }
 
-func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
+func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *streams) error {
 	if f.warmup < 0 {
 		return usageError{fmt.Errorf("--warmup: invalid value %s; allowed: 0 (none) or a positive duration", f.warmup)}
 	}
@@ -151,10 +160,29 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	if err != nil {
 		return err
 	}
+	var secrets []string
+	if f.fromReport != "" {
+		r, l, sec, err := fromReport(f.fromReport)
+		if err != nil {
+			return err
+		}
+		f.base, secrets = &l, sec
+		if err := f.applyReport(cmd, r); err != nil {
+			return err
+		}
+	}
+	// These flags are configuration keys: the report names them as the keys' source.
+	if cmd.Flags().Changed("backfill") {
+		f.flagSets = append(f.flagSets, flagSet{"backfill", "workload.backfill", fmt.Sprint(f.backfill)})
+	}
+	if cmd.Flags().Changed("warmup") {
+		f.flagSets = append(f.flagSets, flagSet{"warmup", "workload.warmup", f.warmup.String()})
+	}
 	checks, err := fileThresholds(f.file)
 	if err != nil {
 		return err
 	}
+	checks = append(checks, f.reportChecks...)
 	for _, c := range f.thresholds {
 		checks = append(checks, scenario.RunCheck{Check: c, Field: "--threshold", Source: "flag --threshold"})
 	}
@@ -171,9 +199,11 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	for _, n := range snap.Notices {
 		fmt.Fprintln(io.err, "note:", n)
 	}
-	if f.warmup == 0 {
-		f.warmup = w.Warmup // --warmup wins over workload.warmup
+	if len(secrets) > 0 {
+		fmt.Fprintf(io.err, "note: --from-report %s: the report redacted %s; give them again (--set or env) if the run needs them\n", f.fromReport, strings.Join(secrets, ", "))
 	}
+	f.warmup = w.Warmup // --warmup is workload.warmup, below a --set of it
+	f.backfill = f.backfill || w.Backfill
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	// The run is a node's lifecycle, the same one `ndbench serve` drives through its API:
@@ -279,6 +309,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 
 	rep := report.Build(inst.ReportInput(toolVersion()))
 	rep.Thresholds = judge.results()
+	rep.Run = f.runRecord(cmd, checks)
 	rep.Verdict = runVerdict(rep, interrupted)
 	printSummary(io.out, rep)
 	printVerdict(io.out, rep)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/autotune"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/verdict"
 )
 
@@ -231,5 +232,77 @@ func TestRunThresholdErrors(t *testing.T) {
 		if strings.Contains(out, "summary") {
 			t.Errorf("%v: the load ran", tt.args)
 		}
+	}
+}
+
+// TestRunFromReport: a report records every flag with its source, and run --from-report
+// rebuilds the run from it: the same effective configuration, length and thresholds;
+// flags given beside it override.
+func TestRunFromReport(t *testing.T) {
+	dir := t.TempDir()
+	first, again, changed := filepath.Join(dir, "1.json"), filepath.Join(dir, "2.json"), filepath.Join(dir, "3.json")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--backfill", "--warmup", "500ms", "--duration", "1s",
+		"--set", "workload.readRate=300", "--set", "workload.writeRate=50", "--set", "workload.numKeys=500",
+		"--set", "drivers.memory.errorRatio=0.01", "--threshold", "read.p99 < 1h", "--report", first)
+	if code != 0 {
+		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	r1 := readReport(t, first)
+	sources := map[string]string{}
+	for _, e := range r1.Config {
+		sources[e.Key] = e.Value + " (" + e.Source + ")"
+	}
+	for key, want := range map[string]string{
+		"workload.backfill": "true (flag --backfill)", "workload.warmup": "500ms (flag --warmup)",
+		"driver.name": "memory (flag --driver)", "workload.readRate": "300 (--set)",
+	} {
+		if sources[key] != want {
+			t.Errorf("first report: %s = %q, want %q", key, sources[key], want)
+		}
+	}
+	if r1.Run == nil || r1.Run.Duration != "1s" || r1.Run.Warmup != "500ms" || !r1.Run.Backfill || len(r1.Run.Thresholds) != 1 {
+		t.Fatalf("first report's run record: %+v", r1.Run)
+	}
+
+	code, out, errOut = ndbench(t, nil, "run", "--from-report", first, "--report", again)
+	if code != 0 {
+		t.Fatalf("rebuilt run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "backfill ") || !strings.Contains(out, "PASS read.p99 < 1h") {
+		t.Errorf("the rebuilt run did not backfill or judge the threshold:\n%s", out)
+	}
+	r2 := readReport(t, again)
+	values := func(r *report.Report) map[string]string {
+		m := map[string]string{}
+		for _, e := range r.Config {
+			m[e.Key] = e.Value
+		}
+		return m
+	}
+	v1, v2 := values(r1), values(r2)
+	for k, v := range v1 {
+		if v2[k] != v {
+			t.Errorf("rebuilt run: %s = %q, want %q", k, v2[k], v)
+		}
+	}
+	if len(v1) != len(v2) {
+		t.Errorf("rebuilt run has %d keys, the first %d", len(v2), len(v1))
+	}
+	if r2.Run.Duration != r1.Run.Duration || r2.Run.Warmup != r1.Run.Warmup || strings.Join(r2.Run.Thresholds, ";") != strings.Join(r1.Run.Thresholds, ";") || r2.Run.FromReport != first {
+		t.Errorf("rebuilt run record %+v, first %+v", r2.Run, r1.Run)
+	}
+	for _, e := range r2.Config {
+		if e.Key == "workload.backfill" && e.Source != "report "+first {
+			t.Errorf("rebuilt run: workload.backfill from %q, want the report", e.Source)
+		}
+	}
+
+	code, out, errOut = ndbench(t, nil, "run", "--from-report", first, "--set", "workload.readRate=200", "--duration", "500ms", "--warmup", "0s", "--report", changed)
+	if code != 0 {
+		t.Fatalf("rebuilt run with overrides: exit %d\n%s\n%s", code, out, errOut)
+	}
+	r3 := readReport(t, changed)
+	if v := values(r3); v["workload.readRate"] != "200" || v["workload.warmup"] != "0s" || v["workload.writeRate"] != "50" || r3.Run.Duration != "500ms" {
+		t.Errorf("overrides beside --from-report: readRate %s warmup %s writeRate %s duration %s", v["workload.readRate"], v["workload.warmup"], v["workload.writeRate"], r3.Run.Duration)
 	}
 }

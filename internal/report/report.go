@@ -65,6 +65,8 @@ type Report struct {
 	// Thresholds are the run's thresholds (run --threshold, or thresholds: in the config
 	// file), each with its outcome, in the order given.
 	Thresholds []Threshold `json:"thresholds,omitempty"`
+	// Run is how `ndbench run` was called (absent for other commands).
+	Run *Run `json:"run,omitempty"`
 }
 
 // Tool identifies the build that produced the report.

@@ -31,3 +31,26 @@ type Threshold struct {
 	Intervals int      `json:"intervals"`
 	Detail    string   `json:"detail,omitempty"`
 }
+
+// Run records how `ndbench run` was called beyond its configuration (which Config holds,
+// each key with its source), so that `ndbench run --from-report` can rebuild the run.
+type Run struct {
+	// Duration and Warmup are the load's length after the warm-up (0: until interrupted)
+	// and the warm-up's, as Go durations ("30s").
+	Duration string `json:"duration"`
+	Warmup   string `json:"warmup"`
+	Backfill bool   `json:"backfill"`
+	// Thresholds are the checks as given, the config file's first.
+	Thresholds []string `json:"thresholds,omitempty"`
+	// Flags are the command-line flags given, in the order of their names, each with its
+	// value (secret values redacted; --set values are in Config, with their keys).
+	Flags []Flag `json:"flags"`
+	// FromReport names the report this run was rebuilt from.
+	FromReport string `json:"fromReport,omitempty"`
+}
+
+// Flag is one flag given on the command line.
+type Flag struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
