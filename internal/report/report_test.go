@@ -1,12 +1,14 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
@@ -289,4 +291,39 @@ func checkWarnings(t *testing.T, warnings, want, notWanted []string) {
 			t.Errorf("warnings have %q:\n%s", w, got)
 		}
 	}
+}
+
+// TestReportJSONKeysAreCamelCase: the report's JSON keys follow the API's convention
+// (camelCase), nested ones too: the configuration's entries were written as Key, Value,
+// Source, Secret.
+func TestReportJSONKeysAreCamelCase(t *testing.T) {
+	r := &Report{Config: []config.Entry{{Key: "workload.readRate", Value: "5", Source: "--set"}},
+		Verdict: &Verdict{Status: "PASSED", By: "default"}, Thresholds: []Threshold{{Check: "read.p99 < 1ms", Status: "pass"}},
+		Run: &Run{Duration: "1s", Flags: []Flag{{Name: "--duration", Value: "1s"}}}}
+	var b bytes.Buffer
+	if err := Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, sub := range x {
+				// Op and class names are keys too ("read", "child.primary"): data, not fields.
+				if k != "" && unicode.IsUpper(rune(k[0])) {
+					t.Errorf("%s.%s: not camelCase", path, k)
+				}
+				walk(sub, path+"."+k)
+			}
+		case []any:
+			for _, sub := range x {
+				walk(sub, path+"[]")
+			}
+		}
+	}
+	var doc any
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	walk(doc, "report")
 }
