@@ -41,7 +41,10 @@ difference is significant.
 Significance: a two-sided Mann-Whitney U test over the per-second intervals of each run
 (each second's rate, error ratio or percentile is one sample), at --alpha. The reported
 values are the whole-run figures (percentiles of the merged histograms). A run with fewer
-than --min-intervals whole seconds is not tested, and the output says so.
+than --min-intervals whole seconds is not tested, and the output says so. Tails (p99.5,
+p99.9) are judged from the merged distributions instead, by a bootstrap over the runs'
+intervals; with fewer than 10 operations beyond the quantile in a run the output says
+the sample is too small to judge.
 
 --fail-on conditions (repeatable, or comma-separated) gate the candidate:
   read.p99 > +10%      relative change: triggers when beyond the bound AND significant

@@ -49,3 +49,42 @@ func TestDifferences(t *testing.T) {
 		t.Errorf("a report without configuration was checked")
 	}
 }
+
+// TestTailsFromMergedDistributions: a tail is judged from the runs' merged
+// distributions with a bootstrap over the intervals, not from per-second values; a
+// consistent +191% p99.9 is significant, a tail with too few operations beyond it is
+// "sample too small to judge" (never "not significant") and a bound on it still gates.
+func TestTailsFromMergedDistributions(t *testing.T) {
+	secs := func(n int, rate, p99 float64) []second {
+		out := make([]second, n)
+		for i := range out {
+			// A little spread, as real seconds have.
+			out[i] = second{rate: rate, p99: p99 * (1 + 0.02*float64(i%5))}
+		}
+		return out
+	}
+	tests := []struct {
+		name        string
+		base, cand  []second
+		tested, sig bool
+		note        string
+		triggered   bool
+	}{
+		{"+191% p99.9 over 30 s", secs(30, 1000, 1000), secs(30, 1000, 2910), true, true, "bootstrap over intervals", true},
+		{"the same tail", secs(30, 1000, 1000), secs(30, 1000, 1000), true, false, "bootstrap over intervals", false},
+		{"too few operations beyond p99.9", secs(12, 50, 1000), secs(12, 50, 2910), false, false, "sample too small to judge", true},
+	}
+	for _, tt := range tests {
+		res, err := Compare(synthetic(tt.base), synthetic(tt.cand), defaults("read.p99.9 > +10%"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := metric(t, res, "read", "p99.9")
+		if m.Tested != tt.tested || m.Significant != tt.sig || !strings.Contains(m.Note, tt.note) {
+			t.Errorf("%s: tested %v significant %v note %q; want %v %v %q", tt.name, m.Tested, m.Significant, m.Note, tt.tested, tt.sig, tt.note)
+		}
+		if res.Conditions[0].Triggered != tt.triggered {
+			t.Errorf("%s: read.p99.9 > +10%% triggered %v, want %v: %s", tt.name, res.Conditions[0].Triggered, tt.triggered, res.Conditions[0].Reason)
+		}
+	}
+}

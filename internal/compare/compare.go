@@ -376,6 +376,10 @@ func compareMetric(def metricDef, b, c stats.OpSummary, bi, ci []stats.OpSummary
 		pct := 100 * (cv - bv) / bv
 		m.DiffPct = &pct
 	}
+	if q := quantileOf(def.name); q >= tailFrom {
+		judgeTail(&m, q, b, c, bi, ci, opt)
+		return m
+	}
 	var xs, ys []float64
 	for _, s := range bi {
 		if v, ok := value(def, s, opt.Latency); ok {
