@@ -5,6 +5,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -217,6 +218,14 @@ func Build(in Input) *Report {
 	r.Warnings = warnings(r, in)
 	// After the warnings: they judge the measured span, which an earlier phase is not.
 	r.Phase, r.Phases = in.Phase, in.Phases
+	if len(r.Timeline) == 0 && len(in.Phases) > 0 {
+		// A run's own phases (backfill, warm-up, load) are marked on every time chart,
+		// as a scenario's are, so a dip at a boundary reads as the boundary it is.
+		for _, p := range in.Phases {
+			r.Timeline = append(r.Timeline, Mark{Kind: "phase", Name: p.Name, Start: stamp(p.Started), End: stamp(p.Ended)})
+		}
+		r.Timeline = append(r.Timeline, Mark{Kind: "phase", Name: cmp.Or(in.Phase, "load"), Start: stamp(in.Started), End: stamp(in.Ended)})
+	}
 	for _, p := range in.Phases {
 		if s, ok := p.Ops[p.Name]; ok {
 			r.Ops[p.Name] = s
@@ -227,6 +236,9 @@ func Build(in Input) *Report {
 	}
 	return r
 }
+
+// stamp is a mark's time: RFC 3339 with milliseconds, as the series' times.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // Thresholds of the self-check.
 const (

@@ -327,3 +327,31 @@ func TestReportJSONKeysAreCamelCase(t *testing.T) {
 	}
 	walk(doc, "report")
 }
+
+// TestRunPhasesAreMarked: a run's own phases (backfill, warm-up, then the measured load)
+// are marks on its timeline, which every time chart draws; a scenario's marks stay its own.
+func TestRunPhasesAreMarked(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 1, 2, 3, 4, s, 0, time.UTC) }
+	in := Input{Started: at(20), Ended: at(50), Phase: "load", Phases: []Phase{
+		{Name: "backfill", Started: at(0), Ended: at(10)}, {Name: "warmup", Started: at(10), Ended: at(20)}}}
+	r := Build(in)
+	var got []string
+	for _, m := range r.Timeline {
+		got = append(got, m.Kind+" "+m.Name+" "+m.Start+" "+m.End)
+	}
+	want := []string{
+		"phase backfill 2026-01-02T03:04:00.000Z 2026-01-02T03:04:10.000Z",
+		"phase warmup 2026-01-02T03:04:10.000Z 2026-01-02T03:04:20.000Z",
+		"phase load 2026-01-02T03:04:20.000Z 2026-01-02T03:04:50.000Z",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("timeline:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	in.Timeline = []Mark{{Kind: "hook", Name: "kill"}}
+	if r := Build(in); len(r.Timeline) != 1 {
+		t.Errorf("a scenario's timeline was changed: %+v", r.Timeline)
+	}
+	if r := Build(Input{Started: at(0), Ended: at(5)}); len(r.Timeline) != 0 {
+		t.Errorf("a run without earlier phases has marks: %+v", r.Timeline)
+	}
+}
