@@ -18,6 +18,7 @@ import (
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/verdict"
 	"github.com/ndbench/ndbench/internal/web"
 )
 
@@ -70,7 +71,10 @@ capacity is above what was measured, never that it is the generator's limit.
 
 With --hold the load then stays at the highest rate within SLA and follows drift by
 AIMD (additive increase, multiplicative decrease) until --duration or Ctrl-C.
-Exit code 0 when the capacity was found (or held), 1 otherwise, 2 for bad usage.
+Exit codes (the table every command shares, README "Exit codes"): 0 the capacity was
+found (or held), 1 no rate within the SLA or not confirmed, 2 bad usage or a node error,
+3 interrupted before the search ended, 4 client-bound (the generator was the limit, so
+no capacity of the store was measured).
 
 With --peers or --discovery (and the fleet's token) the search runs on a fleet of
 ` + "`ndbench serve`" + ` nodes with this process as the control point: every step's rate is split
@@ -326,15 +330,29 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		}
 	}
 
+	if code := autotuneExit(res); code != verdict.Pass {
+		return exitError{code, fmt.Errorf("autotune %s (exit code %d, %s): %s", res.Status, code, verdict.Name(code), res.Message)}
+	}
+	return nil
+}
+
+// autotuneExit maps a search's result onto the exit-code table (package verdict).
+func autotuneExit(res *autotune.Result) int {
 	switch res.Status {
 	case autotune.StatusFound, autotune.StatusAboveMax:
-		return nil
+		return verdict.Pass
 	case autotune.StatusStopped:
 		if res.Hold != nil {
-			return nil
+			return verdict.Pass // holding until a signal is how --hold without --duration ends
 		}
+		return verdict.Aborted
+	case autotune.StatusClientBound:
+		// The generator was the limit: no capacity of the store was measured.
+		return verdict.Invalid
+	case autotune.StatusError:
+		return verdict.Usage
 	}
-	return fmt.Errorf("autotune %s: %s", res.Status, res.Message)
+	return verdict.Failed // none within SLA, not confirmed
 }
 
 func classShares(shares map[string]float64) string {

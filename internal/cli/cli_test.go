@@ -275,8 +275,9 @@ func TestRunExplainsFailures(t *testing.T) {
 	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--duration", "1s",
 		"--set", "workload.readEnabled=false", "--set", "workload.writeRate=300",
 		"--set", "drivers.memory.maxBytes=1", "--report", rep, "--report-html", html)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	// Every write was rejected: the run fails (the default verdict), and says why.
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
 	if !strings.Contains(out, "attempted  succeeded") {
 		t.Errorf("summary does not show attempted beside succeeded:\n%s", out)

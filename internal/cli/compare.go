@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ndbench/ndbench/internal/compare"
+	"github.com/ndbench/ndbench/internal/verdict"
 )
 
 type compareFlags struct {
@@ -19,6 +20,7 @@ type compareFlags struct {
 	minIntervals      int
 	failOn            []string
 	failInsignificant bool
+	force             bool
 	format            string
 }
 
@@ -39,7 +41,10 @@ difference is significant.
 Significance: a two-sided Mann-Whitney U test over the per-second intervals of each run
 (each second's rate, error ratio or percentile is one sample), at --alpha. The reported
 values are the whole-run figures (percentiles of the merged histograms). A run with fewer
-than --min-intervals whole seconds is not tested, and the output says so.
+than --min-intervals whole seconds is not tested, and the output says so. Tails (p99.5,
+p99.9) are judged from the merged distributions instead, by a bootstrap over the runs'
+intervals; with fewer than 10 operations beyond the quantile in a run the output says
+the sample is too small to judge.
 
 --fail-on conditions (repeatable, or comma-separated) gate the candidate:
   read.p99 > +10%      relative change: triggers when beyond the bound AND significant
@@ -52,8 +57,14 @@ class.operation names of the reports. A name that is not in both reports is an e
 condition that cannot be tested (too few intervals, no intervals) is judged on its bound
 alone, and one with no data triggers: a gate never passes because it could not look.
 
-Exit codes: 0 no condition triggered, 1 a condition triggered, 2 bad usage, an unreadable
-report or reports of different format versions. With --format markdown and
+Runs that offered the store different things are not comparable: a different driver,
+workload preset, pattern, keyspace, value size, op mix (classes enabled, mixes) or rate.
+compare refuses them (exit 2, naming each difference) unless --force, which compares them
+with a warning.
+
+Exit codes (the table every command shares, README "Exit codes"): 0 no condition
+triggered, 1 a condition triggered, 2 bad usage, an unreadable report, reports of
+different format versions, or runs that are not comparable (without --force). With --format markdown and
 GITHUB_STEP_SUMMARY set, the Markdown is also appended to that file.`,
 		Example: `  ndbench compare base.json cand.json
   ndbench compare base.json cand.json --fail-on 'read.p99 > +10%' --fail-on 'write.errors > 0.1%'
@@ -73,6 +84,7 @@ GITHUB_STEP_SUMMARY set, the Markdown is also appended to that file.`,
 	cmd.Flags().IntVar(&f.minIntervals, "min-intervals", compare.DefaultMinIntervals, "fewest whole per-second intervals each run needs for a significance test")
 	cmd.Flags().StringArrayVar(&f.failOn, "fail-on", nil, "a condition that fails the comparison (exit 1), e.g. 'read.p99 > +10%' (repeatable, or comma-separated)")
 	cmd.Flags().BoolVar(&f.failInsignificant, "fail-on-insignificant", false, "let relative and difference conditions trigger on the bound alone, significant or not")
+	cmd.Flags().BoolVar(&f.force, "force", false, "compare runs that are not comparable (different driver, workload, op mix or rates), with a warning, instead of refusing them")
 	cmd.Flags().StringVar(&f.format, "format", compare.Text, "output: "+strings.Join(compare.Formats(), ", "))
 	return cmd
 }
@@ -95,7 +107,7 @@ func runCompare(basePath, candPath string, f *compareFlags, s *streams) error {
 	}
 	res, err := compare.Compare(base, cand, compare.Options{
 		Latency: f.latency, Alpha: f.alpha, MinIntervals: f.minIntervals,
-		Conditions: conds, FailInsignificant: f.failInsignificant,
+		Conditions: conds, FailInsignificant: f.failInsignificant, Force: f.force,
 	})
 	if err != nil {
 		return usageError{err}
@@ -120,7 +132,7 @@ func runCompare(basePath, candPath string, f *compareFlags, s *streams) error {
 				names = append(names, c.Condition)
 			}
 		}
-		return fmt.Errorf("%w: %s", errGateFailed, strings.Join(names, "; "))
+		return exitError{verdict.Failed, fmt.Errorf("%w: %s", errGateFailed, strings.Join(names, "; "))}
 	}
 	return nil
 }

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/ndbench/ndbench/internal/compare"
+	"github.com/ndbench/ndbench/internal/report"
 )
 
 // TestCompareRealRuns is issue 13's bar on reports from the real run path: three runs of
@@ -155,5 +157,63 @@ func TestCompareExitCodes(t *testing.T) {
 	}
 	if got2, _ := os.ReadFile(summary); len(got2) != len(got) {
 		t.Error("text output was appended to GITHUB_STEP_SUMMARY")
+	}
+}
+
+// TestCompareRefusesRunsNotComparable: runs that offered the store different rates, op
+// mixes or workloads are refused (exit 2, naming each difference) unless --force, which
+// compares them with a clear warning.
+func TestCompareRefusesRunsNotComparable(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.json")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--duration", "1500ms",
+		"--set", "workload.readRate=200", "--set", "workload.writeRate=50", "--report", base)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	r := readReport(t, base)
+	variant := func(name string, change map[string]string) string {
+		v := *r
+		v.Config = slices.Clone(r.Config)
+		for i, e := range v.Config {
+			if val, ok := change[e.Key]; ok {
+				v.Config[i].Value = val
+			}
+		}
+		p := filepath.Join(dir, name+".json")
+		if err := report.WriteFile(p, &v); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name   string
+		change map[string]string
+		want   []string
+	}{
+		{"rate", map[string]string{"workload.readRate": "400"}, []string{"workload.readRate: 200 vs 400"}},
+		{"op mix and pattern", map[string]string{"workload.writeEnabled": "false", "workload.pattern": "zipfian"},
+			[]string{"workload.writeEnabled: true vs false", "workload.pattern: "}},
+	}
+	for _, tt := range tests {
+		cand := variant(tt.name, tt.change)
+		code, out, errOut := ndbench(t, nil, "compare", base, cand)
+		if code != 2 || !strings.Contains(errOut, "not comparable") || !strings.Contains(errOut, "--force") {
+			t.Errorf("%s: exit %d, want 2 saying the runs are not comparable\n%s\n%s", tt.name, code, out, errOut)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%s: the refusal does not name %q: %s", tt.name, w, errOut)
+			}
+		}
+		code, out, errOut = ndbench(t, nil, "compare", base, cand, "--force")
+		if code != 0 || !strings.Contains(out, "NOT COMPARABLE") || !strings.Contains(out, tt.want[0]) {
+			t.Errorf("%s --force: exit %d, want 0 with the warning\n%s\n%s", tt.name, code, out, errOut)
+		}
+	}
+	// The same workload against a different store setting (the driver's options) is what
+	// a comparison is for.
+	if code, out, errOut := ndbench(t, nil, "compare", base, variant("same", map[string]string{"drivers.memory.serviceTime": "1ms"})); code != 0 {
+		t.Errorf("same workload: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

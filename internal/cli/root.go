@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/verdict"
 )
 
 // streams are the command's outside world, so tests can run commands in-process.
@@ -26,8 +27,8 @@ type streams struct {
 }
 
 // Main runs the ndbench command line with args (without the program name) and returns
-// the process exit code: 0 on success, 1 on a failed run, 2 on bad usage or config, and
-// the codes of a command that has its own (scenario run: 3 aborted, 4 invalid).
+// the process exit code, from the one table every command shares (package verdict): 0
+// passed, 1 failed, 2 bad usage or config, 3 aborted or interrupted, 4 invalid.
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -48,7 +49,7 @@ func execute(ctx context.Context, args []string, s *streams) int {
 	root.SetErr(s.err)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return 0
+		return verdict.Pass
 	}
 	fmt.Fprintln(s.err, "error:", err)
 	if hint := suggestFor(root, args, err); hint != "" {
@@ -56,13 +57,13 @@ func execute(ctx context.Context, args []string, s *streams) int {
 	}
 	var usage usageError
 	if ec, ok := errors.AsType[exitError](err); ok {
-		return ec.code // a command with codes of its own (scenario: 1, 3, 4)
+		return ec.code // a verdict the command reached (run, scenario, autotune: 1, 3, 4)
 	}
 	var cfg configError
 	if _, ok := driver.AsFieldErrors(err); ok || errors.As(err, &usage) || errors.As(err, &cfg) || errors.Is(err, driver.ErrUnknownDriver) {
-		return 2
+		return verdict.Usage
 	}
-	return 1
+	return verdict.Failed
 }
 
 // usageError marks errors in how a command was called.

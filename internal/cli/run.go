@@ -22,7 +22,9 @@ import (
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/verdict"
 	"github.com/ndbench/ndbench/internal/web"
 )
 
@@ -34,7 +36,12 @@ type runFlags struct {
 	report     string
 	reportHTML string
 	hdrLog     string
-	otlp       otlpFlags
+	junit      string
+	thresholds []string
+	fromReport string
+	// reportChecks are the thresholds of the report the run is rebuilt from.
+	reportChecks []scenario.RunCheck
+	otlp         otlpFlags
 }
 
 // configSources are the flags every command that reads configuration takes.
@@ -43,6 +50,10 @@ type configSources struct {
 	file     string
 	driver   string
 	sets     []string
+	// flagSets are a command's own flags that stand for configuration keys (--backfill).
+	flagSets []flagSet
+	// base is a report's configuration a run is rebuilt from (--from-report).
+	base *config.Layer
 }
 
 func (c *configSources) bind(cmd *cobra.Command) {
@@ -54,11 +65,14 @@ func (c *configSources) bind(cmd *cobra.Command) {
 }
 
 func (c *configSources) load(env []string) (*config.Snapshot, error) {
-	sets := c.sets
-	if c.driver != "" {
-		// First, so an explicit --set driver.name still wins.
-		sets = append([]string{"driver.name=" + c.driver}, sets...)
-	}
+	return c.loadFile(env, false)
+}
+
+// loadFile loads the configuration; with runThresholds the config file's thresholds: list
+// (the run's, read by fileThresholds) is not taken for a configuration key.
+func (c *configSources) loadFile(env []string, runThresholds bool) (*config.Snapshot, error) {
+	// The flags' keys come first, so an explicit --set of the same key still wins.
+	sets, relabel := c.setsWithFlags()
 	src := config.Sources{Env: env, Sets: sets}
 	if c.workload != "" {
 		l, fes, err := presets.Load(c.workload)
@@ -67,10 +81,23 @@ func (c *configSources) load(env []string) (*config.Snapshot, error) {
 		}
 		src.Preset, src.PresetErrors = &l, fes
 	}
-	snap, err := source.Load(c.file, src)
+	if c.base != nil {
+		src.Preset = overlay(src.Preset, *c.base)
+	}
+	path := c.file
+	if runThresholds && path != "" {
+		l, fes, err := source.FileLayer(path)
+		if err != nil {
+			return nil, configError{err}
+		}
+		l = withoutThresholds(l)
+		src.File, src.FileErrors, path = &l, fes, ""
+	}
+	snap, err := source.Load(path, src)
 	if err != nil {
 		return nil, configError{err}
 	}
+	relabel(snap)
 	return snap, nil
 }
 
@@ -85,7 +112,14 @@ histogram log. With --duration 0 it runs until Ctrl-C (or SIGTERM), then reports
 
 Latency is measured from each operation's intended start time (open loop), so a store
 that stalls is charged for every operation it delayed; service time (from the actual
-start) is reported alongside.`,
+start) is reported alongside.
+
+The run ends in a verdict, printed below the summary and kept in the report: without
+thresholds it fails (exit 1) when no operation succeeded, when an op class that sent
+operations had none succeed, or when more than half of the attempted operations failed.
+Exit codes (README "Exit codes"): 0 passed, 1 failed, 2 bad usage or config, 3 cut short
+by a signal (a bounded run, or during the backfill or warm-up; Ctrl-C is how --duration 0
+ends, and that run is judged as any other).`,
 		Example: `  ndbench run --duration 30s
   ndbench run --driver memory --set workload.readRate=100000 --set workload.writeEnabled=false
   ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog
@@ -94,7 +128,7 @@ start) is reported alongside.`,
   ndbench run --driver memory --duration 5m --otlp-endpoint http://otel-collector:4318`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWorkload(cmd.Context(), f, io)
+			return runWorkload(cmd.Context(), cmd, f, io)
 		},
 	}
 	f.bind(cmd)
@@ -104,18 +138,21 @@ start) is reported alongside.`,
 	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
 	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
 	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs to this file")
+	cmd.Flags().StringArrayVar(&f.thresholds, "threshold", nil, "a check the measured load must pass, in the scenario grammar: 'read.p99 < 5ms', 'errors' per class: 'write.errors < 1%' (repeatable; adds to the config file's thresholds:); a failed one exits 1")
+	cmd.Flags().StringVar(&f.fromReport, "from-report", "", "rebuild the run a JSON report records: its configuration (each key not a default), duration, warm-up, backfill and thresholds; flags given beside it override")
+	cmd.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testcase per threshold, or the default verdict) to this file")
 	f.otlp.bind(cmd)
 	return cmd
 }
 
-func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
+func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *streams) error {
 	if f.warmup < 0 {
 		return usageError{fmt.Errorf("--warmup: invalid value %s; allowed: 0 (none) or a positive duration", f.warmup)}
 	}
 	if f.duration < 0 {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
-	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
+	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}, output{"junit", f.junit}); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
@@ -123,18 +160,50 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	if err != nil {
 		return err
 	}
-	snap, err := f.load(io.env)
+	var secrets []string
+	if f.fromReport != "" {
+		r, l, sec, err := fromReport(f.fromReport)
+		if err != nil {
+			return err
+		}
+		f.base, secrets = &l, sec
+		if err := f.applyReport(cmd, r); err != nil {
+			return err
+		}
+	}
+	// These flags are configuration keys: the report names them as the keys' source.
+	if cmd.Flags().Changed("backfill") {
+		f.flagSets = append(f.flagSets, flagSet{"backfill", "workload.backfill", fmt.Sprint(f.backfill)})
+	}
+	if cmd.Flags().Changed("warmup") {
+		f.flagSets = append(f.flagSets, flagSet{"warmup", "workload.warmup", f.warmup.String()})
+	}
+	checks, err := fileThresholds(f.file)
+	if err != nil {
+		return err
+	}
+	checks = append(checks, f.reportChecks...)
+	for _, c := range f.thresholds {
+		checks = append(checks, scenario.RunCheck{Check: c, Field: "--threshold", Source: "flag --threshold"})
+	}
+	snap, err := f.loadFile(io.env, true)
+	if err != nil {
+		return err
+	}
+	cfg := snap.Config
+	w := cfg.Workload
+	judge, err := newRunJudge(checks, w)
 	if err != nil {
 		return err
 	}
 	for _, n := range snap.Notices {
 		fmt.Fprintln(io.err, "note:", n)
 	}
-	cfg := snap.Config
-	w := cfg.Workload
-	if f.warmup == 0 {
-		f.warmup = w.Warmup // --warmup wins over workload.warmup
+	if len(secrets) > 0 {
+		fmt.Fprintf(io.err, "note: --from-report %s: the report redacted %s; give them again (--set or env) if the run needs them\n", f.fromReport, strings.Join(secrets, ", "))
 	}
+	f.warmup = w.Warmup // --warmup is workload.warmup, below a --set of it
+	f.backfill = f.backfill || w.Backfill
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	// The run is a node's lifecycle, the same one `ndbench serve` drives through its API:
@@ -171,6 +240,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	}
 	view := newLive(io.out, io.tty, f.duration)
 	defer coll.Subscribe(view.interval)()
+	if judge != nil {
+		defer coll.Subscribe(judge.interval)()
+	}
 
 	fmt.Fprintf(io.out, "ndbench %s: driver %s, %d keys, %s values, reads %s, writes %s\n",
 		toolVersion(), cfg.DriverName, w.NumKeys, sizeText(w), loadText(w.ReadEnabled, w.Readers, w.ReadRate),
@@ -194,8 +266,14 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	}
 
 	// Interrupted during the backfill: no load phase, but the summary and the report of
-	// what was done still follow.
+	// what was done still follow. A signal before the end of a bounded run, or before an
+	// unbounded one's load was measured, cuts it short (exit 3); a signal is how an
+	// unbounded run ends normally.
+	interrupted := ctx.Err() != nil
 	if ctx.Err() == nil {
+		if f.warmup == 0 {
+			judge.measure(time.Now())
+		}
 		if err := inst.Start(); err != nil {
 			return err
 		}
@@ -205,7 +283,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 			t := time.NewTimer(f.warmup)
 			select {
 			case <-ctx.Done():
+				interrupted = true
 			case <-t.C:
+				judge.measure(time.Now())
 				inst.StartMeasuring(f.warmup)
 				view.note(fmt.Sprintf("warm-up of %s done: measuring from here", f.warmup))
 			}
@@ -219,6 +299,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		}
 		select {
 		case <-ctx.Done():
+			interrupted = interrupted || f.duration > 0
 		case <-timeout:
 		}
 	}
@@ -227,7 +308,11 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	view.finish()
 
 	rep := report.Build(inst.ReportInput(toolVersion()))
+	rep.Thresholds = judge.results()
+	rep.Run = f.runRecord(cmd, checks)
+	rep.Verdict = runVerdict(rep, interrupted)
 	printSummary(io.out, rep)
+	printVerdict(io.out, rep)
 	if msg, _ := otlp.stop(); msg != "" {
 		fmt.Fprintln(io.out, msg)
 	}
@@ -249,8 +334,17 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		}
 		fmt.Fprintf(io.out, "HTML report written to %s\n", f.reportHTML)
 	}
+	if f.junit != "" {
+		if err := writeRunJUnit(f.junit, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(io.out, "JUnit XML written to %s\n", f.junit)
+	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(io.err, "stopped by signal")
+	}
+	if v := rep.Verdict; v.ExitCode != verdict.Pass {
+		return exitError{v.ExitCode, fmt.Errorf("run %s (exit code %d): %s", v.Status, v.ExitCode, strings.Join(v.Reasons, "; "))}
 	}
 	return nil
 }
@@ -297,8 +391,15 @@ func printSummary(out io.Writer, r *report.Report) {
 			if i > 0 {
 				name, att, cnt, rate, errs, miss = "", "", "", "", "", ""
 			}
+			vals := []string{ms(lat.l.P50), ms(lat.l.P95), ms(lat.l.P99), ms(lat.l.P995), ms(lat.l.P999), ms(lat.l.Max), ms(lat.l.Mean)}
+			if s.Count == 0 {
+				// Nothing answered: there is no latency, and 0.000 would read as a fast store.
+				for j := range vals {
+					vals[j] = "-"
+				}
+			}
 			fmt.Fprintf(out, "%-*s %-9s %10s %10s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", w, name, lat.name, att, cnt, rate,
-				ms(lat.l.P50), ms(lat.l.P95), ms(lat.l.P99), ms(lat.l.P995), ms(lat.l.P999), ms(lat.l.Max), ms(lat.l.Mean), errs, miss)
+				vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], errs, miss)
 		}
 		if s.Errors > 0 {
 			var parts []string

@@ -48,6 +48,9 @@ type Options struct {
 	// FailInsignificant makes relative and difference conditions trigger on the bound
 	// alone, without requiring the change to be significant.
 	FailInsignificant bool
+	// Force compares runs that are not comparable (Differences), with a warning, instead
+	// of refusing them with a *NotComparableError.
+	Force bool
 }
 
 // Result is a whole comparison, as printed and as encoded by --format json.
@@ -66,8 +69,11 @@ type Result struct {
 	// Conditions are the fail-on conditions with their outcome, in the order given.
 	Conditions []Outcome `json:"conditions"`
 	// Failed is true when any condition triggered.
-	Failed   bool     `json:"failed"`
-	Warnings []string `json:"warnings"`
+	Failed bool `json:"failed"`
+	// NotComparable lists how the runs differ in what they offered the store, when they
+	// were compared anyway (Options.Force); absent when they are comparable.
+	NotComparable []string `json:"notComparable,omitempty"`
+	Warnings      []string `json:"warnings"`
 }
 
 // Run describes one of the two reports.
@@ -231,6 +237,10 @@ func Compare(base, cand *report.Report, opt Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	diffs, checked := Differences(base, cand)
+	if len(diffs) > 0 && !opt.Force {
+		return nil, &NotComparableError{Differences: diffs}
+	}
 	res := &Result{
 		Baseline:     runOf(base),
 		Candidate:    runOf(cand),
@@ -242,6 +252,11 @@ func Compare(base, cand *report.Report, opt Options) (*Result, error) {
 		Conditions:   []Outcome{},
 		Warnings:     []string{},
 	}
+	if len(diffs) > 0 {
+		res.NotComparable = diffs
+		res.Warnings = append(res.Warnings, "NOT COMPARABLE, compared because of --force: the runs differ in "+strings.Join(diffs, "; "))
+	}
+
 	for _, pair := range [][2]*report.Report{{base, cand}, {cand, base}} {
 		for _, n := range stats.ReportOrder(pair[0].Ops) {
 			if _, ok := pair[1].Ops[n]; !ok {
@@ -289,6 +304,9 @@ func Compare(base, cand *report.Report, opt Options) (*Result, error) {
 		if s.Note != "" {
 			res.Warnings = append(res.Warnings, name+": "+s.Note)
 		}
+	}
+	if !checked {
+		res.Warnings = append(res.Warnings, "a report has no configuration (a fleet's merged report, or an older one): whether the runs are comparable was not checked")
 	}
 	for _, c := range opt.Conditions {
 		o := c.evaluate(res, opt.FailInsignificant)
@@ -357,6 +375,10 @@ func compareMetric(def metricDef, b, c stats.OpSummary, bi, ci []stats.OpSummary
 	if bv != 0 {
 		pct := 100 * (cv - bv) / bv
 		m.DiffPct = &pct
+	}
+	if q := quantileOf(def.name); q >= tailFrom {
+		judgeTail(&m, q, b, c, bi, ci, opt)
+		return m
 	}
 	var xs, ys []float64
 	for _, s := range bi {

@@ -28,12 +28,13 @@ type Config struct {
 	DriverOptions any
 }
 
-// Entry is one effective key with its value and the source that set it.
+// Entry is one effective key with its value and the source that set it. Its JSON keys
+// are the API's (api.ConfigEntry): reports and `ndbench config --json` write it as is.
 type Entry struct {
-	Key    string
-	Value  string // driver.Redacted when Secret and set
-	Source string // "default", "file config.yaml", "env NDBENCH_X", "--set", ...
-	Secret bool
+	Key    string `json:"key"`
+	Value  string `json:"value"`  // driver.Redacted when Secret and set
+	Source string `json:"source"` // "default", "file config.yaml", "env NDBENCH_X", "--set", ...
+	Secret bool   `json:"secret"`
 }
 
 // Snapshot is one immutable, validated configuration. Treat it as read-only: a Store hands

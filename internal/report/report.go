@@ -5,6 +5,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,6 +60,14 @@ type Report struct {
 	// on this package, so it is kept encoded); absent for other runs. The HTML report
 	// draws its steps.
 	Autotune json.RawMessage `json:"autotune,omitempty"`
+	// Verdict is how the run was judged and its exit code; absent from reports of
+	// commands that judge runs their own way (a scenario's outcome, an auto-tune result).
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// Thresholds are the run's thresholds (run --threshold, or thresholds: in the config
+	// file), each with its outcome, in the order given.
+	Thresholds []Threshold `json:"thresholds,omitempty"`
+	// Run is how `ndbench run` was called (absent for other commands).
+	Run *Run `json:"run,omitempty"`
 }
 
 // Tool identifies the build that produced the report.
@@ -209,6 +218,14 @@ func Build(in Input) *Report {
 	r.Warnings = warnings(r, in)
 	// After the warnings: they judge the measured span, which an earlier phase is not.
 	r.Phase, r.Phases = in.Phase, in.Phases
+	if len(r.Timeline) == 0 && len(in.Phases) > 0 {
+		// A run's own phases (backfill, warm-up, load) are marked on every time chart,
+		// as a scenario's are, so a dip at a boundary reads as the boundary it is.
+		for _, p := range in.Phases {
+			r.Timeline = append(r.Timeline, Mark{Kind: "phase", Name: p.Name, Start: stamp(p.Started), End: stamp(p.Ended)})
+		}
+		r.Timeline = append(r.Timeline, Mark{Kind: "phase", Name: cmp.Or(in.Phase, "load"), Start: stamp(in.Started), End: stamp(in.Ended)})
+	}
 	for _, p := range in.Phases {
 		if s, ok := p.Ops[p.Name]; ok {
 			r.Ops[p.Name] = s
@@ -219,6 +236,9 @@ func Build(in Input) *Report {
 	}
 	return r
 }
+
+// stamp is a mark's time: RFC 3339 with milliseconds, as the series' times.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // Thresholds of the self-check.
 const (
@@ -316,6 +336,11 @@ func warnings(r *Report, in Input) []string {
 		w = append(w, fmt.Sprintf("read: %.0f%% of %d reads missed (key not found): the store holds few of the keys read; "+
 			"run with --backfill (or workload.backfill=true) to write every key first, or the latencies are those of misses",
 			100*float64(rd.Misses)/float64(rd.Count), rd.Count))
+	}
+	for _, name := range names {
+		if s := r.Ops[name]; name != "backfill" && s.Attempted > 0 && s.Succeeded == 0 {
+			w = append(w, fmt.Sprintf("%s: none of %d attempted operations succeeded, so it has no latencies (shown as -): the figures measure the store's failures, not its service", name, s.Attempted))
+		}
 	}
 	if r.Driver.Panics > 0 {
 		w = append(w, fmt.Sprintf("the driver panicked %d times; those operations count as failures (class other)", r.Driver.Panics))

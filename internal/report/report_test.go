@@ -1,12 +1,14 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
@@ -288,5 +290,68 @@ func checkWarnings(t *testing.T, warnings, want, notWanted []string) {
 		if strings.Contains(got, w) {
 			t.Errorf("warnings have %q:\n%s", w, got)
 		}
+	}
+}
+
+// TestReportJSONKeysAreCamelCase: the report's JSON keys follow the API's convention
+// (camelCase), nested ones too: the configuration's entries were written as Key, Value,
+// Source, Secret.
+func TestReportJSONKeysAreCamelCase(t *testing.T) {
+	r := &Report{Config: []config.Entry{{Key: "workload.readRate", Value: "5", Source: "--set"}},
+		Verdict: &Verdict{Status: "PASSED", By: "default"}, Thresholds: []Threshold{{Check: "read.p99 < 1ms", Status: "pass"}},
+		Run: &Run{Duration: "1s", Flags: []Flag{{Name: "--duration", Value: "1s"}}}}
+	var b bytes.Buffer
+	if err := Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, sub := range x {
+				// Op and class names are keys too ("read", "child.primary"): data, not fields.
+				if k != "" && unicode.IsUpper(rune(k[0])) {
+					t.Errorf("%s.%s: not camelCase", path, k)
+				}
+				walk(sub, path+"."+k)
+			}
+		case []any:
+			for _, sub := range x {
+				walk(sub, path+"[]")
+			}
+		}
+	}
+	var doc any
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	walk(doc, "report")
+}
+
+// TestRunPhasesAreMarked: a run's own phases (backfill, warm-up, then the measured load)
+// are marks on its timeline, which every time chart draws; a scenario's marks stay its own.
+func TestRunPhasesAreMarked(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 1, 2, 3, 4, s, 0, time.UTC) }
+	in := Input{Started: at(20), Ended: at(50), Phase: "load", Phases: []Phase{
+		{Name: "backfill", Started: at(0), Ended: at(10)}, {Name: "warmup", Started: at(10), Ended: at(20)}}}
+	r := Build(in)
+	var got []string
+	for _, m := range r.Timeline {
+		got = append(got, m.Kind+" "+m.Name+" "+m.Start+" "+m.End)
+	}
+	want := []string{
+		"phase backfill 2026-01-02T03:04:00.000Z 2026-01-02T03:04:10.000Z",
+		"phase warmup 2026-01-02T03:04:10.000Z 2026-01-02T03:04:20.000Z",
+		"phase load 2026-01-02T03:04:20.000Z 2026-01-02T03:04:50.000Z",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("timeline:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	in.Timeline = []Mark{{Kind: "hook", Name: "kill"}}
+	if r := Build(in); len(r.Timeline) != 1 {
+		t.Errorf("a scenario's timeline was changed: %+v", r.Timeline)
+	}
+	if r := Build(Input{Started: at(0), Ended: at(5)}); len(r.Timeline) != 0 {
+		t.Errorf("a run without earlier phases has marks: %+v", r.Timeline)
 	}
 }

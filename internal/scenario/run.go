@@ -17,6 +17,7 @@ import (
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
+	"github.com/ndbench/ndbench/internal/verdict"
 )
 
 // Node is what a scenario drives: one node (*instance.Instance) today, a fleet view
@@ -78,13 +79,13 @@ type PhaseCapacity struct {
 	Result      *autotune.Result `json:"result"`
 }
 
-// Exit codes of a scenario run.
+// Exit codes of a scenario run: the table every command shares (package verdict).
 const (
-	ExitPass    = 0
-	ExitFailed  = 1
-	ExitError   = 2
-	ExitAborted = 3
-	ExitInvalid = 4
+	ExitPass    = verdict.Pass
+	ExitFailed  = verdict.Failed
+	ExitError   = verdict.Usage
+	ExitAborted = verdict.Aborted
+	ExitInvalid = verdict.Invalid
 )
 
 // ExitCode is the process exit code for the outcome.
@@ -92,7 +93,7 @@ func (o *Outcome) ExitCode() int {
 	switch {
 	case o.Error != "":
 		return ExitError
-	case o.AbortedBy != "":
+	case o.AbortedBy != "" || o.Interrupted:
 		return ExitAborted
 	case len(o.Invalid) > 0:
 		return ExitInvalid
@@ -107,7 +108,7 @@ func (o *Outcome) ExitCode() int {
 
 // Verdict is the outcome in a word.
 func (o *Outcome) Verdict() string {
-	return map[int]string{ExitPass: "PASSED", ExitFailed: "FAILED", ExitError: "ERROR", ExitAborted: "ABORTED", ExitInvalid: "INVALID"}[o.ExitCode()]
+	return verdict.Name(o.ExitCode())
 }
 
 // RunOptions tune a run.

@@ -188,7 +188,7 @@ thresholds:
 	if d := time.Since(began); d > 6*time.Second {
 		t.Errorf("took %s after the interrupt", d)
 	}
-	if !out.Interrupted || out.Error != "" || out.ExitCode() != ExitFailed {
+	if !out.Interrupted || out.Error != "" || out.ExitCode() != ExitAborted || out.Verdict() != "ABORTED" {
 		t.Errorf("interrupted %v, error %q, exit %d", out.Interrupted, out.Error, out.ExitCode())
 	}
 	p, q := out.Thresholds[0], out.Thresholds[1]

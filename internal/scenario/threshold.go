@@ -397,3 +397,56 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// RunCheck is one threshold of a plain run (ndbench run --threshold, or thresholds: in
+// its config file) and where it was given, to name in errors.
+type RunCheck struct {
+	// Check is CLASS.METRIC OP VALUE, as a scenario threshold's check.
+	Check string
+	// Field names it in errors: "--threshold" or "thresholds[2] in FILE".
+	Field string
+	// Source is where it was given, for reports: "flag --threshold", "file FILE".
+	Source string
+}
+
+// NewRunEvaluator parses a run's checks with the scenario grammar and returns an evaluator
+// of them over the run's whole measured span (the window "run": it opens at the
+// EvRunStart event, which the run sends when it starts measuring), and the checks it
+// judges, in order. classes are the workload's op classes, active those that run: a
+// check without a class ("errors < 1%") is one check per active class. Every check is
+// parsed before any error returns, each error naming its field.
+func NewRunEvaluator(checks []RunCheck, classes, active []string) (*Evaluator, []RunCheck, error) {
+	sc := &Scenario{Name: "run", Classes: classes}
+	var errs driver.FieldErrors
+	var judged []RunCheck
+	for _, c := range checks {
+		if m := checkRE.FindStringSubmatch(c.Check); m != nil && !slices.Contains(classes, strings.Split(m[1], ".")[0]) {
+			if probe := (&Threshold{Metric: m[1]}); probe.setMetric() == nil {
+				for _, class := range active {
+					judged = append(judged, RunCheck{Check: fmt.Sprintf("%s.%s %s %s", class, m[1], m[2], m[3]), Field: c.Field, Source: c.Source})
+				}
+				continue
+			}
+		}
+		judged = append(judged, c)
+	}
+	for _, c := range judged {
+		t, fes := parseThreshold(ThresholdSpec{Check: c.Check}, c.Field, sc, nil, "op classes "+list(classes)+", or none for every class that runs")
+		for _, fe := range fes {
+			// A run's check has no window, sla or name of its own: the field is the flag,
+			// with the check when the error names only a part of it.
+			fe.Field = c.Field
+			if fe.Value != c.Check {
+				fe.Field = fmt.Sprintf("%s %q", c.Field, c.Check)
+			}
+		}
+		errs = append(errs, fes...)
+		if t != nil {
+			sc.Thresholds = append(sc.Thresholds, t)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errs
+	}
+	return NewEvaluator(sc), judged, nil
+}
