@@ -31,14 +31,14 @@ func promptly(t *testing.T, limit time.Duration, what string, f func()) {
 // under the engine's lock.
 func TestShapesAtHostileRates(t *testing.T) {
 	shapes := map[string]Shape{
-		"constant 1e18":       Constant(1e18),
-		"constant 1e308":      Constant(1e308),
-		"constant max float":  Constant(math.MaxFloat64),
-		"constant 1e-300":     Constant(1e-300),
-		"constant min float":  Constant(math.SmallestNonzeroFloat64),
-		"ramp to 1e308":       Ramp{From: 0, To: 1e308, Over: time.Second},
-		"ramp from 1e308":     Ramp{From: 1e308, To: 1, Over: time.Hour},
-		"ramp of tiny rates":  Ramp{From: 1e-300, To: 2e-300, Over: time.Second},
+		"constant 1e18":      Constant(1e18),
+		"constant 1e308":     Constant(1e308),
+		"constant max float": Constant(math.MaxFloat64),
+		"constant 1e-300":    Constant(1e-300),
+		"constant min float": Constant(math.SmallestNonzeroFloat64),
+		"ramp to 1e308":      Ramp{From: 0, To: 1e308, Over: time.Second},
+		"ramp from 1e308":    Ramp{From: 1e308, To: 1, Over: time.Hour},
+		"ramp of tiny rates": Ramp{From: 1e-300, To: 2e-300, Over: time.Second},
 		// Built past NewSteps, which refuses rates above MaxRate: the pacer must not
 		// depend on that.
 		"steps through 1e308": &Steps{Rates: []float64{1, 1e308, 1e-300}, Every: time.Second, cum: []float64{0, 1, 1e308}},
