@@ -168,3 +168,43 @@ func TestMemoryErrorNamesWhatDrivesTheEstimate(t *testing.T) {
 		})
 	}
 }
+
+// TestForeignKeysAreBounded: options of drivers this build does not have are kept as
+// written, so their number and size are bounded over the whole configuration: PATCHes of
+// a thousand new keys each stop being accepted at the bound, with an error naming the
+// driver and the limits, and the configuration stays its size. They once piled up (40
+// PATCHes kept 40,000 keys, GET /api/v1/config grew to ~5 MB).
+func TestForeignKeysAreBounded(t *testing.T) {
+	st := NewStore(mustLoad(t, Sources{Env: selectFake}))
+	refused := 0
+	for p := range 40 {
+		values := map[string]string{}
+		for k := range MaxChangeKeys {
+			values[fmt.Sprintf("drivers.elsewhere.opt%d_%d", p, k)] = "v"
+		}
+		_, err := st.Patch(LayerRuntime, values)
+		if err == nil {
+			continue
+		}
+		refused++
+		fes := fieldErrors(t, err)
+		if len(fes) != 1 || fes[0].Field != "drivers.elsewhere" || !strings.Contains(fes[0].Allowed, fmt.Sprint(MaxForeignKeys)) {
+			t.Fatalf("patch %d: %v", p, err)
+		}
+	}
+	if refused < 39 {
+		t.Errorf("%d of 40 patches of %d foreign keys refused, want all beyond the first", refused, MaxChangeKeys)
+	}
+	if n := len(st.Current().Entries); n > MaxForeignKeys+500 {
+		t.Errorf("the configuration kept %d entries", n)
+	}
+	// Size counts too: a few huge values.
+	big := strings.Repeat("x", MaxForeignBytes/2)
+	if _, err := st.Update(LayerRuntime, map[string]string{"drivers.elsewhere.a": big, "drivers.elsewhere.b": big, "drivers.elsewhere.c": big}); err == nil {
+		t.Errorf("%d bytes of foreign values accepted", 3*len(big))
+	}
+	// And a key of a known driver still goes in.
+	if _, err := st.Patch(LayerRuntime, map[string]string{"drivers.fake-kv.colsPerRow": "3"}); err != nil {
+		t.Errorf("a known key after the refusals: %v", err)
+	}
+}
