@@ -27,5 +27,6 @@ var memoryCeiling = sync.OnceValues(func() (int64, string) {
 	if total <= 0 {
 		total, source = fallbackMemory, "assumed: this system's memory could not be read"
 	}
-	return max(total/4*3, defaultMemoryBudget), fmt.Sprintf("%s (%s)", driver.Size(total), source)
+	// Rounded down to whole MiB, so the error states sizes in MiB rather than in bytes.
+	return max(total/4*3&^(1<<20-1), defaultMemoryBudget), fmt.Sprintf("%s (%s)", driver.Size(total&^(1<<20-1)), source)
 })
