@@ -95,13 +95,26 @@ type InitRequest struct {
 
 // LoadRequest selects op classes; empty or absent means reads and writes.
 type LoadRequest struct {
-	Ops []string `json:"ops,omitempty" uniqueItems:"true" maxItems:"16" doc:"Op classes to start or stop: read, write, or a class of workload.ops; empty = every class of the workload"`
+	// Not uniqueItems: huma checks uniqueness by hashing the decoded items before it checks
+	// their type, and an object in ops panicked into a 500. The handler refuses a class
+	// named twice (opsOnce).
+	Ops []string `json:"ops,omitempty" maxItems:"16" doc:"Op classes to start or stop: read, write, or a class of workload.ops, each once; empty = every class of the workload"`
+}
+
+// opsOnce refuses a LoadRequest that names an op class twice, naming the field.
+func opsOnce(ops []string) error {
+	for i, op := range ops {
+		if slices.Contains(ops[:i], op) {
+			return &driver.FieldError{Field: "ops", Value: op, Allowed: "each op class at most once"}
+		}
+	}
+	return nil
 }
 
 // BackfillRequest starts a backfill; zero values keep the configured setting.
 type BackfillRequest struct {
 	Workers int     `json:"workers,omitempty" minimum:"0" maximum:"10000" doc:"Parallel workers; 0 = workload.backfillWorkers"`
-	Rate    float64 `json:"rate,omitempty" minimum:"0" doc:"Writes per second; 0 = workload.backfillRate (0 there = unlimited)"`
+	Rate    float64 `json:"rate,omitempty" minimum:"0" maximum:"1000000000" doc:"Writes per second, at most 1e9 (as workload.backfillRate); 0 = workload.backfillRate (0 there = unlimited)"`
 	Verify  bool    `json:"verify,omitempty" doc:"Read every key back afterwards (also on when workload.backfillVerify is)"`
 	// KeyStart and KeyEnd give a fleet node its part of the keyspace.
 	KeyStart int64 `json:"keyStart,omitempty" minimum:"0" doc:"First key index to write; with keyEnd, a part of the keyspace (a fleet gives each node its own); both 0 = every key"`
@@ -261,6 +274,9 @@ func (s *Server) routes() {
 				// tunes: a start or stop beside it would spoil its measurements.
 				if s.tune.status().Running {
 					return nil, newProblem(conflict, "a capacity search is running and controls the load: stop it first (POST /api/v1/autotune/stop)")
+				}
+				if err := opsOnce(req.Ops); err != nil {
+					return nil, err
 				}
 				if err := act.f(req.Ops...); err != nil {
 					return nil, err

@@ -140,6 +140,7 @@ func Build(layers []Layer) (*Snapshot, error) {
 	eff := map[string]effective{}
 	var errs driver.FieldErrors
 	var notices []string
+	var foreign foreignKeys
 	for _, l := range ordered {
 		keys := make([]string, 0, len(l.Values))
 		for k := range l.Values {
@@ -155,7 +156,11 @@ func Build(layers []Layer) (*Snapshot, error) {
 				errs = append(errs, fe)
 			case notice != "":
 				notices = append(notices, notice)
+				foreign.add(raw, l.Values[raw])
 			default:
+				if isForeignKey(key) {
+					foreign.add(raw, l.Values[raw])
+				}
 				// Name the spelling the user wrote when it differs, unless the origin
 				// already does (env NDBENCH_X).
 				if _, named := l.Origins[raw]; !named && !strings.EqualFold(raw, key) {
@@ -164,6 +169,10 @@ func Build(layers []Layer) (*Snapshot, error) {
 				eff[key] = effective{value: value, source: origin, note: l.Notes[raw]}
 			}
 		}
+	}
+
+	if fe := foreign.check(); fe != nil {
+		errs = append(errs, fe)
 	}
 
 	cfg := Config{Drivers: map[string]map[string]string{}}
@@ -707,4 +716,58 @@ func dedupSorted(s []string) []string {
 		return nil
 	}
 	return out
+}
+
+// MaxForeignKeys and MaxForeignBytes bound the keys a configuration keeps that this build
+// cannot check: options of drivers it does not have (a file shared with a build that has
+// more) and NDBench properties without an equivalent. Every other key is an option of a
+// schema, so bounded by it; these are kept as written, and without a bound each PATCH
+// could add a thousand more (40 PATCHes kept 40,000 keys, and every later change, which
+// rebuilds the whole configuration, took most of a second). Generous for any real file:
+// every option of every driver is a few hundred keys.
+const (
+	MaxForeignKeys  = 1000
+	MaxForeignBytes = 256 << 10
+)
+
+// foreignKeys counts the keys of a configuration that no schema bounds (isForeignKey, and
+// NDBench properties noticed as unsupported), and their size, over every layer.
+type foreignKeys struct {
+	n, bytes int
+	first    string // the first such key, to name in the error
+}
+
+func (f *foreignKeys) add(key, value string) {
+	if f.n == 0 {
+		f.first = strings.TrimSpace(key)
+	}
+	f.n++
+	f.bytes += len(key) + len(value)
+}
+
+// check returns the error for a configuration over the bounds, or nil.
+func (f *foreignKeys) check() *driver.FieldError {
+	if f.n <= MaxForeignKeys && f.bytes <= MaxForeignBytes {
+		return nil
+	}
+	field := "drivers"
+	if name, _, ok := strings.Cut(strings.TrimPrefix(f.first, "drivers."), "."); ok && strings.HasPrefix(f.first, "drivers.") {
+		field = "drivers." + name
+	}
+	return &driver.FieldError{Field: field, Value: fmt.Sprintf("%d keys, %s", f.n, driver.Size(f.bytes)),
+		Allowed: fmt.Sprintf("at most %d keys and %s in all (names and values, every source together) of options of drivers this build does not have and NDBench properties it does not support (its drivers: %s): remove some, or use a build with the driver",
+			MaxForeignKeys, driver.Size(MaxForeignBytes), strings.Join(driver.Names(), ", "))}
+}
+
+// isForeignKey reports whether canonical key is an option of a driver this build does not
+// have.
+func isForeignKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, "drivers.")
+	if !ok {
+		return false
+	}
+	name, _, _ := strings.Cut(rest, ".")
+	base, _ := driver.SplitRef(name)
+	_, registered := driver.Lookup(base)
+	return !registered
 }

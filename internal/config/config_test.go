@@ -214,7 +214,7 @@ func TestErrors(t *testing.T) {
 			want: [][4]string{
 				{"workload.bogus", driver.Redacted, "--set", "one of the workload options numKeys, numValues"},
 				{"workload.pattern", "spiral", "--set", "uniform, random, zipfian"},
-				{"workload.readRate", "-5", "--set", "a number >= 0"},
+				{"workload.readRate", "-5", "--set", "a number from 0 to 1000000000"},
 			},
 		},
 		{

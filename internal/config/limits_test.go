@@ -89,6 +89,7 @@ func beyond(max, typ string) string {
 // checked against workload.memoryBudget; the error names the keys that drive the
 // estimate, the estimate, and the budget.
 func TestMemoryBudget(t *testing.T) {
+	withMemoryCeiling(t, 64<<30)
 	tests := []struct {
 		name string
 		sets []string

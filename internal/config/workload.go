@@ -28,8 +28,8 @@ import (
 // none) and the zipfian exponent (YCSB's 0.99, the skew zipfian workloads are known by,
 // rather than NDBench's 0.5).
 type Workload struct {
-	NumKeys          int64   `opt:"numKeys" default:"1000" ndbench:"numKeys" min:"1" help:"number of distinct keys in the keyspace" live:"true"`
-	NumValues        int     `opt:"numValues" default:"100" ndbench:"numValues" min:"1" help:"number of values in the pre-generated value pool" live:"true"`
+	NumKeys          int64   `opt:"numKeys" default:"1000" ndbench:"numKeys" min:"1" max:"1000000000000000" help:"number of distinct keys in the keyspace" live:"true"`
+	NumValues        int     `opt:"numValues" default:"100" ndbench:"numValues" min:"1" max:"1000000000" help:"number of values in the pre-generated value pool" live:"true"`
 	DataSize         int     `opt:"dataSize" default:"128" ndbench:"dataSize" min:"1" max:"67108864" help:"value size in bytes when variableDataSize is off" live:"true"`
 	VariableDataSize bool    `opt:"variableDataSize" default:"false" ndbench:"useVariableDataSize" help:"draw each value size from [dataSizeMin, dataSizeMax]" live:"true"`
 	DataSizeMin      int     `opt:"dataSizeMin" default:"1000" min:"1" max:"67108864" ndbench:"dataSizeLowerBound" help:"smallest value size in bytes with variableDataSize" live:"true"`
@@ -38,8 +38,8 @@ type Workload struct {
 	Writers          int     `opt:"writers" default:"4" min:"0" max:"10000" ndbench:"numWriters" live:"true" help:"number of write workers"`
 	MaxReaders       int     `opt:"maxReaders" default:"0" min:"0" max:"10000" live:"true" help:"most read workers an open-loop read pool may grow to while it falls behind its rate (elastic, like an arrival-rate executor); 0 = auto: ceil(readRate x opTimeout), at most max(4 x readers, 64); 1..readers: a fixed pool"`
 	MaxWriters       int     `opt:"maxWriters" default:"0" min:"0" max:"10000" live:"true" help:"most write workers an open-loop write pool may grow to while it falls behind its rate; 0 = auto: ceil(writeRate x opTimeout), at most max(4 x writers, 64); 1..writers: a fixed pool"`
-	ReadRate         float64 `opt:"readRate" default:"100" min:"0" ndbench:"readRateLimit" live:"true" help:"reads per second across all readers; 0 = closed loop, as fast as possible"`
-	WriteRate        float64 `opt:"writeRate" default:"100" min:"0" ndbench:"writeRateLimit" live:"true" help:"writes per second across all writers; 0 = closed loop, as fast as possible"`
+	ReadRate         float64 `opt:"readRate" default:"100" min:"0" max:"1000000000" ndbench:"readRateLimit" live:"true" help:"reads per second across all readers; 0 = closed loop, as fast as possible"`
+	WriteRate        float64 `opt:"writeRate" default:"100" min:"0" max:"1000000000" ndbench:"writeRateLimit" live:"true" help:"writes per second across all writers; 0 = closed loop, as fast as possible"`
 	ReadEnabled      bool    `opt:"readEnabled" default:"true" ndbench:"readEnabled" live:"true" help:"run reads"`
 	WriteEnabled     bool    `opt:"writeEnabled" default:"true" ndbench:"writeEnabled" live:"true" help:"run writes"`
 	// ReadMix and WriteMix are what NDBench calls a plugin putting "any type of read
@@ -51,13 +51,13 @@ type Workload struct {
 	// Likewise windowDuration's max must equal workload.MaxWindowDuration.
 	Pattern        string        `opt:"pattern" default:"uniform" enum:"uniform,random,zipfian,scrambled_zipfian,scrambled,sliding_window,sliding_window_flip,latest,hotspot,sequential,exponential" alias:"loadPattern" ndbench:"cli.loadPattern" live:"true" help:"key access pattern"`
 	ZipfExponent   float64       `opt:"zipfExponent" default:"0.99" ndbench:"zipfExponent" min:"0.01" max:"100" live:"true" help:"skew (theta) of the zipfian, scrambled_zipfian and latest patterns: P(rank k) ~ 1/k^theta; YCSB's 0.99 by default"`
-	WindowSize     int64         `opt:"windowSize" default:"1000" ndbench:"cli.windowSize" min:"1" live:"true" help:"keys in the window of the sliding_window patterns"`
+	WindowSize     int64         `opt:"windowSize" default:"1000" ndbench:"cli.windowSize" min:"1" max:"1000000000000000" live:"true" help:"keys in the window of the sliding_window patterns"`
 	WindowDuration time.Duration `opt:"windowDuration" default:"1m" ndbench:"cli.windowDurationInSec,seconds" min:"1ms" max:"8760h" live:"true" help:"time the sliding window takes for one pass over the keyspace (sliding_window moves continuously, sliding_window_flip jumps block by block)"`
 	HotKeys        float64       `opt:"hotKeys" default:"0.2" min:"0" max:"1" live:"true" help:"hotspot: fraction of the keyspace that is hot, in (0, 1]"`
 	HotFraction    float64       `opt:"hotFraction" default:"0.8" min:"0" max:"1" live:"true" help:"hotspot: fraction of operations on the hot keys, in [0, 1]"`
 	// ValidateValues is option "validate"; the field cannot share the name of the method.
 	ValidateValues bool          `opt:"validate" default:"false" ndbench:"validateChecksum" help:"write values with a header and check every value read" live:"true"`
-	OpTimeout      time.Duration `opt:"opTimeout" default:"5s" min:"1ms" live:"true" help:"deadline of one operation"`
+	OpTimeout      time.Duration `opt:"opTimeout" default:"5s" min:"1ms" max:"5m" live:"true" help:"deadline of one operation; at most 5m, so that a stop or a SIGTERM waits at most that long for operations in flight"`
 	// CatchUp is what an open-loop worker does with operations that are already late when
 	// it gets to them (the store stalled, or the pool is too small): send them at once,
 	// measured from their intended start (burst, the honest open-loop default), or skip
@@ -74,7 +74,7 @@ type Workload struct {
 	Warmup          time.Duration `opt:"warmup" default:"0s" min:"0s" max:"24h" live:"true" help:"run the load this long after a start before measuring: the time series shows it, the summary, reports and thresholds exclude it; applies at the next start"`
 	Backfill        bool          `opt:"backfill" default:"false" help:"write every key once before the load starts"`
 	BackfillWorkers int           `opt:"backfillWorkers" default:"1" min:"1" max:"10000" ndbench:"numBackfill" help:"parallel backfill workers"`
-	BackfillRate    float64       `opt:"backfillRate" default:"0" min:"0" help:"backfill writes per second; 0 = unlimited"`
+	BackfillRate    float64       `opt:"backfillRate" default:"0" min:"0" max:"1000000000" help:"backfill writes per second; 0 = unlimited"`
 	BackfillVerify  bool          `opt:"backfillVerify" default:"false" help:"read every key back after the backfill"`
 	KeyPrefix       string        `opt:"keyPrefix" default:"T" help:"key prefix; NDBench's keys are T<number>, so its stores can be read" live:"true"`
 	Seed            uint64        `opt:"seed" default:"0" help:"random seed for reproducible runs; 0 = random" live:"true"`
@@ -82,7 +82,7 @@ type Workload struct {
 	// worker buffers; see workload.EstimateMemory), so a typo is an error instead of an
 	// out-of-memory kill. 1 GiB fits every NDBench default many times over and leaves
 	// room on a small node for the store client and the statistics.
-	MemoryBudget driver.Size `opt:"memoryBudget" default:"1GiB" min:"1MiB" live:"true" help:"most memory the workload may allocate (value pool, validation tracker, worker buffers); a change needing more is rejected"`
+	MemoryBudget driver.Size `opt:"memoryBudget" default:"1GiB" min:"1MiB" max:"1TiB" live:"true" help:"most memory the workload may allocate (value pool, validation tracker, worker buffers); a change needing more is rejected; at most three quarters of the machine's memory (never less than the default)"`
 
 	// Ops are the op classes beyond read and write, by name (keys
 	// "workload.ops.<class>.<option>"); nil when there are none. It has no opt tag: the
@@ -96,7 +96,7 @@ type Workload struct {
 type OpClass struct {
 	Workers    int     `opt:"workers" default:"1" min:"0" max:"10000" live:"true" help:"number of workers of the class"`
 	MaxWorkers int     `opt:"maxWorkers" default:"0" min:"0" max:"10000" live:"true" help:"most workers the pool may grow to while it falls behind its rate; 0 = auto: ceil(rate x opTimeout), at most max(4 x workers, 64); 1..workers: a fixed pool"`
-	Rate       float64 `opt:"rate" default:"100" min:"0" live:"true" help:"operations per second across the class's workers; 0 = closed loop"`
+	Rate       float64 `opt:"rate" default:"100" min:"0" max:"1000000000" live:"true" help:"operations per second across the class's workers; 0 = closed loop"`
 	Enabled    bool    `opt:"enabled" default:"true" live:"true" help:"run the class"`
 	Mix        string  `opt:"mix" default:"" live:"true" help:"driver operations the class runs, by weight (name or name:weight,name:weight); empty = the operation named like the class"`
 }
@@ -502,6 +502,12 @@ func (w Workload) Validate() error {
 	add := func(field, value, allowed string) {
 		errs = append(errs, &driver.FieldError{Field: "workload." + field, Value: value, Allowed: allowed})
 	}
+	if ceiling, memory := memoryCeiling(); int64(w.MemoryBudget) > ceiling && !slices.ContainsFunc(errs, func(fe *driver.FieldError) bool {
+		return fe.Field == "workload.memoryBudget"
+	}) {
+		add("memoryBudget", w.MemoryBudget.String(), fmt.Sprintf("a size from 1MiB to %s: three quarters of this machine's memory, %s, so that what the estimate approves fits beside the store client and the statistics",
+			driver.Size(ceiling), memory))
+	}
 	// The tags bound hotKeys and hotFraction to [0, 1]; an empty hot set is the one case
 	// they cannot express. Checked whatever the pattern, so switching to hotspot later
 	// cannot fail on a value accepted earlier.
@@ -509,6 +515,7 @@ func (w Workload) Validate() error {
 		add("hotKeys", fmt.Sprint(w.HotKeys), "a number greater than 0 and at most 1")
 	}
 	classWorkers := 0
+	var classKeys []string // the options that size the other classes' pools, for the error
 	if len(w.Ops) > MaxOpClasses {
 		add("ops", fmt.Sprintf("%d classes", len(w.Ops)), fmt.Sprintf("at most %d op classes beyond read and write", MaxOpClasses))
 	}
@@ -526,6 +533,7 @@ func (w Workload) Validate() error {
 		}
 		if c.Enabled {
 			classWorkers += max(c.Workers, c.MaxWorkers)
+			classKeys = append(classKeys, fmt.Sprintf("workload.ops.%s.workers=%d, workload.ops.%s.maxWorkers=%d", name, c.Workers, name, c.MaxWorkers))
 		}
 	}
 	for _, c := range []struct{ field, value, def string }{{"readMix", w.ReadMix, ClassRead}, {"writeMix", w.WriteMix, ClassWrite}} {
@@ -545,8 +553,8 @@ func (w Workload) Validate() error {
 		add("ops", fmt.Sprintf("%d series", n), fmt.Sprintf("at most %d statistics series per node: read, write, backfill, one per other class, and one per operation of a class that mixes several", maxSeries))
 	}
 	if n := max(w.Readers, w.MaxReaders) + max(w.Writers, w.MaxWriters) + classWorkers; n > maxWorkers && classWorkers > 0 {
-		add("ops", fmt.Sprintf("%d workers", classWorkers), fmt.Sprintf("the workers of all op classes together at most %d (read %d, write %d, the other classes %d)",
-			maxWorkers, max(w.Readers, w.MaxReaders), max(w.Writers, w.MaxWriters), classWorkers))
+		add("ops", fmt.Sprintf("%d workers", classWorkers), fmt.Sprintf("the workers of all op classes together at most %d (read %d: workload.readers=%d, workload.maxReaders=%d; write %d: workload.writers=%d, workload.maxWriters=%d; the other classes %d: %s)",
+			maxWorkers, max(w.Readers, w.MaxReaders), w.Readers, w.MaxReaders, max(w.Writers, w.MaxWriters), w.Writers, w.MaxWriters, classWorkers, strings.Join(classKeys, ", ")))
 	} else if max(w.Readers, w.MaxReaders)+max(w.Writers, w.MaxWriters) > maxWorkers {
 		switch {
 		case w.MaxReaders > w.Readers:
@@ -619,6 +627,11 @@ func (w Workload) MemoryParams() workload.MemoryParams {
 	// An elastic pool may grow to its maximum (at the configured rate, for an automatic
 	// one): that is what it may allocate. The other classes' workers hold write buffers
 	// when they write: they count as writers, the larger of the two.
+	type pool struct {
+		n    int
+		size workload.PoolSize
+	}
+	var pools []pool
 	for _, c := range w.Classes() {
 		if !c.Enabled {
 			continue
@@ -629,6 +642,37 @@ func (w Workload) MemoryParams() workload.MemoryParams {
 		} else {
 			p.Writers += n
 		}
+		if n > 0 {
+			pools = append(pools, pool{n, c.poolSize(n, w.OpTimeout)})
+		}
+	}
+	// The largest pool first: an error about the workers names its option.
+	slices.SortStableFunc(pools, func(a, b pool) int { return b.n - a.n })
+	p.Pools = []workload.PoolSize{}
+	for _, q := range pools {
+		p.Pools = append(p.Pools, q.size)
 	}
 	return p
+}
+
+// poolSize says which option sets the n workers c's pool may have at most
+// (MostWorkers), for the memory estimate's messages: the workers option for a fixed pool,
+// the maximum for an elastic one, with how an automatic maximum was worked out, so that an
+// error names the value that drives the estimate and where it came from rather than a
+// workers option the user did not set to that.
+func (c ClassSpec) poolSize(n int, opTimeout time.Duration) workload.PoolSize {
+	workers, most := ClassOption(c.Name, "workers"), ClassOption(c.Name, "maxWorkers")
+	switch {
+	case n <= c.Workers:
+		v := strconv.Itoa(c.Workers)
+		return workload.PoolSize{Field: workers, Value: v, Key: workers + "=" + v}
+	case c.MaxWorkers > 0:
+		v := strconv.Itoa(c.MaxWorkers)
+		return workload.PoolSize{Field: most, Value: v, Key: most + "=" + v}
+	}
+	rate := ClassOption(c.Name, "rate")
+	key := fmt.Sprintf("%s=0 (auto: %d %s workers, the least of ⌈%s %s × workload.opTimeout %v⌉ and max(4 × %s %d, %d))",
+		most, n, c.Name, strings.TrimPrefix(rate, "workload."), strconv.FormatFloat(c.Rate, 'g', -1, 64), opTimeout,
+		strings.TrimPrefix(workers, "workload."), c.Workers, autoMaxFloor)
+	return workload.PoolSize{Field: most, Value: "0", Key: key}
 }

@@ -319,8 +319,8 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 	return err
 }
 
-// Shutdown stops all load, waits for operations in flight (up to the op timeout) and
-// disconnects the driver.
+// Shutdown stops all load, waits for operations in flight (up to the op timeout, at most
+// closeGrace, then cancels them) and disconnects the driver.
 func (i *Instance) Shutdown() error {
 	i.life.Lock()
 	defer i.life.Unlock()
@@ -333,6 +333,13 @@ func (i *Instance) Shutdown() error {
 	i.closeDriver()
 	return nil
 }
+
+// closeGrace is the longest a shutdown (Shutdown, Close: a SIGTERM) lets operations in
+// flight finish before it cancels them. A shutdown waited for the op timeout and a second,
+// and a SIGTERM could wait an hour on a long workload.opTimeout and a store that does not
+// answer; Drain, which a final report needs, still waits the whole op timeout, so the
+// figures count every operation started.
+const closeGrace = 2 * time.Second
 
 // closeDriver detaches the engine and driver and closes them outside mu, so status calls
 // do not wait for operations in flight. Called with life held.
@@ -349,7 +356,7 @@ func (i *Instance) closeDriver() {
 		r.stop()
 	}
 	if e != nil {
-		_ = e.Close(i.store.Current().Config.Workload.OpTimeout + time.Second)
+		_ = e.Close(min(i.store.Current().Config.Workload.OpTimeout, closeGrace))
 	}
 	if d != nil {
 		if err := d.Close(); err != nil {
@@ -611,8 +618,12 @@ func (i *Instance) backfillEngine(opts engine.BackfillOptions) (*engine.Engine, 
 	}
 	opts = i.backfillDefaults(opts)
 	w := i.store.Current().Config.Workload
-	if opts.Workers > w.BackfillWorkers {
-		w.BackfillWorkers = opts.Workers
+	// What a request sets beyond the configuration is held to the one validator too: more
+	// workers need memory, and a rate past the bound the pacer honours is refused as
+	// workload.backfillRate would be.
+	if opts.Workers > w.BackfillWorkers || opts.Rate != w.BackfillRate {
+		w.BackfillWorkers = max(w.BackfillWorkers, opts.Workers)
+		w.BackfillRate = opts.Rate
 		if err := w.Validate(); err != nil {
 			return nil, opts, err
 		}

@@ -33,9 +33,9 @@ type Shape interface {
 // Constant is a fixed rate in operations per second. It must be positive.
 type Constant float64
 
-// Offset returns k/rate.
+// Offset returns k/rate, at most maxOffset.
 func (c Constant) Offset(k int64) time.Duration {
-	return time.Duration(float64(k) * 1e9 / float64(c))
+	return nanos(float64(k) * 1e9 / float64(c))
 }
 
 // Due returns floor(d·rate)+1 for d ≥ 0 (operation 0 is due at the anchor), exactly the
@@ -78,6 +78,22 @@ type carried struct {
 // replaced is what a replaced schedule's counter is set to: a claim at or beyond it
 // belongs to no schedule, and the claimer retries on the current one.
 const replaced = math.MaxInt64 / 2
+
+// maxSlots bounds every count of slots (a shape's Due, a schedule's carried slots), and
+// maxOffset every offset from an anchor: a shape at any rate, however long it runs, then
+// counts and schedules in int64 without overflow, and a schedule's due count
+// (carried + due) stays below replaced. Both are far beyond what a run reaches: 2^60
+// operations, 2^62 ns (146 years).
+const (
+	maxSlots  = 1 << 60
+	maxOffset = 1 << 62
+)
+
+// MaxRate is the highest rate, in operations per second, a shape may be built with and the
+// configuration accepts: one operation per nanosecond, the resolution of intended start
+// times (beyond it operations would share their intended start). The pacer itself stays
+// correct, and every call O(1), at any rate; no node sends this many.
+const MaxRate = 1e9
 
 // slot returns the intended start of slot k (k ≥ 0) of s.
 func (s *schedule) slot(k int64) int64 {
@@ -227,8 +243,14 @@ func (p *Pacer) install(s Shape, carry bool, at int64) {
 	if old != nil {
 		old.replacedAt.Store(max(now, 1))
 		if carry {
-			next.carry = old.owed(claimed, now)
-			for _, c := range next.carry {
+			// The carried slots are at most maxSlots, cut at the end: a count beyond what
+			// any run issues, which keeps the schedule's counts in range.
+			for _, c := range old.owed(claimed, now) {
+				c.n = min(c.n, maxSlots-next.carryN)
+				if c.n <= 0 {
+					break
+				}
+				next.carry = append(next.carry, c)
 				next.carryN += c.n
 			}
 			next.anchor = continueFrom(old, s, now)
@@ -252,7 +274,7 @@ func continueFrom(old *schedule, s Shape, now int64) int64 {
 	if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) || due == 0 {
 		return now
 	}
-	return max(now, old.slot(due-1)+int64(float64(time.Second)/rate))
+	return max(now, old.slot(due-1)+int64(nanos(float64(time.Second)/rate)))
 }
 
 // owed returns the slots of s that are due at now but were not claimed.

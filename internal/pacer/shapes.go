@@ -17,12 +17,12 @@ type Ramp struct {
 	Over     time.Duration
 }
 
-// NewRamp returns a ramp, or an error naming what is wrong: rates must be ≥ 0 and not both
-// 0, and Over positive.
+// NewRamp returns a ramp, or an error naming what is wrong: rates must be from 0 to
+// MaxRate, the final one above 0, and Over positive.
 func NewRamp(from, to float64, over time.Duration) (Ramp, error) {
 	switch {
-	case !(from >= 0) || !(to >= 0) || math.IsInf(from, 0) || math.IsInf(to, 0):
-		return Ramp{}, fmt.Errorf("ramp %v -> %v ops/s: rates must be finite and at least 0", from, to)
+	case !(from >= 0 && from <= MaxRate) || !(to >= 0 && to <= MaxRate):
+		return Ramp{}, fmt.Errorf("ramp %v -> %v ops/s: rates must be from 0 to %.0f", from, to, float64(MaxRate))
 	case to == 0:
 		return Ramp{}, fmt.Errorf("ramp %v -> %v ops/s: the final rate must be above 0 (a rate of 0 is the closed loop)", from, to)
 	case over <= 0:
@@ -55,8 +55,9 @@ func (r Ramp) Offset(k int64) time.Duration {
 		return seconds(n / r.From)
 	}
 	// a t² + From t - n = 0, the root in [0, d]; the form below stays exact when From = 0
-	// and avoids cancellation when a < 0.
-	return seconds(2 * n / (r.From + math.Sqrt(r.From*r.From+4*a*n)))
+	// and avoids cancellation when a < 0. Rounding may take the discriminant of a
+	// ramp-down a hair below 0 near its end, where the root is double.
+	return seconds(2 * n / (r.From + math.Sqrt(max(r.From*r.From+4*a*n, 0))))
 }
 
 // Due returns floor(N(d)) + 1 for d ≥ 0.
@@ -80,7 +81,7 @@ type Steps struct {
 }
 
 // NewSteps returns a staircase, or an error naming what is wrong: at least one rate, each
-// above 0, and a positive step duration.
+// above 0 and at most MaxRate, and a positive step duration.
 func NewSteps(every time.Duration, rates ...float64) (*Steps, error) {
 	if len(rates) == 0 {
 		return nil, fmt.Errorf("steps: at least one rate is needed")
@@ -90,8 +91,8 @@ func NewSteps(every time.Duration, rates ...float64) (*Steps, error) {
 	}
 	s := &Steps{Rates: append([]float64(nil), rates...), Every: every, cum: make([]float64, len(rates))}
 	for i, r := range rates {
-		if !(r > 0) || math.IsInf(r, 0) {
-			return nil, fmt.Errorf("steps: rate %d is %v; each rate must be finite and above 0", i+1, r)
+		if !(r > 0 && r <= MaxRate) {
+			return nil, fmt.Errorf("steps: rate %d is %v; each rate must be above 0 and at most %.0f", i+1, r, float64(MaxRate))
 		}
 		if i > 0 {
 			s.cum[i] = s.cum[i-1] + rates[i-1]*every.Seconds()
@@ -131,11 +132,11 @@ type Sine struct {
 }
 
 // NewSine returns a sine shape, or an error naming what is wrong: 0 ≤ Amplitude < Mean,
-// so the rate stays above 0, and a positive period.
+// so the rate stays above 0, Mean + Amplitude at most MaxRate, and a positive period.
 func NewSine(mean, amplitude float64, period time.Duration) (Sine, error) {
 	switch {
-	case !(mean > 0) || math.IsInf(mean, 0):
-		return Sine{}, fmt.Errorf("sine around %v ops/s: the mean must be finite and above 0", mean)
+	case !(mean > 0) || mean+amplitude > MaxRate:
+		return Sine{}, fmt.Errorf("sine around %v ops/s: the mean must be above 0, and the mean plus the amplitude at most %.0f", mean, float64(MaxRate))
 	case !(amplitude >= 0) || amplitude >= mean:
 		return Sine{}, fmt.Errorf("sine amplitude %v ops/s: must be at least 0 and below the mean %v, so the rate stays above 0", amplitude, mean)
 	case period <= 0:
@@ -187,20 +188,76 @@ func (s Sine) Rate(d time.Duration) float64 {
 
 // seconds converts a time in seconds to a Duration, rounded up to the nanosecond so that
 // an operation is never due before its count is reached.
-func seconds(t float64) time.Duration { return time.Duration(math.Ceil(t * 1e9)) }
+func seconds(t float64) time.Duration { return nanos(math.Ceil(t * 1e9)) }
 
-// dueOf returns how many operations are due by d given N and its inverse: floor(N(d)) + 1,
-// corrected by Offset so that Due and Offset agree exactly despite floating point.
+// nanos converts ns to a Duration within [0, maxOffset]. Converting a float beyond the
+// range of int64 (the offset of a tiny rate's operations) gives an unspecified value (on
+// amd64 the most negative Duration, an operation due long before its anchor), and NaN
+// comes only from such overflows: it means "beyond reach" too.
+func nanos(ns float64) time.Duration {
+	switch {
+	case ns < 0:
+		return 0
+	case ns < maxOffset:
+		return time.Duration(ns)
+	}
+	return maxOffset
+}
+
+// dueOf returns how many operations are due by d given N and its inverse Offset: the
+// number of k with Offset(k) ≤ d, at most maxSlots. floor(N(d)) + 1 is the first guess,
+// and Offset settles it exactly despite floating point. The guess is off by one or two at
+// ordinary rates; at rates where many operations share one nanosecond, or N overflows, it
+// may be off by any amount, so the correction gallops and bisects instead of stepping:
+// O(log maxSlots) calls of Offset at worst, whatever the rate and however long the shape
+// has run (a loop of single steps here once wedged a node given workload.readRate=1e308).
 func dueOf(count func(float64) float64, offset func(int64) time.Duration, d time.Duration) int64 {
 	if d < 0 {
 		return 0
 	}
-	n := int64(math.Floor(count(d.Seconds()))) + 1
-	for n > 0 && offset(n-1) > d {
-		n--
+	var n int64
+	switch est := math.Floor(count(d.Seconds())); {
+	case est >= maxSlots-1:
+		n = maxSlots
+	case est >= 0:
+		n = int64(est) + 1
+	default: // NaN or negative: no usable guess
+		n = 0
 	}
-	for offset(n) <= d {
-		n++
+	above := func(k int64) bool { return k >= maxSlots || offset(k) > d }
+	if n > 0 && above(n-1) {
+		// Too many: gallop down to a k that is due (or -1), then bisect.
+		hi, step := n-1, int64(1)
+		lo := hi - step
+		for lo >= 0 && above(lo) {
+			hi, step = lo, step*2
+			lo = hi - step
+		}
+		return firstAbove(max(lo, -1), hi, above)
 	}
-	return n
+	if above(n) {
+		return n
+	}
+	// Too few: gallop up to a k that is not due yet (or maxSlots), then bisect.
+	lo, step := n, int64(1)
+	hi := min(lo+step, maxSlots)
+	for !above(hi) {
+		lo, step = hi, step*2
+		hi = min(lo+step, maxSlots)
+	}
+	return firstAbove(lo, hi, above)
+}
+
+// firstAbove returns the least k in (lo, hi] with above(k), given that above is monotone,
+// above(hi) holds and above(lo) does not (or lo is -1).
+func firstAbove(lo, hi int64, above func(int64) bool) int64 {
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if above(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }

@@ -71,14 +71,21 @@ func TestShapeConstructorsNameTheProblem(t *testing.T) {
 		err  error
 		want string
 	}{
-		{func() error { _, err := NewRamp(-1, 10, time.Second); return err }(), "at least 0"},
+		{func() error { _, err := NewRamp(-1, 10, time.Second); return err }(), "from 0 to 1000000000"},
+		{func() error { _, err := NewRamp(10, 1e308, time.Second); return err }(), "from 0 to 1000000000"},
+		{func() error { _, err := NewRamp(math.NaN(), 10, time.Second); return err }(), "from 0 to 1000000000"},
+		{func() error { _, err := NewRamp(10, math.Inf(1), time.Second); return err }(), "from 0 to 1000000000"},
 		{func() error { _, err := NewRamp(10, 0, time.Second); return err }(), "final rate must be above 0"},
 		{func() error { _, err := NewRamp(1, 10, 0); return err }(), "duration must be positive"},
 		{func() error { _, err := NewSteps(time.Second); return err }(), "at least one rate"},
 		{func() error { _, err := NewSteps(time.Second, 10, 0); return err }(), "rate 2 is 0"},
+		{func() error { _, err := NewSteps(time.Second, 10, 1e18); return err }(), "at most 1000000000"},
+		{func() error { _, err := NewSteps(time.Second, math.NaN()); return err }(), "rate 1 is NaN"},
 		{func() error { _, err := NewSteps(0, 10); return err }(), "duration must be positive"},
 		{func() error { _, err := NewSine(100, 100, time.Second); return err }(), "below the mean"},
 		{func() error { _, err := NewSine(0, 0, time.Second); return err }(), "mean must be"},
+		{func() error { _, err := NewSine(1e9, 1, time.Second); return err }(), "at most 1000000000"},
+		{func() error { _, err := NewSine(math.Inf(1), 1, time.Second); return err }(), "at most 1000000000"},
 		{func() error { _, err := NewSine(100, 10, 0); return err }(), "period"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {

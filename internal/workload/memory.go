@@ -37,6 +37,18 @@ type MemoryParams struct {
 	// and writers of enabled classes, and the backfill workers (a backfill may run beside
 	// the load).
 	Readers, Writers, Backfill int
+	// Pools, when set, say what sets Readers and Writers, largest pool first: an elastic
+	// maximum, automatic or set, is not the readers option, and an error must name the
+	// option the user can change. Without them the estimate names workload.readers and
+	// workload.writers.
+	Pools []PoolSize
+}
+
+// PoolSize is what sets the size of one pool of workers, for messages: Field and Value
+// are the option an error is reported on, Key says how the pool's size follows from it
+// ("workload.maxReaders=0 (auto: 64 read workers: ...)").
+type PoolSize struct {
+	Field, Value, Key string
 }
 
 // MemoryPart is one allocation of a workload.
@@ -91,15 +103,25 @@ func EstimateMemory(p MemoryParams) MemoryEstimate {
 	}
 	if workers := int64(p.Readers) + int64(p.Writers) + int64(p.Backfill); workers > 0 {
 		w := MemoryPart{Name: "workers", Bytes: mulSat(workers, WorkerOverhead+int64(largest))}
-		for _, c := range []struct {
-			key string
-			n   int
-		}{{"workload.readers", p.Readers}, {"workload.writers", p.Writers}, {"workload.backfillWorkers", p.Backfill}} {
-			if c.n > 0 {
-				w.Keys = append(w.Keys, c.key+"="+strconv.Itoa(c.n))
-				if w.Field == "" {
-					w.Field, w.Value = c.key, strconv.Itoa(c.n)
+		pools := p.Pools
+		if pools == nil {
+			for _, c := range []struct {
+				key string
+				n   int
+			}{{"workload.readers", p.Readers}, {"workload.writers", p.Writers}} {
+				if c.n > 0 {
+					pools = append(pools, PoolSize{Field: c.key, Value: strconv.Itoa(c.n), Key: c.key + "=" + strconv.Itoa(c.n)})
 				}
+			}
+		}
+		if p.Backfill > 0 {
+			n := strconv.Itoa(p.Backfill)
+			pools = append(pools, PoolSize{Field: "workload.backfillWorkers", Value: n, Key: "workload.backfillWorkers=" + n})
+		}
+		for _, ps := range pools {
+			w.Keys = append(w.Keys, ps.Key)
+			if w.Field == "" {
+				w.Field, w.Value = ps.Field, ps.Value
 			}
 		}
 		w.Keys = append(w.Keys, sizeKey)
