@@ -2,11 +2,9 @@ package scenario
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -588,29 +586,7 @@ func (a Action) Do(ctx context.Context, env []string) error {
 	if a.HTTP != nil {
 		return a.doHTTP(ctx)
 	}
-	cmd := exec.CommandContext(ctx, "sh", "-c", a.Run)
-	if env != nil {
-		cmd.Env = env
-	}
-	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%q timed out after %s", a.Run, a.Timeout)
-	} else if ctx.Err() != nil {
-		return fmt.Errorf("%q cancelled: %w", a.Run, ctx.Err())
-	}
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return fmt.Errorf("%q: %w", a.Run, err)
-		}
-		code = ee.ExitCode()
-	}
-	if code != a.ExpectExit {
-		return fmt.Errorf("%q exited %d, expected %d: %s", a.Run, code, a.ExpectExit, tail(out))
-	}
-	return nil
+	return a.runCommand(ctx, env)
 }
 
 func (a Action) doHTTP(ctx context.Context) error {
