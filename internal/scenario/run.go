@@ -58,7 +58,7 @@ type Outcome struct {
 	AbortedBy string `json:"abortedBy,omitempty"`
 	// Error is a hook or node failure that ended the run (exit code 2).
 	Error string `json:"error,omitempty"`
-	// Interrupted is set when a signal ended the run.
+	// Interrupted is set when a signal ended the run (exit code 3, never a pass).
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Invalid lists why the results cannot be trusted (the generator was saturated).
 	Invalid []string `json:"invalid,omitempty"`
@@ -85,12 +85,14 @@ const (
 	ExitInvalid = 4
 )
 
-// ExitCode is the process exit code for the outcome.
+// ExitCode is the process exit code for the outcome. An interrupted run exits 3 as an
+// aborted one does, whatever its thresholds said so far: the load it was to judge did not
+// all run, and a cancelled CI job must not gate green.
 func (o *Outcome) ExitCode() int {
 	switch {
 	case o.Error != "":
 		return ExitError
-	case o.AbortedBy != "":
+	case o.AbortedBy != "" || o.Interrupted:
 		return ExitAborted
 	case len(o.Invalid) > 0:
 		return ExitInvalid
@@ -105,6 +107,9 @@ func (o *Outcome) ExitCode() int {
 
 // Verdict is the outcome in a word.
 func (o *Outcome) Verdict() string {
+	if o.Interrupted && o.ExitCode() == ExitAborted && o.AbortedBy == "" {
+		return "INTERRUPTED"
+	}
 	return map[int]string{ExitPass: "PASSED", ExitFailed: "FAILED", ExitError: "ERROR", ExitAborted: "ABORTED", ExitInvalid: "INVALID"}[o.ExitCode()]
 }
 
