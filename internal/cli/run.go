@@ -115,7 +115,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 	if f.duration < 0 {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
-	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
+	if err := checkOutputs(io.err, f.inputs(), output{"report", f.report}, output{"report-html", f.reportHTML}, output{"hdr-log", f.hdrLog}); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
