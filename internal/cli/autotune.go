@@ -218,7 +218,8 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	if err != nil {
 		return usageError{err}
 	}
-	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
+	ins := append(f.inputs(), discoveryInput(f.fleet.discovery))
+	if err := checkOutputs(io.err, ins, output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
 		return err
 	}
 	snap, err := f.load(io.env)

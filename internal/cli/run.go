@@ -152,7 +152,8 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	if f.duration < 0 {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
-	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}, output{"junit", f.junit}); err != nil {
+	ins := append(f.inputs(), input{"the --from-report file", f.fromReport})
+	if err := checkOutputs(io.err, ins, output{"report", f.report}, output{"report-html", f.reportHTML}, output{"hdr-log", f.hdrLog}, output{"junit", f.junit}); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()

@@ -64,7 +64,8 @@ during a hook, from a hook on, sustained sliding windows, recovery after a hook)
 Every name in the file is checked before anything runs; --dry-run prints the timeline.
 
 Exit codes: 0 every threshold passed, 1 a threshold failed, 2 a config, driver or hook
-error, 3 aborted by a threshold, 4 the result is invalid (the generator was saturated).
+error, 3 aborted by a threshold or interrupted (SIGINT, SIGTERM), 4 the result is invalid
+(the generator was saturated).
 The Markdown summary is appended to $GITHUB_STEP_SUMMARY when it is set.
 
 With --peers or --discovery (and the fleet's token) the scenario runs on a fleet of
@@ -106,21 +107,24 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		sc.Timeline(s.out)
 		return nil
 	}
+	outs := []output{{"report", f.report}, {"report-html", f.reportHTML}, {"junit", f.junit}, {"markdown", f.markdown}}
 	if f.outDir != "" {
 		if err := os.MkdirAll(f.outDir, 0o755); err != nil {
-			return fmt.Errorf("--out-dir: %w", err)
+			return usageError{fmt.Errorf("--out-dir: %w", err)}
 		}
-		def := func(p *string, name string) {
-			if *p == "" {
-				*p = filepath.Join(f.outDir, name)
+		// An output --out-dir names is checked (and named in errors) as --out-dir's.
+		for i, name := range []string{"report.json", "report.html", "junit.xml", "summary.md"} {
+			if outs[i].path == "" {
+				outs[i] = output{"out-dir", filepath.Join(f.outDir, name)}
 			}
 		}
-		def(&f.report, "report.json")
-		def(&f.reportHTML, "report.html")
-		def(&f.junit, "junit.xml")
-		def(&f.markdown, "summary.md")
+		f.report, f.reportHTML, f.junit, f.markdown = outs[0].path, outs[1].path, outs[2].path, outs[3].path
 	}
-	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}, output{"junit", f.junit}, output{"markdown", f.markdown}); err != nil {
+	ins := []input{discoveryInput(f.fleet.discovery)}
+	for _, in := range sc.Inputs {
+		ins = append(ins, input{in.What, in.Path})
+	}
+	if err := checkOutputs(s.err, ins, outs...); err != nil {
 		return err
 	}
 	for _, n := range sc.Snapshot.Notices {
@@ -143,7 +147,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 			if errors.As(err, &ue) {
 				return err
 			}
-			return exitError{scenario.ExitError, fmt.Errorf("scenario %s: %w", sc.Name, err)}
+			return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 		}
 		defer fl.Close()
 		node, reportInput, backfill, where = fl, fl.ReportInput, fl.backfill, " on a fleet"
@@ -161,7 +165,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		err = inst.InitConfigured(initCtx)
 		cancelInit()
 		if err != nil {
-			return exitError{scenario.ExitError, fmt.Errorf("scenario %s: %w", sc.Name, err)}
+			return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 		}
 		node, reportInput, backfill, progress = inst, inst.ReportInput, inst.Backfill, inst.BackfillStatus
 	}
@@ -187,7 +191,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	out, err := scenario.Run(ctx, node, sc, scenario.RunOptions{Log: view.note, Env: s.env})
 	view.finish()
 	if err != nil {
-		return exitError{scenario.ExitError, err}
+		return scenarioError(ctx, err)
 	}
 	in := reportInput(toolVersion())
 	in.Timeline = out.ReportMarks()
@@ -204,6 +208,16 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		return exitError{code, fmt.Errorf("scenario %s %s (exit code %d)", sc.Name, out.Verdict(), code)}
 	}
 	return nil
+}
+
+// scenarioError is the exit of a scenario that could not run: exit 3 when a signal
+// interrupted it (the error is then likely its consequence, and an interrupted scenario is
+// never a pass, nor a broken configuration), exit 2 otherwise.
+func scenarioError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return exitError{scenario.ExitAborted, fmt.Errorf("interrupted: %w", err)}
+	}
+	return exitError{scenario.ExitError, err}
 }
 
 // nodesGeneratorBound judges each fleet node's own report for generator saturation (its

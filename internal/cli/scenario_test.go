@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeScenario(t *testing.T, text string) string {
@@ -81,5 +84,44 @@ phases: [{name: p, duration: 2s}]
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, %s; want 2 naming %s", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// An interrupted scenario (SIGINT, SIGTERM: the command's context) is never a pass: it
+// exits 3 with the verdict INTERRUPTED even when every threshold window had started and
+// passed so far, and its JUnit says so as an error, so a cancelled CI job never gates green.
+func TestInterruptedScenarioIsNoPass(t *testing.T) {
+	tests := []struct {
+		name, text string
+	}{
+		{"every window started", `
+config: {driver: {name: memory}, workload: {readRate: 100, writeEnabled: false, numKeys: 100}}
+phases: [{name: p, duration: 30s}]
+thresholds: [{check: read.p99 < 1s, window: phase p}, {check: read.errors < 1%, window: run}]
+`},
+		{"a window not reached", `
+config: {driver: {name: memory}, workload: {readRate: 100, writeEnabled: false, numKeys: 100}}
+phases: [{name: p, duration: 30s}, {name: q, duration: 30s}]
+thresholds: [{check: read.p99 < 1s, window: phase q}]
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			junit := filepath.Join(t.TempDir(), "junit.xml")
+			ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			code := execute(ctx, []string{"scenario", "run", writeScenario(t, tt.text), "--junit", junit}, &streams{out: &out, err: &errOut})
+			if code != 3 || !strings.Contains(out.String(), "INTERRUPTED (exit 3)") {
+				t.Errorf("exit %d, want 3 and the verdict INTERRUPTED\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
+			}
+			b, err := os.ReadFile(junit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), `<error message="interrupted`) {
+				t.Errorf("JUnit has no interrupted error:\n%s", b)
+			}
+		})
 	}
 }

@@ -104,7 +104,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err := api.CheckListen(f.listen, token); err != nil {
 		return usageError{err}
 	}
-	if err := checkOutputs(output{"report", f.report}); err != nil {
+	if err := checkOutputs(io.err, append(f.inputs(), discoveryInput(f.fleet.discovery)), output{"report", f.report}); err != nil {
 		return err
 	}
 	self, err := f.fleet.self(f.listen)

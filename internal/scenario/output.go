@@ -82,6 +82,9 @@ func (o *Outcome) WriteText(w io.Writer) {
 	if o.AbortedBy != "" {
 		fmt.Fprintf(w, "  aborted by threshold %s\n", o.AbortedBy)
 	}
+	if o.Interrupted {
+		fmt.Fprintln(w, "  interrupted by a signal: the scenario did not run to its end")
+	}
 	if o.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", o.Error)
 	}
@@ -196,10 +199,14 @@ func (o *Outcome) WriteJUnit(w io.Writer) error {
 		s.Tests++
 		s.Cases = append(s.Cases, c)
 	}
-	if o.Error != "" || len(o.Invalid) > 0 {
+	if o.Error != "" || o.Interrupted || len(o.Invalid) > 0 {
 		s := suites["run"]
 		msg, typ := o.Error, "error"
-		if msg == "" {
+		switch {
+		case msg != "":
+		case o.Interrupted:
+			msg, typ = "interrupted by a signal: the scenario did not run to its end", "interrupted"
+		default:
 			msg, typ = strings.Join(o.Invalid, "; "), "invalid"
 		}
 		s.Tests++
@@ -259,6 +266,9 @@ func (o *Outcome) WriteMarkdown(w io.Writer) {
 	}
 	if o.AbortedBy != "" {
 		fmt.Fprintf(w, "\nAborted by threshold `%s`.\n", o.AbortedBy)
+	}
+	if o.Interrupted {
+		fmt.Fprintln(w, "\nInterrupted by a signal: the scenario did not run to its end.")
 	}
 	if o.Error != "" {
 		fmt.Fprintf(w, "\nError: %s\n", mdEscape(o.Error))

@@ -2,11 +2,9 @@ package scenario
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -61,7 +59,7 @@ type Outcome struct {
 	AbortedBy string `json:"abortedBy,omitempty"`
 	// Error is a hook or node failure that ended the run (exit code 2).
 	Error string `json:"error,omitempty"`
-	// Interrupted is set when a signal ended the run.
+	// Interrupted is set when a signal ended the run (exit code 3, never a pass).
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Invalid lists why the results cannot be trusted (the generator was saturated).
 	Invalid []string `json:"invalid,omitempty"`
@@ -88,7 +86,9 @@ const (
 	ExitInvalid = verdict.Invalid
 )
 
-// ExitCode is the process exit code for the outcome.
+// ExitCode is the process exit code for the outcome. An interrupted run exits 3 as an
+// aborted one does, whatever its thresholds said so far: the load it was to judge did not
+// all run, and a cancelled CI job must not gate green.
 func (o *Outcome) ExitCode() int {
 	switch {
 	case o.Error != "":
@@ -108,6 +108,9 @@ func (o *Outcome) ExitCode() int {
 
 // Verdict is the outcome in a word.
 func (o *Outcome) Verdict() string {
+	if o.Interrupted && o.ExitCode() == ExitAborted && o.AbortedBy == "" {
+		return "INTERRUPTED"
+	}
 	return verdict.Name(o.ExitCode())
 }
 
@@ -589,29 +592,7 @@ func (a Action) Do(ctx context.Context, env []string) error {
 	if a.HTTP != nil {
 		return a.doHTTP(ctx)
 	}
-	cmd := exec.CommandContext(ctx, "sh", "-c", a.Run)
-	if env != nil {
-		cmd.Env = env
-	}
-	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%q timed out after %s", a.Run, a.Timeout)
-	} else if ctx.Err() != nil {
-		return fmt.Errorf("%q cancelled: %w", a.Run, ctx.Err())
-	}
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return fmt.Errorf("%q: %w", a.Run, err)
-		}
-		code = ee.ExitCode()
-	}
-	if code != a.ExpectExit {
-		return fmt.Errorf("%q exited %d, expected %d: %s", a.Run, code, a.ExpectExit, tail(out))
-	}
-	return nil
+	return a.runCommand(ctx, env)
 }
 
 func (a Action) doHTTP(ctx context.Context) error {

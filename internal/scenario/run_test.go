@@ -155,7 +155,7 @@ thresholds:
 
 // TestInterrupt: a signal (ctx) ends the run at once, cutting a long hook action short
 // (it is no hook failure), and the windows are judged: those cut short say so, those never
-// reached are not evaluated.
+// reached are not evaluated; the run exits 3, interrupted.
 func TestInterrupt(t *testing.T) {
 	sc, err := parse(t, `
 config:
@@ -188,7 +188,7 @@ thresholds:
 	if d := time.Since(began); d > 6*time.Second {
 		t.Errorf("took %s after the interrupt", d)
 	}
-	if !out.Interrupted || out.Error != "" || out.ExitCode() != ExitAborted || out.Verdict() != "ABORTED" {
+	if !out.Interrupted || out.Error != "" || out.ExitCode() != ExitAborted || out.Verdict() != "INTERRUPTED" {
 		t.Errorf("interrupted %v, error %q, exit %d", out.Interrupted, out.Error, out.ExitCode())
 	}
 	p, q := out.Thresholds[0], out.Thresholds[1]
@@ -260,6 +260,51 @@ thresholds:
 			var junit bytes.Buffer
 			if err := out.WriteJUnit(&junit); err != nil || !strings.Contains(junit.String(), `classname="capacity.find"`) {
 				t.Errorf("JUnit (%v): %s", err, junit.String())
+			}
+		})
+	}
+}
+
+// TestExitCodes: one exit code per outcome; an interrupted run is never a pass (exit 3,
+// INTERRUPTED), whatever its thresholds said before the signal; an error still says 2.
+func TestExitCodes(t *testing.T) {
+	pass := []Result{{Name: "a", Status: Pass}}
+	fail := []Result{{Name: "a", Status: Pass}, {Name: "b", Status: Fail}}
+	skip := []Result{{Name: "a", Status: NotEvaluated}}
+	tests := []struct {
+		name    string
+		out     Outcome
+		code    int
+		verdict string
+	}{
+		{"every threshold passed", Outcome{Thresholds: pass}, ExitPass, "PASSED"},
+		{"a threshold failed", Outcome{Thresholds: fail}, ExitFailed, "FAILED"},
+		{"a window not reached", Outcome{Thresholds: skip}, ExitFailed, "FAILED"},
+		{"interrupted, every window passed so far", Outcome{Thresholds: pass, Interrupted: true}, ExitAborted, "INTERRUPTED"},
+		{"interrupted, no threshold", Outcome{Interrupted: true}, ExitAborted, "INTERRUPTED"},
+		{"interrupted, a window not reached", Outcome{Thresholds: skip, Interrupted: true}, ExitAborted, "INTERRUPTED"},
+		{"interrupted after a failure", Outcome{Thresholds: fail, Interrupted: true}, ExitAborted, "INTERRUPTED"},
+		{"interrupted, invalid", Outcome{Thresholds: pass, Interrupted: true, Invalid: []string{"saturated"}}, ExitAborted, "INTERRUPTED"},
+		{"interrupted, then an undo failed", Outcome{Thresholds: pass, Interrupted: true, Error: "hook h undo: timed out"}, ExitError, "ERROR"},
+		{"aborted by a threshold", Outcome{Thresholds: fail, AbortedBy: "b"}, ExitAborted, "ABORTED"},
+		{"invalid", Outcome{Thresholds: pass, Invalid: []string{"saturated"}}, ExitInvalid, "INVALID"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if code, v := tt.out.ExitCode(), tt.out.Verdict(); code != tt.code || v != tt.verdict {
+				t.Errorf("exit %d %s, want %d %s", code, v, tt.code, tt.verdict)
+			}
+			var text, md, junit bytes.Buffer
+			tt.out.WriteText(&text)
+			tt.out.WriteMarkdown(&md)
+			if err := tt.out.WriteJUnit(&junit); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text.String(), tt.verdict) || !strings.Contains(md.String(), tt.verdict) {
+				t.Errorf("the verdict %s is not in the text or the Markdown:\n%s\n%s", tt.verdict, text.String(), md.String())
+			}
+			if tt.out.Interrupted && tt.out.Error == "" && !strings.Contains(junit.String(), `type="interrupted"`) {
+				t.Errorf("JUnit does not say the run was interrupted:\n%s", junit.String())
 			}
 		})
 	}

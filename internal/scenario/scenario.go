@@ -181,6 +181,15 @@ type Scenario struct {
 	Thresholds []*Threshold
 	// Classes are the workload's op classes (as configured before the first phase).
 	Classes []string
+	// Inputs are the files the scenario read: its own, and the configFile and workload
+	// files it names. A run's outputs must never replace one.
+	Inputs []Input
+}
+
+// Input is a file a scenario read, with what it is for messages ("the scenario file").
+type Input struct {
+	What string
+	Path string
 }
 
 // Phase is one checked phase.
@@ -271,6 +280,13 @@ func Parse(path string, data []byte, opts Options) (*Scenario, error) {
 	}
 	sc.Snapshot = snap
 	sc.Classes = snap.Config.Workload.ClassNames()
+	sc.Inputs = []Input{{"the scenario file", path}}
+	if f.ConfigFile != "" {
+		sc.Inputs = append(sc.Inputs, Input{"the scenario's configFile", relative(path, f.ConfigFile)})
+	}
+	if _, builtin := presets.Lookup(f.Workload); f.Workload != "" && !builtin {
+		sc.Inputs = append(sc.Inputs, Input{"the scenario's workload file", relative(path, f.Workload)})
+	}
 	classAllowed := "op classes of the workload: " + strings.Join(sc.Classes, ", ")
 
 	// Phases: each one's config changes are checked on top of the ones before, as they
