@@ -283,23 +283,6 @@ func writeScenarioOutputs(f *scenarioFlags, s *streams, rep *report.Report, out 
 	return nil
 }
 
-// writeFileAtomic writes b to path through a temporary file renamed into place, so a CI
-// step never reads half a file.
-func writeFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ndbench-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
+// writeFileAtomic writes b to path as every output is written (report.WriteBytesAtomic):
+// a CI step never reads half a file, and a crash leaves the old file or the new one.
+func writeFileAtomic(path string, b []byte) error { return report.WriteBytesAtomic(path, b) }

@@ -168,21 +168,8 @@ func CheckWritable(path string) error {
 	return nil
 }
 
+// writeAtomic writes a report through WriteFileAtomic, with the errors a report's write
+// has always had ("write report PATH: ...").
 func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ndbench-report-*")
-	if err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	return nil
+	return WriteFileAtomic(path, write)
 }
