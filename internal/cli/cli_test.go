@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -295,5 +296,35 @@ func TestRunExplainsFailures(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `class="error-message"`) {
 		t.Errorf("HTML report has no error message row")
+	}
+}
+
+// TestConfigTakesRunsFlags: `ndbench config` shows what `run` would use with the same
+// command line, so it takes run's --backfill and --warmup (it refused them as unknown
+// flags) and a config file's thresholds: list, which run reads (it refused the key).
+func TestConfigTakesRunsFlags(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfg, []byte("workload: {readRate: 10}\nthresholds: [\"read.p99 < 5ms\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := ndbench(t, nil, "config", "--driver", "memory", "-c", cfg, "--backfill", "--warmup", "2s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`workload\.backfill\s+true\s+flag --backfill`),
+		regexp.MustCompile(`workload\.warmup\s+2s\s+flag --warmup`),
+		regexp.MustCompile(`threshold: read\.p99 < 5ms \(file .*c\.yaml\)`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("config output lacks %s:\n%s", want, out)
+		}
+	}
+	// A bad threshold is refused as run refuses it.
+	if err := os.WriteFile(cfg, []byte("thresholds: [\"read.p99 < 5\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := ndbench(t, nil, "config", "--driver", "memory", "-c", cfg); code != 2 || !strings.Contains(errOut, "thresholds[0]") {
+		t.Errorf("a bad threshold: exit %d, %s; want 2 naming thresholds[0]", code, errOut)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -85,7 +86,8 @@ func newDriversCmd(s *streams) *cobra.Command {
 
 func newConfigCmd(s *streams) *cobra.Command {
 	var src configSources
-	var asJSON bool
+	var asJSON, backfill bool
+	var warmup time.Duration
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Print the effective configuration and where each value comes from",
@@ -93,18 +95,39 @@ func newConfigCmd(s *streams) *cobra.Command {
 (default, preset, file, env NDBENCH_..., --set). Secrets are redacted. The same flags as
 'ndbench run' apply, so this shows exactly what a run would use.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			snap, err := src.load(s.env)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// run's own flags that stand for configuration keys, so the same command
+			// line shows what the run would use.
+			if cmd.Flags().Changed("backfill") {
+				src.flagSets = append(src.flagSets, flagSet{"backfill", "workload.backfill", fmt.Sprint(backfill)})
+			}
+			if cmd.Flags().Changed("warmup") {
+				src.flagSets = append(src.flagSets, flagSet{"warmup", "workload.warmup", warmup.String()})
+			}
+			snap, err := src.loadFile(s.env, true)
 			if err != nil {
 				return err
+			}
+			// A config file's thresholds: are run's: checked and shown as run reads them.
+			checks, err := fileThresholds(src.file)
+			if err != nil {
+				return err
+			}
+			if _, err := newRunJudge(checks, snap.Config.Workload); err != nil {
+				return err
+			}
+			var thresholds []string
+			for _, c := range checks {
+				thresholds = append(thresholds, c.Check+" ("+c.Source+")")
 			}
 			if asJSON {
 				enc := json.NewEncoder(s.out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
-					Entries []config.Entry `json:"entries"`
-					Notices []string       `json:"notices"`
-				}{snap.Entries, snap.Notices})
+					Entries    []config.Entry `json:"entries"`
+					Thresholds []string       `json:"thresholds,omitempty"`
+					Notices    []string       `json:"notices"`
+				}{snap.Entries, thresholds, snap.Notices})
 			}
 			tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
@@ -114,6 +137,9 @@ func newConfigCmd(s *streams) *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			for _, t := range thresholds {
+				fmt.Fprintln(s.out, "threshold:", t)
+			}
 			for _, n := range snap.Notices {
 				fmt.Fprintln(s.out, "note:", n)
 			}
@@ -121,6 +147,8 @@ func newConfigCmd(s *streams) *cobra.Command {
 		},
 	}
 	src.bind(cmd)
+	cmd.Flags().BoolVar(&backfill, "backfill", false, "as run's --backfill (same as --set workload.backfill=true)")
+	cmd.Flags().DurationVar(&warmup, "warmup", 0, "as run's --warmup (same as --set workload.warmup=D)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -248,6 +248,10 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	fmt.Fprintf(io.out, "ndbench %s: driver %s, %d keys, %s values, reads %s, writes %s\n",
 		toolVersion(), cfg.DriverName, w.NumKeys, sizeText(w), loadText(w.ReadEnabled, w.Readers, w.ReadRate),
 		loadText(w.WriteEnabled, w.Writers, w.WriteRate))
+	if f.duration == 0 {
+		// The default runs for ever: say so, and how to end or bound it.
+		fmt.Fprintln(io.out, "no --duration: runs until Ctrl-C or SIGTERM, then prints the summary and writes the report")
+	}
 
 	if f.backfill || w.Backfill {
 		// The load phase is measured on its own; the backfill's figures are kept apart.

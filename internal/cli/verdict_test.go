@@ -97,6 +97,11 @@ func TestRunInterrupted(t *testing.T) {
 			if v := readReport(t, rep).Verdict; v == nil || v.ExitCode != tt.code {
 				t.Errorf("report verdict %+v, want exit code %d", v, tt.code)
 			}
+			// A run without an end says how it ends (it ran silently until Ctrl-C).
+			const says = "no --duration: runs until Ctrl-C"
+			if unbounded := tt.args[1] == "0"; unbounded != strings.Contains(out.String(), says) {
+				t.Errorf("--duration %s: output says %q: %v, want %v\n%s", tt.args[1], says, !unbounded, unbounded, out.String())
+			}
 		})
 	}
 }
