@@ -122,3 +122,15 @@ func slicesContains(rs []stateRoute, r stateRoute) bool {
 	}
 	return false
 }
+
+// TestFleetViewWithoutAFleetSaysHow: /fleet/ on a node that coordinates no fleet answers
+// 404 saying how to make it one (it was a bare 404 page).
+func TestFleetViewWithoutAFleetSaysHow(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{"/fleet", "/fleet/", "/fleet/api/v1/status"} {
+		code, body := e.call(http.MethodGet, path, nil)
+		if code != http.StatusNotFound || !strings.Contains(string(body), "--peers") || !strings.Contains(string(body), "--discovery") {
+			t.Errorf("GET %s: %d %s; want 404 naming --peers and --discovery", path, code, body)
+		}
+	}
+}

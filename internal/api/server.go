@@ -181,6 +181,15 @@ func New(opts Options) (*Server, error) {
 		// through this one, so this server's auth, CORS and cross-site checks apply to it.
 		s.mux.Handle(FleetPrefix+"/", http.StripPrefix(FleetPrefix, opts.Fleet))
 		s.mux.Handle(FleetPrefix, http.RedirectHandler(FleetPrefix+"/", http.StatusFound))
+	} else {
+		// A node that coordinates no fleet says how to make it one, rather than a bare 404
+		// to whoever followed a link or the docs to /fleet/.
+		noFleet := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, http.StatusNotFound, "this node coordinates no fleet: start ndbench serve with --peers host:port,... "+
+				"or --discovery (static:, dns:, etcd:, file:) to serve the fleet's view at "+FleetPrefix+"/ (docs/fleet.md)")
+		})
+		s.handle(readOnly, "GET "+FleetPrefix+"/", noFleet)
+		s.handle(readOnly, "GET "+FleetPrefix, noFleet)
 	}
 	// The UI only serves pages and assets (GET and HEAD).
 	s.handle(readOnly, "/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
