@@ -1,0 +1,47 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite: no cgo, so every platform's build keeps working
+)
+
+var sqliteDialect = dialect{
+	name:    "sqlite",
+	rebind:  func(q string) string { return q },
+	timeArg: func(t time.Time) any { return t.UTC().Format(sqliteTime) },
+}
+
+// openSQLite opens (creating it and its directory if needed) the SQLite file at path.
+func openSQLite(ctx context.Context, path string, ms []migration) (*sqlStore, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open results store %s: %w", path, err)
+		}
+	}
+	// Another ndbench may be recording at the same moment: wait for its write instead of
+	// failing at once; foreign keys are off in SQLite unless asked for.
+	q := url.Values{"_pragma": {"busy_timeout(10000)", "foreign_keys(1)"}}
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open results store %s: %w", path, err)
+	}
+	// One connection: SQLite serializes writers anyway, and a second connection of the
+	// same process would only meet a lock.
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open results store %s: %w", path, err)
+	}
+	if err := migrate(ctx, db, sqliteDialect, ms); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open results store %s: %w", path, err)
+	}
+	return &sqlStore{db: db, d: sqliteDialect}, nil
+}
