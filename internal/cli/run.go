@@ -35,6 +35,7 @@ type runFlags struct {
 	reportHTML string
 	hdrLog     string
 	otlp       otlpFlags
+	record     recordFlags
 }
 
 // configSources are the flags every command that reads configuration takes.
@@ -105,6 +106,7 @@ start) is reported alongside.`,
 	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
 	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs to this file")
 	f.otlp.bind(cmd)
+	f.record.bind(cmd)
 	return cmd
 }
 
@@ -116,6 +118,9 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
 	if err := checkOutputs(output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
+		return err
+	}
+	if err := f.record.check(); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
@@ -249,6 +254,7 @@ func runWorkload(ctx context.Context, f *runFlags, io *streams) error {
 		}
 		fmt.Fprintf(io.out, "HTML report written to %s\n", f.reportHTML)
 	}
+	f.record.record(ctx, rep, io) // after the report files, which a failure here never costs
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(io.err, "stopped by signal")
 	}

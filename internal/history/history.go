@@ -116,6 +116,14 @@ func IsPostgres(target string) bool {
 	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
 }
 
+// Display is target as output may show it: a PostgreSQL URL without its password.
+func Display(target string) string {
+	if IsPostgres(target) {
+		return redactURL(target)
+	}
+	return target
+}
+
 // DefaultTarget returns where runs are recorded when no --results is given: env's
 // NDBENCH_RESULTS if set, else history.db in the user's data directory
 // ($XDG_DATA_HOME/ndbench, or ~/.local/share/ndbench; %LocalAppData%\ndbench on Windows).
