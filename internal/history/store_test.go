@@ -27,6 +27,7 @@ func testStores(t *testing.T, open opener) {
 		{"Trend", testTrend},
 		{"GetMissing", testGetMissing},
 		{"MigrationsApplyOnce", testMigrationsApplyOnce},
+		{"CheckFindsTheStep", testCheckFindsTheStep},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}
@@ -217,5 +218,42 @@ func testMigrationsApplyOnce(t *testing.T, open opener) {
 	}
 	if _, err := s.Get(context.Background(), id); err != nil {
 		t.Errorf("the run recorded before the migration: %v", err)
+	}
+}
+
+// testCheckFindsTheStep is the bar through the store: 30 recorded runs, +20% p99
+// from run 21, and a series of another tag without a step in between.
+func testCheckFindsTheStep(t *testing.T, open opener) {
+	s := open(t)(nil)
+	stepped := nightly(11, 30, 21, 0.2, 0.04)
+	flat := nightly(12, 30, 0, 0, 0.04)
+	for i := range 30 {
+		record(t, s, sampleRun(i, map[string]string{"series": "stepped", "build": fmt.Sprint(i + 1)}, stepped[i]))
+		record(t, s, sampleRun(i, map[string]string{"series": "flat", "build": fmt.Sprint(i + 1)}, flat[i]))
+	}
+	for _, tc := range []struct {
+		series    string
+		regressed bool
+	}{{"stepped", true}, {"flat", false}} {
+		pts, err := s.Trend(context.Background(), Filter{Tags: map[string]string{"series": tc.series}}, Figure{"read", "p99"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		xs := make([]float64, len(pts))
+		for i, p := range pts {
+			xs[i] = p.Value
+		}
+		r, err := Check(xs, true, ChangePointOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Regressed != tc.regressed {
+			t.Errorf("%s: regressed %v (%+v), want %v", tc.series, r.Regressed, r.ChangePoints, tc.regressed)
+		}
+		if tc.regressed {
+			if cause := pts[r.ChangePoints[r.Cause].Index]; cause.Tags["build"] != "21" {
+				t.Errorf("%s: the regression starts at build %s, want 21", tc.series, cause.Tags["build"])
+			}
+		}
 	}
 }
