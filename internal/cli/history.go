@@ -354,7 +354,7 @@ func printRun(out io.Writer, r *history.Run) {
 		order[n] = stats.OpSummary{}
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	cols := []string{"rate", "count", "errors", "p50", "p95", "p99", "p99.9", "max", "mean"}
+	cols := []string{"rate", "count", "failed", "errors", "p50", "p95", "p99", "p99.9", "max", "mean"}
 	fmt.Fprintln(tw, "op\t"+strings.Join(cols, "\t")+"\t")
 	for _, n := range stats.ReportOrder(order) {
 		row := []string{n}
@@ -365,8 +365,10 @@ func printRun(out io.Writer, r *history.Run) {
 				row = append(row, "-")
 			case c == "rate":
 				row = append(row, fmt.Sprintf("%.0f", v))
-			case c == "count" || c == "errors":
+			case c == "count" || c == "failed":
 				row = append(row, fmt.Sprintf("%.0f", v))
+			case c == "errors":
+				row = append(row, fmt.Sprintf("%.3f%%", 100*v))
 			default:
 				row = append(row, fmt.Sprintf("%.3f", v))
 			}
@@ -374,7 +376,7 @@ func printRun(out io.Writer, r *history.Run) {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintln(out, "(rate in ops/s; latencies: response time in ms)")
+	fmt.Fprintln(out, "(rate in ops/s; failed ops and errors as a share of attempted; latencies: response time in ms)")
 	var client []string
 	for _, f := range slices.Sorted(func(yield func(string) bool) {
 		for f := range r.Figures {
@@ -446,7 +448,7 @@ func newHistoryTrendCmd(s *streams, results *resultsFlag) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trend FIGURE",
 		Short: "Show one figure over the recorded runs, with its change points marked",
-		Long: `Show FIGURE (SERIES.METRIC: read.p99, read.rate, write.errors, read.get.p99.9,
+		Long: `Show FIGURE (SERIES.METRIC: read.p99, read.rate, write.errors (the error ratio), read.get.p99.9,
 client.opsPerCPUSecond) in every selected run, oldest first, and mark where its change
 points are (as history check finds them). Metrics: ` + strings.Join(history.MetricNames(), ", ") + `.`,
 		Example: "  ndbench history trend read.p99 --tag store=redis-7.2 --last 30",

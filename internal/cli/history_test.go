@@ -164,7 +164,7 @@ func TestHistoryBadUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--driver", "memory", "--tag", "build"}, "--tag: tag \"build\": want KEY=VALUE"},
-		{[]string{"history", "check", "read.p98", "--results", db}, "metrics: rate, count"},
+		{[]string{"history", "check", "read.p98", "--results", db}, "metrics: rate, count, errors"},
 		{[]string{"history", "check", "read.p99", "--results", db}, "no recorded run matches and has read.p99"},
 		{[]string{"history", "check", "read.p99", "--results", db, "--alpha", "2"}, "--alpha 2: allowed: between 0 and 1"},
 		{[]string{"history", "check", "read.p99", "--results", db, "--min-size", "1"}, "--min-size 1: allowed: 2 or more"},

@@ -33,12 +33,13 @@ type metric struct {
 
 // metrics are the metrics recorded, in display order. Latencies are response times
 // (from the intended start) in milliseconds, as the run's summary prints them; the names
-// are those `ndbench compare` takes.
+// are those `ndbench compare` takes, errors too: the error ratio, failed ops per
+// attempted op (failed is their count).
 var metrics = []metric{
 	{name: "rate", unit: "ops/s"},
 	{name: "count", unit: "ops"},
-	{name: "errors", worseUp: true, unit: "ops"},
-	{name: "errorRatio", worseUp: true, unit: "ratio"},
+	{name: "errors", worseUp: true, unit: "ratio"},
+	{name: "failed", worseUp: true, unit: "ops"},
 	{name: "p50", worseUp: true, unit: "ms"},
 	{name: "p95", worseUp: true, unit: "ms"},
 	{name: "p99", worseUp: true, unit: "ms"},
@@ -53,7 +54,7 @@ var metrics = []metric{
 
 // metricAliases are other spellings users type.
 var metricAliases = map[string]string{
-	"throughput": "rate", "p999": "p99.9", "p995": "p99.5", "error-ratio": "errorRatio",
+	"throughput": "rate", "p999": "p99.9", "p995": "p99.5", "errorRatio": "errors", "error-ratio": "errors",
 	"ops/s per client CPU-s": "opsPerCPUSecond",
 }
 
@@ -178,12 +179,12 @@ func addOp(figs map[Figure]float64, name string, s stats.OpSummary) {
 	l := s.ResponseTime
 	set("rate", s.Rate)
 	set("count", float64(s.Count))
-	set("errors", float64(s.Errors))
+	set("failed", float64(s.Errors))
 	ratio := 0.0
 	if att := s.Count + s.Errors; att > 0 {
 		ratio = float64(s.Errors) / float64(att)
 	}
-	set("errorRatio", ratio)
+	set("errors", ratio)
 	if s.Count == 0 {
 		return // no latency without an answer
 	}

@@ -20,11 +20,13 @@ func TestParseFigure(t *testing.T) {
 		{in: "read.p99.9", want: Figure{"read", "p99.9"}},
 		{in: "read.p999", want: Figure{"read", "p99.9"}},
 		{in: "write.errors", want: Figure{"write", "errors"}},
+		{in: "write.errorRatio", want: Figure{"write", "errors"}},
+		{in: "write.failed", want: Figure{"write", "failed"}},
 		{in: "read.throughput", want: Figure{"read", "rate"}},
 		{in: "read.get.p99.9", want: Figure{"read.get", "p99.9"}},
 		{in: "client.opsPerCPUSecond", want: Figure{"client", "opsPerCPUSecond"}},
 		{in: "ops/s per client CPU-s", want: Figure{"client", "opsPerCPUSecond"}},
-		{in: "read.p98", wantErr: "metrics: rate, count, errors"},
+		{in: "read.p98", wantErr: "metrics: rate, count, errors, failed"},
 		{in: "p99", wantErr: "want SERIES.METRIC"},
 		{in: "read.opsPerCPUSecond", wantErr: "client.opsPerCPUSecond"},
 		{in: "client.p99", wantErr: "want SERIES.METRIC"},
@@ -43,7 +45,7 @@ func TestParseFigure(t *testing.T) {
 }
 
 func TestDirection(t *testing.T) {
-	for fig, worseUp := range map[string]bool{"read.p99": true, "write.errors": true, "read.rate": false, "client.opsPerCPUSecond": false, "client.cpuCores": true} {
+	for fig, worseUp := range map[string]bool{"read.p99": true, "write.errors": true, "write.failed": true, "read.rate": false, "client.opsPerCPUSecond": false, "client.cpuCores": true} {
 		f, err := ParseFigure(fig)
 		if err != nil {
 			t.Fatal(err)
@@ -121,8 +123,8 @@ func TestFromReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]float64{
-		"read.p50": 0.5, "read.p99": 2.5, "read.p99.9": 4, "read.max": 9, "read.rate": 16.5, "read.errors": 10, "read.errorRatio": 0.01,
-		"read.count": 990, "backfill.errors": 4, "backfill.errorRatio": 1,
+		"read.p50": 0.5, "read.p99": 2.5, "read.p99.9": 4, "read.max": 9, "read.rate": 16.5, "read.failed": 10, "read.errors": 0.01,
+		"read.count": 990, "backfill.failed": 4, "backfill.errors": 1,
 		"client.opsPerCPUSecond": 12000, "client.cpuCores": 0.5, "client.maxRSSMB": 64,
 	}
 	for name, v := range want {
