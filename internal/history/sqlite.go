@@ -25,9 +25,11 @@ func openSQLite(ctx context.Context, path string, ms []migration) (*sqlStore, er
 			return nil, fmt.Errorf("open results store %s: %w", path, err)
 		}
 	}
-	// Another ndbench may be recording at the same moment: wait for its write instead of
-	// failing at once; foreign keys are off in SQLite unless asked for.
-	q := url.Values{"_pragma": {"busy_timeout(10000)", "foreign_keys(1)"}}
+	// Another ndbench may be recording or migrating at the same moment: transactions take
+	// the write lock when they begin (a deferred one that reads the schema version and
+	// then writes would fail instead of waiting), and wait for the other's; foreign keys
+	// are off in SQLite unless asked for.
+	q := url.Values{"_pragma": {"busy_timeout(10000)", "foreign_keys(1)"}, "_txlock": {"immediate"}}
 	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open results store %s: %w", path, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -48,6 +49,39 @@ func TestSQLiteStore(t *testing.T) {
 			return s
 		}
 	})
+}
+
+// TestSQLiteConcurrentOpen: processes that open a new store at once (two nightly jobs)
+// all succeed, and the migration is applied once.
+func TestSQLiteConcurrentOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			s, err := openSQLite(context.Background(), path, migrations)
+			if err != nil {
+				t.Errorf("open %d: %v", i, err)
+				return
+			}
+			defer s.Close()
+			if _, err := s.Record(context.Background(), sampleRun(i, nil, 1)); err != nil {
+				t.Errorf("record %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	s, err := openSQLite(context.Background(), path, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("schema_version has %d rows (%v), want 1", n, err)
+	}
+	if runs, err := s.List(context.Background(), Filter{}); err != nil || len(runs) != 4 {
+		t.Errorf("%d runs (%v), want 4", len(runs), err)
+	}
 }
 
 var t0 = time.Date(2026, 11, 1, 22, 0, 0, 0, time.UTC)
