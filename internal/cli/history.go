@@ -137,6 +137,22 @@ func (f *filterFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.last, "last", 0, "only the newest N of the selected runs (0 = all)")
 }
 
+// describe says which runs the flags select, for a page's subtitle.
+func (f *filterFlags) describe() string {
+	var parts []string
+	parts = append(parts, f.tags...)
+	if f.since != "" {
+		parts = append(parts, "since "+f.since)
+	}
+	if f.until != "" {
+		parts = append(parts, "until "+f.until)
+	}
+	if f.last > 0 {
+		parts = append(parts, fmt.Sprintf("last %d", f.last))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func (f *filterFlags) filter(now time.Time) (history.Filter, error) {
 	tags, err := history.ParseTags(f.tags)
 	if err != nil {
@@ -445,17 +461,22 @@ func trendOf(ctx context.Context, s *streams, results *resultsFlag, ff *filterFl
 func newHistoryTrendCmd(s *streams, results *resultsFlag) *cobra.Command {
 	var ff filterFlags
 	var cp cpFlags
+	var htmlOut string
 	cmd := &cobra.Command{
 		Use:   "trend FIGURE",
 		Short: "Show one figure over the recorded runs, with its change points marked",
 		Long: `Show FIGURE (SERIES.METRIC: read.p99, read.rate, write.errors (the error ratio), read.get.p99.9,
 client.opsPerCPUSecond) in every selected run, oldest first, and mark where its change
 points are (as history check finds them). Metrics: ` + strings.Join(history.MetricNames(), ", ") + `.`,
-		Example: "  ndbench history trend read.p99 --tag store=redis-7.2 --last 30",
-		Args:    cobra.ExactArgs(1),
+		Example: `  ndbench history trend read.p99 --tag store=redis-7.2 --last 30
+  ndbench history trend read.p99 --tag store=redis-7.2 --html trend.html`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opt, err := cp.options()
 			if err != nil {
+				return err
+			}
+			if err := checkOutputs(output{"html", htmlOut}); err != nil {
 				return err
 			}
 			fig, pts, err := trendOf(cmd.Context(), s, results, &ff, args[0])
@@ -463,14 +484,20 @@ points are (as history check finds them). Metrics: ` + strings.Join(history.Metr
 				return err
 			}
 			marks := map[int]history.ChangePoint{}
+			var cps []history.ChangePoint
 			if len(pts) >= 2*opt.MinSize {
-				cps, err := history.EDivisive(values(pts), opt)
-				if err != nil {
+				if cps, err = history.EDivisive(values(pts), opt); err != nil {
 					return err
 				}
 				for _, c := range cps {
 					marks[c.Index] = c
 				}
+			}
+			if htmlOut != "" {
+				if err := writeTrendHTML(htmlOut, history.TrendPage{Figure: fig, Points: pts, ChangePoints: cps, Filter: ff.describe()}); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.out, "HTML trend written to %s\n", htmlOut)
 			}
 			tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(tw, "RUN\tSTARTED (UTC)\t%s (%s)\tCHANGE\tTAGS\n", fig, fig.Unit())
@@ -486,7 +513,23 @@ points are (as history check finds them). Metrics: ` + strings.Join(history.Metr
 	}
 	ff.bind(cmd)
 	cp.bind(cmd)
+	cmd.Flags().StringVar(&htmlOut, "html", "", "also write the trend as a self-contained HTML page (a chart with the change points marked, and the table)")
 	return cmd
+}
+
+func writeTrendHTML(path string, p history.TrendPage) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write trend page: %w", err)
+	}
+	if err := history.WriteTrendHTML(f, p); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write trend page: %w", err)
+	}
+	return nil
 }
 
 func values(pts []history.Point) []float64 {

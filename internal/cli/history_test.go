@@ -87,6 +87,12 @@ func TestHistoryCheckFindsTheStep(t *testing.T) {
 	if code != 0 || len(lines) != 31 || !strings.Contains(lines[21], "regression +") || !strings.HasPrefix(lines[21], "21 ") {
 		t.Errorf("trend: exit %d, want 30 rows with run 21 marked as a regression:\n%s", code, out)
 	}
+	page := filepath.Join(dir, "trend.html")
+	code, out, _ = ndbench(t, nil, "history", "trend", "read.p99", "--results", db, "--tag", "store=stepped", "--html", page)
+	html, err := os.ReadFile(page)
+	if code != 0 || err != nil || !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "change point at run 21: +") {
+		t.Errorf("trend --html: exit %d (%v), want a page with the change point at run 21 marked\n%s", code, err, out)
+	}
 	code, out, _ = ndbench(t, nil, "history", "list", "--results", db, "--tag", "store=flat", "--since", "2026-10-29", "--last", "2")
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[1], "59 ") || !strings.HasPrefix(lines[2], "60 ") {
