@@ -131,7 +131,9 @@ func Display(target string) string {
 func DefaultTarget(env []string) (string, error) {
 	get := func(k string) string {
 		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+			name, v, ok := strings.Cut(env[i], "=")
+			// Windows's variable names are case-insensitive (LOCALAPPDATA, LocalAppData).
+			if ok && (name == k || (runtime.GOOS == "windows" && strings.EqualFold(name, k))) {
 				return v
 			}
 		}

@@ -36,7 +36,8 @@ func testStores(t *testing.T, open opener) {
 
 func TestSQLiteStore(t *testing.T) {
 	testStores(t, func(t *testing.T) func([]migration) *sqlStore {
-		path := filepath.Join(t.TempDir(), "sub", "history.db")
+		// A name with characters a file: URI would take apart.
+		path := filepath.Join(t.TempDir(), "sub dir #1 50%", "history.db")
 		return func(ms []migration) *sqlStore {
 			if ms == nil {
 				ms = migrations
