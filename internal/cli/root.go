@@ -90,7 +90,7 @@ data validation, and every workload parameter changeable while it runs.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(s), newServeCmd(s), newDriversCmd(s), newWorkloadsCmd(s), newConfigCmd(s), newCompareCmd(s), newScenarioCmd(s), newAutotuneCmd(s), newVersionCmd(s))
+	root.AddCommand(newRunCmd(s), newServeCmd(s), newDriversCmd(s), newWorkloadsCmd(s), newConfigCmd(s), newCompareCmd(s), newScenarioCmd(s), newAutotuneCmd(s), newHistoryCmd(s), newVersionCmd(s))
 	argsAreUsage(root)
 	return root
 }

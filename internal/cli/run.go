@@ -42,6 +42,7 @@ type runFlags struct {
 	// reportChecks are the thresholds of the report the run is rebuilt from.
 	reportChecks []scenario.RunCheck
 	otlp         otlpFlags
+	record       recordFlags
 }
 
 // configSources are the flags every command that reads configuration takes.
@@ -142,6 +143,7 @@ ends, and that run is judged as any other).`,
 	cmd.Flags().StringVar(&f.fromReport, "from-report", "", "rebuild the run a JSON report records: its configuration (each key not a default), duration, warm-up, backfill and thresholds; flags given beside it override")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testcase per threshold, or the default verdict) to this file")
 	f.otlp.bind(cmd)
+	f.record.bind(cmd)
 	return cmd
 }
 
@@ -154,6 +156,9 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	}
 	ins := append(f.inputs(), input{"the --from-report file", f.fromReport})
 	if err := checkOutputs(io.err, ins, output{"report", f.report}, output{"report-html", f.reportHTML}, output{"hdr-log", f.hdrLog}, output{"junit", f.junit}); err != nil {
+		return err
+	}
+	if err := f.record.check(); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
@@ -345,6 +350,7 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 		}
 		fmt.Fprintf(io.out, "JUnit XML written to %s\n", f.junit)
 	}
+	f.record.record(ctx, rep, io) // after the report files, which a failure here never costs
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(io.err, "stopped by signal")
 	}
