@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -33,10 +32,10 @@ func init() {
 // Options configure the postgres driver.
 type Options struct {
 	DSN          string `opt:"dsn" default:"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" secret:"true" help:"connection string (URL or key=value); shown without its password"`
-	PoolSize     int    `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections; at least read+write workers, below the server's max_connections"`
+	PoolSize     int    `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections of the workers (mode=direct included: workers beyond it wait for a free one); at least read+write workers, below the server's max_connections"`
 	Table        string `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
 	CreateSchema bool   `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
-	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: each worker owns a connection with the statements prepared on it and pipelines its batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
+	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: workers borrow one of poolSize connections with the statements prepared on it and pipeline their batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
 	PipelineSync string `opt:"pipelineSync" default:"op" enum:"op,batch" help:"mode=direct with workload.pipeline > 1: op sends a Sync after each operation (each its own transaction, as unpipelined); batch sends one per batch, making it one transaction as pgbench's \\startpipeline does (a failure rolls back the batch's writes)"`
 	ExecMode     string `opt:"execMode" default:"cache_statement" enum:"cache_statement,cache_describe,describe_exec,exec,simple_protocol" help:"pgx query exec mode of the pool (mode=pool, and Read, Write and bulk calls); exec or simple_protocol behind PgBouncer without prepared-statement support"`
 	// User, password and TLS (sslmode, sslrootcert, ...) live in the DSN, libpq's way, so
@@ -114,7 +113,7 @@ type Driver struct {
 	version  string
 	mode     string         // pool or direct (mode=auto resolved)
 	pgcfg    *pgconn.Config // mode=direct: the workers' connections
-	closed   atomic.Bool    // set by Close, so no pipeline connects again
+	conns    *connSet       // mode=direct: the workers' connections, at most poolSize
 
 	readSQL, writeSQL, readBulkSQL, writeBulkSQL string
 }
@@ -170,6 +169,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		// (driver.RawIO); pgconn adds TLS on top of what this returns.
 		pc.DialFunc = driver.RawIODialer(pc.DialFunc)
 		d.pgcfg = pc
+		d.conns = newConnSet(d, o.PoolSize)
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -177,29 +177,37 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		return d.fail("create pool", err)
 	}
 	d.pool = pool
+	if d.mode == "direct" {
+		// The checks run on the set's first connection, which then serves the workers:
+		// the pool opens connections only when backfill or the API use it, so a run's
+		// load holds poolSize backends at most.
+		return d.conns.first(ctx, o.CreateSchema)
+	}
 	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&d.version); err != nil {
 		return d.fail("connect to "+RedactDSN(o.DSN), err)
 	}
 	if o.CreateSchema {
-		if err := d.createTable(ctx, table); err != nil {
-			return err
+		if _, err := d.pool.Exec(ctx, d.createSQL()); err != nil {
+			return d.createFailed(err)
 		}
 	}
 	return nil
 }
 
-func (d *Driver) createTable(ctx context.Context, table string) error {
-	_, err := d.pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (key TEXT PRIMARY KEY, value BYTEA NOT NULL)")
+// createSQL creates the table if it does not exist.
+func (d *Driver) createSQL() string {
+	return "CREATE TABLE IF NOT EXISTS " + quoteTable(d.opts.Table) + " (key TEXT PRIMARY KEY, value BYTEA NOT NULL)"
+}
+
+// createFailed is the error of a failed CREATE TABLE, nil when the table exists anyway.
+func (d *Driver) createFailed(err error) error {
 	var pe *pgconn.PgError
 	// Two nodes creating the table at once race in the catalog; the loser sees a
 	// duplicate, and the table exists either way.
 	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07") {
-		err = nil
+		return nil
 	}
-	if err != nil {
-		return d.fail("create table "+d.opts.Table, err)
-	}
-	return nil
+	return d.fail("create table "+d.opts.Table, err)
 }
 
 // quoteTable quotes each part so reserved words and mixed case work as given.
@@ -302,7 +310,9 @@ func (d *Driver) ConnectionInfo() map[string]string {
 // Close closes the pool; it copes with a failed Init. The engine closes its pipelines
 // before the driver.
 func (d *Driver) Close() error {
-	d.closed.Store(true)
+	if d.conns != nil {
+		d.conns.close()
+	}
 	if d.pool != nil {
 		d.pool.Close()
 	}
