@@ -70,8 +70,8 @@
 // wait shows up as latency; the same holds in mode=direct, where the wait is also counted
 // (DriverStats directConnWaits). In mode=direct Read, Write and the bulk calls (backfill,
 // the API) use a pgxpool of up to poolSize more, which opens connections only when they
-// are used, so a run's load holds poolSize backends and a backfill before it up to twice
-// that. Keep it below the server's max_connections (100 by default in PostgreSQL) divided
+// are used and closes them after 10 s unused, so a run's load holds poolSize backends and
+// a backfill up to twice that. Keep it below the server's max_connections (100 by default in PostgreSQL) divided
 // by the number of ndbench nodes: a server out of connection slots (SQLSTATE 53300) fails
 // operations as unavailable with a message naming max_connections and poolSize.
 //

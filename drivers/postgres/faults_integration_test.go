@@ -296,3 +296,61 @@ func TestDirectTimeoutOnPausedServer(t *testing.T) {
 	}
 	t.Logf("took %v on the paused server; stats %v", took.Round(time.Millisecond), d.DriverStats())
 }
+
+// TestDirectPoolIdleAfterBackfill: in mode=direct the pool that served a backfill closes
+// its connections once they are idle, so the load after it holds the workers' poolSize
+// backends, not twice that.
+func TestDirectPoolIdleAfterBackfill(t *testing.T) {
+	ctx := drivertest.Context(t)
+	raw := rawConn(t)
+	defer func(v time.Duration) { poolIdle = v }(poolIdle)
+	poolIdle = 300 * time.Millisecond
+	const poolSize = 2
+	app := fmt.Sprintf("ndbench_idle_%d", time.Now().UnixNano())
+	d := open(t, map[string]string{"dsn": srv.DSN() + "&application_name=" + app, "table": "idle", "mode": "direct", "poolSize": fmt.Sprint(poolSize)})
+	backends := func() int {
+		var n int
+		if err := raw.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A backfill: bulk writes from several goroutines open the pool's connections.
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 20 {
+				if err := d.WriteBulk(ctx, []string{fmt.Sprintf("i-%d-%d", w, i)}, [][]byte{[]byte("v")}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The load: more workers than poolSize.
+	for w := range 4 {
+		wg.Go(func() {
+			pl, err := d.NewPipeline(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer pl.Close()
+			for i := range 20 {
+				if err := runOp(pl, 10*time.Second, driver.PipelineOp{Op: driver.PipelineWrite, Key: fmt.Sprintf("i-%d-%d", w, i), Value: []byte("v")}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := backends()
+	for deadline := time.Now().Add(10 * time.Second); n > poolSize && time.Now().Before(deadline); n = backends() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n > poolSize {
+		t.Errorf("%d backends of application_name %s after the backfill's connections were idle; want at most poolSize %d", n, app, poolSize)
+	}
+}

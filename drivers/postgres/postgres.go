@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -170,6 +171,10 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		pc.DialFunc = driver.RawIODialer(pc.DialFunc)
 		d.pgcfg = pc
 		d.conns = newConnSet(d, o.PoolSize)
+		// The pool serves backfill and the API only: its connections close once idle for
+		// poolIdle, so a load after a backfill holds the workers' poolSize backends and
+		// not twice that.
+		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = poolIdle, poolIdle/2
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -357,6 +362,10 @@ func Classify(err error) driver.Class {
 	}
 	return driver.ClassOther
 }
+
+// poolIdle is how long the pool's connections stay open unused in mode=direct (a
+// variable for the tests).
+var poolIdle = 10 * time.Second
 
 // tooManyConnections is SQLSTATE 53300: "sorry, too many clients already", "too many
 // connections for role" and "too many connections for database".
