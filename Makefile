@@ -7,9 +7,10 @@ BIN         := bin/ndbench
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra, DynamoDB
 # Local, Elasticsearch, OpenSearch, Gremlin Server, Geode, twemproxy, nginx and our own
-# HTTP and gRPC services) on loopback, and fleets of ndbench processes; ./deploy/ checks the Helm chart with the helm that
+# HTTP and gRPC services) on loopback, and fleets of ndbench processes; ./internal/history/ runs its
+# store's tests against PostgreSQL as against SQLite; ./deploy/ checks the Helm chart with the helm that
 # scripts/install-test-deps.sh installs.
-INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... ./internal/cli/ ./drivers/... ./deploy/
+INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... ./internal/cli/ ./internal/history/ ./drivers/... ./deploy/
 # The container image: `make image` (needs a Docker engine with BuildKit).
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
