@@ -267,9 +267,11 @@ func (e *env) configVersion() uint64 {
 // since is in a whole interval within 2 s; the slack covers a loaded machine.
 func (e *env) waitInterval(what string, since time.Time, ok func(stats.Summary) bool) stats.Summary {
 	e.t.Helper()
-	// Changes apply within the next second; 5 s leaves room for a tick delayed by the rest
-	// of the suite running on the same two cores, and still tells a change from none.
-	deadline := since.Add(5 * time.Second)
+	// Changes apply within the next second; the wait returns as soon as one is seen, and
+	// its bound only turns a change that never applies into a failure: 20 s leaves room
+	// for ticks delayed by the rest of the suite on the same two cores under the race
+	// detector (at a load of 20, 5 s was missed while the change had applied).
+	deadline := since.Add(20 * time.Second)
 	var last stats.Summary
 	for time.Now().Before(deadline) {
 		last = e.stats().Latest
