@@ -40,6 +40,9 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 	defer slot.close()
 	var arena, keyBuf, valBuf []byte
 	failures := 0
+	// prevEnd is when this worker's previous operation ended: until then it was in the
+	// store, so a slot that fell due before it waited for a busy worker (see ownLag).
+	var prevEnd int64
 	// The mix and the operations' shards are looked up again only when the generation
 	// changes, so the loop does no lookup per operation.
 	var (
@@ -53,6 +56,9 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 		intended, start, err := c.pacer.Acquire(ctx)
 		if err != nil {
 			return
+		}
+		if prevEnd == 0 {
+			prevEnd = start
 		}
 		g := e.gen.Load()
 		if g != seen {
@@ -121,6 +127,8 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 		end := c.pacer.Now()
 		timedOut := oc.end()
 		resp, svc := time.Duration(end-intended), time.Duration(end-start)
+		own := ownLag(intended, start, prevEnd)
+		prevEnd = end
 
 		switch {
 		case err == nil:
@@ -129,32 +137,32 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 			case g.tracker == nil:
 				// The common case, written out: a call through recording costs a few
 				// nanoseconds per operation (it does not inline).
-				classShard.Success(resp, svc)
+				classShard.SuccessLag(resp, svc, own)
 				if opShard != nil {
-					opShard.Success(resp, svc)
+					opShard.SuccessLag(resp, svc, own)
 				}
 			case m.kind == driver.KindWrite:
-				rec.success(resp, svc)
+				rec.success(resp, svc, own)
 				g.tracker.Ack(idx, seq)
 			case m.idx != opRead:
 				// Only Driver.Read returns the value as written; what another read-like
 				// operation returns (a range, a count) is not checked.
-				rec.success(resp, svc)
+				rec.success(resp, svc, own)
 			default:
 				if bad, ok := verdict(g.tracker, keyBuf, got, expect); ok {
-					rec.successInvalid(resp, svc, bad)
+					rec.successInvalid(resp, svc, own, bad)
 				} else {
-					rec.success(resp, svc)
+					rec.success(resp, svc, own)
 				}
 			}
 		case errors.Is(err, driver.ErrNotFound):
 			failures = 0
 			if m.idx == opRead && g.tracker != nil && g.tracker.Classify(expect, false, 0) == workload.ResultLost {
-				rec.missInvalid(resp, svc, stats.Lost)
+				rec.missInvalid(resp, svc, own, stats.Lost)
 			} else {
-				classShard.Miss(resp, svc)
+				classShard.MissLag(resp, svc, own)
 				if opShard != nil {
-					opShard.Miss(resp, svc)
+					opShard.MissLag(resp, svc, own)
 				}
 			}
 		case e.runCtx.Err() != nil:
@@ -181,25 +189,37 @@ type recording struct {
 	class, op *stats.Shard // op is nil for a class of one operation
 }
 
-func (r recording) success(resp, svc time.Duration) {
-	r.class.Success(resp, svc)
+func (r recording) success(resp, svc, own time.Duration) {
+	r.class.SuccessLag(resp, svc, own)
 	if r.op != nil {
-		r.op.Success(resp, svc)
+		r.op.SuccessLag(resp, svc, own)
 	}
 }
 
-func (r recording) successInvalid(resp, svc time.Duration, v stats.Validation) {
-	r.class.SuccessInvalid(resp, svc, v)
+func (r recording) successInvalid(resp, svc, own time.Duration, v stats.Validation) {
+	r.class.SuccessInvalid(resp, svc, own, v)
 	if r.op != nil {
-		r.op.SuccessInvalid(resp, svc, v)
+		r.op.SuccessInvalid(resp, svc, own, v)
 	}
 }
 
-func (r recording) missInvalid(resp, svc time.Duration, v stats.Validation) {
-	r.class.MissInvalid(resp, svc, v)
+func (r recording) missInvalid(resp, svc, own time.Duration, v stats.Validation) {
+	r.class.MissInvalid(resp, svc, own, v)
 	if r.op != nil {
-		r.op.MissInvalid(resp, svc, v)
+		r.op.MissInvalid(resp, svc, own, v)
 	}
+}
+
+// ownLag is the generator's own part of the start lag of an operation intended at intended
+// that started at start, taken by a worker whose previous operation ended at prevEnd.
+// Workers claim slots in order, whichever reaches the pacer first, so a slot still
+// unclaimed after its time waited for a worker, and the one that took it was in the store
+// until prevEnd: the lag from intended to prevEnd is the store's (it held the worker), and
+// only what follows max(intended, prevEnd) (bookkeeping, the pacer's wake-up, scheduling, a
+// busy CPU) is the generator's. Per-second averages of workers in the store cannot tell
+// this apart once a stall is shorter than a second; this is exact per operation.
+func ownLag(intended, start, prevEnd int64) time.Duration {
+	return time.Duration(max(start-max(intended, prevEnd), 0))
 }
 
 func (r recording) failure(class driver.Class, err error) {

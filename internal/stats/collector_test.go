@@ -303,7 +303,7 @@ func TestConcurrentRecordAndTick(t *testing.T) {
 				case 1:
 					s.Failure(driver.Classes[(i/10)%driver.NumClasses])
 				case 2:
-					s.SuccessInvalid(d, d, Lost)
+					s.SuccessInvalid(d, d, -1, Lost)
 				default:
 					s.Success(d, d)
 				}
