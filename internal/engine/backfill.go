@@ -245,8 +245,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 	intended := make([]int64, 0, batch)
 	idxs := make([]int64, 0, batch) // each key's index in the keyspace, for the tracker
 	var keyBuf []byte
-	// prevEnd is when the worker's previous write ended, for ownLag.
-	var prevEnd int64
+	var split lagSplit
 	for next := r.Start; next < r.End; {
 		// A batch: each key claims its slot of the schedule, so the rate holds per key.
 		keys, values, seqs, intended, idxs = keys[:0], values[:0], seqs[:0], intended[:0], idxs[:0]
@@ -257,9 +256,6 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 				return
 			}
 			start = s
-			if prevEnd == 0 {
-				prevEnd = s
-			}
 			keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
 			value := g.values.Pick(rng)
 			var seq uint64
@@ -283,12 +279,12 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 			err := e.write(oc, bulk, keys, values)
 			end := p.Now()
 			timedOut := oc.end()
-			prev := prevEnd
-			prevEnd = end
+			prev := split
+			split.done(start, end)
 			if err == nil {
 				ok = true
 				for i := range keys {
-					shard.SuccessLag(time.Duration(end-intended[i]), time.Duration(end-start), ownLag(intended[i], start, prev))
+					shard.SuccessLag(time.Duration(end-intended[i]), time.Duration(end-start), prev.own(intended[i], start))
 					if g.tracker != nil {
 						g.tracker.Ack(idxs[i], seqs[i])
 					}
@@ -309,7 +305,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 				failed := 0
 				for i, kerr := range be.Errs {
 					if kerr == nil {
-						shard.SuccessLag(time.Duration(end-intended[i]), time.Duration(end-start), ownLag(intended[i], start, prev))
+						shard.SuccessLag(time.Duration(end-intended[i]), time.Duration(end-start), prev.own(intended[i], start))
 						if g.tracker != nil {
 							g.tracker.Ack(idxs[i], seqs[i])
 						}

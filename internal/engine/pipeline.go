@@ -33,11 +33,12 @@ type batch struct {
 	classShard *stats.Shard
 	now        func() int64
 	start      int64
-	// prevEnd is when the worker's previous batch ended, for ownLag.
-	prevEnd int64
-	oc      *opCtx
-	ops     []driver.PipelineOp
-	meta    []pipeOp
+	// split is the worker's previous batch, for the start lag's split: the batch's
+	// operations start together at start.
+	split lagSplit
+	oc    *opCtx
+	ops   []driver.PipelineOp
+	meta  []pipeOp
 	// keys holds the batch's keys back to back (key i is keys[meta[i].k0:meta[i].k1]);
 	// they become one string per batch, so a driver may keep a key as it may with Read.
 	keys    []byte
@@ -91,9 +92,6 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id in
 		if err != nil {
 			return
 		}
-		if b.prevEnd == 0 {
-			b.prevEnd = start
-		}
 		g := e.gen.Load()
 		if g != seen {
 			// A worker's first operation comes here, so a pool's first one is noted
@@ -123,8 +121,8 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id in
 		e.runBatch(pl, b, done)
 		b.oc.end()
 		// The worker was in the store until its batch's last reply: the operations due
-		// meanwhile waited for it (ownLag).
-		b.prevEnd = c.pacer.Now()
+		// meanwhile waited for it.
+		b.split.done(start, c.pacer.Now())
 		switch {
 		case b.stopped || e.runCtx.Err() != nil:
 			return
@@ -257,7 +255,7 @@ func (b *batch) complete(i int, got []byte, err error) {
 	end := b.now()
 	op := &b.meta[i]
 	resp, svc := time.Duration(end-op.intended), time.Duration(end-b.start)
-	own := ownLag(op.intended, b.start, b.prevEnd)
+	own := b.split.own(op.intended, b.start)
 	rec := recording{class: b.classShard, op: op.opShard}
 	g, m := b.g, op.m
 	switch {

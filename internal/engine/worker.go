@@ -40,9 +40,7 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 	defer slot.close()
 	var arena, keyBuf, valBuf []byte
 	failures := 0
-	// prevEnd is when this worker's previous operation ended: until then it was in the
-	// store, so a slot that fell due before it waited for a busy worker (see ownLag).
-	var prevEnd int64
+	var split lagSplit
 	// The mix and the operations' shards are looked up again only when the generation
 	// changes, so the loop does no lookup per operation.
 	var (
@@ -56,9 +54,6 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 		intended, start, err := c.pacer.Acquire(ctx)
 		if err != nil {
 			return
-		}
-		if prevEnd == 0 {
-			prevEnd = start
 		}
 		g := e.gen.Load()
 		if g != seen {
@@ -127,8 +122,8 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 		end := c.pacer.Now()
 		timedOut := oc.end()
 		resp, svc := time.Duration(end-intended), time.Duration(end-start)
-		own := ownLag(intended, start, prevEnd)
-		prevEnd = end
+		own := split.own(intended, start)
+		split.done(start, end)
 
 		switch {
 		case err == nil:
@@ -210,24 +205,52 @@ func (r recording) missInvalid(resp, svc, own time.Duration, v stats.Validation)
 	}
 }
 
-// ownLag is the generator's own part of the start lag of an operation intended at intended
-// that started at start, taken by a worker whose previous operation ended at prevEnd.
-// Workers claim slots in order, whichever reaches the pacer first, so a slot still
-// unclaimed after its time waited for a worker, and the one that took it was in the store
-// until prevEnd: the lag from intended to prevEnd is the store's (it held the worker), and
-// only what follows max(intended, prevEnd) (bookkeeping, the pacer's wake-up, scheduling, a
-// busy CPU) is the generator's. Per-second averages of workers in the store cannot tell
-// this apart once a stall is shorter than a second; this is exact per operation.
-func ownLag(intended, start, prevEnd int64) time.Duration {
-	return time.Duration(max(start-max(intended, prevEnd), 0))
-}
-
 func (r recording) failure(class driver.Class, err error) {
 	r.class.FailureErr(class, err)
 	if r.op != nil {
 		r.op.FailureErr(class, err)
 	}
 }
+
+// lagSplit divides an operation's start lag into the wait for a worker busy in the store
+// and the generator's own part, from what the worker that took it did before. Workers
+// claim slots in order, whichever reaches the pacer first, so a slot still unclaimed after
+// its time waited for a worker, and the time it waited is taken from the claiming worker's
+// last cycle: in the store from prevStart to prevEnd (the store's), then free until start
+// (bookkeeping, the pacer's wake-up, scheduling, a busy CPU: the generator's own). A slot
+// already overdue when that cycle began waited in a backlog built before it, which is
+// shared out as that cycle was: a backlog behind a stall drains through cycles spent in
+// the store, one behind a CPU-bound generator through cycles spent outside it. Exact per
+// operation, so a stall far shorter than a second is told apart from the generator's own
+// delay, which the per-second averages of workers in the store cannot do once a pool has
+// grown; and it costs a few arithmetic operations on values the worker already has.
+type lagSplit struct {
+	prevStart, prevEnd int64 // the worker's previous operation; 0 before its first
+}
+
+// own returns the generator's own part of the start lag of an operation intended at
+// intended that started at start. A worker's first operation has no cycle before it, and
+// its lag counts as waiting for a busy worker: a new worker joins a pool whose workers
+// were all busy.
+func (l *lagSplit) own(intended, start int64) time.Duration {
+	if start <= intended || l.prevEnd == 0 {
+		return 0
+	}
+	gap := start - max(intended, l.prevEnd, l.prevStart) // free, after the previous operation
+	if gap < 0 {
+		gap = 0
+	}
+	own := gap
+	if old := min(l.prevStart, start) - intended; old > 0 {
+		if cycle := start - l.prevStart; cycle > 0 {
+			own += int64(float64(old) * float64(max(start-l.prevEnd, 0)) / float64(cycle))
+		}
+	}
+	return time.Duration(own)
+}
+
+// done notes the worker's operation from start to end as the cycle before its next.
+func (l *lagSplit) done(start, end int64) { l.prevStart, l.prevEnd = start, end }
 
 // verdict checks a value read back and returns what is wrong with it, if anything.
 // Corruption and values of another key always count; a value without a header counts as
