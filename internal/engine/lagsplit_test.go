@@ -3,6 +3,9 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 // The start lag of an operation is the store's while the worker that took it was in the
@@ -36,6 +39,51 @@ func TestLagSplit(t *testing.T) {
 			}
 			if got < 0 || got > time.Duration(max(tc.start-tc.intended, 0)) {
 				t.Errorf("own part %v outside the lag %v", got, time.Duration(tc.start-tc.intended))
+			}
+		})
+	}
+}
+
+// A stalling store's lag is recorded as waiting for a worker held in the store, by the
+// plain and the pipelined loop alike, and a CPU-bound generator's as its own. The stalls
+// are real time, so only which part is the larger is asserted.
+func TestLagSplitRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second of stalls")
+	}
+	stalling := map[string]string{"serviceTime": "1ms", "stallEvery": "300ms", "stallFor": "100ms"}
+	tests := []struct {
+		name      string
+		store     func(t *testing.T) driver.Driver
+		w         func(w *config.Workload)
+		storeMost bool // the store's part is the larger
+	}{
+		{"plain, fixed pool", func(t *testing.T) driver.Driver { return openMemory(t, stalling) },
+			func(w *config.Workload) { w.ReadRate, w.Readers, w.MaxReaders = 1000, 4, 4 }, true},
+		{"plain, elastic pool", func(t *testing.T) driver.Driver { return openMemory(t, stalling) },
+			func(w *config.Workload) { w.ReadRate, w.Readers, w.MaxReaders = 1000, 2, 64 }, true},
+		{"pipelined", func(t *testing.T) driver.Driver { return &pipeStore{Driver: openMemory(t, stalling)} },
+			func(w *config.Workload) { w.Pipeline, w.ReadRate, w.Readers, w.MaxReaders = 16, 1000, 2, 2 }, true},
+		{"CPU-bound generator", func(t *testing.T) driver.Driver { return nopStore{} },
+			func(w *config.Workload) { w.ReadRate, w.Readers, w.MaxReaders = 1e8, 2, 64 }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, tc.store(t), testWorkload(t, func(w *config.Workload) {
+				w.WriteEnabled = false
+				tc.w(w)
+			}))
+			if err := e.Start("read"); err != nil {
+				t.Fatal(err)
+			}
+			rd := measure(e, 900*time.Millisecond).Ops["read"]
+			t.Logf("start lag p99 %.1f ms; own %.3f ms, waiting for a worker %.3f ms per op", rd.StartLag.P99/1000, rd.StartLagOwn/1000, rd.StartLagWait/1000)
+			if rd.StartLag.P99 < 1000 {
+				t.Fatalf("start lag p99 %.0f µs: no lag to split; the premise of the test fails", rd.StartLag.P99)
+			}
+			if storeMost := rd.StartLagWait > rd.StartLagOwn; storeMost != tc.storeMost {
+				t.Errorf("the store's part is the larger = %v (own %.3f ms, waiting %.3f ms per op), want %v",
+					storeMost, rd.StartLagOwn/1000, rd.StartLagWait/1000, tc.storeMost)
 			}
 		})
 	}
