@@ -45,7 +45,7 @@ func TestLagSplit(t *testing.T) {
 }
 
 // A stalling store's lag is recorded as waiting for a worker held in the store, by the
-// plain and the pipelined loop alike, and a CPU-bound generator's as its own. The stalls
+// plain, the pipelined and the backfill loop alike, and a CPU-bound generator's as its own. The stalls
 // are real time, so only which part is the larger is asserted.
 func TestLagSplitRecorded(t *testing.T) {
 	if testing.Short() {
@@ -53,19 +53,25 @@ func TestLagSplitRecorded(t *testing.T) {
 	}
 	stalling := map[string]string{"serviceTime": "1ms", "stallEvery": "300ms", "stallFor": "100ms"}
 	tests := []struct {
-		name      string
-		store     func(t *testing.T) driver.Driver
-		w         func(w *config.Workload)
+		name  string
+		store func(t *testing.T) driver.Driver
+		w     func(w *config.Workload)
+		// backfill: the backfill's series, at 1,000 keys/s by 4 workers writing key by key,
+		// instead of reads. (In bulk, the time a key waits for its batch to fill is the
+		// generator's own, the batching.)
+		backfill  bool
 		storeMost bool // the store's part is the larger
 	}{
 		{"plain, fixed pool", func(t *testing.T) driver.Driver { return openMemory(t, stalling) },
-			func(w *config.Workload) { w.ReadRate, w.Readers, w.MaxReaders = 1000, 4, 4 }, true},
+			func(w *config.Workload) { w.ReadRate, w.Readers, w.MaxReaders = 1000, 4, 4 }, false, true},
 		{"plain, elastic pool", func(t *testing.T) driver.Driver { return openMemory(t, stalling) },
-			func(w *config.Workload) { w.ReadRate, w.Readers, w.MaxReaders = 1000, 2, 64 }, true},
+			func(w *config.Workload) { w.ReadRate, w.Readers, w.MaxReaders = 1000, 2, 64 }, false, true},
 		{"pipelined", func(t *testing.T) driver.Driver { return &pipeStore{Driver: openMemory(t, stalling)} },
-			func(w *config.Workload) { w.Pipeline, w.ReadRate, w.Readers, w.MaxReaders = 16, 1000, 2, 2 }, true},
+			func(w *config.Workload) { w.Pipeline, w.ReadRate, w.Readers, w.MaxReaders = 16, 1000, 2, 2 }, false, true},
+		{"backfill", func(t *testing.T) driver.Driver { return openMemory(t, stalling) },
+			func(w *config.Workload) { w.NumKeys = 100000 }, true, true},
 		{"CPU-bound generator", func(t *testing.T) driver.Driver { return nopStore{} },
-			func(w *config.Workload) { w.ReadRate, w.Readers, w.MaxReaders = 1e8, 2, 64 }, false},
+			func(w *config.Workload) { w.ReadRate, w.Readers, w.MaxReaders = 1e8, 2, 64 }, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,10 +79,14 @@ func TestLagSplitRecorded(t *testing.T) {
 				w.WriteEnabled = false
 				tc.w(w)
 			}))
-			if err := e.Start("read"); err != nil {
+			start, series := func() error { return e.Start("read") }, "read"
+			if tc.backfill {
+				start, series = func() error { return e.StartBackfill(BackfillOptions{Workers: 4, Rate: 1000, Batch: 1}) }, "backfill"
+			}
+			if err := start(); err != nil {
 				t.Fatal(err)
 			}
-			rd := measure(e, 900*time.Millisecond).Ops["read"]
+			rd := measure(e, 900*time.Millisecond).Ops[series]
 			t.Logf("start lag p99 %.1f ms; own %.3f ms, waiting for a worker %.3f ms per op", rd.StartLag.P99/1000, rd.StartLagOwn/1000, rd.StartLagWait/1000)
 			if rd.StartLag.P99 < 1000 {
 				t.Fatalf("start lag p99 %.0f µs: no lag to split; the premise of the test fails", rd.StartLag.P99)
@@ -86,5 +96,22 @@ func TestLagSplitRecorded(t *testing.T) {
 					storeMost, rd.StartLagOwn/1000, rd.StartLagWait/1000, tc.storeMost)
 			}
 		})
+	}
+}
+
+// BenchmarkLagSplit is the split's cost per operation on the open-loop path, where every
+// operation is a little late and a backlog older than the previous operation is shared out.
+func BenchmarkLagSplit(b *testing.B) {
+	var l lagSplit
+	var sum time.Duration
+	t := int64(1_000_000)
+	for i := 0; b.Loop(); i++ {
+		start := t + int64(i%7)*1000
+		sum += l.own(t-int64(i%5)*100_000, start)
+		l.done(start, start+20_000)
+		t += 25_000
+	}
+	if sum < 0 {
+		b.Fatal(sum)
 	}
 }
