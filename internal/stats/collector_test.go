@@ -128,7 +128,7 @@ func TestSummaryJSONShape(t *testing.T) {
 		}
 		op := ops["backfill"].(map[string]any) // an op with no data still has every key
 		want := []string{"attempted", "backlogMs", "clamped", "count", "dropLateness", "dropped", "errors", "failures", "misses", "pending", "rate",
-			"responseTime", "serviceTime", "startLag", "succeeded", "targetRate", "validation", "workers"}
+			"responseTime", "serviceTime", "startLag", "startLagOwn", "startLagWait", "succeeded", "targetRate", "validation", "workers"}
 		if got := keys(op); !slices.Equal(got, want) {
 			t.Errorf("%s op keys %v, want %v", name, got, want)
 		}
