@@ -245,6 +245,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 	intended := make([]int64, 0, batch)
 	idxs := make([]int64, 0, batch) // each key's index in the keyspace, for the tracker
 	var keyBuf []byte
+	var split lagSplit
 	for next := r.Start; next < r.End; {
 		// A batch: each key claims its slot of the schedule, so the rate holds per key.
 		keys, values, seqs, intended, idxs = keys[:0], values[:0], seqs[:0], intended[:0], idxs[:0]
@@ -278,10 +279,12 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 			err := e.write(oc, bulk, keys, values)
 			end := p.Now()
 			timedOut := oc.end()
+			prev := split
+			split.done(start, end)
 			if err == nil {
 				ok = true
 				for i := range keys {
-					shard.Success(time.Duration(end-intended[i]), time.Duration(end-start))
+					shard.SuccessLag(time.Duration(end-intended[i]), time.Duration(end-start), prev.own(intended[i], start))
 					if g.tracker != nil {
 						g.tracker.Ack(idxs[i], seqs[i])
 					}
@@ -302,7 +305,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pace
 				failed := 0
 				for i, kerr := range be.Errs {
 					if kerr == nil {
-						shard.Success(time.Duration(end-intended[i]), time.Duration(end-start))
+						shard.SuccessLag(time.Duration(end-intended[i]), time.Duration(end-start), prev.own(intended[i], start))
 						if g.tracker != nil {
 							g.tracker.Ack(idxs[i], seqs[i])
 						}

@@ -33,9 +33,12 @@ type batch struct {
 	classShard *stats.Shard
 	now        func() int64
 	start      int64
-	oc         *opCtx
-	ops        []driver.PipelineOp
-	meta       []pipeOp
+	// split is the worker's previous batch, for the start lag's split: the batch's
+	// operations start together at start.
+	split lagSplit
+	oc    *opCtx
+	ops   []driver.PipelineOp
+	meta  []pipeOp
 	// keys holds the batch's keys back to back (key i is keys[meta[i].k0:meta[i].k1]);
 	// they become one string per batch, so a driver may keep a key as it may with Read.
 	keys    []byte
@@ -117,6 +120,9 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id in
 		b.oc = slot.begin(start, g.w.OpTimeout)
 		e.runBatch(pl, b, done)
 		b.oc.end()
+		// The worker was in the store until its batch's last reply: the operations due
+		// meanwhile waited for it.
+		b.split.done(start, c.pacer.Now())
 		switch {
 		case b.stopped || e.runCtx.Err() != nil:
 			return
@@ -249,30 +255,31 @@ func (b *batch) complete(i int, got []byte, err error) {
 	end := b.now()
 	op := &b.meta[i]
 	resp, svc := time.Duration(end-op.intended), time.Duration(end-b.start)
+	own := b.split.own(op.intended, b.start)
 	rec := recording{class: b.classShard, op: op.opShard}
 	g, m := b.g, op.m
 	switch {
 	case err == nil:
 		switch {
 		case m.kind == driver.KindWrite && g.tracker != nil:
-			rec.success(resp, svc)
+			rec.success(resp, svc, own)
 			g.tracker.Ack(op.idx, op.seq)
 		case m.idx == opRead && g.tracker != nil:
 			if bad, ok := verdict(g.tracker, b.keys[op.k0:op.k1], got, op.expect); ok {
-				rec.successInvalid(resp, svc, bad)
+				rec.successInvalid(resp, svc, own, bad)
 			} else {
-				rec.success(resp, svc)
+				rec.success(resp, svc, own)
 			}
 		default:
-			rec.success(resp, svc)
+			rec.success(resp, svc, own)
 		}
 	case errors.Is(err, driver.ErrNotFound):
 		if m.idx == opRead && g.tracker != nil && g.tracker.Classify(op.expect, false, 0) == workload.ResultLost {
-			rec.missInvalid(resp, svc, stats.Lost)
+			rec.missInvalid(resp, svc, own, stats.Lost)
 		} else {
-			b.classShard.Miss(resp, svc)
+			b.classShard.MissLag(resp, svc, own)
 			if op.opShard != nil {
-				op.opShard.Miss(resp, svc)
+				op.opShard.MissLag(resp, svc, own)
 			}
 		}
 	case b.e.runCtx.Err() != nil:

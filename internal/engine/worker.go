@@ -40,6 +40,7 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 	defer slot.close()
 	var arena, keyBuf, valBuf []byte
 	failures := 0
+	var split lagSplit
 	// The mix and the operations' shards are looked up again only when the generation
 	// changes, so the loop does no lookup per operation.
 	var (
@@ -121,6 +122,8 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 		end := c.pacer.Now()
 		timedOut := oc.end()
 		resp, svc := time.Duration(end-intended), time.Duration(end-start)
+		own := split.own(intended, start)
+		split.done(start, end)
 
 		switch {
 		case err == nil:
@@ -129,32 +132,32 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 			case g.tracker == nil:
 				// The common case, written out: a call through recording costs a few
 				// nanoseconds per operation (it does not inline).
-				classShard.Success(resp, svc)
+				classShard.SuccessLag(resp, svc, own)
 				if opShard != nil {
-					opShard.Success(resp, svc)
+					opShard.SuccessLag(resp, svc, own)
 				}
 			case m.kind == driver.KindWrite:
-				rec.success(resp, svc)
+				rec.success(resp, svc, own)
 				g.tracker.Ack(idx, seq)
 			case m.idx != opRead:
 				// Only Driver.Read returns the value as written; what another read-like
 				// operation returns (a range, a count) is not checked.
-				rec.success(resp, svc)
+				rec.success(resp, svc, own)
 			default:
 				if bad, ok := verdict(g.tracker, keyBuf, got, expect); ok {
-					rec.successInvalid(resp, svc, bad)
+					rec.successInvalid(resp, svc, own, bad)
 				} else {
-					rec.success(resp, svc)
+					rec.success(resp, svc, own)
 				}
 			}
 		case errors.Is(err, driver.ErrNotFound):
 			failures = 0
 			if m.idx == opRead && g.tracker != nil && g.tracker.Classify(expect, false, 0) == workload.ResultLost {
-				rec.missInvalid(resp, svc, stats.Lost)
+				rec.missInvalid(resp, svc, own, stats.Lost)
 			} else {
-				classShard.Miss(resp, svc)
+				classShard.MissLag(resp, svc, own)
 				if opShard != nil {
-					opShard.Miss(resp, svc)
+					opShard.MissLag(resp, svc, own)
 				}
 			}
 		case e.runCtx.Err() != nil:
@@ -181,24 +184,24 @@ type recording struct {
 	class, op *stats.Shard // op is nil for a class of one operation
 }
 
-func (r recording) success(resp, svc time.Duration) {
-	r.class.Success(resp, svc)
+func (r recording) success(resp, svc, own time.Duration) {
+	r.class.SuccessLag(resp, svc, own)
 	if r.op != nil {
-		r.op.Success(resp, svc)
+		r.op.SuccessLag(resp, svc, own)
 	}
 }
 
-func (r recording) successInvalid(resp, svc time.Duration, v stats.Validation) {
-	r.class.SuccessInvalid(resp, svc, v)
+func (r recording) successInvalid(resp, svc, own time.Duration, v stats.Validation) {
+	r.class.SuccessInvalid(resp, svc, own, v)
 	if r.op != nil {
-		r.op.SuccessInvalid(resp, svc, v)
+		r.op.SuccessInvalid(resp, svc, own, v)
 	}
 }
 
-func (r recording) missInvalid(resp, svc time.Duration, v stats.Validation) {
-	r.class.MissInvalid(resp, svc, v)
+func (r recording) missInvalid(resp, svc, own time.Duration, v stats.Validation) {
+	r.class.MissInvalid(resp, svc, own, v)
 	if r.op != nil {
-		r.op.MissInvalid(resp, svc, v)
+		r.op.MissInvalid(resp, svc, own, v)
 	}
 }
 
@@ -208,6 +211,46 @@ func (r recording) failure(class driver.Class, err error) {
 		r.op.FailureErr(class, err)
 	}
 }
+
+// lagSplit divides an operation's start lag into the wait for a worker busy in the store
+// and the generator's own part, from what the worker that took it did before. Workers
+// claim slots in order, whichever reaches the pacer first, so a slot still unclaimed after
+// its time waited for a worker, and the time it waited is taken from the claiming worker's
+// last cycle: in the store from prevStart to prevEnd (the store's), then free until start
+// (bookkeeping, the pacer's wake-up, scheduling, a busy CPU: the generator's own). A slot
+// already overdue when that cycle began waited in a backlog built before it, which is
+// shared out as that cycle was: a backlog behind a stall drains through cycles spent in
+// the store, one behind a CPU-bound generator through cycles spent outside it. Exact per
+// operation, so a stall far shorter than a second is told apart from the generator's own
+// delay, which the per-second averages of workers in the store cannot do once a pool has
+// grown; and it costs a few arithmetic operations on values the worker already has.
+type lagSplit struct {
+	prevStart, prevEnd int64 // the worker's previous operation; 0 before its first
+}
+
+// own returns the generator's own part of the start lag of an operation intended at
+// intended that started at start. A worker's first operation has no cycle before it, and
+// its lag counts as waiting for a busy worker: a new worker joins a pool whose workers
+// were all busy.
+func (l *lagSplit) own(intended, start int64) time.Duration {
+	if start <= intended || l.prevEnd == 0 {
+		return 0
+	}
+	gap := start - max(intended, l.prevEnd, l.prevStart) // free, after the previous operation
+	if gap < 0 {
+		gap = 0
+	}
+	own := gap
+	if old := min(l.prevStart, start) - intended; old > 0 {
+		if cycle := start - l.prevStart; cycle > 0 {
+			own += int64(float64(old) * float64(max(start-l.prevEnd, 0)) / float64(cycle))
+		}
+	}
+	return time.Duration(own)
+}
+
+// done notes the worker's operation from start to end as the cycle before its next.
+func (l *lagSplit) done(start, end int64) { l.prevStart, l.prevEnd = start, end }
 
 // verdict checks a value read back and returns what is wrong with it, if anything.
 // Corruption and values of another key always count; a value without a header counts as

@@ -444,11 +444,14 @@ func reportOpTimeout(r *Report) time.Duration {
 }
 
 // lagWarning names why op's operations started late: the client's CPU, a store that stalled
-// with every worker inside it, too few workers for the rate, or the generator itself. It
-// judges from what the stats hold: the run's mean service time and rate, and per interval
-// how many workers were in the store. A stall holding every worker for L seconds keeps
-// them all busy for L of its interval, so one of at least busyShare of an interval shows;
-// a shorter one hides in the interval's average, and the warning says it may add.
+// or slowed with the workers inside it, too few workers for the rate, or the generator
+// itself. The engine splits each operation's lag into the wait for a worker still in the
+// store and the generator's own rest (stats.OpSummary.StartLagWait, StartLagOwn), and the
+// generator is blamed only when its own part is the larger. Without that split (data of
+// an older node) it judges from the per-interval averages of workers in the store: a stall
+// holding every worker for L seconds keeps them all busy for L of its interval, so one of
+// at least busyShare of an interval shows; a shorter one hides in the interval's average,
+// and the warning says it may add.
 func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bool, opTimeout time.Duration, rm room) string {
 	lag := fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms)",
 		op, s.StartLag.P99/1000, s.ResponseTime.P99/1000)
@@ -463,6 +466,19 @@ func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bo
 		}
 		return lag + fmt.Sprintf(": every worker was busy in the store (%.1f of %d on average): add workers, or the store is saturated", mean, workers)
 	}
+	if split := s.StartLagOwn + s.StartLagWait; split > 0 {
+		// Measured per operation (stats.Counts.LagOwnUs): exact however short the stalls,
+		// where the per-second averages below are not.
+		wait := s.StartLagWait / split
+		if wait >= 0.5 {
+			return lag + fmt.Sprintf(": the store stalled or slowed, holding the workers (operations in flight took up to %.0f ms): %.0f%% of the lag (%.2f ms of a mean %.2f ms) was operations due waiting for a worker still in the store with its previous one; the lag is the store's, not the generator's",
+				s.ServiceTime.Max/1000, 100*wait, s.StartLagWait/1000, split/1000)
+		}
+		return lag + fmt.Sprintf(": %.0f%% of the lag (%.2f ms of a mean %.2f ms) came after a worker was free, so the delay is mostly the generator's own (scheduling, GC, a busy machine)",
+			100*(1-wait), s.StartLagOwn/1000, split/1000)
+	}
+	// A report without the split (an older node's data): judge from the per-second
+	// averages of workers in the store.
 	if workers > 0 && peak >= busyShare {
 		return lag + fmt.Sprintf(": the store stalled, holding all %d workers at once (operations in flight took up to %.0f ms) while the operations due meanwhile queued behind them; the lag is the store's, not the generator's",
 			workers, s.ServiceTime.Max/1000)

@@ -255,6 +255,20 @@ func TestStartLagWarningNamesTheCause(t *testing.T) {
 			series:    []stats.Point{pt(4000, 20, 4), pt(4004, 38, 4), pt(4000, 22, 4)},
 			want:      []string{"workers were free", "at most 4% in any second", "generator's own", "brief store stalls may add"},
 			notWanted: []string{"the store stalled", "set workload.readers"}},
+		// A 200 ms stall each second against an elastic pool that grew to 16: no second
+		// shows more than half the workers in the store, but the engine's per-operation
+		// split says the lag was spent waiting for workers held in the store.
+		{name: "sub-second stall, split", sum: stats.OpSummary{Count: 10000, Rate: 1000, ResponseTime: lat(200000, 230000, 27400),
+			ServiceTime: lat(1100, 229000, 2600), StartLag: lat(190000, 220000, 24800), StartLagOwn: 700, StartLagWait: 24100},
+			series:    []stats.Point{pt(1000, 2500, 16), pt(1000, 2700, 16), pt(1000, 2600, 16)},
+			want:      []string{"the store stalled or slowed", "up to 229 ms", "97% of the lag (24.10 ms of a mean 24.80 ms)", "not the generator's"},
+			notWanted: []string{"generator's own", "workers were free", "set workload.readers"}},
+		// The same idle pool whose lag came after a worker was free.
+		{name: "generator, split", sum: stats.OpSummary{Count: 50000, Rate: 5000, ResponseTime: lat(20000, 40000, 900),
+			ServiceTime: lat(30, 500, 10), StartLag: lat(19000, 39000, 890), StartLagOwn: 600, StartLagWait: 290},
+			series:    []stats.Point{pt(5000, 10, 8), pt(5000, 12, 8)},
+			want:      []string{"67% of the lag (0.60 ms of a mean 0.89 ms) came after a worker was free", "generator's own"},
+			notWanted: []string{"stalled", "set workload.readers"}},
 		{name: "client CPU", sum: stats.OpSummary{Count: 50000, Rate: 5000, ResponseTime: lat(20000, 40000, 900),
 			ServiceTime: lat(30, 500, 10), StartLag: lat(19000, 39000, 890)},
 			series: []stats.Point{pt(5000, 10, 8)}, cpu: 1000 * time.Second,

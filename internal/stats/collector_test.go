@@ -128,7 +128,7 @@ func TestSummaryJSONShape(t *testing.T) {
 		}
 		op := ops["backfill"].(map[string]any) // an op with no data still has every key
 		want := []string{"attempted", "backlogMs", "clamped", "count", "dropLateness", "dropped", "errors", "failures", "misses", "pending", "rate",
-			"responseTime", "serviceTime", "startLag", "succeeded", "targetRate", "validation", "workers"}
+			"responseTime", "serviceTime", "startLag", "startLagOwn", "startLagWait", "succeeded", "targetRate", "validation", "workers"}
 		if got := keys(op); !slices.Equal(got, want) {
 			t.Errorf("%s op keys %v, want %v", name, got, want)
 		}
@@ -303,7 +303,7 @@ func TestConcurrentRecordAndTick(t *testing.T) {
 				case 1:
 					s.Failure(driver.Classes[(i/10)%driver.NumClasses])
 				case 2:
-					s.SuccessInvalid(d, d, Lost)
+					s.SuccessInvalid(d, d, -1, Lost)
 				default:
 					s.Success(d, d)
 				}

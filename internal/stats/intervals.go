@@ -45,12 +45,16 @@ type EncodedOp struct {
 	Clamped    int64            `json:"clamped"`
 	// Dropped and DropLateness (a V2 encoding, "" when none) are the operations skipped
 	// under workload.catchUp=drop; absent from nodes that never drop.
-	Dropped      int64   `json:"dropped,omitempty"`
-	DropLateness string  `json:"dropLateness,omitempty"`
-	TargetRate   float64 `json:"targetRate"`
-	Workers      int     `json:"workers"`
-	BacklogMs    float64 `json:"backlogMs"`
-	Pending      int64   `json:"pending"`
+	Dropped      int64  `json:"dropped,omitempty"`
+	DropLateness string `json:"dropLateness,omitempty"`
+	// LagOwnUs and LagWaitUs split the start lag (Counts.LagOwnUs); absent from nodes
+	// that predate the split, which decode as 0: not known.
+	LagOwnUs   int64   `json:"lagOwnUs,omitempty"`
+	LagWaitUs  int64   `json:"lagWaitUs,omitempty"`
+	TargetRate float64 `json:"targetRate"`
+	Workers    int     `json:"workers"`
+	BacklogMs  float64 `json:"backlogMs"`
+	Pending    int64   `json:"pending"`
 	// Response, Service and StartLag are V2-encoded histograms of microseconds; "" when
 	// nothing was recorded.
 	Response string `json:"response"`
@@ -66,6 +70,7 @@ func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInter
 		o := &iv.Ops[i]
 		eo := EncodedOp{
 			Successes: o.Successes, Misses: o.Misses, Clamped: o.Clamped, Dropped: o.Dropped,
+			LagOwnUs: o.LagOwnUs, LagWaitUs: o.LagWaitUs,
 			Failures: make(map[string]int64, driver.NumClasses), Validation: make(map[string]int64, NumValidations),
 			TargetRate: o.TargetRate, Workers: o.Workers, BacklogMs: o.Backlog.Seconds() * 1000, Pending: o.Pending,
 		}
@@ -113,6 +118,7 @@ func (e *EncodedInterval) Decode() (*Interval, error) {
 		iv.Ops = append(iv.Ops, OpInterval{Name: name, Response: NewHistogram(), Service: NewHistogram(), StartLag: NewLagHistogram(), Late: NewLagHistogram()})
 		o := &iv.Ops[len(iv.Ops)-1]
 		o.Successes, o.Misses, o.Clamped, o.Dropped = eo.Successes, eo.Misses, eo.Clamped, eo.Dropped
+		o.LagOwnUs, o.LagWaitUs = eo.LagOwnUs, eo.LagWaitUs
 		for _, c := range driver.Classes {
 			o.Failures[c] = eo.Failures[c.String()]
 		}

@@ -47,6 +47,13 @@ type Counts struct {
 	// a worker skips an operation that is more than workload.maxLateness late when its turn
 	// comes. Not in Count, Errors or attempts: the store never saw them.
 	Dropped int64
+	// LagOwnUs and LagWaitUs split the start lag of the answered operations recorded with
+	// a split (SuccessLag, MissLag; sums of microseconds): LagWaitUs is the part spent
+	// waiting for a worker that was still in the store with its previous operation, the
+	// store's doing; LagOwnUs the rest (bookkeeping, the pacer's wake-up, scheduling, a
+	// busy CPU), the generator's own. Both zero where nothing recorded a split (an older
+	// node's interval), which a reader must take as "not known", not as "no lag".
+	LagOwnUs, LagWaitUs int64
 }
 
 // Count returns successes plus misses: every op that got a valid answer.
@@ -73,6 +80,8 @@ func (c *Counts) Add(o *Counts) {
 	}
 	c.Clamped += o.Clamped
 	c.Dropped += o.Dropped
+	c.LagOwnUs += o.LagOwnUs
+	c.LagWaitUs += o.LagWaitUs
 }
 
 // buffer is one half of a shard's double buffer: everything recorded in an interval.
@@ -148,7 +157,9 @@ func newBuffer() *buffer {
 	return &buffer{resp: NewHistogram(), svc: NewHistogram(), lag: NewLagHistogram()}
 }
 
-func (b *buffer) latency(resp, svc time.Duration) {
+// latency records one answered operation's times. own is the generator's own part of its
+// start lag (see Counts.LagOwnUs), or negative when the caller cannot split it.
+func (b *buffer) latency(resp, svc, own time.Duration) {
 	r, rc := Micros(resp)
 	s, sc := Micros(svc)
 	count(b.respSmall[:], b.resp, r)
@@ -156,6 +167,11 @@ func (b *buffer) latency(resp, svc time.Duration) {
 	// Start lag (actual minus intended start) is exactly resp - svc.
 	l, _ := Micros(resp - svc)
 	count(b.lagSmall[:], b.lag, l)
+	if own >= 0 {
+		o, _ := Micros(min(own, resp-svc))
+		b.LagOwnUs += o
+		b.LagWaitUs += l - o
+	}
 	if rc || sc {
 		b.Clamped++
 	}
@@ -206,27 +222,42 @@ func (s *Shard) buf() *buffer {
 }
 
 // Success records an op that got a value or an acknowledgment. resp is measured from
-// the op's intended start time, svc from its actual start.
-func (s *Shard) Success(resp, svc time.Duration) { s.record(resp, svc, false, noVerdict) }
+// the op's intended start time, svc from its actual start. Its start lag is not split
+// (see SuccessLag).
+func (s *Shard) Success(resp, svc time.Duration) { s.record(resp, svc, -1, false, noVerdict) }
 
 // Miss records a read answered with "not found" (driver.ErrNotFound). A miss is a
 // valid answer, so its latency goes into the histograms.
-func (s *Shard) Miss(resp, svc time.Duration) { s.record(resp, svc, true, noVerdict) }
+func (s *Shard) Miss(resp, svc time.Duration) { s.record(resp, svc, -1, true, noVerdict) }
+
+// SuccessLag is Success with the start lag split: own is the part of it that was the
+// generator's own, the rest was spent waiting for a worker busy in the store (see
+// Counts.LagOwnUs). A negative own is "not known", as with Success.
+func (s *Shard) SuccessLag(resp, svc, own time.Duration) { s.record(resp, svc, own, false, noVerdict) }
+
+// MissLag is Miss with the start lag split, as SuccessLag.
+func (s *Shard) MissLag(resp, svc, own time.Duration) { s.record(resp, svc, own, true, noVerdict) }
 
 // SuccessInvalid records a read that got a value which failed validation of kind k. The
-// read and its verdict are one call so that an interval swap cannot separate them.
-func (s *Shard) SuccessInvalid(resp, svc time.Duration, k Validation) { s.record(resp, svc, false, k) }
+// read and its verdict are one call so that an interval swap cannot separate them. own
+// splits the start lag as in SuccessLag (negative: not known).
+func (s *Shard) SuccessInvalid(resp, svc, own time.Duration, k Validation) {
+	s.record(resp, svc, own, false, k)
+}
 
-// MissInvalid records a miss that validation judged of kind k (a lost write).
-func (s *Shard) MissInvalid(resp, svc time.Duration, k Validation) { s.record(resp, svc, true, k) }
+// MissInvalid records a miss that validation judged of kind k (a lost write); own as in
+// SuccessInvalid.
+func (s *Shard) MissInvalid(resp, svc, own time.Duration, k Validation) {
+	s.record(resp, svc, own, true, k)
+}
 
 // noVerdict is a Validation outside the range: the op passed validation, or had none.
 const noVerdict = Validation(numValidations)
 
-func (s *Shard) record(resp, svc time.Duration, miss bool, k Validation) {
+func (s *Shard) record(resp, svc, own time.Duration, miss bool, k Validation) {
 	s.mu.Lock()
 	b := s.buf()
-	b.latency(resp, svc)
+	b.latency(resp, svc, own)
 	if miss {
 		b.Misses++
 	} else {

@@ -22,9 +22,9 @@ func TestShardRecordsOutcomes(t *testing.T) {
 	s.Failure(driver.ClassTimeout)
 	s.Failure(driver.ClassTimeout)
 	s.Failure(driver.Class(200)) // unknown class counts as other rather than vanishing
-	s.SuccessInvalid(time.Millisecond, time.Millisecond, Stale)
-	s.MissInvalid(time.Millisecond, time.Millisecond, Lost)
-	s.SuccessInvalid(time.Millisecond, time.Millisecond, Validation(200)) // unknown kind: counted as a success only
+	s.SuccessInvalid(time.Millisecond, time.Millisecond, -1, Stale)
+	s.MissInvalid(time.Millisecond, time.Millisecond, -1, Lost)
+	s.SuccessInvalid(time.Millisecond, time.Millisecond, -1, Validation(200)) // unknown kind: counted as a success only
 	s.Success(2*time.Hour, time.Nanosecond)
 
 	resp, svc := NewHistogram(), NewHistogram()
@@ -94,7 +94,7 @@ func TestShardRecordingDoesNotAllocate(t *testing.T) {
 		s.Success(time.Millisecond, 900*time.Microsecond)
 		s.Miss(time.Millisecond, 900*time.Microsecond)
 		s.Failure(driver.ClassThrottled)
-		s.SuccessInvalid(time.Millisecond, 900*time.Microsecond, Corrupt)
+		s.SuccessInvalid(time.Millisecond, 900*time.Microsecond, -1, Corrupt)
 		s.Success(3*time.Hour, 3*time.Hour)
 	})
 	if allocs != 0 {

@@ -53,6 +53,13 @@ type OpSummary struct {
 	// StartLag is how late operations started against their intended start times: the
 	// load generator's own precision.
 	StartLag Latency `json:"startLag"`
+	// StartLagOwn and StartLagWait split the start lag's mean (µs per answered operation):
+	// StartLagWait is the time operations waited for a worker that was still in the store
+	// with its previous operation (a store that stalled or slowed holds the workers), and
+	// StartLagOwn the rest, the generator's own (bookkeeping, the pacer's wake-up,
+	// scheduling, a busy CPU). Both 0 where the split is not known (an older node's data).
+	StartLagOwn  float64 `json:"startLagOwn"`
+	StartLagWait float64 `json:"startLagWait"`
 	// Dropped counts intended operations that were never sent because they were more
 	// than workload.maxLateness late when a worker got to them (workload.catchUp=drop);
 	// DropLateness is how late they were. Neither counts as attempted.
@@ -204,6 +211,10 @@ func buildOpSummary(c *Counts, resp, svc Latency, seconds float64, g gauges) OpS
 	}
 	if seconds > 0 {
 		s.Rate = float64(s.Count) / seconds
+	}
+	if n := c.Count(); n > 0 {
+		s.StartLagOwn = float64(c.LagOwnUs) / float64(n)
+		s.StartLagWait = float64(c.LagWaitUs) / float64(n)
 	}
 	for _, cl := range driver.Classes {
 		s.Failures[cl.String()] = c.Failures[cl]

@@ -747,7 +747,8 @@ func (d *decoded) decode(e *stats.EncodedInterval) error {
 		x := &d.ops[i]
 		i++
 		x.name = name
-		x.counts = stats.Counts{Successes: eo.Successes, Misses: eo.Misses, Clamped: eo.Clamped, Dropped: eo.Dropped}
+		x.counts = stats.Counts{Successes: eo.Successes, Misses: eo.Misses, Clamped: eo.Clamped, Dropped: eo.Dropped,
+			LagOwnUs: eo.LagOwnUs, LagWaitUs: eo.LagWaitUs}
 		for _, c := range driver.Classes {
 			x.counts.Failures[c] = eo.Failures[c.String()]
 		}

@@ -63,6 +63,9 @@ func (n *simNode) tick(s int, jitter time.Duration) {
 			sh.Failure(driver.ClassTimeout)
 		case i%13 == 0:
 			sh.Miss(svc+lag, svc)
+		case i%2 == 0:
+			// A split start lag (stats.Counts.LagOwnUs) merges like every counter.
+			sh.SuccessLag(svc+lag, svc, lag/3)
 		default:
 			sh.Success(svc+lag, svc)
 		}
