@@ -12,10 +12,13 @@ import (
 func writeProperties(m map[string]string) string {
 	esc := func(s string, key bool) string {
 		var b strings.Builder
-		for i, r := range s {
+		// Byte by byte: the specials are ASCII, and a value may hold bytes that are not
+		// UTF-8, which the parser keeps as they are.
+		for i := 0; i < len(s); i++ {
+			r := s[i]
 			switch {
 			case r == '\\' || r == '=' || r == ':' || r == '#' || r == '!':
-				b.WriteString(`\` + string(r))
+				b.WriteString(`\` + string(rune(r)))
 			case r == ' ' && (key || i == 0):
 				b.WriteString(`\ `)
 			case r == '\t':
@@ -27,7 +30,7 @@ func writeProperties(m map[string]string) string {
 			case r == '\f':
 				b.WriteString(`\f`)
 			default:
-				b.WriteRune(r)
+				b.WriteByte(r)
 			}
 		}
 		return b.String()
