@@ -87,7 +87,7 @@ func TestWeakTokenIsRefused(t *testing.T) {
 		{"s3cret", "6 characters"},
 		{"test-token-0123", "15 characters"},
 		{"q8Zt1mWc0yPfL4sJvRn2K", "21 characters"}, // one short of base64(16 bytes)
-		{"ééééééééééééééééééééé", "21 characters"},   // characters, not bytes
+		{"ééééééééééééééééééééé", "21 characters"}, // characters, not bytes
 		{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "short pattern repeated"},
 		{"abababababababababababab", "short pattern repeated"},
 		{"s3cret!!s3cret!!s3cret!!s3c", "short pattern repeated"},
