@@ -89,7 +89,7 @@ test-extended:
 FUZZTIME    ?= 8s
 FUZZ_TARGETS := FuzzHistogramDecoder:./internal/stats/ FuzzIntervalsPage:./internal/stats/ \
 	FuzzProperties:./internal/config/ FuzzConfigPatch:./internal/config/ \
-	FuzzParse:./internal/scenario/
+	FuzzParse:./internal/scenario/scenariofuzz/
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t%%:*} for $(FUZZTIME)"; \

@@ -1,4 +1,4 @@
-package scenario
+package scenariofuzz
 
 import (
 	"os"
@@ -7,7 +7,43 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	_ "github.com/ndbench/ndbench/drivers/memory"
+	"github.com/ndbench/ndbench/internal/scenario"
 )
+
+// base is a valid scenario using every part of the format.
+const base = `
+name: t
+config:
+  driver: {name: memory}
+  workload: {readRate: 100, writeRate: 20, numKeys: 100}
+sla:
+  read: {p99: 10ms, errors: 1%}
+phases:
+  - name: warm
+    duration: 10s
+  - name: steady
+    duration: 1m
+    set: {workload.readRate: 200}
+    load:
+      read: {ramp: {from: 10, to: 100, over: 30s}}
+      write: {steps: {rates: [10, 20], every: 10s}}
+hooks:
+  - name: pause
+    at: steady + 10s
+    run: "true"
+    for: 3s
+    undo: {run: "true"}
+thresholds:
+  - check: read.p99 < 20ms
+    window: phase steady
+  - check: write.errors < 0.1%
+    window: from pause + 10s for 20s
+  - check: read.achieved > 99%
+    window: phase steady sustained 10s
+    abort: true
+`
 
 // FuzzParse feeds scenario YAML to the parser. It returns an error or a scenario whose
 // phases follow each other from 0 (only the last may be forever), whose names are
@@ -16,7 +52,7 @@ import (
 func FuzzParse(f *testing.F) {
 	f.Add(base)
 	for _, name := range []string{"cache-warmup.yaml", "capacity-steps.yaml", "ami-certification.yaml"} {
-		if b, err := os.ReadFile(filepath.Join("..", "..", "examples", name)); err == nil {
+		if b, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", name)); err == nil {
 			f.Add(string(b))
 		}
 	}
@@ -25,11 +61,11 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		// A scenario names files to read (configFile, a workload file): files named on the
 		// command line are trusted, and the fuzzer must not read /dev/zero.
-		var file File
+		var file scenario.File
 		if yaml.Unmarshal([]byte(text), &file) == nil && (file.ConfigFile != "" || strings.ContainsAny(file.Workload, `/\.`)) {
 			return
 		}
-		sc, err := Parse("fuzz.yaml", []byte(text), Options{})
+		sc, err := scenario.Parse("fuzz.yaml", []byte(text), scenario.Options{})
 		if err != nil {
 			if sc != nil {
 				t.Fatalf("error %v with a scenario", err)
@@ -46,7 +82,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("phase %d %q starts at %v (want %v) or repeats a name", i, p.Name, p.Start, at)
 			}
 			seen[p.Name] = true
-			if p.Duration == Forever && i != len(sc.Phases)-1 || p.Duration <= 0 && p.Duration != Forever {
+			if p.Duration == scenario.Forever && i != len(sc.Phases)-1 || p.Duration <= 0 && p.Duration != scenario.Forever {
 				t.Fatalf("phase %d %q lasts %v", i, p.Name, p.Duration)
 			}
 			at += p.Duration
@@ -59,7 +95,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("hook %q at %v, timeout %v", h.Name, h.At, h.Action.Timeout)
 			}
 		}
-		again, err := Parse("fuzz.yaml", []byte(text), Options{})
+		again, err := scenario.Parse("fuzz.yaml", []byte(text), scenario.Options{})
 		if err != nil {
 			t.Fatalf("accepted once, then: %v", err)
 		}
