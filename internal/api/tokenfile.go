@@ -22,6 +22,10 @@ const TokenGrace = 30 * time.Second
 // time and size.
 const TokenPollInterval = 3 * time.Second
 
+// reloadSignal returns the channel of the signal that asks for a reload (SIGHUP on Unix,
+// none elsewhere) and how to stop it; tests replace it.
+var reloadSignal = osReloadSignal
+
 // maxTokenFile bounds what a token file read may hold: a token is a line.
 const maxTokenFile = 4 << 10
 

@@ -4,5 +4,5 @@ package api
 
 import "os"
 
-// reloadSignal: Windows has no SIGHUP; the token file is still watched for changes.
-func reloadSignal() (<-chan os.Signal, func()) { return nil, func() {} }
+// osReloadSignal: Windows has no SIGHUP; the token file is still watched for changes.
+func osReloadSignal() (<-chan os.Signal, func()) { return nil, func() {} }

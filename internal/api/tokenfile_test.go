@@ -138,3 +138,42 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestTokenReloadOnSignal: the reload signal (SIGHUP on Unix) re-reads the token file even
+// when its modification time and size did not change (an edit within the file system's
+// clock tick, to a token of the same length).
+func TestTokenReloadOnSignal(t *testing.T) {
+	sig := make(chan os.Signal, 1)
+	old := reloadSignal
+	reloadSignal = func() (<-chan os.Signal, func()) { return sig, func() {} }
+	defer func() { reloadSignal = old }()
+	e := newEnv(t)
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte(testToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.srv.WatchTokenFile(ctx, path, time.Hour) }()
+	defer func() { cancel(); <-done }()
+
+	same := strings.Repeat("Z", len(testToken)-4) + "q9w8"
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(same), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	sig <- os.Interrupt // any value: the channel stands for SIGHUP
+	deadline := time.Now().Add(10 * time.Second)
+	for !e.srv.tokens.check(same) {
+		if time.Now().After(deadline) {
+			t.Fatal("the signal did not reload the token file")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

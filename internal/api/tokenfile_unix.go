@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// reloadSignal delivers SIGHUP, the Unix way to ask a daemon to re-read its files.
-func reloadSignal() (<-chan os.Signal, func()) {
+// osReloadSignal delivers SIGHUP, the Unix way to ask a daemon to re-read its files.
+func osReloadSignal() (<-chan os.Signal, func()) {
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGHUP)
 	return c, func() { signal.Stop(c) }
