@@ -15,7 +15,7 @@ INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... 
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
 
-.PHONY: build run test test-extended unit unit-rest integration ui lint bench bench-micro bench-program bench-drivers clean image manifests
+.PHONY: build run test test-extended unit unit-rest integration ui fuzz lint bench bench-micro bench-program bench-drivers clean image manifests
 
 build:
 	$(GO) build -ldflags "-X github.com/ndbench/ndbench/internal/cli.version=$(VERSION)" -o $(BIN) ./cmd/ndbench
@@ -29,9 +29,9 @@ run: build
 	  --set workload.pattern=zipfian --report ndbench-report.json
 
 # The whole suite: lint, unit tests under the race detector, integration tests against
-# real servers, and the web UI driven in a real browser. A server that does not start
-# fails the run.
-test: lint unit-rest integration ui
+# real servers, the web UI driven in a real browser, and a bounded run of every fuzz
+# target. A server that does not start fails the run.
+test: lint unit-rest integration ui fuzz
 
 # lint also vets for the other systems users run on (macOS, Windows), so Linux-only code
 # (prctl, Pdeathsig, /proc) that escaped its build tag fails here rather than on a user's
@@ -81,6 +81,21 @@ unit-rest:
 # a quiet machine before a release and after changing the search, the pacer or the engine.
 test-extended:
 	$(GO) test -count=1 -timeout 20m -v -run 'TestFindsMemoryCapacity|TestClientBoundIsNotCapacity' ./internal/autotune/
+
+# Every parser of outside input has a fuzz target (docs/security.md). `go test` runs each
+# target's seeds and its crashers kept in testdata/fuzz/ as ordinary tests; here each also
+# fuzzes for FUZZTIME (go test -fuzz takes one target per invocation), 5 targets × 8 s.
+# A crash fails the run and leaves its input in the package's testdata/fuzz/<target>/:
+# commit it with the fix. Longer runs: make fuzz FUZZTIME=10m.
+FUZZTIME    ?= 8s
+FUZZ_TARGETS := FuzzHistogramDecoder:./internal/stats/ FuzzIntervalsPage:./internal/stats/ \
+	FuzzProperties:./internal/config/ FuzzConfigPatch:./internal/config/ \
+	FuzzParse:./internal/scenario/scenariofuzz/
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t%%:*} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZTIME) $${t#*:}; \
+	done
 
 integration:
 	bash scripts/install-test-deps.sh

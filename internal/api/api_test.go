@@ -31,7 +31,7 @@ import (
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
-const testToken = "test-token-0123"
+const testToken = "test-token-0123456789abcdef"
 
 // hitLog records which operations the tests exercised and with which statuses, for the
 // coverage check in TestMain.

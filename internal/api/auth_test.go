@@ -68,9 +68,44 @@ func TestTokenThatCanNeverMatchIsRefused(t *testing.T) {
 			t.Errorf("New accepted token %q", tok)
 		}
 	}
-	for _, tok := range []string{"", "s3cret", "a.b-c_d~e+f/g=", "with inner space"} {
+	for _, tok := range []string{"", "q8Zt1mWc0yPfL4sJvRn2Ka", "a.b-c_d~e+f/g=h.i-j_k~l", "with inner space and more words"} {
 		if err := CheckToken(tok); err != nil {
 			t.Errorf("CheckToken(%q) = %v, want ok", tok, err)
+		}
+	}
+}
+
+// TestWeakTokenIsRefused: a token is all that guards a node reachable from a network, so
+// one shorter than 16 random bytes in base64, or a short pattern repeated, is refused;
+// the error says why and how to make a good one, and never repeats the token.
+func TestWeakTokenIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		token string
+		want  string // in the error; "" for accepted
+	}{
+		{"x", "1 characters, fewer than the 22"},
+		{"s3cret", "6 characters"},
+		{"test-token-0123", "15 characters"},
+		{"q8Zt1mWc0yPfL4sJvRn2K", "21 characters"}, // one short of base64(16 bytes)
+		{"ééééééééééééééééééééé", "21 characters"}, // characters, not bytes
+		{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "short pattern repeated"},
+		{"abababababababababababab", "short pattern repeated"},
+		{"s3cret!!s3cret!!s3cret!!s3c", "short pattern repeated"},
+		{"0000000000000000000000000000000000000001", ""},
+		{"q8Zt1mWc0yPfL4sJvRn2Ka", ""},
+		{"WmFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3", ""},
+	} {
+		err := CheckToken(tc.token)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckToken(%q) = %v, want ok", tc.token, err)
+		case tc.want == "":
+		case err == nil:
+			t.Errorf("CheckToken(%q) accepted it", tc.token)
+		case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "openssl rand -base64 24"):
+			t.Errorf("CheckToken(%q) = %q, want it to say %q and how to make one", tc.token, err, tc.want)
+		case strings.Contains(err.Error(), tc.token):
+			t.Errorf("CheckToken(%q): the error repeats the token", tc.token)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -96,7 +97,7 @@ type Server struct {
 	metrics  *metrics
 	hub      *hub
 	unsub    func()
-	token    [sha256.Size]byte
+	tokens   *tokens             // the token and, after a rotation, the previous one for its grace
 	sessions *sessions           // browser sessions (POST /api/v1/session)
 	login    http.Handler        // the login page for browsers without a session; nil without a token or UI
 	origins  *crossorigin.Policy // the CORS allowlist, also trusted by the cross-site checks
@@ -135,7 +136,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Token != "" && opts.UI != nil {
 		s.login = web.LoginPage(web.Options{Version: opts.Version})
 	}
-	s.token = sha256.Sum256([]byte(opts.Token))
+	s.tokens = &tokens{now: time.Now, cur: sha256.Sum256([]byte(opts.Token))}
 
 	m, err := newMetrics(s.reg)
 	if err != nil {
@@ -351,10 +352,21 @@ func CheckListen(addr, token string) error {
 		"set --token or NDBENCH_TOKEN, or listen on 127.0.0.1", addr, shown)
 }
 
+// MinTokenLength is the shortest token accepted: 22 characters, the base64 of 16 random
+// bytes (128 bits). The token is all that stands between a network and the stores a
+// node can drive load against, and an API caller can try tokens as fast as it can send
+// requests (only the browser login backs off).
+const MinTokenLength = 22
+
+// tokenHowTo says how to make a token that passes CheckToken.
+const tokenHowTo = "make one with `openssl rand -base64 24` or `head -c 24 /dev/urandom | base64`"
+
 // CheckToken refuses a token no request could ever match, so a server never starts locked
 // against everyone: a blank one, one with whitespace around it (a request's token is
-// read without it) or with a control character (which a header cannot carry). "" means
-// no token. The error never repeats the token.
+// read without it) or with a control character (which a header cannot carry). It also
+// refuses a weak one: shorter than MinTokenLength, or a short pattern repeated
+// ("aaaa…", "abcabc…"), which a guess finds first. "" means no token. The error never
+// repeats the token.
 func CheckToken(token string) error {
 	switch {
 	case token == "":
@@ -366,8 +378,24 @@ func CheckToken(token string) error {
 		return errors.New("the token begins or ends with whitespace, which no request can send: remove it")
 	case strings.ContainsFunc(token, unicode.IsControl):
 		return errors.New("the token contains a control character, which no request header can carry: use visible characters")
+	case utf8.RuneCountInString(token) < MinTokenLength:
+		return fmt.Errorf("the token has %d characters, fewer than the %d of 16 random bytes in base64 (128 bits): %s",
+			utf8.RuneCountInString(token), MinTokenLength, tokenHowTo)
+	case repeats(token):
+		return fmt.Errorf("the token is a short pattern repeated, which a guess finds first: %s", tokenHowTo)
 	}
 	return nil
+}
+
+// repeats reports whether s is a run of some prefix of 8 bytes or fewer ("aaaa",
+// "abab", "12345678123456781234"), a possibly incomplete last copy included.
+func repeats(s string) bool {
+	for period := 1; period <= 8 && period < len(s); period++ {
+		if s[period:] == s[:len(s)-period] {
+			return true
+		}
+	}
+	return false
 }
 
 // bearerToken returns the token of an Authorization header of the Bearer scheme. The

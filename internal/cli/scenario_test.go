@@ -78,7 +78,7 @@ phases: [{name: p, duration: 2s}]
 	}{
 		{[]string{"scenario", "run", sc, "--peers", "127.0.0.1:1"}, "--token or NDBENCH_TOKEN"},
 		{[]string{"autotune", "--driver", "memory", "--peers", "127.0.0.1:1"}, "--token or NDBENCH_TOKEN"},
-		{[]string{"scenario", "run", sc, "--peers", "127.0.0.1:1", "--discovery", "static:127.0.0.1:2", "--token", "0123456789abcdef0123"}, "--peers and --discovery"},
+		{[]string{"scenario", "run", sc, "--peers", "127.0.0.1:1", "--discovery", "static:127.0.0.1:2", "--token", "0123456789abcdef0123456789"}, "--peers and --discovery"},
 	} {
 		code, _, stderr := ndbench(t, []string{"NDBENCH_TOKEN="}, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

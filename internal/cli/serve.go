@@ -25,6 +25,7 @@ type serveFlags struct {
 	configSources
 	listen       string
 	token        string
+	tokenFile    string
 	corsOrigins  []string
 	start        bool
 	backfill     bool
@@ -54,7 +55,7 @@ with --config-etcd the keys under --config-prefix do too. On SIGTERM or Ctrl-C i
 the load, writes --report if asked, and exits 0.`,
 		Example: `  ndbench serve
   ndbench serve --driver memory --start --set workload.readRate=5000
-  NDBENCH_TOKEN=s3cret ndbench serve --listen 0.0.0.0:8080 --cors-origin https://ui.example.com
+  NDBENCH_TOKEN=$(openssl rand -base64 24) ndbench serve --listen 0.0.0.0:8080 --cors-origin https://ui.example.com
   ndbench serve -c ndbench.yaml --config-etcd 10.0.0.5:2379 --config-prefix /ndbench/node1/ --report final.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -64,6 +65,7 @@ the load, writes --report if asked, and exits 0.`,
 	f.bind(cmd)
 	cmd.Flags().StringVar(&f.listen, "listen", api.DefaultListen, "address to listen on (host:port); other than loopback needs a token")
 	cmd.Flags().StringVar(&f.token, "token", "", "bearer token required on every route but /health (default $NDBENCH_TOKEN)")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the token (its first line), re-read when it changes and on SIGHUP; the previous token stays valid for 30s")
 	cmd.Flags().StringArrayVar(&f.corsOrigins, "cors-origin", nil, "origin allowed to call the API from a browser, e.g. https://ui.example.com (repeatable)")
 	cmd.Flags().BoolVar(&f.start, "start", false, "initialize the configured driver and start reads and writes at once")
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "with --start, write every key once before the load (same as --set workload.backfill=true)")
@@ -100,6 +102,16 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	if err := api.CheckToken(token); err != nil {
 		return usageError{fmt.Errorf("--token or NDBENCH_TOKEN: %w", err)}
+	}
+	if f.tokenFile != "" {
+		if token != "" {
+			return usageError{errors.New("--token-file and --token (or NDBENCH_TOKEN) are alternatives: give one")}
+		}
+		t, err := api.ReadTokenFile(f.tokenFile)
+		if err != nil {
+			return usageError{fmt.Errorf("--token-file: %w", err)}
+		}
+		token = t
 	}
 	if err := api.CheckListen(f.listen, token); err != nil {
 		return usageError{err}
@@ -193,6 +205,11 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return usageError{err}
 	}
 	defer srv.Close()
+	if f.tokenFile != "" {
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go srv.WatchTokenFile(watchCtx, f.tokenFile, 0)
+	}
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", f.listen)

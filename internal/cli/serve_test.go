@@ -135,7 +135,7 @@ func TestServeTokenAndListenRules(t *testing.T) {
 		}
 	})
 	t.Run("token from the environment protects the API", func(t *testing.T) {
-		base, _, _, stop := startServe(t, []string{"NDBENCH_TOKEN=env-secret"}, "--listen", "127.0.0.1:0", "--driver", "memory")
+		base, _, _, stop := startServe(t, []string{"NDBENCH_TOKEN=env-secret-0123456789abcdef"}, "--listen", "127.0.0.1:0", "--driver", "memory")
 		tests := []struct {
 			path, token string
 			want        int
@@ -143,7 +143,7 @@ func TestServeTokenAndListenRules(t *testing.T) {
 			{"/health", "", 200},
 			{"/api/v1/status", "", 401},
 			{"/api/v1/status", "wrong", 401},
-			{"/api/v1/status", "env-secret", 200},
+			{"/api/v1/status", "env-secret-0123456789abcdef", 200},
 		}
 		for _, tt := range tests {
 			if st, body := get(t, base+tt.path, tt.token); st != tt.want {

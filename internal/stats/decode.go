@@ -265,14 +265,17 @@ func (d *HistogramDecoder) decode(enc string) (*geometry, error) {
 	if cap(d.inflated) < int(plen)+1 {
 		d.inflated = make([]byte, int(plen)+1)
 	}
-	// Read one byte more than announced: reaching EOF exactly checks the length and makes
-	// zlib verify its checksum.
-	got, err := io.ReadFull(d.zr, d.inflated[:plen+1])
-	if err != io.ErrUnexpectedEOF && err != nil || got != int(plen) {
+	if got, err := io.ReadFull(d.zr, d.inflated[:plen]); err != nil {
+		return nil, fmt.Errorf("stats: decode histogram payload (%d of %d bytes): %w", got, plen, err)
+	}
+	// The stream must end right after the payload: reaching its end checks the length
+	// and makes zlib verify its checksum. A stream cut short also ends a read early (with
+	// io.ErrUnexpectedEOF), so only io.EOF with nothing read is the end.
+	if n, err := io.ReadFull(d.zr, d.inflated[plen:plen+1]); n != 0 || err != io.EOF {
 		if err == nil {
 			err = errors.New("payload longer than announced")
 		}
-		return nil, fmt.Errorf("stats: decode histogram payload (%d of %d bytes): %w", got, plen, err)
+		return nil, fmt.Errorf("stats: decode histogram payload of %d bytes: %w", plen, err)
 	}
 	return g, d.parse(d.inflated[:plen], g)
 }

@@ -72,8 +72,12 @@ func EncodeHistogram(h *hdrhistogram.Histogram) ([]byte, error) {
 
 // DecodeHistogram decodes a histogram written by EncodeHistogram or by any HdrHistogram
 // implementation's V2 compressed encoder. The result keeps the encoded geometry; merge
-// it into a NewHistogram with MergeHistograms to combine it with local data.
+// it into a NewHistogram with MergeHistograms to combine it with local data. A geometry
+// whose counts array would exceed MaxDecodedCounts is refused before it is allocated.
 func DecodeHistogram(b []byte) (*hdrhistogram.Histogram, error) {
+	if err := checkEncodedGeometry(b); err != nil {
+		return nil, err
+	}
 	h, err := hdrhistogram.Decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("stats: decode histogram: %w", err)

@@ -101,8 +101,12 @@ func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInter
 // Decode turns e back into an Interval with histograms of the package geometry (empty
 // ones where nothing was recorded), ready to merge: one entry per series, sorted by name
 // (merge intervals by Name, not by position: another node may have registered its
-// series in another order). A name that cannot name a series is an error.
+// series in another order). A name that cannot name a series is an error, and so are
+// more than MaxSeries series (no node has more, and each costs four histograms here).
 func (e *EncodedInterval) Decode() (*Interval, error) {
+	if len(e.Ops) > MaxSeries {
+		return nil, fmt.Errorf("decode interval %d: %d series, more than the %d a node has at most", e.Seq, len(e.Ops), MaxSeries)
+	}
 	iv := &Interval{Start: e.Start, End: e.End, Ops: make([]OpInterval, 0, len(e.Ops)),
 		Nodes: e.Nodes, Partial: e.Partial, Missing: slices.Clone(e.Missing)}
 	names := make([]string, 0, len(e.Ops))
