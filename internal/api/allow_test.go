@@ -58,6 +58,10 @@ func TestAPICapabilities(t *testing.T) {
 			field: "drivers.pebble@cold.path", flag: "--allow=paths"},
 		{name: "pebble path by driver init", call: initDriver("pebble", map[string]string{"path": "/var/lib/other"}),
 			field: "drivers.pebble.path", flag: "--allow=paths"},
+		{name: "path under a key in another case", call: patch("Drivers.Pebble.PATH", "/var/lib/other"),
+			field: "drivers.pebble.path", flag: "--allow=paths"},
+		{name: "TLS file by driver init, option in another case", call: initDriver("http", map[string]string{"TLSCAFILE": "/etc/ssl/private/ca.pem"}),
+			field: "drivers.http.tlsCAFile", flag: "--allow=paths"},
 		{name: "path allowed", allow: config.Allow{Paths: true}, call: patch("drivers.pebble.path", "/var/lib/other")},
 		{name: "path from the command line, posted back", sets: []string{"drivers.pebble.path=/data/bench"}, call: patch("drivers.pebble.path", "/data/bench")},
 		{name: "http target outside the allow-list", call: patch("drivers.http.url", "http://169.254.169.254/latest/meta-data"),
@@ -105,5 +109,19 @@ func TestAPICapabilities(t *testing.T) {
 				t.Errorf("a driver was connected")
 			}
 		})
+	}
+}
+
+// TestNDBenchConfigSetNeedsTheAllow: NDBench's config/set is API input like PATCH: a path
+// it sets is refused (NDBench's 4xx body) naming the flag, and nothing applies.
+func TestNDBenchConfigSetNeedsTheAllow(t *testing.T) {
+	e := newEnv(t)
+	before := e.inst.Config().Version
+	st, body := e.call("POST", "/REST/ndbench/config/set", `{"drivers.pebble.path": "/var/lib/other"}`)
+	if st < 400 || st >= 500 || !strings.Contains(string(body), "ndbench serve --allow=paths") {
+		t.Fatalf("config/set of a path: %d %s; want a 4xx naming --allow=paths", st, body)
+	}
+	if v := e.inst.Config().Version; v != before {
+		t.Errorf("config version %d -> %d: a refused change applied", before, v)
 	}
 }

@@ -122,19 +122,18 @@ func (s *Store) gate(old, next *Snapshot) error {
 		if !fromAPI(src) {
 			continue
 		}
-		refuse := func(shown, allowed string) {
-			errs = append(errs, &driver.FieldError{Field: key, Value: shown, Allowed: allowed, Source: src})
-		}
+		// One error per key, naming every capability it lacks (a script file is code and
+		// a path: --allow=script,paths).
+		var lack, why []string
 		for _, kind := range o.Reach {
 			switch kind {
 			case driver.ReachScript:
 				if !s.allow.Script {
-					// The script itself is not echoed: it may be long, and it is code.
-					refuse("(script)", "a script only from the command line: start the server with `ndbench serve --allow=script` to let API callers run scripts")
+					lack, why = append(lack, AllowScript), append(why, "a script only from the command line")
 				}
 			case driver.ReachPath:
 				if !s.allow.Paths {
-					refuse(Redact(key, v), fmt.Sprintf("%s, as the command line gave it: start the server with `ndbench serve --allow=paths` to let API callers name files", shownTrusted(old, key, o)))
+					lack, why = append(lack, AllowPaths), append(why, shownTrusted(old, key, o)+", as the command line gave it (a file or directory)")
 				}
 			case driver.ReachTarget:
 				if s.allow.Targets {
@@ -144,22 +143,31 @@ func (s *Store) gate(old, next *Snapshot) error {
 					trusted, trustedDone = trustedTargets(old, s.allow.TargetHosts), true
 				}
 				hosts, ok := targetHosts(v)
-				var outside []string
+				inside := ok
 				for _, h := range hosts {
-					if !hostAllowed(h, trusted) {
-						outside = append(outside, h)
-					}
+					inside = inside && hostAllowed(h, trusted)
 				}
-				if ok && len(outside) == 0 {
+				if inside {
 					continue
 				}
 				list := "none"
 				if len(trusted) > 0 {
 					list = strings.Join(trusted, ", ")
 				}
-				refuse(Redact(key, v), fmt.Sprintf("a target on the allow-list (%s): start the server with `ndbench serve --allow=http-targets`, or add the host with --allow-targets host:port", list))
+				lack, why = append(lack, AllowHTTPTargets), append(why, "a target on the allow-list ("+list+"; add one with --allow-targets host:port)")
 			}
 		}
+		if len(lack) == 0 {
+			continue
+		}
+		shown := Redact(key, v)
+		if slices.Contains(o.Reach, driver.ReachScript) && o.Type == "string" && !slices.Contains(o.Reach, driver.ReachPath) {
+			// The script itself is not echoed: it may be long, and it is code.
+			shown = "(script)"
+		}
+		errs = append(errs, &driver.FieldError{Field: key, Value: shown, Source: src,
+			Allowed: fmt.Sprintf("%s: start the server with `ndbench serve --allow=%s` to let API callers set it",
+				strings.Join(why, "; "), strings.Join(lack, ","))})
 	}
 	if len(errs) > 0 {
 		sortErrors(errs)
