@@ -44,6 +44,11 @@ type Allow struct {
 	TargetHosts []string
 }
 
+// AllowAll is the Allow of a store that no API feeds (`ndbench run`, `scenario run`,
+// `autotune`): every change it gets comes from the command line or a file named on it,
+// scenario phases and auto-tune steps included, and is the operator's.
+func AllowAll() Allow { return Allow{Script: true, Paths: true, Targets: true} }
+
 // ParseAllow reads the values of --allow (each may hold several, comma-separated) and
 // --allow-targets. An unknown capability is an error naming the allowed ones.
 func ParseAllow(caps, targets []string) (Allow, error) {
