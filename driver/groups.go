@@ -28,9 +28,9 @@ import (
 // off is an explicit choice for test servers with self-signed certificates.
 type TLSOptions struct {
 	Enable     bool   `opt:"tls" default:"false" help:"connect with TLS"`
-	CAFile     string `opt:"tlsCAFile" default:"" help:"PEM file of the CAs to verify the server with; empty uses the system roots"`
-	CertFile   string `opt:"tlsCertFile" default:"" help:"PEM client certificate, for servers that require one (with tlsKeyFile)"`
-	KeyFile    string `opt:"tlsKeyFile" default:"" help:"PEM private key of tlsCertFile"`
+	CAFile     string `opt:"tlsCAFile" default:"" reach:"path" help:"PEM file of the CAs to verify the server with; empty uses the system roots"`
+	CertFile   string `opt:"tlsCertFile" default:"" reach:"path" help:"PEM client certificate, for servers that require one (with tlsKeyFile)"`
+	KeyFile    string `opt:"tlsKeyFile" default:"" reach:"path" help:"PEM private key of tlsCertFile"`
 	Verify     bool   `opt:"tlsVerify" default:"true" help:"verify the server certificate and host name; false accepts any certificate (testing only)"`
 	ServerName string `opt:"tlsServerName" default:"" help:"host name the server certificate must carry; empty uses the host dialled"`
 }

@@ -171,6 +171,12 @@ func TestGroupSchemaErrors(t *testing.T) {
 		{"secret is the group's", &struct {
 			A AuthOptions `password.secret:"false"`
 		}{}, "secret cannot be adjusted"},
+		{"reach is the group's", &struct {
+			G TLSOptions `tlsCAFile.reach:""`
+		}{}, "reach cannot be adjusted"},
+		{"unknown reach", &struct {
+			F string `opt:"f" reach:"disk"`
+		}{}, `"disk" is not one of path, script, target`},
 		{"omit unknown", &struct {
 			T TimeoutOptions `omit:"requestTimeout"`
 		}{}, `no option "requestTimeout"`},

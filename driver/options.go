@@ -22,6 +22,9 @@ import (
 //	live:"true"         may change while the driver runs (through Reconfigurer)
 //	secret:"true"       never echoed: redacted in logs, API output and reports
 //	alias:"a,b"         other accepted names, e.g. NDBench's own names for the option
+//	reach:"a,b"         the option reaches beyond the configured store (see Reach*): a
+//	                    value from an untrusted caller (the REST API, the UI, a fleet
+//	                    coordinator) needs the operator's consent (`serve --allow=...`)
 //
 // Field types: string, bool, int, int64, uint, uint64, float64, time.Duration, Size (bytes,
 // written 512MiB or 1GiB), []string (comma-separated in text form). Bounds are only allowed
@@ -73,9 +76,33 @@ type Option struct {
 	// NDBenchSeconds says NDBench gives the value as a number of seconds (tag suffix
 	// ",seconds") where this option takes a duration.
 	NDBenchSeconds bool `json:"-"`
+	// Reach lists what a value of the option can touch beyond the configured store (tag
+	// `reach`): ReachPath, ReachScript, ReachTarget. Empty for an option that only
+	// shapes the talk with the store.
+	Reach []string `json:"reach,omitempty"`
 
 	index []int
 }
+
+// What an option can reach beyond the configured store (tag `reach`). A server refuses a
+// value of such an option from its API unless its operator allowed that capability at
+// start, so a caller of the API cannot make the node read files, run code or send
+// requests to hosts its operator did not mean it to.
+const (
+	// ReachPath: the value names a file or directory the driver reads or writes (a
+	// database directory, TLS keys, descriptor files).
+	ReachPath = "path"
+	// ReachScript: the value is code the node runs, with everything that code may do
+	// (HTTP to any URL, any bundled driver with any options).
+	ReachScript = "script"
+	// ReachTarget: the value is a network address or URL the driver sends requests of the
+	// caller's choosing to (an HTTP or gRPC service), as opposed to a store's address it
+	// only speaks the store's protocol to.
+	ReachTarget = "target"
+)
+
+// reachKinds are the values tag reach accepts.
+var reachKinds = []string{ReachPath, ReachScript, ReachTarget}
 
 // FieldError is a bad option value: it names the option, the value given and what is
 // allowed, so the user can fix it without reading code.
@@ -226,6 +253,14 @@ func parseFields(t reflect.Type, prefix []int, adj *groupAdjust) ([]Option, erro
 		if a := tag("alias"); a != "" {
 			o.Aliases = strings.Split(a, ",")
 		}
+		if r := f.Tag.Get("reach"); r != "" {
+			for _, k := range strings.Split(r, ",") {
+				if !slices.Contains(reachKinds, k) {
+					return nil, fmt.Errorf("option %s: tag reach: %q is not one of %s", name, k, strings.Join(reachKinds, ", "))
+				}
+				o.Reach = append(o.Reach, k)
+			}
+		}
 		if n := f.Tag.Get("ndbench"); n != "" {
 			o.NDBench, o.NDBenchSeconds = strings.CutSuffix(n, ",seconds")
 			if !strings.Contains(o.NDBench, ".") && !slices.Contains(o.Aliases, o.NDBench) && o.NDBench != o.Name {
@@ -241,8 +276,9 @@ func parseFields(t reflect.Type, prefix []int, adj *groupAdjust) ([]Option, erro
 }
 
 // adjustableTags are the tags an embedding field may set for one option of its group
-// (as OPTION.KEY:"value"). secret is not among them: whether a value may be shown is the
-// group's decision, and no driver may weaken it.
+// (as OPTION.KEY:"value"). secret and reach are not among them: whether a value may be
+// shown, and what it can touch beyond the store, are the group's decision, and no driver
+// may weaken them.
 var adjustableTags = []string{"default", "help", "min", "max", "alias", "enum", "live"}
 
 // groupAdjust is what an embedding field's tags change in its group: per option, tag

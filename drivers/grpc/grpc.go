@@ -40,9 +40,9 @@ func init() {
 
 // Options configure the grpc driver.
 type Options struct {
-	Target           string      `opt:"target" default:"127.0.0.1:50051" help:"server address host:port, or any gRPC target (dns:///host:port)"`
-	Descriptors      string      `opt:"descriptors" default:"reflection" help:"service descriptions: reflection (asked from the server), .proto files (comma-separated), or the path of a FileDescriptorSet with imports (protoc --include_imports -o FILE)"`
-	ProtoImportPaths string      `opt:"protoImportPaths" default:"" help:"with .proto files: directories imports are found in, comma-separated (default: each file's directory); google/protobuf/* are built in"`
+	Target           string      `opt:"target" default:"127.0.0.1:50051" reach:"target" help:"server address host:port, or any gRPC target (dns:///host:port)"`
+	Descriptors      string      `opt:"descriptors" default:"reflection" reach:"path" help:"service descriptions: reflection (asked from the server), .proto files (comma-separated), or the path of a FileDescriptorSet with imports (protoc --include_imports -o FILE)"`
+	ProtoImportPaths string      `opt:"protoImportPaths" default:"" reach:"path" help:"with .proto files: directories imports are found in, comma-separated (default: each file's directory); google/protobuf/* are built in"`
 	Conns            int         `opt:"conns" default:"4" min:"1" max:"1024" help:"client connections (HTTP/2); calls spread over them round robin"`
 	Metadata         string      `opt:"metadata" default:"" help:"metadata of every call, name: value, separated by | or newlines"`
 	AuthMetadata     string      `opt:"authMetadata" default:"" secret:"true" help:"metadata with credentials sent with every call, e.g. authorization: Bearer TOKEN"`

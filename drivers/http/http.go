@@ -116,7 +116,7 @@ func init() {
 
 // Options configure the HTTP driver.
 type Options struct {
-	URL                 string      `opt:"url" default:"http://127.0.0.1:8080" help:"base URL that request paths starting with / are joined to"`
+	URL                 string      `opt:"url" default:"http://127.0.0.1:8080" reach:"target" help:"base URL that request paths starting with / are joined to"`
 	Protocol            string      `opt:"protocol" default:"auto" enum:"auto,http1,h2" help:"auto: HTTP/2 if a TLS server offers it, else HTTP/1.1; http1; h2: HTTP/2 only (h2c over http://)"`
 	MaxConnsPerHost     int         `opt:"maxConnsPerHost" default:"0" min:"0" help:"connections per host at most; 0 = no limit"`
 	MaxIdleConnsPerHost int         `opt:"maxIdleConnsPerHost" default:"1024" min:"1" help:"idle connections kept per host; at least the workers, or connections churn"`

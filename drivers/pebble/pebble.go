@@ -35,7 +35,7 @@ func init() {
 // Options configure the pebble driver. None can change while it runs: each is fixed when
 // the database is opened.
 type Options struct {
-	Path         string `opt:"path" default:"" help:"database directory, kept after the run; empty = a temporary directory removed at Close"`
+	Path         string `opt:"path" default:"" reach:"path" help:"database directory, kept after the run; empty = a temporary directory removed at Close"`
 	Sync         bool   `opt:"sync" default:"false" help:"fsync the write-ahead log on every write (durable across power loss, much slower)"`
 	CacheSize    int64  `opt:"cacheSize" default:"67108864" min:"0" help:"block cache size in bytes (default 64 MiB)"`
 	MemTableSize int64  `opt:"memTableSize" default:"67108864" min:"1048576" max:"2147483648" help:"memtable size in bytes (default 64 MiB); larger means fewer flushes and L0 files"`

@@ -11,8 +11,8 @@ import (
 
 // Options configure the script driver.
 type Options struct {
-	File     string        `opt:"file" default:"" help:"JavaScript file defining init(config), read(key), write(key, value) and the named operations; reloaded when it changes (see watch)"`
-	Source   string        `opt:"source" default:"" help:"the script itself, instead of file (never reloaded)"`
+	File     string        `opt:"file" default:"" reach:"script,path" help:"JavaScript file defining init(config), read(key), write(key, value) and the named operations; reloaded when it changes (see watch)"`
+	Source   string        `opt:"source" default:"" reach:"script" help:"the script itself, instead of file (never reloaded)"`
 	Config   string        `opt:"config" default:"{}" live:"true" help:"JSON value passed to the script's init(config); a change reloads the script"`
 	Runtimes int           `opt:"runtimes" default:"0" min:"0" max:"65536" help:"JavaScript runtimes at most, one per concurrent operation (operations beyond wait); 0 = one per concurrent operation, created as needed"`
 	Watch    time.Duration `opt:"watch" default:"1s" min:"0s" help:"how often the file is read for changes (content hash); 0 = never reload"`

@@ -88,8 +88,15 @@ func problemFor(err error) error {
 	if p := fleetProblem(err); p != nil {
 		return p
 	}
+	// A value the operator did not allow from the API is refused, not malformed: 403, with
+	// the fields (and the flag that would allow each) named as for any field error.
+	status := http.StatusUnprocessableEntity
+	var na *config.NotAllowedError
+	if errors.As(err, &na) {
+		status = http.StatusForbidden
+	}
 	if fes, ok := driver.AsFieldErrors(err); ok {
-		p := newProblem(http.StatusUnprocessableEntity, err.Error())
+		p := newProblem(status, err.Error())
 		for _, fe := range fes {
 			p.Fields = append(p.Fields, FieldProblem{Field: fe.Field, Value: fe.Value, Allowed: fe.Allowed, Source: fe.Source})
 		}

@@ -234,7 +234,7 @@ func (s *Server) routes() {
 		})
 	register(s, changesState, huma.Operation{OperationID: "init-driver", Method: http.MethodPost, Path: "/api/v1/driver/init", Tags: []string{"driver"},
 		Summary: "Connect a driver", Description: "Validates the options, connects and builds the engine; load does not start. " +
-			"422 names every bad option (or lists the registered drivers); 409 when a driver is already connected; 502 when the store cannot be reached."},
+			"422 names every bad option (or lists the registered drivers); 403 names an option the operator did not allow from the API (a script, a file path, an http/grpc target outside the allow-list) and the `serve --allow` flag that would; 409 when a driver is already connected; 502 when the store cannot be reached."},
 		append(slices.Clone(bodyErrs), conflict, http.StatusBadGateway), func(ctx context.Context, in *struct{ Body InitRequest }) (*out[instance.Status], error) {
 			if _, ok := driver.Lookup(in.Body.Driver); !ok {
 				return nil, driver.UnknownDriverError(in.Body.Driver)
@@ -385,7 +385,8 @@ func (s *Server) routes() {
 		})
 	register(s, changesState, huma.Operation{OperationID: "patch-config", Method: http.MethodPatch, Path: "/api/v1/config", Tags: []string{"config"},
 		Summary: "Change configuration keys while running",
-		Description: "All or nothing: the whole configuration is validated with the change; any bad key gives 422 naming every one, and nothing is applied. " +
+		Description: "All or nothing: the whole configuration is validated with the change; any bad key gives 422 naming every one, and nothing is applied; " +
+			"a script, a file path or an http/grpc target outside the allow-list gives 403 naming the key and the `serve --allow` flag the operator would have to start the server with. " +
 			"Live keys apply at once; others are listed in pending until the next driver init."},
 		slices.Clone(bodyErrs), func(_ context.Context, in *struct{ Body PatchRequest }) (*out[PatchBody], error) {
 			values := make(map[string]string, len(in.Body.Values))

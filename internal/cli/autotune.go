@@ -254,7 +254,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		defer fl.Close()
 		node, initNode, backfill, drain, finish, reportInput = fl, func(context.Context) error { return nil }, fl.backfill, fl.Drain, fl.Finish, fl.ReportInput
 	} else {
-		inst := instance.New(config.NewStore(snap), log)
+		inst := instance.New(trustedStore(snap), log)
 		defer inst.Close()
 		node, initNode, backfill, drain, finish, reportInput = inst, inst.InitConfigured, inst.Backfill, inst.Drain, inst.Finish, inst.ReportInput
 	}

@@ -65,6 +65,15 @@ func (c *configSources) bind(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVarP(&c.sets, "set", "s", nil, "set a config key, e.g. --set workload.readRate=5000 (repeatable)")
 }
 
+// trustedStore is the store of a command that serves no API: what changes it (scenario
+// phases, auto-tune steps, through the node's Patch, as serve's API does) comes from the
+// command line, so serve's --allow gate does not apply.
+func trustedStore(snap *config.Snapshot) *config.Store {
+	s := config.NewStore(snap)
+	s.SetAllow(config.AllowAll())
+	return s
+}
+
 func (c *configSources) load(env []string) (*config.Snapshot, error) {
 	return c.loadFile(env, false)
 }
@@ -214,7 +223,7 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 
 	// The run is a node's lifecycle, the same one `ndbench serve` drives through its API:
 	// this command only sequences it (backfill, warm-up, duration, signals) and shows it.
-	inst := instance.New(config.NewStore(snap), log)
+	inst := instance.New(trustedStore(snap), log)
 	defer inst.Close()
 	initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
 	err = inst.InitConfigured(initCtx)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/report"
@@ -159,7 +158,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 			return engine.BackfillStatus{Phase: "idle"}
 		}
 	} else {
-		inst := instance.New(config.NewStore(sc.Snapshot), log)
+		inst := instance.New(trustedStore(sc.Snapshot), log)
 		defer inst.Close()
 		initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
 		err = inst.InitConfigured(initCtx)

@@ -36,6 +36,8 @@ type serveFlags struct {
 	logLevelText string
 	fleet        fleetFlags
 	otlp         otlpFlags
+	allow        []string
+	allowTargets []string
 }
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -52,10 +54,16 @@ It listens on 127.0.0.1 unless given a token (--token or NDBENCH_TOKEN): any oth
 address without one is refused. With --driver and --start it connects and starts the load
 at once, as a headless service. With --config the file is watched and edits apply live;
 with --config-etcd the keys under --config-prefix do too. On SIGTERM or Ctrl-C it stops
-the load, writes --report if asked, and exits 0.`,
+the load, writes --report if asked, and exits 0.
+
+What the command line, its files, the environment and etcd set is trusted. API and UI
+callers (and a fleet coordinator) are not: they cannot set a script, a file or directory
+path, or an HTTP/gRPC target outside the allow-list (the targets the trusted configuration
+names, and --allow-targets) unless --allow names the capability.`,
 		Example: `  ndbench serve
   ndbench serve --driver memory --start --set workload.readRate=5000
   NDBENCH_TOKEN=$(openssl rand -base64 24) ndbench serve --listen 0.0.0.0:8080 --cors-origin https://ui.example.com
+  ndbench serve --allow=script,paths --allow-targets api.internal:8443
   ndbench serve -c ndbench.yaml --config-etcd 10.0.0.5:2379 --config-prefix /ndbench/node1/ --report final.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,6 +82,8 @@ the load, writes --report if asked, and exits 0.`,
 	cmd.Flags().StringVar(&f.report, "report", "", "on shutdown, write the JSON report of the whole service run to this file")
 	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
+	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "let API and UI callers set what reaches beyond the store: script (script sources), http-targets (HTTP/gRPC targets on any host), paths (files and directories); comma-separated")
+	cmd.Flags().StringSliceVar(&f.allowTargets, "allow-targets", nil, "hosts (host:port, or host for any port) API callers may point the http and grpc drivers at, besides those the command line names")
 	f.fleet.bind(cmd)
 	f.otlp.bind(cmd)
 	return cmd
@@ -116,6 +126,10 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err := api.CheckListen(f.listen, token); err != nil {
 		return usageError{err}
 	}
+	allow, err := config.ParseAllow(f.allow, f.allowTargets)
+	if err != nil {
+		return usageError{err}
+	}
 	if err := checkOutputs(io.err, append(f.inputs(), discoveryInput(f.fleet.discovery)), output{"report", f.report}); err != nil {
 		return err
 	}
@@ -137,6 +151,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		log.Info("config notice", "notice", n)
 	}
 	store := config.NewStore(snap)
+	store.SetAllow(allow)
 	inst := instance.New(store, log)
 	closed := false
 	defer func() {

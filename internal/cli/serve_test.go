@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	// A driver with a path option, for the capability gate of serve --allow.
+	_ "github.com/ndbench/ndbench/drivers/pebble"
 )
 
 // syncBuffer is an io.Writer the test can read while the command writes to it.
@@ -231,5 +234,45 @@ func TestServeStartBackfillsFirst(t *testing.T) {
 				t.Errorf("report phases %+v, want the backfill first", r.Phases)
 			}
 		})
+	}
+}
+
+// TestServeAllow: serve --allow is the operator's consent to what API callers may set
+// beyond the store; without it the API refuses a path and names the flag, with it the
+// same change applies, and an unknown capability is a usage error naming the allowed ones.
+func TestServeAllow(t *testing.T) {
+	t.Run("unknown capability", func(t *testing.T) {
+		code, _, errOut := ndbench(t, nil, "serve", "--listen", "127.0.0.1:0", "--allow", "paths,shell")
+		if code != 2 || !strings.Contains(errOut, `--allow: unknown capability "shell"; allowed: script, http-targets, paths`) {
+			t.Fatalf("exit %d, stderr %q; want 2 naming the allowed capabilities", code, errOut)
+		}
+	})
+	patchPath := func(t *testing.T, base string) (int, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		body := strings.NewReader(`{"values": {"drivers.pebble.path": "/var/tmp/elsewhere"}}`)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPatch, base+"/api/v1/config", body)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{nil, http.StatusForbidden},
+		{[]string{"--allow", "script", "--allow", "paths"}, http.StatusOK},
+	} {
+		base, _, _, _ := startServe(t, nil, append([]string{"--listen", "127.0.0.1:0", "--driver", "memory"}, tt.args...)...)
+		st, body := patchPath(t, base)
+		if st != tt.want || st == http.StatusForbidden && !strings.Contains(body, "ndbench serve --allow=paths") {
+			t.Errorf("serve %q: PATCH of a path: %d %s; want %d (naming --allow=paths when refused)", tt.args, st, body, tt.want)
+		}
 	}
 }

@@ -40,6 +40,9 @@ type Store struct {
 
 	// mu serialises changes and their notifications, so subscribers see versions in order.
 	mu sync.Mutex
+	// allow is what changes from OriginAPI may reach beyond the store (SetAllow); guarded
+	// by mu.
+	allow Allow
 
 	subMu  sync.Mutex
 	subs   map[uint64]Subscriber
@@ -138,7 +141,9 @@ func (s *Store) apply(name string, values map[string]string, merge bool) (*Snaps
 
 // PatchFrom is Patch with every patched key labelled origin (e.g. "api") in Entries and
 // errors, whatever the layer's own label, so a value set from the API or the UI does not
-// show as set on the command line.
+// show as set on the command line. A change from OriginAPI is untrusted: what it sets
+// beyond the store must pass the store's Allow (SetAllow), or it returns a
+// *NotAllowedError and applies nothing.
 func (s *Store) PatchFrom(layer, origin string, values map[string]string) (*Snapshot, error) {
 	return s.applyFrom(layer, origin, values, true)
 }
@@ -151,6 +156,9 @@ func (s *Store) applyFrom(name, origin string, values map[string]string, merge b
 	defer s.mu.Unlock()
 	old := s.cur.Load()
 	next, err := old.with(name, origin, values, merge)
+	if err == nil && origin == OriginAPI {
+		err = s.gate(old, next)
+	}
 	if err == nil {
 		err = s.check(next)
 	}
@@ -242,14 +250,26 @@ func (s *Store) Check(layer string, values map[string]string) error {
 // Check does, without applying it: what a change will be made of (a composition's
 // children given with a driver init) before it is committed.
 func (s *Store) Preview(layer string, values map[string]string) (*Snapshot, error) {
-	if err := checkSize(layer, len(values)); err != nil {
+	return s.PreviewFrom(layer, "", values)
+}
+
+// PreviewFrom is Preview of PatchFrom(layer, origin, values): checked the same way, the
+// Allow of an untrusted origin included.
+func (s *Store) PreviewFrom(layer, origin string, values map[string]string) (*Snapshot, error) {
+	if err := checkSize(sourceName(layer, origin), len(values)); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next, err := s.cur.Load().with(layer, "", values, true)
+	old := s.cur.Load()
+	next, err := old.with(layer, origin, values, true)
 	if err != nil {
 		return nil, err
+	}
+	if origin == OriginAPI {
+		if err := s.gate(old, next); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.check(next); err != nil {
 		return nil, err

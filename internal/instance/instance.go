@@ -179,6 +179,8 @@ func (i *Instance) Store() *config.Store { return i.store }
 // value). The options are validated before anything happens; on success they are written
 // into the runtime config layer, with driver.name, so status and config listings show
 // them and no other source (a watched file, etcd) switches the driver under the API.
+// opts are untrusted, as Patch's values are: refused before anything connects when they
+// reach beyond the store without the operator's config.Allow.
 func (i *Instance) Init(ctx context.Context, name string, opts map[string]string) error {
 	return i.init(ctx, name, opts, true)
 }
@@ -247,7 +249,7 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 	// leaves nothing behind and a successful one cannot be rejected afterwards.
 	next := i.store.Current()
 	if len(patch) > 0 {
-		if next, err = i.store.Preview(config.LayerRuntime, patch); err != nil {
+		if next, err = i.store.PreviewFrom(config.LayerRuntime, config.OriginAPI, patch); err != nil {
 			return err
 		}
 	}
@@ -272,7 +274,7 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 	i.mu.Unlock()
 	snap, err := i.store.Current(), error(nil)
 	if len(patch) > 0 {
-		snap, err = i.store.PatchFrom(config.LayerRuntime, "api", patch)
+		snap, err = i.store.PatchFrom(config.LayerRuntime, config.OriginAPI, patch)
 	}
 	if err == nil {
 		i.mu.Lock()
@@ -714,9 +716,10 @@ type PatchResult struct {
 
 // Patch changes configuration values in the runtime layer (the API's and UI's layer,
 // above file, env and etcd). The whole configuration is validated first: an invalid
-// change applies nothing and returns field errors.
+// change applies nothing and returns field errors. The change is untrusted
+// (config.OriginAPI): what it sets beyond the store must pass the store's config.Allow.
 func (i *Instance) Patch(values map[string]string) (PatchResult, error) {
-	snap, err := i.store.PatchFrom(config.LayerRuntime, "api", values)
+	snap, err := i.store.PatchFrom(config.LayerRuntime, config.OriginAPI, values)
 	if err != nil {
 		return PatchResult{}, err
 	}
