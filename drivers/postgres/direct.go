@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -14,17 +15,14 @@ import (
 	"github.com/ndbench/ndbench/driver"
 )
 
-// mode=direct: each engine worker has a pipeline that borrows a pgconn.PgConn from the
-// driver's set of at most poolSize (connset.go), with the read and the upsert prepared on
-// it once. An operation is one Bind/Execute/Sync on that connection: no row scanning
-// through pgx's type system, and no context watching, because pgconn is handed
-// context.Background() (it then arms no watcher goroutine hand-off per call). A timeout or
-// hard stop reaches the connection through Interrupt, which asks the server to cancel the
-// query (a cancel request, as psql's ^C), so the connection comes back to idle and is kept;
-// only a server that does not answer the cancel within cancelGrace has the connection cut
-// by a past deadline on its socket, and a new one is opened in the background. A batch of
-// several operations goes out in pgconn's pipeline mode, one Sync per operation, in one
-// write. docs/design-notes.md has the measurements that led here.
+// mode=direct: each engine worker owns one pgconn.PgConn (driver.Pipeliner) with the read
+// and the upsert prepared on it once. An operation is one Bind/Execute/Sync on that
+// connection: no pool to acquire from, no row scanning through pgx's type system, and no
+// context watching, because pgconn is handed context.Background() (it then arms no
+// watcher goroutine hand-off per call) and a timeout or hard stop reaches the connection
+// through Interrupt as a past deadline on its net.Conn. A batch of several operations goes
+// out in pgconn's pipeline mode, one Sync per operation, in one write.
+// docs/design-notes.md has the measurements that led here.
 
 // longAgo is a deadline in the past: setting it makes blocked I/O return at once.
 var longAgo = time.Unix(1, 0)
@@ -45,36 +43,31 @@ var binary = []int16{1}
 // of ExecStatement; the benchmarks that chose ExecStatement flip it.
 var singleViaPipeline = false
 
-// pipeline is one worker's handle on the driver's connections in mode=direct.
+// pipeline is one worker's connection in mode=direct.
 type pipeline struct {
 	d *Driver
 	// Run's goroutine only.
-	c       *dconn // the connection of the batch running
-	broken  bool   // c's stream can no longer be trusted: closed when the batch ends
-	params  [2][]byte
-	key     []byte // the key's bytes; pgconn copies parameters into its buffer
-	val     []byte // a read's value, copied out of pgconn's buffer
-	results []opResult
-	order   []int // pipelineSync=batch: the batch's operations in key order
+	pc          *pgconn.PgConn
+	read, write *pgconn.StatementDescription
+	params      [2][]byte
+	key         []byte // the key's bytes; pgconn copies parameters into its buffer
+	val         []byte // a read's value, copied out of pgconn's buffer
+	results     []opResult
+	order       []int // pipelineSync=batch: the batch's operations in key order
 
-	// mu guards the batch running against Interrupt, which runs on the engine's watchdog
-	// goroutine, and against the cancel that Interrupt starts.
+	// mu guards the batch running and the connection against Interrupt, which runs on the
+	// engine's watchdog goroutine.
 	mu          sync.Mutex
 	ctx         context.Context // of the batch running; nil between batches
-	cur         *dconn          // c, for Interrupt
-	seq         uint64          // batches begun, so a late cancel knows its batch is over
-	interrupted bool            // the running batch's query was asked to cancel
-	cut         bool            // and its socket was given a past deadline
-	cancelled   chan struct{}   // closed once that cancel request has been delivered
-	ended       chan struct{}   // closed when that batch ends
+	nc          net.Conn        // pc's socket
+	interrupted bool            // a deadline was set on nc for the running batch
 }
 
 // Pipelines reports whether the driver runs in mode=direct.
 func (d *Driver) Pipelines() bool { return d.mode == "direct" }
 
-// NewPipeline returns a handle for one worker. It holds no connection: Run borrows one
-// from the driver's set, so a server that is down shows as failed operations and the
-// worker keeps trying, and the number of workers never sets the number of backends.
+// NewPipeline returns a connection for one worker; it connects on first use, so a server
+// that is down shows as failed operations and the worker keeps trying.
 func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 	if !d.Pipelines() {
 		return nil, fmt.Errorf("postgres: pipelines need mode=direct (mode is %s)", d.mode)
@@ -82,9 +75,55 @@ func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 	return &pipeline{d: d, val: make([]byte, 0, 256)}, nil
 }
 
-// drop marks the batch's connection for closing: its stream can no longer be trusted
-// (an I/O error, an interrupted batch). The set opens another when one is needed.
-func (p *pipeline) drop() { p.broken = true }
+// connect opens the connection if there is none and prepares the two statements on it
+// if they are not. A statement the server refuses (a table missing with createSchema
+// false) leaves the connection open, so the next batch only prepares again instead of
+// reconnecting for every operation.
+func (p *pipeline) connect(ctx context.Context) error {
+	d := p.d
+	if p.pc == nil {
+		if d.closed.Load() {
+			return fmt.Errorf("connect to %s: %w", RedactDSN(d.opts.DSN), net.ErrClosed)
+		}
+		// ctx is the batch's: pgconn watches it while connecting, so a timeout or a hard
+		// stop also ends a connect that hangs.
+		pc, err := pgconn.ConnectConfig(ctx, d.pgcfg)
+		if err != nil {
+			return d.fail("connect to "+RedactDSN(d.opts.DSN), err)
+		}
+		p.pc, p.read, p.write = pc, nil, nil
+		p.mu.Lock()
+		p.nc = pc.Conn()
+		p.mu.Unlock()
+	}
+	var err error
+	if p.read == nil {
+		p.read, err = p.pc.Prepare(ctx, readStmt, d.readSQL, []uint32{oidText})
+	}
+	if err == nil && p.write == nil {
+		p.write, err = p.pc.Prepare(ctx, writeStmt, d.writeSQL, []uint32{oidText, oidBytea})
+	}
+	if err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || p.pc.IsClosed() {
+			p.drop()
+		}
+		return d.fail("prepare statements", err)
+	}
+	return nil
+}
+
+// drop closes the connection: its stream can no longer be trusted (an I/O error, an
+// interrupted batch). The next Run connects again.
+func (p *pipeline) drop() {
+	p.mu.Lock()
+	p.nc = nil
+	p.mu.Unlock()
+	if p.pc != nil {
+		closeConn(p.pc)
+		p.pc = nil
+	}
+}
 
 // closeConn closes pc without waiting long for a server that does not answer.
 func closeConn(pc *pgconn.PgConn) {
@@ -93,95 +132,52 @@ func closeConn(pc *pgconn.PgConn) {
 	_ = pc.Close(ctx)
 }
 
-// Interrupt asks the server to cancel the running batch's query, but only when that batch
-// is really over (its ctx is done): an interrupt that arrives stale, after its batch
-// ended, must not touch the next batch. The cancel runs on a goroutine of its own, since
-// the engine's watchdog calls Interrupt and must not wait for a connect to the server.
+// Interrupt makes blocked I/O return by setting a past deadline on the socket, but only
+// when the batch running is really over (its ctx is done): an interrupt that arrives
+// stale, after its batch ended, must not break the next batch, and pgconn closes a
+// connection on any deadline error, so a stale deadline cannot be ridden out as the redis
+// driver does.
 func (p *pipeline) Interrupt() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ctx == nil || p.cur == nil || p.interrupted || p.ctx.Err() == nil {
-		return
-	}
-	p.interrupted = true
-	p.cancelled, p.ended = make(chan struct{}), make(chan struct{})
-	p.d.conns.cancels.Add(1)
-	go p.cancel(p.cur, p.seq, p.cancelled, p.ended)
-}
-
-// cancel sends a cancel request for c's query and closes cancelled once the server has
-// taken it. If the batch has not ended cancelGrace after the interrupt (the server does
-// not answer: paused, or a network that drops packets), it cuts the connection with a
-// past deadline on its socket; pgconn then closes it and the batch ends with an I/O error.
-func (p *pipeline) cancel(c *dconn, seq uint64, cancelled, ended chan struct{}) {
-	limit := time.Now().Add(cancelGrace)
-	ctx, stop := context.WithDeadline(context.Background(), limit)
-	_ = c.pc.CancelRequest(ctx)
-	stop()
-	close(cancelled)
-	t := time.NewTimer(time.Until(limit))
-	defer t.Stop()
-	select {
-	case <-ended:
-		return
-	case <-t.C:
-	}
-	p.mu.Lock()
-	if p.seq == seq && p.cur == c {
-		if nc := c.pc.Conn(); nc != nil {
-			_ = nc.SetDeadline(longAgo)
-		}
-		// The batch may have read its last reply just before: the deadline would then
-		// fail the next batch on this connection, so end drops it either way.
-		p.cut = true
+	if p.ctx != nil && p.nc != nil && !p.interrupted && p.ctx.Err() != nil {
+		_ = p.nc.SetDeadline(longAgo)
+		p.interrupted = true
 	}
 	p.mu.Unlock()
 }
 
-// begin records the batch running on c, for Interrupt.
-func (p *pipeline) begin(ctx context.Context, c *dconn) {
-	p.c, p.broken = c, false
+// begin records the batch running, for Interrupt.
+func (p *pipeline) begin(ctx context.Context) {
 	p.mu.Lock()
-	p.ctx, p.cur = ctx, c
-	p.seq++
+	p.ctx = ctx
 	p.mu.Unlock()
 }
 
-// end forgets the batch and gives its connection back to the set. A connection whose
-// query was asked to cancel goes back only once the cancel request has been delivered,
-// on a goroutine of its own so the worker does not wait for it: a cancel that reached
-// the server after the connection had gone to another batch would cancel that batch's
-// query instead.
+// end forgets the batch; if it was interrupted the connection, with its past deadline and
+// possibly half a reply read, is closed.
 func (p *pipeline) end() {
 	p.mu.Lock()
-	interrupted, cancelled, ended, cut := p.interrupted, p.cancelled, p.ended, p.cut
-	p.ctx, p.cur, p.interrupted, p.cancelled, p.ended, p.cut = nil, nil, false, nil, nil, false
+	p.ctx = nil
+	interrupted := p.interrupted
+	p.interrupted = false
 	p.mu.Unlock()
-	c, broken := p.c, p.broken || cut
-	p.c, p.broken = nil, false
-	if !interrupted {
-		p.d.conns.release(c, broken)
-		return
+	if interrupted {
+		p.drop()
 	}
-	close(ended)
-	go func() {
-		<-cancelled
-		p.d.conns.release(c, broken)
-	}()
 }
 
-// Run borrows a connection (waiting for one within ctx when all poolSize are busy), sends
-// ops and completes each as its reply (up to its ReadyForQuery) is read.
+// Run sends ops and completes each as its reply (up to its ReadyForQuery) is read.
 func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
-	c, err := p.d.conns.acquire(ctx)
-	if err != nil {
-		p.failAll(ctx, ops, 0, done, err)
-		return
-	}
-	p.begin(ctx, c)
+	p.begin(ctx)
 	defer p.end()
-	// Checked after begin: an Interrupt before it found no batch and did nothing, and it
-	// came after ctx ended, so ctx.Err shows it here.
+	if p.pc == nil || p.write == nil {
+		if err := p.connect(ctx); err != nil {
+			p.failAll(ctx, ops, 0, done, err)
+			return
+		}
+	}
+	// Checked after begin and connect: an Interrupt before them found no batch or no
+	// socket and did nothing, and it came after ctx ended, so ctx.Err shows it here.
 	if err := ctx.Err(); err != nil {
 		p.failAll(ctx, ops, 0, done, fmt.Errorf("postgres: %d operations not sent: %w", len(ops), err))
 		return
@@ -244,10 +240,10 @@ func (p *pipeline) statement(op *driver.PipelineOp) (*pgconn.StatementDescriptio
 	p.params[0] = p.key
 	switch op.Op {
 	case driver.PipelineRead:
-		return p.c.read, p.params[:1], binary
+		return p.read, p.params[:1], binary
 	case driver.PipelineWrite:
 		p.params[1] = op.Value
-		return p.c.write, p.params[:2], nil
+		return p.write, p.params[:2], nil
 	}
 	return nil, nil, nil
 }
@@ -272,7 +268,7 @@ func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(in
 		done(0, nil, unsupported(op.Op))
 		return
 	}
-	rr := p.c.pc.ExecStatement(context.Background(), sd, params, binary, results)
+	rr := p.pc.ExecStatement(context.Background(), sd, params, binary, results)
 	found := false
 	if rr.NextRow() {
 		if vs := rr.Values(); len(vs) == 1 {
@@ -296,7 +292,7 @@ func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(in
 // the connection closed, so it is dropped.
 func (p *pipeline) opFailed(ctx context.Context, op *driver.PipelineOp, i int, done func(int, []byte, error), err error) {
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || p.c.pc.IsClosed() {
+	if !errors.As(err, &pe) || p.pc.IsClosed() {
 		p.drop()
 		done(i, nil, p.opErr(ctx, fmt.Errorf("postgres %s: %w", opName(op.Op), err)))
 		return
@@ -310,7 +306,7 @@ func (p *pipeline) opFailed(ctx context.Context, op *driver.PipelineOp, i int, d
 // done, and a failed one does not roll back or skip the others (one Sync for the batch
 // would make it one transaction).
 func (p *pipeline) pipelined(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
-	pl := p.c.pc.StartPipeline(context.Background())
+	pl := p.pc.StartPipeline(context.Background())
 	for i := range ops {
 		sd, params, results := p.statement(&ops[i])
 		if sd == nil {
@@ -382,7 +378,7 @@ func (p *pipeline) pipelined(ctx context.Context, ops []driver.PipelineOp, done 
 func (p *pipeline) closePipeline(pl *pgconn.Pipeline) {
 	if err := pl.Close(); err != nil {
 		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || p.c.pc.IsClosed() {
+		if !errors.As(err, &pe) || p.pc.IsClosed() {
 			p.drop()
 		}
 	}
@@ -431,7 +427,7 @@ func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, 
 		}
 		b.ExecStatement(sd, params, binary, results)
 	}
-	mrr := p.c.pc.ExecBatch(context.Background(), &b)
+	mrr := p.pc.ExecBatch(context.Background(), &b)
 	n := 0 // replies read
 	for n < len(ops) && mrr.NextResult() {
 		rr := mrr.ResultReader()
@@ -458,7 +454,7 @@ func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, 
 		failedAt, broken = n, true
 		batchErr = fmt.Errorf("%d replies to %d statements", n, len(ops))
 	}
-	if broken || p.c.pc.IsClosed() {
+	if broken || p.pc.IsClosed() {
 		p.drop()
 	}
 	var cause error
@@ -491,5 +487,8 @@ func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, 
 	}
 }
 
-// Close releases nothing: the pipeline holds a connection only while a batch runs.
-func (p *pipeline) Close() error { return nil }
+// Close closes the connection.
+func (p *pipeline) Close() error {
+	p.drop()
+	return nil
+}

@@ -1,20 +1,13 @@
 // Package postgres is the ndbench driver for PostgreSQL and the stores that speak its wire
 // protocol (CockroachDB, YugabyteDB YSQL, PgBouncer in front of any of them). It uses
-// github.com/jackc/pgx/v5: in mode=direct (the default) the engine's workers share up to
-// poolSize low-level pgconn connections, in mode=pool they share a pgxpool.
+// github.com/jackc/pgx/v5: in mode=direct (the default) each engine worker owns a
+// low-level pgconn connection, in mode=pool the workers share a pgxpool.
 //
 // # Modes
 //
-// mode=direct (what mode=auto picks) makes the driver a driver.Pipeliner: the engine's
-// workers share a set of at most poolSize pgconn.PgConn connections, each with the read and
-// the upsert prepared on it once (binary parameters and results); a worker borrows one for
-// a batch and gives it back. A worker that finds none free waits for one within its
-// operation's deadline (queueing, counted in DriverStats as directConnWaits and
-// directConnWaitMicros), so the backends stay at poolSize whatever the number of workers,
-// elastic pools included. Connections are opened in the background, each with a connect
-// timeout of its own (connectTimeout), never inside an operation's deadline; while a
-// connect fails, the batches that wait for one fail with its error (unavailable), and no
-// new attempt is made for 100 ms. A batch of one operation is one ExecStatement (Bind,
+// mode=direct (what mode=auto picks) makes the driver a driver.Pipeliner: each worker of the
+// engine gets a pgconn.PgConn of its own, with the read and the upsert prepared on it once
+// (binary parameters and results). A batch of one operation is one ExecStatement (Bind,
 // Execute, Sync: one write, one reply); a batch of several (workload.pipeline > 1) goes out
 // in pgconn's pipeline mode in one write, each operation followed by its own Sync, so each
 // is still its own transaction and a failed one does not roll back the others.
@@ -24,16 +17,11 @@
 // those after it, each reported as failed), and the batch's replies are handed over once
 // its transaction ended. Its statements go out in key order, so two workers' batches on
 // the same keys take their row locks in the same order and never deadlock. pgconn is
-// handed a context without Done, so it arms nothing per call and keeps no operation's
-// context after the call returns. An operation's timeout (or a hard stop) reaches the
-// connection through Pipeline.Interrupt, only while the batch whose context ended is
-// running: it sends the server a cancel request (as psql's ^C does), the query ends with
-// SQLSTATE 57014 (a timeout) and the connection, back at idle, is kept; it returns to the
-// set once the cancel has been delivered, so a late cancel never hits another batch's
-// query. Only a server that has not answered a second after the interrupt (paused, or a
-// network that drops packets) has the connection cut, by a past deadline on its socket,
-// and a new one is opened in the background. A read's value is copied once, out of
-// pgconn's receive buffer into the worker's own.
+// handed a context without Done, so it arms nothing per call; an operation's timeout (or a
+// hard stop) reaches the connection as a past deadline on its socket, set by
+// Pipeline.Interrupt only while the batch whose context ended is running. pgconn closes a
+// connection after such an interrupt, and the next batch connects again. A read's value is
+// copied once, out of pgconn's receive buffer into the worker's own.
 //
 // mode=pool is the driver as it was: every worker borrows a connection from a pgxpool for
 // each operation, and pgx watches the operation's context. Read, Write and the bulk calls
@@ -65,28 +53,22 @@
 //
 // # Pool size
 //
-// poolSize is the maximum number of connections of the workers. In mode=pool give it at
-// least the number of read plus write workers, or workers queue for a connection and that
-// wait shows up as latency; the same holds in mode=direct, where the wait is also counted
-// (DriverStats directConnWaits). In mode=direct Read, Write and the bulk calls (backfill,
-// the API) use a pgxpool of up to poolSize more, which opens connections only when they
-// are used and closes them after 10 s unused, so a run's load holds poolSize backends and
-// a backfill up to twice that. Keep it below the server's max_connections (100 by default in PostgreSQL) divided
-// by the number of ndbench nodes: a server out of connection slots (SQLSTATE 53300) fails
-// operations as unavailable with a message naming max_connections and poolSize.
+// poolSize is the maximum number of connections of the pool. In mode=pool give it at least
+// the number of read plus write workers, or workers queue for a connection and that wait
+// shows up as latency. In mode=direct every worker holds a connection of its own besides
+// the pool (which then serves backfill and the API), so the total is workers + up to
+// poolSize; it must stay below the server's max_connections (100 by default in
+// PostgreSQL).
 //
 // # Errors
 //
 // Errors are classified from the SQLSTATE of the server's reply:
 //
 //	class 08, 57P01..57P03, failed connects   unavailable
-//	53300 (too many clients, a role's or a
-//	database's CONNECTION LIMIT)              unavailable
-//	other class 53 (insufficient resources)   throttled
+//	class 53 (insufficient resources)         throttled
 //	40001, 40P01 (serialization, deadlock)    throttled
 //	57014 (query canceled), ctx deadline      timeout
-//	mode=direct: cancelled or cut at deadline timeout
-//	mode=direct: no free connection by then   timeout
+//	mode=direct: I/O cut at the op deadline   timeout
 //	classes 22, 23, 42, 28, 3D                rejected
 //
 // Serialization failures and deadlocks are counted as throttled rather than retried: they

@@ -272,13 +272,10 @@ func TestErrorClasses(t *testing.T) {
 		}
 		defer hold.Close(context.Background())
 		_, _, err = driver.Open(ctx, "postgres", map[string]string{"dsn": dsn})
-		// A refused login is a connect error wrapping SQLSTATE 53300: the server has no
-		// room for another client, which no backoff on the operations cures.
-		if c := driver.Classify(err); c != driver.ClassUnavailable {
-			t.Fatalf("class %v (%v), want unavailable", c, err)
-		}
-		if !strings.Contains(err.Error(), "max_connections") || !strings.Contains(err.Error(), "poolSize=") {
-			t.Errorf("%v: want max_connections and poolSize named", err)
+		// A refused login is a connect error wrapping SQLSTATE 53300: the server is there
+		// but has no room, so throttled wins over unavailable.
+		if c := driver.Classify(err); c != driver.ClassThrottled {
+			t.Fatalf("class %v (%v), want throttled", c, err)
 		}
 	})
 }
@@ -356,8 +353,8 @@ func TestPipelineFailureIsolation(t *testing.T) {
 }
 
 // TestDirectMissingTable: in mode=direct a statement the server refuses to prepare (the
-// table does not exist and createSchema is false) fails the batch as rejected, without a
-// connection attempt per operation, and once the table exists the workers go on.
+// table does not exist and createSchema is false) fails the batch as rejected and keeps
+// the connection, and once the table exists the same connection goes on.
 func TestDirectMissingTable(t *testing.T) {
 	ctx := drivertest.Context(t)
 	raw := rawConn(t)
@@ -365,35 +362,31 @@ func TestDirectMissingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := open(t, map[string]string{"table": "late", "createSchema": "false", "mode": "direct"})
-	pl, err := d.NewPipeline(ctx)
+	pr, err := d.NewPipeline(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pl.Close()
+	defer pr.Close()
+	pl := pr.(*pipeline)
 	ops := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "k", Value: []byte("v")}}
 	var got error
-	for range 20 {
-		pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
-		if c := driver.Classify(got); c != driver.ClassRejected {
-			t.Fatalf("write to a missing table: class %v (%v), want rejected", c, got)
-		}
+	pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
+	if c := driver.Classify(got); c != driver.ClassRejected {
+		t.Fatalf("write to a missing table: class %v (%v), want rejected", c, got)
 	}
-	if n := d.DriverStats()["directConnects"]; n > 10 {
-		t.Errorf("%d connects for 20 failing batches in a row; want them held off", n)
+	if pl.pc == nil {
+		t.Fatal("a refused prepare closed the connection")
 	}
+	pid := pl.pc.PID()
 	if _, err := raw.Exec(ctx, "CREATE TABLE late (key TEXT PRIMARY KEY, value BYTEA NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
-		if got == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
 	if got != nil {
 		t.Fatalf("write once the table exists: %v", got)
+	}
+	if pl.pc.PID() != pid {
+		t.Errorf("the connection was replaced (backend %d, then %d); want it kept", pid, pl.pc.PID())
 	}
 }
 

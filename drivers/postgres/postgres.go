@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -33,10 +33,10 @@ func init() {
 // Options configure the postgres driver.
 type Options struct {
 	DSN          string `opt:"dsn" default:"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" secret:"true" help:"connection string (URL or key=value); shown without its password"`
-	PoolSize     int    `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections of the workers (mode=direct included: workers beyond it wait for a free one); at least read+write workers, below the server's max_connections"`
+	PoolSize     int    `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections; at least read+write workers, below the server's max_connections"`
 	Table        string `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
 	CreateSchema bool   `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
-	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: workers borrow one of poolSize connections with the statements prepared on it and pipeline their batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
+	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: each worker owns a connection with the statements prepared on it and pipelines its batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
 	PipelineSync string `opt:"pipelineSync" default:"op" enum:"op,batch" help:"mode=direct with workload.pipeline > 1: op sends a Sync after each operation (each its own transaction, as unpipelined); batch sends one per batch, making it one transaction as pgbench's \\startpipeline does (a failure rolls back the batch's writes)"`
 	ExecMode     string `opt:"execMode" default:"cache_statement" enum:"cache_statement,cache_describe,describe_exec,exec,simple_protocol" help:"pgx query exec mode of the pool (mode=pool, and Read, Write and bulk calls); exec or simple_protocol behind PgBouncer without prepared-statement support"`
 	// User, password and TLS (sslmode, sslrootcert, ...) live in the DSN, libpq's way, so
@@ -114,7 +114,7 @@ type Driver struct {
 	version  string
 	mode     string         // pool or direct (mode=auto resolved)
 	pgcfg    *pgconn.Config // mode=direct: the workers' connections
-	conns    *connSet       // mode=direct: the workers' connections, at most poolSize
+	closed   atomic.Bool    // set by Close, so no pipeline connects again
 
 	readSQL, writeSQL, readBulkSQL, writeBulkSQL string
 }
@@ -170,11 +170,6 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		// (driver.RawIO); pgconn adds TLS on top of what this returns.
 		pc.DialFunc = driver.RawIODialer(pc.DialFunc)
 		d.pgcfg = pc
-		d.conns = newConnSet(d, o.PoolSize)
-		// The pool serves backfill and the API only: its connections close once idle for
-		// poolIdle, so a load after a backfill holds the workers' poolSize backends and
-		// not twice that.
-		cfg.MaxConnIdleTime, cfg.HealthCheckPeriod = poolIdle, poolIdle/2
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -182,37 +177,29 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		return d.fail("create pool", err)
 	}
 	d.pool = pool
-	if d.mode == "direct" {
-		// The checks run on the set's first connection, which then serves the workers:
-		// the pool opens connections only when backfill or the API use it, so a run's
-		// load holds poolSize backends at most.
-		return d.conns.first(ctx, o.CreateSchema)
-	}
 	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&d.version); err != nil {
 		return d.fail("connect to "+RedactDSN(o.DSN), err)
 	}
 	if o.CreateSchema {
-		if _, err := d.pool.Exec(ctx, d.createSQL()); err != nil {
-			return d.createFailed(err)
+		if err := d.createTable(ctx, table); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// createSQL creates the table if it does not exist.
-func (d *Driver) createSQL() string {
-	return "CREATE TABLE IF NOT EXISTS " + quoteTable(d.opts.Table) + " (key TEXT PRIMARY KEY, value BYTEA NOT NULL)"
-}
-
-// createFailed is the error of a failed CREATE TABLE, nil when the table exists anyway.
-func (d *Driver) createFailed(err error) error {
+func (d *Driver) createTable(ctx context.Context, table string) error {
+	_, err := d.pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (key TEXT PRIMARY KEY, value BYTEA NOT NULL)")
 	var pe *pgconn.PgError
 	// Two nodes creating the table at once race in the catalog; the loser sees a
 	// duplicate, and the table exists either way.
 	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07") {
-		return nil
+		err = nil
 	}
-	return d.fail("create table "+d.opts.Table, err)
+	if err != nil {
+		return d.fail("create table "+d.opts.Table, err)
+	}
+	return nil
 }
 
 // quoteTable quotes each part so reserved words and mixed case work as given.
@@ -315,9 +302,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 // Close closes the pool; it copes with a failed Init. The engine closes its pipelines
 // before the driver.
 func (d *Driver) Close() error {
-	if d.conns != nil {
-		d.conns.close()
-	}
+	d.closed.Store(true)
 	if d.pool != nil {
 		d.pool.Close()
 	}
@@ -328,10 +313,6 @@ func (d *Driver) Close() error {
 // library message carried it.
 func (d *Driver) fail(what string, err error) error {
 	class := Classify(err)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == tooManyConnections {
-		what += fmt.Sprintf(" (the server's max_connections, or the role's or database's CONNECTION LIMIT, is reached: each ndbench node opens up to poolSize=%d connections, and twice that in mode=direct while backfill or the API run; lower poolSize or raise the limit)", d.opts.PoolSize)
-	}
 	msg := what + ": " + err.Error()
 	if d.password != "" && strings.Contains(msg, d.password) {
 		return driver.Wrap(class, errors.New(strings.ReplaceAll(msg, d.password, "xxxxx")))
@@ -363,22 +344,9 @@ func Classify(err error) driver.Class {
 	return driver.ClassOther
 }
 
-// poolIdle is how long the pool's connections stay open unused in mode=direct (a
-// variable for the tests).
-var poolIdle = 10 * time.Second
-
-// tooManyConnections is SQLSTATE 53300: "sorry, too many clients already", "too many
-// connections for role" and "too many connections for database".
-const tooManyConnections = "53300"
-
 func classifySQLState(code string) driver.Class {
 	switch code {
 	case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
-		return driver.ClassUnavailable
-	case tooManyConnections:
-		// The server has no room for another client (max_connections, or a role's or
-		// database's CONNECTION LIMIT): the store is not slowing work down, it cannot be
-		// reached, and no backoff on the operations brings a connection back.
 		return driver.ClassUnavailable
 	case "40001", "40P01": // serialization_failure, deadlock_detected
 		return driver.ClassThrottled
