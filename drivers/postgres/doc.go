@@ -65,7 +65,9 @@
 // Errors are classified from the SQLSTATE of the server's reply:
 //
 //	class 08, 57P01..57P03, failed connects   unavailable
-//	class 53 (insufficient resources)         throttled
+//	53300 (too many clients, a role's or a
+//	database's CONNECTION LIMIT)              unavailable
+//	other class 53 (insufficient resources)   throttled
 //	40001, 40P01 (serialization, deadlock)    throttled
 //	57014 (query canceled), ctx deadline      timeout
 //	mode=direct: I/O cut at the op deadline   timeout

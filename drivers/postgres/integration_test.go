@@ -272,10 +272,13 @@ func TestErrorClasses(t *testing.T) {
 		}
 		defer hold.Close(context.Background())
 		_, _, err = driver.Open(ctx, "postgres", map[string]string{"dsn": dsn})
-		// A refused login is a connect error wrapping SQLSTATE 53300: the server is there
-		// but has no room, so throttled wins over unavailable.
-		if c := driver.Classify(err); c != driver.ClassThrottled {
-			t.Fatalf("class %v (%v), want throttled", c, err)
+		// A refused login is a connect error wrapping SQLSTATE 53300: the server has no
+		// room for another client, which no backoff on the operations cures.
+		if c := driver.Classify(err); c != driver.ClassUnavailable {
+			t.Fatalf("class %v (%v), want unavailable", c, err)
+		}
+		if !strings.Contains(err.Error(), "max_connections") || !strings.Contains(err.Error(), "poolSize=") {
+			t.Errorf("%v: want max_connections and poolSize named", err)
 		}
 	})
 }

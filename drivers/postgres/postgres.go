@@ -313,6 +313,10 @@ func (d *Driver) Close() error {
 // library message carried it.
 func (d *Driver) fail(what string, err error) error {
 	class := Classify(err)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == tooManyConnections {
+		what += fmt.Sprintf(" (the server's max_connections, or the role's or database's CONNECTION LIMIT, is reached: each ndbench node opens up to poolSize=%d connections, and twice that in mode=direct while backfill or the API run; lower poolSize or raise the limit)", d.opts.PoolSize)
+	}
 	msg := what + ": " + err.Error()
 	if d.password != "" && strings.Contains(msg, d.password) {
 		return driver.Wrap(class, errors.New(strings.ReplaceAll(msg, d.password, "xxxxx")))
@@ -344,9 +348,18 @@ func Classify(err error) driver.Class {
 	return driver.ClassOther
 }
 
+// tooManyConnections is SQLSTATE 53300: "sorry, too many clients already", "too many
+// connections for role" and "too many connections for database".
+const tooManyConnections = "53300"
+
 func classifySQLState(code string) driver.Class {
 	switch code {
 	case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+		return driver.ClassUnavailable
+	case tooManyConnections:
+		// The server has no room for another client (max_connections, or a role's or
+		// database's CONNECTION LIMIT): the store is not slowing work down, it cannot be
+		// reached, and no backoff on the operations brings a connection back.
 		return driver.ClassUnavailable
 	case "40001", "40P01": // serialization_failure, deadlock_detected
 		return driver.ClassThrottled

@@ -158,7 +158,10 @@ func TestClassify(t *testing.T) {
 		{&pgconn.PgError{Code: "08006"}, driver.ClassUnavailable},
 		{&pgconn.PgError{Code: "57P01"}, driver.ClassUnavailable},
 		{&pgconn.PgError{Code: "57P03"}, driver.ClassUnavailable},
-		{&pgconn.PgError{Code: "53300"}, driver.ClassThrottled},
+		{&pgconn.PgError{Code: "53300"}, driver.ClassUnavailable},
+		{&pgconn.ConnectError{Config: &pgconn.Config{}}, driver.ClassUnavailable},
+		{fmt.Errorf("connect: %w", &pgconn.PgError{Code: "53300", Message: "too many connections for role \"x\""}), driver.ClassUnavailable},
+		{&pgconn.PgError{Code: "53200"}, driver.ClassThrottled},
 		{&pgconn.PgError{Code: "40001"}, driver.ClassThrottled},
 		{&pgconn.PgError{Code: "40P01"}, driver.ClassThrottled},
 		{&pgconn.PgError{Code: "57014"}, driver.ClassTimeout},
@@ -172,6 +175,23 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		if got := Classify(tt.err); got != tt.want {
 			t.Errorf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestTooManyConnectionsNamesTheLimits: a server out of connection slots is unavailable,
+// and the message says which settings decide it, so a user knows what to change.
+func TestTooManyConnectionsNamesTheLimits(t *testing.T) {
+	d := &Driver{opts: Options{PoolSize: 48}}
+	for _, msg := range []string{"sorry, too many clients already", "too many connections for role \"x\"", "too many connections for database \"db\""} {
+		err := d.fail("connect to db", &pgconn.PgError{Severity: "FATAL", Code: "53300", Message: msg})
+		if c := driver.Classify(err); c != driver.ClassUnavailable {
+			t.Errorf("%s: class %v, want unavailable", msg, c)
+		}
+		for _, want := range []string{"max_connections", "poolSize=48", msg} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: error %q does not name %s", msg, err, want)
+			}
 		}
 	}
 }
