@@ -56,10 +56,11 @@ func TestSpinStartsOnTimeWhileOtherGoroutinesWantItsP(t *testing.T) {
 		late = append(late, time.Duration(got-due))
 	}
 	slices.Sort(late)
-	// On time means within a few µs; the bound leaves room for a shared CI machine that
-	// takes the vCPU away now and then, and is far below the 2 ms a spinner that yields
-	// waits here.
-	if med, p90 := late[trials/2], late[trials*9/10]; med > 100*time.Microsecond || p90 > 500*time.Microsecond {
-		t.Fatalf("spins ended late: median %v, p90 %v, max %v (want on time, within ~100 µs)", med, p90, late[trials-1])
+	// On time means within a few µs. A spinner that yields its P waits out the other
+	// goroutine's 2 ms in most trials, so the median tells the two apart; the tail is the
+	// machine's (a shared CI machine takes the vCPU away now and then: p90 635 µs with a
+	// median of 1.6 µs under the rest of the suite), so it is not judged here.
+	if med := late[trials/2]; med > 500*time.Microsecond {
+		t.Fatalf("spins ended late: median %v, p90 %v, max %v (want on time: a spinner that yields its P waits ~2 ms)", med, late[trials*9/10], late[trials-1])
 	}
 }
