@@ -213,5 +213,5 @@ func writeRunJUnit(path string, rep *report.Report) error {
 	if err := o.WriteJUnit(&b); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, b.Bytes())
+	return report.WriteBytesAtomic(path, b.Bytes())
 }

@@ -246,7 +246,7 @@ func writeScenarioOutputs(f *scenarioFlags, s *streams, rep *report.Report, out 
 		if err := enc.Encode(scenario.Report{Report: rep, Scenario: out}); err != nil {
 			return fmt.Errorf("encode report: %w", err)
 		}
-		if err := writeFileAtomic(f.report, b.Bytes()); err != nil {
+		if err := report.WriteBytesAtomic(f.report, b.Bytes()); err != nil {
 			return err
 		}
 		fmt.Fprintf(s.out, "report written to %s\n", f.report)
@@ -262,7 +262,7 @@ func writeScenarioOutputs(f *scenarioFlags, s *streams, rep *report.Report, out 
 		if err := out.WriteJUnit(&b); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(f.junit, b.Bytes()); err != nil {
+		if err := report.WriteBytesAtomic(f.junit, b.Bytes()); err != nil {
 			return err
 		}
 		fmt.Fprintf(s.out, "JUnit XML written to %s\n", f.junit)
@@ -270,7 +270,7 @@ func writeScenarioOutputs(f *scenarioFlags, s *streams, rep *report.Report, out 
 	var md bytes.Buffer
 	out.WriteMarkdown(&md)
 	if f.markdown != "" {
-		if err := writeFileAtomic(f.markdown, md.Bytes()); err != nil {
+		if err := report.WriteBytesAtomic(f.markdown, md.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -281,7 +281,3 @@ func writeScenarioOutputs(f *scenarioFlags, s *streams, rep *report.Report, out 
 	}
 	return nil
 }
-
-// writeFileAtomic writes b to path as every output is written (report.WriteBytesAtomic):
-// a CI step never reads half a file, and a crash leaves the old file or the new one.
-func writeFileAtomic(path string, b []byte) error { return report.WriteBytesAtomic(path, b) }

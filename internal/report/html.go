@@ -145,7 +145,7 @@ func sortedKV(m map[string]string) []keyValue {
 
 // WriteHTMLFile writes the HTML report to path atomically, like WriteFile.
 func WriteHTMLFile(path string, r *Report, charts Charts) error {
-	return writeAtomic(path, func(w io.Writer) error { return WriteHTML(w, r, charts) })
+	return WriteFileAtomic(path, func(w io.Writer) error { return WriteHTML(w, r, charts) })
 }
 
 // CheckWritable tells, before a run, whether a report can be written to path as the run's
@@ -166,10 +166,4 @@ func CheckWritable(path string) error {
 		return fmt.Errorf("write report %s: remove the probe %s: %w", path, name, err)
 	}
 	return nil
-}
-
-// writeAtomic writes a report through WriteFileAtomic, with the errors a report's write
-// has always had ("write report PATH: ...").
-func writeAtomic(path string, write func(io.Writer) error) error {
-	return WriteFileAtomic(path, write)
 }

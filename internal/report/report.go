@@ -575,5 +575,5 @@ func Write(w io.Writer, r *Report) error {
 // WriteFile writes r to path atomically (a temporary file renamed into place), so a
 // reader never sees half a report.
 func WriteFile(path string, r *Report) error {
-	return writeAtomic(path, func(w io.Writer) error { return Write(w, r) })
+	return WriteFileAtomic(path, func(w io.Writer) error { return Write(w, r) })
 }
