@@ -26,8 +26,8 @@ import (
 	_ "github.com/ndbench/ndbench/drivers/memory"
 	"github.com/ndbench/ndbench/internal/cluster"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -137,7 +137,7 @@ func uncovered() []string {
 // env is a server on a fresh memory-driver instance.
 type env struct {
 	t    testing.TB
-	inst *instance.Instance
+	inst *node.Node
 	srv  *Server
 	ts   *httptest.Server
 }
@@ -163,7 +163,7 @@ func newEnvOpts(t testing.TB, opts Options, sets ...string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := instance.New(config.NewStore(snap), nil)
+	inst := node.New(config.NewStore(snap), nil)
 	opts.Instance = inst
 	if opts.Agent == nil {
 		// Every node serves the node side of a fleet: its routes are walked like the others.
@@ -248,9 +248,9 @@ func (e *env) stats() StatsBody {
 	return s
 }
 
-func (e *env) status() instance.Status {
+func (e *env) status() node.Status {
 	e.t.Helper()
-	var s instance.Status
+	var s node.Status
 	e.must(200, "GET", "/api/v1/status", nil, &s)
 	return s
 }
@@ -866,7 +866,7 @@ func TestBrowserAttacksRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := instance.New(config.NewStore(snap), nil)
+	inst := node.New(config.NewStore(snap), nil)
 	defer inst.Close()
 	srv, err := New(Options{Instance: inst})
 	if err != nil {
@@ -907,21 +907,21 @@ func TestStatsExplainFailures(t *testing.T) {
 func TestStartHonoursWarmup(t *testing.T) {
 	e := newEnv(t, "workload.readRate=500", "workload.writeRate=100", "workload.warmup=700ms")
 	e.initMemory(nil)
-	var st instance.Status
+	var st node.Status
 	started := time.Now()
 	e.must(200, "POST", "/api/v1/load/start", nil, &st)
 	if st.WarmingUpUntil.Before(started.Add(600*time.Millisecond)) || st.WarmingUpUntil.After(time.Now().Add(700*time.Millisecond)) {
 		t.Fatalf("warmingUpUntil %v after a start at %v with warmup 700ms", st.WarmingUpUntil, started)
 	}
 	// Starting a class while the load runs is no new warm-up.
-	st = instance.Status{}
+	st = node.Status{}
 	e.must(200, "POST", "/api/v1/load/start", map[string]any{"ops": []string{"read"}}, &st)
 	if !st.WarmingUpUntil.IsZero() && st.WarmingUpUntil.After(started.Add(800*time.Millisecond)) {
 		t.Errorf("a second start moved the warm-up to %v", st.WarmingUpUntil)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st = instance.Status{} // an absent field leaves the old value when decoding
+		st = node.Status{} // an absent field leaves the old value when decoding
 		e.must(200, "GET", "/api/v1/status", nil, &st)
 		if st.WarmingUpUntil.IsZero() {
 			break
@@ -943,12 +943,12 @@ func TestStartHonoursWarmup(t *testing.T) {
 
 	// A stop during a warm-up cancels it: the figures do not reset later.
 	e.must(200, "POST", "/api/v1/load/stop", nil, nil)
-	st = instance.Status{}
+	st = node.Status{}
 	e.must(200, "POST", "/api/v1/load/start", nil, &st)
 	if st.WarmingUpUntil.IsZero() {
 		t.Fatal("a start from idle began no warm-up")
 	}
-	st = instance.Status{}
+	st = node.Status{}
 	e.must(200, "POST", "/api/v1/load/stop", nil, &st)
 	if !st.WarmingUpUntil.IsZero() {
 		t.Errorf("warm-up still pending after every class stopped: %v", st.WarmingUpUntil)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 )
 
 // TestBearerScheme: the auth scheme is case-insensitive (RFC 7235 section 2.1, RFC 6750),
@@ -55,7 +55,7 @@ func TestTokenThatCanNeverMatchIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := instance.New(config.NewStore(snap), nil)
+	inst := node.New(config.NewStore(snap), nil)
 	defer inst.Close()
 	for _, tok := range []string{" ", "   ", "\t", "\n", " s3cretTok", "s3cretTok ", "s3cret\nTok", "s3cret\x00Tok"} {
 		if err := CheckToken(tok); err == nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver/etcdtest"
 )
@@ -54,7 +54,7 @@ func TestEtcdLiveChanges(t *testing.T) {
 	}
 	store := config.NewStore(snap)
 	log := slog.New(slog.DiscardHandler)
-	inst := instance.New(store, log)
+	inst := node.New(store, log)
 	src, err := source.OpenEtcd(ctx, store, source.EtcdOptions{Endpoints: []string{endpoint}, Prefix: prefix,
 		OnError: func(err error) {
 			log.Warn("configuration change rejected", "err", err)
@@ -313,7 +313,7 @@ func TestEtcdLiveChanges(t *testing.T) {
 			if _, err := cli.Put(ctx, prefix+"workload.readRate", "-1"); err != nil {
 				t.Fatal(err)
 			}
-			var st instance.Status
+			var st node.Status
 			poll("rejection in /api/v1/status lastError", func() bool {
 				st = e.status()
 				return st.LastError != nil && !st.LastError.Time.Before(t0) &&

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ndbench/ndbench/driver"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -138,7 +138,7 @@ var driverStatsDesc = prometheus.NewDesc("ndbench_driver_stat",
 
 // driverStats exports the connected driver's own counters. They are read when scraped,
 // not fed by intervals, because only the driver knows them.
-type driverStats struct{ status func() instance.Status }
+type driverStats struct{ status func() node.Status }
 
 func (d driverStats) Describe(ch chan<- *prometheus.Desc) { ch <- driverStatsDesc }
 

@@ -1,13 +1,13 @@
 package api
 
 import (
-	"github.com/ndbench/ndbench/internal/instance"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
-// Node is what the API drives: one ndbench node, *instance.Instance in a process. The
+// Node is what the API drives: one ndbench node, *node.Node in a process. The
 // server depends on this rather than on the instance itself, so that a fleet view (a
 // coordinator fanning out to peers and merging their intervals) or a test double can
 // serve the same routes. It is everything NDBench's routes use, and what the API's own
@@ -20,4 +20,4 @@ type Node interface {
 	ReportInput(version string) report.Input
 }
 
-var _ Node = (*instance.Instance)(nil)
+var _ Node = (*node.Node)(nil)

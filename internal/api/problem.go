@@ -11,7 +11,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -73,7 +73,7 @@ func problemFor(err error) error {
 		return err
 	}
 	switch {
-	case errors.Is(err, instance.ErrNotInitialized), errors.Is(err, instance.ErrAlreadyInitialized),
+	case errors.Is(err, node.ErrNotInitialized), errors.Is(err, node.ErrAlreadyInitialized),
 		errors.Is(err, engine.ErrBackfillRunning):
 		return newProblem(http.StatusConflict, err.Error())
 	case errors.Is(err, driver.ErrUnknownDriver):

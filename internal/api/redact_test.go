@@ -16,7 +16,7 @@ import (
 
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 )
 
 // lockedBuffer is a log destination shared by goroutines.
@@ -55,7 +55,7 @@ func TestTypoNeverLeaksASecret(t *testing.T) {
 	}
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	inst := instance.New(config.NewStore(snap), log)
+	inst := node.New(config.NewStore(snap), log)
 	defer inst.Close()
 	srv, err := New(Options{Instance: inst, Logger: log, Version: "test"})
 	if err != nil {

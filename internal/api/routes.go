@@ -15,7 +15,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/workload"
@@ -207,8 +207,8 @@ func (s *Server) routes() {
 		})
 	register(s, readOnly, huma.Operation{OperationID: "get-status", Method: http.MethodGet, Path: "/api/v1/status", Tags: []string{"service"},
 		Summary: "What the node is doing", Description: "Driver, running op classes, backfill, config version, pending changes, last error."},
-		nil, func(context.Context, *empty) (*out[instance.Status], error) {
-			return &out[instance.Status]{s.inst.Status()}, nil
+		nil, func(context.Context, *empty) (*out[node.Status], error) {
+			return &out[node.Status]{s.inst.Status()}, nil
 		})
 	register(s, readOnly, huma.Operation{OperationID: "get-report", Method: http.MethodGet, Path: "/api/v1/report", Tags: []string{"stats"},
 		Summary: "The run report (JSON)", Description: "The same document `ndbench run --report` and `ndbench serve --report` write: results per op class, config with sources, time series, client CPU, warnings. Covers the current or last driver session (before the first, the node's life)."},
@@ -235,7 +235,7 @@ func (s *Server) routes() {
 	register(s, changesState, huma.Operation{OperationID: "init-driver", Method: http.MethodPost, Path: "/api/v1/driver/init", Tags: []string{"driver"},
 		Summary: "Connect a driver", Description: "Validates the options, connects and builds the engine; load does not start. " +
 			"422 names every bad option (or lists the registered drivers); 403 names an option the operator did not allow from the API (a script, a file path, an http/grpc target outside the allow-list) and the `serve --allow` flag that would; 409 when a driver is already connected; 502 when the store cannot be reached."},
-		append(slices.Clone(bodyErrs), conflict, http.StatusBadGateway), func(ctx context.Context, in *struct{ Body InitRequest }) (*out[instance.Status], error) {
+		append(slices.Clone(bodyErrs), conflict, http.StatusBadGateway), func(ctx context.Context, in *struct{ Body InitRequest }) (*out[node.Status], error) {
 			if _, ok := driver.Lookup(in.Body.Driver); !ok {
 				return nil, driver.UnknownDriverError(in.Body.Driver)
 			}
@@ -247,15 +247,15 @@ func (s *Server) routes() {
 				}
 				return nil, storeProblem(err)
 			}
-			return &out[instance.Status]{s.inst.Status()}, nil
+			return &out[node.Status]{s.inst.Status()}, nil
 		})
 	register(s, changesState, huma.Operation{OperationID: "shutdown-driver", Method: http.MethodPost, Path: "/api/v1/driver/shutdown", Tags: []string{"driver"},
 		Summary: "Stop all load and disconnect the driver"},
-		[]int{conflict}, func(context.Context, *empty) (*out[instance.Status], error) {
+		[]int{conflict}, func(context.Context, *empty) (*out[node.Status], error) {
 			if err := s.inst.Shutdown(); err != nil {
 				return nil, err
 			}
-			return &out[instance.Status]{s.inst.Status()}, nil
+			return &out[node.Status]{s.inst.Status()}, nil
 		})
 	for _, act := range []struct {
 		name string
@@ -265,7 +265,7 @@ func (s *Server) routes() {
 			Summary: strUpper(act.name) + " op classes", Description: `Body {"ops": ["read"]}; no body or empty ops = every class of the workload (read, write and those of workload.ops). 422 names the classes for an unknown one; 409 before a driver is initialized or while a capacity search (POST /api/v1/autotune) runs.`},
 			append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
 				Body *LoadRequest
-			}) (*out[instance.Status], error) {
+			}) (*out[node.Status], error) {
 				var req LoadRequest
 				if in.Body != nil {
 					req = *in.Body
@@ -281,7 +281,7 @@ func (s *Server) routes() {
 				if err := act.f(req.Ops...); err != nil {
 					return nil, err
 				}
-				return &out[instance.Status]{s.inst.Status()}, nil
+				return &out[node.Status]{s.inst.Status()}, nil
 			})
 	}
 	register(s, changesState, huma.Operation{OperationID: "start-backfill", Method: http.MethodPost, Path: "/api/v1/backfill/start", Tags: []string{"load"},
@@ -440,7 +440,7 @@ func strUpper(s string) string {
 func (s *Server) backfillStatus() (*out[engine.BackfillStatus], error) {
 	st := s.inst.Status()
 	if st.Backfill == nil {
-		return nil, instance.ErrNotInitialized
+		return nil, node.ErrNotInitialized
 	}
 	return &out[engine.BackfillStatus]{*st.Backfill}, nil
 }
@@ -462,7 +462,7 @@ func (s *Server) configBody(snap *config.Snapshot, pending []string) ConfigBody 
 }
 
 // startLoad is a node's Start as a user's request: with a node that warms up
-// (instance.Instance.StartLoad), a start from idle honours workload.warmup.
+// (node.Node.StartLoad), a start from idle honours workload.warmup.
 func startLoad(n interface{ Start(...string) error }) func(...string) error {
 	if w, ok := n.(interface{ StartLoad(...string) error }); ok {
 		return w.StartLoad

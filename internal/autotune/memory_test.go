@@ -11,17 +11,17 @@ import (
 
 	_ "github.com/ndbench/ndbench/drivers/memory"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 )
 
 // node returns an initialised instance on the memory store with sets applied.
-func node(t testing.TB, sets ...string) *instance.Instance {
+func memoryNode(t testing.TB, sets ...string) *node.Node {
 	t.Helper()
 	snap, err := config.Load(config.Sources{Sets: append([]string{"driver.name=memory", "workload.numKeys=1000"}, sets...)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := instance.New(config.NewStore(snap), nil)
+	i := node.New(config.NewStore(snap), nil)
 	t.Cleanup(func() { _ = i.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -93,7 +93,7 @@ func TestFindsMemoryCapacity(t *testing.T) {
 				t.Skip("AUTOTUNE_ONLY=" + only)
 			}
 			sets := append([]string{"drivers.memory.capacity=" + ftoa(tc.capacity), "drivers.memory.serviceTime=1ms"}, tc.sets...)
-			n := node(t, sets...)
+			n := memoryNode(t, sets...)
 			s := quick(tc.start)
 			s.Classes = map[string]SLA{"write": {Percentile: 95, Latency: 100 * time.Millisecond, MaxErrors: 0.01, MinAchieved: 0.97}}
 			t0 := time.Now()
@@ -124,7 +124,7 @@ func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // no capacity.
 func TestClientBoundIsNotCapacity(t *testing.T) {
 	skipUnderRace(t)
-	n := node(t, "drivers.memory.capacity=20000", "drivers.memory.serviceTime=2ms",
+	n := memoryNode(t, "drivers.memory.capacity=20000", "drivers.memory.serviceTime=2ms",
 		"workload.writeEnabled=false", "workload.readers=4", "workload.maxReaders=4")
 	s := quick(500)
 	r := tune(t, n, "", s)

@@ -15,13 +15,13 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
-// Node is what auto-tune drives: one node (*instance.Instance) or, through the same
+// Node is what auto-tune drives: one node (*node.Node) or, through the same
 // methods, a fleet view that fans them out and merges its nodes' intervals into its
 // collector.
 type Node interface {
@@ -36,10 +36,10 @@ type Node interface {
 	// workers.
 	Config() *config.Snapshot
 	// Status says which classes run already.
-	Status() instance.Status
+	Status() node.Status
 }
 
-var _ Node = (*instance.Instance)(nil)
+var _ Node = (*node.Node)(nil)
 
 // FleetNode is a Node made of nodes (cluster.Fleet): the process's own CPU says nothing
 // of its generators', so the prober reads none and asks instead, for each merged second,

@@ -34,7 +34,7 @@ func BenchmarkRedisRunsAgree(b *testing.B) {
 	t := b
 	var found []float64
 	for run := range 2 {
-		n := node(t, "driver.name=redis", "drivers.redis.addrs="+redisSrv.Addr(), "workload.numKeys=10000",
+		n := memoryNode(t, "driver.name=redis", "drivers.redis.addrs="+redisSrv.Addr(), "workload.numKeys=10000",
 			"workload.readRate=8000", "workload.writeRate=2000", "workload.readers=32", "workload.maxReaders=256",
 			"workload.writers=8", "workload.maxWriters=64", "drivers.redis.poolSize=400")
 		s := Settings{

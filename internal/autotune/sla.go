@@ -14,7 +14,7 @@
 // the search stops there and says the store's capacity is above what was measured, never
 // that the generator's limit is the store's.
 //
-// The search drives a node through the small interface Node, which *instance.Instance
+// The search drives a node through the small interface Node, which *node.Node
 // implements; a fleet view that implements it runs the same search across a fleet.
 package autotune
 

@@ -16,7 +16,7 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/verdict"
 	"github.com/ndbench/ndbench/internal/web"
@@ -237,7 +237,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	}
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var (
-		node        autotune.Node
+		target      autotune.Node
 		initNode    func(context.Context) error
 		backfill    func(context.Context, engine.BackfillOptions) (engine.BackfillStatus, error)
 		drain       func() error
@@ -252,13 +252,13 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 			return err
 		}
 		defer fl.Close()
-		node, initNode, backfill, drain, finish, reportInput = fl, func(context.Context) error { return nil }, fl.backfill, fl.Drain, fl.Finish, fl.ReportInput
+		target, initNode, backfill, drain, finish, reportInput = fl, func(context.Context) error { return nil }, fl.backfill, fl.Drain, fl.Finish, fl.ReportInput
 	} else {
-		inst := instance.New(trustedStore(snap), log)
+		inst := node.New(trustedStore(snap), log)
 		defer inst.Close()
-		node, initNode, backfill, drain, finish, reportInput = inst, inst.InitConfigured, inst.Backfill, inst.Drain, inst.Finish, inst.ReportInput
+		target, initNode, backfill, drain, finish, reportInput = inst, inst.InitConfigured, inst.Backfill, inst.Drain, inst.Finish, inst.ReportInput
 	}
-	prober, err := autotune.NewNodeProber(node, f.class)
+	prober, err := autotune.NewNodeProber(target, f.class)
 	if err != nil {
 		return usageError{err}
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/web"
 )
 
@@ -98,7 +98,7 @@ func (f *fleetFlags) self(listen string) (discovery.Member, error) {
 
 // agent is the node side of a fleet; every node has one (its routes refuse callers on a
 // node without a token).
-func (f *fleetFlags) agent(inst *instance.Instance, listen string, log *slog.Logger) (*cluster.Agent, error) {
+func (f *fleetFlags) agent(inst *node.Node, listen string, log *slog.Logger) (*cluster.Agent, error) {
 	self, err := f.self(listen)
 	if err != nil {
 		return nil, err

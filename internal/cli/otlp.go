@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/otlpexport"
 )
 
@@ -52,7 +52,7 @@ func (f *otlpFlags) config(env []string, instanceID string) (cfg otlpexport.Conf
 }
 
 // startOTLP starts the exporter and feeds it inst's intervals.
-func startOTLP(ctx context.Context, cfg otlpexport.Config, inst *instance.Instance, log *slog.Logger) (*otlpExport, error) {
+func startOTLP(ctx context.Context, cfg otlpexport.Config, inst *node.Node, log *slog.Logger) (*otlpExport, error) {
 	exp, err := otlpexport.New(ctx, cfg, log, func() (string, map[string]int64) {
 		st := inst.Status()
 		return st.Driver, st.DriverStats
@@ -74,7 +74,7 @@ type otlpExport struct {
 
 // stop sends the last data, waiting at most otlpShutdownTimeout, and returns what was
 // done, e.g. "OTLP export to http://127.0.0.1:4318/v1/metrics: 7 exports, 0 failed", and
-// whether any export failed. Call it after the last interval (instance.Finish).
+// whether any export failed. Call it after the last interval (node.Finish).
 // A nil or stopped export returns "".
 func (o *otlpExport) stop() (summary string, failed bool) {
 	if o == nil || o.stopped {

@@ -20,7 +20,7 @@ import (
 	"github.com/ndbench/ndbench/internal/config/presets"
 	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -223,7 +223,7 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 
 	// The run is a node's lifecycle, the same one `ndbench serve` drives through its API:
 	// this command only sequences it (backfill, warm-up, duration, signals) and shows it.
-	inst := instance.New(trustedStore(snap), log)
+	inst := node.New(trustedStore(snap), log)
 	defer inst.Close()
 	initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
 	err = inst.InitConfigured(initCtx)

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/web"
@@ -131,7 +131,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	}
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var (
-		node        scenario.Node
+		target      scenario.Node
 		reportInput func(string) report.Input
 		// nodeInvalid, on a fleet, judges each node's own report for generator saturation.
 		nodeInvalid = func() []string { return nil }
@@ -149,7 +149,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 			return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 		}
 		defer fl.Close()
-		node, reportInput, backfill, where = fl, fl.ReportInput, fl.backfill, " on a fleet"
+		target, reportInput, backfill, where = fl, fl.ReportInput, fl.backfill, " on a fleet"
 		nodeInvalid = func() []string { return nodesGeneratorBound(ctx, fl, s.err) }
 		progress = func() engine.BackfillStatus {
 			if b := fl.Status().Backfill; b != nil {
@@ -158,7 +158,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 			return engine.BackfillStatus{Phase: "idle"}
 		}
 	} else {
-		inst := instance.New(trustedStore(sc.Snapshot), log)
+		inst := node.New(trustedStore(sc.Snapshot), log)
 		defer inst.Close()
 		initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
 		err = inst.InitConfigured(initCtx)
@@ -166,14 +166,14 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		if err != nil {
 			return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 		}
-		node, reportInput, backfill, progress = inst, inst.ReportInput, inst.Backfill, inst.BackfillStatus
+		target, reportInput, backfill, progress = inst, inst.ReportInput, inst.Backfill, inst.BackfillStatus
 	}
 	total := sc.End()
 	if total == scenario.Forever {
 		total = 0
 	}
 	view := newLive(s.out, s.tty, total)
-	defer node.Collector().Subscribe(view.interval)()
+	defer target.Collector().Subscribe(view.interval)()
 	fmt.Fprintf(s.out, "ndbench %s: scenario %s%s, driver %s, %d phases, %d hooks, %d thresholds\n",
 		toolVersion(), sc.Name, where, sc.Snapshot.Config.DriverName, len(sc.Phases), len(sc.Hooks), len(sc.Thresholds))
 	w := sc.Snapshot.Config.Workload
@@ -187,7 +187,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		fmt.Fprintf(s.out, "backfill %s: %d of %d keys written, %d failed\n", st.Phase, st.Written, st.Total, st.Failed)
 		view.restart()
 	}
-	out, err := scenario.Run(ctx, node, sc, scenario.RunOptions{Log: view.note, Env: s.env})
+	out, err := scenario.Run(ctx, target, sc, scenario.RunOptions{Log: view.note, Env: s.env})
 	view.finish()
 	if err != nil {
 		return scenarioError(ctx, err)

@@ -16,7 +16,7 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/web"
 )
@@ -152,7 +152,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	store := config.NewStore(snap)
 	store.SetAllow(allow)
-	inst := instance.New(store, log)
+	inst := node.New(store, log)
 	closed := false
 	defer func() {
 		if !closed {
@@ -282,7 +282,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 // the service is stopping or the backfill was stopped (over the API) or failed: a load on a
 // keyspace the backfill did not fill would measure misses, so it is left to the user. The
 // instance takes workers, rate and verify from the configuration.
-func backfillThenStart(ctx context.Context, inst *instance.Instance, log *slog.Logger) {
+func backfillThenStart(ctx context.Context, inst *node.Node, log *slog.Logger) {
 	log.Info("backfill started")
 	st, err := inst.Backfill(ctx, engine.BackfillOptions{})
 	if ctx.Err() != nil {

@@ -15,20 +15,20 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/pacer"
 )
 
-// LocalNode is what an Agent drives on its own node: *instance.Instance.
+// LocalNode is what an Agent drives on its own node: *node.Node.
 type LocalNode interface {
 	StartAt(at time.Time, classes ...string) error
 	Stop(classes ...string) error
 	SetShape(class string, shape pacer.Shape) error
 	StopBackfill() error
-	Status() instance.Status
+	Status() node.Status
 }
 
-var _ LocalNode = (*instance.Instance)(nil)
+var _ LocalNode = (*node.Node)(nil)
 
 // AgentOptions configure an Agent.
 type AgentOptions struct {
@@ -271,10 +271,10 @@ func (a *Agent) Run(ctx context.Context) {
 				a.run, a.coordinator, a.orphaned = "", "", true
 				a.mu.Unlock()
 				a.log.Warn("fleet coordinator silent for the lease time: stopping this node's load", "coordinator", coord, "run", run, "lease", lease)
-				if err := a.node.Stop(); err != nil && !errors.Is(err, instance.ErrNotInitialized) {
+				if err := a.node.Stop(); err != nil && !errors.Is(err, node.ErrNotInitialized) {
 					a.log.Error("stop load after the lease lapsed", "err", err)
 				}
-				if err := a.node.StopBackfill(); err != nil && !errors.Is(err, instance.ErrNotInitialized) {
+				if err := a.node.StopBackfill(); err != nil && !errors.Is(err, node.ErrNotInitialized) {
 					a.log.Error("stop backfill after the lease lapsed", "err", err)
 				}
 				continue

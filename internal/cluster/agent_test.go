@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/pacer"
 )
 
@@ -49,10 +49,10 @@ func (n *recordingNode) StopBackfill() error {
 	return nil
 }
 
-func (n *recordingNode) Status() instance.Status {
+func (n *recordingNode) Status() node.Status {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return instance.Status{Driver: "memory", Running: map[string]bool{"read": n.running}}
+	return node.Status{Driver: "memory", Running: map[string]bool{"read": n.running}}
 }
 
 func (n *recordingNode) counts() (startAt time.Time, stops, bfStops int) {

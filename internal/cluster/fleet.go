@@ -12,7 +12,7 @@ import (
 	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/scenario"
@@ -91,14 +91,14 @@ func (f *Fleet) StopBackfill() error {
 }
 
 // Patch changes configuration at the fleet scope.
-func (f *Fleet) Patch(values map[string]string) (instance.PatchResult, error) {
+func (f *Fleet) Patch(values map[string]string) (node.PatchResult, error) {
 	ctx, cancel := cmdContext()
 	defer cancel()
 	snap, err := f.c.SetConfig(ctx, Scope{Kind: ScopeFleet}, values)
 	if snap == nil {
 		snap = f.c.FleetConfig()
 	}
-	return instance.PatchResult{Snapshot: snap}, err
+	return node.PatchResult{Snapshot: snap}, err
 }
 
 // Config is the fleet-scope configuration: rates are the fleet's totals.
@@ -106,11 +106,11 @@ func (f *Fleet) Config() *config.Snapshot { return f.c.FleetConfig() }
 
 // Status sums up the nodes: a class runs if it runs on any node; the backfill's progress
 // is the sum of the nodes'.
-func (f *Fleet) Status() instance.Status {
+func (f *Fleet) Status() node.Status {
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := instance.Status{Driver: c.driver, Running: map[string]bool{}, Pending: []string{}}
+	st := node.Status{Driver: c.driver, Running: map[string]bool{}, Pending: []string{}}
 	var bf *engine.BackfillStatus
 	for _, m := range c.alive() {
 		if m.beat.Driver != "" {

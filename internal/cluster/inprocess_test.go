@@ -18,7 +18,7 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster"
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/pacer"
 
 	_ "github.com/ndbench/ndbench/drivers/memory"
@@ -31,7 +31,7 @@ const inToken = "in-process-fleet-token"
 // fleet can tell) behind it.
 type inNode struct {
 	t       *testing.T
-	inst    *instance.Instance
+	inst    *node.Node
 	ts      *httptest.Server
 	shapes  *shapeRecorder
 	handler atomic.Pointer[http.Handler]
@@ -40,7 +40,7 @@ type inNode struct {
 
 // shapeRecorder is the agent's node: the instance, with the shapes set on it noted.
 type shapeRecorder struct {
-	*instance.Instance
+	*node.Node
 	mu  sync.Mutex
 	set []shapeSet
 }
@@ -55,7 +55,7 @@ func (r *shapeRecorder) SetShape(class string, shape pacer.Shape) error {
 	r.mu.Lock()
 	r.set = append(r.set, shapeSet{class, shape, time.Now()})
 	r.mu.Unlock()
-	return r.Instance.SetShape(class, shape)
+	return r.Node.SetShape(class, shape)
 }
 
 func (r *shapeRecorder) sets() []shapeSet {
@@ -82,9 +82,9 @@ func (n *inNode) boot() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := instance.New(config.NewStore(snap), nil)
+	inst := node.New(config.NewStore(snap), nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	rec := &shapeRecorder{Instance: inst}
+	rec := &shapeRecorder{Node: inst}
 	agent := cluster.NewAgent(rec, cluster.AgentOptions{ID: "n", Version: "test"})
 	go agent.Run(ctx)
 	srv, err := api.New(api.Options{Instance: inst, Token: inToken, Agent: agent, Version: "test"})

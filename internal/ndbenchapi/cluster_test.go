@@ -12,7 +12,7 @@ import (
 
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 )
 
 // newClusterServer serves NewHandler with opts for a fresh instance, as newServer does.
@@ -22,7 +22,7 @@ func newClusterServer(t *testing.T, opts Options) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := instance.New(config.NewStore(snap), nil)
+	inst := node.New(config.NewStore(snap), nil)
 	mux := http.NewServeMux()
 	mux.Handle(Prefix, NewHandler(inst, opts))
 	srv := httptest.NewServer(mux)

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 )
 
-func nodeState(inst *instance.Instance) string {
+func nodeState(inst *node.Node) string {
 	st := inst.Status()
 	bf := "none"
 	if st.Backfill != nil {

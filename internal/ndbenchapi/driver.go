@@ -15,7 +15,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/workload"
 )
 
@@ -35,7 +35,7 @@ func (a *api) start(ops ...string) handlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request, _ string) {
 		if !a.inst.Status().Initialized {
-			fail(w, failMsg, instance.ErrNotInitialized)
+			fail(w, failMsg, node.ErrNotInitialized)
 			return
 		}
 		if err := r.ParseForm(); err != nil {
@@ -180,7 +180,7 @@ func (a *api) stop(ops ...string) handlerFunc {
 		what, failMsg = "writes", "NdBench stopwrites failed!"
 	}
 	return func(w http.ResponseWriter, _ *http.Request, _ string) {
-		if err := a.inst.Stop(ops...); err != nil && !errors.Is(err, instance.ErrNotInitialized) {
+		if err := a.inst.Stop(ops...); err != nil && !errors.Is(err, node.ErrNotInitialized) {
 			fail(w, failMsg, err)
 			return
 		}
@@ -244,7 +244,7 @@ func (a *api) startDataFillAsync(w http.ResponseWriter, _ *http.Request, _ strin
 }
 
 func (a *api) stopDataFill(w http.ResponseWriter, _ *http.Request, _ string) {
-	if err := a.inst.StopBackfill(); err != nil && !errors.Is(err, instance.ErrNotInitialized) {
+	if err := a.inst.StopBackfill(); err != nil && !errors.Is(err, node.ErrNotInitialized) {
 		fail(w, "dataFill failed!", err)
 		return
 	}
@@ -264,7 +264,7 @@ func (a *api) init(w http.ResponseWriter, r *http.Request, client string) {
 		return
 	}
 	if err := a.inst.Init(r.Context(), name, nil); err != nil {
-		if errors.Is(err, instance.ErrAlreadyInitialized) {
+		if errors.Is(err, node.ErrAlreadyInitialized) {
 			err = fmt.Errorf("driver %s is connected; call driver/shutdownclient first: %w", a.inst.Status().Driver, err)
 		}
 		fail(w, "Client initialization failed!", err)
@@ -274,7 +274,7 @@ func (a *api) init(w http.ResponseWriter, r *http.Request, client string) {
 }
 
 func (a *api) shutdownClient(w http.ResponseWriter, _ *http.Request, _ string) {
-	if err := a.inst.Shutdown(); err != nil && !errors.Is(err, instance.ErrNotInitialized) {
+	if err := a.inst.Shutdown(); err != nil && !errors.Is(err, node.ErrNotInitialized) {
 		fail(w, "NdBench shutdownClient failed!", err)
 		return
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 )
 
 // Prefix is where NDBench serves these routes and where the API server mounts Handler.
@@ -321,7 +321,7 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &bad):
 		return http.StatusBadRequest
-	case errors.Is(err, instance.ErrNotInitialized), errors.Is(err, instance.ErrAlreadyInitialized),
+	case errors.Is(err, node.ErrNotInitialized), errors.Is(err, node.ErrAlreadyInitialized),
 		errors.Is(err, engine.ErrBackfillRunning):
 		return http.StatusConflict
 	case errors.Is(err, driver.ErrUnknownDriver), errors.Is(err, config.ErrTooManyKeys):

@@ -16,7 +16,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	_ "github.com/ndbench/ndbench/drivers/memory"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 )
 
 // testDriver is a second, trivial driver with a secret option, so the tests can connect
@@ -69,7 +69,7 @@ func TestMain(m *testing.M) {
 
 // newServer serves Handler for a fresh instance on the memory driver, mounted as the API
 // server mounts it. The load is light by default (10 ops/s per class, one worker each).
-func newServer(t *testing.T, sets ...string) (*httptest.Server, *instance.Instance) {
+func newServer(t *testing.T, sets ...string) (*httptest.Server, *node.Node) {
 	t.Helper()
 	base := []string{"driver.name=memory", "workload.readRate=10", "workload.writeRate=10",
 		"workload.readers=1", "workload.writers=1"}
@@ -77,7 +77,7 @@ func newServer(t *testing.T, sets ...string) (*httptest.Server, *instance.Instan
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := instance.New(config.NewStore(snap), nil)
+	inst := node.New(config.NewStore(snap), nil)
 	mux := http.NewServeMux()
 	mux.Handle(Prefix, Handler(inst, nil))
 	srv := httptest.NewServer(mux)

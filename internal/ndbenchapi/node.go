@@ -5,11 +5,11 @@ import (
 
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
-// Node is what NDBench's routes drive: one ndbench node, *instance.Instance in a process.
+// Node is what NDBench's routes drive: one ndbench node, *node.Node in a process.
 // The routes depend on this rather than on the instance itself, so that whatever else
 // answers for a node (a fleet view fanning out to peers, a test double) serves them as
 // well. Errors are those of package instance (ErrNotInitialized, ...), which the routes
@@ -21,13 +21,13 @@ type Node interface {
 	Stop(classes ...string) error
 	StartBackfill(opts engine.BackfillOptions) error
 	StopBackfill() error
-	Patch(values map[string]string) (instance.PatchResult, error)
+	Patch(values map[string]string) (node.PatchResult, error)
 	Config() *config.Snapshot
-	Status() instance.Status
+	Status() node.Status
 	Read(ctx context.Context, key string) ([]byte, error)
 	Write(ctx context.Context, key string, value []byte) error
 	// Collector is the node's statistics: the latest interval, the cumulative view.
 	Collector() *stats.Collector
 }
 
-var _ Node = (*instance.Instance)(nil)
+var _ Node = (*node.Node)(nil)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 )
 
 // alive tells whether pid is a running process: a zombie (killed, not yet reaped by an
@@ -147,7 +147,7 @@ thresholds:
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := instance.New(config.NewStore(sc.Snapshot), nil)
+	inst := node.New(config.NewStore(sc.Snapshot), nil)
 	defer inst.Close()
 	if err := inst.InitConfigured(context.Background()); err != nil {
 		t.Fatal(err)

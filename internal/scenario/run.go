@@ -12,20 +12,20 @@ import (
 
 	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/verdict"
 )
 
-// Node is what a scenario drives: one node (*instance.Instance) today, a fleet view
+// Node is what a scenario drives: one node (*node.Node) today, a fleet view
 // later. Intervals come from Collector's subscription, so a fleet view whose collector is
 // fed by its merge (stats.Collector.Ingest) is judged the same way.
 type Node interface {
 	Start(classes ...string) error
 	Stop(classes ...string) error
 	SetShape(class string, shape pacer.Shape) error
-	Patch(values map[string]string) (instance.PatchResult, error)
+	Patch(values map[string]string) (node.PatchResult, error)
 	Config() *config.Snapshot
 	Collector() *stats.Collector
 	// Drain stops the load and waits for operations in flight; Finish closes the last
@@ -34,7 +34,7 @@ type Node interface {
 	Finish()
 }
 
-var _ Node = (*instance.Instance)(nil)
+var _ Node = (*node.Node)(nil)
 
 // Mark is a phase or a hook on the run's timeline, as reports show them.
 type Mark struct {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/instance"
+	"github.com/ndbench/ndbench/internal/node"
 )
 
 func runOn(t *testing.T, text string) *Outcome {
@@ -21,7 +21,7 @@ func runOn(t *testing.T, text string) *Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := instance.New(config.NewStore(sc.Snapshot), nil)
+	inst := node.New(config.NewStore(sc.Snapshot), nil)
 	defer inst.Close()
 	if err := inst.InitConfigured(context.Background()); err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ thresholds:
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := instance.New(config.NewStore(sc.Snapshot), nil)
+	inst := node.New(config.NewStore(sc.Snapshot), nil)
 	defer inst.Close()
 	if err := inst.InitConfigured(context.Background()); err != nil {
 		t.Fatal(err)

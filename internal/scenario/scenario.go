@@ -10,7 +10,7 @@
 // merged over their windows: percentiles come from merged HDR histograms, never from
 // averaged percentiles.
 //
-// A scenario drives its load through the Node interface, which *instance.Instance and the
+// A scenario drives its load through the Node interface, which *node.Node and the
 // fleet view (cluster.Fleet) satisfy: on a fleet, shapes are split among the nodes by
 // their share and applied at a common instant, Patch goes to the fleet's scope, and the
 // Collector is fed by the coordinator's merge; a threshold window holding partial seconds

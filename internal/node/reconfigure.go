@@ -1,4 +1,4 @@
-package instance
+package node
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type ReconfigureStatus struct {
 // time, on its own goroutine: the config store's subscriber only queues. The fields
 // below ctx are guarded by the Instance's mu.
 type reconfigurer struct {
-	inst *Instance
+	inst *Node
 	drv  driver.Reconfigurer
 	name string
 
@@ -49,7 +49,7 @@ type reconfigurer struct {
 
 // startReconfigurer starts the reconfigurer of a driver initialised with opts. Called
 // with mu held.
-func (i *Instance) startReconfigurer(d driver.Reconfigurer, name string, opts any) *reconfigurer {
+func (i *Node) startReconfigurer(d driver.Reconfigurer, name string, opts any) *reconfigurer {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &reconfigurer{inst: i, drv: d, name: name, ctx: ctx, cancel: cancel,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),

@@ -1,4 +1,4 @@
-package instance
+package node
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
-func newInstance(t *testing.T, sets ...string) *Instance {
+func newInstance(t *testing.T, sets ...string) *Node {
 	t.Helper()
 	snap, err := config.Load(config.Sources{Sets: append([]string{"driver.name=memory", "workload.readRate=0", "workload.writeRate=0"}, sets...)})
 	if err != nil {
@@ -27,7 +27,7 @@ func newInstance(t *testing.T, sets ...string) *Instance {
 
 // window returns what was recorded over the next d, per op: the instance's own ticker
 // also drains the recorders, so this works from cumulative counts, not from one interval.
-func window(i *Instance, d time.Duration) stats.Summary {
+func window(i *Node, d time.Duration) stats.Summary {
 	c := i.Collector()
 	c.Tick(time.Now())
 	before, t0 := c.Cumulative(), time.Now()

@@ -1,4 +1,4 @@
-package instance
+package node
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 // initMemory returns an initialised instance on the memory driver with no load running:
 // these tests are about which configuration is in effect, not about operations.
-func initMemory(t *testing.T, sets ...string) *Instance {
+func initMemory(t *testing.T, sets ...string) *Node {
 	t.Helper()
 	i := newInstance(t, append([]string{"workload.readEnabled=false", "workload.writeEnabled=false"}, sets...)...)
 	if err := i.Init(context.Background(), "memory", nil); err != nil {

@@ -1,4 +1,4 @@
-package instance
+package node
 
 import (
 	"context"
@@ -167,7 +167,7 @@ func TestSlowReconfigureBlocksNothing(t *testing.T) {
 
 // checkReconfigureStatus fails unless the status reports the reconfiguration state want
 // and versions that fit it.
-func checkReconfigureStatus(t *testing.T, i *Instance, want string) {
+func checkReconfigureStatus(t *testing.T, i *Node, want string) {
 	t.Helper()
 	st := i.Status()
 	r := st.Reconfigure
@@ -187,7 +187,7 @@ func checkReconfigureStatus(t *testing.T, i *Instance, want string) {
 }
 
 // waitReconfigured waits until no reconfiguration is pending.
-func waitReconfigured(t *testing.T, i *Instance) {
+func waitReconfigured(t *testing.T, i *Node) {
 	t.Helper()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()

@@ -1,11 +1,10 @@
-// Package instance is one running ndbench node: a driver, the engine driving it, the
+// Package node is one running ndbench node: a driver, the engine driving it, the
 // configuration store every change goes through, and the statistics collector. It owns
 // the whole lifecycle of a run: connecting the driver, applying the configuration,
 // starting and stopping op classes, a backfill phase, closing, and the report input of
 // what the session measured. `ndbench run` and `ndbench serve` (through the REST API and
 // the web UI) both drive it, so there is one composition of driver, engine and collector;
-// a cluster is a list of them. (DESIGN.md calls this the node; the package keeps its name
-// until the fleet work needs the rename.)
+// a fleet is a list of them.
 //
 // Configuration is the single source of truth: a change from the API, a watched file or
 // etcd lands in the config store, is validated as a whole, and only then reaches the
@@ -17,7 +16,7 @@
 // config reads and other changes must not wait for it. Reconfigurations run one at a time
 // in config order; one queued behind a running one is replaced by a later change, so the
 // driver goes straight to the newest options.
-package instance
+package node
 
 import (
 	"context"
@@ -45,8 +44,8 @@ var ErrNotInitialized = errors.New("no driver is initialized: init one first")
 // ErrAlreadyInitialized is returned by Init while a driver is connected.
 var ErrAlreadyInitialized = errors.New("a driver is already initialized: shut it down first")
 
-// Instance is one ndbench node. Its methods are safe for concurrent use.
-type Instance struct {
+// Node is one ndbench node. Its methods are safe for concurrent use.
+type Node struct {
 	store     *config.Store
 	coll      *stats.Collector
 	intervals *stats.IntervalLog
@@ -93,11 +92,11 @@ type ErrorEvent struct {
 }
 
 // New returns an instance on store, with no driver connected. Close releases it.
-func New(store *config.Store, log *slog.Logger) *Instance {
+func New(store *config.Store, log *slog.Logger) *Node {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	i := &Instance{store: store, coll: stats.NewCollector(stats.Config{}), log: log, created: time.Now(), usage0: report.ReadUsage()}
+	i := &Node{store: store, coll: stats.NewCollector(stats.Config{}), log: log, created: time.Now(), usage0: report.ReadUsage()}
 	i.intervals = stats.NewIntervalLog(i.coll, IntervalsKept, IntervalsIdle)
 	i.startTicks()
 	i.unsub = store.Subscribe(i.onConfig)
@@ -109,7 +108,7 @@ func New(store *config.Store, log *slog.Logger) *Instance {
 // driver than the connected one (a change pending until the next Init), the connected
 // driver's options must still be valid, because it takes live changes from them. The
 // store's own validation covers the selected driver.
-func (i *Instance) requireConnectedOptions(next *config.Snapshot) error {
+func (i *Node) requireConnectedOptions(next *config.Snapshot) error {
 	i.mu.Lock()
 	name := i.drvName
 	i.mu.Unlock()
@@ -121,7 +120,7 @@ func (i *Instance) requireConnectedOptions(next *config.Snapshot) error {
 }
 
 // startTicks starts the collector's 1 s ticks from now.
-func (i *Instance) startTicks() {
+func (i *Node) startTicks() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); i.coll.Run(ctx) }()
@@ -150,7 +149,7 @@ type Session struct {
 }
 
 // Session returns the current or last driver session; zero before the first Init.
-func (i *Instance) Session() Session {
+func (i *Node) Session() Session {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.session
@@ -163,17 +162,17 @@ const IntervalsKept = 300
 const IntervalsIdle = 5 * time.Minute
 
 // Intervals returns the encoded 1 s intervals from seq on (see stats.IntervalLog).
-func (i *Instance) Intervals(seq uint64) stats.IntervalsPage { return i.intervals.Since(seq) }
+func (i *Node) Intervals(seq uint64) stats.IntervalsPage { return i.intervals.Since(seq) }
 
 // Collector returns the statistics collector; it outlives driver re-initializations, so
 // the time series covers the instance's whole life.
-func (i *Instance) Collector() *stats.Collector { return i.coll }
+func (i *Node) Collector() *stats.Collector { return i.coll }
 
 // Config returns the current configuration snapshot.
-func (i *Instance) Config() *config.Snapshot { return i.store.Current() }
+func (i *Node) Config() *config.Snapshot { return i.store.Current() }
 
 // Store returns the configuration store, for sources that feed it (file, etcd).
-func (i *Instance) Store() *config.Store { return i.store }
+func (i *Node) Store() *config.Store { return i.store }
 
 // Init connects driver name with the configured options overlaid by opts (option name to
 // value). The options are validated before anything happens; on success they are written
@@ -181,7 +180,7 @@ func (i *Instance) Store() *config.Store { return i.store }
 // them and no other source (a watched file, etcd) switches the driver under the API.
 // opts are untrusted, as Patch's values are: refused before anything connects when they
 // reach beyond the store without the operator's config.Allow.
-func (i *Instance) Init(ctx context.Context, name string, opts map[string]string) error {
+func (i *Node) Init(ctx context.Context, name string, opts map[string]string) error {
 	return i.init(ctx, name, opts, true)
 }
 
@@ -189,12 +188,12 @@ func (i *Instance) Init(ctx context.Context, name string, opts map[string]string
 // options, and writes nothing into the configuration: what a command that runs the
 // workload it was given (`ndbench run`) does, so every value keeps the source the user
 // gave it, in the effective config and in the report.
-func (i *Instance) InitConfigured(ctx context.Context) error {
+func (i *Node) InitConfigured(ctx context.Context) error {
 	return i.init(ctx, i.store.Current().Config.DriverName, nil, false)
 }
 
 // init is Init; pin says whether driver.name and opts go into the runtime layer.
-func (i *Instance) init(ctx context.Context, name string, opts map[string]string, pin bool) error {
+func (i *Node) init(ctx context.Context, name string, opts map[string]string, pin bool) error {
 	i.life.Lock()
 	defer i.life.Unlock()
 	i.mu.Lock()
@@ -323,7 +322,7 @@ func (i *Instance) init(ctx context.Context, name string, opts map[string]string
 
 // Shutdown stops all load, waits for operations in flight (up to the op timeout, at most
 // closeGrace, then cancels them) and disconnects the driver.
-func (i *Instance) Shutdown() error {
+func (i *Node) Shutdown() error {
 	i.life.Lock()
 	defer i.life.Unlock()
 	i.mu.Lock()
@@ -345,7 +344,7 @@ const closeGrace = 2 * time.Second
 
 // closeDriver detaches the engine and driver and closes them outside mu, so status calls
 // do not wait for operations in flight. Called with life held.
-func (i *Instance) closeDriver() {
+func (i *Node) closeDriver() {
 	i.mu.Lock()
 	e, d, name, r := i.eng, i.drv, i.drvName, i.reconf
 	i.drv, i.eng, i.drvName, i.drvInit, i.drvOpts, i.reconf, i.pending = nil, nil, "", nil, nil, nil, nil
@@ -368,7 +367,7 @@ func (i *Instance) closeDriver() {
 }
 
 // Close shuts the driver down (if any) and stops the collector (Finish).
-func (i *Instance) Close() error {
+func (i *Node) Close() error {
 	i.unsub()
 	i.unrequire()
 	i.life.Lock()
@@ -382,7 +381,7 @@ func (i *Instance) Close() error {
 // a second, for the operations in flight, so that figures taken next count every
 // operation started. The driver stays connected: its connection info and counters are
 // still there to report.
-func (i *Instance) Drain() error {
+func (i *Node) Drain() error {
 	e, err := i.engine()
 	if err != nil {
 		return err
@@ -402,7 +401,7 @@ func (i *Instance) Drain() error {
 // Finish ends the time series: it stops the 1 s ticks and closes the last, partial
 // interval now, so a report built next counts everything recorded and ends where the run
 // did. The collector's views stay readable; later calls do nothing (Close calls it).
-func (i *Instance) Finish() {
+func (i *Node) Finish() {
 	i.ticks.Lock()
 	defer i.ticks.Unlock()
 	if !i.finished.IsZero() {
@@ -419,7 +418,7 @@ func (i *Instance) Finish() {
 // StartMeasuring starts the span the figures cover now: what ran before stays in the time
 // series but not in the summary, the report or the UI's totals. warmup is how long load
 // ran before, reported as the warm-up (0 when the restart is not one).
-func (i *Instance) StartMeasuring(warmup time.Duration) {
+func (i *Node) StartMeasuring(warmup time.Duration) {
 	name := ""
 	if warmup > 0 {
 		name = "warmup"
@@ -433,7 +432,7 @@ func (i *Instance) StartMeasuring(warmup time.Duration) {
 // endPhase closes the current interval and starts a new cumulative span now, recording its
 // start in the session. The span that ended is kept as a phase of the session under name
 // ("" keeps nothing).
-func (i *Instance) endPhase(name string) {
+func (i *Node) endPhase(name string) {
 	now := time.Now()
 	i.coll.Tick(now)
 	ended, errs := i.coll.Cumulative(), i.coll.Errors()
@@ -463,7 +462,7 @@ func (i *Instance) endPhase(name string) {
 }
 
 // Start starts the named op classes (none given: every class of the workload).
-func (i *Instance) Start(classes ...string) error {
+func (i *Node) Start(classes ...string) error {
 	if err := i.checkClasses(classes); err != nil {
 		return err
 	}
@@ -476,7 +475,7 @@ func (i *Instance) Start(classes ...string) error {
 
 // StartAt is Start with the first operations due at the instant at (see
 // engine.Engine.StartAt): a fleet starts its nodes together this way.
-func (i *Instance) StartAt(at time.Time, classes ...string) error {
+func (i *Node) StartAt(at time.Time, classes ...string) error {
 	if err := i.checkClasses(classes); err != nil {
 		return err
 	}
@@ -489,7 +488,7 @@ func (i *Instance) StartAt(at time.Time, classes ...string) error {
 
 // SetShape gives class a load shape in place of its configured rate (nil: back to the
 // rate), as engine.Engine.SetShape: auto-tune and scenarios drive the load through it.
-func (i *Instance) SetShape(class string, shape pacer.Shape) error {
+func (i *Node) SetShape(class string, shape pacer.Shape) error {
 	if err := i.checkClasses([]string{class}); err != nil {
 		return err
 	}
@@ -502,7 +501,7 @@ func (i *Instance) SetShape(class string, shape pacer.Shape) error {
 
 // Stop stops the named op classes (none given: every class). Once nothing runs, a
 // warm-up in progress is cancelled.
-func (i *Instance) Stop(classes ...string) error {
+func (i *Node) Stop(classes ...string) error {
 	if err := i.checkClasses(classes); err != nil {
 		return err
 	}
@@ -525,7 +524,7 @@ func (i *Instance) Stop(classes ...string) error {
 // StartLoad is Start as a user asks for it (the API, the UI, NDBench's routes, a fleet's
 // nodes): when no class was running, the figures start workload.warmup later, as with
 // `ndbench run --warmup` (see WarmUp).
-func (i *Instance) StartLoad(classes ...string) error {
+func (i *Node) StartLoad(classes ...string) error {
 	idle := !slices.Contains(slices.Collect(maps.Values(i.Status().Running)), true)
 	if err := i.Start(classes...); err != nil {
 		return err
@@ -540,7 +539,7 @@ func (i *Instance) StartLoad(classes ...string) error {
 // time series but not in the summary, the reports or the UI's totals (StartMeasuring at
 // its end). Stopping every class, shutting the driver down or another WarmUp before then
 // cancels it; d ≤ 0 only cancels.
-func (i *Instance) WarmUp(d time.Duration) {
+func (i *Node) WarmUp(d time.Duration) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.warmGen++
@@ -566,7 +565,7 @@ func (i *Instance) WarmUp(d time.Duration) {
 // checkClasses rejects a class the configured workload does not have, also before a
 // driver is initialized: a typo is the user's error whatever the node's state. The error
 // names the field "ops", as the API's request body and NDBench's routes call it.
-func (i *Instance) checkClasses(classes []string) error {
+func (i *Node) checkClasses(classes []string) error {
 	w := i.store.Current().Config.Workload
 	var errs driver.FieldErrors
 	for _, c := range classes {
@@ -584,7 +583,7 @@ func (i *Instance) checkClasses(classes []string) error {
 // StartBackfill starts a backfill with the configured workers, rate and verify setting,
 // each overridable (zero values keep the configuration). It runs beside the load and is
 // measured with it; Backfill runs one as a phase of its own.
-func (i *Instance) StartBackfill(opts engine.BackfillOptions) error {
+func (i *Node) StartBackfill(opts engine.BackfillOptions) error {
 	e, opts, err := i.backfillEngine(opts)
 	if err != nil {
 		return err
@@ -597,7 +596,7 @@ func (i *Instance) StartBackfill(opts engine.BackfillOptions) error {
 // report shows them under "backfill" as they were when it ended) and the measured span
 // restarts, so load started next is measured on its own. The status is the backfill's;
 // the error is the engine's, ctx's cause when ctx stopped it.
-func (i *Instance) Backfill(ctx context.Context, opts engine.BackfillOptions) (engine.BackfillStatus, error) {
+func (i *Node) Backfill(ctx context.Context, opts engine.BackfillOptions) (engine.BackfillStatus, error) {
 	e, opts, err := i.backfillEngine(opts)
 	if err != nil {
 		return engine.BackfillStatus{}, err
@@ -613,7 +612,7 @@ func (i *Instance) Backfill(ctx context.Context, opts engine.BackfillOptions) (e
 // backfillEngine returns the engine and opts with the configuration's defaults filled in.
 // More workers than configured need more memory than the workload was validated with, so
 // the budget is checked for them as well.
-func (i *Instance) backfillEngine(opts engine.BackfillOptions) (*engine.Engine, engine.BackfillOptions, error) {
+func (i *Node) backfillEngine(opts engine.BackfillOptions) (*engine.Engine, engine.BackfillOptions, error) {
 	e, err := i.engine()
 	if err != nil {
 		return nil, opts, err
@@ -635,7 +634,7 @@ func (i *Instance) backfillEngine(opts engine.BackfillOptions) (*engine.Engine, 
 
 // BackfillStatus returns the backfill's progress (zero without a driver): what a display
 // polls, without the driver calls Status makes.
-func (i *Instance) BackfillStatus() engine.BackfillStatus {
+func (i *Node) BackfillStatus() engine.BackfillStatus {
 	e, err := i.engine()
 	if err != nil {
 		return engine.BackfillStatus{}
@@ -644,7 +643,7 @@ func (i *Instance) BackfillStatus() engine.BackfillStatus {
 }
 
 // backfillDefaults fills the zero values of opts from the configuration.
-func (i *Instance) backfillDefaults(opts engine.BackfillOptions) engine.BackfillOptions {
+func (i *Node) backfillDefaults(opts engine.BackfillOptions) engine.BackfillOptions {
 	w := i.store.Current().Config.Workload
 	if opts.Workers == 0 {
 		opts.Workers = w.BackfillWorkers
@@ -657,7 +656,7 @@ func (i *Instance) backfillDefaults(opts engine.BackfillOptions) engine.Backfill
 }
 
 // StopBackfill stops a running backfill.
-func (i *Instance) StopBackfill() error {
+func (i *Node) StopBackfill() error {
 	e, err := i.engine()
 	if err != nil {
 		return err
@@ -666,7 +665,7 @@ func (i *Instance) StopBackfill() error {
 	return nil
 }
 
-func (i *Instance) engine() (*engine.Engine, error) {
+func (i *Node) engine() (*engine.Engine, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.eng == nil {
@@ -676,7 +675,7 @@ func (i *Instance) engine() (*engine.Engine, error) {
 }
 
 // Read reads one key through the driver, for debugging, bounded by the op timeout.
-func (i *Instance) Read(ctx context.Context, key string) ([]byte, error) {
+func (i *Node) Read(ctx context.Context, key string) ([]byte, error) {
 	d, timeout, err := i.driverForOp()
 	if err != nil {
 		return nil, err
@@ -687,7 +686,7 @@ func (i *Instance) Read(ctx context.Context, key string) ([]byte, error) {
 }
 
 // Write writes one key through the driver, for debugging, bounded by the op timeout.
-func (i *Instance) Write(ctx context.Context, key string, value []byte) error {
+func (i *Node) Write(ctx context.Context, key string, value []byte) error {
 	d, timeout, err := i.driverForOp()
 	if err != nil {
 		return err
@@ -697,7 +696,7 @@ func (i *Instance) Write(ctx context.Context, key string, value []byte) error {
 	return d.Write(ctx, key, value)
 }
 
-func (i *Instance) driverForOp() (driver.Driver, time.Duration, error) {
+func (i *Node) driverForOp() (driver.Driver, time.Duration, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.drv == nil {
@@ -718,7 +717,7 @@ type PatchResult struct {
 // above file, env and etcd). The whole configuration is validated first: an invalid
 // change applies nothing and returns field errors. The change is untrusted
 // (config.OriginAPI): what it sets beyond the store must pass the store's config.Allow.
-func (i *Instance) Patch(values map[string]string) (PatchResult, error) {
+func (i *Node) Patch(values map[string]string) (PatchResult, error) {
 	snap, err := i.store.PatchFrom(config.LayerRuntime, config.OriginAPI, values)
 	if err != nil {
 		return PatchResult{}, err
@@ -731,7 +730,7 @@ func (i *Instance) Patch(values map[string]string) (PatchResult, error) {
 // onConfig applies every accepted configuration change, whatever its source, to the
 // engine and the driver. It runs under the store's lock, so it only does what is quick:
 // the engine's Apply, and queueing live driver options for the reconfigurer.
-func (i *Instance) onConfig(_, new *config.Snapshot, changed []string) {
+func (i *Node) onConfig(_, new *config.Snapshot, changed []string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.drv == nil {
@@ -751,7 +750,7 @@ func (i *Instance) onConfig(_, new *config.Snapshot, changed []string) {
 // key whose configured value the driver cannot take before the next Init (computed afresh,
 // so a key set back to the running value leaves it), and live options that changed are
 // queued for Reconfigure. Called with mu held.
-func (i *Instance) syncDriver(snap *config.Snapshot) {
+func (i *Node) syncDriver(snap *config.Snapshot) {
 	var pending []string
 	if snap.Config.DriverName != i.drvName {
 		pending = append(pending, "driver.name")
@@ -798,7 +797,7 @@ func (i *Instance) syncDriver(snap *config.Snapshot) {
 
 // measure gives a driver that measures things of its own (driver.Measurer) a series for
 // each, registered like an op class so that every output shows it.
-func (i *Instance) measure(drvName string, d driver.Driver) error {
+func (i *Node) measure(drvName string, d driver.Driver) error {
 	m, ok := d.(driver.Measurer)
 	if !ok {
 		return nil
@@ -866,7 +865,7 @@ func cloneOptions(opts any) any {
 	return c.Interface()
 }
 
-func (i *Instance) recordErr(err error) {
+func (i *Node) recordErr(err error) {
 	// Errors come from drivers and sources too (a reconfigure that echoes a DSN, an etcd
 	// endpoint): what is shown and logged goes through the one redaction.
 	msg := driver.Shown(false, err.Error())
@@ -901,7 +900,7 @@ type Status struct {
 }
 
 // Status returns what the instance is doing now.
-func (i *Instance) Status() Status {
+func (i *Node) Status() Status {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	s := Status{ConfigVersion: i.store.Current().Version, Pending: slices.Clone(i.pending), LastError: i.lastErr, Running: map[string]bool{}}
@@ -938,7 +937,7 @@ func (i *Instance) Status() Status {
 
 // RecordError lets a configuration source (watched file, etcd) report a change it could
 // not apply, so it shows in Status.
-func (i *Instance) RecordError(err error) {
+func (i *Node) RecordError(err error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.recordErr(err)
@@ -951,7 +950,7 @@ func (i *Instance) RecordError(err error) {
 // build their reports from it.
 //
 // The report never covers earlier sessions: their counts are not the current driver's.
-func (i *Instance) ReportInput(version string) report.Input {
+func (i *Node) ReportInput(version string) report.Input {
 	st := i.Status()
 	i.mu.Lock()
 	sess := i.session
