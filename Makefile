@@ -30,16 +30,21 @@ run: build
 
 # The whole suite: lint, unit tests under the race detector, integration tests against
 # real servers, the web UI driven in a real browser, and a bounded run of every fuzz
-# target. A server that does not start fails the run.
-test: lint unit-rest integration ui fuzz
+# target. A server that does not start fails the run. On a new machine the installs
+# (apt, the servers' distributions, helm, Chromium, npm) wait mostly on the network, lint
+# and the unit tests on the CPU, so scripts/test.sh runs the installs beside them and
+# waits for both before the integration stage.
+test:
+	MAKE="$(MAKE)" bash scripts/test.sh
 
 # lint also vets for the other systems users run on (macOS, Windows), so Linux-only code
 # (prctl, Pdeathsig, /proc) that escaped its build tag fails here rather than on a user's
 # machine. Linux on ARM type-checks the same files as linux/amd64 except those specific to
 # an architecture, so only the packages that have such files (ARCH_PKGS; the check below
-# fails when one appears elsewhere) are vetted for linux/arm64: on a new machine each
-# whole-tree target costs a compile of every dependency (2 min 44 s for linux/arm64 with
-# an empty build cache; lint took 13 min of a 33 min CI rehearsal on a new machine).
+# fails when one appears elsewhere) are vetted for linux/arm64. `go vet` for another
+# system compiled every dependency for it first (2 min 44 s for linux/arm64 with an empty
+# build cache; lint took 13 min of a 33 min CI rehearsal on a new machine); crossvet
+# type-checks from source instead (docs/performance.md, "CI time").
 ARCH_PKGS := ./internal/pacer
 lint:
 	bash scripts/check-no-binaries.sh
@@ -49,13 +54,17 @@ lint:
 	@# tag covers the plain build too, at half the time.
 	@if git grep -l 'go:build.*!integration' -- '*.go' >/dev/null; then echo "a file excludes the integration tag: vet both builds"; exit 1; fi
 	$(GO) vet -tags integration ./...
-	GOOS=darwin GOARCH=arm64 $(GO) vet -tags integration ./...
-	GOOS=windows GOARCH=amd64 $(GO) vet -tags integration ./...
+	@# The other systems are vetted from source (scripts/crossvet: go vet's analyzers on
+	@# packages type-checked for the target, no object code): `GOOS=windows go vet` compiles
+	@# every dependency for windows first, minutes per system on a new machine.
+	$(GO) build -o bin/crossvet ./scripts/crossvet
+	GOOS=darwin GOARCH=arm64 ./bin/crossvet -tags=integration ./...
+	GOOS=windows GOARCH=amd64 ./bin/crossvet -tags=integration ./...
 	@for f in $$(git ls-files '*.go' '*.s' | grep -E '_(amd64|arm64|386|arm|riscv64|ppc64le|s390x|loong64|mips[a-z0-9]*|wasm)(_test)?\.(go|s)$$'; \
 	  git grep -l -E '^//go:build.*[ !(](amd64|arm64|386|arm|riscv64|ppc64le|s390x|loong64|wasm)([ )&|]|$$)' -- '*.go'); do \
 	  case " $(ARCH_PKGS) " in *" ./$$(dirname $$f) "*) ;; \
 	  *) echo "$$f is specific to an architecture: add ./$$(dirname $$f) to ARCH_PKGS"; exit 1;; esac; done
-	GOOS=linux GOARCH=arm64 $(GO) vet -tags integration $(ARCH_PKGS)
+	GOOS=linux GOARCH=arm64 ./bin/crossvet -tags=integration $(ARCH_PKGS)
 	$(GO) run $(STATICCHECK) -tags integration ./...
 
 # Auto-tune's searches measure the generator too, so they run without the race detector

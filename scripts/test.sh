@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# make test: the whole suite (lint, unit-rest, integration, ui, fuzz), with the installs
+# that the integration and browser stages need running in the background while lint and
+# the unit tests use the CPU. On a new machine the installs (apt packages, the servers'
+# distributions from Maven Central, helm from its Go module, Chromium, npm) took minutes
+# of mostly network and disk time that used to come before the integration tests started.
+# The integration and ui targets still run their install scripts, which are idempotent and
+# return at once when everything is there, so `make integration` alone keeps working.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make_cmd=${MAKE:-make}
+
+log=$(mktemp "${TMPDIR:-/tmp}/ndbench-install.XXXXXX")
+trap 'rm -f "$log"' EXIT
+# One after the other: both may call apt-get, which takes a lock.
+( bash scripts/install-test-deps.sh && bash scripts/install-ui-test-deps.sh ) >"$log" 2>&1 &
+install_pid=$!
+
+status=0
+"$make_cmd" lint unit-rest || status=$?
+
+# An install is never killed half-way (an interrupted dpkg leaves the machine broken for
+# the next run): a failing lint still waits for it.
+install_status=0
+wait "$install_pid" || install_status=$?
+echo "--- installs (ran beside lint and unit-rest)"
+cat "$log"
+if [ "$install_status" -ne 0 ]; then
+  echo "test: installing the test dependencies failed (exit $install_status); see above" >&2
+  exit "$install_status"
+fi
+if [ "$status" -ne 0 ]; then
+  exit "$status"
+fi
+"$make_cmd" integration ui fuzz
