@@ -11,6 +11,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ndbench/ndbench/internal/config"
@@ -19,6 +20,9 @@ import (
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
+
+// ErrNotInitialized is returned by actions that need a connected driver.
+var ErrNotInitialized = errors.New("no driver is initialized: init one first")
 
 // Node is a node, or a fleet seen as one, with every capability a controller uses.
 type Node interface {

@@ -70,17 +70,26 @@ func (i *Node) Stop(classes ...string) error {
 	return nil
 }
 
-// StartLoad is Start as a user asks for it (the API, the UI, NDBench's routes, a fleet's
-// nodes): when no class was running, the figures start workload.warmup later, as with
-// `ndbench run --warmup` (see WarmUp).
+// StartLoad is Start as a user asks for it (the API, the UI, NDBench's routes): when no
+// class was running, the figures start workload.warmup later (see WarmUp).
 func (i *Node) StartLoad(classes ...string) error {
-	idle := !slices.Contains(slices.Collect(maps.Values(i.Status().Running)), true)
-	if err := i.Start(classes...); err != nil {
+	return i.StartLoadAt(time.Time{}, classes...)
+}
+
+// StartLoadAt is StartLoad with the first operations due at the instant at (zero: now), as
+// StartAt: a fleet's nodes start this way, and each warms up from that instant.
+func (i *Node) StartLoadAt(at time.Time, classes ...string) error {
+	idle := i.Status().Idle()
+	var err error
+	if at.IsZero() {
+		err = i.Start(classes...)
+	} else {
+		err = i.StartAt(at, classes...)
+	}
+	if err != nil || !idle {
 		return err
 	}
-	if idle {
-		i.WarmUp(i.store.Current().Config.Workload.Warmup)
-	}
+	i.warmUp(at, i.store.Current().Config.Workload.Warmup)
 	return nil
 }
 

@@ -27,13 +27,15 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
-// ErrNotInitialized is returned by actions that need a connected driver.
-var ErrNotInitialized = errors.New("no driver is initialized: init one first")
+// ErrNotInitialized is returned by actions that need a connected driver (the one error
+// of the node interface, control.ErrNotInitialized).
+var ErrNotInitialized = control.ErrNotInitialized
 
 // ErrAlreadyInitialized is returned by Init while a driver is connected.
 var ErrAlreadyInitialized = errors.New("a driver is already initialized: shut it down first")
@@ -120,3 +122,6 @@ func (i *Node) engine() (*engine.Engine, error) {
 	}
 	return i.eng, nil
 }
+
+// A node is driven through the one interface every controller holds.
+var _ control.Node = (*Node)(nil)

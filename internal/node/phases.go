@@ -80,7 +80,11 @@ func (i *Node) endPhase(name string) {
 // time series but not in the summary, the reports or the UI's totals (StartMeasuring at
 // its end). Stopping every class, shutting the driver down or another WarmUp before then
 // cancels it; d ≤ 0 only cancels.
-func (i *Node) WarmUp(d time.Duration) {
+func (i *Node) WarmUp(d time.Duration) { i.warmUp(time.Time{}, d) }
+
+// warmUp is WarmUp for load whose first operations are due at from (zero: now): the
+// warm-up lasts d from then.
+func (i *Node) warmUp(from time.Time, d time.Duration) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.warmGen++
@@ -88,9 +92,12 @@ func (i *Node) WarmUp(d time.Duration) {
 	if d <= 0 {
 		return
 	}
+	if from.IsZero() {
+		from = time.Now()
+	}
 	gen := i.warmGen
-	i.warmUntil = time.Now().Add(d)
-	time.AfterFunc(d, func() {
+	i.warmUntil = from.Add(d)
+	time.AfterFunc(time.Until(i.warmUntil), func() {
 		i.mu.Lock()
 		current := i.warmGen == gen && i.eng != nil
 		if current {
