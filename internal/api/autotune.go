@@ -63,17 +63,14 @@ func (s *Server) autotuneRoutes() {
 		Summary: "Start a capacity search within an SLA on this node", DefaultStatus: http.StatusAccepted,
 		Description: "Returns at once; progress and the result at GET /api/v1/autotune, stop with POST /api/v1/autotune/stop. " +
 			"The search starts the classes it tunes and gives them their configured rates back when it ends. 409 before init or while a search runs."},
-		append(slices.Clone(bodyErrs), conflict, http.StatusNotImplemented), func(_ context.Context, in *struct {
+		append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
 			Body *AutotuneRequest
 		}) (*out[AutotuneStatus], error) {
 			var req AutotuneRequest
 			if in.Body != nil {
 				req = *in.Body
 			}
-			node, ok := s.inst.(autotune.Node)
-			if !ok {
-				return nil, newProblem(http.StatusNotImplemented, "this server's node cannot run a search")
-			}
+			node := s.inst
 			if !node.Status().Initialized {
 				return nil, newProblem(conflict, "no driver is initialized: init one first")
 			}

@@ -260,7 +260,7 @@ func (s *Server) routes() {
 	for _, act := range []struct {
 		name string
 		f    func(...string) error
-	}{{"start", startLoad(s.inst)}, {"stop", s.inst.Stop}} {
+	}{{"start", s.inst.StartLoad}, {"stop", s.inst.Stop}} {
 		register(s, changesState, huma.Operation{OperationID: act.name + "-load", Method: http.MethodPost, Path: "/api/v1/load/" + act.name, Tags: []string{"load"},
 			Summary: strUpper(act.name) + " op classes", Description: `Body {"ops": ["read"]}; no body or empty ops = every class of the workload (read, write and those of workload.ops). 422 names the classes for an unknown one; 409 before a driver is initialized or while a capacity search (POST /api/v1/autotune) runs.`},
 			append(slices.Clone(bodyErrs), conflict), func(_ context.Context, in *struct {
@@ -459,13 +459,4 @@ func (s *Server) configBody(snap *config.Snapshot, pending []string) ConfigBody 
 		b.Pending = []string{}
 	}
 	return b
-}
-
-// startLoad is a node's Start as a user's request: with a node that warms up
-// (node.Node.StartLoad), a start from idle honours workload.warmup.
-func startLoad(n interface{ Start(...string) error }) func(...string) error {
-	if w, ok := n.(interface{ StartLoad(...string) error }); ok {
-		return w.StartLoad
-	}
-	return n.Start
 }

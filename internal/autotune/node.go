@@ -15,31 +15,18 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/node"
+	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
-// Node is what auto-tune drives: one node (*node.Node) or, through the same
-// methods, a fleet view that fans them out and merges its nodes' intervals into its
-// collector.
-type Node interface {
-	// SetShape gives class a load shape in place of its configured rate (nil: back).
-	SetShape(class string, shape pacer.Shape) error
-	// Start and Stop start and stop op classes.
-	Start(classes ...string) error
-	Stop(classes ...string) error
-	// Collector delivers the 1 s intervals the steps are measured on.
-	Collector() *stats.Collector
-	// Config is the configuration: the op classes, their rates (the ratio kept) and
-	// workers.
-	Config() *config.Snapshot
-	// Status says which classes run already.
-	Status() node.Status
-}
-
-var _ Node = (*node.Node)(nil)
+// Node is what auto-tune drives: the one node interface (control.Node), a node or a
+// fleet view that fans them out and merges its nodes' intervals into its collector. The
+// search uses its load (Start, Stop, SetShape), its intervals (Collector), its
+// configuration (the op classes, their rates and workers) and its status (which classes
+// run already).
+type Node = control.Node
 
 // FleetNode is a Node made of nodes (cluster.Fleet): the process's own CPU says nothing
 // of its generators', so the prober reads none and asks instead, for each merged second,

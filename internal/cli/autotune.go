@@ -15,7 +15,6 @@ import (
 	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
-	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/verdict"
@@ -88,6 +87,11 @@ never the store's (docs/autotune.md).`,
   NDBENCH_TOKEN=... ndbench autotune --driver cassandra --peers 10.0.0.11:8080,10.0.0.12:8080 --latency 10ms`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --backfill is workload.backfill: the run sequence reads it there, and the
+			// report names the flag as its source.
+			if cmd.Flags().Changed("backfill") {
+				f.flagSets = append(f.flagSets, flagSet{"backfill", "workload.backfill", fmt.Sprint(f.backfill)})
+			}
 			return runAutotune(cmd.Context(), cmd, f, io)
 		},
 	}
@@ -236,28 +240,24 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		}
 	}
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	var (
-		target      autotune.Node
-		initNode    func(context.Context) error
-		backfill    func(context.Context, engine.BackfillOptions) (engine.BackfillStatus, error)
-		drain       func() error
-		finish      func()
-		reportInput func(string) report.Input
-	)
+	var target autotune.Node
 	if f.fleet.enabled() {
-		// The fleet's nodes are configured and their driver initialized as it opens: the
-		// prober reads the fleet's configuration (rates as fleet totals).
+		// The fleet's nodes are configured as it opens: the prober reads the fleet's
+		// configuration (rates as fleet totals).
 		fl, err := f.fleet.open(ctx, snap, io.env, io.err, log)
 		if err != nil {
 			return err
 		}
 		defer fl.Close()
-		target, initNode, backfill, drain, finish, reportInput = fl, func(context.Context) error { return nil }, fl.backfill, fl.Drain, fl.Finish, fl.ReportInput
+		target = fl
 	} else {
 		inst := node.New(trustedStore(snap), log)
 		defer inst.Close()
-		target, initNode, backfill, drain, finish, reportInput = inst, inst.InitConfigured, inst.Backfill, inst.Drain, inst.Finish, inst.ReportInput
+		target = inst
 	}
+	// The search's run is the one run sequence (node.Run): connect, backfill, warm-up; the
+	// search's steps are the load; then drain, finish and the report.
+	seq := &node.Run{Node: target}
 	prober, err := autotune.NewNodeProber(target, f.class)
 	if err != nil {
 		return usageError{err}
@@ -274,22 +274,27 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	if err := s.WithDefaults().Validate(); err != nil {
 		return usageError{fmt.Errorf("--%s", err)}
 	}
-	initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
-	err = initNode(initCtx)
-	cancelInit()
-	if err != nil {
+	if err := seq.Connect(ctx); err != nil {
 		return err
 	}
 	out := io.out
 	if f.jsonOut {
 		out = io.err
 	}
-	if f.backfill || w.Backfill {
-		st, err := backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
-		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("backfill: %w", err)
-		}
+	st, ran, err := seq.BackfillPhase(ctx)
+	if err != nil {
+		return err
+	}
+	if ran {
 		fmt.Fprintf(out, "backfill %s: %d of %d keys written\n", st.Phase, st.Written, st.Total)
+	}
+	seq.Measuring = func(_ time.Time, warmup time.Duration) {
+		if warmup > 0 {
+			fmt.Fprintf(out, "warm-up of %s done: the search starts\n", warmup)
+		}
+	}
+	if _, err := seq.WarmUp(ctx); err != nil {
+		return err
 	}
 	full := s.WithDefaults()
 	fmt.Fprintf(out, "ndbench %s autotune: driver %s, classes %s, SLA %s, start %.0f ops/s, tolerance %s\n",
@@ -301,8 +306,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	if err := prober.End(); err != nil {
 		fmt.Fprintln(io.err, "warning:", err)
 	}
-	_ = drain()
-	finish()
+	_ = seq.End()
 	fmt.Fprintln(out)
 	autotune.WriteOutcome(out, res)
 	if f.jsonOut {
@@ -313,7 +317,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		}
 	}
 	if f.report != "" || f.reportHTML != "" {
-		rep, err := withAutotune(report.Build(reportInput(toolVersion())), res)
+		rep, err := withAutotune(report.Build(seq.ReportInput(toolVersion())), res)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster"
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/engine"
 )
 
 // fleetClientFlags make a command (scenario run, autotune) run on a fleet of `ndbench
@@ -58,8 +57,9 @@ func (c *clientFleet) Close() {
 	c.cancel()
 }
 
-// open finds the nodes, gives them snap's configuration at the fleet scope (rates are
-// fleet totals, divided among the nodes by weight) and initializes the driver on each.
+// open finds the nodes and gives them snap's configuration at the fleet scope (rates are
+// fleet totals, divided among the nodes by weight); the run sequence connects the driver
+// on each (node.Run.Connect).
 // Secret values are not sent: the nodes take them from their own configuration.
 func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env []string, stderr io.Writer, log *slog.Logger) (*clientFleet, error) {
 	spec := f.discovery
@@ -136,39 +136,6 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 			return fail(fmt.Errorf("configure the fleet: %w", err))
 		}
 	}
-	if err := cf.Init(ctx, snap.Config.DriverName, nil); err != nil {
-		return fail(fmt.Errorf("initialize driver %s on the fleet: %w", snap.Config.DriverName, err))
-	}
 	fmt.Fprintf(stderr, "fleet: %d node(s) (%s), this process is the control point\n", len(alive), strings.Join(alive, ", "))
 	return cf, nil
-}
-
-// backfill backfills the keyspace across the fleet and waits for it to end.
-func (c *clientFleet) backfill(ctx context.Context, opts engine.BackfillOptions) (engine.BackfillStatus, error) {
-	if err := c.StartBackfill(opts); err != nil {
-		return engine.BackfillStatus{}, err
-	}
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	// The nodes' beats carry their progress; the first ones may predate the start.
-	seen := false
-	for {
-		select {
-		case <-ctx.Done():
-			_ = c.StopBackfill()
-			return engine.BackfillStatus{}, ctx.Err()
-		case <-t.C:
-		}
-		st := c.Status().Backfill
-		if st == nil {
-			continue
-		}
-		if st.Running {
-			seen = true
-			continue
-		}
-		if seen || st.Total > 0 && st.Written+st.Failed >= st.Total {
-			return *st, nil
-		}
-	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/presets"
 	"github.com/ndbench/ndbench/internal/config/source"
-	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/scenario"
@@ -217,18 +216,18 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	if len(secrets) > 0 {
 		fmt.Fprintf(io.err, "note: --from-report %s: the report redacted %s; give them again (--set or env) if the run needs them\n", f.fromReport, strings.Join(secrets, ", "))
 	}
-	f.warmup = w.Warmup // --warmup is workload.warmup, below a --set of it
+	// The run record says what ran: --warmup and --backfill are workload.warmup and
+	// workload.backfill, below a --set of them (the run sequence reads those).
+	f.warmup = w.Warmup
 	f.backfill = f.backfill || w.Backfill
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	// The run is a node's lifecycle, the same one `ndbench serve` drives through its API:
-	// this command only sequences it (backfill, warm-up, duration, signals) and shows it.
+	// The run is the node's one run sequence (node.Run), the one `serve --start`, scenarios
+	// and auto-tune drive: this command gives it a duration, signals and a display.
 	inst := node.New(trustedStore(snap), log)
 	defer inst.Close()
-	initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
-	err = inst.InitConfigured(initCtx)
-	cancelInit()
-	if err != nil {
+	seq := &node.Run{Node: inst}
+	if err := seq.Connect(ctx); err != nil {
 		return err
 	}
 	coll := inst.Collector()
@@ -267,17 +266,16 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 		fmt.Fprintln(io.out, "no --duration: runs until Ctrl-C or SIGTERM, then prints the summary and writes the report")
 	}
 
-	if f.backfill || w.Backfill {
-		// The load phase is measured on its own; the backfill's figures are kept apart.
-		view.setBackfill(inst.BackfillStatus)
-		st, err := inst.Backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
-		view.setBackfill(nil)
-		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("backfill: %w", err)
-		}
+	// The load phase is measured on its own; the backfill's figures are kept apart.
+	seq.Progress = view.setBackfill
+	st, ran, err := seq.BackfillPhase(ctx)
+	if err != nil {
+		return err
+	}
+	if ran {
 		fmt.Fprintf(io.out, "backfill %s: %d of %d keys written in %s, %d failed", st.Phase, st.Written, st.Total,
 			st.Ended.Sub(st.Started).Round(time.Millisecond), st.Failed)
-		if w.BackfillVerify {
+		if seq.Options().BackfillOptions.Verify {
 			fmt.Fprintf(io.out, "; verified %d, missing %d, corrupt %d, wrong key %d, errors %d", st.Verified, st.Missing, st.Corrupt, st.WrongKey, st.VerifyErrors)
 		}
 		fmt.Fprintln(io.out)
@@ -289,27 +287,20 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	// unbounded one's load was measured, cuts it short (exit 3); a signal is how an
 	// unbounded run ends normally.
 	interrupted := ctx.Err() != nil
-	if ctx.Err() == nil {
-		if f.warmup == 0 {
-			judge.measure(time.Now())
+	if !interrupted {
+		// The store and the client warm up under the real load; what they do meanwhile
+		// stays in the time series but not in the figures a user compares.
+		seq.Measuring = func(at time.Time, warmup time.Duration) {
+			judge.measure(at)
+			if warmup > 0 {
+				view.note(fmt.Sprintf("warm-up of %s done: measuring from here", warmup))
+			}
 		}
-		if err := inst.Start(); err != nil {
+		measured, err := seq.StartLoad(ctx)
+		if err != nil {
 			return err
 		}
-		if f.warmup > 0 {
-			// The store and the client warm up under the real load; what they do meanwhile
-			// stays in the time series but not in the figures a user compares.
-			t := time.NewTimer(f.warmup)
-			select {
-			case <-ctx.Done():
-				interrupted = true
-			case <-t.C:
-				judge.measure(time.Now())
-				inst.StartMeasuring(f.warmup)
-				view.note(fmt.Sprintf("warm-up of %s done: measuring from here", f.warmup))
-			}
-			t.Stop()
-		}
+		interrupted = !measured
 		var timeout <-chan time.Time
 		if f.duration > 0 {
 			t := time.NewTimer(f.duration)
@@ -322,11 +313,10 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 		case <-timeout:
 		}
 	}
-	_ = inst.Drain() // what is still in flight after the op timeout is cut off by Close
-	inst.Finish()
+	_ = seq.End() // what is still in flight after the op timeout is cut off by Close
 	view.finish()
 
-	rep := report.Build(inst.ReportInput(toolVersion()))
+	rep := report.Build(seq.ReportInput(toolVersion()))
 	rep.Thresholds = judge.results()
 	rep.Run = f.runRecord(cmd, checks)
 	rep.Verdict = runVerdict(rep, interrupted)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/scenario"
@@ -131,12 +130,9 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	}
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var (
-		target      scenario.Node
-		reportInput func(string) report.Input
+		target scenario.Node
 		// nodeInvalid, on a fleet, judges each node's own report for generator saturation.
 		nodeInvalid = func() []string { return nil }
-		backfill    func(context.Context, engine.BackfillOptions) (engine.BackfillStatus, error)
-		progress    func() engine.BackfillStatus
 		where       = ""
 	)
 	if f.fleet.enabled() {
@@ -149,24 +145,18 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 			return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 		}
 		defer fl.Close()
-		target, reportInput, backfill, where = fl, fl.ReportInput, fl.backfill, " on a fleet"
+		target, where = fl, " on a fleet"
 		nodeInvalid = func() []string { return nodesGeneratorBound(ctx, fl, s.err) }
-		progress = func() engine.BackfillStatus {
-			if b := fl.Status().Backfill; b != nil {
-				return *b
-			}
-			return engine.BackfillStatus{Phase: "idle"}
-		}
 	} else {
 		inst := node.New(trustedStore(sc.Snapshot), log)
 		defer inst.Close()
-		initCtx, cancelInit := context.WithTimeout(ctx, time.Minute)
-		err = inst.InitConfigured(initCtx)
-		cancelInit()
-		if err != nil {
-			return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
-		}
-		target, reportInput, backfill, progress = inst, inst.ReportInput, inst.Backfill, inst.BackfillStatus
+		target = inst
+	}
+	// The scenario's run is the one run sequence (node.Run): connect, backfill, warm-up;
+	// its phases are the load, and scenario.Run drains and finishes it.
+	seq := &node.Run{Node: target, Backfill: sc.Backfill}
+	if err := seq.Connect(ctx); err != nil {
+		return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 	}
 	total := sc.End()
 	if total == scenario.Forever {
@@ -176,23 +166,29 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	defer target.Collector().Subscribe(view.interval)()
 	fmt.Fprintf(s.out, "ndbench %s: scenario %s%s, driver %s, %d phases, %d hooks, %d thresholds\n",
 		toolVersion(), sc.Name, where, sc.Snapshot.Config.DriverName, len(sc.Phases), len(sc.Hooks), len(sc.Thresholds))
-	w := sc.Snapshot.Config.Workload
-	if sc.Backfill || w.Backfill {
-		view.setBackfill(progress)
-		st, err := backfill(ctx, engine.BackfillOptions{Workers: w.BackfillWorkers, Rate: w.BackfillRate, Verify: w.BackfillVerify})
-		view.setBackfill(nil)
-		if err != nil && ctx.Err() == nil {
-			return exitError{scenario.ExitError, fmt.Errorf("backfill: %w", err)}
-		}
+	seq.Progress = view.setBackfill
+	st, ran, err := seq.BackfillPhase(ctx)
+	if err != nil {
+		return exitError{scenario.ExitError, err}
+	}
+	if ran {
 		fmt.Fprintf(s.out, "backfill %s: %d of %d keys written, %d failed\n", st.Phase, st.Written, st.Total, st.Failed)
 		view.restart()
+	}
+	seq.Measuring = func(_ time.Time, warmup time.Duration) {
+		if warmup > 0 {
+			view.note(fmt.Sprintf("warm-up of %s done: the scenario's phases start", warmup))
+		}
+	}
+	if _, err := seq.WarmUp(ctx); err != nil {
+		return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 	}
 	out, err := scenario.Run(ctx, target, sc, scenario.RunOptions{Log: view.note, Env: s.env})
 	view.finish()
 	if err != nil {
 		return scenarioError(ctx, err)
 	}
-	in := reportInput(toolVersion())
+	in := seq.ReportInput(toolVersion())
 	in.Timeline = out.ReportMarks()
 	rep := report.Build(in)
 	if out.Error == "" && out.AbortedBy == "" && !out.Interrupted {

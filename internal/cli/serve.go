@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/ndbench/ndbench/internal/api"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
-	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/web"
@@ -67,6 +65,11 @@ names, and --allow-targets) unless --allow names the capability.`,
   ndbench serve -c ndbench.yaml --config-etcd 10.0.0.5:2379 --config-prefix /ndbench/node1/ --report final.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --backfill is workload.backfill: the run sequence reads it there, and the
+			// effective config and the report name the flag as its source.
+			if cmd.Flags().Changed("backfill") {
+				f.flagSets = append(f.flagSets, flagSet{"backfill", "workload.backfill", fmt.Sprint(f.backfill)})
+			}
 			return serve(cmd.Context(), f, s)
 		},
 	}
@@ -231,25 +234,18 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
+	// The service's run is the node's one run sequence, driven in the background: a
+	// backfill, when configured, then the load with its warm-up, while the API serves.
+	seq := &node.Run{Node: inst, Pin: true, Log: log}
 	if f.start {
 		name := store.Current().Config.DriverName
 		if _, ok := driver.Lookup(name); !ok {
 			_ = ln.Close()
 			return driver.UnknownDriverError(name)
 		}
-		initCtx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := inst.Init(initCtx, name, nil)
-		cancel()
-		switch {
-		case err != nil:
-		case f.backfill || store.Current().Config.Workload.Backfill:
-			// As `ndbench run` does: the backfill is a phase of its own, and the load starts
-			// after it. It runs while the API serves, which shows its progress and can stop it.
-			go backfillThenStart(ctx, inst, log)
-		default:
-			if err = inst.Start(); err == nil {
-				log.Info("load started", "driver", name)
-			}
+		err := seq.Connect(ctx)
+		if err == nil {
+			err = seq.Serve(ctx)
 		}
 		if err != nil {
 			_ = ln.Close()
@@ -265,9 +261,8 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	// The final report: stop the load, let operations in flight finish, close the last
 	// interval, and report like `ndbench run` does, while the driver can still say what it
 	// is connected to.
-	_ = inst.Drain() // ErrNotInitialized without a driver: there is nothing to stop
-	inst.Finish()
-	rep := report.Build(inst.ReportInput(toolVersion()))
+	_ = seq.End()
+	rep := report.Build(seq.ReportInput(toolVersion()))
 	stopOTLP(otlp, log)
 	closed = true
 	_ = inst.Close()
@@ -276,33 +271,6 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	fmt.Fprintf(io.out, "report written to %s\n", f.report)
 	return serveErr
-}
-
-// backfillThenStart runs the configured backfill as a phase, then starts the load, unless
-// the service is stopping or the backfill was stopped (over the API) or failed: a load on a
-// keyspace the backfill did not fill would measure misses, so it is left to the user. The
-// instance takes workers, rate and verify from the configuration.
-func backfillThenStart(ctx context.Context, inst *node.Node, log *slog.Logger) {
-	log.Info("backfill started")
-	st, err := inst.Backfill(ctx, engine.BackfillOptions{})
-	if ctx.Err() != nil {
-		return
-	}
-	if err != nil {
-		log.Error("backfill failed; the load was not started (POST /api/v1/load/start starts it)", "err", err)
-		return
-	}
-	if st.Phase == "stopped" {
-		log.Warn("backfill stopped; the load was not started (POST /api/v1/load/start starts it)",
-			"written", st.Written, "total", st.Total)
-		return
-	}
-	log.Info("backfill done", "written", st.Written, "failed", st.Failed, "took", st.Ended.Sub(st.Started).Round(time.Millisecond))
-	if err := inst.Start(); err != nil {
-		log.Error("start the load after the backfill", "err", err)
-		return
-	}
-	log.Info("load started")
 }
 
 // stopOTLP sends the exporter's last data and logs what it did, at warn if exports

@@ -15,20 +15,9 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
-	"github.com/ndbench/ndbench/internal/node"
+	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/pacer"
 )
-
-// LocalNode is what an Agent drives on its own node: *node.Node.
-type LocalNode interface {
-	StartAt(at time.Time, classes ...string) error
-	Stop(classes ...string) error
-	SetShape(class string, shape pacer.Shape) error
-	StopBackfill() error
-	Status() node.Status
-}
-
-var _ LocalNode = (*node.Node)(nil)
 
 // AgentOptions configure an Agent.
 type AgentOptions struct {
@@ -50,7 +39,7 @@ var ErrClaimed = errors.New("node is part of another coordinator's run")
 // a coordinator that stays silent for the lease time (killed, partitioned away) makes the
 // node stop its load by itself: a fleet never leaves rogue load behind.
 type Agent struct {
-	node LocalNode
+	node control.Node
 	opts AgentOptions
 	log  *slog.Logger
 	// boot names this process: a node restarted under the same id answers beats with a
@@ -90,7 +79,7 @@ func (a *Agent) forgetRelease(coordinator, run string) {
 }
 
 // NewAgent returns the agent of node.
-func NewAgent(node LocalNode, opts AgentOptions) *Agent {
+func NewAgent(node control.Node, opts AgentOptions) *Agent {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -179,7 +168,8 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 	return resp, nil
 }
 
-// Start takes the run's lease and starts the op classes at req.At.
+// Start takes the run's lease and starts the op classes at req.At as a user's start does:
+// from idle, the node's figures start workload.warmup after req.At (the warm-up).
 func (a *Agent) Start(req StartRequest) error {
 	a.mu.Lock()
 	err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, time.Now())
@@ -190,7 +180,7 @@ func (a *Agent) Start(req StartRequest) error {
 	if err != nil {
 		return err
 	}
-	return a.node.StartAt(req.At, req.Ops...)
+	return a.node.StartLoadAt(req.At, req.Ops...)
 }
 
 // maxShapeWait bounds how far ahead a shape's instant may be: a coordinator sets it a few
@@ -271,10 +261,10 @@ func (a *Agent) Run(ctx context.Context) {
 				a.run, a.coordinator, a.orphaned = "", "", true
 				a.mu.Unlock()
 				a.log.Warn("fleet coordinator silent for the lease time: stopping this node's load", "coordinator", coord, "run", run, "lease", lease)
-				if err := a.node.Stop(); err != nil && !errors.Is(err, node.ErrNotInitialized) {
+				if err := a.node.Stop(); err != nil && !errors.Is(err, control.ErrNotInitialized) {
 					a.log.Error("stop load after the lease lapsed", "err", err)
 				}
-				if err := a.node.StopBackfill(); err != nil && !errors.Is(err, node.ErrNotInitialized) {
+				if err := a.node.StopBackfill(); err != nil && !errors.Is(err, control.ErrNotInitialized) {
 					a.log.Error("stop backfill after the lease lapsed", "err", err)
 				}
 				continue

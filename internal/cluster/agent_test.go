@@ -7,12 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/pacer"
 )
 
-// recordingNode is a LocalNode that notes what the agent asked of it.
+// recordingNode is a node that notes what the agent asked of it; what an agent never
+// calls is left to the embedded nil interface.
 type recordingNode struct {
+	control.Node
 	mu       sync.Mutex
 	startAt  time.Time
 	stops    int
@@ -24,7 +28,7 @@ type recordingNode struct {
 
 func newRecordingNode() *recordingNode { return &recordingNode{stopped: make(chan struct{})} }
 
-func (n *recordingNode) StartAt(at time.Time, _ ...string) error {
+func (n *recordingNode) StartLoadAt(at time.Time, _ ...string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.startAt, n.running = at, true
@@ -49,10 +53,10 @@ func (n *recordingNode) StopBackfill() error {
 	return nil
 }
 
-func (n *recordingNode) Status() node.Status {
+func (n *recordingNode) Status() control.Status {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return node.Status{Driver: "memory", Running: map[string]bool{"read": n.running}}
+	return control.Status{Driver: "memory", Running: map[string]bool{"read": n.running}}
 }
 
 func (n *recordingNode) counts() (startAt time.Time, stops, bfStops int) {
@@ -279,5 +283,40 @@ func TestAgentBeatsCarryItsBootAndHolder(t *testing.T) {
 	}
 	if r3.Boot == r1.Boot {
 		t.Errorf("a new agent under the same id has boot id %q, as the old one; want another", r3.Boot)
+	}
+}
+
+// TestAgentStartWarmsUp: a fleet's start is a user's start on each node: from idle, the
+// node's figures start workload.warmup after the common instant, as the API's start does.
+// The agent used to start the load with no warm-up at all.
+func TestAgentStartWarmsUp(t *testing.T) {
+	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory", "workload.readRate=200",
+		"workload.writeEnabled=false", "workload.warmup=400ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := node.New(config.NewStore(snap), nil)
+	t.Cleanup(func() { _ = n.Close() })
+	if err := n.InitConfigured(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a := NewAgent(n, AgentOptions{ID: "n1"})
+	at := time.Now().Add(100 * time.Millisecond)
+	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r1", At: at, LeaseMs: 10000}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Status().WarmingUpUntil; !got.Equal(at.Add(400 * time.Millisecond)) {
+		t.Fatalf("warming up until %v, want the start instant and workload.warmup (%v)", got, at.Add(400*time.Millisecond))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Session().Warmup == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the warm-up never ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	in := n.ReportInput("test")
+	if in.Warmup != 400*time.Millisecond || len(in.Phases) != 1 || in.Phases[0].Name != "warmup" || in.Started.Before(at.Add(400*time.Millisecond)) {
+		t.Errorf("report input: warm-up %v, phases %+v, measured from %v; want 400ms set apart from %v", in.Warmup, in.Phases, in.Started, at)
 	}
 }

@@ -9,13 +9,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ndbench/ndbench/internal/autotune"
+	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/report"
-	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -29,6 +28,12 @@ const commandTimeout = 30 * time.Second
 type Fleet struct {
 	c       *Coordinator
 	created time.Time
+
+	// mu guards the warm-up: warmGen counts warm-ups begun and cancelled (a warm-up's timer
+	// measures only if it is still the latest), warmup is the last one that ended.
+	mu      sync.Mutex
+	warmGen uint64
+	warmup  time.Duration
 }
 
 // Fleet returns the coordinator's fleet view.
@@ -69,8 +74,71 @@ func (f *Fleet) Start(classes ...string) error {
 	return nil
 }
 
-// Stop stops op classes on every node.
+// InitConfigured initializes on every node the driver the fleet's configuration selects.
+func (f *Fleet) InitConfigured(ctx context.Context) error {
+	return f.c.InitDriver(ctx, f.c.FleetConfig().Config.DriverName, nil)
+}
+
+// StartLoad is Start as a user asks for it (the API's and UI's fleet start): each node
+// warms up from the common instant (its agent starts it so), and from idle the fleet's
+// merged figures start workload.warmup after it too (see StartMeasuring).
+func (f *Fleet) StartLoad(classes ...string) error {
+	idle := f.Status().Idle()
+	if err := f.Start(classes...); err != nil {
+		return err
+	}
+	if idle {
+		f.warmUp(f.c.FleetConfig().Config.Workload.Warmup)
+	}
+	return nil
+}
+
+// StartLoadAt is StartLoad at the instant at, or at the fleet's common instant when that
+// is later: a fleet picks its own instant a few round trips ahead, so at is a lower bound.
+// The wait is bounded as a node bounds a shape's (maxShapeWait).
+func (f *Fleet) StartLoadAt(at time.Time, classes ...string) error {
+	if wait := time.Until(at); wait > 0 {
+		if wait > maxShapeWait {
+			return &driver.FieldError{Field: "at", Value: at.Format(time.RFC3339Nano), Allowed: fmt.Sprintf("an instant at most %v ahead of this node's clock", maxShapeWait)}
+		}
+		time.Sleep(wait)
+	}
+	return f.StartLoad(classes...)
+}
+
+// warmUp starts the fleet's figures d from now, unless the load is stopped before; d ≤ 0
+// only cancels a warm-up in progress.
+func (f *Fleet) warmUp(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.warmGen++
+	if d <= 0 {
+		return
+	}
+	gen := f.warmGen
+	time.AfterFunc(d, func() {
+		f.mu.Lock()
+		current := f.warmGen == gen
+		f.mu.Unlock()
+		if current {
+			f.StartMeasuring(d)
+		}
+	})
+}
+
+// StartMeasuring starts the span the fleet's merged figures cover now: what the nodes did
+// before stays in their own series but not in the fleet's summary or report. warmup is how
+// long the load ran before, reported as the warm-up.
+func (f *Fleet) StartMeasuring(warmup time.Duration) {
+	f.c.stats.coll.Reset()
+	f.mu.Lock()
+	f.warmup = warmup
+	f.mu.Unlock()
+}
+
+// Stop stops op classes on every node; a warm-up in progress is cancelled.
 func (f *Fleet) Stop(classes ...string) error {
+	f.warmUp(0)
 	ctx, cancel := cmdContext()
 	defer cancel()
 	return f.c.Stop(ctx, classes...)
@@ -83,6 +151,45 @@ func (f *Fleet) StartBackfill(opts engine.BackfillOptions) error {
 	return f.c.Backfill(ctx, BackfillOptions{Workers: opts.Workers, Rate: opts.Rate, Verify: opts.Verify})
 }
 
+// Backfill backfills the keyspace across the fleet as a phase of its own and waits for it
+// to end, or for ctx, which stops it.
+func (f *Fleet) Backfill(ctx context.Context, opts engine.BackfillOptions) (engine.BackfillStatus, error) {
+	if err := f.StartBackfill(opts); err != nil {
+		return engine.BackfillStatus{}, err
+	}
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	// The nodes' beats carry their progress; the first ones may predate the start.
+	seen := false
+	for {
+		select {
+		case <-ctx.Done():
+			_ = f.StopBackfill()
+			return engine.BackfillStatus{}, ctx.Err()
+		case <-t.C:
+		}
+		st := f.Status().Backfill
+		if st == nil {
+			continue
+		}
+		if st.Running {
+			seen = true
+			continue
+		}
+		if seen || st.Total > 0 && st.Written+st.Failed >= st.Total {
+			return *st, nil
+		}
+	}
+}
+
+// BackfillStatus is the sum of the nodes' backfill progress, as their beats tell it.
+func (f *Fleet) BackfillStatus() engine.BackfillStatus {
+	if b := f.Status().Backfill; b != nil {
+		return *b
+	}
+	return engine.BackfillStatus{Phase: "idle"}
+}
+
 // StopBackfill stops every node's backfill.
 func (f *Fleet) StopBackfill() error {
 	ctx, cancel := cmdContext()
@@ -91,14 +198,14 @@ func (f *Fleet) StopBackfill() error {
 }
 
 // Patch changes configuration at the fleet scope.
-func (f *Fleet) Patch(values map[string]string) (node.PatchResult, error) {
+func (f *Fleet) Patch(values map[string]string) (control.PatchResult, error) {
 	ctx, cancel := cmdContext()
 	defer cancel()
 	snap, err := f.c.SetConfig(ctx, Scope{Kind: ScopeFleet}, values)
 	if snap == nil {
 		snap = f.c.FleetConfig()
 	}
-	return node.PatchResult{Snapshot: snap}, err
+	return control.PatchResult{Snapshot: snap}, err
 }
 
 // Config is the fleet-scope configuration: rates are the fleet's totals.
@@ -106,11 +213,11 @@ func (f *Fleet) Config() *config.Snapshot { return f.c.FleetConfig() }
 
 // Status sums up the nodes: a class runs if it runs on any node; the backfill's progress
 // is the sum of the nodes'.
-func (f *Fleet) Status() node.Status {
+func (f *Fleet) Status() control.Status {
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := node.Status{Driver: c.driver, Running: map[string]bool{}, Pending: []string{}}
+	st := control.Status{Driver: c.driver, Running: map[string]bool{}, Pending: []string{}}
 	var bf *engine.BackfillStatus
 	for _, m := range c.alive() {
 		if m.beat.Driver != "" {
@@ -201,6 +308,9 @@ func (f *Fleet) ReportInput(version string) report.Input {
 		Snapshot:    f.c.FleetConfig(),
 		DriverInfo:  map[string]string{"fleet": f.c.describe()},
 	}
+	f.mu.Lock()
+	in.Warmup = f.warmup
+	f.mu.Unlock()
 	if st.Backfill != nil && st.Backfill.Total > 0 {
 		in.Backfill = st.Backfill
 	}
@@ -240,6 +350,7 @@ func (f *Fleet) SetShape(class string, shape pacer.Shape) error {
 // operation in flight any more (as the nodes' beats tell), at most the operation timeout
 // and a second.
 func (f *Fleet) Drain() error {
+	f.warmUp(0)
 	ctx, cancel := cmdContext()
 	defer cancel()
 	if err := f.c.Stop(ctx); err != nil {
@@ -286,11 +397,8 @@ func (f *Fleet) Finish() {
 // generator's limit, not the store's. Auto-tune's judge reads it for each second.
 func (f *Fleet) SaturatedNodes(start time.Time) []string { return f.c.stats.saturated(start) }
 
-// The fleet view drives auto-tune and scenarios as a node does.
-var (
-	_ autotune.Node = (*Fleet)(nil)
-	_ scenario.Node = (*Fleet)(nil)
-)
+// The fleet view is driven as a node is: by the API, auto-tune, scenarios and a run.
+var _ control.Node = (*Fleet)(nil)
 
 // NodeReports returns every live node's own run report (GET /api/v1/report), by node id:
 // what only a node can judge of itself, such as its generator's saturation (its process's

@@ -502,3 +502,39 @@ func TestStartDuringBeats(t *testing.T) {
 		}
 	}
 }
+
+// TestInProcessFleetStartWarmsUp: a start of the fleet's load over its API, from idle,
+// honours workload.warmup on every node (from the common instant) and in the fleet's
+// merged report, as a node's own start does.
+func TestInProcessFleetStartWarmsUp(t *testing.T) {
+	nodes, _, url := inFleet(t, 2)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 200, "workload.writeEnabled": false, "workload.numKeys": 100, "workload.warmup": "500ms"}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/load/start"), nil, nil)
+	for i, n := range nodes {
+		if n.inst.Status().WarmingUpUntil.IsZero() && n.inst.Session().Warmup == 0 {
+			t.Errorf("node %d: no warm-up after the fleet's start", i)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := range nodes {
+		for n.inst.Session().Warmup == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("a node's warm-up never ended: %+v", n.inst.Status())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if w := n.inst.Session().Warmup; w != 500*time.Millisecond {
+			t.Errorf("node warm-up %v, want 500ms", w)
+		}
+	}
+	time.Sleep(time.Second) // the fleet view's own warm-up ends beside the nodes'
+	var rep struct {
+		WarmupSeconds float64 `json:"warmupSeconds"`
+	}
+	inCall(t, http.MethodGet, url("/api/v1/report"), nil, &rep)
+	if rep.WarmupSeconds != 0.5 {
+		t.Errorf("fleet report's warmupSeconds %v, want 0.5", rep.WarmupSeconds)
+	}
+}

@@ -54,11 +54,8 @@ func (a *api) start(ops ...string) handlerFunc {
 				return
 			}
 		}
-		start := a.inst.Start
-		if wu, ok := a.inst.(interface{ StartLoad(...string) error }); ok {
-			start = wu.StartLoad // a start from idle honours workload.warmup
-		}
-		if err := start(ops...); err != nil {
+		// A user's start: from idle it honours workload.warmup.
+		if err := a.inst.StartLoad(ops...); err != nil {
 			fail(w, failMsg, err)
 			return
 		}

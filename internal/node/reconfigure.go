@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/control"
 )
 
 // reconfigureTimeout bounds one Reconfigure call; the driver's context ends then.
@@ -19,14 +20,9 @@ const (
 	ReconfigureFailed  = "failed"  // the one to PendingVersion failed; the driver keeps AppliedVersion's
 )
 
-// ReconfigureStatus is where the connected driver's live options stand: which config
-// version's options it runs with, and the reconfiguration in progress or failed.
-type ReconfigureStatus struct {
-	State          string `json:"state" enum:"applied,pending,failed" doc:"applied: the driver runs with the live options of appliedVersion; pending: a Reconfigure to pendingVersion is queued or running; failed: the one to pendingVersion failed (error) and the driver keeps appliedVersion's"`
-	AppliedVersion uint64 `json:"appliedVersion" doc:"Config version whose live driver options the driver runs with"`
-	PendingVersion uint64 `json:"pendingVersion,omitempty" doc:"Config version being applied, or that failed"`
-	Error          string `json:"error,omitempty" doc:"Why the last reconfiguration failed"`
-}
+// ReconfigureStatus is where the connected driver's live options stand (see
+// control.ReconfigureStatus).
+type ReconfigureStatus = control.ReconfigureStatus
 
 // reconfigurer applies live driver options for one driver session, one Reconfigure at a
 // time, on its own goroutine: the config store's subscriber only queues. The fields

@@ -11,30 +11,16 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/autotune"
-	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/node"
+	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/verdict"
 )
 
-// Node is what a scenario drives: one node (*node.Node) today, a fleet view
-// later. Intervals come from Collector's subscription, so a fleet view whose collector is
-// fed by its merge (stats.Collector.Ingest) is judged the same way.
-type Node interface {
-	Start(classes ...string) error
-	Stop(classes ...string) error
-	SetShape(class string, shape pacer.Shape) error
-	Patch(values map[string]string) (node.PatchResult, error)
-	Config() *config.Snapshot
-	Collector() *stats.Collector
-	// Drain stops the load and waits for operations in flight; Finish closes the last
-	// interval, so the end of the last phase is judged.
-	Drain() error
-	Finish()
-}
-
-var _ Node = (*node.Node)(nil)
+// Node is what a scenario drives: the one node interface (control.Node), a node or a
+// fleet view. Intervals come from Collector's subscription, so a fleet view whose
+// collector is fed by its merge (stats.Collector.Ingest) is judged the same way.
+type Node = control.Node
 
 // Mark is a phase or a hook on the run's timeline, as reports show them.
 type Mark struct {
@@ -209,11 +195,6 @@ func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcom
 		q:     &queue{notify: make(chan struct{}, 1)},
 		done:  make(chan hookDone, 2*len(sc.Hooks)+1),
 		marks: map[string]int{}, undoDue: make([]time.Time, len(sc.Hooks)), stopped: map[string]bool{}}
-	for _, p := range sc.Phases {
-		if _, ok := node.(autotune.Node); p.Autotune != nil && !ok {
-			return nil, fmt.Errorf("phase %s: this node cannot run a capacity search", p.Name)
-		}
-	}
 	classes := sc.ThresholdClasses()
 	cancel := node.Collector().Subscribe(func(iv *stats.Interval) { r.q.push(SecondOf(iv, classes)) })
 	defer cancel()
@@ -648,14 +629,13 @@ func durText(d time.Duration) string {
 // SLA it holds there until the phase ends (endSearch).
 func (r *runner) startSearch(i int) error {
 	p := r.sc.Phases[i]
-	node := r.node.(autotune.Node) // checked by Run
-	prober, err := autotune.NewNodeProber(node, p.Autotune.Class)
+	prober, err := autotune.NewNodeProber(r.node, p.Autotune.Class)
 	if err != nil {
 		return fmt.Errorf("auto-tune: %w", err)
 	}
 	st := p.Autotune.Settings
 	if st.Start == 0 {
-		st.Start = autotune.DefaultStart(node, prober)
+		st.Start = autotune.DefaultStart(r.node, prober)
 	}
 	log := r.opts.Log
 	st.OnStep = func(s autotune.Step) {
