@@ -35,6 +35,12 @@ type Options struct {
 	// Config is the configuration the fleet's starts from (this node's): fleet values are
 	// validated against it before any node is told.
 	Config *config.Snapshot
+	// Allow is what the fleet's changes may reach beyond the store (serve --allow). The
+	// nodes take the fleet's values as API input (config.OriginAPI) and refuse what their
+	// own --allow does not permit, so the coordinator checks the same gate before any node
+	// is told: a change one node would refuse applies on none. The zero value allows
+	// nothing.
+	Allow config.Allow
 	// Client makes the calls; nil gets one with sane timeouts.
 	Client *http.Client
 	// Logger gets membership and control events; nil discards them.
@@ -200,6 +206,7 @@ func New(opts Options) (*Coordinator, error) {
 	}
 	c := &Coordinator{opts: opts, log: opts.Logger, members: map[string]*member{}, scopes: scopes{},
 		fleet: config.NewStore(opts.Config), activated: make(chan struct{}), activateWait: make(chan struct{})}
+	c.fleet.SetAllow(opts.Allow)
 	c.stats = newFleetStats(c, opts.MergeWait)
 	return c, nil
 }
@@ -626,7 +633,9 @@ func (c *Coordinator) setScopes(ctx context.Context, next scopes, save func(cont
 	if fleetVals == nil {
 		fleetVals = map[string]string{}
 	}
-	if err := c.fleet.Check(config.LayerFleet, fleetVals); err != nil {
+	// The nodes get these values through their API, as untrusted input: checked here as
+	// they will be there, the --allow gate included.
+	if _, err := c.fleet.PreviewFrom(config.LayerFleet, config.OriginAPI, fleetVals); err != nil {
 		return nil, err
 	}
 	// What the split needs of each node is copied under the lock: discovery may change a
@@ -647,7 +656,7 @@ func (c *Coordinator) setScopes(ctx context.Context, next scopes, save func(cont
 		if err != nil {
 			return nil, driver.FieldErrors{err.(*driver.FieldError)}
 		}
-		if err := c.fleet.Check(config.LayerFleet, eff); err != nil {
+		if _, err := c.fleet.PreviewFrom(config.LayerFleet, config.OriginAPI, eff); err != nil {
 			return nil, fmt.Errorf("node %s: %w", m.id, err)
 		}
 	}
