@@ -100,7 +100,7 @@ func New(store *config.Store, log *slog.Logger) *Node {
 	i.intervals = stats.NewIntervalLog(i.coll, IntervalsKept, IntervalsIdle)
 	i.startTicks()
 	i.unsub = store.Subscribe(i.onConfig)
-	i.unrequire = store.Require(i.requireConnectedOptions)
+	i.unrequire = store.Require(i.requireApplicable)
 	return i
 }
 
@@ -262,6 +262,10 @@ func (i *Node) init(ctx context.Context, name string, opts map[string]string, pi
 		return fmt.Errorf("init driver %s: %w", name, err)
 	}
 	if err := i.measure(name, d); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("init driver %s: %w", name, err)
+	}
+	if err := i.fitsConnected(d, def, next); err != nil {
 		_ = d.Close()
 		return fmt.Errorf("init driver %s: %w", name, err)
 	}
