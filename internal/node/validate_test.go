@@ -198,3 +198,108 @@ func validatorSequence(seed uint64) (trace []string, err error) {
 	}
 	return trace, nil
 }
+
+// TestChangesTheConnectedDriverCannotRunAreRefused: the cases the store used to accept and
+// the engine then refused, only logging it. Each is refused with the field at fault, and
+// nothing changes.
+func TestChangesTheConnectedDriverCannotRunAreRefused(t *testing.T) {
+	classes := func(from, to int) map[string]string {
+		vals := map[string]string{}
+		for k := from; k < to; k++ {
+			vals[fmt.Sprintf("workload.ops.c%d.mix", k)] = "read:1,write:1" // 3 series each
+		}
+		return vals
+	}
+	tests := []struct {
+		name    string
+		before  []map[string]string // accepted changes first
+		change  map[string]string
+		field   string
+		allowed string
+	}{
+		{name: "a mix only the pending driver offers",
+			change: map[string]string{"driver.name": memops, "workload.readMix": "read:1,scan:1"},
+			field:  "workload.readMix", allowed: "driver memory is connected and runs the workload until driver.name=memops is initialized"},
+		{name: "a mix for a driver selected earlier",
+			before: []map[string]string{{"driver.name": memops}},
+			change: map[string]string{"workload.ops.c0.mix": "scan"},
+			field:  "workload.ops.c0.mix", allowed: "operations of the connected driver: read, write"},
+		{name: "classes past the node's 32 series, after others were removed",
+			before: []map[string]string{classes(0, 8), {}},
+			change: classes(8, 16),
+			field:  "workload.ops", allowed: "at most 32 statistics series per node"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			i := newInstance(t)
+			if err := i.Init(context.Background(), "memory", nil); err != nil {
+				t.Fatal(err)
+			}
+			// Classes come and go through a source that replaces its layer (etcd).
+			apply := func(vals map[string]string) error {
+				if strings.HasPrefix(tc.name, "classes") {
+					_, err := i.Store().SetLayer(config.Layer{Name: config.LayerEtcd, Source: "etcd", Values: vals})
+					return err
+				}
+				_, err := i.Patch(vals)
+				return err
+			}
+			for _, b := range tc.before {
+				if err := apply(b); err != nil {
+					t.Fatalf("accepted change %v: %v", b, err)
+				}
+			}
+			ver := i.Config().Version
+			w0, _ := i.Workload()
+			err := apply(tc.change)
+			fes, ok := driver.AsFieldErrors(err)
+			if !ok || fes[0].Field != tc.field || !strings.Contains(fes[0].Allowed, tc.allowed) {
+				t.Fatalf("change %v: %v; want a field error on %s with %q", tc.change, err, tc.field, tc.allowed)
+			}
+			if w, _ := i.Workload(); i.Config().Version != ver || !reflect.DeepEqual(w, w0) {
+				t.Errorf("a refused change moved the configuration (version %d → %d) or the engine", ver, i.Config().Version)
+			}
+			if le := i.Status().LastError; le != nil {
+				t.Errorf("last error %q", le.Message)
+			}
+		})
+	}
+}
+
+// TestInitRefusesAConfigurationItsDriverCannotRun: a configuration accepted with no
+// driver connected, which the store checks alone, that the node cannot run when a driver
+// connects (more statistics series than the node has room for: a first session
+// registered eight mixed classes, which the source then replaced by three others) fails
+// the init, naming the key, and leaves the configuration and the node as they were.
+func TestInitRefusesAConfigurationItsDriverCannotRun(t *testing.T) {
+	i := newInstance(t)
+	layer := func(prefix string, n int) error {
+		vals := map[string]string{}
+		for k := range n {
+			vals[fmt.Sprintf("workload.ops.%s%d.mix", prefix, k)] = "read:1,write:1"
+		}
+		_, err := i.Store().SetLayer(config.Layer{Name: config.LayerEtcd, Source: "etcd", Values: vals})
+		return err
+	}
+	if err := layer("c", 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := i.Init(context.Background(), "memory", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := i.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := layer("d", 3); err != nil {
+		t.Fatalf("with no driver connected, the store checks the workload alone: %v", err)
+	}
+	ver := i.Config().Version
+	err := i.Init(context.Background(), "memory", nil)
+	fes, ok := driver.AsFieldErrors(err)
+	if !ok || fes[0].Field != "workload.ops" || !strings.Contains(err.Error(), "init driver memory") {
+		t.Fatalf("init: %v; want a field error on workload.ops", err)
+	}
+	if st := i.Status(); st.Initialized || i.Config().Version != ver {
+		t.Errorf("a refused init left the driver connected (%v) or moved the configuration (version %d → %d)", st.Initialized, ver, i.Config().Version)
+	}
+}
