@@ -72,3 +72,21 @@ func TestFleetPatchPassesTheAllowGate(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetDriverInitPassesTheAllowGate: a fleet driver init whose options reach beyond
+// the store, which the coordinator's --allow does not permit, is refused with 403 before
+// any node is told: a node whose own --allow would take it does not connect alone.
+func TestFleetDriverInitPassesTheAllowGate(t *testing.T) {
+	nodes, _, url := inFleetWith(t, 2, nil)
+	nodes[0].inst.Store().SetAllow(config.AllowAll())
+	err := callAs(inToken, http.MethodPost, url("/api/v1/driver/init"),
+		map[string]any{"driver": "http", "options": map[string]string{"url": "http://elsewhere.example:8080"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "drivers.http.url") || !strings.Contains(err.Error(), "--allow=http-targets") {
+		t.Fatalf("fleet driver init: %v; want 403 naming drivers.http.url and --allow=http-targets", err)
+	}
+	for i, n := range nodes {
+		if st := n.inst.Status(); st.Initialized {
+			t.Errorf("node %d connected %s on a refused fleet init", i, st.Driver)
+		}
+	}
+}

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 // each runs f(0..n-1) with at most Options.Parallel at a time and waits for all.
@@ -106,6 +109,14 @@ func (c *Coordinator) fanOut(op string, ms []*member, f func(m *member) error) e
 // InitDriver initializes the driver on every live node with the same options (over each
 // node's configured ones).
 func (c *Coordinator) InitDriver(ctx context.Context, name string, opts map[string]string) error {
+	// The nodes take the options as API input and refuse what their --allow does not
+	// permit: refused here first, a node with a wider --allow does not connect alone.
+	// Other errors are left to the nodes, whose configuration may hold what this one's
+	// lacks (an address, a required option).
+	var na *config.NotAllowedError
+	if _, err := c.fleet.PreviewFrom(config.LayerFleet, config.OriginAPI, initValues(name, opts)); errors.As(err, &na) {
+		return err
+	}
 	c.mu.Lock()
 	ms, as := c.alive(), c.ref()
 	if err := c.heldElsewhere(ms); err != nil {
@@ -449,4 +460,31 @@ func (c *Coordinator) StartedAt() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.startAt
+}
+
+// initValues are the configuration values a driver init of name with opts writes on a
+// node (driver.name, drivers.<name>.<option>, and a composition's children's options
+// given as REF.OPTION under drivers.<ref>.<option>), as the node names them, so the
+// coordinator can check them as the node will.
+func initValues(name string, opts map[string]string) map[string]string {
+	vals := map[string]string{"driver.name": name}
+	def, ok := driver.Lookup(name)
+	if !ok {
+		return vals
+	}
+	schema, err := driver.Schema(def.NewOptions())
+	if err != nil {
+		return vals
+	}
+	_, composes := def.NewOptions().(driver.Composer)
+	for k, v := range opts {
+		if c, ok := driver.Canonical(schema, k); ok {
+			k = c
+		} else if ref, opt, ok := strings.Cut(k, "."); ok && composes {
+			vals["drivers."+ref+"."+opt] = v
+			continue
+		}
+		vals["drivers."+name+"."+k] = v
+	}
+	return vals
 }
