@@ -20,6 +20,10 @@ func (s *Server) currentReport() *report.Report {
 	return report.Build(s.inst.ReportInput(s.opts.Version))
 }
 
+func (s *Server) getReport(context.Context, *empty) (*out[*report.Report], error) {
+	return &out[*report.Report]{s.currentReport()}, nil
+}
+
 func (s *Server) reportHTML(context.Context, *empty) (*HTMLReport, error) {
 	var b bytes.Buffer
 	if err := report.WriteHTML(&b, s.currentReport(), report.Charts(web.Charts())); err != nil {

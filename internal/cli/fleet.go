@@ -109,7 +109,7 @@ func (f *fleetFlags) agent(inst *node.Node, listen string, log *slog.Logger) (*c
 // coordinator starts this node's fleet control when discovery is set: it registers this
 // node where the discovery needs it (etcd), tracks the members, and returns the server of
 // the fleet view (nil without discovery).
-func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, listen, token, configEtcd string, log *slog.Logger) (*fleetView, error) {
+func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, allow config.Allow, listen, token, configEtcd string, log *slog.Logger) (*fleetView, error) {
 	spec := f.discovery
 	if len(f.peers) > 0 {
 		if spec != "" {
@@ -153,7 +153,7 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, lis
 			return nil, err
 		}
 	}
-	copts := cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(), Config: snap, Logger: log,
+	copts := cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(), Config: snap, Allow: allow, Logger: log,
 		Lease: f.lease, MaxSkew: f.maxSkew, Redistribute: f.redistribute}
 	if scopes != nil {
 		copts.ScopeStore = scopes

@@ -85,8 +85,10 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 	}
 	host, _ := os.Hostname()
 	self := discovery.Member{ID: fmt.Sprintf("cli-%s-%d", host, os.Getpid())}
+	// The command line is trusted, so this coordinator lets everything through its own
+	// gate; each node still applies its --allow to what it is sent.
 	coord, err := cluster.New(cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(),
-		Config: snap, Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute})
+		Config: snap, Allow: config.AllowAll(), Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute})
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -208,7 +208,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return usageError{err}
 	}
 	go agent.Run(ctx)
-	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), f.listen, token, f.etcd, log)
+	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), allow, f.listen, token, f.etcd, log)
 	if err != nil {
 		return err
 	}

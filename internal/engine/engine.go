@@ -468,16 +468,13 @@ func (e *Engine) resolveClasses(w config.Workload) ([]classGen, error) {
 // change (rebuilding a large value pool or a tracker for every rate change would be waste,
 // and a new tracker forgets which writes were acknowledged).
 //
-// Its only validation is w.Validate, the validator the config store consults before it
-// accepts a change; the constructors it calls check again with the same methods, so a
-// workload the store accepted cannot fail here (TestApplyAcceptsExactlyWhatValidateAccepts).
+// Its only validation is Check (w.Validate and what depends on the driver), which a
+// node's config store consults before it accepts a change; the constructors it calls
+// check again with the same methods, so a workload the store accepted cannot fail here
+// (TestApplyAcceptsExactlyWhatValidateAccepts, TestApplyAcceptsExactlyWhatCheckAccepts).
 func (e *Engine) build(w config.Workload, prev *generation) (*generation, error) {
-	if err := w.Validate(); err != nil {
+	if err := e.Check(w); err != nil {
 		return nil, err
-	}
-	if w.Pipeline > 1 && e.pipeliner == nil {
-		return nil, driver.FieldErrors{{Field: "workload.pipeline", Value: strconv.Itoa(w.Pipeline),
-			Allowed: "1 with this driver: it sends one operation per round trip (pipelining needs a driver that offers it, e.g. redis with mode=direct)"}}
 	}
 	classes, err := e.resolveClasses(w)
 	if err != nil {

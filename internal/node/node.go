@@ -89,7 +89,7 @@ func New(store *config.Store, log *slog.Logger) *Node {
 	i.intervals = stats.NewIntervalLog(i.coll, IntervalsKept, IntervalsIdle)
 	i.startTicks()
 	i.unsub = store.Subscribe(i.onConfig)
-	i.unrequire = store.Require(i.requireConnectedOptions)
+	i.unrequire = store.Require(i.requireApplicable)
 	return i
 }
 

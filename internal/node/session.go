@@ -134,6 +134,10 @@ func (i *Node) init(ctx context.Context, name string, opts map[string]string, pi
 		_ = d.Close()
 		return fmt.Errorf("init driver %s: %w", name, err)
 	}
+	if err := i.fitsConnected(d, def, next); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("init driver %s: %w", name, err)
+	}
 	i.mu.Lock()
 	i.drv, i.drvName, i.drvInit, i.drvOpts, i.pending = d, name, decoded, decoded, nil
 	if r, ok := d.(driver.Reconfigurer); ok {

@@ -20,14 +20,11 @@
 package scenario
 
 import (
-	"bytes"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +34,6 @@ import (
 	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/presets"
-	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/pacer"
 )
 
@@ -265,16 +261,12 @@ func Parse(path string, data []byte, opts Options) (*Scenario, error) {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
 	sc := &Scenario{Path: path, Name: f.Name, Desc: f.Description, Backfill: f.Backfill}
-	var errs driver.FieldErrors
-	add := func(field, value, allowed string) {
-		errs = append(errs, &driver.FieldError{Field: field, Value: value, Allowed: allowed, Source: "scenario " + path})
-	}
+	pa := &parsing{path: path, env: envMap(opts.Env)}
 	if sc.Name == "" {
 		sc.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	env := envMap(opts.Env)
 
-	snap, err := loadConfig(path, &f, env, opts)
+	snap, err := loadConfig(path, &f, pa.env, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -289,461 +281,34 @@ func Parse(path string, data []byte, opts Options) (*Scenario, error) {
 	}
 	classAllowed := "op classes of the workload: " + strings.Join(sc.Classes, ", ")
 
-	// Phases: each one's config changes are checked on top of the ones before, as they
-	// will be applied.
-	if len(f.Phases) == 0 {
-		add("phases", "", "at least one phase")
-	}
-	store := config.NewStore(snap)
-	names := map[string]bool{}
-	var at time.Duration
-	for i, ps := range f.Phases {
-		field := fmt.Sprintf("phases[%d]", i)
-		if ps.Name != "" {
-			field = "phases." + ps.Name
-		}
-		if ps.Name == "" || !nameRE.MatchString(ps.Name) {
-			add(field+".name", ps.Name, "a name of letters, digits, '_' and '-', starting with a letter")
-		} else if names[ps.Name] {
-			add(field+".name", ps.Name, "a name no other phase has")
-		}
-		names[ps.Name] = true
-		p := Phase{Name: ps.Name, Start: at, Shapes: map[string]pacer.Shape{}, Load: map[string]string{}}
-		switch d := strings.TrimSpace(ps.Duration); {
-		case d == "forever" || d == "infinite":
-			if i != len(f.Phases)-1 {
-				add(field+".duration", d, "a positive duration; forever only for the last phase")
-			}
-			p.Duration = Forever
-		default:
-			dur, err := time.ParseDuration(d)
-			if err != nil || dur <= 0 {
-				add(field+".duration", d, "a positive duration (30s, 5m, 2h), or forever for the last phase")
-			}
-			p.Duration = dur
-		}
-		if len(ps.Set) > 0 {
-			p.Set = map[string]string{}
-			for k, v := range ps.Set {
-				s, err := expandVars(scalarText(v), env)
-				if err != nil {
-					add(field+".set."+k, scalarText(v), err.Error())
-					continue
-				}
-				p.Set[k] = s
-			}
-			if _, err := store.PatchFrom(config.LayerRuntime, "scenario phase "+ps.Name, p.Set); err != nil {
-				if fes, ok := driver.AsFieldErrors(err); ok {
-					for _, fe := range fes {
-						fe.Field = field + ".set." + fe.Field
-						errs = append(errs, fe)
-					}
-				} else {
-					add(field+".set", "", err.Error())
-				}
-			}
-		}
-		phaseClasses := store.Current().Config.Workload.ClassNames()
-		if ps.Autotune != nil {
-			p.Autotune = checkAutotune(field+".autotune", ps, phaseClasses, add, &errs)
-			if p.Autotune != nil {
-				what := "every enabled class, ratio kept"
-				if p.Autotune.Class != "" {
-					what = "class " + p.Autotune.Class
-				}
-				p.Load["auto-tune"] = fmt.Sprintf("search the capacity within %s (%s), then hold it", p.Autotune.Settings.SLA, what)
-				if p.Autotune.MinCapacity > 0 {
-					p.Load["auto-tune"] += fmt.Sprintf("; the phase fails below %.0f ops/s", p.Autotune.MinCapacity)
-				}
-			}
-		}
-		for _, class := range slices.Sorted(maps.Keys(ps.Load)) {
-			if !slices.Contains(phaseClasses, class) {
-				add(field+".load."+class, class, "op classes of the workload: "+strings.Join(phaseClasses, ", "))
-				continue
-			}
-			shape, text, err := ps.Load[class].shape()
-			if err != nil {
-				add(field+".load."+class, text, err.Error())
-				continue
-			}
-			p.Shapes[class], p.Load[class] = shape, text
-		}
-		sc.Phases = append(sc.Phases, p)
-		if p.Duration > 0 {
-			at += p.Duration
-		}
-	}
-
-	hooks := map[string]*Hook{}
-	for i, hs := range f.Hooks {
-		field := fmt.Sprintf("hooks[%d]", i)
-		if hs.Name != "" {
-			field = "hooks." + hs.Name
-		}
-		if hs.Name == "" || !nameRE.MatchString(hs.Name) {
-			add(field+".name", hs.Name, "a name of letters, digits, '_' and '-', starting with a letter")
-		} else if hooks[hs.Name] != nil || names[hs.Name] {
-			add(field+".name", hs.Name, "a name no other hook or phase has")
-		}
-		h := Hook{Name: hs.Name, AtText: hs.At}
-		var err error
-		if h.Phase, h.At, err = sc.hookTime(hs.At); err != nil {
-			add(field+".at", hs.At, err.Error())
-		} else if end := sc.End(); end != Forever && h.At > end {
-			add(field+".at", hs.At, fmt.Sprintf("a time within the scenario, which ends at %s", end))
-		}
-		if h.Action, err = hs.ActionSpec.action(env); err != nil {
-			add(field, "", err.Error())
-		}
-		if hs.For != "" {
-			if h.For, err = time.ParseDuration(hs.For); err != nil || h.For <= 0 {
-				add(field+".for", hs.For, "a positive duration")
-			}
-			if hs.Undo == nil {
-				add(field+".undo", "", "an undo action (run or http) is required with for")
-			}
-		}
-		if hs.Undo != nil {
-			if hs.For == "" {
-				add(field+".for", "", "a duration is required with undo: how long the fault lasts")
-			}
-			u, err := hs.Undo.action(env)
-			if err != nil {
-				add(field+".undo", "", err.Error())
-			}
-			h.Undo = &u
-		}
-		sc.Hooks = append(sc.Hooks, h)
-		hooks[hs.Name] = &sc.Hooks[len(sc.Hooks)-1]
-	}
-
-	for i, ts := range f.Thresholds {
-		field := fmt.Sprintf("thresholds[%d]", i)
-		t, fes := parseThreshold(ts, field, sc, f.SLA, classAllowed)
-		for _, fe := range fes {
-			fe.Source = "scenario " + path
-		}
-		errs = append(errs, fes...)
-		if t != nil {
-			sc.Thresholds = append(sc.Thresholds, t)
-		}
-	}
+	phases := pa.phases(sc, f.Phases, snap)
+	pa.hooks(sc, f.Hooks, phases)
+	pa.thresholds(sc, &f, classAllowed)
 	for class := range f.SLA {
 		if !slices.Contains(sc.Classes, class) {
-			add("sla."+class, class, classAllowed)
+			pa.add("sla."+class, class, classAllowed)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	if len(pa.errs) > 0 {
+		return nil, pa.errs
 	}
 	return sc, nil
 }
 
+// parsing is what Parse gathers while it checks a file: the field errors, each naming
+// the file, and the environment ${VAR}s expand from.
+type parsing struct {
+	path string
+	env  map[string]string
+	errs driver.FieldErrors
+}
+
+// add records a field error of the file.
+func (pa *parsing) add(field, value, allowed string) {
+	pa.errs = append(pa.errs, &driver.FieldError{Field: field, Value: value, Allowed: allowed, Source: "scenario " + pa.path})
+}
+
 var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
-
-// loadConfig builds the scenario's configuration: defaults, the preset, the config file,
-// the environment, the file's config section, then --set.
-func loadConfig(path string, f *File, env map[string]string, opts Options) (*config.Snapshot, error) {
-	layers := []config.Layer{config.DefaultsLayer()}
-	var errs driver.FieldErrors
-	if f.Workload != "" {
-		l, fes, err := presets.Load(relative(path, f.Workload))
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s: workload %s: %w", path, f.Workload, err)
-		}
-		layers, errs = append(layers, l), append(errs, fes...)
-	}
-	if f.ConfigFile != "" {
-		l, fes, err := source.FileLayer(relative(path, f.ConfigFile))
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s: configFile: %w", path, err)
-		}
-		layers, errs = append(layers, l), append(errs, fes...)
-	}
-	el, fes := config.EnvLayer(opts.Env)
-	layers, errs = append(layers, el), append(errs, fes...)
-	if len(f.Config) > 0 {
-		expanded, err := expandAll(f.Config, env)
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s: config: %w", path, err)
-		}
-		b, err := yaml.Marshal(expanded)
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s: config: %w", path, err)
-		}
-		// A layer of its own name ranks between etcd and the runtime layer: above the
-		// preset, the config file and the environment, below --set.
-		l := config.Layer{Name: "scenario", Source: "scenario " + path}
-		l, fes, err := source.ParseLayer(l, "scenario config", "config.yaml", b)
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", path, err)
-		}
-		layers, errs = append(layers, l), append(errs, fes...)
-	}
-	sets, fes := config.SetsLayer(opts.Sets)
-	layers, errs = append(layers, sets), append(errs, fes...)
-	snap, err := config.Build(layers)
-	if err != nil {
-		fes, ok := driver.AsFieldErrors(err)
-		if !ok {
-			return nil, err
-		}
-		errs = append(errs, fes...)
-	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	snap.Version = 1
-	return snap, nil
-}
-
-func relative(scenario, p string) string {
-	if p == "" || filepath.IsAbs(p) {
-		return p
-	}
-	if _, ok := presets.Lookup(p); ok {
-		return p
-	}
-	return filepath.Join(filepath.Dir(scenario), p)
-}
-
-// shape returns the pacer shape and a description; nil for off.
-func (s ShapeSpec) shape() (pacer.Shape, string, error) {
-	n := 0
-	for _, set := range []bool{s.Rate != nil, s.Ramp != nil, s.Steps != nil, s.Sine != nil, s.Off} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		return nil, "", fmt.Errorf("exactly one of rate, ramp, steps, sine, off")
-	}
-	switch {
-	case s.Off:
-		return nil, "off", nil
-	case s.Rate != nil:
-		if !(*s.Rate > 0) {
-			return nil, fmt.Sprint(*s.Rate), fmt.Errorf("rate: a rate above 0 ops/s")
-		}
-		return pacer.Constant(*s.Rate), fmt.Sprintf("constant %g ops/s", *s.Rate), nil
-	case s.Ramp != nil:
-		over, err := time.ParseDuration(s.Ramp.Over)
-		if err != nil {
-			return nil, s.Ramp.Over, fmt.Errorf("ramp.over: a positive duration")
-		}
-		r, err := pacer.NewRamp(s.Ramp.From, s.Ramp.To, over)
-		if err != nil {
-			return nil, "", err
-		}
-		return r, fmt.Sprintf("ramp %g -> %g ops/s over %s", s.Ramp.From, s.Ramp.To, over), nil
-	case s.Steps != nil:
-		every, err := time.ParseDuration(s.Steps.Every)
-		if err != nil {
-			return nil, s.Steps.Every, fmt.Errorf("steps.every: a positive duration")
-		}
-		st, err := pacer.NewSteps(every, s.Steps.Rates...)
-		if err != nil {
-			return nil, "", err
-		}
-		return st, fmt.Sprintf("steps %v ops/s every %s", s.Steps.Rates, every), nil
-	default:
-		period, err := time.ParseDuration(s.Sine.Period)
-		if err != nil {
-			return nil, s.Sine.Period, fmt.Errorf("sine.period: a positive duration")
-		}
-		sn, err := pacer.NewSine(s.Sine.Mean, s.Sine.Amplitude, period)
-		if err != nil {
-			return nil, "", err
-		}
-		return sn, fmt.Sprintf("sine %g ± %g ops/s, period %s", s.Sine.Mean, s.Sine.Amplitude, period), nil
-	}
-}
-
-// hookTime resolves a hook's At: "PHASE", "PHASE + D", "PHASE end", or "D".
-func (sc *Scenario) hookTime(at string) (string, time.Duration, error) {
-	phases := make([]string, len(sc.Phases))
-	for i, p := range sc.Phases {
-		phases[i] = p.Name
-	}
-	allowed := fmt.Errorf("PHASE, PHASE + DURATION, PHASE end, or a duration from the start; phases: %s", strings.Join(phases, ", "))
-	s := strings.TrimSpace(at)
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return "", 0, allowed
-		}
-		return "", d, nil
-	}
-	name, rest, _ := strings.Cut(s, " ")
-	name, plus, hasPlus := strings.Cut(name, "+")
-	rest = strings.TrimSpace(rest)
-	if hasPlus {
-		rest = "+" + plus + rest
-	}
-	i := slices.IndexFunc(sc.Phases, func(p Phase) bool { return p.Name == name })
-	if i < 0 {
-		return "", 0, allowed
-	}
-	p := sc.Phases[i]
-	switch {
-	case rest == "":
-		return p.Name, p.Start, nil
-	case rest == "end":
-		if p.Duration == Forever {
-			return "", 0, fmt.Errorf("phase %s runs forever: it has no end", p.Name)
-		}
-		return p.Name, p.Start + p.Duration, nil
-	case strings.HasPrefix(rest, "+"):
-		d, err := time.ParseDuration(strings.TrimSpace(rest[1:]))
-		if err != nil || d < 0 {
-			return "", 0, allowed
-		}
-		if p.Duration != Forever && d > p.Duration {
-			return "", 0, fmt.Errorf("%s is after the end of phase %s (%s)", d, p.Name, p.Duration)
-		}
-		return p.Name, p.Start + d, nil
-	}
-	return "", 0, allowed
-}
-
-func (a ActionSpec) action(env map[string]string) (Action, error) {
-	out := Action{Run: a.Run, HTTP: a.HTTP, Timeout: DefaultHookTimeout}
-	if (a.Run == "") == (a.HTTP == nil) {
-		return out, fmt.Errorf("exactly one of run (a command) or http")
-	}
-	if a.ExpectExit != nil {
-		if a.Run == "" {
-			return out, fmt.Errorf("expectExit goes with run")
-		}
-		out.ExpectExit = *a.ExpectExit
-	}
-	if a.Timeout != "" {
-		d, err := time.ParseDuration(a.Timeout)
-		if err != nil || d <= 0 {
-			return out, fmt.Errorf("timeout %q: a positive duration", a.Timeout)
-		}
-		out.Timeout = d
-	}
-	if h := a.HTTP; h != nil {
-		c := *h
-		var err error
-		if c.URL, err = expandVars(h.URL, env); err != nil {
-			return out, fmt.Errorf("http.url: %w", err)
-		}
-		if c.Body, err = expandVars(h.Body, env); err != nil {
-			return out, fmt.Errorf("http.body: %w", err)
-		}
-		c.Headers = map[string]string{}
-		for k, v := range h.Headers {
-			if c.Headers[k], err = expandVars(v, env); err != nil {
-				return out, fmt.Errorf("http.headers.%s: %w", k, err)
-			}
-		}
-		if !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
-			return out, fmt.Errorf("http.url %q: an http:// or https:// URL", c.URL)
-		}
-		if c.Method == "" {
-			c.Method = "GET"
-			if c.Body != "" {
-				c.Method = "POST"
-			}
-		}
-		c.Method = strings.ToUpper(c.Method)
-		if !slices.Contains([]string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}, c.Method) {
-			return out, fmt.Errorf("http.method %q: GET, POST, PUT, PATCH, DELETE or HEAD", h.Method)
-		}
-		if c.ExpectStatus != 0 && (c.ExpectStatus < 100 || c.ExpectStatus > 599) {
-			return out, fmt.Errorf("http.expectStatus %d: an HTTP status code", c.ExpectStatus)
-		}
-		out.HTTP, out.ExpectStatus = &c, c.ExpectStatus
-	}
-	return out, nil
-}
-
-func (a Action) String() string {
-	if a.HTTP != nil {
-		return a.HTTP.Method + " " + a.HTTP.URL
-	}
-	return a.Run
-}
-
-// envMap turns os.Environ() entries into a map (the last one wins).
-func envMap(env []string) map[string]string {
-	m := map[string]string{}
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-var varRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
-
-// expandVars replaces ${NAME} and ${NAME:-default} with the environment's values. Only
-// the braced form is expanded, so a shell's $1 or $(...) in a value is left alone. An unset
-// variable without a default is an error: a scenario must not silently aim at "".
-func expandVars(s string, env map[string]string) (string, error) {
-	var missing []string
-	out := varRE.ReplaceAllStringFunc(s, func(m string) string {
-		g := varRE.FindStringSubmatch(m)
-		if v, ok := env[g[1]]; ok && v != "" {
-			return v
-		}
-		if g[2] != "" {
-			return g[3]
-		}
-		missing = append(missing, g[1])
-		return m
-	})
-	if len(missing) > 0 {
-		return s, fmt.Errorf("environment variable %s is not set (write ${%s:-default} for a default)", missing[0], missing[0])
-	}
-	return out, nil
-}
-
-// expandAll expands ${VAR} in every string of a decoded YAML tree.
-func expandAll(v any, env map[string]string) (any, error) {
-	switch t := v.(type) {
-	case string:
-		return expandVars(t, env)
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			e, err := expandAll(x, env)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			out[k] = e
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			e, err := expandAll(x, env)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = e
-		}
-		return out, nil
-	}
-	return v, nil
-}
-
-// scalarText is a YAML scalar as a config value.
-func scalarText(v any) string {
-	switch t := v.(type) {
-	case string:
-		return t
-	case float64:
-		return strconv.FormatFloat(t, 'f', -1, 64)
-	case nil:
-		return ""
-	}
-	b, _ := yaml.Marshal(v)
-	return string(bytes.TrimSpace(b))
-}
 
 // End is the offset at which the scenario ends, or Forever.
 func (sc *Scenario) End() time.Duration {
@@ -755,39 +320,4 @@ func (sc *Scenario) End() time.Duration {
 		d += p.Duration
 	}
 	return d
-}
-
-// checkAutotune checks an auto-tune phase: the search's fields (errors named under
-// field), its class, and that it has no load of its own (the search sets the load).
-func checkAutotune(field string, ps PhaseSpec, classes []string, add func(field, value, allowed string), errs *driver.FieldErrors) *PhaseAutotune {
-	a := ps.Autotune
-	if len(ps.Load) > 0 {
-		add(field, ps.Name, "an auto-tune phase sets the load itself: give it no load (phase "+ps.Name+")")
-	}
-	if a.Class != "" && !slices.Contains(classes, a.Class) {
-		add(field+".class", a.Class, "op classes of the workload: "+strings.Join(classes, ", "))
-	}
-	if a.MinCapacity < 0 {
-		add(field+".minCapacity", fmt.Sprint(a.MinCapacity), "ops/s at least 0 (0: any capacity passes)")
-	}
-	if a.Hold {
-		add(field+".hold", "true", "leave it out: an auto-tune phase always holds the rate it found until the phase ends")
-	}
-	if a.Duration != "" {
-		add(field+".duration", string(a.Duration), "leave it out: the phase's duration bounds the search and the hold")
-	}
-	st, err := a.Spec.Settings()
-	if err != nil {
-		if fes, ok := driver.AsFieldErrors(err); ok {
-			for _, fe := range fes {
-				fe.Field = field + "." + fe.Field
-				*errs = append(*errs, fe)
-			}
-		} else {
-			add(field, "", err.Error())
-		}
-		return nil
-	}
-	st.Hold = true
-	return &PhaseAutotune{Settings: st, Class: a.Class, MinCapacity: a.MinCapacity}
 }

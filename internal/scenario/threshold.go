@@ -450,3 +450,18 @@ func NewRunEvaluator(checks []RunCheck, classes, active []string) (*Evaluator, [
 	}
 	return NewEvaluator(sc), judged, nil
 }
+
+// thresholds checks the thresholds of f and adds them to sc.
+func (pa *parsing) thresholds(sc *Scenario, f *File, classAllowed string) {
+	for i, ts := range f.Thresholds {
+		field := fmt.Sprintf("thresholds[%d]", i)
+		t, fes := parseThreshold(ts, field, sc, f.SLA, classAllowed)
+		for _, fe := range fes {
+			fe.Source = "scenario " + pa.path
+		}
+		pa.errs = append(pa.errs, fes...)
+		if t != nil {
+			sc.Thresholds = append(sc.Thresholds, t)
+		}
+	}
+}

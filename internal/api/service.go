@@ -1,0 +1,75 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/node"
+)
+
+// The service's own routes: health, status and the drivers this build has.
+
+// HealthBody answers /health.
+type HealthBody struct {
+	Status  string `json:"status" example:"ok" doc:"Always ok while the process serves requests"`
+	Version string `json:"version" doc:"ndbench version"`
+}
+
+// DriverInfo describes one registered driver.
+type DriverInfo struct {
+	Name       string             `json:"name"`
+	Summary    string             `json:"summary"`
+	Operations []driver.Operation `json:"operations" doc:"Operations op classes may mix: read, write, and those the driver declares (kind read, write or other)"`
+	Options    []driver.Option    `json:"options" doc:"Option schema: names, types, defaults, bounds, live and secret flags"`
+}
+
+// InitRequest connects a driver.
+type InitRequest struct {
+	Driver  string            `json:"driver" minLength:"1" doc:"Registered driver name (GET /api/v1/drivers)"`
+	Options map[string]string `json:"options,omitempty" maxProperties:"1000" doc:"Driver options (name to value), over the configured ones; at most 1000 (config.MaxChangeKeys)"`
+}
+
+func (s *Server) health(context.Context, *empty) (*out[HealthBody], error) {
+	return &out[HealthBody]{HealthBody{Status: "ok", Version: s.opts.Version}}, nil
+}
+
+func (s *Server) getStatus(context.Context, *empty) (*out[node.Status], error) {
+	return &out[node.Status]{s.inst.Status()}, nil
+}
+
+func (s *Server) listDrivers(context.Context, *empty) (*out[[]DriverInfo], error) {
+	var list []DriverInfo
+	for _, n := range driver.Names() {
+		def, _ := driver.Lookup(n)
+		schema, err := driver.Schema(def.NewOptions())
+		if err != nil {
+			return nil, fmt.Errorf("schema of driver %s: %w", n, err)
+		}
+		list = append(list, DriverInfo{Name: n, Summary: def.Summary, Operations: def.AllOperations(), Options: schema})
+	}
+	return &out[[]DriverInfo]{list}, nil
+}
+
+func (s *Server) initDriver(ctx context.Context, in *struct{ Body InitRequest }) (*out[node.Status], error) {
+	if _, ok := driver.Lookup(in.Body.Driver); !ok {
+		return nil, driver.UnknownDriverError(in.Body.Driver)
+	}
+	initCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := s.inst.Init(initCtx, in.Body.Driver, in.Body.Options); err != nil {
+		if p := problemFor(err); p != nil {
+			return nil, p
+		}
+		return nil, storeProblem(err)
+	}
+	return &out[node.Status]{s.inst.Status()}, nil
+}
+
+func (s *Server) shutdownDriver(context.Context, *empty) (*out[node.Status], error) {
+	if err := s.inst.Shutdown(); err != nil {
+		return nil, err
+	}
+	return &out[node.Status]{s.inst.Status()}, nil
+}

@@ -1,0 +1,397 @@
+package cluster
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/cluster/discovery"
+)
+
+// Health is what the coordinator knows of a node's liveness.
+type Health string
+
+// Node health states.
+const (
+	Joining Health = "joining" // discovered, not yet answered
+	Alive   Health = "alive"
+	Suspect Health = "suspect" // beats unanswered for SuspectAfter
+	Lost    Health = "lost"    // beats unanswered for LostAfter
+	Left    Health = "left"    // no longer discovered
+)
+
+// offsetSamples is how many beats' clock samples are kept; the one with the shortest round
+// trip gives the offset (its error is at most half that round trip).
+const offsetSamples = 8
+
+type clockSample struct{ offset, rtt time.Duration }
+
+// member is a node as the coordinator tracks it (under Coordinator.mu).
+type member struct {
+	discovery.Member // ID is set once; the other fields change under Coordinator.mu
+	// conn reaches the node's API; replaced (not mutated) when its address changes, so a
+	// call in flight keeps the client it started with.
+	conn     atomic.Pointer[peer]
+	health   Health
+	since    time.Time // of the health state
+	lastOK   time.Time
+	lastErr  string
+	beat     BeatResponse
+	samples  []clockSample
+	offset   time.Duration
+	rtt      time.Duration
+	inRun    bool              // shares the run's load
+	applied  map[string]string // the values last patched onto it
+	assigned map[string]float64
+	shaped   map[string]float64 // per class: the share of the fleet's shape it was sent
+	figures  nodeFigures
+	next     uint64 // the next interval sequence number to ask for
+	polling  bool
+	expected bool // the merge expects its intervals (from its first poll after it became alive)
+}
+
+// client returns the node's API client; safe without Coordinator.mu.
+func (m *member) client() *peer { return m.conn.Load() }
+
+func (m *member) split() splitMember {
+	return splitMember{id: m.ID, labels: m.Labels, weight: m.Weight}
+}
+
+// clockKnown says the node's offset rests on enough samples to schedule a start by.
+func (m *member) clockKnown() bool { return len(m.samples) >= 2 }
+
+// refresh asks discovery for the members: new ones join, vanished ones leave.
+func (c *Coordinator) refresh(ctx context.Context) {
+	ms, err := c.opts.Discovery.Members(ctx)
+	if err != nil {
+		c.log.Warn("fleet discovery failed; keeping the members known", "discovery", c.opts.Discovery.String(), "err", err)
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	for _, d := range ms {
+		seen[d.ID] = true
+		m, ok := c.members[d.ID]
+		if !ok {
+			m = &member{health: Joining, since: now}
+			c.members[d.ID] = m
+			c.log.Info("fleet member discovered", "node", d.ID, "addr", d.Addr)
+		}
+		if m.client() == nil || m.Addr != d.Addr {
+			m.conn.Store(newPeer(d.Addr, c.opts.Token, c.opts.Client))
+		}
+		if !ok {
+			m.Member = d
+		} else {
+			// Field by field: the ID is read without the lock, and never changes.
+			m.Addr, m.Labels, m.Weight, m.Cluster = d.Addr, d.Labels, d.Weight, d.Cluster
+		}
+		if m.health == Left {
+			m.health, m.since = Joining, now
+		}
+	}
+	for id, m := range c.members {
+		if !seen[id] && m.health != Left {
+			c.log.Info("fleet member left discovery", "node", id)
+			c.setHealth(m, Left, now)
+		}
+	}
+}
+
+// setHealth changes m's state; called with c.mu held.
+func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
+	if m.health == h {
+		return
+	}
+	prev := m.health
+	m.health, m.since = h, now
+	switch h {
+	case Lost, Left:
+		c.stats.forget(m.ID, now)
+		m.expected = false
+		if m.inRun && c.opts.Redistribute {
+			m.inRun = false
+			c.gen++
+			c.log.Warn("fleet member lost: its share goes to the others", "node", m.ID, "was", prev)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+				defer cancel()
+				if err := c.reapply(ctx); err != nil {
+					c.log.Warn("re-split after a lost node failed", "err", err)
+				}
+				if err := c.reshape(ctx); err != nil {
+					c.log.Warn("load shapes not re-split after a lost node", "err", err)
+				}
+			}()
+		}
+	}
+	if h == Lost || h == Suspect {
+		c.log.Warn("fleet member "+string(h), "node", m.ID, "last answer", m.lastOK.Format(time.RFC3339Nano), "err", m.lastErr)
+	}
+}
+
+// beatAll sends one beat to every member not gone, in parallel, and updates their health.
+func (c *Coordinator) beatAll(ctx context.Context) {
+	c.mu.Lock()
+	type job struct {
+		m   *member
+		req BeatRequest
+	}
+	var jobs []job
+	for _, m := range c.members {
+		if m.health == Left {
+			continue
+		}
+		req := BeatRequest{Coordinator: c.opts.Self.ID}
+		if m.inRun && c.run != "" {
+			req.Run, req.LeaseMs = c.run, c.opts.Lease.Milliseconds()
+		}
+		jobs = append(jobs, job{m, req})
+	}
+	c.mu.Unlock()
+	c.each(len(jobs), func(i int) {
+		j := jobs[i]
+		bctx, cancel := context.WithTimeout(ctx, max(c.opts.BeatEvery, time.Second))
+		defer cancel()
+		j.req.Sent = time.Now()
+		var resp BeatResponse
+		err := j.m.client().call(bctx, http.MethodPost, "/api/v1/cluster/beat", j.req, &resp)
+		t3 := time.Now()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		m := j.m
+		if err != nil {
+			m.lastErr = err.Error()
+			since := t3.Sub(m.lastOK)
+			if m.lastOK.IsZero() {
+				since = t3.Sub(m.since)
+			}
+			switch {
+			case since >= c.opts.LostAfter && m.health != Joining:
+				c.setHealth(m, Lost, t3)
+			case since >= c.opts.SuspectAfter && m.health == Alive:
+				c.setHealth(m, Suspect, t3)
+			}
+			return
+		}
+		prev := m.beat
+		// A new boot id under the same node id is a new process: what the old one was
+		// told (its share, shapes, driver, run) died with it, and its interval sequence
+		// starts over.
+		restarted := prev.Boot != "" && resp.Boot != prev.Boot
+		m.lastOK, m.lastErr, m.beat = t3, "", resp
+		if restarted {
+			c.log.Warn("fleet member restarted: it gets its whole assignment again", "node", m.ID)
+			m.applied, m.shaped = nil, nil
+			m.next, m.polling = 0, false
+		}
+		// NTP: offset = ((t1 − t0) + (t2 − t3)) / 2, round trip = (t3 − t0) − (t2 − t1).
+		s := clockSample{
+			offset: (resp.Received.Sub(j.req.Sent) + resp.Sent.Sub(t3)) / 2,
+			rtt:    t3.Sub(j.req.Sent) - resp.Sent.Sub(resp.Received),
+		}
+		m.samples = append(m.samples, s)
+		if len(m.samples) > offsetSamples {
+			m.samples = m.samples[1:]
+		}
+		best := m.samples[0]
+		for _, x := range m.samples[1:] {
+			if x.rtt < best.rtt {
+				best = x
+			}
+		}
+		m.offset, m.rtt = best.offset, best.rtt
+		back := m.health != Alive
+		if back {
+			c.log.Info("fleet member alive", "node", m.ID, "was", m.health, "offset", m.offset, "rtt", m.rtt)
+			c.setHealth(m, Alive, t3)
+		}
+		// A node that joins while the fleet runs load (a scale-up, a lost node that came
+		// back) takes its share: the others' rates go down first, then it starts. A node
+		// that restarted gets everything it was told again, run or not: it came back
+		// with its own defaults.
+		if (back && c.run != "" && c.started != nil) || restarted {
+			var resume []string
+			known := prev.Boot != ""
+			if known {
+				// It had answered before: it resumes the classes it last ran (those a
+				// StopNode stopped stay stopped); a newcomer runs the fleet's.
+				resume = []string{}
+				for cls, on := range prev.Running {
+					if on {
+						resume = append(resume, cls)
+					}
+				}
+				slices.Sort(resume)
+			}
+			go c.join(context.Background(), m.ID, resume, known)
+		}
+	})
+}
+
+// alive returns the members that answer, sorted by id; called with c.mu held.
+func (c *Coordinator) alive() []*member {
+	var out []*member
+	for _, m := range c.members {
+		if m.health == Alive {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// sharing returns the live members and, of them, those that share the load (the run's, or
+// every live one when no run is going); called with c.mu held.
+func (c *Coordinator) sharing() (live []*member, share []splitMember) {
+	live = c.alive()
+	for _, m := range live {
+		if c.run == "" || m.inRun {
+			share = append(share, m.split())
+		}
+	}
+	// Under Redistribute=false a lost node keeps its share: the others do not take it.
+	if c.run != "" && !c.opts.Redistribute {
+		for _, m := range c.members {
+			if m.inRun && m.health != Alive {
+				share = append(share, m.split())
+			}
+		}
+	}
+	return live, share
+}
+
+// MemberStatus is one node of the fleet as the coordinator sees it.
+type MemberStatus struct {
+	ID      string            `json:"id"`
+	Addr    string            `json:"addr"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Weight  float64           `json:"weight"`
+	Cluster string            `json:"cluster,omitempty"`
+	Version string            `json:"version"`
+	Health  Health            `json:"health"`
+	Since   time.Time         `json:"since"`
+	// LastError is the last failed beat's error while the node is not alive.
+	LastError string          `json:"lastError,omitempty"`
+	Driver    string          `json:"driver"`
+	Running   map[string]bool `json:"running"`
+	InRun     bool            `json:"inRun"`
+	Orphaned  bool            `json:"orphaned,omitempty"`
+	// HeldBy is the coordinator whose run holds the node, when it is not this one: the
+	// node refuses this coordinator's commands until that run ends or its lease lapses.
+	HeldBy string `json:"heldBy,omitempty"`
+	// OffsetMs is the node's clock minus the coordinator's; RTTMs the beat's round trip.
+	OffsetMs float64 `json:"offsetMs"`
+	RTTMs    float64 `json:"rttMs"`
+	// Assigned and Achieved are ops/s per op class: what the node was told and what it
+	// did over the last seconds.
+	Assigned map[string]float64 `json:"assigned"`
+	Achieved map[string]float64 `json:"achieved"`
+	// ResponseP99Ms and StartLagP99Ms are per op class over the last seconds; ErrorsPerSec
+	// is failures per second, all classes.
+	ResponseP99Ms map[string]float64 `json:"responseP99Ms"`
+	StartLagP99Ms map[string]float64 `json:"startLagP99Ms"`
+	ErrorsPerSec  float64            `json:"errorsPerSec"`
+	// Saturated flags a node below 95% of its assigned rate: its numbers are the
+	// generator's, not the store's.
+	Saturated bool `json:"saturated"`
+	// VersionMismatch flags a node running another ndbench version than the coordinator.
+	VersionMismatch bool `json:"versionMismatch,omitempty"`
+	// FirstOpSkewMs is, per op class, its first operation's start minus the common start
+	// instant of the last fleet start, on the coordinator's clock.
+	FirstOpSkewMs map[string]float64 `json:"firstOpSkewMs,omitempty"`
+}
+
+// Members returns every node known, sorted by id.
+func (c *Coordinator) Members() []MemberStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]MemberStatus, 0, len(c.members))
+	for _, m := range c.members {
+		s := MemberStatus{ID: m.ID, Addr: m.Addr, Labels: m.Labels, Weight: m.split().w(), Cluster: m.Cluster,
+			Version: m.beat.Version, Health: m.health, Since: m.since, Driver: m.beat.Driver, Running: m.beat.Running,
+			InRun: m.inRun, Orphaned: m.beat.Orphaned, OffsetMs: ms(m.offset), RTTMs: ms(m.rtt), Assigned: m.assigned}
+		if m.health != Alive {
+			s.LastError = m.lastErr
+		}
+		if b := m.beat; b.Run != "" && b.Coordinator != c.opts.Self.ID {
+			s.HeldBy = b.Coordinator
+		}
+		s.VersionMismatch = s.Version != "" && s.Version != c.opts.Version
+		if m.health == Alive || m.health == Suspect {
+			m.figures.fill(&s) // a lost node's last figures would read as current
+		}
+		if !c.startAt.IsZero() && m.inRun {
+			for cls, t := range m.beat.FirstOps {
+				if s.FirstOpSkewMs == nil {
+					s.FirstOpSkewMs = map[string]float64{}
+				}
+				s.FirstOpSkewMs[cls] = ms(t.Add(-m.offset).Sub(c.startAt))
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// join brings a node that became alive during a run into it, or that restarted: the
+// fleet's driver if it has none, all of its configuration (scopes and its share of the
+// rates, re-split over every node of the run), the fleet's load shapes, and, while the
+// fleet runs load, a start with the run's lease. resume are the op classes it starts,
+// unless known (a newcomer: the fleet's last started ones), else those it ran before it
+// went away.
+func (c *Coordinator) join(ctx context.Context, id string, resume []string, known bool) {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	c.mu.Lock()
+	m, ok := c.members[id]
+	if !ok || m.health != Alive {
+		c.mu.Unlock()
+		return
+	}
+	// What it was told before is sent again in whole: a new process lost it, and a lost
+	// node may have been changed meanwhile.
+	m.applied, m.shaped = nil, nil
+	name, opts, run := c.driver, maps.Clone(c.drvOpts), c.run
+	running := c.run != "" && c.started != nil
+	classes := resume
+	if !known {
+		classes = slices.Clone(c.started)
+	}
+	hasDriver := m.beat.Driver != ""
+	if running {
+		m.inRun = true
+		c.gen++
+	}
+	c.mu.Unlock()
+	c.log.Info("fleet member rejoins", "node", id, "run", run, "classes", classes)
+	if name != "" && !hasDriver {
+		err := m.client().command(ctx, runRef{c.opts.Self.ID, run}, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil)
+		if err != nil {
+			c.log.Warn("joining node: driver init failed", "node", id, "err", err)
+			return
+		}
+	}
+	if err := c.reapply(ctx); err != nil {
+		c.log.Warn("joining node: re-split failed", "node", id, "err", err)
+	}
+	if err := c.reshape(ctx); err != nil {
+		c.log.Warn("joining node: load shapes not re-split", "node", id, "err", err)
+	}
+	// An empty resume means it ran nothing: a start of no class would start them all.
+	if !running || (known && len(resume) == 0) {
+		return
+	}
+	if err := c.StartNode(ctx, id, classes...); err != nil {
+		c.log.Warn("joining node: start failed", "node", id, "err", err)
+	}
+}
