@@ -88,6 +88,11 @@ type options struct {
 	pairs    []string
 	ndbench  string
 	out      string
+	// baseline, when set, is a second ndbench binary run in every round beside the first
+	// (an earlier build), for before/after figures from the same minutes.
+	baseline string
+	// env is extra environment for the measured ndbench (not the baseline), KEY=VALUE.
+	env []string
 }
 
 func main() {
@@ -98,7 +103,13 @@ func main() {
 	flag.StringVar(&pairs, "pairs", "postgres,redis,memcached,http", "pairs to run, comma-separated: postgres, redis, memcached, http")
 	flag.StringVar(&o.ndbench, "ndbench", "bin/ndbench", "the ndbench binary to measure (make build writes bin/ndbench)")
 	flag.StringVar(&o.out, "out", "bench-results/peers", "directory for the tools' outputs and logs")
+	flag.StringVar(&o.baseline, "baseline", "", "a second ndbench binary (an earlier build) run beside -ndbench in every round, as ndbench-baseline")
+	var env string
+	flag.StringVar(&env, "ndbench-env", "", "extra environment for the -ndbench runs, KEY=VALUE[,KEY=VALUE...], e.g. GOMAXPROCS=1")
 	flag.Parse()
+	if env != "" {
+		o.env = strings.Split(env, ",")
+	}
 	o.pairs = strings.Split(pairs, ",")
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "benchpeers:", err)
@@ -130,6 +141,16 @@ func (o options) validate() error {
 	if _, err := os.Stat(o.ndbench); err != nil {
 		return fmt.Errorf("-ndbench %s: %w (run make build first)", o.ndbench, err)
 	}
+	if o.baseline != "" {
+		if _, err := os.Stat(o.baseline); err != nil {
+			return fmt.Errorf("-baseline %s: %w", o.baseline, err)
+		}
+	}
+	for _, kv := range o.env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("-ndbench-env %q: allowed KEY=VALUE pairs separated by commas", kv)
+		}
+	}
 	return nil
 }
 
@@ -139,6 +160,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	o.ndbench = bin
+	if o.baseline != "" {
+		if o.baseline, err = filepath.Abs(o.baseline); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", o.out, err)
 	}

@@ -125,6 +125,8 @@ func TestValidate(t *testing.T) {
 		{"too short", func(o *options) { o.duration = time.Millisecond }, "-duration 1ms: allowed 1s to 10m"},
 		{"unknown pair", func(o *options) { o.pairs = []string{"postgres", "mongo"} }, `unknown pair "mongo"; allowed: postgres, redis, memcached, http`},
 		{"no binary", func(o *options) { o.ndbench = "no/such/ndbench" }, "run make build first"},
+		{"no baseline binary", func(o *options) { o.baseline = "no/such/ndbench" }, "-baseline no/such/ndbench"},
+		{"environment without =", func(o *options) { o.env = []string{"GOMAXPROCS"} }, `-ndbench-env "GOMAXPROCS": allowed KEY=VALUE`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := ok

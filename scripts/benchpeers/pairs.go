@@ -78,8 +78,13 @@ func setUp(ctx context.Context, name string, o options) (p *pair, skipped []stri
 	}
 	server = s
 	nd := tool{name: "ndbench", run: func(ctx context.Context, dir string) (result, error) {
-		return runNdbench(ctx, dir, o.ndbench, ndbenchArgs(name, s, d))
+		return runNdbench(ctx, dir, o.ndbench, o.env, ndbenchArgs(name, s, d))
 	}}
+	if o.baseline != "" {
+		peers = append([]tool{{name: "ndbench-baseline", run: func(ctx context.Context, dir string) (result, error) {
+			return runNdbench(ctx, dir, o.baseline, nil, ndbenchArgs(name, s, d))
+		}}}, peers...)
+	}
 	if err := load(ctx, name, s, o); err != nil {
 		_ = s.Stop()
 		return nil, skipped, err
@@ -179,10 +184,12 @@ type ndbenchReport struct {
 // runNdbench runs ndbench with args and reads its report: operations are the top-level
 // classes' successes (read.read and read.write are parts of read), latency the response
 // time of read, which holds every operation of the mix.
-func runNdbench(ctx context.Context, dir, bin string, args []string) (result, error) {
+func runNdbench(ctx context.Context, dir, bin string, env, args []string) (result, error) {
 	reportPath := filepath.Join(dir, "report.json")
 	args = append(args, "--report", reportPath)
-	cpu, wall, _, err := runProcess(ctx, dir, "ndbench", ndbenchCmd(ctx, bin, dir, args))
+	cmd := ndbenchCmd(ctx, bin, dir, args)
+	cmd.Env = append(cmd.Env, env...)
+	cpu, wall, _, err := runProcess(ctx, dir, "ndbench", cmd)
 	if err != nil {
 		return result{}, err
 	}
