@@ -18,6 +18,9 @@
 //	postgres   100k keys of 100 B, 50 connections, 80% point reads / 20% upserts, closed loop:
 //	           ndbench (50 readers, readMix=read:8,write:2) and pgbench -c 50 -j 1 -M prepared
 //	           with the same two statements on the same table
+//	postgres-open  the same, open loop at -rate operations per second (ndbench's readRate
+//	           with a fixed pool of 50, pgbench -R): both time each operation from its
+//	           scheduled start, so their p99s compare at the same throughput
 //	redis      the same shape on Redis: ndbench and redis-benchmark (-c 50, a GET run and a
 //	           SET run, as it has no mix) and memtier_benchmark (-c 50 -t 1 --ratio=1:4)
 //	memcached  the same shape on Memcached: ndbench and memtier_benchmark
@@ -93,6 +96,8 @@ type options struct {
 	baseline string
 	// env is extra environment for the measured ndbench (not the baseline), KEY=VALUE.
 	env []string
+	// rate is the open-loop pairs' total operations per second.
+	rate int
 }
 
 func main() {
@@ -100,7 +105,8 @@ func main() {
 	var pairs string
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds (the table quotes medians)")
 	flag.DurationVar(&o.duration, "duration", 8*time.Second, "how long each tool runs in each round")
-	flag.StringVar(&pairs, "pairs", "postgres,redis,memcached,http", "pairs to run, comma-separated: postgres, redis, memcached, http")
+	flag.StringVar(&pairs, "pairs", "postgres,postgres-open,redis,memcached,http", "pairs to run, comma-separated: "+strings.Join(knownPairs, ", "))
+	flag.IntVar(&o.rate, "rate", 5000, "operations per second of the open-loop pairs (postgres-open: ndbench's readRate, pgbench -R)")
 	flag.StringVar(&o.ndbench, "ndbench", "bin/ndbench", "the ndbench binary to measure (make build writes bin/ndbench)")
 	flag.StringVar(&o.out, "out", "bench-results/peers", "directory for the tools' outputs and logs")
 	flag.StringVar(&o.baseline, "baseline", "", "a second ndbench binary (an earlier build) run beside -ndbench in every round, as ndbench-baseline")
@@ -124,11 +130,14 @@ func main() {
 }
 
 // knownPairs are the values -pairs accepts.
-var knownPairs = []string{"postgres", "redis", "memcached", "http"}
+var knownPairs = []string{"postgres", "postgres-open", "redis", "memcached", "http"}
 
 func (o options) validate() error {
 	if o.rounds < 1 || o.rounds > 100 {
 		return fmt.Errorf("-rounds %d: allowed 1 to 100", o.rounds)
+	}
+	if o.rate < 1 || o.rate > 1000000 {
+		return fmt.Errorf("-rate %d: allowed 1 to 1000000", o.rate)
 	}
 	if o.duration < time.Second || o.duration > 10*time.Minute {
 		return fmt.Errorf("-duration %s: allowed 1s to 10m", o.duration)

@@ -114,7 +114,7 @@ func TestMedian(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := options{rounds: 3, duration: 8 * time.Second, pairs: []string{"postgres"}, ndbench: "main_test.go"}
+	ok := options{rounds: 3, duration: 8 * time.Second, pairs: []string{"postgres"}, ndbench: "main_test.go", rate: 5000}
 	for _, tt := range []struct {
 		name   string
 		change func(*options)
@@ -123,7 +123,8 @@ func TestValidate(t *testing.T) {
 		{"valid", func(*options) {}, ""},
 		{"no rounds", func(o *options) { o.rounds = 0 }, "-rounds 0: allowed 1 to 100"},
 		{"too short", func(o *options) { o.duration = time.Millisecond }, "-duration 1ms: allowed 1s to 10m"},
-		{"unknown pair", func(o *options) { o.pairs = []string{"postgres", "mongo"} }, `unknown pair "mongo"; allowed: postgres, redis, memcached, http`},
+		{"unknown pair", func(o *options) { o.pairs = []string{"postgres", "mongo"} }, `unknown pair "mongo"; allowed: postgres, postgres-open, redis, memcached, http`},
+		{"no rate", func(o *options) { o.rate = 0 }, "-rate 0: allowed 1 to 1000000"},
 		{"no binary", func(o *options) { o.ndbench = "no/such/ndbench" }, "run make build first"},
 		{"no baseline binary", func(o *options) { o.baseline = "no/such/ndbench" }, "-baseline no/such/ndbench"},
 		{"environment without =", func(o *options) { o.env = []string{"GOMAXPROCS"} }, `-ndbench-env "GOMAXPROCS": allowed KEY=VALUE`},
