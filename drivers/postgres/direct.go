@@ -337,18 +337,6 @@ func (p *pipeline) ioFailed(ctx context.Context, op *driver.PipelineOp, done fun
 	done(0, nil, p.opErr(ctx, fmt.Errorf("postgres %s: %w", opName(op.Op), err)))
 }
 
-// opFailed completes operation i with err; an error that is not the server's answer left
-// the connection closed, so it is dropped.
-func (p *pipeline) opFailed(ctx context.Context, op *driver.PipelineOp, i int, done func(int, []byte, error), err error) {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || p.pc.IsClosed() {
-		p.drop()
-		done(i, nil, p.opErr(ctx, fmt.Errorf("postgres %s: %w", opName(op.Op), err)))
-		return
-	}
-	done(i, nil, p.d.fail(opName(op.Op), err))
-}
-
 // pipelined sends every operation of the batch, each followed by its own Sync, in one
 // write, then reads the replies in order. A Sync per operation keeps the operations
 // independent, as if sent one by one: each is its own transaction, committed before its
