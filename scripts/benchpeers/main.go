@@ -169,6 +169,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	o.ndbench = bin
+	// The tools are handed paths under out: absolute, so none depends on a working
+	// directory.
+	if o.out, err = filepath.Abs(o.out); err != nil {
+		return err
+	}
 	if o.baseline != "" {
 		if o.baseline, err = filepath.Abs(o.baseline); err != nil {
 			return err
@@ -387,9 +392,6 @@ func runProcess(ctx context.Context, dir, name string, cmd *exec.Cmd) (cpu, wall
 	}
 	defer f.Close()
 	cmd.Stdout, cmd.Stderr = f, f
-	if cmd.Dir == "" {
-		cmd.Dir = dir
-	}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return 0, 0, nil, fmt.Errorf("start %s: %w", name, err)

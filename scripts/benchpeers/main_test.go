@@ -1,6 +1,11 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,5 +148,43 @@ func TestValidate(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestMain lets the test binary stand in for a tool: with BENCHPEERS_CHILD_WRITE set it
+// writes that file (a path as a tool is given it) and exits.
+func TestMain(m *testing.M) {
+	if p := os.Getenv("BENCHPEERS_CHILD_WRITE"); p != "" {
+		if err := os.WriteFile(p, []byte("ok"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// A tool handed a path under a relative -out (make bench-drivers passes
+// bench-results/peers) finds it: runProcess runs the child where this program runs, so
+// the path means the same to both. (It ran children in their output directory, and
+// ndbench's --report under the relative path failed: no such file or directory.)
+func TestRunProcessRelativePaths(t *testing.T) {
+	t.Chdir(t.TempDir())
+	dir := filepath.Join("out", "pair-tool-1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "report.json")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "BENCHPEERS_CHILD_WRITE="+target)
+	cpu, _, out, err := runProcess(context.Background(), dir, "child", cmd)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Errorf("the child's file at %s: %v", target, err)
+	}
+	if cpu <= 0 {
+		t.Errorf("child CPU %v, want the child's own user+system time", cpu)
 	}
 }
