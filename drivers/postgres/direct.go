@@ -273,9 +273,11 @@ func unsupported(op int) error {
 // before every upsert (a statement without result columns has no cached description):
 // together about a microsecond and a half of the client's CPU per operation in
 // docs/performance.md's profile, where pgbench spends none. None of it is needed here:
-// the connection is this worker's alone, a single operation's messages are far below a
-// socket buffer so the write cannot wait on the server, and the statements were prepared
-// with their descriptions. Between operations the connection is where pgconn left it
+// the connection is this worker's alone; the previous reply was read to its
+// ReadyForQuery, so nothing is due from the server while the request is written and the
+// write cannot wait on a server that waits for us to read (the deadlock the timer
+// guards against), whatever the value's size; and the statements were prepared with
+// their descriptions. Between operations the connection is where pgconn left it
 // (idle, nothing buffered), so connect, the pipelined batches and Close use pgconn as
 // before.
 func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(int, []byte, error)) {
