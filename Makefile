@@ -15,7 +15,7 @@ INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... 
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
 
-.PHONY: build run test test-extended unit unit-rest integration ui fuzz lint bench bench-micro bench-program bench-drivers clean image manifests
+.PHONY: build run test test-extended unit unit-rest integration ui fuzz lint bench bench-micro bench-program bench-drivers bench-drivers-inprocess clean image manifests
 
 build:
 	$(GO) build -ldflags "-X github.com/ndbench/ndbench/internal/cli.version=$(VERSION)" -o $(BIN) ./cmd/ndbench
@@ -136,8 +136,17 @@ bench-micro:
 bench-program: build
 	bash scripts/bench.sh $(BIN)
 
-# The peers are installed by scripts/install-bench-peers.sh (latte is built with cargo once).
-bench-drivers:
+# ndbench and its peers (pgbench, redis-benchmark, memtier_benchmark when present, wrk,
+# vegeta) as whole processes side by side on local servers, interleaved rounds, client CPU
+# from each process's own rusage (scripts/benchpeers; docs/performance.md's headline
+# table). BENCH_PEERS_FLAGS passes flags, e.g. BENCH_PEERS_FLAGS='-pairs postgres -rounds 5'.
+bench-drivers: build
+	NDBENCH_NO_LATTE=1 bash scripts/install-bench-peers.sh
+	$(GO) run ./scripts/benchpeers -ndbench $(BIN) -out bench-results/peers $(BENCH_PEERS_FLAGS)
+
+# The same drivers measured in-process (go test -bench), with latte for Cassandra: for
+# profiling, not for the headline figures (latte is built with cargo once).
+bench-drivers-inprocess:
 	bash scripts/bench-drivers.sh
 
 clean:

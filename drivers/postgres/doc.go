@@ -7,8 +7,9 @@
 //
 // mode=direct (what mode=auto picks) makes the driver a driver.Pipeliner: each worker of the
 // engine gets a pgconn.PgConn of its own, with the read and the upsert prepared on it once
-// (binary parameters and results). A batch of one operation is one ExecStatement (Bind,
-// Execute, Sync: one write, one reply); a batch of several (workload.pipeline > 1) goes out
+// (binary parameters and results). A batch of one operation is Bind, Execute, Sync in one
+// write on the connection's frontend and one reply read up to its ReadyForQuery, as
+// pgbench -M prepared sends it; a batch of several (workload.pipeline > 1) goes out
 // in pgconn's pipeline mode in one write, each operation followed by its own Sync, so each
 // is still its own transaction and a failed one does not roll back the others.
 // pipelineSync=batch sends one Sync per batch instead, as pgbench's \startpipeline blocks

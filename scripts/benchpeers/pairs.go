@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/testserver"
+)
+
+// setUp starts the pair's server, loads the keys every tool reads, and returns the pair
+// with the tools that are installed; skipped says which were not. A pair whose only peer
+// is missing is not started at all (nil pair).
+func setUp(ctx context.Context, name string, o options) (p *pair, skipped []string, err error) {
+	var peers []tool
+	var start func(context.Context) (*testserver.Server, error)
+	switch name {
+	case "postgres", "postgres-open":
+		start = testserver.Postgres
+	case "redis":
+		start = testserver.Redis
+	case "memcached":
+		start = testserver.Memcached
+	case "http":
+		start = testserver.Nginx
+	}
+	// The peers first: a pair with none installed needs no server.
+	// The runners read the server once it is started, below.
+	var server *testserver.Server
+	srv := func() *testserver.Server { return server }
+	addPeer := func(bin, name string, run func(ctx context.Context, dir, bin string) (result, error)) {
+		path, err := lookTool(bin)
+		if err != nil {
+			skipped = append(skipped, err.Error())
+			return
+		}
+		peers = append(peers, tool{name: name, run: func(ctx context.Context, dir string) (result, error) {
+			return run(ctx, dir, path)
+		}})
+	}
+	d := o.duration
+	switch name {
+	case "postgres":
+		addPeer("pgbench", "pgbench", func(ctx context.Context, dir, bin string) (result, error) {
+			return runPgbench(ctx, dir, bin, srv(), d, 0)
+		})
+	case "postgres-open":
+		addPeer("pgbench", "pgbench -R", func(ctx context.Context, dir, bin string) (result, error) {
+			return runPgbench(ctx, dir, bin, srv(), d, o.rate)
+		})
+	case "redis":
+		addPeer("redis-benchmark", "redis-benchmark", func(ctx context.Context, dir, bin string) (result, error) {
+			return runRedisBenchmark(ctx, dir, bin, srv(), d)
+		})
+		addPeer("memtier_benchmark", "memtier", func(ctx context.Context, dir, bin string) (result, error) {
+			return runMemtier(ctx, dir, bin, srv(), "redis", d)
+		})
+	case "memcached":
+		addPeer("memtier_benchmark", "memtier", func(ctx context.Context, dir, bin string) (result, error) {
+			return runMemtier(ctx, dir, bin, srv(), "memcache_text", d)
+		})
+	case "http":
+		addPeer("wrk", "wrk", func(ctx context.Context, dir, bin string) (result, error) {
+			return runWrk(ctx, dir, bin, httpURL(srv()), d)
+		})
+		addPeer("vegeta", "vegeta", func(ctx context.Context, dir, bin string) (result, error) {
+			return runVegeta(ctx, dir, bin, httpURL(srv()), d)
+		})
+	}
+	if len(peers) == 0 {
+		return nil, append(skipped, "no peer installed: pair skipped"), nil
+	}
+	s, err := start(ctx)
+	if err != nil {
+		return nil, skipped, err
+	}
+	server = s
+	nd := tool{name: "ndbench", run: func(ctx context.Context, dir string) (result, error) {
+		return runNdbench(ctx, dir, o.ndbench, o.env, ndbenchArgs(name, s, d, o.rate))
+	}}
+	if o.baseline != "" {
+		peers = append([]tool{{name: "ndbench-baseline", run: func(ctx context.Context, dir string) (result, error) {
+			return runNdbench(ctx, dir, o.baseline, nil, ndbenchArgs(name, s, d, o.rate))
+		}}}, peers...)
+	}
+	if err := load(ctx, name, s, o); err != nil {
+		_ = s.Stop()
+		return nil, skipped, err
+	}
+	return &pair{name: name, srv: s, tools: append([]tool{nd}, peers...)}, skipped, nil
+}
+
+func httpURL(s *testserver.Server) string { return "http://" + s.Addr() + "/kv/bench" }
+
+// ndbenchArgs is the ndbench command line of each pair's shape: closed loop, 50 readers
+// (each with its own connection) choosing read or write 8:2, 100 B values, 100k keys.
+func ndbenchArgs(name string, s *testserver.Server, d time.Duration, rate int) []string {
+	args := []string{"run", "--duration", d.String(),
+		"--set", "workload.readers=" + strconv.Itoa(connections), "--set", "workload.writers=0",
+		"--set", "workload.readRate=0", "--set", "workload.dataSize=" + strconv.Itoa(valueSize)}
+	mix := []string{"--set", "workload.numKeys=" + strconv.Itoa(numKeys), "--set", "workload.readMix=read:8,write:2"}
+	switch name {
+	case "postgres":
+		return append(append(args, mix...), "--driver", "postgres", "--set", "drivers.postgres.dsn="+s.DSN())
+	case "postgres-open":
+		// A fixed pool of 50, as pgbench's 50 connections: the later --set wins. The
+		// workers connect on their first operation, which pgbench does before its clock
+		// starts, so 2 s of warm-up stay out of ndbench's percentiles (and its operation
+		// count: this pair's ops per CPU-second understate ndbench's; its point is p99).
+		return append(append(args, mix...), "--driver", "postgres", "--set", "drivers.postgres.dsn="+s.DSN(),
+			"--set", "workload.readRate="+strconv.Itoa(rate), "--set", "workload.maxReaders="+strconv.Itoa(connections),
+			"--warmup", "2s")
+	case "redis":
+		return append(append(args, mix...), "--driver", "redis", "--set", "drivers.redis.addrs="+s.Addr())
+	case "memcached":
+		return append(append(args, mix...), "--driver", "memcached", "--set", "drivers.memcached.servers="+s.Addr())
+	case "http":
+		// wrk's and vegeta's shape: one URL, GET only, the body not checked.
+		return append(args, "--driver", "http", "--set", "workload.numKeys=1",
+			"--set", "drivers.http.url=http://"+s.Addr(), "--set", "drivers.http.protocol=http1",
+			"--set", "drivers.http.read=GET /kv/bench", "--set", "drivers.http.readCheck=none")
+	}
+	return nil
+}
+
+// load writes the keys the tools read, so that no tool measures misses: ndbench's T0..
+// T99999 (its backfill, which pgbench's scripts read too), redis-benchmark's
+// key:000000000000.. and memtier's memtier-0.. on Redis and Memcached, and the one file
+// the HTTP tools GET.
+func load(ctx context.Context, name string, s *testserver.Server, o options) error {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if name == "http" {
+		dir := filepath.Join(testserver.NginxRoot(s), "kv")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, "bench"), []byte(strings.Repeat("x", valueSize)), 0o644)
+	}
+	args := append(ndbenchArgs(name, s, time.Second, o.rate), "--backfill", "--set", "workload.backfillWorkers=16")
+	// The load's own run is short and gentle; only its backfill matters.
+	args = append(args, "--set", "workload.readers=1", "--set", "workload.readRate=10")
+	dir := filepath.Join(o.out, name+"-load")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if _, _, _, err := runProcess(lctx, dir, "ndbench-backfill", ndbenchCmd(lctx, o.ndbench, dir, args)); err != nil {
+		return err
+	}
+	if name == "redis" {
+		// Exact key names, all of them: redis-benchmark -r draws key:%012d, memtier
+		// memtier-%d (its default prefix), so a random preload would leave holes.
+		script := fmt.Sprintf(`for i=0,%d do redis.call('SET', string.format('key:%%012d', i), ARGV[1]); redis.call('SET', 'memtier-' .. i, ARGV[1]) end return 1`, numKeys-1)
+		cmd := exec.CommandContext(lctx, "redis-cli", "-h", s.Host, "-p", strconv.Itoa(s.Port), "EVAL", script, "0", strings.Repeat("x", valueSize))
+		if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "1" {
+			return fmt.Errorf("preload redis-benchmark's keys: %v: %s", err, out)
+		}
+	}
+	if bin, err := lookTool("memtier_benchmark"); err == nil && name == "memcached" {
+		// memtier's own keys, each once, in order (P:P with --requests=allkeys).
+		cmd := exec.CommandContext(lctx, bin, "-s", s.Host, "-p", strconv.Itoa(s.Port), "--protocol=memcache_text",
+			"-c", "1", "-t", "1", "--ratio=1:0", "-d", strconv.Itoa(valueSize), "--key-minimum=0",
+			"--key-maximum="+strconv.Itoa(numKeys-1), "--key-pattern=P:P", "--requests=allkeys", "--hide-histogram")
+		if _, _, _, err := runProcess(lctx, dir, "memtier-preload", cmd); err != nil {
+			return fmt.Errorf("preload memtier's keys: %w", err)
+		}
+	}
+	return nil
+}
+
+// ndbenchCmd is ndbench with its results history kept in dir, not the user's.
+func ndbenchCmd(ctx context.Context, bin, dir string, args []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "NDBENCH_RESULTS="+filepath.Join(dir, "history.db"))
+	return cmd
+}
+
+// ndbenchReport is the part of ndbench's JSON report read here.
+type ndbenchReport struct {
+	Ops map[string]struct {
+		Succeeded    float64 `json:"succeeded"`
+		Errors       float64 `json:"errors"`
+		ResponseTime struct {
+			P50 float64 `json:"p50"` // µs
+			P99 float64 `json:"p99"`
+		} `json:"responseTime"`
+	} `json:"ops"`
+}
+
+// runNdbench runs ndbench with args and reads its report: operations are the top-level
+// classes' successes (read.read and read.write are parts of read), latency the response
+// time of read, which holds every operation of the mix.
+func runNdbench(ctx context.Context, dir, bin string, env, args []string) (result, error) {
+	reportPath := filepath.Join(dir, "report.json")
+	args = append(args, "--report", reportPath)
+	cmd := ndbenchCmd(ctx, bin, dir, args)
+	cmd.Env = append(cmd.Env, env...)
+	cpu, wall, _, err := runProcess(ctx, dir, "ndbench", cmd)
+	if err != nil {
+		return result{}, err
+	}
+	b, err := os.ReadFile(reportPath)
+	if err != nil {
+		return result{}, fmt.Errorf("read ndbench's report: %w", err)
+	}
+	return parseNdbenchReport(b, cpu, wall)
+}
+
+func parseNdbenchReport(b []byte, cpu, wall time.Duration) (result, error) {
+	var rep ndbenchReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return result{}, fmt.Errorf("parse ndbench's report: %w", err)
+	}
+	r := result{cpu: cpu, wall: wall}
+	var errs float64
+	for name, op := range rep.Ops {
+		if !strings.Contains(name, ".") {
+			r.ops += op.Succeeded
+			errs += op.Errors
+		}
+	}
+	read, ok := rep.Ops["read"]
+	if !ok || r.ops == 0 {
+		return result{}, fmt.Errorf("ndbench's report has no successful read operations")
+	}
+	if errs > 0.01*r.ops {
+		return result{}, fmt.Errorf("ndbench: %.0f of %.0f operations failed", errs, r.ops+errs)
+	}
+	r.p50 = time.Duration(read.ResponseTime.P50 * float64(time.Microsecond))
+	r.p99 = time.Duration(read.ResponseTime.P99 * float64(time.Microsecond))
+	return r, nil
+}
