@@ -30,7 +30,9 @@ func init() {
 			}},
 		{Name: PatternSlidingWindow, Summary: "uniform within a window of windowSize keys that moves over the keyspace once per windowDuration (NDBench's)",
 			NewOptions: func() any { return new(windowOptions) }, Check: checkWindow,
-			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) { return newWindow(ks, o.(*windowOptions)), nil }},
+			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {
+				return newWindow(ks, o.(*windowOptions)), nil
+			}},
 		{Name: PatternSlidingWindowFlip, Summary: "the keyspace in blocks of windowSize keys, each used for windowDuration/blocks in turn (NDBench's)",
 			NewOptions: func() any { return new(windowOptions) }, Check: checkWindow,
 			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {
@@ -52,7 +54,9 @@ func init() {
 				return hotspotKeys{n: ks.NumKeys, hot: hot, frac: h.HotFraction}, nil
 			}},
 		{Name: PatternSequential, Summary: "one shared counter modulo the keyspace: every key once per pass",
-			New: func(ks keydist.Keyspace, _ any) (keydist.Generator, error) { return &sequentialKeys{n: ks.NumKeys}, nil }},
+			New: func(ks keydist.Keyspace, _ any) (keydist.Generator, error) {
+				return &sequentialKeys{n: ks.NumKeys}, nil
+			}},
 		{Name: PatternExponential, Summary: "expPercentile% of operations on the first expFraction of keys, key 0 the hottest (YCSB's ExponentialGenerator)",
 			NewOptions: func() any { return new(expOptions) },
 			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {
