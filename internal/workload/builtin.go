@@ -28,6 +28,11 @@ func init() {
 			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {
 				return &scrambledKeys{z: newZipf(ks.NumKeys, o.(*zipfOptions).ZipfExponent), perm: newPermutation(ks.NumKeys, ks.Seed)}, nil
 			}},
+		{Name: PatternYCSBZipfian, Summary: "YCSB's requestdistribution=zipfian exactly (ScrambledZipfianGenerator): zipfian ranks over 10^10 items, FNV-hashed onto the keyspace",
+			NewOptions: func() any { return new(zipfOptions) },
+			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {
+				return ycsbScrambledKeys{z: newYCSBScrambledZipf(o.(*zipfOptions).ZipfExponent), n: ks.NumKeys}, nil
+			}},
 		{Name: PatternSlidingWindow, Summary: "uniform within a window of windowSize keys that moves over the keyspace once per windowDuration (NDBench's)",
 			NewOptions: func() any { return new(windowOptions) }, Check: checkWindow,
 			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {

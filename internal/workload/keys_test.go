@@ -471,7 +471,7 @@ func TestNextDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkKeys(b *testing.B) {
-	for _, pat := range []string{"uniform", "zipfian", "scrambled_zipfian", "sliding_window", "sliding_window_flip",
+	for _, pat := range []string{"uniform", "zipfian", "scrambled_zipfian", "ycsb_zipfian", "sliding_window", "sliding_window_flip",
 		"latest", "hotspot", "sequential", "exponential"} {
 		b.Run(pat, func(b *testing.B) {
 			k := mustKeys(b, KeyParams{Pattern: pat, NumKeys: 20_000_000, WindowSize: 10000, WindowDuration: time.Hour,
