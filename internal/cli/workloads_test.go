@@ -71,7 +71,7 @@ func TestWorkloadFlag(t *testing.T) {
 		want []string // lines of `ndbench config` as fields, or error text
 	}{
 		{name: "sources", args: []string{"config", "--driver", "memory", "--workload", "ycsb-b", "-c", file, "--set", "workload.readers=66"},
-			want: []string{"workload.readRate 950 preset ycsb-b", "workload.pattern scrambled_zipfian preset ycsb-b",
+			want: []string{"workload.readRate 950 preset ycsb-b", "workload.pattern ycsb_zipfian preset ycsb-b",
 				"workload.writeRate 11 file " + file, "workload.numKeys 44 env NDBENCH_WORKLOAD_NUMKEYS",
 				"workload.readers 66 --set", "workload.opTimeout 5s default"}},
 		{name: "shorthand", args: []string{"config", "--driver", "memory", "-w", "ndbench-default"},
