@@ -243,3 +243,44 @@ func TestChiSquareQuantile(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkYCSBGenerators times a key pick of ndbench's generators beside go-ycsb's
+// over YCSB's default 1000 records (docs/performance.md records the figures).
+func BenchmarkYCSBGenerators(b *testing.B) {
+	const n = ycsbRecords
+	for _, c := range []struct {
+		name string
+		p    KeyParams
+		ycsb func() ycsbSide
+	}{
+		{"uniform", KeyParams{Pattern: "uniform", NumKeys: n}, func() ycsbSide { return ycsbUniform(n) }},
+		{"zipfian", KeyParams{Pattern: "zipfian", NumKeys: n}, func() ycsbSide { return ycsbZipfian(n, 0.99) }},
+		{"ycsb_zipfian", KeyParams{Pattern: "ycsb_zipfian", NumKeys: n}, func() ycsbSide {
+			g, r := ycsbgen.NewScrambledZipfian(0, n-1, 0.99), ycsbRand()
+			return func() int64 { return g.Next(r) }
+		}},
+		{"latest", KeyParams{Pattern: "latest", NumKeys: n}, func() ycsbSide { return ycsbLatest(n) }},
+		{"hotspot", KeyParams{Pattern: "hotspot", NumKeys: n, HotKeys: 0.2, HotFraction: 0.8}, func() ycsbSide { return ycsbHotspot(n, 0.2, 0.8) }},
+		{"exponential", KeyParams{Pattern: "exponential", NumKeys: n}, func() ycsbSide { return ycsbExponential(n, DefaultExpPercentile, DefaultExpFraction) }},
+	} {
+		b.Run("ndbench/"+c.name, func(b *testing.B) {
+			k := mustKeys(b, c.p)
+			r := newRand(1)
+			b.ReportAllocs()
+			var sink int64
+			for b.Loop() {
+				sink += k.Next(r, OpRead)
+			}
+			_ = sink
+		})
+		b.Run("go-ycsb/"+c.name, func(b *testing.B) {
+			next := c.ycsb()
+			b.ReportAllocs()
+			var sink int64
+			for b.Loop() {
+				sink += next()
+			}
+			_ = sink
+		})
+	}
+}
