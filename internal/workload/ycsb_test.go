@@ -122,23 +122,27 @@ func ycsbUniform(n int64) ycsbSide {
 	return func() int64 { return g.Next(r) }
 }
 
-// chiSquareTwoSample compares two samples of keys in [0, n) of the same size: keys are
-// put in buckets of consecutive indices, each holding at least minBucket draws of the
-// two samples together (single keys where the distribution is dense, wide ranges in its
-// tail), and the statistic sum (a-b)^2/(a+b) has a chi-square distribution with
-// buckets-1 degrees of freedom when the two come from the same distribution.
-func chiSquareTwoSample(a, b ycsbSide, n int64, draws int) (stat float64, df int) {
-	ca, cb := make([]int, n), make([]int, n)
+// sampleCounts draws draws keys in [0, n) from side and counts each key.
+func sampleCounts(side ycsbSide, n int64, draws int) []int {
+	c := make([]int, n)
 	for range draws {
-		ca[a()]++
-		cb[b()]++
+		c[side()]++
 	}
+	return c
+}
+
+// chiSquareTwoSample compares two samples of keys of the same size, given as counts per
+// key: keys are put in buckets of consecutive indices, each holding at least minBucket
+// draws of the two samples together (single keys where the distribution is dense, wide
+// ranges in its tail), and the statistic sum (a-b)^2/(a+b) has a chi-square distribution
+// with buckets-1 degrees of freedom when the two come from the same distribution.
+func chiSquareTwoSample(ca, cb []int) (stat float64, df int) {
 	const minBucket = 40
 	var sa, sb int
 	buckets := 0
-	for i := range n {
+	for i := range ca {
 		sa, sb = sa+ca[i], sb+cb[i]
-		if sa+sb >= minBucket || i == n-1 {
+		if sa+sb >= minBucket || i == len(ca)-1 {
 			if sa+sb > 0 {
 				d := float64(sa - sb)
 				stat += d * d / float64(sa+sb)
@@ -209,14 +213,15 @@ func TestKeyDistributionsMatchYCSB(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			keys := tt.ndbench.NumKeys
-			stat, df := chiSquareTwoSample(ndbenchSide(t, tt.ndbench), tt.ycsb(), keys, ycsbDraws)
+			ycsb := sampleCounts(tt.ycsb(), keys, ycsbDraws)
+			stat, df := chiSquareTwoSample(sampleCounts(ndbenchSide(t, tt.ndbench), keys, ycsbDraws), ycsb)
 			crit := chiSquareQuantile(df, ycsbAlpha)
 			t.Logf("chi-square %.1f, %d degrees of freedom, critical value %.1f at alpha %g", stat, df, crit, ycsbAlpha)
 			if stat > crit {
 				t.Errorf("ndbench's %s differs from YCSB's: chi-square %.1f > %.1f (%d degrees of freedom, alpha %g)",
 					tt.ndbench.Pattern, stat, crit, df, ycsbAlpha)
 			}
-			cstat, cdf := chiSquareTwoSample(ndbenchSide(t, tt.control), tt.ycsb(), keys, ycsbDraws)
+			cstat, cdf := chiSquareTwoSample(sampleCounts(ndbenchSide(t, tt.control), keys, ycsbDraws), ycsb)
 			if ccrit := chiSquareQuantile(cdf, ycsbAlpha); cstat <= ccrit {
 				t.Errorf("control %+v passed as YCSB's (chi-square %.1f <= %.1f): the test cannot see a difference of that size",
 					fmt.Sprintf("%s %v/%v/%v/%v", tt.control.Pattern, tt.control.HotKeys, tt.control.HotFraction, tt.control.ExpPercentile, tt.control.ZipfExponent), cstat, ccrit)
