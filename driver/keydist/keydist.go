@@ -91,6 +91,9 @@ type Definition struct {
 	// New returns a generator for the keyspace (NumKeys >= 1) and valid options (the
 	// pointer NewOptions returned, filled; nil when NewOptions is nil). It runs when a run
 	// starts and when the pattern, its options or the keyspace change, off the hot path.
+	// What it allocates is not in ndbench's memory estimate (workload.memoryBudget), which
+	// counts the built-in patterns as constant-size: a distribution that builds a table
+	// over the keyspace should bound it, or refuse a keyspace too large for it in Check.
 	New func(ks Keyspace, opts any) (Generator, error)
 }
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/keydist"
-	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/presets"
+	"github.com/ndbench/ndbench/internal/workload"
 )
 
 func newWorkloadsCmd(s *streams) *cobra.Command {
@@ -103,9 +103,11 @@ func writePatterns(w io.Writer) error {
 		}
 		opts := []string{"options"}
 		for _, o := range schema {
-			text := "workload.patternOptions=" + o.Name + "=" + o.Default
-			if workloadOption(o.Name) {
-				text = "workload." + o.Name + "=" + o.Default
+			// A plugin's own option is one name=value of workload.patternOptions.
+			key := workload.OptionKey(o.Name)
+			text := key + "=" + o.Default
+			if key != "workload."+o.Name {
+				text = key + "=" + o.Name + "=" + o.Default
 			}
 			if o.Min != "" || o.Max != "" {
 				text += " [" + o.Min + ".." + o.Max + "]"
@@ -117,13 +119,6 @@ func writePatterns(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
-}
-
-// workloadOption reports whether name is a workload option of its own (workload.<name>)
-// rather than one given in workload.patternOptions.
-func workloadOption(name string) bool {
-	_, ok := driver.Canonical(config.WorkloadSchema(), name)
-	return ok
 }
 
 // driversWith returns the registered drivers that offer operation op, or "none".

@@ -75,7 +75,7 @@ type KeyParams struct {
 	Pattern string
 	// NumKeys is the keyspace size; keys are indices in [0, NumKeys).
 	NumKeys int64
-	// ZipfExponent is theta for zipfian, scrambled_zipfian and latest: P(rank k) ~
+	// ZipfExponent is theta for zipfian, scrambled_zipfian, ycsb_zipfian and latest: P(rank k) ~
 	// 1/(k+1)^theta. Zero means DefaultZipfExponent; otherwise in [0.01, 100].
 	ZipfExponent float64
 	// WindowSize is the number of keys in the window of the sliding_window patterns,
@@ -281,6 +281,19 @@ func parsePatternOptions(text string, def keydist.Definition, schema []driver.Op
 		}
 	}
 	return values, errs
+}
+
+// OptionKey returns the configuration key a pattern's option is set with:
+// workload.<name> for the options that are workload options of their own (zipfExponent,
+// windowSize, windowDuration, hotKeys, hotFraction, expPercentile, expFraction), else
+// workload.patternOptions.
+func OptionKey(name string) string {
+	for _, b := range builtinOptions {
+		if b.name == name {
+			return "workload." + name
+		}
+	}
+	return "workload.patternOptions"
 }
 
 func isBuiltinOption(name string) bool {
