@@ -13,6 +13,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -274,6 +275,8 @@ func parsePatternOptions(text string, def keydist.Definition, schema []driver.Op
 		case isBuiltinOption(name):
 			errs = append(errs, &driver.FieldError{Field: "workload.patternOptions", Value: pair,
 				Allowed: allowed + " (" + name + " is set with workload." + name + ")"})
+		case !slices.Contains(own, name):
+			errs = append(errs, &driver.FieldError{Field: "workload.patternOptions", Value: pair, Allowed: allowed})
 		case values[name] != "":
 			errs = append(errs, &driver.FieldError{Field: "workload.patternOptions", Value: pair, Allowed: allowed + ", each once"})
 		default:
