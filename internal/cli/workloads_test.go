@@ -21,7 +21,12 @@ func TestWorkloadsCommand(t *testing.T) {
 			"ycsb-d", "workload.pattern=latest",
 			"ycsb-e", "needs a driver with a scan operation", "workload.readMix=scan",
 			"ycsb-f", "RMW approximated as independent reads and writes",
-			"--workload NAME", "only drivers declaring it offer (in this build: "}},
+			"--workload NAME", "only drivers declaring it offer (in this build: ",
+			// The key patterns, with their options and where each is set.
+			"PATTERN", "uniform (random)", "scrambled_zipfian (scrambled)",
+			"hotspot", "workload.hotKeys=0.2 [0..1]", "workload.hotFraction=0.8 [0..1]",
+			"exponential", "workload.expPercentile=95 [0..100]", "workload.expFraction=0.8571428571 [0..1]",
+			"latest", "sliding_window_flip", "sequential"}},
 		{args: []string{"workloads", "ycsb-a"}, want: []string{"# description: YCSB A", "# Source: YCSB workloads/workloada", "workload:\n", "  readRate: 500\n"},
 			notWant: []string{"ycsb-b"}},
 		{args: []string{"workloads", "nope"}, code: 2, want: []string{`no built-in preset "nope"`, "ycsb-a"}},
@@ -66,7 +71,7 @@ func TestWorkloadFlag(t *testing.T) {
 		want []string // lines of `ndbench config` as fields, or error text
 	}{
 		{name: "sources", args: []string{"config", "--driver", "memory", "--workload", "ycsb-b", "-c", file, "--set", "workload.readers=66"},
-			want: []string{"workload.readRate 950 preset ycsb-b", "workload.pattern scrambled_zipfian preset ycsb-b",
+			want: []string{"workload.readRate 950 preset ycsb-b", "workload.pattern ycsb_zipfian preset ycsb-b",
 				"workload.writeRate 11 file " + file, "workload.numKeys 44 env NDBENCH_WORKLOAD_NUMKEYS",
 				"workload.readers 66 --set", "workload.opTimeout 5s default"}},
 		{name: "shorthand", args: []string{"config", "--driver", "memory", "-w", "ndbench-default"},
@@ -113,5 +118,63 @@ func TestRunWithPreset(t *testing.T) {
 	}
 	if r.Ops["read"].Count == 0 || r.Ops["write"].Count != 0 {
 		t.Errorf("ycsb-c ran %d reads and %d writes, want reads only", r.Ops["read"].Count, r.Ops["write"].Count)
+	}
+}
+
+// TestPatternOptionErrors: the options of the patterns are refused with the key, the
+// value and what is allowed, before anything runs.
+func TestPatternOptionErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		sets []string
+		want []string
+	}{
+		{"percentile 100", []string{"workload.pattern=exponential", "workload.expPercentile=100"},
+			[]string{`workload.expPercentile: invalid value "100" (from --set); allowed: a percentage greater than 0 and less than 100`}},
+		{"fraction 0", []string{"workload.pattern=exponential", "workload.expFraction=0"},
+			[]string{`workload.expFraction: invalid value "0" (from --set); allowed: a fraction greater than 0 and at most 1`}},
+		{"hot keys 0", []string{"workload.pattern=hotspot", "workload.hotKeys=0"},
+			[]string{`workload.hotKeys: invalid value "0" (from --set)`}},
+		{"unknown pattern beside another error", []string{"workload.pattern=gaussian", "workload.readRate=-1"},
+			[]string{`workload.pattern: invalid value "gaussian" (from --set); allowed: uniform, random, zipfian`, "workload.readRate"}},
+		{"pattern options of a built-in", []string{"workload.pattern=hotspot", "workload.patternOptions=hotKeys=0.5"},
+			[]string{`workload.patternOptions: invalid value "hotKeys=0.5" (from --set); allowed: nothing: pattern hotspot has no options of its own (hotKeys is set with workload.hotKeys)`}},
+		{"pattern options without a value", []string{"workload.pattern=uniform", "workload.patternOptions=spread"},
+			[]string{`workload.patternOptions: invalid value "spread" (from --set); allowed: nothing: pattern uniform has no options of its own`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"config", "--driver", "memory"}
+			for _, s := range tc.sets {
+				args = append(args, "--set", s)
+			}
+			code, out, errOut := ndbench(t, nil, args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s\n%s", code, out, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("error lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestRunExponentialWithOptions: YCSB's exponential parameters reach the run.
+func TestRunExponentialWithOptions(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--duration", "300ms", "--report", rep,
+		"--set", "workload.pattern=exponential", "--set", "workload.expPercentile=50", "--set", "workload.expFraction=0.1")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	r := readReport(t, rep)
+	got := map[string]string{}
+	for _, e := range r.Config {
+		got[e.Key] = e.Value
+	}
+	if got["workload.expPercentile"] != "50" || got["workload.expFraction"] != "0.1" || r.Ops["read"].Count == 0 {
+		t.Errorf("report: expPercentile %q, expFraction %q, %d reads", got["workload.expPercentile"], got["workload.expFraction"], r.Ops["read"].Count)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/workload"
 )
 
 // Config is the typed, validated configuration.
@@ -458,6 +459,14 @@ func decodeWorkload(eff map[string]effective) (Workload, driver.FieldErrors) {
 		fes, _ = driver.AsFieldErrors(err)
 		for _, fe := range fes {
 			fe.Field = "workload." + fe.Field
+		}
+		// The pattern has no enum tag (the registered patterns are not known to a tag),
+		// so Validate, which does not run after these errors, would be the first to see
+		// an unknown one: report it beside them, every mistake at once.
+		if p, ok := vals["pattern"]; ok {
+			if _, known := workload.CanonicalPattern(p); !known {
+				fes = append(fes, &driver.FieldError{Field: "workload.pattern", Value: p, Allowed: strings.Join(workload.Patterns(), ", ")})
+			}
 		}
 	}
 	for _, cls := range slices.Sorted(maps.Keys(classVals)) {

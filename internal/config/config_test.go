@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/keydist"
 	"github.com/ndbench/ndbench/internal/workload"
 )
 
@@ -369,8 +370,24 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 	schema := WorkloadSchema()
-	if len(schema) != 35 {
-		t.Errorf("schema has %d options, want 35", len(schema))
+	if len(schema) != 38 {
+		t.Errorf("schema has %d options, want 38", len(schema))
+	}
+	// A pattern's option that is a workload option of its own has the same default and
+	// bounds in both places: the config cannot accept what the pattern refuses.
+	for _, d := range keydist.All() {
+		opts, err := d.Schema()
+		if err != nil {
+			t.Fatalf("pattern %s: %v", d.Name, err)
+		}
+		for _, po := range opts {
+			for _, o := range schema {
+				if o.Name == po.Name && (o.Default != po.Default || o.Min != po.Min || o.Max != po.Max || o.Type != po.Type) {
+					t.Errorf("pattern %s option %s: %s %q [%s..%s], workload option %s %q [%s..%s]",
+						d.Name, po.Name, po.Type, po.Default, po.Min, po.Max, o.Type, o.Default, o.Min, o.Max)
+				}
+			}
+		}
 	}
 	// The pattern enum and the bounds are exactly what internal/workload accepts.
 	for _, o := range schema {

@@ -46,15 +46,20 @@ type Workload struct {
 	// operation" behind its read port: the driver operations the read and write classes run.
 	ReadMix  string `opt:"readMix" default:"read" live:"true" help:"driver operations the read class runs, by weight: an operation name (read, or one the driver declares), or name:weight,name:weight"`
 	WriteMix string `opt:"writeMix" default:"write" live:"true" help:"driver operations the write class runs, by weight, as readMix"`
-	// The enum must equal workload.Patterns() (a tag cannot call it; a test checks). It
-	// keeps the aliases "random" and "scrambled"; the loader rewrites them to canonical names.
-	// Likewise windowDuration's max must equal workload.MaxWindowDuration.
-	Pattern        string        `opt:"pattern" default:"uniform" enum:"uniform,random,zipfian,scrambled_zipfian,scrambled,sliding_window,sliding_window_flip,latest,hotspot,sequential,exponential" alias:"loadPattern" ndbench:"cli.loadPattern" live:"true" help:"key access pattern"`
+	// Pattern has no enum tag: the patterns are those registered (package keydist), which a
+	// tag cannot list; Validate checks the name through workload.KeyParams, and
+	// WorkloadSchema fills the option's Enum with workload.Patterns() for forms and
+	// listings. The aliases "random" and "scrambled" are accepted; the loader rewrites them
+	// to canonical names. windowDuration's max must equal workload.MaxWindowDuration.
+	Pattern        string        `opt:"pattern" default:"uniform" alias:"loadPattern" ndbench:"cli.loadPattern" live:"true" help:"key access pattern"`
+	PatternOptions string        `opt:"patternOptions" default:"" live:"true" help:"options of a pattern registered by a plugin (ndbench workloads lists them), as name=value,name=value; the built-in patterns' options are the workload options of their own"`
 	ZipfExponent   float64       `opt:"zipfExponent" default:"0.99" ndbench:"zipfExponent" min:"0.01" max:"100" live:"true" help:"skew (theta) of the zipfian, scrambled_zipfian and latest patterns: P(rank k) ~ 1/k^theta; YCSB's 0.99 by default"`
 	WindowSize     int64         `opt:"windowSize" default:"1000" ndbench:"cli.windowSize" min:"1" max:"1000000000000000" live:"true" help:"keys in the window of the sliding_window patterns"`
 	WindowDuration time.Duration `opt:"windowDuration" default:"1m" ndbench:"cli.windowDurationInSec,seconds" min:"1ms" max:"8760h" live:"true" help:"time the sliding window takes for one pass over the keyspace (sliding_window moves continuously, sliding_window_flip jumps block by block)"`
 	HotKeys        float64       `opt:"hotKeys" default:"0.2" min:"0" max:"1" live:"true" help:"hotspot: fraction of the keyspace that is hot, in (0, 1]"`
 	HotFraction    float64       `opt:"hotFraction" default:"0.8" min:"0" max:"1" live:"true" help:"hotspot: fraction of operations on the hot keys, in [0, 1]"`
+	ExpPercentile  float64       `opt:"expPercentile" default:"95" min:"0" max:"100" live:"true" help:"exponential: percent of operations on the first expFraction of the keys, in (0, 100); YCSB's exponential.percentile"`
+	ExpFraction    float64       `opt:"expFraction" default:"0.8571428571" min:"0" max:"1" live:"true" help:"exponential: fraction of the keyspace that gets expPercentile percent of operations, in (0, 1]; YCSB's exponential.frac"`
 	// ValidateValues is option "validate"; the field cannot share the name of the method.
 	ValidateValues bool          `opt:"validate" default:"false" ndbench:"validateChecksum" help:"write values with a header and check every value read" live:"true"`
 	OpTimeout      time.Duration `opt:"opTimeout" default:"5s" min:"1ms" max:"5m" live:"true" help:"deadline of one operation; at most 5m, so that a stop or a SIGTERM waits at most that long for operations in flight"`
@@ -412,8 +417,15 @@ func canonicalPattern(p string) string {
 }
 
 // WorkloadSchema returns the workload options, for `ndbench config`, the API and the UI.
+// The pattern option's Enum lists the patterns registered now (with their aliases).
 func WorkloadSchema() []driver.Option {
-	return slices.Clone(workloadSchema())
+	s := slices.Clone(workloadSchema())
+	for i := range s {
+		if s[i].Name == "pattern" {
+			s[i].Enum = workload.Patterns()
+		}
+	}
+	return s
 }
 
 // workloadSchema is the workload schema, reflected once: every key of every change is
@@ -514,6 +526,14 @@ func (w Workload) Validate() error {
 	if w.HotKeys <= 0 {
 		add("hotKeys", fmt.Sprint(w.HotKeys), "a number greater than 0 and at most 1")
 	}
+	// Likewise the open ends of exponential's parameters (workload.KeyParams reads a zero
+	// as "the default", which a configured zero must not silently become).
+	if v := w.ExpPercentile; v <= 0 || v >= 100 {
+		add("expPercentile", fmt.Sprint(v), "a percentage greater than 0 and less than 100")
+	}
+	if w.ExpFraction <= 0 {
+		add("expFraction", fmt.Sprint(w.ExpFraction), "a fraction greater than 0 and at most 1")
+	}
 	classWorkers := 0
 	var classKeys []string // the options that size the other classes' pools, for the error
 	if len(w.Ops) > MaxOpClasses {
@@ -598,7 +618,8 @@ func (w Workload) KeyParams() workload.KeyParams {
 	return workload.KeyParams{
 		Pattern: w.Pattern, NumKeys: w.NumKeys, ZipfExponent: w.ZipfExponent,
 		WindowSize: w.WindowSize, WindowDuration: w.WindowDuration,
-		HotKeys: w.HotKeys, HotFraction: w.HotFraction, Seed: w.Seed,
+		HotKeys: w.HotKeys, HotFraction: w.HotFraction, ExpPercentile: w.ExpPercentile,
+		ExpFraction: w.ExpFraction, Options: w.PatternOptions, Seed: w.Seed,
 	}
 }
 

@@ -26,6 +26,11 @@ var rules = map[string][]string{
 	// compare reads reports; it must not pull in the UI or the config sources either.
 	"internal/compare": append([]string{module + "/internal/web"}, sourceLibraries...),
 	"internal/config":  sourceLibraries,
+	// The public plugin APIs are all a third party imports: they cannot reach into
+	// internal packages (Go would refuse the import in another module anyway, but only
+	// there, long after the dependency was added here).
+	"driver":         {module + "/internal"},
+	"driver/keydist": {module + "/internal", module + "/drivers"},
 }
 
 // deps returns every package pkg depends on (itself included), for the platform the

@@ -552,7 +552,8 @@ func randomSeed() uint64 {
 func sameKeys(a, b config.Workload) bool {
 	return a.Pattern == b.Pattern && a.NumKeys == b.NumKeys && a.ZipfExponent == b.ZipfExponent &&
 		a.WindowSize == b.WindowSize && a.WindowDuration == b.WindowDuration &&
-		a.HotKeys == b.HotKeys && a.HotFraction == b.HotFraction
+		a.HotKeys == b.HotKeys && a.HotFraction == b.HotFraction &&
+		a.ExpPercentile == b.ExpPercentile && a.ExpFraction == b.ExpFraction && a.PatternOptions == b.PatternOptions
 }
 
 // Clock returns the clock the engine times operations with.

@@ -33,12 +33,12 @@ func TestBuiltinPresetsLoadAndValidate(t *testing.T) {
 		wantErr   string // ycsb-e: the memory driver has no scan operation
 	}{
 		{name: "ndbench-default", readShare: 0.5, total: 200, pattern: "uniform", readMix: "read"},
-		{name: "ycsb-a", readShare: 0.5, total: 1000, pattern: "scrambled_zipfian", readMix: "read"},
-		{name: "ycsb-b", readShare: 0.95, total: 1000, pattern: "scrambled_zipfian", readMix: "read"},
-		{name: "ycsb-c", readShare: 1, total: 1000, pattern: "scrambled_zipfian", readMix: "read"},
+		{name: "ycsb-a", readShare: 0.5, total: 1000, pattern: "ycsb_zipfian", readMix: "read"},
+		{name: "ycsb-b", readShare: 0.95, total: 1000, pattern: "ycsb_zipfian", readMix: "read"},
+		{name: "ycsb-c", readShare: 1, total: 1000, pattern: "ycsb_zipfian", readMix: "read"},
 		{name: "ycsb-d", readShare: 0.95, total: 1000, pattern: "latest", readMix: "read"},
 		{name: "ycsb-e", wantErr: `workload.readMix: invalid value "scan" (from preset ycsb-e); allowed: operations of driver memory: read, write`},
-		{name: "ycsb-f", readShare: 0.5, total: 1000, pattern: "scrambled_zipfian", readMix: "read"},
+		{name: "ycsb-f", readShare: 0.5, total: 1000, pattern: "ycsb_zipfian", readMix: "read"},
 	}
 	if got, want := len(All()), len(tests); got != want {
 		t.Fatalf("%d built-in presets, the test knows %d: add the new one here", got, want)
