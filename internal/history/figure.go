@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -158,7 +159,7 @@ func FromReport(r *report.Report, raw []byte) (*Run, error) {
 	}
 	run := &Run{
 		Started: r.Started.UTC(), Ended: r.Ended.UTC(), Seconds: r.Seconds,
-		Driver: r.Driver.Name, Version: r.Tool.Version,
+		Driver: r.Driver.Name, Version: r.Tool.Version, Workload: WorkloadOf(r),
 		Figures: map[Figure]float64{}, Report: compact.Bytes(),
 	}
 	for name, s := range r.Ops {
@@ -172,6 +173,22 @@ func FromReport(r *report.Report, raw []byte) (*Run, error) {
 	run.Figures[Figure{ClientSeries, "cpuCores"}] = c.CPUCores
 	run.Figures[Figure{ClientSeries, "maxRSSMB"}] = float64(c.MaxRSSBytes) / (1 << 20)
 	return run, nil
+}
+
+// WorkloadOf names the workload preset a report's configuration came from: a built-in
+// preset's name, or a preset file's base name without extension; "" when every key
+// was given on its own.
+func WorkloadOf(r *report.Report) string {
+	for _, e := range r.Config {
+		if name, ok := strings.CutPrefix(e.Source, "preset file "); ok {
+			base := filepath.Base(name)
+			return strings.TrimSuffix(base, filepath.Ext(base))
+		}
+		if name, ok := strings.CutPrefix(e.Source, "preset "); ok {
+			return name
+		}
+	}
+	return ""
 }
 
 func addOp(figs map[Figure]float64, name string, s stats.OpSummary) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
@@ -146,5 +147,25 @@ func TestFromReport(t *testing.T) {
 	}
 	if strings.Contains(string(run.Report), "\n") || !json.Valid(run.Report) {
 		t.Errorf("report kept as %q, want compact JSON", run.Report)
+	}
+}
+
+func TestWorkloadOf(t *testing.T) {
+	for _, tc := range []struct {
+		sources []string
+		want    string
+	}{
+		{[]string{"default", "--set"}, ""},
+		{[]string{"default", "preset ycsb-b", "flag --driver"}, "ycsb-b"},
+		{[]string{"preset file examples/presets/hot-keys.yaml"}, "hot-keys"},
+		{nil, ""},
+	} {
+		r := &report.Report{}
+		for _, s := range tc.sources {
+			r.Config = append(r.Config, config.Entry{Key: "workload.readRate", Source: s})
+		}
+		if got := WorkloadOf(r); got != tc.want {
+			t.Errorf("sources %q: workload %q, want %q", tc.sources, got, tc.want)
+		}
 	}
 }
