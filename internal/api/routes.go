@@ -255,6 +255,10 @@ func (s *Server) routes() {
 			if err := s.inst.Shutdown(); err != nil {
 				return nil, err
 			}
+			if s.opts.OnSessionEnd != nil {
+				// After the shutdown the report still covers the session that ended.
+				s.opts.OnSessionEnd(s.currentReport())
+			}
 			return &out[node.Status]{s.inst.Status()}, nil
 		})
 	for _, act := range []struct {
