@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/ndbench/ndbench/internal/compare"
 	"github.com/ndbench/ndbench/internal/history"
-	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -81,45 +79,6 @@ func (r *recordFlags) check() error {
 // when NDBENCH_RESULTS names a store (so a CI job records every run by its environment).
 func (r *recordFlags) on(env []string) bool {
 	return r.target != "" || len(r.tags) > 0 || envValue(env, history.EnvResults) != ""
-}
-
-// record stores rep in the history. A failure is a warning: the run's report files are
-// already written, and its exit code is the run's.
-func (r *recordFlags) record(ctx context.Context, rep *report.Report, s *streams) {
-	if !r.on(s.env) {
-		fmt.Fprintln(s.out, "to keep this run in the results history (ndbench history list, trend, check), run with --tag KEY=VALUE or --results PATH")
-		return
-	}
-	// The run may have ended by a signal: recording it is still wanted.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	id, target, err := func() (int64, string, error) {
-		raw, err := json.Marshal(rep)
-		if err != nil {
-			return 0, "", fmt.Errorf("encode report: %w", err)
-		}
-		run, err := history.FromReport(rep, raw)
-		if err != nil {
-			return 0, "", err
-		}
-		run.Kind, run.Host, run.Tags = "run", history.ThisHost(), r.parsed
-		target, err := r.resolve(s.env)
-		if err != nil {
-			return 0, "", err
-		}
-		st, err := history.Open(ctx, target)
-		if err != nil {
-			return 0, target, err
-		}
-		defer st.Close()
-		id, err := st.Record(ctx, run)
-		return id, target, err
-	}()
-	if err != nil {
-		fmt.Fprintf(s.err, "WARNING: the run was not recorded in the results history: %v\n", err)
-		return
-	}
-	fmt.Fprintf(s.out, "recorded as run %d in %s\n", id, history.Display(target))
 }
 
 // filterFlags select runs.
