@@ -252,12 +252,18 @@ func (s *Server) routes() {
 	register(s, changesState, huma.Operation{OperationID: "shutdown-driver", Method: http.MethodPost, Path: "/api/v1/driver/shutdown", Tags: []string{"driver"},
 		Summary: "Stop all load and disconnect the driver"},
 		[]int{conflict}, func(context.Context, *empty) (*out[node.Status], error) {
+			driverName := s.inst.Status().Driver
 			if err := s.inst.Shutdown(); err != nil {
 				return nil, err
 			}
 			if s.opts.OnSessionEnd != nil {
-				// After the shutdown the report still covers the session that ended.
-				s.opts.OnSessionEnd(s.currentReport())
+				// After the shutdown the report still covers the session that ended; a
+				// fleet's names no driver any more (its nodes have none), so it is named here.
+				rep := s.currentReport()
+				if rep.Driver.Name == "" {
+					rep.Driver.Name = driverName
+				}
+				s.opts.OnSessionEnd(rep)
 			}
 			return &out[node.Status]{s.inst.Status()}, nil
 		})
