@@ -84,7 +84,8 @@ type HistoryFigure struct {
 	Metric  string  `json:"metric"`
 	Unit    string  `json:"unit"`
 	WorseUp bool    `json:"worseUp" doc:"Whether a higher value is a regression (latency, errors) rather than a lower one (throughput)"`
-	Value   float64 `json:"value,omitempty"`
+	// Value is the run's value, on a run's figures; absent from the list of figures.
+	Value *float64 `json:"value,omitempty"`
 }
 
 // HistoryRuns answers GET /api/v1/history/runs.
@@ -181,7 +182,8 @@ func (s *Server) historyRoutes() {
 			res.Figures = []HistoryFigure{}
 			for _, f := range sortedFigures(run.Figures) {
 				hf := historyFigure(f)
-				hf.Value = run.Figures[f]
+				v := run.Figures[f]
+				hf.Value = &v
 				res.Figures = append(res.Figures, hf)
 			}
 			return &out[HistoryRun]{res}, nil

@@ -113,11 +113,14 @@ func TestHistoryRunAndReport(t *testing.T) {
 	for _, f := range run.Figures {
 		figs[f.Figure] = f
 	}
-	if f := figs["read.p99"]; f.Unit != "ms" || !f.WorseUp || f.Value < 9 || f.Value > 11 {
+	if f := figs["read.p99"]; f.Unit != "ms" || !f.WorseUp || f.Value == nil || *f.Value < 9 || *f.Value > 11 {
 		t.Errorf("read.p99 of run 2: %+v, want about 10 ms, worse up", f)
 	}
-	if f := figs["read.rate"]; f.Value != 1000 || f.WorseUp {
+	if f := figs["read.rate"]; f.Value == nil || *f.Value != 1000 || f.WorseUp {
 		t.Errorf("read.rate of run 2: %+v", f)
+	}
+	if f, ok := figs["read.failed"]; !ok || f.Value == nil || *f.Value != 0 {
+		t.Errorf("read.failed of run 2: %+v, want 0 given", f)
 	}
 	if run.Tags["build"] != "102" {
 		t.Errorf("run 2's tags: %v", run.Tags)
