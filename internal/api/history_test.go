@@ -276,7 +276,7 @@ func TestHistoryRoutesAreReadOnly(t *testing.T) {
 // OnSessionEnd, with what the session measured.
 func TestSessionEndHook(t *testing.T) {
 	got := make(chan *report.Report, 1)
-	e := newEnvOpts(t, Options{Token: testToken, Version: "test", OnSessionEnd: func(r *report.Report) { got <- r }},
+	e := newEnvOpts(t, Options{Token: testToken, Version: "test", OnSessionEnd: func(r *report.Report, _ *stats.Collector) { got <- r }},
 		"workload.readRate=500", "workload.writeEnabled=false")
 	e.must(http.StatusOK, "POST", "/api/v1/driver/init", map[string]any{"driver": "memory"}, nil)
 	e.must(http.StatusOK, "POST", "/api/v1/load/start", nil, nil)

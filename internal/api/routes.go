@@ -263,7 +263,7 @@ func (s *Server) routes() {
 				if rep.Driver.Name == "" {
 					rep.Driver.Name = driverName
 				}
-				s.opts.OnSessionEnd(rep)
+				s.opts.OnSessionEnd(rep, s.inst.Collector())
 			}
 			return &out[node.Status]{s.inst.Status()}, nil
 		})

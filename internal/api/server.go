@@ -90,8 +90,10 @@ type Options struct {
 	History     HistorySource
 	HistoryName string
 	// OnSessionEnd, when set, is given the report of each driver session that ends
-	// through the API (POST /api/v1/driver/shutdown), so the caller can record it.
-	OnSessionEnd func(*report.Report)
+	// through the API (POST /api/v1/driver/shutdown) and the collector it was built from
+	// (whose histograms are the session's until the next one starts), so the caller can
+	// record it.
+	OnSessionEnd func(*report.Report, *stats.Collector)
 }
 
 // Server serves the API of one instance. Close releases its subscriptions.

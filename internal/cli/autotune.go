@@ -335,7 +335,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 			fmt.Fprintf(out, "HTML report written to %s\n", f.reportHTML)
 		}
 		// The result's capacity is the figure a series of searches trends.
-		f.record.recordAs(ctx, &streams{out: out, err: io.err, env: io.env}, "autotune", "", rep, rep)
+		f.record.recordAs(ctx, &streams{out: out, err: io.err, env: io.env}, "autotune", "", rep, rep, target.Collector())
 	} else {
 		f.record.hint(out)
 	}

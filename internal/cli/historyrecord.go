@@ -9,9 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/ndbench/ndbench/internal/api"
 	"github.com/ndbench/ndbench/internal/history"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/stats"
 )
 
 // recordTimeout bounds a recording: a store that does not answer (PostgreSQL behind a
@@ -20,15 +23,17 @@ const recordTimeout = 30 * time.Second
 
 // record stores a run's report in the history as kind "run". A failure is a warning: the
 // run's report files are already written, and its exit code is the run's.
-func (r *recordFlags) record(ctx context.Context, rep *report.Report, s *streams) {
-	r.recordAs(ctx, s, "run", "", rep, rep)
+func (r *recordFlags) record(ctx context.Context, rep *report.Report, coll *stats.Collector, s *streams) {
+	r.recordAs(ctx, s, "run", "", rep, rep, coll)
 }
 
 // recordAs stores rep as a run of kind (run, scenario, autotune, fleet) when recording is
 // on, and says how to turn it on otherwise. doc is the document kept as the run's report:
 // rep itself, or what embeds it (a scenario's report with its outcome). workload, when
-// set, names the workload measured (a scenario's name) in place of the preset's.
-func (r *recordFlags) recordAs(ctx context.Context, s *streams, kind, workload string, rep *report.Report, doc any) {
+// set, names the workload measured (a scenario's name) in place of the preset's. coll,
+// when given, is the collector whose cumulative histograms the report's figures came
+// from: they are kept too, so percentiles can be recomputed and runs merged later.
+func (r *recordFlags) recordAs(ctx context.Context, s *streams, kind, workload string, rep *report.Report, doc any, coll *stats.Collector) {
 	if !r.on(s.env) {
 		r.hint(s.out)
 		return
@@ -38,9 +43,14 @@ func (r *recordFlags) recordAs(ctx context.Context, s *streams, kind, workload s
 		fmt.Fprintf(s.err, "WARNING: the run was not recorded in the results history: %v\n", err)
 		return
 	}
+	hists, err := histograms(coll, rep)
+	if err != nil {
+		fmt.Fprintf(s.err, "WARNING: the %s was not recorded in the results history: %v\n", kindNoun(kind), err)
+		return
+	}
 	st := &sharedStore{target: target}
 	defer st.close()
-	st.record(ctx, s.out, s.err, kind, workload, r.parsed, rep, doc)
+	st.record(ctx, s.out, s.err, kind, workload, r.parsed, rep, doc, hists)
 }
 
 // hint says how to record, for a command whose run was not.
@@ -85,9 +95,9 @@ func (h *sharedStore) close() {
 	}
 }
 
-// record stores rep (kept as doc) as a run of kind with tags; a failure is a warning on
-// errOut and nothing else.
-func (h *sharedStore) record(ctx context.Context, out, errOut io.Writer, kind, workload string, tags map[string]string, rep *report.Report, doc any) {
+// record stores rep (kept as doc) as a run of kind with tags and the encoded histograms
+// hists; a failure is a warning on errOut and nothing else.
+func (h *sharedStore) record(ctx context.Context, out, errOut io.Writer, kind, workload string, tags map[string]string, rep *report.Report, doc any, hists map[string]string) {
 	// The run may have ended by a signal: recording it is still wanted.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
@@ -100,7 +110,7 @@ func (h *sharedStore) record(ctx context.Context, out, errOut io.Writer, kind, w
 		if err != nil {
 			return 0, err
 		}
-		run.Kind, run.Host, run.Tags = kind, history.ThisHost(), tags
+		run.Kind, run.Host, run.Tags, run.Histograms = kind, history.ThisHost(), tags, hists
 		if workload != "" {
 			run.Workload = workload
 		}
@@ -115,6 +125,38 @@ func (h *sharedStore) record(ctx context.Context, out, errOut io.Writer, kind, w
 		return
 	}
 	fmt.Fprintf(out, "recorded as run %d in %s\n", id, history.Display(h.target))
+}
+
+// histograms encodes coll's cumulative response and service time histograms of every op
+// class the report has figures of, as "CLASS.response" and "CLASS.service" (HdrHistogram
+// V2 compressed, base64, microseconds): the distributions the report's percentiles were
+// read from.
+func histograms(coll *stats.Collector, rep *report.Report) (map[string]string, error) {
+	if coll == nil {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, name := range coll.Names() {
+		if s, ok := rep.Ops[name]; !ok || s.Count == 0 {
+			continue
+		}
+		op, ok := coll.Lookup(name)
+		if !ok {
+			continue
+		}
+		resp, svc := coll.CumulativeHistograms(op)
+		for kind, h := range map[string]*hdrhistogram.Histogram{"response": resp, "service": svc} {
+			if h == nil {
+				continue
+			}
+			b, err := stats.EncodeHistogram(h)
+			if err != nil {
+				return nil, fmt.Errorf("encode the %s %s histogram: %w", name, kind, err)
+			}
+			out[name+"."+kind] = string(b)
+		}
+	}
+	return out, nil
 }
 
 func kindNoun(kind string) string {
@@ -167,5 +209,5 @@ func historySource(r *recordFlags, env []string) *sharedStore {
 type historyHooks struct {
 	source       api.HistorySource
 	name         string
-	onSessionEnd func(kind string) func(*report.Report)
+	onSessionEnd func(kind string) func(*report.Report, *stats.Collector)
 }

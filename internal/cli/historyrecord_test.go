@@ -3,14 +3,20 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/ndbench/ndbench/internal/history"
+	"github.com/ndbench/ndbench/internal/stats"
 )
 
 // recorded returns the runs of the store at db, oldest first.
@@ -42,6 +48,28 @@ func figureOf(t *testing.T, db string, id int64, fig history.Figure) (float64, b
 	}
 	v, ok := r.Figures[fig]
 	return v, ok
+}
+
+// histogramOf decodes run id's histogram name from the store at db (nil: none).
+func histogramOf(t *testing.T, db string, id int64, name string) *hdrhistogram.Histogram {
+	t.Helper()
+	st, err := history.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := st.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Histograms[name] == "" {
+		return nil
+	}
+	h, err := stats.DecodeHistogram([]byte(r.Histograms[name]))
+	if err != nil {
+		t.Fatalf("run %d %s: %v", id, name, err)
+	}
+	return h
 }
 
 // TestScenarioRecordsInHistory: a scenario run records one run of kind scenario, named
@@ -167,6 +195,12 @@ func TestServeRecordsEachSession(t *testing.T) {
 	if len(runs) != 1 || runs[0].Kind != "serve" || runs[0].Driver != "memory" || runs[0].Tags["env"] != "ci" {
 		t.Fatalf("after the shutdown: recorded %+v, want one serve run of memory tagged env=ci\n%s%s", runs, out, errOut)
 	}
+	if v, ok := figureOf(t, db, runs[0].ID, history.Figure{Series: "read", Metric: "count"}); !ok || v <= 0 {
+		t.Errorf("read.count of the serve run: %v (%v)", v, ok)
+	}
+	if h := histogramOf(t, db, runs[0].ID, "read.response"); h == nil || h.TotalCount() == 0 {
+		t.Errorf("the serve run has no read.response histogram with reads in it")
+	}
 	st, body := get(t, base+"/api/v1/history/runs", "")
 	if st != 200 || !strings.Contains(string(body), `"kind":"serve"`) {
 		t.Errorf("GET /api/v1/history/runs: %d %s", st, body)
@@ -194,5 +228,55 @@ func TestServeHistoryRoutesWithoutAStore(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "ndbench")); !os.IsNotExist(err) {
 		t.Errorf("serve created the default store: %v", err)
+	}
+}
+
+// TestRecordedHistogramsRecomputePercentiles: a recorded run keeps its classes' cumulative
+// histograms, from which the recorded percentiles are recomputed, and two runs' merge.
+func TestRecordedHistogramsRecomputePercentiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine")
+	}
+	db := filepath.Join(t.TempDir(), "history.db")
+	for i := range 2 {
+		code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--duration", "1s", "--set", "workload.readRate=300",
+			"--set", "workload.writeRate=50", "--results", db)
+		if !strings.Contains(out, "recorded as run") {
+			t.Fatalf("run %d: exit %d, not recorded\n%s%s", i+1, code, out, errOut)
+		}
+	}
+	st, err := history.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	merged := stats.NewHistogram()
+	var count int64
+	for id := int64(1); id <= 2; id++ {
+		r, err := st.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"read.response", "read.service", "write.response", "write.service"} {
+			if r.Histograms[name] == "" {
+				t.Errorf("run %d has no %s histogram (has %v)", id, name, slices.Collect(maps.Keys(r.Histograms)))
+			}
+		}
+		h, err := stats.DecodeHistogram([]byte(r.Histograms["read.response"]))
+		if err != nil {
+			t.Fatalf("run %d read.response: %v", id, err)
+		}
+		want := r.Figures[history.Figure{Series: "read", Metric: "p99"}]
+		if got := float64(h.ValueAtQuantile(99)) / 1000; math.Abs(got-want) > 0.01*want+0.001 {
+			t.Errorf("run %d: read p99 recomputed from the histogram %.4f ms, recorded %.4f ms", id, got, want)
+		}
+		if c := r.Figures[history.Figure{Series: "read", Metric: "count"}]; h.TotalCount() != int64(c) {
+			t.Errorf("run %d: the histogram counts %d reads, the figures %v", id, h.TotalCount(), c)
+		}
+		count += h.TotalCount()
+		stats.MergeHistograms(merged, h)
+	}
+	if merged.TotalCount() != count {
+		t.Errorf("the merged histogram counts %d, want %d", merged.TotalCount(), count)
 	}
 }

@@ -210,7 +210,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	}
 	// After the report files, which a failure here never costs; the outcome is kept with
 	// the report.
-	f.record.recordAs(ctx, s, "scenario", sc.Name, rep, scenario.Report{Report: rep, Scenario: out})
+	f.record.recordAs(ctx, s, "scenario", sc.Name, rep, scenario.Report{Report: rep, Scenario: out}, target.Collector())
 	if code := out.ExitCode(); code != scenario.ExitPass {
 		return exitError{code, fmt.Errorf("scenario %s %s (exit code %d)", sc.Name, out.Verdict(), code)}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ndbench/ndbench/internal/history"
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/web"
 )
 
@@ -186,16 +187,22 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		defer hist.close()
 		defer recording.Wait() // before the store closes
 	}
-	onSessionEnd := func(kind string) func(*report.Report) {
+	onSessionEnd := func(kind string) func(*report.Report, *stats.Collector) {
 		if !recordOn || hist == nil {
 			return nil
 		}
-		return func(rep *report.Report) {
+		return func(rep *report.Report, coll *stats.Collector) {
 			if !ranLoad(rep) {
 				return
 			}
-			// The API's answer does not wait for the store; the exit does.
-			recording.Go(func() { hist.record(ctx, io.out, io.err, kind, "", f.record.parsed, rep, rep) })
+			// The histograms are encoded now, before a next session resets the collector;
+			// the API's answer does not wait for the store, the exit does.
+			hists, err := histograms(coll, rep)
+			if err != nil {
+				fmt.Fprintf(io.err, "WARNING: the %s was not recorded in the results history: %v\n", kindNoun(kind), err)
+				return
+			}
+			recording.Go(func() { hist.record(ctx, io.out, io.err, kind, "", f.record.parsed, rep, rep, hists) })
 		}
 	}
 	hooks := historyHooks{onSessionEnd: onSessionEnd}
@@ -314,7 +321,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		fmt.Fprintf(io.out, "report written to %s\n", f.report)
 	}
 	if record := onSessionEnd("serve"); recordLast && record != nil {
-		record(rep) // after the report file, which a failure here never costs
+		record(rep, inst.Collector()) // after the report file, which a failure here never costs
 	}
 	return serveErr
 }
