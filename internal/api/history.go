@@ -79,11 +79,11 @@ type HistoryHost struct {
 
 // HistoryFigure is one figure of a run.
 type HistoryFigure struct {
-	Figure  string  `json:"figure" doc:"SERIES.METRIC, e.g. read.p99"`
-	Series  string  `json:"series"`
-	Metric  string  `json:"metric"`
-	Unit    string  `json:"unit"`
-	WorseUp bool    `json:"worseUp" doc:"Whether a higher value is a regression (latency, errors) rather than a lower one (throughput)"`
+	Figure  string `json:"figure" doc:"SERIES.METRIC, e.g. read.p99"`
+	Series  string `json:"series"`
+	Metric  string `json:"metric"`
+	Unit    string `json:"unit"`
+	WorseUp bool   `json:"worseUp" doc:"Whether a higher value is a regression (latency, errors) rather than a lower one (throughput)"`
 	// Value is the run's value, on a run's figures; absent from the list of figures.
 	Value *float64 `json:"value,omitempty"`
 }
