@@ -99,6 +99,13 @@ phases: [{name: steady, duration: 1500ms}]
 	if v, ok := figureOf(t, db, 1, history.Figure{Series: "read", Metric: "rate"}); !ok || v <= 0 {
 		t.Errorf("read.rate of the scenario run: %v (%v), want a rate", v, ok)
 	}
+	code, out, _ = ndbench(t, []string{"NDBENCH_RESULTS=" + db}, "history", "list", "--kind", "scenario", "--workload", "nightly-smoke", "--driver", "memory")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || !strings.Contains(lines[1], "scenario  memory  nightly-smoke") {
+		t.Errorf("history list --kind scenario --workload nightly-smoke: exit %d, want the run with its kind and workload\n%s", code, out)
+	}
+	if code, out, _ = ndbench(t, []string{"NDBENCH_RESULTS=" + db}, "history", "list", "--kind", "run"); code != 0 || strings.Contains(out, "nightly-smoke") {
+		t.Errorf("history list --kind run lists the scenario run: exit %d\n%s", code, out)
+	}
 	code, out, _ = ndbench(t, []string{"NDBENCH_RESULTS=" + db}, "history", "show", "1", "--format", "json")
 	if code != 0 || !strings.Contains(out, `"scenario":{`) {
 		t.Errorf("the recorded report has no scenario outcome: exit %d\n%.400s", code, out)
