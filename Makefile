@@ -21,12 +21,17 @@ build:
 	$(GO) build -ldflags "-X github.com/ndbench/ndbench/internal/cli.version=$(VERSION)" -o $(BIN) ./cmd/ndbench
 
 # A 30 s benchmark on the embedded store (pebble, no server needed), with live output:
-# backfill 100k keys, then 80/20 reads/writes at 5,000 ops/s.
+# backfill 100k keys, then 80/20 reads/writes at 5,000 ops/s. Each run is recorded in
+# the results history (a SQLite file, git-ignored), and the trend of the make runs so
+# far is printed with its change points (docs/history.md): a second make run shows one.
+RESULTS ?= ndbench-results.db
 run: build
 	./$(BIN) run --duration 30s --backfill \
 	  --set workload.numKeys=100000 --set workload.backfillWorkers=4 \
 	  --set workload.readRate=4000 --set workload.writeRate=1000 \
-	  --set workload.pattern=zipfian --report ndbench-report.json
+	  --set workload.pattern=zipfian --report ndbench-report.json \
+	  --results $(RESULTS) --tag source=make-run
+	./$(BIN) history trend read.p99 --results $(RESULTS) --tag source=make-run --last 20
 
 # The whole suite: lint, unit tests under the race detector, integration tests against
 # real servers, the web UI driven in a real browser, and a bounded run of every fuzz

@@ -37,6 +37,7 @@ import (
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/web"
 )
@@ -83,6 +84,16 @@ type Options struct {
 	// Fleet, when set, is served under FleetPrefix behind this server's auth: the server
 	// of the fleet view.
 	Fleet http.Handler
+	// History, when set, is the results store the read-only routes under
+	// /api/v1/history read (the UI's History page); HistoryName is how they name it (a
+	// PostgreSQL URL without its password).
+	History     HistorySource
+	HistoryName string
+	// OnSessionEnd, when set, is given the report of each driver session that ends
+	// through the API (POST /api/v1/driver/shutdown) and the collector it was built from
+	// (whose histograms are the session's until the next one starts), so the caller can
+	// record it.
+	OnSessionEnd func(*report.Report, *stats.Collector)
 }
 
 // Server serves the API of one instance. Close releases its subscriptions.
@@ -170,6 +181,7 @@ func New(opts Options) (*Server, error) {
 	s.clusterRoutes()
 	s.fleetRoutes()
 	s.sessionRoutes()
+	s.historyRoutes()
 	s.streamRoute()
 	s.handle(readOnly, "GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	s.handle(readOnly, "GET /docs", http.HandlerFunc(s.docs))

@@ -68,8 +68,18 @@ func (s *Server) initDriver(ctx context.Context, in *struct{ Body InitRequest })
 }
 
 func (s *Server) shutdownDriver(context.Context, *empty) (*out[node.Status], error) {
+	driverName := s.inst.Status().Driver
 	if err := s.inst.Shutdown(); err != nil {
 		return nil, err
+	}
+	if s.opts.OnSessionEnd != nil {
+		// After the shutdown the report still covers the session that ended; a
+		// fleet's names no driver any more (its nodes have none), so it is named here.
+		rep := s.currentReport()
+		if rep.Driver.Name == "" {
+			rep.Driver.Name = driverName
+		}
+		s.opts.OnSessionEnd(rep, s.inst.Collector())
 	}
 	return &out[node.Status]{s.inst.Status()}, nil
 }

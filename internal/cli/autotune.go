@@ -47,6 +47,7 @@ type autotuneFlags struct {
 	reportHTML  string
 	backfill    bool
 	fleet       fleetClientFlags
+	record      recordFlags
 }
 
 func newAutotuneCmd(io *streams) *cobra.Command {
@@ -122,6 +123,7 @@ never the store's (docs/autotune.md).`,
 	fl.StringVar(&f.reportHTML, "report-html", "", "write the HTML report, with the search's steps charted, to this file")
 	fl.BoolVar(&f.backfill, "backfill", false, "write every key once before the search (same as --set workload.backfill=true)")
 	f.fleet.bind(cmd)
+	f.record.bind(cmd)
 	return cmd
 }
 
@@ -222,6 +224,9 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	if err != nil {
 		return usageError{err}
 	}
+	if err := f.record.check(); err != nil {
+		return err
+	}
 	ins := append(f.inputs(), discoveryInput(f.fleet.discovery))
 	if err := checkOutputs(io.err, ins, output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
 		return err
@@ -316,7 +321,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 			return err
 		}
 	}
-	if f.report != "" || f.reportHTML != "" {
+	if f.report != "" || f.reportHTML != "" || f.record.on(io.env) {
 		rep, err := withAutotune(report.Build(seq.ReportInput(toolVersion())), res)
 		if err != nil {
 			return err
@@ -333,6 +338,10 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 			}
 			fmt.Fprintf(out, "HTML report written to %s\n", f.reportHTML)
 		}
+		// The result's capacity is the figure a series of searches trends.
+		f.record.recordAs(ctx, &streams{out: out, err: io.err, env: io.env}, "autotune", "", rep, rep, target.Collector())
+	} else {
+		f.record.hint(out)
 	}
 
 	if code := autotuneExit(res); code != verdict.Pass {

@@ -109,7 +109,7 @@ func (f *fleetFlags) agent(inst *node.Node, listen string, log *slog.Logger) (*c
 // coordinator starts this node's fleet control when discovery is set: it registers this
 // node where the discovery needs it (etcd), tracks the members, and returns the server of
 // the fleet view (nil without discovery).
-func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, allow config.Allow, listen, token, configEtcd string, log *slog.Logger) (*fleetView, error) {
+func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, allow config.Allow, listen, token, configEtcd string, log *slog.Logger, hooks historyHooks) (*fleetView, error) {
 	spec := f.discovery
 	if len(f.peers) > 0 {
 		if spec != "" {
@@ -189,7 +189,10 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 	if f.coordinate {
 		coord.Activate()
 	}
+	// The fleet view records the merged run of each fleet-wide driver session, and shows
+	// the same history as the node.
 	srv, err := api.New(api.Options{Instance: coord.Fleet(), Coordinator: coord, Logger: log, Version: toolVersion(),
+		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: hooks.onSessionEnd("fleet"),
 		UI: web.Handler(web.Options{Title: "ndbench fleet", Version: toolVersion(), Fleet: true,
 			Instances: []web.Instance{{ID: "fleet", Name: "fleet", BaseURL: api.FleetPrefix}}})})
 	if err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,9 +16,11 @@ import (
 
 	"github.com/ndbench/ndbench/internal/compare"
 	"github.com/ndbench/ndbench/internal/history"
-	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
+
+// recordKinds are the kinds of recorded runs: the commands that record them.
+var recordKinds = []string{"run", "serve", "scenario", "autotune", "fleet", "import"}
 
 // errRegression is returned by history check when the newest run lies in a regression:
 // the command worked, the figure did not pass, and the exit code is 1 like a failed run.
@@ -83,55 +84,22 @@ func (r *recordFlags) on(env []string) bool {
 	return r.target != "" || len(r.tags) > 0 || envValue(env, history.EnvResults) != ""
 }
 
-// record stores rep in the history. A failure is a warning: the run's report files are
-// already written, and its exit code is the run's.
-func (r *recordFlags) record(ctx context.Context, rep *report.Report, s *streams) {
-	if !r.on(s.env) {
-		fmt.Fprintln(s.out, "to keep this run in the results history (ndbench history list, trend, check), run with --tag KEY=VALUE or --results PATH")
-		return
-	}
-	// The run may have ended by a signal: recording it is still wanted.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	id, target, err := func() (int64, string, error) {
-		raw, err := json.Marshal(rep)
-		if err != nil {
-			return 0, "", fmt.Errorf("encode report: %w", err)
-		}
-		run, err := history.FromReport(rep, raw)
-		if err != nil {
-			return 0, "", err
-		}
-		run.Kind, run.Host, run.Tags = "run", history.ThisHost(), r.parsed
-		target, err := r.resolve(s.env)
-		if err != nil {
-			return 0, "", err
-		}
-		st, err := history.Open(ctx, target)
-		if err != nil {
-			return 0, target, err
-		}
-		defer st.Close()
-		id, err := st.Record(ctx, run)
-		return id, target, err
-	}()
-	if err != nil {
-		fmt.Fprintf(s.err, "WARNING: the run was not recorded in the results history: %v\n", err)
-		return
-	}
-	fmt.Fprintf(s.out, "recorded as run %d in %s\n", id, history.Display(target))
-}
-
 // filterFlags select runs.
 type filterFlags struct {
-	tags  []string
-	since string
-	until string
-	last  int
+	tags     []string
+	driver   string
+	kind     string
+	workload string
+	since    string
+	until    string
+	last     int
 }
 
 func (f *filterFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.tags, "tag", nil, "only runs with this tag, KEY=VALUE (repeatable: all must match)")
+	cmd.Flags().StringVar(&f.driver, "driver", "", "only runs of this driver")
+	cmd.Flags().StringVar(&f.kind, "kind", "", "only runs recorded by: run, serve, scenario, autotune, fleet or import")
+	cmd.Flags().StringVar(&f.workload, "workload", "", "only runs of this workload (the preset's or the scenario's name)")
 	cmd.Flags().StringVar(&f.since, "since", "", "only runs started at or after this: RFC 3339 time, a date (2026-01-31), or an age (72h, 30d)")
 	cmd.Flags().StringVar(&f.until, "until", "", "only runs started before this (same forms as --since)")
 	cmd.Flags().IntVar(&f.last, "last", 0, "only the newest N of the selected runs (0 = all)")
@@ -141,6 +109,11 @@ func (f *filterFlags) bind(cmd *cobra.Command) {
 func (f *filterFlags) describe() string {
 	var parts []string
 	parts = append(parts, f.tags...)
+	for _, p := range [][2]string{{"driver", f.driver}, {"kind", f.kind}, {"workload", f.workload}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+	}
 	if f.since != "" {
 		parts = append(parts, "since "+f.since)
 	}
@@ -158,7 +131,10 @@ func (f *filterFlags) filter(now time.Time) (history.Filter, error) {
 	if err != nil {
 		return history.Filter{}, usageError{fmt.Errorf("--tag: %w", err)}
 	}
-	out := history.Filter{Tags: tags, Limit: f.last}
+	out := history.Filter{Tags: tags, Driver: f.driver, Kind: f.kind, Workload: f.workload, Limit: f.last}
+	if f.kind != "" && !slices.Contains(recordKinds, f.kind) {
+		return out, usageError{fmt.Errorf("--kind %q: allowed: %s", f.kind, strings.Join(recordKinds, ", "))}
+	}
 	if f.last < 0 {
 		return out, usageError{fmt.Errorf("--last %d: allowed: 0 (all) or a positive count", f.last)}
 	}
@@ -289,10 +265,10 @@ func newHistoryListCmd(s *streams, results *resultsFlag) *cobra.Command {
 				return err
 			}
 			tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTARTED (UTC)\tSECONDS\tDRIVER\tVERSION\tHOST\tTAGS")
+			fmt.Fprintln(tw, "ID\tSTARTED (UTC)\tSECONDS\tKIND\tDRIVER\tWORKLOAD\tVERSION\tHOST\tTAGS")
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%s\n", r.ID, r.Started.Format(time.DateTime), r.Seconds, r.Driver, r.Version,
-					orDash(r.Host.Name), history.TagsText(r.Tags))
+				fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Started.Format(time.DateTime), r.Seconds, r.Kind, orDash(r.Driver),
+					orDash(r.Workload), r.Version, orDash(r.Host.Name), history.TagsText(r.Tags))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -176,6 +176,7 @@ func TestHistoryBadUsage(t *testing.T) {
 		{[]string{"history", "check", "read.p99", "--results", db, "--min-size", "1"}, "--min-size 1: allowed: 2 or more"},
 		{[]string{"history", "list", "--results", db, "--since", "last week"}, "--since: invalid value \"last week\"; allowed:"},
 		{[]string{"history", "list", "--results", db, "--last", "-1"}, "--last -1: allowed"},
+		{[]string{"history", "list", "--results", db, "--kind", "nightly"}, `--kind "nightly": allowed: run, serve, scenario, autotune, fleet, import`},
 		{[]string{"history", "show", "abc", "--results", db}, "run ID \"abc\": allowed: a positive integer"},
 		{[]string{"history", "show", "9", "--results", db}, "run 9: no such run"},
 		{[]string{"history", "import", "--results", db, filepath.Join(dir, "missing.json")}, "import " + filepath.Join(dir, "missing.json")},

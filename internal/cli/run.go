@@ -349,7 +349,7 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 		}
 		fmt.Fprintf(io.out, "JUnit XML written to %s\n", f.junit)
 	}
-	f.record.record(ctx, rep, io) // after the report files, which a failure here never costs
+	f.record.record(ctx, rep, inst.Collector(), io) // after the report files, which a failure here never costs
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(io.err, "stopped by signal")
 	}

@@ -43,6 +43,7 @@ type scenarioFlags struct {
 	junit      string
 	markdown   string
 	fleet      fleetClientFlags
+	record     recordFlags
 }
 
 func newScenarioCmd(s *streams) *cobra.Command {
@@ -92,6 +93,7 @@ run here, and thresholds are judged on the merged per-second statistics (docs/fl
 	run.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testsuite per phase, a testcase per threshold) to this file")
 	run.Flags().StringVar(&f.markdown, "markdown", "", "write the Markdown summary to this file")
 	f.fleet.bind(run)
+	f.record.bind(run)
 	cmd.AddCommand(run)
 	return cmd
 }
@@ -104,6 +106,9 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	if f.dryRun {
 		sc.Timeline(s.out)
 		return nil
+	}
+	if err := f.record.check(); err != nil {
+		return err
 	}
 	outs := []output{{"report", f.report}, {"report-html", f.reportHTML}, {"junit", f.junit}, {"markdown", f.markdown}}
 	if f.outDir != "" {
@@ -199,6 +204,9 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	if err := writeScenarioOutputs(f, s, rep, out); err != nil {
 		return exitError{scenario.ExitError, err}
 	}
+	// After the report files, which a failure here never costs; the outcome is kept with
+	// the report.
+	f.record.recordAs(ctx, s, "scenario", sc.Name, rep, scenario.Report{Report: rep, Scenario: out}, target.Collector())
 	if code := out.ExitCode(); code != scenario.ExitPass {
 		return exitError{code, fmt.Errorf("scenario %s %s (exit code %d)", sc.Name, out.Verdict(), code)}
 	}

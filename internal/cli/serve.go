@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -14,8 +15,10 @@ import (
 	"github.com/ndbench/ndbench/internal/api"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
+	"github.com/ndbench/ndbench/internal/history"
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/web"
 )
 
@@ -36,6 +39,7 @@ type serveFlags struct {
 	otlp         otlpFlags
 	allow        []string
 	allowTargets []string
+	record       recordFlags
 }
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -89,6 +93,7 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().StringSliceVar(&f.allowTargets, "allow-targets", nil, "hosts (host:port, or host for any port) API callers may point the http and grpc drivers at, besides those the command line names")
 	f.fleet.bind(cmd)
 	f.otlp.bind(cmd)
+	f.record.bind(cmd)
 	return cmd
 }
 
@@ -136,6 +141,9 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err := checkOutputs(io.err, append(f.inputs(), discoveryInput(f.fleet.discovery)), output{"report", f.report}); err != nil {
 		return err
 	}
+	if err := f.record.check(); err != nil {
+		return err
+	}
 	self, err := f.fleet.self(f.listen)
 	if err != nil {
 		return usageError{err}
@@ -173,6 +181,38 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		defer stopOTLP(otlp, log)
 	}
 
+	// The results store: the History routes read it, and each driver session that ends
+	// (through the API, or at exit) is recorded in it when recording is on.
+	recordOn := f.record.on(io.env)
+	hist := historySource(&f.record, io.env)
+	var recording sync.WaitGroup
+	if hist != nil {
+		defer hist.close()
+		defer recording.Wait() // before the store closes
+	}
+	onSessionEnd := func(kind string) func(*report.Report, *stats.Collector) {
+		if !recordOn || hist == nil {
+			return nil
+		}
+		return func(rep *report.Report, coll *stats.Collector) {
+			if !ranLoad(rep) {
+				return
+			}
+			// The histograms are encoded now, before a next session resets the collector;
+			// the API's answer does not wait for the store, the exit does.
+			hists, err := histograms(coll, rep)
+			if err != nil {
+				fmt.Fprintf(io.err, "WARNING: the %s was not recorded in the results history: %v\n", kindNoun(kind), err)
+				return
+			}
+			recording.Go(func() { hist.record(ctx, io.out, io.err, kind, "", f.record.parsed, rep, rep, hists) })
+		}
+	}
+	hooks := historyHooks{onSessionEnd: onSessionEnd}
+	if hist != nil {
+		hooks.source, hooks.name = hist.source(), history.Display(hist.target)
+	}
+
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()
 	onSourceErr := func(err error) {
@@ -208,12 +248,13 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return usageError{err}
 	}
 	go agent.Run(ctx)
-	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), allow, f.listen, token, f.etcd, log)
+	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), allow, f.listen, token, f.etcd, log, hooks)
 	if err != nil {
 		return err
 	}
 	opts := api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
-		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent}
+		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent,
+		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: onSessionEnd("serve")}
 	if fleetSrv != nil {
 		defer fleetSrv.Close()
 		opts.Fleet, opts.Discovery = fleetSrv.handler, fleetSrv.disc
@@ -255,7 +296,9 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	fmt.Fprintf(io.out, "ndbench %s serving on http://%s (API docs at /docs)\n", toolVersion(), ln.Addr())
 
 	serveErr := srv.Serve(ctx, ln) // returns when ctx ends (signal) or the listener fails
-	if f.report == "" {
+	// A driver session still open at exit ends here: it is reported and recorded too.
+	recordLast := recordOn && inst.Status().Driver != ""
+	if f.report == "" && !recordLast {
 		return serveErr
 	}
 	// The final report: stop the load, let operations in flight finish, close the last
@@ -266,10 +309,15 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	stopOTLP(otlp, log)
 	closed = true
 	_ = inst.Close()
-	if err := report.WriteFile(f.report, rep); err != nil {
-		return errors.Join(serveErr, err)
+	if f.report != "" {
+		if err := report.WriteFile(f.report, rep); err != nil {
+			return errors.Join(serveErr, err)
+		}
+		fmt.Fprintf(io.out, "report written to %s\n", f.report)
 	}
-	fmt.Fprintf(io.out, "report written to %s\n", f.report)
+	if record := onSessionEnd("serve"); recordLast && record != nil {
+		record(rep, inst.Collector()) // after the report file, which a failure here never costs
+	}
 	return serveErr
 }
 

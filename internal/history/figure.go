@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -47,6 +48,9 @@ var metrics = []metric{
 	{name: "p99.9", worseUp: true, unit: "ms"},
 	{name: "max", worseUp: true, unit: "ms"},
 	{name: "mean", worseUp: true, unit: "ms"},
+	// An auto-tune search's result: the highest rate confirmed within the SLA, in total
+	// (series "autotune") and per tuned class.
+	{name: "capacity", unit: "ops/s"},
 	{name: "opsPerCPUSecond", unit: "ops per client CPU-s", client: true},
 	{name: "cpuCores", worseUp: true, unit: "cores", client: true},
 	{name: "maxRSSMB", worseUp: true, unit: "MB", client: true},
@@ -158,7 +162,7 @@ func FromReport(r *report.Report, raw []byte) (*Run, error) {
 	}
 	run := &Run{
 		Started: r.Started.UTC(), Ended: r.Ended.UTC(), Seconds: r.Seconds,
-		Driver: r.Driver.Name, Version: r.Tool.Version,
+		Driver: r.Driver.Name, Version: r.Tool.Version, Workload: WorkloadOf(r),
 		Figures: map[Figure]float64{}, Report: compact.Bytes(),
 	}
 	for name, s := range r.Ops {
@@ -167,11 +171,56 @@ func FromReport(r *report.Report, raw []byte) (*Run, error) {
 		}
 		addOp(run.Figures, name, s)
 	}
+	if err := addCapacity(run.Figures, r.Autotune); err != nil {
+		return nil, err
+	}
 	c := r.Client
 	run.Figures[Figure{ClientSeries, "opsPerCPUSecond"}] = c.OpsPerCPUSecond
 	run.Figures[Figure{ClientSeries, "cpuCores"}] = c.CPUCores
 	run.Figures[Figure{ClientSeries, "maxRSSMB"}] = float64(c.MaxRSSBytes) / (1 << 20)
 	return run, nil
+}
+
+// AutotuneSeries is the series of an auto-tune search's total capacity.
+const AutotuneSeries = "autotune"
+
+// addCapacity adds an auto-tune result's capacity (total and per class) when the search
+// found one: a search that found none has no capacity to trend (its report says why).
+func addCapacity(figs map[Figure]float64, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var res struct {
+		Capacity float64            `json:"capacity"`
+		PerClass map[string]float64 `json:"perClass"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("record report: its autotune result: %w", err)
+	}
+	if res.Capacity <= 0 {
+		return nil
+	}
+	figs[Figure{AutotuneSeries, "capacity"}] = res.Capacity
+	for class, v := range res.PerClass {
+		figs[Figure{class, "capacity"}] = v
+	}
+	return nil
+}
+
+// WorkloadOf names the workload preset a report's configuration came from: a built-in
+// preset's name, or a preset file's base name without extension; "" when every key
+// was given on its own.
+func WorkloadOf(r *report.Report) string {
+	for _, e := range r.Config {
+		if name, ok := strings.CutPrefix(e.Source, "preset file "); ok {
+			base := filepath.Base(name)
+			return strings.TrimSuffix(base, filepath.Ext(base))
+		}
+		if name, ok := strings.CutPrefix(e.Source, "preset "); ok {
+			return name
+		}
+	}
+	return ""
 }
 
 func addOp(figs map[Figure]float64, name string, s stats.OpSummary) {

@@ -2,10 +2,12 @@ package history
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
@@ -146,5 +148,57 @@ func TestFromReport(t *testing.T) {
 	}
 	if strings.Contains(string(run.Report), "\n") || !json.Valid(run.Report) {
 		t.Errorf("report kept as %q, want compact JSON", run.Report)
+	}
+}
+
+func TestWorkloadOf(t *testing.T) {
+	for _, tc := range []struct {
+		sources []string
+		want    string
+	}{
+		{[]string{"default", "--set"}, ""},
+		{[]string{"default", "preset ycsb-b", "flag --driver"}, "ycsb-b"},
+		{[]string{"preset file examples/presets/hot-keys.yaml"}, "hot-keys"},
+		{nil, ""},
+	} {
+		r := &report.Report{}
+		for _, s := range tc.sources {
+			r.Config = append(r.Config, config.Entry{Key: "workload.readRate", Source: s})
+		}
+		if got := WorkloadOf(r); got != tc.want {
+			t.Errorf("sources %q: workload %q, want %q", tc.sources, got, tc.want)
+		}
+	}
+}
+
+// TestFromReportCapacity: an auto-tune report's capacity is a figure, in total and per
+// class; a search that found none adds no capacity.
+func TestFromReportCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		autotune string
+		want     map[string]float64
+	}{
+		{`{"status":"found","capacity":12000,"perClass":{"read":9600,"write":2400}}`, map[string]float64{"autotune.capacity": 12000, "read.capacity": 9600, "write.capacity": 2400}},
+		{`{"status":"none within SLA","capacity":0}`, map[string]float64{}},
+		{``, map[string]float64{}},
+	} {
+		r := &report.Report{FormatVersion: report.Version, Autotune: json.RawMessage(tc.autotune)}
+		raw, _ := json.Marshal(r)
+		run, err := FromReport(r, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for f, v := range run.Figures {
+			if f.Metric == "capacity" {
+				got[f.String()] = v
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("autotune %s: capacity figures %v, want %v", tc.autotune, got, tc.want)
+		}
+	}
+	if f, err := ParseFigure("autotune.capacity"); err != nil || f != (Figure{AutotuneSeries, "capacity"}) || f.WorseUp() {
+		t.Errorf("autotune.capacity parses as %+v (%v), want a figure where lower is worse", f, err)
 	}
 }

@@ -33,11 +33,14 @@ type Run struct {
 	Ended    time.Time
 	Seconds  float64
 	// Kind says what produced the run: "run", "import" (a report file), ...
-	Kind    string
-	Driver  string
-	Version string // the ndbench version that measured it
-	Host    Host
-	Tags    map[string]string
+	Kind   string
+	Driver string
+	// Workload is the name of the workload measured: the --workload preset's, or the
+	// scenario's; empty when the configuration came from keys alone.
+	Workload string
+	Version  string // the ndbench version that measured it
+	Host     Host
+	Tags     map[string]string
 	// Figures are the run's figures keyed by series and metric (see Figure).
 	Figures map[Figure]float64
 	// Histograms are encoded cumulative histograms keyed by "series.kind" (e.g.
@@ -63,13 +66,17 @@ func ThisHost() Host {
 	return Host{Name: name, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
 }
 
-// Filter selects runs: all the tags must match, and Started must lie in [Since, Until)
-// (a zero bound is open). Limit keeps the newest Limit runs (0: all).
+// Filter selects runs: all the tags must match, so must Driver, Kind and Workload when
+// set, and Started must lie in [Since, Until) (a zero bound is open). Limit keeps the
+// newest Limit runs (0: all).
 type Filter struct {
-	Tags  map[string]string
-	Since time.Time
-	Until time.Time
-	Limit int
+	Tags     map[string]string
+	Driver   string
+	Kind     string
+	Workload string
+	Since    time.Time
+	Until    time.Time
+	Limit    int
 }
 
 // Point is one run's value of a figure, for a trend.
@@ -89,6 +96,8 @@ type Store interface {
 	List(ctx context.Context, f Filter) ([]Run, error)
 	// Get returns one run with everything recorded; ErrNotFound when there is none.
 	Get(ctx context.Context, id int64) (*Run, error)
+	// Figures returns the figures the runs f selects have, sorted by series and metric.
+	Figures(ctx context.Context, f Filter) ([]Figure, error)
 	// Trend returns fig's value in every run f selects that has it, oldest first.
 	Trend(ctx context.Context, f Filter, fig Figure) ([]Point, error)
 	// Close releases the store.

@@ -111,6 +111,12 @@ var migrations = []migration{
 				PRIMARY KEY (run_id, name))`,
 		},
 	}},
+	// The workload a run measured (a preset's or a scenario's name), so runs of one
+	// workload can be selected without a tag given for it.
+	{version: 2, stmts: map[string][]string{
+		"sqlite":   {`ALTER TABLE runs ADD COLUMN workload TEXT NOT NULL DEFAULT ''`, `CREATE INDEX runs_driver ON runs (driver)`},
+		"postgres": {`ALTER TABLE runs ADD COLUMN workload TEXT NOT NULL DEFAULT ''`, `CREATE INDEX runs_driver ON runs (driver)`},
+	}},
 }
 
 // SchemaVersion is the newest schema version this build knows.
@@ -191,9 +197,9 @@ func (s *sqlStore) Record(ctx context.Context, r *Run) (int64, error) {
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
 	var id int64
 	err = tx.QueryRowContext(ctx, s.d.rebind(`INSERT INTO runs (recorded_at, started_at, ended_at, seconds, kind, driver, version,
-		hostname, os, arch, cpus, source, report) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		hostname, os, arch, cpus, source, report, workload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
 		s.d.timeArg(recorded), s.d.timeArg(r.Started), s.d.timeArg(r.Ended), r.Seconds, r.Kind, r.Driver, r.Version,
-		r.Host.Name, r.Host.OS, r.Host.Arch, r.Host.CPUs, r.Source, string(report)).Scan(&id)
+		r.Host.Name, r.Host.OS, r.Host.Arch, r.Host.CPUs, r.Source, string(report), r.Workload).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("record run: %w", err)
 	}
@@ -226,6 +232,12 @@ func (s *sqlStore) where(f Filter) (string, []any) {
 		conds = append(conds, `EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ? AND t.value = ?)`)
 		args = append(args, k, f.Tags[k])
 	}
+	for _, c := range []struct{ col, v string }{{"driver", f.Driver}, {"kind", f.Kind}, {"workload", f.Workload}} {
+		if c.v != "" {
+			conds = append(conds, `r.`+c.col+` = ?`)
+			args = append(args, c.v)
+		}
+	}
 	if !f.Since.IsZero() {
 		conds = append(conds, `r.started_at >= ?`)
 		args = append(args, s.d.timeArg(f.Since))
@@ -249,12 +261,12 @@ func newest(q string, limit int) string {
 	return `SELECT * FROM (` + q + ` ORDER BY r.started_at DESC, r.id DESC LIMIT ` + strconv.Itoa(limit) + `) x ORDER BY x.started_at, x.id`
 }
 
-const runColumns = `r.id, r.recorded_at, r.started_at, r.ended_at, r.seconds, r.kind, r.driver, r.version, r.hostname, r.os, r.arch, r.cpus, r.source`
+const runColumns = `r.id, r.recorded_at, r.started_at, r.ended_at, r.seconds, r.kind, r.driver, r.version, r.hostname, r.os, r.arch, r.cpus, r.source, r.workload`
 
 func scanRun(sc interface{ Scan(...any) error }, extra ...any) (Run, error) {
 	var r Run
 	dest := append([]any{&r.ID, timeScanner{&r.Recorded}, timeScanner{&r.Started}, timeScanner{&r.Ended}, &r.Seconds, &r.Kind, &r.Driver,
-		&r.Version, &r.Host.Name, &r.Host.OS, &r.Host.Arch, &r.Host.CPUs, &r.Source}, extra...)
+		&r.Version, &r.Host.Name, &r.Host.OS, &r.Host.Arch, &r.Host.CPUs, &r.Source, &r.Workload}, extra...)
 	err := sc.Scan(dest...)
 	return r, err
 }
@@ -411,6 +423,30 @@ func (s *sqlStore) Trend(ctx context.Context, f Filter, fig Figure) ([]Point, er
 		pts[i].Tags = tags[pts[i].RunID]
 	}
 	return pts, nil
+}
+
+func (s *sqlStore) Figures(ctx context.Context, f Filter) ([]Figure, error) {
+	where, args := s.where(f)
+	// The limit selects the newest runs first, as List and Trend do.
+	q := `SELECT DISTINCT fg.series, fg.metric FROM figures fg WHERE fg.run_id IN (SELECT id FROM (` +
+		newest(`SELECT r.id, r.started_at FROM runs r`+where, f.Limit) + `) sel) ORDER BY fg.series, fg.metric`
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(q), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list figures: %w", err)
+	}
+	defer rows.Close()
+	var figs []Figure
+	for rows.Next() {
+		var fg Figure
+		if err := rows.Scan(&fg.Series, &fg.Metric); err != nil {
+			return nil, fmt.Errorf("list figures: %w", err)
+		}
+		figs = append(figs, fg)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list figures: %w", err)
+	}
+	return figs, nil
 }
 
 // sqliteTime is how SQLite keeps times: fixed-width UTC text, so that text order is

@@ -28,6 +28,8 @@ func testStores(t *testing.T, open opener) {
 		{"Trend", testTrend},
 		{"GetMissing", testGetMissing},
 		{"MigrationsApplyOnce", testMigrationsApplyOnce},
+		{"UpgradeKeepsRuns", testUpgradeKeepsRuns},
+		{"Figures", testFigures},
 		{"CheckFindsTheStep", testCheckFindsTheStep},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -77,8 +79,8 @@ func TestSQLiteConcurrentOpen(t *testing.T) {
 	}
 	defer s.Close()
 	var n int
-	if err := s.db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("schema_version has %d rows (%v), want 1", n, err)
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != len(migrations) {
+		t.Errorf("schema_version has %d rows (%v), want %d (each migration once)", n, err, len(migrations))
 	}
 	if runs, err := s.List(context.Background(), Filter{}); err != nil || len(runs) != 4 {
 		t.Errorf("%d runs (%v), want 4", len(runs), err)
@@ -142,7 +144,11 @@ func testListFilters(t *testing.T, open opener) {
 		if i%2 == 1 {
 			store = "redis-8.0"
 		}
-		ids[i] = record(t, s, sampleRun(i, map[string]string{"store": store, "build": fmt.Sprint(100 + i)}, 1))
+		r := sampleRun(i, map[string]string{"store": store, "build": fmt.Sprint(100 + i)}, 1)
+		if i >= 3 {
+			r.Driver, r.Kind, r.Workload = "redis", "serve", "ycsb-b"
+		}
+		ids[i] = record(t, s, r)
 	}
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -159,6 +165,10 @@ func testListFilters(t *testing.T, open opener) {
 		{"since and until", Filter{Since: t0.AddDate(0, 0, 1), Until: t0.AddDate(0, 0, 3)}, []int{1, 2}},
 		{"limit keeps the newest", Filter{Limit: 2}, []int{4, 5}},
 		{"limit and tag", Filter{Tags: map[string]string{"store": "redis-7.2"}, Limit: 2}, []int{2, 4}},
+		{"driver", Filter{Driver: "memory"}, []int{0, 1, 2}},
+		{"kind", Filter{Kind: "serve"}, []int{3, 4, 5}},
+		{"workload and tag", Filter{Workload: "ycsb-b", Tags: map[string]string{"store": "redis-8.0"}}, []int{3, 5}},
+		{"unknown driver", Filter{Driver: "nosuch"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runs, err := s.List(ctx, tc.f)
@@ -215,6 +225,54 @@ func testTrend(t *testing.T, open opener) {
 	}
 }
 
+// testUpgradeKeepsRuns: a store of schema version 1 (before workload) opened by this
+// build gets the new column; its runs keep their data, with no workload.
+func testUpgradeKeepsRuns(t *testing.T, open opener) {
+	reopen := open(t)
+	old := reopen(migrations[:1])
+	if _, err := old.db.Exec(old.d.rebind(`INSERT INTO runs (recorded_at, started_at, ended_at, seconds, kind, driver, version, hostname, os, arch, cpus, source, report)
+		VALUES (?, ?, ?, 30, 'run', 'memory', 'v1', 'h', 'linux', 'amd64', 2, '', '{}')`),
+		old.d.timeArg(t0), old.d.timeArg(t0), old.d.timeArg(t0.Add(30*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	s := reopen(nil)
+	r := sampleRun(1, nil, 1)
+	r.Workload = "ycsb-a"
+	record(t, s, r)
+	runs, err := s.List(context.Background(), Filter{})
+	if err != nil || len(runs) != 2 || runs[0].Workload != "" || runs[0].Driver != "memory" || runs[1].Workload != "ycsb-a" {
+		t.Fatalf("after the upgrade: %+v (%v), want the old run without a workload and the new one with ycsb-a", runs, err)
+	}
+	if runs, err := s.List(context.Background(), Filter{Workload: "ycsb-a"}); err != nil || len(runs) != 1 {
+		t.Errorf("workload filter after the upgrade: %d runs (%v), want 1", len(runs), err)
+	}
+}
+
+func testFigures(t *testing.T, open opener) {
+	s := open(t)(nil)
+	record(t, s, sampleRun(0, map[string]string{"store": "a"}, 1))
+	w := sampleRun(1, map[string]string{"store": "b"}, 1)
+	w.Figures = map[Figure]float64{{"write", "p50"}: 1}
+	record(t, s, w)
+	for _, tc := range []struct {
+		f    Filter
+		want string
+	}{
+		{Filter{}, "[read.p99 read.rate read.get.p99.9 write.p50]"},
+		{Filter{Tags: map[string]string{"store": "b"}}, "[write.p50]"},
+		{Filter{Limit: 1}, "[write.p50]"},
+		{Filter{Driver: "nosuch"}, "[]"},
+	} {
+		figs, err := s.Figures(context.Background(), tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(figs); got != tc.want {
+			t.Errorf("Figures(%+v) = %s, want %s", tc.f, got, tc.want)
+		}
+	}
+}
+
 func testGetMissing(t *testing.T, open opener) {
 	s := open(t)(nil)
 	if _, err := s.Get(context.Background(), 42); !errors.Is(err, ErrNotFound) {
@@ -227,11 +285,11 @@ func testMigrationsApplyOnce(t *testing.T, open opener) {
 	s := reopen(nil)
 	id := record(t, s, sampleRun(0, nil, 1))
 	// Opening again applies nothing; a new version applies once, keeping the data.
-	v2 := migration{version: 2, stmts: map[string][]string{
+	next := migration{version: SchemaVersion() + 1, stmts: map[string][]string{
 		"sqlite":   {`CREATE TABLE notes (run_id INTEGER NOT NULL, note TEXT NOT NULL)`},
 		"postgres": {`CREATE TABLE notes (run_id BIGINT NOT NULL, note TEXT NOT NULL)`},
 	}}
-	ms := append(append([]migration(nil), migrations...), v2)
+	ms := append(append([]migration(nil), migrations...), next)
 	for range 3 {
 		s = reopen(ms) // CREATE TABLE notes would fail if applied twice
 	}
@@ -248,8 +306,8 @@ func testMigrationsApplyOnce(t *testing.T, open opener) {
 		}
 		versions = append(versions, v)
 	}
-	if fmt.Sprint(versions) != "[1 2]" {
-		t.Errorf("schema_version has %v, want [1 2] (each migration once)", versions)
+	if fmt.Sprint(versions) != "[1 2 3]" {
+		t.Errorf("schema_version has %v, want [1 2 3] (each migration once)", versions)
 	}
 	if _, err := s.Get(context.Background(), id); err != nil {
 		t.Errorf("the run recorded before the migration: %v", err)

@@ -60,8 +60,8 @@ func TestPageServedAsHTMLWithEmbeddedAssets(t *testing.T) {
 		}
 	}
 	refs := assetRef.FindAllStringSubmatch(page, -1)
-	if len(refs) != 6 {
-		t.Fatalf("page references %d assets, want 6 (uPlot js+css, charts.js, autotune.js, app.js, app.css): %v", len(refs), refs)
+	if len(refs) != 8 {
+		t.Fatalf("page references %d assets, want 8 (uPlot js+css, charts.js, autotune.js, app.js, app.css, history.js, history.css): %v", len(refs), refs)
 	}
 	wantType := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 	for _, ref := range refs {
