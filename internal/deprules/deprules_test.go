@@ -31,6 +31,13 @@ var rules = map[string][]string{
 	// there, long after the dependency was added here).
 	"driver":         {module + "/internal"},
 	"driver/keydist": {module + "/internal", module + "/drivers"},
+	// What drives a node holds the one node interface (internal/control), never the
+	// node's implementation: a fleet, a scenario and auto-tune drive a node and a fleet
+	// view alike (DESIGN.md: "through the same interface the API uses").
+	"internal/cluster":  {module + "/internal/node"},
+	"internal/scenario": {module + "/internal/node"},
+	"internal/autotune": {module + "/internal/node"},
+	"internal/control":  {module + "/internal/node"},
 }
 
 // deps returns every package pkg depends on (itself included), for the platform the

@@ -427,6 +427,22 @@ func TestStartAndStopBoth(t *testing.T) {
 	})
 }
 
+// TestStartsWarmUp: NDBench's starts are a user's start, as the API's: from idle, the
+// figures start workload.warmup later (start, startReads and startWrites alike).
+func TestStartsWarmUp(t *testing.T) {
+	for _, route := range []string{"start", "startReads", "startWrites"} {
+		t.Run(route, func(t *testing.T) {
+			srv, inst := newServer(t, "workload.warmup=300ms")
+			mustSucceed(t, srv, "/REST/ndbench/driver/init/memory")
+			mustSucceed(t, srv, "/REST/ndbench/driver/"+route)
+			if inst.Status().WarmingUpUntil.IsZero() && inst.Session().Warmup == 0 {
+				t.Fatalf("%s from idle began no warm-up", route)
+			}
+			eventually(t, "the warm-up to end", func() bool { return inst.Session().Warmup == 300*time.Millisecond })
+		})
+	}
+}
+
 func TestConfigSet(t *testing.T) {
 	tests := []struct {
 		name, method, path, contentType, body string

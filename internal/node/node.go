@@ -2,9 +2,11 @@
 // configuration store every change goes through, and the statistics collector. It owns
 // the whole lifecycle of a run: connecting the driver, applying the configuration,
 // starting and stopping op classes, a backfill phase, closing, and the report input of
-// what the session measured. `ndbench run` and `ndbench serve` (through the REST API and
-// the web UI) both drive it, so there is one composition of driver, engine and collector;
-// a fleet is a list of them.
+// what the session measured. Every command drives it, so there is one composition of
+// driver, engine and collector (a fleet is a list of them), and one sequence of a run's
+// steps, Run (run.go), which `ndbench run`, `serve --start`, scenarios and auto-tune drive;
+// the REST API, the web UI and the fleet agent take its load step through StartLoad.
+// Controllers hold a node as control.Node.
 //
 // Configuration is the single source of truth: a change from the API, a watched file or
 // etcd lands in the config store, is validated as a whole, and only then reaches the
