@@ -32,11 +32,23 @@
   const WINDOWS = { '300': 'last 5 min', '3600': 'last 1 h', '0': 'all' };
 
   // InstanceView is the panels and charts of one instance.
+  // activeRate is a class's session rate: its count over the seconds it ran (the stats'
+  // activeSeconds), not over the session since the connect, whose idle minutes would
+  // drag it down; the span's rate from a server that does not say.
+  function activeRate(s) {
+    return s.activeSeconds > 0 ? (s.count || 0) / s.activeSeconds : (s.rate || 0);
+  }
+  function activeTitle(s) {
+    return s.activeSeconds > 0 ? (s.count || 0) + ' operations in the ' + Math.round(s.activeSeconds) + ' s the class ran' : '';
+  }
+
   class InstanceView {
     constructor(inst, root) {
       this.inst = inst; this.root = root;
       this.store = new Store();
       this.drivers = []; this.config = null; this.status = null;
+      // Phases marked on the charts (trackPhase), oldest first; phaseNow is the current one.
+      this.marks = []; this.phaseNow = undefined; this.warmUntil = 0;
       this.windowSecs = 300;
       this.log = false;
       this.q = (sel) => root.querySelector(sel);
@@ -92,11 +104,60 @@
       }
       this.bindActions();
       if (this.fleet) { this.nodes = new NodesPanel(this); this.nodes.start(); }
-      this.grid = new Grid(this.q('[data-role=charts]'), this.visibleOps(), { log: this.log, fleet: this.fleet });
+      this.grid = new Grid(this.q('[data-role=charts]'), this.visibleOps(), { log: this.log, fleet: this.fleet, marks: this.marks.slice() });
       new ResizeObserver(() => this.grid.resize()).observe(this.q('[data-role=charts]'));
       await this.loadSeries('');
+      if (!this.fleet && this.status && this.status.initialized) this.loadPhases();
       this.openStream();
       this.poll();
+    }
+
+    // --- phase marks --------------------------------------------------------------------
+
+    // phaseOf names what a status says the node is doing, as the report's timeline names
+    // its phases: backfill, warmup (figures not yet measured), load, or null when idle.
+    static phaseOf(st) {
+      if (!st || !st.initialized) return null;
+      if (st.backfill && st.backfill.running) return 'backfill';
+      if (st.warmingUpUntil && Date.parse(st.warmingUpUntil) > Date.now()) return 'warmup';
+      return Object.values(st.running || {}).some(Boolean) || st.readsRunning || st.writesRunning ? 'load' : null;
+    }
+
+    // trackPhase marks on every chart where a phase began, as the statuses show it: a
+    // backfill, a warm-up, the load after them, so a change in the charts lines up with
+    // the phase that caused it (issue 32). The phases that ended before the page opened
+    // come from the server's report (loadPhases).
+    trackPhase(st) {
+      const now = InstanceView.phaseOf(st);
+      const before = this.phaseNow;
+      this.phaseNow = now;
+      if (now === 'warmup') this.warmUntil = Date.parse(st.warmingUpUntil) / 1000;
+      // The first status tells what runs, not since when: that phase is the server's to
+      // mark (loadPhases), not the page's opening.
+      if (before === undefined || now === before || now === null) return;
+      let at = Date.now() / 1000;
+      // The load after a warm-up began when the warm-up ended, which the status said.
+      if (now === 'load' && before === 'warmup' && this.warmUntil) at = this.warmUntil;
+      // A phase the server already marked (within a poll's time) is not marked twice.
+      if (this.marks.some((m) => m.name === now && Math.abs(m.start - at) < 3)) return;
+      this.marks.push({ kind: 'phase', name: now, start: at, end: at });
+      if (this.grid) this.grid.setMarks(this.marks);
+      // The phase that ended may now be in the server's timeline, with its exact times.
+      if (!this.fleet) this.loadPhases();
+    }
+
+    // loadPhases takes the phases of the session from the server's report (its timeline):
+    // those that ended before the page opened.
+    async loadPhases() {
+      let rep;
+      try { rep = await this.api('GET', '/api/v1/report'); } catch (e) { return; }
+      const server = (rep.timeline || []).filter((m) => m.kind === 'phase').map((m) => {
+        const start = Date.parse(m.start) / 1000;
+        return { kind: 'phase', name: m.name, start: start, end: m.end ? Date.parse(m.end) / 1000 : start };
+      }).filter((m) => isFinite(m.start));
+      const kept = this.marks.filter((m) => !server.some((x) => x.name === m.name && Math.abs(x.start - m.start) < 3));
+      this.marks = server.concat(kept).sort((a, b) => a.start - b.start);
+      if (this.grid) this.grid.setMarks(this.marks);
     }
 
     // --- instance panel -------------------------------------------------------------
@@ -266,6 +327,7 @@
       if (st.initialized && !(this.status && this.status.initialized)) this.q('details.options').open = false;
       if (!st.initialized && this.status && this.status.initialized) this.q('details.options').open = true;
       this.status = st;
+      this.trackPhase(st);
       this.root.dataset.initialized = String(!!st.initialized);
       this.root.dataset.reads = String(!!st.readsRunning);
       this.root.dataset.writes = String(!!st.writesRunning);
@@ -462,7 +524,7 @@
     async loadSeries(since) {
       try {
         const res = await this.api('GET', '/api/v1/stats/series' + (since ? '?since=' + encodeURIComponent(since) : ''));
-        for (const p of res.points || []) this.store.push(p, 1);
+        for (const p of res.points || []) this.store.push(p);
         this.queueRender();
       } catch (e) { /* the stream fills in */ }
     }
@@ -511,7 +573,7 @@
     rebuildGrid(ops) {
       const c = this.q('[data-role=charts]');
       c.replaceChildren();
-      this.grid = new Grid(c, ops, { log: this.log, fleet: this.fleet });
+      this.grid = new Grid(c, ops, { log: this.log, fleet: this.fleet, marks: this.marks.slice() });
       this.grid.update(this.store.columns(this.windowSecs));
     }
 
@@ -545,13 +607,14 @@
         const errs = Object.entries(s.failures || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n).join(', ');
         const hit = NDCharts.readLike(op) && s.count > 0 ? (100 * (s.count - (s.misses || 0)) / s.count).toFixed(1) + ' %' : '–';
         return el('tr', { 'data-op': op, 'data-count': String(s.count || 0) },
-          el('td', { text: op }), el('td', { text: String(s.count || 0) }), el('td', { text: (s.rate || 0).toFixed(1) }),
+          el('td', { text: op }), el('td', { text: String(s.count || 0) }), el('td', { 'data-role': 'rate', title: activeTitle(s), text: activeRate(s).toFixed(1) }),
           el('td', { text: ms(rt.p50) }), el('td', { text: ms(rt.p95) }), el('td', { text: ms(rt.p99) }),
           el('td', { text: ms(rt.p999) }), el('td', { text: ms(rt.max) }), el('td', { text: ms(rt.mean) }),
           el('td', { class: 'errors', text: errs || '0' }), el('td', { text: String(s.misses || 0) }), el('td', { text: hit }),
           ...(dropping ? [el('td', { 'data-role': 'dropped', text: String(s.dropped || 0) })] : []));
       });
-      const secs = cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '';
+      const secs = (cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '') +
+        (ops.some((op) => cum.ops[op].activeSeconds > 0) ? ', rates over the time each class ran' : '');
       // A fleet's totals that include seconds merged without some node's data.
       // (Outside the table, which scrolls sideways on a phone.)
       const partial = cum.partial ? el('p', { class: 'small' }, el('span', { class: 'partial-now', 'data-role': 'numbers-partial',
@@ -868,6 +931,7 @@
     latest: (id) => views[id] && views[id].store.last,
     points: (id) => (views[id] ? views[id].store.total : 0),
     status: (id) => views[id] && views[id].status,
+    marks: (id) => (views[id] ? views[id].marks.map((m) => Object.assign({}, m)) : []),
     renderTimes: (id) => (views[id] ? views[id].renderTimes.slice() : []),
     members: (id) => (views[id] && views[id].nodes ? views[id].nodes.members : null),
     windows: WINDOWS,

@@ -36,17 +36,33 @@
 
   function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
 
-  // values of one point as a flat array: ops.length * NF numbers (null = no value).
+  // spanOf returns the seconds a point covers, which its counts are rates over: a second
+  // mostly, less at a phase boundary (the first interval after a reset starts at it, the
+  // flush of a phase's end stops at it). The point says so (seconds) on current servers;
+  // else the caller's figure (an interval event's seconds); else what its own rates imply
+  // (rate is count over the span); 1 s when nothing tells.
+  function spanOf(p, seconds) {
+    if (p && p.seconds > 0) return p.seconds;
+    if (seconds > 0) return seconds;
+    for (const s of Object.values((p && p.ops) || {})) {
+      if (s && s.count > 0 && s.rate > 0) return s.count / s.rate;
+    }
+    return 1;
+  }
+
+  // values of one point as a flat array: ops.length * NF numbers (null = no value). Every
+  // per-second column (rate, attempted, errors) is over the point's own span (spanOf), so
+  // the partial seconds at a phase boundary draw as rates, not as dips.
   function pointValues(p, seconds, ops) {
     ops = ops || OPS;
     const out = new Array(ops.length * NF).fill(null);
-    const secs = seconds > 0 ? seconds : 1;
+    const secs = spanOf(p, seconds);
     ops.forEach((op, k) => {
       const s = p.ops && p.ops[op];
       if (!s) return;
       const b = k * NF;
       const rt = s.responseTime || {}, st = s.serviceTime || {};
-      out[b + F.rate] = num(s.rate);
+      out[b + F.rate] = typeof s.rate === 'number' ? num(s.rate) : num(s.count) / secs;
       // Attempted: every op sent, failures included (rate counts those that answered). An
       // older server without the field draws no line rather than a false zero.
       out[b + F.attempted] = typeof s.attempted === 'number' ? s.attempted / secs : null;
@@ -417,7 +433,13 @@
       }] },
       // The live page shows at least a minute across, so a fresh run does not zoom into
       // sub-second ticks; a report spans exactly its run.
-      scales: { x: { time: true, range: (u, min, max) => (max - min < minSpan ? [max - minSpan, max] : [min, max]) },
+      // A phase that began with the data (a run's first phase, a backfill) starts a second
+      // before its first point, which sits at its interval's end: the range reaches back
+      // to it, so its mark is drawn, not clipped.
+      scales: { x: { time: true, range: (u, min, max) => {
+        for (const m of marks) if (m.start < min && m.start >= min - 1.5) min = m.start;
+        return max - min < minSpan ? [max - minSpan, max] : [min, max];
+      } },
         y: logY ? { distr: 3, log: 10 } : def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' }, space: timeSpace, values: timeTicks },
@@ -520,6 +542,12 @@
       return Math.max(200, Math.floor((w - 14 * (cols - 1)) / cols) - 2);
     }
     update(cols) { for (const c of this.charts) c.chart.update(cols); }
+    // setMarks replaces the phases and hooks marked on every chart (drawn at the next
+    // update): a live page learns of phases as they begin.
+    setMarks(marks) {
+      this.marks.splice(0, this.marks.length, ...marks);
+      for (const c of this.charts) c.fig.dataset.marks = String(this.marks.length);
+    }
     resize() { const w = this.colWidth(); for (const c of this.charts) c.chart.resize(w); }
   }
 
@@ -617,5 +645,5 @@
     }));
   }
 
-  global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, fmt, AutotuneChart, autotuneRows };
+  global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, spanOf, fmt, AutotuneChart, autotuneRows };
 })(window);
