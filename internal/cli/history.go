@@ -87,7 +87,7 @@ func (r *recordFlags) on(env []string) bool {
 // already written, and its exit code is the run's.
 func (r *recordFlags) record(ctx context.Context, rep *report.Report, s *streams) {
 	if !r.on(s.env) {
-		fmt.Fprintln(s.out, "to keep this run in the results history (ndbench history list, trend, check), run with --tag KEY=VALUE or --results PATH")
+		fmt.Fprintln(s.out, "to keep this run in the results history (ndbench history list, trend, check),\nrun with --tag KEY=VALUE or --results PATH")
 		return
 	}
 	// The run may have ended by a signal: recording it is still wanted.
