@@ -291,6 +291,37 @@
       }
     }
 
+    // quickRun is the first screen's one action: connect the driver chosen under
+    // Instance (with the options filled in there) when none is, then start every class.
+    // A connect that fails (a required option missing) opens the options at the field it
+    // names, so the user sees what to fill in.
+    async quickRun() {
+      if (!(this.status && this.status.initialized)) {
+        await this.connect();
+        if (!(this.status && this.status.initialized)) {
+          const opts = this.q('details.options');
+          opts.open = true;
+          const bad = this.q('[data-role=driver-options] .invalid, [data-role=driver-options] [aria-invalid=true]');
+          (bad || this.q('[data-role=connect-message]')).scrollIntoView({ block: 'center' });
+          this.q('[data-role=quick-state]').textContent = 'not connected: see the driver options';
+          return;
+        }
+      }
+      await this.action('Started every class', 'POST', '/api/v1/load/start', { ops: [] }, 'load');
+    }
+
+    // renderQuickbar shows the first screen's state and its one action.
+    renderQuickbar(st) {
+      const running = Object.entries(st.running || {}).filter(([, on]) => on).map(([k]) => k);
+      const run = this.q('[data-action=quick-run]'), stop = this.q('[data-action=quick-stop]');
+      run.textContent = st.initialized ? 'Start' : 'Connect and start';
+      run.hidden = running.length > 0;
+      stop.hidden = running.length === 0;
+      this.q('[data-role=quick-state]').textContent = !st.initialized ? 'not connected'
+        : running.length ? 'running: ' + running.join(', ') : 'connected: ' + st.driver + ', idle';
+      this.q('[data-role=quick-hint]').hidden = !!st.initialized;
+    }
+
     async action(label, method, path, body, where) {
       try {
         const st = await this.api(method, path, body);
@@ -316,7 +347,8 @@
       this.q('[data-action=connect]').disabled = on;
       this.q('[data-action=disconnect]').disabled = !on;
       const running = st.backfill && st.backfill.running;
-      this.root.querySelectorAll('[data-needs=driver]').forEach((b) => { b.disabled = !on; });
+      // A disabled Start says why, rather than nothing.
+      this.root.querySelectorAll('[data-needs=driver]').forEach((b) => { b.disabled = !on; b.title = on ? '' : 'Connect a driver first (Connect, or Connect and start above the charts)'; });
       this.q('[data-action=backfill-start]').disabled = !on || running;
       this.q('[data-action=backfill-stop]').disabled = !on || !running;
     }
@@ -328,6 +360,7 @@
       if (!st.initialized && this.status && this.status.initialized) this.q('details.options').open = true;
       this.status = st;
       this.trackPhase(st);
+      this.renderQuickbar(st);
       this.root.dataset.initialized = String(!!st.initialized);
       this.root.dataset.reads = String(!!st.readsRunning);
       this.root.dataset.writes = String(!!st.writesRunning);
@@ -500,6 +533,8 @@
     bindActions() {
       const on = (name, f) => this.q('[data-action=' + name + ']').addEventListener('click', f);
       on('connect', () => this.connect());
+      on('quick-run', () => this.quickRun());
+      on('quick-stop', () => this.action('Stopped', 'POST', '/api/v1/load/stop', { ops: [] }, 'load'));
       on('disconnect', () => this.action('Disconnected', 'POST', '/api/v1/driver/shutdown', undefined, 'connect'));
       for (const [name, ops, label] of [['reads', ['read'], 'reads'], ['writes', ['write'], 'writes'], ['both', [], 'reads and writes']]) {
         on('start-' + name, () => this.action('Started ' + label, 'POST', '/api/v1/load/start', { ops }, 'load'));
@@ -619,7 +654,9 @@
       // (Outside the table, which scrolls sideways on a phone.)
       const partial = cum.partial ? el('p', { class: 'small' }, el('span', { class: 'partial-now', 'data-role': 'numbers-partial',
         text: 'The totals include partial seconds (missing ' + ((cum.missing || []).join(', ') || '?') + '): their counts are a lower bound.' })) : null;
-      box.replaceChildren(...(partial ? [partial] : []), el('table', {},
+      // On a phone the table is wider than the screen: say that it scrolls.
+      const hint = el('p', { class: 'scroll-hint muted small', text: 'Swipe the table sideways for every column →' });
+      box.replaceChildren(...(partial ? [partial] : []), hint, el('table', {},
         el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
         el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
         el('tbody', {}, ...rows)));

@@ -312,9 +312,10 @@
 
   // timeSpace is the narrowest spacing between time ticks (CSS px): "15:57:40" is about
   // 50 px at 12 px, so a narrow chart keeps labels apart with room to spare; a wide one
-  // keeps uPlot's denser default.
+  // keeps uPlot's denser default. A phone's chart (about 300 px of plot) still gets at
+  // least 3 ticks: the spacing shrinks to a quarter of the plot, never under 60 px.
   function timeSpace(u, axisIdx, min, max, plotDim) {
-    return plotDim < 500 ? 90 : 70;
+    return Math.max(60, Math.min(plotDim < 500 ? 90 : 70, plotDim / 4));
   }
 
   // decades keeps the grid lines of a log axis at powers of ten; lines at every 2..9 of
