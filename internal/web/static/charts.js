@@ -569,6 +569,15 @@
     return (own && own.percentile) || (settings.sla && settings.sla.percentile) || null;
   }
 
+  // autotuneBound returns class c's latency bound in ms (the SLA's latency, nanoseconds in
+  // the JSON), or null when the settings are not known.
+  function autotuneBound(settings, c) {
+    if (!settings) return null;
+    const own = settings.classes && settings.classes[c];
+    const ns = (own && own.latency) || (settings.sla && settings.sla.latency) || 0;
+    return ns > 0 ? ns / 1e6 : null;
+  }
+
   // AutotuneChart draws an auto-tune search (package autotune's Result, or the steps so
   // far of a running one): per step the target and achieved total rate, failed steps red,
   // client-bound steps orange, the capacity found as a line, and each class's
@@ -587,14 +596,18 @@
       if (!this.u || this.key !== labels.join()) {
         if (this.u) this.u.destroy();
         this.key = labels.join();
-        const colors = ['#0891b2', '#be185d', '#4d7c0f', '#9333ea'];
+        // The classes' percentiles take colours no rate line has (target blue, achieved
+        // green, failed red, client-bound orange, capacity purple), and each its SLA bound
+        // in its colour, dotted, on the same axis: a step over the bound is seen above it.
+        const colors = ['#be185d', '#92400e', '#0f172a', '#a16207'];
         const series = [{ label: 'step' },
           { label: 'target', stroke: '#2563eb', width: 1.5, points: { show: true, size: 5 } },
           { label: 'achieved', stroke: '#059669', width: 1.5, dash: [4, 3] },
           { label: 'failed', stroke: '#dc2626', width: 0, points: { show: true, size: 9, fill: '#dc2626' } },
           { label: 'client-bound', stroke: '#d97706', width: 0, points: { show: true, size: 9, fill: '#d97706' } },
           { label: 'capacity', stroke: '#7c3aed', width: 1, dash: [8, 4] }]
-          .concat(labels.map((l, i) => ({ label: l, stroke: colors[i % colors.length], width: 1.5, scale: 'ms' })));
+          .concat(labels.map((l, i) => ({ label: l, stroke: colors[i % colors.length], width: 1.5, scale: 'ms' })))
+          .concat(classes.map((c, i) => ({ label: c + ' SLA bound (ms)', stroke: colors[i % colors.length], width: 1, dash: [2, 3], scale: 'ms' })));
         const zeroUp = (u, min, max) => [0, max > 0 ? max * 1.1 : 1];
         this.u = new global.uPlot({ width: this.width, height: 260, series: series,
           // Steps are whole numbers: the x axis ticks only those.
@@ -607,12 +620,14 @@
       const pick = (v) => steps.map((st) => (st.verdict === v ? st.rate : null));
       const data = [steps.map((st) => st.n), steps.map((st) => st.rate), steps.map((st) => st.achieved),
         pick('fail'), pick('client-bound'), steps.map(() => cap)]
-        .concat(classes.map((c) => steps.map((st) => { const m = st.classes && st.classes[c]; return m ? m.response / 1000 : null; })));
+        .concat(classes.map((c) => steps.map((st) => { const m = st.classes && st.classes[c]; return m ? m.response / 1000 : null; })))
+        .concat(classes.map((c) => steps.map(() => autotuneBound(at.settings, c))));
       this.u.setData(data);
       // Exposed on the figure for tests and scripts.
       const fig = this.el.closest('figure') || this.el;
       fig.dataset.points = String(steps.length);
       fig.dataset.capacity = cap === null ? '' : String(cap);
+      fig.dataset.bounds = classes.map((c) => c + '=' + (autotuneBound(at.settings, c) ?? '')).join(',');
     }
     resize(w) {
       this.width = w;
@@ -646,5 +661,5 @@
     }));
   }
 
-  global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, spanOf, fmt, AutotuneChart, autotuneRows };
+  global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, spanOf, fmt, clock, AutotuneChart, autotuneRows };
 })(window);
