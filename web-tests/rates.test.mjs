@@ -171,3 +171,30 @@ describe('session totals', () => {
     assert.ok(shown > r.count / cum.seconds * 1.2, `read rate ${shown} is not diluted by the idle time (${r.count}/${cum.seconds} s)`);
   });
 });
+
+describe('a disabled class', () => {
+  let browser, srv;
+  before(async () => {
+    browser = await launchBrowser();
+    srv = await startServer({ args: ['--driver', 'memory', '--set', 'workload.writeEnabled=false', '--set', 'workload.readRate=100'] });
+  });
+  after(async () => {
+    if (browser) await browser.close();
+    await stopServer(srv);
+  });
+
+  it('gets no charts on the live page, before the load and while it runs', async () => {
+    const page = await browser.context.newPage();
+    page.setDefaultTimeout(15000);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(srv.url + '/');
+    const charts = (op) => page.locator(`[data-instance=local] figure.chart[data-op=${op}]`).count();
+    await page.locator('[data-instance=local] figure.chart[data-op=read]').first().waitFor();
+    assert.equal(await charts('write'), 0, 'write charts before the load');
+    await page.locator('[data-instance=local] [data-action=quick-run]').click();
+    const fig = page.locator('[data-instance=local] figure[data-chart=throughput][data-op=read]');
+    await waitFor(async () => Number(await fig.getAttribute('data-points')) >= 2, 'read points', 15000);
+    assert.equal(await charts('write'), 0, 'write charts while reads run');
+    await page.close();
+  });
+});

@@ -602,7 +602,14 @@
       const running = Object.assign({ read: st.readsRunning, write: st.writesRunning }, st.running || {});
       running.backfill = st.backfill && st.backfill.running;
       const ops = this.store.ops.filter((op) => running[op] || this.store.hasData(op, this.windowSecs));
-      return ops.length ? ops : ['read', 'write'];
+      if (ops.length) return ops;
+      // Nothing ran yet: the classes that will, reads and writes unless disabled (a
+      // disabled class gets no charts).
+      const enabled = ['read', 'write'].filter((op) => {
+        const e = this.configValue('workload.' + op + 'Enabled');
+        return !e || String(e.value) !== 'false';
+      });
+      return enabled.length ? enabled : ['read', 'write'];
     }
 
     rebuildGrid(ops) {
