@@ -60,6 +60,10 @@ describe('HTML run report', () => {
     assert.ok(rows >= 2, `${rows} step rows`);
     assert.equal(await page.locator('#autotune-chart').getAttribute('data-points'), String(rows));
     assert.equal(await page.locator('#autotune-chart canvas').count(), 1);
+    // The SLA bound (--latency 200ms) is drawn beside the percentile it bounds.
+    assert.equal(await page.locator('#autotune-chart').getAttribute('data-bounds'), 'read=200');
+    const legend = await page.locator('#autotune-chart .u-legend').innerText();
+    assert.match(legend, /read SLA bound \(ms\)/);
     assert.match(await page.locator('#autotune-outcome').innerText(), /^Status (found|client-bound|above-max|none-within-sla|not-confirmed)/);
     // The first step is the start rate.
     assert.equal(await page.locator('#autotune-steps tbody tr').first().locator('td').nth(2).innerText(), '400');

@@ -55,7 +55,7 @@ func (r *recordFlags) recordAs(ctx context.Context, s *streams, kind, workload s
 
 // hint says how to record, for a command whose run was not.
 func (r *recordFlags) hint(out io.Writer) {
-	fmt.Fprintln(out, "to keep this run in the results history (ndbench history list, trend, check), run with --tag KEY=VALUE or --results PATH")
+	fmt.Fprintln(out, "to keep this run in the results history (ndbench history list, trend, check),\nrun with --tag KEY=VALUE or --results PATH")
 }
 
 // sharedStore is a results store opened on first use and kept open, for a service that

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -19,14 +20,22 @@ type live struct {
 	tty      bool
 	start    time.Time
 	duration time.Duration // 0: runs until stopped
+	// width is the most columns a line takes (consoleWidth by default): each class's
+	// figures are packed onto lines of at most width, the classes that do not fit go on
+	// the next. 0 is the wide mode (--wide): one line a second with every percentile.
+	width int
 
 	mu       sync.Mutex
 	backfill func() engine.BackfillStatus // set while a backfill runs
 	status   bool                         // a status line is on screen
 }
 
+// consoleWidth is the columns the console output fits by default: a terminal of 100
+// columns, or a CI log viewer, shows every line whole.
+const consoleWidth = 100
+
 func newLive(out io.Writer, tty bool, duration time.Duration) *live {
-	return &live{out: out, tty: tty, start: time.Now(), duration: duration}
+	return &live{out: out, tty: tty, start: time.Now(), duration: duration, width: consoleWidth}
 }
 
 // setBackfill switches the display to backfill progress (f non-nil) or back to load.
@@ -56,16 +65,20 @@ func (l *live) interval(iv *stats.Interval) {
 		// the line before, reads as a second measurement of it. The summary covers it.
 		return
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%s]", clock(elapsed))
+	// The clock says how far a bounded run is (elapsed/total); a run until Ctrl-C shows
+	// the elapsed time only.
+	prefix := "[" + clock(elapsed) + "]"
+	if l.duration > 0 && l.backfill == nil {
+		prefix = "[" + clock(elapsed) + "/" + clock(l.duration) + "]"
+	}
 	if l.backfill != nil {
 		st := l.backfill()
 		o := iv.Op("backfill")
-		fmt.Fprintf(&b, " backfill %s %s/s  %d/%d keys  err %d", st.Phase, count(float64(o.Count())/secs), st.Written, st.Total, o.Errors())
-		l.print(b.String(), l.backfillBar(st))
+		line := fmt.Sprintf("%s backfill %s %s/s  %d/%d keys  err %d", prefix, st.Phase, count(float64(o.Count())/secs), st.Written, st.Total, o.Errors())
+		l.print(line, l.backfillBar(st))
 		return
 	}
-	shown := false
+	var parts []string
 	// One entry per op class (an operation of a mixed class is in the summary, not here).
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
@@ -73,45 +86,113 @@ func (l *live) interval(iv *stats.Interval) {
 		if op == "backfill" || stats.IsOperationSeries(op) || o.Workers == 0 && o.Count()+o.Errors() == 0 {
 			continue
 		}
-		if shown {
-			b.WriteString("  |")
-		}
-		shown = true
-		fmt.Fprintf(&b, " %s %s/s", op, count(float64(o.Count())/secs))
-		if o.TargetRate > 0 {
-			fmt.Fprintf(&b, " (of %s)", count(o.TargetRate))
-		}
-		// Start lag beside the response time tells a slow store from a late generator. A
-		// second with no answer has no latency ("–"), not a latency of 0.
-		p50, p99, p999, lag := "–", "–", "–", "–"
-		if o.Count() > 0 {
-			p50, p99, p999 = micros(float64(o.Response.ValueAtQuantile(50))), micros(float64(o.Response.ValueAtQuantile(99))),
-				micros(float64(o.Response.ValueAtQuantile(99.9)))
-			lag = micros(float64(o.StartLag.ValueAtQuantile(99)))
-		}
-		fmt.Fprintf(&b, " p50 %s p99 %s p99.9 %s lag p99 %s err %d", p50, p99, p999, lag, o.Errors())
-		if o.Misses > 0 || op == "read" {
-			fmt.Fprintf(&b, " miss %d", o.Misses)
-		}
-		if o.Dropped > 0 {
-			fmt.Fprintf(&b, " dropped %d", o.Dropped)
-		}
-		if o.Backlog > time.Second {
-			fmt.Fprintf(&b, " backlog %s", o.Backlog.Round(time.Millisecond))
-		}
+		parts = append(parts, l.classText(o, secs))
 	}
-	if !shown {
-		b.WriteString(" idle")
+	if len(parts) == 0 {
+		parts = []string{"idle"}
 	}
-	l.print(b.String(), l.runBar(elapsed))
+	if l.width <= 0 {
+		l.print(prefix+" "+strings.Join(parts, "  | "), l.runBar(elapsed))
+		return
+	}
+	l.print(strings.Join(pack(prefix, parts, " | ", l.width), "\n"), l.runBar(elapsed))
 }
+
+// classText is one class's figures of an interval: its rate (of the target), response
+// time percentiles and start lag (which tells a slow store from a late generator), errors,
+// and what happened only when it did. A second with no answer has no latency ("–"), not a
+// latency of 0. The compact form (the default) drops p99.9 and the words a reader knows
+// from the summary's legend.
+func (l *live) classText(o *stats.OpInterval, secs float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s/s", o.Name, count(float64(o.Count())/secs))
+	if o.TargetRate > 0 {
+		fmt.Fprintf(&b, " (of %s)", count(o.TargetRate))
+	}
+	p50, p99, p999, lag := "–", "–", "–", "–"
+	if o.Count() > 0 {
+		p50, p99, p999 = micros(float64(o.Response.ValueAtQuantile(50))), micros(float64(o.Response.ValueAtQuantile(99))),
+			micros(float64(o.Response.ValueAtQuantile(99.9)))
+		lag = micros(float64(o.StartLag.ValueAtQuantile(99)))
+	}
+	if l.width <= 0 {
+		fmt.Fprintf(&b, " p50 %s p99 %s p99.9 %s lag p99 %s err %d", p50, p99, p999, lag, o.Errors())
+	} else {
+		fmt.Fprintf(&b, " p50 %s p99 %s lag %s err %d", p50, p99, lag, o.Errors())
+	}
+	if o.Misses > 0 || o.Name == "read" {
+		fmt.Fprintf(&b, " miss %d", o.Misses)
+	}
+	if o.Dropped > 0 {
+		fmt.Fprintf(&b, " dropped %d", o.Dropped)
+	}
+	if o.Backlog > time.Second {
+		fmt.Fprintf(&b, " backlog %s", o.Backlog.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+// pack lays parts out after prefix on lines of at most width columns (runes), joined by
+// sep, the lines after the first indented under the first part. A part too long for a
+// line of its own is wrapped at its spaces.
+func pack(prefix string, parts []string, sep string, width int) []string {
+	indent := strings.Repeat(" ", runeLen(prefix)) + " "
+	var lines []string
+	line := ""
+	for i, p := range parts {
+		if i > 0 && runeLen(line)+runeLen(sep)+runeLen(p) <= width {
+			line += sep + p
+			continue
+		}
+		if i > 0 {
+			lines = append(lines, line)
+		}
+		lead := indent
+		if i == 0 {
+			lead = prefix + " "
+		}
+		wrapped := strings.Split(wrapText(lead, p, width), "\n")
+		lines = append(lines, wrapped[:len(wrapped)-1]...)
+		line = wrapped[len(wrapped)-1]
+	}
+	return append(lines, line)
+}
+
+// wrapText breaks text into lines of at most width columns (runes) at spaces, the first
+// starting with prefix and the others indented as deep; 0 leaves it one line. A word
+// longer than a line (a URL, a path) is kept whole on a line of its own.
+func wrapText(prefix, text string, width int) string {
+	if width <= 0 {
+		return prefix + text
+	}
+	indent := strings.Repeat(" ", runeLen(prefix))
+	var b strings.Builder
+	line := prefix
+	fresh := true // line holds no word yet
+	for _, w := range strings.Fields(text) {
+		if !fresh && runeLen(line)+1+runeLen(w) > width {
+			b.WriteString(line)
+			b.WriteByte('\n')
+			line, fresh = indent, true
+		}
+		if !fresh {
+			line += " "
+		}
+		line += w
+		fresh = false
+	}
+	b.WriteString(line)
+	return b.String()
+}
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
 // note prints a line of the run's own (a phase that ended) between interval lines, under
 // the same lock, so it never interleaves with them.
 func (l *live) note(line string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.print(line, "")
+	l.print(wrapText("", line, l.width), "")
 }
 
 // print writes a line; on a terminal it redraws the status line under it.

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/verdict"
 )
 
@@ -32,14 +33,31 @@ type streams struct {
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		// After the first signal a second one kills the process the default way, so a
-		// stuck store can never hold the terminal hostage.
-		<-ctx.Done()
-		stop()
-	}()
+	go secondSignal(ctx, stop, os.Stderr, func() { os.Exit(verdict.Aborted) })
 	s := &streams{out: os.Stdout, err: os.Stderr, env: os.Environ(), tty: term.IsTerminal(int(os.Stdout.Fd()))}
 	return execute(ctx, args, s)
+}
+
+// secondSignal waits for the first signal (ctx, which starts the orderly shutdown), then
+// for a second one, which ends the process at once (exit), so a stuck store can never
+// hold the terminal hostage. Before it does, it kills the process groups of the
+// scenario's hook commands (a fault injector, an undo in progress): they are groups of
+// their own, which the terminal's Ctrl-C does not reach, and would outlive ndbench.
+func secondSignal(ctx context.Context, stop func(), errOut io.Writer, exit func()) {
+	<-ctx.Done()
+	// Caught from before stop() hands the signals back, so no second signal finds the
+	// default action (death) in between.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	stop()
+	<-again
+	n := scenario.KillHooks()
+	msg := "second interrupt: exiting now, without a report"
+	if n > 0 {
+		msg += fmt.Sprintf("; killed %d running hook command(s) first (an undo among them did not finish)", n)
+	}
+	fmt.Fprintln(errOut, msg)
+	exit()
 }
 
 func execute(ctx context.Context, args []string, s *streams) int {

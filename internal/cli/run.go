@@ -42,6 +42,8 @@ type runFlags struct {
 	reportChecks []scenario.RunCheck
 	otlp         otlpFlags
 	record       recordFlags
+	// wide prints the live lines and warnings whole, one line each, however wide.
+	wide bool
 }
 
 // configSources are the flags every command that reads configuration takes.
@@ -150,6 +152,7 @@ ends, and that run is judged as any other).`,
 	cmd.Flags().StringArrayVar(&f.thresholds, "threshold", nil, "a check the measured load must pass, in the scenario grammar: 'read.p99 < 5ms', 'errors' per class: 'write.errors < 1%' (repeatable; adds to the config file's thresholds:); a failed one exits 1")
 	cmd.Flags().StringVar(&f.fromReport, "from-report", "", "rebuild the run a JSON report records: its configuration (each key not a default), duration, warm-up, backfill and thresholds; flags given beside it override")
 	cmd.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testcase per threshold, or the default verdict) to this file")
+	cmd.Flags().BoolVar(&f.wide, "wide", false, "print each live second on one line with every percentile, and warnings unwrapped (default: fit 100 columns)")
 	f.otlp.bind(cmd)
 	f.record.bind(cmd)
 	return cmd
@@ -253,6 +256,12 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 		defer coll.Subscribe(hdr.Subscriber())()
 	}
 	view := newLive(io.out, io.tty, f.duration)
+	if f.duration > 0 {
+		view.duration += f.warmup // the clock runs from the load's start, warm-up included
+	}
+	if f.wide {
+		view.width = 0
+	}
 	defer coll.Subscribe(view.interval)()
 	if judge != nil {
 		defer coll.Subscribe(judge.interval)()
@@ -320,7 +329,7 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	rep.Thresholds = judge.results()
 	rep.Run = f.runRecord(cmd, checks)
 	rep.Verdict = runVerdict(rep, interrupted)
-	printSummary(io.out, rep)
+	printSummary(io.out, rep, view.width)
 	printVerdict(io.out, rep)
 	if msg, _ := otlp.stop(); msg != "" {
 		fmt.Fprintln(io.out, msg)
@@ -377,10 +386,13 @@ func loadText(enabled bool, workers int, rate float64) string {
 }
 
 // printSummary prints the per-class table, response and service time side by side.
-func printSummary(out io.Writer, r *report.Report) {
-	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from intended start, service time from actual start,\n"+
-		"start lag = how late operations started (response minus service time);\n"+
-		"attempted = sent to the store, succeeded = answered (misses included), rate/s = succeeded per second)\n", r.Seconds)
+// Warnings are wrapped at width columns (0: one line each, the wide mode).
+func printSummary(out io.Writer, r *report.Report, width int) {
+	// The legend fits the console's 100 columns, as the live lines and warnings do.
+	fmt.Fprintf(out, "\nsummary over %.1f s (latency in ms; response time from the intended start,\n"+
+		"service time from the actual start, start lag = how late operations started (response minus\n"+
+		"service time); attempted = sent to the store, succeeded = answered (misses included),\n"+
+		"rate/s = succeeded per second)\n", r.Seconds)
 	// Series a driver measures (child.primary, visibility) can be longer than the classes.
 	w := 9
 	for op := range r.Ops {
@@ -450,7 +462,7 @@ func printSummary(out io.Writer, r *report.Report) {
 	fmt.Fprintf(out, "client: %.2f cores busy, %.0f ops per CPU-second, peak RSS %.0f MB%s\n",
 		r.Client.CPUCores, r.Client.OpsPerCPUSecond, float64(r.Client.MaxRSSBytes)/(1<<20), clock)
 	for _, w := range r.Warnings {
-		fmt.Fprintln(out, "WARNING:", w)
+		fmt.Fprintln(out, wrapText("WARNING: ", w, width))
 	}
 }
 

@@ -199,7 +199,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	if out.Error == "" && out.AbortedBy == "" && !out.Interrupted {
 		out.Invalid = append(report.GeneratorBound(rep), nodeInvalid()...)
 	}
-	printSummary(s.out, rep)
+	printSummary(s.out, rep, consoleWidth)
 	out.WriteText(s.out)
 	if err := writeScenarioOutputs(f, s, rep, out); err != nil {
 		return exitError{scenario.ExitError, err}

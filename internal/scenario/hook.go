@@ -35,12 +35,12 @@ func (a Action) runCommand(ctx context.Context, env []string) error {
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	setGroup(cmd)
-	err = cmd.Start()
+	g, err := startHook(cmd)
 	_ = pw.Close() // the hook's processes hold the write end now
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.Run, err)
 	}
-	g := newGroup(cmd.Process)
+	defer forget(g)
 	out := &tailBuffer{max: 4096}
 	copied := make(chan struct{})
 	go func() {
@@ -60,7 +60,6 @@ func (a Action) runCommand(ctx context.Context, env []string) error {
 		g.kill()
 		waitErr = <-exited
 	}
-	g.release()
 	select {
 	case <-copied:
 	case <-time.After(outputGrace):
@@ -84,6 +83,61 @@ func (a Action) runCommand(ctx context.Context, env []string) error {
 		return fmt.Errorf("%q exited %d, expected %d: %s", a.Run, code, a.ExpectExit, tail(out.bytes()))
 	}
 	return nil
+}
+
+// running holds the process groups of the hook commands running now. They lead groups
+// of their own, which a terminal's Ctrl-C does not reach: a process that is about to die
+// (a second interrupt during the shutdown) kills them first (KillHooks), or a fault
+// injector, an undo half done, would outlive it.
+var running struct {
+	sync.Mutex
+	groups map[*procGroup]struct{}
+	closed bool // KillHooks ran: no hook command starts any more
+}
+
+// errClosing is a hook command's error once ndbench is dying.
+var errClosing = errors.New("not started: ndbench is exiting")
+
+// startHook starts cmd and registers its process group, both under the registry's lock,
+// so KillHooks never misses a command that started while it ran.
+func startHook(cmd *exec.Cmd) (*procGroup, error) {
+	running.Lock()
+	defer running.Unlock()
+	if running.closed {
+		return nil, errClosing
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	g := newGroup(cmd.Process)
+	if running.groups == nil {
+		running.groups = map[*procGroup]struct{}{}
+	}
+	running.groups[g] = struct{}{}
+	return g, nil
+}
+
+// forget unregisters g and releases it (under the lock, so KillHooks never kills a
+// released group).
+func forget(g *procGroup) {
+	running.Lock()
+	defer running.Unlock()
+	delete(running.groups, g)
+	g.release()
+}
+
+// KillHooks kills the processes of every hook command running now (their whole process
+// groups, job objects on Windows) and keeps any other from starting, and returns how many
+// groups it killed. It is for a process about to exit without waiting for its hooks: the
+// command line calls it on a second interrupt.
+func KillHooks() int {
+	running.Lock()
+	defer running.Unlock()
+	running.closed = true
+	for g := range running.groups {
+		g.kill()
+	}
+	return len(running.groups)
 }
 
 // tailBuffer keeps the last max bytes written to it: a hook's output is only shown at

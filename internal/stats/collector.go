@@ -94,6 +94,14 @@ type OpInterval struct {
 	Pending int64
 }
 
+// active tells whether the series was active in the interval: it had workers at the
+// tick (a class paced slower than one operation a second still runs between them), or
+// it sent operations (a class stopped during the interval, an operation series, which
+// has no workers of its own).
+func (o *OpInterval) active() bool {
+	return o.Workers > 0 || o.Count()+o.Errors()+o.Dropped > 0
+}
+
 func (o *OpInterval) gauges() gauges {
 	return gauges{target: o.TargetRate, workers: o.Workers, backlog: o.Backlog, pending: o.Pending}
 }
@@ -138,6 +146,9 @@ type series struct {
 	// Under Collector.mu (written with tickMu held).
 	cumResp, cumSvc, cumLag, cumLate *hdrhistogram.Histogram
 	cum                              Counts
+	// cumActive is the seconds of the cumulative span in which the series was active
+	// (OpSummary.ActiveSeconds).
+	cumActive float64
 }
 
 type subscriber struct{ f func(*Interval) }
@@ -427,6 +438,9 @@ func (c *Collector) publish(list []*series, iv *Interval) {
 		MergeHistograms(s.cumLag, o.StartLag)
 		MergeHistograms(s.cumLate, o.Late)
 		s.cum.Add(&o.Counts)
+		if o.active() {
+			s.cumActive += iv.Seconds()
+		}
 	}
 	c.markPartial(iv)
 	c.last = iv.End
@@ -597,7 +611,7 @@ func (c *Collector) ResetAt(now time.Time) {
 		resetHistogram(s.cumSvc)
 		resetHistogram(s.cumLag)
 		resetHistogram(s.cumLate)
-		s.cum = Counts{}
+		s.cum, s.cumActive = Counts{}, 0
 	}
 	c.cumPartial, c.cumMissing = false, nil
 	c.start, c.last = now, now
@@ -659,6 +673,7 @@ func (c *Collector) Cumulative() Summary {
 		sum := buildOpSummary(&se.cum, LatencyOf(se.cumResp), LatencyOf(se.cumSvc), secs, g)
 		sum.StartLag = LagWithin(LatencyOf(se.cumLag), sum.ResponseTime)
 		sum.DropLateness = LatencyOf(se.cumLate)
+		sum.ActiveSeconds = se.cumActive
 		s.Ops[se.name] = sum
 	}
 	s.Partial = c.cumPartial

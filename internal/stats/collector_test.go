@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,7 +118,7 @@ func TestSummaryJSONShape(t *testing.T) {
 		}
 		top := []string{"end", "ops", "seconds", "start"}
 		if name == "point" {
-			top = []string{"ops", "t"}
+			top = []string{"ops", "seconds", "t"}
 		}
 		if got := keys(m); !slices.Equal(got, top) {
 			t.Errorf("%s keys %v, want %v", name, got, top)
@@ -413,5 +414,104 @@ func TestClampedLatenciesAreReported(t *testing.T) {
 	data, err := json.Marshal(c.Cumulative().Ops["read"])
 	if err != nil || !strings.Contains(string(data), `"clamped":1`) {
 		t.Errorf("JSON %s lacks \"clamped\":1 (%v)", data, err)
+	}
+}
+
+// TestSeriesPointsCarryTheirSpan: a point at a phase boundary covers less than a second
+// (the interval after a reset starts at the reset), and says how much, so a chart turns
+// its counts into rates over the time they cover rather than over 1 s (issue 32: the
+// report's chart dipped at the end of the warm-up).
+func TestSeriesPointsCarryTheirSpan(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		reset, tick  time.Duration // after t0's first full second
+		ops          int
+		wantSecs     float64
+		wantRateOver float64
+	}{
+		{"full second", 0, time.Second, 1000, 1, 1},
+		{"after a reset at 0.4 s", 400 * time.Millisecond, time.Second, 600, 0.6, 0.6},
+		{"after a reset at 0.959 s", 959 * time.Millisecond, 2 * time.Second, 1041, 1.041, 1.041},
+		{"a short tick before a phase ends", 0, 250 * time.Millisecond, 250, 0.25, 0.25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, t0 := newTestCollector(t, Config{Shards: 1})
+			sh := c.Recorder(OpRead).Shard(0)
+			c.Tick(t0.Add(time.Second))
+			if tc.reset > 0 {
+				c.ResetAt(t0.Add(time.Second + tc.reset))
+			}
+			for range tc.ops {
+				sh.Success(time.Millisecond, time.Millisecond)
+			}
+			sh.Failure(driver.ClassTimeout)
+			c.Tick(t0.Add(time.Second + tc.tick))
+			pts := c.Series()
+			p := pts[len(pts)-1]
+			if p.Seconds != tc.wantSecs {
+				t.Errorf("point covers %v s, want %v", p.Seconds, tc.wantSecs)
+			}
+			want := float64(tc.ops) / tc.wantRateOver
+			if r := p.Ops["read"].Rate; r < want*0.999 || r > want*1.001 {
+				t.Errorf("point rate %.1f ops/s, want %.1f (%d ops over %v s)", r, want, tc.ops, tc.wantSecs)
+			}
+			b, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), `"seconds":`+strconv.FormatFloat(tc.wantSecs, 'f', -1, 64)+`,`) {
+				t.Errorf("point JSON lacks its span %v: %.200s", tc.wantSecs, b)
+			}
+		})
+	}
+}
+
+// TestCumulativeActiveSeconds: a session's totals are over the time each class ran, not
+// over the span since the connect (issue 36: "Session totals" averaged over idle time).
+func TestCumulativeActiveSeconds(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 1})
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	rd := c.Recorder(OpRead).Shard(0)
+	wr := c.Recorder(OpWrite).Shard(0)
+	// 10 idle seconds after the connect.
+	for i := 1; i <= 10; i++ {
+		c.Tick(sec(i))
+	}
+	// Reads run for 5 s at 100/s; writes run 2 s at 0.5/s (one op in one of its seconds,
+	// none in the other: still running, it has workers).
+	c.SetTarget(OpRead, 100, 2)
+	for i := 11; i <= 15; i++ {
+		for range 100 {
+			rd.Success(time.Millisecond, time.Millisecond)
+		}
+		if i == 14 {
+			c.SetTarget(OpWrite, 0.5, 1)
+			wr.Success(time.Millisecond, time.Millisecond)
+		}
+		c.Tick(sec(i))
+	}
+	c.Tick(sec(16)) // writes still running, no op this second
+	c.SetTarget(OpRead, 0, 0)
+	c.SetTarget(OpWrite, 0, 0)
+	for i := 17; i <= 30; i++ {
+		c.Tick(sec(i))
+	}
+	cum := c.Cumulative()
+	for _, tc := range []struct {
+		op     string
+		active float64
+		count  int64
+	}{{"read", 6, 500}, {"write", 3, 1}, {"backfill", 0, 0}} {
+		s := cum.Ops[tc.op]
+		if s.ActiveSeconds != tc.active || s.Count != tc.count {
+			t.Errorf("%s: active %v s with %d ops, want %v s with %d", tc.op, s.ActiveSeconds, s.Count, tc.active, tc.count)
+		}
+	}
+	if cum.Seconds != 30 {
+		t.Errorf("span %v s, want 30", cum.Seconds)
+	}
+	c.ResetAt(sec(31))
+	if a := c.Cumulative().Ops["read"].ActiveSeconds; a != 0 {
+		t.Errorf("active seconds after a reset %v, want 0", a)
 	}
 }

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -36,8 +37,13 @@ type OpSummary struct {
 	// Succeeded is Count, named for reading beside Attempted.
 	Succeeded int64 `json:"succeeded"`
 	// Rate is Count per second over the span.
-	Rate   float64 `json:"rate"`
-	Misses int64   `json:"misses"`
+	Rate float64 `json:"rate"`
+	// ActiveSeconds is how much of a cumulative span the class was active: the intervals
+	// in which it had workers or sent operations. A session's classes start and stop at
+	// will, so its totals divide by this, not by the span (whose idle time since the
+	// connect would drag every rate down). Absent from single intervals.
+	ActiveSeconds float64 `json:"activeSeconds,omitempty"`
+	Misses        int64   `json:"misses"`
 	// Failures has every driver.Class name as a key, zeros included, so a consumer never
 	// has to tell "no failures" from "not reported".
 	Failures map[string]int64 `json:"failures"`
@@ -80,8 +86,13 @@ type OpSummary struct {
 // Point is one interval of the time series.
 type Point struct {
 	// Time is the end of the interval.
-	Time time.Time            `json:"t"`
-	Ops  map[string]OpSummary `json:"ops"`
+	Time time.Time `json:"t"`
+	// Seconds is how long the interval is: a second mostly, less at a phase boundary (the
+	// first interval after a reset starts at the reset, the one before ends at it). Rates
+	// are over it, so a chart that derives a rate from a count (attempted, errors) divides
+	// by it, not by 1 s. Absent from points of servers that predate it.
+	Seconds float64              `json:"seconds,omitempty"`
+	Ops     map[string]OpSummary `json:"ops"`
 	// Nodes is how many nodes contributed to a fleet interval (absent on a node's own
 	// series). Partial marks a fleet interval that lacks the data of the nodes listed in
 	// Missing (sorted ids): its counts are a lower bound, and a chart should say so.
@@ -177,7 +188,9 @@ func (p *pointRec) point(list []*series) Point {
 		}
 		ops[list[i].name] = s
 	}
-	pt := Point{Time: time.Unix(0, p.end), Ops: ops}
+	// Microseconds are enough, and keep float32's noise out of the JSON (0.959, not
+	// 0.958999991416931).
+	pt := Point{Time: time.Unix(0, p.end), Seconds: math.Round(float64(p.seconds)*1e6) / 1e6, Ops: ops}
 	if f := p.fleet; f != nil {
 		pt.Nodes, pt.Partial, pt.Missing = f.nodes, f.partial, slices.Clone(f.missing)
 	}

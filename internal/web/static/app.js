@@ -32,11 +32,23 @@
   const WINDOWS = { '300': 'last 5 min', '3600': 'last 1 h', '0': 'all' };
 
   // InstanceView is the panels and charts of one instance.
+  // activeRate is a class's session rate: its count over the seconds it ran (the stats'
+  // activeSeconds), not over the session since the connect, whose idle minutes would
+  // drag it down; the span's rate from a server that does not say.
+  function activeRate(s) {
+    return s.activeSeconds > 0 ? (s.count || 0) / s.activeSeconds : (s.rate || 0);
+  }
+  function activeTitle(s) {
+    return s.activeSeconds > 0 ? (s.count || 0) + ' operations in the ' + Math.round(s.activeSeconds) + ' s the class ran' : '';
+  }
+
   class InstanceView {
     constructor(inst, root) {
       this.inst = inst; this.root = root;
       this.store = new Store();
       this.drivers = []; this.config = null; this.status = null;
+      // Phases marked on the charts (trackPhase), oldest first; phaseNow is the current one.
+      this.marks = []; this.phaseNow = undefined; this.warmUntil = 0;
       this.windowSecs = 300;
       this.log = false;
       this.q = (sel) => root.querySelector(sel);
@@ -92,11 +104,60 @@
       }
       this.bindActions();
       if (this.fleet) { this.nodes = new NodesPanel(this); this.nodes.start(); }
-      this.grid = new Grid(this.q('[data-role=charts]'), this.visibleOps(), { log: this.log, fleet: this.fleet });
+      this.grid = new Grid(this.q('[data-role=charts]'), this.visibleOps(), { log: this.log, fleet: this.fleet, marks: this.marks.slice() });
       new ResizeObserver(() => this.grid.resize()).observe(this.q('[data-role=charts]'));
       await this.loadSeries('');
+      if (!this.fleet && this.status && this.status.initialized) this.loadPhases();
       this.openStream();
       this.poll();
+    }
+
+    // --- phase marks --------------------------------------------------------------------
+
+    // phaseOf names what a status says the node is doing, as the report's timeline names
+    // its phases: backfill, warmup (figures not yet measured), load, or null when idle.
+    static phaseOf(st) {
+      if (!st || !st.initialized) return null;
+      if (st.backfill && st.backfill.running) return 'backfill';
+      if (st.warmingUpUntil && Date.parse(st.warmingUpUntil) > Date.now()) return 'warmup';
+      return Object.values(st.running || {}).some(Boolean) || st.readsRunning || st.writesRunning ? 'load' : null;
+    }
+
+    // trackPhase marks on every chart where a phase began, as the statuses show it: a
+    // backfill, a warm-up, the load after them, so a change in the charts lines up with
+    // the phase that caused it (issue 32). The phases that ended before the page opened
+    // come from the server's report (loadPhases).
+    trackPhase(st) {
+      const now = InstanceView.phaseOf(st);
+      const before = this.phaseNow;
+      this.phaseNow = now;
+      if (now === 'warmup') this.warmUntil = Date.parse(st.warmingUpUntil) / 1000;
+      // The first status tells what runs, not since when: that phase is the server's to
+      // mark (loadPhases), not the page's opening.
+      if (before === undefined || now === before || now === null) return;
+      let at = Date.now() / 1000;
+      // The load after a warm-up began when the warm-up ended, which the status said.
+      if (now === 'load' && before === 'warmup' && this.warmUntil) at = this.warmUntil;
+      // A phase the server already marked (within a poll's time) is not marked twice.
+      if (this.marks.some((m) => m.name === now && Math.abs(m.start - at) < 3)) return;
+      this.marks.push({ kind: 'phase', name: now, start: at, end: at });
+      if (this.grid) this.grid.setMarks(this.marks);
+      // The phase that ended may now be in the server's timeline, with its exact times.
+      if (!this.fleet) this.loadPhases();
+    }
+
+    // loadPhases takes the phases of the session from the server's report (its timeline):
+    // those that ended before the page opened.
+    async loadPhases() {
+      let rep;
+      try { rep = await this.api('GET', '/api/v1/report'); } catch (e) { return; }
+      const server = (rep.timeline || []).filter((m) => m.kind === 'phase').map((m) => {
+        const start = Date.parse(m.start) / 1000;
+        return { kind: 'phase', name: m.name, start: start, end: m.end ? Date.parse(m.end) / 1000 : start };
+      }).filter((m) => isFinite(m.start));
+      const kept = this.marks.filter((m) => !server.some((x) => x.name === m.name && Math.abs(x.start - m.start) < 3));
+      this.marks = server.concat(kept).sort((a, b) => a.start - b.start);
+      if (this.grid) this.grid.setMarks(this.marks);
     }
 
     // --- instance panel -------------------------------------------------------------
@@ -230,6 +291,37 @@
       }
     }
 
+    // quickRun is the first screen's one action: connect the driver chosen under
+    // Instance (with the options filled in there) when none is, then start every class.
+    // A connect that fails (a required option missing) opens the options at the field it
+    // names, so the user sees what to fill in.
+    async quickRun() {
+      if (!(this.status && this.status.initialized)) {
+        await this.connect();
+        if (!(this.status && this.status.initialized)) {
+          const opts = this.q('details.options');
+          opts.open = true;
+          const bad = this.q('[data-role=driver-options] .invalid, [data-role=driver-options] [aria-invalid=true]');
+          (bad || this.q('[data-role=connect-message]')).scrollIntoView({ block: 'center' });
+          this.q('[data-role=quick-state]').textContent = 'not connected: see the driver options';
+          return;
+        }
+      }
+      await this.action('Started every class', 'POST', '/api/v1/load/start', { ops: [] }, 'load');
+    }
+
+    // renderQuickbar shows the first screen's state and its one action.
+    renderQuickbar(st) {
+      const running = Object.entries(st.running || {}).filter(([, on]) => on).map(([k]) => k);
+      const run = this.q('[data-action=quick-run]'), stop = this.q('[data-action=quick-stop]');
+      run.textContent = st.initialized ? 'Start' : 'Connect and start';
+      run.hidden = running.length > 0;
+      stop.hidden = running.length === 0;
+      this.q('[data-role=quick-state]').textContent = !st.initialized ? 'not connected'
+        : running.length ? 'running: ' + running.join(', ') : 'connected: ' + st.driver + ', idle';
+      this.q('[data-role=quick-hint]').hidden = !!st.initialized;
+    }
+
     async action(label, method, path, body, where) {
       try {
         const st = await this.api(method, path, body);
@@ -255,7 +347,8 @@
       this.q('[data-action=connect]').disabled = on;
       this.q('[data-action=disconnect]').disabled = !on;
       const running = st.backfill && st.backfill.running;
-      this.root.querySelectorAll('[data-needs=driver]').forEach((b) => { b.disabled = !on; });
+      // A disabled Start says why, rather than nothing.
+      this.root.querySelectorAll('[data-needs=driver]').forEach((b) => { b.disabled = !on; b.title = on ? '' : 'Connect a driver first (Connect, or Connect and start above the charts)'; });
       this.q('[data-action=backfill-start]').disabled = !on || running;
       this.q('[data-action=backfill-stop]').disabled = !on || !running;
     }
@@ -266,6 +359,8 @@
       if (st.initialized && !(this.status && this.status.initialized)) this.q('details.options').open = false;
       if (!st.initialized && this.status && this.status.initialized) this.q('details.options').open = true;
       this.status = st;
+      this.trackPhase(st);
+      this.renderQuickbar(st);
       this.root.dataset.initialized = String(!!st.initialized);
       this.root.dataset.reads = String(!!st.readsRunning);
       this.root.dataset.writes = String(!!st.writesRunning);
@@ -438,6 +533,8 @@
     bindActions() {
       const on = (name, f) => this.q('[data-action=' + name + ']').addEventListener('click', f);
       on('connect', () => this.connect());
+      on('quick-run', () => this.quickRun());
+      on('quick-stop', () => this.action('Stopped', 'POST', '/api/v1/load/stop', { ops: [] }, 'load'));
       on('disconnect', () => this.action('Disconnected', 'POST', '/api/v1/driver/shutdown', undefined, 'connect'));
       for (const [name, ops, label] of [['reads', ['read'], 'reads'], ['writes', ['write'], 'writes'], ['both', [], 'reads and writes']]) {
         on('start-' + name, () => this.action('Started ' + label, 'POST', '/api/v1/load/start', { ops }, 'load'));
@@ -462,7 +559,7 @@
     async loadSeries(since) {
       try {
         const res = await this.api('GET', '/api/v1/stats/series' + (since ? '?since=' + encodeURIComponent(since) : ''));
-        for (const p of res.points || []) this.store.push(p, 1);
+        for (const p of res.points || []) this.store.push(p);
         this.queueRender();
       } catch (e) { /* the stream fills in */ }
     }
@@ -505,13 +602,20 @@
       const running = Object.assign({ read: st.readsRunning, write: st.writesRunning }, st.running || {});
       running.backfill = st.backfill && st.backfill.running;
       const ops = this.store.ops.filter((op) => running[op] || this.store.hasData(op, this.windowSecs));
-      return ops.length ? ops : ['read', 'write'];
+      if (ops.length) return ops;
+      // Nothing ran yet: the classes that will, reads and writes unless disabled (a
+      // disabled class gets no charts).
+      const enabled = ['read', 'write'].filter((op) => {
+        const e = this.configValue('workload.' + op + 'Enabled');
+        return !e || String(e.value) !== 'false';
+      });
+      return enabled.length ? enabled : ['read', 'write'];
     }
 
     rebuildGrid(ops) {
       const c = this.q('[data-role=charts]');
       c.replaceChildren();
-      this.grid = new Grid(c, ops, { log: this.log, fleet: this.fleet });
+      this.grid = new Grid(c, ops, { log: this.log, fleet: this.fleet, marks: this.marks.slice() });
       this.grid.update(this.store.columns(this.windowSecs));
     }
 
@@ -545,18 +649,21 @@
         const errs = Object.entries(s.failures || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n).join(', ');
         const hit = NDCharts.readLike(op) && s.count > 0 ? (100 * (s.count - (s.misses || 0)) / s.count).toFixed(1) + ' %' : '–';
         return el('tr', { 'data-op': op, 'data-count': String(s.count || 0) },
-          el('td', { text: op }), el('td', { text: String(s.count || 0) }), el('td', { text: (s.rate || 0).toFixed(1) }),
+          el('td', { text: op }), el('td', { text: String(s.count || 0) }), el('td', { 'data-role': 'rate', title: activeTitle(s), text: activeRate(s).toFixed(1) }),
           el('td', { text: ms(rt.p50) }), el('td', { text: ms(rt.p95) }), el('td', { text: ms(rt.p99) }),
           el('td', { text: ms(rt.p999) }), el('td', { text: ms(rt.max) }), el('td', { text: ms(rt.mean) }),
           el('td', { class: 'errors', text: errs || '0' }), el('td', { text: String(s.misses || 0) }), el('td', { text: hit }),
           ...(dropping ? [el('td', { 'data-role': 'dropped', text: String(s.dropped || 0) })] : []));
       });
-      const secs = cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '';
+      const secs = (cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '') +
+        (ops.some((op) => cum.ops[op].activeSeconds > 0) ? ', rates over the time each class ran' : '');
       // A fleet's totals that include seconds merged without some node's data.
       // (Outside the table, which scrolls sideways on a phone.)
       const partial = cum.partial ? el('p', { class: 'small' }, el('span', { class: 'partial-now', 'data-role': 'numbers-partial',
         text: 'The totals include partial seconds (missing ' + ((cum.missing || []).join(', ') || '?') + '): their counts are a lower bound.' })) : null;
-      box.replaceChildren(...(partial ? [partial] : []), el('table', {},
+      // On a phone the table is wider than the screen: say that it scrolls.
+      const hint = el('p', { class: 'scroll-hint muted small', text: 'Swipe the table sideways for every column →' });
+      box.replaceChildren(...(partial ? [partial] : []), hint, el('table', {},
         el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
         el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
         el('tbody', {}, ...rows)));
@@ -868,6 +975,7 @@
     latest: (id) => views[id] && views[id].store.last,
     points: (id) => (views[id] ? views[id].store.total : 0),
     status: (id) => views[id] && views[id].status,
+    marks: (id) => (views[id] ? views[id].marks.map((m) => Object.assign({}, m)) : []),
     renderTimes: (id) => (views[id] ? views[id].renderTimes.slice() : []),
     members: (id) => (views[id] && views[id].nodes ? views[id].nodes.members : null),
     windows: WINDOWS,

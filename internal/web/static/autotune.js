@@ -193,7 +193,7 @@
       delete o.dataset.capacity; delete o.dataset.lo; delete o.dataset.hi;
       if (st.running) {
         const last = steps[steps.length - 1];
-        o.textContent = 'Running since ' + new Date(st.started).toLocaleTimeString() + ': ' + steps.length + ' step' + (steps.length === 1 ? '' : 's') +
+        o.textContent = 'Running since ' + NDCharts.clock(Date.parse(st.started) / 1000) + ': ' + steps.length + ' step' + (steps.length === 1 ? '' : 's') +
           (last ? '; last ' + last.phase + ' at ' + num(last.rate) + ' ops/s: ' + last.verdict : '; measuring the first rate…');
         return;
       }

@@ -36,17 +36,33 @@
 
   function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
 
-  // values of one point as a flat array: ops.length * NF numbers (null = no value).
+  // spanOf returns the seconds a point covers, which its counts are rates over: a second
+  // mostly, less at a phase boundary (the first interval after a reset starts at it, the
+  // flush of a phase's end stops at it). The point says so (seconds) on current servers;
+  // else the caller's figure (an interval event's seconds); else what its own rates imply
+  // (rate is count over the span); 1 s when nothing tells.
+  function spanOf(p, seconds) {
+    if (p && p.seconds > 0) return p.seconds;
+    if (seconds > 0) return seconds;
+    for (const s of Object.values((p && p.ops) || {})) {
+      if (s && s.count > 0 && s.rate > 0) return s.count / s.rate;
+    }
+    return 1;
+  }
+
+  // values of one point as a flat array: ops.length * NF numbers (null = no value). Every
+  // per-second column (rate, attempted, errors) is over the point's own span (spanOf), so
+  // the partial seconds at a phase boundary draw as rates, not as dips.
   function pointValues(p, seconds, ops) {
     ops = ops || OPS;
     const out = new Array(ops.length * NF).fill(null);
-    const secs = seconds > 0 ? seconds : 1;
+    const secs = spanOf(p, seconds);
     ops.forEach((op, k) => {
       const s = p.ops && p.ops[op];
       if (!s) return;
       const b = k * NF;
       const rt = s.responseTime || {}, st = s.serviceTime || {};
-      out[b + F.rate] = num(s.rate);
+      out[b + F.rate] = typeof s.rate === 'number' ? num(s.rate) : num(s.count) / secs;
       // Attempted: every op sent, failures included (rate counts those that answered). An
       // older server without the field draws no line rather than a false zero.
       out[b + F.attempted] = typeof s.attempted === 'number' ? s.attempted / secs : null;
@@ -296,9 +312,10 @@
 
   // timeSpace is the narrowest spacing between time ticks (CSS px): "15:57:40" is about
   // 50 px at 12 px, so a narrow chart keeps labels apart with room to spare; a wide one
-  // keeps uPlot's denser default.
+  // keeps uPlot's denser default. A phone's chart (about 300 px of plot) still gets at
+  // least 3 ticks: the spacing shrinks to a quarter of the plot, never under 60 px.
   function timeSpace(u, axisIdx, min, max, plotDim) {
-    return plotDim < 500 ? 90 : 70;
+    return Math.max(60, Math.min(plotDim < 500 ? 90 : 70, plotDim / 4));
   }
 
   // decades keeps the grid lines of a log axis at powers of ten; lines at every 2..9 of
@@ -417,7 +434,13 @@
       }] },
       // The live page shows at least a minute across, so a fresh run does not zoom into
       // sub-second ticks; a report spans exactly its run.
-      scales: { x: { time: true, range: (u, min, max) => (max - min < minSpan ? [max - minSpan, max] : [min, max]) },
+      // A phase that began with the data (a run's first phase, a backfill) starts a second
+      // before its first point, which sits at its interval's end: the range reaches back
+      // to it, so its mark is drawn, not clipped.
+      scales: { x: { time: true, range: (u, min, max) => {
+        for (const m of marks) if (m.start < min && m.start >= min - 1.5) min = m.start;
+        return max - min < minSpan ? [max - minSpan, max] : [min, max];
+      } },
         y: logY ? { distr: 3, log: 10 } : def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: '#333', grid: { stroke: '#eee' }, ticks: { stroke: '#ccc' }, space: timeSpace, values: timeTicks },
@@ -520,6 +543,12 @@
       return Math.max(200, Math.floor((w - 14 * (cols - 1)) / cols) - 2);
     }
     update(cols) { for (const c of this.charts) c.chart.update(cols); }
+    // setMarks replaces the phases and hooks marked on every chart (drawn at the next
+    // update): a live page learns of phases as they begin.
+    setMarks(marks) {
+      this.marks.splice(0, this.marks.length, ...marks);
+      for (const c of this.charts) c.fig.dataset.marks = String(this.marks.length);
+    }
     resize() { const w = this.colWidth(); for (const c of this.charts) c.chart.resize(w); }
   }
 
@@ -540,6 +569,15 @@
     return (own && own.percentile) || (settings.sla && settings.sla.percentile) || null;
   }
 
+  // autotuneBound returns class c's latency bound in ms (the SLA's latency, nanoseconds in
+  // the JSON), or null when the settings are not known.
+  function autotuneBound(settings, c) {
+    if (!settings) return null;
+    const own = settings.classes && settings.classes[c];
+    const ns = (own && own.latency) || (settings.sla && settings.sla.latency) || 0;
+    return ns > 0 ? ns / 1e6 : null;
+  }
+
   // AutotuneChart draws an auto-tune search (package autotune's Result, or the steps so
   // far of a running one): per step the target and achieved total rate, failed steps red,
   // client-bound steps orange, the capacity found as a line, and each class's
@@ -558,14 +596,18 @@
       if (!this.u || this.key !== labels.join()) {
         if (this.u) this.u.destroy();
         this.key = labels.join();
-        const colors = ['#0891b2', '#be185d', '#4d7c0f', '#9333ea'];
+        // The classes' percentiles take colours no rate line has (target blue, achieved
+        // green, failed red, client-bound orange, capacity purple), and each its SLA bound
+        // in its colour, dotted, on the same axis: a step over the bound is seen above it.
+        const colors = ['#be185d', '#92400e', '#0f172a', '#a16207'];
         const series = [{ label: 'step' },
           { label: 'target', stroke: '#2563eb', width: 1.5, points: { show: true, size: 5 } },
           { label: 'achieved', stroke: '#059669', width: 1.5, dash: [4, 3] },
           { label: 'failed', stroke: '#dc2626', width: 0, points: { show: true, size: 9, fill: '#dc2626' } },
           { label: 'client-bound', stroke: '#d97706', width: 0, points: { show: true, size: 9, fill: '#d97706' } },
           { label: 'capacity', stroke: '#7c3aed', width: 1, dash: [8, 4] }]
-          .concat(labels.map((l, i) => ({ label: l, stroke: colors[i % colors.length], width: 1.5, scale: 'ms' })));
+          .concat(labels.map((l, i) => ({ label: l, stroke: colors[i % colors.length], width: 1.5, scale: 'ms' })))
+          .concat(classes.map((c, i) => ({ label: c + ' SLA bound (ms)', stroke: colors[i % colors.length], width: 1, dash: [2, 3], scale: 'ms' })));
         const zeroUp = (u, min, max) => [0, max > 0 ? max * 1.1 : 1];
         this.u = new global.uPlot({ width: this.width, height: 260, series: series,
           // Steps are whole numbers: the x axis ticks only those.
@@ -578,12 +620,14 @@
       const pick = (v) => steps.map((st) => (st.verdict === v ? st.rate : null));
       const data = [steps.map((st) => st.n), steps.map((st) => st.rate), steps.map((st) => st.achieved),
         pick('fail'), pick('client-bound'), steps.map(() => cap)]
-        .concat(classes.map((c) => steps.map((st) => { const m = st.classes && st.classes[c]; return m ? m.response / 1000 : null; })));
+        .concat(classes.map((c) => steps.map((st) => { const m = st.classes && st.classes[c]; return m ? m.response / 1000 : null; })))
+        .concat(classes.map((c) => steps.map(() => autotuneBound(at.settings, c))));
       this.u.setData(data);
       // Exposed on the figure for tests and scripts.
       const fig = this.el.closest('figure') || this.el;
       fig.dataset.points = String(steps.length);
       fig.dataset.capacity = cap === null ? '' : String(cap);
+      fig.dataset.bounds = classes.map((c) => c + '=' + (autotuneBound(at.settings, c) ?? '')).join(',');
     }
     resize(w) {
       this.width = w;
@@ -617,5 +661,5 @@
     }));
   }
 
-  global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, fmt, AutotuneChart, autotuneRows };
+  global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, spanOf, fmt, clock, AutotuneChart, autotuneRows };
 })(window);
