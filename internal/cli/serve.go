@@ -38,6 +38,9 @@ type serveFlags struct {
 	otlp         otlpFlags
 	allow        []string
 	allowTargets []string
+	tlsCert      string
+	tlsKey       string
+	insecure     bool // --insecure-listen
 }
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -50,8 +53,9 @@ start and stop reads and writes, change any parameter while it runs, and watch l
 statistics (Server-Sent Events) and Prometheus metrics. The API is described at
 /openapi.json and /docs.
 
-It listens on 127.0.0.1 unless given a token (--token or NDBENCH_TOKEN): any other
-address without one is refused. With --driver and --start it connects and starts the load
+It listens on 127.0.0.1 unless given a token (--token or NDBENCH_TOKEN) and a TLS
+certificate (--tls-cert, --tls-key): any other address without them is refused
+(--insecure-listen serves plain HTTP there, behind a proxy that terminates TLS). With --driver and --start it connects and starts the load
 at once, as a headless service. With --config the file is watched and edits apply live;
 with --config-etcd the keys under --config-prefix do too. On SIGTERM or Ctrl-C it stops
 the load, writes --report if asked, and exits 0.
@@ -62,7 +66,7 @@ path, or an HTTP/gRPC target outside the allow-list (the targets the trusted con
 names, and --allow-targets) unless --allow names the capability.`,
 		Example: `  ndbench serve
   ndbench serve --driver memory --start --set workload.readRate=5000
-  NDBENCH_TOKEN=$(openssl rand -base64 24) ndbench serve --listen 0.0.0.0:8080 --cors-origin https://ui.example.com
+  NDBENCH_TOKEN=$(openssl rand -base64 24) ndbench serve --listen 0.0.0.0:8443 --tls-cert tls.crt --tls-key tls.key --cors-origin https://ui.example.com
   ndbench serve --allow=script,paths --allow-targets api.internal:8443
   ndbench serve -c ndbench.yaml --config-etcd 10.0.0.5:2379 --config-prefix /ndbench/node1/ --report final.json`,
 		Args: cobra.NoArgs,
@@ -71,7 +75,7 @@ names, and --allow-targets) unless --allow names the capability.`,
 		},
 	}
 	f.bind(cmd)
-	cmd.Flags().StringVar(&f.listen, "listen", api.DefaultListen, "address to listen on (host:port); other than loopback needs a token")
+	cmd.Flags().StringVar(&f.listen, "listen", api.DefaultListen, "address to listen on (host:port); other than loopback needs a token and --tls-cert (or --insecure-listen)")
 	cmd.Flags().StringVar(&f.token, "token", "", "bearer token required on every route but /health (default $NDBENCH_TOKEN)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the token (its first line), re-read when it changes and on SIGHUP; the previous token stays valid for 30s")
 	cmd.Flags().StringArrayVar(&f.corsOrigins, "cors-origin", nil, "origin allowed to call the API from a browser, e.g. https://ui.example.com (repeatable)")
@@ -84,6 +88,9 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "let API and UI callers set what reaches beyond the store: script (script sources), http-targets (HTTP/gRPC targets on any host), paths (files and directories); comma-separated")
 	cmd.Flags().StringSliceVar(&f.allowTargets, "allow-targets", nil, "hosts (host:port, or host for any port) API callers may point the http and grpc drivers at, besides those the command line names")
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM, the chain after it), re-read when it changes and on SIGHUP; with --tls-key")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	cmd.Flags().BoolVar(&f.insecure, "insecure-listen", false, "serve plain HTTP off loopback (the token crosses the network in clear text): only behind a proxy that terminates TLS, or on a trusted network")
 	f.fleet.bind(cmd)
 	f.otlp.bind(cmd)
 	return cmd
@@ -106,6 +113,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if (f.etcd == "") != (f.etcdPrefix == "") {
 		return usageError{errors.New("--config-etcd and --config-prefix go together")}
 	}
+	var err error
 	token := f.token
 	if token == "" {
 		token = envValue(io.env, "NDBENCH_TOKEN")
@@ -123,7 +131,13 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		}
 		token = t
 	}
-	if err := api.CheckListen(f.listen, token); err != nil {
+	var certs *api.CertFiles
+	if f.tlsCert != "" || f.tlsKey != "" {
+		if certs, err = api.LoadCertFiles(f.tlsCert, f.tlsKey); err != nil {
+			return usageError{err}
+		}
+	}
+	if err := api.CheckListen(f.listen, token, certs != nil, f.insecure); err != nil {
 		return usageError{err}
 	}
 	allow, err := config.ParseAllow(f.allow, f.allowTargets)
@@ -142,6 +156,10 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level}))
+	if certs == nil && f.insecure && !api.IsLoopbackListen(f.listen) {
+		log.Warn("INSECURE: serving plain HTTP off loopback (--insecure-listen): the token and every answer cross the network in clear text; "+
+			"use it only behind a proxy that terminates TLS or on a network you trust, else give --tls-cert and --tls-key", "listen", f.listen)
+	}
 
 	snap, err := f.load(io.env)
 	if err != nil {
@@ -210,7 +228,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return err
 	}
 	opts := api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
-		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent}
+		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent, Certs: certs}
 	if fleetSrv != nil {
 		defer fleetSrv.Close()
 		opts.Fleet, opts.Discovery = fleetSrv.handler, fleetSrv.disc
@@ -224,6 +242,11 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
 		go srv.WatchTokenFile(watchCtx, f.tokenFile, 0)
+	}
+	if certs != nil {
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go certs.Watch(watchCtx, 0, log)
 	}
 
 	var lc net.ListenConfig
@@ -256,7 +279,11 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 			return err
 		}
 	}
-	fmt.Fprintf(io.out, "ndbench %s serving on http://%s (API docs at /docs)\n", toolVersion(), ln.Addr())
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(io.out, "ndbench %s serving on %s://%s (API docs at /docs)\n", toolVersion(), scheme, ln.Addr())
 
 	serveErr := srv.Serve(ctx, ln) // returns when ctx ends (signal) or the listener fails
 	if f.report == "" {
