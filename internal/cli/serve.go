@@ -223,7 +223,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return usageError{err}
 	}
 	go agent.Run(ctx)
-	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), f.listen, token, f.etcd, log)
+	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), f.listen, token, f.etcd, certs, log)
 	if err != nil {
 		return err
 	}
@@ -232,6 +232,8 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if fleetSrv != nil {
 		defer fleetSrv.Close()
 		opts.Fleet, opts.Discovery = fleetSrv.handler, fleetSrv.disc
+		// The coordinator's calls to its nodes follow --token-file like the API does.
+		opts.TokenChanged = func(tok string) { _ = fleetSrv.coord.SetToken(tok) }
 	}
 	srv, err := api.New(opts)
 	if err != nil {

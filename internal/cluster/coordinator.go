@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,8 +36,17 @@ type Options struct {
 	// Config is the configuration the fleet's starts from (this node's): fleet values are
 	// validated against it before any node is told.
 	Config *config.Snapshot
-	// Client makes the calls; nil gets one with sane timeouts.
+	// Client makes the calls over plain http (and gives its timeout to the https ones);
+	// nil gets one with sane timeouts.
 	Client *http.Client
+	// TLS, when set, makes every call to a node an https one: RootCAs are the CAs a
+	// node's certificate must chain to (nil: the system's), and the certificate must be
+	// valid for the node's identity (IdentityName of its id). Its client certificate, if
+	// any, is presented to nodes that ask.
+	TLS *tls.Config
+	// InsecurePeers allows plain http to nodes off loopback; without it such a node is
+	// refused (its token would cross the network in clear text).
+	InsecurePeers bool
 	// Logger gets membership and control events; nil discards them.
 	Logger *slog.Logger
 
@@ -154,6 +164,7 @@ func (m *member) clockKnown() bool { return len(m.samples) >= 2 }
 type Coordinator struct {
 	opts Options
 	log  *slog.Logger
+	tok  atomic.Pointer[string] // the token of calls to nodes: Options.Token, then SetToken's
 
 	mu      sync.Mutex
 	members map[string]*member
@@ -201,6 +212,8 @@ func New(opts Options) (*Coordinator, error) {
 	c := &Coordinator{opts: opts, log: opts.Logger, members: map[string]*member{}, scopes: scopes{},
 		fleet: config.NewStore(opts.Config), activated: make(chan struct{}), activateWait: make(chan struct{})}
 	c.stats = newFleetStats(c, opts.MergeWait)
+	tok := opts.Token
+	c.tok.Store(&tok)
 	return c, nil
 }
 
@@ -273,7 +286,11 @@ func (c *Coordinator) refresh(ctx context.Context) {
 			c.log.Info("fleet member discovered", "node", d.ID, "addr", d.Addr)
 		}
 		if m.client() == nil || m.Addr != d.Addr {
-			m.conn.Store(newPeer(d.Addr, c.opts.Token, c.opts.Client))
+			p := c.newPeer(d)
+			if p.refused != nil {
+				c.log.Warn("fleet member refused", "node", d.ID, "err", p.refused)
+			}
+			m.conn.Store(p)
 		}
 		if !ok {
 			m.Member = d
