@@ -114,7 +114,8 @@ func (f *fleetFlags) agent(inst *node.Node, listen string, log *slog.Logger) (*c
 // coordinator starts this node's fleet control when discovery is set: it registers this
 // node where the discovery needs it (etcd), tracks the members, and returns the server of
 // the fleet view (nil without discovery).
-func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, listen, token, configEtcd string, certs *api.CertFiles, log *slog.Logger) (*fleetView, error) {
+func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, listen, token, configEtcd string, etcdAccess source.EtcdAccess,
+	certs *api.CertFiles, log *slog.Logger) (*fleetView, error) {
 	spec := f.discovery
 	if len(f.peers) > 0 {
 		if spec != "" {
@@ -148,16 +149,17 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, lis
 	}
 	var scopes *source.FleetScopes
 	if f.scopePrefix != "" {
-		endpoints := configEtcd
+		endpoints, access := configEtcd, etcdAccess
 		if endpoints == "" {
 			if rest, ok := strings.CutPrefix(spec, "etcd:"); ok {
-				endpoints = rest
+				// The discovery's etcd: its own TLS settings are not flags yet.
+				endpoints, access = rest, source.EtcdAccess{}
 			}
 		}
 		if endpoints == "" {
 			return nil, usageError{errors.New("--fleet-config-prefix needs etcd: give --config-etcd, or --discovery etcd:ENDPOINTS")}
 		}
-		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix); err != nil {
+		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix, access); err != nil {
 			return nil, err
 		}
 	}

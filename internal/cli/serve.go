@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,10 @@ type serveFlags struct {
 	tlsCert      string
 	tlsKey       string
 	insecure     bool // --insecure-listen
+	etcdCA       string
+	etcdCert     string
+	etcdKey      string
+	etcdUser     string
 }
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -83,6 +88,10 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "with --start, write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.etcd, "config-etcd", "", "comma-separated etcd endpoints to read live configuration from")
 	cmd.Flags().StringVar(&f.etcdPrefix, "config-prefix", "", "etcd key prefix of this node's configuration, e.g. /ndbench/node1/")
+	cmd.Flags().StringVar(&f.etcdCA, "config-etcd-ca", "", "reach --config-etcd over TLS, trusting the CA certificates (PEM) of this file")
+	cmd.Flags().StringVar(&f.etcdCert, "config-etcd-cert", "", "reach --config-etcd over TLS with this client certificate (PEM; with --config-etcd-key), re-read when it changes")
+	cmd.Flags().StringVar(&f.etcdKey, "config-etcd-key", "", "the private key (PEM) of --config-etcd-cert")
+	cmd.Flags().StringVar(&f.etcdUser, "config-etcd-user", "", "etcd user of --config-etcd; the password comes from $NDBENCH_ETCD_PASSWORD")
 	cmd.Flags().StringVar(&f.report, "report", "", "on shutdown, write the JSON report of the whole service run to this file")
 	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
@@ -113,7 +122,10 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if (f.etcd == "") != (f.etcdPrefix == "") {
 		return usageError{errors.New("--config-etcd and --config-prefix go together")}
 	}
-	var err error
+	etcdAccess, etcdCerts, err := f.etcdAccess(io.env)
+	if err != nil {
+		return usageError{err}
+	}
 	token := f.token
 	if token == "" {
 		token = envValue(io.env, "NDBENCH_TOKEN")
@@ -197,7 +209,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	var sources []func(context.Context) error
 	if f.etcd != "" {
 		es, err := source.OpenEtcd(ctx, store, source.EtcdOptions{
-			Endpoints: strings.Split(f.etcd, ","), Prefix: f.etcdPrefix, OnError: onSourceErr})
+			Endpoints: strings.Split(f.etcd, ","), Prefix: f.etcdPrefix, Access: etcdAccess, OnError: onSourceErr})
 		if err != nil {
 			return err
 		}
@@ -223,7 +235,10 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return usageError{err}
 	}
 	go agent.Run(ctx)
-	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), f.listen, token, f.etcd, certs, log)
+	if etcdCerts != nil {
+		go etcdCerts.Watch(srcCtx, 0, log)
+	}
+	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), f.listen, token, f.etcd, etcdAccess, certs, log)
 	if err != nil {
 		return err
 	}
@@ -305,6 +320,46 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	fmt.Fprintf(io.out, "report written to %s\n", f.report)
 	return serveErr
+}
+
+// etcdAccess is how --config-etcd is reached: over TLS with --config-etcd-ca (etcd's CA)
+// or --config-etcd-cert/--config-etcd-key (a client certificate, returned to be watched),
+// as --config-etcd-user with $NDBENCH_ETCD_PASSWORD. Errors never show the password.
+func (f *serveFlags) etcdAccess(env []string) (source.EtcdAccess, *api.CertFiles, error) {
+	var a source.EtcdAccess
+	set := f.etcdCA != "" || f.etcdCert != "" || f.etcdKey != "" || f.etcdUser != ""
+	if set && f.etcd == "" {
+		return a, nil, errors.New("--config-etcd-ca, --config-etcd-cert, --config-etcd-key and --config-etcd-user say how to reach --config-etcd: give it with them")
+	}
+	var certs *api.CertFiles
+	if f.etcdCert != "" || f.etcdKey != "" {
+		var err error
+		if certs, err = api.LoadCertFiles(f.etcdCert, f.etcdKey); err != nil {
+			return a, nil, fmt.Errorf("--config-etcd-cert and --config-etcd-key: %w", err)
+		}
+	}
+	if f.etcdCA != "" || certs != nil {
+		a.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		if f.etcdCA != "" {
+			pool, err := api.LoadCAFile(f.etcdCA)
+			if err != nil {
+				return a, nil, fmt.Errorf("--config-etcd-ca: %w", err)
+			}
+			a.TLS.RootCAs = pool
+		}
+		if certs != nil {
+			a.TLS.GetClientCertificate = certs.GetClientCertificate
+		}
+	}
+	password := envValue(env, "NDBENCH_ETCD_PASSWORD")
+	switch {
+	case f.etcdUser != "" && password == "":
+		return a, nil, errors.New("--config-etcd-user needs the password in $NDBENCH_ETCD_PASSWORD")
+	case f.etcdUser == "" && password != "" && f.etcd != "":
+		return a, nil, errors.New("$NDBENCH_ETCD_PASSWORD is set without --config-etcd-user: give the user too")
+	}
+	a.Username, a.Password = f.etcdUser, password
+	return a, certs, nil
 }
 
 // backfillThenStart runs the configured backfill as a phase, then starts the load, unless

@@ -15,6 +15,10 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/ndbench/ndbench/internal/testserver/etcdtest"
 	"github.com/ndbench/ndbench/internal/testserver/tlstest"
 
 	// A driver with a path option, for the capability gate of serve --allow.
@@ -339,5 +343,60 @@ func TestServeAllow(t *testing.T) {
 		if st != tt.want || st == http.StatusForbidden && !strings.Contains(body, "ndbench serve --allow=paths") {
 			t.Errorf("serve %q: PATCH of a path: %d %s; want %d (naming --allow=paths when refused)", tt.args, st, body, tt.want)
 		}
+	}
+}
+
+// serve --config-etcd reaches an etcd that wants TLS and client certificates with
+// --config-etcd-ca, --config-etcd-cert and --config-etcd-key.
+func TestServeConfigEtcdOverTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "etcd")
+	server := ca.Issue("etcd-server", "127.0.0.1")
+	client := ca.Issue("ndbench-node", "ndbench-node")
+	srv := etcdtest.NewTLS(t, etcdtest.TLS{Cert: server.Cert, Key: server.Key, ClientCA: ca.File})
+	cert, err := tls.LoadX509KeyPair(client.Cert, client.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		TLS: &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	if _, err := writer.Put(context.Background(), "/tls/node1/workload.readRate", "777"); err != nil {
+		t.Fatal(err)
+	}
+	base, _, _, stop := startServe(t, nil, "--listen", "127.0.0.1:0", "--driver", "memory",
+		"--config-etcd", srv.Endpoint, "--config-prefix", "/tls/node1/",
+		"--config-etcd-ca", ca.File, "--config-etcd-cert", client.Cert, "--config-etcd-key", client.Key)
+	if _, body := get(t, base+"/api/v1/config", ""); !bytes.Contains(body, []byte(`"key":"workload.readRate","value":"777"`)) {
+		t.Errorf("readRate from etcd over TLS not in the configuration: %s", body)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+
+	const password = "etcd-password-0123456789"
+	for _, tt := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"user without password", nil, []string{"--config-etcd-user", "bench"}, "NDBENCH_ETCD_PASSWORD"},
+		{"password without user", []string{"NDBENCH_ETCD_PASSWORD=" + password}, nil, "--config-etcd-user"},
+		{"certificate without key", nil, []string{"--config-etcd-cert", client.Cert}, "--config-etcd-key"},
+		{"CA file that holds no certificate", nil, []string{"--config-etcd-ca", client.Key}, "--config-etcd-ca"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"serve", "--listen", "127.0.0.1:0", "--config-etcd", srv.Endpoint, "--config-prefix", "/tls/node1/"}, tt.args...)
+			code, out, errOut := ndbench(t, tt.env, args...)
+			if code != 2 || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 naming %s", code, errOut, tt.want)
+			}
+			if strings.Contains(out+errOut, password) || strings.Contains(out+errOut, "PRIVATE KEY") {
+				t.Errorf("the output shows a secret: %s %s", out, errOut)
+			}
+		})
 	}
 }
