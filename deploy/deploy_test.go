@@ -581,7 +581,7 @@ func TestDockerfile(t *testing.T) {
 	stages := strings.Split(df, "\nFROM ")
 	final := stages[len(stages)-1]
 	for _, want := range []string{"USER 65532:65532", fmt.Sprintf("EXPOSE %d", port), `ENTRYPOINT ["/ndbench"]`,
-		fmt.Sprintf(`CMD ["serve", "--listen", "0.0.0.0:%d"]`, port)} {
+		fmt.Sprintf(`CMD ["serve", "--listen", "0.0.0.0:%d", "--insecure-listen"]`, port)} {
 		if !strings.Contains(final, "\n"+want+"\n") {
 			t.Errorf("the Dockerfile's final stage has no line %s", want)
 		}

@@ -485,25 +485,36 @@ func TestDriversList(t *testing.T) {
 
 func TestCheckListen(t *testing.T) {
 	tests := []struct {
-		addr, token string
-		ok          bool
+		addr, token   string
+		tls, insecure bool
+		ok            bool
+		want          string // in the error
 	}{
-		{"127.0.0.1:8080", "", true},
-		{"localhost:0", "", true},
-		{"[::1]:8080", "", true},
-		{"0.0.0.0:8080", "", false},
-		{":8080", "", false},
-		{"10.1.2.3:8080", "", false},
-		{"0.0.0.0:8080", "tok", true},
-		{"no-port", "", false},
+		{addr: "127.0.0.1:8080", ok: true},
+		{addr: "localhost:0", ok: true},
+		{addr: "[::1]:8080", ok: true},
+		{addr: "0.0.0.0:8080", want: "without a token"},
+		{addr: ":8080", want: "without a token"},
+		{addr: "10.1.2.3:8080", want: "without a token"},
+		{addr: "10.1.2.3:8080", tls: true, want: "without a token"},
+		{addr: "0.0.0.0:8080", token: "Zq9-secret-value", want: "--insecure-listen"},
+		{addr: "0.0.0.0:8080", token: "Zq9-secret-value", want: "--tls-cert and --tls-key"},
+		{addr: "0.0.0.0:8080", token: "Zq9-secret-value", tls: true, ok: true},
+		{addr: "0.0.0.0:8080", token: "Zq9-secret-value", insecure: true, ok: true},
+		{addr: "127.0.0.1:8080", token: "Zq9-secret-value", ok: true},
+		{addr: "no-port", want: "want host:port"},
 	}
 	for _, tt := range tests {
-		err := CheckListen(tt.addr, tt.token)
+		err := CheckListen(tt.addr, tt.token, tt.tls, tt.insecure)
 		if (err == nil) != tt.ok {
-			t.Errorf("CheckListen(%q, token %v) = %v, want ok %v", tt.addr, tt.token != "", err, tt.ok)
+			t.Errorf("CheckListen(%q, token %v, tls %v, insecure %v) = %v, want ok %v", tt.addr, tt.token != "", tt.tls, tt.insecure, err, tt.ok)
+			continue
 		}
-		if err != nil && tt.addr != "no-port" && !strings.Contains(err.Error(), "token") {
-			t.Errorf("CheckListen(%q): error %q does not say a token is needed", tt.addr, err)
+		if err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CheckListen(%q, token %v, tls %v): error %q does not say %q", tt.addr, tt.token != "", tt.tls, err, tt.want)
+		}
+		if err != nil && tt.token != "" && strings.Contains(err.Error(), tt.token) {
+			t.Errorf("CheckListen: error %q repeats the token", err)
 		}
 	}
 }

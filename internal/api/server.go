@@ -94,6 +94,13 @@ type Options struct {
 	// (whose histograms are the session's until the next one starts), so the caller can
 	// record it.
 	OnSessionEnd func(*report.Report, *stats.Collector)
+	// Certs, when set, makes Serve speak TLS with this certificate, re-read as its files
+	// change (CertFiles.Watch).
+	Certs *CertFiles
+	// TokenChanged, when set, is called with the new token after a rotation
+	// (SetToken, ReloadTokenFile, WatchTokenFile): a coordinator's calls to its nodes
+	// follow the token file too.
+	TokenChanged func(token string)
 }
 
 // Server serves the API of one instance. Close releases its subscriptions.
@@ -347,21 +354,31 @@ func (s *Server) interval(iv *stats.Interval) {
 }
 
 // CheckListen refuses a listen address other than loopback when no token is set: the API
-// can start load against production stores and must not be open to the network.
-func CheckListen(addr, token string) error {
+// can start load against production stores and must not be open to the network. Off
+// loopback it also wants TLS (tlsOn), since the token would otherwise cross the network
+// in clear text, unless the operator said the network is trusted or a proxy in front
+// terminates TLS (insecure: serve's --insecure-listen).
+func CheckListen(addr, token string, tlsOn, insecure bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("listen address %q: %w (want host:port, e.g. %s)", addr, err, DefaultListen)
 	}
-	if token != "" || isLoopback(host) {
+	if isLoopback(host) {
 		return nil
 	}
 	shown := host
 	if shown == "" {
 		shown = "all interfaces"
 	}
-	return fmt.Errorf("refusing to listen on %s (%s) without a token: anyone who can reach it could drive load against your stores; "+
-		"set --token or NDBENCH_TOKEN, or listen on 127.0.0.1", addr, shown)
+	if token == "" {
+		return fmt.Errorf("refusing to listen on %s (%s) without a token: anyone who can reach it could drive load against your stores; "+
+			"set --token or NDBENCH_TOKEN, or listen on 127.0.0.1", addr, shown)
+	}
+	if !tlsOn && !insecure {
+		return fmt.Errorf("refusing to listen on %s (%s) without TLS: the token would cross the network in clear text; "+
+			"give --tls-cert and --tls-key, or --insecure-listen when a proxy in front terminates TLS or the network is trusted", addr, shown)
+	}
+	return nil
 }
 
 // MinTokenLength is the shortest token accepted: 22 characters, the base64 of 16 random
@@ -422,6 +439,12 @@ func bearerToken(header string) (string, bool) {
 	return tok, tok != ""
 }
 
+// IsLoopbackListen tells whether a listen address (host:port) is on loopback only.
+func IsLoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && isLoopback(host)
+}
+
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -430,7 +453,7 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully (open streams end at
+// Serve serves on ln (over TLS with Options.Certs) until ctx ends, then shuts down gracefully (open streams end at
 // once; other requests get a few seconds to finish).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
@@ -446,7 +469,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	srv.RegisterOnShutdown(s.hub.close)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if s.opts.Certs != nil {
+		srv.TLSConfig = s.opts.Certs.ServerConfig()
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)

@@ -88,7 +88,11 @@ func (s *Server) setToken(tok string) (changed bool, err error) {
 	if err := CheckToken(tok); err != nil {
 		return false, fmt.Errorf("api: new token: %w", err)
 	}
-	return s.tokens.set(tok), nil
+	changed = s.tokens.set(tok)
+	if changed && s.opts.TokenChanged != nil {
+		s.opts.TokenChanged(tok)
+	}
+	return changed, nil
 }
 
 // ReadTokenFile reads a token file: its first line, without the line end (so `openssl

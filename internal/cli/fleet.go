@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -27,20 +28,22 @@ import (
 // fleetFlags are serve's fleet settings: who this node is to its peers, and how it finds
 // them when it coordinates.
 type fleetFlags struct {
-	peers        []string
-	discovery    string
-	prefix       string
-	ttl          time.Duration
-	dnsServer    string
-	nodeID       string
-	advertise    string
-	labels       []string
-	weight       float64
-	lease        time.Duration
-	maxSkew      time.Duration
-	redistribute bool
-	coordinate   bool
-	scopePrefix  string
+	peers         []string
+	discovery     string
+	prefix        string
+	ttl           time.Duration
+	dnsServer     string
+	nodeID        string
+	advertise     string
+	labels        []string
+	weight        float64
+	lease         time.Duration
+	maxSkew       time.Duration
+	redistribute  bool
+	coordinate    bool
+	scopePrefix   string
+	peerCA        string
+	insecurePeers bool
 }
 
 func (f *fleetFlags) bind(cmd *cobra.Command) {
@@ -58,6 +61,8 @@ func (f *fleetFlags) bind(cmd *cobra.Command) {
 	fl.DurationVar(&f.maxSkew, "max-skew", 100*time.Millisecond, "a fleet start is refused when a node's clock is further off than this")
 	fl.BoolVar(&f.redistribute, "redistribute", false, "give a lost node's share of the fleet rate to the other nodes")
 	fl.StringVar(&f.scopePrefix, "fleet-config-prefix", "", "keep the fleet's configuration in etcd under this prefix (the etcd of --config-etcd, else of --discovery etcd:): changes are saved there, read back at start, and edits there applied")
+	fl.StringVar(&f.peerCA, "peer-ca", "", "call the fleet's nodes over https, trusting the CA certificates (PEM) of this file; a node's certificate must name its node id (see docs/security.md)")
+	fl.BoolVar(&f.insecurePeers, "insecure-peers", false, "allow plain http to fleet nodes off loopback (the token crosses the network in clear text): only on a network you trust")
 	fl.BoolVar(&f.coordinate, "coordinate", false, "track the fleet from the start (otherwise from the first request to the fleet view at /fleet/)")
 }
 
@@ -109,7 +114,8 @@ func (f *fleetFlags) agent(inst *node.Node, listen string, log *slog.Logger) (*c
 // coordinator starts this node's fleet control when discovery is set: it registers this
 // node where the discovery needs it (etcd), tracks the members, and returns the server of
 // the fleet view (nil without discovery).
-func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, allow config.Allow, listen, token, configEtcd string, log *slog.Logger, hooks historyHooks) (*fleetView, error) {
+func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, allow config.Allow, listen, token, configEtcd string, etcdAccess source.EtcdAccess,
+	certs *api.CertFiles, log *slog.Logger, hooks historyHooks) (*fleetView, error) {
 	spec := f.discovery
 	if len(f.peers) > 0 {
 		if spec != "" {
@@ -118,6 +124,9 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 		spec = "static:" + strings.Join(f.peers, ",")
 	}
 	if spec == "" {
+		if f.peerCA != "" || f.insecurePeers {
+			return nil, usageError{errors.New("--peer-ca and --insecure-peers set how a coordinating node calls its fleet: give --peers or --discovery with them")}
+		}
 		return nil, nil
 	}
 	if token == "" {
@@ -140,21 +149,30 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 	}
 	var scopes *source.FleetScopes
 	if f.scopePrefix != "" {
-		endpoints := configEtcd
+		endpoints, access := configEtcd, etcdAccess
 		if endpoints == "" {
 			if rest, ok := strings.CutPrefix(spec, "etcd:"); ok {
-				endpoints = rest
+				// The discovery's etcd: its own TLS settings are not flags yet.
+				endpoints, access = rest, source.EtcdAccess{}
 			}
 		}
 		if endpoints == "" {
 			return nil, usageError{errors.New("--fleet-config-prefix needs etcd: give --config-etcd, or --discovery etcd:ENDPOINTS")}
 		}
-		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix); err != nil {
+		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix, access); err != nil {
 			return nil, err
 		}
 	}
+	peerTLS, err := f.peerTLS(certs)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if f.insecurePeers {
+		log.Warn("INSECURE: --insecure-peers: fleet nodes off loopback are called over plain http, so the fleet's token and every command cross the network in clear text, " +
+			"and nothing proves which node answers; use it only on a network you trust, else serve every node with --tls-cert and give --peer-ca")
+	}
 	copts := cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(), Config: snap, Allow: allow, Logger: log,
-		Lease: f.lease, MaxSkew: f.maxSkew, Redistribute: f.redistribute}
+		Lease: f.lease, MaxSkew: f.maxSkew, Redistribute: f.redistribute, TLS: peerTLS, InsecurePeers: f.insecurePeers}
 	if scopes != nil {
 		copts.ScopeStore = scopes
 	}
@@ -199,7 +217,7 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 		return nil, err
 	}
 	log.Info("fleet view ready", "discovery", disc.String(), "self", self.ID, "view", api.FleetPrefix+"/")
-	view := &fleetView{srv: srv, disc: disc}
+	view := &fleetView{srv: srv, disc: disc, coord: coord}
 	// The first request to the fleet view makes this node the control point; each waits
 	// until the coordinator has seen the fleet once, so a command finds its members.
 	h := srv.Handler()
@@ -217,7 +235,40 @@ type fleetView struct {
 	srv     *api.Server
 	handler http.Handler
 	disc    discovery.Discoverer
+	coord   *cluster.Coordinator
 }
+
+// peerTLS is how a coordinator calls its nodes: over https when it has a CA for them
+// (--peer-ca) or serves TLS itself (--tls-cert: its fleet does too; the system's CAs
+// then), presenting its own certificate to a node that asks; nil (plain http) otherwise.
+func (f *fleetFlags) peerTLS(certs *api.CertFiles) (*tls.Config, error) {
+	return peerTLSConfig(f.peerCA, f.insecurePeers, certs)
+}
+
+func peerTLSConfig(peerCA string, insecurePeers bool, certs *api.CertFiles) (*tls.Config, error) {
+	if peerCA == "" && certs == nil {
+		return nil, nil
+	}
+	if insecurePeers {
+		return nil, errors.New("--insecure-peers allows plain http among peers, --peer-ca and --tls-cert make them https: give one or the other")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if peerCA != "" {
+		pool, err := api.LoadCAFile(peerCA)
+		if err != nil {
+			return nil, fmt.Errorf("--peer-ca: %w", err)
+		}
+		cfg.RootCAs = pool
+	}
+	if certs != nil {
+		cfg.GetClientCertificate = certs.GetClientCertificate
+	}
+	return cfg, nil
+}
+
+// insecurePeersWarning is logged whenever --insecure-peers is given.
+const insecurePeersWarning = "INSECURE: --insecure-peers: fleet nodes off loopback are called over plain http, so the fleet's token and every command cross the network in clear text, " +
+	"and nothing proves which node answers; use it only on a network you trust, else serve every node with --tls-cert and give --peer-ca"
 
 // Close stops the fleet view's server and releases the discovery: an etcd registration
 // is revoked (bounded by the dial timeout) rather than left to expire with its lease.

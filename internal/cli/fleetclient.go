@@ -22,12 +22,14 @@ import (
 // serve` nodes with this process as the control point: an in-process coordinator over
 // the nodes, which drives them as one node.
 type fleetClientFlags struct {
-	peers        []string
-	discovery    string
-	dnsServer    string
-	token        string
-	maxSkew      time.Duration
-	redistribute bool
+	peers         []string
+	discovery     string
+	dnsServer     string
+	token         string
+	maxSkew       time.Duration
+	redistribute  bool
+	peerCA        string
+	insecurePeers bool
 }
 
 func (f *fleetClientFlags) bind(cmd *cobra.Command) {
@@ -38,6 +40,8 @@ func (f *fleetClientFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.token, "token", "", "the fleet's shared token, with --peers or --discovery (default $NDBENCH_TOKEN)")
 	fl.DurationVar(&f.maxSkew, "max-skew", 100*time.Millisecond, "with a fleet: refuse to start when a node's clock is further off than this")
 	fl.BoolVar(&f.redistribute, "redistribute", false, "with a fleet: give a lost node's share of the rates and load shapes to the other nodes")
+	fl.StringVar(&f.peerCA, "peer-ca", "", "with a fleet: call the nodes over https, trusting the CA certificates (PEM) of this file; a node's certificate must name its node id")
+	fl.BoolVar(&f.insecurePeers, "insecure-peers", false, "with a fleet: allow plain http to nodes off loopback (the token crosses the network in clear text): only on a network you trust")
 }
 
 // enabled reports whether the command runs on a fleet.
@@ -83,12 +87,19 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 	if err != nil {
 		return nil, usageError{err}
 	}
+	peerTLS, err := peerTLSConfig(f.peerCA, f.insecurePeers, nil)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if f.insecurePeers {
+		log.Warn(insecurePeersWarning)
+	}
 	host, _ := os.Hostname()
 	self := discovery.Member{ID: fmt.Sprintf("cli-%s-%d", host, os.Getpid())}
 	// The command line is trusted, so this coordinator lets everything through its own
 	// gate; each node still applies its --allow to what it is sent.
 	coord, err := cluster.New(cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(),
-		Config: snap, Allow: config.AllowAll(), Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute})
+		Config: snap, Allow: config.AllowAll(), Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute, TLS: peerTLS, InsecurePeers: f.insecurePeers})
 	if err != nil {
 		return nil, usageError{err}
 	}

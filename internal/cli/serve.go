@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,13 @@ type serveFlags struct {
 	allow        []string
 	allowTargets []string
 	record       recordFlags
+	tlsCert      string
+	tlsKey       string
+	insecure     bool // --insecure-listen
+	etcdCA       string
+	etcdCert     string
+	etcdKey      string
+	etcdUser     string
 }
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -52,8 +60,9 @@ start and stop reads and writes, change any parameter while it runs, and watch l
 statistics (Server-Sent Events) and Prometheus metrics. The API is described at
 /openapi.json and /docs.
 
-It listens on 127.0.0.1 unless given a token (--token or NDBENCH_TOKEN): any other
-address without one is refused. With --driver and --start it connects and starts the load
+It listens on 127.0.0.1 unless given a token (--token or NDBENCH_TOKEN) and a TLS
+certificate (--tls-cert, --tls-key): any other address without them is refused
+(--insecure-listen serves plain HTTP there, behind a proxy that terminates TLS). With --driver and --start it connects and starts the load
 at once, as a headless service. With --config the file is watched and edits apply live;
 with --config-etcd the keys under --config-prefix do too. On SIGTERM or Ctrl-C it stops
 the load, writes --report if asked, and exits 0.
@@ -64,7 +73,7 @@ path, or an HTTP/gRPC target outside the allow-list (the targets the trusted con
 names, and --allow-targets) unless --allow names the capability.`,
 		Example: `  ndbench serve
   ndbench serve --driver memory --start --set workload.readRate=5000
-  NDBENCH_TOKEN=$(openssl rand -base64 24) ndbench serve --listen 0.0.0.0:8080 --cors-origin https://ui.example.com
+  NDBENCH_TOKEN=$(openssl rand -base64 24) ndbench serve --listen 0.0.0.0:8443 --tls-cert tls.crt --tls-key tls.key --cors-origin https://ui.example.com
   ndbench serve --allow=script,paths --allow-targets api.internal:8443
   ndbench serve -c ndbench.yaml --config-etcd 10.0.0.5:2379 --config-prefix /ndbench/node1/ --report final.json`,
 		Args: cobra.NoArgs,
@@ -78,7 +87,7 @@ names, and --allow-targets) unless --allow names the capability.`,
 		},
 	}
 	f.bind(cmd)
-	cmd.Flags().StringVar(&f.listen, "listen", api.DefaultListen, "address to listen on (host:port); other than loopback needs a token")
+	cmd.Flags().StringVar(&f.listen, "listen", api.DefaultListen, "address to listen on (host:port); other than loopback needs a token and --tls-cert (or --insecure-listen)")
 	cmd.Flags().StringVar(&f.token, "token", "", "bearer token required on every route but /health (default $NDBENCH_TOKEN)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the token (its first line), re-read when it changes and on SIGHUP; the previous token stays valid for 30s")
 	cmd.Flags().StringArrayVar(&f.corsOrigins, "cors-origin", nil, "origin allowed to call the API from a browser, e.g. https://ui.example.com (repeatable)")
@@ -86,11 +95,18 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "with --start, write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.etcd, "config-etcd", "", "comma-separated etcd endpoints to read live configuration from")
 	cmd.Flags().StringVar(&f.etcdPrefix, "config-prefix", "", "etcd key prefix of this node's configuration, e.g. /ndbench/node1/")
+	cmd.Flags().StringVar(&f.etcdCA, "config-etcd-ca", "", "reach --config-etcd over TLS, trusting the CA certificates (PEM) of this file")
+	cmd.Flags().StringVar(&f.etcdCert, "config-etcd-cert", "", "reach --config-etcd over TLS with this client certificate (PEM; with --config-etcd-key), re-read when it changes")
+	cmd.Flags().StringVar(&f.etcdKey, "config-etcd-key", "", "the private key (PEM) of --config-etcd-cert")
+	cmd.Flags().StringVar(&f.etcdUser, "config-etcd-user", "", "etcd user of --config-etcd; the password comes from $NDBENCH_ETCD_PASSWORD")
 	cmd.Flags().StringVar(&f.report, "report", "", "on shutdown, write the JSON report of the whole service run to this file")
 	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "let API and UI callers set what reaches beyond the store: script (script sources), http-targets (HTTP/gRPC targets on any host), paths (files and directories); comma-separated")
 	cmd.Flags().StringSliceVar(&f.allowTargets, "allow-targets", nil, "hosts (host:port, or host for any port) API callers may point the http and grpc drivers at, besides those the command line names")
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM, the chain after it), re-read when it changes and on SIGHUP; with --tls-key")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	cmd.Flags().BoolVar(&f.insecure, "insecure-listen", false, "serve plain HTTP off loopback (the token crosses the network in clear text): only behind a proxy that terminates TLS, or on a trusted network")
 	f.fleet.bind(cmd)
 	f.otlp.bind(cmd)
 	f.record.bind(cmd)
@@ -114,6 +130,10 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if (f.etcd == "") != (f.etcdPrefix == "") {
 		return usageError{errors.New("--config-etcd and --config-prefix go together")}
 	}
+	etcdAccess, etcdCerts, err := f.etcdAccess(io.env)
+	if err != nil {
+		return usageError{err}
+	}
 	token := f.token
 	if token == "" {
 		token = envValue(io.env, "NDBENCH_TOKEN")
@@ -131,7 +151,13 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		}
 		token = t
 	}
-	if err := api.CheckListen(f.listen, token); err != nil {
+	var certs *api.CertFiles
+	if f.tlsCert != "" || f.tlsKey != "" {
+		if certs, err = api.LoadCertFiles(f.tlsCert, f.tlsKey); err != nil {
+			return usageError{err}
+		}
+	}
+	if err := api.CheckListen(f.listen, token, certs != nil, f.insecure); err != nil {
 		return usageError{err}
 	}
 	allow, err := config.ParseAllow(f.allow, f.allowTargets)
@@ -153,6 +179,10 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: level}))
+	if certs == nil && f.insecure && !api.IsLoopbackListen(f.listen) {
+		log.Warn("INSECURE: serving plain HTTP off loopback (--insecure-listen): the token and every answer cross the network in clear text; "+
+			"use it only behind a proxy that terminates TLS or on a network you trust, else give --tls-cert and --tls-key", "listen", f.listen)
+	}
 
 	snap, err := f.load(io.env)
 	if err != nil {
@@ -222,7 +252,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	var sources []func(context.Context) error
 	if f.etcd != "" {
 		es, err := source.OpenEtcd(ctx, store, source.EtcdOptions{
-			Endpoints: strings.Split(f.etcd, ","), Prefix: f.etcdPrefix, OnError: onSourceErr})
+			Endpoints: strings.Split(f.etcd, ","), Prefix: f.etcdPrefix, Access: etcdAccess, OnError: onSourceErr})
 		if err != nil {
 			return err
 		}
@@ -248,16 +278,21 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		return usageError{err}
 	}
 	go agent.Run(ctx)
-	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), allow, f.listen, token, f.etcd, log, hooks)
+	if etcdCerts != nil {
+		go etcdCerts.Watch(srcCtx, 0, log)
+	}
+	fleetSrv, err := f.fleet.coordinator(ctx, store.Current(), allow, f.listen, token, f.etcd, etcdAccess, certs, log, hooks)
 	if err != nil {
 		return err
 	}
 	opts := api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
 		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent,
-		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: onSessionEnd("serve")}
+		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: onSessionEnd("serve"), Certs: certs}
 	if fleetSrv != nil {
 		defer fleetSrv.Close()
 		opts.Fleet, opts.Discovery = fleetSrv.handler, fleetSrv.disc
+		// The coordinator's calls to its nodes follow --token-file like the API does.
+		opts.TokenChanged = func(tok string) { _ = fleetSrv.coord.SetToken(tok) }
 	}
 	srv, err := api.New(opts)
 	if err != nil {
@@ -268,6 +303,11 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
 		go srv.WatchTokenFile(watchCtx, f.tokenFile, 0)
+	}
+	if certs != nil {
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go certs.Watch(watchCtx, 0, log)
 	}
 
 	var lc net.ListenConfig
@@ -293,7 +333,11 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 			return err
 		}
 	}
-	fmt.Fprintf(io.out, "ndbench %s serving on http://%s (API docs at /docs)\n", toolVersion(), ln.Addr())
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(io.out, "ndbench %s serving on %s://%s (API docs at /docs)\n", toolVersion(), scheme, ln.Addr())
 
 	serveErr := srv.Serve(ctx, ln) // returns when ctx ends (signal) or the listener fails
 	// A driver session still open at exit ends here: it is reported and recorded too.
@@ -319,6 +363,46 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		record(rep, inst.Collector()) // after the report file, which a failure here never costs
 	}
 	return serveErr
+}
+
+// etcdAccess is how --config-etcd is reached: over TLS with --config-etcd-ca (etcd's CA)
+// or --config-etcd-cert/--config-etcd-key (a client certificate, returned to be watched),
+// as --config-etcd-user with $NDBENCH_ETCD_PASSWORD. Errors never show the password.
+func (f *serveFlags) etcdAccess(env []string) (source.EtcdAccess, *api.CertFiles, error) {
+	var a source.EtcdAccess
+	set := f.etcdCA != "" || f.etcdCert != "" || f.etcdKey != "" || f.etcdUser != ""
+	if set && f.etcd == "" {
+		return a, nil, errors.New("--config-etcd-ca, --config-etcd-cert, --config-etcd-key and --config-etcd-user say how to reach --config-etcd: give it with them")
+	}
+	var certs *api.CertFiles
+	if f.etcdCert != "" || f.etcdKey != "" {
+		var err error
+		if certs, err = api.LoadCertFiles(f.etcdCert, f.etcdKey); err != nil {
+			return a, nil, fmt.Errorf("--config-etcd-cert and --config-etcd-key: %w", err)
+		}
+	}
+	if f.etcdCA != "" || certs != nil {
+		a.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		if f.etcdCA != "" {
+			pool, err := api.LoadCAFile(f.etcdCA)
+			if err != nil {
+				return a, nil, fmt.Errorf("--config-etcd-ca: %w", err)
+			}
+			a.TLS.RootCAs = pool
+		}
+		if certs != nil {
+			a.TLS.GetClientCertificate = certs.GetClientCertificate
+		}
+	}
+	password := envValue(env, "NDBENCH_ETCD_PASSWORD")
+	switch {
+	case f.etcdUser != "" && password == "":
+		return a, nil, errors.New("--config-etcd-user needs the password in $NDBENCH_ETCD_PASSWORD")
+	case f.etcdUser == "" && password != "" && f.etcd != "":
+		return a, nil, errors.New("$NDBENCH_ETCD_PASSWORD is set without --config-etcd-user: give the user too")
+	}
+	a.Username, a.Password = f.etcdUser, password
+	return a, certs, nil
 }
 
 // stopOTLP sends the exporter's last data and logs what it did, at warn if exports

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +14,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/ndbench/ndbench/internal/testserver/etcdtest"
+	"github.com/ndbench/ndbench/internal/testserver/tlstest"
 
 	// A driver with a path option, for the capability gate of serve --allow.
 	_ "github.com/ndbench/ndbench/drivers/pebble"
@@ -36,7 +43,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
+var servingRE = regexp.MustCompile(`serving on (https?://\S+)`)
 
 // startServe runs `ndbench serve` in-process and returns its base URL, its output and a
 // function that stops it the way SIGTERM does (cancelling the command's context) and
@@ -135,6 +142,68 @@ func TestServeTokenAndListenRules(t *testing.T) {
 		code, out, errOut := ndbench(t, nil, "serve", "--listen", "0.0.0.0:0", "--driver", "memory")
 		if code != 2 || !strings.Contains(errOut, "without a token") {
 			t.Fatalf("exit %d, stderr %q, stdout %q; want 2 and a message asking for a token", code, errOut, out)
+		}
+	})
+	t.Run("non-loopback with a token but without TLS refuses to start", func(t *testing.T) {
+		tok := "listen-secret-0123456789abcdef"
+		code, out, errOut := ndbench(t, []string{"NDBENCH_TOKEN=" + tok}, "serve", "--listen", "0.0.0.0:0", "--driver", "memory")
+		if code != 2 || !strings.Contains(errOut, "without TLS") || !strings.Contains(errOut, "--tls-cert") || !strings.Contains(errOut, "--insecure-listen") {
+			t.Fatalf("exit %d, stderr %q, stdout %q; want 2 and a message naming --tls-cert and --insecure-listen", code, errOut, out)
+		}
+		if strings.Contains(errOut+out, tok) {
+			t.Errorf("the output shows the token: %s %s", errOut, out)
+		}
+	})
+	t.Run("--insecure-listen serves plain HTTP off loopback with a warning", func(t *testing.T) {
+		tok := "listen-secret-0123456789abcdef"
+		_, out, errOut, stop := startServe(t, []string{"NDBENCH_TOKEN=" + tok}, "--listen", "0.0.0.0:0", "--driver", "memory", "--insecure-listen")
+		if code := stop(); code != 0 {
+			t.Errorf("exit %d, want 0", code)
+		}
+		if !strings.Contains(errOut.String(), "INSECURE") || !strings.Contains(errOut.String(), "clear text") {
+			t.Errorf("no warning about plain HTTP off loopback: %s", errOut)
+		}
+		if strings.Contains(errOut.String()+out.String(), tok) {
+			t.Errorf("the output shows the token: %s %s", errOut, out)
+		}
+	})
+	t.Run("--tls-cert and --tls-key serve HTTPS", func(t *testing.T) {
+		ca := tlstest.NewCA(t, "serve")
+		pair := ca.Issue("node", "127.0.0.1")
+		tok := "tls-secret-0123456789abcdef"
+		base, _, _, stop := startServe(t, []string{"NDBENCH_TOKEN=" + tok}, "--listen", "127.0.0.1:0", "--driver", "memory",
+			"--tls-cert", pair.Cert, "--tls-key", pair.Key)
+		if !strings.HasPrefix(base, "https://") {
+			t.Fatalf("serving on %s, want https://", base)
+		}
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}}}
+		for _, tt := range []struct {
+			token string
+			want  int
+		}{{"", 401}, {tok, 200}} {
+			req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/status", nil)
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatalf("GET /api/v1/status over TLS: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("GET /api/v1/status with token %v: %d, want %d", tt.token != "", resp.StatusCode, tt.want)
+			}
+		}
+		if code := stop(); code != 0 {
+			t.Errorf("exit %d, want 0", code)
+		}
+	})
+	t.Run("--tls-cert without --tls-key refuses to start", func(t *testing.T) {
+		ca := tlstest.NewCA(t, "serve")
+		pair := ca.Issue("node", "127.0.0.1")
+		code, _, errOut := ndbench(t, nil, "serve", "--listen", "127.0.0.1:0", "--tls-cert", pair.Cert)
+		if code != 2 || !strings.Contains(errOut, "--tls-key") {
+			t.Fatalf("exit %d, stderr %q; want 2 naming --tls-key", code, errOut)
 		}
 	})
 	t.Run("token from the environment protects the API", func(t *testing.T) {
@@ -274,5 +343,60 @@ func TestServeAllow(t *testing.T) {
 		if st != tt.want || st == http.StatusForbidden && !strings.Contains(body, "ndbench serve --allow=paths") {
 			t.Errorf("serve %q: PATCH of a path: %d %s; want %d (naming --allow=paths when refused)", tt.args, st, body, tt.want)
 		}
+	}
+}
+
+// serve --config-etcd reaches an etcd that wants TLS and client certificates with
+// --config-etcd-ca, --config-etcd-cert and --config-etcd-key.
+func TestServeConfigEtcdOverTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "etcd")
+	server := ca.Issue("etcd-server", "127.0.0.1")
+	client := ca.Issue("ndbench-node", "ndbench-node")
+	srv := etcdtest.NewTLS(t, etcdtest.TLS{Cert: server.Cert, Key: server.Key, ClientCA: ca.File})
+	cert, err := tls.LoadX509KeyPair(client.Cert, client.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		TLS: &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	if _, err := writer.Put(context.Background(), "/tls/node1/workload.readRate", "777"); err != nil {
+		t.Fatal(err)
+	}
+	base, _, _, stop := startServe(t, nil, "--listen", "127.0.0.1:0", "--driver", "memory",
+		"--config-etcd", srv.Endpoint, "--config-prefix", "/tls/node1/",
+		"--config-etcd-ca", ca.File, "--config-etcd-cert", client.Cert, "--config-etcd-key", client.Key)
+	if _, body := get(t, base+"/api/v1/config", ""); !bytes.Contains(body, []byte(`"key":"workload.readRate","value":"777"`)) {
+		t.Errorf("readRate from etcd over TLS not in the configuration: %s", body)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+
+	const password = "etcd-password-0123456789"
+	for _, tt := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"user without password", nil, []string{"--config-etcd-user", "bench"}, "NDBENCH_ETCD_PASSWORD"},
+		{"password without user", []string{"NDBENCH_ETCD_PASSWORD=" + password}, nil, "--config-etcd-user"},
+		{"certificate without key", nil, []string{"--config-etcd-cert", client.Cert}, "--config-etcd-key"},
+		{"CA file that holds no certificate", nil, []string{"--config-etcd-ca", client.Key}, "--config-etcd-ca"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"serve", "--listen", "127.0.0.1:0", "--config-etcd", srv.Endpoint, "--config-prefix", "/tls/node1/"}, tt.args...)
+			code, out, errOut := ndbench(t, tt.env, args...)
+			if code != 2 || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 naming %s", code, errOut, tt.want)
+			}
+			if strings.Contains(out+errOut, password) || strings.Contains(out+errOut, "PRIVATE KEY") {
+				t.Errorf("the output shows a secret: %s %s", out, errOut)
+			}
+		})
 	}
 }

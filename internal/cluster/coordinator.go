@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
@@ -33,8 +35,17 @@ type Options struct {
 	// is told: a change one node would refuse applies on none. The zero value allows
 	// nothing.
 	Allow config.Allow
-	// Client makes the calls; nil gets one with sane timeouts.
+	// Client makes the calls over plain http (and gives its timeout to the https ones);
+	// nil gets one with sane timeouts.
 	Client *http.Client
+	// TLS, when set, makes every call to a node an https one: RootCAs are the CAs a
+	// node's certificate must chain to (nil: the system's), and the certificate must be
+	// valid for the node's identity (IdentityName of its id). Its client certificate, if
+	// any, is presented to nodes that ask.
+	TLS *tls.Config
+	// InsecurePeers allows plain http to nodes off loopback; without it such a node is
+	// refused (its token would cross the network in clear text).
+	InsecurePeers bool
 	// Logger gets membership and control events; nil discards them.
 	Logger *slog.Logger
 
@@ -94,6 +105,7 @@ func (o *Options) defaults() {
 type Coordinator struct {
 	opts Options
 	log  *slog.Logger
+	tok  atomic.Pointer[string] // the token of calls to nodes: Options.Token, then SetToken's
 
 	mu      sync.Mutex
 	members map[string]*member
@@ -142,6 +154,8 @@ func New(opts Options) (*Coordinator, error) {
 		fleet: config.NewStore(opts.Config), activated: make(chan struct{}), activateWait: make(chan struct{})}
 	c.fleet.SetAllow(opts.Allow)
 	c.stats = newFleetStats(c, opts.MergeWait)
+	tok := opts.Token
+	c.tok.Store(&tok)
 	return c, nil
 }
 

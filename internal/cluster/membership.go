@@ -84,7 +84,11 @@ func (c *Coordinator) refresh(ctx context.Context) {
 			c.log.Info("fleet member discovered", "node", d.ID, "addr", d.Addr)
 		}
 		if m.client() == nil || m.Addr != d.Addr {
-			m.conn.Store(newPeer(d.Addr, c.opts.Token, c.opts.Client))
+			p := c.newPeer(d)
+			if p.refused != nil {
+				c.log.Warn("fleet member refused", "node", d.ID, "err", p.refused)
+			}
+			m.conn.Store(p)
 		}
 		if !ok {
 			m.Member = d

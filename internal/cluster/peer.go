@@ -16,12 +16,15 @@ import (
 // its request and response shapes are public, so the few this package sends are declared
 // here rather than imported from the server (which imports this package).
 type peer struct {
-	base  string // http://host:port
-	token string
+	base  string        // http://host:port or https://host:port
+	token func() string // the token in force: it rotates
 	hc    *http.Client
+	// refused, when set, is why this node is not called at all (plain http off
+	// loopback): every call fails with it before anything is sent.
+	refused error
 }
 
-func newPeer(addr, token string, hc *http.Client) *peer {
+func newPeer(addr string, token func() string, hc *http.Client) *peer {
 	base := addr
 	if !strings.Contains(base, "://") {
 		base = "http://" + addr
@@ -50,6 +53,9 @@ func (p *peer) call(ctx context.Context, method, path string, in, out any) error
 // command is call on behalf of a coordinator's run (as): the node admits a state-changing
 // call only when no other run holds it.
 func (p *peer) command(ctx context.Context, as runRef, method, path string, in, out any) error {
+	if p.refused != nil {
+		return fmt.Errorf("%s %s: %w", method, path, p.refused)
+	}
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -66,8 +72,8 @@ func (p *peer) command(ctx context.Context, as runRef, method, path string, in, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	if p.token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.token)
+	if tok := p.token(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	if as.coordinator != "" {
 		req.Header.Set(HeaderCoordinator, as.coordinator)

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,10 +29,55 @@ type EtcdOptions struct {
 	// Timeout bounds the first connection and every read of the prefix; DefaultEtcdTimeout
 	// when zero.
 	Timeout time.Duration
+	// Access is TLS and credentials, when etcd wants them.
+	Access EtcdAccess
 	// OnError (may be nil) hears about every rejected change, with the etcd key of each bad
 	// value as its source ("etcd /ndbench/node1/workload.readRate"), and about failed
 	// re-reads. It runs on the goroutine of Run.
 	OnError func(error)
+}
+
+// EtcdAccess is how a client reaches etcd besides its endpoints: over TLS (verifying
+// etcd's certificate, presenting a client certificate when etcd asks for one) and with a
+// user and password when etcd has authentication on. Its String never shows the password.
+type EtcdAccess struct {
+	// TLS, when set, makes every connection a TLS one (endpoints may then be given
+	// without a scheme, or with https://).
+	TLS *tls.Config
+	// Username and Password authenticate to etcd ("" = no authentication).
+	Username, Password string
+}
+
+// String says how etcd is reached, without the password.
+func (a EtcdAccess) String() string {
+	var parts []string
+	if a.TLS != nil {
+		parts = append(parts, "TLS")
+	}
+	if a.Username != "" {
+		parts = append(parts, "user "+a.Username)
+	}
+	if len(parts) == 0 {
+		return "plain"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// GoString keeps %#v from printing the password.
+func (a EtcdAccess) GoString() string { return "source.EtcdAccess{" + a.String() + "}" }
+
+// clientConfig is the etcd client's configuration for endpoints with this access.
+func (a EtcdAccess) clientConfig(endpoints []string, timeout time.Duration) clientv3.Config {
+	return clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: timeout,
+		TLS:         a.TLS,
+		Username:    a.Username,
+		Password:    a.Password,
+		// The client logs every reconnect attempt; ndbench reports what matters through
+		// OnError and Status instead.
+		Logger: zap.NewNop(),
+	}
 }
 
 // Etcd keeps the etcd layer of a config.Store in step with the keys under a prefix: every
@@ -67,15 +113,9 @@ func OpenEtcd(ctx context.Context, store *config.Store, opts EtcdOptions) (*Etcd
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultEtcdTimeout
 	}
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   opts.Endpoints,
-		DialTimeout: opts.Timeout,
-		// The client logs every reconnect attempt; ndbench reports what matters through
-		// OnError and Status instead.
-		Logger: zap.NewNop(),
-	})
+	client, err := clientv3.New(opts.Access.clientConfig(opts.Endpoints, opts.Timeout))
 	if err != nil {
-		return nil, fmt.Errorf("connect to etcd %s: %w", shownEndpoints(opts.Endpoints), err)
+		return nil, fmt.Errorf("connect to etcd %s (%s): %w", shownEndpoints(opts.Endpoints), opts.Access, err)
 	}
 	e := &Etcd{store: store, opts: opts, client: client,
 		state: newSourceState("etcd "+shownEndpoints(opts.Endpoints)+" "+opts.Prefix, opts.OnError)}
@@ -179,7 +219,12 @@ func (e *Etcd) read(ctx context.Context) error {
 	defer cancel()
 	resp, err := e.client.Get(gctx, e.opts.Prefix, clientv3.WithPrefix())
 	if err != nil {
-		return fmt.Errorf("read etcd prefix %s from %s: %w", e.opts.Prefix, shownEndpoints(e.opts.Endpoints), err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			// gRPC hides a failed handshake behind the deadline: say what to check.
+			return fmt.Errorf("read etcd prefix %s from %s (%s): no answer within %v: check the endpoints, and that the TLS settings match etcd's "+
+				"(its CA, a client certificate when it asks for one): %w", e.opts.Prefix, shownEndpoints(e.opts.Endpoints), e.opts.Access, e.opts.Timeout, err)
+		}
+		return fmt.Errorf("read etcd prefix %s from %s (%s): %w", e.opts.Prefix, shownEndpoints(e.opts.Endpoints), e.opts.Access, err)
 	}
 	e.kvs = make(map[string]string, len(resp.Kvs))
 	for _, kv := range resp.Kvs {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // FleetScopes keeps a fleet's scoped configuration in etcd, one key per value:
@@ -27,8 +26,8 @@ type FleetScopes struct {
 	shown   string
 }
 
-// OpenFleetScopes connects to etcd; nothing is read until Load.
-func OpenFleetScopes(endpoints []string, prefix string) (*FleetScopes, error) {
+// OpenFleetScopes connects to etcd (with access: TLS, credentials); nothing is read until Load.
+func OpenFleetScopes(endpoints []string, prefix string, access EtcdAccess) (*FleetScopes, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("fleet config in etcd: no endpoints")
 	}
@@ -38,7 +37,7 @@ func OpenFleetScopes(endpoints []string, prefix string) (*FleetScopes, error) {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: DefaultEtcdTimeout, Logger: zap.NewNop()})
+	client, err := clientv3.New(access.clientConfig(endpoints, DefaultEtcdTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd %s: %w", shownEndpoints(endpoints), err)
 	}

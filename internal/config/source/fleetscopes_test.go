@@ -10,7 +10,7 @@ import (
 
 func TestFleetScopesRoundTrip(t *testing.T) {
 	endpoint, client := startEtcd(t)
-	f, err := OpenFleetScopes([]string{endpoint}, "/t/fleet")
+	f, err := OpenFleetScopes([]string{endpoint}, "/t/fleet", EtcdAccess{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,10 +32,30 @@ type Server struct {
 // new ports, a few times, rather than failing the test on someone else's bind.
 func New(t testing.TB) *Server {
 	t.Helper()
+	return newServer(t, nil)
+}
+
+// TLS is what an etcd serving its clients over TLS uses: its certificate and key (PEM
+// files) and, when ClientCA is set, the CA a client's certificate must chain to (clients
+// without one are refused).
+type TLS struct {
+	Cert, Key, ClientCA string
+}
+
+// NewTLS starts an etcd for the test that serves its clients over TLS only (Endpoint
+// then takes https); Client does not reach it, the test makes its own with its
+// certificates.
+func NewTLS(t testing.TB, tlsFiles TLS) *Server {
+	t.Helper()
+	return newServer(t, &tlsFiles)
+}
+
+func newServer(t testing.TB, tlsFiles *TLS) *Server {
+	t.Helper()
 	var err error
 	for range 5 {
 		var s *Server
-		if s, err = tryNew(t); err == nil {
+		if s, err = tryNew(t, tlsFiles); err == nil {
 			return s
 		}
 		if !strings.Contains(err.Error(), "address already in use") {
@@ -46,7 +66,7 @@ func New(t testing.TB) *Server {
 	return nil
 }
 
-func tryNew(t testing.TB) (*Server, error) {
+func tryNew(t testing.TB, tlsFiles *TLS) (*Server, error) {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "ndbench-test"
@@ -59,6 +79,11 @@ func tryNew(t testing.TB) (*Server, error) {
 	// authentication under the race detector on a busy machine, past a client's deadline.
 	cfg.BcryptCost = 4
 	client := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
+	if tlsFiles != nil {
+		client.Scheme = "https"
+		cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = tlsFiles.Cert, tlsFiles.Key
+		cfg.ClientTLSInfo.TrustedCAFile, cfg.ClientTLSInfo.ClientCertAuth = tlsFiles.ClientCA, tlsFiles.ClientCA != ""
+	}
 	peer := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}

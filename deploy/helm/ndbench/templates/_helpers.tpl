@@ -86,6 +86,11 @@ Kubernetes from the container's environment (the downward API).
 - serve
 - --listen
 - {{ printf "0.0.0.0:%d" (int .Values.port) | quote }}
+{{- /* The chart has no TLS settings yet: the API and the nodes' calls to each other are
+plain http inside the cluster, which ndbench refuses off loopback unless told so. Put TLS
+in front (an ingress, a service mesh) for anything from outside; docs/security.md. */}}
+- --insecure-listen
+- --insecure-peers
 - --node-id
 - $(POD_NAME)
 - --advertise

@@ -1,0 +1,224 @@
+//go:build integration
+
+package cluster_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/testserver/tlstest"
+)
+
+// secureNode starts `ndbench serve` with args (its address is given to args).
+func secureNode(t *testing.T, args func(self string) []string) *testserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := testserver.Ndbench(ctx, ndbenchBin, args)
+	if err != nil {
+		t.Fatalf("start ndbench: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node %s log:\n%s", s.Addr(), s.LogTail())
+		}
+		_ = s.Stop()
+	})
+	return s
+}
+
+// memberState is what the fleet view says of one member.
+type memberState struct {
+	ID        string `json:"id"`
+	Health    string `json:"health"`
+	LastError string `json:"lastError"`
+}
+
+// fleetMembers asks the coordinator at base (http:// or https://) for its members.
+func fleetMembers(t *testing.T, hc *http.Client, base, tok string) []memberState {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/fleet/api/v1/fleet/members", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET fleet members: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET fleet members: %d %s", resp.StatusCode, b)
+	}
+	var body struct {
+		Members []memberState `json:"members"`
+	}
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Members
+}
+
+// waitMembers polls the members until ok says they are as wanted.
+func waitMembers(t *testing.T, hc *http.Client, base, tok string, within time.Duration, ok func(map[string]memberState) bool) map[string]memberState {
+	t.Helper()
+	end := time.Now().Add(within)
+	for {
+		ms := map[string]memberState{}
+		for _, m := range fleetMembers(t, hc, base, tok) {
+			ms[m.ID] = m
+		}
+		if ok(ms) {
+			return ms
+		}
+		if time.Now().After(end) {
+			t.Fatalf("fleet members not as wanted after %v: %+v", within, ms)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// ownLog is what the process wrote, without the harness's line that shows its command
+// line (where a test passes --token).
+func ownLog(s *testserver.Server) string {
+	var keep []string
+	for _, l := range strings.Split(s.LogTail(), "\n") {
+		if !strings.HasPrefix(l, "=== testserver:") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func tlsClient(pool *x509.CertPool) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+}
+
+// A fleet over TLS: the coordinator calls its nodes over https, checks that each node's
+// certificate is the fleet CA's and names the node; a process with a certificate of the
+// same CA for another name, at a node's address, does not join.
+func TestFleetOverTLSChecksNodeIdentities(t *testing.T) {
+	ca := tlstest.NewCA(t, "fleet")
+	nodeCert := ca.Issue("node", "127.0.0.1")
+	// A valid certificate of the fleet's CA, for another name than the address it serves.
+	rogueCert := ca.Issue("rogue", "localhost", "node-x")
+	base := []string{"--token", token, "--log-level", "info"}
+	withCert := func(p tlstest.Pair) []string {
+		return append(append([]string{}, base...), "--tls-cert", p.Cert, "--tls-key", p.Key)
+	}
+	n1 := secureNode(t, func(string) []string { return withCert(nodeCert) })
+	n2 := secureNode(t, func(string) []string { return withCert(nodeCert) })
+	rogue := secureNode(t, func(string) []string { return withCert(rogueCert) })
+	coord := secureNode(t, func(self string) []string {
+		return append(withCert(nodeCert), "--peer-ca", ca.File, "--coordinate",
+			"--peers", strings.Join([]string{self, n1.Addr(), n2.Addr(), rogue.Addr()}, ","))
+	})
+	hc := tlsClient(ca.Pool)
+	url := "https://" + coord.Addr()
+	ms := waitMembers(t, hc, url, token, 30*time.Second, func(ms map[string]memberState) bool {
+		return ms[coord.Addr()].Health == "alive" && ms[n1.Addr()].Health == "alive" && ms[n2.Addr()].Health == "alive" &&
+			ms[rogue.Addr()].LastError != ""
+	})
+	r := ms[rogue.Addr()]
+	if r.Health == "alive" || !strings.Contains(r.LastError, `not valid for its identity "127.0.0.1"`) {
+		t.Errorf("the node with another name's certificate: %+v; want it kept out for its identity", r)
+	}
+	// A little later it still has not joined (the refusal is not a transient error).
+	time.Sleep(2 * time.Second)
+	ms = waitMembers(t, hc, url, token, time.Second, func(map[string]memberState) bool { return true })
+	if h := ms[rogue.Addr()].Health; h == "alive" {
+		t.Errorf("the rogue node joined: %+v", ms[rogue.Addr()])
+	}
+	// Plain http to a TLS node gets no API.
+	resp, err := http.Get("http://" + coord.Addr() + "/api/v1/status")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("plain http to a TLS node: %d, want 400", resp.StatusCode)
+		}
+	}
+	for _, s := range []*testserver.Server{coord, n1, n2, rogue} {
+		if strings.Contains(ownLog(s), token) {
+			t.Errorf("node %s logged the token:\n%s", s.Addr(), ownLog(s))
+		}
+	}
+}
+
+// Without TLS, a peer off loopback is refused, named with the flags that would allow it;
+// --insecure-peers allows it with a warning.
+func TestFleetRefusesPlainHTTPPeerOffLoopback(t *testing.T) {
+	const offLoopback = "192.0.2.1:9" // TEST-NET-1: never dialled when refused
+	args := func(extra ...string) func(string) []string {
+		return func(self string) []string {
+			return append([]string{"--token", token, "--log-level", "info", "--coordinate", "--peers", self + "," + offLoopback}, extra...)
+		}
+	}
+	coord := secureNode(t, args())
+	hc := &http.Client{Timeout: 10 * time.Second}
+	ms := waitMembers(t, hc, "http://"+coord.Addr(), token, 20*time.Second, func(ms map[string]memberState) bool {
+		return ms[coord.Addr()].Health == "alive" && ms[offLoopback].LastError != ""
+	})
+	if e := ms[offLoopback].LastError; !strings.Contains(e, "plain http off loopback") || !strings.Contains(e, "--insecure-peers") || !strings.Contains(e, "--peer-ca") {
+		t.Errorf("the off-loopback peer's error %q does not say why it was refused and which flags allow it", e)
+	}
+	if !strings.Contains(coord.LogTail(), "fleet member refused") {
+		t.Errorf("the refusal is not logged:\n%s", coord.LogTail())
+	}
+
+	insecure := secureNode(t, args("--insecure-peers"))
+	ms = waitMembers(t, hc, "http://"+insecure.Addr(), token, 20*time.Second, func(ms map[string]memberState) bool {
+		return ms[insecure.Addr()].Health == "alive" && ms[offLoopback].LastError != ""
+	})
+	if e := ms[offLoopback].LastError; strings.Contains(e, "plain http off loopback") {
+		t.Errorf("with --insecure-peers the peer is still refused: %q", e)
+	}
+	if !strings.Contains(insecure.LogTail(), "INSECURE: --insecure-peers") {
+		t.Errorf("no warning for --insecure-peers:\n%s", insecure.LogTail())
+	}
+}
+
+// The coordinator's calls to its nodes follow its --token-file: a fleet's token rotates
+// without restarting the coordinator.
+func TestFleetCoordinatorTokenRotatesFromFile(t *testing.T) {
+	oldToken, newToken := "old-fleet-token-0123456789abcdef", "new-fleet-token-0123456789abcdef"
+	node := secureNode(t, func(string) []string { return []string{"--token", newToken, "--log-level", "info"} })
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(oldToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	coord := secureNode(t, func(self string) []string {
+		return []string{"--token-file", file, "--log-level", "info", "--coordinate", "--peers", self + "," + node.Addr()}
+	})
+	hc := &http.Client{Timeout: 10 * time.Second}
+	url := "http://" + coord.Addr()
+	ms := waitMembers(t, hc, url, oldToken, 20*time.Second, func(ms map[string]memberState) bool {
+		return ms[coord.Addr()].Health == "alive" && ms[node.Addr()].LastError != ""
+	})
+	if ms[node.Addr()].Health == "alive" {
+		t.Fatalf("the node with another token is alive: %+v", ms[node.Addr()])
+	}
+	if err := os.WriteFile(file, []byte(newToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The file is looked at every 3 s; then the next beat carries the new token. The old
+	// one asks meanwhile: it stays valid for the grace.
+	waitMembers(t, hc, url, oldToken, 20*time.Second, func(ms map[string]memberState) bool {
+		return ms[coord.Addr()].Health == "alive" && ms[node.Addr()].Health == "alive"
+	})
+	fleetMembers(t, hc, url, newToken)
+	for _, s := range []*testserver.Server{coord, node} {
+		for _, tok := range []string{oldToken, newToken} {
+			if strings.Contains(ownLog(s), tok) {
+				t.Errorf("node %s logged a token:\n%s", s.Addr(), ownLog(s))
+			}
+		}
+	}
+}
