@@ -20,7 +20,7 @@ func TestWorkloadsCommand(t *testing.T) {
 			"ycsb-c", "workload.writeEnabled=false",
 			"ycsb-d", "workload.pattern=latest",
 			"ycsb-e", "needs a driver with a scan operation", "workload.readMix=scan",
-			"ycsb-f", "RMW approximated as independent reads and writes",
+			"ycsb-f", "50% read-modify-writes (rmw)", "workload.writeMix=rmw",
 			"--workload NAME", "only drivers declaring it offer (in this build: "}},
 		{args: []string{"workloads", "ycsb-a"}, want: []string{"# description: YCSB A", "# Source: YCSB workloads/workloada", "workload:\n", "  readRate: 500\n"},
 			notWant: []string{"ycsb-b"}},

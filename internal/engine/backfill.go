@@ -252,7 +252,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, pc *pacer.Pac
 			}
 			start = s
 			ops = append(ops, operation{})
-			p.build(&ops[len(ops)-1], &backfillWrite, nil, idx, t, &vals[len(ops)-1])
+			p.build(&ops[len(ops)-1], &plainWrite, nil, idx, t, &vals[len(ops)-1])
 		}
 		next += int64(len(ops))
 		// A key is tried until written, backfillAttempts times at most; a partial bulk
@@ -301,14 +301,11 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, pc *pacer.Pac
 	}
 }
 
-// backfillRead is the operation backfill's verification runs.
-var backfillRead = mixEntry{name: driver.OpRead, idx: opRead, kind: driver.KindRead, wop: workload.OpRead, upTo: 1}
-
 // write writes one key, or several through bulk (which is then non-nil), recovering a
 // driver panic like call.
 func (e *Engine) write(ctx context.Context, bulk driver.BulkWriter, keys []string, values [][]byte) (err error) {
 	if len(keys) == 1 {
-		_, err = e.call(ctx, &backfillWrite, keys[0], values[0])
+		_, err = e.call(ctx, &plainWrite, keys[0], values[0], 0)
 		return err
 	}
 	defer func() {
@@ -336,9 +333,9 @@ func (e *Engine) verifyRange(ctx context.Context, g *generation, pc *pacer.Pacer
 		}
 		// Verification counts what it finds apart from the backfill's series: it checks
 		// presence and integrity, not what the store's latency was.
-		p.build(&o, &backfillRead, nil, idx, t, nil)
+		p.build(&o, &plainRead, nil, idx, t, nil)
 		oc := p.slot.begin(start, g.w.OpTimeout)
-		value, err := e.call(oc, o.m, o.key, nil)
+		value, err := e.call(oc, o.m, o.key, nil, 0)
 		oc.end()
 		switch {
 		case errors.Is(err, driver.ErrNotFound):

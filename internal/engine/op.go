@@ -39,13 +39,16 @@ const (
 // operation is one operation on its way through an opPath, from next or build to done.
 type operation struct {
 	m        *mixEntry
-	opShard  *stats.Shard // the operation's own series; nil for a class of one operation
-	intended int64        // its intended start time
-	idx      int64        // its key's index in the keyspace
+	class    *stats.Shard     // the series of its class (or backfill, or an rmw's part)
+	opShard  *stats.Shard     // the operation's own series; nil for a class of one operation
+	parts    *[2]*stats.Shard // an rmw's: the series of its read and of its write
+	intended int64            // its intended start time
+	idx      int64            // its key's index in the keyspace
 	key      string
 	value    []byte // a write's value (encoded when validating); nil otherwise
 	seq      uint64 // validation: the sequence a write's value carries
 	expect   uint64 // validation: what a read of the key expects
+	n        int    // a scan's length
 }
 
 // opPath is a worker's one path for operations. Every loop of the engine drives its
@@ -70,6 +73,7 @@ type opPath struct {
 	g      *generation
 	mix    []mixEntry
 	shards []*stats.Shard
+	parts  [][2]*stats.Shard // per mix entry, an rmw's parts' shards
 	// arena is the block keys are carved from (see key); vbuf holds the encoded value of
 	// the plain loop's operation in flight.
 	arena, vbuf []byte
@@ -108,7 +112,7 @@ func (p *opPath) take(ctx context.Context, c *opClass, id int) (intended, start 
 			// generation.
 			c.firstOp.CompareAndSwap(0, start)
 			p.g = g
-			p.mix, p.shards = p.e.classMix(g, c.name, id, p.shards[:0])
+			p.mix, p.shards, p.parts = p.e.classMix(g, c.name, id, p.shards[:0], p.parts[:0])
 		}
 		// Under catchUp=burst (dropLate 0) no operation is dropped: no call per operation.
 		if len(p.mix) > 0 && (p.g.dropLate == 0 || !p.dropped(intended, start)) {
@@ -158,24 +162,37 @@ func (p *opPath) next(o *operation, intended int64, vbuf *[]byte) {
 	}
 	m := &p.mix[pick]
 	p.build(o, m, p.shards[pick], p.g.keys.Next(p.rng, m.wop), intended, vbuf)
+	if m.idx == opRMW {
+		o.parts = &p.parts[pick]
+	}
 }
 
 // build makes o operation m (recorded also in opShard unless nil) on the key of index
-// idx, intended at intended: a write gets a value from the pool, encoded into vbuf when
-// validating, and a validated read notes what it expects.
+// idx, intended at intended: a write (and an rmw's write) gets a value from the pool,
+// encoded into vbuf when validating; a validated read (and an rmw's read) notes what it
+// expects; a validated delete is noted as issued, since the store may apply it from now
+// on.
 func (p *opPath) build(o *operation, m *mixEntry, opShard *stats.Shard, idx, intended int64, vbuf *[]byte) {
 	g := p.g
-	*o = operation{m: m, opShard: opShard, intended: intended, idx: idx, key: p.key(idx)}
-	switch {
-	case m.kind == driver.KindWrite:
+	*o = operation{m: m, class: p.class, opShard: opShard, intended: intended, idx: idx, key: p.key(idx)}
+	if m.kind == driver.KindWrite || m.kind == driver.KindRMW {
 		o.value = g.values.Pick(p.rng)
 		if g.tracker != nil {
 			o.seq = g.tracker.Seq()
 			*vbuf = workload.EncodeValue((*vbuf)[:0], keyBytes(o.key), o.seq, o.value)
 			o.value = *vbuf
 		}
-	case m.idx == opRead && g.tracker != nil:
-		o.expect = g.tracker.Expect(idx)
+	}
+	if m.idx == opScan {
+		o.n = 1 + p.rng.IntN(scanLengthMax)
+	}
+	if g.tracker != nil {
+		switch {
+		case m.idx == opRead || m.idx == opRMW:
+			o.expect = g.tracker.Expect(idx)
+		case m.kind == driver.KindDelete:
+			g.tracker.Deleting(idx)
+		}
 	}
 }
 
@@ -207,11 +224,55 @@ func keyBytes(key string) []byte { return unsafe.Slice(unsafe.StringData(key), l
 // do runs o, which starts at start, as one call under an operation context of its own,
 // records it and notes the cycle.
 func (p *opPath) do(o *operation, start int64) outcome {
+	if o.m.idx == opRMW {
+		return p.rmw(o, start)
+	}
 	oc := p.slot.begin(start, p.g.w.OpTimeout)
-	got, err := p.e.call(oc, o.m, o.key, o.value)
+	got, err := p.e.call(oc, o.m, o.key, o.value, o.n)
 	end := p.clock.Now()
 	timedOut := oc.end()
 	out := p.done(o, start, end, got, err, timedOut)
+	p.split.done(start, end)
+	return out
+}
+
+// rmw runs o, a read-modify-write that starts at start: Read, then (unless the read
+// failed) Write of the same key, under one operation context, so the op timeout bounds
+// both. Each part is recorded in its own series as the operation it is (the read
+// validated, the write acknowledged), and the whole as one operation of its class: from
+// its intended start to the write's end, failed if either part failed.
+func (p *opPath) rmw(o *operation, start int64) outcome {
+	oc := p.slot.begin(start, p.g.w.OpTimeout)
+	got, err := p.e.call(oc, &plainRead, o.key, nil, 0)
+	end := p.clock.Now()
+	read := *o
+	read.m, read.class, read.opShard = &plainRead, o.parts[0], nil
+	var failed error // the failed part's error
+	switch p.done(&read, start, end, got, err, oc.status() == opTimedOut) {
+	case outStopped:
+		oc.end()
+		return outStopped
+	case outFailed:
+		failed = err
+	default:
+		mid := end
+		_, err = p.e.call(oc, &plainWrite, o.key, o.value, 0)
+		end = p.clock.Now()
+		write := *o
+		write.m, write.class, write.opShard = &plainWrite, o.parts[1], nil
+		// The write's service time runs from the end of the read.
+		switch p.done(&write, mid, end, nil, err, oc.status() == opTimedOut) {
+		case outStopped:
+			oc.end()
+			return outStopped
+		case outFailed:
+			failed = err
+		}
+	}
+	timedOut := oc.end()
+	// The parts recorded what they found (validation included); the whole, of kind rmw,
+	// counts only as answered or failed.
+	out := p.done(o, start, end, nil, failed, timedOut)
 	p.split.done(start, end)
 	return out
 }
@@ -226,13 +287,18 @@ func (p *opPath) done(o *operation, start, end int64, got []byte, err error, tim
 	resp, svc := time.Duration(end-o.intended), time.Duration(end-start)
 	own := p.split.own(o.intended, start)
 	t := p.g.tracker
+	if t != nil && o.m.kind == driver.KindDelete {
+		// Whatever the answer, the delete may have been applied: the key is expected
+		// absent until a write started after this moment is acknowledged.
+		t.Delete(o.idx, t.Seq())
+	}
 	switch {
 	case err == nil:
 		switch {
 		case t == nil:
 			// The common case, written out: a call through recording costs a few
 			// nanoseconds per operation (it does not inline).
-			p.class.SuccessLag(resp, svc, own)
+			o.class.SuccessLag(resp, svc, own)
 			if o.opShard != nil {
 				o.opShard.SuccessLag(resp, svc, own)
 			}
@@ -252,10 +318,11 @@ func (p *opPath) done(o *operation, start, end int64, got []byte, err error, tim
 		}
 		return outOK
 	case errors.Is(err, driver.ErrNotFound):
-		if o.m.idx == opRead && t != nil && t.Classify(o.expect, false, 0) == workload.ResultLost {
+		if o.m.idx == opRead && t != nil && t.Classify(o.expect, false, 0) == workload.ResultLost &&
+			(!p.g.deletes || t.Expect(o.idx) == o.expect) {
 			p.rec(o).missInvalid(resp, svc, own, stats.Lost)
 		} else {
-			p.class.MissLag(resp, svc, own)
+			o.class.MissLag(resp, svc, own)
 			if o.opShard != nil {
 				o.opShard.MissLag(resp, svc, own)
 			}
@@ -273,7 +340,7 @@ func (p *opPath) done(o *operation, start, end int64, got []byte, err error, tim
 	}
 }
 
-func (p *opPath) rec(o *operation) recording { return recording{class: p.class, op: o.opShard} }
+func (p *opPath) rec(o *operation) recording { return recording{class: o.class, op: o.opShard} }
 
 // recording records one operation into its class's series and, when the class mixes
 // several operations, into the operation's own series too. done writes the common
@@ -373,9 +440,10 @@ func verdict(t *workload.Tracker, key, value []byte, expect uint64) (stats.Valid
 	return 0, false
 }
 
-// call runs one driver operation. A driver that panics fails that operation (class
-// other) instead of killing the worker and the run with it.
-func (e *Engine) call(ctx context.Context, m *mixEntry, key string, value []byte) (got []byte, err error) {
+// call runs one driver operation: m on key, with value for a write and n for a scan. A
+// driver that panics fails that operation (class other) instead of killing the worker and
+// the run with it.
+func (e *Engine) call(ctx context.Context, m *mixEntry, key string, value []byte, n int) (got []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if e.panics.Add(1) == 1 {
@@ -390,6 +458,11 @@ func (e *Engine) call(ctx context.Context, m *mixEntry, key string, value []byte
 		return e.drv.Read(ctx, key)
 	case opWrite:
 		return nil, e.drv.Write(ctx, key, value)
+	case opDelete:
+		return nil, e.deleter.Delete(ctx, key)
+	case opScan:
+		_, err := e.scanner.Scan(ctx, key, n)
+		return nil, err
 	}
 	return e.operator.Do(ctx, m.idx, key, value)
 }

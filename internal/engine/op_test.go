@@ -69,15 +69,15 @@ func TestOpPathDone(t *testing.T) {
 			var value []byte
 			if tc.before {
 				var w operation
-				pre.build(&w, &backfillWrite, nil, idx, 1, &pre.vbuf)
+				pre.build(&w, &plainWrite, nil, idx, 1, &pre.vbuf)
 				value = append([]byte(nil), w.value...)
 				if out := pre.done(&w, 1, 2, nil, nil, false); out != outOK {
 					t.Fatalf("write before: %v", out)
 				}
 			}
-			m := &backfillRead
+			m := &plainRead
 			if tc.write {
-				m = &backfillWrite
+				m = &plainWrite
 			}
 			var o operation
 			p.build(&o, m, nil, idx, 10, &p.vbuf)

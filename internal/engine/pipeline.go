@@ -99,21 +99,27 @@ func (b *batch) next(p *pacer.Pacer, start int64) (int64, bool) {
 	}
 }
 
-// classMix returns the mix of class name in g and each entry's own shard (nil for a class
-// of one operation), appended to shards.
-func (e *Engine) classMix(g *generation, name string, id int, shards []*stats.Shard) ([]mixEntry, []*stats.Shard) {
+// classMix returns the mix of class name in g, each entry's own shard (nil for a class of
+// one operation) appended to shards, and each entry's rmw parts' shards appended to parts.
+func (e *Engine) classMix(g *generation, name string, id int, shards []*stats.Shard, parts [][2]*stats.Shard) ([]mixEntry, []*stats.Shard, [][2]*stats.Shard) {
 	cg := g.class(name)
 	if cg == nil {
-		return nil, shards
+		return nil, shards, parts
 	}
 	for i := range cg.mix {
+		m := &cg.mix[i]
 		var sh *stats.Shard
-		if cg.mix[i].own {
-			sh = e.coll.Recorder(cg.mix[i].series).Shard(id)
+		if m.own {
+			sh = e.coll.Recorder(m.series).Shard(id)
 		}
 		shards = append(shards, sh)
+		var ps [2]*stats.Shard
+		if m.idx == opRMW {
+			ps = [2]*stats.Shard{e.coll.Recorder(m.parts[0]).Shard(id), e.coll.Recorder(m.parts[1]).Shard(id)}
+		}
+		parts = append(parts, ps)
 	}
-	return cg.mix, shards
+	return cg.mix, shards, parts
 }
 
 // runBatch runs one batch; a driver that panics fails the operations it did not complete.
