@@ -251,8 +251,7 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, pc *pacer.Pac
 				return
 			}
 			start = s
-			ops = append(ops, operation{})
-			p.build(&ops[len(ops)-1], &plainWrite, nil, idx, t, &vals[len(ops)-1])
+			ops = append(ops, p.build(&plainWrite, nil, idx, t, &vals[len(ops)]))
 		}
 		next += int64(len(ops))
 		// A key is tried until written, backfillAttempts times at most; a partial bulk
@@ -325,7 +324,6 @@ func (e *Engine) verifyRange(ctx context.Context, g *generation, pc *pacer.Pacer
 	p := e.newOpPath(nil, nil, nil)
 	defer p.close()
 	p.g = g
-	var o operation
 	for idx := r.Start; idx < r.End && ctx.Err() == nil; idx++ {
 		t, start, err := pc.Acquire(ctx)
 		if err != nil {
@@ -333,7 +331,7 @@ func (e *Engine) verifyRange(ctx context.Context, g *generation, pc *pacer.Pacer
 		}
 		// Verification counts what it finds apart from the backfill's series: it checks
 		// presence and integrity, not what the store's latency was.
-		p.build(&o, &plainRead, nil, idx, t, nil)
+		o := p.build(&plainRead, nil, idx, t, nil)
 		oc := p.slot.begin(start, g.w.OpTimeout)
 		value, err := e.call(oc, o.m, o.key, nil, 0)
 		oc.end()

@@ -150,9 +150,9 @@ func (p *opPath) dropped(intended, start int64) bool {
 	return false
 }
 
-// next makes o an operation of the class's mix, picked by weight, intended at intended;
+// next returns an operation of the class's mix, picked by weight, intended at intended;
 // vbuf holds its value when a validated write encodes one.
-func (p *opPath) next(o *operation, intended int64, vbuf *[]byte) {
+func (p *opPath) next(intended int64, vbuf *[]byte) operation {
 	pick := 0
 	if len(p.mix) > 1 {
 		u := p.rng.Float64()
@@ -161,20 +161,24 @@ func (p *opPath) next(o *operation, intended int64, vbuf *[]byte) {
 		}
 	}
 	m := &p.mix[pick]
-	p.build(o, m, p.shards[pick], p.g.keys.Next(p.rng, m.wop), intended, vbuf)
+	o := p.build(m, p.shards[pick], p.g.keys.Next(p.rng, m.wop), intended, vbuf)
 	if m.idx == opRMW {
 		o.parts = &p.parts[pick]
 	}
+	return o
 }
 
-// build makes o operation m (recorded also in opShard unless nil) on the key of index
+// build returns operation m (recorded also in opShard unless nil) on the key of index
 // idx, intended at intended: a write (and an rmw's write) gets a value from the pool,
 // encoded into vbuf when validating; a validated read (and an rmw's read) notes what it
 // expects; a validated delete is noted as issued, since the store may apply it from now
-// on.
-func (p *opPath) build(o *operation, m *mixEntry, opShard *stats.Shard, idx, intended int64, vbuf *[]byte) {
+// on. The operation is returned by value: filled in the caller's frame, it costs no
+// write barrier per field while the garbage collector marks.
+func (p *opPath) build(m *mixEntry, opShard *stats.Shard, idx, intended int64, vbuf *[]byte) operation {
 	g := p.g
-	*o = operation{m: m, class: p.class, opShard: opShard, intended: intended, idx: idx, key: p.key(idx)}
+	var o operation
+	o.m, o.class, o.opShard = m, p.class, opShard
+	o.intended, o.idx, o.key = intended, idx, p.key(idx)
 	if m.kind == driver.KindWrite || m.kind == driver.KindRMW {
 		o.value = g.values.Pick(p.rng)
 		if g.tracker != nil {
@@ -194,6 +198,7 @@ func (p *opPath) build(o *operation, m *mixEntry, opShard *stats.Shard, idx, int
 			g.tracker.Deleting(idx)
 		}
 	}
+	return o
 }
 
 // key returns the key of index idx. A small keyspace's keys were made once for the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 	"time"
 
@@ -68,8 +67,7 @@ func TestOpPathDone(t *testing.T) {
 			const idx = 7
 			var value []byte
 			if tc.before {
-				var w operation
-				pre.build(&w, &plainWrite, nil, idx, 1, &pre.vbuf)
+				w := pre.build(&plainWrite, nil, idx, 1, &pre.vbuf)
 				value = append([]byte(nil), w.value...)
 				if out := pre.done(&w, 1, 2, nil, nil, false); out != outOK {
 					t.Fatalf("write before: %v", out)
@@ -79,8 +77,7 @@ func TestOpPathDone(t *testing.T) {
 			if tc.write {
 				m = &plainWrite
 			}
-			var o operation
-			p.build(&o, m, nil, idx, 10, &p.vbuf)
+			o := p.build(m, nil, idx, 10, &p.vbuf)
 			var got []byte
 			if tc.got != nil {
 				got = tc.got(o.key, value)
@@ -110,38 +107,6 @@ func TestOpPathDone(t *testing.T) {
 				t.Error("no response time recorded")
 			}
 		})
-	}
-}
-
-// TestPipelinedNoAllocationPerOperation: pipelining workers allocate nothing per batch
-// either: a batch's keys come from the same arena (or key table) as the plain loop's,
-// where they used to be copied into one new string per batch.
-func TestPipelinedNoAllocationPerOperation(t *testing.T) {
-	for _, keys := range []int64{1000, 1 << 20} { // a key table, and keys carved per op
-		ps := &pipeStore{Driver: nopStore{}}
-		e := newEngine(t, ps, testWorkload(t, func(w *config.Workload) {
-			w.NumKeys = keys
-			w.Pipeline = 1 // a batch per operation: an allocation per batch is one per op
-		}))
-		if err := e.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond) // buffers, slabs and arenas warm up
-		var m0, m1 runtime.MemStats
-		e.Collector().Tick(time.Now())
-		runtime.ReadMemStats(&m0)
-		time.Sleep(300 * time.Millisecond)
-		runtime.ReadMemStats(&m1)
-		s := e.Collector().Tick(time.Now()).Summary()
-		_ = e.Stop()
-		ops := s.Ops["read"].Count + s.Ops["write"].Count
-		allocs := m1.Mallocs - m0.Mallocs
-		if ops < 10000 {
-			t.Fatalf("keys=%d: only %d operations in 300ms on a store that answers at once", keys, ops)
-		}
-		if perOp := float64(allocs) / float64(ops); perOp > 0.02 {
-			t.Errorf("keys=%d: %d allocations for %d operations (%.3f per op); want none per op", keys, allocs, ops, perOp)
-		}
 	}
 }
 

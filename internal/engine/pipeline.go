@@ -162,9 +162,8 @@ func (b *batch) add(intended int64) {
 	if i == len(b.vals) {
 		b.vals = append(b.vals, nil)
 	}
-	b.meta = append(b.meta, operation{})
+	b.meta = append(b.meta, b.p.next(intended, &b.vals[i]))
 	o := &b.meta[i]
-	b.p.next(o, intended, &b.vals[i])
 	b.ops = append(b.ops, driver.PipelineOp{Op: o.m.idx, Key: o.key, Value: o.value})
 	b.answered = append(b.answered, false)
 }

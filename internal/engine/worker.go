@@ -20,13 +20,12 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 	p := e.newOpPath(rand.New(rand.NewPCG(seed, uint64(c.series)<<32|uint64(id))), c.rec.Shard(id), nil)
 	defer p.close()
 	w.slot.Store(p.slot)
-	var o operation
 	for {
 		intended, start, ok := p.take(ctx, c, id)
 		if !ok {
 			return
 		}
-		p.next(&o, intended, &p.vbuf)
+		o := p.next(intended, &p.vbuf)
 		out := p.do(&o, start)
 		if out == outStopped {
 			return
