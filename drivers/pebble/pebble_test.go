@@ -334,50 +334,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestScanAndDelete: scan reads up to n keys in byte order from a start key that need not
-// exist, and reading none is a miss; a deleted key is gone, from reads and scans, and
-// deleting a missing key is not an error.
-func TestScanAndDelete(t *testing.T) {
-	ctx := context.Background()
-	d := open(t, nil)
-	for _, k := range []string{"k1", "k10", "k2", "k3", "k5"} {
-		if err := d.Write(ctx, k, []byte("v-"+k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := d.Delete(ctx, "k3"); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Delete(ctx, "nosuch"); err != nil {
-		t.Errorf("delete of a missing key: %v", err)
-	}
-	if _, err := d.Read(ctx, "k3"); !errors.Is(err, driver.ErrNotFound) {
-		t.Errorf("read of a deleted key: %v, want ErrNotFound", err)
-	}
-	tests := []struct {
-		start string
-		n     int
-		want  int // 0: ErrNotFound
-	}{
-		{"k1", 2, 2},   // k1, k10
-		{"k1", 100, 4}, // k1 k10 k2 k5 (k3 deleted)
-		{"k0", 1, 1},   // a start key that does not exist
-		{"k2", 3, 2},   // k2, k5
-		{"k6", 5, 0},   // past the last key
-		{"a", 4, 4},
-	}
-	for _, tc := range tests {
-		got, err := d.Scan(ctx, tc.start, tc.n)
-		switch {
-		case tc.want == 0 && !errors.Is(err, driver.ErrNotFound):
-			t.Errorf("Scan(%q, %d) = %d, %v; want ErrNotFound", tc.start, tc.n, got, err)
-		case tc.want != 0 && (err != nil || got != tc.want):
-			t.Errorf("Scan(%q, %d) = %d, %v; want %d", tc.start, tc.n, got, err, tc.want)
-		}
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := d.Scan(cctx, "k1", 1); err == nil {
-		t.Error("scan with a cancelled context succeeded")
-	}
-}
+// TestScanAndDelete: the operations delete and scan behave as driver.Deleter and
+// driver.Scanner say.
+func TestScanAndDelete(t *testing.T) { drivertest.ScanAndDelete(t, open(t, nil)) }
