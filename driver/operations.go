@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Kind says what an operation does to the store, which decides what the engine hands it
@@ -18,14 +19,27 @@ const (
 	// an update, an append.
 	KindWrite
 	// KindOther operations get a key only and return nothing the engine looks at: a
-	// delete, a counter increment, an HTTP route that is neither.
+	// counter increment, an HTTP route that is neither read nor write.
 	KindOther
+	// KindDelete operations get a key only and remove it: afterwards the key is absent,
+	// so data validation expects a miss and never counts one as lost. ErrNotFound (there
+	// was nothing to delete) counts as a miss. A driver that implements Deleter offers
+	// the built-in operation "delete" of this kind.
+	KindDelete
+	// KindRMW is the built-in operation "rmw" that every driver offers: the engine reads
+	// the key with Driver.Read and writes a new value with Driver.Write, timed as one
+	// operation and as its two parts. A driver cannot declare operations of this kind.
+	KindRMW
+	// KindScan is the built-in operation "scan" of drivers that implement Scanner: it gets
+	// a start key and a length, and reads up to that many keys in key order from the
+	// start key. Reading none is a miss.
+	KindScan
 	numKinds
 )
 
-var kindNames = [numKinds]string{"read", "write", "other"}
+var kindNames = [numKinds]string{"read", "write", "other", "delete", "rmw", "scan"}
 
-// String returns "read", "write" or "other".
+// String returns the kind's name: "read", "write", "other", "delete", "rmw" or "scan".
 func (k Kind) String() string {
 	if k < numKinds {
 		return kindNames[k]
@@ -44,7 +58,7 @@ func (k *Kind) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("operation kind %q: want read, write or other", b)
+	return fmt.Errorf("operation kind %q: want one of %s", b, strings.Join(kindNames[:], ", "))
 }
 
 // The operations every driver offers through the base contract.
@@ -53,6 +67,36 @@ const (
 	OpRead = "read"
 	// OpWrite is the name of Driver.Write as an operation.
 	OpWrite = "write"
+	// OpDelete is the name of Deleter.Delete as an operation, offered by the drivers that
+	// implement Deleter.
+	OpDelete = "delete"
+	// OpRMW is the name of the read-modify-write every driver offers: Driver.Read, then
+	// Driver.Write of the same key.
+	OpRMW = "rmw"
+	// OpScan is the name of Scanner.Scan as an operation, offered by the drivers that
+	// implement Scanner.
+	OpScan = "scan"
+)
+
+// Scanner is implemented by drivers whose store reads keys in order from a start key (an
+// LSM tree's iterator, a sorted index, a clustering range): they offer the operation
+// "scan", which reads a range the way YCSB's workload E does.
+type Scanner interface {
+	// Scan reads up to n keys and their values in ascending byte order of the keys, from
+	// start (inclusive; start need not exist), and returns how many it read. Reading none
+	// returns ErrNotFound, which the engine counts as a miss. ctx carries the operation's
+	// deadline, as for Read.
+	Scan(ctx context.Context, start string, n int) (int, error)
+}
+
+// Indexes of the built-in operations, as Definition.Operation returns them; a declared
+// operation's index is its position in Definition.Operations.
+const (
+	IndexRead   = PipelineRead  // Driver.Read
+	IndexWrite  = PipelineWrite // Driver.Write
+	IndexDelete = -3            // Deleter.Delete
+	IndexRMW    = -4            // Driver.Read, then Driver.Write
+	IndexScan   = -5            // Scanner.Scan
 )
 
 // Operation declares one operation a driver offers beyond Read and Write (which every
@@ -79,16 +123,25 @@ type Operator interface {
 	Do(ctx context.Context, op int, key string, value []byte) ([]byte, error)
 }
 
-// The base contract's operations as declarations.
+// The built-in operations as declarations.
 var (
-	readOp  = Operation{Name: OpRead, Kind: KindRead, Help: "read one key (Driver.Read)"}
-	writeOp = Operation{Name: OpWrite, Kind: KindWrite, Help: "write one key (Driver.Write)"}
+	readOp   = Operation{Name: OpRead, Kind: KindRead, Help: "read one key (Driver.Read)"}
+	writeOp  = Operation{Name: OpWrite, Kind: KindWrite, Help: "write one key (Driver.Write)"}
+	deleteOp = Operation{Name: OpDelete, Kind: KindDelete, Help: "delete one key (Deleter.Delete)"}
+	rmwOp    = Operation{Name: OpRMW, Kind: KindRMW, Help: "read one key, then write it (Driver.Read, then Driver.Write), timed as one operation and as its two parts"}
+	scanOp   = Operation{Name: OpScan, Kind: KindScan, Help: "read up to n keys in key order from a start key (Scanner.Scan); n uniform in 1..100"}
 )
 
-// AllOperations returns every operation def's drivers offer: read, write, then its
-// declared Operations in order.
+// AllOperations returns every operation def's drivers offer: read, write, its declared
+// Operations in order, then the built-in operations its driver offers beyond Read and
+// Write that it does not declare itself: delete (when the driver implements Deleter),
+// scan (when it implements Scanner) and rmw.
 func (def Definition) AllOperations() []Operation {
-	return append([]Operation{readOp, writeOp}, def.Operations...)
+	ops := append([]Operation{readOp, writeOp}, def.Operations...)
+	for _, b := range def.builtins() {
+		ops = append(ops, b.op)
+	}
+	return ops
 }
 
 // OperationNames returns the names of AllOperations.
@@ -100,21 +153,59 @@ func (def Definition) OperationNames() []string {
 	return names
 }
 
-// Operation returns the operation named name and its index for Operator.Do; read and
-// write have index -1 and -2 (they are Driver.Read and Driver.Write, not Do).
+// Operation returns the operation named name and its index: the position of a declared
+// operation for Operator.Do, or one of the negative Index constants for a built-in one.
 func (def Definition) Operation(name string) (Operation, int, bool) {
 	switch name {
 	case OpRead:
-		return readOp, -1, true
+		return readOp, IndexRead, true
 	case OpWrite:
-		return writeOp, -2, true
+		return writeOp, IndexWrite, true
 	}
 	for i, o := range def.Operations {
 		if o.Name == name {
 			return o, i, true
 		}
 	}
+	for _, b := range def.builtins() {
+		if b.op.Name == name {
+			return b.op, b.index, true
+		}
+	}
 	return Operation{}, 0, false
+}
+
+type builtin struct {
+	op    Operation
+	index int
+}
+
+// builtins returns the built-in operations beyond Read and Write that def's driver
+// offers and does not declare under the same name (a declared one takes precedence: an
+// http driver's route named delete is the route).
+func (def Definition) builtins() []builtin {
+	var out []builtin
+	declared := func(name string) bool {
+		for _, o := range def.Operations {
+			if o.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if def.New != nil {
+		d := def.New()
+		if _, ok := d.(Deleter); ok && !declared(OpDelete) {
+			out = append(out, builtin{deleteOp, IndexDelete})
+		}
+		if _, ok := d.(Scanner); ok && !declared(OpScan) {
+			out = append(out, builtin{scanOp, IndexScan})
+		}
+	}
+	if !declared(OpRMW) {
+		out = append(out, builtin{rmwOp, IndexRMW})
+	}
+	return out
 }
 
 // checkOperations is Register's check of the declared operations.
@@ -130,6 +221,9 @@ func checkOperations(def Definition) error {
 		seen[o.Name] = true
 		if o.Kind >= numKinds {
 			return fmt.Errorf("operation %q: unknown kind %d", o.Name, o.Kind)
+		}
+		if o.Kind == KindRMW || o.Kind == KindScan {
+			return fmt.Errorf("operation %q: kind %s is the built-in %s operation's; declare the driver's own as kind read, write, other or delete", o.Name, o.Kind, o.Kind)
 		}
 	}
 	if len(def.Operations) > 0 {

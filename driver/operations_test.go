@@ -41,6 +41,7 @@ func TestRegisterChecksOperations(t *testing.T) {
 		{"duplicate", def("ops-dup", []Operation{{Name: "a"}, {Name: "a"}}, true), "declared twice"},
 		{"bad name", def("ops-bad", []Operation{{Name: "a.b"}}, true), "a letter, then letters and digits"},
 		{"bad kind", def("ops-kind", []Operation{{Name: "a", Kind: 9}}, true), "unknown kind"},
+		{"kind rmw", def("ops-rmw", []Operation{{Name: "a", Kind: KindRMW}}, true), "kind rmw is the built-in rmw operation's"},
 	} {
 		err := Register(tt.def)
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
@@ -48,7 +49,7 @@ func TestRegisterChecksOperations(t *testing.T) {
 		}
 	}
 	d, _ := Lookup("ops-ok")
-	if got := strings.Join(d.OperationNames(), ","); got != "read,write,scan,del" {
+	if got := strings.Join(d.OperationNames(), ","); got != "read,write,scan,del,rmw" {
 		t.Errorf("OperationNames = %s", got)
 	}
 	if o, i, ok := d.Operation("del"); !ok || i != 1 || o.Kind != KindOther {
@@ -62,7 +63,55 @@ func TestRegisterChecksOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back []Operation
-	if err := json.Unmarshal(b, &back); err != nil || len(back) != 4 || back[3].Kind != KindOther || !strings.Contains(string(b), `"kind":"other"`) {
+	if err := json.Unmarshal(b, &back); err != nil || len(back) != 5 || back[3].Kind != KindOther || !strings.Contains(string(b), `"kind":"other"`) {
 		t.Errorf("JSON round trip: %s -> %+v, %v", b, back, err)
+	}
+}
+
+type deleterDriver struct{ opDriver }
+
+func (deleterDriver) Delete(context.Context, string) error { return nil }
+
+type scannerDriver struct{ deleterDriver }
+
+func (scannerDriver) Scan(context.Context, string, int) (int, error) { return 0, nil }
+
+// TestBuiltinOperations: every driver offers rmw, a driver that implements Deleter offers
+// delete, one that implements Scanner scan, and an operation the driver declares under either name is the driver's.
+func TestBuiltinOperations(t *testing.T) {
+	def := func(d Driver, ops ...Operation) Definition {
+		return Definition{Name: "x", New: func() Driver { return d }, Operations: ops}
+	}
+	tests := []struct {
+		name  string
+		def   Definition
+		names string
+		op    string
+		kind  Kind
+		index int
+	}{
+		{"plain driver: rmw", def(nopDriver{}), "read,write,rmw", OpRMW, KindRMW, IndexRMW},
+		{"a Deleter: delete", def(deleterDriver{}), "read,write,delete,rmw", OpDelete, KindDelete, IndexDelete},
+		{"a Scanner: scan", def(scannerDriver{}), "read,write,delete,scan,rmw", OpScan, KindScan, IndexScan},
+		{"declared delete is the driver's", def(deleterDriver{}, Operation{Name: "delete", Kind: KindOther}),
+			"read,write,delete,rmw", OpDelete, KindOther, 0},
+		{"declared rmw is the driver's", def(opDriver{}, Operation{Name: "rmw", Kind: KindWrite}), "read,write,rmw", OpRMW, KindWrite, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := strings.Join(tc.def.OperationNames(), ","); got != tc.names {
+				t.Errorf("OperationNames = %s, want %s", got, tc.names)
+			}
+			o, i, ok := tc.def.Operation(tc.op)
+			if !ok || o.Kind != tc.kind || i != tc.index {
+				t.Errorf("Operation(%s) = %+v, %d, %v; want kind %v index %d", tc.op, o, i, ok, tc.kind, tc.index)
+			}
+		})
+	}
+	if _, _, ok := def(nopDriver{}).Operation(OpDelete); ok {
+		t.Error("a driver without Deleter offers delete")
+	}
+	if _, _, ok := def(deleterDriver{}).Operation(OpScan); ok {
+		t.Error("a driver without Scanner offers scan")
 	}
 }

@@ -148,3 +148,57 @@ func FlipByte(read []byte, i int) []byte {
 	read[i] ^= 0x20
 	return read
 }
+
+// ScanAndDelete checks a driver's Deleter and Scanner (the operations delete and scan) on
+// a store that holds none of the keys "sd-k*": a deleted key reads as ErrNotFound, and
+// deleting a missing key is not an error; a scan reads up to n keys in byte order from a
+// start key that need not exist, and reading none is ErrNotFound; a cancelled context
+// fails a scan. It fails the test when d implements neither.
+func ScanAndDelete(t *testing.T, d driver.Driver) {
+	t.Helper()
+	del, okD := d.(driver.Deleter)
+	sc, okS := d.(driver.Scanner)
+	if !okD || !okS {
+		t.Fatalf("driver %T: Deleter %v, Scanner %v; want both", d, okD, okS)
+	}
+	ctx := Context(t)
+	for _, k := range []string{"sd-k1", "sd-k10", "sd-k2", "sd-k3", "sd-k5"} {
+		if err := d.Write(ctx, k, []byte("v-"+k)); err != nil {
+			t.Fatalf("write %s: %v", k, err)
+		}
+	}
+	if err := del.Delete(ctx, "sd-k3"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if err := del.Delete(ctx, "sd-nosuch"); err != nil {
+		t.Errorf("delete of a missing key: %v", err)
+	}
+	if _, err := d.Read(ctx, "sd-k3"); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("read of a deleted key: %v, want ErrNotFound", err)
+	}
+	for _, tc := range []struct {
+		start string
+		n     int
+		want  int // 0: ErrNotFound
+	}{
+		{"sd-k1", 2, 2},   // k1, k10
+		{"sd-k1", 100, 4}, // k1 k10 k2 k5 (k3 deleted)
+		{"sd-k0", 1, 1},   // a start key that does not exist
+		{"sd-k2", 3, 2},   // k2, k5
+		{"sd-k6", 5, 0},   // past the last key
+		{"sd-", 4, 4},
+	} {
+		got, err := sc.Scan(ctx, tc.start, tc.n)
+		switch {
+		case tc.want == 0 && !errors.Is(err, driver.ErrNotFound):
+			t.Errorf("Scan(%q, %d) = %d, %v; want ErrNotFound", tc.start, tc.n, got, err)
+		case tc.want != 0 && (err != nil || got != tc.want):
+			t.Errorf("Scan(%q, %d) = %d, %v; want %d", tc.start, tc.n, got, err, tc.want)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := sc.Scan(cctx, "sd-k1", 1); err == nil {
+		t.Error("scan with a cancelled context succeeded")
+	}
+}

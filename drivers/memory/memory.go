@@ -165,6 +165,8 @@ var (
 	_ driver.Reconfigurer     = (*Driver)(nil)
 	_ driver.ConnectionInfoer = (*Driver)(nil)
 	_ driver.StatsReporter    = (*Driver)(nil)
+	_ driver.Deleter          = (*Driver)(nil)
+	_ driver.Scanner          = (*Driver)(nil)
 )
 
 // Init creates the shards and applies the options.
@@ -365,6 +367,77 @@ func (d *Driver) Delete(ctx context.Context, key string) error {
 	}
 	sh.mu.Unlock()
 	return nil
+}
+
+// Scan reads up to n keys in byte order from start. The store is hashed, not sorted, so a
+// scan visits every key (O(keys) under each shard's read lock): it serves workloads that
+// need a range operation (YCSB E) with the right answers, not a sorted store's speed.
+func (d *Driver) Scan(ctx context.Context, start string, n int) (int, error) {
+	if s := d.cur.Load(); s == nil || s.slow {
+		if err := d.simulate(ctx, s); err != nil {
+			return 0, err
+		}
+	} else if err := ctx.Err(); err != nil {
+		return 0, cancelled(err)
+	}
+	if n <= 0 {
+		return 0, driver.ErrNotFound
+	}
+	// The n smallest keys at or after start, kept as a max-heap on the largest.
+	var first []string
+	for i := range d.shards {
+		sh := &d.shards[i]
+		sh.mu.RLock()
+		if !sh.t.open() {
+			sh.mu.RUnlock()
+			return 0, errClosed
+		}
+		sh.t.each(func(e *entry) {
+			switch {
+			case e.key < start:
+			case len(first) < n:
+				first = append(first, e.key)
+				siftUp(first, len(first)-1)
+			case e.key < first[0]:
+				first[0] = e.key
+				siftDown(first, 0)
+			}
+		})
+		sh.mu.RUnlock()
+	}
+	if len(first) == 0 {
+		return 0, driver.ErrNotFound
+	}
+	return len(first), nil
+}
+
+// siftUp and siftDown keep h a max-heap of strings.
+func siftUp(h []string, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p] >= h[i] {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func siftDown(h []string, i int) {
+	for {
+		l, big := 2*i+1, i
+		if l < len(h) && h[l] > h[big] {
+			big = l
+		}
+		if r := l + 1; r < len(h) && h[r] > h[big] {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		h[i], h[big] = h[big], h[i]
+		i = big
+	}
 }
 
 // Write stores a copy of value under key. It fails with a rejected error when the data

@@ -613,3 +613,7 @@ func TestDelete(t *testing.T) {
 		t.Fatal("delete on a cancelled context succeeded")
 	}
 }
+
+// TestScanAndDelete: the operations delete and scan behave as driver.Deleter and
+// driver.Scanner say.
+func TestScanAndDelete(t *testing.T) { drivertest.ScanAndDelete(t, open(t, nil)) }

@@ -73,6 +73,8 @@ var (
 	_ driver.BulkWriter       = (*Driver)(nil)
 	_ driver.ConnectionInfoer = (*Driver)(nil)
 	_ driver.StatsReporter    = (*Driver)(nil)
+	_ driver.Deleter          = (*Driver)(nil)
+	_ driver.Scanner          = (*Driver)(nil)
 )
 
 // Init opens (or creates) the database.
@@ -242,6 +244,54 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 		return fmt.Errorf("pebble set: %w", err)
 	}
 	return nil
+}
+
+// Delete removes key (a tombstone in the LSM tree); a missing key is not an error.
+func (d *Driver) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pebble delete: %w", err)
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.db == nil {
+		return errClosed
+	}
+	if err := d.db.Delete(keyBytes(key), d.write); err != nil {
+		return fmt.Errorf("pebble delete: %w", err)
+	}
+	return nil
+}
+
+// Scan reads up to n keys and their values in key order from start with an iterator, as
+// a range query does: the values are read (their blocks loaded), not only the keys.
+func (d *Driver) Scan(ctx context.Context, start string, n int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("pebble scan: %w", err)
+	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.db == nil {
+		return 0, errClosed
+	}
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: keyBytes(start)})
+	if err != nil {
+		return 0, fmt.Errorf("pebble scan: %w", err)
+	}
+	read := 0
+	for ok := it.First(); ok && read < n; ok = it.Next() {
+		if _, err := it.ValueAndErr(); err != nil {
+			_ = it.Close()
+			return read, fmt.Errorf("pebble scan: value %d: %w", read, err)
+		}
+		read++
+	}
+	if err := it.Close(); err != nil {
+		return read, fmt.Errorf("pebble scan: %w", err)
+	}
+	if read == 0 {
+		return 0, driver.ErrNotFound
+	}
+	return read, nil
 }
 
 // ReadBulk reads the keys one by one (an embedded store has no round trip to save), with a

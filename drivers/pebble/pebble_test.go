@@ -333,3 +333,7 @@ func TestConformance(t *testing.T) {
 		Options: map[string]string{"cacheSize": "8388608", "memTableSize": "4194304"},
 	})
 }
+
+// TestScanAndDelete: the operations delete and scan behave as driver.Deleter and
+// driver.Scanner say.
+func TestScanAndDelete(t *testing.T) { drivertest.ScanAndDelete(t, open(t, nil)) }

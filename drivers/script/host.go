@@ -290,10 +290,16 @@ func (v *vm) handle(st *store) goja.Value {
 		var out []byte
 		var err error
 		switch idx {
-		case -1:
+		case driver.IndexRead:
 			out, err = st.d.Read(ctx, key)
-		case -2:
+		case driver.IndexWrite:
 			err = st.d.Write(ctx, key, val)
+		case driver.IndexDelete:
+			err = st.d.(driver.Deleter).Delete(ctx, key)
+		case driver.IndexRMW, driver.IndexScan:
+			// The engine runs these itself (read then write; a scan's length); a script
+			// composes them from read, write and its own loops.
+			panic(rt.NewTypeError("%s.op(%s): run by the engine only; call the driver's read and write", st.name, opName))
 		default:
 			opr, _ := st.d.(driver.Operator)
 			out, err = opr.Do(ctx, idx, key, val)

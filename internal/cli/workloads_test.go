@@ -20,7 +20,7 @@ func TestWorkloadsCommand(t *testing.T) {
 			"ycsb-c", "workload.writeEnabled=false",
 			"ycsb-d", "workload.pattern=latest",
 			"ycsb-e", "needs a driver with a scan operation", "workload.readMix=scan",
-			"ycsb-f", "RMW approximated as independent reads and writes",
+			"ycsb-f", "50% read-modify-writes (rmw)", "workload.writeMix=rmw",
 			"--workload NAME", "only drivers declaring it offer (in this build: ",
 			// The key patterns, with their options and where each is set.
 			"PATTERN", "uniform (random)", "scrambled_zipfian (scrambled)",

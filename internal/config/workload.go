@@ -319,7 +319,8 @@ func ParseMix(s, def string) (Mix, error) {
 const maxSeries = 32
 
 // seriesCount is how many statistics series w's classes record into: read, write and
-// backfill, one per other class, and one per operation of each class that mixes several.
+// backfill, one per other class, one per operation of each class that mixes several, and
+// two per rmw (its read and write parts).
 func (w Workload) seriesCount() int {
 	n := 3
 	for _, c := range w.Classes() {
@@ -328,6 +329,11 @@ func (w Workload) seriesCount() int {
 		}
 		if len(c.Mix) > 1 {
 			n += len(c.Mix)
+		}
+		for _, m := range c.Mix {
+			if m.Op == driver.OpRMW {
+				n += 2
+			}
 		}
 	}
 	return n
@@ -570,7 +576,7 @@ func (w Workload) Validate() error {
 		}
 	}
 	if n := w.seriesCount(); n > maxSeries {
-		add("ops", fmt.Sprintf("%d series", n), fmt.Sprintf("at most %d statistics series per node: read, write, backfill, one per other class, and one per operation of a class that mixes several", maxSeries))
+		add("ops", fmt.Sprintf("%d series", n), fmt.Sprintf("at most %d statistics series per node: read, write, backfill, one per other class, one per operation of a class that mixes several, and two per rmw", maxSeries))
 	}
 	if n := max(w.Readers, w.MaxReaders) + max(w.Writers, w.MaxWriters) + classWorkers; n > maxWorkers && classWorkers > 0 {
 		add("ops", fmt.Sprintf("%d workers", classWorkers), fmt.Sprintf("the workers of all op classes together at most %d (read %d: workload.readers=%d, workload.maxReaders=%d; write %d: workload.writers=%d, workload.maxWriters=%d; the other classes %d: %s)",

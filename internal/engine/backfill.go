@@ -228,124 +228,83 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 	e.log.Info("backfill finished", "status", phase, "written", b.written.Load(), "failed", b.failed.Load())
 }
 
-func (e *Engine) backfillRange(ctx context.Context, g *generation, p *pacer.Pacer, shard *stats.Shard, id int, r workload.Range, batch int) {
+func (e *Engine) backfillRange(ctx context.Context, g *generation, pc *pacer.Pacer, shard *stats.Shard, id int, r workload.Range, batch int) {
 	b := &e.backfill
-	rng := rand.New(rand.NewPCG(g.seed, uint64(stats.OpBackfill)<<32|uint64(id)))
-	slot := newOpSlot(e.runCtx, e.clock, nil)
-	e.dog.add(slot)
-	defer e.dog.remove(slot)
-	defer slot.close()
+	p := e.newOpPath(rand.New(rand.NewPCG(g.seed, uint64(stats.OpBackfill)<<32|uint64(id))), shard, nil)
+	defer p.close()
+	p.g = g
 	bulk, _ := e.drv.(driver.BulkWriter)
 	if bulk == nil {
 		batch = 1
 	}
+	ops := make([]operation, 0, batch)
 	keys := make([]string, 0, batch)
 	values := make([][]byte, 0, batch)
-	seqs := make([]uint64, 0, batch)
-	intended := make([]int64, 0, batch)
-	idxs := make([]int64, 0, batch) // each key's index in the keyspace, for the tracker
-	var keyBuf []byte
-	var split lagSplit
+	vals := make([][]byte, batch) // validation: the encoded value per position (a bulk write holds them all)
 	for next := r.Start; next < r.End; {
 		// A batch: each key claims its slot of the schedule, so the rate holds per key.
-		keys, values, seqs, intended, idxs = keys[:0], values[:0], seqs[:0], intended[:0], idxs[:0]
+		ops = ops[:0]
 		var start int64
-		for idx := next; idx < r.End && len(keys) < batch; idx++ {
-			t, s, err := p.Acquire(ctx)
+		for idx := next; idx < r.End && len(ops) < batch; idx++ {
+			t, s, err := pc.Acquire(ctx)
 			if err != nil {
 				return
 			}
 			start = s
-			keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
-			value := g.values.Pick(rng)
-			var seq uint64
-			if g.tracker != nil {
-				seq = g.tracker.Seq()
-				// A fresh buffer per key: a bulk write holds them all at once.
-				value = workload.EncodeValue(nil, keyBuf, seq, value)
-			}
-			keys, values, seqs, intended = append(keys, string(keyBuf)), append(values, value), append(seqs, seq), append(intended, t)
-			idxs = append(idxs, idx)
+			ops = append(ops, p.build(&plainWrite, nil, idx, t, &vals[len(ops)]))
 		}
-		// A partial bulk failure retries only the failed keys, so the batch shrinks; the
-		// key range advances by the batch as built.
-		batchLen := int64(len(keys))
-		ok := false
-		for attempt := 1; attempt <= backfillAttempts && !ok; attempt++ {
+		next += int64(len(ops))
+		// A key is tried until written, backfillAttempts times at most; a partial bulk
+		// failure retries only the keys that failed, so the batch shrinks.
+		for attempt := 1; len(ops) > 0; attempt++ {
 			if attempt > 1 {
-				start = p.Now()
+				start = pc.Now()
 			}
-			oc := slot.begin(start, g.w.OpTimeout)
+			keys, values = keys[:0], values[:0]
+			for i := range ops {
+				keys, values = append(keys, ops[i].key), append(values, ops[i].value)
+			}
+			oc := p.slot.begin(start, g.w.OpTimeout)
 			err := e.write(oc, bulk, keys, values)
-			end := p.Now()
+			end := p.clock.Now()
 			timedOut := oc.end()
-			prev := split
-			split.done(start, end)
-			if err == nil {
-				ok = true
-				for i := range keys {
-					shard.SuccessLag(time.Duration(end-intended[i]), time.Duration(end-start), prev.own(intended[i], start))
-					if g.tracker != nil {
-						g.tracker.Ack(idxs[i], seqs[i])
-					}
+			// A store that answered per key has its keys judged one by one.
+			var be *driver.BulkError
+			perKey := err != nil && !timedOut && errors.As(err, &be) && len(be.Errs) == len(ops)
+			left := 0
+			for i := range ops {
+				kerr := err
+				if perKey {
+					kerr = be.Errs[i]
 				}
+				switch p.done(&ops[i], start, end, nil, kerr, timedOut) {
+				case outOK:
+					b.written.Add(1)
+				case outStopped:
+					return
+				default:
+					ops[left] = ops[i]
+					left++
+				}
+			}
+			p.split.done(start, end)
+			ops = ops[:left]
+			if left > 0 && attempt == backfillAttempts {
+				b.failed.Add(int64(left))
 				break
 			}
-			if e.runCtx.Err() != nil {
-				return
-			}
-			class := driver.Classify(err)
-			if timedOut {
-				class = driver.ClassTimeout
-			}
-			var be *driver.BulkError
-			if !timedOut && errors.As(err, &be) && len(be.Errs) == len(keys) {
-				// The store answered per key: the keys written count as written, and only
-				// those that failed count as failed and are retried.
-				failed := 0
-				for i, kerr := range be.Errs {
-					if kerr == nil {
-						shard.SuccessLag(time.Duration(end-intended[i]), time.Duration(end-start), prev.own(intended[i], start))
-						if g.tracker != nil {
-							g.tracker.Ack(idxs[i], seqs[i])
-						}
-						b.written.Add(1)
-						continue
-					}
-					shard.FailureErr(driver.Classify(kerr), kerr)
-					keys[failed], values[failed], seqs[failed], intended[failed], idxs[failed] = keys[i], values[i], seqs[i], intended[i], idxs[i]
-					failed++
-				}
-				keys, values, seqs, intended, idxs = keys[:failed], values[:failed], seqs[:failed], intended[:failed], idxs[:failed]
-				if failed == 0 {
-					ok = true
-					break
-				}
+			if left > 0 {
 				e.backoff(ctx, attempt)
-				continue
 			}
-			for range keys {
-				shard.FailureErr(class, err)
-			}
-			e.backoff(ctx, attempt)
 		}
-		if ok {
-			b.written.Add(int64(len(keys)))
-		} else {
-			b.failed.Add(int64(len(keys)))
-		}
-		next += batchLen
 	}
 }
-
-// backfillRead is the operation backfill's verification runs.
-var backfillRead = mixEntry{name: driver.OpRead, idx: opRead, kind: driver.KindRead, wop: workload.OpRead, upTo: 1}
 
 // write writes one key, or several through bulk (which is then non-nil), recovering a
 // driver panic like call.
 func (e *Engine) write(ctx context.Context, bulk driver.BulkWriter, keys []string, values [][]byte) (err error) {
 	if len(keys) == 1 {
-		_, err = e.call(ctx, &backfillWrite, keys[0], values[0])
+		_, err = e.call(ctx, &plainWrite, keys[0], values[0], 0)
 		return err
 	}
 	defer func() {
@@ -360,21 +319,21 @@ func (e *Engine) write(ctx context.Context, bulk driver.BulkWriter, keys []strin
 	return bulk.WriteBulk(ctx, keys, values)
 }
 
-func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer, r workload.Range) {
+func (e *Engine) verifyRange(ctx context.Context, g *generation, pc *pacer.Pacer, r workload.Range) {
 	b := &e.backfill
-	slot := newOpSlot(e.runCtx, e.clock, nil)
-	e.dog.add(slot)
-	defer e.dog.remove(slot)
-	defer slot.close()
-	var keyBuf []byte
+	p := e.newOpPath(nil, nil, nil)
+	defer p.close()
+	p.g = g
 	for idx := r.Start; idx < r.End && ctx.Err() == nil; idx++ {
-		_, start, err := p.Acquire(ctx)
+		t, start, err := pc.Acquire(ctx)
 		if err != nil {
 			return
 		}
-		keyBuf = workload.AppendKey(keyBuf[:0], g.w.KeyPrefix, idx)
-		oc := slot.begin(start, g.w.OpTimeout)
-		value, err := e.call(oc, &backfillRead, string(keyBuf), nil)
+		// Verification counts what it finds apart from the backfill's series: it checks
+		// presence and integrity, not what the store's latency was.
+		o := p.build(&plainRead, nil, idx, t, nil)
+		oc := p.slot.begin(start, g.w.OpTimeout)
+		value, err := e.call(oc, o.m, o.key, nil, 0)
 		oc.end()
 		switch {
 		case errors.Is(err, driver.ErrNotFound):
@@ -388,7 +347,7 @@ func (e *Engine) verifyRange(ctx context.Context, g *generation, p *pacer.Pacer,
 		if g.tracker == nil {
 			continue
 		}
-		switch check, _ := workload.CheckValue(keyBuf, value); check {
+		switch check, _ := workload.CheckValue(keyBytes(o.key), value); check {
 		case workload.CheckCorrupt, workload.CheckNoHeader:
 			b.corrupt.Add(1)
 		case workload.CheckWrongKey:

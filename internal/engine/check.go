@@ -18,7 +18,7 @@ import (
 // accepts is one the engine applies. The driver and the operations it declares do not
 // change over the engine's life, so this needs no lock.
 func (e *Engine) Check(w config.Workload) error {
-	return fits(w, e.pipeliner != nil, e.ops, e.coll)
+	return fits(w, e.drv, e.pipeliner != nil, e.ops, e.coll)
 }
 
 // Fits says whether New(drv, w, opts) would accept w, without building anything: for a
@@ -37,12 +37,14 @@ func Fits(drv driver.Driver, w config.Workload, opts Options) error {
 	if coll == nil {
 		coll = stats.NewCollector(stats.Config{})
 	}
-	return fits(w, ok && p.Pipelines(), opts.Operations, coll)
+	return fits(w, drv, ok && p.Pipelines(), opts.Operations, coll)
 }
 
-// fits is Check for an engine whose driver pipelines (or not), declares ops and records
-// into coll. Every error names the option at fault.
-func fits(w config.Workload, pipelines bool, ops []driver.Operation, coll *stats.Collector) error {
+// fits is Check for an engine on drv, which pipelines (or not), declares ops and records
+// into coll. Every error names the option at fault. A mix is resolved by the driver's
+// definition, as resolveClasses resolves it: the built-in kinds (delete, rmw, scan) are
+// the driver's when it implements what they call.
+func fits(w config.Workload, drv driver.Driver, pipelines bool, ops []driver.Operation, coll *stats.Collector) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
@@ -51,6 +53,7 @@ func fits(w config.Workload, pipelines bool, ops []driver.Operation, coll *stats
 			Allowed: "1 with this driver: it sends one operation per round trip (pipelining needs a driver that offers it, e.g. redis with mode=direct)"}}
 	}
 	var errs driver.FieldErrors
+	def := driver.Definition{Operations: ops, New: func() driver.Driver { return drv }}
 	// Series a collector has stay registered for its life (the time series keeps them),
 	// so a class removed and another added each take one: count what w adds.
 	var add []string
@@ -62,14 +65,24 @@ func fits(w config.Workload, pipelines bool, ops []driver.Operation, coll *stats
 	for _, spec := range w.Classes() {
 		need(spec.Name)
 		for _, m := range spec.Mix {
-			if m.Op != driver.OpRead && m.Op != driver.OpWrite && !slices.ContainsFunc(ops, func(o driver.Operation) bool { return o.Name == m.Op }) {
-				names := []string{driver.OpRead, driver.OpWrite}
-				for _, o := range ops {
-					names = append(names, o.Name)
-				}
+			_, idx, ok := def.Operation(m.Op)
+			if !ok {
 				errs = append(errs, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
-					Allowed: "operations of the connected driver: " + strings.Join(names, ", ")})
+					Allowed: "operations of the connected driver: " + strings.Join(def.OperationNames(), ", ")})
 				continue
+			}
+			if pipelines && idx <= driver.IndexDelete {
+				// A pipeline runs what the driver's Pipeline knows: Read, Write and its
+				// declared operations.
+				errs = append(errs, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
+					Allowed: "operations the driver runs on pipelines (its mode gives each worker a connection): read, write" + declaredNames(ops)})
+				continue
+			}
+			if idx == driver.IndexRMW {
+				// Its two parts have series of their own, whatever the class mixes.
+				for _, part := range []string{driver.OpRead, driver.OpWrite} {
+					need(stats.OperationSeries(stats.OperationSeries(spec.Name, m.Op), part))
+				}
 			}
 			if len(spec.Mix) > 1 {
 				need(stats.OperationSeries(spec.Name, m.Op))

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +57,9 @@ type generation struct {
 	keys    workload.Keys
 	values  *workload.Values
 	tracker *workload.Tracker // nil unless validating
+	// deletes says a class deletes keys: a read that misses a key expected present is
+	// then lost only if no delete touched the key while the read ran.
+	deletes bool
 	seed    uint64
 	// dropLate is workload.maxLateness in nanoseconds under catchUp=drop, 0 under burst:
 	// the worker loop's whole test is one comparison.
@@ -122,16 +124,39 @@ type mixEntry struct {
 	// operations (own); a class of one operation records under the class only.
 	series stats.Op
 	own    bool
+	// parts are the series of an rmw's read and write.
+	parts [2]stats.Op
 }
 
-// The indexes of the base contract's operations in mixEntry.idx.
+// The indexes of the built-in operations in mixEntry.idx (a declared operation's is its
+// index for driver.Operator.Do).
 const (
-	opRead  = -1
-	opWrite = -2
+	opRead   = driver.IndexRead
+	opWrite  = driver.IndexWrite
+	opDelete = driver.IndexDelete
+	opRMW    = driver.IndexRMW
+	opScan   = driver.IndexScan
 )
 
-// backfillWrite is the operation backfill runs.
-var backfillWrite = mixEntry{name: driver.OpWrite, idx: opWrite, kind: driver.KindWrite, wop: workload.OpWrite, upTo: 1}
+// scanLengthMax is the longest scan: a scan's length is uniform in [1, scanLengthMax],
+// YCSB's defaults (maxscanlength 100, scanlengthdistribution uniform).
+const scanLengthMax = 100
+
+// declaredNames lists the names of ops, each after ", ".
+func declaredNames(ops []driver.Operation) string {
+	var b strings.Builder
+	for _, o := range ops {
+		b.WriteString(", " + o.Name)
+	}
+	return b.String()
+}
+
+// plainRead and plainWrite are Driver.Read and Driver.Write as operations outside a
+// class's mix: backfill's writes, its verification's reads, and the parts of an rmw.
+var (
+	plainRead  = mixEntry{name: driver.OpRead, idx: opRead, kind: driver.KindRead, wop: workload.OpRead, upTo: 1}
+	plainWrite = mixEntry{name: driver.OpWrite, idx: opWrite, kind: driver.KindWrite, wop: workload.OpWrite, upTo: 1}
+)
 
 // Engine runs workloads against one driver. Its methods are safe for concurrent use.
 type Engine struct {
@@ -155,6 +180,8 @@ type Engine struct {
 
 	ops      []driver.Operation // the driver's declared operations (Options.Operations)
 	operator driver.Operator    // the driver as an Operator; nil if it declares none
+	deleter  driver.Deleter     // the driver as a Deleter (operation delete); nil if it is none
+	scanner  driver.Scanner     // the driver as a Scanner (operation scan); nil if it is none
 	// pipeliner is the driver as a Pipeliner when it gives pipelines as configured: each
 	// worker then runs on a connection of its own (workPipelined).
 	pipeliner driver.Pipeliner
@@ -343,6 +370,8 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	}
 	e := &Engine{drv: drv, coll: opts.Collector, log: opts.Logger, now: opts.Now, clock: pacer.NewClock(), ops: opts.Operations}
 	e.operator, _ = drv.(driver.Operator)
+	e.deleter, _ = drv.(driver.Deleter)
+	e.scanner, _ = drv.(driver.Scanner)
 	if len(e.ops) > 0 && e.operator == nil {
 		return nil, fmt.Errorf("new engine: the driver declares %d operations but does not implement driver.Operator", len(e.ops))
 	}
@@ -409,12 +438,15 @@ func (e *Engine) lookupClass(name string) *opClass {
 
 // resolveClasses resolves every class's mix of w to driver calls and registers the
 // statistics series they record into.
-func (e *Engine) resolveClasses(w config.Workload) ([]classGen, error) {
+func (e *Engine) resolveClasses(w config.Workload) (classes []classGen, deletes bool, err error) {
+	// The driver's operations as its definition resolves them, so a mix means here what
+	// the configuration's check took it to mean.
+	def := driver.Definition{Operations: e.ops, New: func() driver.Driver { return e.drv }}
 	specs := w.Classes()
 	out := make([]classGen, 0, len(specs))
 	for _, spec := range specs {
 		if _, err := e.coll.Register(spec.Name); err != nil {
-			return nil, fmt.Errorf("op class %s: %w", spec.Name, err)
+			return nil, false, fmt.Errorf("op class %s: %w", spec.Name, err)
 		}
 		cg := classGen{spec: spec}
 		total := 0.0
@@ -424,35 +456,43 @@ func (e *Engine) resolveClasses(w config.Workload) ([]classGen, error) {
 		sum := 0.0
 		for _, m := range spec.Mix {
 			me := mixEntry{name: m.Op}
-			switch m.Op {
-			case driver.OpRead:
-				me.idx, me.kind = opRead, driver.KindRead
-			case driver.OpWrite:
-				me.idx, me.kind = opWrite, driver.KindWrite
-			default:
-				i := slices.IndexFunc(e.ops, func(o driver.Operation) bool { return o.Name == m.Op })
-				if i < 0 {
-					names := []string{driver.OpRead, driver.OpWrite}
-					for _, o := range e.ops {
-						names = append(names, o.Name)
-					}
-					return nil, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
-						Allowed: "operations of the driver: " + strings.Join(names, ", ")}
-				}
-				me.idx, me.kind = i, e.ops[i].Kind
+			op, idx, ok := def.Operation(m.Op)
+			if !ok {
+				return nil, false, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
+					Allowed: "operations of the driver: " + strings.Join(def.OperationNames(), ", ")}
 			}
+			if e.pipeliner != nil && idx <= opDelete {
+				// A pipeline runs what the driver's Pipeline knows: Read, Write and its
+				// declared operations.
+				return nil, false, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
+					Allowed: "operations the driver runs on pipelines (its mode gives each worker a connection): read, write" + declaredNames(e.ops)}
+			}
+			me.idx, me.kind = idx, op.Kind
 			me.wop = workload.OpRead
 			if me.kind == driver.KindWrite {
 				me.wop = workload.OpWrite
 			}
+			if me.kind == driver.KindDelete {
+				deletes = true
+			}
+			if idx == opRMW {
+				// Its two parts have series of their own, whatever the class mixes.
+				for i, part := range []string{driver.OpRead, driver.OpWrite} {
+					s, err := e.coll.Register(stats.OperationSeries(stats.OperationSeries(spec.Name, m.Op), part))
+					if err != nil {
+						return nil, false, fmt.Errorf("op class %s: %w", spec.Name, err)
+					}
+					me.parts[i] = s
+				}
+			}
 			sum += m.Weight
 			me.upTo = sum / total
 			if len(spec.Mix) > 1 {
-				op, err := e.coll.Register(stats.OperationSeries(spec.Name, m.Op))
+				s, err := e.coll.Register(stats.OperationSeries(spec.Name, m.Op))
 				if err != nil {
-					return nil, fmt.Errorf("op class %s: %w", spec.Name, err)
+					return nil, false, fmt.Errorf("op class %s: %w", spec.Name, err)
 				}
-				me.series, me.own = op, true
+				me.series, me.own = s, true
 			}
 			cg.mix = append(cg.mix, me)
 		}
@@ -461,7 +501,7 @@ func (e *Engine) resolveClasses(w config.Workload) ([]classGen, error) {
 		}
 		out = append(out, cg)
 	}
-	return out, nil
+	return out, deletes, nil
 }
 
 // build makes the generation for w, reusing what prev already has when its inputs did not
@@ -476,11 +516,11 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 	if err := e.Check(w); err != nil {
 		return nil, err
 	}
-	classes, err := e.resolveClasses(w)
+	classes, deletes, err := e.resolveClasses(w)
 	if err != nil {
 		return nil, err
 	}
-	g := &generation{w: w, seed: w.Seed, classes: classes}
+	g := &generation{w: w, seed: w.Seed, classes: classes, deletes: deletes}
 	if w.CatchUp == config.CatchUpDrop {
 		g.dropLate = int64(w.MaxLateness)
 	}

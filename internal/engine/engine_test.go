@@ -861,29 +861,45 @@ func (nopStore) Close() error                                 { return nil }
 func (nopStore) Read(context.Context, string) ([]byte, error) { return nil, nil }
 func (nopStore) Write(context.Context, string, []byte) error  { return nil }
 
-// TestNoAllocationPerOperation: the worker loop allocates nothing per operation (keys are
-// carved from an arena, contexts from a slab), so a long run does not feed the garbage
-// collector in proportion to its rate. Allocations by the engine's background tasks over
-// the run are allowed for, a few hundred at most.
+// TestNoAllocationPerOperation: the worker loops allocate nothing per operation (keys are
+// taken from the key table or carved from an arena, contexts from a slab), plain and
+// pipelined alike (a pipelined batch used to copy its keys into a new string), so a long
+// run does not feed the garbage collector in proportion to its rate. Allocations by the
+// engine's background tasks over the run are allowed for, a few hundred at most.
 func TestNoAllocationPerOperation(t *testing.T) {
-	e := newEngine(t, nopStore{}, testWorkload(t, nil))
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond) // buffers, slabs and arenas warm up
-	var m0, m1 runtime.MemStats
-	e.Collector().Tick(time.Now())
-	runtime.ReadMemStats(&m0)
-	time.Sleep(300 * time.Millisecond)
-	runtime.ReadMemStats(&m1)
-	s := e.Collector().Tick(time.Now()).Summary()
-	ops := s.Ops["read"].Count + s.Ops["write"].Count
-	allocs := m1.Mallocs - m0.Mallocs
-	if ops < 10000 {
-		t.Fatalf("only %d operations in 300ms on a store that answers at once", ops)
-	}
-	if perOp := float64(allocs) / float64(ops); perOp > 0.02 {
-		t.Errorf("%d allocations for %d operations (%.3f per op); want none per op", allocs, ops, perOp)
+	for _, tc := range []struct {
+		name string
+		d    driver.Driver
+		keys int64
+	}{
+		{"plain, key table", nopStore{}, 1000},
+		{"plain, carved keys", nopStore{}, 1 << 20},
+		// pipeline=1: a batch per operation, so an allocation per batch is one per op.
+		{"pipelined, key table", &pipeStore{Driver: nopStore{}}, 1000},
+		{"pipelined, carved keys", &pipeStore{Driver: nopStore{}}, 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, tc.d, testWorkload(t, func(w *config.Workload) { w.NumKeys = tc.keys }))
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = e.Stop() }()
+			time.Sleep(50 * time.Millisecond) // buffers, slabs and arenas warm up
+			var m0, m1 runtime.MemStats
+			e.Collector().Tick(time.Now())
+			runtime.ReadMemStats(&m0)
+			time.Sleep(300 * time.Millisecond)
+			runtime.ReadMemStats(&m1)
+			s := e.Collector().Tick(time.Now()).Summary()
+			ops := s.Ops["read"].Count + s.Ops["write"].Count
+			allocs := m1.Mallocs - m0.Mallocs
+			if ops < 10000 {
+				t.Fatalf("only %d operations in 300ms on a store that answers at once", ops)
+			}
+			if perOp := float64(allocs) / float64(ops); perOp > 0.02 {
+				t.Errorf("%d allocations for %d operations (%.3f per op); want none per op", allocs, ops, perOp)
+			}
+		})
 	}
 }
 

@@ -37,10 +37,10 @@ type TrackerParams struct {
 // time rather than a per-tracker counter keeps sequences comparable across trackers, so
 // the engine can replace a tracker (a new keyspace, or Expired) while values written under
 // the old one stay in the store. Per key the tracker stores only milliseconds since its
-// start + 1 in a uint32 (0 = never written): 4 bytes per key keeps 100M keys at 400 MB,
-// millisecond resolution is finer than any store's write latency, and the range covers
-// 49.7 days, after which Ack stops recording (Expired reports it) so verdicts err towards
-// "ok", never towards a false alarm. Writes to one key within the same millisecond get
+// start + 1 and a deleted bit in a uint32 (0 = never written): 4 bytes per key keeps 100M
+// keys at 400 MB, millisecond resolution is finer than any store's write latency, and the
+// range covers 24.8 days, after which Ack stops recording (Expired reports it) so verdicts
+// err towards "ok", never towards a false alarm. Writes to one key within the same millisecond get
 // equal sequences; a read returning the older of them goes unnoticed (a false negative,
 // never a false positive).
 //
@@ -130,14 +130,37 @@ func (t *Tracker) Seq() uint64 {
 	return t.startMs + uint64(el/time.Millisecond)
 }
 
+// maxOffset bounds a sequence's milliseconds since the tracker's start: a slot holds the
+// offset + 1 shifted left by one, and its lowest bit says the key was deleted.
+const maxOffset = math.MaxUint32 >> 1
+
 // Ack records that the write of seq to key idx was acknowledged. Only newer sequences
-// replace older ones (concurrent acks on one key keep the maximum). Indices out of range,
-// sequences from before the tracker started and after it expired are ignored.
-func (t *Tracker) Ack(idx int64, seq uint64) {
-	if idx < 0 || idx >= int64(len(t.slots)) || seq < t.startMs || seq-t.startMs >= math.MaxUint32 {
+// replace older ones (concurrent acks on one key keep the maximum), and a write that
+// started no later than a delete of the key issued or answered after it is ignored: the
+// store may have applied either first, so nothing is expected of the key. Indices out of
+// range, sequences from before the tracker started and after it expired are ignored.
+func (t *Tracker) Ack(idx int64, seq uint64) { t.raise(idx, seq, 0) }
+
+// Deleting records that a delete of key idx is being issued now. The store may apply it
+// at any moment until it is answered, which is at most MaxWriteTime from now, so a write
+// of the key that starts before then may end up under it or over it: the key is expected
+// absent, and a read that misses it is never called lost, until a write that started
+// later is acknowledged (or a later event replaces the delete). Call Delete with the
+// sequence of the answer when it comes.
+func (t *Tracker) Deleting(idx int64) { t.raise(idx, t.Seq()+t.graceMs, 1) }
+
+// Delete records that a delete of key idx was answered at seq, whatever the answer (a
+// delete that timed out may still be applied). Like Deleting, it makes the key expected
+// absent until a write that started after seq is acknowledged.
+func (t *Tracker) Delete(idx int64, seq uint64) { t.raise(idx, seq, 1) }
+
+// raise stores the event of seq (deleted: 1 for a delete, 0 for a write) in idx's slot if
+// it is newer than the slot's; a delete wins over a write of the same millisecond.
+func (t *Tracker) raise(idx int64, seq uint64, deleted uint32) {
+	if idx < 0 || idx >= int64(len(t.slots)) || seq < t.startMs || seq-t.startMs >= maxOffset {
 		return
 	}
-	v := uint32(seq-t.startMs) + 1
+	v := (uint32(seq-t.startMs)+1)<<1 | deleted
 	s := &t.slots[idx]
 	for {
 		old := s.Load()
@@ -148,16 +171,17 @@ func (t *Tracker) Ack(idx int64, seq uint64) {
 }
 
 // Expect returns the sequence of the latest write to idx acknowledged so far, or 0 if
-// none. Call it before issuing the read, and pass it to Classify.
+// none (or if a delete came after it). Call it before issuing the read, and pass it to
+// Classify.
 func (t *Tracker) Expect(idx int64) uint64 {
 	if idx < 0 || idx >= int64(len(t.slots)) {
 		return 0
 	}
 	v := t.slots[idx].Load()
-	if v == 0 {
+	if v == 0 || v&1 != 0 {
 		return 0
 	}
-	return t.startMs + uint64(v) - 1
+	return t.startMs + uint64(v>>1) - 1
 }
 
 // Classify judges a read of a key whose Expect was exp: found says whether the store
@@ -175,10 +199,10 @@ func (t *Tracker) Classify(exp uint64, found bool, valueSeq uint64) Result {
 	return ResultOK
 }
 
-// Expired reports whether the tracker has run past the 49.7 days its per-key slots can
+// Expired reports whether the tracker has run past the 24.8 days its per-key slots can
 // represent; from then on Ack records nothing and the engine should start a new tracker.
 func (t *Tracker) Expired() bool {
-	return t.Seq()-t.startMs >= math.MaxUint32
+	return t.Seq()-t.startMs >= maxOffset
 }
 
 // NumKeys returns the number of keys tracked.

@@ -181,3 +181,61 @@ func BenchmarkTrackerAckExpect(b *testing.B) {
 		tr.Expect(i)
 	}
 }
+
+// TestTrackerDelete: a delete makes a key expected absent, so a later miss is never lost,
+// until a write that started after the delete was issued and answered is acknowledged;
+// a write that started before may have been applied before the delete, so its ack changes
+// nothing.
+func TestTrackerDelete(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	at := func(ms int) uint64 { return uint64(epoch.UnixMilli()) + uint64(ms) }
+	tests := []struct {
+		name   string
+		events func(tr *Tracker)
+		want   uint64 // Expect afterwards
+	}{
+		{"write", func(tr *Tracker) { tr.Ack(3, at(10)) }, at(10)},
+		{"write then delete", func(tr *Tracker) { tr.Ack(3, at(10)); tr.Delete(3, at(20)); tr.Delete(3, at(25)) }, 0},
+		{"delete answered, then a write that started earlier is acked", func(tr *Tracker) {
+			tr.Delete(3, at(20))
+			tr.Delete(3, at(25))
+			tr.Ack(3, at(22))
+		}, 0},
+		{"write started in the same millisecond the delete was answered", func(tr *Tracker) {
+			tr.Delete(3, at(20))
+			tr.Delete(3, at(25))
+			tr.Ack(3, at(25))
+		}, 0},
+		{"write started after the delete was answered", func(tr *Tracker) {
+			tr.Delete(3, at(20))
+			tr.Delete(3, at(25))
+			tr.Ack(3, at(26))
+		}, at(26)},
+		{"delete issued, a later write acked, then the delete answered", func(tr *Tracker) {
+			tr.Delete(3, at(20))
+			tr.Ack(3, at(21))
+			tr.Delete(3, at(30))
+		}, 0},
+		// Deleting at 0 with MaxWriteTime 100ms: the delete may be applied until 100.
+		{"delete in flight, a write that started after it was issued is acked", func(tr *Tracker) {
+			tr.Deleting(3)
+			tr.Ack(3, at(50))
+		}, 0},
+		{"delete in flight, a write that started after its longest time is acked", func(tr *Tracker) {
+			tr.Deleting(3)
+			tr.Ack(3, at(101))
+		}, at(101)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := mustTracker(t, TrackerParams{NumKeys: 4, Now: clock.now, MaxWriteTime: 100 * time.Millisecond})
+			tc.events(tr)
+			if got := tr.Expect(3); got != tc.want {
+				t.Errorf("Expect = %d, want %d", got, tc.want)
+			}
+			if got := tr.Classify(tr.Expect(3), false, 0); tc.want == 0 && got != ResultOK {
+				t.Errorf("a miss after the delete is %v, want ok", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+)
+
+// TestDeleteBesideValidatedReads: a class that deletes keys beside validated reads and
+// writes of the same small keyspace (so deletes, writes and reads of one key overlap all
+// the time) counts its deletes, makes reads miss, and never has a miss called lost: the
+// tracker knows a deleted key is expected absent, also while the delete is in flight.
+func TestDeleteBesideValidatedReads(t *testing.T) {
+	w := testWorkload(t, func(w *config.Workload) {
+		w.NumKeys = 20
+		w.ValidateValues = true
+		w.Readers, w.Writers = 2, 2
+		w.Ops = map[string]config.OpClass{"purge": {Workers: 2, Enabled: true, Mix: "delete"}}
+	})
+	e := newEngine(t, openMemory(t, nil), w)
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	measure(e, 400*time.Millisecond)
+	_ = e.Stop()
+	waitIdle(t, e)
+	e.Collector().Tick(time.Now())
+	cum := e.Collector().Cumulative()
+	rd, del := cum.Ops["read"], cum.Ops["purge"]
+	if del.Count < 100 || del.Errors != 0 {
+		t.Fatalf("purge: %d deletes, %d errors; want many, none failed", del.Count, del.Errors)
+	}
+	if rd.Misses == 0 {
+		t.Errorf("reads missed no key beside %d deletes", del.Count)
+	}
+	for v, n := range rd.Validation {
+		if n != 0 {
+			t.Errorf("reads: validation %s = %d (of %d reads, %d misses), want none", v, n, rd.Count, rd.Misses)
+		}
+	}
+}
+
+// slowRMW is the memory store with reads and writes that take a known time, so the
+// parts of an rmw have durations a test can check.
+type slowRMW struct {
+	driver.Driver
+	readFor, writeFor time.Duration
+	reads, writes     atomic.Int64
+}
+
+func (s *slowRMW) Read(ctx context.Context, key string) ([]byte, error) {
+	s.reads.Add(1)
+	time.Sleep(s.readFor)
+	return s.Driver.Read(ctx, key)
+}
+
+func (s *slowRMW) Write(ctx context.Context, key string, value []byte) error {
+	s.writes.Add(1)
+	time.Sleep(s.writeFor)
+	return s.Driver.Write(ctx, key, value)
+}
+
+// TestRMWTimedAsOneAndAsItsParts: the built-in rmw reads a key and writes it, every
+// driver has it, and it is recorded as one operation of its class (spanning both calls)
+// and as its two parts, "<class>.rmw.read" and "<class>.rmw.write", each with its own
+// service time; with validation, the read part judges what it read and the write part's
+// values are what later reads find.
+func TestRMWTimedAsOneAndAsItsParts(t *testing.T) {
+	d := &slowRMW{Driver: openMemory(t, nil), readFor: 2 * time.Millisecond, writeFor: 6 * time.Millisecond}
+	w := testWorkload(t, func(w *config.Workload) {
+		w.NumKeys = 50
+		w.ValidateValues = true
+		w.ReadEnabled = false
+		w.WriteMix = "rmw"
+		w.Writers = 2
+	})
+	e := newEngine(t, d, w)
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	measure(e, 500*time.Millisecond)
+	_ = e.Stop()
+	waitIdle(t, e)
+	e.Collector().Tick(time.Now())
+	cum := e.Collector().Cumulative()
+	whole, rp, wp := cum.Ops["write"], cum.Ops["write.rmw.read"], cum.Ops["write.rmw.write"]
+	if whole.Count < 20 || whole.Errors != 0 {
+		t.Fatalf("rmw: %d operations, %d errors", whole.Count, whole.Errors)
+	}
+	if rp.Count != whole.Count || wp.Count != whole.Count {
+		t.Errorf("%d rmw, %d read parts, %d write parts: want one of each per rmw", whole.Count, rp.Count, wp.Count)
+	}
+	if r, w := d.reads.Load(), d.writes.Load(); r != w || r < whole.Count {
+		t.Errorf("the store saw %d reads and %d writes for %d rmw", r, w, whole.Count)
+	}
+	// Service times: each part at least its sleep, the whole at least both (µs).
+	if rp.ServiceTime.P50 < 2000 || wp.ServiceTime.P50 < 6000 || whole.ServiceTime.P50 < 8000 {
+		t.Errorf("service p50: read part %.0fµs, write part %.0fµs, whole %.0fµs; want ≥ 2000, 6000, 8000",
+			rp.ServiceTime.P50, wp.ServiceTime.P50, whole.ServiceTime.P50)
+	}
+	if wp.ServiceTime.P50 >= whole.ServiceTime.P50 {
+		t.Errorf("write part p50 %.0fµs not below the whole's %.0fµs", wp.ServiceTime.P50, whole.ServiceTime.P50)
+	}
+	// Keys are read back after their rmw wrote them: found, never invalid.
+	if rp.Count-rp.Misses == 0 {
+		t.Error("no rmw read found a key an rmw had written")
+	}
+	for v, n := range rp.Validation {
+		if n != 0 {
+			t.Errorf("rmw reads: validation %s = %d, want none", v, n)
+		}
+	}
+}
+
+// TestBuiltinOperationsNeedWhatTheyUse: delete needs a driver that deletes; a pipelining
+// driver runs only what its pipelines know; the errors name the mix and what is allowed.
+func TestBuiltinOperationsNeedWhatTheyUse(t *testing.T) {
+	w := testWorkload(t, func(w *config.Workload) { w.WriteMix = "delete" })
+	_, err := New(nopStore{}, w, Options{})
+	if fes, ok := driver.AsFieldErrors(err); !ok || fes[0].Field != "workload.writeMix" || fes[0].Allowed != "operations of the driver: read, write, rmw" {
+		t.Errorf("delete on a driver without Deleter: %v", err)
+	}
+	w.WriteMix = "rmw"
+	_, err = New(&pipeStore{Driver: nopStore{}}, w, Options{})
+	if fes, ok := driver.AsFieldErrors(err); !ok || fes[0].Field != "workload.writeMix" || fes[0].Value != "rmw" {
+		t.Errorf("rmw on a pipelining driver: %v", err)
+	}
+}
+
+// scanCounter is the memory store with its scans' lengths counted.
+type scanCounter struct {
+	driver.Driver
+	lengths [scanLengthMax + 1]atomic.Int64 // by n asked
+	found   atomic.Int64                    // keys the scans read
+}
+
+func (s *scanCounter) Scan(ctx context.Context, start string, n int) (int, error) {
+	if n >= 1 && n <= scanLengthMax {
+		s.lengths[n].Add(1)
+	}
+	got, err := s.Driver.(driver.Scanner).Scan(ctx, start, n)
+	s.found.Add(int64(got))
+	return got, err
+}
+
+// TestScanLengths: the built-in scan of a driver that implements driver.Scanner starts at
+// a key of the pattern and asks for a length uniform in 1..100 (YCSB E's defaults), and
+// after a backfill every scan reads keys, so none is a miss.
+func TestScanLengths(t *testing.T) {
+	d := &scanCounter{Driver: openMemory(t, nil)}
+	w := testWorkload(t, func(w *config.Workload) {
+		w.NumKeys = 200
+		w.ReadMix = "scan"
+		w.WriteEnabled = false
+	})
+	e := newEngine(t, d, w)
+	if _, err := e.Backfill(context.Background(), BackfillOptions{Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := measure(e, 300*time.Millisecond).Ops["read"]
+	_ = e.Stop()
+	waitIdle(t, e)
+	var scans, sum int64
+	lo, hi := 0, 0
+	for n := 1; n <= scanLengthMax; n++ {
+		c := d.lengths[n].Load()
+		scans += c
+		sum += int64(n) * c
+		if c > 0 && lo == 0 {
+			lo = n
+		}
+		if c > 0 {
+			hi = n
+		}
+	}
+	if scans < 500 || s.Count == 0 || s.Misses != 0 || s.Errors != 0 {
+		t.Fatalf("%d scans reached the driver; read class: %d ops, %d misses, %d errors", scans, s.Count, s.Misses, s.Errors)
+	}
+	if lo != 1 || hi != scanLengthMax {
+		t.Errorf("scan lengths from %d to %d, want 1 to %d", lo, hi, scanLengthMax)
+	}
+	// Uniform on 1..100: mean 50.5, standard error of the mean ~29/sqrt(scans).
+	if mean := float64(sum) / float64(scans); mean < 45 || mean > 56 {
+		t.Errorf("mean scan length %.1f over %d scans, want ~50.5", mean, scans)
+	}
+	if d.found.Load() < scans {
+		t.Errorf("scans read %d keys in all, fewer than one per scan", d.found.Load())
+	}
+}
