@@ -121,7 +121,7 @@ func TestRMWTimedAsOneAndAsItsParts(t *testing.T) {
 func TestBuiltinOperationsNeedWhatTheyUse(t *testing.T) {
 	w := testWorkload(t, func(w *config.Workload) { w.WriteMix = "delete" })
 	_, err := New(nopStore{}, w, Options{})
-	if fes, ok := driver.AsFieldErrors(err); !ok || fes[0].Field != "workload.writeMix" || fes[0].Allowed != "operations of the driver: read, write, rmw" {
+	if fes, ok := driver.AsFieldErrors(err); !ok || fes[0].Field != "workload.writeMix" || fes[0].Allowed != "operations of the connected driver: read, write, rmw" {
 		t.Errorf("delete on a driver without Deleter: %v", err)
 	}
 	w.WriteMix = "rmw"

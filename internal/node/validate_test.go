@@ -20,7 +20,7 @@ var (
 	validatorSeqs = flag.Int("validator.sequences", 1000, "TestOneValidator: how many sequences to run")
 )
 
-// memops is the memory driver with one more operation, scan, so that op mixes are valid
+// memops is the memory driver with one more operation, lookup, so that op mixes are valid
 // for one driver and not for another.
 const memops = "memops"
 
@@ -35,9 +35,9 @@ func init() {
 	if !ok {
 		panic("the memory driver is not registered")
 	}
-	if err := driver.Register(driver.Definition{Name: memops, Summary: "memory with a scan operation (node tests)",
+	if err := driver.Register(driver.Definition{Name: memops, Summary: "memory with a lookup operation (node tests)",
 		NewOptions: mem.NewOptions, New: func() driver.Driver { return memopsDriver{mem.New()} },
-		Operations: []driver.Operation{{Name: "scan", Kind: driver.KindRead, Help: "a read by another name"}}}); err != nil {
+		Operations: []driver.Operation{{Name: "lookup", Kind: driver.KindRead, Help: "a read by another name"}}}); err != nil {
 		panic(err)
 	}
 }
@@ -80,7 +80,7 @@ func validatorSequence(seed uint64) (trace []string, err error) {
 	// Enough class names that a node's 32 statistics series can run out.
 	class := func() string { return fmt.Sprintf("c%d", r.IntN(16)) }
 	mix := func() string {
-		return pick("read", "write", "read:1,write:1", "read:3,scan:1", "scan", "write:1,scan:2", "nosuch", "read:0")
+		return pick("read", "write", "read:1,write:1", "read:3,lookup:1", "lookup", "write:1,lookup:2", "nosuch", "read:0")
 	}
 
 	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory", "workload.readRate=1",
@@ -218,11 +218,11 @@ func TestChangesTheConnectedDriverCannotRunAreRefused(t *testing.T) {
 		allowed string
 	}{
 		{name: "a mix only the pending driver offers",
-			change: map[string]string{"driver.name": memops, "workload.readMix": "read:1,scan:1"},
+			change: map[string]string{"driver.name": memops, "workload.readMix": "read:1,lookup:1"},
 			field:  "workload.readMix", allowed: "driver memory is connected and runs the workload until driver.name=memops is initialized"},
 		{name: "a mix for a driver selected earlier",
 			before: []map[string]string{{"driver.name": memops}},
-			change: map[string]string{"workload.ops.c0.mix": "scan"},
+			change: map[string]string{"workload.ops.c0.mix": "lookup"},
 			field:  "workload.ops.c0.mix", allowed: "operations of the connected driver: read, write"},
 		{name: "classes past the node's 32 series, after others were removed",
 			before: []map[string]string{classes(0, 8), {}},
