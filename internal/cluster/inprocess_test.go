@@ -67,9 +67,7 @@ func (r *shapeRecorder) sets() []shapeSet {
 	return append([]shapeSet(nil), r.set...)
 }
 
-func newInNode(t *testing.T) *inNode { return newInNodeClock(t, nil) }
-
-// newInNodeClock is newInNode whose agent runs on clk.
+// newInNodeClock starts an in-process node whose agent runs on clk (nil: real time).
 func newInNodeClock(t *testing.T, clk clock.Clock) *inNode {
 	t.Helper()
 	n := &inNode{t: t, clk: clk}
