@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/ndbench/ndbench/internal/clock"
 )
 
 // Prober runs load at a total rate and measures it: the search's view of a node (see
@@ -77,6 +79,10 @@ type Settings struct {
 	// drift by AIMD, for HoldFor (0: until the context ends).
 	Hold    bool          `json:"hold,omitempty"`
 	HoldFor time.Duration `json:"holdFor,omitempty"`
+	// Clock times the search (its start and end, the hold's and recovery's deadlines); nil
+	// is the real clock. Tests on a model store pass a clock.Sim that the model advances
+	// by each window it measures.
+	Clock clock.Clock `json:"-"`
 	// HoldIncrease is the additive increase per window in hold mode, as a fraction of
 	// the found capacity (default 0.01); HoldDecrease the multiplicative factor after a
 	// violation (default 0.9).
@@ -272,6 +278,7 @@ type HoldResult struct {
 type searcher struct {
 	s        Settings
 	p        Prober
+	clk      clock.Clock
 	res      *Result
 	lo, hi   float64
 	baseline map[string]float64 // mean service time per class at the lowest passing rate
@@ -281,16 +288,17 @@ type searcher struct {
 // with StatusStopped when ctx ends, and StatusError when the node fails.
 func Search(ctx context.Context, p Prober, s Settings) *Result {
 	s = s.WithDefaults()
-	res := &Result{Started: time.Now(), Settings: s, Steps: []Step{}}
+	clk := clock.Or(s.Clock)
+	res := &Result{Started: clk.Now(), Settings: s, Steps: []Step{}}
 	defer func() {
-		res.Ended = time.Now()
+		res.Ended = clk.Now()
 		res.Seconds = res.Ended.Sub(res.Started).Seconds()
 	}()
 	if err := s.Validate(); err != nil {
 		res.Status, res.Message = StatusError, err.Error()
 		return res
 	}
-	se := &searcher{s: s, p: p, res: res, hi: math.Inf(1)}
+	se := &searcher{s: s, p: p, clk: clk, res: res, hi: math.Inf(1)}
 	se.search(ctx)
 	res.Lo = se.lo
 	if !math.IsInf(se.hi, 1) {
@@ -393,13 +401,13 @@ func (se *searcher) recover(ctx context.Context, rate float64) bool {
 			return false
 		}
 	}
-	deadline := time.Now().Add(se.s.Recover)
+	deadline := se.clk.Now().Add(se.s.Recover)
 	for n := 1; ; n++ {
 		st, ok := se.run(ctx, PhaseRecover, rate, time.Second, 0)
 		if !ok {
 			return false
 		}
-		if st.Verdict != Fail || !time.Now().Before(deadline) || n >= int(se.s.Recover/time.Second) {
+		if st.Verdict != Fail || !se.clk.Now().Before(deadline) || n >= int(se.s.Recover/time.Second) {
 			return true // a client-bound recovery is not the store's backlog; go on
 		}
 	}
@@ -531,12 +539,12 @@ func (se *searcher) hold(ctx context.Context, base float64) *HoldResult {
 	h := &HoldResult{Min: base, Max: base}
 	var until time.Time
 	if s.HoldFor > 0 {
-		until = time.Now().Add(s.HoldFor)
+		until = se.clk.Now().Add(s.HoldFor)
 	}
 	status := se.res.Status
 	defer func() { se.res.Status = status }() // hold's stop is not the search's
 	r, settle, sum := base, s.Settle, 0.0
-	for ctx.Err() == nil && (until.IsZero() || time.Now().Before(until)) {
+	for ctx.Err() == nil && (until.IsZero() || se.clk.Now().Before(until)) {
 		st, ok := se.run(ctx, PhaseHold, r, s.Window, settle)
 		if !ok {
 			break

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ndbench/ndbench/internal/clock"
 )
 
 // sim is a simulated store and generator, measured instantly: the store keeps the SLA
@@ -277,5 +279,53 @@ func TestHoldTracksDrift(t *testing.T) {
 	}
 	if math.IsNaN(h.Mean) || h.Windows < 29 {
 		t.Errorf("hold windows %d mean %v", h.Windows, h.Mean)
+	}
+}
+
+// clockedSim is the simulated store whose every probe takes its settle and window on a
+// simulated clock, as a real window takes them on the wall clock.
+type clockedSim struct {
+	*sim
+	clk *clock.Sim
+}
+
+func (c clockedSim) Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement, error) {
+	c.clk.Advance(p.Settle + p.Window)
+	return c.sim.Probe(ctx, rate, p)
+}
+
+// TestHoldLastsHoldFor: a hold of HoldFor ends when that much time has passed on the
+// search's clock: on a simulated clock that each window (its settle and its length) moves
+// on, the last hold window starts before HoldFor has passed since the hold began and
+// ends at or after it; the result's span is the simulated time the search took.
+func TestHoldLastsHoldFor(t *testing.T) {
+	for _, holdFor := range []time.Duration{time.Second, 10 * time.Second, 25 * time.Second} {
+		clk := clock.NewSim(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		s := simSettings()
+		s.Hold, s.HoldFor, s.Clock = true, holdFor, clk
+		var last, holdStart, lastStart, lastEnd time.Time // instants of the steps' ends
+		last = clk.Now()
+		s.OnStep = func(st Step) {
+			now := clk.Now()
+			if st.Phase == PhaseHold {
+				if holdStart.IsZero() {
+					holdStart = last
+				}
+				lastStart, lastEnd = last, now
+			}
+			last = now
+		}
+		r := Search(context.Background(), clockedSim{&sim{capacity: 5000}, clk}, s)
+		if r.Status != StatusFound || r.Hold == nil || r.Hold.Windows == 0 {
+			t.Fatalf("hold %v: status %s, hold %+v", holdFor, r.Status, r.Hold)
+		}
+		until := holdStart.Add(holdFor)
+		if !lastStart.Before(until) || lastEnd.Before(until) {
+			t.Errorf("hold %v from %v: last window %v to %v (%d windows); want it to span the hold's end",
+				holdFor, holdStart.Format(time.TimeOnly), lastStart.Format(time.TimeOnly), lastEnd.Format(time.TimeOnly), r.Hold.Windows)
+		}
+		if got := r.Ended.Sub(r.Started); got != clock.Since(clk, r.Started) || got < holdFor {
+			t.Errorf("hold %v: the search took %v on its clock, want the simulated time of its steps", holdFor, got)
+		}
 	}
 }

@@ -17,14 +17,14 @@ import (
 )
 
 // ndbench runs the command line in-process and returns its exit code and output.
-func ndbench(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+func ndbench(t testing.TB, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = execute(context.Background(), args, &streams{out: &out, err: &errOut, env: env})
 	return code, out.String(), errOut.String()
 }
 
-func readReport(t *testing.T, path string) *report.Report {
+func readReport(t testing.TB, path string) *report.Report {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -64,8 +64,11 @@ func TestRunWritesReportAndHDRLog(t *testing.T) {
 			t.Errorf("%s target rate missing", op)
 		}
 	}
-	if r.Ops["read"].Rate < 1500 || r.Ops["read"].Rate > 2500 {
-		t.Errorf("read rate %.0f at a target of 2000", r.Ops["read"].Rate)
+	// The rates the run was paced at are the ones set. The achieved rate is the machine's
+	// (asserted at ±25% here it failed under a load of 30); the pacer's accuracy is tested
+	// on simulated time and measured in BenchmarkRunPacedRate.
+	if r.Ops["read"].TargetRate != 2000 || r.Ops["write"].TargetRate != 500 {
+		t.Errorf("target rates read %.0f, write %.0f; want the 2000 and 500 set", r.Ops["read"].TargetRate, r.Ops["write"].TargetRate)
 	}
 	if len(r.Series) == 0 || len(r.Config) == 0 || r.Driver.Name != "memory" {
 		t.Errorf("report lacks series (%d), config (%d) or driver (%q)", len(r.Series), len(r.Config), r.Driver.Name)

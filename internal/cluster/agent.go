@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/pacer"
 )
@@ -27,6 +28,9 @@ type AgentOptions struct {
 	Labels  map[string]string
 	// Logger gets the lease events; nil discards them.
 	Logger *slog.Logger
+	// Clock gives the instants the agent waits for (a shape's, a lease's end) and stamps
+	// its beats with; nil is the real clock. Tests pass a clock.Sim.
+	Clock clock.Clock
 }
 
 // ErrClaimed is returned to a coordinator that tries to control a node another
@@ -42,6 +46,7 @@ type Agent struct {
 	node control.Node
 	opts AgentOptions
 	log  *slog.Logger
+	clk  clock.Clock
 	// boot names this process: a node restarted under the same id answers beats with a
 	// new one, so its coordinator knows that everything it told the old process is gone.
 	boot string
@@ -86,7 +91,7 @@ func NewAgent(node control.Node, opts AgentOptions) *Agent {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Agent{node: node, opts: opts, log: log, boot: hex.EncodeToString(b[:]), wake: make(chan struct{}, 1)}
+	return &Agent{node: node, opts: opts, log: log, clk: clock.Or(opts.Clock), boot: hex.EncodeToString(b[:]), wake: make(chan struct{}, 1)}
 }
 
 // Boot returns the id of this process's agent, as its beats carry it.
@@ -113,7 +118,7 @@ func (a *Agent) Admit(coordinator, run string) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.heldBy(coordinator, run, time.Now())
+	return a.heldBy(coordinator, run, a.clk.Now())
 }
 
 // claim takes or renews the lease of run for coordinator; called with a.mu held. A node
@@ -143,7 +148,7 @@ func (a *Agent) claim(coordinator, run string, lease time.Duration, now time.Tim
 
 // Beat answers a coordinator's heartbeat; a beat naming a run renews its lease.
 func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
-	received := time.Now()
+	received := a.clk.Now()
 	a.mu.Lock()
 	if req.Run != "" {
 		// A beat of a run its coordinator released is answered like a membership beat:
@@ -164,7 +169,7 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 	resp := BeatResponse{ID: a.opts.ID, Version: a.opts.Version, Labels: a.opts.Labels, Boot: a.boot, Received: received,
 		Driver: st.Driver, Running: st.Running, FirstOps: st.FirstOps, Run: run, Coordinator: coord, Orphaned: orphaned,
 		Backfill: st.Backfill}
-	resp.Sent = time.Now()
+	resp.Sent = a.clk.Now()
 	return resp, nil
 }
 
@@ -172,7 +177,7 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 // from idle, the node's figures start workload.warmup after req.At (the warm-up).
 func (a *Agent) Start(req StartRequest) error {
 	a.mu.Lock()
-	err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, time.Now())
+	err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, a.clk.Now())
 	if err == nil {
 		a.forgetRelease(req.Coordinator, req.Run)
 	}
@@ -204,7 +209,7 @@ func (a *Agent) SetShape(ctx context.Context, req ShapeRequest) error {
 			return err
 		}
 	}
-	wait := time.Until(req.At)
+	wait := clock.Until(a.clk, req.At)
 	if wait > maxShapeWait {
 		return &driver.FieldError{Field: "at", Value: req.At.Format(time.RFC3339Nano), Allowed: fmt.Sprintf("an instant at most %v ahead of this node's clock", maxShapeWait)}
 	}
@@ -212,12 +217,12 @@ func (a *Agent) SetShape(ctx context.Context, req ShapeRequest) error {
 		return nil
 	}
 	if wait > 0 {
-		t := time.NewTimer(wait)
+		t := a.clk.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("set shape of %s: %w", req.Class, ctx.Err())
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 	return a.node.SetShape(req.Class, shape)
@@ -228,7 +233,7 @@ func (a *Agent) SetShape(ctx context.Context, req ShapeRequest) error {
 func (a *Agent) Claim(coordinator, run string, lease time.Duration) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.claim(coordinator, run, lease, time.Now())
+	return a.claim(coordinator, run, lease, a.clk.Now())
 }
 
 // Release ends the node's part in a run: its load (if any is left) is its own again.
@@ -255,7 +260,7 @@ func (a *Agent) Run(ctx context.Context) {
 		a.mu.Lock()
 		wait := time.Hour
 		if a.run != "" {
-			wait = a.lease - time.Since(a.lastBeat)
+			wait = a.lease - clock.Since(a.clk, a.lastBeat)
 			if wait <= 0 {
 				coord, run, lease := a.coordinator, a.run, a.lease
 				a.run, a.coordinator, a.orphaned = "", "", true
@@ -271,13 +276,13 @@ func (a *Agent) Run(ctx context.Context) {
 			}
 		}
 		a.mu.Unlock()
-		t := time.NewTimer(wait)
+		t := a.clk.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-a.wake:
-		case <-t.C:
+		case <-t.C():
 		}
 		t.Stop()
 	}

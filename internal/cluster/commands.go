@@ -222,7 +222,7 @@ func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, 
 	if err := c.reapply(ctx); err != nil {
 		return time.Time{}, err
 	}
-	at := time.Now().Add(max(c.opts.StartDelay, 4*slowest))
+	at := c.now().Add(max(c.opts.StartDelay, 4*slowest))
 	c.mu.Lock()
 	c.startAt, c.started = at, append([]string{}, classes...)
 	// Beats move the offsets under the lock while the start fans out without it
@@ -331,7 +331,7 @@ func (c *Coordinator) Backfill(ctx context.Context, opts BackfillOptions) error 
 			req["rate"] = opts.Rate * split[i].w() / total
 		}
 		// Take the lease first: the backfill is the run's load.
-		beat := BeatRequest{Coordinator: c.opts.Self.ID, Run: run, LeaseMs: c.opts.Lease.Milliseconds(), Sent: time.Now()}
+		beat := BeatRequest{Coordinator: c.opts.Self.ID, Run: run, LeaseMs: c.opts.Lease.Milliseconds(), Sent: c.now()}
 		if err := m.client().call(ctx, http.MethodPost, "/api/v1/cluster/beat", beat, nil); err != nil {
 			return err
 		}
@@ -432,7 +432,7 @@ func (c *Coordinator) StartNode(ctx context.Context, id string, classes ...strin
 		return err
 	}
 	c.mu.Lock()
-	at := time.Now().Add(4 * m.rtt).Add(m.offset)
+	at := c.now().Add(4 * m.rtt).Add(m.offset)
 	c.mu.Unlock()
 	return m.client().call(ctx, http.MethodPost, "/api/v1/cluster/start",
 		StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at, Ops: classes, LeaseMs: c.opts.Lease.Milliseconds()}, nil)

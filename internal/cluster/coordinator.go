@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
 )
@@ -74,6 +75,9 @@ type Options struct {
 	// ScopeStore, when set, keeps the fleet's configuration changes (etcd): a change that
 	// cannot be saved applies nowhere.
 	ScopeStore ScopeStore
+	// Clock gives the instants the fleet schedules by (starts, shapes, warm-ups, beats'
+	// timestamps); nil is the real clock. Tests pass a clock.Sim.
+	Clock clock.Clock
 }
 
 func (o *Options) defaults() {

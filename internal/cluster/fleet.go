@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/engine"
@@ -36,8 +37,11 @@ type Fleet struct {
 	warmup  time.Duration
 }
 
+// clock is the coordinator's clock, which the fleet's waits share with its instants.
+func (f *Fleet) clock() clock.Clock { return clock.Or(f.c.opts.Clock) }
+
 // Fleet returns the coordinator's fleet view.
-func (c *Coordinator) Fleet() *Fleet { return &Fleet{c: c, created: time.Now()} }
+func (c *Coordinator) Fleet() *Fleet { return &Fleet{c: c, created: c.now()} }
 
 func cmdContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), commandTimeout)
@@ -65,12 +69,7 @@ func (f *Fleet) Start(classes ...string) error {
 	if err != nil {
 		return err
 	}
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	_ = clock.Sleep(ctx, f.clock(), clock.Until(f.clock(), at))
 	return nil
 }
 
@@ -97,11 +96,11 @@ func (f *Fleet) StartLoad(classes ...string) error {
 // is later: a fleet picks its own instant a few round trips ahead, so at is a lower bound.
 // The wait is bounded as a node bounds a shape's (maxShapeWait).
 func (f *Fleet) StartLoadAt(at time.Time, classes ...string) error {
-	if wait := time.Until(at); wait > 0 {
+	if wait := clock.Until(f.clock(), at); wait > 0 {
 		if wait > maxShapeWait {
 			return &driver.FieldError{Field: "at", Value: at.Format(time.RFC3339Nano), Allowed: fmt.Sprintf("an instant at most %v ahead of this node's clock", maxShapeWait)}
 		}
-		time.Sleep(wait)
+		_ = clock.Sleep(context.Background(), f.clock(), wait)
 	}
 	return f.StartLoad(classes...)
 }
@@ -116,7 +115,7 @@ func (f *Fleet) warmUp(d time.Duration) {
 		return
 	}
 	gen := f.warmGen
-	time.AfterFunc(d, func() {
+	f.clock().AfterFunc(d, func() {
 		f.mu.Lock()
 		current := f.warmGen == gen
 		f.mu.Unlock()

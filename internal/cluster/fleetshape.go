@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/pacer"
 )
 
@@ -79,7 +80,7 @@ func (c *Coordinator) SetShape(ctx context.Context, class string, shape pacer.Sh
 	}); err != nil {
 		return err
 	}
-	at := time.Now().Add(min(max(minShapeDelay, 4*slowest), maxShapeWait/2))
+	at := c.now().Add(min(max(minShapeDelay, 4*slowest), maxShapeWait/2))
 	c.mu.Lock()
 	if spec == nil {
 		delete(c.shapes, class)
@@ -173,7 +174,7 @@ func (c *Coordinator) reshape(ctx context.Context) error {
 		if len(jobs) == 0 {
 			continue
 		}
-		at := time.Now().Add(min(max(minShapeDelay, 4*slowest), maxShapeWait/2))
+		at := c.now().Add(min(max(minShapeDelay, 4*slowest), maxShapeWait/2))
 		ms := make([]*member, len(jobs))
 		for i, j := range jobs {
 			ms[i] = j.m
@@ -200,3 +201,8 @@ func (c *Coordinator) reshape(ctx context.Context) error {
 	}
 	return nil
 }
+
+// now reads the clock the fleet schedules by: the instants it sends nodes (a start's, a
+// shape's) and the beats it estimates their clocks' offsets from must come from one clock,
+// or a simulated test would mix real and simulated instants.
+func (c *Coordinator) now() time.Time { return clock.Or(c.opts.Clock).Now() }

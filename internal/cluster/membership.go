@@ -163,10 +163,10 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 		j := jobs[i]
 		bctx, cancel := context.WithTimeout(ctx, max(c.opts.BeatEvery, time.Second))
 		defer cancel()
-		j.req.Sent = time.Now()
+		j.req.Sent = c.now()
 		var resp BeatResponse
 		err := j.m.client().call(bctx, http.MethodPost, "/api/v1/cluster/beat", j.req, &resp)
-		t3 := time.Now()
+		t3 := c.now()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		m := j.m

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/autotune"
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -106,6 +107,9 @@ type RunOptions struct {
 	Log func(string)
 	// Env is the environment of hook commands (nil: the process's).
 	Env []string
+	// Clock times the timeline (phases, hooks, their undos, the run's end); nil is the
+	// real clock. Tests pass a clock.Sim to check the timeline exactly.
+	Clock clock.Clock
 }
 
 // queue hands Seconds from the collector's ticking goroutine to the runner without ever
@@ -149,6 +153,7 @@ type runner struct {
 	sc      *Scenario
 	node    Node
 	opts    RunOptions
+	clk     clock.Clock
 	ev      *Evaluator
 	out     *Outcome
 	q       *queue
@@ -190,7 +195,7 @@ func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcom
 	if opts.Log == nil {
 		opts.Log = func(string) {}
 	}
-	r := &runner{ctx: ctx, sc: sc, node: node, opts: opts, ev: NewEvaluator(sc),
+	r := &runner{ctx: ctx, sc: sc, node: node, opts: opts, clk: clock.Or(opts.Clock), ev: NewEvaluator(sc),
 		out:   &Outcome{Scenario: sc.Name, File: sc.Path, Phases: sc.phaseNames(), Marks: []Mark{}},
 		q:     &queue{notify: make(chan struct{}, 1)},
 		done:  make(chan hookDone, 2*len(sc.Hooks)+1),
@@ -200,6 +205,7 @@ func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcom
 	defer cancel()
 
 	// Start on a tick, so phase boundaries fall on whole intervals of the node's series.
+	// The collector ticks on real time, so this wait for its tick is on real time too.
 	select {
 	case <-r.q.notify:
 	case <-time.After(2 * time.Second):
@@ -216,7 +222,7 @@ func Run(ctx context.Context, node Node, sc *Scenario, opts RunOptions) (*Outcom
 	node.Finish()
 	r.feed()
 	r.ev.Close()
-	r.out.Ended = time.Now()
+	r.out.Ended = r.clk.Now()
 	r.out.Thresholds = append(r.ev.Results(), r.capacity...)
 	for _, t := range r.out.Thresholds {
 		opts.Log(fmt.Sprintf("threshold %s: %s (observed %s)", t.Name, strings.ToUpper(t.Status), t.Observed))
@@ -250,17 +256,17 @@ func (sc *Scenario) timeline() []event {
 }
 
 func (r *runner) loop(ctx context.Context) error {
-	start := time.Now()
+	start := r.clk.Now()
 	r.out.Started = start
 	r.ev.Event(EvRunStart, "", start)
 	evs := r.sc.timeline()
 	end := r.sc.End()
 	cur := -1 // the phase running
-	timer := time.NewTimer(0)
+	timer := r.clk.NewTimer(0)
 	defer timer.Stop()
 	for {
 		// Due events, in order.
-		elapsed := time.Since(start)
+		elapsed := clock.Since(r.clk, start)
 		for len(evs) > 0 && evs[0].at <= elapsed {
 			e := evs[0]
 			evs = evs[1:]
@@ -284,7 +290,7 @@ func (r *runner) loop(ctx context.Context) error {
 			return nil
 		}
 		for i, due := range r.undoDue {
-			if !due.IsZero() && !time.Now().Before(due) {
+			if !due.IsZero() && !r.clk.Now().Before(due) {
 				r.undoDue[i] = time.Time{}
 				r.runAction(i, true)
 			}
@@ -302,7 +308,7 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		for _, due := range r.undoDue {
 			if !due.IsZero() {
-				next = min(next, time.Until(due))
+				next = min(next, clock.Until(r.clk, due))
 			}
 		}
 		timer.Reset(max(next, 0))
@@ -316,7 +322,7 @@ func (r *runner) loop(ctx context.Context) error {
 			r.feed()
 		case d := <-r.done:
 			r.hookDone(d)
-		case <-timer.C:
+		case <-timer.C():
 		}
 		timer.Stop()
 	}
@@ -331,7 +337,7 @@ func (r *runner) cut() {
 	case r.out.Error != "":
 		why = "ended by an error: " + r.out.Error
 	}
-	r.ev.Cut(why, time.Now())
+	r.ev.Cut(why, r.clk.Now())
 }
 
 // stopping reports whether a threshold or a hook ended the run.
@@ -444,7 +450,7 @@ func (r *runner) startPhase(prev, i int) (time.Time, error) {
 	}
 	// The phase starts when its load does: on a node at once, on a fleet when the nodes'
 	// commands returned (a shape or a start applies at a common instant a little ahead).
-	now := time.Now()
+	now := r.clk.Now()
 	if p.Autotune != nil {
 		// Every class runs (at its configured rate, as a phase without load); the search
 		// then sets the rates of those it tunes, and gives them back when it ends.
@@ -480,7 +486,7 @@ func (r *runner) endPhase(i int) {
 			if !m.End.IsZero() {
 				return
 			}
-			m.End = time.Now()
+			m.End = r.clk.Now()
 			r.failed(r.ev.Event(EvPhaseEnd, m.Name, m.End))
 			r.opts.Log(fmt.Sprintf("phase %s ended", m.Name))
 			return
@@ -490,7 +496,7 @@ func (r *runner) endPhase(i int) {
 
 func (r *runner) fireHook(i int) {
 	h := r.sc.Hooks[i]
-	now := time.Now()
+	now := r.clk.Now()
 	r.marks[h.Name] = len(r.out.Marks)
 	r.out.Marks = append(r.out.Marks, Mark{Kind: "hook", Name: h.Name, Start: now, Detail: h.Action.String()})
 	r.failed(r.ev.Event(EvHook, h.Name, now))
@@ -513,7 +519,7 @@ func (r *runner) runAction(i int, undo bool) {
 	}
 	go func() {
 		err := a.Do(ctx, r.opts.Env)
-		r.done <- hookDone{hook: i, undo: undo, end: time.Now(), err: err}
+		r.done <- hookDone{hook: i, undo: undo, end: r.clk.Now(), err: err}
 	}()
 }
 
@@ -539,6 +545,7 @@ func (r *runner) hookDone(d hookDone) {
 		// The fault lasts For from the hook's start; an action slower than that is undone
 		// as soon as it returns.
 		r.undoDue[d.hook] = m.Start.Add(h.For)
+		r.opts.Log(fmt.Sprintf("hook %s returned; undo due %s after it", h.Name, h.For))
 		return
 	}
 	m.End = d.end

@@ -1,0 +1,128 @@
+package clock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// TestSimFiresInOrderAtTheirInstants: timers set out of order fire in the order of their
+// instants, each seeing the clock at its own instant, and only those due.
+func TestSimFiresInOrderAtTheirInstants(t *testing.T) {
+	s := NewSim(t0)
+	var got []time.Duration
+	for _, d := range []time.Duration{300, 100, 200, 500} {
+		s.AfterFunc(d*time.Millisecond, func() { got = append(got, Since(s, t0)) })
+	}
+	s.Advance(350 * time.Millisecond)
+	if want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}; !slices.Equal(got, want) {
+		t.Fatalf("fired at %v, want %v", got, want)
+	}
+	if now := Since(s, t0); now != 350*time.Millisecond {
+		t.Errorf("clock at %v after advancing 350ms", now)
+	}
+	if s.Pending() != 1 {
+		t.Errorf("%d timers pending, want the one at 500ms", s.Pending())
+	}
+}
+
+// TestSimTimerStopAndReset: a stopped timer never fires; a reset one fires at its new
+// instant from the time of the reset; a timer set by a firing one fires in the same
+// Advance when it falls within it.
+func TestSimTimerStopAndReset(t *testing.T) {
+	s := NewSim(t0)
+	stopped := s.NewTimer(time.Second)
+	if !stopped.Stop() || stopped.Stop() {
+		t.Fatal("Stop should report pending once")
+	}
+	reset := s.NewTimer(time.Second)
+	s.Advance(500 * time.Millisecond)
+	reset.Reset(time.Second) // now due at 1.5 s
+	var chained time.Duration
+	s.AfterFunc(time.Second, func() {
+		s.AfterFunc(200*time.Millisecond, func() { chained = Since(s, t0) })
+	})
+	s.Advance(time.Second) // to 1.5 s: the first AfterFunc (1.5 s) and the reset timer
+	select {
+	case at := <-reset.C():
+		if at.Sub(t0) != 1500*time.Millisecond {
+			t.Errorf("reset timer fired at %v, want 1.5s", at.Sub(t0))
+		}
+	default:
+		t.Error("reset timer did not fire at 1.5s")
+	}
+	select {
+	case <-stopped.C():
+		t.Error("a stopped timer fired")
+	default:
+	}
+	s.Advance(time.Second)
+	if chained != 1700*time.Millisecond {
+		t.Errorf("chained timer fired at %v, want 1.7s", chained)
+	}
+}
+
+// TestSleepWaitsForTheClockOrTheContext: Sleep on a Sim returns when the clock passes
+// its end, not before; a cancelled context ends it with the context's error.
+func TestSleepWaitsForTheClockOrTheContext(t *testing.T) {
+	s := NewSim(t0)
+	done := make(chan error, 1)
+	go func() { done <- Sleep(context.Background(), s, time.Minute) }()
+	if !s.WaitTimers(1, 10*time.Second) {
+		t.Fatal("Sleep set no timer")
+	}
+	s.Advance(59 * time.Second)
+	select {
+	case <-done:
+		t.Fatal("Sleep returned before its minute")
+	case <-time.After(20 * time.Millisecond):
+	}
+	s.Advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatalf("Sleep: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- Sleep(ctx, s, time.Minute) }()
+	s.WaitTimers(1, 10*time.Second)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep after cancel: %v", err)
+	}
+	if s.Pending() != 0 {
+		t.Errorf("a cancelled Sleep left %d timers", s.Pending())
+	}
+}
+
+// TestSimZeroTimerIsDueAtOnce: like time.NewTimer(0), a timer of zero fires without an
+// Advance, so a loop that starts with one does not wait for the test.
+func TestSimZeroTimerIsDueAtOnce(t *testing.T) {
+	s := NewSim(t0)
+	select {
+	case at := <-s.NewTimer(0).C():
+		if !at.Equal(t0) {
+			t.Errorf("fired at %v", at)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a zero timer did not fire")
+	}
+}
+
+// TestRealIsTheSystemClock: Or(nil) is Real, whose timers fire on real time.
+func TestRealIsTheSystemClock(t *testing.T) {
+	c := Or(nil)
+	if c != Real {
+		t.Fatal("Or(nil) is not Real")
+	}
+	before := time.Now()
+	if err := Sleep(context.Background(), c, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(before) < time.Millisecond {
+		t.Error("Real Sleep returned early")
+	}
+}

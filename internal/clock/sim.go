@@ -1,0 +1,177 @@
+package clock
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Sim is a simulated clock: its time moves only when Advance (or Set) is called, and the
+// timers due on the way fire in order of their instants, each with the clock reading its
+// instant, before Advance returns. Tests of code that waits in another goroutine use
+// WaitTimers to let that code reach its wait before advancing.
+type Sim struct {
+	mu      sync.Mutex
+	now     time.Time
+	timers  []*simTimer
+	seq     uint64
+	changed chan struct{} // closed and replaced whenever the set of timers changes
+}
+
+// NewSim returns a simulated clock reading start.
+func NewSim(start time.Time) *Sim {
+	return &Sim{now: start, changed: make(chan struct{})}
+}
+
+// Now returns the simulated instant.
+func (s *Sim) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+// NewTimer returns a timer that fires when the clock has been advanced by d.
+func (s *Sim) NewTimer(d time.Duration) Timer {
+	t := &simTimer{s: s, c: make(chan time.Time, 1)}
+	t.Reset(d)
+	return t
+}
+
+// AfterFunc calls f in the goroutine that advances the clock past d from now.
+func (s *Sim) AfterFunc(d time.Duration, f func()) Timer {
+	t := &simTimer{s: s, f: f}
+	t.Reset(d)
+	return t
+}
+
+// Advance moves the clock on by d, firing every timer due on the way in order.
+func (s *Sim) Advance(d time.Duration) {
+	s.mu.Lock()
+	to := s.now.Add(d)
+	s.mu.Unlock()
+	s.Set(to)
+}
+
+// Set moves the clock to instant to (never back), firing every timer due on the way.
+func (s *Sim) Set(to time.Time) {
+	for {
+		s.mu.Lock()
+		sort.Slice(s.timers, func(i, j int) bool {
+			a, b := s.timers[i], s.timers[j]
+			if !a.at.Equal(b.at) {
+				return a.at.Before(b.at)
+			}
+			return a.seq < b.seq
+		})
+		if len(s.timers) == 0 || s.timers[0].at.After(to) {
+			if to.After(s.now) {
+				s.now = to
+			}
+			s.mu.Unlock()
+			return
+		}
+		t := s.timers[0]
+		s.timers = s.timers[1:]
+		if t.at.After(s.now) {
+			s.now = t.at
+		}
+		now := s.now
+		s.notify()
+		s.mu.Unlock()
+		// Outside the lock: f and the receiver may read the clock or set timers.
+		if t.f != nil {
+			t.f()
+		} else {
+			select {
+			case t.c <- now:
+			default: // as with time.Timer, an unread value is not queued twice
+			}
+		}
+	}
+}
+
+// Pending returns how many timers are waiting to fire.
+func (s *Sim) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.timers)
+}
+
+// WaitTimers blocks until at least n timers are pending or real time d has passed, and
+// reports whether they are. It is how a test knows that the code under test, in its own
+// goroutine, has reached the wait that the next Advance is meant to end.
+func (s *Sim) WaitTimers(n int, d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ok, ch := len(s.timers) >= n, s.changed
+		s.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// notify wakes WaitTimers; s.mu is held.
+func (s *Sim) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+type simTimer struct {
+	s   *Sim
+	c   chan time.Time
+	f   func()
+	at  time.Time
+	seq uint64
+}
+
+func (t *simTimer) C() <-chan time.Time { return t.c }
+
+func (t *simTimer) Stop() bool {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	return t.remove()
+}
+
+func (t *simTimer) Reset(d time.Duration) bool {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := t.remove()
+	if d <= 0 {
+		// Due now, as time.NewTimer(0) is: the waiter needs no Advance to go on.
+		if t.f != nil {
+			go t.f()
+		} else {
+			select {
+			case t.c <- s.now:
+			default:
+			}
+		}
+		return was
+	}
+	s.seq++
+	t.at, t.seq = s.now.Add(d), s.seq
+	s.timers = append(s.timers, t)
+	s.notify()
+	return was
+}
+
+// remove takes t out of the pending timers; s.mu is held.
+func (t *simTimer) remove() bool {
+	for i, o := range t.s.timers {
+		if o == t {
+			t.s.timers = append(t.s.timers[:i], t.s.timers[i+1:]...)
+			t.s.notify()
+			return true
+		}
+	}
+	return false
+}
