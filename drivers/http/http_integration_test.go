@@ -393,6 +393,7 @@ func TestDeleteClassBesideValidatedReads(t *testing.T) {
 	if del.Count < 50 || del.Errors != 0 {
 		t.Fatalf("cleanup: %d deletes, %d errors (%v); want many, none failed", del.Count, del.Errors, del.Failures)
 	}
+	t.Logf("%d reads (%d misses, lost %d), %d deletes", rd.Count, rd.Misses, rd.Validation["lost"], del.Count)
 	if rd.Misses == 0 {
 		t.Errorf("reads missed no key beside %d deletes", del.Count)
 	}

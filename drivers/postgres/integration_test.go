@@ -714,6 +714,7 @@ func TestDeleteAndScanClassesBesideValidatedReads(t *testing.T) {
 		t.Fatalf("purge: %d deletes, %d errors (%v); range: %d scans, %d errors (%v); want many, none failed",
 			del.Count, del.Errors, del.Failures, sc.Count, sc.Errors, sc.Failures)
 	}
+	t.Logf("%d reads (%d misses, lost %d), %d deletes, %d scans", rd.Count, rd.Misses, rd.Validation["lost"], del.Count, sc.Count)
 	if rd.Misses == 0 {
 		t.Errorf("reads missed no key beside %d deletes", del.Count)
 	}
