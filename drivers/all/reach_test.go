@@ -85,6 +85,7 @@ func TestReachMarks(t *testing.T) {
 		"http.url":              {driver.ReachTarget},
 		"http.read":             {driver.ReachTarget},
 		"http.other2":           {driver.ReachTarget},
+		"http.delete":           {driver.ReachTarget},
 		"grpc.target":           {driver.ReachTarget},
 		"grpc.descriptors":      {driver.ReachPath},
 		"grpc.protoImportPaths": {driver.ReachPath},

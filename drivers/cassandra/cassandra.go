@@ -115,9 +115,10 @@ type Driver struct {
 	readCL, writeCL atomic.Uint32 // gocql.Consistency, switched live by Reconfigure
 	rowSeq          atomic.Uint64 // next row for non-batch writes with several rows
 
-	readSQL, writeSQL string
-	clusterName       string
-	version           string
+	readSQL, writeSQL  string
+	deleteSQL, scanSQL string
+	clusterName        string
+	version            string
 
 	mu   sync.Mutex // guards info against Reconfigure
 	info map[string]string
@@ -130,6 +131,8 @@ var (
 	_ driver.Reconfigurer     = (*Driver)(nil)
 	_ driver.ConnectionInfoer = (*Driver)(nil)
 	_ driver.Pipeliner        = (*Driver)(nil)
+	_ driver.Deleter          = (*Driver)(nil)
+	_ driver.Scanner          = (*Driver)(nil)
 )
 
 // Init connects, creates the schema when asked, and checks the table can hold values.
@@ -306,6 +309,9 @@ func (d *Driver) buildStatements() {
 	} else {
 		d.readSQL = "SELECT writetime(value0), " + cols + " FROM " + d.qualified() + " WHERE key = ?"
 	}
+	d.deleteSQL = "DELETE FROM " + d.qualified() + " WHERE key = ?"
+	// One row per partition, so n counts keys whatever rowsPerPartition is.
+	d.scanSQL = "SELECT key, " + cols + " FROM " + d.qualified() + " WHERE token(key) >= token(?) PER PARTITION LIMIT 1 LIMIT ?"
 }
 
 func (d *Driver) createSchema(ctx context.Context) error {
@@ -503,6 +509,42 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 		return d.fail("write", err)
 	}
 	return nil
+}
+
+// Delete removes key's partition, every row of it, at the write consistency level; a
+// missing partition is no error (a delete in Cassandra is a tombstone either way).
+func (d *Driver) Delete(ctx context.Context, key string) error {
+	err := d.session.Query(d.deleteSQL, key).
+		Consistency(gocql.Consistency(d.writeCL.Load())).Idempotent(true).ExecContext(ctx)
+	if err != nil {
+		return d.fail("delete", err)
+	}
+	return nil
+}
+
+// Scan reads up to n partitions (keys) with their values, one row each, in the ring's
+// token order from start's token, at the read consistency level, and returns how many
+// it read; none is driver.ErrNotFound. Token order is the order the partitioner gives:
+// with Murmur3Partitioner (the default) it is a hash's, not the keys' byte order, so the
+// keys read are n neighbours on the ring, as YCSB's Cassandra binding reads workload E's
+// scans (token(key) >= token(?) LIMIT n), not the keys that follow start by name. The
+// scan does not wrap past the ring's last token.
+func (d *Driver) Scan(ctx context.Context, start string, n int) (int, error) {
+	iter := d.session.Query(d.scanSQL, start, n).
+		Consistency(gocql.Consistency(d.readCL.Load())).Idempotent(true).IterContext(ctx)
+	// The rows' columns are read off the wire (a scan's cost) but not decoded: counted.
+	sc := iter.Scanner()
+	got := 0
+	for sc.Next() {
+		got++
+	}
+	if err := sc.Err(); err != nil {
+		return 0, d.fail("scan", err)
+	}
+	if got == 0 {
+		return 0, driver.ErrNotFound
+	}
+	return got, nil
 }
 
 func rowArgs(key string, row int, pieces []any) []any {

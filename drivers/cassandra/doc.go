@@ -34,6 +34,20 @@
 // (retries) may re-send them. A read of a partition with no rows is a miss
 // (driver.ErrNotFound).
 //
+// The driver offers the operations delete and scan. delete is DELETE ... WHERE key = ?,
+// the whole partition, at writeConsistencyLevel (a missing partition is no error). scan
+// is workload E's range read as YCSB's Cassandra binding does it: SELECT key, value...
+// WHERE token(key) >= token(?) PER PARTITION LIMIT 1 LIMIT n, at readConsistencyLevel,
+// so it reads n partitions (keys, one row each) that are neighbours on the ring from the
+// start key's token, and counts them; none is a miss. Token order is not the keys' byte
+// order that driver.Scanner describes (Murmur3Partitioner hashes keys): the keys a scan
+// reads are not those that follow the start key by name, and a start key near the ring's
+// last token reads few (there is no wrap). It is the range read a partitioned table has,
+// costed as the store costs it; clustering-range reads within a partition are not
+// offered. Both run on gocql: the engine refuses them in a class of mode=direct (whose
+// workers run pipelines of reads and writes, and which mode=auto picks on a one-node
+// cluster), so a workload with deletes or scans (ycsb-e) needs mode=gocql.
+//
 // At Init the driver checks the table's columns in system_schema: an existing table made by
 // NDBench (text value columns) or with fewer value columns than colsPerRow is reported with
 // the fix (another table name, or drop it), rather than failing every op later.

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -600,5 +601,141 @@ func BenchmarkRead(b *testing.B) {
 				return err
 			})
 		})
+	}
+}
+
+// dropTable drops ndb_test.table so a test starts from no partitions.
+func dropTable(t *testing.T, table string) {
+	t.Helper()
+	if err := raw(t).Query("DROP TABLE IF EXISTS ndb_test." + table).Exec(); err != nil {
+		t.Fatalf("drop %s: %v", table, err)
+	}
+}
+
+// tokenOrder returns the keys of ndb_test.table in the ring's token order, as the server
+// orders partitions.
+func tokenOrder(t *testing.T, table string) []string {
+	t.Helper()
+	iter := raw(t).Query("SELECT DISTINCT key FROM ndb_test." + table).Iter()
+	var keys []string
+	var k string
+	for iter.Scan(&k) {
+		keys = append(keys, k)
+	}
+	if err := iter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// TestDeleteAndScan: delete removes a key's partition (a missing one is no error); scan
+// reads up to n keys in token order from the start key's token, one per partition
+// whatever rowsPerPartition is, the deleted key not among them, and none is a miss.
+func TestDeleteAndScan(t *testing.T) {
+	ctx := drivertest.Context(t)
+	for _, tc := range []struct {
+		table string
+		opts  map[string]string
+	}{
+		{"scandel", map[string]string{"table": "scandel"}},
+		{"scandel_rows", map[string]string{"table": "scandel_rows", "rowsPerPartition": "3", "useBatchWrites": "true", "mode": "gocql"}},
+	} {
+		t.Run(tc.table, func(t *testing.T) {
+			dropTable(t, tc.table)
+			d := open(t, tc.opts)
+			if _, err := d.Scan(ctx, "k0", 5); !errors.Is(err, driver.ErrNotFound) {
+				t.Errorf("scan of an empty table: %v, want ErrNotFound", err)
+			}
+			for i := range 12 {
+				if err := d.Write(ctx, fmt.Sprintf("k%d", i), []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Delete(ctx, "k5"); err != nil {
+				t.Fatalf("delete: %v", err)
+			}
+			if err := d.Delete(ctx, "never-written"); err != nil {
+				t.Errorf("delete of a missing key: %v", err)
+			}
+			if _, err := d.Read(ctx, "k5"); !errors.Is(err, driver.ErrNotFound) {
+				t.Errorf("read of a deleted key: %v, want ErrNotFound", err)
+			}
+			ring := tokenOrder(t, tc.table) // 11 keys, k5 gone
+			if len(ring) != 11 || slices.Contains(ring, "k5") {
+				t.Fatalf("table holds %v, want k0..k11 without k5", ring)
+			}
+			for _, sc := range []struct {
+				from, n, want int
+			}{
+				{0, 100, 11}, // the whole ring from its first key
+				{0, 4, 4},
+				{3, 5, 5},
+				{9, 10, 2}, // the ring's end: no wrap
+				{10, 1, 1},
+			} {
+				if got, err := d.Scan(ctx, ring[sc.from], sc.n); err != nil || got != sc.want {
+					t.Errorf("Scan(%s, the %dth key in token order, %d) = %d, %v; want %d", ring[sc.from], sc.from, sc.n, got, err, sc.want)
+				}
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			if _, err := d.Scan(cctx, ring[0], 1); err == nil {
+				t.Error("scan with a cancelled context succeeded")
+			}
+		})
+	}
+}
+
+// TestDeleteAndScanClassesBesideValidatedReads: classes that delete and scan keys beside
+// validated reads and writes of a small keyspace. Reads miss deleted keys and validation
+// calls none of them lost; scans read keys and fail none.
+func TestDeleteAndScanClassesBesideValidatedReads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dropTable(t, "kinds_engine")
+	d := open(t, map[string]string{"table": "kinds_engine", "mode": "gocql", "timeout": "30s"})
+	w := config.DefaultWorkload()
+	w.NumKeys, w.DataSize, w.ValidateValues = 50, 64, true
+	w.Readers, w.Writers, w.ReadRate, w.WriteRate = 2, 1, 0, 0
+	w.OpTimeout = 10 * time.Second
+	w.Ops = map[string]config.OpClass{
+		"purge": {Workers: 1, Rate: 100, Enabled: true, Mix: "delete"},
+		"range": {Workers: 1, Rate: 100, Enabled: true, Mix: "scan"},
+	}
+	coll := stats.NewCollector(stats.Config{Shards: 4})
+	e, err := engine.New(d, w, engine.Options{Collector: coll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(2 * time.Second)
+	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
+		t.Fatalf("backfill: %+v, %v", st, err)
+	}
+	coll.Reset()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	coll.Tick(time.Now())
+	cum := coll.Cumulative()
+	rd, del, sc := cum.Ops["read"], cum.Ops["purge"], cum.Ops["range"]
+	if del.Count < 50 || del.Errors != 0 || sc.Count < 50 || sc.Errors != 0 {
+		t.Fatalf("purge: %d deletes, %d errors (%v); range: %d scans, %d errors (%v); want many, none failed",
+			del.Count, del.Errors, del.Failures, sc.Count, sc.Errors, sc.Failures)
+	}
+	t.Logf("%d reads (%d misses, lost %d), %d deletes, %d scans", rd.Count, rd.Misses, rd.Validation["lost"], del.Count, sc.Count)
+	if rd.Misses == 0 {
+		t.Errorf("reads missed no key beside %d deletes", del.Count)
+	}
+	for v, n := range rd.Validation {
+		if n != 0 {
+			t.Errorf("reads: validation %s = %d (of %d reads, %d misses), want none", v, n, rd.Count, rd.Misses)
+		}
 	}
 }

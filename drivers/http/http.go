@@ -6,9 +6,12 @@
 // # Operations
 //
 // Operations are slots: read and write (what op classes read and write use), and
-// read1, read2 (read-like), write1, write2 (send the generated value) and other1,
-// other2 (get the key only), which op classes mix by name like any driver's operations
-// (workload.readMix=read:9,read1:1). Each slot has five options, named after it:
+// read1, read2 (read-like), write1, write2 (send the generated value), other1, other2
+// (get the key only) and delete (gets the key and removes it), which op classes mix by
+// name like any driver's operations (workload.readMix=read:9,read1:1). A request that
+// deletes the key belongs in the delete slot, of kind delete: validation then expects
+// the key absent until it is written again, where the same request in other1 makes every
+// later read of the key a "lost" write. Each slot has five options, named after it:
 //
 //	read          request line METHOD URL, e.g. GET /kv/{key}; empty = not configured
 //	readHeaders   extra headers, Name: value, separated by | or newlines
@@ -24,7 +27,7 @@
 //
 // # Status codes and checks
 //
-// By default 2xx is success, 404 is a miss for read operations (driver.ErrNotFound),
+// By default 2xx is success, 404 is a miss for read and delete operations (driver.ErrNotFound),
 // 408 and 504 are timeouts, 429 is throttled, other 5xx are unavailable and everything
 // else (3xx included: redirects are not followed) is rejected. Errors without a response
 // are timeouts (deadline, timeout option) or unavailable (refused, reset, closed).
@@ -76,13 +79,12 @@
 //	    read1Body: '{"query":"{key}","limit":10}'
 //	    read1Headers: "Content-Type: application/json"
 //	    read1Check: json:hits.0.id={key}               # the first hit must be the key
-//	    other1: DELETE /kv/{key}
-//	    other1Status: 404=ok                           # deleting a missing key is fine
+//	    delete: DELETE /kv/{key}                       # op "delete": 404 is a miss
 //	workload:
 //	  validate: true
 //	  readMix: read:8,read1:2
 //	  ops:
-//	    cleanup: {rate: 50, workers: 2, mix: other1}
+//	    cleanup: {rate: 50, workers: 2, mix: delete}
 //
 // or on the command line: ndbench run --set driver.name=http --set
 // drivers.http.url=http://127.0.0.1:8080 --set workload.readRate=2000.
@@ -274,7 +276,7 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 	return err
 }
 
-// Do runs declared operation i (read1, read2, write1, write2, other1, other2).
+// Do runs declared operation i (read1, read2, write1, write2, other1, other2, delete).
 func (d *Driver) Do(ctx context.Context, i int, key string, value []byte) ([]byte, error) {
 	if i < 0 || i+2 >= numSlots {
 		return nil, driver.Wrap(driver.ClassRejected, fmt.Errorf("http: no operation %d", i))

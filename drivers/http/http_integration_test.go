@@ -22,6 +22,9 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -293,6 +296,7 @@ func TestNamedOperations(t *testing.T) {
 		"write1Body":  `{"k":"{key}","v":"{value64}"}`,
 		"other1":      "DELETE /kv/{key}",
 		"other1Check": "none",
+		"delete":      "DELETE /kv/{key}",
 	})
 	def, _ := driver.Lookup("http")
 	idx := func(name string) int {
@@ -326,6 +330,18 @@ func TestNamedOperations(t *testing.T) {
 	if _, err := d.Do(ctx, idx("other1"), "n2", nil); driver.Classify(err) != driver.ClassRejected {
 		t.Errorf("second DELETE (404, not a read): %v, want rejected", err)
 	}
+	if err := d.Write(ctx, "n4", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Do(ctx, idx("delete"), "n4", nil); err != nil {
+		t.Errorf("delete: %v", err)
+	}
+	if _, err := d.Do(ctx, idx("delete"), "n4", nil); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("second delete (404): %v, want a miss", err)
+	}
+	if _, err := d.Read(ctx, "n4"); !errors.Is(err, driver.ErrNotFound) {
+		t.Errorf("read after delete: %v, want a miss", err)
+	}
 	if _, err := d.Do(ctx, idx("write2"), "n3", []byte("x")); driver.Classify(err) != driver.ClassRejected || !strings.Contains(err.Error(), "not configured") {
 		t.Errorf("unconfigured write2: %v, want rejected, not configured", err)
 	}
@@ -333,6 +349,58 @@ func TestNamedOperations(t *testing.T) {
 	d2 := open(t, map[string]string{"url": "http://" + kv.Addr(), "read1": "GET /json/n1", "read1Check": "json:key={key}"})
 	if _, err := d2.Do(ctx, idx("read1"), "other", nil); err == nil || driver.Classify(err) != driver.ClassOther {
 		t.Errorf("json check against another key: %v, want a failure of class other", err)
+	}
+}
+
+// TestDeleteClassBesideValidatedReads is the documented example's shape on nginx's
+// WebDAV: a class of DELETEs beside validated reads and writes of a small keyspace, so
+// deletes, writes and reads of one key overlap all the time. Reads miss the deleted keys,
+// and validation calls none of those misses lost: the delete slot is of kind delete.
+func TestDeleteClassBesideValidatedReads(t *testing.T) {
+	ng := startNginx(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := open(t, map[string]string{"url": "http://" + ng.Addr(), "delete": "DELETE /kv/{key}"})
+	w := config.DefaultWorkload()
+	w.NumKeys, w.DataSize, w.ValidateValues = 50, 64, true
+	w.Readers, w.Writers, w.ReadRate, w.WriteRate = 2, 1, 0, 0
+	w.OpTimeout = 5 * time.Second
+	w.Ops = map[string]config.OpClass{"cleanup": {Workers: 1, Rate: 200, Enabled: true, Mix: "delete"}}
+	coll := stats.NewCollector(stats.Config{Shards: 4})
+	def, _ := driver.Lookup("http")
+	e, err := engine.New(d, w, engine.Options{Collector: coll, Operations: def.Operations})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(2 * time.Second)
+	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
+		t.Fatalf("backfill: %+v, %v", st, err)
+	}
+	coll.Reset()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	coll.Tick(time.Now())
+	cum := coll.Cumulative()
+	rd, del := cum.Ops["read"], cum.Ops["cleanup"]
+	if del.Count < 50 || del.Errors != 0 {
+		t.Fatalf("cleanup: %d deletes, %d errors (%v); want many, none failed", del.Count, del.Errors, del.Failures)
+	}
+	t.Logf("%d reads (%d misses, lost %d), %d deletes", rd.Count, rd.Misses, rd.Validation["lost"], del.Count)
+	if rd.Misses == 0 {
+		t.Errorf("reads missed no key beside %d deletes", del.Count)
+	}
+	for v, n := range rd.Validation {
+		if n != 0 {
+			t.Errorf("reads: validation %s = %d (of %d reads, %d misses), want none", v, n, rd.Count, rd.Misses)
+		}
 	}
 }
 

@@ -39,7 +39,7 @@ func TestTemplateExpand(t *testing.T) {
 
 func TestStatusTable(t *testing.T) {
 	for _, tc := range []struct {
-		slot  int // 0 read, 1 write, 6 other1
+		slot  int // 0 read, 1 write, 6 other1, 8 delete
 		spec  string
 		code  int
 		want  outcome
@@ -61,6 +61,10 @@ func TestStatusTable(t *testing.T) {
 		{0, "500-599=throttled, 503=other", 502, outThrottled, false},
 		{1, "404=ok", 404, outOK, false},
 		{1, "404=miss", 0, 0, true},
+		{8, "", 404, outMiss, false}, // delete: nothing to delete is a miss
+		{8, "404=ok", 404, outOK, false},
+		{8, "410=miss", 410, outMiss, false},
+		{6, "404=miss", 0, 0, true}, // other1: a miss means nothing to an op of kind other
 		{0, "99=ok", 0, 0, true},
 		{0, "600=ok", 0, 0, true},
 		{0, "500-400=ok", 0, 0, true},
@@ -96,6 +100,9 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"readStatus": "404=nope"}, "readStatus"},
 		{map[string]string{"writeCheck": "body"}, "writeCheck"},
 		{map[string]string{"other1": "DELETE /kv/{key}", "other1Check": "json:x"}, "other1Check"},
+		{map[string]string{"delete": "DELETE /kv/{key}", "deleteCheck": "body"}, "deleteCheck"},
+		{map[string]string{"delete": "DELETE /kv/{key}", "deleteBody": "{value64}"}, "deleteBody"},
+		{map[string]string{"delete": "DELETE /kv/{value}"}, "delete"},
 		{map[string]string{"readCheck": "xml:x"}, "readCheck"},
 		{map[string]string{"url": "ftp://h/"}, "url"},
 		{map[string]string{"url": "http://u:pw@h/"}, "url"},

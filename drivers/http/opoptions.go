@@ -45,6 +45,11 @@ type opOptions struct {
 	Other2Body    string `opt:"other2Body" default:"" help:"other2: body template (placeholders as in the URL, unescaped)"`
 	Other2Status  string `opt:"other2Status" default:"" help:"other2: status classes over the defaults, e.g. 200-299=ok,409=rejected"`
 	Other2Check   string `opt:"other2Check" default:"none" help:"other2: response check: body, none, json:PATH or json:PATH=TEMPLATE"`
+	Delete        string `opt:"delete" default:"" reach:"target" help:"operation delete: request line METHOD URL-template that removes the key, e.g. DELETE /kv/{key}; empty = not configured"`
+	DeleteHeaders string `opt:"deleteHeaders" default:"" help:"delete: extra headers, Name: value, separated by | or newlines"`
+	DeleteBody    string `opt:"deleteBody" default:"" help:"delete: body template (placeholders as in the URL, unescaped)"`
+	DeleteStatus  string `opt:"deleteStatus" default:"" help:"delete: status classes over the defaults (404 = miss), e.g. 404=ok,409=rejected"`
+	DeleteCheck   string `opt:"deleteCheck" default:"none" help:"delete: response check: none or json:PATH=TEMPLATE"`
 }
 
 // raw returns the slots' option values in slot order.
@@ -58,5 +63,6 @@ func (o *opOptions) raw() [numSlots]rawOp {
 		{o.Write2, o.Write2Headers, o.Write2Body, o.Write2Status, o.Write2Check},
 		{o.Other1, o.Other1Headers, o.Other1Body, o.Other1Status, o.Other1Check},
 		{o.Other2, o.Other2Headers, o.Other2Body, o.Other2Status, o.Other2Check},
+		{o.Delete, o.DeleteHeaders, o.DeleteBody, o.DeleteStatus, o.DeleteCheck},
 	}
 }

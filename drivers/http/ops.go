@@ -13,7 +13,7 @@ import (
 
 // numSlots is the number of operation slots: read and write (Driver.Read and Write), then
 // the declared operations below.
-const numSlots = 8
+const numSlots = 9
 
 // slots names the operation slots in the order of opOptions.raw: index 0 is Read, 1 is
 // Write, 2+i is Definition.Operations[i]. driver.Definition.Operations is static per
@@ -32,14 +32,19 @@ var slots = [numSlots]struct {
 	{"write2", driver.KindWrite},
 	{"other1", driver.KindOther},
 	{"other2", driver.KindOther},
+	// Named like the built-in operation, so a workload's mix "delete" means the same on
+	// every store; of kind delete, so validation expects the key absent afterwards rather
+	// than calling the miss lost.
+	{driver.OpDelete, driver.KindDelete},
 }
 
 // declaredOperations are the slots beyond read and write, for the driver's Definition.
 func declaredOperations() []driver.Operation {
 	help := map[driver.Kind]string{
-		driver.KindRead:  "a configured request whose answer is read like Driver.Read's (404 = miss)",
-		driver.KindWrite: "a configured request that sends the generated value",
-		driver.KindOther: "a configured request that gets the key only",
+		driver.KindRead:   "a configured request whose answer is read like Driver.Read's (404 = miss)",
+		driver.KindWrite:  "a configured request that sends the generated value",
+		driver.KindOther:  "a configured request that gets the key only",
+		driver.KindDelete: "a configured request that removes the key (404 = miss; validation then expects it absent)",
 	}
 	var out []driver.Operation
 	for _, s := range slots[2:] {
@@ -209,15 +214,15 @@ func parseHeaders(s string, h http.Header) error {
 	return nil
 }
 
-// parseStatuses fills the status table: the defaults (2xx ok, 404 miss for read
-// operations, 408 and 504 timeout, 429 throttled, other 5xx unavailable, everything else
+// parseStatuses fills the status table: the defaults (2xx ok, 404 miss for read and
+// delete operations, 408 and 504 timeout, 429 throttled, other 5xx unavailable, everything else
 // rejected), then the op's entries CODE[-CODE]=outcome, later entries winning.
 func (o *op) parseStatuses(spec string) error {
 	for c := range o.statuses {
 		switch {
 		case c >= 200 && c <= 299:
 			o.statuses[c] = outOK
-		case c == 404 && o.kind == driver.KindRead:
+		case c == 404 && (o.kind == driver.KindRead || o.kind == driver.KindDelete):
 			o.statuses[c] = outMiss
 		case c == 408 || c == 504:
 			o.statuses[c] = outTimeout
@@ -229,7 +234,7 @@ func (o *op) parseStatuses(spec string) error {
 			o.statuses[c] = outRejected
 		}
 	}
-	const allowed = "CODE[-CODE]=CLASS entries separated by commas, CLASS one of ok, miss (read operations), timeout, unavailable, throttled, rejected, other"
+	const allowed = "CODE[-CODE]=CLASS entries separated by commas, CLASS one of ok, miss (read and delete operations), timeout, unavailable, throttled, rejected, other"
 	for _, e := range strings.Split(spec, ",") {
 		e = strings.TrimSpace(e)
 		if e == "" {
@@ -237,7 +242,7 @@ func (o *op) parseStatuses(spec string) error {
 		}
 		codes, class, ok := strings.Cut(e, "=")
 		out, known := outcomeNames[strings.TrimSpace(class)]
-		if !ok || !known || (out == outMiss && o.kind != driver.KindRead) {
+		if !ok || !known || (out == outMiss && o.kind != driver.KindRead && o.kind != driver.KindDelete) {
 			return fmt.Errorf("%s", allowed)
 		}
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(codes), "-")

@@ -35,7 +35,7 @@
 //
 // One table, created when createSchema is true (the default):
 //
-//	CREATE TABLE IF NOT EXISTS ndbench (key TEXT PRIMARY KEY, value BYTEA NOT NULL)
+//	CREATE TABLE IF NOT EXISTS ndbench (key TEXT COLLATE "C" PRIMARY KEY, value BYTEA NOT NULL)
 //
 // A write is an upsert (INSERT ... ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value),
 // so rewriting a key never fails; a read is SELECT value ... WHERE key = $1, and a missing
@@ -43,6 +43,18 @@
 // back exactly and data validation works. Bulk writes upsert many rows in one statement
 // through unnest($1::text[], $2::bytea[]) (a key given twice keeps its last value); bulk
 // reads use key = ANY($1).
+//
+// The driver offers the operations delete (DELETE ... WHERE key = $1; a missing row is
+// no error) and scan, YCSB workload E's range read: SELECT key, value ... WHERE key >= $1
+// ORDER BY key LIMIT $2, rows counted as they arrive, none read a miss. A scan reads keys
+// in byte order, as driver.Scanner wants: the table's key column is COLLATE "C" for
+// that, so the range is a range of the primary key's index. On a table made elsewhere
+// whose key column sorts in a language's or ICU's collation ("a" before "B"), the scan
+// compares and sorts under COLLATE "C" instead: the right keys, but read by scanning the
+// whole table, so its latency is not an index range's; ConnectionInfo's scanOrder says
+// which. Both run on the pool: the engine refuses them in a class of mode=direct (whose
+// workers run pipelines of reads and writes), so a workload with deletes or scans
+// (ycsb-e) needs mode=pool.
 //
 // # Prepared statements
 //

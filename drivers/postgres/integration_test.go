@@ -19,7 +19,10 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -577,5 +580,147 @@ func TestBatchTransactionsDoNotDeadlock(t *testing.T) {
 	wg.Wait()
 	if n := failed.Load(); n != 0 {
 		t.Errorf("%d writes failed in opposite-order batches, first: %v", n, first.Load())
+	}
+}
+
+// freshTable drops table so a test starts from no rows, and again when it ends.
+func freshTable(t *testing.T, table string) {
+	t.Helper()
+	raw := rawConn(t)
+	drop := func() {
+		if _, err := raw.Exec(context.Background(), "DROP TABLE IF EXISTS "+pgx.Identifier{table}.Sanitize()); err != nil {
+			t.Fatalf("drop %s: %v", table, err)
+		}
+	}
+	drop()
+	t.Cleanup(drop)
+}
+
+// TestScanAndDelete: the operations delete and scan on a table the driver creates, whose
+// keys sort by bytes, so the scan's range is a range of the primary key's index.
+func TestScanAndDelete(t *testing.T) {
+	freshTable(t, "scandel")
+	d := open(t, map[string]string{"table": "scandel"})
+	drivertest.ScanAndDelete(t, d)
+	if got := d.ConnectionInfo()["scanOrder"]; !strings.HasPrefix(got, "key index") {
+		t.Errorf("scanOrder %q, want the key index", got)
+	}
+	if plan := scanPlan(t, d); !strings.Contains(plan, "Index") {
+		t.Errorf("scan plan on a table the driver created:\n%s\nwant an index scan", plan)
+	}
+}
+
+// scanPlan is the server's plan for d's scan, with sequential scans priced out so that an
+// index that can serve the range is used even on a small table.
+func scanPlan(t *testing.T, d *Driver) string {
+	t.Helper()
+	ctx := drivertest.Context(t)
+	raw := rawConn(t)
+	if _, err := raw.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := raw.Query(ctx, "EXPLAIN "+d.scanSQL, "sd-k1", 10)
+	if err != nil {
+		t.Fatalf("explain %s: %v", d.scanSQL, err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
+}
+
+// TestScanByteOrderUnderAnotherCollation: a table made elsewhere whose key column sorts
+// in ICU's root collation (a before B) is still scanned in byte order (B before a), as
+// driver.Scanner promises, at the price of the index range, which ConnectionInfo says.
+func TestScanByteOrderUnderAnotherCollation(t *testing.T) {
+	freshTable(t, "scan_icu")
+	ctx := drivertest.Context(t)
+	if _, err := rawConn(t).Exec(ctx, `CREATE TABLE scan_icu (key TEXT COLLATE "und-x-icu" PRIMARY KEY, value BYTEA NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	d := open(t, map[string]string{"table": "scan_icu", "createSchema": "false"})
+	for _, k := range []string{"c-B", "c-a", "c-b"} {
+		if err := d.Write(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		start string
+		n     int
+		want  int
+	}{
+		{"c-B", 5, 3}, // B < a < b in bytes; in ICU's order c-B is the last
+		{"c-a", 5, 2},
+		{"c-C", 5, 2}, // 'C' sorts between 'B' and 'a' in bytes
+		{"c-", 1, 1},
+	} {
+		if got, err := d.Scan(ctx, tc.start, tc.n); err != nil || got != tc.want {
+			t.Errorf("Scan(%q, %d) = %d, %v; want %d (byte order)", tc.start, tc.n, got, err, tc.want)
+		}
+	}
+	if got := d.ConnectionInfo()["scanOrder"]; !strings.Contains(got, `COLLATE "C"`) || !strings.Contains(got, "i:") {
+		t.Errorf("scanOrder %q, want the COLLATE \"C\" sort named with the ICU collation", got)
+	}
+}
+
+// TestDeleteAndScanClassesBesideValidatedReads: classes that delete and scan keys beside
+// validated reads and writes of a small keyspace. Reads miss deleted keys and validation
+// calls none of them lost; scans read keys and fail none.
+func TestDeleteAndScanClassesBesideValidatedReads(t *testing.T) {
+	freshTable(t, "kinds_engine")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := open(t, map[string]string{"table": "kinds_engine", "mode": "pool", "poolSize": "8"})
+	w := config.DefaultWorkload()
+	w.NumKeys, w.DataSize, w.ValidateValues = 50, 64, true
+	w.Readers, w.Writers, w.ReadRate, w.WriteRate = 2, 1, 0, 0
+	w.OpTimeout = 5 * time.Second
+	w.Ops = map[string]config.OpClass{
+		"purge": {Workers: 1, Rate: 200, Enabled: true, Mix: "delete"},
+		"range": {Workers: 1, Rate: 200, Enabled: true, Mix: "scan"},
+	}
+	coll := stats.NewCollector(stats.Config{Shards: 4})
+	e, err := engine.New(d, w, engine.Options{Collector: coll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(2 * time.Second)
+	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
+		t.Fatalf("backfill: %+v, %v", st, err)
+	}
+	coll.Reset()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	coll.Tick(time.Now())
+	cum := coll.Cumulative()
+	rd, del, sc := cum.Ops["read"], cum.Ops["purge"], cum.Ops["range"]
+	if del.Count < 50 || del.Errors != 0 || sc.Count < 50 || sc.Errors != 0 {
+		t.Fatalf("purge: %d deletes, %d errors (%v); range: %d scans, %d errors (%v); want many, none failed",
+			del.Count, del.Errors, del.Failures, sc.Count, sc.Errors, sc.Failures)
+	}
+	t.Logf("%d reads (%d misses, lost %d), %d deletes, %d scans", rd.Count, rd.Misses, rd.Validation["lost"], del.Count, sc.Count)
+	if rd.Misses == 0 {
+		t.Errorf("reads missed no key beside %d deletes", del.Count)
+	}
+	for v, n := range rd.Validation {
+		if n != 0 {
+			t.Errorf("reads: validation %s = %d (of %d reads, %d misses), want none", v, n, rd.Count, rd.Misses)
+		}
 	}
 }

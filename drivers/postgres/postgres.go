@@ -117,6 +117,8 @@ type Driver struct {
 	closed   atomic.Bool    // set by Close, so no pipeline connects again
 
 	readSQL, writeSQL, readBulkSQL, writeBulkSQL string
+	deleteSQL, scanSQL                           string
+	scanOrder                                    string // how scans order keys, for ConnectionInfo
 }
 
 var (
@@ -125,6 +127,8 @@ var (
 	_ driver.BulkWriter       = (*Driver)(nil)
 	_ driver.ConnectionInfoer = (*Driver)(nil)
 	_ driver.Pipeliner        = (*Driver)(nil)
+	_ driver.Deleter          = (*Driver)(nil)
+	_ driver.Scanner          = (*Driver)(nil)
 )
 
 // Init connects the pool, checks the server answers and creates the table when asked.
@@ -157,6 +161,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	d.writeSQL = "INSERT INTO " + table + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
 	d.readBulkSQL = "SELECT key, value FROM " + table + " WHERE key = ANY($1)"
 	d.writeBulkSQL = "INSERT INTO " + table + " (key, value) SELECT * FROM unnest($1::text[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+	d.deleteSQL = "DELETE FROM " + table + " WHERE key = $1"
 
 	if d.mode == "direct" {
 		// A config of its own, parsed as the pool's was: ConnectConfig only reads it, so
@@ -185,11 +190,61 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 			return err
 		}
 	}
+	provider, locale := d.keyCollation(ctx, table)
+	d.scanSQL, d.scanOrder = scanStatement(table, provider, locale)
 	return nil
 }
 
+// keyCollation returns the collation the key column of table (quoted) sorts by: its provider
+// (c libc, i ICU, b builtin) and locale, the database's when the column has the default;
+// "" when the catalog does not say (no such table yet, a wire-compatible store with
+// another catalog). to_jsonb reads columns that only some versions have
+// (datlocprovider since PostgreSQL 15) as null rather than failing the query.
+func (d *Driver) keyCollation(ctx context.Context, table string) (provider, locale string) {
+	const q = `SELECT
+	  CASE WHEN c.collprovider = 'd' THEN COALESCE(to_jsonb(db) ->> 'datlocprovider', 'c') ELSE c.collprovider::text END,
+	  CASE WHEN c.collprovider = 'd' THEN db.datcollate ELSE COALESCE(c.collcollate, '') END
+	FROM pg_attribute a
+	JOIN pg_collation c ON c.oid = a.attcollation
+	JOIN pg_database db ON db.datname = current_database()
+	WHERE a.attrelid = to_regclass($1) AND a.attname = 'key'`
+	if err := d.pool.QueryRow(ctx, q, table).Scan(&provider, &locale); err != nil {
+		return "", ""
+	}
+	return provider, locale
+}
+
+// scanStatement returns the scan's SQL for table and how it orders keys. Scanner wants
+// keys in byte order. A key column whose collation sorts by bytes (C, POSIX, C.UTF-8 of
+// libc; the builtin provider's code point order) is scanned as it is, so the primary
+// key's index serves the range; any other collation (a language's, ICU's) would order
+// "B" after "a", so the scan compares and sorts under COLLATE "C": the right keys, but
+// read by scanning the table rather than an index range. Tables the driver creates have
+// key TEXT COLLATE "C", so only a table made elsewhere can take the slow path.
+func scanStatement(table, provider, locale string) (string, string) {
+	bytewise := provider == "b"
+	if provider == "c" {
+		switch strings.ToLower(locale) {
+		case "c", "posix", "c.utf-8", "c.utf8":
+			bytewise = true
+		}
+	}
+	if bytewise {
+		return "SELECT key, value FROM " + table + " WHERE key >= $1 ORDER BY key LIMIT $2",
+			"key index (collation " + locale + " is byte order)"
+	}
+	why := "collation " + provider + ":" + locale + " is not byte order"
+	if provider == "" {
+		why = "collation unknown (no table, or a catalog without it)"
+	}
+	return "SELECT key, value FROM " + table + ` WHERE key COLLATE "C" >= $1 ORDER BY key COLLATE "C" LIMIT $2`,
+		`COLLATE "C" sort, no index range (` + why + ")"
+}
+
 func (d *Driver) createTable(ctx context.Context, table string) error {
-	_, err := d.pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (key TEXT PRIMARY KEY, value BYTEA NOT NULL)")
+	// COLLATE "C": keys sort by their bytes, whatever the database's locale, so a scan's
+	// key range is a range of the primary key's index (see scanStatement).
+	_, err := d.pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+` (key TEXT COLLATE "C" PRIMARY KEY, value BYTEA NOT NULL)`)
 	var pe *pgconn.PgError
 	// Two nodes creating the table at once race in the catalog; the loser sees a
 	// duplicate, and the table exists either way.
@@ -226,6 +281,36 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 		return d.fail("write", err)
 	}
 	return nil
+}
+
+// Delete removes key's row; deleting a missing key is not an error (driver.Deleter).
+func (d *Driver) Delete(ctx context.Context, key string) error {
+	if _, err := d.pool.Exec(ctx, d.deleteSQL, key); err != nil {
+		return d.fail("delete", err)
+	}
+	return nil
+}
+
+// Scan reads up to n rows, keys and values, in byte order of the keys from start and
+// returns how many it read; none is driver.ErrNotFound. The values come over the wire as
+// a range read's would, and are counted, not kept.
+func (d *Driver) Scan(ctx context.Context, start string, n int) (int, error) {
+	rows, err := d.pool.Query(ctx, d.scanSQL, start, n)
+	if err != nil {
+		return 0, d.fail("scan", err)
+	}
+	defer rows.Close()
+	got := 0
+	for rows.Next() {
+		got++
+	}
+	if err := rows.Err(); err != nil {
+		return 0, d.fail("scan", err)
+	}
+	if got == 0 {
+		return 0, driver.ErrNotFound
+	}
+	return got, nil
 }
 
 // ReadBulk reads keys in one round trip; a missing key has a nil value.
@@ -291,6 +376,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		"pipelineSync":   d.opts.PipelineSync,
 		"execMode":       d.opts.ExecMode,
 		"server_version": d.version,
+		"scanOrder":      d.scanOrder,
 	}
 	if d.pool != nil {
 		st := d.pool.Stat()

@@ -203,3 +203,32 @@ func TestFailScrubsPassword(t *testing.T) {
 		t.Fatalf("password in error text: %v", err)
 	}
 }
+
+// TestScanStatement: a key column that sorts by bytes is scanned as it is (its index
+// serves the range); any other collation, or one the catalog did not give, is scanned
+// under COLLATE "C", so the keys are those of byte order whatever the table's locale.
+func TestScanStatement(t *testing.T) {
+	for _, tc := range []struct {
+		provider, locale string
+		indexed          bool
+	}{
+		{"c", "C", true},
+		{"c", "POSIX", true},
+		{"c", "C.UTF-8", true},
+		{"c", "C.utf8", true},
+		{"b", "C.UTF-8", true},
+		{"c", "en_US.UTF-8", false},
+		{"i", "und", false},
+		{"i", "C", false}, // ICU's root order under any name is not byte order
+		{"", "", false},
+	} {
+		sql, order := scanStatement(`"t"`, tc.provider, tc.locale)
+		collated := strings.Contains(sql, `COLLATE "C"`)
+		if collated == tc.indexed || strings.Contains(order, "key index") != tc.indexed {
+			t.Errorf("%s:%s: %s (%s); want indexed %v", tc.provider, tc.locale, sql, order, tc.indexed)
+		}
+		if !strings.Contains(sql, `FROM "t" WHERE key`) || !strings.HasSuffix(sql, "LIMIT $2") {
+			t.Errorf("%s:%s: %s", tc.provider, tc.locale, sql)
+		}
+	}
+}

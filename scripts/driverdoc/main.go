@@ -1,6 +1,6 @@
 // Command driverdoc prints the docs/drivers.md section of registered drivers from the
 // registry: the summary, the package documentation (go/doc/comment rendered as Markdown,
-// its headings one level below the driver's) and the option table, so the page is
+// its headings one level below the driver's), the operation and option tables, so the page is
 // generated, not retyped:
 //
 //	go run ./scripts/driverdoc http > /tmp/http.md
@@ -57,13 +57,13 @@ func section(w io.Writer, root, name string) error {
 	// Headings get {#hdr-...} anchors from the printer; the page's own headings have none.
 	body := anchor.ReplaceAllString(string(pr.Markdown(p.Parse(text))), "")
 	fmt.Fprintf(w, "## %s\n\n%s.\n\n%s\n", name, def.Summary, body)
-	if len(def.Operations) > 0 {
-		fmt.Fprintln(w, "| operation | kind | help |\n|---|---|---|")
-		for _, o := range def.AllOperations() {
-			fmt.Fprintf(w, "| `%s` | %s | %s |\n", o.Name, o.Kind, o.Help)
-		}
-		fmt.Fprintln(w)
+	// Every driver's operations, built-in kinds included (delete and scan where the
+	// driver implements them, rmw always), as ndbench drivers lists them.
+	fmt.Fprintln(w, "| operation | kind | help |\n|---|---|---|")
+	for _, o := range def.AllOperations() {
+		fmt.Fprintf(w, "| `%s` | %s | %s |\n", o.Name, o.Kind, o.Help)
 	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| option | type | default | live | help |\n|---|---|---|---|---|")
 	for _, o := range schema {
 		typ := o.Type
