@@ -461,12 +461,6 @@ func (e *Engine) resolveClasses(w config.Workload) (classes []classGen, deletes 
 				return nil, false, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
 					Allowed: "operations of the driver: " + strings.Join(def.OperationNames(), ", ")}
 			}
-			if e.pipeliner != nil && idx <= opDelete {
-				// A pipeline runs what the driver's Pipeline knows: Read, Write and its
-				// declared operations.
-				return nil, false, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
-					Allowed: "operations the driver runs on pipelines (its mode gives each worker a connection): read, write" + declaredNames(e.ops)}
-			}
 			me.idx, me.kind = idx, op.Kind
 			me.wop = workload.OpRead
 			if me.kind == driver.KindWrite {
