@@ -83,8 +83,8 @@ func (c *configSources) load(env []string) (*config.Snapshot, error) {
 // (the run's, read by fileThresholds) is not taken for a configuration key.
 func (c *configSources) loadFile(env []string, runThresholds bool) (*config.Snapshot, error) {
 	// The flags' keys come first, so an explicit --set of the same key still wins.
-	sets, relabel := c.setsWithFlags()
-	src := config.Sources{Env: env, Sets: sets}
+	sets, origins := c.setsWithFlags()
+	src := config.Sources{Env: env, Sets: sets, SetOrigins: origins}
 	if c.workload != "" {
 		l, fes, err := presets.Load(c.workload)
 		if err != nil {
@@ -108,7 +108,6 @@ func (c *configSources) loadFile(env []string, runThresholds bool) (*config.Snap
 	if err != nil {
 		return nil, configError{err}
 	}
-	relabel(snap)
 	return snap, nil
 }
 

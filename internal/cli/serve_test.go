@@ -400,3 +400,70 @@ func TestServeConfigEtcdOverTLS(t *testing.T) {
 		})
 	}
 }
+
+// send makes a JSON request and returns the status and body.
+func send(t *testing.T, method, url, body string) (int, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// A driver named with --driver is listed as the flag's, also after the API changed other
+// keys and after a connect (the UI's, or --start's) that names the same driver again.
+func TestServeDriverFlagStaysItsSource(t *testing.T) {
+	sourceOf := func(t *testing.T, base, key string) string {
+		t.Helper()
+		st, body := get(t, base+"/api/v1/config", "")
+		var cfg struct {
+			Entries []struct{ Key, Value, Source string } `json:"entries"`
+		}
+		if err := json.Unmarshal(body, &cfg); st != 200 || err != nil {
+			t.Fatalf("GET /api/v1/config: %d %s", st, body)
+		}
+		for _, e := range cfg.Entries {
+			if e.Key == key {
+				return e.Value + " (" + e.Source + ")"
+			}
+		}
+		t.Fatalf("GET /api/v1/config lists no %s: %s", key, body)
+		return ""
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		init bool // connect over the API, as the UI's Connect does
+	}{
+		{"connect over the API", nil, true},
+		{"--start", []string{"--start"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base, _, _, _ := startServe(t, nil, append([]string{"--listen", "127.0.0.1:0", "--driver", "memory"}, tt.args...)...)
+			if got := sourceOf(t, base, "driver.name"); got != "memory (flag --driver)" {
+				t.Fatalf("driver.name before any change: %s, want memory (flag --driver)", got)
+			}
+			if tt.init {
+				if st, body := send(t, http.MethodPost, base+"/api/v1/driver/init", `{"driver":"memory"}`); st != 200 {
+					t.Fatalf("POST /api/v1/driver/init: %d %s", st, body)
+				}
+			}
+			if st, body := send(t, http.MethodPatch, base+"/api/v1/config", `{"values":{"workload.readRate":"1000"}}`); st != 200 {
+				t.Fatalf("PATCH /api/v1/config: %d %s", st, body)
+			}
+			if got := sourceOf(t, base, "driver.name"); got != "memory (flag --driver)" {
+				t.Errorf("driver.name after the API's changes: %s, want memory (flag --driver)", got)
+			}
+			if got := sourceOf(t, base, "workload.readRate"); got != "1000 (api)" {
+				t.Errorf("workload.readRate: %s, want 1000 (api)", got)
+			}
+		})
+	}
+}
