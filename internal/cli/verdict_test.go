@@ -97,6 +97,11 @@ func TestRunInterrupted(t *testing.T) {
 			if v := readReport(t, rep).Verdict; v == nil || v.ExitCode != tt.code {
 				t.Errorf("report verdict %+v, want exit code %d", v, tt.code)
 			}
+			// Cut short, it says so plainly, not as an error of the tool (issue 36).
+			if aborted := tt.code == verdict.Aborted; aborted != strings.Contains(errOut.String(), "interrupted: the run was stopped by a signal") ||
+				strings.Contains(errOut.String(), "error:") {
+				t.Errorf("exit %d: stderr %q, want \"interrupted: ...\" (exit 3) and no \"error:\"", code, errOut.String())
+			}
 			// A run without an end says how it ends (it ran silently until Ctrl-C).
 			const says = "no --duration: runs until Ctrl-C"
 			if unbounded := tt.args[1] == "0"; unbounded != strings.Contains(out.String(), says) {
