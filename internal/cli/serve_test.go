@@ -128,6 +128,13 @@ func TestServeHeadlessWritesReportOnSignal(t *testing.T) {
 	if !strings.Contains(out.String(), "report written to "+rep) {
 		t.Errorf("output does not name the report: %s", out)
 	}
+	// On the signal it says what the session did, as run does, and how it exits (issue
+	// 36: serve ended on Ctrl-C without a line).
+	for _, want := range []string{"summary over", "read ", "write ", "serve stopped by a signal: the driver session (memory) is summarized above; exit code 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output on the signal lacks %q:\n%s", want, out)
+		}
+	}
 	r := readReport(t, rep)
 	if r.Driver.Name != "memory" || r.Ops["read"].Count == 0 || r.Ops["write"].Count == 0 {
 		t.Errorf("report: driver %q, reads %d, writes %d; want memory with both", r.Driver.Name, r.Ops["read"].Count, r.Ops["write"].Count)
@@ -398,6 +405,18 @@ func TestServeConfigEtcdOverTLS(t *testing.T) {
 				t.Errorf("the output shows a secret: %s %s", out, errOut)
 			}
 		})
+	}
+}
+
+// TestServeSaysItStopped: a serve without a driver session says, on the signal, that it
+// stopped and had nothing to summarize, and exits 0.
+func TestServeSaysItStopped(t *testing.T) {
+	_, out, errOut, stop := startServe(t, nil, "--listen", "127.0.0.1:0")
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d after the signal, want 0\n%s\n%s", code, out, errOut)
+	}
+	if want := "serve stopped by a signal: no driver was connected, so there is nothing to summarize; exit code 0"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
 
