@@ -163,6 +163,9 @@ func TestCompareExitCodes(t *testing.T) {
 	// The text fits 100 columns (issue 36: the header line ran to 115, each warning past
 	// 110); --wide keeps each sentence on one line.
 	code, out, errOut = ndbench(t, nil, "compare", base, base, "--fail-on", "read.p99 > +10%")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, out, errOut)
+	}
 	for _, line := range strings.Split(out, "\n") {
 		if n := utf8.RuneCountInString(line); n > consoleWidth {
 			t.Errorf("compare: a line of %d columns: %q", n, line)
