@@ -347,7 +347,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	open := inst.Status().Driver != ""
 	recordLast := recordOn && open
 	if !open {
-		printServeEnd(io.out, serveErr, "no driver was connected, so there is nothing to summarize")
+		printServeEnd(io.out, serveErr, "no driver session was open, so there is nothing to summarize")
 		return serveErr
 	}
 	// The final report: stop the load, let operations in flight finish, close the last

@@ -415,7 +415,7 @@ func TestServeSaysItStopped(t *testing.T) {
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d after the signal, want 0\n%s\n%s", code, out, errOut)
 	}
-	if want := "serve stopped by a signal: no driver was connected, so there is nothing to summarize; exit code 0"; !strings.Contains(out.String(), want) {
+	if want := "serve stopped by a signal: no driver session was open, so there is nothing to summarize; exit code 0"; !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
