@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/stats"
+)
+
+// simStart is where the simulated clocks of the engine's tests start.
+var simStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// simStore is a key-value store on simulated time, the model the engine's logic tests run
+// against: every operation takes service on the clock, and, like the memory driver's
+// stallEvery/stallFor, each period of stallEvery (counted from the clock's start) ends
+// with a stall of stallFor, during which arriving operations wait for its end. A test
+// knows what the store does at every instant, so the counts it asserts are exact.
+type simStore struct {
+	clk                  *clock.Sim
+	service              time.Duration
+	stallEvery, stallFor time.Duration
+
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+func newSimStore(clk *clock.Sim, service time.Duration) *simStore {
+	return &simStore{clk: clk, service: service, data: map[string][]byte{}}
+}
+
+func (s *simStore) Init(context.Context, any) error { return nil }
+func (s *simStore) Close() error                    { return nil }
+
+// wait holds an operation for as long as the store takes at the current instant.
+func (s *simStore) wait(ctx context.Context) error {
+	d := s.service
+	if s.stallEvery > 0 {
+		into := s.clk.Now().Sub(simStart) % s.stallEvery
+		if into >= s.stallEvery-s.stallFor {
+			d += s.stallEvery - into
+		}
+	}
+	return clock.Sleep(ctx, s.clk, d)
+}
+
+func (s *simStore) Read(ctx context.Context, key string) ([]byte, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.data[key]
+	if !ok {
+		return nil, driver.ErrNotFound
+	}
+	return v, nil
+}
+
+func (s *simStore) Write(ctx context.Context, key string, value []byte) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data[key] = append([]byte(nil), value...)
+	return nil
+}
+
+// simEngine is an engine on a simulated clock, which the test moves with to.
+type simEngine struct {
+	*Engine
+	t   *testing.T
+	clk *clock.Sim
+}
+
+// newSimEngine builds an engine for d on clk, whose start is simStart.
+func newSimEngine(t *testing.T, clk *clock.Sim, d driver.Driver, w config.Workload) simEngine {
+	t.Helper()
+	e, err := New(d, w, Options{Collector: stats.NewCollector(stats.Config{Shards: 4}), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No grace: workers waiting on the simulated store would wait for a clock that no
+	// longer moves.
+	t.Cleanup(func() { _ = e.Close(0) })
+	return simEngine{e, t, clk}
+}
+
+// engineLoops is how many timers the engine's background loops hold while they wait: the
+// elastic check, the op-timeout watchdog and the value refresh.
+const engineLoops = 3
+
+// to moves the clock to at after simStart, stepping through every instant a worker or a
+// loop waits for. Every worker holds one timer when it waits (the pacer's, or the
+// store's), so when the clock's pending timers are the loops' and one per worker, the
+// engine has done all it had to at the current instant.
+func (s simEngine) to(at time.Duration) {
+	s.t.Helper()
+	parked := func() int {
+		s.liveMu.Lock()
+		defer s.liveMu.Unlock()
+		return engineLoops + s.live
+	}
+	if !s.clk.StepTo(simStart.Add(at), parked, 10*time.Second) {
+		s.t.Fatalf("the engine's goroutines did not all wait at %v (%d timers pending, %d expected)",
+			clock.Since(s.clk, simStart), s.clk.Pending(), parked())
+	}
+}
+
+// tick closes the collector's interval at the current simulated instant.
+func (s simEngine) tick() stats.Summary {
+	return s.Collector().Tick(s.clk.Now()).Summary()
+}
+
+// TestSimulatedPoolRunsItsScheduleExactly: 4 readers at 500/s against a store that takes
+// 1 ms run 10 simulated seconds: exactly the 5,001 operations due (0..10 s at 2 ms) are
+// sent and answered, each on time (no start lag), none left overdue, and each takes the store's
+// 1 ms of service and response time.
+func TestSimulatedPoolRunsItsScheduleExactly(t *testing.T) {
+	clk := clock.NewSim(simStart)
+	e := newSimEngine(t, clk, newSimStore(clk, time.Millisecond), testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate, w.Readers, w.MaxReaders = 500, 4, 4
+	}))
+	e.Collector().ResetAt(simStart)
+	if err := e.Start("read"); err != nil {
+		t.Fatal(err)
+	}
+	// An operation is counted when it ends: the one due at 10 s, 1 ms later.
+	e.to(10*time.Second + time.Millisecond)
+	o := e.tick().Ops["read"]
+	if o.Attempted != 5001 || o.Dropped != 0 || o.Pending != 0 {
+		t.Errorf("in 10 s at 500/s: %d sent, %d dropped, %d overdue; want 5001, 0, 0", o.Attempted, o.Dropped, o.Pending)
+	}
+	if o.StartLag.Max != 0 {
+		t.Errorf("start lag max %.0f µs; on a store that keeps up every operation starts on time", o.StartLag.Max)
+	}
+	// 3 significant digits: 1 ms reads as 1000-1001 µs.
+	for name, h := range map[string]stats.Latency{"response": o.ResponseTime, "service": o.ServiceTime} {
+		if h.P50 < 999 || h.Max > 1001 {
+			t.Errorf("%s time p50 %.0f µs max %.0f µs, want the store's 1 ms", name, h.P50, h.Max)
+		}
+	}
+}
