@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/drivers/memory"
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -665,107 +667,82 @@ func TestBackfillUsesBulkWrites(t *testing.T) {
 
 // TestLoadShapeDrivesAPool: a ramp given to a pool replaces its configured rate (the ops
 // follow the ramp, the target gauge shows it), and clearing it goes back to the rate.
+// On simulated time every count is the schedule's own: the workers (4, against a 1 ms
+// store) keep up, so each window sends exactly what the shape made due in it.
 func TestLoadShapeDrivesAPool(t *testing.T) {
-	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+	clk := clock.NewSim(simStart)
+	e := newSimEngine(t, clk, newSimStore(clk, time.Millisecond), testWorkload(t, func(w *config.Workload) {
 		w.WriteEnabled = false
-		w.ReadRate, w.Readers = 200, 4
+		w.ReadRate, w.Readers, w.MaxReaders = 200, 4, 4
 	}))
-	if err := e.Start("read"); err != nil {
-		t.Fatal(err)
-	}
 	ramp, err := pacer.NewRamp(500, 2500, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// tick closes a window and says between which instants it was closed: a loaded
-	// machine may deschedule the test between reading the time and the tick.
-	type tick struct {
-		o          stats.OpSummary
-		from, till time.Time
+	// Windows end 1 ms after a whole number of milliseconds: an operation is counted when
+	// it ends, 1 ms after it starts, so a window holds the operations started in the
+	// same span shifted by 1 ms.
+	const served = time.Millisecond
+	e.Collector().ResetAt(simStart)
+	if err := e.Start("read"); err != nil {
+		t.Fatal(err)
 	}
-	tickNow := func() tick {
-		from := time.Now()
-		o := e.Collector().Tick(from).Summary().Ops["read"]
-		return tick{o, from, time.Now()}
+	e.to(500*time.Millisecond + served)
+	if o := e.tick().Ops["read"]; o.Attempted != 101 {
+		t.Fatalf("%d reads by 500 ms at 200/s, want 101 (0..500 ms at 5 ms)", o.Attempted)
 	}
-	before := tickNow()
-	t0 := time.Now()
 	if err := e.SetShape("read", ramp); err != nil {
 		t.Fatal(err)
 	}
-	set := time.Now()
-	time.Sleep(time.Second)
-	first := tickNow()
-	time.Sleep(time.Second)
-	second := tickNow()
-	// What the ramp scheduled, not what a loaded machine achieved: over each window the
-	// operations sent or dropped, plus the change in those overdue (Pending), are the
-	// ones the ramp made due in it, give or take those in flight (4 workers), the instant
-	// the shape took over (between t0 and set) and the instants the ticks closed the
-	// windows. Asserted as achieved counts (±10-25%) it failed whenever the generator
-	// was starved of CPU.
-	// The ramp is anchored one interval of its first rate (1/500 s) after the old
-	// schedule's last slot due when it took over (pacer.continueFrom), so up to 2 ms after
-	// set: the earliest bounds start it that much later.
-	anchorLag := time.Second / 500
-	due := func(at, shapeFrom time.Time) int64 {
-		if !at.After(shapeFrom) {
-			return 0
-		}
-		return ramp.Due(at.Sub(shapeFrom))
-	}
-	check := func(name string, prev, cur tick) {
+	// The ramp is anchored one interval of its first rate (2 ms) after the last slot the
+	// old schedule made due (500 ms): at 502 ms (pacer.continueFrom).
+	anchor := 502 * time.Millisecond
+	check := func(name string, from, till time.Duration) {
 		t.Helper()
-		scheduled := cur.o.Attempted + cur.o.Dropped + cur.o.Pending - prev.o.Pending
-		most := due(cur.till, t0) - due(prev.from, set) + 8
-		least := due(cur.from, set.Add(anchorLag)) - due(prev.till, t0) - 8
-		if prev.till.Before(t0) {
-			// The first window also holds what the configured 200/s made due before the
-			// shape took over.
-			most += int64(200*set.Sub(prev.from).Seconds()) + 1
+		e.to(till + served)
+		o := e.tick().Ops["read"]
+		want := ramp.Due(till-anchor) - ramp.Due(from-anchor)
+		if o.Attempted != want || o.Dropped != 0 || o.Pending != 0 || o.StartLag.Max != 0 {
+			t.Errorf("%s window: %d sent, %d dropped, %d overdue, start lag max %.0f µs; the ramp made %d due, all on time",
+				name, o.Attempted, o.Dropped, o.Pending, o.StartLag.Max, want)
 		}
-		t.Logf("%s window: %d sent, %d dropped, pending %d → %d; scheduled %d, want %d..%d", name, cur.o.Attempted, cur.o.Dropped, prev.o.Pending, cur.o.Pending, scheduled, least, most)
-		if scheduled < least || scheduled > most {
-			t.Errorf("%s window: %d operations scheduled (sent %d, dropped %d, overdue %d → %d); the ramp made %d..%d due",
-				name, scheduled, cur.o.Attempted, cur.o.Dropped, prev.o.Pending, cur.o.Pending, least, most)
+		if rate := ramp.Rate(till + served - anchor); math.Abs(o.TargetRate-rate) > 1e-6 {
+			t.Errorf("%s window: target %v at its end, want the ramp's %v", name, o.TargetRate, rate)
 		}
 	}
-	check("first", before, first)
-	check("second", first, second)
-	// The target gauge is the ramp's rate at the tick.
-	for _, w := range []tick{first, second} {
-		lo, hi := ramp.Rate(w.from.Sub(set)-anchorLag), ramp.Rate(w.till.Sub(t0))
-		if w.o.TargetRate < lo-1 || w.o.TargetRate > hi+1 {
-			t.Errorf("target at the tick %v after the shape: %.0f, want the ramp's %.0f..%.0f", w.from.Sub(t0), w.o.TargetRate, lo, hi)
-		}
-	}
+	check("first", 500*time.Millisecond, 1500*time.Millisecond)
+	check("second", 1500*time.Millisecond, 2500*time.Millisecond)
+	// The ramp ended at 2.502 s and holds 2,500/s. Clearing it at 2.601 s (after a tick
+	// that counted every operation started by 2.6 s) keeps the slots it made due by then,
+	// and the configured 200/s follows one of its intervals after the last of them.
+	e.to(2600*time.Millisecond + served)
+	e.tick()
+	cleared := 2600*time.Millisecond + served
+	owed := ramp.Due(cleared-anchor) - ramp.Due(2600*time.Millisecond-anchor)
+	last := anchor + ramp.Offset(ramp.Due(cleared-anchor)-1)
 	if err := e.SetShape("read", nil); err != nil {
 		t.Fatal(err)
 	}
-	// Back to the configured 200/s: a window after the clear schedules that rate.
-	cleared := tickNow()
-	time.Sleep(time.Second)
-	back := tickNow()
-	scheduled := back.o.Attempted + back.o.Dropped + back.o.Pending - cleared.o.Pending
-	least := int64(200*back.from.Sub(cleared.till).Seconds()) - 8
-	most := int64(200*back.till.Sub(cleared.from).Seconds()) + 8
-	if scheduled < least || scheduled > most || back.o.TargetRate != 200 {
-		t.Errorf("after clearing the shape: %d ops scheduled at target %.0f, want %d..%d at 200", scheduled, back.o.TargetRate, least, most)
+	back := last + 5*time.Millisecond
+	e.to(3600*time.Millisecond + served)
+	o := e.tick().Ops["read"]
+	want := owed + pacer.Constant(200).Due(3600*time.Millisecond-back)
+	if o.Attempted != want || o.Pending != 0 || o.TargetRate != 200 {
+		t.Errorf("after clearing the shape: %d sent, %d overdue, target %.0f; want %d (%d of the ramp's, then 200/s)", o.Attempted, o.Pending, o.TargetRate, want, owed)
 	}
 	if err := e.SetShape("backfill", ramp); err == nil {
 		t.Error("a shape for the backfill class was accepted")
 	}
 }
 
-// TestCatchUpDropSkipsLateOperations: a store that stalls for 300 ms every second,
-// offered 500 writes/s by 4 fixed workers. With catchUp=burst every scheduled operation
-// is sent after the stall, timed from its intended start; with catchUp=drop those more
-// than 50 ms late are skipped and counted, with their lateness, and the ones sent are
-// never more than that late. The same holds for pipelining workers.
+// TestCatchUpDropSkipsLateOperations: a store that stalls for the last 300 ms of every
+// second, offered 500 writes/s by 4 fixed workers, on simulated time. Each stall holds the
+// 4 workers with the operations due at its start (0.700-0.706 s) and leaves the 146 due
+// after them (0.708-1.000 s) owed. With catchUp=burst every scheduled operation is sent
+// when the stall ends, timed from its intended start; with catchUp=drop the 121 more than
+// 50 ms late (intended before 0.950 s) are skipped and counted, with their lateness, and
+// those sent are at most 50 ms late. The same holds for pipelining workers.
 func TestCatchUpDropSkipsLateOperations(t *testing.T) {
-	if testing.Short() {
-		t.Skip("seconds of a stalling store")
-	}
 	for _, tc := range []struct {
 		name     string
 		catchUp  string
@@ -776,11 +753,14 @@ func TestCatchUpDropSkipsLateOperations(t *testing.T) {
 		{"drop pipelined", config.CatchUpDrop, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var d driver.Driver = openMemory(t, map[string]string{"stallEvery": "1s", "stallFor": "300ms"})
+			clk := clock.NewSim(simStart)
+			store := newSimStore(clk, 0)
+			store.stallEvery, store.stallFor = time.Second, 300*time.Millisecond
+			var d driver.Driver = store
 			if tc.pipeline {
 				d = &pipeStore{Driver: d}
 			}
-			e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+			e := newSimEngine(t, clk, d, testWorkload(t, func(w *config.Workload) {
 				w.ReadEnabled = false
 				w.WriteRate, w.Writers, w.MaxWriters = 500, 4, 4
 				w.CatchUp, w.MaxLateness = tc.catchUp, 50*time.Millisecond
@@ -788,46 +768,39 @@ func TestCatchUpDropSkipsLateOperations(t *testing.T) {
 			if err := e.Start(); err != nil {
 				t.Fatal(err)
 			}
-			// The window's instants as the ticks closed it: a loaded machine may deschedule
-			// the test between reading the time and the tick.
-			from0 := time.Now()
-			o0 := e.Collector().Tick(from0).Summary().Ops["write"]
-			till0 := time.Now()
-			time.Sleep(3 * time.Second)
-			from1 := time.Now()
-			o := e.Collector().Tick(from1).Summary().Ops["write"]
-			till1 := time.Now()
-			// Every operation the schedule made due in the window is sent, dropped, or still
-			// overdue at its end (give or take the 4 in flight): a count of the schedule,
-			// where "1200-1600 in 3 s" was the machine's.
-			offered := o.Attempted + o.Dropped + o.Pending - o0.Pending
-			least, most := int64(500*from1.Sub(till0).Seconds())-8, int64(500*till1.Sub(from0).Seconds())+8
-			t.Logf("%s: attempted %d, dropped %d (lateness p50 %.0f µs, max %.0f µs), response p95 %.0f µs, start lag p99 %.0f µs",
-				tc.name, o.Attempted, o.Dropped, o.DropLateness.P50, o.DropLateness.Max, o.ResponseTime.P95, o.StartLag.P99)
-			if offered < least || offered > most {
-				t.Errorf("attempted + dropped + overdue = %d over the window at 500/s, want %d..%d; every scheduled operation must be one of them", offered, least, most)
+			e.to(500 * time.Millisecond)
+			e.tick()
+			e.to(3500 * time.Millisecond) // the stalls of 0.7, 1.7 and 2.7 s, and their ends
+			o := e.tick().Ops["write"]
+			t.Logf("%s: attempted %d, dropped %d (lateness p50 %.0f µs, max %.0f µs), response max %.0f µs, start lag max %.0f µs",
+				tc.name, o.Attempted, o.Dropped, o.DropLateness.P50, o.DropLateness.Max, o.ResponseTime.Max, o.StartLag.Max)
+			// The 1,500 operations due in (0.5 s, 3.5 s] are each sent or dropped, none
+			// left overdue: the stalls ended 0.5 s before the window did.
+			if o.Attempted+o.Dropped != 1500 || o.Pending != 0 {
+				t.Errorf("sent %d + dropped %d = %d, %d overdue; want the 1500 due at 500/s, none overdue", o.Attempted, o.Dropped, o.Attempted+o.Dropped, o.Pending)
+			}
+			// The operation due as a stall starts waits all of it (300 ms); the first one
+			// owed starts 292 ms late. Histograms keep 3 (start lag 2) significant digits.
+			if o.ResponseTime.Max < 299_000 || o.ResponseTime.Max > 301_000 {
+				t.Errorf("response max %.0f µs, want the stall's 300 ms", o.ResponseTime.Max)
 			}
 			if tc.catchUp == config.CatchUpBurst {
-				if o.Dropped != 0 || o.DropLateness.Max != 0 {
+				if o.Dropped != 0 {
 					t.Errorf("burst dropped %d operations", o.Dropped)
 				}
-				if o.ResponseTime.P95 < 100_000 {
-					t.Errorf("burst: response p95 %.0f µs; the operations owed after each stall must show it", o.ResponseTime.P95)
+				if o.StartLag.Max < 290_000 || o.StartLag.Max > 295_000 {
+					t.Errorf("burst: start lag max %.0f µs, want the first owed operation's 292 ms", o.StartLag.Max)
 				}
 				return
 			}
-			// Each stall leaves ~(300-50) ms × 500/s = 125 operations too late.
-			if o.Dropped < 150 {
-				t.Errorf("drop: %d dropped over ~3 stalls of 300 ms; want the overdue ones", o.Dropped)
+			if o.Dropped != 3*121 {
+				t.Errorf("drop: %d dropped over 3 stalls, want 3 × 121 (those intended 0.708-0.948 s into each second)", o.Dropped)
 			}
-			if o.DropLateness.P50 < 50_000 || o.DropLateness.Max > 700_000 {
-				t.Errorf("drop: lateness p50 %.0f µs, max %.0f µs; want above maxLateness (50 ms) and within a stall", o.DropLateness.P50, o.DropLateness.Max)
+			if o.DropLateness.Max < 290_000 || o.DropLateness.Max > 295_000 {
+				t.Errorf("drop: lateness max %.0f µs, want 292 ms", o.DropLateness.Max)
 			}
-			// Sent operations started at most maxLateness late (plus a scheduling hiccup):
-			// sending the late ones (a quarter of them, ~250 ms late) would put p95 far
-			// beyond; a loaded machine's hiccups reached p99, not p95.
-			if o.StartLag.P95 > 150_000 {
-				t.Errorf("drop: start lag p95 %.0f µs; nothing more than 50 ms late may be sent", o.StartLag.P95)
+			if o.StartLag.Max > 50_500 {
+				t.Errorf("drop: start lag max %.0f µs; nothing more than 50 ms late may be sent", o.StartLag.Max)
 			}
 		})
 	}
