@@ -836,13 +836,12 @@ func TestElasticPoolDoesNotGrowForItsOwnLag(t *testing.T) {
 }
 
 // TestElasticPoolHoldsTheRate is issue 11's elastic pool: 4 readers cannot hold 1,000
-// reads/s against a 20 ms store (Little's law: 20 are needed), so the schedule falls
-// behind; with maxReaders the pool grows until it keeps up, never beyond the maximum, and a
-// pool without a maximum stays as configured.
+// reads/s against a 20 ms store (Little's law: 20 are needed; 4 give 200/s), so the
+// schedule falls behind; with maxReaders the pool grows until it keeps up, never beyond
+// the maximum, and a pool without a maximum stays as configured. On simulated time the
+// store's 20 ms is exact, so is what a pool of n workers gives (50 n reads/s), and the
+// pool's growth is the elastic check's alone.
 func TestElasticPoolHoldsTheRate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("seconds of a slow store")
-	}
 	for _, tc := range []struct {
 		name      string
 		most      int
@@ -857,21 +856,43 @@ func TestElasticPoolHoldsTheRate(t *testing.T) {
 		{"auto", 0, 20, 64, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEngine(t, openMemory(t, map[string]string{"serviceTime": "20ms"}), testWorkload(t, func(w *config.Workload) {
+			clk := clock.NewSim(simStart)
+			e := newSimEngine(t, clk, newSimStore(clk, 20*time.Millisecond), testWorkload(t, func(w *config.Workload) {
 				w.WriteEnabled = false
 				w.ReadRate, w.Readers, w.MaxReaders = 1000, 4, tc.most
 			}))
 			if err := e.Start("read"); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(1500 * time.Millisecond)
-			s := measure(e, time.Second).Ops["read"]
-			t.Logf("%s: %d workers, %.0f reads/s, backlog %.0f ms", tc.name, s.Workers, s.Rate, s.BacklogMs)
+			e.to(1500 * time.Millisecond)
+			e.tick()
+			e.to(2500 * time.Millisecond)
+			s := e.tick().Ops["read"]
+			t.Logf("%s: %d workers, %d reads in the second, %d overdue (%.0f ms)", tc.name, s.Workers, s.Attempted, s.Pending, s.BacklogMs)
 			if s.Workers < tc.wantAtMin || s.Workers > tc.wantAtMax {
 				t.Errorf("%d workers, want %d..%d", s.Workers, tc.wantAtMin, tc.wantAtMax)
 			}
-			if holds := s.Rate > 900 && s.BacklogMs < 100; holds != tc.holds {
-				t.Errorf("holds the rate = %v (%.0f/s, backlog %.0f ms), want %v", holds, s.Rate, s.BacklogMs, tc.holds)
+			if tc.holds {
+				// The pool grows by half its size per check while it falls behind, so
+				// it stops at the first size of 4, 6, 9, 13, 19, 28... that Little's
+				// law's 20 fit in, and then keeps up: the 1,000 due in the second
+				// answered, none overdue.
+				grown := 4
+				for grown < 20 {
+					grown += max(1, grown/2)
+				}
+				if s.Workers != grown {
+					t.Errorf("the pool grew to %d workers, want %d", s.Workers, grown)
+				}
+				if s.Attempted != 1000 || s.Pending != 0 {
+					t.Errorf("%d reads answered in the second, %d overdue; want the 1000 due, none overdue", s.Attempted, s.Pending)
+				}
+				return
+			}
+			// n workers on a 20 ms store answer 50 n reads a second, and the rest stays
+			// overdue.
+			if want := int64(50 * s.Workers); s.Attempted != want || s.Pending < 1000 {
+				t.Errorf("%d reads answered in the second, %d overdue; want %d (%d workers × 50/s) and a growing backlog", s.Attempted, s.Pending, want, s.Workers)
 			}
 		})
 	}
