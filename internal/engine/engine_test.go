@@ -494,23 +494,25 @@ func TestDisabledPoolHasNoTargetOrBacklog(t *testing.T) {
 // TestRateChangeDuringStallKeepsTheStall is issue 8's third defect: a rate change made
 // while the store stalled re-anchored the schedule and dropped every operation that was due
 // but not started, so the stall vanished from the numbers (1,605 ops instead of 2,502,
-// response p99 85 ms instead of 974 ms). The same stalling run with and without rate
-// changes mid-stall must report the same response p99 (within 10%) and op count (within 5%).
+// response p99 85 ms instead of 974 ms). The same stalling run (simulated: 500 ms of
+// every second) with and without rate changes mid-stall (1000 <-> 999/s every 150 ms)
+// must answer the same operations, give or take the 2 that 999/s schedules fewer, with
+// the same response p99.
 func TestRateChangeDuringStallKeepsTheStall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("8 s of stalling runs")
-	}
 	run := func(change bool) stats.OpSummary {
-		d := openMemory(t, map[string]string{"stallEvery": "1s", "stallFor": "500ms"})
-		e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+		clk := clock.NewSim(simStart)
+		store := newSimStore(clk, 0)
+		store.stallEvery, store.stallFor = time.Second, 500*time.Millisecond
+		e := newSimEngine(t, clk, store, testWorkload(t, func(w *config.Workload) {
 			w.WriteEnabled = false
-			w.ReadRate, w.Readers = 1000, 8
+			w.ReadRate, w.Readers, w.MaxReaders = 1000, 8, 8
 		}))
-		_ = e.Start()
-		e.Collector().Tick(time.Now())
-		end := time.Now().Add(4 * time.Second)
-		for i := 0; time.Now().Before(end); i++ {
-			time.Sleep(150 * time.Millisecond)
+		e.Collector().ResetAt(simStart)
+		if err := e.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 28; i++ { // to 4.2 s: the last stall ended at 4 s
+			e.to(time.Duration(i+1) * 150 * time.Millisecond)
 			if change {
 				w := e.Workload()
 				w.ReadRate = 1000 - float64(i%2) // 1000 <-> 999, several times per stall
@@ -519,21 +521,23 @@ func TestRateChangeDuringStallKeepsTheStall(t *testing.T) {
 				}
 			}
 		}
-		s := e.Collector().Tick(time.Now()).Summary()
-		_ = e.Close(time.Second)
-		return s.Ops["read"]
+		return e.tick().Ops["read"]
 	}
 	steady, changed := run(false), run(true)
-	t.Logf("steady: %d ops, response p99 %.0f µs; with rate changes: %d ops, p99 %.0f µs",
-		steady.Count, steady.ResponseTime.P99, changed.Count, changed.ResponseTime.P99)
-	if steady.ResponseTime.P99 < 300_000 {
+	t.Logf("steady: %d ops, %d overdue, response p99 %.0f µs; with rate changes: %d ops, %d overdue, p99 %.0f µs",
+		steady.Count, steady.Pending, steady.ResponseTime.P99, changed.Count, changed.Pending, changed.ResponseTime.P99)
+	// 0..4.2 s at 1 ms, every one answered: the last stall ended 200 ms before.
+	if steady.Count != 4201 || steady.Pending != 0 {
+		t.Fatalf("steady run: %d answered, %d overdue; want the 4201 due, none overdue", steady.Count, steady.Pending)
+	}
+	if steady.ResponseTime.P99 < 400_000 {
 		t.Fatalf("steady run response p99 %.0f µs: the 500 ms stalls do not show", steady.ResponseTime.P99)
 	}
-	if r := changed.ResponseTime.P99 / steady.ResponseTime.P99; r < 0.9 || r > 1.1 {
-		t.Errorf("response p99 with rate changes is %.2f× the steady run's", r)
+	if d := steady.Count - changed.Count; d < 0 || d > 2 || changed.Pending != 0 {
+		t.Errorf("with rate changes: %d answered, %d overdue; want the steady run's %d less up to 2, none overdue", changed.Count, changed.Pending, steady.Count)
 	}
-	if r := float64(changed.Count) / float64(steady.Count); r < 0.95 || r > 1.05 {
-		t.Errorf("op count with rate changes is %.2f× the steady run's", r)
+	if r := changed.ResponseTime.P99 / steady.ResponseTime.P99; r < 0.99 || r > 1.01 {
+		t.Errorf("response p99 with rate changes is %.3f× the steady run's", r)
 	}
 }
 
