@@ -122,29 +122,36 @@ func TestEnableFlagsGateStart(t *testing.T) {
 	}
 }
 
+// TestOpenLoopRateAndLiveChange: a pool at 1,000/s sends exactly the reads due in a
+// second, and a live change to 4,000/s makes exactly the new rate's due in the next one,
+// starting one of its intervals after the old schedule's last slot.
 func TestOpenLoopRateAndLiveChange(t *testing.T) {
-	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+	clk := clock.NewSim(simStart)
+	e := newSimEngine(t, clk, newSimStore(clk, 0), testWorkload(t, func(w *config.Workload) {
 		w.WriteEnabled = false
-		w.ReadRate = 1000
+		w.ReadRate, w.Readers, w.MaxReaders = 1000, 2, 2
 	}))
+	e.Collector().ResetAt(simStart)
 	if err := e.Start("read"); err != nil {
 		t.Fatal(err)
 	}
-	s := measure(e, time.Second)
-	if rate := s.Ops["read"].Rate; rate < 800 || rate > 1200 {
-		t.Fatalf("achieved %.0f reads/s at a target of 1000", rate)
+	e.to(time.Second)
+	if o := e.tick().Ops["read"]; o.Attempted != 1001 || o.TargetRate != 1000 {
+		t.Fatalf("%d reads by 1 s at a target of %v, want 1001 at 1000", o.Attempted, o.TargetRate)
 	}
 	w := e.Workload()
 	w.ReadRate = 4000
 	if err := e.Apply(w); err != nil {
 		t.Fatal(err)
 	}
-	s = measure(e, time.Second)
-	if rate := s.Ops["read"].Rate; rate < 3200 || rate > 4800 {
-		t.Fatalf("achieved %.0f reads/s after changing the target to 4000", rate)
+	e.to(2 * time.Second)
+	// From 1.00025 s at 0.25 ms: 4,000 slots by 2 s (the last at 2 s).
+	o := e.tick().Ops["read"]
+	if o.Attempted != 4000 || o.Pending != 0 || o.StartLag.Max != 0 {
+		t.Fatalf("%d reads in the second after changing the target to 4000 (%d overdue, start lag max %.0f µs), want 4000 on time", o.Attempted, o.Pending, o.StartLag.Max)
 	}
-	if s.Ops["read"].TargetRate != 4000 {
-		t.Fatalf("target gauge = %v, want 4000", s.Ops["read"].TargetRate)
+	if o.TargetRate != 4000 {
+		t.Fatalf("target gauge = %v, want 4000", o.TargetRate)
 	}
 }
 
@@ -344,28 +351,30 @@ func TestBackfillRateProgressAndStop(t *testing.T) {
 	}
 }
 
-// TestStallsShowInResponseTimeNotServiceTime is the coordinated-omission check in small:
-// a store that stalls for 300 ms every second, offered 500 ops/s. Operations scheduled
-// during a stall wait for it, so the response-time p99 is near the stall length, while
-// the service time of all but the few operations in flight at the stall stays small.
+// TestStallsShowInResponseTimeNotServiceTime: a store that stalls for the last 300 ms of
+// every second, at 500 writes/s by 4 fixed workers (simulated). Only the 4 operations in
+// flight as a stall starts are slow to the store (service time 300 ms), but the 146 owed
+// behind them are late by up to 292 ms: that shows in the response time.
 func TestStallsShowInResponseTimeNotServiceTime(t *testing.T) {
-	if testing.Short() {
-		t.Skip("3 s run")
-	}
-	d := openMemory(t, map[string]string{"stallEvery": "1s", "stallFor": "300ms"})
-	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+	clk := clock.NewSim(simStart)
+	store := newSimStore(clk, 0)
+	store.stallEvery, store.stallFor = time.Second, 300*time.Millisecond
+	e := newSimEngine(t, clk, store, testWorkload(t, func(w *config.Workload) {
 		w.ReadEnabled = false
 		w.WriteRate = 500
 		w.Writers, w.MaxWriters = 4, 4 // fixed: an elastic pool would send more ops into each stall
 	}))
+	e.Collector().ResetAt(simStart)
 	_ = e.Start()
-	s := measure(e, 3*time.Second)
-	o := s.Ops["write"]
-	if o.ResponseTime.P99 < 200_000 {
-		t.Fatalf("response p99 = %.0f µs; stalls of 300 ms must show", o.ResponseTime.P99)
+	e.to(3 * time.Second)
+	o := e.tick().Ops["write"]
+	// 1,501 operations, 3 × 146 of them owed through a stall, ~250 ms late on average.
+	if o.Attempted != 1501 || o.ResponseTime.P99 < 250_000 {
+		t.Fatalf("%d writes, response p99 = %.0f µs; want 1501, with the 300 ms stalls showing", o.Attempted, o.ResponseTime.P99)
 	}
-	if o.ServiceTime.P50 > 10_000 || o.ServiceTime.P95 > 100_000 {
-		t.Fatalf("service p50 %.0f µs, p95 %.0f µs: only ops in flight at a stall should be slow", o.ServiceTime.P50, o.ServiceTime.P95)
+	// 12 of 1,501 (0.8%) waited out a stall in the store: p99 is below them, max is one.
+	if o.ServiceTime.P99 > 1 || o.ServiceTime.Max < 299_000 {
+		t.Fatalf("service p99 %.0f µs, max %.0f µs: only the 4 ops in flight at each stall should be slow", o.ServiceTime.P99, o.ServiceTime.Max)
 	}
 }
 
@@ -451,29 +460,32 @@ func TestBackfillTwiceInARow(t *testing.T) {
 	}
 }
 
-// TestStopStartDoesNotBurst: a pool that was stopped resumes on a fresh schedule, not by
-// running every slot that fell due while it was off (which would charge the store seconds
-// of made-up response time).
+// TestStopStartDoesNotBurst: a pool stopped for 500 ms starts afresh: the 100 slots that
+// would have fallen due meanwhile are neither sent nor charged to the store.
 func TestStopStartDoesNotBurst(t *testing.T) {
-	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+	clk := clock.NewSim(simStart)
+	e := newSimEngine(t, clk, newSimStore(clk, 0), testWorkload(t, func(w *config.Workload) {
 		w.WriteEnabled = false
 		w.ReadRate = 200
 	}))
 	_ = e.Start()
-	measure(e, 200*time.Millisecond)
+	e.to(200 * time.Millisecond)
+	e.tick()
 	_ = e.Stop()
-	waitIdle(t, e)
-	time.Sleep(500 * time.Millisecond) // 100 slots would fall due on a running schedule
-	s := measure(e, 10*time.Millisecond)
+	waitIdle(t, e.Engine)
+	e.to(700 * time.Millisecond)
+	s := e.tick()
 	if s.Ops["read"].TargetRate != 0 || s.Ops["read"].BacklogMs != 0 {
 		t.Fatalf("stopped pool: target %v backlog %v ms; want none", s.Ops["read"].TargetRate, s.Ops["read"].BacklogMs)
 	}
 	_ = e.Start()
-	s = measure(e, 300*time.Millisecond)
-	if n := s.Ops["read"].Count; n > 90 {
-		t.Fatalf("%d reads in the first 300 ms at 200/s: the schedule burst through slots missed while stopped", n)
+	e.to(1000 * time.Millisecond)
+	s = e.tick()
+	// From 700 ms at 5 ms: 61 slots by 1 s, each on time.
+	if n := s.Ops["read"].Count; n != 61 {
+		t.Fatalf("%d reads in the first 300 ms at 200/s, want 61: the schedule burst through slots missed while stopped", n)
 	}
-	if p := s.Ops["read"].ResponseTime.Max; p > 200_000 {
+	if p := s.Ops["read"].ResponseTime.Max; p != 0 {
 		t.Fatalf("response max %.0f µs after restart: missed slots were charged to the store", p)
 	}
 }
