@@ -187,3 +187,26 @@ func TestSimStepToLetsEachWaiterActAtItsInstant(t *testing.T) {
 		t.Error("StepTo reported a parked waiter that had gone")
 	}
 }
+
+// TestSimStepToRecountsWaiters: when a waiter goes away while StepTo waits for the
+// count it was given, StepTo waits for the new count instead of timing out on the old.
+func TestSimStepToRecountsWaiters(t *testing.T) {
+	s := NewSim(t0)
+	var mu sync.Mutex
+	waiters := 2
+	parked := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return waiters
+	}
+	s.NewTimer(time.Second) // the waiter that stays
+	go func() {
+		time.Sleep(20 * time.Millisecond) // StepTo is waiting for 2 by now, most likely
+		mu.Lock()
+		waiters = 1 // the second one left without setting its timer
+		mu.Unlock()
+	}()
+	if !s.StepTo(t0.Add(10*time.Millisecond), parked, 5*time.Second) {
+		t.Fatal("StepTo waited for a waiter that had gone")
+	}
+}

@@ -127,12 +127,8 @@ func (s *Sim) Next() (time.Time, bool) {
 // counts more timers than it sets).
 func (s *Sim) StepTo(until time.Time, parked func() int, patience time.Duration) bool {
 	for {
-		n := parked()
-		if !s.WaitTimers(n, patience) {
+		if !s.waitParked(parked, patience) {
 			return false
-		}
-		if parked() != n {
-			continue // goroutines came or went meanwhile: wait for the new count
 		}
 		next, ok := s.Next()
 		if !ok || next.After(until) {
@@ -140,6 +136,23 @@ func (s *Sim) StepTo(until time.Time, parked func() int, patience time.Duration)
 			return true
 		}
 		s.Set(next)
+	}
+}
+
+// waitParked waits up to patience for parked() timers to be pending. parked is asked
+// again every recount: a goroutine that exits meanwhile lowers it, and a wait for the
+// old count would never end.
+func (s *Sim) waitParked(parked func() int, patience time.Duration) bool {
+	const recount = time.Millisecond
+	deadline := time.Now().Add(patience)
+	for {
+		n := parked()
+		if s.WaitTimers(n, min(recount, time.Until(deadline))) && parked() == n {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }
 
