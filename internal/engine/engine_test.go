@@ -969,31 +969,34 @@ func TestNoAllocationPerOperation(t *testing.T) {
 func TestStartAtStartsAtTheInstant(t *testing.T) {
 	for _, rate := range []float64{0, 500} {
 		t.Run(fmt.Sprintf("rate %v", rate), func(t *testing.T) {
-			e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+			clk := clock.NewSim(simStart)
+			// 1 ms per read: closed-loop workers wait on the store between reads.
+			e := newSimEngine(t, clk, newSimStore(clk, time.Millisecond), testWorkload(t, func(w *config.Workload) {
 				w.WriteEnabled = false
 				w.ReadRate = rate
 			}))
-			at := time.Now().Add(150 * time.Millisecond)
+			at := simStart.Add(150 * time.Millisecond)
 			if err := e.StartAt(at, "read"); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(100 * time.Millisecond)
-			if n := e.Collector().Tick(time.Now()).Summary().Ops["read"].Count; n != 0 {
+			e.to(150*time.Millisecond - time.Nanosecond)
+			if n := e.tick().Ops["read"].Attempted; n != 0 {
 				t.Fatalf("%d reads before the start instant", n)
 			}
 			if _, ok := e.FirstOps()["read"]; ok {
 				t.Fatal("FirstOps has a read before the start instant")
 			}
-			time.Sleep(150 * time.Millisecond)
+			e.to(150 * time.Millisecond)
 			first, ok := e.FirstOps()["read"]
 			if !ok {
-				t.Fatal("no first read 100 ms after the start instant")
+				t.Fatal("no first read at the start instant")
 			}
-			if first.Before(at) || first.Sub(at) > 100*time.Millisecond {
-				t.Errorf("first read at start instant %+v; want within [0, 100ms]", first.Sub(at))
+			if !first.Equal(at) {
+				t.Errorf("first read %v after the start instant; want at it", first.Sub(at))
 			}
 			_ = e.Stop()
-			waitIdle(t, e)
+			e.to(151 * time.Millisecond) // the reads in flight end
+			waitIdle(t, e.Engine)
 			if _, ok := e.FirstOps()["read"]; ok {
 				t.Error("FirstOps still has the read class after Stop")
 			}
