@@ -76,10 +76,13 @@ type simEngine struct {
 	*Engine
 	t   *testing.T
 	clk *clock.Sim
+	// parked is how many timers the test's own goroutines hold while they wait beyond
+	// one per engine goroutine (a backfill runs its workers beside the one it counts).
+	parked int
 }
 
 // newSimEngine builds an engine for d on clk, whose start is simStart.
-func newSimEngine(t *testing.T, clk *clock.Sim, d driver.Driver, w config.Workload) simEngine {
+func newSimEngine(t *testing.T, clk *clock.Sim, d driver.Driver, w config.Workload) *simEngine {
 	t.Helper()
 	e, err := New(d, w, Options{Collector: stats.NewCollector(stats.Config{Shards: 4}), Clock: clk})
 	if err != nil {
@@ -88,7 +91,7 @@ func newSimEngine(t *testing.T, clk *clock.Sim, d driver.Driver, w config.Worklo
 	// No grace: workers waiting on the simulated store would wait for a clock that no
 	// longer moves.
 	t.Cleanup(func() { _ = e.Close(0) })
-	return simEngine{e, t, clk}
+	return &simEngine{Engine: e, t: t, clk: clk}
 }
 
 // engineLoops is how many timers the engine's background loops hold while they wait: the
@@ -99,12 +102,12 @@ const engineLoops = 3
 // loop waits for. Every worker holds one timer when it waits (the pacer's, or the
 // store's), so when the clock's pending timers are the loops' and one per worker, the
 // engine has done all it had to at the current instant.
-func (s simEngine) to(at time.Duration) {
+func (s *simEngine) to(at time.Duration) {
 	s.t.Helper()
 	parked := func() int {
 		s.liveMu.Lock()
 		defer s.liveMu.Unlock()
-		return engineLoops + s.live
+		return engineLoops + s.live + s.parked
 	}
 	if !s.clk.StepTo(simStart.Add(at), parked, 10*time.Second) {
 		s.t.Fatalf("the engine's goroutines did not all wait at %v (%d timers pending, %d expected)",
@@ -113,7 +116,7 @@ func (s simEngine) to(at time.Duration) {
 }
 
 // tick closes the collector's interval at the current simulated instant.
-func (s simEngine) tick() stats.Summary {
+func (s *simEngine) tick() stats.Summary {
 	return s.Collector().Tick(s.clk.Now()).Summary()
 }
 
