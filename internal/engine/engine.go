@@ -409,7 +409,7 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	e.idle = make(chan struct{})
 	close(e.idle)
 	e.addClasses(g)
-	e.bgWG.Add(3)
+	e.bgWG.Add(backgroundLoops)
 	go e.refreshValues()
 	go e.watch()
 	go e.elastic()
@@ -823,6 +823,21 @@ func (e *Engine) spawn(f func()) {
 		f()
 	}()
 }
+
+// Waiters returns how many timers of the engine's clock (Options.Clock) the engine holds
+// when every goroutine it runs waits: one per background loop and one per worker. A test
+// on a simulated clock moves time only when that many are pending (clock.Sim.StepTo), so
+// that the engine has done all it had to at each instant before the next. A running
+// backfill's goroutine waits for its range workers instead: add its workers less one.
+func (e *Engine) Waiters() int {
+	e.liveMu.Lock()
+	defer e.liveMu.Unlock()
+	return backgroundLoops + e.live
+}
+
+// backgroundLoops is how many loops New starts: the elastic check, the op-timeout
+// watchdog and the value refresh, each waiting on one timer.
+const backgroundLoops = 3
 
 // Wait blocks until no worker goroutine is left (after Stop, or a finished backfill) or
 // ctx ends.

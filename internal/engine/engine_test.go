@@ -19,6 +19,7 @@ import (
 	"github.com/ndbench/ndbench/drivers/memory"
 	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine/simstore"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/workload"
@@ -127,7 +128,7 @@ func TestEnableFlagsGateStart(t *testing.T) {
 // starting one of its intervals after the old schedule's last slot.
 func TestOpenLoopRateAndLiveChange(t *testing.T) {
 	clk := clock.NewSim(simStart)
-	e := newSimEngine(t, clk, newSimStore(clk, 0), testWorkload(t, func(w *config.Workload) {
+	e := newSimEngine(t, clk, simstore.New(clk, 0), testWorkload(t, func(w *config.Workload) {
 		w.WriteEnabled = false
 		w.ReadRate, w.Readers, w.MaxReaders = 1000, 2, 2
 	}))
@@ -357,8 +358,8 @@ func TestBackfillRateProgressAndStop(t *testing.T) {
 // behind them are late by up to 292 ms: that shows in the response time.
 func TestStallsShowInResponseTimeNotServiceTime(t *testing.T) {
 	clk := clock.NewSim(simStart)
-	store := newSimStore(clk, 0)
-	store.stallEvery, store.stallFor = time.Second, 300*time.Millisecond
+	store := simstore.New(clk, 0)
+	store.StallEvery, store.StallFor = time.Second, 300*time.Millisecond
 	e := newSimEngine(t, clk, store, testWorkload(t, func(w *config.Workload) {
 		w.ReadEnabled = false
 		w.WriteRate = 500
@@ -464,7 +465,7 @@ func TestBackfillTwiceInARow(t *testing.T) {
 // would have fallen due meanwhile are neither sent nor charged to the store.
 func TestStopStartDoesNotBurst(t *testing.T) {
 	clk := clock.NewSim(simStart)
-	e := newSimEngine(t, clk, newSimStore(clk, 0), testWorkload(t, func(w *config.Workload) {
+	e := newSimEngine(t, clk, simstore.New(clk, 0), testWorkload(t, func(w *config.Workload) {
 		w.WriteEnabled = false
 		w.ReadRate = 200
 	}))
@@ -513,8 +514,8 @@ func TestDisabledPoolHasNoTargetOrBacklog(t *testing.T) {
 func TestRateChangeDuringStallKeepsTheStall(t *testing.T) {
 	run := func(change bool) stats.OpSummary {
 		clk := clock.NewSim(simStart)
-		store := newSimStore(clk, 0)
-		store.stallEvery, store.stallFor = time.Second, 500*time.Millisecond
+		store := simstore.New(clk, 0)
+		store.StallEvery, store.StallFor = time.Second, 500*time.Millisecond
 		e := newSimEngine(t, clk, store, testWorkload(t, func(w *config.Workload) {
 			w.WriteEnabled = false
 			w.ReadRate, w.Readers, w.MaxReaders = 1000, 8, 8
@@ -687,7 +688,7 @@ func TestBackfillUsesBulkWrites(t *testing.T) {
 // store) keep up, so each window sends exactly what the shape made due in it.
 func TestLoadShapeDrivesAPool(t *testing.T) {
 	clk := clock.NewSim(simStart)
-	e := newSimEngine(t, clk, newSimStore(clk, time.Millisecond), testWorkload(t, func(w *config.Workload) {
+	e := newSimEngine(t, clk, simstore.New(clk, time.Millisecond), testWorkload(t, func(w *config.Workload) {
 		w.WriteEnabled = false
 		w.ReadRate, w.Readers, w.MaxReaders = 200, 4, 4
 	}))
@@ -770,8 +771,8 @@ func TestCatchUpDropSkipsLateOperations(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewSim(simStart)
-			store := newSimStore(clk, 0)
-			store.stallEvery, store.stallFor = time.Second, 300*time.Millisecond
+			store := simstore.New(clk, 0)
+			store.StallEvery, store.StallFor = time.Second, 300*time.Millisecond
 			var d driver.Driver = store
 			if tc.pipeline {
 				d = &pipeStore{Driver: d}
@@ -873,7 +874,7 @@ func TestElasticPoolHoldsTheRate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewSim(simStart)
-			e := newSimEngine(t, clk, newSimStore(clk, 20*time.Millisecond), testWorkload(t, func(w *config.Workload) {
+			e := newSimEngine(t, clk, simstore.New(clk, 20*time.Millisecond), testWorkload(t, func(w *config.Workload) {
 				w.WriteEnabled = false
 				w.ReadRate, w.Readers, w.MaxReaders = 1000, 4, tc.most
 			}))
@@ -971,7 +972,7 @@ func TestStartAtStartsAtTheInstant(t *testing.T) {
 		t.Run(fmt.Sprintf("rate %v", rate), func(t *testing.T) {
 			clk := clock.NewSim(simStart)
 			// 1 ms per read: closed-loop workers wait on the store between reads.
-			e := newSimEngine(t, clk, newSimStore(clk, time.Millisecond), testWorkload(t, func(w *config.Workload) {
+			e := newSimEngine(t, clk, simstore.New(clk, time.Millisecond), testWorkload(t, func(w *config.Workload) {
 				w.WriteEnabled = false
 				w.ReadRate = rate
 			}))

@@ -7,6 +7,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine/simstore"
 )
 
 // The start lag of an operation is the store's while the worker that took it was in the
@@ -66,8 +67,8 @@ func TestLagSplitRecorded(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewSim(simStart)
-			store := newSimStore(clk, time.Millisecond)
-			store.stallEvery, store.stallFor = 300*time.Millisecond, 100*time.Millisecond
+			store := simstore.New(clk, time.Millisecond)
+			store.StallEvery, store.StallFor = 300*time.Millisecond, 100*time.Millisecond
 			var d driver.Driver = store
 			if tc.pipelined {
 				d = &pipeStore{Driver: store}

@@ -1,75 +1,18 @@
 package engine
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine/simstore"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
 // simStart is where the simulated clocks of the engine's tests start.
 var simStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-
-// simStore is a key-value store on simulated time, the model the engine's logic tests run
-// against: every operation takes service on the clock, and, like the memory driver's
-// stallEvery/stallFor, each period of stallEvery (counted from the clock's start) ends
-// with a stall of stallFor, during which arriving operations wait for its end. A test
-// knows what the store does at every instant, so the counts it asserts are exact.
-type simStore struct {
-	clk                  *clock.Sim
-	service              time.Duration
-	stallEvery, stallFor time.Duration
-
-	mu   sync.Mutex
-	data map[string][]byte
-}
-
-func newSimStore(clk *clock.Sim, service time.Duration) *simStore {
-	return &simStore{clk: clk, service: service, data: map[string][]byte{}}
-}
-
-func (s *simStore) Init(context.Context, any) error { return nil }
-func (s *simStore) Close() error                    { return nil }
-
-// wait holds an operation for as long as the store takes at the current instant.
-func (s *simStore) wait(ctx context.Context) error {
-	d := s.service
-	if s.stallEvery > 0 {
-		into := s.clk.Now().Sub(simStart) % s.stallEvery
-		if into >= s.stallEvery-s.stallFor {
-			d += s.stallEvery - into
-		}
-	}
-	return clock.Sleep(ctx, s.clk, d)
-}
-
-func (s *simStore) Read(ctx context.Context, key string) ([]byte, error) {
-	if err := s.wait(ctx); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.data[key]
-	if !ok {
-		return nil, driver.ErrNotFound
-	}
-	return v, nil
-}
-
-func (s *simStore) Write(ctx context.Context, key string, value []byte) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.data[key] = append([]byte(nil), value...)
-	return nil
-}
 
 // simEngine is an engine on a simulated clock, which the test moves with to.
 type simEngine struct {
@@ -94,21 +37,12 @@ func newSimEngine(t *testing.T, clk *clock.Sim, d driver.Driver, w config.Worklo
 	return &simEngine{Engine: e, t: t, clk: clk}
 }
 
-// engineLoops is how many timers the engine's background loops hold while they wait: the
-// elastic check, the op-timeout watchdog and the value refresh.
-const engineLoops = 3
-
 // to moves the clock to at after simStart, stepping through every instant a worker or a
-// loop waits for. Every worker holds one timer when it waits (the pacer's, or the
-// store's), so when the clock's pending timers are the loops' and one per worker, the
-// engine has done all it had to at the current instant.
+// loop waits for (Engine.Waiters: every worker holds one timer when it waits, the
+// pacer's or the store's).
 func (s *simEngine) to(at time.Duration) {
 	s.t.Helper()
-	parked := func() int {
-		s.liveMu.Lock()
-		defer s.liveMu.Unlock()
-		return engineLoops + s.live + s.parked
-	}
+	parked := func() int { return s.Waiters() + s.parked }
 	if !s.clk.StepTo(simStart.Add(at), parked, 10*time.Second) {
 		s.t.Fatalf("the engine's goroutines did not all wait at %v (%d timers pending, %d expected)",
 			clock.Since(s.clk, simStart), s.clk.Pending(), parked())
@@ -126,7 +60,7 @@ func (s *simEngine) tick() stats.Summary {
 // 1 ms of service and response time.
 func TestSimulatedPoolRunsItsScheduleExactly(t *testing.T) {
 	clk := clock.NewSim(simStart)
-	e := newSimEngine(t, clk, newSimStore(clk, time.Millisecond), testWorkload(t, func(w *config.Workload) {
+	e := newSimEngine(t, clk, simstore.New(clk, time.Millisecond), testWorkload(t, func(w *config.Workload) {
 		w.WriteEnabled = false
 		w.ReadRate, w.Readers, w.MaxReaders = 500, 4, 4
 	}))
