@@ -502,7 +502,7 @@ func (p *Pacer) waitOn(ctx context.Context, s *schedule, d time.Duration) {
 		w.mu.Unlock()
 		return
 	}
-	t := p.src.NewTimer(d)
+	t := p.src.c.NewTimer(d)
 	w.timers[t] = struct{}{}
 	w.mu.Unlock()
 	select {
