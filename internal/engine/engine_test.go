@@ -330,24 +330,27 @@ func TestValidationDetectsLostWrites(t *testing.T) {
 }
 
 func TestBackfillRateProgressAndStop(t *testing.T) {
-	e := newEngine(t, openMemory(t, nil), testWorkload(t, func(w *config.Workload) { w.NumKeys = 100000 }))
+	clk := clock.NewSim(simStart)
+	e := newSimEngine(t, clk, simstore.New(clk, 0), testWorkload(t, func(w *config.Workload) { w.NumKeys = 100000 }))
 	if err := e.StartBackfill(BackfillOptions{Workers: 4, Rate: 2000}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.StartBackfill(BackfillOptions{}); !errors.Is(err, ErrBackfillRunning) {
 		t.Fatalf("second backfill: %v, want ErrBackfillRunning", err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	e.parked = 4 - 1 // the backfill's workers wait on the clock, the goroutine running them on them
+	e.to(300 * time.Millisecond)
 	st := e.BackfillStatus()
 	if !st.Running || st.Phase != "write" || st.Total != 100000 {
 		t.Fatalf("status mid-backfill: %+v", st)
 	}
-	if st.Written < 200 || st.Written > 2000 {
-		t.Fatalf("wrote %d keys in 300 ms at 2000/s", st.Written)
+	// 0..300 ms at 0.5 ms, against a store that answers at once.
+	if st.Written != 601 {
+		t.Fatalf("wrote %d keys in 300 ms at 2000/s, want 601", st.Written)
 	}
 	e.StopBackfill()
-	waitIdle(t, e)
-	if st = e.BackfillStatus(); st.Running || st.Phase != "stopped" {
+	waitIdle(t, e.Engine)
+	if st = e.BackfillStatus(); st.Running || st.Phase != "stopped" || !st.Ended.Equal(simStart.Add(300*time.Millisecond)) {
 		t.Fatalf("after stop: %+v", st)
 	}
 }
