@@ -125,6 +125,11 @@ func (s *Sim) Next() (time.Time, bool) {
 // until when that is earlier. It returns once the code has parked at until, or false if
 // it did not park within real time patience at some step (the code is stuck, or parked
 // counts more timers than it sets).
+//
+// The count is only as good as the code's timers: a goroutine must hold one timer while it
+// waits and none while it runs. One woken otherwise (its context cancelled) runs while its
+// timer is still pending until it stops it, and StepTo may step meanwhile; the pacer
+// stops its waiters' timers itself before a rate change returns for that reason.
 func (s *Sim) StepTo(until time.Time, parked func() int, patience time.Duration) bool {
 	for {
 		if !s.waitParked(parked, patience) {
