@@ -34,8 +34,8 @@ import (
 type Clock struct {
 	base time.Time
 	tsc  *tscClock // nil where the counter is not used
-	// src is the time source of a clock built by ClockOn, nil for the counter clock. It
-	// is tested after tsc, so the counter clock's read costs no more than before.
+	// src is the time source of a clock built by ClockOn, nil otherwise. It is tested
+	// after tsc, so that the counter clock's read does not pay for it.
 	src *source
 }
 
@@ -81,11 +81,12 @@ func (c Clock) other() int64 {
 	return int64(time.Since(c.base))
 }
 
-// Source says what the clock reads now: "simulated" for a clock made by ClockOn, "tsc" (the time-stamp counter, steered to the
+// Source says what the clock reads now: "tsc" (the time-stamp counter, steered to the
 // kernel's clock), "kernel", "kernel (tsc calibrating)" in a counter clock's first
-// 10 ms (or for as long as no clean pair could be taken), or "kernel (tsc fell back)"
-// once the counter was found not to keep the kernel's time. Reports carry it, so that
-// figures from two machines can be told apart by how they were timed.
+// 10 ms (or for as long as no clean pair could be taken), "kernel (tsc fell back)" once
+// the counter was found not to keep the kernel's time, or "simulated" for a clock made by
+// ClockOn. Reports carry it, so that figures from two machines can be told apart by how
+// they were timed.
 func (c Clock) Source() string {
 	switch {
 	case c.src != nil:
