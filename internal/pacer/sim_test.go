@@ -203,3 +203,25 @@ func TestSimulatedRateChangeWakesTheWaiter(t *testing.T) {
 		t.Fatal("the waiter did not move to the new schedule")
 	}
 }
+
+// TestClockOnReadsItsSource: a clock on a Sim reads the simulated time since it was made
+// and says so; on nil or clock.Real it is the counter clock.
+func TestClockOnReadsItsSource(t *testing.T) {
+	s := clock.NewSim(simStart)
+	c := ClockOn(s)
+	s.Advance(1500 * time.Microsecond)
+	if got := c.Now(); got != int64(1500*time.Microsecond) {
+		t.Errorf("Now = %v after advancing 1.5ms", time.Duration(got))
+	}
+	if !c.Time(c.Now()).Equal(simStart.Add(1500 * time.Microsecond)) {
+		t.Errorf("Time(Now) = %v, want the simulated instant", c.Time(c.Now()))
+	}
+	if c.Source() != "simulated" {
+		t.Errorf("Source = %q, want simulated", c.Source())
+	}
+	for _, real := range []clock.Clock{nil, clock.Real} {
+		if r := ClockOn(real); r.src != nil || r.Source() == "simulated" {
+			t.Errorf("ClockOn(%v) is %q, want the counter clock", real, r.Source())
+		}
+	}
+}
