@@ -263,6 +263,14 @@ const (
 	// against an empty store measures misses, which are cheaper than reads of values.
 	missWarn   = 0.5
 	missJudged = 1000
+	// maxShortErrors is the share of failed operations above which a shortfall is not
+	// judged the generator's (see generatorShort).
+	maxShortErrors = 0.01
+	// shortOwnShare is the least share of the start lag, the generator's own, that lets a
+	// shortfall be the generator's: a store that holds the workers leaves a few percent
+	// (microseconds of bookkeeping against milliseconds in the store); a generator short
+	// of CPU, half or more.
+	shortOwnShare = 0.25
 )
 
 func warnings(r *Report, in Input) []string {
@@ -300,6 +308,8 @@ func warnings(r *Report, in Input) []string {
 				cause := "add workers, or the store is saturated"
 				if saturated {
 					cause = clientBound(name)
+				} else if why, short := generatorShort(name, s, in.Series, span, opTimeoutOf(in)); short {
+					cause = why
 				} else if need, ok := workersNeeded(name, s, target, runWorkers(in.Series, name, s.Workers), roomOf(in, name)); ok {
 					cause = need
 				}
@@ -325,11 +335,15 @@ func warnings(r *Report, in Input) []string {
 			w = append(w, fmt.Sprintf("%s: %d latencies exceeded the histograms' ceiling of %s and were recorded as %s: the top percentiles and the max understate them", name, s.Clamped, stats.HighestLatency, stats.HighestLatency))
 		}
 		if lagged(s) {
-			var opTimeout time.Duration
-			if in.Snapshot != nil {
-				opTimeout = in.Snapshot.Config.Workload.OpTimeout
+			if _, short := generatorShort(name, s, in.Series, span, opTimeoutOf(in)); short && !saturated {
+				// The shortfall's warning above says where the workers were: a per-second
+				// average of workers in the store, inflated by the generator's own pauses
+				// (GC, scheduling) while a call was in flight, must not contradict it.
+				w = append(w, fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms): the class fell short of its target with its workers mostly out of the store, so the delay is the generator's own, not the store's",
+					name, s.StartLag.P99/1000, s.ResponseTime.P99/1000))
+			} else {
+				w = append(w, lagWarning(name, s, in.Series, saturated, opTimeoutOf(in), roomOf(in, name)))
 			}
-			w = append(w, lagWarning(name, s, in.Series, saturated, opTimeout, roomOf(in, name)))
 		}
 	}
 	if rd, ok := r.Ops["read"]; ok && in.Backfill == nil && rd.Count > missJudged && float64(rd.Misses) > missWarn*float64(rd.Count) {
@@ -453,18 +467,26 @@ func reportOpTimeout(r *Report) time.Duration {
 // at least busyShare of an interval shows; a shorter one hides in the interval's average,
 // and the warning says it may add.
 func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bool, opTimeout time.Duration, rm room) string {
+	msg, _ := lagCause(op, s, series, saturated, opTimeout, rm)
+	return msg
+}
+
+// lagCause is lagWarning's judgement, with whether it blames the generator: the verdict
+// (GeneratorBound) and the warning judge a late start by this one rule, so a report never
+// calls a run invalid for a lag its warning names the store's.
+func lagCause(op string, s stats.OpSummary, series []stats.Point, saturated bool, opTimeout time.Duration, rm room) (msg string, generator bool) {
 	lag := fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms)",
 		op, s.StartLag.P99/1000, s.ResponseTime.P99/1000)
 	if saturated {
-		return lag + ": the client's CPU was saturated, so the delay is the generator's, not the store's"
+		return lag + ": the client's CPU was saturated, so the delay is the generator's, not the store's", true
 	}
 	workers := runWorkers(series, op, s.Workers)
 	mean, peak := inStore(op, s, series, opTimeout)
 	if workers > 0 && mean >= busyShare*float64(workers) {
 		if need, ok := workersNeeded(op, s, s.TargetRate, workers, rm); ok {
-			return lag + ": every worker was busy in the store; " + need
+			return lag + ": every worker was busy in the store; " + need, false
 		}
-		return lag + fmt.Sprintf(": every worker was busy in the store (%.1f of %d on average): add workers, or the store is saturated", mean, workers)
+		return lag + fmt.Sprintf(": every worker was busy in the store (%.1f of %d on average): add workers, or the store is saturated", mean, workers), false
 	}
 	if split := s.StartLagOwn + s.StartLagWait; split > 0 {
 		// Measured per operation (stats.Counts.LagOwnUs): exact however short the stalls,
@@ -472,25 +494,67 @@ func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bo
 		wait := s.StartLagWait / split
 		if wait >= 0.5 {
 			return lag + fmt.Sprintf(": the store stalled or slowed, holding the workers (operations in flight took up to %.0f ms): %.0f%% of the lag (%.2f ms of a mean %.2f ms) was operations due waiting for a worker still in the store with its previous one; the lag is the store's, not the generator's",
-				s.ServiceTime.Max/1000, 100*wait, s.StartLagWait/1000, split/1000)
+				s.ServiceTime.Max/1000, 100*wait, s.StartLagWait/1000, split/1000), false
 		}
 		return lag + fmt.Sprintf(": %.0f%% of the lag (%.2f ms of a mean %.2f ms) came after a worker was free, so the delay is mostly the generator's own (scheduling, GC, a busy machine)",
-			100*(1-wait), s.StartLagOwn/1000, split/1000)
+			100*(1-wait), s.StartLagOwn/1000, split/1000), true
 	}
 	// A report without the split (an older node's data): judge from the per-second
 	// averages of workers in the store.
 	if workers > 0 && peak >= busyShare {
 		return lag + fmt.Sprintf(": the store stalled, holding all %d workers at once (operations in flight took up to %.0f ms) while the operations due meanwhile queued behind them; the lag is the store's, not the generator's",
-			workers, s.ServiceTime.Max/1000)
+			workers, s.ServiceTime.Max/1000), false
 	}
-	msg := lag + fmt.Sprintf(": workers were free (%.1f of %d busy in the store on average, at most %.0f%% in any second), so the delay is mostly the generator's own (scheduling, GC, a busy machine)",
+	msg = lag + fmt.Sprintf(": workers were free (%.1f of %d busy in the store on average, at most %.0f%% in any second), so the delay is mostly the generator's own (scheduling, GC, a busy machine)",
 		mean, workers, 100*peak)
 	if s.ServiceTime.Max >= s.StartLag.P99/2 {
 		// A stall shorter than an interval hides in its average: say what the stats
 		// cannot rule out.
 		msg += fmt.Sprintf("; service times reached %.1f ms, so brief store stalls may add to it", s.ServiceTime.Max/1000)
 	}
-	return msg
+	return msg, true
+}
+
+// opTimeoutOf is the run's workload.opTimeout (0 without a configuration).
+func opTimeoutOf(in Input) time.Duration {
+	if in.Snapshot == nil {
+		return 0
+	}
+	return in.Snapshot.Config.Workload.OpTimeout
+}
+
+// generatorShort says why op missed its open-loop target by the generator's own doing:
+// the class ran at one constant target, sent (attempted, or dropped by catchUp=drop) less
+// than underRate of it over span seconds, at least shortOwnShare of its start lag was the
+// generator's own (stats.OpSummary.StartLagOwn: after a worker was free), and by Little's
+// law at the store's median service time its workers were mostly out of the store. A
+// store too slow for the workers, or one that stalled holding them (the run may end
+// before the schedule caught up), makes operations wait for a worker still in the store:
+// the lag is then almost all waiting, and the shortfall is the store's (its warning
+// suggests more workers). A generator short of CPU spends its time outside the calls, and
+// its own pauses (GC, scheduling) that land inside a call in flight inflate the mean
+// service time, not the typical call's: hence the median. A class with more than
+// maxShortErrors of its operations failed is not judged: a failure has no service time,
+// so where its worker was is unknown.
+func generatorShort(op string, s stats.OpSummary, series []stats.Point, span float64, opTimeout time.Duration) (string, bool) {
+	target, constant := runTarget(series, op)
+	workers := runWorkers(series, op, s.Workers)
+	split := s.StartLagOwn + s.StartLagWait
+	if target <= 0 || !constant || span <= 0 || workers <= 0 || s.Succeeded == 0 || split <= 0 ||
+		s.StartLagOwn < shortOwnShare*split || float64(s.Errors) > maxShortErrors*float64(s.Attempted) {
+		return "", false
+	}
+	attempted, due := float64(s.Attempted)/span, float64(s.Attempted+s.Dropped)/span
+	if attempted >= underRate*target || due >= underRate*target {
+		return "", false
+	}
+	timeoutRate := float64(s.Failures[driver.ClassTimeout.String()]) / span
+	busy := busyWorkers(float64(s.Succeeded)/span, s.ServiceTime.P50, timeoutRate, opTimeout)
+	if busy >= busyShare*float64(workers) {
+		return "", false
+	}
+	return fmt.Sprintf("%s: sent %.0f of the %.0f ops/s target (%.1f%%) while its workers were mostly out of the store (%.1f of %d in it on average at the store's median service time of %.3f ms): the generator could not send faster (its CPU, GC, scheduling), and more workers would not help; lower %s, or spread the load over more nodes (a fleet)",
+		op, attempted, target, 100*attempted/target, busy, workers, s.ServiceTime.P50/1000, config.ClassOption(op, "rate")), true
 }
 
 // workersNeeded says how many workers op needs for target ops/s by Little's law (target ×

@@ -21,30 +21,37 @@ type Mark struct {
 }
 
 // GeneratorBound returns why r's figures measure the load generator rather than the
-// store, from the self-check's own rules (see warnings): the client's CPU was saturated,
-// or operations of a class started late against their schedule while its workers were
-// free. A store that stalled holding every worker, or a store too slow for the workers
-// configured, is the store's result and is not listed. A scenario run with any reason is
-// invalid (exit code 4).
+// store, by the self-check's own rules (see warnings): the client's CPU was saturated; an
+// open-loop class sent less than its target while its workers were mostly out of the
+// store (generatorShort); or operations of a class started late against their schedule
+// by the generator's own doing, as the start-lag warning judges it (lagCause). A store
+// that stalled holding the workers, or a store too slow for the workers configured, is
+// the store's result and is not listed. A run with any reason is invalid (exit code 4,
+// verdict.Judge), whichever command ran it.
 func GeneratorBound(r *Report) []string {
 	var out []string
 	usable := float64(min(r.Client.GOMAXPROCS, r.Client.NumCPU))
-	saturated := usable > 0 && r.Client.CPUCores >= busyCores*usable
-	if saturated {
-		out = append(out, fmt.Sprintf("the client kept %.1f of %.0f cores busy", r.Client.CPUCores, usable))
+	if usable > 0 && r.Client.CPUCores >= busyCores*usable {
+		// Every class's figures are the saturated client's: one reason says it.
+		return append(out, fmt.Sprintf("the client kept %.1f of %.0f cores busy", r.Client.CPUCores, usable))
 	}
+	opTimeout := reportOpTimeout(r)
 	for _, name := range sortedOps(r) {
 		s := r.Ops[name]
-		if name == "backfill" || stats.IsOperationSeries(name) || !lagged(s) || saturated {
+		if name == "backfill" || stats.IsOperationSeries(name) {
 			continue
 		}
-		workers := runWorkers(r.Series, name, s.Workers)
-		mean, peak := inStore(name, s, r.Series, reportOpTimeout(r))
-		if workers > 0 && (mean >= busyShare*float64(workers) || peak >= busyShare) {
+		if why, short := generatorShort(name, s, r.Series, r.Seconds, opTimeout); short {
+			out = append(out, why)
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: operations started late (start-lag p99 %.1f ms of a response p99 of %.1f ms) while workers were free: the delay is the generator's own",
-			name, s.StartLag.P99/1000, s.ResponseTime.P99/1000))
+		if !lagged(s) {
+			continue
+		}
+		if _, generator := lagCause(name, s, r.Series, false, opTimeout, room{}); generator {
+			out = append(out, fmt.Sprintf("%s: operations started late (start-lag p99 %.1f ms of a response p99 of %.1f ms) while workers were free: the delay is the generator's own",
+				name, s.StartLag.P99/1000, s.ResponseTime.P99/1000))
+		}
 	}
 	return out
 }
