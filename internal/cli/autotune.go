@@ -326,6 +326,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		if err != nil {
 			return err
 		}
+		rep.Verdict = report.NewVerdict(verdict.Judge(autotuneJudgement(res)))
 		if f.report != "" {
 			if err := report.WriteFile(f.report, rep); err != nil {
 				return err
@@ -350,23 +351,32 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	return nil
 }
 
-// autotuneExit maps a search's result onto the exit-code table (package verdict).
-func autotuneExit(res *autotune.Result) int {
+// autotuneExit is a search's exit code (the table of package verdict).
+func autotuneExit(res *autotune.Result) int { return verdict.Judge(autotuneJudgement(res)).Code }
+
+// autotuneJudgement is what the one verdict (verdict.Judge) judges a search from: its
+// result's status, by the SLA.
+func autotuneJudgement(res *autotune.Result) verdict.Judgement {
+	j := verdict.Judgement{By: "sla"}
+	why := fmt.Sprintf("search %s", res.Status)
+	if res.Message != "" {
+		why += ": " + res.Message
+	}
 	switch res.Status {
 	case autotune.StatusFound, autotune.StatusAboveMax:
-		return verdict.Pass
 	case autotune.StatusStopped:
-		if res.Hold != nil {
-			return verdict.Pass // holding until a signal is how --hold without --duration ends
+		if res.Hold == nil { // holding until a signal is how --hold without --duration ends
+			j.Aborted = "interrupted before the search ended"
 		}
-		return verdict.Aborted
 	case autotune.StatusClientBound:
 		// The generator was the limit: no capacity of the store was measured.
-		return verdict.Invalid
+		j.Invalid = []string{why}
 	case autotune.StatusError:
-		return verdict.Usage
+		j.Error = why
+	default:
+		j.Failed = []string{why} // none within SLA, not confirmed
 	}
-	return verdict.Failed // none within SLA, not confirmed
+	return j
 }
 
 func classShares(shares map[string]float64) string {

@@ -134,36 +134,32 @@ func (j *runJudge) results() []report.Threshold {
 	return out
 }
 
-// runVerdict judges a run: by its thresholds when it has some, else by the default
-// verdict (package verdict) over its load phase; cut short by a signal it is aborted.
+// runVerdict judges a run by the one verdict every command shares (verdict.Judge): by its
+// thresholds when it has some, else by the default verdict over its load phase; cut short
+// by a signal it is aborted; with figures that measure the load generator rather than the
+// store (report.GeneratorBound) it is invalid.
 func runVerdict(rep *report.Report, interrupted bool) *report.Verdict {
-	v := &report.Verdict{ExitCode: verdict.Pass}
+	var j verdict.Judgement
 	if len(rep.Thresholds) > 0 {
-		v.By = "thresholds"
+		j.By = "thresholds"
 		for _, t := range rep.Thresholds {
 			if t.Status != scenario.Pass {
-				v.Reasons = append(v.Reasons, fmt.Sprintf("threshold %s failed: observed %s", t.Check, t.Observed))
+				j.Failed = append(j.Failed, fmt.Sprintf("threshold %s failed: observed %s", t.Check, t.Observed))
 			}
 		}
-	} else {
-		var classes []verdict.Class
-		for name, s := range rep.Ops {
-			if name == "backfill" || stats.IsOperationSeries(name) {
-				continue // the backfill is judged by its own warning; operations by their class
-			}
-			classes = append(classes, verdict.Class{Name: name, Attempted: s.Attempted, Succeeded: s.Succeeded})
-		}
-		v.By, v.Reasons = "default", verdict.Default(classes)
 	}
-	if len(v.Reasons) > 0 {
-		v.ExitCode = verdict.Failed
+	for name, s := range rep.Ops {
+		if name == "backfill" || stats.IsOperationSeries(name) {
+			continue // the backfill is judged by its own warning; operations by their class
+		}
+		j.Classes = append(j.Classes, verdict.Class{Name: name, Attempted: s.Attempted, Succeeded: s.Succeeded})
 	}
 	if interrupted {
-		v.ExitCode = verdict.Aborted
-		v.Reasons = append([]string{"interrupted by a signal before the end of the run"}, v.Reasons...)
+		j.Aborted = "interrupted by a signal before the end of the run"
+	} else {
+		j.Invalid = report.GeneratorBound(rep)
 	}
-	v.Status = verdict.Name(v.ExitCode)
-	return v
+	return report.NewVerdict(verdict.Judge(j))
 }
 
 // printVerdict prints the run's thresholds and verdict below its summary, with why it did
@@ -184,7 +180,9 @@ func printVerdict(out io.Writer, r *report.Report) {
 		return
 	}
 	fmt.Fprintf(out, "verdict: %s (exit %d", v.Status, v.ExitCode)
-	if v.By == "default" {
+	if v.ExitCode == verdict.Invalid {
+		fmt.Fprint(out, "; the figures measure the load generator, not the store: see why below and the warnings above")
+	} else if v.By == "default" {
 		fmt.Fprintf(out, "; no thresholds given: a run fails when nothing succeeded or more than %.0f%% of attempted operations failed", 100*verdict.MaxFailedShare)
 	}
 	fmt.Fprintln(out, ")")
@@ -200,6 +198,11 @@ func writeRunJUnit(path string, rep *report.Report) error {
 	for _, t := range rep.Thresholds {
 		o.Thresholds = append(o.Thresholds, scenario.Result{Name: t.Name, Check: t.Check, Window: "run", Class: t.Class, Metric: t.Metric,
 			Suite: "run", Status: t.Status, Observed: t.Observed, Value: t.Value, Intervals: t.Intervals, Detail: t.Detail})
+	}
+	if v := rep.Verdict; v != nil && v.ExitCode == verdict.Invalid {
+		// A CI reader sees why the run is neither a pass nor the store's failure.
+		o.Thresholds = append(o.Thresholds, scenario.Result{Name: "valid measurement", Check: "the load generator was not the bottleneck",
+			Window: "run", Suite: "run", Status: scenario.Fail, Observed: "invalid", Intervals: len(rep.Series), Detail: strings.Join(v.Reasons, "; ")})
 	}
 	if v := rep.Verdict; v != nil && v.By == "default" {
 		r := scenario.Result{Name: "default verdict", Check: fmt.Sprintf("operations succeeded, at most %.0f%% failed", 100*verdict.MaxFailedShare),

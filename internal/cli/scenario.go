@@ -19,6 +19,7 @@ import (
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/scenario"
+	"github.com/ndbench/ndbench/internal/verdict"
 	"github.com/ndbench/ndbench/internal/web"
 )
 
@@ -199,6 +200,8 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	if out.Error == "" && out.AbortedBy == "" && !out.Interrupted {
 		out.Invalid = append(report.GeneratorBound(rep), nodeInvalid()...)
 	}
+	// The report files carry the verdict the exit code gives, as a run's do.
+	rep.Verdict = report.NewVerdict(verdict.Judge(out.Judgement()))
 	printSummary(s.out, rep, consoleWidth)
 	out.WriteText(s.out)
 	if err := writeScenarioOutputs(f, s, rep, out); err != nil {

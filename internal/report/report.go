@@ -525,7 +525,9 @@ func opTimeoutOf(in Input) time.Duration {
 
 // generatorShort says why op missed its open-loop target by the generator's own doing:
 // the class ran at one constant target, sent (attempted, or dropped by catchUp=drop) less
-// than underRate of it over span seconds, at least shortOwnShare of its start lag was the
+// than underRate of it over span seconds, its typical operation started late
+// (laggedTypically: a generator behind its schedule is behind for most operations, not a
+// moment's tail), at least shortOwnShare of its start lag was the
 // generator's own (stats.OpSummary.StartLagOwn: after a worker was free), and by Little's
 // law at the store's median service time its workers were mostly out of the store. A
 // store too slow for the workers, or one that stalled holding them (the run may end
@@ -541,7 +543,7 @@ func generatorShort(op string, s stats.OpSummary, series []stats.Point, span flo
 	workers := runWorkers(series, op, s.Workers)
 	split := s.StartLagOwn + s.StartLagWait
 	if target <= 0 || !constant || span <= 0 || workers <= 0 || s.Succeeded == 0 || split <= 0 ||
-		s.StartLagOwn < shortOwnShare*split || float64(s.Errors) > maxShortErrors*float64(s.Attempted) {
+		s.StartLagOwn < shortOwnShare*split || float64(s.Errors) > maxShortErrors*float64(s.Attempted) || !laggedTypically(s) {
 		return "", false
 	}
 	attempted, due := float64(s.Attempted)/span, float64(s.Attempted+s.Dropped)/span

@@ -24,7 +24,9 @@ type Mark struct {
 // store, by the self-check's own rules (see warnings): the client's CPU was saturated; an
 // open-loop class sent less than its target while its workers were mostly out of the
 // store (generatorShort); or operations of a class started late against their schedule
-// by the generator's own doing, as the start-lag warning judges it (lagCause). A store
+// by the generator's own doing, as the start-lag warning judges it (lagCause), and the
+// typical operation did (laggedTypically: a late tail alone is warned about, not
+// invalidating). A store
 // that stalled holding the workers, or a store too slow for the workers configured, is
 // the store's result and is not listed. A run with any reason is invalid (exit code 4,
 // verdict.Judge), whichever command ran it.
@@ -45,7 +47,9 @@ func GeneratorBound(r *Report) []string {
 			out = append(out, why)
 			continue
 		}
-		if !lagged(s) {
+		if !lagged(s) || !laggedTypically(s) {
+			// A late tail alone (a GC pause, a busy machine for a moment) has its warning;
+			// the run's figures are the generator's when its typical operation started late.
 			continue
 		}
 		if _, generator := lagCause(name, s, r.Series, false, opTimeout, room{}); generator {
@@ -54,6 +58,13 @@ func GeneratorBound(r *Report) []string {
 		}
 	}
 	return out
+}
+
+// laggedTypically reports whether s's median operation started late by more than
+// lagFloor and lagShare of its median response time: the generator was behind its
+// schedule most of the time, not for a moment.
+func laggedTypically(s stats.OpSummary) bool {
+	return s.StartLag.P50 > float64(lagFloor.Microseconds()) && s.StartLag.P50 > lagShare*s.ResponseTime.P50
 }
 
 func sortedOps(r *Report) []string { return slices.Sorted(maps.Keys(r.Ops)) }
