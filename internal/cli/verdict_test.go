@@ -376,3 +376,47 @@ func TestRunGeneratorBoundIsInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestScenarioAndAutotuneGeneratorBound: the same rule in scenario and autotune, with a
+// real saturated generator (the memory store answers at once, so the rate the process can
+// send is the limit): a scenario phase at an absurd open-loop rate exits 4 and its report
+// files carry the verdict with why; an auto-tune search that doubles its rate up to the
+// generator's limit ends client-bound and exits 4 with the verdict in its report.
+func TestScenarioAndAutotuneGeneratorBound(t *testing.T) {
+	t.Run("scenario", func(t *testing.T) {
+		sc := writeScenario(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 100000000, readers: 16, maxReaders: 16, writeEnabled: false}
+phases: [{name: p, duration: 1500ms}]
+thresholds: [{check: read.errors < 1%, window: phase p}]
+`)
+		out := filepath.Join(t.TempDir(), "out")
+		code, stdout, stderr := ndbench(t, nil, "scenario", "run", sc, "--out-dir", out)
+		if code != verdict.Invalid || !strings.Contains(stdout, "INVALID") {
+			t.Fatalf("exit %d, want %d\n%s\n%s", code, verdict.Invalid, stdout, stderr)
+		}
+		r := readReport(t, filepath.Join(out, "report.json"))
+		if r.Verdict == nil || r.Verdict.ExitCode != verdict.Invalid || len(r.Verdict.Reasons) == 0 || !strings.HasPrefix(r.Verdict.Reasons[0], verdict.InvalidPrefix) {
+			t.Errorf("report verdict %+v, want invalid with the generator's reason first", r.Verdict)
+		}
+		h, _ := os.ReadFile(filepath.Join(out, "report.html"))
+		if !strings.Contains(string(h), "<strong>INVALID</strong> (exit 4") {
+			t.Errorf("HTML report lacks the invalid verdict")
+		}
+	})
+	t.Run("autotune", func(t *testing.T) {
+		rep := filepath.Join(t.TempDir(), "r.json")
+		code, stdout, stderr := ndbench(t, nil, "autotune", "--driver", "memory", "--set", "workload.writeEnabled=false",
+			"--set", "workload.readers=16", "--set", "workload.maxReaders=16", "--latency", "1s", "--start", "200000",
+			"--settle", "200ms", "--window", "1s", "--max-window", "2s", "--confirm", "2s", "--recover", "1s", "--report", rep)
+		if code != verdict.Invalid {
+			t.Fatalf("exit %d, want %d (client-bound)\n%s\n%s", code, verdict.Invalid, stdout, stderr)
+		}
+		r := readReport(t, rep)
+		if r.Verdict == nil || r.Verdict.ExitCode != verdict.Invalid || r.Verdict.By != "sla" || len(r.Verdict.Reasons) == 0 ||
+			!strings.Contains(r.Verdict.Reasons[0], "client-bound") {
+			t.Errorf("report verdict %+v, want invalid by the SLA search, client-bound", r.Verdict)
+		}
+	})
+}
