@@ -18,7 +18,6 @@ import (
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/verdict"
-	"github.com/ndbench/ndbench/internal/web"
 )
 
 type autotuneFlags struct {
@@ -43,8 +42,7 @@ type autotuneFlags struct {
 	hold        bool
 	duration    time.Duration
 	jsonOut     bool
-	report      string
-	reportHTML  string
+	outputs     outputFlags
 	backfill    bool
 	fleet       fleetClientFlags
 	record      recordFlags
@@ -119,8 +117,11 @@ never the store's (docs/autotune.md).`,
 	fl.BoolVar(&f.hold, "hold", false, "after the search, hold the highest rate within SLA and track drift (AIMD)")
 	fl.DurationVar(&f.duration, "duration", 0, "with --hold: how long to hold (0 = until interrupted)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the result as JSON on stdout (progress goes to stderr)")
-	fl.StringVar(&f.report, "report", "", "write the JSON run report, with the result under \"autotune\", to this file")
-	fl.StringVar(&f.reportHTML, "report-html", "", "write the HTML report, with the search's steps charted, to this file")
+	f.outputs.bind(cmd, outputHelp{
+		report:     "write the JSON run report, with the result under \"autotune\", to this file",
+		reportHTML: "write the HTML report, with the search's steps charted, to this file",
+		junit:      "write JUnit XML (a testcase for the search's verdict) to this file",
+	})
 	fl.BoolVar(&f.backfill, "backfill", false, "write every key once before the search (same as --set workload.backfill=true)")
 	f.fleet.bind(cmd)
 	f.record.bind(cmd)
@@ -228,7 +229,11 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		return err
 	}
 	ins := append(f.inputs(), discoveryInput(f.fleet.discovery))
-	if err := checkOutputs(io.err, ins, output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
+	outs, err := f.outputs.resolve()
+	if err != nil {
+		return err
+	}
+	if err := checkOutputs(io.err, ins, outs...); err != nil {
 		return err
 	}
 	snap, err := f.load(io.env)
@@ -321,26 +326,19 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 			return err
 		}
 	}
-	if f.report != "" || f.reportHTML != "" || f.record.on(io.env) {
+	if f.outputs.any() || f.record.on(io.env) {
 		rep, err := withAutotune(report.Build(seq.ReportInput(toolVersion())), res)
 		if err != nil {
 			return err
 		}
 		rep.Verdict = report.NewVerdict(verdict.Judge(autotuneJudgement(res)))
-		if f.report != "" {
-			if err := report.WriteFile(f.report, rep); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "report written to %s\n", f.report)
-		}
-		if f.reportHTML != "" {
-			if err := report.WriteHTMLFile(f.reportHTML, rep, report.Charts(web.Charts())); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "HTML report written to %s\n", f.reportHTML)
-		}
-		// The result's capacity is the figure a series of searches trends.
+		werr := f.outputs.write(out, contents{report: jsonReport(rep), reportHTML: htmlReport(rep), junit: runJUnit(rep)})
+		// The result's capacity is the figure a series of searches trends; it is recorded
+		// whatever the files did.
 		f.record.recordAs(ctx, &streams{out: out, err: io.err, env: io.env}, "autotune", "", rep, rep, target.Collector())
+		if werr != nil {
+			return werr
+		}
 	} else {
 		f.record.hint(out)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -191,9 +190,14 @@ func printVerdict(out io.Writer, r *report.Report) {
 	}
 }
 
-// writeRunJUnit writes the run's verdict as JUnit XML with scenario's writer: a testcase
-// per threshold, or one for the default verdict.
-func writeRunJUnit(path string, rep *report.Report) error {
+// runJUnit is the run's verdict as JUnit XML, with scenario's writer: a testcase per
+// threshold, or one for the default verdict (or an auto-tune search's), and one failed
+// when the result is invalid.
+func runJUnit(rep *report.Report) func(io.Writer) error {
+	return func(w io.Writer) error { return writeRunJUnit(w, rep) }
+}
+
+func writeRunJUnit(w io.Writer, rep *report.Report) error {
 	o := &scenario.Outcome{Scenario: "ndbench run", Started: rep.Started, Ended: rep.Ended, Phases: []string{}}
 	for _, t := range rep.Thresholds {
 		o.Thresholds = append(o.Thresholds, scenario.Result{Name: t.Name, Check: t.Check, Window: "run", Class: t.Class, Metric: t.Metric,
@@ -212,9 +216,15 @@ func writeRunJUnit(path string, rep *report.Report) error {
 		}
 		o.Thresholds = append(o.Thresholds, r)
 	}
-	var b bytes.Buffer
-	if err := o.WriteJUnit(&b); err != nil {
-		return err
+	if v := rep.Verdict; v != nil && v.By == "sla" {
+		// An auto-tune search's own verdict: failed when it found no capacity within SLA,
+		// was cut short or stopped by an error (an invalid one has its testcase above).
+		r := scenario.Result{Name: "capacity search", Check: "the store's capacity found within the SLA", Window: "run", Suite: "run",
+			Status: scenario.Pass, Observed: strings.ToLower(v.Status), Intervals: len(rep.Series)}
+		if v.ExitCode != verdict.Pass && v.ExitCode != verdict.Invalid {
+			r.Status, r.Detail = scenario.Fail, strings.Join(v.Reasons, "; ")
+		}
+		o.Thresholds = append(o.Thresholds, r)
 	}
-	return report.WriteBytesAtomic(path, b.Bytes())
+	return o.WriteJUnit(w)
 }

@@ -638,8 +638,8 @@ func Write(w io.Writer, r *Report) error {
 	return nil
 }
 
-// WriteFile writes r to path atomically (a temporary file renamed into place), so a
-// reader never sees half a report.
+// WriteFile writes r to path as WriteOutputs writes a command's JSON report: atomically
+// (a temporary file renamed into place), so a reader never sees half a report.
 func WriteFile(path string, r *Report) error {
 	return WriteFileAtomic(path, func(w io.Writer) error { return Write(w, r) })
 }
