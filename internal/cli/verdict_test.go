@@ -408,7 +408,7 @@ thresholds: [{check: read.errors < 1%, window: phase p}]
 	t.Run("autotune", func(t *testing.T) {
 		rep := filepath.Join(t.TempDir(), "r.json")
 		code, stdout, stderr := ndbench(t, nil, "autotune", "--driver", "memory", "--set", "workload.writeEnabled=false",
-			"--set", "workload.readers=16", "--set", "workload.maxReaders=16", "--latency", "1s", "--start", "200000",
+			"--set", "workload.readers=4", "--set", "workload.maxReaders=4", "--latency", "20ms", "--start", "20000",
 			"--settle", "200ms", "--window", "1s", "--max-window", "2s", "--confirm", "2s", "--recover", "1s", "--report", rep)
 		if code != verdict.Invalid {
 			t.Fatalf("exit %d, want %d (client-bound)\n%s\n%s", code, verdict.Invalid, stdout, stderr)
