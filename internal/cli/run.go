@@ -128,9 +128,8 @@ operations had none succeed, or when more than half of the attempted operations 
 Exit codes (README "Exit codes"): 0 passed, 1 failed, 2 bad usage or config, 3 cut short
 by a signal (a bounded run, or during the backfill or warm-up; Ctrl-C is how --duration 0
 ends, and that run is judged as any other), 4 invalid: the load generator was the
-bottleneck (its CPU saturated, operations it started late with workers free, or an
-open-loop rate it could not send while its workers were mostly out of the store), so the
-figures do not measure the store.`,
+bottleneck (its CPU saturated, or it sent under 80% of an open-loop rate by its own delay
+while its workers were mostly out of the store), so the figures do not measure the store.`,
 		Example: `  ndbench run --duration 30s
   ndbench run --driver memory --set workload.readRate=100000 --set workload.writeEnabled=false
   ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog

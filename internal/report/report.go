@@ -266,6 +266,12 @@ const (
 	// maxShortErrors is the share of failed operations above which a shortfall is not
 	// judged the generator's (see generatorShort).
 	maxShortErrors = 0.01
+	// shortRate is the share of its target below which an open-loop class fell short (see
+	// generatorShort): a generator that cannot keep up falls far behind (a few percent of
+	// an absurd rate, half of one twice what it can send), while a machine busy with other
+	// work for a moment costs a short run a few percent, which the under-target warning
+	// (underRate) names without calling the run invalid.
+	shortRate = 0.8
 	// shortOwnShare is the least share of the start lag, the generator's own, that lets a
 	// shortfall be the generator's: a store that holds the workers leaves a few percent
 	// (microseconds of bookkeeping against milliseconds in the store); a generator short
@@ -467,26 +473,18 @@ func reportOpTimeout(r *Report) time.Duration {
 // at least busyShare of an interval shows; a shorter one hides in the interval's average,
 // and the warning says it may add.
 func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bool, opTimeout time.Duration, rm room) string {
-	msg, _ := lagCause(op, s, series, saturated, opTimeout, rm)
-	return msg
-}
-
-// lagCause is lagWarning's judgement, with whether it blames the generator: the verdict
-// (GeneratorBound) and the warning judge a late start by this one rule, so a report never
-// calls a run invalid for a lag its warning names the store's.
-func lagCause(op string, s stats.OpSummary, series []stats.Point, saturated bool, opTimeout time.Duration, rm room) (msg string, generator bool) {
 	lag := fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms)",
 		op, s.StartLag.P99/1000, s.ResponseTime.P99/1000)
 	if saturated {
-		return lag + ": the client's CPU was saturated, so the delay is the generator's, not the store's", true
+		return lag + ": the client's CPU was saturated, so the delay is the generator's, not the store's"
 	}
 	workers := runWorkers(series, op, s.Workers)
 	mean, peak := inStore(op, s, series, opTimeout)
 	if workers > 0 && mean >= busyShare*float64(workers) {
 		if need, ok := workersNeeded(op, s, s.TargetRate, workers, rm); ok {
-			return lag + ": every worker was busy in the store; " + need, false
+			return lag + ": every worker was busy in the store; " + need
 		}
-		return lag + fmt.Sprintf(": every worker was busy in the store (%.1f of %d on average): add workers, or the store is saturated", mean, workers), false
+		return lag + fmt.Sprintf(": every worker was busy in the store (%.1f of %d on average): add workers, or the store is saturated", mean, workers)
 	}
 	if split := s.StartLagOwn + s.StartLagWait; split > 0 {
 		// Measured per operation (stats.Counts.LagOwnUs): exact however short the stalls,
@@ -494,25 +492,25 @@ func lagCause(op string, s stats.OpSummary, series []stats.Point, saturated bool
 		wait := s.StartLagWait / split
 		if wait >= 0.5 {
 			return lag + fmt.Sprintf(": the store stalled or slowed, holding the workers (operations in flight took up to %.0f ms): %.0f%% of the lag (%.2f ms of a mean %.2f ms) was operations due waiting for a worker still in the store with its previous one; the lag is the store's, not the generator's",
-				s.ServiceTime.Max/1000, 100*wait, s.StartLagWait/1000, split/1000), false
+				s.ServiceTime.Max/1000, 100*wait, s.StartLagWait/1000, split/1000)
 		}
 		return lag + fmt.Sprintf(": %.0f%% of the lag (%.2f ms of a mean %.2f ms) came after a worker was free, so the delay is mostly the generator's own (scheduling, GC, a busy machine)",
-			100*(1-wait), s.StartLagOwn/1000, split/1000), true
+			100*(1-wait), s.StartLagOwn/1000, split/1000)
 	}
 	// A report without the split (an older node's data): judge from the per-second
 	// averages of workers in the store.
 	if workers > 0 && peak >= busyShare {
 		return lag + fmt.Sprintf(": the store stalled, holding all %d workers at once (operations in flight took up to %.0f ms) while the operations due meanwhile queued behind them; the lag is the store's, not the generator's",
-			workers, s.ServiceTime.Max/1000), false
+			workers, s.ServiceTime.Max/1000)
 	}
-	msg = lag + fmt.Sprintf(": workers were free (%.1f of %d busy in the store on average, at most %.0f%% in any second), so the delay is mostly the generator's own (scheduling, GC, a busy machine)",
+	msg := lag + fmt.Sprintf(": workers were free (%.1f of %d busy in the store on average, at most %.0f%% in any second), so the delay is mostly the generator's own (scheduling, GC, a busy machine)",
 		mean, workers, 100*peak)
 	if s.ServiceTime.Max >= s.StartLag.P99/2 {
 		// A stall shorter than an interval hides in its average: say what the stats
 		// cannot rule out.
 		msg += fmt.Sprintf("; service times reached %.1f ms, so brief store stalls may add to it", s.ServiceTime.Max/1000)
 	}
-	return msg, true
+	return msg
 }
 
 // opTimeoutOf is the run's workload.opTimeout (0 without a configuration).
@@ -525,7 +523,7 @@ func opTimeoutOf(in Input) time.Duration {
 
 // generatorShort says why op missed its open-loop target by the generator's own doing:
 // the class ran at one constant target, sent (attempted, or dropped by catchUp=drop) less
-// than underRate of it over span seconds, its typical operation started late
+// than shortRate of it over span seconds, its typical operation started late
 // (laggedTypically: a generator behind its schedule is behind for most operations, not a
 // moment's tail), at least shortOwnShare of its start lag was the
 // generator's own (stats.OpSummary.StartLagOwn: after a worker was free), and by Little's
@@ -547,7 +545,7 @@ func generatorShort(op string, s stats.OpSummary, series []stats.Point, span flo
 		return "", false
 	}
 	attempted, due := float64(s.Attempted)/span, float64(s.Attempted+s.Dropped)/span
-	if attempted >= underRate*target || due >= underRate*target {
+	if attempted >= shortRate*target || due >= shortRate*target {
 		return "", false
 	}
 	timeoutRate := float64(s.Failures[driver.ClassTimeout.String()]) / span
