@@ -20,7 +20,6 @@ import (
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/verdict"
-	"github.com/ndbench/ndbench/internal/web"
 )
 
 type autotuneFlags struct {
@@ -47,8 +46,7 @@ type autotuneFlags struct {
 	hold        bool
 	duration    time.Duration
 	jsonOut     bool
-	report      string
-	reportHTML  string
+	outputs     outputFlags
 	backfill    bool
 	fleet       fleetClientFlags
 	record      recordFlags
@@ -124,8 +122,11 @@ never the store's (docs/autotune.md).`,
 	fl.DurationVar(&f.duration, "duration", 0, "with --hold: how long to hold (0 = until interrupted)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the result as JSON on stdout (progress goes to stderr)")
 	fl.BoolVar(&f.wide, "wide", false, "print each step on one line with its why whole (default: fit 100 columns)")
-	fl.StringVar(&f.report, "report", "", "write the JSON run report, with the result under \"autotune\", to this file")
-	fl.StringVar(&f.reportHTML, "report-html", "", "write the HTML report, with the search's steps charted, to this file")
+	f.outputs.bind(cmd, outputHelp{
+		report:     "write the JSON run report, with the result under \"autotune\", to this file",
+		reportHTML: "write the HTML report, with the search's steps charted, to this file",
+		junit:      "write JUnit XML (a testcase for the search's verdict) to this file",
+	})
 	fl.BoolVar(&f.backfill, "backfill", false, "write every key once before the search (same as --set workload.backfill=true)")
 	f.fleet.bind(cmd)
 	f.record.bind(cmd)
@@ -233,7 +234,11 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		return err
 	}
 	ins := append(f.inputs(), discoveryInput(f.fleet.discovery))
-	if err := checkOutputs(io.err, ins, output{"report", f.report}, output{"report-html", f.reportHTML}); err != nil {
+	outs, err := f.outputs.resolve()
+	if err != nil {
+		return err
+	}
+	if err := checkOutputs(io.err, ins, outs...); err != nil {
 		return err
 	}
 	snap, err := f.load(io.env)
@@ -342,25 +347,19 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 			return err
 		}
 	}
-	if f.report != "" || f.reportHTML != "" || f.record.on(io.env) {
+	if f.outputs.any() || f.record.on(io.env) {
 		rep, err := withAutotune(report.Build(seq.ReportInput(toolVersion())), res)
 		if err != nil {
 			return err
 		}
-		if f.report != "" {
-			if err := report.WriteFile(f.report, rep); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "report written to %s\n", f.report)
-		}
-		if f.reportHTML != "" {
-			if err := report.WriteHTMLFile(f.reportHTML, rep, report.Charts(web.Charts())); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "HTML report written to %s\n", f.reportHTML)
-		}
-		// The result's capacity is the figure a series of searches trends.
+		rep.Verdict = report.NewVerdict(verdict.Judge(autotuneJudgement(res)))
+		werr := f.outputs.write(out, contents{report: jsonReport(rep), reportHTML: htmlReport(rep), junit: runJUnit(rep)})
+		// The result's capacity is the figure a series of searches trends; it is recorded
+		// whatever the files did.
 		f.record.recordAs(ctx, &streams{out: out, err: io.err, env: io.env}, "autotune", "", rep, rep, target.Collector())
+		if werr != nil {
+			return werr
+		}
 	} else {
 		f.record.hint(out)
 	}
@@ -374,23 +373,32 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	return nil
 }
 
-// autotuneExit maps a search's result onto the exit-code table (package verdict).
-func autotuneExit(res *autotune.Result) int {
+// autotuneExit is a search's exit code (the table of package verdict).
+func autotuneExit(res *autotune.Result) int { return verdict.Judge(autotuneJudgement(res)).Code }
+
+// autotuneJudgement is what the one verdict (verdict.Judge) judges a search from: its
+// result's status, by the SLA.
+func autotuneJudgement(res *autotune.Result) verdict.Judgement {
+	j := verdict.Judgement{By: "sla"}
+	why := fmt.Sprintf("search %s", res.Status)
+	if res.Message != "" {
+		why += ": " + res.Message
+	}
 	switch res.Status {
 	case autotune.StatusFound, autotune.StatusAboveMax:
-		return verdict.Pass
 	case autotune.StatusStopped:
-		if res.Hold != nil {
-			return verdict.Pass // holding until a signal is how --hold without --duration ends
+		if res.Hold == nil { // holding until a signal is how --hold without --duration ends
+			j.Aborted = "interrupted before the search ended"
 		}
-		return verdict.Aborted
 	case autotune.StatusClientBound:
 		// The generator was the limit: no capacity of the store was measured.
-		return verdict.Invalid
+		j.Invalid = []string{why}
 	case autotune.StatusError:
-		return verdict.Usage
+		j.Error = why
+	default:
+		j.Failed = []string{why} // none within SLA, not confirmed
 	}
-	return verdict.Failed // none within SLA, not confirmed
+	return j
 }
 
 func classShares(shares map[string]float64) string {

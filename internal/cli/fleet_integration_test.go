@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/verdict"
 )
 
 // The fleet tests run real `ndbench serve` nodes on 127.0.0.1 and this package's CLI, in
@@ -182,6 +183,39 @@ func TestScenarioOnAFleet(t *testing.T) {
 	if d := math.Abs(counts[0]-counts[1]) / max(counts[0], counts[1]); d > 0.1 {
 		t.Errorf("nodes did %v and %v reads: %.0f%% apart, want a 50/50 split", counts[0], counts[1], 100*d)
 	}
+}
+
+// TestScenarioOnAFleetGeneratorBound: a fleet scenario whose nodes' generators are the
+// bottleneck (an absurd open-loop rate on the memory store, which answers at once) is
+// invalid by the same rule as a run on one node: exit 4, with the verdict and why in the
+// report files.
+func TestScenarioOnAFleetGeneratorBound(t *testing.T) {
+	nodes := serveNodes(t, 2)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "absurd.yaml")
+	if err := os.WriteFile(file, []byte(`
+name: fleet-absurd
+config:
+  driver: {name: memory}
+  workload: {readRate: 100000000, writeEnabled: false, numKeys: 1000, readers: 8, maxReaders: 8}
+phases: [{name: p, duration: 3s}]
+thresholds: [{check: read.errors < 1%, window: phase p}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	env := append(os.Environ(), "NDBENCH_TOKEN="+fleetToken)
+	code := execute(ctx, []string{"scenario", "run", file, "--peers", peersOf(nodes), "--out-dir", dir}, &streams{out: &stdout, err: &stderr, env: env})
+	if code != verdict.Invalid {
+		t.Fatalf("exit code %d, want 4 (invalid)\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	r := readReport(t, filepath.Join(dir, "report.json"))
+	if r.Verdict == nil || r.Verdict.ExitCode != verdict.Invalid || len(r.Verdict.Reasons) == 0 || !strings.HasPrefix(r.Verdict.Reasons[0], verdict.InvalidPrefix) {
+		t.Errorf("report verdict %+v, want invalid with the generator's reason first", r.Verdict)
+	}
+	t.Logf("reasons: %q", r.Verdict.Reasons)
 }
 
 // TestAutotuneOnAFleet: two nodes on the memory store, each with a capacity of 2,000

@@ -7,8 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ndbench/ndbench/internal/config/presets"
 	"github.com/ndbench/ndbench/internal/report"
+	"github.com/ndbench/ndbench/internal/verdict"
+	"github.com/ndbench/ndbench/internal/web"
 )
 
 // output is a flag naming a file that a command writes when its run ends.
@@ -99,4 +103,107 @@ func resolve(path string) string {
 		return filepath.Join(dir, filepath.Base(abs))
 	}
 	return abs
+}
+
+// outputFlags are the files a command writes when its run ends: one option set for run,
+// serve, scenario and autotune, so that each names, checks and writes its outputs alike,
+// through the one writer (report.WriteOutputs).
+type outputFlags struct {
+	report, reportHTML, junit, markdown, outDir string
+	// offered is the help of each output the command offers, in kinds' order ("" when
+	// it offers none of that kind); resolved are the outputs after --out-dir.
+	offered  [4]string
+	resolved []output
+}
+
+// outputKinds are the outputs a command may offer, in order: the flag, the file --out-dir
+// gives it, and what it holds (in the note once written).
+var outputKinds = [4]struct{ flag, file, what string }{
+	{"report", "report.json", "report"},
+	{"report-html", "report.html", "HTML report"},
+	{"junit", "junit.xml", "JUnit XML"},
+	{"markdown", "summary.md", "Markdown summary"},
+}
+
+// outputHelp is the help of each output a command offers ("" for one it does not).
+type outputHelp struct{ report, reportHTML, junit, markdown string }
+
+func (o *outputFlags) bind(cmd *cobra.Command, h outputHelp) {
+	o.offered = [4]string{h.report, h.reportHTML, h.junit, h.markdown}
+	var files []string
+	for i, p := range []*string{&o.report, &o.reportHTML, &o.junit, &o.markdown} {
+		if o.offered[i] == "" {
+			continue
+		}
+		cmd.Flags().StringVar(p, outputKinds[i].flag, "", o.offered[i])
+		files = append(files, outputKinds[i].file)
+	}
+	cmd.Flags().StringVar(&o.outDir, "out-dir", "", "write "+strings.Join(files, ", ")+" into this directory (created if missing; a file's own flag names it elsewhere)")
+}
+
+// resolve gives each offered output without a path of its own its file in --out-dir
+// (created), and returns every output, named by the flag that set its path, for
+// checkOutputs.
+func (o *outputFlags) resolve() ([]output, error) {
+	paths := []*string{&o.report, &o.reportHTML, &o.junit, &o.markdown}
+	if o.outDir != "" {
+		if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+			return nil, usageError{fmt.Errorf("--out-dir: %w", err)}
+		}
+	}
+	o.resolved = o.resolved[:0]
+	for i, p := range paths {
+		if o.offered[i] == "" {
+			o.resolved = append(o.resolved, output{outputKinds[i].flag, ""})
+			continue
+		}
+		out := output{outputKinds[i].flag, *p}
+		if out.path == "" && o.outDir != "" {
+			out = output{"out-dir", filepath.Join(o.outDir, outputKinds[i].file)}
+			*p = out.path
+		}
+		o.resolved = append(o.resolved, out)
+	}
+	return o.resolved, nil
+}
+
+// any reports whether an output is asked for.
+func (o *outputFlags) any() bool {
+	return o.report != "" || o.reportHTML != "" || o.junit != "" || o.markdown != ""
+}
+
+// contents are what a command writes in each kind of output (nil: none of that kind).
+type contents struct{ report, reportHTML, junit, markdown func(io.Writer) error }
+
+// write writes the outputs with the one writer (report.WriteOutputs), noting each one
+// written on out. A failure does not stop the others; it exits 2 (the table of package
+// verdict: unwritable outputs), naming each path that failed.
+func (o *outputFlags) write(out io.Writer, c contents) error {
+	if o.resolved == nil {
+		if _, err := o.resolve(); err != nil {
+			return err
+		}
+	}
+	var outs []report.Output
+	for i, fn := range []func(io.Writer) error{c.report, c.reportHTML, c.junit, c.markdown} {
+		if fn == nil || o.resolved[i].path == "" {
+			continue
+		}
+		outs = append(outs, report.Output{Flag: o.resolved[i].flag, Path: o.resolved[i].path, What: outputKinds[i].what, Write: fn})
+	}
+	err := report.WriteOutputs(outs, func(w report.Output) { fmt.Fprintf(out, "%s written to %s\n", w.What, w.Path) })
+	if err != nil {
+		return exitError{verdict.Usage, fmt.Errorf("write the outputs: %w", err)}
+	}
+	return nil
+}
+
+// jsonReport is the content of a JSON report of r.
+func jsonReport(r *report.Report) func(io.Writer) error {
+	return func(w io.Writer) error { return report.Write(w, r) }
+}
+
+// htmlReport is the content of an HTML report of r.
+func htmlReport(r *report.Report) func(io.Writer) error {
+	return func(w io.Writer) error { return report.WriteHTML(w, r, report.Charts(web.Charts())) }
 }

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/verdict"
 )
 
 // An output path the end of the run could not write is refused before any load: a report
@@ -157,4 +161,138 @@ func TestOutputReplacingAFileIsSaid(t *testing.T) {
 		t.Errorf("a new file is said to be replaced:\n%s", stderr)
 	}
 	readReport(t, rep) // replaced by the run's report
+}
+
+// TestEveryEntryPointWritesItsOutputs: run, scenario, autotune and serve take their
+// outputs from one option set (--out-dir among them) and write them with one writer:
+// each writes the JSON and HTML reports (and JUnit, and a scenario its Markdown summary),
+// whole, with no temporary file left beside them.
+func TestEveryEntryPointWritesItsOutputs(t *testing.T) {
+	sc := writeScenario(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 200, writeRate: 50}
+phases: [{name: p, duration: 1200ms}]
+`)
+	tests := []struct {
+		name  string
+		args  []string // --out-dir DIR follows
+		files []string
+	}{
+		{"run", []string{"run", "--driver", "memory", "--duration", "1200ms", "--set", "workload.readRate=200", "--set", "workload.writeRate=50"},
+			[]string{"junit.xml", "report.html", "report.json"}},
+		{"scenario", []string{"scenario", "run", sc}, []string{"junit.xml", "report.html", "report.json", "summary.md"}},
+		{"autotune", []string{"autotune", "--driver", "memory", "--set", "workload.writeEnabled=false", "--start", "1000", "--max-rate", "1000",
+			"--latency", "1s", "--settle", "200ms", "--window", "1s", "--confirm", "1s"}, []string{"junit.xml", "report.html", "report.json"}},
+		{"serve", nil, []string{"report.html", "report.json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out") // --out-dir creates it
+			if tt.name == "serve" {
+				_, out, errOut, stop := startServe(t, nil, "--listen", "127.0.0.1:0", "--driver", "memory", "--start",
+					"--set", "workload.readRate=200", "--set", "workload.writeRate=50", "--out-dir", dir)
+				time.Sleep(1200 * time.Millisecond) // a whole interval in the report
+				if code := stop(); code != 0 {
+					t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+				}
+			} else if code, out, errOut := ndbench(t, nil, append(tt.args, "--out-dir", dir)...); code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range entries {
+				got = append(got, e.Name())
+			}
+			if strings.Join(got, ",") != strings.Join(tt.files, ",") {
+				t.Errorf("%s wrote %v, want %v (and no temporary file)", tt.name, got, tt.files)
+			}
+			r := readReport(t, filepath.Join(dir, "report.json"))
+			if r.Driver.Name != "memory" {
+				t.Errorf("report of driver %q", r.Driver.Name)
+			}
+			if h, _ := os.ReadFile(filepath.Join(dir, "report.html")); !strings.HasSuffix(strings.TrimSpace(string(h)), "</html>") {
+				t.Errorf("HTML report not whole")
+			}
+		})
+	}
+}
+
+// TestAWriteFailureLosesNoOtherOutput: when the end of a run cannot write one output (its
+// directory went away during the load), the others are still written, the run is still
+// recorded as far as it can be, and the command exits 2 with an error naming the path.
+func TestAWriteFailureLosesNoOtherOutput(t *testing.T) {
+	for _, cmd := range []string{"run", "serve"} {
+		t.Run(cmd, func(t *testing.T) {
+			gone, kept := filepath.Join(t.TempDir(), "gone"), t.TempDir()
+			if err := os.Mkdir(gone, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			rep := filepath.Join(gone, "r.json")
+			args := []string{"--driver", "memory", "--set", "workload.readRate=200", "--set", "workload.writeRate=50",
+				"--report", rep, "--report-html", filepath.Join(kept, "r.html")}
+			var out, errOut *syncBuffer
+			var stop func() int
+			if cmd == "serve" {
+				_, out, errOut, stop = startServe(t, nil, append(args, "--listen", "127.0.0.1:0", "--start")...)
+			} else {
+				args = append(args, "--duration", "0", "--junit", filepath.Join(kept, "j.xml"))
+				out, errOut, stop = startRun(t, args...)
+			}
+			time.Sleep(1200 * time.Millisecond) // a whole interval in the report
+			if err := os.RemoveAll(gone); err != nil {
+				t.Fatal(err)
+			}
+			code := stop()
+			if code != verdict.Usage || !strings.Contains(errOut.String(), "--report") || !strings.Contains(errOut.String(), rep) {
+				t.Errorf("exit %d, want 2 naming --report and %s\nstderr: %s", code, rep, errOut)
+			}
+			if !strings.Contains(out.String(), "HTML report written to "+filepath.Join(kept, "r.html")) {
+				t.Errorf("the HTML report was not written after the JSON one failed:\n%s", out)
+			}
+			if h, err := os.ReadFile(filepath.Join(kept, "r.html")); err != nil || !strings.Contains(string(h), "</html>") {
+				t.Errorf("HTML report: %v", err)
+			}
+			if cmd == "run" {
+				if _, err := os.Stat(filepath.Join(kept, "j.xml")); err != nil {
+					t.Errorf("JUnit not written: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// startRun runs `ndbench run args` in-process until stop, which ends it as a signal does
+// (an unbounded run's normal end), and returns its exit code.
+func startRun(t *testing.T, args ...string) (out, errOut *syncBuffer, stop func() int) {
+	t.Helper()
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	code := -1
+	go func() {
+		defer close(done)
+		code = execute(ctx, append([]string{"run"}, args...), &streams{out: out, err: errOut})
+	}()
+	stop = func() int {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("run did not exit within 20 s of the signal\nstdout: %s\nstderr: %s", out, errOut)
+		}
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "no --duration: runs until") {
+		if time.Now().After(deadline) {
+			t.Fatalf("run never started its load\nstdout: %s\nstderr: %s", out, errOut)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return out, errOut, stop
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/verdict"
-	"github.com/ndbench/ndbench/internal/web"
 )
 
 type runFlags struct {
@@ -34,10 +33,8 @@ type runFlags struct {
 	duration   time.Duration
 	warmup     time.Duration
 	backfill   bool
-	report     string
-	reportHTML string
+	outputs    outputFlags
 	hdrLog     string
-	junit      string
 	thresholds []string
 	fromReport string
 	// reportChecks are the thresholds of the report the run is rebuilt from.
@@ -131,7 +128,9 @@ thresholds it fails (exit 1) when no operation succeeded, when an op class that 
 operations had none succeed, or when more than half of the attempted operations failed.
 Exit codes (README "Exit codes"): 0 passed, 1 failed, 2 bad usage or config, 3 cut short
 by a signal (a bounded run, or during the backfill or warm-up; Ctrl-C is how --duration 0
-ends, and that run is judged as any other).`,
+ends, and that run is judged as any other), 4 invalid: the load generator was the
+bottleneck (its CPU saturated, or it sent under 80% of an open-loop rate by its own delay
+while its workers were mostly out of the store), so the figures do not measure the store.`,
 		Example: `  ndbench run --duration 30s
   ndbench run --driver memory --set workload.readRate=100000 --set workload.writeEnabled=false
   ndbench run -c ndbench.properties --driver cassandra --report out.json --hdr-log out.hlog
@@ -147,12 +146,14 @@ ends, and that run is judged as any other).`,
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "how long to run the load (0 = until interrupted), after the warm-up")
 	cmd.Flags().DurationVar(&f.warmup, "warmup", 0, "run the load this long before measuring: the time series shows it, the summary and report exclude it (default workload.warmup)")
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "write every key once before the load (same as --set workload.backfill=true)")
-	cmd.Flags().StringVar(&f.report, "report", "", "write the JSON report to this file")
-	cmd.Flags().StringVar(&f.reportHTML, "report-html", "", "write a self-contained HTML report (tables and charts) to this file")
+	f.outputs.bind(cmd, outputHelp{
+		report:     "write the JSON report to this file",
+		reportHTML: "write a self-contained HTML report (tables and charts) to this file",
+		junit:      "write JUnit XML (a testcase per threshold, or the default verdict) to this file",
+	})
 	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs to this file")
 	cmd.Flags().StringArrayVar(&f.thresholds, "threshold", nil, "a check the measured load must pass, in the scenario grammar: 'read.p99 < 5ms', 'errors' per class: 'write.errors < 1%' (repeatable; adds to the config file's thresholds:); a failed one exits 1")
 	cmd.Flags().StringVar(&f.fromReport, "from-report", "", "rebuild the run a JSON report records: its configuration (each key not a default), duration, warm-up, backfill and thresholds; flags given beside it override")
-	cmd.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testcase per threshold, or the default verdict) to this file")
 	cmd.Flags().BoolVar(&f.wide, "wide", false, "print each live second on one line with every percentile, and warnings unwrapped (default: fit 100 columns)")
 	f.otlp.bind(cmd)
 	f.record.bind(cmd)
@@ -167,7 +168,11 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 		return usageError{fmt.Errorf("--duration: invalid value %s; allowed: 0 (until interrupted) or a positive duration", f.duration)}
 	}
 	ins := append(f.inputs(), input{"the --from-report file", f.fromReport})
-	if err := checkOutputs(io.err, ins, output{"report", f.report}, output{"report-html", f.reportHTML}, output{"hdr-log", f.hdrLog}, output{"junit", f.junit}); err != nil {
+	outs, err := f.outputs.resolve()
+	if err != nil {
+		return err
+	}
+	if err := checkOutputs(io.err, ins, append(outs, output{"hdr-log", f.hdrLog})...); err != nil {
 		return err
 	}
 	if err := f.record.check(); err != nil {
@@ -341,30 +346,17 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 		}
 		fmt.Fprintf(io.out, "HDR log written to %s\n", f.hdrLog)
 	}
-	if f.report != "" {
-		if err := report.WriteFile(f.report, rep); err != nil {
-			return err
-		}
-		fmt.Fprintf(io.out, "report written to %s\n", f.report)
-	}
-	if f.reportHTML != "" {
-		if err := report.WriteHTMLFile(f.reportHTML, rep, report.Charts(web.Charts())); err != nil {
-			return err
-		}
-		fmt.Fprintf(io.out, "HTML report written to %s\n", f.reportHTML)
-	}
-	if f.junit != "" {
-		if err := writeRunJUnit(f.junit, rep); err != nil {
-			return err
-		}
-		fmt.Fprintf(io.out, "JUnit XML written to %s\n", f.junit)
-	}
+	// A file that cannot be written costs neither the others nor the history record.
+	werr := f.outputs.write(io.out, contents{report: jsonReport(rep), reportHTML: htmlReport(rep), junit: runJUnit(rep)})
 	f.record.record(ctx, rep, inst.Collector(), io) // after the report files, which a failure here never costs
 	if interrupted {
 		return exitError{verdict.Aborted, interruptedError{"the run", verdict.Aborted}}
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(io.err, "stopped by signal")
+	}
+	if werr != nil {
+		return werr
 	}
 	if v := rep.Verdict; v.ExitCode != verdict.Pass {
 		return exitError{v.ExitCode, fmt.Errorf("run %s (exit code %d): %s", v.Status, v.ExitCode, strings.Join(v.Reasons, "; "))}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -134,36 +133,32 @@ func (j *runJudge) results() []report.Threshold {
 	return out
 }
 
-// runVerdict judges a run: by its thresholds when it has some, else by the default
-// verdict (package verdict) over its load phase; cut short by a signal it is aborted.
+// runVerdict judges a run by the one verdict every command shares (verdict.Judge): by its
+// thresholds when it has some, else by the default verdict over its load phase; cut short
+// by a signal it is aborted; with figures that measure the load generator rather than the
+// store (report.GeneratorBound) it is invalid.
 func runVerdict(rep *report.Report, interrupted bool) *report.Verdict {
-	v := &report.Verdict{ExitCode: verdict.Pass}
+	var j verdict.Judgement
 	if len(rep.Thresholds) > 0 {
-		v.By = "thresholds"
+		j.By = "thresholds"
 		for _, t := range rep.Thresholds {
 			if t.Status != scenario.Pass {
-				v.Reasons = append(v.Reasons, fmt.Sprintf("threshold %s failed: observed %s", t.Check, t.Observed))
+				j.Failed = append(j.Failed, fmt.Sprintf("threshold %s failed: observed %s", t.Check, t.Observed))
 			}
 		}
-	} else {
-		var classes []verdict.Class
-		for name, s := range rep.Ops {
-			if name == "backfill" || stats.IsOperationSeries(name) {
-				continue // the backfill is judged by its own warning; operations by their class
-			}
-			classes = append(classes, verdict.Class{Name: name, Attempted: s.Attempted, Succeeded: s.Succeeded})
-		}
-		v.By, v.Reasons = "default", verdict.Default(classes)
 	}
-	if len(v.Reasons) > 0 {
-		v.ExitCode = verdict.Failed
+	for name, s := range rep.Ops {
+		if name == "backfill" || stats.IsOperationSeries(name) {
+			continue // the backfill is judged by its own warning; operations by their class
+		}
+		j.Classes = append(j.Classes, verdict.Class{Name: name, Attempted: s.Attempted, Succeeded: s.Succeeded})
 	}
 	if interrupted {
-		v.ExitCode = verdict.Aborted
-		v.Reasons = append([]string{"interrupted by a signal before the end of the run"}, v.Reasons...)
+		j.Aborted = "interrupted by a signal before the end of the run"
+	} else {
+		j.Invalid = report.GeneratorBound(rep)
 	}
-	v.Status = verdict.Name(v.ExitCode)
-	return v
+	return report.NewVerdict(verdict.Judge(j))
 }
 
 // printVerdict prints the run's thresholds and verdict below its summary, with why it did
@@ -184,7 +179,9 @@ func printVerdict(out io.Writer, r *report.Report, width int) {
 		return
 	}
 	line := fmt.Sprintf("%s (exit %d", v.Status, v.ExitCode)
-	if v.By == "default" {
+	if v.ExitCode == verdict.Invalid {
+		line += "; the figures measure the load generator, not the store: see why below and the warnings above"
+	} else if v.By == "default" {
 		line += fmt.Sprintf("; no thresholds given: a run fails when nothing succeeded or more than %.0f%% of attempted operations failed", 100*verdict.MaxFailedShare)
 	}
 	fmt.Fprintln(out, wrapText("verdict: ", line+")", width))
@@ -193,13 +190,23 @@ func printVerdict(out io.Writer, r *report.Report, width int) {
 	}
 }
 
-// writeRunJUnit writes the run's verdict as JUnit XML with scenario's writer: a testcase
-// per threshold, or one for the default verdict.
-func writeRunJUnit(path string, rep *report.Report) error {
+// runJUnit is the run's verdict as JUnit XML, with scenario's writer: a testcase per
+// threshold, or one for the default verdict (or an auto-tune search's), and one failed
+// when the result is invalid.
+func runJUnit(rep *report.Report) func(io.Writer) error {
+	return func(w io.Writer) error { return writeRunJUnit(w, rep) }
+}
+
+func writeRunJUnit(w io.Writer, rep *report.Report) error {
 	o := &scenario.Outcome{Scenario: "ndbench run", Started: rep.Started, Ended: rep.Ended, Phases: []string{}}
 	for _, t := range rep.Thresholds {
 		o.Thresholds = append(o.Thresholds, scenario.Result{Name: t.Name, Check: t.Check, Window: "run", Class: t.Class, Metric: t.Metric,
 			Suite: "run", Status: t.Status, Observed: t.Observed, Value: t.Value, Intervals: t.Intervals, Detail: t.Detail})
+	}
+	if v := rep.Verdict; v != nil && v.ExitCode == verdict.Invalid {
+		// A CI reader sees why the run is neither a pass nor the store's failure.
+		o.Thresholds = append(o.Thresholds, scenario.Result{Name: "valid measurement", Check: "the load generator was not the bottleneck",
+			Window: "run", Suite: "run", Status: scenario.Fail, Observed: "invalid", Intervals: len(rep.Series), Detail: strings.Join(v.Reasons, "; ")})
 	}
 	if v := rep.Verdict; v != nil && v.By == "default" {
 		r := scenario.Result{Name: "default verdict", Check: fmt.Sprintf("operations succeeded, at most %.0f%% failed", 100*verdict.MaxFailedShare),
@@ -209,9 +216,15 @@ func writeRunJUnit(path string, rep *report.Report) error {
 		}
 		o.Thresholds = append(o.Thresholds, r)
 	}
-	var b bytes.Buffer
-	if err := o.WriteJUnit(&b); err != nil {
-		return err
+	if v := rep.Verdict; v != nil && v.By == "sla" {
+		// An auto-tune search's own verdict: failed when it found no capacity within SLA,
+		// was cut short or stopped by an error (an invalid one has its testcase above).
+		r := scenario.Result{Name: "capacity search", Check: "the store's capacity found within the SLA", Window: "run", Suite: "run",
+			Status: scenario.Pass, Observed: strings.ToLower(v.Status), Intervals: len(rep.Series)}
+		if v.ExitCode != verdict.Pass && v.ExitCode != verdict.Invalid {
+			r.Status, r.Detail = scenario.Fail, strings.Join(v.Reasons, "; ")
+		}
+		o.Thresholds = append(o.Thresholds, r)
 	}
-	return report.WriteBytesAtomic(path, b.Bytes())
+	return o.WriteJUnit(w)
 }

@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -19,7 +17,7 @@ import (
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/scenario"
-	"github.com/ndbench/ndbench/internal/web"
+	"github.com/ndbench/ndbench/internal/verdict"
 )
 
 // exitError carries a command's own exit code (a scenario's 1, 3 or 4) to Main.
@@ -35,15 +33,11 @@ func (e exitError) Unwrap() error { return e.err }
 func (e exitError) ExitCode() int { return e.code }
 
 type scenarioFlags struct {
-	sets       []string
-	dryRun     bool
-	outDir     string
-	report     string
-	reportHTML string
-	junit      string
-	markdown   string
-	fleet      fleetClientFlags
-	record     recordFlags
+	sets    []string
+	dryRun  bool
+	outputs outputFlags
+	fleet   fleetClientFlags
+	record  recordFlags
 }
 
 func newScenarioCmd(s *streams) *cobra.Command {
@@ -87,11 +81,12 @@ run here, and thresholds are judged on the merged per-second statistics (docs/fl
 	}
 	run.Flags().StringArrayVarP(&f.sets, "set", "s", nil, "set a config key above the file's config, e.g. --set drivers.redis.addrs=host:6379 (repeatable)")
 	run.Flags().BoolVar(&f.dryRun, "dry-run", false, "check the file and print the timeline without running anything")
-	run.Flags().StringVar(&f.outDir, "out-dir", "", "write report.json, report.html, junit.xml and summary.md into this directory")
-	run.Flags().StringVar(&f.report, "report", "", "write the JSON report (with the scenario's outcome) to this file")
-	run.Flags().StringVar(&f.reportHTML, "report-html", "", "write the HTML report to this file")
-	run.Flags().StringVar(&f.junit, "junit", "", "write JUnit XML (a testsuite per phase, a testcase per threshold) to this file")
-	run.Flags().StringVar(&f.markdown, "markdown", "", "write the Markdown summary to this file")
+	f.outputs.bind(run, outputHelp{
+		report:     "write the JSON report (with the scenario's outcome) to this file",
+		reportHTML: "write the HTML report to this file",
+		junit:      "write JUnit XML (a testsuite per phase, a testcase per threshold) to this file",
+		markdown:   "write the Markdown summary to this file",
+	})
 	f.fleet.bind(run)
 	f.record.bind(run)
 	cmd.AddCommand(run)
@@ -110,18 +105,9 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	if err := f.record.check(); err != nil {
 		return err
 	}
-	outs := []output{{"report", f.report}, {"report-html", f.reportHTML}, {"junit", f.junit}, {"markdown", f.markdown}}
-	if f.outDir != "" {
-		if err := os.MkdirAll(f.outDir, 0o755); err != nil {
-			return usageError{fmt.Errorf("--out-dir: %w", err)}
-		}
-		// An output --out-dir names is checked (and named in errors) as --out-dir's.
-		for i, name := range []string{"report.json", "report.html", "junit.xml", "summary.md"} {
-			if outs[i].path == "" {
-				outs[i] = output{"out-dir", filepath.Join(f.outDir, name)}
-			}
-		}
-		f.report, f.reportHTML, f.junit, f.markdown = outs[0].path, outs[1].path, outs[2].path, outs[3].path
+	outs, err := f.outputs.resolve()
+	if err != nil {
+		return err
 	}
 	ins := []input{discoveryInput(f.fleet.discovery)}
 	for _, in := range sc.Inputs {
@@ -199,14 +185,17 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	if out.Error == "" && out.AbortedBy == "" && !out.Interrupted {
 		out.Invalid = append(report.GeneratorBound(rep), nodeInvalid()...)
 	}
+	// The report files carry the verdict the exit code gives, as a run's do.
+	rep.Verdict = report.NewVerdict(verdict.Judge(out.Judgement()))
 	printSummary(s.out, rep, consoleWidth)
 	out.WriteText(s.out)
-	if err := writeScenarioOutputs(f, s, rep, out); err != nil {
-		return exitError{scenario.ExitError, err}
-	}
-	// After the report files, which a failure here never costs; the outcome is kept with
-	// the report.
+	werr := writeScenarioOutputs(f, s, rep, out)
+	// After the report files, which a failure here never costs, and whatever they did;
+	// the outcome is kept with the report.
 	f.record.recordAs(ctx, s, "scenario", sc.Name, rep, scenario.Report{Report: rep, Scenario: out}, target.Collector())
+	if werr != nil {
+		return exitError{scenario.ExitError, werr}
+	}
 	if code := out.ExitCode(); code != scenario.ExitPass {
 		return exitError{code, fmt.Errorf("scenario %s %s (exit code %d)", sc.Name, out.Verdict(), code)}
 	}
@@ -243,45 +232,28 @@ func nodesGeneratorBound(ctx context.Context, fl *clientFleet, stderr io.Writer)
 }
 
 func writeScenarioOutputs(f *scenarioFlags, s *streams, rep *report.Report, out *scenario.Outcome) error {
-	if f.report != "" {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(scenario.Report{Report: rep, Scenario: out}); err != nil {
-			return fmt.Errorf("encode report: %w", err)
-		}
-		if err := report.WriteBytesAtomic(f.report, b.Bytes()); err != nil {
-			return err
-		}
-		fmt.Fprintf(s.out, "report written to %s\n", f.report)
-	}
-	if f.reportHTML != "" {
-		if err := report.WriteHTMLFile(f.reportHTML, rep, report.Charts(web.Charts())); err != nil {
-			return err
-		}
-		fmt.Fprintf(s.out, "HTML report written to %s\n", f.reportHTML)
-	}
-	if f.junit != "" {
-		var b bytes.Buffer
-		if err := out.WriteJUnit(&b); err != nil {
-			return err
-		}
-		if err := report.WriteBytesAtomic(f.junit, b.Bytes()); err != nil {
-			return err
-		}
-		fmt.Fprintf(s.out, "JUnit XML written to %s\n", f.junit)
-	}
 	var md bytes.Buffer
 	out.WriteMarkdown(&md)
-	if f.markdown != "" {
-		if err := report.WriteBytesAtomic(f.markdown, md.Bytes()); err != nil {
+	err := f.outputs.write(s.out, contents{
+		report: func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(scenario.Report{Report: rep, Scenario: out}); err != nil {
+				return fmt.Errorf("encode report: %w", err)
+			}
+			return nil
+		},
+		reportHTML: htmlReport(rep),
+		junit:      out.WriteJUnit,
+		markdown: func(w io.Writer) error {
+			_, err := w.Write(md.Bytes())
 			return err
-		}
-	}
+		},
+	})
 	if path := lookupEnv(s.env, "GITHUB_STEP_SUMMARY"); path != "" {
-		if err := appendFile(path, md.Bytes()); err != nil {
-			return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+		if aerr := appendFile(path, md.Bytes()); aerr != nil {
+			err = errors.Join(err, exitError{scenario.ExitError, fmt.Errorf("GITHUB_STEP_SUMMARY: %w", aerr)})
 		}
 	}
-	return nil
+	return err
 }

@@ -34,7 +34,7 @@ type serveFlags struct {
 	backfill     bool
 	etcd         string
 	etcdPrefix   string
-	report       string
+	outputs      outputFlags
 	noWatchFile  bool
 	logLevelText string
 	fleet        fleetFlags
@@ -101,7 +101,10 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().StringVar(&f.etcdCert, "config-etcd-cert", "", "reach --config-etcd over TLS with this client certificate (PEM; with --config-etcd-key), re-read when it changes")
 	cmd.Flags().StringVar(&f.etcdKey, "config-etcd-key", "", "the private key (PEM) of --config-etcd-cert")
 	cmd.Flags().StringVar(&f.etcdUser, "config-etcd-user", "", "etcd user of --config-etcd; the password comes from $NDBENCH_ETCD_PASSWORD")
-	cmd.Flags().StringVar(&f.report, "report", "", "on shutdown, write the JSON report of the whole service run to this file")
+	f.outputs.bind(cmd, outputHelp{
+		report:     "on shutdown, write the JSON report of the whole service run to this file",
+		reportHTML: "on shutdown, write the HTML report of the whole service run to this file",
+	})
 	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "let API and UI callers set what reaches beyond the store: script (script sources), http-targets (HTTP/gRPC targets on any host), paths (files and directories); comma-separated")
@@ -166,7 +169,11 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if err := checkOutputs(io.err, append(f.inputs(), discoveryInput(f.fleet.discovery)), output{"report", f.report}); err != nil {
+	outs, err := f.outputs.resolve()
+	if err != nil {
+		return err
+	}
+	if err := checkOutputs(io.err, append(f.inputs(), discoveryInput(f.fleet.discovery)), outs...); err != nil {
 		return err
 	}
 	if err := f.record.check(); err != nil {
@@ -358,14 +365,12 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	stopOTLP(otlp, log)
 	closed = true
 	_ = inst.Close()
-	if f.report != "" {
-		if err := report.WriteFile(f.report, rep); err != nil {
-			return errors.Join(serveErr, err)
-		}
-		fmt.Fprintf(io.out, "report written to %s\n", f.report)
-	}
+	werr := f.outputs.write(io.out, contents{report: jsonReport(rep), reportHTML: htmlReport(rep)})
 	if record := onSessionEnd("serve"); recordLast && record != nil {
-		record(rep, inst.Collector()) // after the report file, which a failure here never costs
+		record(rep, inst.Collector()) // after the report files, which a failure here never costs
+	}
+	if werr != nil {
+		return errors.Join(serveErr, werr)
 	}
 	printSummary(io.out, rep, consoleWidth)
 	printServeEnd(io.out, serveErr, fmt.Sprintf("the driver session (%s) is summarized above", rep.Driver.Name))

@@ -349,3 +349,112 @@ func TestAutotuneInterrupted(t *testing.T) {
 		t.Errorf("stderr %q, want \"interrupted: ...\" and no \"error:\"", e)
 	}
 }
+
+// TestRunGeneratorBoundIsInvalid: a run whose generator was the bottleneck (a real one:
+// an open-loop rate far beyond what the process can send, against the memory store,
+// which answers at once) exits 4 and says why in the console, the JSON and HTML reports
+// and JUnit; the same pool against a store too slow for it is the store's result and
+// passes; a store that fails every operation never passes.
+func TestRunGeneratorBoundIsInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		sets []string
+		code int
+		want []string // in stdout
+	}{
+		{"absurd rate on an instant store", []string{"workload.readRate=100000000", "workload.readers=16", "workload.maxReaders=16"}, verdict.Invalid,
+			[]string{"verdict: INVALID (exit 4", verdict.InvalidPrefix}},
+		{"store too slow for the workers", []string{"drivers.memory.serviceTime=5ms", "workload.readRate=2000", "workload.readers=2", "workload.maxReaders=2"}, verdict.Pass,
+			[]string{"verdict: PASSED (exit 0", "set workload.readers="}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rep, html, junit := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html"), filepath.Join(dir, "j.xml")
+			args := []string{"run", "--driver", "memory", "--duration", "1500ms", "--report", rep, "--report-html", html, "--junit", junit,
+				"--set", "workload.writeEnabled=false"}
+			for _, s := range tt.sets {
+				args = append(args, "--set", s)
+			}
+			code, out, errOut := ndbench(t, nil, args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tt.code, out, errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			r := readReport(t, rep)
+			if r.Verdict == nil || r.Verdict.ExitCode != tt.code || r.Verdict.Status != verdict.Name(tt.code) {
+				t.Fatalf("report verdict %+v, want exit code %d", r.Verdict, tt.code)
+			}
+			h, _ := os.ReadFile(html)
+			j, _ := os.ReadFile(junit)
+			if tt.code == verdict.Invalid {
+				// Either rule may see it first, by the machine's load: the process's CPU, or
+				// the rate it could not send with its workers out of the store.
+				why := ""
+				if len(r.Verdict.Reasons) > 0 {
+					why = r.Verdict.Reasons[0]
+				}
+				if !strings.Contains(why, "the generator could not send faster") && !strings.Contains(why, "cores busy") {
+					t.Errorf("report verdict reasons %q lack the generator's shortfall or CPU", r.Verdict.Reasons)
+				}
+				if !strings.Contains(string(h), "<strong>INVALID</strong> (exit 4") || !strings.Contains(string(h), verdict.InvalidPrefix) {
+					t.Errorf("HTML report lacks the invalid verdict and its reason")
+				}
+				if !strings.Contains(string(j), `name="valid measurement"`) || !strings.Contains(string(j), "<failure") {
+					t.Errorf("JUnit lacks a failed valid-measurement testcase:\n%s", j)
+				}
+				if !strings.Contains(errOut, "run INVALID (exit code 4)") {
+					t.Errorf("stderr does not say the run is invalid: %s", errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestScenarioAndAutotuneGeneratorBound: the same rule in scenario and autotune, with a
+// real saturated generator (the memory store answers at once, so the rate the process can
+// send is the limit): a scenario phase at an absurd open-loop rate exits 4 and its report
+// files carry the verdict with why; an auto-tune search that doubles its rate up to the
+// generator's limit ends client-bound and exits 4 with the verdict in its report.
+func TestScenarioAndAutotuneGeneratorBound(t *testing.T) {
+	t.Run("scenario", func(t *testing.T) {
+		sc := writeScenario(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 100000000, readers: 16, maxReaders: 16, writeEnabled: false}
+phases: [{name: p, duration: 1500ms}]
+thresholds: [{check: read.errors < 1%, window: phase p}]
+`)
+		out := filepath.Join(t.TempDir(), "out")
+		code, stdout, stderr := ndbench(t, nil, "scenario", "run", sc, "--out-dir", out)
+		if code != verdict.Invalid || !strings.Contains(stdout, "INVALID") {
+			t.Fatalf("exit %d, want %d\n%s\n%s", code, verdict.Invalid, stdout, stderr)
+		}
+		r := readReport(t, filepath.Join(out, "report.json"))
+		if r.Verdict == nil || r.Verdict.ExitCode != verdict.Invalid || len(r.Verdict.Reasons) == 0 || !strings.HasPrefix(r.Verdict.Reasons[0], verdict.InvalidPrefix) {
+			t.Errorf("report verdict %+v, want invalid with the generator's reason first", r.Verdict)
+		}
+		h, _ := os.ReadFile(filepath.Join(out, "report.html"))
+		if !strings.Contains(string(h), "<strong>INVALID</strong> (exit 4") {
+			t.Errorf("HTML report lacks the invalid verdict")
+		}
+	})
+	t.Run("autotune", func(t *testing.T) {
+		rep := filepath.Join(t.TempDir(), "r.json")
+		code, stdout, stderr := ndbench(t, nil, "autotune", "--driver", "memory", "--set", "workload.writeEnabled=false",
+			"--set", "workload.readers=4", "--set", "workload.maxReaders=4", "--latency", "20ms", "--start", "20000",
+			"--settle", "200ms", "--window", "1s", "--max-window", "2s", "--confirm", "2s", "--recover", "1s", "--report", rep)
+		if code != verdict.Invalid {
+			t.Fatalf("exit %d, want %d (client-bound)\n%s\n%s", code, verdict.Invalid, stdout, stderr)
+		}
+		r := readReport(t, rep)
+		if r.Verdict == nil || r.Verdict.ExitCode != verdict.Invalid || r.Verdict.By != "sla" || len(r.Verdict.Reasons) == 0 ||
+			!strings.Contains(r.Verdict.Reasons[0], "client-bound") {
+			t.Errorf("report verdict %+v, want invalid by the SLA search, client-bound", r.Verdict)
+		}
+	})
+}

@@ -174,7 +174,9 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 }
 
 // Start takes the run's lease and starts the op classes at req.At as a user's start does:
-// from idle, the node's figures start workload.warmup after req.At (the warm-up).
+// from idle, the node's figures start workload.warmup after req.At (the warm-up); a step
+// of the coordinator's run (req.NoWarmup) starts them with no warm-up of the node's own,
+// since the run has its one warm-up already.
 func (a *Agent) Start(req StartRequest) error {
 	a.mu.Lock()
 	err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, a.clk.Now())
@@ -184,6 +186,9 @@ func (a *Agent) Start(req StartRequest) error {
 	a.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if req.NoWarmup {
+		return a.node.StartAt(req.At, req.Ops...)
 	}
 	return a.node.StartLoadAt(req.At, req.Ops...)
 }

@@ -165,8 +165,20 @@ func newRunID() string {
 
 // Start starts op classes on every live node at one common instant: offsets measured,
 // skew checked, the fleet's rates divided among them. It fails without starting anything
-// when a node's clock is unknown or too far off.
+// when a node's clock is unknown or too far off. Each node starts as a user's start does:
+// from idle, it warms up (workload.warmup).
 func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, error) {
+	return c.start(ctx, false, classes)
+}
+
+// StartStep is Start as a step of a run the caller sequences (a scenario phase, an
+// auto-tune step, the run's own warm-up): the nodes start with no warm-up of their own,
+// so a node warms up once per run, not again at every start from idle.
+func (c *Coordinator) StartStep(ctx context.Context, classes ...string) (time.Time, error) {
+	return c.start(ctx, true, classes)
+}
+
+func (c *Coordinator) start(ctx context.Context, step bool, classes []string) (time.Time, error) {
 	// A fleet just formed may have one clock sample per node: take the missing ones now
 	// rather than refuse the start.
 	for range offsetSamples {
@@ -234,7 +246,7 @@ func (c *Coordinator) Start(ctx context.Context, classes ...string) (time.Time, 
 	c.mu.Unlock()
 	defer c.beatAll(ctx)
 	err := c.fanOut("start", ms, func(m *member) error {
-		req := StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at.Add(offsets[m]), Ops: classes, LeaseMs: c.opts.Lease.Milliseconds()}
+		req := StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at.Add(offsets[m]), Ops: classes, LeaseMs: c.opts.Lease.Milliseconds(), NoWarmup: step}
 		return m.client().call(ctx, http.MethodPost, "/api/v1/cluster/start", req, nil)
 	})
 	return at, err

@@ -61,16 +61,34 @@ func (f *Fleet) Shutdown() error {
 
 // Start starts op classes on every node at one common instant, and returns then: the
 // load runs when it returns, as a node's Start (a scenario's phase clock, auto-tune's
-// settle period count from it).
+// settle period count from it). It is a step of a run the caller sequences, so no node
+// warms up (Coordinator.StartStep): the run's warm-up is the caller's, once.
 func (f *Fleet) Start(classes ...string) error {
+	return f.start(true, classes)
+}
+
+func (f *Fleet) start(step bool, classes []string) error {
 	ctx, cancel := cmdContext()
 	defer cancel()
-	at, err := f.c.Start(ctx, classes...)
+	startFn := f.c.Start
+	if step {
+		startFn = f.c.StartStep
+	}
+	at, err := startFn(ctx, classes...)
 	if err != nil {
 		return err
 	}
 	_ = clock.Sleep(ctx, f.clock(), clock.Until(f.clock(), at))
 	return nil
+}
+
+// StartAt is Start at the instant at, or at the fleet's common instant when that is
+// later, as StartLoadAt.
+func (f *Fleet) StartAt(at time.Time, classes ...string) error {
+	if err := f.waitFor(at); err != nil {
+		return err
+	}
+	return f.Start(classes...)
 }
 
 // InitConfigured initializes on every node the driver the fleet's configuration selects.
@@ -83,7 +101,7 @@ func (f *Fleet) InitConfigured(ctx context.Context) error {
 // merged figures start workload.warmup after it too (see StartMeasuring).
 func (f *Fleet) StartLoad(classes ...string) error {
 	idle := f.Status().Idle()
-	if err := f.Start(classes...); err != nil {
+	if err := f.start(false, classes); err != nil {
 		return err
 	}
 	if idle {
@@ -96,13 +114,21 @@ func (f *Fleet) StartLoad(classes ...string) error {
 // is later: a fleet picks its own instant a few round trips ahead, so at is a lower bound.
 // The wait is bounded as a node bounds a shape's (maxShapeWait).
 func (f *Fleet) StartLoadAt(at time.Time, classes ...string) error {
+	if err := f.waitFor(at); err != nil {
+		return err
+	}
+	return f.StartLoad(classes...)
+}
+
+// waitFor waits until the instant at, bounded as a node bounds a shape's (maxShapeWait).
+func (f *Fleet) waitFor(at time.Time) error {
 	if wait := clock.Until(f.clock(), at); wait > 0 {
 		if wait > maxShapeWait {
 			return &driver.FieldError{Field: "at", Value: at.Format(time.RFC3339Nano), Allowed: fmt.Sprintf("an instant at most %v ahead of this node's clock", maxShapeWait)}
 		}
 		_ = clock.Sleep(context.Background(), f.clock(), wait)
 	}
-	return f.StartLoad(classes...)
+	return nil
 }
 
 // warmUp starts the fleet's figures d from now, unless the load is stopped before; d ≤ 0

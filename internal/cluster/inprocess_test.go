@@ -561,3 +561,34 @@ func TestInProcessFleetStartWarmsUp(t *testing.T) {
 		t.Errorf("fleet report's warmupSeconds %v, want 0.5", rep.WarmupSeconds)
 	}
 }
+
+// TestInProcessFleetRunWarmsUpOnce: a fleet scenario or auto-tune drives the fleet through
+// the one run sequence (node.Run): its warm-up runs the load for workload.warmup, drains
+// it, and the first phase (or step) starts the load again. That start is a step of the
+// run, so no node warms up a second time (each node's agent used to start every load from
+// idle as a user's start, with a warm-up of its own), and the fleet's report counts the
+// run's one warm-up.
+func TestInProcessFleetRunWarmsUpOnce(t *testing.T) {
+	nodes, coord, url := inFleet(t, 2)
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 200, "workload.writeEnabled": false, "workload.numKeys": 100, "workload.warmup": "400ms"}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	fleet := coord.Fleet()
+	seq := &node.Run{Node: fleet}
+	if measured, err := seq.WarmUp(context.Background()); err != nil || !measured {
+		t.Fatalf("warm-up: measured %v, %v", measured, err)
+	}
+	// The first phase starts the load again, from idle.
+	if err := fleet.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fleet.Stop() }()
+	for i, n := range nodes {
+		if until := n.inst.Status().WarmingUpUntil; !until.IsZero() {
+			t.Errorf("node %d warms up again at the first phase, until %v: a second warm-up", i, until)
+		}
+	}
+	if w := fleet.ReportInput("test").Warmup; w != 400*time.Millisecond {
+		t.Errorf("fleet report's warm-up %v, want the run's one of 400ms", w)
+	}
+}

@@ -70,6 +70,12 @@ type StartRequest struct {
 	// Ops are the classes to start; empty = every class of the workload.
 	Ops     []string `json:"ops,omitempty" maxItems:"16"`
 	LeaseMs int64    `json:"leaseMs" minimum:"1" doc:"Stop the load after this long without a beat of the run"`
+	// NoWarmup starts the classes as a step of a run the coordinator sequences (a
+	// scenario phase, an auto-tune step, the run's own warm-up): the coordinator's run
+	// has its one warm-up, so the node adds none of its own. Absent (a user's start over
+	// the fleet's API, an older coordinator), the node warms up from idle as a user's
+	// start does.
+	NoWarmup bool `json:"noWarmup,omitempty" doc:"A step of the coordinator's run: no warm-up of the node's own"`
 }
 
 // HeaderCoordinator and HeaderRun name, on every call a coordinator makes to a node, the

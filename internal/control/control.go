@@ -52,6 +52,10 @@ type Loads interface {
 	// Start starts op classes now, as a step of a run whose phases the caller sequences:
 	// no warm-up.
 	Start(classes ...string) error
+	// StartAt is Start with the first operations due at the instant at: a fleet's step
+	// (a scenario phase, an auto-tune step, the run's own warm-up) starts its nodes
+	// together this way, with no warm-up of each node's own.
+	StartAt(at time.Time, classes ...string) error
 	// StartLoad starts op classes as a user asks for it (the API, the UI, NDBench's
 	// routes): from idle, the figures start workload.warmup later (the warm-up).
 	StartLoad(classes ...string) error

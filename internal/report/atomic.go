@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -78,12 +77,4 @@ func syncDir(dir string) {
 	}
 	_ = d.Sync()
 	_ = d.Close()
-}
-
-// WriteBytesAtomic writes b to path as WriteFileAtomic does.
-func WriteBytesAtomic(path string, b []byte) error {
-	return WriteFileAtomic(path, func(w io.Writer) error {
-		_, err := io.Copy(w, bytes.NewReader(b))
-		return err
-	})
 }

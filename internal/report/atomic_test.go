@@ -24,7 +24,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	want, _ := os.Stat(probe)
 
 	out := filepath.Join(dir, "r.json")
-	if err := WriteBytesAtomic(out, []byte("one")); err != nil {
+	if err := WriteFileAtomic(out, text("one")); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.Stat(out)
@@ -39,7 +39,7 @@ func TestWriteFileAtomic(t *testing.T) {
 		if err := os.Chmod(out, 0o640); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteBytesAtomic(out, []byte("two")); err != nil {
+		if err := WriteFileAtomic(out, text("two")); err != nil {
 			t.Fatal(err)
 		}
 		if fi, _ := os.Stat(out); fi.Mode().Perm() != 0o640 {
@@ -62,6 +62,40 @@ func TestWriteFileAtomic(t *testing.T) {
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".ndbench-") {
 			t.Errorf("left behind %s", e.Name())
+		}
+	}
+}
+
+// text writes s.
+func text(s string) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := io.WriteString(w, s)
+		return err
+	}
+}
+
+// TestWriteOutputsGoesOnAfterAFailure: an output that cannot be written is an error that
+// names its option and path, and the outputs after it are still written, whole.
+func TestWriteOutputsGoesOnAfterAFailure(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "gone", "r.json") // its directory does not exist
+	outs := []Output{
+		{Flag: "report", Path: bad, What: "JSON report", Write: text("{}")},
+		{Flag: "report-html", Path: filepath.Join(dir, "r.html"), What: "HTML report", Write: text("<html>")},
+		{Flag: "junit", Path: "", What: "JUnit XML", Write: text("never")},
+		{Flag: "out-dir", Path: filepath.Join(dir, "junit.xml"), What: "JUnit XML", Write: text("<testsuites/>")},
+	}
+	var done []string
+	err := WriteOutputs(outs, func(o Output) { done = append(done, o.Flag) })
+	if err == nil || !strings.Contains(err.Error(), "--report: JSON report") || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("error %v; want one naming --report and %s", err, bad)
+	}
+	if strings.Join(done, ",") != "report-html,out-dir" {
+		t.Errorf("written %v, want the outputs after the failure", done)
+	}
+	for name, want := range map[string]string{"r.html": "<html>", "junit.xml": "<testsuites/>"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
 		}
 	}
 }

@@ -143,11 +143,6 @@ func sortedKV(m map[string]string) []keyValue {
 	return out
 }
 
-// WriteHTMLFile writes the HTML report to path atomically, like WriteFile.
-func WriteHTMLFile(path string, r *Report, charts Charts) error {
-	return WriteFileAtomic(path, func(w io.Writer) error { return WriteHTML(w, r, charts) })
-}
-
 // CheckWritable tells, before a run, whether a report can be written to path as the run's
 // end will write it: a new file in path's directory, renamed over path. A run of hours whose
 // report is refused only at its end loses everything it measured, so the commands check

@@ -263,6 +263,20 @@ const (
 	// against an empty store measures misses, which are cheaper than reads of values.
 	missWarn   = 0.5
 	missJudged = 1000
+	// maxShortErrors is the share of failed operations above which a shortfall is not
+	// judged the generator's (see generatorShort).
+	maxShortErrors = 0.01
+	// shortRate is the share of its target below which an open-loop class fell short (see
+	// generatorShort): a generator that cannot keep up falls far behind (a few percent of
+	// an absurd rate, half of one twice what it can send), while a machine busy with other
+	// work for a moment costs a short run a few percent, which the under-target warning
+	// (underRate) names without calling the run invalid.
+	shortRate = 0.8
+	// shortOwnShare is the least share of the start lag, the generator's own, that lets a
+	// shortfall be the generator's: a store that holds the workers leaves a few percent
+	// (microseconds of bookkeeping against milliseconds in the store); a generator short
+	// of CPU, half or more.
+	shortOwnShare = 0.25
 )
 
 func warnings(r *Report, in Input) []string {
@@ -300,6 +314,8 @@ func warnings(r *Report, in Input) []string {
 				cause := "add workers, or the store is saturated"
 				if saturated {
 					cause = clientBound(name)
+				} else if why, short := generatorShort(name, s, in.Series, span, opTimeoutOf(in)); short {
+					cause = why
 				} else if need, ok := workersNeeded(name, s, target, runWorkers(in.Series, name, s.Workers), roomOf(in, name)); ok {
 					cause = need
 				}
@@ -325,11 +341,15 @@ func warnings(r *Report, in Input) []string {
 			w = append(w, fmt.Sprintf("%s: %d latencies exceeded the histograms' ceiling of %s and were recorded as %s: the top percentiles and the max understate them", name, s.Clamped, stats.HighestLatency, stats.HighestLatency))
 		}
 		if lagged(s) {
-			var opTimeout time.Duration
-			if in.Snapshot != nil {
-				opTimeout = in.Snapshot.Config.Workload.OpTimeout
+			if _, short := generatorShort(name, s, in.Series, span, opTimeoutOf(in)); short && !saturated {
+				// The shortfall's warning above says where the workers were: a per-second
+				// average of workers in the store, inflated by the generator's own pauses
+				// (GC, scheduling) while a call was in flight, must not contradict it.
+				w = append(w, fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms): the class fell short of its target with its workers mostly out of the store, so the delay is the generator's own, not the store's",
+					name, s.StartLag.P99/1000, s.ResponseTime.P99/1000))
+			} else {
+				w = append(w, lagWarning(name, s, in.Series, saturated, opTimeoutOf(in), roomOf(in, name)))
 			}
-			w = append(w, lagWarning(name, s, in.Series, saturated, opTimeout, roomOf(in, name)))
 		}
 	}
 	if rd, ok := r.Ops["read"]; ok && in.Backfill == nil && rd.Count > missJudged && float64(rd.Misses) > missWarn*float64(rd.Count) {
@@ -493,6 +513,50 @@ func lagWarning(op string, s stats.OpSummary, series []stats.Point, saturated bo
 	return msg
 }
 
+// opTimeoutOf is the run's workload.opTimeout (0 without a configuration).
+func opTimeoutOf(in Input) time.Duration {
+	if in.Snapshot == nil {
+		return 0
+	}
+	return in.Snapshot.Config.Workload.OpTimeout
+}
+
+// generatorShort says why op missed its open-loop target by the generator's own doing:
+// the class ran at one constant target, sent (attempted, or dropped by catchUp=drop) less
+// than shortRate of it over span seconds, its typical operation started late
+// (laggedTypically: a generator behind its schedule is behind for most operations, not a
+// moment's tail), at least shortOwnShare of its start lag was the
+// generator's own (stats.OpSummary.StartLagOwn: after a worker was free), and by Little's
+// law at the store's median service time its workers were mostly out of the store. A
+// store too slow for the workers, or one that stalled holding them (the run may end
+// before the schedule caught up), makes operations wait for a worker still in the store:
+// the lag is then almost all waiting, and the shortfall is the store's (its warning
+// suggests more workers). A generator short of CPU spends its time outside the calls, and
+// its own pauses (GC, scheduling) that land inside a call in flight inflate the mean
+// service time, not the typical call's: hence the median. A class with more than
+// maxShortErrors of its operations failed is not judged: a failure has no service time,
+// so where its worker was is unknown.
+func generatorShort(op string, s stats.OpSummary, series []stats.Point, span float64, opTimeout time.Duration) (string, bool) {
+	target, constant := runTarget(series, op)
+	workers := runWorkers(series, op, s.Workers)
+	split := s.StartLagOwn + s.StartLagWait
+	if target <= 0 || !constant || span <= 0 || workers <= 0 || s.Succeeded == 0 || split <= 0 ||
+		s.StartLagOwn < shortOwnShare*split || float64(s.Errors) > maxShortErrors*float64(s.Attempted) || !laggedTypically(s) {
+		return "", false
+	}
+	attempted, due := float64(s.Attempted)/span, float64(s.Attempted+s.Dropped)/span
+	if attempted >= shortRate*target || due >= shortRate*target {
+		return "", false
+	}
+	timeoutRate := float64(s.Failures[driver.ClassTimeout.String()]) / span
+	busy := busyWorkers(float64(s.Succeeded)/span, s.ServiceTime.P50, timeoutRate, opTimeout)
+	if busy >= busyShare*float64(workers) {
+		return "", false
+	}
+	return fmt.Sprintf("%s: sent %.0f of the %.0f ops/s target (%.1f%%) while its workers were mostly out of the store (%.1f of %d in it on average at the store's median service time of %.3f ms): the generator could not send faster (its CPU, GC, scheduling), and more workers would not help; lower %s, or spread the load over more nodes (a fleet)",
+		op, attempted, target, 100*attempted/target, busy, workers, s.ServiceTime.P50/1000, config.ClassOption(op, "rate")), true
+}
+
 // workersNeeded says how many workers op needs for target ops/s by Little's law (target ×
 // mean service time, plus headroom), when that is more than it had; ok is false when the
 // workers were enough or nothing is known. It suggests no more workers than rm allows:
@@ -572,8 +636,8 @@ func Write(w io.Writer, r *Report) error {
 	return nil
 }
 
-// WriteFile writes r to path atomically (a temporary file renamed into place), so a
-// reader never sees half a report.
+// WriteFile writes r to path as WriteOutputs writes a command's JSON report: atomically
+// (a temporary file renamed into place), so a reader never sees half a report.
 func WriteFile(path string, r *Report) error {
 	return WriteFileAtomic(path, func(w io.Writer) error { return Write(w, r) })
 }

@@ -21,32 +21,39 @@ type Mark struct {
 }
 
 // GeneratorBound returns why r's figures measure the load generator rather than the
-// store, from the self-check's own rules (see warnings): the client's CPU was saturated,
-// or operations of a class started late against their schedule while its workers were
-// free. A store that stalled holding every worker, or a store too slow for the workers
-// configured, is the store's result and is not listed. A scenario run with any reason is
-// invalid (exit code 4).
+// store, by the self-check's own rules (see warnings): the client's CPU was saturated, or
+// an open-loop class sent well under its target by the generator's own doing
+// (generatorShort: its operations started late, mostly by its own delay, while its
+// workers were mostly out of the store). A store that stalled holding the workers, or a
+// store too slow for the workers configured, is the store's result and is not listed;
+// nor is a start lag alone, which the warnings explain: a generator late for a moment (a
+// GC pause, a machine busy with other work) catches up, and one that cannot keep up falls
+// short of its target. A run with any reason is invalid (exit code 4, verdict.Judge),
+// whichever command ran it.
 func GeneratorBound(r *Report) []string {
-	var out []string
 	usable := float64(min(r.Client.GOMAXPROCS, r.Client.NumCPU))
-	saturated := usable > 0 && r.Client.CPUCores >= busyCores*usable
-	if saturated {
-		out = append(out, fmt.Sprintf("the client kept %.1f of %.0f cores busy", r.Client.CPUCores, usable))
+	if usable > 0 && r.Client.CPUCores >= busyCores*usable {
+		// Every class's figures are the saturated client's: one reason says it.
+		return []string{fmt.Sprintf("the client kept %.1f of %.0f cores busy", r.Client.CPUCores, usable)}
 	}
+	var out []string
+	opTimeout := reportOpTimeout(r)
 	for _, name := range sortedOps(r) {
-		s := r.Ops[name]
-		if name == "backfill" || stats.IsOperationSeries(name) || !lagged(s) || saturated {
+		if name == "backfill" || stats.IsOperationSeries(name) {
 			continue
 		}
-		workers := runWorkers(r.Series, name, s.Workers)
-		mean, peak := inStore(name, s, r.Series, reportOpTimeout(r))
-		if workers > 0 && (mean >= busyShare*float64(workers) || peak >= busyShare) {
-			continue
+		if why, short := generatorShort(name, r.Ops[name], r.Series, r.Seconds, opTimeout); short {
+			out = append(out, why)
 		}
-		out = append(out, fmt.Sprintf("%s: operations started late (start-lag p99 %.1f ms of a response p99 of %.1f ms) while workers were free: the delay is the generator's own",
-			name, s.StartLag.P99/1000, s.ResponseTime.P99/1000))
 	}
 	return out
+}
+
+// laggedTypically reports whether s's median operation started late by more than
+// lagFloor and lagShare of its median response time: the generator was behind its
+// schedule most of the time, not for a moment.
+func laggedTypically(s stats.OpSummary) bool {
+	return s.StartLag.P50 > float64(lagFloor.Microseconds()) && s.StartLag.P50 > lagShare*s.ResponseTime.P50
 }
 
 func sortedOps(r *Report) []string { return slices.Sorted(maps.Keys(r.Ops)) }

@@ -28,25 +28,45 @@ func TestTimelineInTheHTML(t *testing.T) {
 	}
 }
 
-// TestGeneratorBound: a saturated client and start lag with free workers make a run
-// invalid; a store that stalled holding every worker does not.
+// TestGeneratorBound: a saturated client, and an open-loop class far short of its target
+// with its lag its own and its workers out of the store, make a run invalid; a store that
+// held the workers, a lag without the shortfall (the generator caught up), and a
+// shortfall of a few percent do not.
 func TestGeneratorBound(t *testing.T) {
-	lagging := stats.OpSummary{Count: 1000, Rate: 100, Workers: 8,
-		ResponseTime: stats.Latency{P99: 50000}, ServiceTime: stats.Latency{Mean: 1000}, StartLag: stats.Latency{P99: 40000}}
-	r := &Report{Ops: map[string]stats.OpSummary{"read": lagging},
-		Client: Client{CPUCores: 0.2, GOMAXPROCS: 4, NumCPU: 4},
-		Series: []stats.Point{{Ops: map[string]stats.OpSummary{"read": {Rate: 100, Workers: 8, ServiceTime: stats.Latency{Mean: 1000}}}}}}
-	if got := GeneratorBound(r); len(got) != 1 || !strings.Contains(got[0], "generator's own") {
-		t.Errorf("lag with free workers: %v", got)
+	series := func(workers int) []stats.Point {
+		return []stats.Point{{Ops: map[string]stats.OpSummary{"read": {TargetRate: 1000, Workers: workers}}},
+			{Ops: map[string]stats.OpSummary{"read": {TargetRate: 1000, Workers: workers}}}}
 	}
-	// One second in which every worker sat in the store: a stall, the store's result.
-	r.Series = append(r.Series, stats.Point{Ops: map[string]stats.OpSummary{"read": {Rate: 100, Workers: 8, ServiceTime: stats.Latency{Mean: 3e6}}}})
-	if got := GeneratorBound(r); len(got) != 0 {
-		t.Errorf("store stall: %v", got)
+	short := stats.OpSummary{Count: 200, Attempted: 200, Succeeded: 200, Rate: 100, Workers: 8,
+		ResponseTime: stats.Latency{P50: 20000, P99: 50000}, ServiceTime: stats.Latency{P50: 1000, Mean: 1000},
+		StartLag: stats.Latency{P50: 15000, P99: 40000}, StartLagOwn: 8000, StartLagWait: 2000}
+	tests := []struct {
+		name    string
+		op      func(stats.OpSummary) stats.OpSummary
+		workers int
+		cores   float64
+		want    string // in the one reason; "" for none
+	}{
+		{"far short, lag its own, workers free", func(s stats.OpSummary) stats.OpSummary { return s }, 8, 0.2, "read: sent 100 of the 1000 ops/s target"},
+		{"saturated client", func(s stats.OpSummary) stats.OpSummary { return s }, 8, 3.8, "cores busy"},
+		{"workers held in the store", func(s stats.OpSummary) stats.OpSummary { s.ServiceTime.P50 = 70000; return s }, 8, 0.2, ""},
+		{"the lag was waiting for workers in the store", func(s stats.OpSummary) stats.OpSummary { s.StartLagOwn, s.StartLagWait = 100, 9900; return s }, 8, 0.2, ""},
+		{"a few percent short", func(s stats.OpSummary) stats.OpSummary {
+			s.Attempted, s.Succeeded, s.Count = 1900, 1900, 1900
+			return s
+		}, 8, 0.2, ""},
+		{"only the tail late", func(s stats.OpSummary) stats.OpSummary { s.StartLag.P50 = 10; return s }, 8, 0.2, ""},
+		{"most operations failed", func(s stats.OpSummary) stats.OpSummary { s.Errors = 100; s.Attempted = 300; return s }, 8, 0.2, ""},
 	}
-	r.Client.CPUCores = 3.8
-	if got := GeneratorBound(r); len(got) != 1 || !strings.Contains(got[0], "cores busy") {
-		t.Errorf("saturated client: %v", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Report{Seconds: 2, Ops: map[string]stats.OpSummary{"read": tt.op(short)},
+				Client: Client{CPUCores: tt.cores, GOMAXPROCS: 4, NumCPU: 4}, Series: series(tt.workers)}
+			got := GeneratorBound(r)
+			if tt.want == "" && len(got) > 0 || tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want)) {
+				t.Errorf("GeneratorBound = %q, want one reason with %q (none for \"\")", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -125,6 +125,9 @@ func TestStoreStallsAreNeverBlamedOnTheGenerator(t *testing.T) {
 				if !strings.Contains(w, "the store stalled") && !strings.Contains(w, "every worker was busy in the store") {
 					t.Errorf("the warning does not name the store:\n%s", w)
 				}
+				if why := GeneratorBound(r); len(why) > 0 {
+					t.Errorf("a store stall makes the run invalid (the generator's): %q", why)
+				}
 			})
 		}
 	}
@@ -146,5 +149,55 @@ func TestGeneratorLagIsStillNamed(t *testing.T) {
 	w := lagWarningOf(r)
 	if !strings.Contains(w, "generator's own") {
 		t.Errorf("the generator's own lag is not named as such: %q", w)
+	}
+}
+
+// TestGeneratorShortfallIsInvalid: an open-loop rate far beyond what the generator can
+// send, against a real store that answers at once (the memory driver, in process), is the
+// generator's limit: the run is invalid and the shortfall's warning says so rather than
+// suggest more workers. The same pool against a store too slow for it (a service time
+// that keeps every worker in the store) is the store's result: valid, and the warning
+// suggests workers. Both are real runs; only the cause named is asserted, never a rate.
+func TestGeneratorShortfallIsInvalid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seconds of load")
+	}
+	tests := []struct {
+		name    string
+		opts    map[string]string
+		rate    float64
+		readers int
+		invalid bool
+		warn    string // in the shortfall's warning
+	}{
+		{"absurd rate on an instant store", nil, 1e8, 16, true, "the generator could not send faster"},
+		{"store too slow for the workers", map[string]string{"serviceTime": "5ms"}, 2000, 2, false, "set workload.readers="},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, _, err := driver.Open(context.Background(), memory.Name, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = d.Close() }()
+			r := runRead(t, d, 1500*time.Millisecond, func(w *config.Workload) {
+				w.ReadRate, w.Readers, w.MaxReaders = tt.rate, tt.readers, tt.readers
+			})
+			s := r.Ops["read"]
+			t.Logf("attempted %d, own lag %.3f ms + waiting %.3f ms per op, service p50 %.3f ms", s.Attempted, s.StartLagOwn/1000, s.StartLagWait/1000, s.ServiceTime.P50/1000)
+			why := GeneratorBound(r)
+			if got := len(why) > 0; got != tt.invalid {
+				t.Errorf("generator-bound %v (%q), want %v", got, why, tt.invalid)
+			}
+			var short string
+			for _, w := range r.Warnings {
+				if strings.HasPrefix(w, "read: attempted") {
+					short = w
+				}
+			}
+			if !strings.Contains(short, tt.warn) {
+				t.Errorf("shortfall warning %q lacks %q\nall: %q", short, tt.warn, r.Warnings)
+			}
+		})
 	}
 }

@@ -1,5 +1,7 @@
 package report
 
+import "github.com/ndbench/ndbench/internal/verdict"
+
 // Verdict is how a run was judged, and the exit code the command ended with (the table
 // of package verdict).
 type Verdict struct {
@@ -53,4 +55,9 @@ type Run struct {
 type Flag struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
+}
+
+// NewVerdict is the report's record of a run's verdict (verdict.Judge).
+func NewVerdict(res verdict.Result) *Verdict {
+	return &Verdict{Status: verdict.Name(res.Code), ExitCode: res.Code, By: res.By, Reasons: res.Reasons}
 }

@@ -73,24 +73,28 @@ const (
 	ExitInvalid = verdict.Invalid
 )
 
-// ExitCode is the process exit code for the outcome. An interrupted run exits 3 as an
-// aborted one does, whatever its thresholds said so far: the load it was to judge did not
-// all run, and a cancelled CI job must not gate green.
-func (o *Outcome) ExitCode() int {
+// ExitCode is the process exit code for the outcome, by the one verdict every command
+// shares (verdict.Judge). An interrupted run exits 3 as an aborted one does, whatever its
+// thresholds said so far: the load it was to judge did not all run, and a cancelled CI job
+// must not gate green.
+func (o *Outcome) ExitCode() int { return verdict.Judge(o.Judgement()).Code }
+
+// Judgement is what the outcome is judged from (verdict.Judge): its error, its abort or
+// interruption, why its figures are the generator's, and its failed thresholds.
+func (o *Outcome) Judgement() verdict.Judgement {
+	j := verdict.Judgement{By: "thresholds", Invalid: o.Invalid, Error: o.Error}
 	switch {
-	case o.Error != "":
-		return ExitError
-	case o.AbortedBy != "" || o.Interrupted:
-		return ExitAborted
-	case len(o.Invalid) > 0:
-		return ExitInvalid
+	case o.AbortedBy != "":
+		j.Aborted = "aborted by threshold " + o.AbortedBy
+	case o.Interrupted:
+		j.Aborted = "interrupted by a signal before the end of the scenario"
 	}
 	for _, r := range o.Thresholds {
 		if r.Status != Pass {
-			return ExitFailed
+			j.Failed = append(j.Failed, fmt.Sprintf("threshold %s failed: observed %s", r.Name, r.Observed))
 		}
 	}
-	return ExitPass
+	return j
 }
 
 // Verdict is the outcome in a word.

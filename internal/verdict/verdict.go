@@ -1,6 +1,6 @@
 // Package verdict is how every ndbench command that judges a run ends: one table of exit
-// codes shared by run, scenario, autotune and compare, and the default verdict of a run
-// that was given no thresholds.
+// codes shared by run, scenario, autotune and compare, one function that judges a run
+// (Judge), and the default verdict of a run that was given no thresholds.
 package verdict
 
 import (
@@ -84,4 +84,70 @@ func Default(classes []Class) []string {
 			attempted-succeeded, attempted, 100*float64(attempted-succeeded)/float64(attempted), 100*MaxFailedShare))
 	}
 	return why
+}
+
+// Judgement is what a run is judged from, whichever command ran it.
+type Judgement struct {
+	// By names what judged the run's result: "thresholds", "sla" (an auto-tune search);
+	// "" for the default verdict over Classes.
+	By string
+	// Failed are the reasons the run's own checks failed (a threshold, the SLA search),
+	// one a line; with By "" they are ignored and Classes are judged by Default.
+	Failed []string
+	// Classes are the counts the default verdict judges.
+	Classes []Class
+	// Invalid are the reasons the figures measure the load generator rather than the
+	// store (its CPU saturated, operations it sent late with workers free, an open-loop
+	// target it could not send), one a line.
+	Invalid []string
+	// Aborted says why the run was cut short ("" when it ran to its end).
+	Aborted string
+	// Error is the store, hook or node error that stopped the command before it had a
+	// result to judge ("" when none).
+	Error string
+}
+
+// Result is a run's verdict: its exit code (the table above), what judged it, and why it
+// did not pass.
+type Result struct {
+	Code    int
+	By      string
+	Reasons []string
+}
+
+// InvalidPrefix starts every reason of an invalid result, so that a reader who sees one
+// line knows what it means.
+const InvalidPrefix = "the load generator was the bottleneck, so the figures do not measure the store: "
+
+// Judge is the one verdict of every command that runs load (run, scenario, autotune, on
+// one node or a fleet). The order is the exit-code table's: an error that stopped the
+// command before it had a result (2), a run cut short (3), figures that measure the
+// generator rather than the store (4: a failed check is no evidence then, since the
+// latencies and rates it judged are the generator's), failed checks or the default
+// verdict (1), else a pass. The reasons below the first line keep what else was found.
+func Judge(j Judgement) Result {
+	r := Result{Code: Pass, By: j.By}
+	failed := j.Failed
+	if j.By == "" {
+		r.By, failed = "default", Default(j.Classes)
+	}
+	var invalid []string
+	for _, why := range j.Invalid {
+		invalid = append(invalid, InvalidPrefix+why)
+	}
+	switch {
+	case j.Error != "":
+		r.Code = Usage
+		r.Reasons = append([]string{j.Error}, failed...)
+	case j.Aborted != "":
+		r.Code = Aborted
+		r.Reasons = append(append([]string{j.Aborted}, invalid...), failed...)
+	case len(invalid) > 0:
+		r.Code = Invalid
+		r.Reasons = append(invalid, failed...)
+	case len(failed) > 0:
+		r.Code = Failed
+		r.Reasons = failed
+	}
+	return r
 }

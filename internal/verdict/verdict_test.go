@@ -47,3 +47,36 @@ func TestCodes(t *testing.T) {
 		t.Errorf("exit codes changed: %d %d %d %d %d", Pass, Failed, Usage, Aborted, Invalid)
 	}
 }
+
+// TestJudge: one order for every command: an error, then a run cut short, then figures
+// that measure the generator (a failed check is no evidence then), then failed checks or
+// the default verdict; the reasons keep what else was found.
+func TestJudge(t *testing.T) {
+	failing := []Class{{"read", 100, 0}}
+	tests := []struct {
+		name  string
+		j     Judgement
+		code  int
+		by    string
+		first string // in the first reason; "" for none
+	}{
+		{"default pass", Judgement{Classes: []Class{{"read", 10, 10}}}, Pass, "default", ""},
+		{"default fail", Judgement{Classes: failing}, Failed, "default", "read: none of 100"},
+		{"thresholds fail", Judgement{By: "thresholds", Failed: []string{"threshold x failed"}, Classes: failing}, Failed, "thresholds", "threshold x failed"},
+		{"thresholds pass: classes not judged", Judgement{By: "thresholds", Classes: failing}, Pass, "thresholds", ""},
+		{"invalid over failed", Judgement{Classes: failing, Invalid: []string{"the client kept 2.0 of 2 cores busy"}}, Invalid, "default", InvalidPrefix + "the client kept"},
+		{"aborted over invalid", Judgement{Invalid: []string{"x"}, Aborted: "interrupted"}, Aborted, "default", "interrupted"},
+		{"error over all", Judgement{Invalid: []string{"x"}, Aborted: "interrupted", Error: "hook failed"}, Usage, "default", "hook failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Judge(tt.j)
+			if r.Code != tt.code || r.By != tt.by {
+				t.Errorf("Judge = %d by %q, want %d by %q (%q)", r.Code, r.By, tt.code, tt.by, r.Reasons)
+			}
+			if tt.first == "" && len(r.Reasons) > 0 || tt.first != "" && (len(r.Reasons) == 0 || !strings.Contains(r.Reasons[0], tt.first)) {
+				t.Errorf("reasons %q, want the first to hold %q", r.Reasons, tt.first)
+			}
+		})
+	}
+}
