@@ -1,12 +1,14 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/drivers/memory"
 	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
@@ -180,7 +182,7 @@ func TestGeneratorShortfallIsInvalid(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = d.Close() }()
-			r := runRead(t, d, 1500*time.Millisecond, func(w *config.Workload) {
+			r := runRead(t, d, nil, 1500*time.Millisecond, func(w *config.Workload) {
 				w.ReadRate, w.Readers, w.MaxReaders = tt.rate, tt.readers, tt.readers
 			})
 			s := r.Ops["read"]
