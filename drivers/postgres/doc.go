@@ -52,9 +52,9 @@
 // whose key column sorts in a language's or ICU's collation ("a" before "B"), the scan
 // compares and sorts under COLLATE "C" instead: the right keys, but read by scanning the
 // whole table, so its latency is not an index range's; ConnectionInfo's scanOrder says
-// which. Both run on the pool: the engine refuses them in a class of mode=direct (whose
-// workers run pipelines of reads and writes), so a workload with deletes or scans
-// (ycsb-e) needs mode=pool.
+// which. Both run on the pool in every mode: in mode=direct a worker sends its reads,
+// writes and inserts on its pipeline and runs a delete, scan or rmw on the pool between
+// batches, so ycsb-e and ycsb-f run with the default mode.
 //
 // # Prepared statements
 //
