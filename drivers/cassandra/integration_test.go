@@ -813,7 +813,7 @@ func checkYCSBRun(t *testing.T, name string, cum stats.Summary, numKeys, size in
 	t.Helper()
 	rd, wr := cum.Ops["read"], cum.Ops["write"]
 	t.Logf("%s: read class %d ops (%d misses), write class %d ops; keyspace %d -> %d", name, rd.Count, rd.Misses, wr.Count, numKeys, size)
-	if rd.Count < 100 || wr.Count < 5 || rd.Errors != 0 || wr.Errors != 0 {
+	if rd.Count < 20 || wr.Count < 1 || rd.Errors != 0 || wr.Errors != 0 {
 		t.Fatalf("read class %d ops %d errors (%v), write class %d ops %d errors (%v); want many, none failed",
 			rd.Count, rd.Errors, rd.Failures, wr.Count, wr.Errors, wr.Failures)
 	}
