@@ -110,9 +110,11 @@ const (
 	// follow it by name.
 	ScanBytes ScanOrder = iota
 	// ScanStore: an order the store defines that is not the keys' (Cassandra's token
-	// order under a hashing partitioner): the keys read are n neighbours of start in that
-	// order, a range read's cost, but not the keys that follow start by name. How many a
-	// scan reads from a given start depends on where the keys fall in that order.
+	// order under a hashing partitioner, DynamoDB's hash order): the keys read are n
+	// neighbours of start in that order, a range read's cost, but not the keys that follow
+	// start by name, and whether start itself is read is the store's (DynamoDB's
+	// ExclusiveStartKey skips it). How many a scan reads from a given start depends on
+	// where the keys fall in that order.
 	ScanStore
 )
 
