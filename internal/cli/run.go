@@ -455,6 +455,9 @@ func printSummary(out io.Writer, r *report.Report, width int) {
 		}
 		fmt.Fprintf(out, "driver %s: %s\n", r.Driver.Name, strings.Join(parts, " "))
 	}
+	if k := r.Keyspace; k != nil && k.Inserted > 0 {
+		fmt.Fprintf(out, "keyspace: %d keys (numKeys %d + %d inserted)\n", k.Size, k.NumKeys, k.Inserted)
+	}
 	clock := ""
 	if r.Client.Clock != "" {
 		clock = ", clock " + r.Client.Clock
