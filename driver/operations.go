@@ -36,8 +36,8 @@ const (
 	KindScan
 	// KindInsert is the built-in operation "insert" that every driver offers: the engine
 	// claims a key beyond the current keyspace (each once, shared by all workers, so the
-	// keyspace grows) and writes it with Driver.Write. A driver cannot declare operations
-	// of this kind.
+	// keyspace grows) and writes it with Inserter.Insert when the driver has it, else
+	// Driver.Write. A driver cannot declare operations of this kind.
 	KindInsert
 	numKinds
 )
@@ -142,6 +142,17 @@ func ScanOrderOf(s Scanner) ScanOrder {
 	return ScanBytes
 }
 
+// Inserter is implemented by drivers whose store has an insert distinct from the upsert
+// Write does (SQL's INSERT beside INSERT ... ON CONFLICT DO UPDATE): the built-in
+// operation insert calls Insert instead of Write. Inserting a key that exists fails
+// (class rejected): the engine inserts each key it claims once, so a failure says the
+// store already held the key (a previous run's inserts, another writer).
+type Inserter interface {
+	// Insert stores value under key, which must not exist. ctx carries the operation's
+	// deadline, as for Write; the driver must not keep value.
+	Insert(ctx context.Context, key string, value []byte) error
+}
+
 // Indexes of the built-in operations, as Definition.Operation returns them; a declared
 // operation's index is its position in Definition.Operations.
 const (
@@ -184,7 +195,7 @@ var (
 	deleteOp = Operation{Name: OpDelete, Kind: KindDelete, Help: "delete one key (Deleter.Delete)"}
 	rmwOp    = Operation{Name: OpRMW, Kind: KindRMW, Help: "read one key, then write it (Driver.Read, then Driver.Write), timed as one operation and as its two parts"}
 	scanOp   = Operation{Name: OpScan, Kind: KindScan, Help: "read up to n keys in the driver's scan order from a start key (Scanner.Scan); n uniform in 1..100"}
-	insertOp = Operation{Name: OpInsert, Kind: KindInsert, Help: "write a new key beyond the current keyspace (Driver.Write), which grows by one; latest reads follow it"}
+	insertOp = Operation{Name: OpInsert, Kind: KindInsert, Help: "write a new key beyond the current keyspace (Inserter.Insert, else Driver.Write), which grows by one; latest reads follow it"}
 )
 
 // AllOperations returns every operation def's drivers offer: read, write, its declared

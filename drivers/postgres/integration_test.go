@@ -829,3 +829,21 @@ func checkYCSBRun(t *testing.T, name string, cum stats.Summary, numKeys, size in
 		}
 	}
 }
+
+// TestInsert: the operation insert is a plain INSERT (driver.Inserter): a new key's row is
+// added and reads back, a key that exists is refused as rejected and keeps its value.
+func TestInsert(t *testing.T) {
+	freshTable(t, "inserts")
+	d := open(t, map[string]string{"table": "inserts"})
+	ctx := drivertest.Context(t)
+	if err := d.Insert(ctx, "ins-1", []byte("first")); err != nil {
+		t.Fatalf("insert of a new key: %v", err)
+	}
+	err := d.Insert(ctx, "ins-1", []byte("second"))
+	if driver.Classify(err) != driver.ClassRejected {
+		t.Errorf("insert of an existing key: %v (class %v), want rejected", err, driver.Classify(err))
+	}
+	if v, err := d.Read(ctx, "ins-1"); err != nil || string(v) != "first" {
+		t.Errorf("read after the refused insert: %q, %v; want the first value", v, err)
+	}
+}

@@ -174,6 +174,7 @@ type Engine struct {
 	operator driver.Operator    // the driver as an Operator; nil if it declares none
 	deleter  driver.Deleter     // the driver as a Deleter (operation delete); nil if it is none
 	scanner  driver.Scanner     // the driver as a Scanner (operation scan); nil if it is none
+	inserter driver.Inserter    // the driver as an Inserter (operation insert); nil: Write
 	// pipeliner is the driver as a Pipeliner when it gives pipelines as configured: each
 	// worker then runs on a connection of its own (workPipelined).
 	pipeliner driver.Pipeliner
@@ -368,6 +369,7 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	e.operator, _ = drv.(driver.Operator)
 	e.deleter, _ = drv.(driver.Deleter)
 	e.scanner, _ = drv.(driver.Scanner)
+	e.inserter, _ = drv.(driver.Inserter)
 	if len(e.ops) > 0 && e.operator == nil {
 		return nil, fmt.Errorf("new engine: the driver declares %d operations but does not implement driver.Operator", len(e.ops))
 	}

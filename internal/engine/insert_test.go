@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,6 +205,73 @@ func TestBuiltinKindsOnPipelines(t *testing.T) {
 						t.Errorf("%s: validation %s = %d, want none", c, v, n)
 					}
 				}
+			}
+		})
+	}
+}
+
+// strictInserts is the memory store with an insert that refuses a key that exists, as
+// SQL's INSERT does, counting its calls.
+type strictInserts struct {
+	driver.Driver
+	inserts atomic.Int64
+	mu      sync.Mutex
+}
+
+func (s *strictInserts) Insert(ctx context.Context, key string, value []byte) error {
+	s.inserts.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.Driver.Read(ctx, key); err == nil {
+		return driver.Wrap(driver.ClassRejected, errors.New("duplicate key "+key))
+	}
+	return s.Driver.Write(ctx, key, value)
+}
+
+// pipeInserts is a pipelining driver whose store inserts apart from its writes.
+type pipeInserts struct {
+	*pipeStore
+	ins *strictInserts
+}
+
+func (p pipeInserts) Insert(ctx context.Context, key string, value []byte) error {
+	return p.ins.Insert(ctx, key, value)
+}
+
+// TestInsertUsesInserter: a driver with its own insert (driver.Inserter) gets every
+// insert through it, on pipelining workers too (outside the batches), and since each key
+// is claimed once none is refused as a duplicate.
+func TestInsertUsesInserter(t *testing.T) {
+	for _, pipelined := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pipelined=%v", pipelined), func(t *testing.T) {
+			ins := &strictInserts{Driver: openMemory(t, nil)}
+			var d driver.Driver = ins
+			if pipelined {
+				d = pipeInserts{pipeStore: &pipeStore{Driver: ins.Driver}, ins: ins}
+			}
+			w := testWorkload(t, func(w *config.Workload) {
+				w.NumKeys = 10
+				w.ValidateValues = true
+				w.WriteMix = "insert"
+				w.Writers = 4
+				if pipelined {
+					w.Pipeline = 4
+				}
+			})
+			e := newEngine(t, d, w)
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			measure(e, 200*time.Millisecond)
+			_ = e.Stop()
+			waitIdle(t, e)
+			e.Collector().Tick(time.Now())
+			wr := e.Collector().Cumulative().Ops["write"]
+			if wr.Count < 20 || wr.Errors != 0 {
+				t.Fatalf("%d inserts, %d failed (%v); want many, no duplicate", wr.Count, wr.Errors, wr.Failures)
+			}
+			if got := ins.inserts.Load(); got != wr.Count {
+				t.Errorf("the driver's Insert ran %d times for %d inserts", got, wr.Count)
 			}
 		})
 	}

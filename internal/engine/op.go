@@ -468,7 +468,12 @@ func (e *Engine) call(ctx context.Context, m *mixEntry, key string, value []byte
 	switch m.idx {
 	case opRead:
 		return e.drv.Read(ctx, key)
-	case opWrite, opInsert:
+	case opWrite:
+		return nil, e.drv.Write(ctx, key, value)
+	case opInsert:
+		if e.inserter != nil {
+			return nil, e.inserter.Insert(ctx, key, value)
+		}
 		return nil, e.drv.Write(ctx, key, value)
 	case opDelete:
 		return nil, e.deleter.Delete(ctx, key)

@@ -106,9 +106,12 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id in
 }
 
 // pipelined says whether a pipeline carries operation m: Read, Write (an insert is a
-// Write of a new key) and the driver's declared operations. The other built-in
-// operations (delete, rmw, scan) call the driver's own methods on the plain path.
-func pipelined(m *mixEntry) bool { return m.idx > opDelete || m.idx == opInsert }
+// Write of a new key, unless the driver inserts otherwise: driver.Inserter) and the
+// driver's declared operations. The other built-in operations (delete, rmw, scan) call
+// the driver's own methods on the plain path.
+func (e *Engine) pipelined(m *mixEntry) bool {
+	return m.idx > opDelete || m.idx == opInsert && e.inserter == nil
+}
 
 // next claims the next operation already due at start for the batch, skipping (and
 // counting) those catchUp=drop says are too late; false when none is due.
@@ -191,7 +194,7 @@ func (b *batch) add(intended int64) (solo operation, isSolo bool) {
 	}
 	b.meta = append(b.meta, b.p.next(intended, &b.vals[i]))
 	o := &b.meta[i]
-	if !pipelined(o.m) {
+	if !b.p.e.pipelined(o.m) {
 		b.meta = b.meta[:i]
 		return *o, true
 	}
