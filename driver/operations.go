@@ -34,12 +34,18 @@ const (
 	// a start key and a length, and reads up to that many keys in key order from the
 	// start key. Reading none is a miss.
 	KindScan
+	// KindInsert is the built-in operation "insert" that every driver offers: the engine
+	// claims a key beyond the current keyspace (each once, shared by all workers, so the
+	// keyspace grows) and writes it with Inserter.Insert when the driver has it, else
+	// Driver.Write. A driver cannot declare operations of this kind.
+	KindInsert
 	numKinds
 )
 
-var kindNames = [numKinds]string{"read", "write", "other", "delete", "rmw", "scan"}
+var kindNames = [numKinds]string{"read", "write", "other", "delete", "rmw", "scan", "insert"}
 
-// String returns the kind's name: "read", "write", "other", "delete", "rmw" or "scan".
+// String returns the kind's name: "read", "write", "other", "delete", "rmw", "scan" or
+// "insert".
 func (k Kind) String() string {
 	if k < numKinds {
 		return kindNames[k]
@@ -76,17 +82,75 @@ const (
 	// OpScan is the name of Scanner.Scan as an operation, offered by the drivers that
 	// implement Scanner.
 	OpScan = "scan"
+	// OpInsert is the name of the insert every driver offers: Driver.Write of a key
+	// beyond the current keyspace, which grows by one.
+	OpInsert = "insert"
 )
 
 // Scanner is implemented by drivers whose store reads keys in order from a start key (an
-// LSM tree's iterator, a sorted index, a clustering range): they offer the operation
-// "scan", which reads a range the way YCSB's workload E does.
+// LSM tree's iterator, a sorted index, a clustering range, a token range): they offer the
+// operation "scan", which reads a range the way YCSB's workload E does. The order is the
+// store's: a driver states it by implementing ScanOrderer, and one that does not scans in
+// byte order (ScanBytes).
 type Scanner interface {
-	// Scan reads up to n keys and their values in ascending byte order of the keys, from
-	// start (inclusive; start need not exist), and returns how many it read. Reading none
-	// returns ErrNotFound, which the engine counts as a miss. ctx carries the operation's
-	// deadline, as for Read.
+	// Scan reads up to n keys and their values in the driver's scan order (ScanOrderOf),
+	// from start (inclusive; start need not exist), and returns how many it read. Reading
+	// none returns ErrNotFound, which the engine counts as a miss. ctx carries the
+	// operation's deadline, as for Read.
 	Scan(ctx context.Context, start string, n int) (int, error)
+}
+
+// ScanOrder is the order in which a Scanner reads keys from its start key.
+type ScanOrder uint8
+
+// The scan orders.
+const (
+	// ScanBytes: ascending byte order of the keys (an LSM tree, a B-tree index on the key,
+	// a lexicographically sorted set): the keys read are start (if present) and those that
+	// follow it by name.
+	ScanBytes ScanOrder = iota
+	// ScanStore: an order the store defines that is not the keys' (Cassandra's token
+	// order under a hashing partitioner, DynamoDB's hash order): the keys read are n
+	// neighbours of start in that order, a range read's cost, but not the keys that follow
+	// start by name, and whether start itself is read is the store's (DynamoDB's
+	// ExclusiveStartKey skips it). How many a scan reads from a given start depends on
+	// where the keys fall in that order.
+	ScanStore
+)
+
+// String returns "bytes" or "store".
+func (o ScanOrder) String() string {
+	if o == ScanStore {
+		return "store"
+	}
+	return "bytes"
+}
+
+// ScanOrderer is implemented by Scanners that state their scan order; a Scanner that
+// does not scans in byte order.
+type ScanOrderer interface {
+	// ScanOrder returns the order Scan reads keys in. It may depend on the connected
+	// store (a partitioner) and does not change after Init.
+	ScanOrder() ScanOrder
+}
+
+// ScanOrderOf returns the scan order of s: what it states (ScanOrderer), else ScanBytes.
+func ScanOrderOf(s Scanner) ScanOrder {
+	if o, ok := s.(ScanOrderer); ok {
+		return o.ScanOrder()
+	}
+	return ScanBytes
+}
+
+// Inserter is implemented by drivers whose store has an insert distinct from the upsert
+// Write does (SQL's INSERT beside INSERT ... ON CONFLICT DO UPDATE): the built-in
+// operation insert calls Insert instead of Write. Inserting a key that exists fails
+// (class rejected): the engine inserts each key it claims once, so a failure says the
+// store already held the key (a previous run's inserts, another writer).
+type Inserter interface {
+	// Insert stores value under key, which must not exist. ctx carries the operation's
+	// deadline, as for Write; the driver must not keep value.
+	Insert(ctx context.Context, key string, value []byte) error
 }
 
 // Indexes of the built-in operations, as Definition.Operation returns them; a declared
@@ -97,6 +161,7 @@ const (
 	IndexDelete = -3            // Deleter.Delete
 	IndexRMW    = -4            // Driver.Read, then Driver.Write
 	IndexScan   = -5            // Scanner.Scan
+	IndexInsert = -6            // Driver.Write of a key beyond the keyspace
 )
 
 // Operation declares one operation a driver offers beyond Read and Write (which every
@@ -129,13 +194,14 @@ var (
 	writeOp  = Operation{Name: OpWrite, Kind: KindWrite, Help: "write one key (Driver.Write)"}
 	deleteOp = Operation{Name: OpDelete, Kind: KindDelete, Help: "delete one key (Deleter.Delete)"}
 	rmwOp    = Operation{Name: OpRMW, Kind: KindRMW, Help: "read one key, then write it (Driver.Read, then Driver.Write), timed as one operation and as its two parts"}
-	scanOp   = Operation{Name: OpScan, Kind: KindScan, Help: "read up to n keys in key order from a start key (Scanner.Scan); n uniform in 1..100"}
+	scanOp   = Operation{Name: OpScan, Kind: KindScan, Help: "read up to n keys in the driver's scan order from a start key (Scanner.Scan); n uniform in 1..100"}
+	insertOp = Operation{Name: OpInsert, Kind: KindInsert, Help: "write a new key beyond the current keyspace (Inserter.Insert, else Driver.Write), which grows by one; latest reads follow it"}
 )
 
 // AllOperations returns every operation def's drivers offer: read, write, its declared
 // Operations in order, then the built-in operations its driver offers beyond Read and
 // Write that it does not declare itself: delete (when the driver implements Deleter),
-// scan (when it implements Scanner) and rmw.
+// scan (when it implements Scanner), rmw and insert.
 func (def Definition) AllOperations() []Operation {
 	ops := append([]Operation{readOp, writeOp}, def.Operations...)
 	for _, b := range def.builtins() {
@@ -205,6 +271,9 @@ func (def Definition) builtins() []builtin {
 	if !declared(OpRMW) {
 		out = append(out, builtin{rmwOp, IndexRMW})
 	}
+	if !declared(OpInsert) {
+		out = append(out, builtin{insertOp, IndexInsert})
+	}
 	return out
 }
 
@@ -222,7 +291,7 @@ func checkOperations(def Definition) error {
 		if o.Kind >= numKinds {
 			return fmt.Errorf("operation %q: unknown kind %d", o.Name, o.Kind)
 		}
-		if o.Kind == KindRMW || o.Kind == KindScan {
+		if o.Kind == KindRMW || o.Kind == KindScan || o.Kind == KindInsert {
 			return fmt.Errorf("operation %q: kind %s is the built-in %s operation's; declare the driver's own as kind read, write, other or delete", o.Name, o.Kind, o.Kind)
 		}
 	}

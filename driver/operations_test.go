@@ -42,6 +42,7 @@ func TestRegisterChecksOperations(t *testing.T) {
 		{"bad name", def("ops-bad", []Operation{{Name: "a.b"}}, true), "a letter, then letters and digits"},
 		{"bad kind", def("ops-kind", []Operation{{Name: "a", Kind: 9}}, true), "unknown kind"},
 		{"kind rmw", def("ops-rmw", []Operation{{Name: "a", Kind: KindRMW}}, true), "kind rmw is the built-in rmw operation's"},
+		{"kind insert", def("ops-insert", []Operation{{Name: "a", Kind: KindInsert}}, true), "kind insert is the built-in insert operation's"},
 	} {
 		err := Register(tt.def)
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
@@ -49,7 +50,7 @@ func TestRegisterChecksOperations(t *testing.T) {
 		}
 	}
 	d, _ := Lookup("ops-ok")
-	if got := strings.Join(d.OperationNames(), ","); got != "read,write,scan,del,rmw" {
+	if got := strings.Join(d.OperationNames(), ","); got != "read,write,scan,del,rmw,insert" {
 		t.Errorf("OperationNames = %s", got)
 	}
 	if o, i, ok := d.Operation("del"); !ok || i != 1 || o.Kind != KindOther {
@@ -63,7 +64,7 @@ func TestRegisterChecksOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back []Operation
-	if err := json.Unmarshal(b, &back); err != nil || len(back) != 5 || back[3].Kind != KindOther || !strings.Contains(string(b), `"kind":"other"`) {
+	if err := json.Unmarshal(b, &back); err != nil || len(back) != 6 || back[3].Kind != KindOther || !strings.Contains(string(b), `"kind":"other"`) {
 		t.Errorf("JSON round trip: %s -> %+v, %v", b, back, err)
 	}
 }
@@ -90,12 +91,14 @@ func TestBuiltinOperations(t *testing.T) {
 		kind  Kind
 		index int
 	}{
-		{"plain driver: rmw", def(nopDriver{}), "read,write,rmw", OpRMW, KindRMW, IndexRMW},
-		{"a Deleter: delete", def(deleterDriver{}), "read,write,delete,rmw", OpDelete, KindDelete, IndexDelete},
-		{"a Scanner: scan", def(scannerDriver{}), "read,write,delete,scan,rmw", OpScan, KindScan, IndexScan},
+		{"plain driver: rmw", def(nopDriver{}), "read,write,rmw,insert", OpRMW, KindRMW, IndexRMW},
+		{"plain driver: insert", def(nopDriver{}), "read,write,rmw,insert", OpInsert, KindInsert, IndexInsert},
+		{"a Deleter: delete", def(deleterDriver{}), "read,write,delete,rmw,insert", OpDelete, KindDelete, IndexDelete},
+		{"a Scanner: scan", def(scannerDriver{}), "read,write,delete,scan,rmw,insert", OpScan, KindScan, IndexScan},
 		{"declared delete is the driver's", def(deleterDriver{}, Operation{Name: "delete", Kind: KindOther}),
-			"read,write,delete,rmw", OpDelete, KindOther, 0},
-		{"declared rmw is the driver's", def(opDriver{}, Operation{Name: "rmw", Kind: KindWrite}), "read,write,rmw", OpRMW, KindWrite, 0},
+			"read,write,delete,rmw,insert", OpDelete, KindOther, 0},
+		{"declared rmw is the driver's", def(opDriver{}, Operation{Name: "rmw", Kind: KindWrite}), "read,write,rmw,insert", OpRMW, KindWrite, 0},
+		{"declared insert is the driver's", def(opDriver{}, Operation{Name: "insert", Kind: KindWrite}), "read,write,insert,rmw", OpInsert, KindWrite, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,5 +116,27 @@ func TestBuiltinOperations(t *testing.T) {
 	}
 	if _, _, ok := def(deleterDriver{}).Operation(OpScan); ok {
 		t.Error("a driver without Scanner offers scan")
+	}
+}
+
+type orderedScanner struct{ scannerDriver }
+
+func (orderedScanner) ScanOrder() ScanOrder { return ScanStore }
+
+// TestScanOrderOf: a Scanner scans in byte order unless it states another order.
+func TestScanOrderOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Scanner
+		want ScanOrder
+	}{
+		{"silent scanner: bytes", scannerDriver{}, ScanBytes},
+		{"stated order", orderedScanner{}, ScanStore},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ScanOrderOf(tc.s); got != tc.want {
+				t.Errorf("ScanOrderOf = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

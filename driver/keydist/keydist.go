@@ -25,7 +25,7 @@ import (
 )
 
 // Op tells a generator what the key is for. Most distributions ignore it; "latest" makes
-// writes take new keys and reads chase them.
+// writes take new keys and reads chase them while the keyspace does not grow.
 type Op uint8
 
 // The operations a key is picked for.
@@ -66,6 +66,14 @@ type Keyspace struct {
 	// generator is built. A rebuilt generator is passed its predecessor's Start, so a
 	// moving window keeps moving instead of jumping back.
 	Start time.Time
+	// Size, when set, returns the current number of keys, which inserts grow: NumKeys
+	// until an insert claims a key beyond them, then one more per insert (the keys
+	// NumKeys, NumKeys+1, ... in the order they were claimed; a claimed key may not be
+	// written yet). Distributions over a fixed keyspace ignore it and draw from the first
+	// NumKeys keys; one that follows the newest keys (latest) calls it per draw, so it is
+	// an atomic load. nil means the keyspace does not grow. It is the engine's, kept
+	// across rebuilt generators.
+	Size func() int64
 }
 
 // Definition describes a distribution to the registry.

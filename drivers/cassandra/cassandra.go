@@ -547,6 +547,10 @@ func (d *Driver) Scan(ctx context.Context, start string, n int) (int, error) {
 	return got, nil
 }
 
+// ScanOrder says Scan reads in the ring's token order, not the keys' byte order
+// (driver.ScanOrderer).
+func (d *Driver) ScanOrder() driver.ScanOrder { return driver.ScanStore }
+
 func rowArgs(key string, row int, pieces []any) []any {
 	args := make([]any, 0, 2+len(pieces))
 	args = append(args, key, row)

@@ -39,14 +39,15 @@
 // is workload E's range read as YCSB's Cassandra binding does it: SELECT key, value...
 // WHERE token(key) >= token(?) PER PARTITION LIMIT 1 LIMIT n, at readConsistencyLevel,
 // so it reads n partitions (keys, one row each) that are neighbours on the ring from the
-// start key's token, and counts them; none is a miss. Token order is not the keys' byte
-// order that driver.Scanner describes (Murmur3Partitioner hashes keys): the keys a scan
-// reads are not those that follow the start key by name, and a start key near the ring's
-// last token reads few (there is no wrap). It is the range read a partitioned table has,
-// costed as the store costs it; clustering-range reads within a partition are not
-// offered. Both run on gocql: the engine refuses them in a class of mode=direct (whose
-// workers run pipelines of reads and writes, and which mode=auto picks on a one-node
-// cluster), so a workload with deletes or scans (ycsb-e) needs mode=gocql.
+// start key's token, and counts them; none is a miss. The driver states token order as
+// its scan order (driver.ScanOrderer, order "store"): Murmur3Partitioner hashes keys, so
+// the keys a scan reads are not those that follow the start key by name, and a start key
+// near the ring's last token reads few (there is no wrap). It is the range read a
+// partitioned table has, costed as the store costs it; clustering-range reads within a
+// partition are not offered. Both run on gocql's session in every mode: in mode=direct
+// (which mode=auto picks on a one-node cluster) a worker sends its reads, writes and
+// inserts on its pipeline and runs a delete, scan or rmw through the session between
+// batches, so ycsb-e and ycsb-f run with the default mode.
 //
 // At Init the driver checks the table's columns in system_schema: an existing table made by
 // NDBench (text value columns) or with fewer value columns than colsPerRow is reported with

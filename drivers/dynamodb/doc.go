@@ -70,6 +70,20 @@
 // DAX are write-through, but a read of an item written directly to DynamoDB may be stale
 // for the cache's TTL) and DAX's consumed-capacity reporting.
 //
+// # Delete and scan
+//
+// delete is a DeleteItem (a missing item is no error). scan, YCSB workload E's range
+// read, is one Scan request with ExclusiveStartKey set to the start key and Limit n, at
+// the consistentRead setting: it reads the n items that follow the start key in the
+// table's own order, which is the order of the partition key's hash, not the keys' byte
+// order (the driver states it: driver.ScanOrderer, order "store"), and not the start key
+// itself. That is the range read a table keyed by a partition key alone has, costed as
+// DynamoDB costs it: the items evaluated, rounded up per 4 KB, in read capacity
+// (DriverStats' consumedRCUMilli.scan), and a start key near the end of the table reads
+// few or none (a miss). A byte-ordered range would need a Query on a sort key, so a table
+// whose items share a partition key: one hot partition for every operation, a layout no
+// one runs a key-value workload on, which is why the driver does not make one.
+//
 // # Batches and transactions
 //
 // ReadBulk sends BatchGetItem requests of up to 100 distinct keys; WriteBulk sends

@@ -23,6 +23,10 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/presets"
+	"github.com/ndbench/ndbench/internal/engine"
+	ndbstats "github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -635,5 +639,96 @@ func BenchmarkPutGet(b *testing.B) {
 	})
 	if cpu := srv.CPU() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "server-µs/op")
+	}
+}
+
+// TestScanAndDelete: delete removes an item (a missing one is no error) and scan reads
+// items after a start key in the table's own order (ExclusiveStartKey, Limit n), which
+// the driver states, so the conformance suite's check holds it to that order's rules; the
+// items follow one another in one total order.
+func TestScanAndDelete(t *testing.T) {
+	d := open(t, "scan-delete", nil)
+	if got := driver.ScanOrderOf(d); got != driver.ScanStore {
+		t.Fatalf("scan order %v, want store", got)
+	}
+	drivertest.ScanAndDelete(t, d)
+	ctx := drivertest.Context(t)
+	// From the start of the table (an empty ExclusiveStartKey is not allowed, so from a
+	// key), consecutive scans of one item each walk the table in its order.
+	seen := map[string]bool{}
+	out, err := raw(srv).Scan(ctx, &ddb.ScanInput{TableName: aws.String("scan-delete")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range out.Items {
+		seen[it["id"].(*types.AttributeValueMemberS).Value] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("the table holds %d items after the suite, want its 4", len(seen))
+	}
+	// In one total order each item is followed by 3, 2, 1 and 0 others: the scans after
+	// each item read 6 in all.
+	sum := 0
+	for k := range seen {
+		n, err := d.Scan(ctx, k, 100)
+		if err != nil && !errors.Is(err, driver.ErrNotFound) || n > 3 {
+			t.Errorf("scan after %s: %d, %v; want at most the 3 other items", k, n, err)
+		}
+		sum += n
+	}
+	if sum != 6 {
+		t.Errorf("scans after each of the 4 items read %d items in all, want 3+2+1+0 = 6", sum)
+	}
+}
+
+// TestYCSBE: ycsb-e runs on DynamoDB Local: its scans read items in the table's order
+// and its inserts grow the keyspace; nothing fails.
+func TestYCSBE(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := open(t, "ycsb-e", nil)
+	p, _ := presets.Lookup("ycsb-e")
+	l, err := p.Layer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := config.DefaultsLayer()
+	def.Values["driver.name"] = "dynamodb"
+	snap, err := config.Build([]config.Layer{def, l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := snap.Config.Workload
+	// A tenth of the preset's rate: DynamoDB Local is a JVM on a shared machine.
+	w.ValidateValues, w.OpTimeout, w.ReadRate, w.WriteRate = true, 10*time.Second, 95, 5
+	coll := ndbstats.NewCollector(ndbstats.Config{Shards: 4})
+	e, err := engine.New(d, w, engine.Options{Collector: coll})
+	if err != nil {
+		t.Fatalf("ycsb-e on dynamodb: %v", err)
+	}
+	defer e.Close(2 * time.Second)
+	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
+		t.Fatalf("backfill: %+v, %v", st, err)
+	}
+	coll.Reset()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	coll.Tick(time.Now())
+	cum := coll.Cumulative()
+	sc, ins := cum.Ops["read"], cum.Ops["write"]
+	t.Logf("%d scans (%d misses), %d inserts; keyspace %d; driver stats %v", sc.Count, sc.Misses, ins.Count, e.KeyspaceSize(), d.DriverStats())
+	if sc.Count < 10 || sc.Errors != 0 || sc.Misses == sc.Count || ins.Count < 1 || ins.Errors != 0 {
+		t.Fatalf("scans %d (%d misses, %d errors %v), inserts %d (%d errors %v)", sc.Count, sc.Misses, sc.Errors, sc.Failures, ins.Count, ins.Errors, ins.Failures)
+	}
+	if e.KeyspaceSize() != w.NumKeys+ins.Count {
+		t.Errorf("keyspace %d after %d inserts, want %d", e.KeyspaceSize(), ins.Count, w.NumKeys+ins.Count)
 	}
 }

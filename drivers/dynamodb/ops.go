@@ -49,10 +49,12 @@ const (
 	statReadBulk
 	statWriteBulk
 	statTransactWrite
+	statDelete
+	statScan
 	numOpStats
 )
 
-var opStatNames = [numOpStats]string{"read", "write", "readBulk", "writeBulk", opTransactWrite}
+var opStatNames = [numOpStats]string{"read", "write", "readBulk", "writeBulk", opTransactWrite, "delete", "scan"}
 
 // stats are the driver's own counters (DriverStats). Capacity is fractional (0.5 RCU for
 // an eventually consistent read of up to 4 KB), so it is kept in milli-units.
@@ -175,6 +177,58 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 	}
 	return nil
 }
+
+// Delete removes key's item; a missing item is not an error (driver.Deleter).
+func (d *Driver) Delete(ctx context.Context, key string) error {
+	c, err := d.start()
+	if err != nil {
+		return err
+	}
+	out, err := c.DeleteItem(ctx, &ddb.DeleteItemInput{
+		TableName:              aws.String(d.opts.Table),
+		Key:                    d.key(key),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return d.fail("delete", err)
+	}
+	if out.ConsumedCapacity != nil {
+		d.consumed(statDelete, false, *out.ConsumedCapacity)
+	}
+	return nil
+}
+
+// Scan reads up to n items with their values, in the table's own order, from start: one
+// Scan request with ExclusiveStartKey start and Limit n, at the consistentRead setting
+// (see the package documentation on its order and cost). It returns how many items came
+// back; none is driver.ErrNotFound.
+func (d *Driver) Scan(ctx context.Context, start string, n int) (int, error) {
+	c, err := d.start()
+	if err != nil {
+		return 0, err
+	}
+	out, err := c.Scan(ctx, &ddb.ScanInput{
+		TableName:              aws.String(d.opts.Table),
+		ExclusiveStartKey:      d.key(start),
+		Limit:                  aws.Int32(int32(min(n, math.MaxInt32))),
+		ConsistentRead:         aws.Bool(d.consistent.Load()),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return 0, d.fail("scan", err)
+	}
+	if out.ConsumedCapacity != nil {
+		d.consumed(statScan, true, *out.ConsumedCapacity)
+	}
+	if len(out.Items) == 0 {
+		return 0, driver.ErrNotFound
+	}
+	return len(out.Items), nil
+}
+
+// ScanOrder says Scan reads in the table's own order (the partition key's hash), not the
+// keys' byte order (driver.ScanOrderer).
+func (d *Driver) ScanOrder() driver.ScanOrder { return driver.ScanStore }
 
 // Do runs the declared operations: 0 is transactWrite.
 func (d *Driver) Do(ctx context.Context, op int, key string, value []byte) ([]byte, error) {

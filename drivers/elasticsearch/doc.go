@@ -29,6 +29,18 @@
 //	write    PUT INDEX/_doc/KEY, or with bulkWrite a place in a shared _bulk request
 //	search   POST INDEX/_search, size 1: searchType=term is a term query on key,
 //	         match a match query on text for the key's title word; no hit is a miss
+//	delete   DELETE INDEX/_doc/KEY (rolling: _delete_by_query on INDEX-*); a missing
+//	         document is no error
+//	scan     POST INDEX/_search: a range query key >= START sorted by key, size n, the
+//	         hits' value fields returned; no hit is a miss
+//
+// scan is YCSB workload E's range read: the key field is a keyword, which Lucene orders
+// by its bytes, so the documents come in the keys' byte order, the order driver.Scanner
+// describes, from a sorted range query that reads n documents' values (the cost of
+// fetching n hits, not of n point reads). A search sees what the last refresh made
+// visible, so a key written less than refreshInterval ago may be missed; with rolling
+// indexes a key with copies in several indexes counts once per copy. delete and scan are
+// built-in operations (driver.Deleter, driver.Scanner): ycsb-e runs as it is.
 //
 // search is a named operation: put it into an op class, e.g.
 // workload.readMix=read:8,search:2 or workload.ops.search.mix=search. What it returns is

@@ -557,6 +557,61 @@ func (d *Driver) Do(ctx context.Context, op int, key string, _ []byte) ([]byte, 
 	return nil, nil
 }
 
+// Scan reads up to n documents whose key is start or follows it, in the keys' byte order:
+// a range query on the key field (a keyword, which Lucene orders by its bytes), sorted by
+// key, size n, with the documents' value fields; it returns how many hits came back, none
+// being driver.ErrNotFound. Searches see what the last refresh made visible
+// (refreshInterval), so a key written less than that ago may be missed. With rolling
+// indexes it searches every rolled index, where a key written in several counts once per
+// copy.
+func (d *Driver) Scan(ctx context.Context, start string, n int) (int, error) {
+	if err := d.usable(); err != nil {
+		return 0, err
+	}
+	q := append([]byte(nil), `{"size":`...)
+	q = strconv.AppendInt(q, int64(n), 10)
+	q = append(q, `,"track_total_hits":false,"_source":["value"],"query":{"range":{"key":{"gte":`...)
+	q = appendString(q, start)
+	q = append(q, `}}},"sort":[{"key":"asc"}]}`...)
+	var res searchResult
+	if err := d.doJSON(ctx, http.MethodPost, "/"+d.readIndex()+"/_search?filter_path=hits.hits._id,hits.hits._source", q, &res); err != nil {
+		var se *serverError
+		if errors.As(err, &se) && se.Type == "index_not_found_exception" {
+			return 0, driver.ErrNotFound
+		}
+		return 0, d.fail("scan from "+start, err)
+	}
+	if len(res.Hits.Hits) == 0 {
+		return 0, driver.ErrNotFound
+	}
+	return len(res.Hits.Hits), nil
+}
+
+// Delete removes the key's document; a missing document (or index) is not an error. With
+// rolling indexes it deletes the key's copies in every rolled index (_delete_by_query on
+// an ids query).
+func (d *Driver) Delete(ctx context.Context, key string) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
+	var err error
+	if d.opts.IndexRollsPerDay > 0 {
+		q := append([]byte(`{"query":{"ids":{"values":[`), appendString(nil, key)...)
+		q = append(q, "]}}}"...)
+		err = d.doJSON(ctx, http.MethodPost, "/"+d.readIndex()+"/_delete_by_query?conflicts=proceed", q, nil)
+	} else {
+		err = d.doJSON(ctx, http.MethodDelete, "/"+d.opts.Index+"/_doc/"+url.PathEscape(key), nil, nil)
+	}
+	var se *serverError
+	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return d.fail("delete "+key, err)
+	}
+	return nil
+}
+
 // Reconfigure switches the live option searchType.
 func (d *Driver) Reconfigure(_ context.Context, opts any) error {
 	o, err := driver.OptionsAs[Options](opts)

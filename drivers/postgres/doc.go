@@ -52,9 +52,14 @@
 // whose key column sorts in a language's or ICU's collation ("a" before "B"), the scan
 // compares and sorts under COLLATE "C" instead: the right keys, but read by scanning the
 // whole table, so its latency is not an index range's; ConnectionInfo's scanOrder says
-// which. Both run on the pool: the engine refuses them in a class of mode=direct (whose
-// workers run pipelines of reads and writes), so a workload with deletes or scans
-// (ycsb-e) needs mode=pool.
+// which. The operation insert (ycsb-d and ycsb-e's) is a plain INSERT (driver.Inserter),
+// not the upsert of write: a key that exists fails as rejected. ndbench inserts each new
+// key once, so that failure means the table already held it: a previous run's inserts
+// are still there, so drop the table (or use another, table=...) between runs with
+// inserts, as YCSB's JDBC binding needs too. Delete, scan and insert run on the pool in
+// every mode: in mode=direct a worker sends its reads and writes on its pipeline and runs
+// the others on the pool between batches, so ycsb-d, ycsb-e and ycsb-f run with the
+// default mode.
 //
 // # Prepared statements
 //

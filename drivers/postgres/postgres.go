@@ -117,6 +117,7 @@ type Driver struct {
 	closed   atomic.Bool    // set by Close, so no pipeline connects again
 
 	readSQL, writeSQL, readBulkSQL, writeBulkSQL string
+	insertSQL                                    string
 	deleteSQL, scanSQL                           string
 	scanOrder                                    string // how scans order keys, for ConnectionInfo
 }
@@ -159,6 +160,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	table := quoteTable(o.Table)
 	d.readSQL = "SELECT value FROM " + table + " WHERE key = $1"
 	d.writeSQL = "INSERT INTO " + table + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+	d.insertSQL = "INSERT INTO " + table + " (key, value) VALUES ($1, $2)"
 	d.readBulkSQL = "SELECT key, value FROM " + table + " WHERE key = ANY($1)"
 	d.writeBulkSQL = "INSERT INTO " + table + " (key, value) SELECT * FROM unnest($1::text[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
 	d.deleteSQL = "DELETE FROM " + table + " WHERE key = $1"
@@ -279,6 +281,15 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 	if _, err := d.pool.Exec(ctx, d.writeSQL, key, value); err != nil {
 		return d.fail("write", err)
+	}
+	return nil
+}
+
+// Insert adds key's row with a plain INSERT (driver.Inserter), the operation insert: a
+// key that exists violates the primary key and fails as rejected.
+func (d *Driver) Insert(ctx context.Context, key string, value []byte) error {
+	if _, err := d.pool.Exec(ctx, d.insertSQL, key, value); err != nil {
+		return d.fail("insert", err)
 	}
 	return nil
 }

@@ -189,7 +189,7 @@ func (d *Driver) appendOp(w []byte, op *driver.PipelineOp, hash bool, ttl time.D
 		if ttl > 0 {
 			w = appendCommand(w, "PEXPIRE", hk, strconv.FormatInt(ttl.Milliseconds(), 10))
 		}
-		return w
+		return d.appendIndex(w, op.Key)
 	}
 	if ttl > 0 {
 		w = appendArrayHeader(w, 5)
@@ -203,7 +203,15 @@ func (d *Driver) appendOp(w []byte, op *driver.PipelineOp, hash bool, ttl time.D
 		w = appendBulkString(w, "PX")
 		w = appendBulkString(w, strconv.FormatInt(ttl.Milliseconds(), 10))
 	}
-	return w
+	return d.appendIndex(w, op.Key)
+}
+
+// appendIndex appends, with scanIndex, the ZADD that adds key to the scan index.
+func (d *Driver) appendIndex(w []byte, key string) []byte {
+	if !d.opts.ScanIndex {
+		return w
+	}
+	return appendCommand(w, "ZADD", d.opts.ScanIndexKey, "0", key)
 }
 
 // readOp reads one operation's replies. An error reply (replyError) leaves the stream in
@@ -213,12 +221,22 @@ func (p *pipeline) readOp(ctx context.Context, op *driver.PipelineOp, hash bool,
 	switch {
 	case read && hash:
 		return p.readHash(ctx, op.Key)
-	case hash && ttl > 0:
-		// HSET then PEXPIRE: the first error reply wins, both replies are consumed.
-		_, err := p.reply(ctx)
-		_, err2 := p.reply(ctx)
-		if err2 != nil && (err == nil || !isReplyError(err2)) {
-			err = err2
+	case !read && (hash && ttl > 0 || p.d.opts.ScanIndex):
+		// HSET then PEXPIRE, and the index's ZADD: the first error reply wins, every
+		// reply is consumed.
+		replies := 1
+		if hash && ttl > 0 {
+			replies++
+		}
+		if p.d.opts.ScanIndex {
+			replies++
+		}
+		var err error
+		for range replies {
+			_, err2 := p.reply(ctx)
+			if err2 != nil && (err == nil || !isReplyError(err2)) {
+				err = err2
+			}
 		}
 		return nil, err
 	}
@@ -399,6 +417,7 @@ func (d *Driver) initDirect(ctx context.Context) error {
 		"cluster":        "false",
 		"db":             strconv.Itoa(o.DB),
 		"tls":            strconv.FormatBool(o.TLS.Enable),
+		"scanIndex":      scanIndexInfo(o),
 		"server_version": version,
 	}
 	return nil
@@ -449,4 +468,139 @@ func (dp *directPool) command(ctx context.Context, args ...string) ([]byte, erro
 		_ = p.Close()
 	}
 	return out, nil
+}
+
+// scan is Driver.Scan in mode=direct, on a pooled connection; ctx's end interrupts it. A
+// connection whose scan failed other than by an error reply is closed, not pooled.
+func (dp *directPool) scan(ctx context.Context, start string, n int) (int, error) {
+	if dp.d.closed.Load() {
+		return 0, classify(fmt.Errorf("redis scan: %w", net.ErrClosed))
+	}
+	var p *pipeline
+	select {
+	case p = <-dp.idle:
+	default:
+		p = &pipeline{d: dp.d}
+	}
+	if p.conn.Conn() == nil {
+		if err := p.connect(ctx); err != nil {
+			return 0, classify(err)
+		}
+	}
+	stop := context.AfterFunc(ctx, p.Interrupt)
+	got, err := p.scan(ctx, start, n)
+	if !stop() {
+		p.conn.Drop()
+	}
+	var re replyError
+	if err != nil && !errors.Is(err, driver.ErrNotFound) && !errors.As(err, &re) || dp.d.closed.Load() {
+		_ = p.Close()
+	} else {
+		select {
+		case dp.idle <- p:
+		default:
+			_ = p.Close()
+		}
+	}
+	switch {
+	case errors.As(err, &re):
+		return 0, driver.Wrap(serverClass(string(re)), fmt.Errorf("redis scan: %w", err))
+	case err != nil && !errors.Is(err, driver.ErrNotFound):
+		return 0, classify(fmt.Errorf("redis scan: %w", err))
+	}
+	return got, err
+}
+
+// scan reads the keys from start in the scan index, then their values, in two round
+// trips (see Driver.Scan).
+func (p *pipeline) scan(ctx context.Context, start string, n int) (int, error) {
+	o := &p.d.opts
+	if err := p.send(ctx, appendCommand(p.wbuf[:0], "ZRANGEBYLEX", o.ScanIndexKey, "["+start, "+", "LIMIT", "0", strconv.Itoa(n))); err != nil {
+		return 0, err
+	}
+	tag, _, count, err := p.next(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if tag != '*' {
+		return 0, fmt.Errorf("%w: ZRANGEBYLEX answered type %q", errProtocol, tag)
+	}
+	keys := make([]string, 0, count)
+	for range count {
+		k, err := p.reply(ctx)
+		if err != nil {
+			return 0, err
+		}
+		keys = append(keys, string(k))
+	}
+	if len(keys) == 0 {
+		return 0, driver.ErrNotFound
+	}
+	got := 0
+	if o.Shape == "hash" {
+		w := p.wbuf[:0]
+		for _, k := range keys {
+			w = appendCommand(w, "HGETALL", p.d.hashKey(k))
+		}
+		if err := p.send(ctx, w); err != nil {
+			return 0, err
+		}
+		for _, k := range keys {
+			_, err := p.readHash(ctx, k)
+			switch {
+			case err == nil:
+				got++
+			case errors.Is(err, driver.ErrNotFound):
+			default:
+				return 0, err
+			}
+		}
+	} else {
+		if err := p.send(ctx, appendCommand(p.wbuf[:0], append([]string{"MGET"}, keys...)...)); err != nil {
+			return 0, err
+		}
+		tag, _, count, err := p.next(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if tag != '*' || count != len(keys) {
+			return 0, fmt.Errorf("%w: MGET of %d keys answered type %q of %d elements", errProtocol, len(keys), tag, count)
+		}
+		for range count {
+			_, _, size, err := p.next(ctx)
+			if err != nil {
+				return 0, err
+			}
+			if size >= 0 {
+				got++
+			}
+		}
+	}
+	if got == 0 {
+		return 0, driver.ErrNotFound
+	}
+	return got, nil
+}
+
+// send writes w whole, riding out stale interrupts.
+func (p *pipeline) send(ctx context.Context, w []byte) error {
+	p.wbuf = w
+	for len(w) > 0 {
+		n, err := p.conn.Conn().Write(w)
+		w = w[n:]
+		if err != nil && !p.conn.Retry(ctx, err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// next reads one reply as respReader.reply does, riding out stale interrupts.
+func (p *pipeline) next(ctx context.Context) (tag byte, data []byte, n int, err error) {
+	for {
+		tag, data, n, err = p.rd.reply()
+		if err == nil || !p.conn.Retry(ctx, err) {
+			return tag, data, n, err
+		}
+	}
 }

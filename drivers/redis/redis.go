@@ -10,6 +10,24 @@
 // sent in the same pipeline); a read is HGETALL and joins the fields back in order, so data
 // validation works for both shapes. With ttl=0 a hash keeps any TTL it had before.
 //
+// # Scans
+//
+// Redis keeps no order among keys (SCAN walks its hash table in no useful order), so the
+// operation scan (YCSB workload E's range read) needs an ordered structure that ndbench
+// maintains: with scanIndex=true every write also sends ZADD scanIndexKey 0 key, and every
+// delete ZREM, in the same round trip, so one sorted set (default "ndbench:keys") holds
+// every key written, all with score 0, which Redis orders by the keys' bytes. A scan is
+// then ZRANGEBYLEX scanIndexKey [start + LIMIT 0 n (the keys from start in byte order, in
+// O(log N + n)) and a second round trip for the values (MGET, or one HGETALL per key with
+// shape=hash); keys whose values are gone (ttl) are not counted. This is the layout Redis
+// users build for range reads (a lexicographic sorted-set index), so its cost is the one
+// an application would pay: each write is two commands, and the index is one key, held by
+// one shard of a cluster or proxy, which takes every write's ZADD. ZRANGEBYLEX is used
+// rather than ZRANGE ... BYLEX so servers before Redis 6.2 scan too. The index is off by
+// default, as it changes what a write costs; a scan without it fails as rejected, naming
+// the option. Keys written before the index was turned on, or by other tools, are not in
+// it: backfill with scanIndex=true before scanning.
+//
 // # Modes
 //
 // mode=direct (what mode=auto picks unless cluster=true) gives each engine worker a
@@ -39,8 +57,8 @@
 //
 // mode=direct works unchanged through RESP proxies such as twemproxy, Dynomite and the
 // Envoy redis proxy: it speaks RESP2 from the first byte and only sends GET, SET, HSET,
-// HGETALL, PEXPIRE, PING and INFO (AUTH and SELECT when configured). go-redis's modes need
-// proxy=true there: go-redis v9 sends HELLO first on every connection and falls back to
+// HGETALL, PEXPIRE, DEL, PING and INFO (AUTH and SELECT when configured; ZADD, ZREM,
+// ZRANGEBYLEX and MGET with scanIndex). go-redis's modes need proxy=true there: go-redis v9 sends HELLO first on every connection and falls back to
 // RESP2 only on an error reply, while twemproxy closes the connection on any command it
 // does not know (redis/go-redis#2616); with proxy=true the driver answers that HELLO
 // itself. Proxies close the connection on SELECT too, so proxy=true requires db=0. The
@@ -124,6 +142,8 @@ type Options struct {
 	Shape         string                `opt:"shape" default:"string" enum:"string,hash" help:"string: SET/GET; hash: HSET/HGETALL like NDBench's Dyno hash plugin"`
 	HashFields    int                   `opt:"hashFields" default:"2" min:"1" max:"64" help:"hash shape: fields the value is split across"`
 	HashKeyPrefix string                `opt:"hashKeyPrefix" default:"HM__" help:"hash shape: prefix of hash keys (NDBench uses HM__)"`
+	ScanIndex     bool                  `opt:"scanIndex" default:"false" help:"keep a sorted set of every key written (ZADD beside each write, ZREM beside each delete, in the same round trip) so the operation scan can read keys in byte order (ZRANGEBYLEX, then the values); costs every write a second command; off: scan fails as rejected"`
+	ScanIndexKey  string                `opt:"scanIndexKey" default:"ndbench:keys" help:"scanIndex: the sorted set's key (one key: on a cluster or behind a proxy it lives on one shard)"`
 	SpinRead      time.Duration         `opt:"spinRead" default:"0s" min:"0s" max:"1ms" help:"mode=direct, Linux, without TLS: after sending, poll the socket for a reply for up to this long before the worker parks; costs client CPU, try it only where a profile shows goroutine wake-ups in the round trip; 0 parks at once"`
 }
 
@@ -243,9 +263,18 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		"cluster":        strconv.FormatBool(o.Cluster),
 		"db":             strconv.Itoa(o.DB),
 		"tls":            strconv.FormatBool(o.TLS.Enable),
+		"scanIndex":      scanIndexInfo(o),
 		"server_version": serverVersion(ctx, d.client),
 	}
 	return nil
+}
+
+// scanIndexInfo is ConnectionInfo's scanIndex: the sorted set's key, or "off".
+func scanIndexInfo(o *Options) string {
+	if o.ScanIndex {
+		return o.ScanIndexKey
+	}
+	return "off"
 }
 
 // Validate checks what the tags cannot: addresses are host:port and a cluster has one
@@ -268,6 +297,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Proxy && o.Cluster {
 		errs = append(errs, &driver.FieldError{Field: "proxy", Value: "true", Allowed: "false when cluster=true (a proxy hides the cluster)"})
+	}
+	if o.ScanIndex && o.ScanIndexKey == "" {
+		errs = append(errs, &driver.FieldError{Field: "scanIndexKey", Allowed: "a key name when scanIndex=true"})
 	}
 	if o.Cluster && o.DB != 0 {
 		errs = append(errs, &driver.FieldError{Field: "db", Value: strconv.Itoa(o.DB), Allowed: "0 when cluster=true (Redis Cluster has one database)"})
@@ -336,26 +368,102 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 	if ttl := time.Duration(d.ttl.Load()); ttl > 0 {
 		args = append(args, "px", ttl.Milliseconds())
 	}
-	if err := d.do(ctx, goredis.NewStatusCmd(ctx, args...)); err != nil {
+	if err := d.do(ctx, d.indexed(ctx, key, goredis.NewStatusCmd(ctx, args...))...); err != nil {
 		return classify(fmt.Errorf("redis SET %s: %w", key, err))
 	}
 	return nil
 }
 
+// indexed returns cmds, followed with scanIndex by the ZADD that adds key to the scan
+// index, for one round trip.
+func (d *Driver) indexed(ctx context.Context, key string, cmds ...goredis.Cmder) []goredis.Cmder {
+	if d.opts.ScanIndex {
+		cmds = append(cmds, goredis.NewIntCmd(ctx, "zadd", d.opts.ScanIndexKey, 0, key))
+	}
+	return cmds
+}
+
 // Delete removes key (its hash with shape=hash); a missing key is not an error. A
 // composition in front of a database uses it to invalidate on writes.
 func (d *Driver) Delete(ctx context.Context, key string) error {
+	orig := key
 	if d.opts.Shape == "hash" {
 		key = d.hashKey(key)
 	}
 	if d.direct != nil {
-		_, err := d.direct.command(ctx, "DEL", key)
+		if _, err := d.direct.command(ctx, "DEL", key); err != nil || !d.opts.ScanIndex {
+			return err
+		}
+		_, err := d.direct.command(ctx, "ZREM", d.opts.ScanIndexKey, orig)
 		return err
 	}
-	if err := d.do(ctx, goredis.NewIntCmd(ctx, "del", key)); err != nil {
+	cmds := []goredis.Cmder{goredis.NewIntCmd(ctx, "del", key)}
+	if d.opts.ScanIndex {
+		cmds = append(cmds, goredis.NewIntCmd(ctx, "zrem", d.opts.ScanIndexKey, orig))
+	}
+	if err := d.do(ctx, cmds...); err != nil {
 		return classify(fmt.Errorf("redis DEL %s: %w", key, err))
 	}
 	return nil
+}
+
+// errNoScanIndex is Scan's answer without scanIndex.
+var errNoScanIndex = driver.Wrap(driver.ClassRejected, errors.New("redis scan: set drivers.redis.scanIndex=true (a sorted set of the keys, kept on write) to scan; Redis has no ordered key range of its own"))
+
+// Scan reads up to n keys from start in byte order from the scan index (scanIndex):
+// ZRANGEBYLEX [start + LIMIT 0 n, then the keys' values in one more round trip (MGET, or
+// one HGETALL per key with shape=hash), and returns how many values it read; none is
+// driver.ErrNotFound. A key in the index whose value is gone (expired by ttl, deleted by
+// another client) is not counted.
+func (d *Driver) Scan(ctx context.Context, start string, n int) (int, error) {
+	if !d.opts.ScanIndex {
+		return 0, errNoScanIndex
+	}
+	if d.direct != nil {
+		return d.direct.scan(ctx, start, n)
+	}
+	rng := goredis.NewStringSliceCmd(ctx, "zrangebylex", d.opts.ScanIndexKey, "["+start, "+", "limit", 0, n)
+	if err := d.do(ctx, rng); err != nil {
+		return 0, classify(fmt.Errorf("redis ZRANGEBYLEX %s: %w", d.opts.ScanIndexKey, err))
+	}
+	keys := rng.Val()
+	if len(keys) == 0 {
+		return 0, driver.ErrNotFound
+	}
+	got := 0
+	if d.opts.Shape == "hash" {
+		cmds := make([]goredis.Cmder, len(keys))
+		for i, k := range keys {
+			cmds[i] = goredis.NewMapStringStringCmd(ctx, "hgetall", d.hashKey(k))
+		}
+		if err := d.do(ctx, cmds...); err != nil {
+			return 0, classify(fmt.Errorf("redis scan HGETALL: %w", err))
+		}
+		for _, c := range cmds {
+			if len(c.(*goredis.MapStringStringCmd).Val()) > 0 {
+				got++
+			}
+		}
+	} else {
+		args := make([]any, 0, 1+len(keys))
+		args = append(args, "mget")
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		vals := goredis.NewSliceCmd(ctx, args...)
+		if err := d.do(ctx, vals); err != nil {
+			return 0, classify(fmt.Errorf("redis scan MGET: %w", err))
+		}
+		for _, v := range vals.Val() {
+			if v != nil {
+				got++
+			}
+		}
+	}
+	if got == 0 {
+		return 0, driver.ErrNotFound
+	}
+	return got, nil
 }
 
 func (d *Driver) hashKey(key string) string { return d.opts.HashKeyPrefix + key }
@@ -374,7 +482,7 @@ func (d *Driver) writeHash(ctx context.Context, key string, value []byte) error 
 	if ttl := time.Duration(d.ttl.Load()); ttl > 0 {
 		cmds = append(cmds, goredis.NewBoolCmd(ctx, "pexpire", hk, ttl.Milliseconds()))
 	}
-	if err := d.do(ctx, cmds...); err != nil {
+	if err := d.do(ctx, d.indexed(ctx, key, cmds...)...); err != nil {
 		return classify(fmt.Errorf("redis HSET %s: %w", hk, err))
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"os"
@@ -29,6 +30,10 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/presets"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -659,5 +664,91 @@ func TestCancelledOperationsNeverReachTheServer(t *testing.T) {
 				t.Errorf("%d of %d writes with a cancelled context reached the server", landed, n)
 			}
 		})
+	}
+}
+
+// TestScanIndex: with scanIndex the driver passes the conformance suite's delete and scan
+// check (byte order) in every mode and shape: each write adds its key to the sorted set,
+// each delete removes it, a scan reads up to n keys from the start key with their values.
+// Without it a scan fails as rejected, naming the option.
+func TestScanIndex(t *testing.T) {
+	for i, opts := range modesShapes {
+		t.Run(name(opts), func(t *testing.T) {
+			v := maps.Clone(opts)
+			v["scanIndex"], v["scanIndexKey"] = "true", "ndbench:test:scan"+strconv.Itoa(i)
+			_ = raw(t).Del(context.Background(), v["scanIndexKey"]).Err()
+			d := open(t, v)
+			if got := driver.ScanOrderOf(d); got != driver.ScanBytes {
+				t.Errorf("scan order %v, want bytes", got)
+			}
+			drivertest.ScanAndDelete(t, d)
+			if n, err := raw(t).ZCard(context.Background(), v["scanIndexKey"]).Result(); err != nil || n != 4 {
+				t.Errorf("the index holds %d keys (%v), want the 4 written and not deleted", n, err)
+			}
+		})
+	}
+	t.Run("off", func(t *testing.T) {
+		d := open(t, nil)
+		_, err := d.Scan(drivertest.Context(t), "k", 5)
+		if driver.Classify(err) != driver.ClassRejected || !strings.Contains(fmt.Sprint(err), "scanIndex=true") {
+			t.Errorf("scan without scanIndex: %v (class %v), want rejected naming scanIndex", err, driver.Classify(err))
+		}
+	})
+}
+
+// TestYCSBEInDefaultMode: ycsb-e runs on the driver's default mode (direct: workers on
+// pipelines) with scanIndex: after the backfill every scan reads keys, its inserts grow
+// the keyspace and are scanned too, nothing fails.
+func TestYCSBEInDefaultMode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	idx := "ndbench:test:ycsbe"
+	_ = raw(t).Del(ctx, idx).Err()
+	d := open(t, map[string]string{"scanIndex": "true", "scanIndexKey": idx})
+	p, _ := presets.Lookup("ycsb-e")
+	l, err := p.Layer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := config.DefaultsLayer()
+	def.Values["driver.name"] = "redis"
+	snap, err := config.Build([]config.Layer{def, l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := snap.Config.Workload
+	w.ValidateValues, w.KeyPrefix = true, "ycsbe-"
+	coll := stats.NewCollector(stats.Config{Shards: 4})
+	e, err := engine.New(d, w, engine.Options{Collector: coll})
+	if err != nil {
+		t.Fatalf("ycsb-e on redis's default mode: %v", err)
+	}
+	defer e.Close(2 * time.Second)
+	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
+		t.Fatalf("backfill: %+v, %v", st, err)
+	}
+	coll.Reset()
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	coll.Tick(time.Now())
+	cum := coll.Cumulative()
+	sc, ins := cum.Ops["read"], cum.Ops["write"]
+	t.Logf("%d scans (%d misses), %d inserts; keyspace %d", sc.Count, sc.Misses, ins.Count, e.KeyspaceSize())
+	if sc.Count < 20 || sc.Errors != 0 || sc.Misses != 0 || ins.Count < 1 || ins.Errors != 0 {
+		t.Fatalf("scans %d (%d misses, %d errors %v), inserts %d (%d errors %v)", sc.Count, sc.Misses, sc.Errors, sc.Failures, ins.Count, ins.Errors, ins.Failures)
+	}
+	if e.KeyspaceSize() != w.NumKeys+ins.Count {
+		t.Errorf("keyspace %d after %d inserts, want %d", e.KeyspaceSize(), ins.Count, w.NumKeys+ins.Count)
+	}
+	if n, err := raw(t).ZCard(ctx, idx).Result(); err != nil || n != w.NumKeys+ins.Count {
+		t.Errorf("the index holds %d keys (%v), want the %d backfilled and inserted", n, err, w.NumKeys+ins.Count)
 	}
 }

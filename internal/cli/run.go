@@ -467,6 +467,9 @@ func printSummary(out io.Writer, r *report.Report, width int) {
 			fmt.Fprintln(out, strings.Join(pack("driver "+r.Driver.Name+":", parts, " ", width), "\n"))
 		}
 	}
+	if k := r.Keyspace; k != nil && k.Inserted > 0 {
+		fmt.Fprintf(out, "keyspace: %d keys (numKeys %d + %d inserted)\n", k.Size, k.NumKeys, k.Inserted)
+	}
 	clock := ""
 	if r.Client.Clock != "" {
 		clock = ", clock " + r.Client.Clock

@@ -75,7 +75,9 @@ them ('ndbench config --workload ycsb-a' shows each value's source).`,
 			fmt.Fprintf(s.out, "\nApply one with --workload NAME (run, serve, config); --config, NDBENCH_* and --set override its values.\n"+
 				"The YCSB presets run open loop at 1000 operations/s in total, split by the workload's mix: scale both rates with --set.\n"+
 				"ycsb-e's reads run the operation scan, which only drivers declaring it offer (in this build: %s); "+
-				"with any other driver the configuration is rejected, listing the driver's operations.\n",
+				"with any other driver the configuration is rejected, listing the driver's operations "+
+				"(redis scans with drivers.redis.scanIndex=true; see ndbench drivers).\n"+
+				"ycsb-d's and ycsb-e's inserts write new keys beyond numKeys: the keyspace grows, and the run reports its size.\n",
 				strings.Join(driversWith("scan"), ", "))
 			return nil
 		},

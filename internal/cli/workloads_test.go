@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,29 @@ func TestRunWithPreset(t *testing.T) {
 	}
 	if r.Ops["read"].Count == 0 || r.Ops["write"].Count != 0 {
 		t.Errorf("ycsb-c ran %d reads and %d writes, want reads only", r.Ops["read"].Count, r.Ops["write"].Count)
+	}
+}
+
+// TestRunYCSBDGrowsTheKeyspace: ycsb-d's inserts write new keys, so the keyspace the
+// report and the summary give is numKeys plus the inserts made, and its latest reads,
+// validated, find no value lost.
+func TestRunYCSBDGrowsTheKeyspace(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--workload", "ycsb-d", "--duration", "1s",
+		"--set", "workload.validate=true", "--report", rep)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	r := readReport(t, rep)
+	ins := r.Ops["write"].Count
+	if ins == 0 || r.Keyspace == nil || r.Keyspace.NumKeys != 1000 || r.Keyspace.Inserted < ins || r.Keyspace.Size != 1000+r.Keyspace.Inserted {
+		t.Fatalf("%d inserts measured; keyspace %+v, want 1000 keys plus at least those inserts", ins, r.Keyspace)
+	}
+	if want := fmt.Sprintf("keyspace: %d keys (numKeys 1000 + %d inserted)", r.Keyspace.Size, r.Keyspace.Inserted); !strings.Contains(out, want) {
+		t.Errorf("summary lacks %q:\n%s", want, out)
+	}
+	if n := r.Ops["read"].Validation["lost"]; n != 0 || r.Ops["read"].Count == 0 {
+		t.Errorf("reads %d, lost %d; want reads and none lost", r.Ops["read"].Count, n)
 	}
 }
 

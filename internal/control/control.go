@@ -156,6 +156,10 @@ type Status struct {
 	Reconfigure   *ReconfigureStatus     `json:"reconfigure,omitempty"`
 	LastError     *ErrorEvent            `json:"lastError,omitempty"`
 	DriverPanics  int64                  `json:"driverPanics"`
+	// KeyspaceSize is the number of keys the workload addresses: workload.numKeys plus
+	// the keys inserts added beyond it (engine.Engine.KeyspaceSize); 0 before a driver is
+	// initialized.
+	KeyspaceSize int64 `json:"keyspaceSize,omitempty" doc:"Keys the workload addresses: numKeys plus the keys inserts added"`
 	// FirstOps has, per op class running, when its first operation since it started
 	// began: a fleet compares them with the common start instant.
 	FirstOps map[string]time.Time `json:"firstOps,omitempty"`

@@ -42,8 +42,10 @@ func Fits(drv driver.Driver, w config.Workload, opts Options) error {
 
 // fits is Check for an engine on drv, which pipelines (or not), declares ops and records
 // into coll. Every error names the option at fault. A mix is resolved by the driver's
-// definition, as resolveClasses resolves it: the built-in kinds (delete, rmw, scan) are
-// the driver's when it implements what they call.
+// definition, as resolveClasses resolves it: the built-in kinds (delete, rmw, scan,
+// insert) are the driver's when it implements what they call. A pipelining driver runs
+// them too: a pipelining worker sends an insert as a Write on its pipeline and the others
+// through the driver's own methods (see pipelined).
 func fits(w config.Workload, drv driver.Driver, pipelines bool, ops []driver.Operation, coll *stats.Collector) error {
 	if err := w.Validate(); err != nil {
 		return err
@@ -69,13 +71,6 @@ func fits(w config.Workload, drv driver.Driver, pipelines bool, ops []driver.Ope
 			if !ok {
 				errs = append(errs, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
 					Allowed: "operations of the connected driver: " + strings.Join(def.OperationNames(), ", ")})
-				continue
-			}
-			if pipelines && idx <= driver.IndexDelete {
-				// A pipeline runs what the driver's Pipeline knows: Read, Write and its
-				// declared operations.
-				errs = append(errs, &driver.FieldError{Field: config.ClassOption(spec.Name, "mix"), Value: m.Op,
-					Allowed: "operations the driver runs on pipelines (its mode gives each worker a connection): read, write" + declaredNames(ops)})
 				continue
 			}
 			if idx == driver.IndexRMW {

@@ -142,20 +142,12 @@ const (
 	opDelete = driver.IndexDelete
 	opRMW    = driver.IndexRMW
 	opScan   = driver.IndexScan
+	opInsert = driver.IndexInsert
 )
 
 // scanLengthMax is the longest scan: a scan's length is uniform in [1, scanLengthMax],
 // YCSB's defaults (maxscanlength 100, scanlengthdistribution uniform).
 const scanLengthMax = 100
-
-// declaredNames lists the names of ops, each after ", ".
-func declaredNames(ops []driver.Operation) string {
-	var b strings.Builder
-	for _, o := range ops {
-		b.WriteString(", " + o.Name)
-	}
-	return b.String()
-}
 
 // plainRead and plainWrite are Driver.Read and Driver.Write as operations outside a
 // class's mix: backfill's writes, its verification's reads, and the parts of an rmw.
@@ -189,6 +181,7 @@ type Engine struct {
 	operator driver.Operator    // the driver as an Operator; nil if it declares none
 	deleter  driver.Deleter     // the driver as a Deleter (operation delete); nil if it is none
 	scanner  driver.Scanner     // the driver as a Scanner (operation scan); nil if it is none
+	inserter driver.Inserter    // the driver as an Inserter (operation insert); nil: Write
 	// pipeliner is the driver as a Pipeliner when it gives pipelines as configured: each
 	// worker then runs on a connection of its own (workPipelined).
 	pipeliner driver.Pipeliner
@@ -200,6 +193,10 @@ type Engine struct {
 
 	backfill backfillState
 	panics   atomic.Int64
+	// size is the keyspace's size: the next key index an insert claims. build raises it to
+	// workload.numKeys; inserts claim keys beyond it, each once, whatever the generation
+	// (a key is never inserted twice, also when numKeys changes).
+	size atomic.Int64
 }
 
 // opClass is one pool of workers: an op class of the workload. A class removed from the
@@ -382,6 +379,7 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	e.operator, _ = drv.(driver.Operator)
 	e.deleter, _ = drv.(driver.Deleter)
 	e.scanner, _ = drv.(driver.Scanner)
+	e.inserter, _ = drv.(driver.Inserter)
 	if len(e.ops) > 0 && e.operator == nil {
 		return nil, fmt.Errorf("new engine: the driver declares %d operations but does not implement driver.Operator", len(e.ops))
 	}
@@ -473,7 +471,7 @@ func (e *Engine) resolveClasses(w config.Workload) (classes []classGen, deletes 
 			}
 			me.idx, me.kind = idx, op.Kind
 			me.wop = workload.OpRead
-			if me.kind == driver.KindWrite {
+			if me.kind == driver.KindWrite || me.kind == driver.KindInsert {
 				me.wop = workload.OpWrite
 			}
 			if me.kind == driver.KindDelete {
@@ -536,7 +534,11 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 	// The parameters come from the same methods Validate checks, so what passed Validate
 	// is exactly what the constructors below are given.
 	kp := w.KeyParams()
-	kp.Seed, kp.Now, kp.Start = g.seed, e.now, e.start
+	kp.Seed, kp.Now, kp.Start, kp.Size = g.seed, e.now, e.start, e.size.Load
+	// Before workers use g: keys below numKeys are the initial keyspace's, never claimed
+	// by an insert.
+	for cur := e.size.Load(); cur < w.NumKeys && !e.size.CompareAndSwap(cur, w.NumKeys); cur = e.size.Load() {
+	}
 	if prev != nil && sameKeys(prev.w, w) && prev.seed == g.seed {
 		g.keys = prev.keys
 	} else {
@@ -599,6 +601,11 @@ func sameKeys(a, b config.Workload) bool {
 		a.HotKeys == b.HotKeys && a.HotFraction == b.HotFraction &&
 		a.ExpPercentile == b.ExpPercentile && a.ExpFraction == b.ExpFraction && a.PatternOptions == b.PatternOptions
 }
+
+// KeyspaceSize returns the number of keys the workload addresses: workload.numKeys, plus
+// the keys inserts claimed beyond it (the keys 0 .. size-1; a key claimed by an insert
+// that failed or is in flight may not exist).
+func (e *Engine) KeyspaceSize() int64 { return e.size.Load() }
 
 // Clock returns the clock the engine times operations with.
 func (e *Engine) Clock() pacer.Clock { return e.clock }

@@ -161,7 +161,14 @@ func (p *opPath) next(intended int64, vbuf *[]byte) operation {
 		}
 	}
 	m := &p.mix[pick]
-	o := p.build(m, p.shards[pick], p.g.keys.Next(p.rng, m.wop), intended, vbuf)
+	var idx int64
+	if m.idx == opInsert {
+		// A key beyond the keyspace, claimed once by one worker: the keyspace grows.
+		idx = p.e.size.Add(1) - 1
+	} else {
+		idx = p.g.keys.Next(p.rng, m.wop)
+	}
+	o := p.build(m, p.shards[pick], idx, intended, vbuf)
 	if m.idx == opRMW {
 		o.parts = &p.parts[pick]
 	}
@@ -179,7 +186,7 @@ func (p *opPath) build(m *mixEntry, opShard *stats.Shard, idx, intended int64, v
 	var o operation
 	o.m, o.class, o.opShard = m, p.class, opShard
 	o.intended, o.idx, o.key = intended, idx, p.key(idx)
-	if m.kind == driver.KindWrite || m.kind == driver.KindRMW {
+	if m.kind == driver.KindWrite || m.kind == driver.KindRMW || m.kind == driver.KindInsert {
 		o.value = g.values.Pick(p.rng)
 		if g.tracker != nil {
 			o.seq = g.tracker.Seq()
@@ -307,7 +314,7 @@ func (p *opPath) done(o *operation, start, end int64, got []byte, err error, tim
 			if o.opShard != nil {
 				o.opShard.SuccessLag(resp, svc, own)
 			}
-		case o.m.kind == driver.KindWrite:
+		case o.m.kind == driver.KindWrite || o.m.kind == driver.KindInsert:
 			p.rec(o).success(resp, svc, own)
 			t.Ack(o.idx, o.seq)
 		case o.m.idx != opRead:
@@ -462,6 +469,11 @@ func (e *Engine) call(ctx context.Context, m *mixEntry, key string, value []byte
 	case opRead:
 		return e.drv.Read(ctx, key)
 	case opWrite:
+		return nil, e.drv.Write(ctx, key, value)
+	case opInsert:
+		if e.inserter != nil {
+			return nil, e.inserter.Insert(ctx, key, value)
+		}
 		return nil, e.drv.Write(ctx, key, value)
 	case opDelete:
 		return nil, e.deleter.Delete(ctx, key)

@@ -65,24 +65,52 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id in
 		}
 		depth := max(p.g.w.Pipeline, 1)
 		b.reset(start)
+		var solo operation
+		hasSolo := false
 		for more := true; more; {
-			b.add(intended)
+			if solo, hasSolo = b.add(intended); hasSolo {
+				// An operation a pipeline cannot carry ends the batch and runs after it.
+				break
+			}
 			if len(b.ops) == depth {
 				break
 			}
 			intended, more = b.next(c.pacer, start)
 		}
-		b.oc = p.slot.begin(start, p.g.w.OpTimeout)
-		e.runBatch(pl, b, done)
-		b.oc.end()
-		// The worker was in the store until its batch's last reply: the operations due
-		// meanwhile waited for it.
-		p.split.done(start, p.clock.Now())
-		if b.stopped || e.runCtx.Err() != nil {
-			return
+		failed := false
+		if len(b.ops) > 0 {
+			b.oc = p.slot.begin(start, p.g.w.OpTimeout)
+			e.runBatch(pl, b, done)
+			b.oc.end()
+			// The worker was in the store until its batch's last reply: the operations due
+			// meanwhile waited for it.
+			p.split.done(start, p.clock.Now())
+			if b.stopped || e.runCtx.Err() != nil {
+				return
+			}
+			failed = b.failed == len(b.ops)
 		}
-		p.cycled(ctx, c, b.failed == len(b.ops))
+		if hasSolo {
+			// It starts once the batch before it is answered.
+			if len(b.ops) > 0 {
+				start = p.clock.Now()
+			}
+			out := p.do(&solo, start)
+			if out == outStopped {
+				return
+			}
+			failed = out == outFailed && (len(b.ops) == 0 || failed)
+		}
+		p.cycled(ctx, c, failed)
 	}
+}
+
+// pipelined says whether a pipeline carries operation m: Read, Write (an insert is a
+// Write of a new key, unless the driver inserts otherwise: driver.Inserter) and the
+// driver's declared operations. The other built-in operations (delete, rmw, scan) call
+// the driver's own methods on the plain path.
+func (e *Engine) pipelined(m *mixEntry) bool {
+	return m.idx > opDelete || m.idx == opInsert && e.inserter == nil
 }
 
 // next claims the next operation already due at start for the batch, skipping (and
@@ -156,16 +184,27 @@ func (b *batch) reset(start int64) {
 
 // add appends an operation of the class's mix intended at intended, made by the path with
 // its value in the buffer of its position. Its key is the path's (an immutable string), so
-// a driver may keep it as it may with Read.
-func (b *batch) add(intended int64) {
+// a driver may keep it as it may with Read. An operation no pipeline carries (pipelined)
+// is not appended but returned, for the plain path; its value stays in the buffer of the
+// position it would have taken, which no operation of the batch uses.
+func (b *batch) add(intended int64) (solo operation, isSolo bool) {
 	i := len(b.ops)
 	if i == len(b.vals) {
 		b.vals = append(b.vals, nil)
 	}
 	b.meta = append(b.meta, b.p.next(intended, &b.vals[i]))
 	o := &b.meta[i]
-	b.ops = append(b.ops, driver.PipelineOp{Op: o.m.idx, Key: o.key, Value: o.value})
+	if !b.p.e.pipelined(o.m) {
+		b.meta = b.meta[:i]
+		return *o, true
+	}
+	op := o.m.idx
+	if op == opInsert {
+		op = driver.PipelineWrite
+	}
+	b.ops = append(b.ops, driver.PipelineOp{Op: op, Key: o.key, Value: o.value})
 	b.answered = append(b.answered, false)
+	return operation{}, false
 }
 
 // complete records operation i of the batch; the driver calls it as the reply arrives.

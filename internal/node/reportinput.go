@@ -39,6 +39,7 @@ func (i *Node) ReportInput(version string) report.Input {
 		Ended:       ended,
 		DriverName:  driverName,
 		Panics:      st.DriverPanics,
+		Keyspace:    st.KeyspaceSize,
 		Cumulative:  i.coll.Cumulative(),
 		Series:      i.coll.SeriesSince(seriesFrom),
 		Backfill:    ranBackfill(st),

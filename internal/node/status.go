@@ -40,6 +40,7 @@ func (i *Node) Status() Status {
 		b := i.eng.BackfillStatus()
 		s.Backfill = &b
 		s.DriverPanics = i.eng.DriverPanics()
+		s.KeyspaceSize = i.eng.KeyspaceSize()
 		if f := i.eng.FirstOps(); len(f) > 0 {
 			s.FirstOps = f
 		}

@@ -68,6 +68,19 @@ type Report struct {
 	Thresholds []Threshold `json:"thresholds,omitempty"`
 	// Run is how `ndbench run` was called (absent for other commands).
 	Run *Run `json:"run,omitempty"`
+	// Keyspace is the keyspace's size at the end: workload.numKeys and the keys inserts
+	// added beyond it (absent when unknown, e.g. a fleet's).
+	Keyspace *Keyspace `json:"keyspace,omitempty"`
+}
+
+// Keyspace is how many keys a run addressed.
+type Keyspace struct {
+	// NumKeys is workload.numKeys, the initial keyspace (what a backfill writes).
+	NumKeys int64 `json:"numKeys"`
+	// Size is NumKeys plus the keys inserts claimed beyond it.
+	Size int64 `json:"size"`
+	// Inserted is Size - NumKeys.
+	Inserted int64 `json:"inserted"`
 }
 
 // Tool identifies the build that produced the report.
@@ -121,9 +134,12 @@ type Input struct {
 	DriverInfo  map[string]string
 	DriverStats map[string]int64
 	Panics      int64
-	Cumulative  stats.Summary
-	Series      []stats.Point
-	Backfill    *engine.BackfillStatus
+	// Keyspace is the engine's keyspace size at the end (engine.Engine.KeyspaceSize); 0
+	// when unknown.
+	Keyspace   int64
+	Cumulative stats.Summary
+	Series     []stats.Point
+	Backfill   *engine.BackfillStatus
 	// Errors are the collector's failure messages (stats.Collector.Errors).
 	Errors   map[string][]stats.ErrorMessage
 	Snapshot *config.Snapshot
@@ -172,6 +188,10 @@ func Build(in Input) *Report {
 		Errors:        map[string][]stats.ErrorMessage{},
 		Warnings:      []string{},
 		Timeline:      in.Timeline,
+	}
+	if in.Keyspace > 0 && in.Snapshot != nil {
+		n := in.Snapshot.Config.Workload.NumKeys
+		r.Keyspace = &Keyspace{NumKeys: n, Size: in.Keyspace, Inserted: max(in.Keyspace-n, 0)}
 	}
 	for op, msgs := range in.Errors {
 		r.Errors[op] = msgs

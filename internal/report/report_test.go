@@ -369,3 +369,29 @@ func TestRunPhasesAreMarked(t *testing.T) {
 		t.Errorf("a run without earlier phases has marks: %+v", r.Timeline)
 	}
 }
+
+// TestKeyspaceReported: a run whose inserts grew the keyspace reports its initial size
+// (workload.numKeys), its size at the end and the keys inserted; a report without the
+// engine's size (a fleet's) has none.
+func TestKeyspaceReported(t *testing.T) {
+	snap := &config.Snapshot{}
+	snap.Config.Workload.NumKeys = 1000
+	for _, tc := range []struct {
+		name string
+		size int64
+		want *Keyspace
+	}{
+		{"grown by inserts", 1250, &Keyspace{NumKeys: 1000, Size: 1250, Inserted: 250}},
+		{"no inserts", 1000, &Keyspace{NumKeys: 1000, Size: 1000}},
+		{"unknown", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(10, 100, 1000, nil)
+			in.Snapshot, in.Keyspace = snap, tc.size
+			got := Build(in).Keyspace
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("Keyspace = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -120,6 +120,9 @@ type KeyParams struct {
 	// Passing the previous generator's Start when swapping generators keeps the window
 	// moving smoothly instead of jumping back to the start of the keyspace.
 	Start time.Time
+	// Size, when set, returns the current keyspace size, which inserts grow beyond
+	// NumKeys (keydist.Keyspace.Size); latest follows it. nil: the keyspace is fixed.
+	Size func() int64
 }
 
 // Keys picks key indices (keydist.Generator). Implementations are safe for concurrent
@@ -215,7 +218,7 @@ func (p KeyParams) resolve() (keydist.Definition, keydist.Keyspace, map[string]s
 	if p.NumKeys < 1 {
 		bad("numKeys", strconv.FormatInt(p.NumKeys, 10), "an integer >= 1")
 	}
-	ks := keydist.Keyspace{NumKeys: p.NumKeys, Seed: p.Seed, Now: p.Now, Start: p.Start}
+	ks := keydist.Keyspace{NumKeys: p.NumKeys, Seed: p.Seed, Now: p.Now, Start: p.Start, Size: p.Size}
 	if !ok {
 		return def, ks, nil, errs
 	}
@@ -459,18 +462,35 @@ func (k *flipKeys) first() int64 {
 	return int64(el/k.hold) % k.tiles
 }
 
-// latestKeys is YCSB's "latest" (SkewedLatestGenerator): every write takes the next key
-// of a shared head (head mod n), and reads pick head-1-rank with a zipfian rank, so the
-// most recently written keys are the most read. Before any write the head is 0 and reads
-// go to the top of the keyspace (n-1, n-2, ...): the last keys a sequential backfill
-// wrote.
+// latestKeys is YCSB's "latest" (SkewedLatestGenerator): reads pick the newest key minus
+// a zipfian rank, so the most recently created keys are the most read. Which key is the
+// newest depends on whether the keyspace grows:
+//
+//   - it grows (inserts have claimed keys beyond NumKeys, see keydist.Keyspace.Size):
+//     the newest key is the last one claimed, size-1, and reads and writes (updates, as
+//     YCSB's) both pick size-1-rank, rank < NumKeys, so they cover the newest NumKeys
+//     keys. A key claimed but not yet written reads as a miss, never as lost.
+//   - it does not (no insert yet): every write takes the next key of a shared head (head
+//     mod n), as NDBench-style appends that wrap, and reads pick head-1-rank. Before any
+//     write the head is 0 and reads go to the top of the keyspace (n-1, n-2, ...): the
+//     last keys a sequential backfill wrote.
+//
+// YCSB's zipfian over the latest key ranges over every key inserted so far; here the
+// ranks stay over NumKeys keys, so the oldest keys of a much grown keyspace are no
+// longer read (their share under YCSB is a vanishing tail).
 type latestKeys struct {
 	n    int64
 	z    *zipf
+	size func() int64 // nil: the keyspace is fixed
 	head atomic.Int64
 }
 
 func (k *latestKeys) Next(r *rand.Rand, op Op) int64 {
+	if k.size != nil {
+		if s := k.size(); s > k.n {
+			return s - 1 - k.z.rank(r)
+		}
+	}
 	if op == OpWrite {
 		return floorMod(k.head.Add(1)-1, k.n)
 	}

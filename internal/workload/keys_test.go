@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -372,6 +373,46 @@ func TestLatestReadsChaseWrites(t *testing.T) {
 	}
 	if got := k.Next(r, OpWrite); got != 0 {
 		t.Errorf("write after a full pass went to %d, want 0", got)
+	}
+}
+
+// TestLatestFollowsInserts: once inserts grow the keyspace beyond numKeys, latest reads
+// and writes go to the newest keys (the last claimed the most), never beyond the size,
+// and writes no longer take keys from the wrapping head.
+func TestLatestFollowsInserts(t *testing.T) {
+	const n = 1000
+	for _, tc := range []struct {
+		name string
+		size int64
+	}{
+		{"grown by one", n + 1},
+		{"grown by half", n + n/2},
+		{"grown tenfold", 10 * n},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var size atomic.Int64
+			size.Store(n)
+			k := mustKeys(t, KeyParams{Pattern: "latest", NumKeys: n, Size: size.Load})
+			r := newRand(3)
+			if got := k.Next(r, OpWrite); got != 0 {
+				t.Fatalf("before any insert a write took key %d, want the head's 0", got)
+			}
+			size.Store(tc.size)
+			hits := map[int64]int{}
+			for _, op := range []Op{OpRead, OpWrite} {
+				for range 50_000 {
+					got := k.Next(r, op)
+					if got >= tc.size || got < tc.size-n {
+						t.Fatalf("%v drew key %d, want one of the newest %d below the size %d", op, got, n, tc.size)
+					}
+					hits[got]++
+				}
+			}
+			newest := tc.size - 1
+			if hits[newest] <= hits[newest-1] || hits[newest-1] <= hits[newest-10] {
+				t.Errorf("draws of the newest keys %d, %d, %d: not decreasing with age", hits[newest], hits[newest-1], hits[newest-10])
+			}
+		})
 	}
 }
 

@@ -48,11 +48,53 @@ type TrackerParams struct {
 // keys, a key last written by another node looks unwritten here, and staleness verdicts
 // on other nodes' values assume clocks agree within MaxWriteTime.
 type Tracker struct {
-	slots   []atomic.Uint32
+	slots []atomic.Uint32
+	// ext tracks the keys inserts add beyond NumKeys, up to MaxTrackedKeys, in blocks of
+	// extBlock slots made on first use: nil until the first insert, so a keyspace that
+	// does not grow costs nothing more, and one that does costs 4 bytes per key claimed
+	// (plus the table of blocks, 512 KiB once). Keys beyond MaxTrackedKeys are not
+	// tracked: nothing is expected of them.
+	ext     atomic.Pointer[extTable]
 	now     func() time.Time
 	start   time.Time
 	startMs uint64 // start as Unix milliseconds
 	graceMs uint64 // MaxWriteTime, rounded up to milliseconds
+}
+
+// extBlock is the number of slots of one block of inserted keys.
+const extBlock = 1 << 14
+
+// extTable holds the blocks of inserted keys' slots, the first for index NumKeys.
+type extTable [MaxTrackedKeys / extBlock]atomic.Pointer[[extBlock]atomic.Uint32]
+
+// slot returns idx's slot, or nil when idx is not tracked (out of range, or an inserted
+// key whose block does not exist and make is false).
+func (t *Tracker) slot(idx int64, grow bool) *atomic.Uint32 {
+	if idx >= 0 && idx < int64(len(t.slots)) {
+		return &t.slots[idx]
+	}
+	if idx < int64(len(t.slots)) || idx >= MaxTrackedKeys {
+		return nil
+	}
+	tab := t.ext.Load()
+	if tab == nil {
+		if !grow {
+			return nil
+		}
+		t.ext.CompareAndSwap(nil, new(extTable))
+		tab = t.ext.Load()
+	}
+	off := idx - int64(len(t.slots))
+	b := &tab[off/extBlock]
+	blk := b.Load()
+	if blk == nil {
+		if !grow {
+			return nil
+		}
+		b.CompareAndSwap(nil, new([extBlock]atomic.Uint32))
+		blk = b.Load()
+	}
+	return &blk[off%extBlock]
 }
 
 // Result is a Tracker's verdict on a read.
@@ -137,8 +179,9 @@ const maxOffset = math.MaxUint32 >> 1
 // Ack records that the write of seq to key idx was acknowledged. Only newer sequences
 // replace older ones (concurrent acks on one key keep the maximum), and a write that
 // started no later than a delete of the key issued or answered after it is ignored: the
-// store may have applied either first, so nothing is expected of the key. Indices out of
-// range, sequences from before the tracker started and after it expired are ignored.
+// store may have applied either first, so nothing is expected of the key. Indices from
+// NumKeys on are the keys inserts add (tracked up to MaxTrackedKeys); negative ones,
+// sequences from before the tracker started and after it expired are ignored.
 func (t *Tracker) Ack(idx int64, seq uint64) { t.raise(idx, seq, 0) }
 
 // Deleting records that a delete of key idx is being issued now. The store may apply it
@@ -157,11 +200,14 @@ func (t *Tracker) Delete(idx int64, seq uint64) { t.raise(idx, seq, 1) }
 // raise stores the event of seq (deleted: 1 for a delete, 0 for a write) in idx's slot if
 // it is newer than the slot's; a delete wins over a write of the same millisecond.
 func (t *Tracker) raise(idx int64, seq uint64, deleted uint32) {
-	if idx < 0 || idx >= int64(len(t.slots)) || seq < t.startMs || seq-t.startMs >= maxOffset {
+	if seq < t.startMs || seq-t.startMs >= maxOffset {
+		return
+	}
+	s := t.slot(idx, true)
+	if s == nil {
 		return
 	}
 	v := (uint32(seq-t.startMs)+1)<<1 | deleted
-	s := &t.slots[idx]
 	for {
 		old := s.Load()
 		if old >= v || s.CompareAndSwap(old, v) {
@@ -174,10 +220,11 @@ func (t *Tracker) raise(idx int64, seq uint64, deleted uint32) {
 // none (or if a delete came after it). Call it before issuing the read, and pass it to
 // Classify.
 func (t *Tracker) Expect(idx int64) uint64 {
-	if idx < 0 || idx >= int64(len(t.slots)) {
+	s := t.slot(idx, false)
+	if s == nil {
 		return 0
 	}
-	v := t.slots[idx].Load()
+	v := s.Load()
 	if v == 0 || v&1 != 0 {
 		return 0
 	}
@@ -205,5 +252,6 @@ func (t *Tracker) Expired() bool {
 	return t.Seq()-t.startMs >= maxOffset
 }
 
-// NumKeys returns the number of keys tracked.
+// NumKeys returns the size of the keyspace the tracker was made for; the keys inserts
+// add beyond it are tracked too.
 func (t *Tracker) NumKeys() int64 { return int64(len(t.slots)) }

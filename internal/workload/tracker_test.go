@@ -68,12 +68,50 @@ func TestTrackerClassify(t *testing.T) {
 		{"acked key missing", 1, false, 0, ResultLost},
 		{"unwritten key missing", 2, false, 0, ResultOK},
 		{"unwritten key found", 2, true, base, ResultOK},
-		{"index out of range", 99, false, 0, ResultOK},
+		{"inserted key not written yet", 99, false, 0, ResultOK},
 	}
 	for _, tt := range tests {
 		if got := tr.Classify(tr.Expect(tt.idx), tt.found, tt.valueSeq); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestTrackerInsertedKeys: keys beyond NumKeys (inserts grow the keyspace) are tracked
+// like the others: an acknowledged insert read back missing is lost, a claimed key not
+// acknowledged yet expects nothing, and keys beyond MaxTrackedKeys are not tracked.
+func TestTrackerInsertedKeys(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	tr := mustTracker(t, TrackerParams{NumKeys: 10, Now: clock.now})
+	clock.t = epoch.Add(time.Second)
+	w := tr.Seq()
+	for _, idx := range []int64{10, 11, extBlock + 10, 3*extBlock + 17, MaxTrackedKeys - 1, MaxTrackedKeys} {
+		tr.Ack(idx, w)
+	}
+	for _, tc := range []struct {
+		name  string
+		idx   int64
+		found bool
+		want  Result
+	}{
+		{"first inserted key, missing", 10, false, ResultLost},
+		{"first inserted key, found", 10, true, ResultOK},
+		{"next inserted key, missing", 11, false, ResultLost},
+		{"claimed, not acknowledged", 12, false, ResultOK},
+		{"in a later block", extBlock + 10, false, ResultLost},
+		{"unacknowledged in a later block", 2*extBlock + 10, false, ResultOK},
+		{"far block", 3*extBlock + 17, false, ResultLost},
+		{"last tracked key", MaxTrackedKeys - 1, false, ResultLost},
+		{"beyond the tracker's limit", MaxTrackedKeys, false, ResultOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tr.Classify(tr.Expect(tc.idx), tc.found, w); got != tc.want {
+				t.Errorf("key %d: %v, want %v", tc.idx, got, tc.want)
+			}
+		})
+	}
+	if tr.NumKeys() != 10 {
+		t.Errorf("NumKeys = %d after inserts, want the initial 10", tr.NumKeys())
 	}
 }
 

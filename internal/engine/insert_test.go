@@ -1,0 +1,278 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+)
+
+// insertLog is the memory store with every key written counted, and writes slowed so that
+// reads of the latest keys often find a key an insert claimed but has not written yet.
+type insertLog struct {
+	driver.Driver
+	writeFor time.Duration
+	mu       sync.Mutex
+	writes   map[string]int
+}
+
+func (k *insertLog) Write(ctx context.Context, key string, value []byte) error {
+	k.mu.Lock()
+	k.writes[key]++
+	k.mu.Unlock()
+	time.Sleep(k.writeFor)
+	return k.Driver.Write(ctx, key, value)
+}
+
+// keyIndex returns the index of a key of the test workload's prefix.
+func keyIndex(t *testing.T, prefix, key string) int64 {
+	t.Helper()
+	i, err := strconv.ParseInt(strings.TrimPrefix(key, prefix), 10, 64)
+	if err != nil {
+		t.Fatalf("key %q: not of prefix %q", key, prefix)
+	}
+	return i
+}
+
+// TestInsertGrowsTheKeyspace: the built-in insert writes keys beyond the keyspace, each
+// claimed once by one worker of any class (two insert classes here), so the keyspace
+// grows by exactly the inserts made; latest reads follow the new keys, find them and
+// validate their values, and a read of a key claimed but not written yet is a miss, never
+// lost. Plain and pipelining workers alike.
+func TestInsertGrowsTheKeyspace(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pipeline bool
+		numKeys  int64
+	}{
+		{"plain", false, 100},
+		{"pipelined", true, 100},
+		{"plain, keyspace of one", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &insertLog{Driver: openMemory(t, nil), writeFor: time.Millisecond, writes: map[string]int{}}
+			var d driver.Driver = log
+			if tc.pipeline {
+				d = &pipeStore{Driver: log}
+			}
+			w := testWorkload(t, func(w *config.Workload) {
+				w.NumKeys = tc.numKeys
+				w.Pattern = "latest"
+				w.ValidateValues = true
+				w.WriteMix = "insert"
+				w.Readers, w.Writers = 4, 3
+				w.Ops = map[string]config.OpClass{"more": {Workers: 2, Enabled: true, Mix: "insert"}}
+				if tc.pipeline {
+					w.Pipeline = 4
+				}
+			})
+			e := newEngine(t, d, w)
+			if got := e.KeyspaceSize(); got != tc.numKeys {
+				t.Fatalf("KeyspaceSize before any insert = %d, want numKeys %d", got, tc.numKeys)
+			}
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			measure(e, 300*time.Millisecond)
+			_ = e.Stop()
+			waitIdle(t, e)
+			e.Collector().Tick(time.Now())
+			cum := e.Collector().Cumulative()
+			ins := cum.Ops["write"].Count + cum.Ops["more"].Count
+			if ins < 20 || cum.Ops["write"].Errors+cum.Ops["more"].Errors != 0 {
+				t.Fatalf("%d inserts, %d+%d failed; want many, none failed", ins, cum.Ops["write"].Errors, cum.Ops["more"].Errors)
+			}
+			if got := e.KeyspaceSize(); got != tc.numKeys+ins {
+				t.Errorf("KeyspaceSize = %d after %d inserts, want %d", got, ins, tc.numKeys+ins)
+			}
+			log.mu.Lock()
+			seen := map[int64]bool{}
+			for k, n := range log.writes {
+				i := keyIndex(t, w.KeyPrefix, k)
+				if n != 1 || i < tc.numKeys {
+					t.Errorf("key %s (index %d) written %d times; want each inserted key once, beyond %d", k, i, n, tc.numKeys)
+				}
+				seen[i] = true
+			}
+			log.mu.Unlock()
+			for i := tc.numKeys; i < tc.numKeys+ins; i++ {
+				if !seen[i] {
+					t.Errorf("key index %d was claimed but never written: the keys claimed are not dense", i)
+					break
+				}
+			}
+			rd := cum.Ops["read"]
+			if rd.Count-rd.Misses == 0 {
+				t.Errorf("latest reads found none of %d inserted keys (%d reads, %d misses)", ins, rd.Count, rd.Misses)
+			}
+			for v, n := range rd.Validation {
+				if n != 0 {
+					t.Errorf("reads: validation %s = %d (of %d reads, %d misses), want none", v, n, rd.Count, rd.Misses)
+				}
+			}
+		})
+	}
+}
+
+// TestInsertedKeyLostIsCaught: validation knows inserted keys: a store that drops an
+// acknowledged insert has the read of that key counted lost.
+func TestInsertedKeyLostIsCaught(t *testing.T) {
+	d := &dropper{Driver: openMemory(t, nil)}
+	w := testWorkload(t, func(w *config.Workload) {
+		w.NumKeys = 10
+		w.Pattern = "latest"
+		w.ValidateValues = true
+		w.WriteMix = "insert"
+	})
+	e := newEngine(t, d, w)
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	measure(e, 200*time.Millisecond)
+	_ = e.Stop()
+	waitIdle(t, e)
+	e.Collector().Tick(time.Now())
+	rd := e.Collector().Cumulative().Ops["read"]
+	if lost := rd.Validation["lost"]; lost == 0 {
+		t.Errorf("every third insert acknowledged and dropped, yet no read was lost (%d reads, %d misses)", rd.Count, rd.Misses)
+	}
+}
+
+// dropper acknowledges every third write without storing it.
+type dropper struct {
+	driver.Driver
+	n atomic.Int64
+}
+
+func (d *dropper) Write(ctx context.Context, key string, value []byte) error {
+	if d.n.Add(1)%3 == 0 {
+		return nil
+	}
+	return d.Driver.Write(ctx, key, value)
+}
+
+// pipeKinds is a pipelining driver that also deletes and scans (the memory store's).
+type pipeKinds struct{ *pipeStore }
+
+func (p pipeKinds) Delete(ctx context.Context, key string) error {
+	return p.pipeStore.Driver.(driver.Deleter).Delete(ctx, key)
+}
+
+func (p pipeKinds) Scan(ctx context.Context, start string, n int) (int, error) {
+	return p.pipeStore.Driver.(driver.Scanner).Scan(ctx, start, n)
+}
+
+// TestBuiltinKindsOnPipelines: a pipelining driver runs every built-in kind: delete, rmw
+// and scan through the driver's own methods between batches, insert as a pipelined write;
+// each is counted under its class, none fails, and validation finds nothing wrong.
+func TestBuiltinKindsOnPipelines(t *testing.T) {
+	for _, mix := range []string{"delete", "rmw", "scan", "insert", "read:5,scan:3,rmw:1,insert:1,delete:1,write:1"} {
+		t.Run(mix, func(t *testing.T) {
+			ps := &pipeStore{Driver: openMemory(t, nil)}
+			w := testWorkload(t, func(w *config.Workload) {
+				w.NumKeys = 50
+				w.ValidateValues = true
+				w.Pipeline = 4
+				w.Ops = map[string]config.OpClass{"kinds": {Workers: 2, Enabled: true, Mix: mix}}
+			})
+			e := newEngine(t, pipeKinds{ps}, w)
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			measure(e, 250*time.Millisecond)
+			_ = e.Stop()
+			waitIdle(t, e)
+			e.Collector().Tick(time.Now())
+			cum := e.Collector().Cumulative()
+			k := cum.Ops["kinds"]
+			if k.Count < 20 || k.Errors != 0 {
+				t.Fatalf("class kinds (%s): %d operations, %d errors; want many, none failed", mix, k.Count, k.Errors)
+			}
+			if ps.batches.Load() == 0 {
+				t.Error("the reads and writes of the other classes sent no batch")
+			}
+			for _, c := range []string{"read", "kinds"} {
+				for v, n := range cum.Ops[c].Validation {
+					if n != 0 {
+						t.Errorf("%s: validation %s = %d, want none", c, v, n)
+					}
+				}
+			}
+		})
+	}
+}
+
+// strictInserts is the memory store with an insert that refuses a key that exists, as
+// SQL's INSERT does, counting its calls.
+type strictInserts struct {
+	driver.Driver
+	inserts atomic.Int64
+	mu      sync.Mutex
+}
+
+func (s *strictInserts) Insert(ctx context.Context, key string, value []byte) error {
+	s.inserts.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.Driver.Read(ctx, key); err == nil {
+		return driver.Wrap(driver.ClassRejected, errors.New("duplicate key "+key))
+	}
+	return s.Driver.Write(ctx, key, value)
+}
+
+// pipeInserts is a pipelining driver whose store inserts apart from its writes.
+type pipeInserts struct {
+	*pipeStore
+	ins *strictInserts
+}
+
+func (p pipeInserts) Insert(ctx context.Context, key string, value []byte) error {
+	return p.ins.Insert(ctx, key, value)
+}
+
+// TestInsertUsesInserter: a driver with its own insert (driver.Inserter) gets every
+// insert through it, on pipelining workers too (outside the batches), and since each key
+// is claimed once none is refused as a duplicate.
+func TestInsertUsesInserter(t *testing.T) {
+	for _, pipelined := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pipelined=%v", pipelined), func(t *testing.T) {
+			ins := &strictInserts{Driver: openMemory(t, nil)}
+			var d driver.Driver = ins
+			if pipelined {
+				d = pipeInserts{pipeStore: &pipeStore{Driver: ins.Driver}, ins: ins}
+			}
+			w := testWorkload(t, func(w *config.Workload) {
+				w.NumKeys = 10
+				w.ValidateValues = true
+				w.WriteMix = "insert"
+				w.Writers = 4
+				if pipelined {
+					w.Pipeline = 4
+				}
+			})
+			e := newEngine(t, d, w)
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			measure(e, 200*time.Millisecond)
+			_ = e.Stop()
+			waitIdle(t, e)
+			e.Collector().Tick(time.Now())
+			wr := e.Collector().Cumulative().Ops["write"]
+			if wr.Count < 20 || wr.Errors != 0 {
+				t.Fatalf("%d inserts, %d failed (%v); want many, no duplicate", wr.Count, wr.Errors, wr.Failures)
+			}
+			if got := ins.inserts.Load(); got != wr.Count {
+				t.Errorf("the driver's Insert ran %d times for %d inserts", got, wr.Count)
+			}
+		})
+	}
+}
