@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 // TestRunSequence drives the one run sequence as each kind of entry point does and checks
@@ -103,13 +105,21 @@ func TestRunServe(t *testing.T) {
 		{"after a backfill", []string{"workload.backfill=true"}, []string{"backfill", "warmup"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			i := newInstance(t, append([]string{"workload.numKeys=500", "workload.readRate=300", "workload.writeEnabled=false", "workload.warmup=200ms"}, c.sets...)...)
+			// driver.name comes from a layer below the runtime one (the environment, as a
+			// watched file would give it), so the pin is what moves it up.
+			snap, err := config.Load(config.Sources{Env: []string{"NDBENCH_DRIVER_NAME=memory"},
+				Sets: append([]string{"workload.numKeys=500", "workload.readRate=300", "workload.writeEnabled=false", "workload.warmup=200ms"}, c.sets...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := New(config.NewStore(snap), nil)
+			t.Cleanup(func() { _ = i.Close() })
 			r := &Run{Node: i, Pin: true}
 			if err := r.Connect(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if _, src, _ := i.Config().Value("driver.name"); src == "--set" {
-				t.Errorf("a pinned Connect left driver.name's source %q: a watched source could switch the driver", src)
+			if _, src, _ := i.Config().Value("driver.name"); src != config.OriginAPI {
+				t.Errorf("a pinned Connect left driver.name's source %q, want %q: a watched source could switch the driver", src, config.OriginAPI)
 			}
 			if err := r.Serve(context.Background()); err != nil {
 				t.Fatal(err)
