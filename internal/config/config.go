@@ -261,6 +261,8 @@ func Build(layers []Layer) (*Snapshot, error) {
 		}
 	}
 
+	errs = append(errs, checkUnusedDrivers(cfg.Drivers, used, func(key string) string { return eff[key].source })...)
+
 	for key := range eff {
 		if rest, ok := strings.CutPrefix(key, "drivers."); ok {
 			if name, _, _ := strings.Cut(rest, "."); !used[name] {
@@ -411,6 +413,31 @@ func childOptions(opts any, ref string) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// checkUnusedDrivers checks the values set for bundled drivers the configuration does not
+// use (not the selected driver nor one it composes) against their options' types and
+// bounds, so that a value no driver could run with (drivers.redis.poolSize=1e308) is
+// refused when it is written, not kept until a switch of driver.name trips on it, or runs
+// with it. The rules that tie options together (a script needs file or source) are left
+// for when the driver is selected: a driver configured ahead of a switch may be half done.
+func checkUnusedDrivers(drivers map[string]map[string]string, used map[string]bool, source func(key string) string) driver.FieldErrors {
+	var errs driver.FieldErrors
+	for name, values := range drivers {
+		def, ok := driver.Lookup(name)
+		if used[name] || !ok {
+			continue
+		}
+		opts := def.NewOptions()
+		err := driver.ApplyDefaults(opts)
+		if err == nil {
+			err = driver.Set(opts, values)
+		}
+		if err != nil {
+			errs = append(errs, driverFieldErrors(name, err, source)...)
+		}
+	}
+	return errs
 }
 
 // driverFieldErrors turns an error of driver.NewOptions for driver name into field errors

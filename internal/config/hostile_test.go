@@ -208,3 +208,22 @@ func TestForeignKeysAreBounded(t *testing.T) {
 		t.Errorf("a known key after the refusals: %v", err)
 	}
 }
+
+// TestUnusedDriverValuesChecked: a value for a bundled driver that is not selected is
+// checked against the option's type and bounds when it is written, and refused naming
+// the key; it was kept (drivers.redis.poolSize=1e308 answered 200) until a switch of
+// driver.name tripped on it. Rules between options wait for the driver to be selected:
+// a driver set up ahead of a switch may be half done.
+func TestUnusedDriverValuesChecked(t *testing.T) {
+	st := NewStore(mustLoad(t, Sources{Env: selectFake}))
+	for _, v := range []string{"0", "-1", "NaN", "+Inf", "1e308", "9223372036854775808", "v1"} {
+		_, err := st.Patch(LayerRuntime, map[string]string{"drivers.fake-other.depth": v})
+		fes := fieldErrors(t, err)
+		if len(fes) != 1 || fes[0].Field != "drivers.fake-other.depth" || !strings.Contains(fes[0].Allowed, "1") {
+			t.Errorf("depth=%s: %v, want one field error on drivers.fake-other.depth", v, err)
+		}
+	}
+	if _, err := st.Patch(LayerRuntime, map[string]string{"drivers.fake-other.depth": "7"}); err != nil {
+		t.Errorf("a good value for the unused driver: %v", err)
+	}
+}
