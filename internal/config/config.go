@@ -242,6 +242,11 @@ func Build(layers []Layer) (*Snapshot, error) {
 				}
 			}
 			cfg.DriverOptions = opts
+			if len(werrs) == 0 {
+				if fe := checkMemoryClaim(def.Name, opts, w, eff); fe != nil {
+					errs = append(errs, fe)
+				}
+			}
 			if w.Pipeline > 1 && len(werrs) == 0 && (def.Pipelines == nil || !def.Pipelines(opts)) {
 				allowed := "1: driver " + def.Name + " sends one operation per round trip"
 				if def.Pipelines != nil {
@@ -413,6 +418,34 @@ func childOptions(opts any, ref string) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// memoryClaimer is implemented by the options of a driver that may take a share of the
+// node's memory of its own (the script driver's memoryLimit, for JavaScript running in
+// process): bytes at most, and the option that sets them.
+type memoryClaimer interface {
+	MemoryClaim() (bytes int64, option string)
+}
+
+// checkMemoryClaim counts what the selected driver's options claim against
+// workload.memoryBudget, beside the workload's own estimate: a script allocating in a
+// loop once took ndbench serve down with "fatal error: out of memory" because its limit
+// was nobody's budget.
+func checkMemoryClaim(name string, opts any, w Workload, eff map[string]effective) *driver.FieldError {
+	mc, ok := opts.(memoryClaimer)
+	if !ok {
+		return nil
+	}
+	claim, opt := mc.MemoryClaim()
+	peak := workload.EstimateMemory(w.MemoryParams()).Peak
+	budget := int64(w.MemoryBudget)
+	if claim+peak <= budget {
+		return nil
+	}
+	key := "drivers." + name + "." + opt
+	return &driver.FieldError{Field: key, Value: driver.Size(claim).String(), Source: eff[key].source,
+		Allowed: fmt.Sprintf("at most %s: workload.memoryBudget=%s less the workload's estimate of ~%s (raise workload.memoryBudget, within the machine's memory, or lower %s)",
+			driver.Size(max(budget-peak, 0)&^(1<<20-1)), w.MemoryBudget, driver.Size(peak), key)}
 }
 
 // checkUnusedDrivers checks the values set for bundled drivers the configuration does not

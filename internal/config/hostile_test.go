@@ -227,3 +227,41 @@ func TestUnusedDriverValuesChecked(t *testing.T) {
 		t.Errorf("a good value for the unused driver: %v", err)
 	}
 }
+
+// fakeClaimOptions are the options of a driver that takes memory of its own, as the
+// script driver's memoryLimit does.
+type fakeClaimOptions struct {
+	Limit driver.Size `opt:"limit" default:"256MiB" min:"1MiB" max:"1TiB" help:"memory"`
+}
+
+func (o *fakeClaimOptions) MemoryClaim() (int64, string) { return int64(o.Limit), "limit" }
+
+func init() {
+	driver.MustRegister(driver.Definition{Name: "fake-claim", Summary: "test", New: newFake,
+		NewOptions: func() any { return &fakeClaimOptions{} }})
+}
+
+// TestDriverMemoryClaimWithinBudget: what a driver's options claim of the node's memory
+// (the script driver's memoryLimit) counts against workload.memoryBudget beside the
+// workload's estimate; past it the driver's option is refused, naming the budget, and a
+// budget raised to fit lets it in. A script allocating in a loop once killed ndbench
+// serve with "fatal error: out of memory" because its limit was nobody's budget.
+func TestDriverMemoryClaimWithinBudget(t *testing.T) {
+	withMemoryCeiling(t, 64<<30)
+	sel := []string{"NDBENCH_DRIVER_NAME=fake-claim"}
+	mustLoad(t, Sources{Env: sel})
+	for _, sets := range [][]string{
+		{"drivers.fake-claim.limit=1GiB"},
+		{"drivers.fake-claim.limit=1TiB", "workload.memoryBudget=16GiB"},
+		{"drivers.fake-claim.limit=900MiB", "workload.dataSize=1000000"}, // the workload's value pool takes its share
+	} {
+		_, err := Load(Sources{Env: sel, Sets: sets})
+		fes := fieldErrors(t, err)
+		if len(fes) != 1 || fes[0].Field != "drivers.fake-claim.limit" || !strings.Contains(fes[0].Allowed, "workload.memoryBudget=") || fes[0].Source != "--set" {
+			t.Errorf("%v: %v, want the limit refused naming the budget", sets, err)
+		}
+	}
+	mustLoad(t, Sources{Env: sel, Sets: []string{"drivers.fake-claim.limit=8GiB", "workload.memoryBudget=9GiB"}})
+	// A driver that is not selected claims nothing.
+	mustLoad(t, Sources{Env: selectFake, Sets: []string{"drivers.fake-claim.limit=1TiB"}})
+}
