@@ -65,8 +65,10 @@ type directPool struct {
 	// failed is closed, and replaced, when a connect fails: it wakes the operations
 	// waiting for that connection.
 	failed chan struct{}
-	// drains counts the connections draining a cancelled reply, for tests.
+	// drains counts the connections draining a cancelled reply, which close waits for;
+	// closed (under mu) stops new ones.
 	drains sync.WaitGroup
+	closed bool
 }
 
 func newDirectPool(d *Driver, size int) *directPool {
@@ -226,29 +228,51 @@ func (p *directPool) closeIdle() {
 	}
 }
 
-// close ends waits for a connection and closes the idle ones; those in use are closed
-// when given back.
+// close ends waits for a connection and drains, and closes the idle connections; those in
+// use are closed when given back. Called after the driver is marked closed.
 func (p *directPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
 	p.closeOnce.Do(func() { close(p.closing) })
+	p.drains.Wait()
 	p.closeIdle()
 }
 
 // drain finishes, in the background, the reply of an operation cut at its deadline:
-// the query is cancelled, the rest of its reply read up to ReadyForQuery under a bound,
-// and the connection given back in step with the server. A server that does not answer
-// within the bound (frozen) costs the connection, as any I/O failure does.
+// the query is cancelled, the rest of its reply read up to ReadyForQuery, and the
+// connection given back in step with the server. Both within connectTimeout, and cut
+// short when the driver closes: a server that does not answer in time (frozen) costs the
+// connection, as any I/O failure does.
 func (p *directPool) drain(c *dconn) {
-	p.drains.Add(1)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		c.broken = true
+		p.put(c)
+		return
+	}
+	p.drains.Add(1) // under mu, so never concurrent with close's Wait
+	p.mu.Unlock()
 	go func() {
 		defer p.drains.Done()
-		limit := p.d.opts.Timeouts.Connect
-		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		ctx, cancel := context.WithTimeout(context.Background(), p.d.opts.Timeouts.Connect)
+		defer cancel()
+		go func() {
+			select {
+			case <-p.closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		// The socket's past deadline (Interrupt's) ends when ctx does, so the read
+		// below cannot outlast the bound.
+		_ = c.nc.SetDeadline(time.Time{})
+		stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(longAgo) })
 		// The cancel request is delivered when this returns (the server closes its
 		// connection after signalling the backend); a backend already idle ignores it,
 		// so it cannot cancel the connection's next query.
 		_ = c.pc.CancelRequest(ctx)
-		cancel()
-		_ = c.nc.SetDeadline(time.Now().Add(limit))
 		fe := c.pc.Frontend()
 		for {
 			msg, err := fe.Receive()
@@ -260,8 +284,10 @@ func (p *directPool) drain(c *dconn) {
 				break
 			}
 		}
-		if !c.broken {
-			c.broken = c.nc.SetDeadline(time.Time{}) != nil
+		if !stop() {
+			// The bound passed as the reply ended: the past deadline may be on the
+			// socket by now, or about to be.
+			c.broken = true
 		}
 		p.put(c)
 	}()
