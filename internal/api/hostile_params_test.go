@@ -73,8 +73,23 @@ func problemNames(body []byte, key string) bool {
 
 // runBriefly starts the load after an accepted hostile value and checks the node keeps
 // answering: status within 1 s, stop within 2 s (issue 39's bar), whatever the start
-// said. A wedged node answers neither.
+// said. A wedged node answers neither, every time; a step over its bound is tried once
+// more before it fails the test, so that a moment of a CPU shared with other test
+// binaries under -race is not taken for a wedge.
 func runBriefly(t *testing.T, e *env, what string) {
+	t.Helper()
+	slow := runOnce(t, e, what)
+	if slow == "" {
+		return
+	}
+	if again := runOnce(t, e, what); again != "" {
+		t.Errorf("%s: %s, and again: %s", what, slow, again)
+	}
+}
+
+// runOnce is one start, status, stop and status; it reports the first step over its
+// bound, or "".
+func runOnce(t *testing.T, e *env, what string) (slow string) {
 	t.Helper()
 	st, body := e.call(http.MethodPost, "/api/v1/load/start", map[string]any{})
 	if st >= 500 {
@@ -91,13 +106,14 @@ func runBriefly(t *testing.T, e *env, what string) {
 	} {
 		began := time.Now()
 		st, body := e.call(step.method, step.path, nil)
-		if took := time.Since(began); took > step.limit {
-			t.Errorf("%s: %s %s took %v, want at most %v", what, step.method, step.path, took.Round(time.Millisecond), step.limit)
+		if took := time.Since(began); took > step.limit && slow == "" {
+			slow = fmt.Sprintf("%s %s took %v, want at most %v", step.method, step.path, took.Round(time.Millisecond), step.limit)
 		}
 		if st >= 500 {
 			t.Errorf("%s: %s %s answered %d: %s", what, step.method, step.path, st, body)
 		}
 	}
+	return slow
 }
 
 // TestEveryNumericParameterHostile walks every registered numeric parameter (the
