@@ -26,11 +26,14 @@ func TestGroupedOptionsKeepOldBehaviour(t *testing.T) {
 		{"cassandra", map[string]string{"tlsVerifyHost": "false"}, map[string]string{"tlsVerify": "false"}},
 		// The inverted redis option is kept as it was.
 		{"redis", map[string]string{"tls": "true", "tlsSkipVerify": "true"}, map[string]string{"tlsSkipVerify": "true", "tlsVerify": "true"}},
-		// Bounds as before: redis and memcached had no maximum and a 1ms minimum.
+		// Bounds as before: redis and memcached had a 1ms minimum and no maximum, then
+		// one of an hour (a value of 1e308 or 2562047h was kept; issue 39).
 		{"redis", map[string]string{"dialTimeout": "1ms"}, map[string]string{"connectTimeout": "1ms"}},
 		{"redis", map[string]string{"connectTimeout": "10m"}, map[string]string{"connectTimeout": "10m0s"}},
+		{"redis", map[string]string{"connectTimeout": "2h"}, nil},
 		{"memcached", map[string]string{"timeout": "1ms"}, map[string]string{"timeout": "1ms"}},
 		{"memcached", map[string]string{"timeout": "1h"}, map[string]string{"timeout": "1h0m0s"}},
+		{"memcached", map[string]string{"timeout": "2h"}, nil},
 		{"cassandra", map[string]string{"connectTimeout": "50ms"}, nil},
 		{"cassandra", map[string]string{"timeout": "5ms"}, nil},
 		{"cassandra", map[string]string{"timeout": "6m"}, nil},

@@ -46,7 +46,7 @@ type Options struct {
 	Conns            int         `opt:"conns" default:"4" min:"1" max:"1024" help:"client connections (HTTP/2); calls spread over them round robin"`
 	Metadata         string      `opt:"metadata" default:"" help:"metadata of every call, name: value, separated by | or newlines"`
 	AuthMetadata     string      `opt:"authMetadata" default:"" secret:"true" help:"metadata with credentials sent with every call, e.g. authorization: Bearer TOKEN"`
-	MaxMessageSize   driver.Size `opt:"maxMessageSize" default:"16MiB" min:"1" help:"largest message sent or received"`
+	MaxMessageSize   driver.Size `opt:"maxMessageSize" default:"16MiB" min:"1" max:"1GiB" help:"largest message sent or received"`
 	TLS              driver.TLSOptions
 	Timeouts         driver.TimeoutOptions `omit:"timeout" connectTimeout.help:"timeout to connect and to read the service descriptions at Init"`
 

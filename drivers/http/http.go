@@ -120,12 +120,12 @@ func init() {
 type Options struct {
 	URL                 string      `opt:"url" default:"http://127.0.0.1:8080" reach:"target" help:"base URL that request paths starting with / are joined to"`
 	Protocol            string      `opt:"protocol" default:"auto" enum:"auto,http1,h2" help:"auto: HTTP/2 if a TLS server offers it, else HTTP/1.1; http1; h2: HTTP/2 only (h2c over http://)"`
-	MaxConnsPerHost     int         `opt:"maxConnsPerHost" default:"0" min:"0" help:"connections per host at most; 0 = no limit"`
-	MaxIdleConnsPerHost int         `opt:"maxIdleConnsPerHost" default:"1024" min:"1" help:"idle connections kept per host; at least the workers, or connections churn"`
+	MaxConnsPerHost     int         `opt:"maxConnsPerHost" default:"0" min:"0" max:"100000" help:"connections per host at most; 0 = no limit"`
+	MaxIdleConnsPerHost int         `opt:"maxIdleConnsPerHost" default:"1024" min:"1" max:"100000" help:"idle connections kept per host; at least the workers, or connections churn"`
 	KeepAlive           bool        `opt:"keepAlive" default:"true" help:"reuse connections (false: one connection per request, to measure set-up)"`
 	Headers             string      `opt:"headers" default:"" help:"headers of every request, Name: value, separated by | or newlines"`
 	AuthHeader          string      `opt:"authHeader" default:"" secret:"true" help:"a header with credentials sent with every request, e.g. Authorization: Bearer TOKEN"`
-	MaxResponseSize     driver.Size `opt:"maxResponseSize" default:"64MiB" min:"1" help:"largest response body read; larger answers fail (class other)"`
+	MaxResponseSize     driver.Size `opt:"maxResponseSize" default:"64MiB" min:"1" max:"1GiB" help:"largest response body read; larger answers fail (class other)"`
 	Auth                driver.AuthOptions
 	// The URL's scheme says whether a request uses TLS (https://), so the group's tls
 	// switch is not offered: its other options apply to every https:// request.

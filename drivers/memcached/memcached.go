@@ -77,10 +77,10 @@ type Options struct {
 	WriteSuccess string   `opt:"writeSuccess" default:"any" enum:"any,all,local" help:"with zones, a write succeeds when any zone, all zones or the local zone stored it"`
 	// gomemcache has one timeout for dialling, reading and writing, so the group's
 	// connectTimeout is omitted and its timeout keeps the default and bounds it had here.
-	Timeouts     driver.TimeoutOptions `omit:"connectTimeout" timeout.default:"1s" timeout.min:"1ms" timeout.max:"" timeout.help:"socket read/write and dial timeout of each operation"`
-	MaxIdleConns int                   `opt:"maxIdleConns" default:"64" min:"1" help:"idle connections kept per server; at least the workers hitting one server at once"`
-	MaxValueSize int                   `opt:"maxValueSize" default:"1048000" min:"1" help:"largest value sent; larger writes are rejected without a round trip (memcached -I, default 1 MB incl. overhead)"`
-	TTL          time.Duration         `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written items, rounded up to whole seconds; 0 = no expiry"`
+	Timeouts     driver.TimeoutOptions `omit:"connectTimeout" timeout.default:"1s" timeout.min:"1ms" timeout.max:"1h" timeout.help:"socket read/write and dial timeout of each operation"`
+	MaxIdleConns int                   `opt:"maxIdleConns" default:"64" min:"1" max:"100000" help:"idle connections kept per server; at least the workers hitting one server at once"`
+	MaxValueSize int                   `opt:"maxValueSize" default:"1048000" min:"1" max:"1073741824" help:"largest value sent; larger writes are rejected without a round trip (memcached -I, default 1 MB incl. overhead)"`
+	TTL          time.Duration         `opt:"ttl" default:"0s" min:"0s" max:"87600h" live:"true" help:"expiry of written items, rounded up to whole seconds; 0 = no expiry"`
 }
 
 // zone is one copy of the data: a set of servers with its own client and counters.

@@ -55,14 +55,14 @@ func init() {
 // Options configure the memory driver. Everything but shards can change while it runs.
 type Options struct {
 	Shards         int           `opt:"shards" default:"64" min:"1" max:"65536" help:"number of independently locked map shards (more shards, less lock contention)"`
-	ServiceTime    time.Duration `opt:"serviceTime" default:"0s" min:"0s" live:"true" help:"simulated service time added to every operation"`
-	ServiceTimeMax time.Duration `opt:"serviceTimeMax" default:"0s" min:"0s" live:"true" help:"when above serviceTime, each operation's service time is uniform in [serviceTime, serviceTimeMax]"`
-	Capacity       float64       `opt:"capacity" default:"0" min:"0" live:"true" help:"simulated throughput limit in ops/s (0 = unlimited); above it operations queue FIFO like a single server"`
-	StallEvery     time.Duration `opt:"stallEvery" default:"0s" min:"0s" live:"true" help:"period of simulated stalls (GC pauses, compactions), counted from Init; each period ends with a stall of stallFor; 0 = no stalls"`
-	StallFor       time.Duration `opt:"stallFor" default:"0s" min:"0s" live:"true" help:"length of each stall; operations arriving during one wait until it ends; >= stallEvery hangs the store"`
+	ServiceTime    time.Duration `opt:"serviceTime" default:"0s" min:"0s" max:"1m" live:"true" help:"simulated service time added to every operation"`
+	ServiceTimeMax time.Duration `opt:"serviceTimeMax" default:"0s" min:"0s" max:"1m" live:"true" help:"when above serviceTime, each operation's service time is uniform in [serviceTime, serviceTimeMax]"`
+	Capacity       float64       `opt:"capacity" default:"0" min:"0" max:"1000000000" live:"true" help:"simulated throughput limit in ops/s (0 = unlimited); above it operations queue FIFO like a single server"`
+	StallEvery     time.Duration `opt:"stallEvery" default:"0s" min:"0s" max:"24h" live:"true" help:"period of simulated stalls (GC pauses, compactions), counted from Init; each period ends with a stall of stallFor; 0 = no stalls"`
+	StallFor       time.Duration `opt:"stallFor" default:"0s" min:"0s" max:"1h" live:"true" help:"length of each stall; operations arriving during one wait until it ends; >= stallEvery hangs the store"`
 	ErrorRatio     float64       `opt:"errorRatio" default:"0" min:"0" max:"1" live:"true" help:"fraction of operations that fail with errorClass (0..1)"`
 	ErrorClass     string        `opt:"errorClass" default:"unavailable" enum:"timeout,unavailable,throttled,rejected,other" live:"true" help:"failure class of injected errors"`
-	MaxBytes       int64         `opt:"maxBytes" default:"1073741824" min:"0" live:"true" help:"limit on the stored data in bytes (keys + values + 96 per entry); a write that would pass it fails as rejected, while reads and overwrites that do not grow the data still work; 0 = unlimited. Default 1 GiB (4.5M keys of 128-byte values): Go's heap grows to about twice the live data, so ndbench stays near 2 GiB rather than running out of memory"`
+	MaxBytes       int64         `opt:"maxBytes" default:"1073741824" min:"0" max:"1099511627776" live:"true" help:"limit on the stored data in bytes (keys + values + 96 per entry); a write that would pass it fails as rejected, while reads and overwrites that do not grow the data still work; 0 = unlimited. Default 1 GiB (4.5M keys of 128-byte values): Go's heap grows to about twice the live data, so ndbench stays near 2 GiB rather than running out of memory"`
 }
 
 // errInjected is the cause of every injected failure, so tests and users can tell a

@@ -37,7 +37,7 @@ func init() {
 type Options struct {
 	Path         string `opt:"path" default:"" reach:"path" help:"database directory, kept after the run; empty = a temporary directory removed at Close"`
 	Sync         bool   `opt:"sync" default:"false" help:"fsync the write-ahead log on every write (durable across power loss, much slower)"`
-	CacheSize    int64  `opt:"cacheSize" default:"67108864" min:"0" help:"block cache size in bytes (default 64 MiB)"`
+	CacheSize    int64  `opt:"cacheSize" default:"67108864" min:"0" max:"1099511627776" help:"block cache size in bytes (default 64 MiB)"`
 	MemTableSize int64  `opt:"memTableSize" default:"67108864" min:"1048576" max:"2147483648" help:"memtable size in bytes (default 64 MiB); larger means fewer flushes and L0 files"`
 	DisableWAL   bool   `opt:"disableWAL" default:"false" help:"skip the write-ahead log (faster writes; unflushed writes are lost on a crash)"`
 }

@@ -16,14 +16,15 @@ import (
 	"github.com/ndbench/ndbench/driver"
 )
 
-// mode=direct: each engine worker owns one pgconn.PgConn (driver.Pipeliner) with the read
-// and the upsert prepared on it once. An operation is one Bind/Execute/Sync on that
-// connection: no pool to acquire from, no row scanning through pgx's type system, and no
-// context watching, because pgconn is handed context.Background() (it then arms no
-// watcher goroutine hand-off per call) and a timeout or hard stop reaches the connection
-// through Interrupt as a past deadline on its net.Conn. A batch of several operations goes
-// out in pgconn's pipeline mode, one Sync per operation, in one write.
-// docs/design-notes.md has the measurements that led here.
+// mode=direct: each engine worker runs its batches on a pgconn.PgConn taken from the
+// driver's poolSize connections (directpool.go), with the read and the upsert prepared on
+// it once. An operation is one Bind/Execute/Sync on that connection: no pgxpool to
+// acquire from, no row scanning through pgx's type system, and no context watching,
+// because pgconn is handed context.Background() (it then arms no watcher goroutine
+// hand-off per call) and a timeout or hard stop reaches the connection through Interrupt
+// as a past deadline on its net.Conn. A batch of several operations goes out in pgconn's
+// pipeline mode, one Sync per operation, in one write. docs/design-notes.md has the
+// measurements that led here.
 
 // longAgo is a deadline in the past: setting it makes blocked I/O return at once.
 var longAgo = time.Unix(1, 0)
@@ -44,13 +45,13 @@ var binary = []int16{1}
 // of ExecStatement; the benchmarks that chose ExecStatement flip it.
 var singleViaPipeline = false
 
-// pipeline is one worker's connection in mode=direct.
+// pipeline is one worker's side of mode=direct: the connection of the batch running,
+// and buffers reused from batch to batch.
 type pipeline struct {
 	d *Driver
 	// Run's goroutine only.
-	pc          *pgconn.PgConn
-	read, write *pgconn.StatementDescription
-	params      [2][]byte
+	c      *dconn // the batch's connection; nil between batches, or once handed off
+	params [2][]byte
 	// exec's messages, kept so that sending them allocates nothing.
 	bind    pgproto3.Bind
 	execute pgproto3.Execute
@@ -60,19 +61,19 @@ type pipeline struct {
 	results []opResult
 	order   []int // pipelineSync=batch: the batch's operations in key order
 
-	// mu guards the batch running and the connection against Interrupt, which runs on the
+	// mu guards the batch running and its socket against Interrupt, which runs on the
 	// engine's watchdog goroutine.
 	mu          sync.Mutex
 	ctx         context.Context // of the batch running; nil between batches
-	nc          net.Conn        // pc's socket
+	nc          net.Conn        // the batch's socket
 	interrupted bool            // a deadline was set on nc for the running batch
 }
 
 // Pipelines reports whether the driver runs in mode=direct.
 func (d *Driver) Pipelines() bool { return d.mode == "direct" }
 
-// NewPipeline returns a connection for one worker; it connects on first use, so a server
-// that is down shows as failed operations and the worker keeps trying.
+// NewPipeline returns one worker's side of mode=direct; it takes a connection for each
+// batch, so a server that is down shows as failed operations and the worker keeps trying.
 func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 	if !d.Pipelines() {
 		return nil, fmt.Errorf("postgres: pipelines need mode=direct (mode is %s)", d.mode)
@@ -80,53 +81,11 @@ func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 	return &pipeline{d: d, val: make([]byte, 0, 256)}, nil
 }
 
-// connect opens the connection if there is none and prepares the two statements on it
-// if they are not. A statement the server refuses (a table missing with createSchema
-// false) leaves the connection open, so the next batch only prepares again instead of
-// reconnecting for every operation.
-func (p *pipeline) connect(ctx context.Context) error {
-	d := p.d
-	if p.pc == nil {
-		if d.closed.Load() {
-			return fmt.Errorf("connect to %s: %w", RedactDSN(d.opts.DSN), net.ErrClosed)
-		}
-		// ctx is the batch's: pgconn watches it while connecting, so a timeout or a hard
-		// stop also ends a connect that hangs.
-		pc, err := pgconn.ConnectConfig(ctx, d.pgcfg)
-		if err != nil {
-			return d.fail("connect to "+RedactDSN(d.opts.DSN), err)
-		}
-		p.pc, p.read, p.write = pc, nil, nil
-		p.mu.Lock()
-		p.nc = pc.Conn()
-		p.mu.Unlock()
-	}
-	var err error
-	if p.read == nil {
-		p.read, err = p.pc.Prepare(ctx, readStmt, d.readSQL, []uint32{oidText})
-	}
-	if err == nil && p.write == nil {
-		p.write, err = p.pc.Prepare(ctx, writeStmt, d.writeSQL, []uint32{oidText, oidBytea})
-	}
-	if err != nil {
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || p.pc.IsClosed() {
-			p.drop()
-		}
-		return d.fail("prepare statements", err)
-	}
-	return nil
-}
-
-// drop closes the connection: its stream can no longer be trusted (an I/O error, an
-// interrupted batch). The next Run connects again.
+// drop marks the batch's connection as broken: its stream can no longer be trusted (an
+// I/O error, an interrupted pipelined batch). It is closed when the batch ends.
 func (p *pipeline) drop() {
-	p.mu.Lock()
-	p.nc = nil
-	p.mu.Unlock()
-	if p.pc != nil {
-		closeConn(p.pc)
-		p.pc = nil
+	if p.c != nil {
+		p.c.broken = true
 	}
 }
 
@@ -151,38 +110,45 @@ func (p *pipeline) Interrupt() {
 	p.mu.Unlock()
 }
 
-// begin records the batch running, for Interrupt.
-func (p *pipeline) begin(ctx context.Context) {
+// begin records the batch running and its connection, for Interrupt.
+func (p *pipeline) begin(ctx context.Context, c *dconn) {
+	p.c = c
 	p.mu.Lock()
-	p.ctx = ctx
+	p.ctx, p.nc = ctx, c.nc
 	p.mu.Unlock()
 }
 
-// end forgets the batch; if it was interrupted the connection, with its past deadline and
-// possibly half a reply read, is closed.
+// end forgets the batch and gives its connection back, unless exec handed it to be
+// drained. A deadline Interrupt set after the batch had read its last reply is cleared:
+// the stream is in step.
 func (p *pipeline) end() {
 	p.mu.Lock()
-	p.ctx = nil
+	p.ctx, p.nc = nil, nil
 	interrupted := p.interrupted
 	p.interrupted = false
 	p.mu.Unlock()
-	if interrupted {
-		p.drop()
+	c := p.c
+	p.c = nil
+	if c == nil {
+		return
 	}
+	if interrupted && !c.broken {
+		c.broken = c.nc.SetDeadline(time.Time{}) != nil
+	}
+	p.d.direct.put(c)
 }
 
 // Run sends ops and completes each as its reply (up to its ReadyForQuery) is read.
 func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
-	p.begin(ctx)
-	defer p.end()
-	if p.pc == nil || p.write == nil {
-		if err := p.connect(ctx); err != nil {
-			p.failAll(ctx, ops, 0, done, err)
-			return
-		}
+	c, err := p.d.direct.get(ctx)
+	if err != nil {
+		p.failAll(ctx, ops, 0, done, err)
+		return
 	}
-	// Checked after begin and connect: an Interrupt before them found no batch or no
-	// socket and did nothing, and it came after ctx ended, so ctx.Err shows it here.
+	p.begin(ctx, c)
+	defer p.end()
+	// Checked after begin: an Interrupt before it found no batch and did nothing, and it
+	// came after ctx ended, so ctx.Err shows it here.
 	if err := ctx.Err(); err != nil {
 		p.failAll(ctx, ops, 0, done, fmt.Errorf("postgres: %d operations not sent: %w", len(ops), err))
 		return
@@ -245,10 +211,10 @@ func (p *pipeline) statement(op *driver.PipelineOp) (*pgconn.StatementDescriptio
 	p.params[0] = p.key
 	switch op.Op {
 	case driver.PipelineRead:
-		return p.read, p.params[:1], binary
+		return p.c.read, p.params[:1], binary
 	case driver.PipelineWrite:
 		p.params[1] = op.Value
-		return p.write, p.params[:2], nil
+		return p.c.write, p.params[:2], nil
 	}
 	return nil, nil, nil
 }
@@ -286,7 +252,7 @@ func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(in
 		done(0, nil, unsupported(op.Op))
 		return
 	}
-	fe := p.pc.Frontend()
+	fe := p.c.pc.Frontend()
 	p.bind = pgproto3.Bind{PreparedStatement: sd.Name, ParameterFormatCodes: binary, Parameters: params, ResultFormatCodes: results}
 	fe.SendBind(&p.bind)
 	fe.SendExecute(&p.execute)
@@ -299,6 +265,16 @@ func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(in
 	var pgErr error
 	for {
 		msg, err := fe.Receive()
+		if err != nil && isTimeout(err) && pastDeadline(ctx) {
+			// Cut at the deadline while the reply was due: the operation is over, the
+			// connection is not. It is handed to be drained (the query cancelled, the
+			// reply read to its end) and given back in step with the server.
+			c := p.c
+			p.c = nil
+			p.d.direct.drain(c)
+			done(0, nil, p.opErr(ctx, fmt.Errorf("postgres %s: %w", opName(op.Op), err)))
+			return
+		}
 		if err != nil {
 			p.ioFailed(ctx, op, done, err)
 			return
@@ -332,8 +308,8 @@ func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(in
 }
 
 // ioFailed completes the operation of a single-operation batch whose connection failed
-// under it (an I/O error, or the past deadline Interrupt set): the stream is no longer in
-// step with the server, so the connection is closed and the next batch reconnects.
+// under it (an I/O error, a request cut at its deadline while being written): the stream
+// is no longer in step with the server, so the connection is closed when given back.
 func (p *pipeline) ioFailed(ctx context.Context, op *driver.PipelineOp, done func(int, []byte, error), err error) {
 	p.drop()
 	done(0, nil, p.opErr(ctx, fmt.Errorf("postgres %s: %w", opName(op.Op), err)))
@@ -345,7 +321,7 @@ func (p *pipeline) ioFailed(ctx context.Context, op *driver.PipelineOp, done fun
 // done, and a failed one does not roll back or skip the others (one Sync for the batch
 // would make it one transaction).
 func (p *pipeline) pipelined(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
-	pl := p.pc.StartPipeline(context.Background())
+	pl := p.c.pc.StartPipeline(context.Background())
 	for i := range ops {
 		sd, params, results := p.statement(&ops[i])
 		if sd == nil {
@@ -417,7 +393,7 @@ func (p *pipeline) pipelined(ctx context.Context, ops []driver.PipelineOp, done 
 func (p *pipeline) closePipeline(pl *pgconn.Pipeline) {
 	if err := pl.Close(); err != nil {
 		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || p.pc.IsClosed() {
+		if !errors.As(err, &pe) || p.c.pc.IsClosed() {
 			p.drop()
 		}
 	}
@@ -466,7 +442,7 @@ func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, 
 		}
 		b.ExecStatement(sd, params, binary, results)
 	}
-	mrr := p.pc.ExecBatch(context.Background(), &b)
+	mrr := p.c.pc.ExecBatch(context.Background(), &b)
 	n := 0 // replies read
 	for n < len(ops) && mrr.NextResult() {
 		rr := mrr.ResultReader()
@@ -493,7 +469,7 @@ func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, 
 		failedAt, broken = n, true
 		batchErr = fmt.Errorf("%d replies to %d statements", n, len(ops))
 	}
-	if broken || p.pc.IsClosed() {
+	if broken || p.c.pc.IsClosed() {
 		p.drop()
 	}
 	var cause error
@@ -526,8 +502,6 @@ func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, 
 	}
 }
 
-// Close closes the connection.
-func (p *pipeline) Close() error {
-	p.drop()
-	return nil
-}
+// Close has nothing to release: the connection went back to the pool when the last
+// batch ended.
+func (p *pipeline) Close() error { return nil }

@@ -1,13 +1,13 @@
 // Package postgres is the ndbench driver for PostgreSQL and the stores that speak its wire
 // protocol (CockroachDB, YugabyteDB YSQL, PgBouncer in front of any of them). It uses
-// github.com/jackc/pgx/v5: in mode=direct (the default) each engine worker owns a
-// low-level pgconn connection, in mode=pool the workers share a pgxpool.
+// github.com/jackc/pgx/v5: in mode=direct (the default) the engine's workers share
+// poolSize low-level pgconn connections, in mode=pool a pgxpool.
 //
 // # Modes
 //
-// mode=direct (what mode=auto picks) makes the driver a driver.Pipeliner: each worker of the
-// engine gets a pgconn.PgConn of its own, with the read and the upsert prepared on it once
-// (binary parameters and results). A batch of one operation is Bind, Execute, Sync in one
+// mode=direct (what mode=auto picks) makes the driver a driver.Pipeliner: each batch of a
+// worker runs on a pgconn.PgConn taken from the driver's poolSize connections, with the
+// read and the upsert prepared on it once (binary parameters and results). A batch of one operation is Bind, Execute, Sync in one
 // write on the connection's frontend and one reply read up to its ReadyForQuery, as
 // pgbench -M prepared sends it; a batch of several (workload.pipeline > 1) goes out
 // in pgconn's pipeline mode in one write, each operation followed by its own Sync, so each
@@ -20,9 +20,17 @@
 // the same keys take their row locks in the same order and never deadlock. pgconn is
 // handed a context without Done, so it arms nothing per call; an operation's timeout (or a
 // hard stop) reaches the connection as a past deadline on its socket, set by
-// Pipeline.Interrupt only while the batch whose context ended is running. pgconn closes a
-// connection after such an interrupt, and the next batch connects again. A read's value is
-// copied once, out of pgconn's receive buffer into the worker's own.
+// Pipeline.Interrupt only while the batch whose context ended is running. A single
+// operation cut at its deadline keeps its connection: the query is cancelled (a cancel
+// request, on a connection of its own) and the rest of its reply read in the background,
+// within connectTimeout, before the connection serves another batch; closing it instead
+// made a run whose opTimeout is near the store's tail open a backend per operation and
+// measure nothing but timeouts. A batch of several cut at its deadline costs its
+// connection (pgconn closes it). Connections are opened outside any operation's
+// deadline, with backoff (50 ms doubling to 5 s) after a failed connect: meanwhile an
+// operation waits for a connection in use, or fails at once with the connect's error
+// when none is open. A read's value is copied once, out of pgconn's receive buffer into
+// the worker's own.
 //
 // mode=pool is the driver as it was: every worker borrows a connection from a pgxpool for
 // each operation, and pgx watches the operation's context. Read, Write and the bulk calls
@@ -71,10 +79,11 @@
 //
 // # Pool size
 //
-// poolSize is the maximum number of connections of the pool. In mode=pool give it at least
-// the number of read plus write workers, or workers queue for a connection and that wait
-// shows up as latency. In mode=direct every worker holds a connection of its own besides
-// the pool (which then serves backfill and the API), so the total is workers + up to
+// poolSize is the maximum number of connections of the pool, and in mode=direct also of
+// the workers' connections, which elastic workers share too. Give it at least the number
+// of read plus write workers, or workers queue for a connection and that wait shows up as
+// latency (and a wait past the deadline as a timeout). In mode=direct the pool serves
+// backfill and the API besides the workers' connections, so the total is up to twice
 // poolSize; it must stay below the server's max_connections (100 by default in
 // PostgreSQL).
 //

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
 )
@@ -50,7 +48,7 @@ func TestSingleOperations(t *testing.T) {
 		{"write after the rejection", driver.PipelineOp{Op: driver.PipelineWrite, Key: prefix + "b", Value: []byte("short")}, "", nil},
 		{"read it back", driver.PipelineOp{Op: driver.PipelineRead, Key: prefix + "b"}, "short", nil},
 	}
-	var conn *pgconn.PgConn
+	var conn uint32
 	for _, s := range steps {
 		calls := 0
 		var got []byte
@@ -70,9 +68,11 @@ func TestSingleOperations(t *testing.T) {
 		case string(got) != s.want:
 			t.Errorf("%s: value %q, want %q", s.name, got, s.want)
 		}
-		if pc := pl.(*pipeline).pc; conn == nil {
-			conn = pc
-		} else if pc != conn {
+		if pids := idlePIDs(d); len(pids) != 1 {
+			t.Errorf("%s: %d idle connections (backends %v), want the one", s.name, len(pids), pids)
+		} else if conn == 0 {
+			conn = pids[0]
+		} else if pids[0] != conn {
 			t.Errorf("%s: the connection changed (a reconnect); a server's error must leave it usable", s.name)
 		}
 	}

@@ -360,8 +360,9 @@ func TestPipelineFailureIsolation(t *testing.T) {
 }
 
 // TestDirectMissingTable: in mode=direct a statement the server refuses to prepare (the
-// table does not exist and createSchema is false) fails the batch as rejected and keeps
-// the connection, and once the table exists the same connection goes on.
+// table does not exist and createSchema is false) fails the batch as rejected, and the
+// operations after it fail the same way at once, without a connect each, until the
+// backoff lets a connect try again; once the table exists the writes go on.
 func TestDirectMissingTable(t *testing.T) {
 	ctx := drivertest.Context(t)
 	raw := rawConn(t)
@@ -369,32 +370,50 @@ func TestDirectMissingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := open(t, map[string]string{"table": "late", "createSchema": "false", "mode": "direct"})
-	pr, err := d.NewPipeline(ctx)
+	pl, err := d.NewPipeline(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pr.Close()
-	pl := pr.(*pipeline)
+	defer pl.Close()
 	ops := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "k", Value: []byte("v")}}
 	var got error
-	pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
-	if c := driver.Classify(got); c != driver.ClassRejected {
-		t.Fatalf("write to a missing table: class %v (%v), want rejected", c, got)
+	for range 20 {
+		pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
+		if c := driver.Classify(got); c != driver.ClassRejected || !strings.Contains(got.Error(), "late") {
+			t.Fatalf("write to a missing table: class %v (%v), want rejected naming the table", c, got)
+		}
 	}
-	if pl.pc == nil {
-		t.Fatal("a refused prepare closed the connection")
-	}
-	pid := pl.pc.PID()
 	if _, err := raw.Exec(ctx, "CREATE TABLE late (key TEXT PRIMARY KEY, value BYTEA NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
-	if got != nil {
-		t.Fatalf("write once the table exists: %v", got)
+	deadline := time.Now().Add(10 * time.Second) // the backoff is 5 s at most
+	for {
+		pl.Run(ctx, ops, func(_ int, _ []byte, err error) { got = err })
+		if got == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("write once the table exists: %v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if pl.pc.PID() != pid {
-		t.Errorf("the connection was replaced (backend %d, then %d); want it kept", pid, pl.pc.PID())
+	if pids := idlePIDs(d); len(pids) != 1 {
+		t.Errorf("%d idle connections, want 1", len(pids))
 	}
+}
+
+// idlePIDs returns the backends of mode=direct's idle connections.
+func idlePIDs(d *Driver) []uint32 {
+	var cs []*dconn
+	for len(d.direct.free) > 0 {
+		cs = append(cs, <-d.direct.free)
+	}
+	pids := make([]uint32, len(cs))
+	for i, c := range cs {
+		pids[i] = c.pc.PID()
+		d.direct.free <- c
+	}
+	return pids
 }
 
 // TestValidationDetectsCorruption writes a validated value, flips a byte with raw SQL and

@@ -33,10 +33,10 @@ func init() {
 // Options configure the postgres driver.
 type Options struct {
 	DSN          string `opt:"dsn" default:"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" secret:"true" help:"connection string (URL or key=value); shown without its password"`
-	PoolSize     int    `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections; at least read+write workers, below the server's max_connections"`
+	PoolSize     int    `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections of the pool, and in mode=direct of the workers' connections too; at least read+write workers, below the server's max_connections"`
 	Table        string `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
 	CreateSchema bool   `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
-	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: each worker owns a connection with the statements prepared on it and pipelines its batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
+	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: workers share poolSize connections with the statements prepared on them and pipeline their batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
 	PipelineSync string `opt:"pipelineSync" default:"op" enum:"op,batch" help:"mode=direct with workload.pipeline > 1: op sends a Sync after each operation (each its own transaction, as unpipelined); batch sends one per batch, making it one transaction as pgbench's \\startpipeline does (a failure rolls back the batch's writes)"`
 	ExecMode     string `opt:"execMode" default:"cache_statement" enum:"cache_statement,cache_describe,describe_exec,exec,simple_protocol" help:"pgx query exec mode of the pool (mode=pool, and Read, Write and bulk calls); exec or simple_protocol behind PgBouncer without prepared-statement support"`
 	// User, password and TLS (sslmode, sslrootcert, ...) live in the DSN, libpq's way, so
@@ -114,6 +114,7 @@ type Driver struct {
 	version  string
 	mode     string         // pool or direct (mode=auto resolved)
 	pgcfg    *pgconn.Config // mode=direct: the workers' connections
+	direct   *directPool    // mode=direct: the workers' connections, poolSize at most
 	closed   atomic.Bool    // set by Close, so no pipeline connects again
 
 	readSQL, writeSQL, readBulkSQL, writeBulkSQL string
@@ -177,6 +178,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		// (driver.RawIO); pgconn adds TLS on top of what this returns.
 		pc.DialFunc = driver.RawIODialer(pc.DialFunc)
 		d.pgcfg = pc
+		d.direct = newDirectPool(d, o.PoolSize)
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -400,6 +402,9 @@ func (d *Driver) ConnectionInfo() map[string]string {
 // before the driver.
 func (d *Driver) Close() error {
 	d.closed.Store(true)
+	if d.direct != nil {
+		d.direct.close()
+	}
 	if d.pool != nil {
 		d.pool.Close()
 	}

@@ -123,22 +123,22 @@ func init() {
 // Options configure the redis driver.
 type Options struct {
 	Addrs         []string           `opt:"addrs" default:"127.0.0.1:6379" help:"server addresses host:port (cluster: seed nodes; pool mode uses the first)" alias:"host,hosts,addr"`
-	DB            int                `opt:"db" default:"0" min:"0" help:"database number (SELECT); must be 0 for cluster and proxies"`
+	DB            int                `opt:"db" default:"0" min:"0" max:"65535" help:"database number (SELECT); must be 0 for cluster and proxies"`
 	Auth          driver.AuthOptions `username.help:"ACL user name (Redis 6+); empty uses the default user" password.help:"password (AUTH); never logged or reported"`
 	TLS           driver.TLSOptions
 	TLSSkipVerify bool `opt:"tlsSkipVerify" default:"false" help:"deprecated, use tlsVerify=false: with tls, accept any server certificate (testing only)"`
-	PoolSize      int  `opt:"poolSize" default:"0" min:"0" help:"connections per node; 0 = go-redis default (10 per CPU)"`
+	PoolSize      int  `opt:"poolSize" default:"0" min:"0" max:"10000" help:"connections per node; 0 = go-redis default (10 per CPU)"`
 	// Redis has socket read and write timeouts rather than one per request, so the group's
 	// timeout is omitted; connectTimeout keeps the bounds dialTimeout had.
-	Timeouts      driver.TimeoutOptions `omit:"timeout" connectTimeout.alias:"dialTimeout" connectTimeout.min:"1ms" connectTimeout.max:"" connectTimeout.help:"timeout to open a connection"`
-	ReadTimeout   time.Duration         `opt:"readTimeout" default:"3s" min:"1ms" help:"socket read timeout (the op context's deadline also applies)"`
-	WriteTimeout  time.Duration         `opt:"writeTimeout" default:"3s" min:"1ms" help:"socket write timeout (the op context's deadline also applies)"`
+	Timeouts      driver.TimeoutOptions `omit:"timeout" connectTimeout.alias:"dialTimeout" connectTimeout.min:"1ms" connectTimeout.max:"1h" connectTimeout.help:"timeout to open a connection"`
+	ReadTimeout   time.Duration         `opt:"readTimeout" default:"3s" min:"1ms" max:"1h" help:"socket read timeout (the op context's deadline also applies)"`
+	WriteTimeout  time.Duration         `opt:"writeTimeout" default:"3s" min:"1ms" max:"1h" help:"socket write timeout (the op context's deadline also applies)"`
 	MaxRetries    int                   `opt:"maxRetries" default:"0" min:"0" max:"10" help:"go-redis retries of a failed command; 0 counts every failure"`
 	Mode          string                `opt:"mode" default:"auto" enum:"auto,pool,autopipeline,direct" help:"auto: direct, or pool with cluster=true; pool: go-redis, one command per round trip on pooled connections; autopipeline: go-redis batches concurrent commands from all workers into pipelines; direct: each worker owns a connection and sends up to workload.pipeline commands per write (fastest; no cluster)"`
 	PipelineBatch int                   `opt:"pipelineBatch" default:"300" min:"1" max:"10000" help:"autopipeline: target commands per pipeline flush"`
 	Cluster       bool                  `opt:"cluster" default:"false" help:"use Redis Cluster (ClusterClient); addrs are seed nodes"`
 	Proxy         bool                  `opt:"proxy" default:"false" help:"addrs is a RESP proxy (twemproxy, Dynomite): pool and autopipeline answer go-redis's HELLO locally, as proxies close the connection on it; db must be 0"`
-	TTL           time.Duration         `opt:"ttl" default:"0s" min:"0s" live:"true" help:"expiry of written keys; 0 = no expiry"`
+	TTL           time.Duration         `opt:"ttl" default:"0s" min:"0s" max:"87600h" live:"true" help:"expiry of written keys; 0 = no expiry"`
 	Shape         string                `opt:"shape" default:"string" enum:"string,hash" help:"string: SET/GET; hash: HSET/HGETALL like NDBench's Dyno hash plugin"`
 	HashFields    int                   `opt:"hashFields" default:"2" min:"1" max:"64" help:"hash shape: fields the value is split across"`
 	HashKeyPrefix string                `opt:"hashKeyPrefix" default:"HM__" help:"hash shape: prefix of hash keys (NDBench uses HM__)"`

@@ -68,6 +68,10 @@
 // new heap is the base; a script allocating at Go speed (typed arrays in a loop) can
 // overshoot the limit by a few doublings of the heap before it is stopped, and a single
 // allocation larger than the free memory (new ArrayBuffer(1e12)) is beyond any watchdog.
+// memoryLimit is part of workload.memoryBudget: the configuration refuses a limit that,
+// added to the workload's own estimate (value pool, workers, validation tracker), passes
+// the budget, so raising one means raising the other, within three quarters of the
+// machine's memory.
 //
 // Close always returns within seconds: it interrupts the calls in flight (they fail as
 // unavailable), waits 2 s at most for the ones in a host call, and gives the script's

@@ -89,9 +89,12 @@ func (g *generation) watchMemory(m *memWatch, vms []*vm, now time.Time) {
 	if !m.stopped.IsZero() {
 		busy := false
 		for _, v := range vms {
-			if v.broken.Load() && v.running() {
+			// Every runtime running now is stopped, not only those the stop saw: a call
+			// that passed run's check of memErr just before the stop, in a runtime
+			// created or taken from the pool after it, would run on and be measured into
+			// the new base, which then ratcheted up with every stop.
+			if v.running() {
 				busy = true
-				// A call that began just before the stop and was not interrupted then.
 				v.stop(*g.memErr.Load())
 			}
 		}

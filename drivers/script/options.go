@@ -15,14 +15,14 @@ type Options struct {
 	Source   string        `opt:"source" default:"" reach:"script" help:"the script itself, instead of file (never reloaded)"`
 	Config   string        `opt:"config" default:"{}" live:"true" help:"JSON value passed to the script's init(config); a change reloads the script"`
 	Runtimes int           `opt:"runtimes" default:"0" min:"0" max:"65536" help:"JavaScript runtimes at most, one per concurrent operation (operations beyond wait); 0 = one per concurrent operation, created as needed"`
-	Watch    time.Duration `opt:"watch" default:"1s" min:"0s" help:"how often the file is read for changes (content hash); 0 = never reload"`
+	Watch    time.Duration `opt:"watch" default:"1s" min:"0s" max:"24h" help:"how often the file is read for changes (content hash); 0 = never reload"`
 
 	// The limits below bound what a script can take from the node that runs it: goja
 	// runs in process, so a runaway script would otherwise stall a worker for ever or
 	// take the whole process down with it.
 	InitTimeout time.Duration `opt:"initTimeout" default:"30s" min:"10ms" max:"10m" help:"most time loading the script in one runtime may take: running it and its init(config), stores it opens included; past it the load fails as a timeout"`
 	CallTimeout time.Duration `opt:"callTimeout" default:"30s" min:"1ms" max:"10m" help:"most wall-clock time one call of a script function may run, whatever the operation's deadline (the earlier applies); past it the JavaScript is interrupted and the operation fails as a timeout"`
-	MemoryLimit driver.Size   `opt:"memoryLimit" default:"512MiB" min:"8MiB" help:"most the Go heap may grow, above its size at load, while scripts run; past it every runtime is stopped and dropped and the calls in flight fail (class rejected)"`
+	MemoryLimit driver.Size   `opt:"memoryLimit" default:"512MiB" min:"8MiB" max:"1TiB" help:"most the Go heap may grow, above its size at load, while scripts run; past it every runtime is stopped and dropped and the calls in flight fail (class rejected); counted in workload.memoryBudget beside the workload's estimate"`
 }
 
 // Validate checks what the tags cannot: not both file and source, source compiles, and
@@ -48,6 +48,12 @@ func (o *Options) Validate() error {
 	}
 	return nil
 }
+
+// MemoryClaim is what the scripts may take of the node's memory, and the option that says
+// so: the configuration counts it against workload.memoryBudget beside the workload's
+// own estimate, so a limit the machine cannot hold is refused when it is written rather
+// than found by the kernel's out-of-memory killer.
+func (o *Options) MemoryClaim() (int64, string) { return int64(o.MemoryLimit), "memoryLimit" }
 
 // noScript is Init's error for options naming no script.
 func noScript() error {

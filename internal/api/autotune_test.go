@@ -84,7 +84,11 @@ func TestAutotuneFieldErrors(t *testing.T) {
 		{map[string]any{"start": 5000, "maxRate": 1000}, "start"},
 		{map[string]any{"window": "500ms"}, "window"},
 		{map[string]any{"window": "10s", "confirm": "2s"}, "confirm"},
-		{map[string]any{"maxErrors": "150%"}, "errors"},
+		{map[string]any{"maxErrors": "150%"}, "maxErrors"},
+		{map[string]any{"minAchieved": "NaN"}, "minAchieved"},
+		{map[string]any{"maxRate": 1e308}, "maxRate"},
+		{map[string]any{"start": 1e18, "maxRate": 1e18}, "maxRate"},
+		{map[string]any{"sla": map[string]any{"read": map[string]any{"achieved": "x"}}}, "sla.read.achieved"},
 	} {
 		code, body := e.call("POST", "/api/v1/autotune", tc.req)
 		var p Problem

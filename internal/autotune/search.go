@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/clock"
+	"github.com/ndbench/ndbench/internal/pacer"
 )
 
 // Prober runs load at a total rate and measures it: the search's view of a node (see
@@ -160,6 +161,9 @@ func (s Settings) Validate() error {
 		}
 	}
 	switch {
+	case s.MaxRate > pacer.MaxRate:
+		// Every rate the search sets is a pacer's: past its highest the shapes refuse it.
+		return fmt.Errorf("max-rate: invalid value %v; allowed: a number above 0 up to %v, the highest rate of any workload", s.MaxRate, float64(pacer.MaxRate))
 	case s.MinRate > s.Start || s.Start > s.MaxRate:
 		return fmt.Errorf("start: invalid value %v; allowed: from min-rate %v to max-rate %v", s.Start, s.MinRate, s.MaxRate)
 	case s.Tolerance > 1:

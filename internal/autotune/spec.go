@@ -64,10 +64,14 @@ func (r Spec) Settings() (Settings, error) {
 	if r.Percentile != 0 {
 		s.SLA.Percentile = r.Percentile
 	}
-	for name, v := range map[string]string{"latency": string(r.Latency), "errors": string(r.MaxErrors), "achieved": string(r.MinAchieved)} {
-		if v != "" {
-			if err := s.SLA.SetField(name, v); err != nil {
-				return s, &driver.FieldError{Field: name, Value: v, Allowed: err.Error()}
+	// The request's fields, with the SLA field each sets: an error names the field the
+	// client sent (maxErrors), not the SLA's own name for it (errors).
+	for _, f := range []struct{ field, sla, v string }{
+		{"latency", "latency", string(r.Latency)}, {"maxErrors", "errors", string(r.MaxErrors)}, {"minAchieved", "achieved", string(r.MinAchieved)},
+	} {
+		if f.v != "" {
+			if err := s.SLA.SetField(f.sla, f.v); err != nil {
+				return s, &driver.FieldError{Field: f.field, Value: f.v, Allowed: allowedOf(err)}
 			}
 		}
 	}
@@ -78,7 +82,7 @@ func (r Spec) Settings() (Settings, error) {
 		sla := s.SLA
 		for k, v := range fields {
 			if err := sla.SetField(k, string(v)); err != nil {
-				return s, &driver.FieldError{Field: "sla." + class + "." + k, Value: string(v), Allowed: err.Error()}
+				return s, &driver.FieldError{Field: "sla." + class + "." + k, Value: string(v), Allowed: allowedOf(err)}
 			}
 		}
 		s.Classes[class] = sla
@@ -105,6 +109,15 @@ func (r Spec) Settings() (Settings, error) {
 		return s, validationField(err)
 	}
 	return s, nil
+}
+
+// allowedOf is what an error of SLA.SetField says is allowed, without the field and value
+// it starts with, which the field error states already.
+func allowedOf(err error) string {
+	if _, allowed, ok := strings.Cut(err.Error(), "; allowed: "); ok {
+		return allowed
+	}
+	return err.Error()
 }
 
 // validationField turns a settings validation error ("max-rate: invalid value 0; allowed:

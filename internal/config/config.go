@@ -254,6 +254,11 @@ func Build(layers []Layer) (*Snapshot, error) {
 				}
 			}
 			cfg.DriverOptions = opts
+			if len(werrs) == 0 {
+				if fe := checkMemoryClaim(def.Name, opts, w, eff); fe != nil {
+					errs = append(errs, fe)
+				}
+			}
 			if w.Pipeline > 1 && len(werrs) == 0 && (def.Pipelines == nil || !def.Pipelines(opts)) {
 				allowed := "1: driver " + def.Name + " sends one operation per round trip"
 				if def.Pipelines != nil {
@@ -272,6 +277,8 @@ func Build(layers []Layer) (*Snapshot, error) {
 			}
 		}
 	}
+
+	errs = append(errs, checkUnusedDrivers(cfg.Drivers, used, func(key string) string { return eff[key].source })...)
 
 	for key := range eff {
 		if rest, ok := strings.CutPrefix(key, "drivers."); ok {
@@ -423,6 +430,59 @@ func childOptions(opts any, ref string) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// memoryClaimer is implemented by the options of a driver that may take a share of the
+// node's memory of its own (the script driver's memoryLimit, for JavaScript running in
+// process): bytes at most, and the option that sets them.
+type memoryClaimer interface {
+	MemoryClaim() (bytes int64, option string)
+}
+
+// checkMemoryClaim counts what the selected driver's options claim against
+// workload.memoryBudget, beside the workload's own estimate: a script allocating in a
+// loop once took ndbench serve down with "fatal error: out of memory" because its limit
+// was nobody's budget.
+func checkMemoryClaim(name string, opts any, w Workload, eff map[string]effective) *driver.FieldError {
+	mc, ok := opts.(memoryClaimer)
+	if !ok {
+		return nil
+	}
+	claim, opt := mc.MemoryClaim()
+	peak := workload.EstimateMemory(w.MemoryParams()).Peak
+	budget := int64(w.MemoryBudget)
+	if claim+peak <= budget {
+		return nil
+	}
+	key := "drivers." + name + "." + opt
+	return &driver.FieldError{Field: key, Value: driver.Size(claim).String(), Source: eff[key].source,
+		Allowed: fmt.Sprintf("at most %s: workload.memoryBudget=%s less the workload's estimate of ~%s (raise workload.memoryBudget, within the machine's memory, or lower %s)",
+			driver.Size(max(budget-peak, 0)&^(1<<20-1)), w.MemoryBudget, driver.Size(peak), key)}
+}
+
+// checkUnusedDrivers checks the values set for bundled drivers the configuration does not
+// use (not the selected driver nor one it composes) against their options' types and
+// bounds, so that a value no driver could run with (drivers.redis.poolSize=1e308) is
+// refused when it is written, not kept until a switch of driver.name trips on it, or runs
+// with it. The rules that tie options together (a script needs file or source) are left
+// for when the driver is selected: a driver configured ahead of a switch may be half done.
+func checkUnusedDrivers(drivers map[string]map[string]string, used map[string]bool, source func(key string) string) driver.FieldErrors {
+	var errs driver.FieldErrors
+	for name, values := range drivers {
+		def, ok := driver.Lookup(name)
+		if used[name] || !ok {
+			continue
+		}
+		opts := def.NewOptions()
+		err := driver.ApplyDefaults(opts)
+		if err == nil {
+			err = driver.Set(opts, values)
+		}
+		if err != nil {
+			errs = append(errs, driverFieldErrors(name, err, source)...)
+		}
+	}
+	return errs
 }
 
 // driverFieldErrors turns an error of driver.NewOptions for driver name into field errors

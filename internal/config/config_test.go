@@ -148,13 +148,18 @@ func TestNDBenchDriverPrefixes(t *testing.T) {
 		{"cockroachdb.dbname", "drivers.postgres.dbname"},
 		{"geode.locator", "drivers.geode.locator"}, // a plugin ndbench has no driver for
 		{"janusgraph.storage.cql.keyspace", "drivers.janusgraph.storage.cql.keyspace"},
-		// A registered driver's options are canonicalised (case-insensitive), and not
-		// checked while another driver is selected.
+		// A registered driver's options are canonicalised (case-insensitive); while
+		// another driver is selected their values are checked against their types and
+		// bounds (see TestUnusedDriverValuesChecked), so this one is a number.
 		{"fake-other.DEPTH", "drivers.fake-other.depth"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.prop, func(t *testing.T) {
-			snap := mustLoad(t, Sources{Env: selectFake, Sets: []string{NDBenchPrefix + tt.prop + "=v1"}})
+			value := "v1"
+			if strings.HasPrefix(tt.prop, "fake-other.") {
+				value = "3"
+			}
+			snap := mustLoad(t, Sources{Env: selectFake, Sets: []string{NDBenchPrefix + tt.prop + "=" + value}})
 			want := tt.key + " is not used by driver fake-kv"
 			if !slices.Contains(snap.Notices, want) {
 				t.Errorf("notices = %q, want %q", snap.Notices, want)

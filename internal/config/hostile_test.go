@@ -208,3 +208,60 @@ func TestForeignKeysAreBounded(t *testing.T) {
 		t.Errorf("a known key after the refusals: %v", err)
 	}
 }
+
+// TestUnusedDriverValuesChecked: a value for a bundled driver that is not selected is
+// checked against the option's type and bounds when it is written, and refused naming
+// the key; it was kept (drivers.redis.poolSize=1e308 answered 200) until a switch of
+// driver.name tripped on it. Rules between options wait for the driver to be selected:
+// a driver set up ahead of a switch may be half done.
+func TestUnusedDriverValuesChecked(t *testing.T) {
+	st := NewStore(mustLoad(t, Sources{Env: selectFake}))
+	for _, v := range []string{"0", "-1", "NaN", "+Inf", "1e308", "9223372036854775808", "v1"} {
+		_, err := st.Patch(LayerRuntime, map[string]string{"drivers.fake-other.depth": v})
+		fes := fieldErrors(t, err)
+		if len(fes) != 1 || fes[0].Field != "drivers.fake-other.depth" || !strings.Contains(fes[0].Allowed, "1") {
+			t.Errorf("depth=%s: %v, want one field error on drivers.fake-other.depth", v, err)
+		}
+	}
+	if _, err := st.Patch(LayerRuntime, map[string]string{"drivers.fake-other.depth": "7"}); err != nil {
+		t.Errorf("a good value for the unused driver: %v", err)
+	}
+}
+
+// fakeClaimOptions are the options of a driver that takes memory of its own, as the
+// script driver's memoryLimit does.
+type fakeClaimOptions struct {
+	Limit driver.Size `opt:"limit" default:"256MiB" min:"1MiB" max:"1TiB" help:"memory"`
+}
+
+func (o *fakeClaimOptions) MemoryClaim() (int64, string) { return int64(o.Limit), "limit" }
+
+func init() {
+	driver.MustRegister(driver.Definition{Name: "fake-claim", Summary: "test", New: newFake,
+		NewOptions: func() any { return &fakeClaimOptions{} }})
+}
+
+// TestDriverMemoryClaimWithinBudget: what a driver's options claim of the node's memory
+// (the script driver's memoryLimit) counts against workload.memoryBudget beside the
+// workload's estimate; past it the driver's option is refused, naming the budget, and a
+// budget raised to fit lets it in. A script allocating in a loop once killed ndbench
+// serve with "fatal error: out of memory" because its limit was nobody's budget.
+func TestDriverMemoryClaimWithinBudget(t *testing.T) {
+	withMemoryCeiling(t, 64<<30)
+	sel := []string{"NDBENCH_DRIVER_NAME=fake-claim"}
+	mustLoad(t, Sources{Env: sel})
+	for _, sets := range [][]string{
+		{"drivers.fake-claim.limit=1GiB"},
+		{"drivers.fake-claim.limit=1TiB", "workload.memoryBudget=16GiB"},
+		{"drivers.fake-claim.limit=900MiB", "workload.dataSize=1000000"}, // the workload's value pool takes its share
+	} {
+		_, err := Load(Sources{Env: sel, Sets: sets})
+		fes := fieldErrors(t, err)
+		if len(fes) != 1 || fes[0].Field != "drivers.fake-claim.limit" || !strings.Contains(fes[0].Allowed, "workload.memoryBudget=") || fes[0].Source != "--set" {
+			t.Errorf("%v: %v, want the limit refused naming the budget", sets, err)
+		}
+	}
+	mustLoad(t, Sources{Env: sel, Sets: []string{"drivers.fake-claim.limit=8GiB", "workload.memoryBudget=9GiB"}})
+	// A driver that is not selected claims nothing.
+	mustLoad(t, Sources{Env: selectFake, Sets: []string{"drivers.fake-claim.limit=1TiB"}})
+}

@@ -1,0 +1,210 @@
+//go:build integration
+
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
+)
+
+// pidTable makes table, whose every insert or update logs the backend that ran it in
+// table_pids, and sleeps 5 s for a key starting with "sleep": a store whose tail is
+// past the operations' deadline.
+func pidTable(t *testing.T, table string) {
+	t.Helper()
+	ctx := drivertest.Context(t)
+	raw := rawConn(t)
+	for _, q := range []string{
+		fmt.Sprintf("DROP TABLE IF EXISTS %s, %s_pids", table, table),
+		fmt.Sprintf("CREATE TABLE %s (key TEXT PRIMARY KEY, value BYTEA NOT NULL)", table),
+		fmt.Sprintf("CREATE TABLE %s_pids (pid INT NOT NULL)", table),
+		fmt.Sprintf(`CREATE OR REPLACE FUNCTION %s_trg() RETURNS trigger AS $$
+BEGIN
+	INSERT INTO %s_pids VALUES (pg_backend_pid());
+	IF NEW.key LIKE 'sleep%%' THEN PERFORM pg_sleep(5); END IF;
+	RETURN NEW;
+END $$ LANGUAGE plpgsql`, table, table),
+		fmt.Sprintf("CREATE TRIGGER %s_trg BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION %s_trg()", table, table, table),
+	} {
+		if _, err := raw.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// backends counts the backends that ran writes on table (see pidTable).
+func backends(t *testing.T, table string) int {
+	t.Helper()
+	var n int
+	if err := rawConn(t).QueryRow(drivertest.Context(t), fmt.Sprintf("SELECT count(DISTINCT pid) FROM %s_pids", table)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// runOne runs one write on pl under a deadline of d, with the engine's interrupt at the
+// deadline (its watchdog calls Interrupt once an operation's context ended).
+func runOne(pl driver.Pipeline, key string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	stop := context.AfterFunc(ctx, pl.Interrupt)
+	defer stop()
+	var got error
+	pl.Run(ctx, []driver.PipelineOp{{Op: driver.PipelineWrite, Key: key, Value: []byte("v")}}, func(_ int, _ []byte, err error) { got = err })
+	return got
+}
+
+// TestDirectTimeoutsKeepConnections: in mode=direct, operations cut at their deadline
+// (a trigger's pg_sleep past it) fail as timeouts at the deadline, and cost no
+// connection: the query is cancelled and its connection reused, so the operations after
+// them succeed on the same poolSize backends. Each timeout closed its connection and the
+// next operation reconnected inside its own deadline: with opTimeout near the store's
+// tail a run opened a backend per operation and measured nothing but failures.
+func TestDirectTimeoutsKeepConnections(t *testing.T) {
+	pidTable(t, "tmo")
+	d := open(t, map[string]string{"table": "tmo", "createSchema": "false", "mode": "direct", "poolSize": "2"})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pl, err := d.NewPipeline(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer pl.Close()
+			for i := range 8 {
+				began := time.Now()
+				err := runOne(pl, fmt.Sprintf("sleep-%d-%d", w, i), 200*time.Millisecond)
+				if driver.Classify(err) != driver.ClassTimeout {
+					t.Errorf("a write past its deadline: %v (class %v), want a timeout", err, driver.Classify(err))
+				}
+				// A hang bound, not a speed check: the operation ends at its deadline,
+				// not when the 5 s sleep does.
+				if took := time.Since(began); took > 3*time.Second {
+					t.Errorf("a write with a 200ms deadline took %v", took)
+				}
+				if err := runOne(pl, fmt.Sprintf("ok-%d-%d", w, i), 10*time.Second); err != nil {
+					t.Errorf("the write after a timeout: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Every write logs its backend before it sleeps or commits; the logs of the cut
+	// ones roll back with them, so these are the backends that ran the writes that
+	// succeeded.
+	if n := backends(t, "tmo"); n > 2 {
+		t.Errorf("the writes ran on %d backends, want the 2 of poolSize (a timeout cost its connection)", n)
+	}
+}
+
+// TestDirectHonoursPoolSize: workers share mode=direct's connections, poolSize at most,
+// however many there are (elastic pools grow past it). A connection per worker opened a
+// backend per worker whatever poolSize said.
+func TestDirectHonoursPoolSize(t *testing.T) {
+	pidTable(t, "shared")
+	d := open(t, map[string]string{"table": "shared", "createSchema": "false", "mode": "direct", "poolSize": "3"})
+	var wg sync.WaitGroup
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pl, err := d.NewPipeline(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer pl.Close()
+			for i := range 20 {
+				if err := runOne(pl, fmt.Sprintf("k-%d-%d", w, i), 10*time.Second); err != nil {
+					t.Errorf("write: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := backends(t, "shared"); n > 3 {
+		t.Errorf("12 workers wrote on %d backends, want poolSize 3 at most", n)
+	}
+}
+
+// TestDirectConnectionLimit: against a server out of connection slots for the role
+// (CONNECTION LIMIT, the same refusal, SQLSTATE 53300, as max_connections), operations
+// fail as unavailable (not the store throttling, which no backoff cures) with a message
+// naming the limit and poolSize, at once and without a connect per operation; with room
+// for a few connections, more workers than that share them and succeed.
+func TestDirectConnectionLimit(t *testing.T) {
+	ctx := drivertest.Context(t)
+	raw := rawConn(t)
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS limited", "CREATE TABLE limited (key TEXT PRIMARY KEY, value BYTEA NOT NULL)",
+		"DROP ROLE IF EXISTS limited_role", "CREATE ROLE limited_role LOGIN CONNECTION LIMIT 1",
+		"GRANT ALL ON limited TO limited_role",
+	} {
+		if _, err := raw.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	dsn := strings.Replace(srv.DSN(), "postgres://postgres@", "postgres://limited_role@", 1)
+	// The driver's own pool (Init's check, backfill) holds the one slot: every
+	// connection of mode=direct is refused.
+	d := drivertest.Open(t, "postgres", map[string]string{"dsn": dsn}, map[string]string{"table": "limited", "createSchema": "false", "mode": "direct", "poolSize": "8"}).(*Driver)
+	pl, err := d.NewPipeline(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	began := time.Now()
+	for i := range 50 {
+		err := runOne(pl, fmt.Sprintf("k%d", i), 5*time.Second)
+		if driver.Classify(err) != driver.ClassUnavailable || !strings.Contains(err.Error(), "CONNECTION LIMIT") || !strings.Contains(err.Error(), "poolSize=8") {
+			t.Fatalf("a write with no connection slot left: %v (class %v), want unavailable naming the limit and poolSize", err, driver.Classify(err))
+		}
+	}
+	// The backoff keeps the refusals from costing a connect each: 50 operations fail at
+	// once, not after 50 deadlines.
+	if took := time.Since(began); took > 20*time.Second {
+		t.Errorf("50 refused writes took %v", took)
+	}
+
+	// Room for 3 of the driver's connections: 12 workers share them.
+	if _, err := raw.Exec(ctx, "ALTER ROLE limited_role CONNECTION LIMIT 4"); err != nil {
+		t.Fatal(err)
+	}
+	d2 := drivertest.Open(t, "postgres", map[string]string{"dsn": dsn}, map[string]string{"table": "limited", "createSchema": "false", "mode": "direct", "poolSize": "8"}).(*Driver)
+	_ = d.Close() // its pool's slot back
+	var wg sync.WaitGroup
+	var failures sync.Map
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pl, err := d2.NewPipeline(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer pl.Close()
+			for i := range 10 {
+				if err := runOne(pl, fmt.Sprintf("w%d-%d", w, i), 10*time.Second); err != nil {
+					failures.Store(fmt.Sprintf("%d-%d", w, i), err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	failures.Range(func(k, v any) bool {
+		t.Errorf("write %v beside a full server: %v", k, v)
+		return true
+	})
+}
