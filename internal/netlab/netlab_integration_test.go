@@ -4,6 +4,7 @@ package netlab_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -46,7 +47,15 @@ func echo(addr string) {
 
 // ping says whether a line sent to addr comes back within a second.
 func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	var d net.Dialer
+	return pingVia(d.DialContext, addr)
+}
+
+// pingVia is ping over a connection made by dial.
+func pingVia(dial func(context.Context, string, string) (net.Conn, error), addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -66,8 +75,8 @@ func ping(addr string) error {
 }
 
 // A host of a lab runs a process at its own address that the test reaches; each cut
-// (both ways, inbound, outbound) stops the exchange while the process lives, and the
-// heal brings it back; a delaying proxy adds its delay; the lab's namespaces are gone
+// (both ways, inbound, outbound) stops the exchange while the process lives (which
+// answers from inside its host), and the heal brings it back; a delaying proxy adds its delay; the lab's namespaces are gone
 // when its test ends.
 func TestLabCutsHealsAndDelays(t *testing.T) {
 	var names []string
@@ -97,6 +106,10 @@ func TestLabCutsHealsAndDelays(t *testing.T) {
 			}
 			if err := ping(addr); err == nil {
 				t.Errorf("cut %v: the host still answers", d)
+			}
+			// From inside the host, its process is there.
+			if err := pingVia(h.DialContext, addr); err != nil {
+				t.Errorf("cut %v: from inside the host: %v", d, err)
 			}
 			if err := h.Heal(); err != nil {
 				t.Fatal(err)

@@ -4,18 +4,22 @@ package netlab
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // prefix starts the name of every namespace a lab makes: "ndbl-<pid>-<random>-...".
@@ -183,6 +187,37 @@ func (h *Host) Heal() error {
 		return fmt.Errorf("netlab: heal %s: %s", h.Addr, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// DialContext connects to addr from inside the host's namespace, whatever its link: the
+// test reaches a process on a cut-off host at the host's own address this way (as
+// http.Transport.DialContext). The socket is made on a thread that entered the
+// namespace; the thread is not given back to the runtime (its goroutine ends locked to
+// it, which ends it), so no other goroutine ever runs in the namespace.
+func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		fd, err := unix.Open("/run/netns/"+h.Name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			done <- result{nil, fmt.Errorf("netlab: open namespace %s: %w", h.Name, err)}
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			done <- result{nil, fmt.Errorf("netlab: enter namespace %s: %w", h.Name, err)}
+			return
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		done <- result{c, err}
+	}()
+	r := <-done
+	return r.c, r.err
 }
 
 func ip(args ...string) error { return run("ip", args...) }

@@ -3,7 +3,9 @@
 package netlab
 
 import (
+	"context"
 	"errors"
+	"net"
 	"os/exec"
 	"testing"
 	"time"
@@ -36,6 +38,11 @@ func (h *Host) Command(name string, args ...string) *exec.Cmd { return exec.Comm
 
 // Cut drops the host's packets in direction d.
 func (h *Host) Cut(d Direction) error { return errUnsupported }
+
+// DialContext connects to addr from inside the host's namespace.
+func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return nil, errUnsupported
+}
 
 // Heal undoes every cut of the host.
 func (h *Host) Heal() error { return errUnsupported }
