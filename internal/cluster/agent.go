@@ -169,10 +169,11 @@ func (a *Agent) claim(coordinator, run string, lease time.Duration, now time.Tim
 func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 	received := a.clk.Now()
 	a.mu.Lock()
-	if a.lapseLocked(received) && req.Run != "" && req.Run == a.lastRun.run && req.Coordinator == a.lastRun.coordinator {
-		// The coordinator's beat of the run whose lease just lapsed here: the node
-		// answers as orphaned, and the coordinator starts it again (join), on a fresh
-		// schedule, rather than the beat renewing the old one.
+	a.lapseLocked(received)
+	if a.orphaned && req.Run != "" && (runRef{req.Coordinator, req.Run}) == a.lastRun {
+		// A beat of the run whose lease lapsed here: the node answers as orphaned until
+		// the coordinator starts it again (join), on a fresh schedule, rather than the
+		// beat taking the lease without the load.
 		req.Run = ""
 	}
 	if req.Run != "" {

@@ -49,6 +49,9 @@ type member struct {
 	// beat naming it, a start, a backfill's claim) returned or gave up: the node's lease
 	// ends at most the lease time later, and its share moves only then.
 	leaseSent time.Time
+	// rejoining is set while a join of the node runs: an orphaned node's beats ask for
+	// one until it is started again, not one per beat.
+	rejoining bool
 	applied   map[string]string // the values last patched onto it
 	assigned  map[string]float64
 	shaped    map[string]float64 // per class: the share of the fleet's shape it was sent
@@ -272,10 +275,12 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 		// A node that says its lease lapsed (paused, or cut off for the lease time, but
 		// not for long enough to be found lost) stopped its load and waits to be started
 		// again: it rejoins as a node that came back does.
-		lapsed := resp.Orphaned && !prev.Orphaned && m.inRun && !back
+		lapsed := resp.Orphaned && m.inRun && !back && !m.rejoining
 		if ((back || lapsed) && c.run != "" && c.started != nil) || restarted {
+			m.rejoining = true
 			var resume []string
-			known := prev.Boot != ""
+			// A node whose lease lapsed stopped what it ran: it runs the fleet's classes.
+			known := prev.Boot != "" && (back || restarted)
 			if known {
 				// It had answered before: it resumes the classes it last ran (those a
 				// StopNode stopped stay stopped); a newcomer runs the fleet's.
@@ -287,7 +292,12 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 				}
 				slices.Sort(resume)
 			}
-			go c.join(context.Background(), m.ID, resume, known)
+			go func() {
+				c.join(context.Background(), m.ID, resume, known)
+				c.mu.Lock()
+				m.rejoining = false
+				c.mu.Unlock()
+			}()
 		}
 	})
 }

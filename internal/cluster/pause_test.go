@@ -121,6 +121,21 @@ func TestAgentPausedPastItsLeaseDropsItsSchedule(t *testing.T) {
 			wantFence: func(time.Time) string { return "unfenced" },
 		},
 		{
+			// The lapse was noticed first (here by a beat naming no run; the lease
+			// goroutine alike): the run's beat that follows does not take the lease
+			// without the load either, and says the node is orphaned, so the coordinator
+			// starts it (TestPartitionCoordinatorCutOff).
+			name: "the lapse is noticed before the run's beat",
+			resume: func(a *Agent) (BeatResponse, error) {
+				if _, err := a.Beat(BeatRequest{Coordinator: "c1"}); err != nil {
+					return BeatResponse{}, err
+				}
+				return a.Beat(BeatRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease.Milliseconds()})
+			},
+			wantLoad:  []string{"stop"},
+			wantFence: func(time.Time) string { return "unfenced" },
+		},
+		{
 			// The old load stops before the new lease's start.
 			name: "the coordinator's start comes first",
 			resume: func(a *Agent) (BeatResponse, error) {
@@ -176,15 +191,19 @@ func TestAgentPausedPastItsLeaseDropsItsSchedule(t *testing.T) {
 			if !resp.Orphaned {
 				t.Errorf("the first answer after the pause does not say the node is orphaned: %+v", resp)
 			}
+			if tc.wantLoad[len(tc.wantLoad)-1] == "stop" && resp.Run != "" {
+				t.Errorf("a beat of the run took the lease that lapsed during the pause: %+v", resp)
+			}
 			if tc.wantLoad[len(tc.wantLoad)-1] == "stop" {
 				// A later beat of the run does not start the node either: the
 				// coordinator does, when it sees the node orphaned.
 				sim.Advance(lease / 4)
-				if _, err := a.Beat(BeatRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease.Milliseconds()}); err != nil {
+				resp, err := a.Beat(BeatRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease.Milliseconds()})
+				if err != nil {
 					t.Fatal(err)
 				}
-				if n.Status().Running["read"] {
-					t.Errorf("a beat restarted the node's load: %q", n.log())
+				if n.Status().Running["read"] || !resp.Orphaned || resp.Run != "" {
+					t.Errorf("a later beat of the run: the node's load %q, answer %+v; want it stopped and orphaned", n.log(), resp)
 				}
 			}
 		})
