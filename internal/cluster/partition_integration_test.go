@@ -306,10 +306,12 @@ func redisGetCalls(c net.Conn, r *bufio.Reader) (int64, error) {
 }
 
 // lagAllowance is how much of the fleet's rate a second may carry beyond the target
-// because the generator, on this shared 2-core machine, started some operations due in the
-// second before late (open loop: they are sent, late, not dropped): 50 ms of the fleet's
-// rate. A paused or cut-off node that bursts its backlog adds seconds of its rate.
-const lagAllowance = 50 * time.Millisecond
+// because the generator, on a shared 2-core machine, started some operations due in the
+// second before late (open loop: they are sent, late, not dropped): 100 ms of the fleet's
+// rate (a full run of this file beside other builds once saw 93 ms with no node paused
+// or cut since seconds). A paused or cut-off node that bursts its backlog, or runs its
+// share on top of the others', adds seconds of its rate (400 GETs a second).
+const lagAllowance = 100 * time.Millisecond
 
 // worstSecond returns, over every span from a sample to the first one at least a second
 // later, from from to to, the highest count of GETs above the fleet's target for the
@@ -348,9 +350,24 @@ func (f *netFleet) checkNoBurst(from, to time.Time) {
 	f.t.Logf("store side: the busiest second (%v from %s) had %d GETs, %.0f over the fleet's %.0f/s (allowed %.0f)",
 		span.Round(time.Millisecond), at.Format("15:04:05.000"), n, over, fleetTarget, allowed)
 	if over > allowed {
-		f.t.Errorf("the store saw %d GETs in %v from %s: %.0f over the fleet's target of %.0f/s, more than 1%% (+%v of lag)",
-			n, span, at.Format("15:04:05.000"), over, fleetTarget, lagAllowance)
+		f.t.Errorf("the store saw %d GETs in %v from %s: %.0f over the fleet's target of %.0f/s, more than 1%% (+%v of lag); per sample: %s",
+			n, span, at.Format("15:04:05.000"), over, fleetTarget, lagAllowance, f.gets.around(at, 2*time.Second))
 	}
+}
+
+// around lists the GETs per sample from d before at to d after it.
+func (sc *storeCounter) around(at time.Time, d time.Duration) string {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	var b strings.Builder
+	for i := 1; i < len(sc.samples); i++ {
+		a, z := sc.samples[i-1], sc.samples[i]
+		if z.at.Before(at.Add(-d)) || a.at.After(at.Add(d)) {
+			continue
+		}
+		fmt.Fprintf(&b, "%s +%d; ", z.at.Format("05.000"), z.calls-a.calls)
+	}
+	return b.String()
 }
 
 type seriesPoint struct {
@@ -541,7 +558,7 @@ func TestPartitionPausedNodeDoesNotBurst(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 			resume()
-			t.Logf("paused for %v (lease %v)", time.Since(paused).Round(time.Millisecond), tc.lease)
+			t.Logf("paused for %v (lease %v), resumed at %s", time.Since(paused).Round(time.Millisecond), tc.lease, time.Now().Format("15:04:05.000"))
 			f.waitMembers(15*time.Second, func(ms map[string]memberStatus) bool {
 				v := ms[victim.Addr()]
 				return v.Health == "alive" && v.InRun && v.Assigned["read"] == fleetTarget/3 &&

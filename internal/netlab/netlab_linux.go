@@ -191,9 +191,11 @@ func (h *Host) Heal() error {
 
 // DialContext connects to addr from inside the host's namespace, whatever its link: the
 // test reaches a process on a cut-off host at the host's own address this way (as
-// http.Transport.DialContext). The socket is made on a thread that entered the
-// namespace; the thread is not given back to the runtime (its goroutine ends locked to
-// it, which ends it), so no other goroutine ever runs in the namespace.
+// http.Transport.DialContext). The socket is made on a thread that entered the namespace
+// and then returns to the test's own before the runtime may use it again. A thread that
+// cannot return stays locked and ends with its goroutine; threads are not ended
+// otherwise, as a child process started with a parent-death signal (the test servers)
+// gets it when the thread that started it ends.
 func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
@@ -202,18 +204,30 @@ func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn,
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
+		back, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{nil, fmt.Errorf("netlab: open this thread's namespace: %w", err)}
+			return
+		}
+		defer unix.Close(back)
 		fd, err := unix.Open("/run/netns/"+h.Name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			done <- result{nil, fmt.Errorf("netlab: open namespace %s: %w", h.Name, err)}
 			return
 		}
 		defer unix.Close(fd)
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			done <- result{nil, fmt.Errorf("netlab: enter namespace %s: %w", h.Name, err)}
 			return
 		}
 		var d net.Dialer
 		c, err := d.DialContext(ctx, network, addr)
+		if unix.Setns(back, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 		done <- result{c, err}
 	}()
 	r := <-done
