@@ -54,7 +54,7 @@ func tune(t testing.TB, n Node, class string, s Settings) *Result {
 	p.Begin()
 	s.OnStep = func(st Step) {
 		var b stepBuf
-		WriteStep(&b, st, s.WithDefaults())
+		WriteStep(&b, st, s.WithDefaults(), 0)
 		t.Log(string(b))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -64,7 +64,7 @@ func tune(t testing.TB, n Node, class string, s Settings) *Result {
 		t.Error(err)
 	}
 	var b stepBuf
-	WriteOutcome(&b, r)
+	WriteOutcome(&b, r, 0)
 	t.Log(string(b))
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/ndbench/ndbench/internal/clock"
@@ -304,10 +305,40 @@ func Search(ctx context.Context, p Prober, s Settings) *Result {
 	if !math.IsInf(se.hi, 1) {
 		res.Hi = se.hi
 	}
+	if res.Status == StatusStopped {
+		stoppedSoFar(res)
+	}
 	if s.Hold && ctx.Err() == nil && (res.Status == StatusFound || res.Status == StatusAboveMax || res.Status == StatusClientBound) && se.lo > 0 {
 		res.Hold = se.hold(ctx, se.lo)
 	}
 	return res
+}
+
+// stoppedSoFar gives a search stopped before its end what its steps measured: Lo the
+// highest rate a step found within SLA, Hi the lowest a step found outside it (a
+// confirmation that failed lowers the search's own bounds below what was measured), and
+// says both in the message, so an interrupted search still tells what it learnt.
+func stoppedSoFar(res *Result) {
+	res.Lo, res.Hi = 0, 0
+	var pass, fail Step
+	for _, st := range res.Steps {
+		switch {
+		case st.Verdict == Pass && st.Rate > res.Lo:
+			res.Lo, pass = st.Rate, st
+		case st.Verdict == Fail && (res.Hi == 0 || st.Rate < res.Hi):
+			res.Hi, fail = st.Rate, st
+		}
+	}
+	var so []string
+	if res.Lo > 0 {
+		so = append(so, fmt.Sprintf("the highest rate within SLA was %s ops/s (step %d, not confirmed)", rateText(res.Lo), pass.N))
+	} else {
+		so = append(so, "no step was within SLA")
+	}
+	if res.Hi > 0 {
+		so = append(so, fmt.Sprintf("the lowest outside it %s ops/s (step %d)", rateText(res.Hi), fail.N))
+	}
+	res.Message += "; so far " + strings.Join(so, ", ")
 }
 
 // run runs one step and records it; ok is false when the search must end (node error or

@@ -329,3 +329,63 @@ func TestHoldLastsHoldFor(t *testing.T) {
 		}
 	}
 }
+
+// stopAfter is a sim whose search is interrupted (its context cancelled, as Ctrl-C does)
+// during probe n.
+type stopAfter struct {
+	sim
+	n      int
+	cancel context.CancelFunc
+}
+
+func (s *stopAfter) Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement, error) {
+	if len(s.probes)+1 == s.n {
+		s.cancel()
+	}
+	return s.sim.Probe(ctx, rate, p)
+}
+
+// TestStoppedSearchSaysWhatItFound: a search interrupted at any step returns what its
+// steps measured: Lo the highest rate a step found within SLA, Hi the lowest found outside
+// it, both in the message (issue 36: Ctrl-C printed only the rate of the step it cut),
+// also after a failed confirmation lowered the search's own bound below what was measured.
+func TestStoppedSearchSaysWhatItFound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sim  sim
+	}{
+		{"bracket and bisect", sim{capacity: 5000}},
+		{"confirmation fails", sim{capacity: 5000, confirmFailAbove: 1}},
+		{"nothing within SLA", sim{capacity: 10}},
+	} {
+		for n := 1; n <= 14; n++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			p := &stopAfter{sim: tc.sim, n: n, cancel: cancel}
+			r := Search(ctx, p, simSettings())
+			cancel()
+			if r.Status != StatusStopped {
+				continue // the search ended before step n
+			}
+			var lo, hi float64
+			for _, st := range r.Steps {
+				if st.Verdict == Pass {
+					lo = max(lo, st.Rate)
+				}
+				if st.Verdict == Fail && (hi == 0 || st.Rate < hi) {
+					hi = st.Rate
+				}
+			}
+			if r.Lo != lo || r.Hi != hi {
+				t.Errorf("%s, stopped in step %d: lo %v hi %v, want the steps' %v and %v", tc.name, n, r.Lo, r.Hi, lo, hi)
+			}
+			want := "no step was within SLA"
+			if lo > 0 {
+				want = "the highest rate within SLA was " + rateText(lo) + " ops/s"
+			}
+			if !strings.Contains(r.Message, "stopped during a step at") || !strings.Contains(r.Message, want) ||
+				hi > 0 && !strings.Contains(r.Message, "the lowest outside it "+rateText(hi)+" ops/s") {
+				t.Errorf("%s, stopped in step %d: message %q, want %q and the lowest rate outside", tc.name, n, r.Message, want)
+			}
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +25,8 @@ import (
 
 type autotuneFlags struct {
 	configSources
+	// wide prints each step on one line, its why whole (default: fit 100 columns).
+	wide        bool
 	class       string
 	percentile  float64
 	latency     time.Duration
@@ -119,6 +123,7 @@ never the store's (docs/autotune.md).`,
 	fl.BoolVar(&f.hold, "hold", false, "after the search, hold the highest rate within SLA and track drift (AIMD)")
 	fl.DurationVar(&f.duration, "duration", 0, "with --hold: how long to hold (0 = until interrupted)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the result as JSON on stdout (progress goes to stderr)")
+	fl.BoolVar(&f.wide, "wide", false, "print each step on one line with its why whole (default: fit 100 columns)")
 	fl.StringVar(&f.report, "report", "", "write the JSON run report, with the result under \"autotune\", to this file")
 	fl.StringVar(&f.reportHTML, "report-html", "", "write the HTML report, with the search's steps charted, to this file")
 	fl.BoolVar(&f.backfill, "backfill", false, "write every key once before the search (same as --set workload.backfill=true)")
@@ -302,10 +307,19 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		return err
 	}
 	full := s.WithDefaults()
-	fmt.Fprintf(out, "ndbench %s autotune: driver %s, classes %s, SLA %s, start %.0f ops/s, tolerance %s\n",
-		toolVersion(), snap.Config.DriverName, classShares(prober.Classes()), full.SLA, full.Start, f.tolerance)
-	autotune.StepHeader(out)
-	s.OnStep = func(st autotune.Step) { autotune.WriteStep(out, st, full) }
+	width := consoleWidth
+	if f.wide {
+		width = 0
+	}
+	head := []string{"driver " + snap.Config.DriverName + ",", "classes " + classShares(prober.Classes()) + ",", "SLA " + full.SLA.String() + ",",
+		fmt.Sprintf("start %.0f ops/s,", full.Start), "tolerance " + f.tolerance}
+	if width > 0 {
+		fmt.Fprintln(out, strings.Join(pack("ndbench "+toolVersion()+" autotune:", head, " ", width), "\n"))
+	} else {
+		fmt.Fprintln(out, "ndbench "+toolVersion()+" autotune: "+strings.Join(head, " "))
+	}
+	autotune.StepHeader(out, slices.Sorted(maps.Keys(prober.Classes())), width)
+	s.OnStep = func(st autotune.Step) { autotune.WriteStep(out, st, full, width) }
 	prober.Begin()
 	res := autotune.Search(ctx, prober, s)
 	if err := prober.End(); err != nil {
@@ -313,7 +327,14 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	}
 	_ = seq.End()
 	fmt.Fprintln(out)
-	autotune.WriteOutcome(out, res)
+	if res.Status == autotune.StatusStopped && len(res.Steps) > 0 {
+		// Interrupted: the table so far again, under the lines the interrupt scrolled
+		// away, above what it found.
+		fmt.Fprintln(out, "the search so far:")
+		autotune.WriteText(out, res, width)
+	} else {
+		autotune.WriteOutcome(out, res, width)
+	}
 	if f.jsonOut {
 		enc := json.NewEncoder(io.out)
 		enc.SetIndent("", "  ")
@@ -344,6 +365,9 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		f.record.hint(out)
 	}
 
+	if res.Status == autotune.StatusStopped && res.Hold == nil {
+		return exitError{verdict.Aborted, interruptedError{"the search", verdict.Aborted}}
+	}
 	if code := autotuneExit(res); code != verdict.Pass {
 		return exitError{code, fmt.Errorf("autotune %s (exit code %d, %s): %s", res.Status, code, verdict.Name(code), res.Message)}
 	}

@@ -9,7 +9,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/ndbench/ndbench/driver"
 	_ "github.com/ndbench/ndbench/drivers/memory"
 	_ "github.com/ndbench/ndbench/drivers/postgres"
 	"github.com/ndbench/ndbench/internal/pacer"
@@ -224,6 +226,56 @@ func TestDriversListsSchemas(t *testing.T) {
 	}
 	if code, _, _ := ndbench(t, nil, "drivers", "nosuch"); code != 2 {
 		t.Fatalf("unknown driver: exit %d, want 2", code)
+	}
+}
+
+// TestDriversFit100Columns: the listing of every driver fits 100 columns (issue 36: 23 of
+// redis's 32 lines were longer, the mode line ~300), every operation and option listed
+// with its whole help; --wide keeps a row to a line.
+func TestDriversFit100Columns(t *testing.T) {
+	code, out, errOut := ndbench(t, nil, "drivers")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > consoleWidth {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	code, wide, _ := ndbench(t, nil, "drivers", "--wide")
+	if code != 0 {
+		t.Fatalf("--wide: exit %d", code)
+	}
+	// The same words, whatever the layout: each row's help whole, a long default moved
+	// into it.
+	words := func(s string) map[string]int {
+		m := map[string]int{}
+		for _, w := range strings.Fields(s) {
+			m[strings.TrimSuffix(w, ";")]++
+		}
+		return m
+	}
+	got, want := words(out), words(wide)
+	for w, n := range want {
+		if got[w] < n {
+			t.Errorf("%q appears %d times, %d in --wide", w, got[w], n)
+		}
+	}
+	for _, n := range driver.Names() {
+		def, _ := driver.Lookup(n)
+		opts, err := driver.Schema(def.NewOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range opts {
+			if !strings.Contains(out, "drivers."+n+"."+o.Name+" ") && !strings.HasSuffix(out, "drivers."+n+"."+o.Name+"\n") &&
+				!strings.Contains(out, "drivers."+n+"."+o.Name+"\n") {
+				t.Errorf("drivers.%s.%s is not listed", n, o.Name)
+			}
+		}
+	}
+	if len(strings.Split(wide, "\n")) >= len(strings.Split(out, "\n")) {
+		t.Errorf("--wide does not keep a row to a line")
 	}
 }
 

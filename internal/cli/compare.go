@@ -22,6 +22,7 @@ type compareFlags struct {
 	failInsignificant bool
 	force             bool
 	format            string
+	wide              bool
 }
 
 // errGateFailed is returned when a fail-on condition triggered: the command worked, the
@@ -86,6 +87,7 @@ GITHUB_STEP_SUMMARY set, the Markdown is also appended to that file.`,
 	cmd.Flags().BoolVar(&f.failInsignificant, "fail-on-insignificant", false, "let relative and difference conditions trigger on the bound alone, significant or not")
 	cmd.Flags().BoolVar(&f.force, "force", false, "compare runs that are not comparable (different driver, workload, op mix or rates), with a warning, instead of refusing them")
 	cmd.Flags().StringVar(&f.format, "format", compare.Text, "output: "+strings.Join(compare.Formats(), ", "))
+	cmd.Flags().BoolVar(&f.wide, "wide", false, "print the text's sentences and warnings unwrapped (default: fit 100 columns)")
 	return cmd
 }
 
@@ -114,7 +116,12 @@ func runCompare(basePath, candPath string, f *compareFlags, s *streams) error {
 	}
 	res.Baseline.File, res.Candidate.File = basePath, candPath
 	var out bytes.Buffer
-	if err := compare.Write(&out, res, f.format); err != nil {
+	if f.wide && f.format == compare.Text {
+		err = compare.WriteText(&out, res, 0)
+	} else {
+		err = compare.Write(&out, res, f.format)
+	}
+	if err != nil {
 		return err
 	}
 	if _, err := s.out.Write(out.Bytes()); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ndbench/ndbench/internal/compare"
 	"github.com/ndbench/ndbench/internal/report"
@@ -158,6 +159,23 @@ func TestCompareExitCodes(t *testing.T) {
 	if got2, _ := os.ReadFile(summary); len(got2) != len(got) {
 		t.Error("text output was appended to GITHUB_STEP_SUMMARY")
 	}
+
+	// The text fits 100 columns (issue 36: the header line ran to 115, each warning past
+	// 110); --wide keeps each sentence on one line.
+	code, out, errOut = ndbench(t, nil, "compare", base, base, "--fail-on", "read.p99 > +10%")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > consoleWidth {
+			t.Errorf("compare: a line of %d columns: %q", n, line)
+		}
+	}
+	code, wide, errOut := ndbench(t, nil, "compare", base, base, "--fail-on", "read.p99 > +10%", "--wide")
+	if code != 0 || !strings.Contains(wide, "Mann-Whitney U over per-second values at alpha 0.05 (at least 10 intervals per run)") ||
+		len(strings.Split(wide, "\n")) >= len(strings.Split(out, "\n")) {
+		t.Errorf("compare --wide: exit %d, want its sentences on one line each:\n%s\n%s", code, wide, errOut)
+	}
 }
 
 // TestCompareRefusesRunsNotComparable: runs that offered the store different rates, op
@@ -207,7 +225,8 @@ func TestCompareRefusesRunsNotComparable(t *testing.T) {
 			}
 		}
 		code, out, errOut = ndbench(t, nil, "compare", base, cand, "--force")
-		if code != 0 || !strings.Contains(out, "NOT COMPARABLE") || !strings.Contains(out, tt.want[0]) {
+		// The warning wraps at 100 columns: its words are read whatever the layout.
+		if code != 0 || !strings.Contains(out, "NOT COMPARABLE") || !strings.Contains(strings.Join(strings.Fields(out), " "), tt.want[0]) {
 			t.Errorf("%s --force: exit %d, want 0 with the warning\n%s\n%s", tt.name, code, out, errOut)
 		}
 	}

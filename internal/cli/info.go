@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,7 +16,7 @@ import (
 )
 
 func newDriversCmd(s *streams) *cobra.Command {
-	var asJSON bool
+	var asJSON, wide bool
 	cmd := &cobra.Command{
 		Use:   "drivers [NAME...]",
 		Short: "List drivers, their operations and their options (name, type, default, live, help)",
@@ -45,20 +47,21 @@ func newDriversCmd(s *streams) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(all)
 			}
+			width := consoleWidth
+			if wide {
+				width = 0
+			}
 			for i, d := range all {
 				if i > 0 {
 					fmt.Fprintln(s.out)
 				}
-				fmt.Fprintf(s.out, "%s: %s\n", d.Name, d.Summary)
-				tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "  OPERATION\tKIND\tHELP")
+				fmt.Fprintln(s.out, wrapText("", d.Name+": "+d.Summary, width))
+				var rows [][]string
 				for _, o := range d.Operations {
-					fmt.Fprintf(tw, "  %s\t%s\t%s\n", o.Name, o.Kind, o.Help)
+					rows = append(rows, []string{o.Name, fmt.Sprint(o.Kind), o.Help})
 				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				fmt.Fprintln(tw, "  OPTION\tTYPE\tDEFAULT\tLIVE\tHELP")
+				fitTable(s.out, width, "  ", []string{"OPERATION", "KIND", "HELP"}, rows)
+				rows = nil
 				for _, o := range d.Options {
 					help := o.Help
 					if len(o.Enum) > 0 {
@@ -71,15 +74,14 @@ func newDriversCmd(s *streams) *cobra.Command {
 					if o.Live {
 						live = "live"
 					}
-					fmt.Fprintf(tw, "  drivers.%s.%s\t%s\t%s\t%s\t%s\n", d.Name, o.Name, o.Type, o.Default, live, help)
+					rows = append(rows, []string{"drivers." + d.Name + "." + o.Name, o.Type, o.Default, live, help})
 				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
+				fitTable(s.out, width, "  ", []string{"OPTION", "TYPE", "DEFAULT", "LIVE", "HELP"}, rows)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&wide, "wide", false, "print each row on one line with its help whole (default: fit 100 columns)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -152,3 +154,67 @@ func newConfigCmd(s *streams) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
+
+// fitTable prints rows under header in aligned columns after indent, the last column (a
+// help text) wrapped to keep each line within width columns: beside the others while
+// at least minLastColumn columns are left for it, else on lines of its own under its row.
+// Width 0 prints every row on one line.
+func fitTable(out io.Writer, width int, indent string, header []string, rows [][]string) {
+	last := len(header) - 1
+	if width > 0 {
+		// A cell after the first too long for its column (a DSN as a default) would widen it for
+		// every row: it goes first into the row's last column instead, named by its header.
+		rows = slices.Clone(rows)
+		for j, r := range rows {
+			r = slices.Clone(r)
+			for i := last - 1; i >= 1; i-- {
+				if runeLen(r[i]) > maxCell {
+					r[last] = strings.TrimSpace(strings.ToLower(header[i]) + " " + r[i] + "; " + r[last])
+					r[i] = "(see " + strings.ToLower(header[last]) + ")"
+				}
+			}
+			rows[j] = r
+		}
+	}
+	widths := make([]int, last)
+	for _, r := range append([][]string{header}, rows...) {
+		for i := range widths {
+			widths[i] = max(widths[i], runeLen(r[i]))
+		}
+	}
+	start := runeLen(indent)
+	for _, w := range widths {
+		start += w + 2
+	}
+	for _, r := range append([][]string{header}, rows...) {
+		var b strings.Builder
+		b.WriteString(indent)
+		for i, w := range widths {
+			b.WriteString(r[i] + strings.Repeat(" ", w-runeLen(r[i])+2))
+		}
+		cells := b.String()
+		switch {
+		case width <= 0 || r[last] == "":
+			fmt.Fprintln(out, strings.TrimRight(cells+r[last], " "))
+		case width-start >= minLastColumn && longestWord(r[last]) <= width-start:
+			fmt.Fprintln(out, wrapText(cells, r[last], width))
+		default:
+			fmt.Fprintln(out, strings.TrimRight(cells, " "))
+			fmt.Fprintln(out, wrapText(indent+"    ", r[last], width))
+		}
+	}
+}
+
+func longestWord(s string) int {
+	n := 0
+	for _, w := range strings.Fields(s) {
+		n = max(n, runeLen(w))
+	}
+	return n
+}
+
+// maxCell is the widest a cell before the last column gets at a width.
+const maxCell = 24
+
+// minLastColumn is the narrowest a wrapped help column gets beside the others.
+const minLastColumn = 30

@@ -28,6 +28,8 @@ type live struct {
 	mu       sync.Mutex
 	backfill func() engine.BackfillStatus // set while a backfill runs
 	status   bool                         // a status line is on screen
+	// anchored says start has been aligned on the intervals' boundaries (see elapsed).
+	anchored bool
 }
 
 // consoleWidth is the columns the console output fits by default: a terminal of 100
@@ -38,26 +40,44 @@ func newLive(out io.Writer, tty bool, duration time.Duration) *live {
 	return &live{out: out, tty: tty, start: time.Now(), duration: duration, width: consoleWidth}
 }
 
-// setBackfill switches the display to backfill progress (f non-nil) or back to load.
+// setBackfill switches the display to backfill progress (f non-nil) or back to load. At
+// the backfill's end its progress bar is cleared, so that the next line starts on a line
+// of its own.
 func (l *live) setBackfill(f func() engine.BackfillStatus) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f == nil {
+		l.clearStatus()
+	}
 	l.backfill = f
-	l.start = time.Now()
-	l.mu.Unlock()
+	l.start, l.anchored = time.Now(), false
 }
 
 // restart resets the elapsed clock when the load phase starts.
 func (l *live) restart() {
 	l.mu.Lock()
-	l.start = time.Now()
+	l.start, l.anchored = time.Now(), false
 	l.mu.Unlock()
+}
+
+// elapsed is how far the phase was at the end of iv: the interval's own time, not the
+// time it is printed, so that intervals delivered late together (after a stall of the
+// process) keep one stamp a second each. The first interval of a phase aligns start on
+// the intervals' boundaries, so that the stamps round to consecutive seconds.
+func (l *live) elapsed(iv *stats.Interval) time.Duration {
+	d := iv.End.Sub(l.start)
+	if !l.anchored {
+		l.anchored = true
+		l.start = l.start.Add(d - d.Round(time.Second))
+		d = d.Round(time.Second)
+	}
+	return max(d, 0)
 }
 
 // interval is the collector subscriber: it runs on the ticking goroutine, once a second.
 func (l *live) interval(iv *stats.Interval) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	elapsed := time.Since(l.start)
 	secs := iv.Seconds()
 	if secs < 0.9 {
 		// A partial interval (the last one at the end of a run, the one a warm-up's end
@@ -65,6 +85,7 @@ func (l *live) interval(iv *stats.Interval) {
 		// the line before, reads as a second measurement of it. The summary covers it.
 		return
 	}
+	elapsed := l.elapsed(iv)
 	// The clock says how far a bounded run is (elapsed/total); a run until Ctrl-C shows
 	// the elapsed time only.
 	prefix := "[" + clock(elapsed) + "]"
@@ -212,6 +233,11 @@ func (l *live) print(line, status string) {
 func (l *live) finish() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.clearStatus()
+}
+
+// clearStatus erases the status line from the terminal. The caller holds l.mu.
+func (l *live) clearStatus() {
 	if l.tty && l.status {
 		fmt.Fprint(l.out, "\r\033[K")
 		l.status = false

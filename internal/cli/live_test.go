@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -151,45 +156,223 @@ func TestWrapText(t *testing.T) {
 	}
 }
 
-// TestRunConsoleFits100Columns runs `ndbench run` as a terminal shows it (progress bar
-// included) and checks that every live line, note and warning fits 100 columns.
+// TestRunConsoleFits100Columns runs `ndbench run` as a terminal shows it (progress bars
+// included) and checks that every line fits 100 columns: the header, the live lines, the
+// notes, the summary's tables, the driver's counters, the warnings and the verdict (issue
+// 36). The backfill's progress bar is gone before the next line. --wide keeps the long
+// forms: the header, the one summary table and the verdict each on one line.
 func TestRunConsoleFits100Columns(t *testing.T) {
-	var out, errOut bytes.Buffer
-	// A store that stalls makes the start-lag warnings, the longest lines a run prints.
-	code := execute(context.Background(), []string{"run", "--driver", "memory", "--warmup", "1s", "--duration", "2s",
+	// A store that stalls makes the start-lag warnings, the longest lines a run prints; a
+	// paced backfill long enough to draw its bar.
+	args := []string{"run", "--driver", "memory", "--warmup", "1s", "--duration", "2s", "--backfill",
+		"--set", "workload.numKeys=1500", "--set", "workload.backfillRate=1000",
 		"--set", "workload.readRate=500", "--set", "workload.writeRate=100", "--set", "drivers.memory.stallEvery=1s",
-		"--set", "drivers.memory.stallFor=300ms", "--set", "workload.opTimeout=2s"},
-		&streams{out: &out, err: &errOut, tty: true})
-	if code > 1 {
-		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
-	}
-	ansi := regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
-	screen := ansi.ReplaceAllString(out.String()+errOut.String(), "")
-	inTable, live, warnings := false, 0, 0
-	for _, raw := range strings.Split(screen, "\n") {
-		// What a terminal shows of a line redrawn after "\r": its last part.
-		line := raw[strings.LastIndexByte(raw, '\r')+1:]
-		switch {
-		case strings.HasPrefix(line, "op "):
-			inTable = true // the summary's table is its own width (see the report)
-		case strings.HasPrefix(line, "driver ") || strings.HasPrefix(line, "client:"):
-			inTable = false
+		"--set", "drivers.memory.stallFor=300ms", "--set", "workload.opTimeout=2s"}
+	screen := func(t *testing.T, args ...string) []string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		code := execute(context.Background(), args, &streams{out: &out, err: &errOut, tty: true})
+		if code > 1 {
+			t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
 		}
+		ansi := regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
+		var lines []string
+		for _, raw := range strings.Split(ansi.ReplaceAllString(out.String()+errOut.String(), ""), "\n") {
+			// What a terminal shows of a line redrawn after "\r": its last part.
+			lines = append(lines, raw[strings.LastIndexByte(raw, '\r')+1:])
+		}
+		return lines
+	}
+	lines := screen(t, args...)
+	live, warnings, bars := 0, 0, 0
+	leftover := regexp.MustCompile(`backfill \d+%.`)
+	for _, line := range lines {
 		if strings.HasPrefix(line, "[") {
 			live++
 		}
 		if strings.HasPrefix(line, "WARNING: ") {
 			warnings++
 		}
-		if inTable || strings.HasPrefix(line, "verdict:") || strings.HasPrefix(line, "ndbench ") || strings.HasPrefix(line, "driver ") {
-			continue
+		if strings.Contains(line, "] backfill ") {
+			bars++
+		}
+		if leftover.MatchString(line) {
+			t.Errorf("the backfill's progress bar runs into the next line: %q", line)
 		}
 		if w := utf8.RuneCountInString(line); w > consoleWidth {
 			t.Errorf("a line of %d columns: %q", w, line)
 		}
 	}
-	if live < 2 {
-		t.Errorf("%d live lines, want a line a second:\n%s", live, screen)
+	all := strings.Join(lines, "\n")
+	for _, want := range []string{"summary over", "op         attempted  succeeded", "response", "startlag", "verdict: "} {
+		if !strings.Contains(all, want) {
+			t.Errorf("output lacks %q:\n%s", want, all)
+		}
 	}
-	t.Logf("%d live lines, %d warnings", live, warnings)
+	if live < 2 {
+		t.Errorf("%d live lines, want a line a second:\n%s", live, all)
+	}
+	t.Logf("%d live lines, %d warnings, %d backfill frames", live, warnings, bars)
+
+	wide := screen(t, append(args, "--wide")...)
+	long := 0
+	for _, line := range wide {
+		switch {
+		case strings.HasPrefix(line, "ndbench ") && strings.Contains(line, "writes "),
+			strings.HasPrefix(line, "op ") && strings.Contains(line, "p99.9") && strings.HasSuffix(line, "misses"),
+			strings.HasPrefix(line, "verdict: ") && strings.HasSuffix(line, ")"):
+			long++
+		}
+	}
+	if long != 3 {
+		t.Errorf("--wide: %d of the header, the table's header and the verdict on one line each, want 3:\n%s", long, strings.Join(wide, "\n"))
+	}
+}
+
+// TestLiveStampsFromIntervalTime: each line's clock is its interval's own time, so that
+// intervals delivered late together (a stall of the process held the ticks, issue 36:
+// "[00:18/01:10]" three times, 00:14-00:17 missing) keep one stamp a second each, from
+// whatever offset within a second the phase started.
+func TestLiveStampsFromIntervalTime(t *testing.T) {
+	for _, offset := range []time.Duration{0, 300 * time.Millisecond, 499 * time.Millisecond, 501 * time.Millisecond, 900 * time.Millisecond} {
+		var out bytes.Buffer
+		l := newLive(&out, false, 70*time.Second)
+		start := time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC)
+		l.start = start
+		first := start.Add(offset)
+		// Ten intervals a second apart, with a few milliseconds of jitter, all printed
+		// now (long after they ended).
+		for i := range 10 {
+			jitter := time.Duration((i%3)-1) * 3 * time.Millisecond
+			end := first.Add(time.Duration(i+1)*time.Second + jitter)
+			o := stats.OpInterval{Name: "read", Response: stats.NewHistogram(), Service: stats.NewHistogram(),
+				StartLag: stats.NewLagHistogram(), Workers: 1}
+			o.Successes = 10
+			l.interval(&stats.Interval{Start: end.Add(-time.Second), End: end, Ops: []stats.OpInterval{o}})
+		}
+		var stamps []string
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			stamps = append(stamps, line[1:6])
+		}
+		// The first interval may round to the second before or after its end; the
+		// stamps that follow are consecutive either way.
+		if first := stamps[0]; !consecutive(stamps) || first != "00:01" && first != "00:02" {
+			t.Errorf("phase started %s into a second: stamps %s, want one a second from 00:01 or 00:02", offset, strings.Join(stamps, " "))
+		}
+	}
+}
+
+func consecutive(stamps []string) bool {
+	for i := 1; i < len(stamps); i++ {
+		a, _ := time.Parse("04:05", stamps[i-1])
+		b, _ := time.Parse("04:05", stamps[i])
+		if b.Sub(a) != time.Second {
+			return false
+		}
+	}
+	return true
+}
+
+// TestBackfillBarCleared: on a terminal the backfill's progress bar is erased when the
+// backfill ends (setBackfill(nil)), so the next line does not continue its last frame (issue 36:
+// "[====   ] backfill 81%backfill done: ...").
+func TestBackfillBarCleared(t *testing.T) {
+	var out bytes.Buffer
+	l := newLive(&out, true, 0)
+	l.setBackfill(func() engine.BackfillStatus { return engine.BackfillStatus{Phase: "write", Total: 100, Written: 81} })
+	end := time.Now()
+	bf := stats.OpInterval{Name: "backfill", Response: stats.NewHistogram(), Service: stats.NewHistogram(), StartLag: stats.NewLagHistogram()}
+	l.interval(&stats.Interval{Start: end.Add(-time.Second), End: end, Ops: []stats.OpInterval{bf}})
+	l.setBackfill(nil)
+	// Whatever prints next, through the display or not, starts on a clean line.
+	out.WriteString("backfill done: 100 of 100 keys written\n")
+	screen := regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]").ReplaceAllString(out.String(), "")
+	for _, raw := range strings.Split(screen, "\n") {
+		line := raw[strings.LastIndexByte(raw, '\r')+1:]
+		if strings.Contains(line, "backfill done") && line != "backfill done: 100 of 100 keys written" {
+			t.Errorf("the line after the backfill shows %q, want it alone on its line", line)
+		}
+	}
+	if !strings.Contains(out.String(), "backfill 81%") {
+		t.Errorf("no progress bar was drawn: %q", out.String())
+	}
+}
+
+// TestRunHeader: the run's first line names the pipeline depth when there is one (issue
+// 36: a pipeline=8 run never confirmed it), and fits the width, or one line in wide mode.
+func TestRunHeader(t *testing.T) {
+	cfg := config.Config{DriverName: "redis"}
+	cfg.Workload.NumKeys, cfg.Workload.DataSize, cfg.Workload.Pipeline = 100000, 128, 8
+	cfg.Workload.ReadEnabled, cfg.Workload.Readers, cfg.Workload.ReadRate = true, 64, 190000
+	cfg.Workload.WriteEnabled, cfg.Workload.Writers, cfg.Workload.WriteRate = true, 64, 10000
+	for _, width := range []int{consoleWidth, 60, 0} {
+		h := runHeader("v1.2.3-45-gabcdef0", cfg, width)
+		if !strings.HasPrefix(h, "ndbench v1.2.3-45-gabcdef0: driver redis,") || !strings.Contains(h, "pipeline 8") || !strings.Contains(h, "writes 64 workers at 10.0k/s") {
+			t.Errorf("width %d: header %q", width, h)
+		}
+		for _, line := range strings.Split(h, "\n") {
+			if width > 0 && utf8.RuneCountInString(line) > width {
+				t.Errorf("width %d: a line of %d columns: %q", width, utf8.RuneCountInString(line), line)
+			}
+		}
+		if width == 0 && strings.Contains(h, "\n") {
+			t.Errorf("wide: %q is not one line", h)
+		}
+	}
+}
+
+// TestBackfillSummaryReadsRight: a backfill through bulk writes (issue 36: 723,502 keys/s
+// beside a 0.46 ms mean response from 4 workers, which would need ~330 operations in
+// flight) says how its figures go together: the keys in flight that rate × mean gives, and
+// the most its workers' bulk writes hold, which bounds them.
+func TestBackfillSummaryReadsRight(t *testing.T) {
+	for _, tt := range []struct {
+		driver        string
+		rate, meanUs  float64
+		workers       string
+		want, notWant []string
+	}{
+		{"memory", 723502, 460, "4", []string{"bulk writes of up to 100 keys a call: 333 keys in flight on average", "of at most 400 (4 workers × 100)"}, nil},
+		{"memory", 1868996, 175, "8", []string{"327 keys in flight on average", "of at most 800 (8 workers × 100)"}, nil},
+		{"nosuchdriver", 723502, 460, "4", nil, []string{"bulk writes"}},
+	} {
+		r := &report.Report{Seconds: 10, Driver: report.Driver{Name: tt.driver},
+			Ops:    map[string]stats.OpSummary{"backfill": {Count: 100000, Rate: tt.rate, ResponseTime: stats.Latency{Mean: tt.meanUs}}},
+			Config: []config.Entry{{Key: "workload.backfillWorkers", Value: tt.workers}}}
+		var out bytes.Buffer
+		printSummary(&out, r, consoleWidth)
+		text := strings.Join(strings.Fields(out.String()), " ")
+		for _, w := range tt.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s at %.0f/s, mean %.0f µs: summary lacks %q:\n%s", tt.driver, tt.rate, tt.meanUs, w, out.String())
+			}
+		}
+		for _, w := range tt.notWant {
+			if strings.Contains(text, w) {
+				t.Errorf("%s: summary has %q:\n%s", tt.driver, w, out.String())
+			}
+		}
+	}
+}
+
+// TestBackfillFiguresAgree: a real backfill's keys/s and mean response agree by Little's
+// law with its workers' bulk writes: rate × mean response, the keys in flight on average,
+// is at most workers × the keys of a bulk write. (The figures were right; what they
+// count, each key of a bulk write, is what the summary now says.)
+func TestBackfillFiguresAgree(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ndbench(t, nil, "run", "--driver", "memory", "--backfill", "--duration", "300ms", "--report", rep,
+		"--set", "workload.numKeys=100000", "--set", "workload.backfillWorkers=4")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	s := readReport(t, rep).Ops["backfill"]
+	inFlight := s.Rate * s.ResponseTime.Mean / 1e6
+	if s.Count != 100000 || inFlight <= 0 || inFlight > 1.02*4*float64(engine.DefaultBackfillBatch) {
+		t.Errorf("backfill: %d keys at %.0f/s, mean %.3f ms: %.0f keys in flight, want at most %d (4 workers × %d)",
+			s.Count, s.Rate, s.ResponseTime.Mean/1000, inFlight, 4*engine.DefaultBackfillBatch, engine.DefaultBackfillBatch)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(out), " "), fmt.Sprintf("%.0f keys in flight on average", inFlight)) {
+		t.Errorf("the summary does not say the keys in flight (%.0f):\n%s", inFlight, out)
+	}
 }

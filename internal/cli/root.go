@@ -69,7 +69,12 @@ func execute(ctx context.Context, args []string, s *streams) int {
 	if err == nil {
 		return verdict.Pass
 	}
-	fmt.Fprintln(s.err, "error:", err)
+	if _, ok := errors.AsType[interruptedError](err); ok {
+		// A signal is the user's own doing, not a failure of the tool: said plainly.
+		fmt.Fprintln(s.err, err)
+	} else {
+		fmt.Fprintln(s.err, "error:", err)
+	}
 	if hint := suggestFor(root, args, err); hint != "" {
 		fmt.Fprintln(s.err, hint)
 	}
@@ -82,6 +87,19 @@ func execute(ctx context.Context, args []string, s *streams) int {
 		return verdict.Usage
 	}
 	return verdict.Failed
+}
+
+// interruptedError is how a command cut short by a signal (Ctrl-C, SIGTERM) ends: what
+// it did is printed above, and the message says so, and the exit code, without calling
+// it an error.
+type interruptedError struct {
+	what string // "the run", "the search"
+	code int
+}
+
+func (e interruptedError) Error() string {
+	return fmt.Sprintf("interrupted: %s was stopped by a signal before its end; what it did is above (exit code %d, %s)",
+		e.what, e.code, verdict.Name(e.code))
 }
 
 // usageError marks errors in how a command was called.

@@ -22,9 +22,9 @@ import (
 type flagSet struct{ flag, key, value string }
 
 // setsWithFlags returns the --set arguments with the flags' keys first (so a --set of the
-// same key wins), and relabel, which names each flag as the source of its key in a
-// snapshot's entries.
-func (c *configSources) setsWithFlags() (sets []string, relabel func(*config.Snapshot)) {
+// same key wins), and the label of each flag's key ("flag --driver"), which the
+// configuration keeps as that key's source through later changes.
+func (c *configSources) setsWithFlags() (sets []string, origins map[string]string) {
 	given := map[string]bool{}
 	for _, s := range c.sets {
 		k, _, _ := strings.Cut(s, "=")
@@ -34,20 +34,14 @@ func (c *configSources) setsWithFlags() (sets []string, relabel func(*config.Sna
 	if c.driver != "" {
 		flags = append([]flagSet{{"driver", "driver.name", c.driver}}, flags...)
 	}
-	bySource := map[string]string{}
+	origins = map[string]string{}
 	for _, f := range flags {
 		sets = append(sets, f.key+"="+f.value)
 		if !given[f.key] {
-			bySource[f.key] = "flag --" + f.flag
+			origins[f.key] = "flag --" + f.flag
 		}
 	}
-	return append(sets, c.sets...), func(snap *config.Snapshot) {
-		for i, e := range snap.Entries {
-			if src, ok := bySource[e.Key]; ok && e.Source == setsSource {
-				snap.Entries[i].Source = src
-			}
-		}
-	}
+	return append(sets, c.sets...), origins
 }
 
 // fromReport reads the configuration a report recorded as the layer a run is rebuilt
@@ -147,8 +141,5 @@ func (f *runFlags) runRecord(cmd *cobra.Command, checks []scenario.RunCheck) *re
 	return rec
 }
 
-// The sources config names in its entries for --set and for defaults.
-const (
-	setsSource    = "--set"
-	defaultSource = "default"
-)
+// defaultSource is the source config names in its entries for defaults.
+const defaultSource = "default"

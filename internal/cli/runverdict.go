@@ -167,8 +167,8 @@ func runVerdict(rep *report.Report, interrupted bool) *report.Verdict {
 }
 
 // printVerdict prints the run's thresholds and verdict below its summary, with why it did
-// not pass.
-func printVerdict(out io.Writer, r *report.Report) {
+// not pass, each wrapped at width (0: one line each).
+func printVerdict(out io.Writer, r *report.Report, width int) {
 	if len(r.Thresholds) > 0 {
 		fmt.Fprintln(out, "thresholds (over the measured load):")
 		for _, t := range r.Thresholds {
@@ -176,20 +176,20 @@ func printVerdict(out io.Writer, r *report.Report) {
 			if t.Detail != "" {
 				detail = " (" + t.Detail + ")"
 			}
-			fmt.Fprintf(out, "  %-4s %s: observed %s%s\n", strings.ToUpper(t.Status), t.Check, t.Observed, detail)
+			fmt.Fprintln(out, wrapText(fmt.Sprintf("  %-4s ", strings.ToUpper(t.Status)), fmt.Sprintf("%s: observed %s%s", t.Check, t.Observed, detail), width))
 		}
 	}
 	v := r.Verdict
 	if v == nil {
 		return
 	}
-	fmt.Fprintf(out, "verdict: %s (exit %d", v.Status, v.ExitCode)
+	line := fmt.Sprintf("%s (exit %d", v.Status, v.ExitCode)
 	if v.By == "default" {
-		fmt.Fprintf(out, "; no thresholds given: a run fails when nothing succeeded or more than %.0f%% of attempted operations failed", 100*verdict.MaxFailedShare)
+		line += fmt.Sprintf("; no thresholds given: a run fails when nothing succeeded or more than %.0f%% of attempted operations failed", 100*verdict.MaxFailedShare)
 	}
-	fmt.Fprintln(out, ")")
+	fmt.Fprintln(out, wrapText("verdict: ", line+")", width))
 	for _, why := range v.Reasons {
-		fmt.Fprintln(out, "  "+why)
+		fmt.Fprintln(out, wrapText("  ", why, width))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -65,7 +66,8 @@ certificate (--tls-cert, --tls-key): any other address without them is refused
 (--insecure-listen serves plain HTTP there, behind a proxy that terminates TLS). With --driver and --start it connects and starts the load
 at once, as a headless service. With --config the file is watched and edits apply live;
 with --config-etcd the keys under --config-prefix do too. On SIGTERM or Ctrl-C it stops
-the load, writes --report if asked, and exits 0.
+the load, prints the summary of the driver session still open (as run does), writes
+--report if asked, and exits 0.
 
 What the command line, its files, the environment and etcd set is trusted. API and UI
 callers (and a fleet coordinator) are not: they cannot set a script, a file or directory
@@ -340,9 +342,12 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	fmt.Fprintf(io.out, "ndbench %s serving on %s://%s (API docs at /docs)\n", toolVersion(), scheme, ln.Addr())
 
 	serveErr := srv.Serve(ctx, ln) // returns when ctx ends (signal) or the listener fails
-	// A driver session still open at exit ends here: it is reported and recorded too.
-	recordLast := recordOn && inst.Status().Driver != ""
-	if f.report == "" && !recordLast {
+	// A driver session still open at exit ends here: it is summarized, reported and
+	// recorded, as run's is.
+	open := inst.Status().Driver != ""
+	recordLast := recordOn && open
+	if !open {
+		printServeEnd(io.out, serveErr, "no driver session was open, so there is nothing to summarize")
 		return serveErr
 	}
 	// The final report: stop the load, let operations in flight finish, close the last
@@ -362,7 +367,19 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if record := onSessionEnd("serve"); recordLast && record != nil {
 		record(rep, inst.Collector()) // after the report file, which a failure here never costs
 	}
+	printSummary(io.out, rep, consoleWidth)
+	printServeEnd(io.out, serveErr, fmt.Sprintf("the driver session (%s) is summarized above", rep.Driver.Name))
 	return serveErr
+}
+
+// printServeEnd says that serve is ending and with what exit code: a signal is how a
+// service ends (0), a listener that failed is an error.
+func printServeEnd(out io.Writer, serveErr error, what string) {
+	if serveErr != nil {
+		fmt.Fprintf(out, "serve stopped: %s (the error follows)\n", what)
+		return
+	}
+	fmt.Fprintf(out, "serve stopped by a signal: %s; exit code 0\n", what)
 }
 
 // etcdAccess is how --config-etcd is reached: over TLS with --config-etcd-ca (etcd's CA)

@@ -128,6 +128,13 @@ func TestServeHeadlessWritesReportOnSignal(t *testing.T) {
 	if !strings.Contains(out.String(), "report written to "+rep) {
 		t.Errorf("output does not name the report: %s", out)
 	}
+	// On the signal it says what the session did, as run does, and how it exits (issue
+	// 36: serve ended on Ctrl-C without a line).
+	for _, want := range []string{"summary over", "read ", "write ", "serve stopped by a signal: the driver session (memory) is summarized above; exit code 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output on the signal lacks %q:\n%s", want, out)
+		}
+	}
 	r := readReport(t, rep)
 	if r.Driver.Name != "memory" || r.Ops["read"].Count == 0 || r.Ops["write"].Count == 0 {
 		t.Errorf("report: driver %q, reads %d, writes %d; want memory with both", r.Driver.Name, r.Ops["read"].Count, r.Ops["write"].Count)
@@ -396,6 +403,85 @@ func TestServeConfigEtcdOverTLS(t *testing.T) {
 			}
 			if strings.Contains(out+errOut, password) || strings.Contains(out+errOut, "PRIVATE KEY") {
 				t.Errorf("the output shows a secret: %s %s", out, errOut)
+			}
+		})
+	}
+}
+
+// TestServeSaysItStopped: a serve without a driver session says, on the signal, that it
+// stopped and had nothing to summarize, and exits 0.
+func TestServeSaysItStopped(t *testing.T) {
+	_, out, errOut, stop := startServe(t, nil, "--listen", "127.0.0.1:0")
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d after the signal, want 0\n%s\n%s", code, out, errOut)
+	}
+	if want := "serve stopped by a signal: no driver session was open, so there is nothing to summarize; exit code 0"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// send makes a JSON request and returns the status and body.
+func send(t *testing.T, method, url, body string) (int, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// A driver named with --driver is listed as the flag's, also after the API changed other
+// keys and after a connect (the UI's, or --start's) that names the same driver again.
+func TestServeDriverFlagStaysItsSource(t *testing.T) {
+	sourceOf := func(t *testing.T, base, key string) string {
+		t.Helper()
+		st, body := get(t, base+"/api/v1/config", "")
+		var cfg struct {
+			Entries []struct{ Key, Value, Source string } `json:"entries"`
+		}
+		if err := json.Unmarshal(body, &cfg); st != 200 || err != nil {
+			t.Fatalf("GET /api/v1/config: %d %s", st, body)
+		}
+		for _, e := range cfg.Entries {
+			if e.Key == key {
+				return e.Value + " (" + e.Source + ")"
+			}
+		}
+		t.Fatalf("GET /api/v1/config lists no %s: %s", key, body)
+		return ""
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		init bool // connect over the API, as the UI's Connect does
+	}{
+		{"connect over the API", nil, true},
+		{"--start", []string{"--start"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base, _, _, _ := startServe(t, nil, append([]string{"--listen", "127.0.0.1:0", "--driver", "memory"}, tt.args...)...)
+			if got := sourceOf(t, base, "driver.name"); got != "memory (flag --driver)" {
+				t.Fatalf("driver.name before any change: %s, want memory (flag --driver)", got)
+			}
+			if tt.init {
+				if st, body := send(t, http.MethodPost, base+"/api/v1/driver/init", `{"driver":"memory"}`); st != 200 {
+					t.Fatalf("POST /api/v1/driver/init: %d %s", st, body)
+				}
+			}
+			if st, body := send(t, http.MethodPatch, base+"/api/v1/config", `{"values":{"workload.readRate":"1000"}}`); st != 200 {
+				t.Fatalf("PATCH /api/v1/config: %d %s", st, body)
+			}
+			if got := sourceOf(t, base, "driver.name"); got != "memory (flag --driver)" {
+				t.Errorf("driver.name after the API's changes: %s, want memory (flag --driver)", got)
+			}
+			if got := sourceOf(t, base, "workload.readRate"); got != "1000 (api)" {
+				t.Errorf("workload.readRate: %s, want 1000 (api)", got)
 			}
 		})
 	}

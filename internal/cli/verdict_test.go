@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/report"
@@ -96,6 +97,11 @@ func TestRunInterrupted(t *testing.T) {
 			}
 			if v := readReport(t, rep).Verdict; v == nil || v.ExitCode != tt.code {
 				t.Errorf("report verdict %+v, want exit code %d", v, tt.code)
+			}
+			// Cut short, it says so plainly, not as an error of the tool (issue 36).
+			if aborted := tt.code == verdict.Aborted; aborted != strings.Contains(errOut.String(), "interrupted: the run was stopped by a signal") ||
+				strings.Contains(errOut.String(), "error:") {
+				t.Errorf("exit %d: stderr %q, want \"interrupted: ...\" (exit 3) and no \"error:\"", code, errOut.String())
 			}
 			// A run without an end says how it ends (it ran silently until Ctrl-C).
 			const says = "no --duration: runs until Ctrl-C"
@@ -309,5 +315,37 @@ func TestRunFromReport(t *testing.T) {
 	r3 := readReport(t, changed)
 	if v := values(r3); v["workload.readRate"] != "200" || v["workload.warmup"] != "0s" || v["workload.writeRate"] != "50" || r3.Run.Duration != "500ms" {
 		t.Errorf("overrides beside --from-report: readRate %s warmup %s writeRate %s duration %s", v["workload.readRate"], v["workload.warmup"], v["workload.writeRate"], r3.Run.Duration)
+	}
+}
+
+// TestAutotuneInterrupted: a search cut short by a signal prints its step table so far and
+// what it found (the highest rate within SLA, the lowest outside it), within 100 columns,
+// says "interrupted" rather than "error", and exits 3 (issue 36).
+func TestAutotuneInterrupted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := execute(ctx, []string{"autotune", "--driver", "memory", "--set", "workload.writeEnabled=false", "--start", "100",
+		"--percentile", "50", "--latency", "1s", "--settle", "200ms", "--window", "1s", "--max-window", "2s", "--confirm", "1s"},
+		&streams{out: &out, err: &errOut})
+	if code != verdict.Aborted {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, verdict.Aborted, out.String(), errOut.String())
+	}
+	text := out.String()
+	soFar := strings.Index(text, "the search so far:")
+	if soFar < 0 || !strings.Contains(text[soFar:], "  # phase") || !strings.Contains(text[soFar:], "STOPPED: stopped during a step at") {
+		t.Errorf("no step table and outcome after the interrupt:\n%s", text)
+	}
+	flat := strings.Join(strings.Fields(text), " ")
+	if !strings.Contains(flat, "so far the highest rate within SLA was") && !strings.Contains(flat, "so far no step was within SLA") {
+		t.Errorf("the outcome does not say what the search found:\n%s", text)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > consoleWidth {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	if e := errOut.String(); !strings.Contains(e, "interrupted: the search was stopped by a signal") || strings.Contains(e, "error:") {
+		t.Errorf("stderr %q, want \"interrupted: ...\" and no \"error:\"", e)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -124,5 +125,88 @@ func TestRealIsTheSystemClock(t *testing.T) {
 	}
 	if time.Since(before) < time.Millisecond {
 		t.Error("Real Sleep returned early")
+	}
+}
+
+// TestSimNextIsTheEarliestTimer: Next names the earliest pending instant whatever the
+// order the timers were set in, and reports none once they have fired or stopped.
+func TestSimNextIsTheEarliestTimer(t *testing.T) {
+	s := NewSim(t0)
+	if _, ok := s.Next(); ok {
+		t.Fatal("Next reported a timer on a fresh clock")
+	}
+	late := s.NewTimer(3 * time.Second)
+	s.NewTimer(2 * time.Second)
+	early := s.NewTimer(time.Second)
+	if at, ok := s.Next(); !ok || !at.Equal(t0.Add(time.Second)) {
+		t.Fatalf("Next = %v, %v; want t0+1s", at.Sub(t0), ok)
+	}
+	early.Stop()
+	if at, _ := s.Next(); !at.Equal(t0.Add(2 * time.Second)) {
+		t.Fatalf("Next after stopping the earliest = %v; want t0+2s", at.Sub(t0))
+	}
+	late.Stop()
+	s.Advance(2 * time.Second)
+	if at, ok := s.Next(); ok {
+		t.Fatalf("Next = %v after every timer fired or stopped", at.Sub(t0))
+	}
+}
+
+// TestSimStepToLetsEachWaiterActAtItsInstant: a goroutine that waits 10 ms, then at once
+// sets its next wait, is stepped through every one of its instants, however far the test
+// moves the clock in one call; stepping by one Advance would have fired only the first.
+func TestSimStepToLetsEachWaiterActAtItsInstant(t *testing.T) {
+	s := NewSim(t0)
+	var (
+		mu   sync.Mutex
+		seen []time.Duration
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for Sleep(ctx, s, 10*time.Millisecond) == nil {
+			mu.Lock()
+			seen = append(seen, Since(s, t0))
+			mu.Unlock()
+		}
+	}()
+	if !s.StepTo(t0.Add(55*time.Millisecond), func() int { return 1 }, 10*time.Second) {
+		t.Fatal("the waiter did not park")
+	}
+	cancel()
+	<-done
+	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond, 50 * time.Millisecond}
+	if !slices.Equal(seen, want) {
+		t.Errorf("woke at %v, want %v", seen, want)
+	}
+	if now := Since(s, t0); now != 55*time.Millisecond {
+		t.Errorf("clock at %v after StepTo(55ms)", now)
+	}
+	if s.StepTo(t0.Add(time.Second), func() int { return 1 }, 50*time.Millisecond) {
+		t.Error("StepTo reported a parked waiter that had gone")
+	}
+}
+
+// TestSimStepToRecountsWaiters: when a waiter goes away while StepTo waits for the
+// count it was given, StepTo waits for the new count instead of timing out on the old.
+func TestSimStepToRecountsWaiters(t *testing.T) {
+	s := NewSim(t0)
+	var mu sync.Mutex
+	waiters := 2
+	parked := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return waiters
+	}
+	s.NewTimer(time.Second) // the waiter that stays
+	go func() {
+		time.Sleep(20 * time.Millisecond) // StepTo is waiting for 2 by now, most likely
+		mu.Lock()
+		waiters = 1 // the second one left without setting its timer
+		mu.Unlock()
+	}()
+	if !s.StepTo(t0.Add(10*time.Millisecond), parked, 5*time.Second) {
+		t.Fatal("StepTo waited for a waiter that had gone")
 	}
 }

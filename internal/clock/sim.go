@@ -97,6 +97,70 @@ func (s *Sim) Pending() int {
 	return len(s.timers)
 }
 
+// Next returns the instant of the earliest pending timer, and false when none is pending.
+// A test that steps the clock from one event to the next (rather than by a fixed amount)
+// lets the code under test act at each instant before time moves on, as it would on a
+// real clock whose goroutines keep up.
+func (s *Sim) Next() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.timers) == 0 {
+		return time.Time{}, false
+	}
+	next := s.timers[0].at
+	for _, t := range s.timers[1:] {
+		if t.at.Before(next) {
+			next = t.at
+		}
+	}
+	return next, true
+}
+
+// StepTo moves the clock to until one event at a time, so that code running in other
+// goroutines acts at every instant it waits for, as it would on a real clock that it keeps
+// up with. Before each step it waits for parked() timers to be pending: parked says how
+// many timers the code under test holds when all its goroutines wait (say, one per
+// worker and one per background loop), and is asked again at each step because that
+// number may change (a pool grows). It then moves to the earliest pending instant, or to
+// until when that is earlier. It returns once the code has parked at until, or false if
+// it did not park within real time patience at some step (the code is stuck, or parked
+// counts more timers than it sets).
+//
+// The count is only as good as the code's timers: a goroutine must hold one timer while it
+// waits and none while it runs. One woken otherwise (its context cancelled) runs while its
+// timer is still pending until it stops it, and StepTo may step meanwhile; the pacer
+// stops its waiters' timers itself before a rate change returns for that reason.
+func (s *Sim) StepTo(until time.Time, parked func() int, patience time.Duration) bool {
+	for {
+		if !s.waitParked(parked, patience) {
+			return false
+		}
+		next, ok := s.Next()
+		if !ok || next.After(until) {
+			s.Set(until)
+			return true
+		}
+		s.Set(next)
+	}
+}
+
+// waitParked waits up to patience for parked() timers to be pending. parked is asked
+// again every recount: a goroutine that exits meanwhile lowers it, and a wait for the
+// old count would never end.
+func (s *Sim) waitParked(parked func() int, patience time.Duration) bool {
+	const recount = time.Millisecond
+	deadline := time.Now().Add(patience)
+	for {
+		n := parked()
+		if s.WaitTimers(n, min(recount, time.Until(deadline))) && parked() == n {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // WaitTimers blocks until at least n timers are pending or real time d has passed, and
 // reports whether they are. It is how a test knows that the code under test, in its own
 // goroutine, has reached the wait that the next Advance is meant to end.

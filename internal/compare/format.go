@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 )
 
 // Output formats.
@@ -18,12 +19,24 @@ const (
 // Formats lists the output formats Write accepts.
 func Formats() []string { return []string{Text, JSON, Markdown} }
 
+// TextWidth is the columns the Text format fits by default: a 100-column terminal or a CI
+// log viewer shows every line whole. WriteText with 0 keeps each line whole however long.
+const TextWidth = 100
+
+// WriteText prints r as text, its sentences wrapped at width columns (0: one line each).
+func WriteText(w io.Writer, r *Result, width int) error {
+	if err := writeText(w, r, width); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return nil
+}
+
 // Write prints r in format (Text, JSON or Markdown).
 func Write(w io.Writer, r *Result, format string) error {
 	var err error
 	switch format {
 	case Text:
-		err = writeText(w, r)
+		err = writeText(w, r, TextWidth)
 	case JSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -139,9 +152,10 @@ func verdict(r *Result) string {
 	return fmt.Sprintf("PASS: none of %d fail-on conditions triggered", len(r.Conditions))
 }
 
-func writeText(w io.Writer, r *Result) error {
+func writeText(w io.Writer, r *Result, width int) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "baseline:  %s\ncandidate: %s\n%s\n\n", runText(r.Baseline), runText(r.Candidate), r.describe())
+	fmt.Fprintf(&b, "%s\n%s\n%s\n\n", wrap("baseline:  ", runText(r.Baseline), width), wrap("candidate: ", runText(r.Candidate), width),
+		wrap("", r.describe(), width))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	for _, s := range r.Series {
@@ -154,11 +168,11 @@ func writeText(w io.Writer, r *Result) error {
 	}
 	for _, side := range []string{"baseline", "candidate"} {
 		if names := r.OnlyIn[side]; len(names) > 0 {
-			fmt.Fprintf(&b, "only in the %s (not compared): %s\n", side, strings.Join(names, ", "))
+			fmt.Fprintln(&b, wrap("only in the "+side+" (not compared): ", strings.Join(names, ", "), width))
 		}
 	}
 	for _, warn := range r.Warnings {
-		fmt.Fprintln(&b, "WARNING:", warn)
+		fmt.Fprintln(&b, wrap("WARNING: ", warn, width))
 	}
 	if len(r.Conditions) > 0 {
 		fmt.Fprintln(&b)
@@ -168,11 +182,35 @@ func writeText(w io.Writer, r *Result) error {
 		if c.Triggered {
 			state = "FAIL"
 		}
-		fmt.Fprintf(&b, "%s  %s: %s\n", state, c.Condition, c.Reason)
+		fmt.Fprintln(&b, wrap(state+"  ", c.Condition+": "+c.Reason, width))
 	}
 	fmt.Fprintln(&b, verdict(r))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// wrap breaks text at spaces into lines of at most width columns, the first after prefix,
+// the others indented as deep; width 0 keeps one line. A word longer than a line stays
+// whole.
+func wrap(prefix, text string, width int) string {
+	if width <= 0 {
+		return prefix + text
+	}
+	indent := strings.Repeat(" ", utf8.RuneCountInString(prefix))
+	var b strings.Builder
+	line, fresh := prefix, true
+	for _, word := range strings.Fields(text) {
+		if !fresh && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+			b.WriteString(line + "\n")
+			line, fresh = indent, true
+		}
+		if !fresh {
+			line += " "
+		}
+		line, fresh = line+word, false
+	}
+	b.WriteString(line)
+	return b.String()
 }
 
 func writeMarkdown(w io.Writer, r *Result) error {

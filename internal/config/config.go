@@ -79,6 +79,10 @@ type Sources struct {
 	FileErrors driver.FieldErrors
 	Env        []string // os.Environ() form; only NDBENCH_* variables are read
 	Sets       []string // --set arguments, "key=value"
+	// SetOrigins labels keys of Sets that a command's own flag gave (driver.name: "flag
+	// --driver"). The label is the layer's, not the first snapshot's, so the effective
+	// configuration keeps naming the flag after later changes rebuild it.
+	SetOrigins map[string]string
 }
 
 // Load builds the first snapshot (Version 1) from the defaults and the given sources. On
@@ -100,6 +104,14 @@ func Load(s Sources) (*Snapshot, error) {
 	layers = append(layers, env)
 	sets, fes := SetsLayer(s.Sets)
 	errs = append(errs, fes...)
+	for k, o := range s.SetOrigins {
+		if _, ok := sets.Values[k]; ok {
+			if sets.Origins == nil {
+				sets.Origins = map[string]string{}
+			}
+			sets.Origins[k] = o
+		}
+	}
 	layers = append(layers, sets)
 	for _, l := range layers[1:] {
 		if err := checkSize(l.Source, len(l.Values)); err != nil {

@@ -286,7 +286,11 @@ func (s *Snapshot) with(name, origin string, values map[string]string, merge boo
 		l = l.clone()
 		if l.Name == name {
 			found = true
+			prev := l.clone()
 			l = withOrigin(withValues(l, values, merge), origin, values)
+			if merge {
+				keepOrigins(&l, prev, values)
+			}
 		}
 		layers = append(layers, l)
 	}
@@ -301,6 +305,26 @@ func (s *Snapshot) with(name, origin string, values map[string]string, merge boo
 		layers = append(layers, withOrigin(withValues(l, values, false), origin, values))
 	}
 	return Build(layers)
+}
+
+// keepOrigins restores, in l, the label prev had for each key of values that the change
+// set to the value prev already held: such a key did not change, so it keeps naming where
+// its value came from (a UI's connect re-sends the driver.name --driver gave).
+func keepOrigins(l *Layer, prev Layer, values map[string]string) {
+	for k, v := range values {
+		old, ok := prev.Values[k]
+		if !ok || old != v {
+			continue
+		}
+		if o, labelled := prev.Origins[k]; labelled {
+			if l.Origins == nil {
+				l.Origins = map[string]string{}
+			}
+			l.Origins[k] = o
+		} else {
+			delete(l.Origins, k)
+		}
+	}
 }
 
 // withOrigin labels the given keys of l with origin (nothing when origin is empty).

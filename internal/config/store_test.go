@@ -266,6 +266,37 @@ func TestPatchFromLabelsTheOrigin(t *testing.T) {
 	}
 }
 
+// A flag's label (SetOrigins) survives changes that rebuild the snapshot, and a patch that
+// sets a key to the value it already has keeps the key's label; a new value takes the
+// patch's.
+func TestSetOriginsSurviveChanges(t *testing.T) {
+	snap, err := Load(Sources{Sets: []string{"driver.name=fake-kv", "workload.writeRate=7"},
+		SetOrigins: map[string]string{"driver.name": "flag --driver"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(snap)
+	for _, tt := range []struct {
+		patch map[string]string
+		want  map[string]string
+	}{
+		{map[string]string{"workload.readRate": "5"}, map[string]string{"driver.name": "flag --driver", "workload.writeRate": "--set", "workload.readRate": "api"}},
+		{map[string]string{"driver.name": "fake-kv", "workload.writeRate": "7"}, map[string]string{"driver.name": "flag --driver", "workload.writeRate": "--set"}},
+		{map[string]string{"workload.writeRate": "8"}, map[string]string{"driver.name": "flag --driver", "workload.writeRate": "api"}},
+		{map[string]string{"workload.readRate": "5"}, map[string]string{"workload.readRate": "api"}},
+	} {
+		next, err := st.PatchFrom(LayerRuntime, "api", tt.patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for key, want := range tt.want {
+			if _, src, _ := next.Value(key); src != want {
+				t.Errorf("after %v: %s source = %q, want %q", tt.patch, key, src, want)
+			}
+		}
+	}
+}
+
 // TestStoreRequire: a requirement rejects a change that Build accepts, from every way a
 // change comes in, leaving the snapshot as it was; cancelled, it no longer applies.
 func TestStoreRequire(t *testing.T) {

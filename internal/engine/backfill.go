@@ -133,7 +133,7 @@ func (e *Engine) startBackfill(opts BackfillOptions) (<-chan struct{}, error) {
 	ctx, cancel := context.WithCancel(e.bgCtx)
 	b.cancel = cancel
 	done := make(chan struct{})
-	b.status = BackfillStatus{Running: true, Phase: "write", Total: opts.Keys.Len(), Started: time.Now()}
+	b.status = BackfillStatus{Running: true, Phase: "write", Total: opts.Keys.Len(), Started: e.timer.Now()}
 	for _, c := range []*atomic.Int64{&b.written, &b.failed, &b.verified, &b.missing, &b.corrupt, &b.wrongKey, &b.verifyErrors} {
 		c.Store(0)
 	}
@@ -217,7 +217,7 @@ func (e *Engine) runBackfill(ctx context.Context, g *generation, opts BackfillOp
 	e.coll.SetBacklog(stats.OpBackfill, nil)
 	b.mu.Lock()
 	b.status.Running = false
-	b.status.Ended = time.Now()
+	b.status.Ended = e.timer.Now()
 	if ctx.Err() != nil {
 		b.status.Phase = "stopped"
 	} else {

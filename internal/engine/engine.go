@@ -24,6 +24,7 @@ import (
 	"unsafe"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -41,8 +42,13 @@ type Options struct {
 	Collector *stats.Collector
 	// Logger gets lifecycle messages and the first driver panic; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock of time-based key patterns; nil means time.Now.
+	// Now is the clock of time-based key patterns; nil means Clock's Now.
 	Now func() time.Time
+	// Clock is the time the engine runs on: its schedules (intended start times), the
+	// operations' start, end and timeout, and its background loops (elastic pools, the
+	// op-timeout watchdog, the value refresh). Nil means real time, read through the
+	// pacer's fast counter clock; a test passes a clock.Sim and steps it.
+	Clock clock.Clock
 	// Operations are the operations the driver declares beyond Read and Write (its
 	// Definition's), which op class mixes may name; the driver then implements
 	// driver.Operator.
@@ -166,6 +172,7 @@ type Engine struct {
 	now   func() time.Time
 	start time.Time   // time-based key patterns count from here across generations
 	clock pacer.Clock // every pacer and op deadline reads this one clock
+	timer clock.Clock // what the background loops and closed-loop backoffs wait on
 	dog   watchdog
 
 	runCtx    context.Context // cancelled by Close after its grace: a hard stop for operations in flight
@@ -276,18 +283,21 @@ const (
 // them back once they have kept up for a while.
 func (e *Engine) elastic() {
 	defer e.bgWG.Done()
-	t := time.NewTicker(elasticPeriod)
+	// A timer set again once the check is done, not a ticker: on a simulated clock the
+	// check then runs, workers it adds included, before the test moves time on.
+	t := e.timer.NewTimer(elasticPeriod)
 	defer t.Stop()
 	for {
 		select {
 		case <-e.bgCtx.Done():
 			return
-		case now := <-t.C:
+		case now := <-t.C():
 			e.mu.Lock()
 			if !e.closed && e.resizeElastic(now) {
 				e.reconcile()
 			}
 			e.mu.Unlock()
+			t.Reset(elasticPeriod - clock.Since(e.timer, now))
 		}
 	}
 }
@@ -371,7 +381,7 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	if drv == nil {
 		return nil, errors.New("new engine: nil driver")
 	}
-	e := &Engine{drv: drv, coll: opts.Collector, log: opts.Logger, now: opts.Now, clock: pacer.NewClock(), ops: opts.Operations}
+	e := &Engine{drv: drv, coll: opts.Collector, log: opts.Logger, now: opts.Now, clock: pacer.ClockOn(opts.Clock), timer: clock.Or(opts.Clock), ops: opts.Operations}
 	e.operator, _ = drv.(driver.Operator)
 	e.deleter, _ = drv.(driver.Deleter)
 	e.scanner, _ = drv.(driver.Scanner)
@@ -389,7 +399,7 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.now == nil {
-		e.now = time.Now
+		e.now = e.timer.Now
 	}
 	e.start = e.now()
 	g, err := e.build(w, nil)
@@ -402,7 +412,7 @@ func New(drv driver.Driver, w config.Workload, opts Options) (*Engine, error) {
 	e.idle = make(chan struct{})
 	close(e.idle)
 	e.addClasses(g)
-	e.bgWG.Add(3)
+	e.bgWG.Add(backgroundLoops)
 	go e.refreshValues()
 	go e.watch()
 	go e.elastic()
@@ -680,7 +690,7 @@ func (e *Engine) setStarted(on bool, names []string, at time.Time) error {
 	}
 	var anchor int64
 	if !at.IsZero() {
-		anchor = e.clock.Now() + int64(time.Until(at))
+		anchor = e.clock.Now() + int64(clock.Until(e.timer, at))
 	}
 	for _, c := range cs {
 		if on && !c.started {
@@ -832,6 +842,21 @@ func (e *Engine) spawn(f func()) {
 	}()
 }
 
+// Waiters returns how many timers of the engine's clock (Options.Clock) the engine holds
+// when every goroutine it runs waits: one per background loop and one per worker. A test
+// on a simulated clock moves time only when that many are pending (clock.Sim.StepTo), so
+// that the engine has done all it had to at each instant before the next. A running
+// backfill's goroutine waits for its range workers instead: add its workers less one.
+func (e *Engine) Waiters() int {
+	e.liveMu.Lock()
+	defer e.liveMu.Unlock()
+	return backgroundLoops + e.live
+}
+
+// backgroundLoops is how many loops New starts: the elastic check, the op-timeout
+// watchdog and the value refresh, each waiting on one timer.
+const backgroundLoops = 3
+
 // Wait blocks until no worker goroutine is left (after Stop, or a finished backfill) or
 // ctx ends.
 func (e *Engine) Wait(ctx context.Context) error {
@@ -880,13 +905,13 @@ func (e *Engine) Close(grace time.Duration) error {
 // step of Close), so operations in flight during Close's grace period still time out.
 func (e *Engine) watch() {
 	defer e.bgWG.Done()
-	t := time.NewTimer(watchPeriod(e.gen.Load().w.OpTimeout))
+	t := e.timer.NewTimer(watchPeriod(e.gen.Load().w.OpTimeout))
 	defer t.Stop()
 	for {
 		select {
 		case <-e.runCtx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		e.dog.scan()
 		t.Reset(watchPeriod(e.gen.Load().w.OpTimeout))
@@ -896,15 +921,16 @@ func (e *Engine) watch() {
 // refreshValues rebuilds the value pool periodically until the engine closes.
 func (e *Engine) refreshValues() {
 	defer e.bgWG.Done()
-	t := time.NewTicker(ValueRefreshInterval)
+	t := e.timer.NewTimer(ValueRefreshInterval)
 	defer t.Stop()
 	for n := uint64(1); ; n++ {
 		select {
 		case <-e.bgCtx.Done():
 			return
-		case <-t.C:
+		case at := <-t.C():
 			g := e.gen.Load()
 			g.values.Refresh(g.seed + n)
+			t.Reset(ValueRefreshInterval - clock.Since(e.timer, at))
 		}
 	}
 }

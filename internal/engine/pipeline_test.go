@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/engine/simstore"
 )
 
 // pipeStore gives pipelines over a memory driver: each batch runs its operations in
@@ -111,26 +113,35 @@ func TestPipelinedClosedLoop(t *testing.T) {
 // TestPipelinedOpenLoopKeepsIntendedTimes: in open loop a batch takes only operations that
 // are due, so at a rate the store keeps up with, batches stay small and the rate is held;
 // when the store stalls, the operations that fell due go out together, and their response
-// times (from their intended starts) show the stall while their service times do not.
+// times (from their intended starts) show the stall while their service times do not. On
+// simulated time: a store that answers at once but for the last 100 ms of every 300 ms.
 func TestPipelinedOpenLoopKeepsIntendedTimes(t *testing.T) {
-	s := &pipeStore{Driver: openMemory(t, map[string]string{"stallEvery": "300ms", "stallFor": "100ms"})}
-	e := newEngine(t, s, testWorkload(t, func(w *config.Workload) {
+	clk := clock.NewSim(simStart)
+	store := simstore.New(clk, 0)
+	store.StallEvery, store.StallFor = 300*time.Millisecond, 100*time.Millisecond
+	s := &pipeStore{Driver: store}
+	e := newSimEngine(t, clk, s, testWorkload(t, func(w *config.Workload) {
 		w.Pipeline, w.ReadRate, w.Readers, w.WriteEnabled = 64, 2000, 1, false
 		w.MaxReaders = 1 // one fixed worker, so the stall's operations go out as one batch
 	}))
+	e.Collector().ResetAt(simStart)
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sum := measure(e, 900*time.Millisecond)
-	rd := sum.Ops["read"]
-	if rd.Rate < 1800 || rd.Rate > 2200 {
-		t.Errorf("achieved %.0f reads/s with pipelining, want 2000 ± 10%%", rd.Rate)
+	e.to(900 * time.Millisecond) // the third stall ends at 900 ms
+	rd := e.tick().Ops["read"]
+	// 0..900 ms at 0.5 ms, every one answered by the end.
+	if rd.Attempted != 1801 || rd.Pending != 0 {
+		t.Errorf("%d reads answered by 900 ms at 2000/s, %d overdue; want 1801, none", rd.Attempted, rd.Pending)
 	}
-	if rd.ResponseTime.Max < 50_000 {
-		t.Errorf("response time max %v µs through a 100 ms stall; want the stall in it", rd.ResponseTime.Max)
+	// The read due as a stall starts waits all 100 ms of it; those due behind it wait in
+	// the schedule, not in the store.
+	if rd.ResponseTime.Max < 99_900 || rd.ResponseTime.Max > 100_100 || rd.ServiceTime.P99 > 1 {
+		t.Errorf("response time max %.0f µs, service p99 %.0f µs through a 100 ms stall; want the stall in the response only", rd.ResponseTime.Max, rd.ServiceTime.P99)
 	}
-	if s.maxBatch.Load() < 20 {
-		t.Errorf("largest batch %d: the operations that fell due during a stall should go out together", s.maxBatch.Load())
+	// The 199 due during a stall go out in full batches once it ends.
+	if s.maxBatch.Load() != 64 {
+		t.Errorf("largest batch %d: the operations that fell due during a stall should go out together, 64 at a time", s.maxBatch.Load())
 	}
 }
 

@@ -37,11 +37,11 @@ func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed u
 // backoff pauses a closed-loop worker after consecutive failures: 1 ms, doubling, capped.
 func (e *Engine) backoff(ctx context.Context, failures int) {
 	d := min(time.Millisecond<<min(failures-1, 10), maxClosedLoopBackoff)
-	t := time.NewTimer(d)
+	t := e.timer.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-t.C:
+	case <-t.C():
 	}
 }
 

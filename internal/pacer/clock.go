@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"time"
+
+	"github.com/ndbench/ndbench/internal/clock"
 )
 
 // Clock is a monotonic clock in nanoseconds since its creation. Pacers that share a clock
@@ -26,10 +28,20 @@ import (
 // the counter stops keeping the kernel's time, or the kernel stops using it. An unordered read
 // may be taken up to the CPU's reorder window (~100 instructions) early or late, tens of
 // nanoseconds, below the microsecond that latencies are recorded in.
+//
+// A clock can instead read a clock.Clock (ClockOn): a test gives the pacer and the engine a
+// clock.Sim, and their schedules, waits and latencies then follow simulated time.
 type Clock struct {
 	base time.Time
 	tsc  *tscClock // nil where the counter is not used
+	// src is the time source of a clock built by ClockOn, nil otherwise. It is tested
+	// after tsc, so that the counter clock's read does not pay for it.
+	src *source
 }
+
+// source is the time source of a clock built by ClockOn: behind a pointer, so the clock
+// stays small where it is copied into every operation's path.
+type source struct{ c clock.Clock }
 
 // NewClock returns a clock starting at zero now.
 func NewClock() Clock {
@@ -40,21 +52,45 @@ func NewClock() Clock {
 	return c
 }
 
+// ClockOn returns a clock that reads c: nanoseconds since c's instant now. A pacer on it
+// waits with c's timers, so on a clock.Sim its operations fall due only as the test
+// advances the simulated time. A nil c, or clock.Real, gives NewClock: the real clock is
+// read the fast way.
+func ClockOn(c clock.Clock) Clock {
+	if c == nil || c == clock.Real {
+		return NewClock()
+	}
+	return Clock{base: c.Now(), src: &source{c}}
+}
+
 // Now returns the nanoseconds since the clock was created.
 func (c Clock) Now() int64 {
 	if t := c.tsc; t != nil {
 		return t.read(tscTicks())
+	}
+	return c.other()
+}
+
+// other reads a clock that does not read the counter. It is a function of its own so that
+// Now, on the counter's path, keeps the code it had before clocks could have a source:
+// with the source's read inline, Now saved every word of the clock to its stack first.
+func (c Clock) other() int64 {
+	if c.src != nil {
+		return int64(c.src.c.Now().Sub(c.base))
 	}
 	return int64(time.Since(c.base))
 }
 
 // Source says what the clock reads now: "tsc" (the time-stamp counter, steered to the
 // kernel's clock), "kernel", "kernel (tsc calibrating)" in a counter clock's first
-// 10 ms (or for as long as no clean pair could be taken), or "kernel (tsc fell back)"
-// once the counter was found not to keep the kernel's time. Reports carry it, so that
-// figures from two machines can be told apart by how they were timed.
+// 10 ms (or for as long as no clean pair could be taken), "kernel (tsc fell back)" once
+// the counter was found not to keep the kernel's time, or "simulated" for a clock made by
+// ClockOn. Reports carry it, so that figures from two machines can be told apart by how
+// they were timed.
 func (c Clock) Source() string {
 	switch {
+	case c.src != nil:
+		return "simulated"
 	case c.tsc == nil:
 		return "kernel"
 	case c.tsc.off.Load() != nil:

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ndbench/ndbench/internal/clock"
 )
 
 // Shape is a load shape: when the k-th operation since the anchor is due. Constant rates are
@@ -60,6 +62,9 @@ type schedule struct {
 	carry   []carried
 	carryN  int64
 	next    atomic.Int64 // slots claimed; replaced once the schedule is replaced
+	// waiters are those waiting on the timers of the clock's source, on a pacer whose
+	// clock has one (ClockOn; nil otherwise).
+	waiters *sourceWaiters
 	// replacedAt is when the schedule was replaced (0 while it is current). A slot claimed
 	// before then but not yet due at that time belongs to no schedule: its claimer, even
 	// one that wakes after the slot's time, must retry on the new schedule rather than
@@ -235,6 +240,9 @@ func (p *Pacer) install(s Shape, carry bool, at int64) {
 	}
 	now := p.Now()
 	next := &schedule{anchor: max(now, at), shape: s}
+	if p.src != nil {
+		next.waiters = &sourceWaiters{gone: make(chan struct{}), timers: map[clock.Timer]struct{}{}}
+	}
 	if s != nil {
 		next.fine = fineWaitFor(s.Rate(0))
 		_, constant := s.(Constant)
@@ -257,6 +265,34 @@ func (p *Pacer) install(s Shape, carry bool, at int64) {
 		}
 	}
 	p.sched.Store(next)
+	if old != nil && old.waiters != nil {
+		old.waiters.release() // after the Store: a waiter it wakes finds the new schedule
+	}
+}
+
+// sourceWaiters are the waiters of one schedule on a clock with a source. A waiter
+// blocked on the source's timer, which a test's simulated time may not reach for a while,
+// must learn of a rate change at once (as a real waiter does within recheck), and its
+// timer must be gone by the time the change returns: a test counts the pending timers
+// to know that every worker is waiting, and a timer left behind by a worker that went
+// back to work would count it as waiting.
+type sourceWaiters struct {
+	mu     sync.Mutex
+	gone   chan struct{} // closed when the schedule is replaced
+	done   bool
+	timers map[clock.Timer]struct{}
+}
+
+// release wakes every waiter and stops its timer before returning.
+func (w *sourceWaiters) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+	for t := range w.timers {
+		t.Stop()
+		delete(w.timers, t)
+	}
+	close(w.gone)
 }
 
 // continueFrom returns where a shape that replaces old at now starts: one interval of the
@@ -415,6 +451,10 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 			return 0, false
 		default:
 		}
+		if p.src != nil {
+			p.waitOn(ctx, s, remaining)
+			continue
+		}
 		// Read once: another waiter may move the estimate between the test and the sleep,
 		// and a target computed from a larger margin than the one tested could be negative.
 		margin := p.wake.margin(rate)
@@ -449,6 +489,32 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 			nanosleep(remaining)
 		}
 	}
+}
+
+// waitOn waits d on the clock's source (ClockOn), or until ctx ends or s is replaced. The
+// caller's loop then reads the time again: on a simulated source the wait ends exactly
+// at the due time, however the test advances, so start lag is zero unless a worker was
+// busy.
+func (p *Pacer) waitOn(ctx context.Context, s *schedule, d time.Duration) {
+	w := s.waiters
+	w.mu.Lock()
+	if w.done {
+		w.mu.Unlock()
+		return
+	}
+	t := p.src.c.NewTimer(d)
+	w.timers[t] = struct{}{}
+	w.mu.Unlock()
+	select {
+	case <-t.C():
+	case <-ctx.Done():
+	case <-w.gone:
+	}
+	w.mu.Lock()
+	delete(w.timers, t)
+	w.mu.Unlock()
+	// Stopped, so a waiter that leaves early (its context ended) leaves no timer behind.
+	t.Stop()
 }
 
 // heartbeat keeps the runtime out of its millisecond-granular epoll sleep while waiters

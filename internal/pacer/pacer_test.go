@@ -126,14 +126,14 @@ func TestRateChangeReanchors(t *testing.T) {
 }
 
 func TestBacklogShowsFallingBehind(t *testing.T) {
-	p := New(1000)
-	time.Sleep(60 * time.Millisecond) // nobody claims: ~60 operations fall due
+	p, s := simPacer(1000)
+	s.Advance(60 * time.Millisecond) // nobody claims: operations 0..60 fall due
 	lag, pending := p.Backlog()
-	if pending < 50 {
-		t.Fatalf("pending = %d after 60 ms unclaimed at 1000/s, want ≥ 50", pending)
+	if pending != 61 {
+		t.Fatalf("pending = %d after 60 ms unclaimed at 1000/s, want 61", pending)
 	}
-	if lag < 50*time.Millisecond {
-		t.Fatalf("lag = %v after 60 ms unclaimed, want ≥ 50ms", lag)
+	if lag != 60*time.Millisecond {
+		t.Fatalf("lag = %v after 60 ms unclaimed, want 60ms", lag)
 	}
 	// Catching up drains it: claims due operations without waiting.
 	for i := int64(0); i < pending; i++ {
@@ -141,7 +141,7 @@ func TestBacklogShowsFallingBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, after := p.Backlog(); after > 5 {
+	if _, after := p.Backlog(); after != 0 {
 		t.Fatalf("pending = %d after claiming the backlog", after)
 	}
 }
@@ -191,20 +191,24 @@ func TestConcurrentRateChanges(t *testing.T) {
 // order; then the new rate applies from the change. Re-anchoring at the change (what the
 // pacer did before) dropped them, and with them a stall's worth of late operations.
 func TestRateChangeKeepsOverdueSlots(t *testing.T) {
-	p := New(1000)
+	p, s := simPacer(1000)
 	old := p.sched.Load()
-	time.Sleep(100 * time.Millisecond) // ~100 slots fall due, none claimed
-	if _, pending := p.Backlog(); pending < 90 {
-		t.Fatalf("backlog before the change = %d, want ~100", pending)
+	s.Advance(100 * time.Millisecond) // slots 0..100 fall due, none claimed
+	if _, pending := p.Backlog(); pending != 101 {
+		t.Fatalf("backlog before the change = %d, want 101", pending)
 	}
 	p.SetRate(500)
 	cur := p.sched.Load()
 	owed := cur.carryN
-	if owed < 90 || owed > 200 {
-		t.Fatalf("carried %d slots, want ~100", owed)
+	if owed != 101 {
+		t.Fatalf("carried %d slots, want the 101 due", owed)
 	}
-	if _, pending := p.Backlog(); pending < owed {
-		t.Fatalf("backlog after the change = %d, want at least the %d carried", pending, owed)
+	// The new schedule's first slot is one of its intervals after the last carried one.
+	if want := old.anchor + int64(102*time.Millisecond); cur.anchor != want {
+		t.Fatalf("new schedule anchored at %v, want %v", time.Duration(cur.anchor), time.Duration(want))
+	}
+	if _, pending := p.Backlog(); pending != owed {
+		t.Fatalf("backlog after the change = %d, want the %d carried", pending, owed)
 	}
 	for k := int64(0); k < owed; k++ {
 		intended, _, err := p.Acquire(context.Background())
@@ -215,7 +219,8 @@ func TestRateChangeKeepsOverdueSlots(t *testing.T) {
 			t.Fatalf("carried slot %d: intended %d, want the old schedule's %d", k, intended, want)
 		}
 	}
-	// Then the new schedule, from the change, at 2 ms spacing.
+	// Then the new schedule, at 2 ms spacing.
+	s.Advance(10 * time.Millisecond)
 	for k := int64(0); k < 3; k++ {
 		intended, _, err := p.Acquire(context.Background())
 		if err != nil {
@@ -230,14 +235,14 @@ func TestRateChangeKeepsOverdueSlots(t *testing.T) {
 // TestRateChangesInARowKeepEveryOverdueSlot chains changes while nothing is claimed, and
 // to closed loop: every slot due under each schedule is still handed out exactly once.
 func TestRateChangesInARowKeepEveryOverdueSlot(t *testing.T) {
-	p := New(2000)
-	time.Sleep(20 * time.Millisecond)
-	p.SetRate(1000)
-	time.Sleep(20 * time.Millisecond)
-	p.SetRate(0) // closed loop: the carried slots still come first
+	p, s := simPacer(2000)
+	s.Advance(20 * time.Millisecond) // 0..20 ms at 0.5 ms: 41 due
+	p.SetRate(1000)                  // from 21 ms, one new interval after the last
+	s.Advance(20 * time.Millisecond) // to 40 ms: 21..40 ms, 20 more due
+	p.SetRate(0)                     // closed loop: the carried slots still come first
 	owed := p.sched.Load().carryN
-	if owed < 50 {
-		t.Fatalf("carried %d slots over two changes, want ~60", owed)
+	if owed != 61 {
+		t.Fatalf("carried %d slots over two changes, want 41 + 20", owed)
 	}
 	seen := map[int64]bool{}
 	last := int64(-1)
@@ -261,13 +266,14 @@ func TestRateChangesInARowKeepEveryOverdueSlot(t *testing.T) {
 
 // TestResetDropsOverdueSlots: Reset (a pool stopping or starting) owes nothing.
 func TestResetDropsOverdueSlots(t *testing.T) {
-	p := New(1000)
-	time.Sleep(50 * time.Millisecond)
+	p, s := simPacer(1000)
+	s.Advance(50 * time.Millisecond)
 	p.Reset(Constant(1000))
 	if n := p.sched.Load().carryN; n != 0 {
 		t.Fatalf("Reset carried %d slots", n)
 	}
-	if _, pending := p.Backlog(); pending > 2 {
+	// Only the new schedule's first slot, due at once.
+	if _, pending := p.Backlog(); pending != 1 {
 		t.Fatalf("backlog %d right after Reset", pending)
 	}
 }
@@ -312,8 +318,8 @@ func TestRateChangeUnderConcurrentClaims(t *testing.T) {
 // with their intended times, then refuses without waiting; Acquire goes on after them. In
 // closed loop it always succeeds.
 func TestTryAcquireTakesOnlyDueSlots(t *testing.T) {
-	p := New(1000)
-	time.Sleep(20 * time.Millisecond) // ~20 slots fall due
+	p, s := simPacer(1000)
+	s.Advance(20 * time.Millisecond) // slots 0..20 fall due
 	now := p.Now()
 	var got []int64
 	for {
@@ -323,8 +329,8 @@ func TestTryAcquireTakesOnlyDueSlots(t *testing.T) {
 		}
 		got = append(got, in)
 	}
-	if len(got) < 15 || len(got) > int(now/int64(time.Millisecond))+1 {
-		t.Fatalf("TryAcquire took %d slots after %v at 1000/s, want the ~%d due", len(got), time.Duration(now), now/int64(time.Millisecond))
+	if len(got) != 21 {
+		t.Fatalf("TryAcquire took %d slots after %v at 1000/s, want the 21 due", len(got), time.Duration(now))
 	}
 	for i, in := range got {
 		if in > now {
@@ -334,6 +340,7 @@ func TestTryAcquireTakesOnlyDueSlots(t *testing.T) {
 			t.Errorf("slots %d and %d are %v apart, want 1ms", i-1, i, time.Duration(in-got[i-1]))
 		}
 	}
+	s.Advance(time.Millisecond) // the next slot falls due: Acquire need not wait for it
 	in, _, err := p.Acquire(context.Background())
 	if err != nil || in != got[len(got)-1]+int64(time.Millisecond) {
 		t.Errorf("Acquire after TryAcquire = %v, %v; want the next slot %v", time.Duration(in), err, time.Duration(got[len(got)-1]+int64(time.Millisecond)))

@@ -18,8 +18,12 @@ import (
 // other P idled, the spinner's P sat in a worker's kernel sleep, and sysmon does not
 // retake a P from a syscall for 10 ms while another P is idle. Here one P and a goroutine
 // that computes for 2 ms whenever it wakes stand for that; the spin lasts at most the wake
-// margin (< 1 ms), so holding the P that long costs the others little, and the spinner
-// must come back on time.
+// margin (< 1 ms), so holding the P that long costs the others little.
+//
+// What is checked is the mechanism, not a latency a loaded machine stretches: with one P,
+// the other goroutine can run during a spin only if the spinner gave its P up. A machine
+// that takes the thread away stops both, so it cannot make the check fail; a garbage
+// collection that stops the spinner now and then may, hence the few spins allowed.
 func TestSpinStartsOnTimeWhileOtherGoroutinesWantItsP(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	p := New(100)
@@ -30,6 +34,7 @@ func TestSpinStartsOnTimeWhileOtherGoroutinesWantItsP(t *testing.T) {
 	}
 
 	var stop atomic.Bool
+	var ran atomic.Int64 // moves while the other goroutine computes
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -37,30 +42,33 @@ func TestSpinStartsOnTimeWhileOtherGoroutinesWantItsP(t *testing.T) {
 		for !stop.Load() {
 			time.Sleep(100 * time.Microsecond)
 			for end := time.Now().Add(2 * time.Millisecond); time.Now().Before(end); {
+				ran.Add(1)
 			}
 		}
 	}()
 	defer wg.Wait()
 	defer stop.Store(true)
 
-	const trials = 40
+	const trials, allowed = 40, 4
 	late := make([]time.Duration, 0, trials)
+	yielded := 0
 	for range trials {
 		time.Sleep(time.Millisecond) // lets the other goroutine run and go to sleep
 		// Well inside the margin, so the wait is all spin.
 		due := p.Now() + int64(300*time.Microsecond)
+		before := ran.Load()
 		got, ok := p.waitUntil(context.Background(), s, due)
 		if !ok {
 			t.Fatal("waitUntil gave up on the current schedule")
 		}
+		if ran.Load() != before {
+			yielded++
+		}
 		late = append(late, time.Duration(got-due))
 	}
 	slices.Sort(late)
-	// On time means within a few µs. A spinner that yields its P waits out the other
-	// goroutine's 2 ms in most trials, so the median tells the two apart; the tail is the
-	// machine's (a shared CI machine takes the vCPU away now and then: p90 635 µs with a
-	// median of 1.6 µs under the rest of the suite), so it is not judged here.
-	if med := late[trials/2]; med > 500*time.Microsecond {
-		t.Fatalf("spins ended late: median %v, p90 %v, max %v (want on time: a spinner that yields its P waits ~2 ms)", med, late[trials*9/10], late[trials-1])
+	t.Logf("lateness median %v, p90 %v, max %v; the other goroutine ran during %d of %d spins", late[trials/2], late[trials*9/10], late[trials-1], yielded, trials)
+	if yielded > allowed {
+		t.Fatalf("the other goroutine ran during %d of %d spins on the spinner's only P: the spinner gives its P up", yielded, trials)
 	}
 }

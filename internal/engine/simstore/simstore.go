@@ -1,0 +1,83 @@
+// Package simstore is a key-value store on simulated time, the model that the logic tests
+// of the engine and of what drives it run against: every operation takes a set service
+// time on a clock.Sim, and the store can stall periodically, as the memory driver's
+// stallEvery/stallFor do on real time. A test then knows what the store does at every
+// instant, so the counts and latencies it asserts are exact, and a loaded machine cannot
+// change them.
+package simstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
+)
+
+// Store implements driver.Driver on a simulated clock. Set its fields before the engine
+// runs; it is safe for concurrent use.
+type Store struct {
+	// Service is how long every operation takes.
+	Service time.Duration
+	// StallEvery and StallFor: each period of StallEvery, counted from the clock's reading
+	// when the store was made, ends with a stall of StallFor; an operation arriving
+	// during one waits for its end, then its service time. 0 means no stalls.
+	StallEvery, StallFor time.Duration
+
+	clk   *clock.Sim
+	start time.Time
+
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+// New returns an empty store on clk whose operations take service.
+func New(clk *clock.Sim, service time.Duration) *Store {
+	return &Store{Service: service, clk: clk, start: clk.Now(), data: map[string][]byte{}}
+}
+
+// Init does nothing: the store is ready when made.
+func (s *Store) Init(context.Context, any) error { return nil }
+
+// Close does nothing.
+func (s *Store) Close() error { return nil }
+
+// wait holds an operation for as long as the store takes at the current instant, or until
+// ctx ends (an op timeout, the engine closing). Its timer is stopped on the way out, so a
+// test that counts pending timers never counts one of an operation that has returned.
+func (s *Store) wait(ctx context.Context) error {
+	d := s.Service
+	if s.StallEvery > 0 {
+		into := s.clk.Now().Sub(s.start) % s.StallEvery
+		if into >= s.StallEvery-s.StallFor {
+			d += s.StallEvery - into
+		}
+	}
+	return clock.Sleep(ctx, s.clk, d)
+}
+
+// Read returns the value last written at key, or driver.ErrNotFound.
+func (s *Store) Read(ctx context.Context, key string) ([]byte, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.data[key]
+	if !ok {
+		return nil, driver.ErrNotFound
+	}
+	return v, nil
+}
+
+// Write stores a copy of value at key.
+func (s *Store) Write(ctx context.Context, key string, value []byte) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data[key] = append([]byte(nil), value...)
+	return nil
+}
