@@ -662,7 +662,7 @@ func (e *Engine) FirstOps() map[string]time.Time {
 func (e *Engine) SendUntil(until time.Time) {
 	var f int64
 	if !until.IsZero() {
-		f = max(e.clock.Now()+int64(time.Until(until)), 1)
+		f = max(e.clock.Now()+int64(clock.Until(e.timer, until)), 1)
 	}
 	e.fence.Store(f)
 }
