@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # HTTP and gRPC services) on loopback, and fleets of ndbench processes; ./internal/history/ runs its
 # store's tests against PostgreSQL as against SQLite; ./deploy/ checks the Helm chart with the helm that
 # scripts/install-test-deps.sh installs.
-INTEGRATION := ./internal/testserver/ ./internal/engine/ ./internal/cluster/... ./internal/cli/ ./internal/history/ ./drivers/... ./deploy/
+INTEGRATION := ./internal/testserver/ ./internal/netlab/ ./internal/engine/ ./internal/cluster/... ./internal/cli/ ./internal/history/ ./drivers/... ./deploy/
 # The container image: `make image` (needs a Docker engine with BuildKit).
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)

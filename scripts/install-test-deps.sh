@@ -29,7 +29,8 @@ fi
 
 # --- Debian packages -------------------------------------------------------------------
 # Checked by dpkg status so a run with everything present never touches apt.
-packages=(redis-server redis-tools memcached libmemcached-tools postgresql nutcracker nginx unzip)
+# iproute2 (ip, tc) makes the network namespaces of the fleet's partition tests (internal/netlab).
+packages=(redis-server redis-tools memcached libmemcached-tools postgresql nutcracker nginx unzip iproute2)
 command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
 missing=()

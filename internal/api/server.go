@@ -84,6 +84,11 @@ type Options struct {
 	// Fleet, when set, is served under FleetPrefix behind this server's auth: the server
 	// of the fleet view.
 	Fleet http.Handler
+	// Mounted says this server is served under another server's FleetPrefix (it is the
+	// fleet view), behind that server's auth: it checks no token and no host of its own.
+	// Without it, a server with no Token refuses every Host but loopback's (DNS
+	// rebinding), and so would a fleet view that its node serves off loopback with a token.
+	Mounted bool
 	// History, when set, is the results store the read-only routes under
 	// /api/v1/history read (the UI's History page); HistoryName is how they name it (a
 	// PostgreSQL URL without its password).
@@ -504,6 +509,9 @@ func public(method, path string) bool {
 // (and the UI's static assets, which hold no data), nothing else. Tokens are compared as
 // hashes in constant time, so neither their content nor their length leaks through timing.
 func (s *Server) auth(next http.Handler) http.Handler {
+	if s.opts.Mounted {
+		return next
+	}
 	if s.opts.Token == "" {
 		// Without a token the server listens on loopback only. A request naming another
 		// host came through DNS rebinding (a web page whose domain now resolves to

@@ -209,7 +209,7 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 	}
 	// The fleet view records the merged run of each fleet-wide driver session, and shows
 	// the same history as the node.
-	srv, err := api.New(api.Options{Instance: coord.Fleet(), Coordinator: coord, Logger: log, Version: toolVersion(),
+	srv, err := api.New(api.Options{Instance: coord.Fleet(), Coordinator: coord, Logger: log, Version: toolVersion(), Mounted: true,
 		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: hooks.onSessionEnd("fleet"),
 		UI: web.Handler(web.Options{Title: "ndbench fleet", Version: toolVersion(), Fleet: true,
 			Instances: []web.Instance{{ID: "fleet", Name: "fleet", BaseURL: api.FleetPrefix}}})})

@@ -44,9 +44,12 @@ var ErrClaimed = errors.New("node is part of another coordinator's run")
 // node stop its load by itself: a fleet never leaves rogue load behind.
 type Agent struct {
 	node control.Node
-	opts AgentOptions
-	log  *slog.Logger
-	clk  clock.Clock
+	// fence is the node's SendUntil when it has one: the lease's end bounds what the
+	// node sends, also while nothing runs the agent's goroutines (a paused process).
+	fence func(until time.Time)
+	opts  AgentOptions
+	log   *slog.Logger
+	clk   clock.Clock
 	// boot names this process: a node restarted under the same id answers beats with a
 	// new one, so its coordinator knows that everything it told the old process is gone.
 	boot string
@@ -57,6 +60,7 @@ type Agent struct {
 	lease       time.Duration // how long the run lasts without a beat
 	lastBeat    time.Time     // monotonic
 	orphaned    bool          // the last run's lease lapsed and the load was stopped
+	lastRun     runRef        // the run whose lease lapsed last
 	// The runs released last, by their coordinators: a beat of one still in flight when
 	// its release arrived must not take the lease again (TestAgentIgnoresABeatOfAReleasedRun).
 	// Not only the last one: under load a beat can arrive a few start-stop cycles late
@@ -70,6 +74,10 @@ type Agent struct {
 // a fleet's load once per step, seconds apart; a beat is late by a scheduling delay, so
 // a handful covers a beat late by many steps.
 const releasedRuns = 16
+
+// fencer is a node whose load can be fenced at an instant (node.Node.SendUntil): no
+// operation starts at or after it.
+type fencer interface{ SendUntil(until time.Time) }
 
 // runRef names a run.
 type runRef struct{ coordinator, run string }
@@ -91,7 +99,12 @@ func NewAgent(node control.Node, opts AgentOptions) *Agent {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Agent{node: node, opts: opts, log: log, clk: clock.Or(opts.Clock), boot: hex.EncodeToString(b[:]), wake: make(chan struct{}, 1)}
+	a := &Agent{node: node, opts: opts, log: log, clk: clock.Or(opts.Clock), boot: hex.EncodeToString(b[:]), wake: make(chan struct{}, 1),
+		fence: func(time.Time) {}}
+	if f, ok := node.(fencer); ok {
+		a.fence = f.SendUntil
+	}
+	return a
 }
 
 // Boot returns the id of this process's agent, as its beats carry it.
@@ -134,8 +147,14 @@ func (a *Agent) claim(coordinator, run string, lease time.Duration, now time.Tim
 	if err := a.heldBy(coordinator, run, now); err != nil {
 		return err
 	}
+	// A lease that lapsed unnoticed (the process was paused: Run had no chance to see
+	// it) is not renewed: the load is stopped first, so its schedule and the backlog the
+	// pause left on it are dropped, and the node sends again only once its coordinator
+	// starts it (TestAgentPausedPastItsLeaseDropsItsSchedule).
+	a.lapseLocked(now)
 	renewed := a.run == run && a.coordinator == coordinator
 	a.coordinator, a.run, a.lease, a.lastBeat, a.orphaned = coordinator, run, lease, now, false
+	a.fence(now.Add(lease))
 	if !renewed {
 		a.log.Info("fleet run joined", "coordinator", coordinator, "run", run, "lease", lease)
 		select {
@@ -150,6 +169,13 @@ func (a *Agent) claim(coordinator, run string, lease time.Duration, now time.Tim
 func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 	received := a.clk.Now()
 	a.mu.Lock()
+	a.lapseLocked(received)
+	if a.orphaned && req.Run != "" && (runRef{req.Coordinator, req.Run}) == a.lastRun {
+		// A beat of the run whose lease lapsed here: the node answers as orphaned until
+		// the coordinator starts it again (join), on a fresh schedule, rather than the
+		// beat taking the lease without the load.
+		req.Run = ""
+	}
 	if req.Run != "" {
 		// A beat of a run its coordinator released is answered like a membership beat:
 		// the coordinator sent it before the release. Only a start takes that run again.
@@ -252,10 +278,37 @@ func (a *Agent) Release(req ReleaseRequest) error {
 		return fmt.Errorf("%w: run %q of coordinator %q", ErrClaimed, a.run, a.coordinator)
 	}
 	a.run, a.coordinator = "", ""
+	a.fence(time.Time{}) // the load left is the node's own
 	a.released[a.releasedNext] = runRef{req.Coordinator, req.Run}
 	a.releasedNext = (a.releasedNext + 1) % releasedRuns
 	a.log.Info("fleet run released", "coordinator", req.Coordinator, "run", req.Run)
 	return nil
+}
+
+// lapseLocked ends the run whose lease lapsed by now, if any: the node stops its load and
+// backfill, which drops their schedules (a start re-anchors them at its instant, with no
+// carry), and it is orphaned until a coordinator starts it again. It reports whether a
+// lease lapsed. Called with a.mu held, and stops the load under it, so that no claim
+// (a start) lands between the lapse and the stop and is stopped with it. The node never
+// calls into its agent, so holding a.mu across its Stop cannot deadlock.
+func (a *Agent) lapseLocked(now time.Time) bool {
+	if a.run == "" || now.Sub(a.lastBeat) <= a.lease {
+		return false
+	}
+	coord, run, lease := a.coordinator, a.run, a.lease
+	a.lastRun = runRef{coord, run}
+	a.run, a.coordinator, a.orphaned = "", "", true
+	a.log.Warn("fleet coordinator silent for the lease time: stopping this node's load", "coordinator", coord, "run", run, "lease", lease)
+	if err := a.node.Stop(); err != nil && !errors.Is(err, control.ErrNotInitialized) {
+		a.log.Error("stop load after the lease lapsed", "err", err)
+	}
+	if err := a.node.StopBackfill(); err != nil && !errors.Is(err, control.ErrNotInitialized) {
+		a.log.Error("stop backfill after the lease lapsed", "err", err)
+	}
+	// The pools are stopped and their schedules gone: what the node's operator starts
+	// now is its own load, unfenced.
+	a.fence(time.Time{})
+	return true
 }
 
 // Run enforces the lease until ctx ends: when the run's coordinator has been silent for
@@ -264,21 +317,12 @@ func (a *Agent) Run(ctx context.Context) {
 	for {
 		a.mu.Lock()
 		wait := time.Hour
+		if a.lapseLocked(a.clk.Now()) {
+			a.mu.Unlock()
+			continue
+		}
 		if a.run != "" {
 			wait = a.lease - clock.Since(a.clk, a.lastBeat)
-			if wait <= 0 {
-				coord, run, lease := a.coordinator, a.run, a.lease
-				a.run, a.coordinator, a.orphaned = "", "", true
-				a.mu.Unlock()
-				a.log.Warn("fleet coordinator silent for the lease time: stopping this node's load", "coordinator", coord, "run", run, "lease", lease)
-				if err := a.node.Stop(); err != nil && !errors.Is(err, control.ErrNotInitialized) {
-					a.log.Error("stop load after the lease lapsed", "err", err)
-				}
-				if err := a.node.StopBackfill(); err != nil && !errors.Is(err, control.ErrNotInitialized) {
-					a.log.Error("stop backfill after the lease lapsed", "err", err)
-				}
-				continue
-			}
 		}
 		a.mu.Unlock()
 		t := a.clk.NewTimer(wait)

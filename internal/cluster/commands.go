@@ -247,6 +247,7 @@ func (c *Coordinator) start(ctx context.Context, step bool, classes []string) (t
 	defer c.beatAll(ctx)
 	err := c.fanOut("start", ms, func(m *member) error {
 		req := StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at.Add(offsets[m]), Ops: classes, LeaseMs: c.opts.Lease.Milliseconds(), NoWarmup: step}
+		defer c.leased(m)
 		return m.client().call(ctx, http.MethodPost, "/api/v1/cluster/start", req, nil)
 	})
 	return at, err
@@ -344,7 +345,9 @@ func (c *Coordinator) Backfill(ctx context.Context, opts BackfillOptions) error 
 		}
 		// Take the lease first: the backfill is the run's load.
 		beat := BeatRequest{Coordinator: c.opts.Self.ID, Run: run, LeaseMs: c.opts.Lease.Milliseconds(), Sent: c.now()}
-		if err := m.client().call(ctx, http.MethodPost, "/api/v1/cluster/beat", beat, nil); err != nil {
+		err := m.client().call(ctx, http.MethodPost, "/api/v1/cluster/beat", beat, nil)
+		c.leased(m)
+		if err != nil {
 			return err
 		}
 		return m.client().command(ctx, runRef{c.opts.Self.ID, run}, http.MethodPost, "/api/v1/backfill/start", req, nil)
@@ -446,6 +449,7 @@ func (c *Coordinator) StartNode(ctx context.Context, id string, classes ...strin
 	c.mu.Lock()
 	at := c.now().Add(4 * m.rtt).Add(m.offset)
 	c.mu.Unlock()
+	defer c.leased(m)
 	return m.client().call(ctx, http.MethodPost, "/api/v1/cluster/start",
 		StartRequest{Coordinator: c.opts.Self.ID, Run: run, At: at, Ops: classes, LeaseMs: c.opts.Lease.Milliseconds()}, nil)
 }

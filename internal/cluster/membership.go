@@ -35,23 +35,30 @@ type member struct {
 	discovery.Member // ID is set once; the other fields change under Coordinator.mu
 	// conn reaches the node's API; replaced (not mutated) when its address changes, so a
 	// call in flight keeps the client it started with.
-	conn     atomic.Pointer[peer]
-	health   Health
-	since    time.Time // of the health state
-	lastOK   time.Time
-	lastErr  string
-	beat     BeatResponse
-	samples  []clockSample
-	offset   time.Duration
-	rtt      time.Duration
-	inRun    bool              // shares the run's load
-	applied  map[string]string // the values last patched onto it
-	assigned map[string]float64
-	shaped   map[string]float64 // per class: the share of the fleet's shape it was sent
-	figures  nodeFigures
-	next     uint64 // the next interval sequence number to ask for
-	polling  bool
-	expected bool // the merge expects its intervals (from its first poll after it became alive)
+	conn    atomic.Pointer[peer]
+	health  Health
+	since   time.Time // of the health state
+	lastOK  time.Time
+	lastErr string
+	beat    BeatResponse
+	samples []clockSample
+	offset  time.Duration
+	rtt     time.Duration
+	inRun   bool // shares the run's load
+	// leaseSent is when the last call that could renew the node's lease of the run (a
+	// beat naming it, a start, a backfill's claim) returned or gave up: the node's lease
+	// ends at most the lease time later, and its share moves only then.
+	leaseSent time.Time
+	// rejoining is set while a join of the node runs: an orphaned node's beats ask for
+	// one until it is started again, not one per beat.
+	rejoining bool
+	applied   map[string]string // the values last patched onto it
+	assigned  map[string]float64
+	shaped    map[string]float64 // per class: the share of the fleet's shape it was sent
+	figures   nodeFigures
+	next      uint64 // the next interval sequence number to ask for
+	polling   bool
+	expected  bool // the merge expects its intervals (from its first poll after it became alive)
 }
 
 // client returns the node's API client; safe without Coordinator.mu.
@@ -119,25 +126,63 @@ func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
 	case Lost, Left:
 		c.stats.forget(m.ID, now)
 		m.expected = false
-		if m.inRun && c.opts.Redistribute {
-			m.inRun = false
-			c.gen++
-			c.log.Warn("fleet member lost: its share goes to the others", "node", m.ID, "was", prev)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-				defer cancel()
-				if err := c.reapply(ctx); err != nil {
-					c.log.Warn("re-split after a lost node failed", "err", err)
-				}
-				if err := c.reshape(ctx); err != nil {
-					c.log.Warn("load shapes not re-split after a lost node", "err", err)
-				}
-			}()
-		}
 	}
 	if h == Lost || h == Suspect {
 		c.log.Warn("fleet member "+string(h), "node", m.ID, "last answer", m.lastOK.Format(time.RFC3339Nano), "err", m.lastErr)
 	}
+	switch {
+	case h == Left:
+		c.moveShare(m, prev)
+	case h == Lost && m.inRun && c.opts.Redistribute:
+		if !c.moveShareAfterLease(m, prev, now) {
+			c.log.Warn("fleet member lost: its share goes to the others once its lease has lapsed", "node", m.ID,
+				"at", m.leaseSent.Add(c.opts.Lease).Format(time.RFC3339Nano))
+		}
+	}
+}
+
+// moveShareAfterLease moves a lost node's share to the others (moveShare) once its lease
+// of the run has lapsed, and reports whether it did. Until then the node may still be
+// running its share: it is cut off, not dead (a paused process, a link down), and the
+// fleet would run over its target if the others took the share while it still ran it.
+// The node stops its own load at its lease's end, and sends nothing after it, also when
+// it resumes from a pause (Agent.lapseLocked). Called with c.mu held, on each beat while
+// the node stays lost.
+func (c *Coordinator) moveShareAfterLease(m *member, prev Health, now time.Time) bool {
+	if !m.inRun || !c.opts.Redistribute || now.Before(m.leaseSent.Add(c.opts.Lease)) {
+		return false
+	}
+	c.moveShare(m, prev)
+	return true
+}
+
+// moveShare re-splits the run's load over the nodes left, without m; called with c.mu
+// held.
+func (c *Coordinator) moveShare(m *member, prev Health) {
+	if !m.inRun || !c.opts.Redistribute {
+		return
+	}
+	m.inRun = false
+	c.gen++
+	c.log.Warn("fleet member lost: its share goes to the others", "node", m.ID, "was", prev)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+		defer cancel()
+		if err := c.reapply(ctx); err != nil {
+			c.log.Warn("re-split after a lost node failed", "err", err)
+		}
+		if err := c.reshape(ctx); err != nil {
+			c.log.Warn("load shapes not re-split after a lost node", "err", err)
+		}
+	}()
+}
+
+// leased notes that a call that could renew m's lease of the run just returned or gave
+// up (see member.leaseSent).
+func (c *Coordinator) leased(m *member) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m.leaseSent = c.now()
 }
 
 // beatAll sends one beat to every member not gone, in parallel, and updates their health.
@@ -153,7 +198,9 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 			continue
 		}
 		req := BeatRequest{Coordinator: c.opts.Self.ID}
-		if m.inRun && c.run != "" {
+		// Only a node that answers has its lease renewed: from the moment it stops
+		// answering, its lease runs out, and the coordinator knows when (leaseSent).
+		if m.inRun && c.run != "" && m.health == Alive {
 			req.Run, req.LeaseMs = c.run, c.opts.Lease.Milliseconds()
 		}
 		jobs = append(jobs, job{m, req})
@@ -170,6 +217,9 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		m := j.m
+		if j.req.Run != "" {
+			m.leaseSent = t3
+		}
 		if err != nil {
 			m.lastErr = err.Error()
 			since := t3.Sub(m.lastOK)
@@ -177,6 +227,8 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 				since = t3.Sub(m.since)
 			}
 			switch {
+			case m.health == Lost:
+				c.moveShareAfterLease(m, Lost, t3)
 			case since >= c.opts.LostAfter && m.health != Joining:
 				c.setHealth(m, Lost, t3)
 			case since >= c.opts.SuspectAfter && m.health == Alive:
@@ -220,9 +272,15 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 		// back) takes its share: the others' rates go down first, then it starts. A node
 		// that restarted gets everything it was told again, run or not: it came back
 		// with its own defaults.
-		if (back && c.run != "" && c.started != nil) || restarted {
+		// A node that says its lease lapsed (paused, or cut off for the lease time, but
+		// not for long enough to be found lost) stopped its load and waits to be started
+		// again: it rejoins as a node that came back does.
+		lapsed := resp.Orphaned && m.inRun && !back && !m.rejoining
+		if ((back || lapsed) && c.run != "" && c.started != nil) || restarted {
+			m.rejoining = true
 			var resume []string
-			known := prev.Boot != ""
+			// A node whose lease lapsed stopped what it ran: it runs the fleet's classes.
+			known := prev.Boot != "" && (back || restarted)
 			if known {
 				// It had answered before: it resumes the classes it last ran (those a
 				// StopNode stopped stay stopped); a newcomer runs the fleet's.
@@ -234,7 +292,12 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 				}
 				slices.Sort(resume)
 			}
-			go c.join(context.Background(), m.ID, resume, known)
+			go func() {
+				c.join(context.Background(), m.ID, resume, known)
+				c.mu.Lock()
+				m.rejoining = false
+				c.mu.Unlock()
+			}()
 		}
 	})
 }

@@ -197,6 +197,9 @@ type Engine struct {
 	// workload.numKeys; inserts claim keys beyond it, each once, whatever the generation
 	// (a key is never inserted twice, also when numKeys changes).
 	size atomic.Int64
+	// fence is the reading of clock from which no operation of an op class starts (0:
+	// none); see SendUntil.
+	fence atomic.Int64
 }
 
 // opClass is one pool of workers: an op class of the workload. A class removed from the
@@ -654,6 +657,21 @@ func (e *Engine) FirstOps() map[string]time.Time {
 		}
 	}
 	return out
+}
+
+// SendUntil fences the op classes' load at the instant until (zero: no fence): an
+// operation whose start comes at or after it is not sent, and its worker waits until the
+// fence moves past the clock or the pool stops. A fleet node's lease sets it, so that a
+// node whose process was paused past its lease (SIGSTOP, a stalled VM) sends nothing of
+// the backlog the pause left on its schedule before it stops its load: the check is made
+// by the worker after its wait, on the clock, whichever goroutine runs first after the
+// pause. Backfill is not fenced.
+func (e *Engine) SendUntil(until time.Time) {
+	var f int64
+	if !until.IsZero() {
+		f = max(e.clock.Now()+int64(clock.Until(e.timer, until)), 1)
+	}
+	e.fence.Store(f)
 }
 
 // Stop stops the named op classes, or every class when none is named. Workers finish the

@@ -106,6 +106,9 @@ func (p *opPath) take(ctx context.Context, c *opClass, id int) (intended, start 
 		if err != nil {
 			return 0, 0, false
 		}
+		if p.fenced(ctx, start) {
+			continue
+		}
 		if g := p.e.gen.Load(); g != p.g {
 			// A worker's first operation comes here, so a pool's first one is noted
 			// without a check per operation; the mix and shards are looked up once per
@@ -120,6 +123,32 @@ func (p *opPath) take(ctx context.Context, c *opClass, id int) (intended, start 
 		}
 	}
 	return 0, 0, false
+}
+
+// fencePoll is how often a worker held by the fence (Engine.SendUntil) looks whether it
+// moved.
+const fencePoll = 20 * time.Millisecond
+
+// fenced reports whether an operation due to start at start is past the engine's fence;
+// if so its slot is dropped unsent, and the worker waits first until the fence is lifted
+// or moved past the clock, or ctx ends, so that it does not run through the slots the
+// schedule has overdue.
+func (p *opPath) fenced(ctx context.Context, start int64) bool {
+	if f := p.e.fence.Load(); f == 0 || start < f {
+		return false
+	}
+	t := time.NewTicker(fencePoll)
+	defer t.Stop()
+	for {
+		if f := p.e.fence.Load(); f == 0 || p.clock.Now() < f {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return true
+		case <-t.C:
+		}
+	}
 }
 
 // cycled notes whether a worker's cycle (an operation or a batch) failed entirely. In

@@ -71,6 +71,7 @@ type Node struct {
 	drvOpts   any // options the driver runs with: drvInit with the live options last applied
 	reconf    *reconfigurer
 	eng       *engine.Engine
+	fence     time.Time // the load's fence (SendUntil), given to each new engine
 	started   time.Time
 	pending   []string // keys whose configured value differs from what the driver runs with until the next Init
 	lastErr   *ErrorEvent
@@ -123,6 +124,19 @@ func (i *Node) engine() (*engine.Engine, error) {
 		return nil, ErrNotInitialized
 	}
 	return i.eng, nil
+}
+
+// SendUntil fences the node's load at until (zero: none), as engine.Engine.SendUntil:
+// no operation of an op class starts at or after it. A fleet agent sets it to its
+// lease's end, so a node paused past its lease sends nothing before it stops. The fence
+// holds for the engines of later driver sessions too.
+func (i *Node) SendUntil(until time.Time) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.fence = until
+	if i.eng != nil {
+		i.eng.SendUntil(until)
+	}
 }
 
 // A node is driven through the one interface every controller holds.

@@ -160,6 +160,7 @@ func (i *Node) init(ctx context.Context, name string, opts map[string]string, pi
 		if e, err = engine.New(d, snap.Config.Workload, engine.Options{Collector: i.coll, Logger: i.log, Operations: def.Operations}); err == nil {
 			i.mu.Lock()
 			i.eng, i.started = e, time.Now()
+			e.SendUntil(i.fence)
 			// A change that landed between the patch and now found no engine to apply to.
 			if cur := i.store.Current(); cur.Version != snap.Version {
 				err = e.Apply(cur.Config.Workload)

@@ -43,3 +43,21 @@ func Ndbench(ctx context.Context, bin string, args func(addr string) []string) (
 		stopTimeout:  defaultStopTimeout,
 	})
 }
+
+// NdbenchIn is Ndbench run by `ip netns exec netns` (package netlab makes such hosts),
+// listening on host, the namespace's address, which the test process must reach. ip
+// execs the command, so the server's PID is ndbench's own: Pause, Kill and Stop act on
+// it as on a server started by Ndbench.
+func NdbenchIn(ctx context.Context, bin, netns, host string, args func(addr string) []string) (*Server, error) {
+	return start(ctx, "ndbench", spec{
+		command: func(s *Server) (*exec.Cmd, error) {
+			a := append([]string{"netns", "exec", netns, bin, "serve", "--listen", s.Addr()}, args(s.Addr())...)
+			return exec.Command("ip", a...), nil
+		},
+		ready:        httpReady,
+		readyTimeout: defaultReadyTimeout,
+		stopSignal:   syscall.SIGTERM,
+		stopTimeout:  defaultStopTimeout,
+		host:         host,
+	})
+}

@@ -23,20 +23,26 @@ const (
 )
 
 // Redis starts redis-server with no persistence, bound to loopback on a free port.
-func Redis(ctx context.Context) (*Server, error) {
+func Redis(ctx context.Context) (*Server, error) { return RedisOn(ctx, Host) }
+
+// RedisOn is Redis listening on host, an address of this machine other than loopback (a
+// network lab's gateway, which the lab's hosts reach), with protected mode off so that
+// they may connect.
+func RedisOn(ctx context.Context, host string) (*Server, error) {
 	bin, err := lookBinary("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("start redis: %w", err)
 	}
 	return start(ctx, "redis", spec{
 		command: func(s *Server) (*exec.Cmd, error) {
-			return exec.Command(bin, "--bind", Host, "--port", strconv.Itoa(s.Port),
+			return exec.Command(bin, "--bind", s.Host, "--port", strconv.Itoa(s.Port), "--protected-mode", "no",
 				"--save", "", "--appendonly", "no", "--dir", s.Dir, "--daemonize", "no"), nil
 		},
 		ready:        redisReady,
 		readyTimeout: defaultReadyTimeout,
 		stopSignal:   syscall.SIGTERM,
 		stopTimeout:  defaultStopTimeout,
+		host:         host,
 	})
 }
 

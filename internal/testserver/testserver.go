@@ -39,7 +39,8 @@ import (
 	"time"
 )
 
-// Host is the only address test servers bind to and tests talk to.
+// Host is the address test servers bind to and tests talk to, but for a server run in a
+// network namespace of its own (NdbenchIn).
 const Host = "127.0.0.1"
 
 // installHint is appended to errors about missing binaries so the fix is one command away.
@@ -50,7 +51,8 @@ type Server struct {
 	// Name is the store's name: "redis", "memcached", "postgres", "cassandra", "nginx",
 	// "kvhttp", ...
 	Name string
-	// Host is always 127.0.0.1.
+	// Host is 127.0.0.1, or the address of the network namespace a server runs in
+	// (NdbenchIn).
 	Host string
 	// Port is the client port (CQL native port for Cassandra).
 	Port int
@@ -86,6 +88,8 @@ type spec struct {
 	extraPorts []string
 	// runAs, when set, runs the server as another user (stores that refuse root).
 	runAs *account
+	// host is the address the server listens on; "" is Host (loopback).
+	host string
 }
 
 // account is a user to run a server as, in numeric form.
@@ -434,7 +438,11 @@ func startOnce(ctx context.Context, name string, sp spec) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: create data dir: %w", name, err)
 	}
-	s := &Server{Name: name, Host: Host, Port: ports[0], Dir: dir, Ports: map[string]int{}, spec: sp}
+	host := Host
+	if sp.host != "" {
+		host = sp.host
+	}
+	s := &Server{Name: name, Host: host, Port: ports[0], Dir: dir, Ports: map[string]int{}, spec: sp}
 	for i, p := range sp.extraPorts {
 		s.Ports[p] = ports[i+1]
 	}
