@@ -138,7 +138,8 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 	}
 	_, port, _ := net.SplitHostPort(self.Addr)
 	p, _ := strconv.Atoi(port)
-	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer, DefaultPort: p, EtcdPrefix: f.prefix, EtcdTTL: f.ttl})
+	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer, DefaultPort: p, EtcdPrefix: f.prefix, EtcdTTL: f.ttl,
+		EtcdTLS: etcdAccess.TLS, EtcdUser: etcdAccess.Username, EtcdPassword: etcdAccess.Password})
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -149,17 +150,17 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 	}
 	var scopes *source.FleetScopes
 	if f.scopePrefix != "" {
-		endpoints, access := configEtcd, etcdAccess
+		endpoints := configEtcd
 		if endpoints == "" {
 			if rest, ok := strings.CutPrefix(spec, "etcd:"); ok {
-				// The discovery's etcd: its own TLS settings are not flags yet.
-				endpoints, access = rest, source.EtcdAccess{}
+				// The discovery's etcd, reached the same way (--config-etcd-*).
+				endpoints = rest
 			}
 		}
 		if endpoints == "" {
 			return nil, usageError{errors.New("--fleet-config-prefix needs etcd: give --config-etcd, or --discovery etcd:ENDPOINTS")}
 		}
-		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix, access); err != nil {
+		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix, etcdAccess); err != nil {
 			return nil, err
 		}
 	}

@@ -97,10 +97,10 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "with --start, write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.etcd, "config-etcd", "", "comma-separated etcd endpoints to read live configuration from")
 	cmd.Flags().StringVar(&f.etcdPrefix, "config-prefix", "", "etcd key prefix of this node's configuration, e.g. /ndbench/node1/")
-	cmd.Flags().StringVar(&f.etcdCA, "config-etcd-ca", "", "reach --config-etcd over TLS, trusting the CA certificates (PEM) of this file")
-	cmd.Flags().StringVar(&f.etcdCert, "config-etcd-cert", "", "reach --config-etcd over TLS with this client certificate (PEM; with --config-etcd-key), re-read when it changes")
+	cmd.Flags().StringVar(&f.etcdCA, "config-etcd-ca", "", "reach etcd (--config-etcd, --discovery etcd:) over TLS, trusting the CA certificates (PEM) of this file")
+	cmd.Flags().StringVar(&f.etcdCert, "config-etcd-cert", "", "reach etcd (--config-etcd, --discovery etcd:) over TLS with this client certificate (PEM; with --config-etcd-key), re-read when it changes")
 	cmd.Flags().StringVar(&f.etcdKey, "config-etcd-key", "", "the private key (PEM) of --config-etcd-cert")
-	cmd.Flags().StringVar(&f.etcdUser, "config-etcd-user", "", "etcd user of --config-etcd; the password comes from $NDBENCH_ETCD_PASSWORD")
+	cmd.Flags().StringVar(&f.etcdUser, "config-etcd-user", "", "etcd user of --config-etcd and --discovery etcd:; the password comes from $NDBENCH_ETCD_PASSWORD")
 	cmd.Flags().StringVar(&f.report, "report", "", "on shutdown, write the JSON report of the whole service run to this file")
 	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
@@ -382,14 +382,16 @@ func printServeEnd(out io.Writer, serveErr error, what string) {
 	fmt.Fprintf(out, "serve stopped by a signal: %s; exit code 0\n", what)
 }
 
-// etcdAccess is how --config-etcd is reached: over TLS with --config-etcd-ca (etcd's CA)
-// or --config-etcd-cert/--config-etcd-key (a client certificate, returned to be watched),
-// as --config-etcd-user with $NDBENCH_ETCD_PASSWORD. Errors never show the password.
+// etcdAccess is how etcd is reached, --config-etcd and --discovery etcd: alike (one
+// fleet, one etcd cluster, one login): over TLS with --config-etcd-ca (etcd's CA) or
+// --config-etcd-cert/--config-etcd-key (a client certificate, returned to be watched), as
+// --config-etcd-user with $NDBENCH_ETCD_PASSWORD. Errors never show the password.
 func (f *serveFlags) etcdAccess(env []string) (source.EtcdAccess, *api.CertFiles, error) {
 	var a source.EtcdAccess
 	set := f.etcdCA != "" || f.etcdCert != "" || f.etcdKey != "" || f.etcdUser != ""
-	if set && f.etcd == "" {
-		return a, nil, errors.New("--config-etcd-ca, --config-etcd-cert, --config-etcd-key and --config-etcd-user say how to reach --config-etcd: give it with them")
+	etcdDiscovery := strings.HasPrefix(f.fleet.discovery, "etcd:")
+	if set && f.etcd == "" && !etcdDiscovery {
+		return a, nil, errors.New("--config-etcd-ca, --config-etcd-cert, --config-etcd-key and --config-etcd-user say how to reach etcd: give --config-etcd or --discovery etcd:ENDPOINTS with them")
 	}
 	var certs *api.CertFiles
 	if f.etcdCert != "" || f.etcdKey != "" {
@@ -415,7 +417,7 @@ func (f *serveFlags) etcdAccess(env []string) (source.EtcdAccess, *api.CertFiles
 	switch {
 	case f.etcdUser != "" && password == "":
 		return a, nil, errors.New("--config-etcd-user needs the password in $NDBENCH_ETCD_PASSWORD")
-	case f.etcdUser == "" && password != "" && f.etcd != "":
+	case f.etcdUser == "" && password != "" && (f.etcd != "" || etcdDiscovery):
 		return a, nil, errors.New("$NDBENCH_ETCD_PASSWORD is set without --config-etcd-user: give the user too")
 	}
 	a.Username, a.Password = f.etcdUser, password
