@@ -43,6 +43,8 @@ type fleetFlags struct {
 	coordinate    bool
 	scopePrefix   string
 	peerCA        string
+	peerCert      string
+	peerKey       string
 	insecurePeers bool
 }
 
@@ -62,6 +64,8 @@ func (f *fleetFlags) bind(cmd *cobra.Command) {
 	fl.BoolVar(&f.redistribute, "redistribute", false, "give a lost node's share of the fleet rate to the other nodes")
 	fl.StringVar(&f.scopePrefix, "fleet-config-prefix", "", "keep the fleet's configuration in etcd under this prefix (the etcd of --config-etcd, else of --discovery etcd:): changes are saved there, read back at start, and edits there applied")
 	fl.StringVar(&f.peerCA, "peer-ca", "", "call the fleet's nodes over https, trusting the CA certificates (PEM) of this file; a node's certificate must name its node id (see docs/security.md)")
+	fl.StringVar(&f.peerCert, "peer-cert", "", "the certificate (PEM) a coordinating node presents to its fleet's nodes (mutual TLS: nodes with --tls-client-ca); default --tls-cert's; re-read when it changes")
+	fl.StringVar(&f.peerKey, "peer-key", "", "the private key (PEM) of --peer-cert")
 	fl.BoolVar(&f.insecurePeers, "insecure-peers", false, "allow plain http to fleet nodes off loopback (the token crosses the network in clear text): only on a network you trust")
 	fl.BoolVar(&f.coordinate, "coordinate", false, "track the fleet from the start (otherwise from the first request to the fleet view at /fleet/)")
 }
@@ -124,8 +128,8 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 		spec = "static:" + strings.Join(f.peers, ",")
 	}
 	if spec == "" {
-		if f.peerCA != "" || f.insecurePeers {
-			return nil, usageError{errors.New("--peer-ca and --insecure-peers set how a coordinating node calls its fleet: give --peers or --discovery with them")}
+		if f.peerCA != "" || f.peerCert != "" || f.peerKey != "" || f.insecurePeers {
+			return nil, usageError{errors.New("--peer-ca, --peer-cert, --peer-key and --insecure-peers set how a coordinating node calls its fleet: give --peers or --discovery with them")}
 		}
 		return nil, nil
 	}
@@ -164,9 +168,12 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 			return nil, err
 		}
 	}
-	peerTLS, err := f.peerTLS(certs)
+	peerTLS, peerCerts, err := f.peerTLS(certs)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if peerCerts != nil {
+		go peerCerts.Watch(ctx, 0, log)
 	}
 	if f.insecurePeers {
 		log.Warn("INSECURE: --insecure-peers: fleet nodes off loopback are called over plain http, so the fleet's token and every command cross the network in clear text, " +
@@ -241,9 +248,22 @@ type fleetView struct {
 
 // peerTLS is how a coordinator calls its nodes: over https when it has a CA for them
 // (--peer-ca) or serves TLS itself (--tls-cert: its fleet does too; the system's CAs
-// then), presenting its own certificate to a node that asks; nil (plain http) otherwise.
-func (f *fleetFlags) peerTLS(certs *api.CertFiles) (*tls.Config, error) {
-	return peerTLSConfig(f.peerCA, f.insecurePeers, certs)
+// then), presenting --peer-cert (else its own --tls-cert) to a node that asks; nil (plain
+// http) otherwise. A --peer-cert pair is returned to be watched.
+func (f *fleetFlags) peerTLS(certs *api.CertFiles) (*tls.Config, *api.CertFiles, error) {
+	var own *api.CertFiles
+	if f.peerCert != "" || f.peerKey != "" {
+		var err error
+		if own, err = api.LoadCertFiles(f.peerCert, f.peerKey); err != nil {
+			return nil, nil, fmt.Errorf("--peer-cert and --peer-key: %w", err)
+		}
+		if f.peerCA == "" && certs == nil {
+			return nil, nil, errors.New("--peer-cert is presented over https to the fleet's nodes: give --peer-ca (the CA their certificates chain to) with it")
+		}
+		certs = own
+	}
+	cfg, err := peerTLSConfig(f.peerCA, f.insecurePeers, certs)
+	return cfg, own, err
 }
 
 func peerTLSConfig(peerCA string, insecurePeers bool, certs *api.CertFiles) (*tls.Config, error) {

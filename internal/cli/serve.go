@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,7 @@ type serveFlags struct {
 	record       recordFlags
 	tlsCert      string
 	tlsKey       string
+	tlsClientCA  string
 	insecure     bool // --insecure-listen
 	etcdCA       string
 	etcdCert     string
@@ -108,6 +110,7 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().StringSliceVar(&f.allowTargets, "allow-targets", nil, "hosts (host:port, or host for any port) API callers may point the http and grpc drivers at, besides those the command line names")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM, the chain after it), re-read when it changes and on SIGHUP; with --tls-key")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	cmd.Flags().StringVar(&f.tlsClientCA, "tls-client-ca", "", "mutual TLS: answer only clients presenting a certificate of these CAs (PEM), /health excepted; a fleet's coordinator presents --peer-cert")
 	cmd.Flags().BoolVar(&f.insecure, "insecure-listen", false, "serve plain HTTP off loopback (the token crosses the network in clear text): only behind a proxy that terminates TLS, or on a trusted network")
 	f.fleet.bind(cmd)
 	f.otlp.bind(cmd)
@@ -157,6 +160,15 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if f.tlsCert != "" || f.tlsKey != "" {
 		if certs, err = api.LoadCertFiles(f.tlsCert, f.tlsKey); err != nil {
 			return usageError{err}
+		}
+	}
+	var clientCAs *x509.CertPool
+	if f.tlsClientCA != "" {
+		if certs == nil {
+			return usageError{errors.New("--tls-client-ca asks clients for certificates over TLS: give --tls-cert and --tls-key with it")}
+		}
+		if clientCAs, err = api.LoadCAFile(f.tlsClientCA); err != nil {
+			return usageError{fmt.Errorf("--tls-client-ca: %w", err)}
 		}
 	}
 	if err := api.CheckListen(f.listen, token, certs != nil, f.insecure); err != nil {
@@ -289,7 +301,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	opts := api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
 		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent,
-		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: onSessionEnd("serve"), Certs: certs}
+		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: onSessionEnd("serve"), Certs: certs, ClientCAs: clientCAs}
 	if fleetSrv != nil {
 		defer fleetSrv.Close()
 		opts.Fleet, opts.Discovery = fleetSrv.handler, fleetSrv.disc
