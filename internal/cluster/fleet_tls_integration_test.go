@@ -282,11 +282,12 @@ func TestFleetMutualTLS(t *testing.T) {
 				return append([]string{"--token", token, "--log-level", "info",
 					"--peer-ca", ca.File, "--coordinate", "--peers", strings.Join([]string{n1.Addr(), n2.Addr()}, ",")}, tt.args...)
 			})
-			ms := waitMembers(t, tlsClient(ca.Pool), tt.url+bad.Addr(), token, 30*time.Second, func(ms map[string]memberState) bool {
+			first := waitMembers(t, tlsClient(ca.Pool), tt.url+bad.Addr(), token, 30*time.Second, func(ms map[string]memberState) bool {
 				return ms[n1.Addr()].LastError != "" && ms[n2.Addr()].LastError != ""
 			})
+			t.Logf("the untrusted coordinator's first error: %s", first[n1.Addr()].LastError)
 			time.Sleep(2 * time.Second)
-			ms = waitMembers(t, tlsClient(ca.Pool), tt.url+bad.Addr(), token, time.Second, func(map[string]memberState) bool { return true })
+			ms := waitMembers(t, tlsClient(ca.Pool), tt.url+bad.Addr(), token, time.Second, func(map[string]memberState) bool { return true })
 			for _, id := range []string{n1.Addr(), n2.Addr()} {
 				if ms[id].Health == "alive" {
 					t.Errorf("node %s answered a coordinator with %s: %+v", id, tt.name, ms[id])
