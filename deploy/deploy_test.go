@@ -374,6 +374,36 @@ func checkNode(t *testing.T, o objects, secretName, secretKey string) corev1.Con
 		}
 	}
 
+	// TLS, unless the values said insecure: the certificate from the TLS Secret's files,
+	// the nodes' certificates checked against its CA, probes over https, and no
+	// --insecure-* flag.
+	insecure := slices.Contains(c.Args, "--insecure-listen")
+	if insecure != slices.Contains(c.Args, "--insecure-peers") || insecure == slices.Contains(c.Args, "--tls-cert") {
+		t.Errorf("args %q: want either TLS (--tls-cert, --peer-ca) or both --insecure-listen and --insecure-peers", c.Args)
+	}
+	if !insecure {
+		for flag, want := range map[string]string{"--tls-cert": "/etc/ndbench-tls/tls.crt", "--tls-key": "/etc/ndbench-tls/tls.key", "--peer-ca": "/etc/ndbench-tls/ca.crt"} {
+			if got := argAfter(t, c.Args, flag); got != want {
+				t.Errorf("%s %s, want %s", flag, got, want)
+			}
+		}
+		for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+			if p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+				t.Errorf("%s probe over %q, want HTTPS", name, p.HTTPGet.Scheme)
+			}
+		}
+		var mounted, fromSecret bool
+		for _, m := range c.VolumeMounts {
+			mounted = mounted || m.Name == "tls" && m.MountPath == "/etc/ndbench-tls" && m.ReadOnly
+		}
+		for _, v := range spec.Volumes {
+			fromSecret = fromSecret || v.Name == "tls" && v.Secret != nil && v.Secret.SecretName != ""
+		}
+		if !mounted || !fromSecret {
+			t.Errorf("the TLS Secret is not mounted read-only at /etc/ndbench-tls: mounts %+v, volumes %+v", c.VolumeMounts, spec.Volumes)
+		}
+	}
+
 	// Prometheus scrape annotations on the pods.
 	want := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": fmt.Sprint(port), "prometheus.io/path": "/metrics"}
 	for k, v := range want {
@@ -456,6 +486,14 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("control Service selects pod %q, want %s-0", got, ss.Name)
 	}
 
+	// TLS by default, from the Secret cert-manager's names fit, without mutual TLS.
+	if v := tlsVolume(ss.Spec.Template.Spec); v == nil || v.Secret.SecretName != "ndbench-tls" {
+		t.Errorf("the default TLS Secret is not ndbench-tls: %+v", v)
+	}
+	if slices.Contains(c.Args, "--tls-client-ca") {
+		t.Error("mutual TLS by default: browsers would need client certificates")
+	}
+
 	// helm test's pod checks the Service and the token.
 	if len(o.pods) != 1 || o.pods[0].Annotations["helm.sh/hook"] != "test" {
 		t.Errorf("want one helm test pod, got %d", len(o.pods))
@@ -469,7 +507,7 @@ func TestVariant(t *testing.T) {
 		"token.existingSecret=my-token", "token.key=api-token",
 		"nodeLabels.zone=us-east-1a", "nodeLabels.rack=r1",
 		"service.type=LoadBalancer", "podAntiAffinity=hard", "tests.enabled=false",
-		"config.driver.name=memory", "config.workload.readRate=5000"))
+		"config.driver.name=memory", "config.workload.readRate=5000", "tls.secretName=my-tls", "tls.clientAuth=true"))
 	if len(o.deployments) != 1 || *o.deployments[0].Spec.Replicas != 5 {
 		t.Fatalf("want one Deployment of 5, got %d Deployments", len(o.deployments))
 	}
@@ -492,6 +530,12 @@ func TestVariant(t *testing.T) {
 			t.Errorf("%s %s, want %s", flag, got, want)
 		}
 	}
+	if got := argAfter(t, c.Args, "--tls-client-ca"); got != "/etc/ndbench-tls/ca.crt" {
+		t.Errorf("tls.clientAuth: --tls-client-ca %s, want the Secret's ca.crt", got)
+	}
+	if v := tlsVolume(o.deployments[0].Spec.Template.Spec); v == nil || v.Secret.SecretName != "my-tls" {
+		t.Errorf("tls.secretName=my-tls mounts %+v", v)
+	}
 	for _, s := range o.services {
 		if s.Spec.ClusterIP == corev1.ClusterIPNone {
 			continue
@@ -509,6 +553,32 @@ func TestVariant(t *testing.T) {
 	}
 }
 
+// tlsVolume is the pod's volume of the TLS Secret, nil without one.
+func tlsVolume(spec corev1.PodSpec) *corev1.Volume {
+	for i, v := range spec.Volumes {
+		if v.Name == "tls" && v.Secret != nil {
+			return &spec.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// TestInsecure: plain http only when the values say so, and then both ways (API and
+// peers), probes and helm's test over http, no TLS Secret.
+func TestInsecure(t *testing.T) {
+	o := decode(t, template(t, "tls.enabled=false", "insecure=true"))
+	c := checkNode(t, o, o.secrets[0].Name, "token")
+	if !slices.Contains(c.Args, "--insecure-listen") || slices.Contains(c.Args, "--tls-cert") {
+		t.Errorf("insecure=true: args %q", c.Args)
+	}
+	if v := tlsVolume(o.statefulSets[0].Spec.Template.Spec); v != nil {
+		t.Errorf("TLS off, yet the Secret is mounted: %+v", v)
+	}
+	if p := c.ReadinessProbe; p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+		t.Error("TLS off, yet the probe is over https")
+	}
+}
+
 // TestBadValues: values the chart cannot honour fail the render with a message, from
 // values.schema.json (a misspelt value name too) or, when helm skips the schema, from the
 // templates.
@@ -518,6 +588,8 @@ func TestBadValues(t *testing.T) {
 		{"podAntiAffinity=always", "at '/podAntiAffinity': value must be one of", "podAntiAffinity must be soft, hard"},
 		{"replica=5", "additional properties 'replica' not allowed", ""},
 		{"etcd.config.enabled=true", "etcd.config.enabled needs etcd.endpoints", "etcd.config.enabled needs etcd.endpoints"},
+		{"tls.enabled=false", "tls.enabled is false: set insecure=true", "tls.enabled is false: set insecure=true"},
+		{"tls.clientauth=true", "additional properties 'clientauth' not allowed", ""},
 	} {
 		for _, schema := range []bool{true, false} {
 			args := []string{"template", release, chart, "--set", c.set}
@@ -581,7 +653,7 @@ func TestDockerfile(t *testing.T) {
 	stages := strings.Split(df, "\nFROM ")
 	final := stages[len(stages)-1]
 	for _, want := range []string{"USER 65532:65532", fmt.Sprintf("EXPOSE %d", port), `ENTRYPOINT ["/ndbench"]`,
-		fmt.Sprintf(`CMD ["serve", "--listen", "0.0.0.0:%d", "--insecure-listen"]`, port)} {
+		fmt.Sprintf(`CMD ["serve", "--listen", "0.0.0.0:%d", "--tls-cert", "/etc/ndbench-tls/tls.crt", "--tls-key", "/etc/ndbench-tls/tls.key"]`, port)} {
 		if !strings.Contains(final, "\n"+want+"\n") {
 			t.Errorf("the Dockerfile's final stage has no line %s", want)
 		}

@@ -11,4 +11,5 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 helm="${HELM:-$(bash "$here/install-helm.sh")}"
 echo "# Rendered from deploy/helm/ndbench by 'make manifests'; do not edit by hand."
 echo "# Put a token in the Secret ndbench-token before applying (see docs/deploy.md)."
+echo "# Create the TLS Secret ndbench-tls (tls.crt, tls.key, ca.crt; cert-manager writes these) first (see docs/security.md)."
 "$helm" template ndbench "$here/../deploy/helm/ndbench" --namespace default --skip-tests --set token.generate=false

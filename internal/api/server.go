@@ -13,6 +13,8 @@ package api
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,6 +104,12 @@ type Options struct {
 	// Certs, when set, makes Serve speak TLS with this certificate, re-read as its files
 	// change (CertFiles.Watch).
 	Certs *CertFiles
+	// ClientCAs, when set with Certs, makes the TLS mutual: every request but /health
+	// (a load balancer's or the kubelet's probe, which has no certificate) needs a
+	// client certificate that chains to these CAs, else it is refused with 401 before
+	// the token is looked at; a certificate that does not chain fails the handshake.
+	// The fleet's coordinator presents its --peer-cert.
+	ClientCAs *x509.CertPool
 	// TokenChanged, when set, is called with the new token after a rotation
 	// (SetToken, ReloadTokenFile, WatchTokenFile): a coordinator's calls to its nodes
 	// follow the token file too.
@@ -145,6 +153,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if err := CheckToken(opts.Token); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
+	}
+	if opts.ClientCAs != nil && opts.Certs == nil {
+		return nil, errors.New("api: client certificates (--tls-client-ca) need the node to serve TLS (--tls-cert, --tls-key)")
 	}
 	origins, err := crossorigin.New(opts.CORSOrigins)
 	if err != nil {
@@ -458,6 +469,20 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// requireClientCert refuses a request that came without a verified client certificate,
+// but the health probe's. The TLS layer has already refused a certificate that does not
+// chain to the CAs; this refuses the connection that presented none, which TLS lets
+// through so that probes work.
+func requireClientCert(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+			writeProblem(w, http.StatusUnauthorized, "a client certificate signed by the node's --tls-client-ca is required (mutual TLS)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // Serve serves on ln (over TLS with Options.Certs) until ctx ends, then shuts down gracefully (open streams end at
 // once; other requests get a few seconds to finish).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -476,6 +501,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	if s.opts.Certs != nil {
 		srv.TLSConfig = s.opts.Certs.ServerConfig()
+		if s.opts.ClientCAs != nil {
+			srv.TLSConfig.ClientCAs = s.opts.ClientCAs
+			srv.TLSConfig.ClientAuth = tls.VerifyClientCertIfGiven
+			srv.Handler = requireClientCert(s.handler)
+		}
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	} else {
 		go func() { errc <- srv.Serve(ln) }()

@@ -255,3 +255,99 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// With ClientCAs, a node answers only clients presenting a certificate of those CAs
+// (health probes excepted): none is refused with 401 before the token counts, one of
+// another CA fails the handshake, one of the CA gets the API with the token.
+func TestServeMutualTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "fleet")
+	pair := ca.Issue("node", "127.0.0.1")
+	coord := ca.Issue("coordinator", "coordinator")
+	rogue := tlstest.NewCA(t, "rogue").Issue("rogue", "coordinator")
+	certs, err := LoadCertFiles(pair.Cert, pair.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := config.Load(config.Sources{Sets: []string{"driver.name=memory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := node.New(config.NewStore(snap), nil)
+	defer inst.Close()
+	if _, err := New(Options{Instance: inst, Token: testToken, ClientCAs: ca.Pool, Version: "test"}); err == nil || !strings.Contains(err.Error(), "--tls-cert") {
+		t.Errorf("client CAs without a certificate to serve: %v, want an error naming --tls-cert", err)
+	}
+	srv, err := New(Options{Instance: inst, Token: testToken, Certs: certs, ClientCAs: ca.Pool, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	base := "https://" + ln.Addr().String()
+
+	get := func(client *tlstest.Pair, path, token string) (int, string, error) {
+		cfg := &tls.Config{RootCAs: ca.Pool, MinVersion: tls.VersionTLS12}
+		if client != nil {
+			c, err := tls.LoadX509KeyPair(client.Cert, client.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Presented whatever CAs the server names: Go's client would otherwise
+			// send no certificate of another CA at all.
+			cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
+		}
+		tr := &http.Transport{TLSClientConfig: cfg}
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	tests := []struct {
+		name   string
+		client *tlstest.Pair
+		path   string
+		token  string
+		want   int // 0 = the connection fails
+	}{
+		{"no certificate, health probe", nil, "/health", "", 200},
+		{"no certificate, with the token", nil, "/api/v1/status", testToken, 401},
+		{"no certificate, metrics", nil, "/metrics", testToken, 401},
+		{"the fleet CA's certificate, with the token", &coord, "/api/v1/status", testToken, 200},
+		{"the fleet CA's certificate, no token", &coord, "/api/v1/status", "", 401},
+		{"another CA's certificate", &rogue, "/api/v1/status", testToken, 0},
+		{"another CA's certificate, health probe", &rogue, "/health", "", 0},
+	}
+	for _, tt := range tests {
+		st, body, err := get(tt.client, tt.path, tt.token)
+		switch {
+		case tt.want == 0 && err == nil:
+			t.Errorf("%s: %d %s, want the handshake refused", tt.name, st, body)
+		case tt.want != 0 && err != nil:
+			t.Errorf("%s: %v, want %d", tt.name, err, tt.want)
+		case st != tt.want:
+			t.Errorf("%s: %d %s, want %d", tt.name, st, body, tt.want)
+		case tt.client == nil && st == 401 && !strings.Contains(body, "--tls-client-ca"):
+			t.Errorf("%s: refusal %s does not name --tls-client-ca", tt.name, body)
+		}
+	}
+}

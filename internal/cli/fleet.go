@@ -43,6 +43,8 @@ type fleetFlags struct {
 	coordinate    bool
 	scopePrefix   string
 	peerCA        string
+	peerCert      string
+	peerKey       string
 	insecurePeers bool
 }
 
@@ -62,6 +64,8 @@ func (f *fleetFlags) bind(cmd *cobra.Command) {
 	fl.BoolVar(&f.redistribute, "redistribute", false, "give a lost node's share of the fleet rate to the other nodes")
 	fl.StringVar(&f.scopePrefix, "fleet-config-prefix", "", "keep the fleet's configuration in etcd under this prefix (the etcd of --config-etcd, else of --discovery etcd:): changes are saved there, read back at start, and edits there applied")
 	fl.StringVar(&f.peerCA, "peer-ca", "", "call the fleet's nodes over https, trusting the CA certificates (PEM) of this file; a node's certificate must name its node id (see docs/security.md)")
+	fl.StringVar(&f.peerCert, "peer-cert", "", "the certificate (PEM) a coordinating node presents to its fleet's nodes (mutual TLS: nodes with --tls-client-ca); default --tls-cert's; re-read when it changes")
+	fl.StringVar(&f.peerKey, "peer-key", "", "the private key (PEM) of --peer-cert")
 	fl.BoolVar(&f.insecurePeers, "insecure-peers", false, "allow plain http to fleet nodes off loopback (the token crosses the network in clear text): only on a network you trust")
 	fl.BoolVar(&f.coordinate, "coordinate", false, "track the fleet from the start (otherwise from the first request to the fleet view at /fleet/)")
 }
@@ -124,8 +128,8 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 		spec = "static:" + strings.Join(f.peers, ",")
 	}
 	if spec == "" {
-		if f.peerCA != "" || f.insecurePeers {
-			return nil, usageError{errors.New("--peer-ca and --insecure-peers set how a coordinating node calls its fleet: give --peers or --discovery with them")}
+		if f.peerCA != "" || f.peerCert != "" || f.peerKey != "" || f.insecurePeers {
+			return nil, usageError{errors.New("--peer-ca, --peer-cert, --peer-key and --insecure-peers set how a coordinating node calls its fleet: give --peers or --discovery with them")}
 		}
 		return nil, nil
 	}
@@ -138,7 +142,8 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 	}
 	_, port, _ := net.SplitHostPort(self.Addr)
 	p, _ := strconv.Atoi(port)
-	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer, DefaultPort: p, EtcdPrefix: f.prefix, EtcdTTL: f.ttl})
+	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer, DefaultPort: p, EtcdPrefix: f.prefix, EtcdTTL: f.ttl,
+		EtcdTLS: etcdAccess.TLS, EtcdUser: etcdAccess.Username, EtcdPassword: etcdAccess.Password})
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -149,23 +154,26 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 	}
 	var scopes *source.FleetScopes
 	if f.scopePrefix != "" {
-		endpoints, access := configEtcd, etcdAccess
+		endpoints := configEtcd
 		if endpoints == "" {
 			if rest, ok := strings.CutPrefix(spec, "etcd:"); ok {
-				// The discovery's etcd: its own TLS settings are not flags yet.
-				endpoints, access = rest, source.EtcdAccess{}
+				// The discovery's etcd, reached the same way (--config-etcd-*).
+				endpoints = rest
 			}
 		}
 		if endpoints == "" {
 			return nil, usageError{errors.New("--fleet-config-prefix needs etcd: give --config-etcd, or --discovery etcd:ENDPOINTS")}
 		}
-		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix, access); err != nil {
+		if scopes, err = source.OpenFleetScopes(strings.Split(endpoints, ","), f.scopePrefix, etcdAccess); err != nil {
 			return nil, err
 		}
 	}
-	peerTLS, err := f.peerTLS(certs)
+	peerTLS, peerCerts, err := f.peerTLS(certs)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if peerCerts != nil {
+		go peerCerts.Watch(ctx, 0, log)
 	}
 	if f.insecurePeers {
 		log.Warn("INSECURE: --insecure-peers: fleet nodes off loopback are called over plain http, so the fleet's token and every command cross the network in clear text, " +
@@ -240,9 +248,22 @@ type fleetView struct {
 
 // peerTLS is how a coordinator calls its nodes: over https when it has a CA for them
 // (--peer-ca) or serves TLS itself (--tls-cert: its fleet does too; the system's CAs
-// then), presenting its own certificate to a node that asks; nil (plain http) otherwise.
-func (f *fleetFlags) peerTLS(certs *api.CertFiles) (*tls.Config, error) {
-	return peerTLSConfig(f.peerCA, f.insecurePeers, certs)
+// then), presenting --peer-cert (else its own --tls-cert) to a node that asks; nil (plain
+// http) otherwise. A --peer-cert pair is returned to be watched.
+func (f *fleetFlags) peerTLS(certs *api.CertFiles) (*tls.Config, *api.CertFiles, error) {
+	var own *api.CertFiles
+	if f.peerCert != "" || f.peerKey != "" {
+		var err error
+		if own, err = api.LoadCertFiles(f.peerCert, f.peerKey); err != nil {
+			return nil, nil, fmt.Errorf("--peer-cert and --peer-key: %w", err)
+		}
+		if f.peerCA == "" && certs == nil {
+			return nil, nil, errors.New("--peer-cert is presented over https to the fleet's nodes: give --peer-ca (the CA their certificates chain to) with it")
+		}
+		certs = own
+	}
+	cfg, err := peerTLSConfig(f.peerCA, f.insecurePeers, certs)
+	return cfg, own, err
 }
 
 func peerTLSConfig(peerCA string, insecurePeers bool, certs *api.CertFiles) (*tls.Config, error) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,7 @@ type serveFlags struct {
 	record       recordFlags
 	tlsCert      string
 	tlsKey       string
+	tlsClientCA  string
 	insecure     bool // --insecure-listen
 	etcdCA       string
 	etcdCert     string
@@ -97,10 +99,10 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "with --start, write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.etcd, "config-etcd", "", "comma-separated etcd endpoints to read live configuration from")
 	cmd.Flags().StringVar(&f.etcdPrefix, "config-prefix", "", "etcd key prefix of this node's configuration, e.g. /ndbench/node1/")
-	cmd.Flags().StringVar(&f.etcdCA, "config-etcd-ca", "", "reach --config-etcd over TLS, trusting the CA certificates (PEM) of this file")
-	cmd.Flags().StringVar(&f.etcdCert, "config-etcd-cert", "", "reach --config-etcd over TLS with this client certificate (PEM; with --config-etcd-key), re-read when it changes")
+	cmd.Flags().StringVar(&f.etcdCA, "config-etcd-ca", "", "reach etcd (--config-etcd, --discovery etcd:) over TLS, trusting the CA certificates (PEM) of this file")
+	cmd.Flags().StringVar(&f.etcdCert, "config-etcd-cert", "", "reach etcd (--config-etcd, --discovery etcd:) over TLS with this client certificate (PEM; with --config-etcd-key), re-read when it changes")
 	cmd.Flags().StringVar(&f.etcdKey, "config-etcd-key", "", "the private key (PEM) of --config-etcd-cert")
-	cmd.Flags().StringVar(&f.etcdUser, "config-etcd-user", "", "etcd user of --config-etcd; the password comes from $NDBENCH_ETCD_PASSWORD")
+	cmd.Flags().StringVar(&f.etcdUser, "config-etcd-user", "", "etcd user of --config-etcd and --discovery etcd:; the password comes from $NDBENCH_ETCD_PASSWORD")
 	f.outputs.bind(cmd, outputHelp{
 		report:     "on shutdown, write the JSON report of the whole service run to this file",
 		reportHTML: "on shutdown, write the HTML report of the whole service run to this file",
@@ -111,6 +113,7 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().StringSliceVar(&f.allowTargets, "allow-targets", nil, "hosts (host:port, or host for any port) API callers may point the http and grpc drivers at, besides those the command line names")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "serve the API over TLS with this certificate (PEM, the chain after it), re-read when it changes and on SIGHUP; with --tls-key")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	cmd.Flags().StringVar(&f.tlsClientCA, "tls-client-ca", "", "mutual TLS: answer only clients presenting a certificate of these CAs (PEM), /health excepted; a fleet's coordinator presents --peer-cert")
 	cmd.Flags().BoolVar(&f.insecure, "insecure-listen", false, "serve plain HTTP off loopback (the token crosses the network in clear text): only behind a proxy that terminates TLS, or on a trusted network")
 	f.fleet.bind(cmd)
 	f.otlp.bind(cmd)
@@ -160,6 +163,15 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if f.tlsCert != "" || f.tlsKey != "" {
 		if certs, err = api.LoadCertFiles(f.tlsCert, f.tlsKey); err != nil {
 			return usageError{err}
+		}
+	}
+	var clientCAs *x509.CertPool
+	if f.tlsClientCA != "" {
+		if certs == nil {
+			return usageError{errors.New("--tls-client-ca asks clients for certificates over TLS: give --tls-cert and --tls-key with it")}
+		}
+		if clientCAs, err = api.LoadCAFile(f.tlsClientCA); err != nil {
+			return usageError{fmt.Errorf("--tls-client-ca: %w", err)}
 		}
 	}
 	if err := api.CheckListen(f.listen, token, certs != nil, f.insecure); err != nil {
@@ -296,7 +308,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	}
 	opts := api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
 		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent,
-		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: onSessionEnd("serve"), Certs: certs}
+		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: onSessionEnd("serve"), Certs: certs, ClientCAs: clientCAs}
 	if fleetSrv != nil {
 		defer fleetSrv.Close()
 		opts.Fleet, opts.Discovery = fleetSrv.handler, fleetSrv.disc
@@ -387,14 +399,16 @@ func printServeEnd(out io.Writer, serveErr error, what string) {
 	fmt.Fprintf(out, "serve stopped by a signal: %s; exit code 0\n", what)
 }
 
-// etcdAccess is how --config-etcd is reached: over TLS with --config-etcd-ca (etcd's CA)
-// or --config-etcd-cert/--config-etcd-key (a client certificate, returned to be watched),
-// as --config-etcd-user with $NDBENCH_ETCD_PASSWORD. Errors never show the password.
+// etcdAccess is how etcd is reached, --config-etcd and --discovery etcd: alike (one
+// fleet, one etcd cluster, one login): over TLS with --config-etcd-ca (etcd's CA) or
+// --config-etcd-cert/--config-etcd-key (a client certificate, returned to be watched), as
+// --config-etcd-user with $NDBENCH_ETCD_PASSWORD. Errors never show the password.
 func (f *serveFlags) etcdAccess(env []string) (source.EtcdAccess, *api.CertFiles, error) {
 	var a source.EtcdAccess
 	set := f.etcdCA != "" || f.etcdCert != "" || f.etcdKey != "" || f.etcdUser != ""
-	if set && f.etcd == "" {
-		return a, nil, errors.New("--config-etcd-ca, --config-etcd-cert, --config-etcd-key and --config-etcd-user say how to reach --config-etcd: give it with them")
+	etcdDiscovery := strings.HasPrefix(f.fleet.discovery, "etcd:")
+	if set && f.etcd == "" && !etcdDiscovery {
+		return a, nil, errors.New("--config-etcd-ca, --config-etcd-cert, --config-etcd-key and --config-etcd-user say how to reach etcd: give --config-etcd or --discovery etcd:ENDPOINTS with them")
 	}
 	var certs *api.CertFiles
 	if f.etcdCert != "" || f.etcdKey != "" {
@@ -420,7 +434,7 @@ func (f *serveFlags) etcdAccess(env []string) (source.EtcdAccess, *api.CertFiles
 	switch {
 	case f.etcdUser != "" && password == "":
 		return a, nil, errors.New("--config-etcd-user needs the password in $NDBENCH_ETCD_PASSWORD")
-	case f.etcdUser == "" && password != "" && f.etcd != "":
+	case f.etcdUser == "" && password != "" && (f.etcd != "" || etcdDiscovery):
 		return a, nil, errors.New("$NDBENCH_ETCD_PASSWORD is set without --config-etcd-user: give the user too")
 	}
 	a.Username, a.Password = f.etcdUser, password

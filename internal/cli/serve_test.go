@@ -486,3 +486,58 @@ func TestServeDriverFlagStaysItsSource(t *testing.T) {
 		})
 	}
 }
+
+// serve --discovery etcd: reaches an etcd that wants TLS and client certificates with the
+// same flags as --config-etcd: the node registers itself there. Without a client
+// certificate it cannot, and says how it reached etcd without showing the password.
+func TestServeDiscoveryEtcdOverTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "etcd")
+	server := ca.Issue("etcd-server", "127.0.0.1")
+	client := ca.Issue("ndbench-node", "ndbench-node")
+	srv := etcdtest.NewTLS(t, etcdtest.TLS{Cert: server.Cert, Key: server.Key, ClientCA: ca.File})
+	cert, err := tls.LoadX509KeyPair(client.Cert, client.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		TLS: &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	const token = "0123456789abcdefghijKLMNOPQRST"
+	fleet := []string{"serve", "--listen", "127.0.0.1:0", "--driver", "memory", "--token", token,
+		"--discovery", "etcd:" + srv.Endpoint, "--discovery-prefix", "/tls/nodes/", "--node-id", "node-a", "--advertise", "127.0.0.1:18443"}
+	_, _, errOut, stop := startServe(t, nil, append(fleet[1:], "--config-etcd-ca", ca.File, "--config-etcd-cert", client.Cert, "--config-etcd-key", client.Key)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := reader.Get(ctx, "/tls/nodes/node-a")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Errorf("the node's registration over TLS: %v, %v\n%s", resp, err, errOut)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+
+	const password = "etcd-password-0123456789"
+	for _, tt := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"no client certificate", []string{"NDBENCH_ETCD_PASSWORD=" + password}, []string{"--config-etcd-ca", ca.File, "--config-etcd-user", "bench"}, "(TLS, user bench)"},
+		{"password without user", []string{"NDBENCH_ETCD_PASSWORD=" + password}, nil, "--config-etcd-user"},
+		{"credentials twice", []string{"NDBENCH_ETCD_PASSWORD=" + password}, []string{"--config-etcd-user", "bench", "--discovery", "etcd:other:" + password + "@" + srv.Endpoint}, "given twice"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := ndbench(t, tt.env, append(fleet, tt.args...)...)
+			if code == 0 || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want an error naming %s", code, errOut, tt.want)
+			}
+			if strings.Contains(out+errOut, password) || strings.Contains(out+errOut, "PRIVATE KEY") {
+				t.Errorf("the output shows a secret: %s %s", out, errOut)
+			}
+		})
+	}
+}

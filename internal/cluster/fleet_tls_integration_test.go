@@ -222,3 +222,92 @@ func TestFleetCoordinatorTokenRotatesFromFile(t *testing.T) {
 		}
 	}
 }
+
+// Mutual TLS: nodes with --tls-client-ca answer only a client presenting a certificate of
+// the fleet's CA. A coordinator presenting its --peer-cert runs its fleet; one presenting
+// another CA's certificate, or none, is refused by every node and gets no member; a node
+// whose certificate is another CA's does not join either.
+func TestFleetMutualTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "fleet")
+	nodeCert := ca.Issue("node", "127.0.0.1")
+	coordCert := ca.Issue("coordinator", "coordinator")
+	other := tlstest.NewCA(t, "other")
+	strangerCert := other.Issue("stranger", "coordinator", "127.0.0.1")
+	node := func(p tlstest.Pair, more ...string) []string {
+		return append([]string{"--token", token, "--log-level", "info", "--tls-cert", p.Cert, "--tls-key", p.Key, "--tls-client-ca", ca.File}, more...)
+	}
+	n1 := secureNode(t, func(string) []string { return node(nodeCert) })
+	n2 := secureNode(t, func(string) []string { return node(nodeCert) })
+	rogue := secureNode(t, func(string) []string { return node(strangerCert) })
+	coord := secureNode(t, func(self string) []string {
+		return node(nodeCert, "--peer-ca", ca.File, "--peer-cert", coordCert.Cert, "--peer-key", coordCert.Key, "--coordinate",
+			"--peers", strings.Join([]string{self, n1.Addr(), n2.Addr(), rogue.Addr()}, ","))
+	})
+	// The test's own client presents the coordinator's certificate: the coordinator's
+	// API wants one too.
+	pair, err := tls.LoadX509KeyPair(coordCert.Cert, coordCert.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: ca.Pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}}
+	url := "https://" + coord.Addr()
+	ms := waitMembers(t, hc, url, token, 30*time.Second, func(ms map[string]memberState) bool {
+		return ms[coord.Addr()].Health == "alive" && ms[n1.Addr()].Health == "alive" && ms[n2.Addr()].Health == "alive" &&
+			ms[rogue.Addr()].LastError != ""
+	})
+	if r := ms[rogue.Addr()]; r.Health == "alive" || !strings.Contains(r.LastError, "not trusted") {
+		t.Errorf("the node with another CA's certificate: %+v; want it kept out as not trusted", r)
+	}
+
+	// Without a client certificate, the API refuses even the right token.
+	if st, _ := getStatus(t, tlsClient(ca.Pool), "https://"+n1.Addr()+"/api/v1/status"); st != http.StatusUnauthorized {
+		t.Errorf("a client without a certificate, with the token: %d, want 401", st)
+	}
+
+	// Coordinators the nodes do not trust: a certificate of another CA (its --tls-cert
+	// serves, --peer-cert is presented), and none (it serves plain http on loopback, so it
+	// has no certificate to present by default).
+	for _, tt := range []struct {
+		name string
+		args []string
+		url  string
+	}{
+		{"another CA's certificate", []string{"--tls-cert", nodeCert.Cert, "--tls-key", nodeCert.Key,
+			"--peer-cert", strangerCert.Cert, "--peer-key", strangerCert.Key}, "https://"},
+		{"no certificate", nil, "http://"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := secureNode(t, func(self string) []string {
+				return append([]string{"--token", token, "--log-level", "info",
+					"--peer-ca", ca.File, "--coordinate", "--peers", strings.Join([]string{n1.Addr(), n2.Addr()}, ",")}, tt.args...)
+			})
+			first := waitMembers(t, tlsClient(ca.Pool), tt.url+bad.Addr(), token, 30*time.Second, func(ms map[string]memberState) bool {
+				return ms[n1.Addr()].LastError != "" && ms[n2.Addr()].LastError != ""
+			})
+			t.Logf("the untrusted coordinator's first error: %s", first[n1.Addr()].LastError)
+			time.Sleep(2 * time.Second)
+			ms := waitMembers(t, tlsClient(ca.Pool), tt.url+bad.Addr(), token, time.Second, func(map[string]memberState) bool { return true })
+			for _, id := range []string{n1.Addr(), n2.Addr()} {
+				if ms[id].Health == "alive" {
+					t.Errorf("node %s answered a coordinator with %s: %+v", id, tt.name, ms[id])
+				}
+			}
+			t.Logf("members of the untrusted coordinator: %+v", ms)
+		})
+	}
+}
+
+// getStatus GETs url with the fleet's token.
+func getStatus(t *testing.T, hc *http.Client, url string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

@@ -113,7 +113,7 @@ const EnvPrefix = "NDBENCH_"
 // parts of ndbench or by its tooling); the environment layer ignores them instead of
 // rejecting them as unknown.
 func ReservedEnv() []string {
-	return []string{"NDBENCH_TOKEN", "NDBENCH_CASSANDRA_HOME", "NDBENCH_CACHE", "NDBENCH_RESULTS"}
+	return []string{"NDBENCH_TOKEN", "NDBENCH_ETCD_PASSWORD", "NDBENCH_CASSANDRA_HOME", "NDBENCH_CACHE", "NDBENCH_RESULTS"}
 }
 
 // EnvLayer maps NDBENCH_* variables (os.Environ form) onto keys: NDBENCH_ + key upper-cased

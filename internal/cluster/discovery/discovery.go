@@ -3,6 +3,7 @@ package discovery
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"slices"
@@ -82,7 +83,25 @@ type Options struct {
 	// EtcdDialTimeout bounds connecting (and authenticating) to etcd;
 	// DefaultEtcdDialTimeout when 0.
 	EtcdDialTimeout time.Duration
+	// EtcdTLS, when set, makes every etcd connection a TLS one (etcd:): the CAs etcd's
+	// certificate must chain to, and a client certificate for an etcd that asks for one.
+	EtcdTLS *tls.Config
+	// EtcdUser and EtcdPassword authenticate to etcd (etcd:), the way serve's
+	// --config-etcd-user and $NDBENCH_ETCD_PASSWORD give them; credentials in the
+	// endpoints must then be the same or absent. Neither the password nor the
+	// Options' text ever shows it.
+	EtcdUser, EtcdPassword string
 }
+
+// String shows the options with the etcd password masked (%v, %+v, %s).
+func (o Options) String() string {
+	o.EtcdPassword = driver.Shown(true, o.EtcdPassword)
+	type plain Options // without this method
+	return fmt.Sprintf("%+v", plain(o))
+}
+
+// GoString keeps %#v of Options from printing the etcd password.
+func (o Options) GoString() string { return "discovery.Options" + o.String() }
 
 // withDefaults fills in the defaults and checks the options.
 func (o Options) withDefaults() (Options, error) {
@@ -173,6 +192,9 @@ func Parse(spec string, opts Options) (Discoverer, error) {
 // more than the password but never less.
 func showSpec(spec string) string {
 	scheme, target, ok := strings.Cut(spec, ":")
+	if ok && scheme == "etcd" {
+		return scheme + ":" + showEtcdTarget(target)
+	}
 	if ok && (slices.Contains(Schemes, scheme) || strings.Contains(target, "://") && !strings.ContainsAny(scheme, "@/")) {
 		return scheme + ":" + driver.Shown(false, target)
 	}

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +47,7 @@ func newEtcd(target string, opts Options) (*etcdSource, error) {
 	var shown []string
 	for i, item := range strings.Split(target, ",") {
 		item = strings.TrimSpace(item)
-		show := driver.Shown(false, item)
+		show := showEtcdEndpoint(item)
 		ep, user, pass, err := parseEndpoint(item)
 		if err != nil {
 			return nil, fmt.Errorf("etcd endpoint %d %q: %v", i+1, show, err)
@@ -61,18 +62,68 @@ func newEtcd(target string, opts Options) (*etcdSource, error) {
 		e.endpoints = append(e.endpoints, ep)
 		shown = append(shown, show)
 	}
-	tls := func(ep string) bool { return strings.HasPrefix(ep, "https://") }
+	isTLS := func(ep string) bool { return strings.HasPrefix(ep, "https://") }
 	for i, ep := range e.endpoints {
-		if tls(ep) != tls(e.endpoints[0]) {
+		if isTLS(ep) != isTLS(e.endpoints[0]) {
 			// The etcd client picks TLS or not from the first endpoint for all of them.
 			return nil, fmt.Errorf("etcd endpoint %d %q: mixes https and plain endpoints; use one kind", i+1, shown[i])
 		}
+	}
+	if opts.EtcdUser != "" || opts.EtcdPassword != "" {
+		if (opts.EtcdUser == "") != (opts.EtcdPassword == "") {
+			return nil, errors.New("etcd credentials need both a user (--config-etcd-user) and a password ($NDBENCH_ETCD_PASSWORD)")
+		}
+		if e.user != "" && (e.user != opts.EtcdUser || e.password != opts.EtcdPassword) {
+			return nil, errors.New("etcd credentials given twice and different: in the endpoints and by --config-etcd-user with $NDBENCH_ETCD_PASSWORD; give them once")
+		}
+		e.user, e.password = opts.EtcdUser, opts.EtcdPassword
 	}
 	if (e.user == "") != (e.password == "") {
 		return nil, errors.New("etcd credentials need both a user and a password (http://user:password@host:port)")
 	}
 	e.shown = "etcd:" + strings.Join(shown, ",") + " " + opts.EtcdPrefix
+	var access []string
+	if opts.EtcdTLS != nil || isTLS(e.endpoints[0]) {
+		access = append(access, "TLS")
+	}
+	if e.user != "" {
+		access = append(access, "user "+e.user)
+	}
+	if len(access) > 0 {
+		e.shown += " (" + strings.Join(access, ", ") + ")"
+	}
 	return e, nil
+}
+
+// showEtcdTarget is a comma-separated list of etcd endpoints as errors and logs show it.
+func showEtcdTarget(target string) string {
+	items := strings.Split(target, ",")
+	for i, item := range items {
+		items[i] = showEtcdEndpoint(item)
+	}
+	return strings.Join(items, ",")
+}
+
+// showEtcdEndpoint is an endpoint with whatever precedes its host masked but the user:
+// everything before the last '@' may be a credential, also when it is mistyped (no
+// colon between user and password, a scheme misspelled), and only a user before a
+// colon is shown.
+func showEtcdEndpoint(item string) string {
+	at := strings.LastIndex(item, "@")
+	if at < 0 {
+		return driver.Shown(false, item)
+	}
+	prefix, userinfo := "", item[:at]
+	if i := strings.Index(userinfo, "://"); i >= 0 {
+		prefix, userinfo = userinfo[:i+3], userinfo[i+3:]
+	}
+	user, _, ok := strings.Cut(userinfo, ":")
+	if ok && user != "" {
+		user += ":"
+	} else {
+		user = ""
+	}
+	return prefix + user + driver.CredentialMask + "@" + item[at+1:]
 }
 
 // parseEndpoint splits an endpoint into what the etcd client dials and its credentials.
@@ -162,6 +213,7 @@ func (e *etcdSource) getClient() (*clientv3.Client, error) {
 		Username:    e.user,
 		Password:    e.password,
 		DialTimeout: e.opts.EtcdDialTimeout,
+		TLS:         e.tlsConfig(),
 		// The client logs every reconnect attempt; errors reach the caller instead.
 		Logger: zap.NewNop(),
 	})
@@ -170,6 +222,23 @@ func (e *etcdSource) getClient() (*clientv3.Client, error) {
 	}
 	e.client = c
 	return c, nil
+}
+
+// tlsConfig is the etcd client's TLS configuration: Options.EtcdTLS, else the system's
+// CAs for https:// endpoints, else none. The etcd client strips a scheme it is not told
+// to secure, so https:// alone would otherwise dial in clear text.
+func (e *etcdSource) tlsConfig() *tls.Config {
+	if e.opts.EtcdTLS != nil {
+		c := e.opts.EtcdTLS.Clone()
+		if c.MinVersion < tls.VersionTLS12 {
+			c.MinVersion = tls.VersionTLS12
+		}
+		return c
+	}
+	if strings.HasPrefix(e.endpoints[0], "https://") {
+		return &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return nil
 }
 
 // Members returns the members registered under the prefix. A key whose value is not a

@@ -28,10 +28,10 @@ func TestParseGoodSpecs(t *testing.T) {
 		{"dns:ndbench", Options{DNSServer: "127.0.0.1:5353"}, "dns:ndbench via 127.0.0.1:5353"},
 		{"dns:ndbench", Options{DNSServer: "10.0.0.10"}, "dns:ndbench via 10.0.0.10:53"},
 		{"etcd:127.0.0.1:2379", Options{}, "etcd:127.0.0.1:2379 /ndbench/nodes/"},
-		{"etcd:https://a:2379,https://b:2379", Options{EtcdPrefix: "/x"}, "etcd:https://a:2379,https://b:2379 /x/"},
+		{"etcd:https://a:2379,https://b:2379", Options{EtcdPrefix: "/x"}, "etcd:https://a:2379,https://b:2379 /x/ (TLS)"},
 		{"etcd:http://root:" + secret + "@a:2379,http://root:" + secret + "@b:2379", Options{},
-			"etcd:http://root:xxxxx@a:2379,http://root:xxxxx@b:2379 /ndbench/nodes/"},
-		{"etcd:root:" + secret + "@a:2379", Options{}, "etcd:root:xxxxx@a:2379 /ndbench/nodes/"},
+			"etcd:http://root:xxxxx@a:2379,http://root:xxxxx@b:2379 /ndbench/nodes/ (user root)"},
+		{"etcd:root:" + secret + "@a:2379", Options{}, "etcd:root:xxxxx@a:2379 /ndbench/nodes/ (user root)"},
 		{"file:/etc/ndbench/clusters.json", Options{}, "file:/etc/ndbench/clusters.json"},
 		{"file:clusters.json", Options{}, "file:clusters.json"},
 	}

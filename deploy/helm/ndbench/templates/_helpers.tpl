@@ -86,11 +86,24 @@ Kubernetes from the container's environment (the downward API).
 - serve
 - --listen
 - {{ printf "0.0.0.0:%d" (int .Values.port) | quote }}
-{{- /* The chart has no TLS settings yet: the API and the nodes' calls to each other are
-plain http inside the cluster, which ndbench refuses off loopback unless told so. Put TLS
-in front (an ingress, a service mesh) for anything from outside; docs/security.md. */}}
+{{- if .Values.tls.enabled }}
+- --tls-cert
+- /etc/ndbench-tls/tls.crt
+- --tls-key
+- /etc/ndbench-tls/tls.key
+- --peer-ca
+- /etc/ndbench-tls/ca.crt
+{{- if .Values.tls.clientAuth }}
+- --tls-client-ca
+- /etc/ndbench-tls/ca.crt
+{{- end }}
+{{- else if .Values.insecure }}
+{{- /* The values say so: plain http off loopback, between the nodes too. */}}
 - --insecure-listen
 - --insecure-peers
+{{- else }}
+{{- fail "tls.enabled is false: set insecure=true to serve plain http (the token then crosses the network in clear text), or keep TLS on with a certificate Secret (tls.secretName)" }}
+{{- end }}
 - --node-id
 - $(POD_NAME)
 - --advertise
@@ -133,4 +146,9 @@ nodeLabels as k=v,k=v in key order.
 {{- $pairs = append $pairs (printf "%s=%s" $k $v) }}
 {{- end }}
 {{- join "," $pairs }}
+{{- end }}
+
+{{/* The kubernetes.io/tls Secret the nodes' certificate comes from. */}}
+{{- define "ndbench.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "ndbench.fullname" .)) .Values.tls.secretName }}
 {{- end }}
