@@ -488,8 +488,11 @@ func TestInProcessFleetAutotuneRoute(t *testing.T) {
 		inCall(t, http.MethodGet, url("/api/v1/autotune"), nil, &st)
 		if len(st.Steps) > 0 {
 			s := st.Steps[0]
-			if s.Rate != 400 || s.Achieved < 300 || s.Achieved > 500 {
-				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked and about that achieved, merged over both nodes", s)
+			// Asked 400, and what both nodes did merged: more than one node's share of 200
+			// could be, and not more than asked. The open-loop nodes catch up what a busy
+			// machine delays, so the lower bound is wide; the upper one no machine lowers.
+			if s.Rate != 400 || s.Achieved <= 210 || s.Achieved > 420 {
+				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked, merged over both nodes more than one's 200 and at most 400 achieved", s)
 			}
 			break
 		}
