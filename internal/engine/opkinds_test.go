@@ -187,8 +187,10 @@ func TestScanLengths(t *testing.T) {
 			hi = n
 		}
 	}
-	if scans != 2001 || s.Count != 2001 || s.Misses != 0 || s.Errors != 0 {
-		t.Fatalf("%d scans reached the driver, want the 2,001 due; read class: %d ops, %d misses, %d errors", scans, s.Count, s.Misses, s.Errors)
+	// The figures are the 2,001 due by 1 s; the driver's count is taken after the stop,
+	// which workers woken by it may still add to.
+	if s.Count != 2001 || scans < s.Count || s.Misses != 0 || s.Errors != 0 {
+		t.Fatalf("%d scans reached the driver; read class: %d ops (want the 2,001 due), %d misses, %d errors", scans, s.Count, s.Misses, s.Errors)
 	}
 	if lo != 1 || hi != scanLengthMax {
 		t.Errorf("scan lengths from %d to %d, want 1 to %d", lo, hi, scanLengthMax)
