@@ -488,12 +488,12 @@ func TestInProcessFleetAutotuneRoute(t *testing.T) {
 		inCall(t, http.MethodGet, url("/api/v1/autotune"), nil, &st)
 		if len(st.Steps) > 0 {
 			s := st.Steps[0]
-			// Asked 400, and what both nodes did merged: more than one node's share of 200
-			// could be, and less than each node running the whole 400 would. A busy
-			// machine delays some reads into the next window and catches them up there
-			// (435 was seen), so the bounds are the split's, not the machine's.
-			if s.Rate != 400 || s.Achieved <= 210 || s.Achieved >= 700 {
-				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked, merged over both nodes more than one's 200 and less than two 400s", s)
+			// Asked 400 of the fleet. What a step achieved is the machine's: a loaded one
+			// gave 0 and a client-bound verdict once, 435 (reads caught up from the last
+			// window) another time. What the split decides is checked: never the whole 400
+			// on each node, and a passing step merged both nodes, more than one's 200.
+			if s.Rate != 400 || s.Achieved >= 700 || (s.Verdict == "pass" && s.Achieved <= 210) {
+				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked, less than two 400s achieved, more than one node's 200 if it passed", s)
 			}
 			break
 		}
