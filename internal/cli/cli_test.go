@@ -302,9 +302,12 @@ func TestRunWarmupIsExcluded(t *testing.T) {
 	if r.WarmupSeconds != 1.5 {
 		t.Errorf("warmupSeconds %v, want 1.5", r.WarmupSeconds)
 	}
-	// About 1,000 reads measured in the 1 s after the warm-up, not 2,500.
-	if n := r.Ops["read"].Count; n < 700 || n > 1400 {
-		t.Errorf("%d reads in the report: the warm-up's are counted too, or the run's are missing", n)
+	// The reads due in the measured span (sent, dropped or overdue: what the schedule
+	// asked, which a busy machine does not lower) are the span's 1,000/s, not the
+	// warm-up's 1,500 as well; some were answered.
+	o := r.Ops["read"]
+	if due, want := float64(o.Attempted+o.Dropped+o.Pending), 1000*r.Seconds; o.Count == 0 || due < want/2 || due > want+2 {
+		t.Errorf("%d reads answered, %.0f due in the report's %.2f s at 1,000/s: the warm-up's are counted too, or the run's are missing", o.Count, due, r.Seconds)
 	}
 	if r.Seconds > 1.6 {
 		t.Errorf("report spans %.1f s: it includes the warm-up", r.Seconds)

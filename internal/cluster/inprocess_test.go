@@ -490,8 +490,12 @@ func TestInProcessFleetAutotuneRoute(t *testing.T) {
 		inCall(t, http.MethodGet, url("/api/v1/autotune"), nil, &st)
 		if len(st.Steps) > 0 {
 			s := st.Steps[0]
-			if s.Rate != 400 || s.Achieved < 300 || s.Achieved > 500 {
-				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked and about that achieved, merged over both nodes", s)
+			// Asked 400 of the fleet. What a step achieved is the machine's: a loaded one
+			// gave 0 and a client-bound verdict once, 435 (reads caught up from the last
+			// window) another time. What the split decides is checked: never the whole 400
+			// on each node, and a passing step merged both nodes, more than one's 200.
+			if s.Rate != 400 || s.Achieved >= 700 || (s.Verdict == "pass" && s.Achieved <= 210) {
+				t.Errorf("first step on the fleet: %+v; want 400 ops/s asked, less than two 400s achieved, more than one node's 200 if it passed", s)
 			}
 			break
 		}

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/engine"
@@ -48,6 +49,7 @@ type Node struct {
 	coll      *stats.Collector
 	intervals *stats.IntervalLog
 	log       *slog.Logger
+	clk       clock.Clock // the engine's, the collector's and the warm-up's time
 
 	created time.Time    // the span a report covers before the first Init starts here
 	usage0  report.Usage // the process's CPU usage at created
@@ -84,11 +86,17 @@ type Node struct {
 }
 
 // New returns an instance on store, with no driver connected. Close releases it.
-func New(store *config.Store, log *slog.Logger) *Node {
+func New(store *config.Store, log *slog.Logger) *Node { return NewOn(store, log, clock.Real) }
+
+// NewOn is New on the clock c (nil: clock.Real): the engine's schedules, the collector's
+// 1 s intervals and the warm-up all run on it, so a test on a simulated clock (clock.Sim)
+// drives a whole node in simulated time.
+func NewOn(store *config.Store, log *slog.Logger, c clock.Clock) *Node {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	i := &Node{store: store, coll: stats.NewCollector(stats.Config{}), log: log, created: time.Now(), usage0: report.ReadUsage()}
+	c = clock.Or(c)
+	i := &Node{store: store, coll: stats.NewCollector(stats.Config{Clock: c}), log: log, clk: c, created: c.Now(), usage0: report.ReadUsage()}
 	i.intervals = stats.NewIntervalLog(i.coll, IntervalsKept, IntervalsIdle)
 	i.startTicks()
 	i.unsub = store.Subscribe(i.onConfig)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
@@ -48,7 +49,7 @@ func (i *Node) StartMeasuring(warmup time.Duration) {
 // start in the session. The span that ended is kept as a phase of the session under name
 // ("" keeps nothing).
 func (i *Node) endPhase(name string) {
-	now := time.Now()
+	now := i.clk.Now()
 	i.coll.Tick(now)
 	ended, errs := i.coll.Cumulative(), i.coll.Errors()
 	i.coll.Reset()
@@ -93,11 +94,11 @@ func (i *Node) warmUp(from time.Time, d time.Duration) {
 		return
 	}
 	if from.IsZero() {
-		from = time.Now()
+		from = i.clk.Now()
 	}
 	gen := i.warmGen
 	i.warmUntil = from.Add(d)
-	time.AfterFunc(time.Until(i.warmUntil), func() {
+	i.clk.AfterFunc(clock.Until(i.clk, i.warmUntil), func() {
 		i.mu.Lock()
 		current := i.warmGen == gen && i.eng != nil
 		if current {

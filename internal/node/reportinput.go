@@ -2,7 +2,6 @@ package node
 
 import (
 	"slices"
-	"time"
 
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/report"
@@ -24,7 +23,7 @@ func (i *Node) ReportInput(version string) report.Input {
 	ended := i.finished
 	i.ticks.Unlock()
 	if ended.IsZero() {
-		ended = time.Now()
+		ended = i.clk.Now()
 	}
 	started, seriesFrom, usage0, driverName := i.created, i.created, i.usage0, st.Driver
 	if !sess.Started.IsZero() {

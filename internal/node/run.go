@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/engine"
@@ -112,7 +113,7 @@ func (r *Run) BackfillPhase(ctx context.Context) (st engine.BackfillStatus, ran 
 func (r *Run) StartLoad(ctx context.Context) (measured bool, err error) {
 	warmup := r.Options().Warmup
 	if warmup <= 0 {
-		r.measuring(time.Now(), 0)
+		r.measuring(r.clock().Now(), 0)
 	}
 	if err := r.Node.Start(); err != nil {
 		return false, err
@@ -130,7 +131,7 @@ func (r *Run) StartLoad(ctx context.Context) (measured bool, err error) {
 func (r *Run) WarmUp(ctx context.Context) (measured bool, err error) {
 	warmup := r.Options().Warmup
 	if warmup <= 0 {
-		r.measuring(time.Now(), 0)
+		r.measuring(r.clock().Now(), 0)
 		return true, nil
 	}
 	if err := r.Node.Start(); err != nil {
@@ -142,22 +143,31 @@ func (r *Run) WarmUp(ctx context.Context) (measured bool, err error) {
 // wait waits out the warm-up, then (unless ctx ended first) drains the load when drain
 // is set and starts the measured span.
 func (r *Run) wait(ctx context.Context, warmup time.Duration, drain bool) (bool, error) {
-	t := time.NewTimer(warmup)
+	t := r.clock().NewTimer(warmup)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false, nil
-	case <-t.C:
+	case <-t.C():
 	}
 	if drain {
 		if err := r.Node.Drain(); err != nil {
 			return false, fmt.Errorf("end the warm-up: %w", err)
 		}
 	}
-	now := time.Now()
+	now := r.clock().Now()
 	r.Node.StartMeasuring(warmup)
 	r.measuring(now, warmup)
 	return true, nil
+}
+
+// clock is the time the run's node runs on: a Node's own clock, real time for any other
+// control.Node (a fleet's coordinator).
+func (r *Run) clock() clock.Clock {
+	if n, ok := r.Node.(*Node); ok {
+		return n.clk
+	}
+	return clock.Real
 }
 
 func (r *Run) measuring(at time.Time, warmup time.Duration) {

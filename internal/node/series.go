@@ -36,7 +36,7 @@ func (i *Node) Finish() {
 	i.stopTicks()
 	<-i.ticking
 	i.intervals.Close()
-	now := time.Now()
+	now := i.clk.Now()
 	i.coll.Tick(now)
 	i.finished = now
 }

@@ -157,9 +157,9 @@ func (i *Node) init(ctx context.Context, name string, opts map[string]string, pi
 		i.mu.Unlock()
 		var e *engine.Engine
 		def, _ := driver.Lookup(name)
-		if e, err = engine.New(d, snap.Config.Workload, engine.Options{Collector: i.coll, Logger: i.log, Operations: def.Operations}); err == nil {
+		if e, err = engine.New(d, snap.Config.Workload, engine.Options{Collector: i.coll, Logger: i.log, Operations: def.Operations, Clock: i.clk}); err == nil {
 			i.mu.Lock()
-			i.eng, i.started = e, time.Now()
+			i.eng, i.started = e, i.clk.Now()
 			e.SendUntil(i.fence)
 			// A change that landed between the patch and now found no engine to apply to.
 			if cur := i.store.Current(); cur.Version != snap.Version {

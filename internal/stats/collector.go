@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ndbench/ndbench/internal/clock"
 )
 
 // Default collector settings.
@@ -29,6 +31,10 @@ type Config struct {
 	// SeriesLen is how many intervals the time series keeps; default 3600 (an hour of
 	// 1 s points, about 2.6 MB). Older points are dropped so memory stays flat forever.
 	SeriesLen int
+	// Clock is what the span starts, Reset and Run's ticks read; nil means clock.Real. A
+	// node on a simulated clock ticks its intervals on it, so its 1 s intervals line up
+	// with the engine's simulated operations.
+	Clock clock.Clock
 }
 
 // Interval is what subscribers get at every tick: the span and, per series, what was
@@ -203,13 +209,14 @@ func NewCollector(cfg Config) *Collector {
 	if cfg.SeriesLen <= 0 {
 		cfg.SeriesLen = DefaultSeriesLen
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	c := &Collector{cfg: cfg, ring: make([]pointRec, 0, cfg.SeriesLen)}
 	list := make([]*series, 0, numBuiltin)
 	c.series.Store(&list)
 	for _, name := range builtinNames {
 		_, _ = c.Register(name) // valid names, below MaxSeries
 	}
-	now := time.Now()
+	now := cfg.Clock.Now()
 	c.start, c.last = now, now
 	return c
 }
@@ -349,14 +356,27 @@ func (c *Collector) Subscribe(f func(*Interval)) (cancel func()) {
 // Run ticks every Config.Interval until ctx ends. It does not tick when ctx ends: to
 // flush what was recorded after the last tick, stop the workers and call Tick once more.
 func (c *Collector) Run(ctx context.Context) {
-	t := time.NewTicker(c.cfg.Interval)
+	// A timer set again at each tick, not a ticker: a simulated clock has no tickers, and
+	// each tick is due an interval after the last one was due, so the ticks do not drift.
+	next := c.cfg.Clock.Now().Add(c.cfg.Interval)
+	t := c.cfg.Clock.NewTimer(c.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C():
+			// The clock's reading, not the timer's: the interval ends when its buffers
+			// are swapped, which is later than the timer was due when the process stalled.
+			now := c.cfg.Clock.Now()
 			c.Tick(now)
+			next = next.Add(c.cfg.Interval)
+			// A tick that came late (a stalled process) is not followed by a burst of
+			// catch-up ticks: the next one is due an interval from now.
+			if !next.After(now) {
+				next = now.Add(c.cfg.Interval)
+			}
+			t.Reset(next.Sub(now))
 		}
 	}
 }
@@ -590,7 +610,7 @@ func resetHistogram(h *hdrhistogram.Histogram) {
 
 // Reset starts a new cumulative span now, discarding what was recorded since the last
 // tick. The series and the latest interval are kept: they are history, not totals.
-func (c *Collector) Reset() { c.ResetAt(time.Now()) }
+func (c *Collector) Reset() { c.ResetAt(c.cfg.Clock.Now()) }
 
 // ResetAt is Reset with an explicit time, for callers that drive Tick with their own
 // clock.

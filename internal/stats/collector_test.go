@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
 )
 
 // newTestCollector returns a collector whose cumulative span starts at t0, so tests can
@@ -264,9 +265,56 @@ func TestInvalidOp(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	got := NewCollector(Config{}).Config()
-	want := Config{Shards: DefaultShards(), Interval: time.Second, SeriesLen: 3600}
+	want := Config{Shards: DefaultShards(), Interval: time.Second, SeriesLen: 3600, Clock: clock.Real}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+}
+
+// TestRunTicksOnItsClock: Run closes an interval every Interval of the collector's clock,
+// each a whole interval long and due where the last one was, also when the clock jumps
+// past several (a stalled process gets one late tick, not a burst of catch-up ticks).
+func TestRunTicksOnItsClock(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	clk := clock.NewSim(t0)
+	c := NewCollector(Config{Shards: 1, Clock: clk})
+	ticks := make(chan [2]time.Time, 16)
+	c.Subscribe(func(iv *Interval) { ticks <- [2]time.Time{iv.Start, iv.End} })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	step := func(d time.Duration) {
+		t.Helper()
+		if !clk.WaitTimers(1, 10*time.Second) {
+			t.Fatal("Run set no timer on its clock")
+		}
+		clk.Advance(d)
+	}
+	want := func(from, to time.Duration) {
+		t.Helper()
+		select {
+		case got := <-ticks:
+			if !got[0].Equal(t0.Add(from)) || !got[1].Equal(t0.Add(to)) {
+				t.Errorf("interval %v..%v, want %v..%v", got[0].Sub(t0), got[1].Sub(t0), from, to)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no tick for %v..%v", from, to)
+		}
+	}
+	step(999 * time.Millisecond)
+	step(time.Millisecond)
+	want(0, time.Second)
+	step(time.Second)
+	want(time.Second, 2*time.Second)
+	step(3500 * time.Millisecond) // a stall: one late tick at 5.5 s, the next at 6.5 s
+	want(2*time.Second, 5500*time.Millisecond)
+	step(time.Second)
+	want(5500*time.Millisecond, 6500*time.Millisecond)
+	select {
+	case got := <-ticks:
+		t.Errorf("an extra tick %v..%v", got[0].Sub(t0), got[1].Sub(t0))
+	default:
 	}
 }
 
