@@ -108,12 +108,12 @@ func TestBackfillRequestRateBounded(t *testing.T) {
 // for the op timeout, which could be an hour.
 func TestShutdownCancelsOperationsInFlight(t *testing.T) {
 	i := newInstance(t, "workload.readRate=10", "workload.writeEnabled=false", "workload.opTimeout=5m")
-	if err := i.Init(context.Background(), "memory", map[string]string{"serviceTime": "1h"}); err != nil {
+	if err := i.Init(context.Background(), "memory", map[string]string{"serviceTime": "1m"}); err != nil { // the most memory.serviceTime takes
 		t.Fatal(err)
 	}
 	if err := i.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // operations are in flight, each for an hour
+	time.Sleep(200 * time.Millisecond) // operations are in flight, each for a minute
 	answers(t, closeGrace+time.Second, "shutdown", func() { _ = i.Shutdown() })
 }
