@@ -762,6 +762,12 @@ func (e *Engine) reconcile() {
 		if c.shape != nil && active {
 			shape = c.shape
 		}
+		if !active && c.active {
+			// Cancel the workers before the pacer's reset wakes them: woken first, they
+			// would find the closed loop an idle pool's pacer holds and send unpaced
+			// operations until they saw the cancellation.
+			e.resize(c, 0)
+		}
 		switch {
 		case active != c.active:
 			c.pacer.ResetAt(shape, c.startAt)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -81,6 +82,41 @@ func TestSimulatedPoolRunsItsScheduleExactly(t *testing.T) {
 	for name, h := range map[string]stats.Latency{"response": o.ResponseTime, "service": o.ServiceTime} {
 		if h.P50 < 999 || h.Max > 1001 {
 			t.Errorf("%s time p50 %.0f µs max %.0f µs, want the store's 1 ms", name, h.P50, h.Max)
+		}
+	}
+}
+
+// TestStopSendsNothingUnpaced: a pool that stops sends no operation its schedule did not
+// make due. 30 times over, 8 readers at 10/s against a store that answers at once start,
+// run half a simulated second (6 reads due: at 0, 100, ..., 500 ms) and stop; the reads
+// sent are exactly those due. Stopping once switched the pool's pacer to closed loop
+// before it cancelled the workers, so the workers it woke sent reads unpaced until they
+// saw the cancellation: hundreds, with a store this fast.
+func TestStopSendsNothingUnpaced(t *testing.T) {
+	clk := clock.NewSim(simStart)
+	e := newSimEngine(t, clk, openMemory(t, nil), testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate, w.Readers, w.MaxReaders = 10, 8, 8
+	}))
+	e.Collector().ResetAt(simStart)
+	for k := range 30 {
+		at := time.Duration(k) * time.Second
+		if err := e.Start("read"); err != nil {
+			t.Fatal(err)
+		}
+		e.to(at + 500*time.Millisecond)
+		if err := e.Stop("read"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := e.Wait(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("cycle %d: the stopped workers did not exit: %v", k, err)
+		}
+		e.to(at + time.Second)
+		if got, want := e.tick().Ops["read"].Attempted, int64(6); got != want {
+			t.Fatalf("cycle %d: %d reads sent over a start, half a second at 10/s and a stop; want the %d due", k, got, want)
 		}
 	}
 }
