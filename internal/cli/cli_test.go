@@ -304,9 +304,11 @@ func TestRunWarmupIsExcluded(t *testing.T) {
 	}
 	// The reads due in the measured span (sent, dropped or overdue: what the schedule
 	// asked, which a busy machine does not lower) are the span's 1,000/s, not the
-	// warm-up's 1,500 as well; some were answered.
+	// warm-up's 1,500 as well (2,500 in all); some were answered. The top bound leaves a
+	// fifth for what falls due between the span's end and the pool's stop, which a loaded
+	// machine stretches (CI read 1,019 due in a span of 1.017 s).
 	o := r.Ops["read"]
-	if due, want := float64(o.Attempted+o.Dropped+o.Pending), 1000*r.Seconds; o.Count == 0 || due < want/2 || due > want+2 {
+	if due, want := float64(o.Attempted+o.Dropped+o.Pending), 1000*r.Seconds; o.Count == 0 || due < want/2 || due > want*1.2 {
 		t.Errorf("%d reads answered, %.0f due in the report's %.2f s at 1,000/s: the warm-up's are counted too, or the run's are missing", o.Count, due, r.Seconds)
 	}
 	if r.Seconds > 1.6 {
