@@ -476,6 +476,11 @@ func (dp *directPool) scan(ctx context.Context, start string, n int) (int, error
 	if dp.d.closed.Load() {
 		return 0, classify(fmt.Errorf("redis scan: %w", net.ErrClosed))
 	}
+	// As in Run: Interrupt reaches only I/O that blocks, so a scan on a context already
+	// done would otherwise go through on a fast server.
+	if err := ctx.Err(); err != nil {
+		return 0, classify(fmt.Errorf("redis scan: not sent: %w", err))
+	}
 	var p *pipeline
 	select {
 	case p = <-dp.idle:
