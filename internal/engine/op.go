@@ -106,7 +106,10 @@ func (p *opPath) take(ctx context.Context, c *opClass, id int) (intended, start 
 		if err != nil {
 			return 0, 0, false
 		}
-		if p.fenced(ctx, start) {
+		// The fence is checked inline (one atomic load per operation); only a slot past
+		// it pays for the call that holds the worker.
+		if f := p.e.fence.Load(); f != 0 && start >= f {
+			p.holdAtFence(ctx)
 			continue
 		}
 		if g := p.e.gen.Load(); g != p.g {
@@ -129,23 +132,19 @@ func (p *opPath) take(ctx context.Context, c *opClass, id int) (intended, start 
 // moved.
 const fencePoll = 20 * time.Millisecond
 
-// fenced reports whether an operation due to start at start is past the engine's fence;
-// if so its slot is dropped unsent, and the worker waits first until the fence is lifted
-// or moved past the clock, or ctx ends, so that it does not run through the slots the
-// schedule has overdue.
-func (p *opPath) fenced(ctx context.Context, start int64) bool {
-	if f := p.e.fence.Load(); f == 0 || start < f {
-		return false
-	}
+// holdAtFence is for a slot past the engine's fence, which is dropped unsent: the worker
+// waits until the fence is lifted or moved past the clock, or ctx ends, so that it does
+// not run through the slots the schedule has overdue.
+func (p *opPath) holdAtFence(ctx context.Context) {
 	t := time.NewTicker(fencePoll)
 	defer t.Stop()
 	for {
 		if f := p.e.fence.Load(); f == 0 || p.clock.Now() < f {
-			return true
+			return
 		}
 		select {
 		case <-ctx.Done():
-			return true
+			return
 		case <-t.C:
 		}
 	}
