@@ -3,17 +3,17 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/knadh/koanf/parsers/yaml"
-	"github.com/knadh/koanf/providers/file"
-	"github.com/knadh/koanf/v2"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/scenario"
 	"github.com/ndbench/ndbench/internal/stats"
@@ -30,14 +30,18 @@ func fileThresholds(path string) ([]scenario.RunCheck, error) {
 	if path == "" || strings.EqualFold(filepath.Ext(path), ".properties") {
 		return nil, nil
 	}
-	k := koanf.New(".")
-	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+	data, err := os.ReadFile(path)
+	if err != nil {
 		return nil, configError{fmt.Errorf("read config file %s: %w", path, err)}
 	}
-	if !k.Exists(thresholdsKey) {
+	doc, err := yaml.Parser().Unmarshal(data)
+	if err != nil {
+		return nil, configError{fmt.Errorf("read config file %s: %w", path, source.YAMLError(data, err))}
+	}
+	raw, found := doc[thresholdsKey]
+	if !found {
 		return nil, nil
 	}
-	raw := k.Get(thresholdsKey)
 	items, ok := raw.([]any)
 	if !ok {
 		return nil, configError{&driver.FieldError{Field: thresholdsKey, Source: "file " + path,

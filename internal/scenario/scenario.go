@@ -34,6 +34,7 @@ import (
 	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/presets"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/pacer"
 )
 
@@ -258,7 +259,7 @@ func Load(path string, opts Options) (*Scenario, error) {
 func Parse(path string, data []byte, opts Options) (*Scenario, error) {
 	var f File
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", path, err)
+		return nil, fmt.Errorf("scenario %s: %w", path, source.YAMLError(data, err))
 	}
 	sc := &Scenario{Path: path, Name: f.Name, Desc: f.Description, Backfill: f.Backfill}
 	pa := &parsing{path: path, env: envMap(opts.Env)}

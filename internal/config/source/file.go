@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/knadh/koanf/parsers/yaml"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 
 	"github.com/ndbench/ndbench/driver"
@@ -36,18 +35,11 @@ func Load(path string, s config.Sources) (*config.Snapshot, error) {
 // plain errors.
 func FileLayer(path string) (config.Layer, driver.FieldErrors, error) {
 	l := config.Layer{Name: config.LayerFile, Source: "file " + path, Values: map[string]string{}}
-	if strings.EqualFold(filepath.Ext(path), ".properties") {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return l, nil, fmt.Errorf("read config file %s: %w", path, err)
-		}
-		return ParseLayer(l, "config file", path, data)
-	}
-	k := koanf.New(".")
-	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+	data, err := os.ReadFile(path)
+	if err != nil {
 		return l, nil, fmt.Errorf("read config file %s: %w", path, err)
 	}
-	return yamlValues(l, k), nil, nil
+	return ParseLayer(l, "config file", path, data)
 }
 
 // ParseLayer parses data, the contents of a file named path, into l's values the way
@@ -86,7 +78,7 @@ func ParseLayer(l config.Layer, what, path string, data []byte) (config.Layer, d
 	}
 	k := koanf.New(".")
 	if err := k.Load(bytesProvider(data), yaml.Parser()); err != nil {
-		return l, nil, fmt.Errorf("read %s %s: %w", what, path, err)
+		return l, nil, fmt.Errorf("read %s %s: %w", what, path, YAMLError(data, err))
 	}
 	return yamlValues(l, k), nil, nil
 }
