@@ -99,7 +99,7 @@ test-extended:
 # Every parser of outside input has a fuzz target (docs/security.md). `go test` runs each
 # target's seeds and its crashers kept in testdata/fuzz/ as ordinary tests; here each also
 # fuzzes (go test -fuzz takes one target per invocation) for a number of executions, the
-# third field of its FUZZ_TARGETS entry, sized to a few seconds to half a minute here.
+# third field of its FUZZ_TARGETS entry, sized to 5-15 s each on an idle machine here.
 # A count, not a duration: Go 1.26's fuzz coordinator fails a run whose -fuzztime deadline
 # fires while a worker is still answering ("context deadline exceeded", no crasher;
 # golang/go#75804, fixed in Go 1.27), which CI met on a busy machine. A count has no
@@ -115,8 +115,8 @@ test-extended:
 # executions a minute. Ten attempts bound that to milliseconds.
 FUZZTIME    ?=
 FUZZ_TARGETS := FuzzHistogramDecoder:./internal/stats/:100000x FuzzIntervalsPage:./internal/stats/:100000x \
-	FuzzProperties:./internal/config/:100000x FuzzConfigPatch:./internal/config/:40000x \
-	FuzzConfigFile:./internal/config/source/:40000x FuzzParse:./internal/scenario/scenariofuzz/:30000x \
+	FuzzProperties:./internal/config/:100000x FuzzConfigPatch:./internal/config/:30000x \
+	FuzzConfigFile:./internal/config/source/:20000x FuzzParse:./internal/scenario/scenariofuzz/:20000x \
 	FuzzRespReader:./drivers/redis/:50000x FuzzCheckValue:./internal/workload/:100000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
