@@ -52,7 +52,7 @@ func (f *fleetFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.peers, "peers", nil, "fleet members' API addresses (host:port, comma-separated); same as --discovery static:...")
 	fl.StringVar(&f.discovery, "discovery", "", "how this node finds the fleet it coordinates: static:host:port,..., dns:NAME[:PORT] (SRV, else A/AAAA: a Kubernetes headless Service), etcd:ENDPOINTS, file:clusters.json (NDBench's)")
-	fl.StringVar(&f.prefix, "discovery-prefix", "/ndbench/nodes/", "etcd discovery: key prefix the nodes register under")
+	bindDiscoveryPrefix(fl, &f.prefix)
 	fl.DurationVar(&f.ttl, "discovery-ttl", 10*time.Second, "etcd discovery: lease of a node's registration")
 	fl.StringVar(&f.dnsServer, "dns-server", "", "DNS discovery: ask this server (host:port) instead of the system resolver")
 	fl.StringVar(&f.nodeID, "node-id", "", "this node's id in a fleet (default: its advertised address)")
@@ -142,8 +142,9 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 	}
 	_, port, _ := net.SplitHostPort(self.Addr)
 	p, _ := strconv.Atoi(port)
-	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer, DefaultPort: p, EtcdPrefix: f.prefix, EtcdTTL: f.ttl,
-		EtcdTLS: etcdAccess.TLS, EtcdUser: etcdAccess.Username, EtcdPassword: etcdAccess.Password})
+	opts := discoveryOptions(f.prefix, etcdAccess)
+	opts.DNSServer, opts.DefaultPort, opts.EtcdTTL = f.dnsServer, p, f.ttl
+	disc, err := discovery.Parse(spec, opts)
 	if err != nil {
 		return nil, usageError{err}
 	}

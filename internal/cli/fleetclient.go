@@ -30,6 +30,8 @@ type fleetClientFlags struct {
 	redistribute  bool
 	peerCA        string
 	insecurePeers bool
+	prefix        string
+	etcdAccess    etcdAccessFlags
 }
 
 func (f *fleetClientFlags) bind(cmd *cobra.Command) {
@@ -42,6 +44,8 @@ func (f *fleetClientFlags) bind(cmd *cobra.Command) {
 	fl.BoolVar(&f.redistribute, "redistribute", false, "with a fleet: give a lost node's share of the rates and load shapes to the other nodes")
 	fl.StringVar(&f.peerCA, "peer-ca", "", "with a fleet: call the nodes over https, trusting the CA certificates (PEM) of this file; a node's certificate must name its node id")
 	fl.BoolVar(&f.insecurePeers, "insecure-peers", false, "with a fleet: allow plain http to nodes off loopback (the token crosses the network in clear text): only on a network you trust")
+	bindDiscoveryPrefix(fl, &f.prefix)
+	f.etcdAccess.bind(fl, "--discovery etcd:")
 }
 
 // enabled reports whether the command runs on a fleet.
@@ -52,13 +56,22 @@ type clientFleet struct {
 	*cluster.Fleet
 	coord  *cluster.Coordinator
 	cancel context.CancelFunc
+	disc   discovery.Discoverer
 }
 
-// Close shuts the driver down on every node (which also ends the run and its lease) and
-// stops the coordinator.
+// Close shuts the driver down on every node (which also ends the run and its lease),
+// stops the coordinator and releases the discovery (an etcd client).
 func (c *clientFleet) Close() {
 	_ = c.Shutdown()
 	c.cancel()
+	closeDiscovery(c.disc)
+}
+
+// closeDiscovery releases what a discoverer holds (etcd's client and connections).
+func closeDiscovery(d discovery.Discoverer) {
+	if c, ok := d.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // open finds the nodes and gives them snap's configuration at the fleet scope (rates are
@@ -73,6 +86,10 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 		}
 		spec = "static:" + strings.Join(f.peers, ",")
 	}
+	etcdAccess, etcdCerts, err := f.etcdAccess.access(env, strings.HasPrefix(spec, "etcd:"), "--discovery etcd:ENDPOINTS")
+	if err != nil {
+		return nil, usageError{err}
+	}
 	token := f.token
 	if token == "" {
 		token = envValue(env, "NDBENCH_TOKEN")
@@ -83,11 +100,13 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 	if err := api.CheckToken(token); err != nil {
 		return nil, usageError{fmt.Errorf("--token or NDBENCH_TOKEN: %w", err)}
 	}
-	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer})
+	peerTLS, err := peerTLSConfig(f.peerCA, f.insecurePeers, nil)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	peerTLS, err := peerTLSConfig(f.peerCA, f.insecurePeers, nil)
+	opts := discoveryOptions(f.prefix, etcdAccess)
+	opts.DNSServer = f.dnsServer
+	disc, err := discovery.Parse(spec, opts)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -101,13 +120,19 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 	coord, err := cluster.New(cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(),
 		Config: snap, Allow: config.AllowAll(), Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute, TLS: peerTLS, InsecurePeers: f.insecurePeers})
 	if err != nil {
+		closeDiscovery(disc)
 		return nil, usageError{err}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	go coord.Run(runCtx)
-	cf := &clientFleet{Fleet: coord.Fleet(), coord: coord, cancel: cancel}
+	if etcdCerts != nil {
+		// A client certificate renewed during a long run (autotune --hold) is picked up.
+		go etcdCerts.Watch(runCtx, 0, log)
+	}
+	cf := &clientFleet{Fleet: coord.Fleet(), coord: coord, cancel: cancel, disc: disc}
 	fail := func(err error) (*clientFleet, error) {
 		cancel()
+		closeDiscovery(disc)
 		return nil, err
 	}
 	rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
