@@ -140,3 +140,54 @@ phases: [{name: p, duration: 1s}]
 		}
 	}
 }
+
+// scenario run and autotune drive nodes that want a client certificate (serve
+// --tls-client-ca) with --peer-cert and --peer-key, as a coordinating serve does; without
+// one, or with one of another CA, no node answers them (exit 2).
+func TestFleetCommandsMutualTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "fleet")
+	node := ca.Issue("node", "127.0.0.1")
+	coordinator := ca.Issue("coordinator", "coordinator")
+	rogue := tlstest.NewCA(t, "rogue").Issue("rogue", "coordinator")
+	const token = "0123456789abcdefghijKLMNOPQRST"
+	base, _, _, _ := startServe(t, []string{"NDBENCH_TOKEN=" + token}, "--listen", "127.0.0.1:0", "--log-level", "error",
+		"--tls-cert", node.Cert, "--tls-key", node.Key, "--tls-client-ca", ca.File)
+	addr, ok := strings.CutPrefix(base, "https://")
+	if !ok {
+		t.Fatalf("serving on %s, want https://", base)
+	}
+	sc := writeScenario(t, `
+config:
+  driver: {name: memory}
+  workload: {readRate: 200, writeEnabled: false, numKeys: 100}
+phases: [{name: p, duration: 1s}]
+`)
+	env := []string{"NDBENCH_TOKEN=" + token}
+	scenario := []string{"scenario", "run", sc, "--peers", addr, "--peer-ca", ca.File}
+	autotune := []string{"autotune", "--driver", "memory", "--set", "workload.writeEnabled=false", "--set", "workload.numKeys=100",
+		"--percentile", "50", "--latency", "1s", "--start", "200", "--max-rate", "200", "--settle", "200ms", "--window", "1s", "--confirm", "1s",
+		"--peers", addr, "--peer-ca", ca.File}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"scenario run with the fleet's certificate", append(scenario, "--peer-cert", coordinator.Cert, "--peer-key", coordinator.Key), 0, "fleet: 1 node(s)"},
+		{"autotune with the fleet's certificate", append(autotune, "--peer-cert", coordinator.Cert, "--peer-key", coordinator.Key), 0, "fleet: 1 node(s)"},
+		{"no client certificate", scenario, 2, "no node answered"},
+		{"a certificate of another CA", append(scenario, "--peer-cert", rogue.Cert, "--peer-key", rogue.Key), 2, "no node answered"},
+		{"certificate without key", append(scenario, "--peer-cert", coordinator.Cert), 2, "--peer-key"},
+		{"certificate without a CA to call over https", []string{"scenario", "run", sc, "--peers", addr, "--peer-cert", coordinator.Cert, "--peer-key", coordinator.Key}, 2, "--peer-ca"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := ndbench(t, env, tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, want %d naming %q\n%s\n%s", code, tt.code, tt.want, out, errOut)
+			}
+			if strings.Contains(out+errOut, "PRIVATE KEY") || strings.Contains(out+errOut, token) {
+				t.Errorf("the output shows a secret: %s %s", out, errOut)
+			}
+		})
+	}
+}

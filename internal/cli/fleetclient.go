@@ -22,16 +22,15 @@ import (
 // serve` nodes with this process as the control point: an in-process coordinator over
 // the nodes, which drives them as one node.
 type fleetClientFlags struct {
-	peers         []string
-	discovery     string
-	dnsServer     string
-	token         string
-	maxSkew       time.Duration
-	redistribute  bool
-	peerCA        string
-	insecurePeers bool
-	prefix        string
-	etcdAccess    etcdAccessFlags
+	peers        []string
+	discovery    string
+	dnsServer    string
+	token        string
+	maxSkew      time.Duration
+	redistribute bool
+	peer         peerFlags
+	prefix       string
+	etcdAccess   etcdAccessFlags
 }
 
 func (f *fleetClientFlags) bind(cmd *cobra.Command) {
@@ -42,8 +41,7 @@ func (f *fleetClientFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.token, "token", "", "the fleet's shared token, with --peers or --discovery (default $NDBENCH_TOKEN)")
 	fl.DurationVar(&f.maxSkew, "max-skew", 100*time.Millisecond, "with a fleet: refuse to start when a node's clock is further off than this")
 	fl.BoolVar(&f.redistribute, "redistribute", false, "with a fleet: give a lost node's share of the rates and load shapes to the other nodes")
-	fl.StringVar(&f.peerCA, "peer-ca", "", "with a fleet: call the nodes over https, trusting the CA certificates (PEM) of this file; a node's certificate must name its node id")
-	fl.BoolVar(&f.insecurePeers, "insecure-peers", false, "with a fleet: allow plain http to nodes off loopback (the token crosses the network in clear text): only on a network you trust")
+	f.peer.bind(fl, "this process", "")
 	bindDiscoveryPrefix(fl, &f.prefix)
 	f.etcdAccess.bind(fl, "--discovery etcd:")
 }
@@ -100,7 +98,7 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 	if err := api.CheckToken(token); err != nil {
 		return nil, usageError{fmt.Errorf("--token or NDBENCH_TOKEN: %w", err)}
 	}
-	peerTLS, err := peerTLSConfig(f.peerCA, f.insecurePeers, nil)
+	peerTLS, peerCerts, err := f.peer.tlsConfig(nil)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -110,7 +108,7 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if f.insecurePeers {
+	if f.peer.insecure {
 		log.Warn(insecurePeersWarning)
 	}
 	host, _ := os.Hostname()
@@ -118,16 +116,18 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 	// The command line is trusted, so this coordinator lets everything through its own
 	// gate; each node still applies its --allow to what it is sent.
 	coord, err := cluster.New(cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(),
-		Config: snap, Allow: config.AllowAll(), Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute, TLS: peerTLS, InsecurePeers: f.insecurePeers})
+		Config: snap, Allow: config.AllowAll(), Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute, TLS: peerTLS, InsecurePeers: f.peer.insecure})
 	if err != nil {
 		closeDiscovery(disc)
 		return nil, usageError{err}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	go coord.Run(runCtx)
-	if etcdCerts != nil {
-		// A client certificate renewed during a long run (autotune --hold) is picked up.
-		go etcdCerts.Watch(runCtx, 0, log)
+	// Client certificates renewed during a long run (autotune --hold) are picked up.
+	for _, c := range []*api.CertFiles{etcdCerts, peerCerts} {
+		if c != nil {
+			go c.Watch(runCtx, 0, log)
+		}
 	}
 	cf := &clientFleet{Fleet: coord.Fleet(), coord: coord, cancel: cancel, disc: disc}
 	fail := func(err error) (*clientFleet, error) {
