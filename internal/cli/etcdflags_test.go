@@ -18,9 +18,10 @@ import (
 )
 
 // Every command that finds a fleet by --discovery can reach an etcd that wants TLS, a
-// client certificate or a login, with the same flags as serve: a command added later
-// with --discovery and without them fails here.
-func TestEveryDiscoveryCommandTakesTheEtcdFlags(t *testing.T) {
+// client certificate or a login, and nodes served over TLS that want a client
+// certificate, with the same flags as serve: a command added later with --discovery and
+// without them fails here.
+func TestEveryDiscoveryCommandTakesTheAccessFlags(t *testing.T) {
 	var walk func(c *cobra.Command) []*cobra.Command
 	walk = func(c *cobra.Command) []*cobra.Command {
 		cmds := []*cobra.Command{c}
@@ -35,9 +36,10 @@ func TestEveryDiscoveryCommandTakesTheEtcdFlags(t *testing.T) {
 			continue
 		}
 		found = append(found, c.CommandPath())
-		for _, name := range []string{"config-etcd-ca", "config-etcd-cert", "config-etcd-key", "config-etcd-user", "discovery-prefix"} {
+		for _, name := range []string{"config-etcd-ca", "config-etcd-cert", "config-etcd-key", "config-etcd-user", "discovery-prefix",
+			"peer-ca", "peer-cert", "peer-key", "insecure-peers"} {
 			if c.Flags().Lookup(name) == nil {
-				t.Errorf("%s takes --discovery etcd: but not --%s", c.CommandPath(), name)
+				t.Errorf("%s takes --discovery but not --%s", c.CommandPath(), name)
 			}
 		}
 	}
