@@ -261,7 +261,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		// configuration (rates as fleet totals).
 		fl, err := f.fleet.open(ctx, snap, io.env, io.err, log)
 		if err != nil {
-			return err
+			return notRunError(ctx, err)
 		}
 		defer fl.Close()
 		target = fl
@@ -290,7 +290,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		return usageError{fmt.Errorf("--%s", err)}
 	}
 	if err := seq.Connect(ctx); err != nil {
-		return err
+		return notRunError(ctx, err)
 	}
 	out := io.out
 	if f.jsonOut {
@@ -298,7 +298,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	}
 	st, ran, err := seq.BackfillPhase(ctx)
 	if err != nil {
-		return err
+		return notRunError(ctx, err)
 	}
 	if ran {
 		fmt.Fprintf(out, "backfill %s: %d of %d keys written\n", st.Phase, st.Written, st.Total)
@@ -309,7 +309,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 		}
 	}
 	if _, err := seq.WarmUp(ctx); err != nil {
-		return err
+		return notRunError(ctx, err)
 	}
 	full := s.WithDefaults()
 	width := consoleWidth

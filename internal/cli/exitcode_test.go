@@ -163,3 +163,22 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+// A scenario or a search whose fleet cannot be reached did not run: exit 2 (README: "a
+// node failed"), never 1, which says the store failed its thresholds or its SLA.
+func TestUnreachableFleetExits2(t *testing.T) {
+	sc := writeScenario(t, `
+config: {driver: {name: memory}}
+phases: [{name: p, duration: 1s}]
+`)
+	env := []string{"NDBENCH_TOKEN=0123456789abcdefghijKLMNOPQRST"}
+	for _, args := range [][]string{
+		{"scenario", "run", sc, "--peers", "127.0.0.1:1"},
+		{"autotune", "--driver", "memory", "--max-rate", "200", "--peers", "127.0.0.1:1"},
+	} {
+		code, _, errOut := ndbench(t, env, args...)
+		if code != 2 || !strings.Contains(errOut, "no node answered") {
+			t.Errorf("ndbench %s: exit %d, want 2 saying no node answered\n%s", strings.Join(args, " "), code, errOut)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ndbench/ndbench/internal/api"
 	"github.com/ndbench/ndbench/internal/cluster"
@@ -28,31 +29,28 @@ import (
 // fleetFlags are serve's fleet settings: who this node is to its peers, and how it finds
 // them when it coordinates.
 type fleetFlags struct {
-	peers         []string
-	discovery     string
-	prefix        string
-	ttl           time.Duration
-	dnsServer     string
-	nodeID        string
-	advertise     string
-	labels        []string
-	weight        float64
-	lease         time.Duration
-	maxSkew       time.Duration
-	redistribute  bool
-	coordinate    bool
-	scopePrefix   string
-	peerCA        string
-	peerCert      string
-	peerKey       string
-	insecurePeers bool
+	peers        []string
+	discovery    string
+	prefix       string
+	ttl          time.Duration
+	dnsServer    string
+	nodeID       string
+	advertise    string
+	labels       []string
+	weight       float64
+	lease        time.Duration
+	maxSkew      time.Duration
+	redistribute bool
+	coordinate   bool
+	scopePrefix  string
+	peer         peerFlags
 }
 
 func (f *fleetFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.peers, "peers", nil, "fleet members' API addresses (host:port, comma-separated); same as --discovery static:...")
 	fl.StringVar(&f.discovery, "discovery", "", "how this node finds the fleet it coordinates: static:host:port,..., dns:NAME[:PORT] (SRV, else A/AAAA: a Kubernetes headless Service), etcd:ENDPOINTS, file:clusters.json (NDBench's)")
-	fl.StringVar(&f.prefix, "discovery-prefix", "/ndbench/nodes/", "etcd discovery: key prefix the nodes register under")
+	bindDiscoveryPrefix(fl, &f.prefix)
 	fl.DurationVar(&f.ttl, "discovery-ttl", 10*time.Second, "etcd discovery: lease of a node's registration")
 	fl.StringVar(&f.dnsServer, "dns-server", "", "DNS discovery: ask this server (host:port) instead of the system resolver")
 	fl.StringVar(&f.nodeID, "node-id", "", "this node's id in a fleet (default: its advertised address)")
@@ -63,10 +61,7 @@ func (f *fleetFlags) bind(cmd *cobra.Command) {
 	fl.DurationVar(&f.maxSkew, "max-skew", 100*time.Millisecond, "a fleet start is refused when a node's clock is further off than this")
 	fl.BoolVar(&f.redistribute, "redistribute", false, "give a lost node's share of the fleet rate to the other nodes")
 	fl.StringVar(&f.scopePrefix, "fleet-config-prefix", "", "keep the fleet's configuration in etcd under this prefix (the etcd of --config-etcd, else of --discovery etcd:): changes are saved there, read back at start, and edits there applied")
-	fl.StringVar(&f.peerCA, "peer-ca", "", "call the fleet's nodes over https, trusting the CA certificates (PEM) of this file; a node's certificate must name its node id (see docs/security.md)")
-	fl.StringVar(&f.peerCert, "peer-cert", "", "the certificate (PEM) a coordinating node presents to its fleet's nodes (mutual TLS: nodes with --tls-client-ca); default --tls-cert's; re-read when it changes")
-	fl.StringVar(&f.peerKey, "peer-key", "", "the private key (PEM) of --peer-cert")
-	fl.BoolVar(&f.insecurePeers, "insecure-peers", false, "allow plain http to fleet nodes off loopback (the token crosses the network in clear text): only on a network you trust")
+	f.peer.bind(fl, "a coordinating node", "; default --tls-cert's")
 	fl.BoolVar(&f.coordinate, "coordinate", false, "track the fleet from the start (otherwise from the first request to the fleet view at /fleet/)")
 }
 
@@ -128,7 +123,7 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 		spec = "static:" + strings.Join(f.peers, ",")
 	}
 	if spec == "" {
-		if f.peerCA != "" || f.peerCert != "" || f.peerKey != "" || f.insecurePeers {
+		if f.peer.given() {
 			return nil, usageError{errors.New("--peer-ca, --peer-cert, --peer-key and --insecure-peers set how a coordinating node calls its fleet: give --peers or --discovery with them")}
 		}
 		return nil, nil
@@ -142,8 +137,9 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 	}
 	_, port, _ := net.SplitHostPort(self.Addr)
 	p, _ := strconv.Atoi(port)
-	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer, DefaultPort: p, EtcdPrefix: f.prefix, EtcdTTL: f.ttl,
-		EtcdTLS: etcdAccess.TLS, EtcdUser: etcdAccess.Username, EtcdPassword: etcdAccess.Password})
+	opts := discoveryOptions(f.prefix, etcdAccess)
+	opts.DNSServer, opts.DefaultPort, opts.EtcdTTL = f.dnsServer, p, f.ttl
+	disc, err := discovery.Parse(spec, opts)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -168,19 +164,18 @@ func (f *fleetFlags) coordinator(ctx context.Context, snap *config.Snapshot, all
 			return nil, err
 		}
 	}
-	peerTLS, peerCerts, err := f.peerTLS(certs)
+	peerTLS, peerCerts, err := f.peer.tlsConfig(certs)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	if peerCerts != nil {
 		go peerCerts.Watch(ctx, 0, log)
 	}
-	if f.insecurePeers {
-		log.Warn("INSECURE: --insecure-peers: fleet nodes off loopback are called over plain http, so the fleet's token and every command cross the network in clear text, " +
-			"and nothing proves which node answers; use it only on a network you trust, else serve every node with --tls-cert and give --peer-ca")
+	if f.peer.insecure {
+		log.Warn(insecurePeersWarning)
 	}
 	copts := cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(), Config: snap, Allow: allow, Logger: log,
-		Lease: f.lease, MaxSkew: f.maxSkew, Redistribute: f.redistribute, TLS: peerTLS, InsecurePeers: f.insecurePeers}
+		Lease: f.lease, MaxSkew: f.maxSkew, Redistribute: f.redistribute, TLS: peerTLS, InsecurePeers: f.peer.insecure}
 	if scopes != nil {
 		copts.ScopeStore = scopes
 	}
@@ -246,45 +241,62 @@ type fleetView struct {
 	coord   *cluster.Coordinator
 }
 
-// peerTLS is how a coordinator calls its nodes: over https when it has a CA for them
-// (--peer-ca) or serves TLS itself (--tls-cert: its fleet does too; the system's CAs
-// then), presenting --peer-cert (else its own --tls-cert) to a node that asks; nil (plain
+// peerFlags say how a coordinator calls its fleet's nodes: serve's, and those of scenario
+// run and autotune, whose process is the fleet's control point; one definition, so each
+// can reach a fleet served over TLS, with client certificates, alike.
+type peerFlags struct {
+	ca       string
+	cert     string
+	key      string
+	insecure bool
+}
+
+// bind defines the flags; who is the coordinator in the help ("a coordinating node"),
+// certDefault what --peer-cert defaults to, after a "; ".
+func (f *peerFlags) bind(fl *pflag.FlagSet, who, certDefault string) {
+	fl.StringVar(&f.ca, "peer-ca", "", "call the fleet's nodes over https, trusting the CA certificates (PEM) of this file; a node's certificate must name its node id (see docs/security.md)")
+	fl.StringVar(&f.cert, "peer-cert", "", "the certificate (PEM) "+who+" presents to the fleet's nodes (mutual TLS: nodes with --tls-client-ca)"+certDefault+"; re-read when it changes")
+	fl.StringVar(&f.key, "peer-key", "", "the private key (PEM) of --peer-cert")
+	fl.BoolVar(&f.insecure, "insecure-peers", false, "allow plain http to fleet nodes off loopback (the token crosses the network in clear text): only on a network you trust")
+}
+
+// given reports whether any of the flags is set.
+func (f *peerFlags) given() bool { return f.ca != "" || f.cert != "" || f.key != "" || f.insecure }
+
+// tlsConfig is how a coordinator calls its nodes: over https when it has a CA for them
+// (--peer-ca) or serves TLS itself (certs, its --tls-cert: its fleet does too; the
+// system's CAs then), presenting --peer-cert (else certs) to a node that asks; nil (plain
 // http) otherwise. A --peer-cert pair is returned to be watched.
-func (f *fleetFlags) peerTLS(certs *api.CertFiles) (*tls.Config, *api.CertFiles, error) {
+func (f *peerFlags) tlsConfig(certs *api.CertFiles) (*tls.Config, *api.CertFiles, error) {
 	var own *api.CertFiles
-	if f.peerCert != "" || f.peerKey != "" {
+	if f.cert != "" || f.key != "" {
 		var err error
-		if own, err = api.LoadCertFiles(f.peerCert, f.peerKey); err != nil {
+		if own, err = api.LoadCertFiles(f.cert, f.key); err != nil {
 			return nil, nil, fmt.Errorf("--peer-cert and --peer-key: %w", err)
 		}
-		if f.peerCA == "" && certs == nil {
+		if f.ca == "" && certs == nil {
 			return nil, nil, errors.New("--peer-cert is presented over https to the fleet's nodes: give --peer-ca (the CA their certificates chain to) with it")
 		}
 		certs = own
 	}
-	cfg, err := peerTLSConfig(f.peerCA, f.insecurePeers, certs)
-	return cfg, own, err
-}
-
-func peerTLSConfig(peerCA string, insecurePeers bool, certs *api.CertFiles) (*tls.Config, error) {
-	if peerCA == "" && certs == nil {
-		return nil, nil
+	if f.ca == "" && certs == nil {
+		return nil, own, nil
 	}
-	if insecurePeers {
-		return nil, errors.New("--insecure-peers allows plain http among peers, --peer-ca and --tls-cert make them https: give one or the other")
+	if f.insecure {
+		return nil, nil, errors.New("--insecure-peers allows plain http among peers, --peer-ca and --tls-cert make them https: give one or the other")
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if peerCA != "" {
-		pool, err := api.LoadCAFile(peerCA)
+	if f.ca != "" {
+		pool, err := api.LoadCAFile(f.ca)
 		if err != nil {
-			return nil, fmt.Errorf("--peer-ca: %w", err)
+			return nil, nil, fmt.Errorf("--peer-ca: %w", err)
 		}
 		cfg.RootCAs = pool
 	}
 	if certs != nil {
 		cfg.GetClientCertificate = certs.GetClientCertificate
 	}
-	return cfg, nil
+	return cfg, own, nil
 }
 
 // insecurePeersWarning is logged whenever --insecure-peers is given.

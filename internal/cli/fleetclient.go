@@ -22,14 +22,15 @@ import (
 // serve` nodes with this process as the control point: an in-process coordinator over
 // the nodes, which drives them as one node.
 type fleetClientFlags struct {
-	peers         []string
-	discovery     string
-	dnsServer     string
-	token         string
-	maxSkew       time.Duration
-	redistribute  bool
-	peerCA        string
-	insecurePeers bool
+	peers        []string
+	discovery    string
+	dnsServer    string
+	token        string
+	maxSkew      time.Duration
+	redistribute bool
+	peer         peerFlags
+	prefix       string
+	etcdAccess   etcdAccessFlags
 }
 
 func (f *fleetClientFlags) bind(cmd *cobra.Command) {
@@ -40,8 +41,9 @@ func (f *fleetClientFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.token, "token", "", "the fleet's shared token, with --peers or --discovery (default $NDBENCH_TOKEN)")
 	fl.DurationVar(&f.maxSkew, "max-skew", 100*time.Millisecond, "with a fleet: refuse to start when a node's clock is further off than this")
 	fl.BoolVar(&f.redistribute, "redistribute", false, "with a fleet: give a lost node's share of the rates and load shapes to the other nodes")
-	fl.StringVar(&f.peerCA, "peer-ca", "", "with a fleet: call the nodes over https, trusting the CA certificates (PEM) of this file; a node's certificate must name its node id")
-	fl.BoolVar(&f.insecurePeers, "insecure-peers", false, "with a fleet: allow plain http to nodes off loopback (the token crosses the network in clear text): only on a network you trust")
+	f.peer.bind(fl, "this process", "")
+	bindDiscoveryPrefix(fl, &f.prefix)
+	f.etcdAccess.bind(fl, "--discovery etcd:")
 }
 
 // enabled reports whether the command runs on a fleet.
@@ -52,13 +54,22 @@ type clientFleet struct {
 	*cluster.Fleet
 	coord  *cluster.Coordinator
 	cancel context.CancelFunc
+	disc   discovery.Discoverer
 }
 
-// Close shuts the driver down on every node (which also ends the run and its lease) and
-// stops the coordinator.
+// Close shuts the driver down on every node (which also ends the run and its lease),
+// stops the coordinator and releases the discovery (an etcd client).
 func (c *clientFleet) Close() {
 	_ = c.Shutdown()
 	c.cancel()
+	closeDiscovery(c.disc)
+}
+
+// closeDiscovery releases what a discoverer holds (etcd's client and connections).
+func closeDiscovery(d discovery.Discoverer) {
+	if c, ok := d.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // open finds the nodes and gives them snap's configuration at the fleet scope (rates are
@@ -73,6 +84,10 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 		}
 		spec = "static:" + strings.Join(f.peers, ",")
 	}
+	etcdAccess, etcdCerts, err := f.etcdAccess.access(env, strings.HasPrefix(spec, "etcd:"), "--discovery etcd:ENDPOINTS")
+	if err != nil {
+		return nil, usageError{err}
+	}
 	token := f.token
 	if token == "" {
 		token = envValue(env, "NDBENCH_TOKEN")
@@ -83,15 +98,17 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 	if err := api.CheckToken(token); err != nil {
 		return nil, usageError{fmt.Errorf("--token or NDBENCH_TOKEN: %w", err)}
 	}
-	disc, err := discovery.Parse(spec, discovery.Options{DNSServer: f.dnsServer})
+	peerTLS, peerCerts, err := f.peer.tlsConfig(nil)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	peerTLS, err := peerTLSConfig(f.peerCA, f.insecurePeers, nil)
+	opts := discoveryOptions(f.prefix, etcdAccess)
+	opts.DNSServer = f.dnsServer
+	disc, err := discovery.Parse(spec, opts)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if f.insecurePeers {
+	if f.peer.insecure {
 		log.Warn(insecurePeersWarning)
 	}
 	host, _ := os.Hostname()
@@ -99,15 +116,23 @@ func (f *fleetClientFlags) open(ctx context.Context, snap *config.Snapshot, env 
 	// The command line is trusted, so this coordinator lets everything through its own
 	// gate; each node still applies its --allow to what it is sent.
 	coord, err := cluster.New(cluster.Options{Self: self, Discovery: disc, Token: token, Version: toolVersion(),
-		Config: snap, Allow: config.AllowAll(), Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute, TLS: peerTLS, InsecurePeers: f.insecurePeers})
+		Config: snap, Allow: config.AllowAll(), Logger: log, MaxSkew: f.maxSkew, Redistribute: f.redistribute, TLS: peerTLS, InsecurePeers: f.peer.insecure})
 	if err != nil {
+		closeDiscovery(disc)
 		return nil, usageError{err}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	go coord.Run(runCtx)
-	cf := &clientFleet{Fleet: coord.Fleet(), coord: coord, cancel: cancel}
+	// Client certificates renewed during a long run (autotune --hold) are picked up.
+	for _, c := range []*api.CertFiles{etcdCerts, peerCerts} {
+		if c != nil {
+			go c.Watch(runCtx, 0, log)
+		}
+	}
+	cf := &clientFleet{Fleet: coord.Fleet(), coord: coord, cancel: cancel, disc: disc}
 	fail := func(err error) (*clientFleet, error) {
 		cancel()
+		closeDiscovery(disc)
 		return nil, err
 	}
 	rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)

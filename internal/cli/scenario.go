@@ -133,7 +133,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 			if errors.As(err, &ue) {
 				return err
 			}
-			return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
+			return notRunError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 		}
 		defer fl.Close()
 		target, where = fl, " on a fleet"
@@ -147,7 +147,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	// its phases are the load, and scenario.Run drains and finishes it.
 	seq := &node.Run{Node: target, Backfill: sc.Backfill}
 	if err := seq.Connect(ctx); err != nil {
-		return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
+		return notRunError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 	}
 	total := sc.End()
 	if total == scenario.Forever {
@@ -172,12 +172,12 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 		}
 	}
 	if _, err := seq.WarmUp(ctx); err != nil {
-		return scenarioError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
+		return notRunError(ctx, fmt.Errorf("scenario %s: %w", sc.Name, err))
 	}
 	out, err := scenario.Run(ctx, target, sc, scenario.RunOptions{Log: view.note, Env: s.env})
 	view.finish()
 	if err != nil {
-		return scenarioError(ctx, err)
+		return notRunError(ctx, err)
 	}
 	in := seq.ReportInput(toolVersion())
 	in.Timeline = out.ReportMarks()
@@ -202,10 +202,12 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	return nil
 }
 
-// scenarioError is the exit of a scenario that could not run: exit 3 when a signal
-// interrupted it (the error is then likely its consequence, and an interrupted scenario is
-// never a pass, nor a broken configuration), exit 2 otherwise.
-func scenarioError(ctx context.Context, err error) error {
+// notRunError is the exit of a scenario or a search that could not run (a node, a fleet
+// or its discovery failed): exit 3 when a signal interrupted it (the error is then likely
+// its consequence, and an interrupted command is never a pass, nor a broken
+// configuration), exit 2 otherwise; never 1, which says the store failed its
+// thresholds or SLA.
+func notRunError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return exitError{scenario.ExitAborted, fmt.Errorf("interrupted: %w", err)}
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -47,10 +46,7 @@ type serveFlags struct {
 	tlsKey       string
 	tlsClientCA  string
 	insecure     bool // --insecure-listen
-	etcdCA       string
-	etcdCert     string
-	etcdKey      string
-	etcdUser     string
+	etcdAccess   etcdAccessFlags
 }
 
 func newServeCmd(s *streams) *cobra.Command {
@@ -99,10 +95,7 @@ names, and --allow-targets) unless --allow names the capability.`,
 	cmd.Flags().BoolVar(&f.backfill, "backfill", false, "with --start, write every key once before the load (same as --set workload.backfill=true)")
 	cmd.Flags().StringVar(&f.etcd, "config-etcd", "", "comma-separated etcd endpoints to read live configuration from")
 	cmd.Flags().StringVar(&f.etcdPrefix, "config-prefix", "", "etcd key prefix of this node's configuration, e.g. /ndbench/node1/")
-	cmd.Flags().StringVar(&f.etcdCA, "config-etcd-ca", "", "reach etcd (--config-etcd, --discovery etcd:) over TLS, trusting the CA certificates (PEM) of this file")
-	cmd.Flags().StringVar(&f.etcdCert, "config-etcd-cert", "", "reach etcd (--config-etcd, --discovery etcd:) over TLS with this client certificate (PEM; with --config-etcd-key), re-read when it changes")
-	cmd.Flags().StringVar(&f.etcdKey, "config-etcd-key", "", "the private key (PEM) of --config-etcd-cert")
-	cmd.Flags().StringVar(&f.etcdUser, "config-etcd-user", "", "etcd user of --config-etcd and --discovery etcd:; the password comes from $NDBENCH_ETCD_PASSWORD")
+	f.etcdAccess.bind(cmd.Flags(), "--config-etcd, --discovery etcd:")
 	f.outputs.bind(cmd, outputHelp{
 		report:     "on shutdown, write the JSON report of the whole service run to this file",
 		reportHTML: "on shutdown, write the HTML report of the whole service run to this file",
@@ -138,7 +131,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if (f.etcd == "") != (f.etcdPrefix == "") {
 		return usageError{errors.New("--config-etcd and --config-prefix go together")}
 	}
-	etcdAccess, etcdCerts, err := f.etcdAccess(io.env)
+	etcdAccess, etcdCerts, err := f.etcdAccess.access(io.env, f.etcd != "" || strings.HasPrefix(f.fleet.discovery, "etcd:"), "--config-etcd or --discovery etcd:ENDPOINTS")
 	if err != nil {
 		return usageError{err}
 	}
@@ -397,48 +390,6 @@ func printServeEnd(out io.Writer, serveErr error, what string) {
 		return
 	}
 	fmt.Fprintf(out, "serve stopped by a signal: %s; exit code 0\n", what)
-}
-
-// etcdAccess is how etcd is reached, --config-etcd and --discovery etcd: alike (one
-// fleet, one etcd cluster, one login): over TLS with --config-etcd-ca (etcd's CA) or
-// --config-etcd-cert/--config-etcd-key (a client certificate, returned to be watched), as
-// --config-etcd-user with $NDBENCH_ETCD_PASSWORD. Errors never show the password.
-func (f *serveFlags) etcdAccess(env []string) (source.EtcdAccess, *api.CertFiles, error) {
-	var a source.EtcdAccess
-	set := f.etcdCA != "" || f.etcdCert != "" || f.etcdKey != "" || f.etcdUser != ""
-	etcdDiscovery := strings.HasPrefix(f.fleet.discovery, "etcd:")
-	if set && f.etcd == "" && !etcdDiscovery {
-		return a, nil, errors.New("--config-etcd-ca, --config-etcd-cert, --config-etcd-key and --config-etcd-user say how to reach etcd: give --config-etcd or --discovery etcd:ENDPOINTS with them")
-	}
-	var certs *api.CertFiles
-	if f.etcdCert != "" || f.etcdKey != "" {
-		var err error
-		if certs, err = api.LoadCertFiles(f.etcdCert, f.etcdKey); err != nil {
-			return a, nil, fmt.Errorf("--config-etcd-cert and --config-etcd-key: %w", err)
-		}
-	}
-	if f.etcdCA != "" || certs != nil {
-		a.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-		if f.etcdCA != "" {
-			pool, err := api.LoadCAFile(f.etcdCA)
-			if err != nil {
-				return a, nil, fmt.Errorf("--config-etcd-ca: %w", err)
-			}
-			a.TLS.RootCAs = pool
-		}
-		if certs != nil {
-			a.TLS.GetClientCertificate = certs.GetClientCertificate
-		}
-	}
-	password := envValue(env, "NDBENCH_ETCD_PASSWORD")
-	switch {
-	case f.etcdUser != "" && password == "":
-		return a, nil, errors.New("--config-etcd-user needs the password in $NDBENCH_ETCD_PASSWORD")
-	case f.etcdUser == "" && password != "" && (f.etcd != "" || etcdDiscovery):
-		return a, nil, errors.New("$NDBENCH_ETCD_PASSWORD is set without --config-etcd-user: give the user too")
-	}
-	a.Username, a.Password = f.etcdUser, password
-	return a, certs, nil
 }
 
 // stopOTLP sends the exporter's last data and logs what it did, at warn if exports
