@@ -30,6 +30,20 @@ func TestInProcessFleetSplitsInserts(t *testing.T) {
 			inCall(t, http.MethodPost, url("/api/v1/load/start"), nil, nil)
 			time.Sleep(time.Second)
 			inCall(t, http.MethodPost, url("/api/v1/load/stop"), nil, nil)
+			// The nodes' workers end after the stop's answer: wait until no node claims a key.
+			for _, n := range nodes {
+				for end, last := time.Now().Add(10*time.Second), int64(-1); ; {
+					st := n.inst.Status()
+					if st.Idle() && st.KeyspaceSize == last {
+						break
+					}
+					if time.Now().After(end) {
+						t.Fatalf("a node still claims keys 10 s after the stop: %+v", st)
+					}
+					last = st.KeyspaceSize
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
 
 			// A node's index is its place in the sorted member list.
 			addrs := make([]string, size)
