@@ -537,9 +537,6 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 	// is exactly what the constructors below are given.
 	kp := w.KeyParams()
 	kp.Seed, kp.Now, kp.Start, kp.Size = g.seed, e.now, e.start, e.inserts.size
-	// Before workers use g: keys below numKeys are the initial keyspace's, never claimed
-	// by an insert, and the node inserts its share of the new keys.
-	e.inserts.plan(w.NumKeys, int64(w.InsertMember), int64(w.InsertMembers))
 	if prev != nil && sameKeys(prev.w, w) && prev.seed == g.seed {
 		g.keys = prev.keys
 	} else {
@@ -577,6 +574,10 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 			g.tracker = t
 		}
 	}
+	// Last, once nothing can fail, and before workers use g: keys below numKeys are the
+	// initial keyspace's, never claimed by an insert, and the node inserts its share of
+	// the new keys.
+	e.inserts.plan(w.NumKeys, int64(w.InsertMember), int64(w.InsertMembers))
 	return g, nil
 }
 
