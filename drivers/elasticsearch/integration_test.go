@@ -21,10 +21,8 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/driver/drivertest/ycsb"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/config/presets"
-	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -627,58 +625,22 @@ func TestScanAndDelete(t *testing.T) {
 	})
 }
 
-// TestYCSBE: ycsb-e runs on both servers: after the backfill (and a refresh) every scan
-// reads keys, its inserts grow the keyspace, nothing fails.
+// TestYCSBE: ycsb-e runs on both servers (the kit's case, ycsb.Run): after the backfill
+// (and a refresh) every scan reads keys, its inserts grow the keyspace, nothing fails.
 func TestYCSBE(t *testing.T) {
 	eachFlavor(t, func(t *testing.T, fl string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		raw(t, fl, "DELETE", "/ycsb-e", "")
-		d := open(t, fl, map[string]string{"index": "ycsb-e"})
-		p, _ := presets.Lookup("ycsb-e")
-		l, err := p.Layer()
-		if err != nil {
-			t.Fatal(err)
-		}
-		def := config.DefaultsLayer()
-		def.Values["driver.name"] = "elasticsearch"
-		snap, err := config.Build([]config.Layer{def, l})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := snap.Config.Workload
-		// A tenth of the preset's rate: two JVMs share the test machine.
-		w.ValidateValues, w.OpTimeout, w.ReadRate, w.WriteRate = true, 10*time.Second, 95, 5
-		coll := stats.NewCollector(stats.Config{Shards: 4})
-		e, err := engine.New(d, w, engine.Options{Collector: coll})
-		if err != nil {
-			t.Fatalf("ycsb-e on %s: %v", fl, err)
-		}
-		defer e.Close(2 * time.Second)
-		if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
-			t.Fatalf("backfill: %+v, %v", st, err)
-		}
-		raw(t, fl, "POST", "/ycsb-e/_refresh", "")
-		coll.Reset()
-		if err := e.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(3 * time.Second)
-		if err := e.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-		coll.Tick(time.Now())
-		cum := coll.Cumulative()
-		sc, ins := cum.Ops["read"], cum.Ops["write"]
-		t.Logf("%s: %d scans (%d misses), %d inserts; keyspace %d", fl, sc.Count, sc.Misses, ins.Count, e.KeyspaceSize())
-		if sc.Count < 10 || sc.Errors != 0 || sc.Misses != 0 || ins.Count < 1 || ins.Errors != 0 {
-			t.Fatalf("scans %d (%d misses, %d errors %v), inserts %d (%d errors %v)", sc.Count, sc.Misses, sc.Errors, sc.Failures, ins.Count, ins.Errors, ins.Failures)
-		}
-		if e.KeyspaceSize() != w.NumKeys+ins.Count {
-			t.Errorf("keyspace %d after %d inserts, want %d", e.KeyspaceSize(), ins.Count, w.NumKeys+ins.Count)
-		}
+		ycsb.Run(t, ycsb.Case{
+			Driver:  "elasticsearch",
+			Presets: []string{"ycsb-e"},
+			Open: func(t *testing.T, _ string) driver.Driver {
+				raw(t, fl, "DELETE", "/ycsb-e", "")
+				return open(t, fl, map[string]string{"index": "ycsb-e"})
+			},
+			AfterBackfill: func(t *testing.T, _ string) { raw(t, fl, "POST", "/ycsb-e/_refresh", "") },
+			// A tenth of the preset's rate: two JVMs share the test machine.
+			Tune:     func(w *config.Workload) { w.ReadRate, w.WriteRate = 95, 5 },
+			Load:     3 * time.Second,
+			MinReads: 10,
+		})
 	})
 }

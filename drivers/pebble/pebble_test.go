@@ -13,6 +13,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/driver/drivertest/ycsb"
 )
 
 // open returns an initialised driver with the defaults overridden by values, closed at the
@@ -337,3 +338,15 @@ func TestConformance(t *testing.T) {
 // TestScanAndDelete: the operations delete and scan behave as driver.Deleter and
 // driver.Scanner say.
 func TestScanAndDelete(t *testing.T) { drivertest.ScanAndDelete(t, open(t, nil)) }
+
+// TestYCSBPresets: ycsb-d, ycsb-e and ycsb-f run on pebble as `ndbench run --workload
+// ycsb-X` runs them (the kit's case, ycsb.Run): E's scans, with an iterator in key order,
+// read keys after the backfill; D's and E's inserts grow the keyspace; F reports its rmw;
+// nothing fails and validation finds nothing wrong.
+func TestYCSBPresets(t *testing.T) {
+	ycsb.Run(t, ycsb.Case{
+		Driver:  Name,
+		Presets: []string{"ycsb-d", "ycsb-e", "ycsb-f"},
+		Open:    func(t *testing.T, _ string) driver.Driver { return open(t, nil) },
+	})
+}

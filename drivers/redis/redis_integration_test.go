@@ -30,10 +30,8 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/driver/drivertest/ycsb"
 	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/config/presets"
-	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -697,58 +695,23 @@ func TestScanIndex(t *testing.T) {
 }
 
 // TestYCSBEInDefaultMode: ycsb-e runs on the driver's default mode (direct: workers on
-// pipelines) with scanIndex: after the backfill every scan reads keys, its inserts grow
-// the keyspace and are scanned too, nothing fails.
+// pipelines) with scanIndex (the kit's case, ycsb.Run): after the backfill every scan
+// reads keys, its inserts grow the keyspace and are scanned too, nothing fails.
 func TestYCSBEInDefaultMode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	idx := "ndbench:test:ycsbe"
-	_ = raw(t).Del(ctx, idx).Err()
-	d := open(t, map[string]string{"scanIndex": "true", "scanIndexKey": idx})
-	p, _ := presets.Lookup("ycsb-e")
-	l, err := p.Layer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	def := config.DefaultsLayer()
-	def.Values["driver.name"] = "redis"
-	snap, err := config.Build([]config.Layer{def, l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := snap.Config.Workload
-	w.ValidateValues, w.KeyPrefix = true, "ycsbe-"
-	coll := stats.NewCollector(stats.Config{Shards: 4})
-	e, err := engine.New(d, w, engine.Options{Collector: coll})
-	if err != nil {
-		t.Fatalf("ycsb-e on redis's default mode: %v", err)
-	}
-	defer e.Close(2 * time.Second)
-	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
-		t.Fatalf("backfill: %+v, %v", st, err)
-	}
-	coll.Reset()
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	if err := e.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	coll.Tick(time.Now())
-	cum := coll.Cumulative()
-	sc, ins := cum.Ops["read"], cum.Ops["write"]
-	t.Logf("%d scans (%d misses), %d inserts; keyspace %d", sc.Count, sc.Misses, ins.Count, e.KeyspaceSize())
-	if sc.Count < 20 || sc.Errors != 0 || sc.Misses != 0 || ins.Count < 1 || ins.Errors != 0 {
-		t.Fatalf("scans %d (%d misses, %d errors %v), inserts %d (%d errors %v)", sc.Count, sc.Misses, sc.Errors, sc.Failures, ins.Count, ins.Errors, ins.Failures)
-	}
-	if e.KeyspaceSize() != w.NumKeys+ins.Count {
-		t.Errorf("keyspace %d after %d inserts, want %d", e.KeyspaceSize(), ins.Count, w.NumKeys+ins.Count)
-	}
-	if n, err := raw(t).ZCard(ctx, idx).Result(); err != nil || n != w.NumKeys+ins.Count {
-		t.Errorf("the index holds %d keys (%v), want the %d backfilled and inserted", n, err, w.NumKeys+ins.Count)
-	}
+	ycsb.Run(t, ycsb.Case{
+		Driver:  "redis",
+		Presets: []string{"ycsb-e"},
+		Open: func(t *testing.T, _ string) driver.Driver {
+			_ = raw(t).Del(drivertest.Context(t), idx).Err()
+			return open(t, map[string]string{"scanIndex": "true", "scanIndexKey": idx})
+		},
+		Tune: func(w *config.Workload) { w.KeyPrefix = "ycsbe-" },
+		After: func(t *testing.T, r ycsb.Result) {
+			want := r.Workload.NumKeys + r.Summary.Ops["write"].Count
+			if n, err := raw(t).ZCard(drivertest.Context(t), idx).Result(); err != nil || n != want {
+				t.Errorf("the index holds %d keys (%v), want the %d backfilled and inserted", n, err, want)
+			}
+		},
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/ndbench/ndbench/driver"
@@ -148,11 +150,22 @@ func (c *Coordinator) reapply(ctx context.Context) error {
 	}
 	var jobs []job
 	var errs []NodeError
+	// Each node sharing the load inserts its own share of the new keys (its index in the
+	// sorted list of those nodes), so no two insert the same key. Sorted by id, since a
+	// lost node that keeps its share sits at the end of share.
+	ids := make([]string, len(share))
+	for i, sm := range share {
+		ids[i] = sm.id
+	}
+	slices.Sort(ids)
 	for _, m := range ms {
 		eff, err := c.scopes.effective(m.split(), share)
 		if err != nil {
 			errs = append(errs, NodeError{m.ID, err})
 			continue
+		}
+		if i, ok := slices.BinarySearch(ids, m.ID); ok {
+			eff["workload.insertMember"], eff["workload.insertMembers"] = strconv.Itoa(i), strconv.Itoa(len(ids))
 		}
 		diff := map[string]string{}
 		for k, v := range eff {

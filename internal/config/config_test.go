@@ -375,8 +375,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 	schema := WorkloadSchema()
-	if len(schema) != 38 {
-		t.Errorf("schema has %d options, want 38", len(schema))
+	if len(schema) != 41 {
+		t.Errorf("schema has %d options, want 41", len(schema))
 	}
 	// A pattern's option that is a workload option of its own has the same default and
 	// bounds in both places: the config cannot accept what the pattern refuses.
@@ -438,6 +438,30 @@ func TestWorkloadValidate(t *testing.T) {
 		{"pool within a raised budget", func(w *Workload) { w.NumValues = 1e7; w.DataSize = 1; w.MemoryBudget = 1 << 30 }, nil},
 		{"tracker over the budget", func(w *Workload) { w.ValidateValues = true; w.NumKeys = 1 << 29 }, []string{"workload.numKeys"}},
 		{"budget below its minimum", func(w *Workload) { w.MemoryBudget = 1 }, []string{"workload.memoryBudget"}},
+		// A validated insert grows the tracker: the growth it may reach is counted.
+		{"validated inserts over the budget", func(w *Workload) { w.ValidateValues = true; w.WriteMix = "insert"; w.MemoryBudget = 32 << 20 },
+			[]string{"workload.trackedInserts"}},
+		{"validated inserts in another class over the budget", func(w *Workload) {
+			w.ValidateValues = true
+			w.Ops = map[string]OpClass{"grow": {Workers: 1, Rate: 10, Enabled: true, Mix: "read:9,insert:1"}}
+			w.MemoryBudget = 32 << 20
+		}, []string{"workload.trackedInserts"}},
+		{"validated inserts tracked within the budget", func(w *Workload) {
+			w.ValidateValues = true
+			w.WriteMix = "insert"
+			w.MemoryBudget = 32 << 20
+			w.TrackedInserts = 4 << 20
+		}, nil},
+		{"validated writes in the same budget", func(w *Workload) { w.ValidateValues = true; w.MemoryBudget = 32 << 20 }, nil},
+		{"unvalidated inserts in the same budget", func(w *Workload) { w.WriteMix = "insert"; w.MemoryBudget = 32 << 20 }, nil},
+		{"disabled insert class in the same budget", func(w *Workload) {
+			w.ValidateValues = true
+			w.WriteMix = "insert"
+			w.WriteEnabled = false
+			w.MemoryBudget = 32 << 20
+		}, nil},
+		{"insert member out of range", func(w *Workload) { w.InsertMember, w.InsertMembers = 3, 3 }, []string{"workload.insertMember"}},
+		{"last insert member", func(w *Workload) { w.InsertMember, w.InsertMembers = 2, 3 }, nil},
 		{"one error per option", func(w *Workload) { w.Pattern = "hotspot"; w.HotKeys = 0 }, []string{"workload.hotKeys"}},
 	}
 	for _, tt := range tests {

@@ -87,7 +87,17 @@ type Workload struct {
 	// worker buffers; see workload.EstimateMemory), so a typo is an error instead of an
 	// out-of-memory kill. 1 GiB fits every NDBench default many times over and leaves
 	// room on a small node for the store client and the statistics.
-	MemoryBudget driver.Size `opt:"memoryBudget" default:"1GiB" min:"1MiB" max:"1TiB" live:"true" help:"most memory the workload may allocate (value pool, validation tracker, worker buffers); a change needing more is rejected; at most three quarters of the machine's memory (never less than the default)"`
+	// InsertMember and InsertMembers split the keys inserts add among the nodes that
+	// insert into one keyspace, so that no two insert the same key: member i of n inserts
+	// numKeys+i, numKeys+i+n, ... A fleet's coordinator sets them on each node (its index
+	// in the sorted member list); nodes configured one by one (NDBench's way) set them
+	// themselves.
+	InsertMember  int `opt:"insertMember" default:"0" min:"0" max:"100000" live:"true" help:"this node's index among the workload.insertMembers nodes inserting into one keyspace: it inserts the keys numKeys+insertMember, +insertMembers, ...; a fleet's coordinator sets it"`
+	InsertMembers int `opt:"insertMembers" default:"1" min:"1" max:"100000" live:"true" help:"the number of nodes inserting into one keyspace, each taking every insertMembers-th new key; a fleet's coordinator sets it"`
+	// TrackedInserts bounds the validation tracker's growth: inserts add keys for as long
+	// as a run lasts, and a tracker that followed them all would pass any budget.
+	TrackedInserts int64       `opt:"trackedInserts" default:"16777216" min:"0" max:"1073741824" live:"true" help:"with validate: how many keys beyond numKeys validation tracks (4 bytes each, counted in memoryBudget); keys inserted past them are not validated; a change starts a new tracker"`
+	MemoryBudget   driver.Size `opt:"memoryBudget" default:"1GiB" min:"1MiB" max:"1TiB" live:"true" help:"most memory the workload may allocate (value pool, validation tracker, worker buffers); a change needing more is rejected; at most three quarters of the machine's memory (never less than the default)"`
 
 	// Ops are the op classes beyond read and write, by name (keys
 	// "workload.ops.<class>.<option>"); nil when there are none. It has no opt tag: the
@@ -593,6 +603,11 @@ func (w Workload) Validate() error {
 			add("readers", fmt.Sprint(w.Readers), fmt.Sprintf("readers + writers at most %d (writers is %d)", maxWorkers, w.Writers))
 		}
 	}
+	if w.InsertMember >= w.InsertMembers && !slices.ContainsFunc(errs, func(fe *driver.FieldError) bool {
+		return fe.Field == "workload.insertMember" || fe.Field == "workload.insertMembers"
+	}) {
+		add("insertMember", strconv.Itoa(w.InsertMember), fmt.Sprintf("an index from 0 to insertMembers-1 = %d", w.InsertMembers-1))
+	}
 	reported := map[string]bool{}
 	for _, fe := range errs {
 		reported[fe.Field] = true
@@ -640,7 +655,19 @@ func (w Workload) ValueParams() workload.ValueParams {
 // TrackerParams returns the validation tracker parameters of w (used when ValidateValues
 // is on). The caller adds the clock.
 func (w Workload) TrackerParams() workload.TrackerParams {
-	return workload.TrackerParams{NumKeys: w.NumKeys, MaxWriteTime: w.OpTimeout}
+	return workload.TrackerParams{NumKeys: w.NumKeys, MaxWriteTime: w.OpTimeout, MaxInserted: w.TrackedInserts}
+}
+
+// inserts reports whether an enabled class's mix names the built-in insert, which grows
+// the keyspace (a driver's own operation of that name does not, but the estimate errs
+// towards counting).
+func (w Workload) inserts() bool {
+	for _, c := range w.Classes() {
+		if c.Enabled && slices.Contains(c.Mix.Ops(), driver.OpInsert) {
+			return true
+		}
+	}
+	return false
 }
 
 // MemoryParams returns what sizes the workload's allocations: the value pool, the tracker
@@ -650,6 +677,9 @@ func (w Workload) MemoryParams() workload.MemoryParams {
 	p := workload.MemoryParams{Values: w.ValueParams(), Backfill: w.BackfillWorkers}
 	if w.ValidateValues {
 		p.TrackedKeys = w.NumKeys
+		if w.inserts() {
+			p.TrackedInserts = w.TrackedInserts
+		}
 	}
 	// An elastic pool may grow to its maximum (at the configured rate, for an automatic
 	// one): that is what it may allocate. The other classes' workers hold write buffers

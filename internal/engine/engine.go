@@ -193,10 +193,9 @@ type Engine struct {
 
 	backfill backfillState
 	panics   atomic.Int64
-	// size is the keyspace's size: the next key index an insert claims. build raises it to
-	// workload.numKeys; inserts claim keys beyond it, each once, whatever the generation
-	// (a key is never inserted twice, also when numKeys changes).
-	size atomic.Int64
+	// inserts is how inserts claim new keys: each once, whatever the generation (a key is
+	// never inserted twice, also when numKeys or the node's share changes).
+	inserts insertKeys
 	// fence is the reading of clock from which no operation of an op class starts (0:
 	// none); see SendUntil.
 	fence atomic.Int64
@@ -537,11 +536,7 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 	// The parameters come from the same methods Validate checks, so what passed Validate
 	// is exactly what the constructors below are given.
 	kp := w.KeyParams()
-	kp.Seed, kp.Now, kp.Start, kp.Size = g.seed, e.now, e.start, e.size.Load
-	// Before workers use g: keys below numKeys are the initial keyspace's, never claimed
-	// by an insert.
-	for cur := e.size.Load(); cur < w.NumKeys && !e.size.CompareAndSwap(cur, w.NumKeys); cur = e.size.Load() {
-	}
+	kp.Seed, kp.Now, kp.Start, kp.Size = g.seed, e.now, e.start, e.inserts.size
 	if prev != nil && sameKeys(prev.w, w) && prev.seed == g.seed {
 		g.keys = prev.keys
 	} else {
@@ -567,7 +562,7 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 		g.values = values
 	}
 	if w.ValidateValues {
-		if prev != nil && prev.tracker != nil && prev.tracker.NumKeys() == w.NumKeys && !prev.tracker.Expired() {
+		if prev != nil && prev.tracker != nil && prev.tracker.NumKeys() == w.NumKeys && prev.w.TrackedInserts == w.TrackedInserts && !prev.tracker.Expired() {
 			g.tracker = prev.tracker
 		} else {
 			tp := w.TrackerParams()
@@ -579,6 +574,10 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 			g.tracker = t
 		}
 	}
+	// Last, once nothing can fail, and before workers use g: keys below numKeys are the
+	// initial keyspace's, never claimed by an insert, and the node inserts its share of
+	// the new keys.
+	e.inserts.plan(w.NumKeys, int64(w.InsertMember), int64(w.InsertMembers))
 	return g, nil
 }
 
@@ -607,8 +606,10 @@ func sameKeys(a, b config.Workload) bool {
 
 // KeyspaceSize returns the number of keys the workload addresses: workload.numKeys, plus
 // the keys inserts claimed beyond it (the keys 0 .. size-1; a key claimed by an insert
-// that failed or is in flight may not exist).
-func (e *Engine) KeyspaceSize() int64 { return e.size.Load() }
+// that failed or is in flight may not exist). A node inserting one share of the new keys
+// (workload.insertMembers > 1) counts the others' shares as claimed as far as its own:
+// its keyspace is the fleet's when the members insert at one pace.
+func (e *Engine) KeyspaceSize() int64 { return e.inserts.size() }
 
 // Clock returns the clock the engine times operations with.
 func (e *Engine) Clock() pacer.Clock { return e.clock }

@@ -88,7 +88,7 @@ func TestInsertGrowsTheKeyspace(t *testing.T) {
 			cum := e.Collector().Cumulative()
 			ins := cum.Ops["write"].Count + cum.Ops["more"].Count
 			if ins < 20 || cum.Ops["write"].Errors+cum.Ops["more"].Errors != 0 {
-				t.Fatalf("%d inserts, %d+%d failed; want many, none failed", ins, cum.Ops["write"].Errors, cum.Ops["more"].Errors)
+				t.Fatalf("%d inserts, %d+%d failed (%v, %v); want many, none failed", ins, cum.Ops["write"].Errors, cum.Ops["more"].Errors, cum.Ops["write"].Failures, cum.Ops["more"].Failures)
 			}
 			if got := e.KeyspaceSize(); got != tc.numKeys+ins {
 				t.Errorf("KeyspaceSize = %d after %d inserts, want %d", got, ins, tc.numKeys+ins)
@@ -272,6 +272,101 @@ func TestInsertUsesInserter(t *testing.T) {
 			}
 			if got := ins.inserts.Load(); got != wr.Count {
 				t.Errorf("the driver's Insert ran %d times for %d inserts", got, wr.Count)
+			}
+		})
+	}
+}
+
+// TestInsertSharesSplitTheNewKeys: nodes inserting into one keyspace, each told its share
+// (workload.insertMember of insertMembers), never insert the same key: together they
+// insert exactly as many distinct keys as inserts, each once, member i's all at
+// numKeys+i+k×n; and a node whose share changes mid-run (a fleet re-split) claims its new
+// keys beyond every key it claimed before.
+func TestInsertSharesSplitTheNewKeys(t *testing.T) {
+	const numKeys = 50
+	for _, tc := range []struct {
+		name    string
+		members int
+		resplit int // a second share for member 0 after the first run (0: none)
+	}{
+		{"one node", 1, 0},
+		{"two nodes", 2, 0},
+		{"three nodes", 3, 0},
+		{"one node, then a third of three", 1, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := openMemory(t, nil)
+			var engines []*Engine
+			var logs []*insertLog
+			for i := range tc.members {
+				log := &insertLog{Driver: store, writes: map[string]int{}}
+				logs = append(logs, log)
+				engines = append(engines, newEngine(t, log, testWorkload(t, func(w *config.Workload) {
+					w.NumKeys = numKeys
+					w.ValidateValues = true
+					w.ReadEnabled = false
+					w.WriteMix = "insert"
+					w.InsertMember, w.InsertMembers = i, tc.members
+				})))
+			}
+			run := func() {
+				for _, e := range engines {
+					if err := e.Start(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+				for _, e := range engines {
+					_ = e.Stop()
+					waitIdle(t, e)
+				}
+			}
+			run()
+			if tc.resplit > 0 {
+				w := testWorkload(t, func(w *config.Workload) {
+					w.NumKeys = numKeys
+					w.ValidateValues = true
+					w.ReadEnabled = false
+					w.WriteMix = "insert"
+					w.InsertMember, w.InsertMembers = 2, tc.resplit
+				})
+				if err := engines[0].Apply(w); err != nil {
+					t.Fatal(err)
+				}
+				run()
+			}
+			var ins int64
+			for i, e := range engines {
+				e.Collector().Tick(time.Now())
+				wr := e.Collector().Cumulative().Ops["write"]
+				if wr.Errors != 0 || wr.Count == 0 {
+					t.Fatalf("member %d: %d inserts, %d failed; want some, none failed", i, wr.Count, wr.Errors)
+				}
+				ins += wr.Count
+				if tc.resplit == 0 {
+					if got, want := e.KeyspaceSize(), numKeys+wr.Count*int64(tc.members); got != want {
+						t.Errorf("member %d: KeyspaceSize %d after %d inserts, want numKeys + %d×%d = %d", i, got, wr.Count, wr.Count, tc.members, want)
+					}
+				}
+			}
+			written := map[string]int{}
+			for m, log := range logs {
+				log.mu.Lock()
+				for k, n := range log.writes {
+					written[k] += n
+					if i := keyIndex(t, "T", k); tc.resplit == 0 && (i < numKeys || (i-numKeys)%int64(tc.members) != int64(m)) {
+						t.Errorf("member %d of %d inserted key index %d; want numKeys %d + %d + k×%d", m, tc.members, i, numKeys, m, tc.members)
+					}
+				}
+				log.mu.Unlock()
+			}
+			for k, n := range written {
+				if i := keyIndex(t, "T", k); n != 1 || i < numKeys {
+					t.Errorf("key %s written %d times; want every inserted key once, beyond %d", k, n, numKeys)
+				}
+			}
+			if int64(len(written)) != ins {
+				t.Errorf("%d distinct keys inserted by %d inserts; want one new key per insert", len(written), ins)
 			}
 		})
 	}

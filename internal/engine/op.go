@@ -192,7 +192,7 @@ func (p *opPath) next(intended int64, vbuf *[]byte) operation {
 	var idx int64
 	if m.idx == opInsert {
 		// A key beyond the keyspace, claimed once by one worker: the keyspace grows.
-		idx = p.e.size.Add(1) - 1
+		idx = p.e.inserts.claim()
 	} else {
 		idx = p.g.keys.Next(p.rng, m.wop)
 	}

@@ -33,6 +33,10 @@ type MemoryParams struct {
 	Values ValueParams
 	// TrackedKeys is the validation tracker's keyspace: numKeys when validating, else 0.
 	TrackedKeys int64
+	// TrackedInserts is how many keys beyond TrackedKeys the tracker follows as inserts
+	// add them (workload.trackedInserts): set when validating with a class that inserts,
+	// else 0.
+	TrackedInserts int64
 	// Readers, Writers and Backfill count the workers that may run at once: the readers
 	// and writers of enabled classes, and the backfill workers (a backfill may run beside
 	// the load).
@@ -76,6 +80,7 @@ type MemoryEstimate struct {
 //
 //	value pool  numValues × (largest value + ValueOverhead), held twice while refreshed
 //	tracker     numKeys × TrackerSlotBytes, when validating
+//	inserted    TrackerGrowth(numKeys, trackedInserts), when validating with inserts
 //	workers     (readers + writers + backfill workers) × (WorkerOverhead + largest value)
 //	batches     backfill workers × BackfillBatch × (largest value + 32), when validating
 //
@@ -100,6 +105,11 @@ func EstimateMemory(p MemoryParams) MemoryEstimate {
 		n := strconv.FormatInt(p.TrackedKeys, 10)
 		e.Parts = append(e.Parts, MemoryPart{Name: "validation tracker", Field: "workload.numKeys", Value: n,
 			Bytes: mulSat(p.TrackedKeys, TrackerSlotBytes), Keys: []string{"workload.numKeys=" + n, "workload.validate=true"}})
+	}
+	if p.TrackedKeys > 0 && p.TrackedInserts > 0 {
+		n := strconv.FormatInt(p.TrackedInserts, 10)
+		e.Parts = append(e.Parts, MemoryPart{Name: "validation of inserted keys", Field: "workload.trackedInserts", Value: n,
+			Bytes: TrackerGrowth(p.TrackedKeys, p.TrackedInserts), Keys: []string{"workload.trackedInserts=" + n, "workload.validate=true"}})
 	}
 	if workers := int64(p.Readers) + int64(p.Writers) + int64(p.Backfill); workers > 0 {
 		w := MemoryPart{Name: "workers", Bytes: mulSat(workers, WorkerOverhead+int64(largest))}

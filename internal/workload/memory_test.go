@@ -93,8 +93,8 @@ func TestApproxBytes(t *testing.T) {
 // each part against what building it allocated (runtime.MemStats.TotalAlloc), within 25%.
 func TestEstimateMatchesAllocation(t *testing.T) {
 	vp := ValueParams{NumValues: 50_000, DataSize: 1000, Header: true}
-	const keys = 5_000_000
-	e := EstimateMemory(MemoryParams{Values: vp, TrackedKeys: keys})
+	const keys, inserted = 5_000_000, 1_000_000
+	e := EstimateMemory(MemoryParams{Values: vp, TrackedKeys: keys, TrackedInserts: inserted})
 	est := map[string]int64{}
 	for _, p := range e.Parts {
 		est[p.Name] = p.Bytes
@@ -118,8 +118,15 @@ func TestEstimateMatchesAllocation(t *testing.T) {
 		}),
 		"validation tracker": measure(func() {
 			var err error
-			if tr, err = NewTracker(TrackerParams{NumKeys: keys}); err != nil {
+			if tr, err = NewTracker(TrackerParams{NumKeys: keys, MaxInserted: inserted}); err != nil {
 				t.Fatal(err)
+			}
+		}),
+		// Inserts past the tracked ones allocate nothing more.
+		"validation of inserted keys": measure(func() {
+			seq := tr.Seq()
+			for i := range int64(2 * inserted) {
+				tr.Ack(keys+i, seq)
 			}
 		}),
 		// Refresh builds a whole second pool beside the first: the x2 of the peak.

@@ -26,6 +26,10 @@ type TrackerParams struct {
 	MaxWriteTime time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MaxInserted is how many keys beyond NumKeys (the keys inserts add) the tracker
+	// follows, at most MaxTrackedKeys-NumKeys; keys past them are not tracked: nothing is
+	// expected of them. Its memory is TrackerGrowth(NumKeys, MaxInserted) at most.
+	MaxInserted int64
 }
 
 // Tracker remembers, per key index, the sequence of the latest acknowledged write, so a
@@ -49,12 +53,13 @@ type TrackerParams struct {
 // on other nodes' values assume clocks agree within MaxWriteTime.
 type Tracker struct {
 	slots []atomic.Uint32
-	// ext tracks the keys inserts add beyond NumKeys, up to MaxTrackedKeys, in blocks of
-	// extBlock slots made on first use: nil until the first insert, so a keyspace that
-	// does not grow costs nothing more, and one that does costs 4 bytes per key claimed
-	// (plus the table of blocks, 512 KiB once). Keys beyond MaxTrackedKeys are not
-	// tracked: nothing is expected of them.
-	ext     atomic.Pointer[extTable]
+	// ext tracks the keys inserts add beyond NumKeys, up to MaxInserted of them, in blocks
+	// of extBlock slots made on first use: nil until the first insert, so a keyspace that
+	// does not grow costs nothing more, and one that does costs 4 bytes per key claimed,
+	// rounded up to a block (plus the table of blocks, 8 bytes per block, once). Keys
+	// beyond are not tracked: nothing is expected of them.
+	ext     atomic.Pointer[[]atomic.Pointer[[extBlock]atomic.Uint32]]
+	extMax  int64 // MaxInserted, bounded by MaxTrackedKeys
 	now     func() time.Time
 	start   time.Time
 	startMs uint64 // start as Unix milliseconds
@@ -64,8 +69,23 @@ type Tracker struct {
 // extBlock is the number of slots of one block of inserted keys.
 const extBlock = 1 << 14
 
-// extTable holds the blocks of inserted keys' slots, the first for index NumKeys.
-type extTable [MaxTrackedKeys / extBlock]atomic.Pointer[[extBlock]atomic.Uint32]
+// TrackerGrowth is the most memory a tracker of numKeys keys takes beyond its NumKeys
+// slots when it follows maxInserted inserted keys: whole blocks of slots, and the table
+// of blocks.
+func TrackerGrowth(numKeys, maxInserted int64) int64 {
+	blocks := extBlocks(numKeys, maxInserted)
+	return blocks * (extBlock*TrackerSlotBytes + 8)
+}
+
+// extBlocks is the number of blocks that hold maxInserted slots beyond numKeys, within
+// MaxTrackedKeys.
+func extBlocks(numKeys, maxInserted int64) int64 {
+	n := min(maxInserted, MaxTrackedKeys-numKeys)
+	if n <= 0 {
+		return 0
+	}
+	return (n + extBlock - 1) / extBlock
+}
 
 // slot returns idx's slot, or nil when idx is not tracked (out of range, or an inserted
 // key whose block does not exist and make is false).
@@ -73,7 +93,8 @@ func (t *Tracker) slot(idx int64, grow bool) *atomic.Uint32 {
 	if idx >= 0 && idx < int64(len(t.slots)) {
 		return &t.slots[idx]
 	}
-	if idx < int64(len(t.slots)) || idx >= MaxTrackedKeys {
+	off := idx - int64(len(t.slots))
+	if off < 0 || off >= t.extMax {
 		return nil
 	}
 	tab := t.ext.Load()
@@ -81,11 +102,11 @@ func (t *Tracker) slot(idx int64, grow bool) *atomic.Uint32 {
 		if !grow {
 			return nil
 		}
-		t.ext.CompareAndSwap(nil, new(extTable))
+		blocks := make([]atomic.Pointer[[extBlock]atomic.Uint32], extBlocks(int64(len(t.slots)), t.extMax))
+		t.ext.CompareAndSwap(nil, &blocks)
 		tab = t.ext.Load()
 	}
-	off := idx - int64(len(t.slots))
-	b := &tab[off/extBlock]
+	b := &(*tab)[off/extBlock]
 	blk := b.Load()
 	if blk == nil {
 		if !grow {
@@ -134,6 +155,9 @@ func (p TrackerParams) Validate() error {
 		errs = append(errs, &driver.FieldError{Field: "workload.numKeys", Value: strconv.FormatInt(p.NumKeys, 10),
 			Allowed: "an integer from 1 to " + strconv.Itoa(MaxTrackedKeys) + " when workload.validate is on (the tracker's limit)"})
 	}
+	if p.MaxInserted < 0 {
+		errs = append(errs, &driver.FieldError{Field: "workload.trackedInserts", Value: strconv.FormatInt(p.MaxInserted, 10), Allowed: "an integer >= 0"})
+	}
 	if p.MaxWriteTime < 0 {
 		errs = append(errs, &driver.FieldError{Field: "workload.opTimeout", Value: p.MaxWriteTime.String(), Allowed: "a duration >= 0"})
 	}
@@ -154,6 +178,7 @@ func NewTracker(p TrackerParams) (*Tracker, error) {
 	}
 	start := now()
 	return &Tracker{
+		extMax:  max(min(p.MaxInserted, MaxTrackedKeys-p.NumKeys), 0),
 		slots:   make([]atomic.Uint32, p.NumKeys),
 		now:     now,
 		start:   start,

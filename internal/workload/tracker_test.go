@@ -82,7 +82,7 @@ func TestTrackerClassify(t *testing.T) {
 // acknowledged yet expects nothing, and keys beyond MaxTrackedKeys are not tracked.
 func TestTrackerInsertedKeys(t *testing.T) {
 	clock := &fakeClock{t: epoch}
-	tr := mustTracker(t, TrackerParams{NumKeys: 10, Now: clock.now})
+	tr := mustTracker(t, TrackerParams{NumKeys: 10, Now: clock.now, MaxInserted: MaxTrackedKeys})
 	clock.t = epoch.Add(time.Second)
 	w := tr.Seq()
 	for _, idx := range []int64{10, 11, extBlock + 10, 3*extBlock + 17, MaxTrackedKeys - 1, MaxTrackedKeys} {
@@ -112,6 +112,38 @@ func TestTrackerInsertedKeys(t *testing.T) {
 	}
 	if tr.NumKeys() != 10 {
 		t.Errorf("NumKeys = %d after inserts, want the initial 10", tr.NumKeys())
+	}
+}
+
+// TestTrackerFollowsAtMostMaxInserted: a tracker follows the first MaxInserted keys
+// beyond NumKeys and no more, so its memory stays within what the estimate counted
+// (TrackerGrowth): a key past them, acknowledged and then missing, is not judged.
+func TestTrackerFollowsAtMostMaxInserted(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		maxInserted int64
+		idx         int64
+		want        Result
+	}{
+		{"none tracked: the first inserted key", 0, 10, ResultOK},
+		{"last tracked", 3, 12, ResultLost},
+		{"first past the limit", 3, 13, ResultOK},
+		{"a block on: within", 2 * extBlock, extBlock + 10, ResultLost},
+		{"a block on: past", 2 * extBlock, 2*extBlock + 10, ResultOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{t: epoch}
+			tr := mustTracker(t, TrackerParams{NumKeys: 10, Now: clock.now, MaxInserted: tc.maxInserted})
+			clock.t = epoch.Add(time.Second)
+			w := tr.Seq()
+			tr.Ack(tc.idx, w)
+			if got := tr.Classify(tr.Expect(tc.idx), false, 0); got != tc.want {
+				t.Errorf("key %d acknowledged, then missing: %v, want %v", tc.idx, got, tc.want)
+			}
+			if tab := tr.ext.Load(); tab != nil && int64(len(*tab))*(extBlock*TrackerSlotBytes+8) > TrackerGrowth(10, tc.maxInserted) {
+				t.Errorf("table of %d blocks: more than TrackerGrowth(10, %d) = %d bytes", len(*tab), tc.maxInserted, TrackerGrowth(10, tc.maxInserted))
+			}
+		})
 	}
 }
 
