@@ -23,6 +23,10 @@ type simEngine struct {
 	// parked is how many timers the test's own goroutines hold while they wait beyond
 	// one per engine goroutine (a backfill runs its workers beside the one it counts).
 	parked int
+	// abandoned, when set, counts the store timers of operations that ended while still
+	// waiting in the store (simstore.Store.Abandoned): each is pending until its worker
+	// stops it.
+	abandoned func() int
 }
 
 // newSimEngine builds an engine for d on clk, whose start is simStart.
@@ -43,7 +47,13 @@ func newSimEngine(t *testing.T, clk *clock.Sim, d driver.Driver, w config.Worklo
 // pacer's or the store's).
 func (s *simEngine) to(at time.Duration) {
 	s.t.Helper()
-	parked := func() int { return s.Waiters() + s.parked }
+	parked := func() int {
+		n := s.Waiters() + s.parked
+		if s.abandoned != nil {
+			n += s.abandoned()
+		}
+		return n
+	}
 	if !s.clk.StepTo(simStart.Add(at), parked, 10*time.Second) {
 		s.t.Fatalf("the engine's goroutines did not all wait at %v (%d timers pending, %d expected)",
 			clock.Since(s.clk, simStart), s.clk.Pending(), parked())
