@@ -130,3 +130,37 @@ func TestStopSendsNothingUnpaced(t *testing.T) {
 		}
 	}
 }
+
+// TestElasticPoolDoesNotGrowInAStall: an elastic read pool (4 readers at 800/s, 300 ms op
+// timeout, so a cap of 64) on a store that answers in 1 ms keeps up with 4 workers, then
+// the store stalls for 2 s and answers nothing: every read times out, the schedule falls
+// ever further behind, and the pool may grow once, on the check that still counts the
+// last answers before the stall (4 to 6), but not on any check after it, so it never
+// runs to its cap, whose workers would all hit the store at once when it recovers.
+func TestElasticPoolDoesNotGrowInAStall(t *testing.T) {
+	clk := clock.NewSim(simStart)
+	st := simstore.New(clk, time.Millisecond)
+	st.StallEvery, st.StallFor = 4*time.Second, 2*time.Second // stalled from 2 s to 4 s
+	e := newSimEngine(t, clk, st, testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate, w.Readers, w.MaxReaders = 800, 4, 0
+		w.OpTimeout = 300 * time.Millisecond
+	}))
+	e.abandoned = st.Abandoned
+	e.Collector().ResetAt(simStart)
+	if err := e.Start("read"); err != nil {
+		t.Fatal(err)
+	}
+	e.to(2 * time.Second)
+	if o := e.tick().Ops["read"]; o.Workers != 4 || o.Errors != 0 {
+		t.Fatalf("before the stall: %d workers, failures %v; want 4 and none", o.Workers, o.Failures)
+	}
+	e.to(3990 * time.Millisecond)
+	o := e.tick().Ops["read"]
+	if o.Failures["timeout"] == 0 || o.Count != 0 {
+		t.Fatalf("in the stall: %d answered, failures %v; want timeouts only", o.Count, o.Failures)
+	}
+	if o.Workers > 6 {
+		t.Errorf("the pool grew to %d workers in a 2 s stall (cap 64); want 6 at most: one step on the answers before it", o.Workers)
+	}
+}
