@@ -177,9 +177,9 @@ type statsBody struct {
 }
 
 // TestFleetSplitsTheRateAndMergesExactly: 5 nodes at 20,000 reads/s fleet-wide run 4,000/s
-// each within 1%; the fleet's response-time histogram is exactly the union of the nodes'
-// (so its p99 is the union's), which differs from the mean of the nodes' p99s when one
-// node's store is slow.
+// each within 1% (the reads due by their schedule); the fleet's response-time histogram is
+// exactly the union of the nodes' (so its percentiles are the union's), which differs from
+// the mean of the nodes' percentiles when one node's store is slow.
 func TestFleetSplitsTheRateAndMergesExactly(t *testing.T) {
 	f := startFleet(t, 5, nil, nil)
 	call(t, http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"values": map[string]any{
@@ -206,8 +206,35 @@ func TestFleetSplitsTheRateAndMergesExactly(t *testing.T) {
 		StartAt time.Time `json:"startAt"`
 	}
 	call(t, http.MethodGet, f.url("/api/v1/fleet/members"), nil, &fm)
+	// Each node's schedule, read while the load runs: the reads due from the common start
+	// to the node's last tick (sent, dropped, and overdue), which its share sets and a
+	// machine too busy to send them all does not lower. What it achieved is
+	// BenchmarkFleetRateSplit's. It is read before the stop because a stopped pool's
+	// backlog leaves its figures: read after the stop, the slow node of a loaded machine
+	// (load ~19) was 3,724/s due, its overdue reads gone.
+	for i, s := range f.nodes {
+		var st struct {
+			Cumulative struct {
+				End time.Time `json:"end"`
+				Ops map[string]struct {
+					Attempted int64 `json:"attempted"`
+					Dropped   int64 `json:"dropped"`
+					Pending   int64 `json:"pending"`
+				} `json:"ops"`
+			} `json:"cumulative"`
+		}
+		call(t, http.MethodGet, nodeURL(s, "/api/v1/stats"), nil, &st)
+		r := st.Cumulative.Ops["read"]
+		ran := st.Cumulative.End.Sub(fm.StartAt)
+		due := float64(r.Attempted+r.Dropped+r.Pending) / ran.Seconds()
+		t.Logf("node %d: %.0f/s due over %v (%d sent, %d dropped, %d overdue)", i, due, ran.Round(time.Millisecond), r.Attempted, r.Dropped, r.Pending)
+		// The slack: the reads in flight at the tick, counted neither as sent nor as
+		// overdue, and the node's start and clock offset from the common instant.
+		if math.Abs(due-4000)/4000 > 0.01+float64(200*time.Millisecond)/float64(ran) {
+			t.Errorf("node %d was due %.0f reads/s, want 4000 ± 1%%", i, due)
+		}
+	}
 	call(t, http.MethodPost, f.url("/api/v1/load/stop"), map[string]any{"ops": []string{"read"}}, nil)
-	ran := time.Since(fm.StartAt) // from the common start instant to the stop
 	for _, m := range f.members() {
 		if m.Assigned["read"] != 4000 {
 			t.Errorf("node %s assigned %v reads/s, want 4000", m.ID, m.Assigned["read"])
@@ -220,31 +247,13 @@ func TestFleetSplitsTheRateAndMergesExactly(t *testing.T) {
 
 	union := stats.NewHistogram()
 	var total int64
-	var p99s []float64
+	var p50s []float64
 	for i, s := range f.nodes {
 		h, n := histogram(t, nodeURL(s, "/api/v1/stats/histograms"), "read")
 		total += n
 		stats.MergeHistograms(union, h)
-		p99s = append(p99s, float64(h.ValueAtQuantile(99)))
-		// The node's schedule over the run, 12 s from the common start to the stop: the
-		// reads due (sent, dropped, overdue), which its share sets and a machine too busy
-		// to send them all does not lower. What it achieved is BenchmarkFleetRateSplit's.
-		var st struct {
-			Cumulative struct {
-				Ops map[string]struct {
-					Attempted int64 `json:"attempted"`
-					Dropped   int64 `json:"dropped"`
-					Pending   int64 `json:"pending"`
-				} `json:"ops"`
-			} `json:"cumulative"`
-		}
-		call(t, http.MethodGet, nodeURL(s, "/api/v1/stats"), nil, &st)
-		r := st.Cumulative.Ops["read"]
-		due := float64(r.Attempted+r.Dropped+r.Pending) / ran.Seconds()
-		t.Logf("node %d: %d reads, %.0f/s due, p99 %d µs", i, n, due, h.ValueAtQuantile(99))
-		if math.Abs(due-4000)/4000 > 0.01+float64(200*time.Millisecond)/float64(ran) {
-			t.Errorf("node %d was due %.0f reads/s, want 4000 ± 1%%", i, due)
-		}
+		p50s = append(p50s, float64(h.ValueAtQuantile(50)))
+		t.Logf("node %d: %d reads, p50 %d µs, p99 %d µs", i, n, h.ValueAtQuantile(50), h.ValueAtQuantile(99))
 	}
 	fh, fn := histogram(t, f.url("/api/v1/stats/histograms"), "read")
 	if fn != total || fh.TotalCount() != union.TotalCount() {
@@ -258,14 +267,19 @@ func TestFleetSplitsTheRateAndMergesExactly(t *testing.T) {
 			t.Errorf("fleet p%v = %d µs, union of the nodes' = %d µs", q, a, b)
 		}
 	}
+	// The union's percentile is not the mean of the nodes' percentiles. Shown at the
+	// median: the slow node's 10-20 ms lifts the mean of the medians, while the union's
+	// median falls among the four fast nodes' reads. At p99 (as this was checked before)
+	// a loaded machine's scheduling delays gave the fast nodes tails of 6-107 ms beside
+	// the slow node's 29 ms, and the two came within 20% of each other.
 	mean := 0.0
-	for _, p := range p99s {
-		mean += p / float64(len(p99s))
+	for _, p := range p50s {
+		mean += p / float64(len(p50s))
 	}
-	fp99 := float64(fh.ValueAtQuantile(99))
-	t.Logf("fleet p99 %.0f µs (merged histograms) vs mean of per-node p99s %.0f µs", fp99, mean)
-	if math.Abs(fp99-mean)/fp99 < 0.2 {
-		t.Errorf("fleet p99 %.0f µs is within 20%% of the mean of the nodes' p99s %.0f µs: the slow node should set them apart", fp99, mean)
+	fp50 := float64(fh.ValueAtQuantile(50))
+	t.Logf("fleet p50 %.0f µs (merged histograms) vs mean of per-node p50s %.0f µs", fp50, mean)
+	if math.Abs(fp50-mean)/mean < 0.2 {
+		t.Errorf("fleet p50 %.0f µs is within 20%% of the mean of the nodes' p50s %.0f µs: the slow node should set them apart", fp50, mean)
 	}
 	var st statsBody
 	call(t, http.MethodGet, f.url("/api/v1/stats"), nil, &st)

@@ -222,27 +222,42 @@ func TestFailingStoreNeverKillsWorkers(t *testing.T) {
 	}
 }
 
+// TestOpTimeoutCountsTimeouts: 2 closed-loop writers against a store that takes 200 ms,
+// with a 10 ms op timeout, on simulated time. Each write times out at the watchdog's
+// first scan at or past its deadline (scans every 1 ms), and each timeout backs the
+// writer off 1, 2, 4, ... ms (100 ms at most) before its next write: timeouts at 10, 21,
+// 33, 47, 65, 91, 133 and 207 ms, the next write from 307 ms. So 300 ms hold exactly 16
+// timeouts and no write succeeds; a writer stopped with a write in the store is released
+// by that write's timeout (at 317 ms), not by the store's answer (at 507 ms).
 func TestOpTimeoutCountsTimeouts(t *testing.T) {
-	d := openMemory(t, map[string]string{"serviceTime": "200ms"})
-	e := newEngine(t, d, testWorkload(t, func(w *config.Workload) {
+	clk := clock.NewSim(simStart)
+	st := simstore.New(clk, 200*time.Millisecond)
+	e := newSimEngine(t, clk, st, testWorkload(t, func(w *config.Workload) {
 		w.OpTimeout = 10 * time.Millisecond
 		w.ReadEnabled = false
 	}))
+	e.abandoned = st.Abandoned
+	e.Collector().ResetAt(simStart)
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	s := measure(e, 300*time.Millisecond)
-	if s.Ops["write"].Failures["timeout"] == 0 {
-		t.Fatalf("no timeouts with a 200 ms store and a 10 ms op timeout: %+v", s.Ops["write"].Failures)
+	e.to(300 * time.Millisecond)
+	w := e.tick().Ops["write"]
+	if got := w.Failures["timeout"]; got != 16 || w.Count != 0 {
+		t.Fatalf("in 300 ms: %d timeouts and %d successes (failures %v); want 16 and 0", got, w.Count, w.Failures)
 	}
-	if s.Ops["write"].Count != 0 {
-		t.Fatalf("%d writes succeeded despite the timeout", s.Ops["write"].Count)
+	e.to(310 * time.Millisecond) // both writers have a write in the store since 307 ms
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
 	}
-	_ = e.Stop()
-	waitIdle(t, e)
-	if time.Since(start) > 5*time.Second {
-		t.Fatal("workers were held by the slow store past their op timeout")
+	e.to(317 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Wait(ctx); err != nil {
+		t.Fatalf("the stopped writers were still held at 317 ms, past their writes' 10 ms timeout: %v", err)
+	}
+	if got := e.tick().Ops["write"].Failures["timeout"]; got != 2 {
+		t.Errorf("stopping with 2 writes in the store: %d timeouts at 317 ms, want 2", got)
 	}
 }
 

@@ -23,6 +23,10 @@ type simEngine struct {
 	// parked is how many timers the test's own goroutines hold while they wait beyond
 	// one per engine goroutine (a backfill runs its workers beside the one it counts).
 	parked int
+	// abandoned, when set, counts the store timers of operations that ended while still
+	// waiting in the store (simstore.Store.Abandoned): each is pending until its worker
+	// stops it.
+	abandoned func() int
 }
 
 // newSimEngine builds an engine for d on clk, whose start is simStart.
@@ -43,7 +47,13 @@ func newSimEngine(t *testing.T, clk *clock.Sim, d driver.Driver, w config.Worklo
 // pacer's or the store's).
 func (s *simEngine) to(at time.Duration) {
 	s.t.Helper()
-	parked := func() int { return s.Waiters() + s.parked }
+	parked := func() int {
+		n := s.Waiters() + s.parked
+		if s.abandoned != nil {
+			n += s.abandoned()
+		}
+		return n
+	}
 	if !s.clk.StepTo(simStart.Add(at), parked, 10*time.Second) {
 		s.t.Fatalf("the engine's goroutines did not all wait at %v (%d timers pending, %d expected)",
 			clock.Since(s.clk, simStart), s.clk.Pending(), parked())
@@ -118,5 +128,39 @@ func TestStopSendsNothingUnpaced(t *testing.T) {
 		if got, want := e.tick().Ops["read"].Attempted, int64(6); got != want {
 			t.Fatalf("cycle %d: %d reads sent over a start, half a second at 10/s and a stop; want the %d due", k, got, want)
 		}
+	}
+}
+
+// TestElasticPoolDoesNotGrowInAStall: an elastic read pool (4 readers at 800/s, 300 ms op
+// timeout, so a cap of 64) on a store that answers in 1 ms keeps up with 4 workers, then
+// the store stalls for 2 s and answers nothing: every read times out, the schedule falls
+// ever further behind, and the pool may grow once, on the check that still counts the
+// last answers before the stall (4 to 6), but not on any check after it, so it never
+// runs to its cap, whose workers would all hit the store at once when it recovers.
+func TestElasticPoolDoesNotGrowInAStall(t *testing.T) {
+	clk := clock.NewSim(simStart)
+	st := simstore.New(clk, time.Millisecond)
+	st.StallEvery, st.StallFor = 4*time.Second, 2*time.Second // stalled from 2 s to 4 s
+	e := newSimEngine(t, clk, st, testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate, w.Readers, w.MaxReaders = 800, 4, 0
+		w.OpTimeout = 300 * time.Millisecond
+	}))
+	e.abandoned = st.Abandoned
+	e.Collector().ResetAt(simStart)
+	if err := e.Start("read"); err != nil {
+		t.Fatal(err)
+	}
+	e.to(2 * time.Second)
+	if o := e.tick().Ops["read"]; o.Workers != 4 || o.Errors != 0 {
+		t.Fatalf("before the stall: %d workers, failures %v; want 4 and none", o.Workers, o.Failures)
+	}
+	e.to(3990 * time.Millisecond)
+	o := e.tick().Ops["read"]
+	if o.Failures["timeout"] == 0 || o.Count != 0 {
+		t.Fatalf("in the stall: %d answered, failures %v; want timeouts only", o.Count, o.Failures)
+	}
+	if o.Workers > 6 {
+		t.Errorf("the pool grew to %d workers in a 2 s stall (cap 64); want 6 at most: one step on the answers before it", o.Workers)
 	}
 }

@@ -30,11 +30,16 @@ type Store struct {
 
 	mu   sync.Mutex
 	data map[string][]byte
+	// waits holds the context of every operation waiting in the store, for Abandoned.
+	waits map[*waiter]struct{}
 }
+
+type waiter struct{ ctx context.Context }
 
 // New returns an empty store on clk whose operations take service.
 func New(clk *clock.Sim, service time.Duration) *Store {
-	return &Store{Service: service, clk: clk, start: clk.Now(), data: map[string][]byte{}}
+	return &Store{Service: service, clk: clk, start: clk.Now(), data: map[string][]byte{},
+		waits: map[*waiter]struct{}{}}
 }
 
 // Init does nothing: the store is ready when made.
@@ -54,7 +59,35 @@ func (s *Store) wait(ctx context.Context) error {
 			d += s.StallEvery - into
 		}
 	}
-	return clock.Sleep(ctx, s.clk, d)
+	w := &waiter{ctx}
+	s.mu.Lock()
+	s.waits[w] = struct{}{}
+	s.mu.Unlock()
+	// Sleep has stopped its timer when it returns, so an operation leaves waits only
+	// once its timer is gone: Abandoned never undercounts the timers that are left.
+	err := clock.Sleep(ctx, s.clk, d)
+	s.mu.Lock()
+	delete(s.waits, w)
+	s.mu.Unlock()
+	return err
+}
+
+// Abandoned returns how many operations still wait in the store although their context
+// has ended (an op timeout, a hard stop). Each still holds its store timer until its
+// goroutine runs and stops it, so for that moment the clock counts one timer more than
+// the goroutines that really wait: a test stepping the clock with clock.Sim.StepTo adds
+// Abandoned to the timers it expects, or it may step while that goroutine is about to
+// start its next wait, and the next operation starts late on the simulated clock.
+func (s *Store) Abandoned() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for w := range s.waits {
+		if w.ctx.Err() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Read returns the value last written at key, or driver.ErrNotFound.
