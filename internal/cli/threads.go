@@ -243,8 +243,8 @@ var goProcs = runtime.GOMAXPROCS(0)
 // applyThreads decides --threads for the configuration's selected driver (opts) and
 // applies it through io.procs (runtime.GOMAXPROCS in the binary; nil in tests that run
 // commands in-process, which must not change their own process). It returns the note to
-// print, "" when the run takes every core as Go would. A bad --threads is an error before
-// anything is applied.
+// print: "" when auto leaves every core to the run, as Go would. A bad --threads is an
+// error before anything is applied.
 func applyThreads(io *streams, t threadsFlag, opts any) (string, error) {
 	env := ""
 	for _, kv := range io.env {
@@ -263,8 +263,8 @@ func applyThreads(io *streams, t threadsFlag, opts any) (string, error) {
 	if c.procs > 0 && io.procs != nil {
 		io.procs(c.procs)
 	}
-	if c.procs == cores && env == "" {
-		return "", nil
+	if c.procs == cores && env == "" && !t.changed {
+		return "", nil // Go's own choice: nothing the user needs to know
 	}
 	return "threads: " + c.why, nil
 }
