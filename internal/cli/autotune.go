@@ -50,6 +50,7 @@ type autotuneFlags struct {
 	backfill    bool
 	fleet       fleetClientFlags
 	record      recordFlags
+	threads     threadsFlag
 }
 
 func newAutotuneCmd(io *streams) *cobra.Command {
@@ -130,6 +131,7 @@ never the store's (docs/autotune.md).`,
 	fl.BoolVar(&f.backfill, "backfill", false, "write every key once before the search (same as --set workload.backfill=true)")
 	f.fleet.bind(cmd)
 	f.record.bind(cmd)
+	f.threads.bind(cmd)
 	return cmd
 }
 
@@ -245,8 +247,15 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	if err != nil {
 		return err
 	}
+	threads, err := applyThreads(io, f.threads, snap.Config.DriverOptions)
+	if err != nil {
+		return err
+	}
 	for _, n := range snap.Notices {
 		fmt.Fprintln(io.err, "note:", n)
+	}
+	if threads != "" {
+		fmt.Fprintln(io.err, "note:", threads)
 	}
 	w := snap.Config.Workload
 	for c := range s.Classes {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 
@@ -25,6 +26,9 @@ type streams struct {
 	out, err io.Writer
 	env      []string
 	tty      bool // out is a terminal: draw progress bars
+	// procs sets GOMAXPROCS (--threads): runtime.GOMAXPROCS in the binary, nil where
+	// commands run inside a test's process, whose threads are not theirs to change.
+	procs func(int) int
 }
 
 // Main runs the ndbench command line with args (without the program name) and returns
@@ -34,7 +38,7 @@ func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go secondSignal(ctx, stop, os.Stderr, func() { os.Exit(verdict.Aborted) })
-	s := &streams{out: os.Stdout, err: os.Stderr, env: os.Environ(), tty: term.IsTerminal(int(os.Stdout.Fd()))}
+	s := &streams{out: os.Stdout, err: os.Stderr, env: os.Environ(), tty: term.IsTerminal(int(os.Stdout.Fd())), procs: runtime.GOMAXPROCS}
 	return execute(ctx, args, s)
 }
 

@@ -42,7 +42,8 @@ type runFlags struct {
 	otlp         otlpFlags
 	record       recordFlags
 	// wide prints the live lines and warnings whole, one line each, however wide.
-	wide bool
+	wide    bool
+	threads threadsFlag
 }
 
 // configSources are the flags every command that reads configuration takes.
@@ -157,6 +158,7 @@ while its workers were mostly out of the store), so the figures do not measure t
 	cmd.Flags().BoolVar(&f.wide, "wide", false, "print each live second on one line with every percentile, and warnings unwrapped (default: fit 100 columns)")
 	f.otlp.bind(cmd)
 	f.record.bind(cmd)
+	f.threads.bind(cmd)
 	return cmd
 }
 
@@ -219,8 +221,15 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	if err != nil {
 		return err
 	}
+	threads, err := applyThreads(io, f.threads, cfg.DriverOptions)
+	if err != nil {
+		return err
+	}
 	for _, n := range snap.Notices {
 		fmt.Fprintln(io.err, "note:", n)
+	}
+	if threads != "" {
+		fmt.Fprintln(io.err, "note:", threads)
 	}
 	if len(secrets) > 0 {
 		fmt.Fprintf(io.err, "note: --from-report %s: the report redacted %s; give them again (--set or env) if the run needs them\n", f.fromReport, strings.Join(secrets, ", "))

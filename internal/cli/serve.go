@@ -42,6 +42,7 @@ type serveFlags struct {
 	allow        []string
 	allowTargets []string
 	record       recordFlags
+	threads      threadsFlag
 	tlsCert      string
 	tlsKey       string
 	tlsClientCA  string
@@ -111,6 +112,7 @@ names, and --allow-targets) unless --allow names the capability.`,
 	f.fleet.bind(cmd)
 	f.otlp.bind(cmd)
 	f.record.bind(cmd)
+	f.threads.bind(cmd)
 	return cmd
 }
 
@@ -202,8 +204,17 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err != nil {
 		return err
 	}
+	// Chosen for the driver the service starts with: GOMAXPROCS is the process's, and a
+	// driver connected later through the API does not move it.
+	threads, err := applyThreads(io, f.threads, snap.Config.DriverOptions)
+	if err != nil {
+		return err
+	}
 	for _, n := range snap.Notices {
 		log.Info("config notice", "notice", n)
+	}
+	if threads != "" {
+		log.Info(threads)
 	}
 	store := config.NewStore(snap)
 	store.SetAllow(allow)

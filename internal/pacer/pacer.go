@@ -56,6 +56,7 @@ type schedule struct {
 	anchor int64 // ns on the pacer's monotonic clock
 	shape  Shape // nil: closed loop
 	fine   fineWait
+	procs  int // GOMAXPROCS when the schedule was installed
 	// varying is set for shapes other than Constant: their final wait is chosen from the
 	// rate at each operation's due time, not once for the schedule.
 	varying bool
@@ -168,10 +169,19 @@ const (
 	waitSpin fineWait = iota
 	waitNano
 	waitRuntime
+	// waitSleep is time.Sleep alone, for a process on one P (GOMAXPROCS=1, which
+	// ndbench --threads chooses beside a store on a 2-core machine): a nanosleep or a
+	// spin holds the only P, so every other goroutine, the replies' among them, waits
+	// until sysmon takes the P back (start lag p50 1.6 ms against 0.03 ms on two Ps,
+	// PostgreSQL at 5,000/s), and the heartbeat would hold it in nanosleep. A runtime
+	// timer may fire up to ~1 ms late when the process idles; that is the price.
+	waitSleep
 )
 
-func fineWaitFor(rate float64) fineWait {
+func fineWaitFor(rate float64, procs int) fineWait {
 	switch {
+	case procs == 1:
+		return waitSleep
 	case rate <= spinMaxRate:
 		return waitSpin
 	case rate <= nanoMaxRate:
@@ -244,7 +254,10 @@ func (p *Pacer) install(s Shape, carry bool, at int64) {
 		next.waiters = &sourceWaiters{gone: make(chan struct{}), timers: map[clock.Timer]struct{}{}}
 	}
 	if s != nil {
-		next.fine = fineWaitFor(s.Rate(0))
+		// GOMAXPROCS is read per schedule, not per wait (it takes the scheduler's lock);
+		// the command line sets it before any pacer starts.
+		next.procs = runtime.GOMAXPROCS(0)
+		next.fine = fineWaitFor(s.Rate(0), next.procs)
 		_, constant := s.(Constant)
 		next.varying = !constant
 	}
@@ -423,7 +436,7 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 		rate = s.shape.Rate(time.Duration(max(due-s.anchor, 0)))
 	}
 	if s.varying && due > s.anchor {
-		fine = fineWaitFor(rate)
+		fine = fineWaitFor(rate, s.procs)
 	}
 	for {
 		now := p.Now()
@@ -459,6 +472,8 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 		// and a target computed from a larger margin than the one tested could be negative.
 		margin := p.wake.margin(rate)
 		switch {
+		case fine == waitSleep:
+			time.Sleep(min(remaining, recheck))
 		case remaining > coarseMargin:
 			time.Sleep(min(remaining-coarseMargin, recheck))
 		case fine == waitRuntime:

@@ -16,7 +16,8 @@
 // The pairs and their shapes (issues 35, 41 and 42):
 //
 //	postgres   100k keys of 100 B, 50 connections, 80% point reads / 20% upserts, closed loop:
-//	           ndbench (50 readers, readMix=read:8,write:2) and pgbench -c 50 -j 1 -M prepared
+//	           ndbench (50 readers on poolSize=50 connections, readMix=read:8,write:2) and
+//	           pgbench -c 50 -j 1 -M prepared
 //	           with the same two statements on the same table
 //	postgres-open  the same, open loop at -rate operations per second (ndbench's readRate
 //	           with a fixed pool of 50, pgbench -R): both time each operation from its

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ndbench/ndbench/internal/testserver"
 )
 
 func TestParsers(t *testing.T) {
@@ -186,5 +188,37 @@ func TestRunProcessRelativePaths(t *testing.T) {
 	}
 	if cpu <= 0 {
 		t.Errorf("child CPU %v, want the child's own user+system time", cpu)
+	}
+}
+
+// TestNdbenchArgsConnections checks that every pair's ndbench runs on the 50 connections
+// its peer opens: a driver whose default pool is smaller gets its pool set, or the
+// comparison measures ndbench's workers queueing for connections.
+func TestNdbenchArgsConnections(t *testing.T) {
+	tests := []struct {
+		pair string
+		want []string // --set values the command line must hold
+	}{
+		{"postgres", []string{"workload.readers=50", "drivers.postgres.poolSize=50"}},
+		{"postgres-open", []string{"workload.maxReaders=50", "drivers.postgres.poolSize=50", "workload.readRate=5000"}},
+		{"redis", []string{"workload.readers=50"}},
+		{"memcached", []string{"workload.readers=50"}},
+	}
+	srv := &testserver.Server{Host: "127.0.0.1", Port: 1}
+	for _, tt := range tests {
+		t.Run(tt.pair, func(t *testing.T) {
+			args := ndbenchArgs(tt.pair, srv, time.Second, 5000)
+			sets := map[string]bool{}
+			for i, a := range args {
+				if a == "--set" && i+1 < len(args) {
+					sets[args[i+1]] = true
+				}
+			}
+			for _, w := range tt.want {
+				if !sets[w] {
+					t.Errorf("%s: no --set %s in %q", tt.pair, w, args)
+				}
+			}
+		})
 	}
 }
