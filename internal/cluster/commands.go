@@ -179,6 +179,12 @@ func (c *Coordinator) StartStep(ctx context.Context, classes ...string) (time.Ti
 }
 
 func (c *Coordinator) start(ctx context.Context, step bool, classes []string) (time.Time, error) {
+	// Checked before anything changes here (a run, a re-split): every node would refuse
+	// it. Whether a class exists is left to the nodes, whose group or node scope may add
+	// classes the fleet scope lacks.
+	if err := opsOnce(classes); err != nil {
+		return time.Time{}, err
+	}
 	// A fleet just formed may have one clock sample per node: take the missing ones now
 	// rather than refuse the start.
 	for range offsetSamples {
@@ -427,6 +433,9 @@ func (c *Coordinator) liveMember(id string) (*member, error) {
 // StartNode starts op classes on one node, as part of the fleet's run (with its share of
 // the fleet's rates and the run's lease), e.g. to bring back a node that was stopped.
 func (c *Coordinator) StartNode(ctx context.Context, id string, classes ...string) error {
+	if err := opsOnce(classes); err != nil {
+		return err
+	}
 	m, err := c.liveMember(id)
 	if err != nil {
 		return err
