@@ -304,6 +304,16 @@ func (a *Agent) SetShape(ctx context.Context, req ShapeRequest) error {
 	return a.node.SetShape(req.Class, shape)
 }
 
+// StartMeasuring starts the span of the node's own figures now, as its coordinator's fleet
+// figures start theirs (node.Node.StartMeasuring). A node another run holds refuses.
+func (a *Agent) StartMeasuring(req MeasureRequest) error {
+	if err := a.Admit(req.Coordinator, req.Run); err != nil {
+		return err
+	}
+	a.node.StartMeasuring(time.Duration(req.WarmupMs) * time.Millisecond)
+	return nil
+}
+
 // Claim takes the run's lease without starting anything: a backfill the coordinator
 // started is its load too.
 func (a *Agent) Claim(coordinator, run string, lease time.Duration) error {
