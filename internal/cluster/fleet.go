@@ -346,7 +346,7 @@ func (f *Fleet) ReportInput(version string) report.Input {
 		Series:      coll.SeriesSince(started),
 		Errors:      coll.Errors(),
 		Snapshot:    f.c.FleetConfig(),
-		DriverInfo:  map[string]string{"fleet": f.c.describe()},
+		DriverInfo:  map[string]string{report.FleetInfo: f.c.describe()},
 	}
 	f.mu.Lock()
 	in.Warmup = f.warmup
