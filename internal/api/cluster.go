@@ -63,6 +63,14 @@ func (s *Server) clusterRoutes() {
 			}
 			return nil, a.SetShape(ctx, in.Body)
 		})
+	register(s, changesState, huma.Operation{OperationID: "cluster-measure", Method: http.MethodPost, Path: "/api/v1/cluster/measure", Tags: []string{"cluster"},
+		Summary: "Start the span this node's figures cover, after a fleet run's warm-up", Description: "As the coordinator's fleet figures start theirs: the node's report leaves out the run's warm-up. 409 when another coordinator's run holds the node."},
+		errs, func(_ context.Context, in *struct{ Body cluster.MeasureRequest }) (*struct{}, error) {
+			if err := needToken(); err != nil {
+				return nil, err
+			}
+			return nil, a.StartMeasuring(in.Body)
+		})
 	register(s, changesState, huma.Operation{OperationID: "cluster-release", Method: http.MethodPost, Path: "/api/v1/cluster/release", Tags: []string{"cluster"},
 		Summary: "End this node's part in a fleet run", Description: "The node keeps no lease afterwards."},
 		errs, func(_ context.Context, in *struct{ Body cluster.ReleaseRequest }) (*struct{}, error) {

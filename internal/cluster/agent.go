@@ -16,6 +16,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/clock"
+	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/pacer"
 )
@@ -203,8 +204,18 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 // from idle, the node's figures start workload.warmup after req.At (the warm-up); a step
 // of the coordinator's run (req.NoWarmup) starts them with no warm-up of the node's own,
 // since the run has its one warm-up already.
+//
+// A start the node refuses changes nothing: its op classes are checked before the lease is
+// taken, and a lease this start took is given back when the node does not start (no
+// driver, say), so a bad start does not hold the node for a run that never ran.
 func (a *Agent) Start(req StartRequest) error {
+	if len(req.Ops) > 0 {
+		if err := checkOps(a.node.Config().Config.Workload, req.Ops); err != nil {
+			return err
+		}
+	}
 	a.mu.Lock()
+	held := a.run == req.Run && a.coordinator == req.Coordinator && a.run != ""
 	err := a.claim(req.Coordinator, req.Run, time.Duration(req.LeaseMs)*time.Millisecond, a.clk.Now())
 	if err == nil {
 		a.forgetRelease(req.Coordinator, req.Run)
@@ -214,9 +225,43 @@ func (a *Agent) Start(req StartRequest) error {
 		return err
 	}
 	if req.NoWarmup {
-		return a.node.StartAt(req.At, req.Ops...)
+		err = a.node.StartAt(req.At, req.Ops...)
+	} else {
+		err = a.node.StartLoadAt(req.At, req.Ops...)
 	}
-	return a.node.StartLoadAt(req.At, req.Ops...)
+	if err != nil && !held {
+		a.mu.Lock()
+		if a.run == req.Run && a.coordinator == req.Coordinator {
+			a.run, a.coordinator = "", ""
+			a.fence(time.Time{})
+		}
+		a.mu.Unlock()
+	}
+	return err
+}
+
+// checkOps refuses a start's op classes when one is named twice (opsOnce) or is not a
+// class of the workload w, naming the field "ops" as POST /api/v1/load/start does.
+func checkOps(w config.Workload, ops []string) error {
+	if err := opsOnce(ops); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if _, ok := w.Class(op); !ok {
+			return &driver.FieldError{Field: "ops", Value: op, Allowed: "op classes of the workload: " + strings.Join(w.ClassNames(), ", ")}
+		}
+	}
+	return nil
+}
+
+// opsOnce refuses op classes of which one is named twice.
+func opsOnce(ops []string) error {
+	for i, op := range ops {
+		if slices.Contains(ops[:i], op) {
+			return &driver.FieldError{Field: "ops", Value: op, Allowed: "each op class at most once"}
+		}
+	}
+	return nil
 }
 
 // maxShapeWait bounds how far ahead a shape's instant may be: a coordinator sets it a few
@@ -257,6 +302,16 @@ func (a *Agent) SetShape(ctx context.Context, req ShapeRequest) error {
 		}
 	}
 	return a.node.SetShape(req.Class, shape)
+}
+
+// StartMeasuring starts the span of the node's own figures now, as its coordinator's fleet
+// figures start theirs (node.Node.StartMeasuring). A node another run holds refuses.
+func (a *Agent) StartMeasuring(req MeasureRequest) error {
+	if err := a.Admit(req.Coordinator, req.Run); err != nil {
+		return err
+	}
+	a.node.StartMeasuring(time.Duration(req.WarmupMs) * time.Millisecond)
+	return nil
 }
 
 // Claim takes the run's lease without starting anything: a backfill the coordinator

@@ -106,6 +106,20 @@ func (c *Coordinator) fanOut(op string, ms []*member, f func(m *member) error) e
 	return nil
 }
 
+// held returns the live members and this coordinator's run, or the refusal when another
+// coordinator's run holds any of them (heldElsewhere).
+func (c *Coordinator) held() ([]*member, runRef, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ms := c.alive()
+	return ms, c.ref(), c.heldElsewhere(ms)
+}
+
+// send is a fan-out's call of one member: method path with body, on behalf of run as.
+func send(ctx context.Context, as runRef, method, path string, body any) func(m *member) error {
+	return func(m *member) error { return m.client().command(ctx, as, method, path, body, nil) }
+}
+
 // InitDriver initializes the driver on every live node with the same options (over each
 // node's configured ones).
 func (c *Coordinator) InitDriver(ctx context.Context, name string, opts map[string]string) error {
@@ -117,16 +131,11 @@ func (c *Coordinator) InitDriver(ctx context.Context, name string, opts map[stri
 	if _, err := c.fleet.PreviewFrom(config.LayerFleet, config.OriginAPI, initValues(name, opts)); errors.As(err, &na) {
 		return err
 	}
-	c.mu.Lock()
-	ms, as := c.alive(), c.ref()
-	if err := c.heldElsewhere(ms); err != nil {
-		c.mu.Unlock()
+	ms, as, err := c.held()
+	if err != nil {
 		return err
 	}
-	c.mu.Unlock()
-	err := c.fanOut("driver init", ms, func(m *member) error {
-		return m.client().command(ctx, as, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}, nil)
-	})
+	err = c.fanOut("driver init", ms, send(ctx, as, http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": name, "options": opts}))
 	c.mu.Lock()
 	c.driver, c.drvOpts = name, maps.Clone(opts)
 	c.mu.Unlock()
@@ -139,22 +148,19 @@ func (c *Coordinator) InitDriver(ctx context.Context, name string, opts map[stri
 
 // Shutdown closes the driver on every live node.
 func (c *Coordinator) Shutdown(ctx context.Context) error {
-	c.mu.Lock()
-	ms := c.alive()
-	if err := c.heldElsewhere(ms); err != nil {
-		c.mu.Unlock()
+	ms, _, err := c.held()
+	if err != nil {
 		return err
 	}
+	c.mu.Lock()
 	c.driver, c.drvOpts = "", nil
 	c.mu.Unlock()
 	_ = c.release(ctx)
 	c.mu.Lock()
-	as := c.ref()
+	as := c.ref() // the run is over
 	c.mu.Unlock()
 	defer c.beatAll(ctx)
-	return c.fanOut("driver shutdown", ms, func(m *member) error {
-		return m.client().command(ctx, as, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
-	})
+	return c.fanOut("driver shutdown", ms, send(ctx, as, http.MethodPost, "/api/v1/driver/shutdown", nil))
 }
 
 func newRunID() string {
@@ -179,6 +185,12 @@ func (c *Coordinator) StartStep(ctx context.Context, classes ...string) (time.Ti
 }
 
 func (c *Coordinator) start(ctx context.Context, step bool, classes []string) (time.Time, error) {
+	// Checked before anything changes here (a run, a re-split): every node would refuse
+	// it. Whether a class exists is left to the nodes, whose group or node scope may add
+	// classes the fleet scope lacks.
+	if err := opsOnce(classes); err != nil {
+		return time.Time{}, err
+	}
 	// A fleet just formed may have one clock sample per node: take the missing ones now
 	// rather than refuse the start.
 	for range offsetSamples {
@@ -256,17 +268,12 @@ func (c *Coordinator) start(ctx context.Context, step bool, classes []string) (t
 // Stop stops op classes on every live node; when no node runs load or backfill any
 // more, the run ends and the nodes keep no lease.
 func (c *Coordinator) Stop(ctx context.Context, classes ...string) error {
-	c.mu.Lock()
-	ms, as := c.alive(), c.ref()
-	if err := c.heldElsewhere(ms); err != nil {
-		c.mu.Unlock()
+	ms, as, err := c.held()
+	if err != nil {
 		return err
 	}
-	c.mu.Unlock()
 	defer c.beatAll(ctx)
-	err := c.fanOut("stop", ms, func(m *member) error {
-		return m.client().command(ctx, as, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}, nil)
-	})
+	err = c.fanOut("stop", ms, send(ctx, as, http.MethodPost, "/api/v1/load/stop", map[string]any{"ops": classes}))
 	if len(classes) == 0 {
 		if rerr := c.release(ctx); err == nil {
 			err = rerr
@@ -356,32 +363,33 @@ func (c *Coordinator) Backfill(ctx context.Context, opts BackfillOptions) error 
 
 // StopBackfill stops the backfill on every live node.
 func (c *Coordinator) StopBackfill(ctx context.Context) error {
-	c.mu.Lock()
-	ms, as := c.alive(), c.ref()
-	if err := c.heldElsewhere(ms); err != nil {
-		c.mu.Unlock()
+	ms, as, err := c.held()
+	if err != nil {
 		return err
 	}
-	c.mu.Unlock()
 	defer c.beatAll(ctx)
-	return c.fanOut("backfill stop", ms, func(m *member) error {
-		return m.client().command(ctx, as, http.MethodPost, "/api/v1/backfill/stop", nil, nil)
-	})
+	return c.fanOut("backfill stop", ms, send(ctx, as, http.MethodPost, "/api/v1/backfill/stop", nil))
 }
 
 // ResetStats starts a new cumulative span on every node and in the fleet's statistics.
 func (c *Coordinator) ResetStats(ctx context.Context) error {
-	c.mu.Lock()
-	ms, as := c.alive(), c.ref()
-	if err := c.heldElsewhere(ms); err != nil {
-		c.mu.Unlock()
+	ms, as, err := c.held()
+	if err != nil {
 		return err
 	}
-	c.mu.Unlock()
 	c.stats.reset()
-	return c.fanOut("stats reset", ms, func(m *member) error {
-		return m.client().command(ctx, as, http.MethodPost, "/api/v1/stats/reset", nil, nil)
-	})
+	return c.fanOut("stats reset", ms, send(ctx, as, http.MethodPost, "/api/v1/stats/reset", nil))
+}
+
+// startMeasuring starts the span of every live node's own figures now, the run's warm-up
+// of warmup over (Fleet.StartMeasuring).
+func (c *Coordinator) startMeasuring(ctx context.Context, warmup time.Duration) error {
+	ms, as, err := c.held()
+	if err != nil {
+		return err
+	}
+	req := MeasureRequest{Coordinator: c.opts.Self.ID, Run: as.run, WarmupMs: warmup.Milliseconds()}
+	return c.fanOut("start measuring", ms, send(ctx, runRef{}, http.MethodPost, "/api/v1/cluster/measure", req))
 }
 
 // Driver returns the driver the fleet initialized ("" when none).
@@ -427,6 +435,9 @@ func (c *Coordinator) liveMember(id string) (*member, error) {
 // StartNode starts op classes on one node, as part of the fleet's run (with its share of
 // the fleet's rates and the run's lease), e.g. to bring back a node that was stopped.
 func (c *Coordinator) StartNode(ctx context.Context, id string, classes ...string) error {
+	if err := opsOnce(classes); err != nil {
+		return err
+	}
 	m, err := c.liveMember(id)
 	if err != nil {
 		return err

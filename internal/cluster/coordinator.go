@@ -127,6 +127,8 @@ type Coordinator struct {
 
 	stats *fleetStats
 
+	beatSem chan struct{} // bounds the beats in flight (Options.Parallel)
+
 	cfgMu   sync.Mutex // serialises configuration changes (SetConfig, ReplaceScopes)
 	shapeMu sync.Mutex // serialises shape changes (SetShape, reshape)
 
@@ -155,7 +157,8 @@ func New(opts Options) (*Coordinator, error) {
 		opts.Config = snap
 	}
 	c := &Coordinator{opts: opts, log: opts.Logger, members: map[string]*member{}, scopes: scopes{},
-		fleet: config.NewStore(opts.Config), activated: make(chan struct{}), activateWait: make(chan struct{})}
+		fleet: config.NewStore(opts.Config), activated: make(chan struct{}), activateWait: make(chan struct{}),
+		beatSem: make(chan struct{}, opts.Parallel)}
 	c.fleet.SetAllow(opts.Allow)
 	c.stats = newFleetStats(c, opts.MergeWait)
 	tok := opts.Token
@@ -223,7 +226,7 @@ func (c *Coordinator) Run(ctx context.Context) {
 		case <-refresh.C:
 			c.refresh(ctx)
 		case <-beat.C:
-			c.beatAll(ctx)
+			c.beats(ctx, false)
 		}
 	}
 }

@@ -146,15 +146,30 @@ func (f *Fleet) warmUp(d time.Duration) {
 		current := f.warmGen == gen
 		f.mu.Unlock()
 		if current {
-			f.StartMeasuring(d)
+			// Each node warms up by itself from the same instant (its agent starts it
+			// so): only the fleet's own figures start here.
+			f.measure(d)
 		}
 	})
 }
 
-// StartMeasuring starts the span the fleet's merged figures cover now: what the nodes did
-// before stays in their own series but not in the fleet's summary or report. warmup is how
-// long the load ran before, reported as the warm-up.
+// StartMeasuring starts the span the fleet's merged figures cover now, and every node's
+// own: what the nodes did before stays in their series but not in the fleet's summary or
+// report, nor in a node's report (which a fleet scenario reads to judge each node's
+// generator). warmup is how long the load ran before, reported as the warm-up. The nodes
+// of a run the caller sequences (node.Run) started with no warm-up of their own, so they
+// are told; before, a node's report counted the run's warm-up load.
 func (f *Fleet) StartMeasuring(warmup time.Duration) {
+	f.measure(warmup)
+	ctx, cancel := cmdContext()
+	defer cancel()
+	if err := f.c.startMeasuring(ctx, warmup); err != nil {
+		f.c.log.Warn("nodes' figures not restarted after the fleet's warm-up: their own reports count it", "err", err)
+	}
+}
+
+// measure starts the span of the fleet's merged figures now, after warmup.
+func (f *Fleet) measure(warmup time.Duration) {
 	f.c.stats.coll.Reset()
 	f.mu.Lock()
 	f.warmup = warmup
@@ -331,7 +346,7 @@ func (f *Fleet) ReportInput(version string) report.Input {
 		Series:      coll.SeriesSince(started),
 		Errors:      coll.Errors(),
 		Snapshot:    f.c.FleetConfig(),
-		DriverInfo:  map[string]string{"fleet": f.c.describe()},
+		DriverInfo:  map[string]string{report.FleetInfo: f.c.describe()},
 	}
 	f.mu.Lock()
 	in.Warmup = f.warmup

@@ -35,16 +35,19 @@ type member struct {
 	discovery.Member // ID is set once; the other fields change under Coordinator.mu
 	// conn reaches the node's API; replaced (not mutated) when its address changes, so a
 	// call in flight keeps the client it started with.
-	conn    atomic.Pointer[peer]
-	health  Health
-	since   time.Time // of the health state
-	lastOK  time.Time
-	lastErr string
-	beat    BeatResponse
-	samples []clockSample
-	offset  time.Duration
-	rtt     time.Duration
-	inRun   bool // shares the run's load
+	conn     atomic.Pointer[peer]
+	health   Health
+	since    time.Time // of the health state
+	lastOK   time.Time
+	lastErr  string
+	beat     BeatResponse
+	samples  []clockSample
+	offset   time.Duration
+	rtt      time.Duration
+	inRun    bool          // shares the run's load
+	beating  bool          // a beat to it is in flight
+	beatSent time.Time     // when the beat in flight was sent
+	beatDone chan struct{} // closed when the beat in flight has been answered or given up
 	// leaseSent is when the last call that could renew the node's lease of the run (a
 	// beat naming it, a start, a backfill's claim) returned or gave up: the node's lease
 	// ends at most the lease time later, and its share moves only then.
@@ -185,16 +188,39 @@ func (c *Coordinator) leased(m *member) {
 	m.leaseSent = c.now()
 }
 
-// beatAll sends one beat to every member not gone, in parallel, and updates their health.
-func (c *Coordinator) beatAll(ctx context.Context) {
+// beatAll sends a beat to every member not gone that has none in flight, in parallel,
+// and waits for the answers at most beatWait (or until ctx ends): the ticker's next beats
+// and a command's answer do not wait for a slow node. A beat waits for its answer up to
+// LostAfter, not one beat period: over a slow link (a round trip of a second or more, a
+// new TLS connection several) a short timeout failed every beat, and cancelling it closed
+// the connection, so the next one paid the handshake again: a node whose link was slow
+// but well within its lease was found lost (TestPartitionDelayedNodeKeepsItsShare, 800 ms
+// each way). While a member's beat is in flight its health follows the time since its
+// last answer once it has waited a beat period, as a failed beat's does.
+func (c *Coordinator) beatAll(ctx context.Context) { c.beats(ctx, true) }
+
+// beats is beatAll, waiting for the answers only when wait is set: the heartbeat's ticks
+// do not, so a slow node delays no other node's next beat.
+func (c *Coordinator) beats(ctx context.Context, wait bool) {
 	c.mu.Lock()
 	type job struct {
 		m   *member
 		req BeatRequest
 	}
 	var jobs []job
+	var waits []chan struct{} // the beats this call waits for: its own, and those in flight
+	now := c.now()
 	for _, m := range c.members {
 		if m.health == Left {
+			continue
+		}
+		if m.beating {
+			// Unanswered for as long as a beat used to wait: judged as a failed beat
+			// was, by the time since the node's last answer; the beat waits on.
+			if now.Sub(m.beatSent) >= beatWait(c.opts) {
+				c.silent(m, now)
+			}
+			waits = append(waits, m.beatDone)
 			continue
 		}
 		req := BeatRequest{Coordinator: c.opts.Self.ID}
@@ -203,103 +229,140 @@ func (c *Coordinator) beatAll(ctx context.Context) {
 		if m.inRun && c.run != "" && m.health == Alive {
 			req.Run, req.LeaseMs = c.run, c.opts.Lease.Milliseconds()
 		}
+		m.beating, m.beatSent, m.beatDone = true, now, make(chan struct{})
+		waits = append(waits, m.beatDone)
 		jobs = append(jobs, job{m, req})
 	}
 	c.mu.Unlock()
-	c.each(len(jobs), func(i int) {
-		j := jobs[i]
-		bctx, cancel := context.WithTimeout(ctx, max(c.opts.BeatEvery, time.Second))
-		defer cancel()
-		j.req.Sent = c.now()
-		var resp BeatResponse
-		err := j.m.client().call(bctx, http.MethodPost, "/api/v1/cluster/beat", j.req, &resp)
-		t3 := c.now()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		m := j.m
-		if j.req.Run != "" {
-			m.leaseSent = t3
-		}
-		if err != nil {
-			m.lastErr = err.Error()
-			since := t3.Sub(m.lastOK)
-			if m.lastOK.IsZero() {
-				since = t3.Sub(m.since)
-			}
-			switch {
-			case m.health == Lost:
-				c.moveShareAfterLease(m, Lost, t3)
-			case since >= c.opts.LostAfter && m.health != Joining:
-				c.setHealth(m, Lost, t3)
-			case since >= c.opts.SuspectAfter && m.health == Alive:
-				c.setHealth(m, Suspect, t3)
-			}
+	// The beats outlive a caller that stops waiting (a command's context ends when it
+	// answers): an answer that comes later still counts.
+	bctx := context.WithoutCancel(ctx)
+	for _, j := range jobs {
+		go func() {
+			c.beatSem <- struct{}{}
+			defer func() { <-c.beatSem }()
+			c.beat(bctx, j.m, j.req)
+		}()
+	}
+	if len(waits) == 0 || !wait {
+		return
+	}
+	t := time.NewTimer(beatWait(c.opts))
+	defer t.Stop()
+	for _, done := range waits {
+		select {
+		case <-done:
+		case <-t.C:
+			return
+		case <-ctx.Done():
 			return
 		}
-		prev := m.beat
-		// A new boot id under the same node id is a new process: what the old one was
-		// told (its share, shapes, driver, run) died with it, and its interval sequence
-		// starts over.
-		restarted := prev.Boot != "" && resp.Boot != prev.Boot
-		m.lastOK, m.lastErr, m.beat = t3, "", resp
-		if restarted {
-			c.log.Warn("fleet member restarted: it gets its whole assignment again", "node", m.ID)
-			m.applied, m.shaped = nil, nil
-			m.next, m.polling = 0, false
+	}
+}
+
+// beatWait is how long beatAll waits for the beats it sent: a beat period, at least 1 s.
+func beatWait(o Options) time.Duration { return max(o.BeatEvery, time.Second) }
+
+// silent updates the health of m, whose last beat failed or has not been answered yet, by
+// the time since its last answer; called with c.mu held.
+func (c *Coordinator) silent(m *member, now time.Time) {
+	since := now.Sub(m.lastOK)
+	if m.lastOK.IsZero() {
+		since = now.Sub(m.since)
+	}
+	switch {
+	case m.health == Lost:
+		c.moveShareAfterLease(m, Lost, now)
+	case since >= c.opts.LostAfter && m.health != Joining:
+		c.setHealth(m, Lost, now)
+	case since >= c.opts.SuspectAfter && m.health == Alive:
+		c.setHealth(m, Suspect, now)
+	}
+}
+
+// beat sends one beat to m and takes in its answer, or its failure.
+func (c *Coordinator) beat(ctx context.Context, m *member, req BeatRequest) {
+	bctx, cancel := context.WithTimeout(ctx, max(c.opts.LostAfter, beatWait(c.opts)))
+	defer cancel()
+	req.Sent = c.now()
+	var resp BeatResponse
+	err := m.client().call(bctx, http.MethodPost, "/api/v1/cluster/beat", req, &resp)
+	t3 := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m.beating = false
+	defer close(m.beatDone)
+	if req.Run != "" {
+		m.leaseSent = t3
+	}
+	if err != nil {
+		m.lastErr = err.Error()
+		c.silent(m, t3)
+		return
+	}
+	prev := m.beat
+	// A new boot id under the same node id is a new process: what the old one was
+	// told (its share, shapes, driver, run) died with it, and its interval sequence
+	// starts over.
+	restarted := prev.Boot != "" && resp.Boot != prev.Boot
+	m.lastOK, m.lastErr, m.beat = t3, "", resp
+	if restarted {
+		c.log.Warn("fleet member restarted: it gets its whole assignment again", "node", m.ID)
+		m.applied, m.shaped = nil, nil
+		m.next, m.polling = 0, false
+	}
+	// NTP: offset = ((t1 − t0) + (t2 − t3)) / 2, round trip = (t3 − t0) − (t2 − t1).
+	s := clockSample{
+		offset: (resp.Received.Sub(req.Sent) + resp.Sent.Sub(t3)) / 2,
+		rtt:    t3.Sub(req.Sent) - resp.Sent.Sub(resp.Received),
+	}
+	m.samples = append(m.samples, s)
+	if len(m.samples) > offsetSamples {
+		m.samples = m.samples[1:]
+	}
+	best := m.samples[0]
+	for _, x := range m.samples[1:] {
+		if x.rtt < best.rtt {
+			best = x
 		}
-		// NTP: offset = ((t1 − t0) + (t2 − t3)) / 2, round trip = (t3 − t0) − (t2 − t1).
-		s := clockSample{
-			offset: (resp.Received.Sub(j.req.Sent) + resp.Sent.Sub(t3)) / 2,
-			rtt:    t3.Sub(j.req.Sent) - resp.Sent.Sub(resp.Received),
-		}
-		m.samples = append(m.samples, s)
-		if len(m.samples) > offsetSamples {
-			m.samples = m.samples[1:]
-		}
-		best := m.samples[0]
-		for _, x := range m.samples[1:] {
-			if x.rtt < best.rtt {
-				best = x
-			}
-		}
-		m.offset, m.rtt = best.offset, best.rtt
-		back := m.health != Alive
-		if back {
-			c.log.Info("fleet member alive", "node", m.ID, "was", m.health, "offset", m.offset, "rtt", m.rtt)
-			c.setHealth(m, Alive, t3)
-		}
-		// A node that joins while the fleet runs load (a scale-up, a lost node that came
-		// back) takes its share: the others' rates go down first, then it starts. A node
-		// that restarted gets everything it was told again, run or not: it came back
-		// with its own defaults.
-		// A node that says its lease lapsed (paused, or cut off for the lease time, but
-		// not for long enough to be found lost) stopped its load and waits to be started
-		// again: it rejoins as a node that came back does.
-		lapsed := resp.Orphaned && m.inRun && !back && !m.rejoining
-		if ((back || lapsed) && c.run != "" && c.started != nil) || restarted {
-			m.rejoining = true
-			var resume []string
-			// A node whose lease lapsed stopped what it ran: it runs the fleet's classes.
-			known := prev.Boot != "" && (back || restarted)
-			if known {
-				// It had answered before: it resumes the classes it last ran (those a
-				// StopNode stopped stay stopped); a newcomer runs the fleet's.
-				resume = []string{}
-				for cls, on := range prev.Running {
-					if on {
-						resume = append(resume, cls)
-					}
+	}
+	m.offset, m.rtt = best.offset, best.rtt
+	back := m.health != Alive
+	if back {
+		c.log.Info("fleet member alive", "node", m.ID, "was", m.health, "offset", m.offset, "rtt", m.rtt)
+		c.setHealth(m, Alive, t3)
+	}
+	// A node that joins while the fleet runs load (a scale-up, a lost node that came
+	// back) takes its share: the others' rates go down first, then it starts. A node
+	// that restarted gets everything it was told again, run or not: it came back
+	// with its own defaults.
+	// A node that says its lease lapsed (paused, or cut off for the lease time, but
+	// not for long enough to be found lost) stopped its load and waits to be started
+	// again: it rejoins as a node that came back does.
+	lapsed := resp.Orphaned && m.inRun && !back && !m.rejoining
+	if ((back || lapsed) && c.run != "" && c.started != nil) || restarted {
+		m.rejoining = true
+		var resume []string
+		// A node whose lease lapsed stopped what it ran: it runs the fleet's classes.
+		known := prev.Boot != "" && (back || restarted)
+		if known {
+			// It had answered before: it resumes the classes it last ran (those a
+			// StopNode stopped stay stopped); a newcomer runs the fleet's.
+			resume = []string{}
+			for cls, on := range prev.Running {
+				if on {
+					resume = append(resume, cls)
 				}
-				slices.Sort(resume)
 			}
-			go func() {
-				c.join(context.Background(), m.ID, resume, known)
-				c.mu.Lock()
-				m.rejoining = false
-				c.mu.Unlock()
-			}()
+			slices.Sort(resume)
 		}
-	})
+		go func() {
+			c.join(context.Background(), m.ID, resume, known)
+			c.mu.Lock()
+			m.rejoining = false
+			c.mu.Unlock()
+		}()
+	}
 }
 
 // alive returns the members that answer, sorted by id; called with c.mu held.

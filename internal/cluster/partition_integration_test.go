@@ -46,6 +46,9 @@ type netFleet struct {
 	hc    *http.Client
 	coord *testserver.Server
 	nodes []*testserver.Server
+	// ids are the nodes' ids in the fleet: their addresses, or where the coordinator
+	// reaches them (startNetFleetVia).
+	ids []string
 	// hosts[0] is the coordinator's, hosts[i+1] node i's; the last one is spare.
 	hosts []*netlab.Host
 	redis *testserver.Server
@@ -58,11 +61,21 @@ type netFleet struct {
 // connected and its rate set to fleetTarget reads/s, with values on top.
 func startNetFleet(t *testing.T, nodes int, lease time.Duration, values map[string]any) *netFleet {
 	t.Helper()
+	return startNetFleetVia(t, nodes, lease, values, nil)
+}
+
+// startNetFleetVia is startNetFleet with the coordinator reaching node i at via(i, its
+// address) (a delaying proxy on the lab's gateway, say), which is then its id in the
+// fleet; nil via: at its address.
+func startNetFleetVia(t *testing.T, nodes int, lease time.Duration, values map[string]any, via func(lab *netlab.Lab, i int, addr string) string) *netFleet {
+	t.Helper()
 	lab := netlab.New(t, nodes+2)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f := &netFleet{t: t, lab: lab, hosts: lab.Hosts(), ca: tlstest.NewCA(t, "fleet"), lease: lease}
-	var ips []string
+	// The gateway too: a node reached through a proxy there has the gateway's address
+	// as its id.
+	ips := []string{lab.Gateway()}
 	for _, h := range f.hosts {
 		ips = append(ips, h.Addr)
 	}
@@ -78,7 +91,12 @@ func startNetFleet(t *testing.T, nodes int, lease time.Duration, values map[stri
 	for i := range nodes {
 		s := f.serve(ctx, f.hosts[i+1], nil)
 		f.nodes = append(f.nodes, s)
-		addrs = append(addrs, s.Addr())
+		id := s.Addr()
+		if via != nil {
+			id = via(lab, i, id)
+		}
+		f.ids = append(f.ids, id)
+		addrs = append(addrs, id)
 	}
 	f.coord = f.startCoordinator(ctx, f.hosts[0], addrs)
 	f.waitMembers(20*time.Second, func(ms map[string]memberStatus) bool {
@@ -397,12 +415,12 @@ func (f *netFleet) checkUnion() map[string]int {
 	f.call(http.MethodPost, f.url("/api/v1/load/stop"), nil, nil)
 	time.Sleep(3 * time.Second) // the last seconds reach the coordinator, its merge wait ends
 	perNode := map[string]map[int64]int64{}
-	for _, s := range f.nodes {
+	for i, s := range f.nodes {
 		m := map[int64]int64{}
 		for _, p := range f.series("https://" + s.Addr() + "/api/v1/stats/series") {
 			m[p.T.Round(time.Second).Unix()] = p.Ops["read"].Attempted
 		}
-		perNode[s.Addr()] = m
+		perNode[f.ids[i]] = m
 	}
 	fleet := f.series(f.url("/api/v1/stats/series"))
 	partial := map[string]int{}

@@ -112,3 +112,15 @@ type ShapeRequest struct {
 	// first, so a shape that one node refuses applies on none.
 	DryRun bool `json:"dryRun,omitempty"`
 }
+
+// MeasureRequest starts the span a node's own figures cover, as its coordinator's fleet
+// figures start theirs: the coordinator's run warmed up for WarmupMs (a run's, a scenario's
+// or an auto-tune search's one warm-up, which its nodes ran with no warm-up of their own),
+// so the node's report leaves it out as the fleet's does.
+type MeasureRequest struct {
+	Coordinator string `json:"coordinator" minLength:"1"`
+	// Run is the coordinator's current run ("" when none: a warm-up that was drained
+	// ended the run): a node another run holds refuses.
+	Run      string `json:"run,omitempty"`
+	WarmupMs int64  `json:"warmupMs" minimum:"0" maximum:"86400000" doc:"How long the load ran before the span, reported as the warm-up"`
+}

@@ -12,6 +12,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
@@ -333,8 +334,8 @@ func warnings(r *Report, in Input) []string {
 			if attempted < underRate*target {
 				cause := "add workers, or the store is saturated"
 				if saturated {
-					cause = clientBound(name)
-				} else if why, short := generatorShort(name, s, in.Series, span, opTimeoutOf(in)); short {
+					cause = clientBound(name, fleetNodes(in.DriverInfo))
+				} else if why, short := generatorShort(name, s, in.Series, span, opTimeoutOf(in), fleetNodes(in.DriverInfo)); short {
 					cause = why
 				} else if need, ok := workersNeeded(name, s, target, runWorkers(in.Series, name, s.Workers), roomOf(in, name)); ok {
 					cause = need
@@ -361,7 +362,7 @@ func warnings(r *Report, in Input) []string {
 			w = append(w, fmt.Sprintf("%s: %d latencies exceeded the histograms' ceiling of %s and were recorded as %s: the top percentiles and the max understate them", name, s.Clamped, stats.HighestLatency, stats.HighestLatency))
 		}
 		if lagged(s) {
-			if _, short := generatorShort(name, s, in.Series, span, opTimeoutOf(in)); short && !saturated {
+			if _, short := generatorShort(name, s, in.Series, span, opTimeoutOf(in), fleetNodes(in.DriverInfo)); short && !saturated {
 				// The shortfall's warning above says where the workers were: a per-second
 				// average of workers in the store, inflated by the generator's own pauses
 				// (GC, scheduling) while a call was in flight, must not contradict it.
@@ -401,14 +402,40 @@ type room struct {
 	configured bool
 	// pipelines says the driver pipelines with its options, so workload.pipeline may rise.
 	pipelines bool
+	// nodes is how many nodes the figures merge: 0 for one node's own (see fleetNodes).
+	nodes int
+}
+
+// FleetInfo is the Input.DriverInfo key under which a fleet's report lists, comma
+// separated, the nodes its merged figures come from (cluster.Fleet.ReportInput).
+const FleetInfo = "fleet"
+
+// fleetNodes is how many nodes a report's figures merge, by its driver info: 0 for one
+// node's own.
+func fleetNodes(info map[string]string) int {
+	ids := strings.TrimSpace(info[FleetInfo])
+	if ids == "" {
+		return 0
+	}
+	return strings.Count(ids, ",") + 1
+}
+
+// moreNodes is what a shortfall's reason suggests beside a lower rate when the generator
+// ran out: a node spreads its load over a fleet; a fleet that fell short as a whole needs
+// more nodes (suggesting "a fleet" to one was untrue).
+func moreNodes(nodes int) string {
+	if nodes == 0 {
+		return "spread the load over more nodes (a fleet)"
+	}
+	return fmt.Sprintf("add nodes to the fleet (its %d could not send more; each node's own report says which fell short)", nodes)
 }
 
 func roomOf(in Input, op string) room {
 	if in.Snapshot == nil {
-		return room{workers: config.WorkersBound(op)}
+		return room{workers: config.WorkersBound(op), nodes: fleetNodes(in.DriverInfo)}
 	}
 	cfg := in.Snapshot.Config
-	r := room{workers: cfg.Workload.WorkersAllowed(op), configured: true}
+	r := room{workers: cfg.Workload.WorkersAllowed(op), configured: true, nodes: fleetNodes(in.DriverInfo)}
 	if def, ok := driver.Lookup(cfg.DriverName); ok && def.Pipelines != nil && cfg.DriverOptions != nil {
 		r.pipelines = def.Pipelines(cfg.DriverOptions)
 	}
@@ -417,9 +444,9 @@ func roomOf(in Input, op string) room {
 
 // clientBound is the cause of a shortfall when the client's CPU was saturated: the
 // generator, which more workers would only load more.
-func clientBound(op string) string {
-	return fmt.Sprintf("the client's CPU was saturated, so the generator could not send more, and more workers would not help: lower %s, or spread the load over more nodes (a fleet)",
-		config.ClassOption(op, "rate"))
+func clientBound(op string, nodes int) string {
+	return fmt.Sprintf("the client's CPU was saturated, so the generator could not send more, and more workers would not help: lower %s, or %s",
+		config.ClassOption(op, "rate"), moreNodes(nodes))
 }
 
 // maxWorkers returns the elastic maximum of op's pool, or 0 when it cannot grow.
@@ -556,7 +583,7 @@ func opTimeoutOf(in Input) time.Duration {
 // service time, not the typical call's: hence the median. A class with more than
 // maxShortErrors of its operations failed is not judged: a failure has no service time,
 // so where its worker was is unknown.
-func generatorShort(op string, s stats.OpSummary, series []stats.Point, span float64, opTimeout time.Duration) (string, bool) {
+func generatorShort(op string, s stats.OpSummary, series []stats.Point, span float64, opTimeout time.Duration, nodes int) (string, bool) {
 	target, constant := runTarget(series, op)
 	workers := runWorkers(series, op, s.Workers)
 	split := s.StartLagOwn + s.StartLagWait
@@ -573,8 +600,8 @@ func generatorShort(op string, s stats.OpSummary, series []stats.Point, span flo
 	if busy >= busyShare*float64(workers) {
 		return "", false
 	}
-	return fmt.Sprintf("%s: sent %.0f of the %.0f ops/s target (%.1f%%) while its workers were mostly out of the store (%.1f of %d in it on average at the store's median service time of %.3f ms): the generator could not send faster (its CPU, GC, scheduling), and more workers would not help; lower %s, or spread the load over more nodes (a fleet)",
-		op, attempted, target, 100*attempted/target, busy, workers, s.ServiceTime.P50/1000, config.ClassOption(op, "rate")), true
+	return fmt.Sprintf("%s: sent %.0f of the %.0f ops/s target (%.1f%%) while its workers were mostly out of the store (%.1f of %d in it on average at the store's median service time of %.3f ms): the generator could not send faster (its CPU, GC, scheduling), and more workers would not help; lower %s, or %s",
+		op, attempted, target, 100*attempted/target, busy, workers, s.ServiceTime.P50/1000, config.ClassOption(op, "rate"), moreNodes(nodes)), true
 }
 
 // workersNeeded says how many workers op needs for target ops/s by Little's law (target ×
@@ -609,7 +636,7 @@ func workersNeeded(op string, s stats.OpSummary, target float64, workers int, rm
 	} else {
 		msg += fmt.Sprintf("; that is already the most workers %s (%d), and they carry at most about %.0f ops/s at this service time", allows, rm.workers, carry)
 	}
-	msg += fmt.Sprintf(": lower %s, spread the load over more nodes (a fleet)", config.ClassOption(op, "rate"))
+	msg += fmt.Sprintf(": lower %s, %s", config.ClassOption(op, "rate"), moreNodes(rm.nodes))
 	if rm.pipelines {
 		msg += ", or raise workload.pipeline so that each worker keeps several operations in flight"
 	}

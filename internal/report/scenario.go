@@ -42,7 +42,7 @@ func GeneratorBound(r *Report) []string {
 		if name == "backfill" || stats.IsOperationSeries(name) {
 			continue
 		}
-		if why, short := generatorShort(name, r.Ops[name], r.Series, r.Seconds, opTimeout); short {
+		if why, short := generatorShort(name, r.Ops[name], r.Series, r.Seconds, opTimeout, fleetNodes(r.Driver.Info)); short {
 			out = append(out, why)
 		}
 	}
