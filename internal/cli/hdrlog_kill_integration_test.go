@@ -84,17 +84,22 @@ func readHDRLog(t *testing.T, path string) []hdrLogLine {
 	return lines
 }
 
-// TestHDRLogSurvivesKill9 is issue 39's crash: `ndbench run --hdr-log` killed with
+// TestHDRLogSurvivesKill9 is issue 39's crash: `ndbench run --hdr-log` (and serve's) killed with
 // SIGKILL (no handler runs, nothing is flushed on the way out) leaves a log that a tool
 // reads whole, whose intervals follow each other without a gap up to at most one second
 // before the kill: each interval reaches the file as it closes. Several kills land at
 // different points of the second.
 func TestHDRLogSurvivesKill9(t *testing.T) {
 	bin := ndbenchBinary(t)
-	for round := range 3 {
+	// run three times, serve (its log spans every driver session) twice.
+	for round := range 5 {
 		path := filepath.Join(t.TempDir(), "run.hlog")
-		cmd := exec.Command(bin, "run", "--driver", "memory", "--duration", "5m", "--hdr-log", path,
-			"--set", "workload.readRate=2000", "--set", "workload.writeRate=500")
+		args := []string{"run", "--duration", "5m"}
+		if round >= 3 {
+			args = []string{"serve", "--listen", "127.0.0.1:0", "--start"}
+		}
+		cmd := exec.Command(bin, append(args, "--driver", "memory", "--hdr-log", path,
+			"--set", "workload.readRate=2000", "--set", "workload.writeRate=500")...)
 		cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir())
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -114,7 +119,7 @@ func TestHDRLogSurvivesKill9(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(time.Duration(300+350*round) * time.Millisecond)
+		time.Sleep(time.Duration(300+350*(round%3)) * time.Millisecond)
 		killed := time.Now()
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
