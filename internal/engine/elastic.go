@@ -88,22 +88,22 @@ type elasticState struct {
 }
 
 // paying returns how many workers a pool of cur that is behind its schedule may grow to
-// when Little's law asks for want and no operation in flight says the store got slower:
-// at most twice cur, and only once the growth before has paid. A growth that did not
-// raise the rate at which operations complete by elasticPaid of its share (the workers' time
-// goes to the client's CPU, not to waiting on the store: an in-process store, a machine
-// with no core to spare) is undone, and the pool does not grow on Little's law for
-// elasticFutile.
-func (s *elasticState) paying(now time.Time, cur, want int) int {
+// when it asks for want: on Little's law alone (stuck false) at most twice cur, and only
+// once the growth before has paid; for operations stuck in the store (stuck) as many as
+// it asks, judged as one growth from its first step. A growth that did not raise the rate
+// at which operations complete by elasticPaid of its share while the pool stayed behind
+// (the workers' time goes to the client's CPU, not to waiting on the store: an
+// in-process store, a machine with no core to spare) is undone, and the pool does not
+// grow for elasticFutile. A growth after which the pool caught up paid (see
+// elasticTarget).
+func (s *elasticState) paying(now time.Time, cur, want int, stuck bool) int {
 	if now.Before(s.futileUntil) {
 		return cur
 	}
 	_, _, ops := s.over(now, elasticWindow)
 	rate := float64(ops) / elasticWindow.Seconds()
-	if !s.grownAt.IsZero() {
-		if now.Sub(s.grownAt) < elasticWindow+elasticPeriod {
-			return cur // not judged yet: the window must hold only the grown pool's operations
-		}
+	if !s.grownAt.IsZero() && now.Sub(s.grownAt) >= elasticWindow+elasticPeriod {
+		// The window holds only the grown pool's operations: judge.
 		gain := float64(cur-s.grownFrom) / float64(s.grownFrom)
 		from := s.grownFrom
 		s.grownAt = time.Time{}
@@ -112,11 +112,16 @@ func (s *elasticState) paying(now time.Time, cur, want int) int {
 			return from
 		}
 	}
-	want = min(want, 2*cur)
-	if want > cur {
+	if !stuck {
+		if !s.grownAt.IsZero() {
+			return cur // the growth before is not judged yet
+		}
+		want = min(want, 2*cur)
+	}
+	if want > cur && s.grownAt.IsZero() {
 		s.grownAt, s.grownFrom, s.grownRate = now, cur, rate
 	}
-	return want
+	return max(want, cur)
 }
 
 // elasticSample is what one check saw complete since the check before.
@@ -297,9 +302,9 @@ func (c *opClass) elasticTarget(now time.Time, timeout time.Duration, base, most
 		// for the flow.
 		flowing := need - stuck + drain
 		if stuck == 0 {
-			target = st.paying(now, cur, max(cur, min(flowing, exist)))
+			target = st.paying(now, cur, min(flowing, exist), false)
 		} else {
-			target = max(cur, min(cur+stuck, stuck+flowing, exist))
+			target = st.paying(now, cur, min(cur+stuck, stuck+flowing, exist), true)
 		}
 	default:
 		st.grownAt = time.Time{} // the pool keeps up: its last growth paid
