@@ -63,6 +63,10 @@ const (
 	// at which its operations complete: a pool bound by the store's service time gains
 	// all of it while it stays behind.
 	elasticPaid = 0.75
+	// elasticPaidLeast is the least rise that counts as paid, whatever the growth: on a
+	// shared machine the rate moves by some percent from one second to the next, and
+	// growth by a worker or two would pass on that noise alone, one step at a time.
+	elasticPaidLeast = 0.25
 )
 
 // elasticSamples is how many checks elasticHistory holds.
@@ -91,7 +95,8 @@ type elasticState struct {
 // when it asks for want: on Little's law alone (stuck false) at most twice cur, and only
 // once the growth before has paid; for operations stuck in the store (stuck) as many as
 // it asks, judged as one growth from its first step. A growth that did not raise the rate
-// at which operations complete by elasticPaid of its share while the pool stayed behind
+// at which operations complete by elasticPaid of its share (and elasticPaidLeast) while
+// the pool stayed behind
 // (the workers' time goes to the client's CPU, not to waiting on the store: an
 // in-process store, a machine with no core to spare) is undone, and the pool does not
 // grow for elasticFutile. A growth after which the pool caught up paid (see
@@ -107,7 +112,7 @@ func (s *elasticState) paying(now time.Time, cur, want int, stuck bool) int {
 		gain := float64(cur-s.grownFrom) / float64(s.grownFrom)
 		from := s.grownFrom
 		s.grownAt = time.Time{}
-		if rate < s.grownRate*(1+gain*elasticPaid) {
+		if rate < s.grownRate*(1+max(gain*elasticPaid, elasticPaidLeast)) {
 			s.futileUntil = now.Add(elasticFutile)
 			return from
 		}
