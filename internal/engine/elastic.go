@@ -58,15 +58,13 @@ const (
 	elasticHeadroom = 1.25
 	// elasticFutile is how long a pool whose growth did not pay does not grow on
 	// Little's law again.
-	elasticFutile = 30 * time.Second
+	elasticFutile = 3 * time.Second
+	// elasticKeptUp is the share of its target rate at which a pool's growth paid.
+	elasticKeptUp = 0.95
 	// elasticPaid is the share of its growth by which a pool's growth must raise the rate
 	// at which its operations complete: a pool bound by the store's service time gains
 	// all of it while it stays behind.
 	elasticPaid = 0.75
-	// elasticPaidLeast is the least rise that counts as paid, whatever the growth: on a
-	// shared machine the rate moves by some percent from one second to the next, and
-	// growth by a worker or two would pass on that noise alone, one step at a time.
-	elasticPaidLeast = 0.25
 )
 
 // elasticSamples is how many checks elasticHistory holds.
@@ -92,41 +90,37 @@ type elasticState struct {
 }
 
 // paying returns how many workers a pool of cur that is behind its schedule may grow to
-// when it asks for want: on Little's law alone (stuck false) at most twice cur, and only
-// once the growth before has paid; for operations stuck in the store (stuck) as many as
-// it asks, judged as one growth from its first step. A growth that did not raise the rate
-// at which operations complete by elasticPaid of its share (and elasticPaidLeast) while
-// the pool stayed behind
-// (the workers' time goes to the client's CPU, not to waiting on the store: an
-// in-process store, a machine with no core to spare) is undone, and the pool does not
-// grow for elasticFutile. A growth after which the pool caught up paid (see
-// elasticTarget).
-func (s *elasticState) paying(now time.Time, cur, want int, stuck bool) int {
+// when Little's law asks for want and no operation in flight says the store got slower:
+// at most twice cur, and only once the growth before has paid. A growth that did not
+// raise the rate at which operations complete by elasticPaid of its share (the workers' time
+// goes to the client's CPU, not to waiting on the store: an in-process store, a machine
+// with no core to spare) is undone, and the pool does not grow on Little's law for
+// elasticFutile.
+func (s *elasticState) paying(now time.Time, cur, want int, target float64) int {
 	if now.Before(s.futileUntil) {
 		return cur
 	}
 	_, _, ops := s.over(now, elasticWindow)
 	rate := float64(ops) / elasticWindow.Seconds()
-	if !s.grownAt.IsZero() && now.Sub(s.grownAt) >= elasticWindow+elasticPeriod {
-		// The window holds only the grown pool's operations: judge.
+	if !s.grownAt.IsZero() {
+		if now.Sub(s.grownAt) < elasticWindow+elasticPeriod {
+			return cur // not judged yet: the window must hold only the grown pool's operations
+		}
 		gain := float64(cur-s.grownFrom) / float64(s.grownFrom)
 		from := s.grownFrom
 		s.grownAt = time.Time{}
-		if rate < s.grownRate*(1+max(gain*elasticPaid, elasticPaidLeast)) {
+		// Operations completing at the schedule's rate paid too: the rate cannot rise
+		// past it once the backlog is drained.
+		if rate < s.grownRate*(1+gain*elasticPaid) && rate < elasticKeptUp*target {
 			s.futileUntil = now.Add(elasticFutile)
 			return from
 		}
 	}
-	if !stuck {
-		if !s.grownAt.IsZero() {
-			return cur // the growth before is not judged yet
-		}
-		want = min(want, 2*cur)
-	}
-	if want > cur && s.grownAt.IsZero() {
+	want = min(want, 2*cur)
+	if want > cur {
 		s.grownAt, s.grownFrom, s.grownRate = now, cur, rate
 	}
-	return max(want, cur)
+	return want
 }
 
 // elasticSample is what one check saw complete since the check before.
@@ -307,9 +301,9 @@ func (c *opClass) elasticTarget(now time.Time, timeout time.Duration, base, most
 		// for the flow.
 		flowing := need - stuck + drain
 		if stuck == 0 {
-			target = st.paying(now, cur, min(flowing, exist), false)
+			target = st.paying(now, cur, max(cur, min(flowing, exist)), c.pacer.Rate())
 		} else {
-			target = st.paying(now, cur, min(cur+stuck, stuck+flowing, exist), true)
+			target = max(cur, min(cur+stuck, stuck+flowing, exist))
 		}
 	default:
 		st.grownAt = time.Time{} // the pool keeps up: its last growth paid
