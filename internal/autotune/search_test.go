@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -130,6 +131,12 @@ func TestSearchSimulated(t *testing.T) {
 				}
 				if !found {
 					t.Errorf("no %s step in %v", ph, sim.probes)
+				}
+			}
+			// Every step says why it ran its rate.
+			for _, st := range r.Steps {
+				if st.Because == "" {
+					t.Errorf("step %d (%s at %.0f) does not say why it ran that rate", st.N, st.Phase, st.Rate)
 				}
 			}
 			// After every store violation the next step recovers at a lower rate (or is a
@@ -387,5 +394,90 @@ func TestStoppedSearchSaysWhatItFound(t *testing.T) {
 				t.Errorf("%s, stopped in step %d: message %q, want %q and the lowest rate outside", tc.name, n, r.Message, want)
 			}
 		}
+	}
+}
+
+// slowDrain fails the first `left` recovery windows (one second each) as a store still
+// draining a backlog would, and is sim otherwise.
+type slowDrain struct {
+	sim
+	left int
+}
+
+func (s *slowDrain) Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement, error) {
+	m, err := s.sim.Probe(ctx, rate, p)
+	if err == nil && p.Window == time.Second && s.left > 0 {
+		s.left--
+		c := m.Classes["read"]
+		c.Response, c.FirstHalf, c.SecondHalf = 50_000, 60_000, 40_000
+		c.Service, c.ServiceFirstHalf, c.ServiceSecondHalf = 49_000, 59_000, 39_000
+		m.Classes["read"] = c
+	}
+	return m, err
+}
+
+// TestStepsSayWhyTheirRate: after a failed step the search recovers at half its rate,
+// and when the recovery fails too it still goes back up to bisect: the walkthrough saw
+// 1.77k fail twice and then 2.97k run "without a word" (issue 36). Each step says why it
+// ran its rate, and the bisection names the steps that bound it and that the recovery
+// steps only drain; the console prints that line before the step, within 100 columns.
+func TestStepsSayWhyTheirRate(t *testing.T) {
+	p := &slowDrain{sim: sim{capacity: 3000}, left: 2}
+	r := Search(context.Background(), p, simSettings())
+	if r.Status != StatusFound {
+		t.Fatalf("status %s (%s); probes %v", r.Status, r.Message, p.probes)
+	}
+	// 1k, 2k pass; 4k fails; 2k recovers, failing twice before it passes; 4k is run again
+	// and fails, 2k recovers at once; then the bisection goes up to 2.83k.
+	var bisect *Step
+	for i, st := range r.Steps {
+		if st.Phase == PhaseBisect {
+			bisect = &r.Steps[i]
+			if prev := r.Steps[i-1]; prev.Phase != PhaseRecover || i != 8 {
+				t.Fatalf("probes %v: want the first bisection as step 9, after a recovery", p.probes)
+			}
+			break
+		}
+	}
+	if bisect == nil {
+		t.Fatalf("no bisection in %v", p.probes)
+	}
+	for _, want := range []string{"bisect " + rateText(2000) + " (passed, step 2) .. " + rateText(4000) + " (failed, step 7)", "recovery steps only drain"} {
+		if !strings.Contains(bisect.Because, want) {
+			t.Errorf("bisection at %.0f says %q, want it to say %q", bisect.Rate, bisect.Because, want)
+		}
+	}
+	for _, st := range r.Steps[3:6] {
+		if !strings.Contains(st.Because, "recover") || !strings.Contains(st.Because, "step 3") {
+			t.Errorf("recovery step %d says %q, want that it recovers from step 3", st.N, st.Because)
+		}
+	}
+	if again := r.Steps[6]; again.Rate != 4000 || !strings.Contains(again.Because, "again") || !strings.Contains(again.Because, "step 3") {
+		t.Errorf("step 7 at %.0f says %q, want 4k again after step 3", again.Rate, again.Because)
+	}
+	var b strings.Builder
+	WriteText(&b, r, 100)
+	if !strings.Contains(b.String(), "    > "+bisect.Because[:40]) {
+		t.Errorf("the console does not print the bisection's reason:\n%s", b.String())
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if n := len([]rune(line)); n > 100 {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	// One line each, right before its step's row.
+	lines := strings.Split(b.String(), "\n")
+	reasons := 0
+	for i, line := range lines[:len(lines)-1] {
+		if !strings.HasPrefix(line, "    > ") {
+			continue
+		}
+		reasons++
+		if f := strings.Fields(lines[i+1]); len(f) == 0 || f[0] != fmt.Sprint(r.Steps[reasons-1].N) {
+			t.Errorf("reason %q is followed by %q, not its step's row", line, lines[i+1])
+		}
+	}
+	if reasons != len(r.Steps) {
+		t.Errorf("%d reasons for %d steps:\n%s", reasons, len(r.Steps), b.String())
 	}
 }

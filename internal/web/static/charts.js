@@ -657,6 +657,8 @@
         tr.appendChild(td);
       });
       tr.children[6].className = 'verdict';
+      // Why the search ran this rate (after which step, to do what), on the phase.
+      if (st.because) { tr.children[1].title = st.because; tr.dataset.because = st.because; }
       return tr;
     }));
   }
