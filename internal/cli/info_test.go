@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -90,5 +92,38 @@ func TestConfigFits100Columns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestErrorsFitATerminal: on a terminal an error message wraps at 100 columns like the
+// rest of the console (an unknown key's list of allowed keys ran to 400 columns; a run's
+// INVALID verdict to 200), every word kept and each line of a several-line message under
+// "error: "; piped, each line stays whole for what reads it.
+func TestErrorsFitATerminal(t *testing.T) {
+	args := []string{"config", "--driver", "memory", "--set", "workload.nosuch=1", "--set", "workload.readRate=-5"}
+	for _, tty := range []bool{true, false} {
+		var out, errOut bytes.Buffer
+		if code := execute(context.Background(), args, &streams{out: &out, err: &errOut, tty: tty}); code != 2 {
+			t.Fatalf("tty %v: exit %d, want 2: %s", tty, code, errOut.String())
+		}
+		var piped bytes.Buffer
+		execute(context.Background(), args, &streams{out: &out, err: &piped})
+		long := 0
+		for _, l := range strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n") {
+			if n := utf8.RuneCountInString(l); n > consoleWidth {
+				long++
+				if tty {
+					t.Errorf("a line of %d columns on a terminal: %q", n, l)
+				}
+			} else if tty && !strings.HasPrefix(l, "error: ") && !strings.HasPrefix(l, "       ") && !strings.HasPrefix(l, "did you mean") {
+				t.Errorf("a line out of the message's column: %q", l)
+			}
+		}
+		if !tty && long == 0 {
+			t.Errorf("piped, the message was wrapped:\n%s", errOut.String())
+		}
+		if got, want := strings.Fields(errOut.String()), strings.Fields(piped.String()); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("tty %v: the words differ from the piped message:\n%s\n%s", tty, errOut.String(), piped.String())
+		}
 	}
 }
