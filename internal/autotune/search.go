@@ -431,8 +431,26 @@ func (se *searcher) clientBound(st Step) {
 	if se.lo > 0 {
 		low = fmt.Sprintf("the store's capacity is above %s ops/s, the highest rate measured within SLA", rateText(se.lo))
 	}
-	se.res.Message = fmt.Sprintf("client-bound at %s ops/s (achieved %s): the load generator saturated before the store left its SLA, so %s; "+
-		"give the generator more workers (workload.readers/maxReaders, writers/maxWriters), cores or nodes", rateText(st.Rate), rateText(st.Achieved), low)
+	se.res.Message = fmt.Sprintf("client-bound at %s ops/s (achieved %s): the load generator saturated before the store left its SLA, so %s; %s",
+		rateText(st.Rate), rateText(st.Achieved), low, clientAdvice(st))
+}
+
+// clientAdvice says what would lift a client-bound step's limit. By Little's law (achieved
+// rate × mean service time) the workers were mostly in the store, or mostly free: only
+// when busy do more workers help; free workers that still started operations late point
+// at the generator's CPU (issue 36: the advice said "add workers" when the steps showed
+// free workers).
+func clientAdvice(st Step) string {
+	busy, workers := 0.0, 0
+	for _, c := range st.Classes {
+		busy += c.Achieved * c.ServiceMean / 1e6
+		workers += c.Workers
+	}
+	if workers > 0 && busy < 0.8*float64(workers) {
+		return fmt.Sprintf("its %d workers were mostly free (%.1f in the store on average), so more workers will not help: "+
+			"give it more cores (a less loaded machine) or more nodes", workers, busy)
+	}
+	return "give the generator more workers (workload.readers/maxReaders, writers/maxWriters), cores or nodes"
 }
 
 // recover runs at rate, half the violating one, in one-second windows without settle,

@@ -481,3 +481,47 @@ func TestStepsSayWhyTheirRate(t *testing.T) {
 		t.Errorf("%d reasons for %d steps:\n%s", reasons, len(r.Steps), b.String())
 	}
 }
+
+// TestClientBoundAdviceFollowsTheWorkers: a client-bound search says to add workers only
+// when its workers were busy in the store (Little's law: achieved rate × mean service
+// time); with workers mostly free it names the generator's cores or more nodes (issue 36:
+// "add workers" was the advice when the steps showed free workers).
+func TestClientBoundAdviceFollowsTheWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		serviceMean float64 // µs
+		workers     int
+		want, not   string
+	}{
+		{"workers free", 500, 10, "mostly free", "more workers (workload"},         // 3000/s × 0.5 ms = 1.5 of 10 busy
+		{"workers busy", 3300, 10, "more workers (workload", "mostly free"},        // 3000/s × 3.3 ms = 9.9 of 10 busy
+		{"workers mostly busy", 2700, 10, "more workers (workload", "mostly free"}, // 8.1 of 10
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &serviceSim{sim: sim{capacity: 20000, clientMax: 3000}, serviceMean: tc.serviceMean, workers: tc.workers}
+			r := Search(context.Background(), p, simSettings())
+			if r.Status != StatusClientBound {
+				t.Fatalf("status %s (%s)", r.Status, r.Message)
+			}
+			if !strings.Contains(r.Message, tc.want) || strings.Contains(r.Message, tc.not) {
+				t.Errorf("message %q: want %q, not %q", r.Message, tc.want, tc.not)
+			}
+		})
+	}
+}
+
+// serviceSim is sim with a set mean service time and pool size.
+type serviceSim struct {
+	sim
+	serviceMean float64
+	workers     int
+}
+
+func (s *serviceSim) Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement, error) {
+	m, err := s.sim.Probe(ctx, rate, p)
+	for k, c := range m.Classes {
+		c.ServiceMean, c.Workers = s.serviceMean, s.workers
+		m.Classes[k] = c
+	}
+	return m, err
+}
