@@ -51,6 +51,13 @@ describe('first screen', () => {
         const sel = page.locator(`#${ID}-driver`);
         await waitFor(async () => { const b = await sel.boundingBox(); return b && b.y >= 0 && b.y + b.height <= height; }, 'the driver list in view', T);
         assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.id), `${ID}-driver`);
+        // In one column (a phone) a link leads back up to the first action.
+        const back = page.locator(`[data-instance=${ID}] [data-action=back-to-run]`);
+        assert.equal(await back.isVisible(), width <= 900, 'the way back shows in one column only');
+        if (width <= 900) {
+          await back.click();
+          await waitFor(async () => { const b = await run.boundingBox(); return b && b.y >= 0 && b.y + b.height <= height; }, 'Connect and start in view again', T);
+        }
         await page.evaluate(() => window.scrollTo(0, 0));
         await waitFor(async () => (await page.evaluate(() => window.scrollY)) === 0, 'back at the top', T);
         const box = await run.boundingBox();

@@ -546,6 +546,14 @@
         sel.closest('section').scrollIntoView({ block: 'start' });
         sel.focus({ preventScroll: true });
       });
+      // And back up: with the options set, the first action is thousands of pixels above.
+      on('back-to-run', (e) => {
+        e.preventDefault();
+        // The charts' panel, whose padding keeps the bar whole on the screen.
+        this.q('[data-role=quickbar]').closest('section').scrollIntoView({ block: 'start' });
+        const b = this.q('[data-action=quick-run]');
+        (b.hidden ? this.q('[data-action=quick-stop]') : b).focus({ preventScroll: true });
+      });
       on('quick-stop', () => this.action('Stopped', 'POST', '/api/v1/load/stop', { ops: [] }, 'load'));
       on('disconnect', () => this.action('Disconnected', 'POST', '/api/v1/driver/shutdown', undefined, 'connect'));
       for (const [name, ops, label] of [['reads', ['read'], 'reads'], ['writes', ['write'], 'writes'], ['both', [], 'reads and writes']]) {
