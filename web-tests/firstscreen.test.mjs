@@ -1,7 +1,11 @@
 // A new user's first screen (issue 36): at 1280×900 and on a phone (390×844), a memory run
 // starts from the first screen without scrolling (one action connects and starts), a live
 // chart follows, the time axis shows at least 3 readable ticks, and the page never scrolls
-// sideways (the numbers table scrolls in its own box, and says so on a phone).
+// sideways (the numbers table scrolls in its own box, and says so on a phone). The badge
+// beside the charts says "live" only while load runs (it said so with nothing connected);
+// the action names the driver it connects, with a link to its options (on a phone they are
+// thousands of pixels down); the run's start mark is labelled whole inside the plot (its
+// label was cut at the plot's right edge in the run's first seconds).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -32,6 +36,30 @@ describe('first screen', () => {
         const run = page.locator(`[data-instance=${ID}] [data-action=quick-run]`);
         await run.waitFor();
         assert.equal(await run.innerText(), 'Connect and start');
+        // Nothing connected: the stream is open, and the badge does not claim "live".
+        const badge = page.locator(`[data-instance=${ID}] [data-role=live]`);
+        await page.locator(`[data-instance=${ID}] [data-role=live][data-stream=open]`).waitFor();
+        await waitFor(async () => /not connected/.test(await badge.innerText()), 'the badge says nothing is connected', T);
+        assert.doesNotMatch(await badge.getAttribute('class'), /\bon\b/);
+        // The action says which driver it connects, and its link leads to the options.
+        const hint = page.locator(`[data-instance=${ID}] [data-role=quick-hint]`);
+        await waitFor(async () => /Connects memory with its options/.test(await hint.innerText()), 'the hint names the driver', T);
+        const optionsLink = page.locator(`[data-instance=${ID}] [data-action=quick-options]`);
+        const linkBox = await optionsLink.boundingBox();
+        assert.ok(linkBox && linkBox.y + linkBox.height <= height, `the options link is at ${JSON.stringify(linkBox)}, off the first screen`);
+        await optionsLink.click();
+        const sel = page.locator(`#${ID}-driver`);
+        await waitFor(async () => { const b = await sel.boundingBox(); return b && b.y >= 0 && b.y + b.height <= height; }, 'the driver list in view', T);
+        assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.id), `${ID}-driver`);
+        // In one column (a phone) a link leads back up to the first action.
+        const back = page.locator(`[data-instance=${ID}] [data-action=back-to-run]`);
+        assert.equal(await back.isVisible(), width <= 900, 'the way back shows in one column only');
+        if (width <= 900) {
+          await back.click();
+          await waitFor(async () => { const b = await run.boundingBox(); return b && b.y >= 0 && b.y + b.height <= height; }, 'Connect and start in view again', T);
+        }
+        await page.evaluate(() => window.scrollTo(0, 0));
+        await waitFor(async () => (await page.evaluate(() => window.scrollY)) === 0, 'back at the top', T);
         const box = await run.boundingBox();
         assert.ok(box && box.y >= 0 && box.y + box.height <= height && box.x + box.width <= width,
           `the first action is at ${JSON.stringify(box)}, outside the ${width}×${height} screen`);
@@ -41,8 +69,22 @@ describe('first screen', () => {
         // Click where it is, without Playwright scrolling it into view first.
         await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
         const fig = page.locator(`[data-instance=${ID}] figure[data-chart=throughput][data-op=read]`);
+        // The run's first seconds, when its start mark is at the plot's right edge: every
+        // mark label drawn lies whole inside its plot.
+        const labels = [];
+        for (const until = Date.now() + 6000; Date.now() < until;) {
+          labels.push(...await page.evaluate((id) => [...document.querySelectorAll(`[data-instance=${id}] figure.chart`)]
+            .filter((f) => f.uplot && f.offsetParent).flatMap((f) => (f.uplot.ndMarkLabels || []).map((l) => ({ chart: f.dataset.chart + '/' + f.dataset.op, ...l }))), ID));
+          await page.waitForTimeout(100);
+        }
+        assert.ok(labels.length > 0, 'the start mark was labelled');
+        for (const l of labels) {
+          assert.ok(l.left >= l.plot.left && l.right <= l.plot.right && l.top >= l.plot.top,
+            `${l.chart}: label "${l.text}" [${l.left.toFixed(0)}, ${l.right.toFixed(0)}] is cut by the plot [${l.plot.left.toFixed(0)}, ${l.plot.right.toFixed(0)}]`);
+        }
         await waitFor(async () => Number(await fig.getAttribute('data-last') || 0) > 0, 'a live read rate', T);
         await waitFor(async () => /running: .*read/.test(await page.locator(`[data-instance=${ID}] [data-role=quick-state]`).innerText()), 'the state says running', T);
+        await waitFor(async () => (await badge.innerText()) === 'live', 'the badge says live while the load runs', T);
         assert.equal(await page.locator(`[data-instance=${ID}] [data-action=quick-stop]`).isVisible(), true);
         // Enough seconds for the axis to have its ticks.
         await waitFor(async () => Number(await fig.getAttribute('data-points')) >= 4, 'points charted', T);
@@ -54,11 +96,15 @@ describe('first screen', () => {
         await page.locator(`[data-instance=${ID}] [data-role=numbers] table`).waitFor();
         const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
         assert.ok(over <= 0, `the page scrolls sideways by ${over} px`);
-        const hint = page.locator(`[data-instance=${ID}] [data-role=numbers] .scroll-hint`);
-        assert.equal(await hint.isVisible(), width < 640, 'the table says it scrolls on a phone only');
+        const scrollHint = page.locator(`[data-instance=${ID}] [data-role=numbers] .scroll-hint`);
+        assert.equal(await scrollHint.isVisible(), width < 640, 'the table says it scrolls on a phone only');
+        // The totals' caption is whole on the screen, not cut at its edge with the table.
+        const cap = await page.locator(`[data-instance=${ID}] [data-role=numbers] .numbers-caption`).boundingBox();
+        assert.ok(cap && cap.x >= 0 && cap.x + cap.width <= width, `the caption is at ${JSON.stringify(cap)}, past the ${width} px screen`);
         await page.screenshot({ path: path.join(artifacts, `firstscreen-${name}-running.png`) });
         await page.locator(`[data-instance=${ID}] [data-action=quick-stop]`).click();
         await waitFor(async () => /idle/.test(await page.locator(`[data-instance=${ID}] [data-role=quick-state]`).innerText()), 'stopped', T);
+        await waitFor(async () => /^idle/.test(await badge.innerText()), 'the badge says idle once stopped', T);
         assert.equal(await run.innerText(), 'Start');
         assert.deepEqual(errors, []);
       } finally {

@@ -52,7 +52,7 @@ for (const vp of VIEWPORTS) {
       await page.waitForTimeout(300);
       await page.locator('#login-token').fill(TOKEN);
       await page.locator('button[type=submit]').click();
-      await page.locator(`[data-instance=${ID}] [data-role=live]`).filter({ hasText: /^live$/ }).waitFor();
+      await page.locator(`[data-instance=${ID}] [data-role=live][data-stream=open]`).waitFor();
       const cookies = await browser.context.cookies(srv.url);
       const c = cookies.find((x) => x.name === 'ndbench_session');
       assert.ok(c, 'session cookie set');
@@ -83,7 +83,7 @@ for (const vp of VIEWPORTS) {
       await shot('expired');
       await page.locator('#login-token').fill(TOKEN);
       await page.locator('button[type=submit]').click();
-      await page.locator(`[data-instance=${ID}] [data-role=live]`).filter({ hasText: /^live$/ }).waitFor();
+      await page.locator(`[data-instance=${ID}] [data-role=live][data-stream=open]`).waitFor();
     });
 
     it('logs out', async () => {

@@ -54,7 +54,25 @@ func columns(classW int, n, phase, rate, achieved, class, lat, errs, verdict str
 // WriteStep writes one row of the step table: its percentile and error ratio (with
 // several classes, the first's on the row and each other's on a line below), the
 // verdict and why, the why wrapped to keep the lines within width columns (0: one line).
+//
+// A line before the row says why the search ran this rate (Step.Because): a step's
+// decision read with the step it led to, such as a bisection that returns to a higher rate
+// after recovery steps failed.
 func WriteStep(w io.Writer, st Step, s Settings, width int) {
+	if st.Because != "" {
+		const prefix = "    > "
+		if width <= 0 {
+			fmt.Fprintln(w, prefix+st.Because)
+		} else {
+			for i, l := range wrap(st.Because, width-len(prefix)-2) {
+				if i == 0 {
+					fmt.Fprintln(w, prefix+l)
+				} else {
+					fmt.Fprintln(w, strings.Repeat(" ", len(prefix)+2)+l)
+				}
+			}
+		}
+	}
 	classes := slices.Sorted(maps.Keys(st.Classes))
 	classW := classColumn(classes)
 	cell := func(c string) (string, string) {

@@ -223,6 +223,10 @@ type Step struct {
 	Achieved float64  `json:"achieved"`
 	Verdict  Verdict  `json:"verdict"`
 	Why      []string `json:"why,omitempty"`
+	// Because is why the search ran this rate, in one line: the step before it and what
+	// the search made of it (double, halve, recover, bisect between which steps, retry,
+	// confirm), so a return to a higher rate after a failed one is explained.
+	Because string `json:"because,omitempty"`
 	Measurement
 }
 
@@ -287,6 +291,10 @@ type searcher struct {
 	res      *Result
 	lo, hi   float64
 	baseline map[string]float64 // mean service time per class at the lowest passing rate
+	// loStep and hiStep are the steps that measured lo and hi (0: none).
+	loStep, hiStep int
+	// because is the next step's Because, set by whatever chose its rate.
+	because string
 }
 
 // Search finds the highest total rate within SLA through p. It returns the result so far
@@ -371,7 +379,8 @@ func (se *searcher) run(ctx context.Context, phase string, rate float64, window 
 			}
 		}
 	}
-	st := Step{N: len(se.res.Steps) + 1, Phase: phase, Rate: rate, Verdict: v, Why: why, Measurement: m}
+	st := Step{N: len(se.res.Steps) + 1, Phase: phase, Rate: rate, Verdict: v, Why: why, Because: se.because, Measurement: m}
+	se.because = ""
 	for _, c := range m.Classes {
 		st.Achieved += c.Achieved
 	}
@@ -401,11 +410,14 @@ func (se *searcher) retried(ctx context.Context, phase string, rate float64, win
 		switch {
 		case st.Verdict == ClientBound && clientTries < se.s.ClientRetries:
 			clientTries++
+			se.because = fmt.Sprintf("again: %s was client-bound at step %d (retry %d of %d)", rateText(rate), st.N, clientTries, se.s.ClientRetries)
 		case st.Verdict == Fail && failTries < se.s.FailRetries:
 			failTries++
-			if !se.recover(ctx, rate/2) {
+			if !se.recover(ctx, rate/2, st) {
 				return st, false
 			}
+			se.because = fmt.Sprintf("again, settling %dx longer: %s failed at step %d, maybe a transient (retry %d of %d)",
+				1+failTries, rateText(rate), st.N, failTries, se.s.FailRetries)
 		default:
 			return st, true
 		}
@@ -419,8 +431,26 @@ func (se *searcher) clientBound(st Step) {
 	if se.lo > 0 {
 		low = fmt.Sprintf("the store's capacity is above %s ops/s, the highest rate measured within SLA", rateText(se.lo))
 	}
-	se.res.Message = fmt.Sprintf("client-bound at %s ops/s (achieved %s): the load generator saturated before the store left its SLA, so %s; "+
-		"give the generator more workers (workload.readers/maxReaders, writers/maxWriters), cores or nodes", rateText(st.Rate), rateText(st.Achieved), low)
+	se.res.Message = fmt.Sprintf("client-bound at %s ops/s (achieved %s): the load generator saturated before the store left its SLA, so %s; %s",
+		rateText(st.Rate), rateText(st.Achieved), low, clientAdvice(st))
+}
+
+// clientAdvice says what would lift a client-bound step's limit. By Little's law (achieved
+// rate × mean service time) the workers were mostly in the store, or mostly free: only
+// when busy do more workers help; free workers that still started operations late point
+// at the generator's CPU (issue 36: the advice said "add workers" when the steps showed
+// free workers).
+func clientAdvice(st Step) string {
+	busy, workers := 0.0, 0
+	for _, c := range st.Classes {
+		busy += c.Achieved * c.ServiceMean / 1e6
+		workers += c.Workers
+	}
+	if workers > 0 && busy < 0.8*float64(workers) {
+		return fmt.Sprintf("its %d workers were mostly free (%.1f in the store on average), so more workers will not help: "+
+			"give it more cores (a less loaded machine) or more nodes", workers, busy)
+	}
+	return "give the generator more workers (workload.readers/maxReaders, writers/maxWriters), cores or nodes"
 }
 
 // recover runs at rate, half the violating one, in one-second windows without settle,
@@ -429,7 +459,7 @@ func (se *searcher) clientBound(st Step) {
 // It gives up after Recover (in windows of a second) and goes on. A prober that can
 // restart its load (Restarter) does so first, dropping the operations the violating step
 // still owed: they were charged to it, and replaying them would charge the next steps.
-func (se *searcher) recover(ctx context.Context, rate float64) bool {
+func (se *searcher) recover(ctx context.Context, rate float64, failed Step) bool {
 	if r, ok := se.p.(Restarter); ok {
 		if err := r.Restart(); err != nil {
 			se.res.Status, se.res.Message = StatusError, fmt.Sprintf("restart the load to recover: %v", err)
@@ -437,6 +467,7 @@ func (se *searcher) recover(ctx context.Context, rate float64) bool {
 		}
 	}
 	deadline := se.clk.Now().Add(se.s.Recover)
+	se.because = fmt.Sprintf("recover at half of %s (failed, step %d): drains the store's backlog; not a candidate", rateText(failed.Rate), failed.N)
 	for n := 1; ; n++ {
 		st, ok := se.run(ctx, PhaseRecover, rate, time.Second, 0)
 		if !ok {
@@ -445,6 +476,7 @@ func (se *searcher) recover(ctx context.Context, rate float64) bool {
 		if st.Verdict != Fail || !se.clk.Now().Before(deadline) || n >= int(se.s.Recover/time.Second) {
 			return true // a client-bound recovery is not the store's backlog; go on
 		}
+		se.because = fmt.Sprintf("recover again: step %d still outside SLA, step %d's backlog draining", st.N, failed.N)
 	}
 }
 
@@ -454,6 +486,7 @@ func (se *searcher) search(ctx context.Context) {
 	// Bracket: double until the first violation; when the start itself fails, halve
 	// until a rate passes.
 	phase := PhaseBracket
+	se.because = "the start rate (--start)"
 	for {
 		st, ok := se.probe(ctx, phase, r)
 		if !ok {
@@ -464,7 +497,7 @@ func (se *searcher) search(ctx context.Context) {
 			se.clientBound(st)
 			return
 		case Pass:
-			se.lo = r
+			se.lo, se.loStep = r, st.N
 			if !math.IsInf(se.hi, 1) {
 				goto bisect
 			}
@@ -475,16 +508,18 @@ func (se *searcher) search(ctx context.Context) {
 				return
 			}
 			r = min(2*r, s.MaxRate)
+			se.because = fmt.Sprintf("double: %s was within SLA at step %d", rateText(st.Rate), st.N)
 		case Fail:
-			se.hi = r
+			se.hi, se.hiStep = r, st.N
 			if se.lo > 0 {
-				if !se.recover(ctx, r/2) {
+				if !se.recover(ctx, r/2, st) {
 					return
 				}
 				goto bisect
 			}
 			phase = PhaseDown
 			r /= 2
+			se.because = fmt.Sprintf("halve: %s failed at step %d and no rate has passed yet", rateText(st.Rate), st.N)
 			if r < s.MinRate {
 				se.res.Status = StatusNone
 				se.res.Message = fmt.Sprintf("no rate down to the minimum %s ops/s was within SLA", rateText(s.MinRate))
@@ -496,6 +531,7 @@ func (se *searcher) search(ctx context.Context) {
 bisect:
 	for se.hi/se.lo > 1+s.Tolerance {
 		r := math.Sqrt(se.lo * se.hi)
+		se.because = se.between("bisect")
 		st, ok := se.probe(ctx, PhaseBisect, r)
 		if !ok {
 			return
@@ -505,15 +541,16 @@ bisect:
 			se.clientBound(st)
 			return
 		case Pass:
-			se.lo = r
+			se.lo, se.loStep = r, st.N
 		case Fail:
-			se.hi = r
-			if !se.recover(ctx, r/2) {
+			se.hi, se.hiStep = r, st.N
+			if !se.recover(ctx, r/2, st) {
 				return
 			}
 		}
 	}
 	// Confirm the found rate over a longer window; step down and retry when it fails.
+	se.because = se.between("confirm over " + s.Confirm.String() + " the lower of")
 	for try := 0; ; try++ {
 		st, ok := se.retried(ctx, PhaseConfirm, se.lo, s.Confirm)
 		if !ok {
@@ -534,17 +571,29 @@ bisect:
 			se.res.Message = fmt.Sprintf("the confirmation failed %d times, down to %s ops/s: the store does not hold a steady rate within SLA", try+1, rateText(se.lo))
 			return
 		}
-		se.hi = se.lo
+		se.hi, se.hiStep = se.lo, st.N
 		se.lo *= 1 - s.StepDown
 		if se.lo < s.MinRate {
 			se.res.Status = StatusNone
 			se.res.Message = fmt.Sprintf("no rate down to the minimum %s ops/s held within SLA", rateText(s.MinRate))
 			return
 		}
-		if !se.recover(ctx, se.hi/2) {
+		if !se.recover(ctx, se.hi/2, st) {
 			return
 		}
+		se.because = fmt.Sprintf("confirm %s: %.0f%% below %s, whose confirmation failed at step %d", rateText(se.lo), 100*s.StepDown, rateText(se.hi), st.N)
 	}
+}
+
+// between says which steps bound the search's interval, for a step that the interval
+// decides: the highest rate within SLA and the lowest outside it. Named with their steps,
+// a return to a higher rate after failed recovery steps reads as what it is.
+func (se *searcher) between(what string) string {
+	text := fmt.Sprintf("%s %s (passed, step %d) .. %s (failed, step %d)", what, rateText(se.lo), se.loStep, rateText(se.hi), se.hiStep)
+	if n := len(se.res.Steps); n > 0 && se.res.Steps[n-1].Phase == PhaseRecover {
+		text += "; recovery steps only drain"
+	}
+	return text
 }
 
 // perClass splits rate over the classes of the last step by their targets' shares.
@@ -579,6 +628,7 @@ func (se *searcher) hold(ctx context.Context, base float64) *HoldResult {
 	status := se.res.Status
 	defer func() { se.res.Status = status }() // hold's stop is not the search's
 	r, settle, sum := base, s.Settle, 0.0
+	se.because = "hold: start at the highest rate within SLA"
 	for ctx.Err() == nil && (until.IsZero() || se.clk.Now().Before(until)) {
 		st, ok := se.run(ctx, PhaseHold, r, s.Window, settle)
 		if !ok {
@@ -592,10 +642,14 @@ func (se *searcher) hold(ctx context.Context, base float64) *HoldResult {
 		case Pass:
 			r += s.HoldIncrease * base
 			settle = s.Settle
+			se.because = fmt.Sprintf("hold: up by %s ops/s after step %d within SLA", rateText(s.HoldIncrease*base), st.N)
 		case Fail:
 			h.Failures++
 			r = max(r*s.HoldDecrease, s.MinRate)
 			settle = s.Settle
+			se.because = fmt.Sprintf("hold: down to %.0f%% after step %d outside SLA", 100*s.HoldDecrease, st.N)
+		default:
+			se.because = fmt.Sprintf("hold: same rate, step %d was client-bound", st.N)
 		}
 	}
 	h.Final = r

@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -130,6 +131,12 @@ func TestSearchSimulated(t *testing.T) {
 				}
 				if !found {
 					t.Errorf("no %s step in %v", ph, sim.probes)
+				}
+			}
+			// Every step says why it ran its rate.
+			for _, st := range r.Steps {
+				if st.Because == "" {
+					t.Errorf("step %d (%s at %.0f) does not say why it ran that rate", st.N, st.Phase, st.Rate)
 				}
 			}
 			// After every store violation the next step recovers at a lower rate (or is a
@@ -388,4 +395,133 @@ func TestStoppedSearchSaysWhatItFound(t *testing.T) {
 			}
 		}
 	}
+}
+
+// slowDrain fails the first `left` recovery windows (one second each) as a store still
+// draining a backlog would, and is sim otherwise.
+type slowDrain struct {
+	sim
+	left int
+}
+
+func (s *slowDrain) Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement, error) {
+	m, err := s.sim.Probe(ctx, rate, p)
+	if err == nil && p.Window == time.Second && s.left > 0 {
+		s.left--
+		c := m.Classes["read"]
+		c.Response, c.FirstHalf, c.SecondHalf = 50_000, 60_000, 40_000
+		c.Service, c.ServiceFirstHalf, c.ServiceSecondHalf = 49_000, 59_000, 39_000
+		m.Classes["read"] = c
+	}
+	return m, err
+}
+
+// TestStepsSayWhyTheirRate: after a failed step the search recovers at half its rate,
+// and when the recovery fails too it still goes back up to bisect: the walkthrough saw
+// 1.77k fail twice and then 2.97k run "without a word" (issue 36). Each step says why it
+// ran its rate, and the bisection names the steps that bound it and that the recovery
+// steps only drain; the console prints that line before the step, within 100 columns.
+func TestStepsSayWhyTheirRate(t *testing.T) {
+	p := &slowDrain{sim: sim{capacity: 3000}, left: 2}
+	r := Search(context.Background(), p, simSettings())
+	if r.Status != StatusFound {
+		t.Fatalf("status %s (%s); probes %v", r.Status, r.Message, p.probes)
+	}
+	// 1k, 2k pass; 4k fails; 2k recovers, failing twice before it passes; 4k is run again
+	// and fails, 2k recovers at once; then the bisection goes up to 2.83k.
+	var bisect *Step
+	for i, st := range r.Steps {
+		if st.Phase == PhaseBisect {
+			bisect = &r.Steps[i]
+			if prev := r.Steps[i-1]; prev.Phase != PhaseRecover || i != 8 {
+				t.Fatalf("probes %v: want the first bisection as step 9, after a recovery", p.probes)
+			}
+			break
+		}
+	}
+	if bisect == nil {
+		t.Fatalf("no bisection in %v", p.probes)
+	}
+	for _, want := range []string{"bisect " + rateText(2000) + " (passed, step 2) .. " + rateText(4000) + " (failed, step 7)", "recovery steps only drain"} {
+		if !strings.Contains(bisect.Because, want) {
+			t.Errorf("bisection at %.0f says %q, want it to say %q", bisect.Rate, bisect.Because, want)
+		}
+	}
+	for _, st := range r.Steps[3:6] {
+		if !strings.Contains(st.Because, "recover") || !strings.Contains(st.Because, "step 3") {
+			t.Errorf("recovery step %d says %q, want that it recovers from step 3", st.N, st.Because)
+		}
+	}
+	if again := r.Steps[6]; again.Rate != 4000 || !strings.Contains(again.Because, "again") || !strings.Contains(again.Because, "step 3") {
+		t.Errorf("step 7 at %.0f says %q, want 4k again after step 3", again.Rate, again.Because)
+	}
+	var b strings.Builder
+	WriteText(&b, r, 100)
+	if !strings.Contains(b.String(), "    > "+bisect.Because[:40]) {
+		t.Errorf("the console does not print the bisection's reason:\n%s", b.String())
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if n := len([]rune(line)); n > 100 {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	// One line each, right before its step's row.
+	lines := strings.Split(b.String(), "\n")
+	reasons := 0
+	for i, line := range lines[:len(lines)-1] {
+		if !strings.HasPrefix(line, "    > ") {
+			continue
+		}
+		reasons++
+		if f := strings.Fields(lines[i+1]); len(f) == 0 || f[0] != fmt.Sprint(r.Steps[reasons-1].N) {
+			t.Errorf("reason %q is followed by %q, not its step's row", line, lines[i+1])
+		}
+	}
+	if reasons != len(r.Steps) {
+		t.Errorf("%d reasons for %d steps:\n%s", reasons, len(r.Steps), b.String())
+	}
+}
+
+// TestClientBoundAdviceFollowsTheWorkers: a client-bound search says to add workers only
+// when its workers were busy in the store (Little's law: achieved rate × mean service
+// time); with workers mostly free it names the generator's cores or more nodes (issue 36:
+// "add workers" was the advice when the steps showed free workers).
+func TestClientBoundAdviceFollowsTheWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		serviceMean float64 // µs
+		workers     int
+		want, not   string
+	}{
+		{"workers free", 500, 10, "mostly free", "more workers (workload"},         // 3000/s × 0.5 ms = 1.5 of 10 busy
+		{"workers busy", 3300, 10, "more workers (workload", "mostly free"},        // 3000/s × 3.3 ms = 9.9 of 10 busy
+		{"workers mostly busy", 2700, 10, "more workers (workload", "mostly free"}, // 8.1 of 10
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &serviceSim{sim: sim{capacity: 20000, clientMax: 3000}, serviceMean: tc.serviceMean, workers: tc.workers}
+			r := Search(context.Background(), p, simSettings())
+			if r.Status != StatusClientBound {
+				t.Fatalf("status %s (%s)", r.Status, r.Message)
+			}
+			if !strings.Contains(r.Message, tc.want) || strings.Contains(r.Message, tc.not) {
+				t.Errorf("message %q: want %q, not %q", r.Message, tc.want, tc.not)
+			}
+		})
+	}
+}
+
+// serviceSim is sim with a set mean service time and pool size.
+type serviceSim struct {
+	sim
+	serviceMean float64
+	workers     int
+}
+
+func (s *serviceSim) Probe(ctx context.Context, rate float64, p ProbeSpec) (Measurement, error) {
+	m, err := s.sim.Probe(ctx, rate, p)
+	for k, c := range m.Classes {
+		c.ServiceMean, c.Workers = s.serviceMean, s.workers
+		m.Classes[k] = c
+	}
+	return m, err
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,7 +87,7 @@ func newDriversCmd(s *streams) *cobra.Command {
 
 func newConfigCmd(s *streams) *cobra.Command {
 	var src configSources
-	var asJSON, backfill bool
+	var asJSON, backfill, wide bool
 	var warmup time.Duration
 	cmd := &cobra.Command{
 		Use:   "config",
@@ -131,19 +130,20 @@ func newConfigCmd(s *streams) *cobra.Command {
 					Notices    []string       `json:"notices"`
 				}{snap.Entries, thresholds, snap.Notices})
 			}
-			tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
+			width := consoleWidth
+			if wide {
+				width = 0
+			}
+			rows := make([][]string, 0, len(snap.Entries))
 			for _, e := range snap.Entries {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, e.Value, e.Source)
+				rows = append(rows, []string{e.Key, e.Value, e.Source})
 			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
+			wrapColumns(s.out, width, []string{"KEY", "VALUE", "SOURCE"}, rows)
 			for _, t := range thresholds {
-				fmt.Fprintln(s.out, "threshold:", t)
+				fmt.Fprintln(s.out, wrapText("threshold: ", t, width))
 			}
 			for _, n := range snap.Notices {
-				fmt.Fprintln(s.out, "note:", n)
+				fmt.Fprintln(s.out, wrapText("note: ", n, width))
 			}
 			return nil
 		},
@@ -152,7 +152,93 @@ func newConfigCmd(s *streams) *cobra.Command {
 	cmd.Flags().BoolVar(&backfill, "backfill", false, "as run's --backfill (same as --set workload.backfill=true)")
 	cmd.Flags().DurationVar(&warmup, "warmup", 0, "as run's --warmup (same as --set workload.warmup=D)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&wide, "wide", false, "print each key on one line, its value and source whole (default: fit 100 columns)")
 	return cmd
+}
+
+// wrapColumns prints rows under header in aligned columns two spaces apart, within width
+// columns: when the columns' widest cells do not fit, the columns after the first (a
+// config key stays whole) are narrowed, widest first, and a cell wider than its column
+// continues on the lines below its row, in its own column. Width 0 prints every row on
+// one line.
+func wrapColumns(out io.Writer, width int, header []string, rows [][]string) {
+	all := append([][]string{header}, rows...)
+	widths := make([]int, len(header))
+	for _, r := range all {
+		for i := range widths {
+			widths[i] = max(widths[i], runeLen(r[i]))
+		}
+	}
+	const gap, narrowest = 2, 12
+	if width > 0 && len(widths) > 1 {
+		total := gap * (len(widths) - 1)
+		for _, w := range widths {
+			total += w
+		}
+		// A column at a time, the widest: the columns even out rather than one going
+		// down to its narrowest beside a wide one.
+		for ; total > width; total-- {
+			widest := 1
+			for i := 2; i < len(widths); i++ {
+				if widths[i] > widths[widest] {
+					widest = i
+				}
+			}
+			if widths[widest] <= narrowest {
+				break
+			}
+			widths[widest]--
+		}
+	}
+	for _, r := range all {
+		cells := make([][]string, len(r))
+		lines := 1
+		for i, c := range r {
+			if width > 0 && i > 0 {
+				cells[i] = cutCell(c, widths[i])
+			} else {
+				cells[i] = []string{c}
+			}
+			lines = max(lines, len(cells[i]))
+		}
+		for l := range lines {
+			var b strings.Builder
+			for i, c := range cells {
+				part := ""
+				if l < len(c) {
+					part = c[l]
+				}
+				b.WriteString(part)
+				if i < len(cells)-1 {
+					b.WriteString(strings.Repeat(" ", max(widths[i]-runeLen(part), 0)+gap))
+				}
+			}
+			fmt.Fprintln(out, strings.TrimRight(b.String(), " "))
+		}
+	}
+}
+
+// cutCell splits s into pieces of at most w runes, each ending where a path, a list or a
+// sentence may break (after a space or one of / , ; & = - . _ :), or at w when no such place
+// is in reach.
+func cutCell(s string, w int) []string {
+	var parts []string
+	r := []rune(s)
+	for len(r) > w {
+		at := w
+		for i := w; i > w/2; i-- {
+			if strings.ContainsRune(" /,;&=-._:", r[i-1]) {
+				at = i
+				break
+			}
+		}
+		parts = append(parts, strings.TrimRight(string(r[:at]), " "))
+		r = r[at:]
+		for len(r) > 0 && r[0] == ' ' {
+			r = r[1:]
+		}
+	}
+	return append(parts, string(r))
 }
 
 // fitTable prints rows under header in aligned columns after indent, the last column (a

@@ -206,6 +206,24 @@ func wrapText(prefix, text string, width int) string {
 	return b.String()
 }
 
+// wrapLines is wrapText for a text of several lines: each wraps on its own, the first
+// after prefix, the others and their continuations under it. Width 0 keeps the lines as
+// they are.
+func wrapLines(prefix, text string, width int) string {
+	if width <= 0 {
+		return prefix + text
+	}
+	lines := strings.Split(text, "\n")
+	indent := strings.Repeat(" ", runeLen(prefix))
+	for i, l := range lines {
+		if i > 0 {
+			prefix = indent
+		}
+		lines[i] = wrapText(prefix, l, width)
+	}
+	return strings.Join(lines, "\n")
+}
+
 func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
 // note prints a line of the run's own (a phase that ended) between interval lines, under

@@ -73,11 +73,17 @@ func execute(ctx context.Context, args []string, s *streams) int {
 	if err == nil {
 		return verdict.Pass
 	}
+	// On a terminal the message fits its 100 columns like the rest of the console; piped,
+	// each line stays whole for whatever reads it.
+	width := 0
+	if s.tty {
+		width = consoleWidth
+	}
 	if _, ok := errors.AsType[interruptedError](err); ok {
 		// A signal is the user's own doing, not a failure of the tool: said plainly.
-		fmt.Fprintln(s.err, err)
+		fmt.Fprintln(s.err, wrapLines("", err.Error(), width))
 	} else {
-		fmt.Fprintln(s.err, "error:", err)
+		fmt.Fprintln(s.err, wrapLines("error: ", err.Error(), width))
 	}
 	if hint := suggestFor(root, args, err); hint != "" {
 		fmt.Fprintln(s.err, hint)

@@ -515,7 +515,7 @@ func bulkNote(r *report.Report, s stats.OpSummary) string {
 	if workers > 0 {
 		note += fmt.Sprintf(", of at most %d (%d workers × %d)", workers*batch, workers, batch)
 	}
-	return note + "; a key's latency runs from its slot to the end of the bulk write that carried it"
+	return note + "; a key's latency runs from when its batch fell due (its last key's slot) to the end of the bulk write"
 }
 
 type namedLatency struct {

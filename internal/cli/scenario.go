@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,14 +48,15 @@ func newScenarioCmd(s *streams) *cobra.Command {
 	}
 	f := &scenarioFlags{}
 	run := &cobra.Command{
-		Use:   "run FILE.yaml",
+		Use:   "run FILE.yaml (or --dry-run FILE.yaml...)",
 		Short: "Run a scenario and judge its thresholds (docs/scenarios.md)",
 		Long: `Run a scenario file: phases of load (constant, ramp, steps, sine) with configuration
 changes at their starts, hooks (a command or an HTTP call at a time or a phase boundary,
 optionally undone after a while), and thresholds judged over windows of the run (a phase,
 during a hook, from a hook on, sustained sliding windows, recovery after a hook).
 
-Every name in the file is checked before anything runs; --dry-run prints the timeline.
+Every name in the file is checked before anything runs; --dry-run prints the timeline,
+and checks several files at once (each named above its timeline or its errors).
 
 Exit codes: 0 every threshold passed, 1 a threshold failed, 2 a config, driver or hook
 error, 3 aborted by a threshold or interrupted (SIGINT, SIGTERM), 4 the result is invalid
@@ -70,12 +72,18 @@ run here, and thresholds are judged on the merged per-second statistics (docs/fl
   ndbench scenario run cert.yaml --junit junit.xml --report report.json --set drivers.redis.addrs=10.0.0.5:6379
   NDBENCH_TOKEN=... ndbench scenario run cert.yaml --peers 10.0.0.11:8080,10.0.0.12:8080 --junit junit.xml`,
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("scenario run takes one scenario file; got %d arguments", len(args))}
+			switch {
+			case f.dryRun && len(args) == 0:
+				return usageError{errors.New("scenario run --dry-run takes one or more scenario files; got none")}
+			case !f.dryRun && len(args) != 1:
+				return usageError{fmt.Errorf("scenario run takes one scenario file (several with --dry-run, which checks each); got %d arguments", len(args))}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return dryRunScenarios(args, f, s)
+			}
 			return runScenario(cmd.Context(), args[0], f, s)
 		},
 	}
@@ -91,6 +99,34 @@ run here, and thresholds are judged on the merged per-second statistics (docs/fl
 	f.record.bind(run)
 	cmd.AddCommand(run)
 	return cmd
+}
+
+// dryRunScenarios checks several scenario files, as CI checks a directory of them: each
+// file's timeline under its name, or its errors named by the file; every file is checked
+// whatever the others found, and the command fails (exit 2) when one did.
+func dryRunScenarios(paths []string, f *scenarioFlags, s *streams) error {
+	width := 0
+	if s.tty {
+		width = consoleWidth
+	}
+	var bad []string
+	for i, path := range paths {
+		if i > 0 {
+			fmt.Fprintln(s.out)
+		}
+		fmt.Fprintf(s.out, "== %s\n", path)
+		sc, err := scenario.Load(path, scenario.Options{Env: s.env, Sets: f.sets})
+		if err != nil {
+			bad = append(bad, path)
+			fmt.Fprintln(s.out, wrapLines("error: ", err.Error(), width))
+			continue
+		}
+		sc.Timeline(s.out)
+	}
+	if len(bad) > 0 {
+		return configError{fmt.Errorf("%d of %d scenario files failed their check: %s", len(bad), len(paths), strings.Join(bad, ", "))}
+	}
+	return nil
 }
 
 func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams) error {

@@ -145,3 +145,35 @@ phases:
 		t.Errorf("exit %d: phase b's set refused or not reached\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestDryRunChecksSeveralFiles: `scenario run --dry-run` checks several files at once, as
+// CI checks a directory of scenarios (it took one file only, issue 36): each timeline or
+// error under its file's name, every file checked whatever the others found, exit 2 when
+// one failed; without --dry-run a run still takes exactly one file.
+func TestDryRunChecksSeveralFiles(t *testing.T) {
+	good := writeScenario(t, "config: {driver: {name: memory}}\nphases: [{name: warm, duration: 5s}, {name: peak, duration: 10s}]\n")
+	other := writeScenario(t, "config: {driver: {name: memory}}\nphases: [{name: soak, duration: 1m}]\n")
+	bad := writeScenario(t, "config: {driver: {name: memory}}\nphases: [{name: p, duration: 2s}]\nthresholds: [{check: read.p99 < 1ms, window: phase q}]\n")
+	for _, tc := range []struct {
+		files []string
+		code  int
+		want  []string
+	}{
+		{[]string{good, other}, 0, []string{"== " + good, "phase warm, for 5s", "phase peak", "== " + other, "phase soak, for 1m"}},
+		{[]string{good, bad, other}, 2, []string{"== " + good, "phase peak", "== " + bad, `phase "q"`, "== " + other, "phase soak", "1 of 3 scenario files failed"}},
+		{[]string{good}, 0, []string{"phase warm, for 5s"}},
+	} {
+		code, stdout, stderr := ndbench(t, nil, append([]string{"scenario", "run", "--dry-run"}, tc.files...)...)
+		if code != tc.code {
+			t.Errorf("%d files: exit %d, want %d\n%s%s", len(tc.files), code, tc.code, stdout, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout+stderr, w) {
+				t.Errorf("%d files: output lacks %q:\n%s%s", len(tc.files), w, stdout, stderr)
+			}
+		}
+	}
+	if code, _, stderr := ndbench(t, nil, "scenario", "run", good, other); code != 2 || !strings.Contains(stderr, "several with --dry-run") {
+		t.Errorf("a run of two files: exit %d, %s; want 2, saying --dry-run takes several", code, stderr)
+	}
+}

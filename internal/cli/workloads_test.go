@@ -77,7 +77,7 @@ func TestWorkloadFlag(t *testing.T) {
 				"workload.readers 66 --set", "workload.opTimeout 5s default"}},
 		{name: "shorthand", args: []string{"config", "--driver", "memory", "-w", "ndbench-default"},
 			want: []string{"workload.zipfExponent 0.5 preset ndbench-default"}},
-		{name: "user file", args: []string{"config", "--driver", "memory", "--workload", mine},
+		{name: "user file", args: []string{"config", "--wide", "--driver", "memory", "--workload", mine},
 			want: []string{"workload.readRate 77 preset file " + mine}},
 		{name: "unknown", args: []string{"config", "--workload", "ycsb-z"}, code: 2,
 			want: []string{"--workload ycsb-z", "not a built-in preset", "ndbench-default, ycsb-a, ycsb-b"}},

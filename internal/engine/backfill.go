@@ -253,6 +253,15 @@ func (e *Engine) backfillRange(ctx context.Context, g *generation, pc *pacer.Pac
 			start = s
 			ops = append(ops, p.build(&plainWrite, nil, idx, t, &vals[len(ops)]))
 		}
+		// A batch is due when its last key is: it cannot be sent before. Timed from each
+		// key's own slot, a paced backfill charged the wait while the batch filled (up to
+		// batch/rate) to the store; from the batch's due time, response time is the store's
+		// and start lag still shows a batch that went out late.
+		if n := len(ops); n > 1 {
+			for i := range ops[:n-1] {
+				ops[i].intended = ops[n-1].intended
+			}
+		}
 		next += int64(len(ops))
 		// A key is tried until written, backfillAttempts times at most; a partial bulk
 		// failure retries only the keys that failed, so the batch shrinks.

@@ -180,6 +180,8 @@
       const name = this.q('[data-role=driver]').value;
       const d = this.drivers.find((x) => x.name === name);
       this.q('[data-role=driver-summary]').textContent = d ? d.summary : '';
+      // The first screen's action names what it connects.
+      this.q('[data-role=quick-driver]').textContent = name || 'the chosen driver';
       const box = this.q('[data-role=driver-options]');
       box.replaceChildren();
       if (!d) return;
@@ -361,6 +363,7 @@
       this.status = st;
       this.trackPhase(st);
       this.renderQuickbar(st);
+      this.renderLive();
       this.root.dataset.initialized = String(!!st.initialized);
       this.root.dataset.reads = String(!!st.readsRunning);
       this.root.dataset.writes = String(!!st.writesRunning);
@@ -534,6 +537,23 @@
       const on = (name, f) => this.q('[data-action=' + name + ']').addEventListener('click', f);
       on('connect', () => this.connect());
       on('quick-run', () => this.quickRun());
+      // On a phone the Instance panel is thousands of pixels below: the hint's link takes
+      // the user there, options open and the driver list focused.
+      on('quick-options', (e) => {
+        e.preventDefault();
+        this.q('details.options').open = true;
+        const sel = this.q('[data-role=driver]');
+        sel.closest('section').scrollIntoView({ block: 'start' });
+        sel.focus({ preventScroll: true });
+      });
+      // And back up: with the options set, the first action is thousands of pixels above.
+      on('back-to-run', (e) => {
+        e.preventDefault();
+        // The charts' panel, whose padding keeps the bar whole on the screen.
+        this.q('[data-role=quickbar]').closest('section').scrollIntoView({ block: 'start' });
+        const b = this.q('[data-action=quick-run]');
+        (b.hidden ? this.q('[data-action=quick-stop]') : b).focus({ preventScroll: true });
+      });
       on('quick-stop', () => this.action('Stopped', 'POST', '/api/v1/load/stop', { ops: [] }, 'load'));
       on('disconnect', () => this.action('Disconnected', 'POST', '/api/v1/driver/shutdown', undefined, 'connect'));
       for (const [name, ops, label] of [['reads', ['read'], 'reads'], ['writes', ['write'], 'writes'], ['both', [], 'reads and writes']]) {
@@ -568,10 +588,10 @@
       // cumulative=1: the session totals and failure messages after each interval, for the
       // numbers table and the failures panel (a stream that ignores it leaves them to the poll).
       const es = new EventSource(this.inst.baseURL + '/api/v1/stats/stream?cumulative=1');
-      const live = this.q('[data-role=live]');
       let broken = false;
       es.addEventListener('open', () => {
-        live.textContent = 'live'; live.className = 'state on';
+        this.streamOpen = true;
+        this.renderLive();
         // After a reconnect, fetch what was missed.
         if (broken && this.store.last) this.loadSeries(this.store.last.t);
         broken = false;
@@ -579,7 +599,8 @@
       es.addEventListener('error', () => {
         broken = true;
         this.numbersLive = false;
-        live.textContent = 'stream disconnected, retrying'; live.className = 'state off';
+        this.streamOpen = false;
+        this.renderLive();
       });
       es.addEventListener('interval', (ev) => {
         const s = JSON.parse(ev.data);
@@ -591,6 +612,35 @@
         this.renderNumbers(JSON.parse(ev.data));
       });
       this.stream = es;
+    }
+
+    // renderLive says what the charts show: "live" only while load runs and the stream
+    // brings it; an open stream with nothing connected or nothing running is not live
+    // (a new user read "live" beside empty charts as a run that produced nothing).
+    // data-stream says whether the stream itself is open.
+    renderLive() {
+      const badge = this.q('[data-role=live]');
+      const st = this.status || {};
+      const running = !!(st.readsRunning || st.writesRunning || (st.backfill && st.backfill.running) ||
+        Object.values(st.running || {}).some(Boolean));
+      badge.dataset.stream = this.streamOpen ? 'open' : 'closed';
+      let text, on = false, title;
+      if (!this.streamOpen) {
+        text = this.stream ? 'stream disconnected, retrying' : 'connecting…';
+        title = 'the page is not receiving statistics from the server';
+      } else if (!st.initialized) {
+        text = 'waiting: not connected';
+        title = 'no driver is connected: Connect and start runs the workload, and its figures show here each second';
+      } else if (!running) {
+        text = 'idle: no load running';
+        title = 'connected, with no class running: Start runs the workload';
+      } else {
+        text = 'live'; on = true;
+        title = 'figures arrive each second while the load runs';
+      }
+      badge.textContent = text;
+      badge.className = 'state ' + (on ? 'on' : 'off');
+      badge.title = title;
     }
 
     // visibleOps returns the op classes that get charts: those running now or with data in
@@ -663,8 +713,10 @@
         text: 'The totals include partial seconds (missing ' + ((cum.missing || []).join(', ') || '?') + '): their counts are a lower bound.' })) : null;
       // On a phone the table is wider than the screen: say that it scrolls.
       const hint = el('p', { class: 'scroll-hint muted small', text: 'Swipe the table sideways for every column →' });
-      box.replaceChildren(...(partial ? [partial] : []), hint, el('table', {},
-        el('caption', { class: 'muted small', text: 'Session totals' + secs + ' (response time)' }),
+      // The caption sits above the table, not in it: in the table it scrolled away with
+      // the columns on a phone, cut at the screen's edge.
+      const capId = this.inst.id + '-numbers-caption';
+      box.replaceChildren(...(partial ? [partial] : []), el('p', { id: capId, class: 'muted small numbers-caption', text: 'Session totals' + secs + ' (response time)' }), hint, el('table', { 'aria-describedby': capId },
         el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
         el('tbody', {}, ...rows)));
     }

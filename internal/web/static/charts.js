@@ -334,10 +334,9 @@
     return String(+v.toPrecision(3));
   }
 
-  // hatch is the fill of partial seconds: orange diagonal stripes, one pattern per canvas.
   // drawMarks draws a scenario's timeline under the series: each phase's start as a
-  // dashed line with its name, each hook as a blue band over its span (a line when it has
-  // none) with its name, so a latency spike lines up with the fault that caused it.
+  // dashed line, each hook as a blue band over its span (a line when it has none), so a
+  // latency spike lines up with the fault that caused it; drawMarkLabels names them.
   // marks: [{ kind: 'phase'|'hook', name, start, end }] with times in seconds.
   function drawMarks(u, marks) {
     if (!marks.length) return;
@@ -346,30 +345,60 @@
     const px = global.devicePixelRatio || 1;
     ctx.save();
     ctx.beginPath(); ctx.rect(left, top, w, h); ctx.clip();
-    ctx.font = Math.round(10 * px) + 'px sans-serif';
-    ctx.textBaseline = 'top';
-    let row = 0;
     for (const m of marks) {
       const x0 = u.valToPos(m.start, 'x', true);
       if (m.kind === 'hook') {
         const x1 = m.end > m.start ? u.valToPos(m.end, 'x', true) : x0;
         ctx.fillStyle = 'rgba(37,99,235,0.12)';
         ctx.fillRect(x0, top, Math.max(x1 - x0, 2 * px), h);
-        ctx.fillStyle = 'rgba(37,99,235,0.9)';
       } else {
         ctx.strokeStyle = 'rgba(80,80,80,0.7)';
         ctx.lineWidth = px;
         ctx.setLineDash([4 * px, 3 * px]);
         ctx.beginPath(); ctx.moveTo(x0, top); ctx.lineTo(x0, top + h); ctx.stroke();
         ctx.setLineDash([]);
-        ctx.fillStyle = 'rgba(60,60,60,0.9)';
       }
-      // Labels take turns on three rows, so neighbours do not overprint each other.
-      ctx.fillText(m.name, x0 + 3 * px, top + 2 * px + (row++ % 3) * 12 * px);
     }
     ctx.restore();
   }
 
+  // drawMarkLabels writes the marks' names over the series (drawn after them, on a white
+  // ground, so a line at the top of the plot does not cross them out), each right of its
+  // mark, or left of it when the plot ends first: a run's start mark sits at the right
+  // edge for its first seconds, and its label was cut there ("lo"). The boxes drawn are
+  // kept on the plot (u.ndMarkLabels, CSS px relative to the canvas) for tests.
+  function drawMarkLabels(u, marks) {
+    u.ndMarkLabels = [];
+    if (!marks.length) return;
+    const { left, top, width: w, height: h } = u.bbox;
+    const ctx = u.ctx;
+    const px = global.devicePixelRatio || 1;
+    ctx.save();
+    ctx.font = Math.round(10 * px) + 'px sans-serif';
+    ctx.textBaseline = 'top';
+    const lineH = 12 * px, pad = 2 * px;
+    let row = 0;
+    for (const m of marks) {
+      const x0 = u.valToPos(m.start, 'x', true);
+      if (x0 < left - 1 || x0 > left + w + 1) continue; // outside the window: no label
+      const tw = ctx.measureText(m.name).width;
+      let x = x0 + 3 * px;
+      if (x + tw + pad > left + w) x = x0 - 3 * px - tw;
+      x = Math.max(left + pad, Math.min(x, left + w - tw - pad));
+      // Labels take turns on three rows, so neighbours do not overprint each other.
+      const y = top + pad + (row++ % 3) * lineH;
+      if (y + lineH > top + h) continue;
+      ctx.fillStyle = 'rgba(255,255,255,0.85)';
+      ctx.fillRect(x - pad, y - pad / 2, tw + 2 * pad, lineH);
+      ctx.fillStyle = m.kind === 'hook' ? 'rgba(37,99,235,0.9)' : 'rgba(60,60,60,0.9)';
+      ctx.fillText(m.name, x, y);
+      u.ndMarkLabels.push({ text: m.name, left: x / px, right: (x + tw) / px, top: y / px,
+        plot: { left: left / px, right: (left + w) / px, top: top / px, bottom: (top + h) / px } });
+    }
+    ctx.restore();
+  }
+
+  // hatch is the fill of partial seconds: orange diagonal stripes, one pattern per canvas.
   function hatch(ctx) {
     if (ctx.ndHatch) return ctx.ndHatch;
     const c = document.createElement('canvas');
@@ -418,7 +447,7 @@
       series: series,
       cursor: { drag: { x: false, y: false } },
       legend: { live: true },
-      hooks: { drawClear: [(u) => drawMarks(u, marks), (u) => {
+      hooks: { draw: [(u) => drawMarkLabels(u, marks)], drawClear: [(u) => drawMarks(u, marks), (u) => {
         if (!bands.length) return;
         const { left, top, width: w, height: h } = u.bbox;
         const ctx = u.ctx;
@@ -657,6 +686,8 @@
         tr.appendChild(td);
       });
       tr.children[6].className = 'verdict';
+      // Why the search ran this rate (after which step, to do what), on the phase.
+      if (st.because) { tr.children[1].title = st.because; tr.dataset.because = st.because; }
       return tr;
     }));
   }
