@@ -80,6 +80,8 @@ func TestIntegralNumbersWhereIntegersAreDeclared(t *testing.T) {
 			after: backfillDone},
 		{field: integerField{"POST", "/api/v1/cluster/beat", "leaseMs"}, body: func(v string) string { return `{"coordinator":"c","leaseMs":` + v + `,"sent":"` + at + `"}` }, ok: http.StatusOK,
 			after: func() {}},
+		{field: integerField{"POST", "/api/v1/cluster/measure", "warmupMs"}, body: func(v string) string { return `{"coordinator":"c","warmupMs":` + v + `}` },
+			ok: http.StatusNoContent, after: func() {}},
 		{field: integerField{"POST", "/api/v1/cluster/start", "leaseMs"}, body: func(v string) string {
 			return `{"coordinator":"c","run":"r","leaseMs":` + v + `,"at":"` + at + `","ops":["read"]}`
 		}, ok: http.StatusOK, positive: true,
