@@ -1026,6 +1026,9 @@
     instances,
     latest: (id) => views[id] && views[id].store.last,
     points: (id) => (views[id] ? views[id].store.total : 0),
+    // The end times (Unix seconds) of the 1 s points held, oldest first: a gap between
+    // two of them is a hole in the charts.
+    times: (id) => (views[id] ? views[id].store.times() : []),
     status: (id) => views[id] && views[id].status,
     marks: (id) => (views[id] ? views[id].marks.map((m) => Object.assign({}, m)) : []),
     renderTimes: (id) => (views[id] ? views[id].renderTimes.slice() : []),
