@@ -42,10 +42,18 @@
     return s.activeSeconds > 0 ? (s.count || 0) + ' operations in the ' + Math.round(s.activeSeconds) + ' s the class ran' : '';
   }
 
+  // HISTORY_WAIT_MS is how long a page waits for its stream to open before it shows the
+  // history without it.
+  const HISTORY_WAIT_MS = 3000;
+  // HELD_MAX is how many live intervals (seconds) wait for a history request.
+  const HELD_MAX = 30;
+
   class InstanceView {
     constructor(inst, root) {
       this.inst = inst; this.root = root;
       this.store = new Store();
+      // The stream's intervals held while a history request is out (loadSeries), or null.
+      this.held = null; this.loads = 0;
       this.drivers = []; this.config = null; this.status = null;
       // Phases marked on the charts (trackPhase), oldest first; phaseNow is the current one.
       this.marks = []; this.phaseNow = undefined; this.warmUntil = 0;
@@ -106,9 +114,12 @@
       if (this.fleet) { this.nodes = new NodesPanel(this); this.nodes.start(); }
       this.grid = new Grid(this.q('[data-role=charts]'), this.visibleOps(), { log: this.log, fleet: this.fleet, marks: this.marks.slice() });
       new ResizeObserver(() => this.grid.resize()).observe(this.q('[data-role=charts]'));
-      await this.loadSeries('');
+      // The stream first, the history once it is open: the server subscribes the stream
+      // before it answers, so every interval is in the history or the stream (or both, and
+      // the store keeps one). The other order lost the seconds published between the two
+      // requests: a hole of a few seconds after login on a busy machine (issue 36).
+      await this.openStream();
       if (!this.fleet && this.status && this.status.initialized) this.loadPhases();
-      this.openStream();
       this.poll();
     }
 
@@ -576,24 +587,49 @@
 
     // --- statistics -------------------------------------------------------------------
 
+    // loadSeries fetches the points that ended after since (all with ''). The stream's
+    // intervals that arrive meanwhile are held and added after them: the store drops a
+    // point not newer than its last, so an interval added first would make it drop the
+    // older history, the hole this avoids.
     async loadSeries(since) {
+      this.loads++;
+      if (!this.held) this.held = [];
       try {
         const res = await this.api('GET', '/api/v1/stats/series' + (since ? '?since=' + encodeURIComponent(since) : ''));
         for (const p of res.points || []) this.store.push(p);
-        this.queueRender();
       } catch (e) { /* the stream fills in */ }
+      if (--this.loads === 0) this.releaseHeld();
+      this.queueRender();
     }
 
+    // releaseHeld adds the stream's held intervals to the store and stops holding.
+    releaseHeld() {
+      const held = this.held || [];
+      this.held = null;
+      for (const [p, seconds] of held) this.store.push(p, seconds);
+    }
+
+    // openStream opens the live stream and resolves once the history is in: fetched when
+    // the stream opens, or sooner when the stream fails or is slow to open (the history is
+    // worth showing without it), and then again from its newest point once it opens.
     openStream() {
       // cumulative=1: the session totals and failure messages after each interval, for the
       // numbers table and the failures panel (a stream that ignores it leaves them to the poll).
       const es = new EventSource(this.inst.baseURL + '/api/v1/stats/stream?cumulative=1');
-      let broken = false;
+      // broken: the stream is not open, so what it will bring joins the history only if
+      // the history is fetched again once it opens. It starts so: no stream yet.
+      let broken = true, loaded, fetched = false;
+      const history = new Promise((resolve) => { loaded = resolve; });
+      const load = () => {
+        fetched = true;
+        this.loadSeries(this.store.last ? this.store.last.t : '').then(loaded);
+      };
+      const early = () => { if (!fetched) load(); };
+      setTimeout(early, HISTORY_WAIT_MS);
       es.addEventListener('open', () => {
         this.streamOpen = true;
         this.renderLive();
-        // After a reconnect, fetch what was missed.
-        if (broken && this.store.last) this.loadSeries(this.store.last.t);
+        if (broken) load();
         broken = false;
       });
       es.addEventListener('error', () => {
@@ -601,17 +637,27 @@
         this.numbersLive = false;
         this.streamOpen = false;
         this.renderLive();
+        early();
       });
       es.addEventListener('interval', (ev) => {
         const s = JSON.parse(ev.data);
         // A fleet's intervals say whether some node's data is missing (partial).
-        if (this.store.push({ t: s.end, ops: s.ops, nodes: s.nodes, partial: s.partial, missing: s.missing }, s.seconds)) this.queueRender();
+        const p = { t: s.end, ops: s.ops, nodes: s.nodes, partial: s.partial, missing: s.missing };
+        if (this.held) {
+          this.held.push([p, s.seconds]);
+          // A history request that hangs must not freeze the charts: past HELD_MAX the
+          // live points go on without it (what it brings later is older, and dropped).
+          if (this.held.length <= HELD_MAX) return;
+          this.releaseHeld();
+          this.queueRender();
+        } else if (this.store.push(p, s.seconds)) this.queueRender();
       });
       es.addEventListener('cumulative', (ev) => {
         this.numbersLive = true;
         this.renderNumbers(JSON.parse(ev.data));
       });
       this.stream = es;
+      return history;
     }
 
     // renderLive says what the charts show: "live" only while load runs and the stream
@@ -1026,6 +1072,9 @@
     instances,
     latest: (id) => views[id] && views[id].store.last,
     points: (id) => (views[id] ? views[id].store.total : 0),
+    // The end times (Unix seconds) of the 1 s points held, oldest first: a gap between
+    // two of them is a hole in the charts.
+    times: (id) => (views[id] ? views[id].store.times() : []),
     status: (id) => views[id] && views[id].status,
     marks: (id) => (views[id] ? views[id].marks.map((m) => Object.assign({}, m)) : []),
     renderTimes: (id) => (views[id] ? views[id].renderTimes.slice() : []),

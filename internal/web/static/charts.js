@@ -156,6 +156,12 @@
       this.last = p; this.total++;
       return true;
     }
+    // times returns the end times (Unix seconds) of the 1 s points held, oldest first.
+    times() {
+      const out = new Array(this.fine.len);
+      for (let j = 0; j < this.fine.len; j++) out[j] = this.fine.time(j);
+      return out;
+    }
     // learn adds the op classes of a point the store has not seen yet.
     learn(ops) {
       const names = Object.keys(ops || {}).filter((n) => !this.ops.includes(n)).sort();
