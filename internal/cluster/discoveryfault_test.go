@@ -147,3 +147,46 @@ func TestInProcessFleetOutlivesItsDiscovery(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A node goes silent and leaves discovery at once (its registration's TTL shorter than
+// the lease, or revoked): it may still run its share until its lease lapses, as a lost
+// node may, so its share moves only then, not when discovery stops listing it.
+func TestInProcessUndiscoveredSilentNodeKeepsItsShareUntilItsLeaseLapses(t *testing.T) {
+	const lease = 2 * time.Second
+	var fd *faultyDiscovery
+	nodes, coord, url := inFleetWith(t, 3, func(o *cluster.Options) {
+		if o.Discovery != nil {
+			fd = &faultyDiscovery{Discoverer: o.Discovery}
+			o.Discovery = fd
+		}
+		o.Refresh = 100 * time.Millisecond
+	})
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 600, "workload.writeEnabled": false, "workload.numKeys": 500}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
+	time.Sleep(time.Second)
+
+	cutOff := nodes[2]
+	var dead http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "cut off", http.StatusServiceUnavailable)
+	})
+	cutOff.handler.Store(&dead)
+	fd.set(false, strings.TrimPrefix(cutOff.ts.URL, "http://"))
+	cut := time.Now()
+	var moved time.Duration
+	for moved == 0 {
+		if got, _, _ := nodes[0].inst.Config().Value("workload.readRate"); got == "300" {
+			moved = time.Since(cut)
+		}
+		if time.Since(cut) > lease+10*time.Second {
+			t.Fatalf("%v after the cut the share has not moved: %+v", time.Since(cut), coord.Members())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the silent, undiscovered node's share moved %v after the cut (lease %v)", moved, lease)
+	// Its last renewing beat answered at most a beat period (200 ms) before the cut.
+	if moved < lease-200*time.Millisecond {
+		t.Errorf("the share of a node that went silent and left discovery moved %v after the cut, before its lease (%v) could have lapsed", moved, lease)
+	}
+}
