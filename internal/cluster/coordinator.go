@@ -195,10 +195,27 @@ func (c *Coordinator) Run(ctx context.Context) {
 	c.refresh(ctx)
 	beat := time.NewTicker(c.opts.BeatEvery)
 	defer beat.Stop()
-	refresh := time.NewTicker(c.opts.Refresh)
-	defer refresh.Stop()
 	c.beatAll(ctx)
 	close(c.activateWait)
+	// Discovery is asked apart from the beats too: etcd cut off from the coordinator
+	// answers nothing, and a lookup waiting on it held every beat until the nodes' leases
+	// lapsed and the whole fleet stopped (TestPartitionEtcdCutOff); the fleet must keep
+	// running on the members it knows.
+	refreshed := make(chan struct{})
+	defer func() { <-refreshed }()
+	go func() {
+		defer close(refreshed)
+		refresh := time.NewTicker(c.opts.Refresh)
+		defer refresh.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-refresh.C:
+				c.refresh(ctx)
+			}
+		}
+	}()
 	// The statistics are pulled apart from the beats: a pull waits up to 2 s for a node
 	// that does not answer (paused, cut off), and the beats of every other node must not
 	// wait behind it, or their leases would lapse and a silent node be found lost late
@@ -223,8 +240,6 @@ func (c *Coordinator) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-refresh.C:
-			c.refresh(ctx)
 		case <-beat.C:
 			c.beats(ctx, false)
 		}

@@ -62,6 +62,9 @@ type member struct {
 	next      uint64 // the next interval sequence number to ask for
 	polling   bool
 	expected  bool // the merge expects its intervals (from its first poll after it became alive)
+	// undiscovered: discovery no longer lists it, but it answers and runs its share (see
+	// refresh).
+	undiscovered bool
 }
 
 // client returns the node's API client; safe without Coordinator.mu.
@@ -74,9 +77,17 @@ func (m *member) split() splitMember {
 // clockKnown says the node's offset rests on enough samples to schedule a start by.
 func (m *member) clockKnown() bool { return len(m.samples) >= 2 }
 
-// refresh asks discovery for the members: new ones join, vanished ones leave.
+// discoveryTimeout bounds one lookup of the members: an unreachable etcd is waited for
+// until the lookup's context ends, and a lookup that never ends would leave the fleet
+// without a word about why its membership no longer changes.
+const discoveryTimeout = 5 * time.Second
+
+// refresh asks discovery for the members: new ones join, vanished ones leave. A lookup
+// that fails or times out keeps the members known.
 func (c *Coordinator) refresh(ctx context.Context) {
-	ms, err := c.opts.Discovery.Members(ctx)
+	lctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	ms, err := c.opts.Discovery.Members(lctx)
+	cancel()
 	if err != nil {
 		c.log.Warn("fleet discovery failed; keeping the members known", "discovery", c.opts.Discovery.String(), "err", err)
 		return
@@ -88,6 +99,10 @@ func (c *Coordinator) refresh(ctx context.Context) {
 	for _, d := range ms {
 		seen[d.ID] = true
 		m, ok := c.members[d.ID]
+		if ok && m.undiscovered {
+			m.undiscovered = false
+			c.log.Info("fleet member discovered again", "node", d.ID)
+		}
 		if !ok {
 			m = &member{health: Joining, since: now}
 			c.members[d.ID] = m
@@ -111,10 +126,22 @@ func (c *Coordinator) refresh(ctx context.Context) {
 		}
 	}
 	for id, m := range c.members {
-		if !seen[id] && m.health != Left {
-			c.log.Info("fleet member left discovery", "node", id)
-			c.setHealth(m, Left, now)
+		if seen[id] || m.health == Left {
+			continue
 		}
+		if m.inRun && c.run != "" && (m.health == Alive || m.health == Suspect) {
+			// Its registration is gone but the node answers and holds the run's lease: its
+			// link to the registry failed (etcd cut off from it), not the node. It keeps
+			// its share until it stops answering; taking the share at once would run the
+			// fleet over its target while the node still ran it (TestPartitionEtcdCutOff).
+			if !m.undiscovered {
+				m.undiscovered = true
+				c.log.Warn("fleet member left discovery but answers and runs its share: kept until it stops answering", "node", id)
+			}
+			continue
+		}
+		c.log.Info("fleet member left discovery", "node", id)
+		c.setHealth(m, Left, now)
 	}
 }
 
@@ -134,9 +161,9 @@ func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
 		c.log.Warn("fleet member "+string(h), "node", m.ID, "last answer", m.lastOK.Format(time.RFC3339Nano), "err", m.lastErr)
 	}
 	switch {
-	case h == Left:
-		c.moveShare(m, prev)
-	case h == Lost && m.inRun && c.opts.Redistribute:
+	case (h == Left || h == Lost) && m.inRun && c.opts.Redistribute:
+		// A node that left discovery while lost (a paused process cannot renew its
+		// registration) may still run its share until its lease lapses, as a lost one may.
 		if !c.moveShareAfterLease(m, prev, now) {
 			c.log.Warn("fleet member lost: its share goes to the others once its lease has lapsed", "node", m.ID,
 				"at", m.leaseSent.Add(c.opts.Lease).Format(time.RFC3339Nano))
@@ -212,6 +239,7 @@ func (c *Coordinator) beats(ctx context.Context, wait bool) {
 	now := c.now()
 	for _, m := range c.members {
 		if m.health == Left {
+			c.moveShareAfterLease(m, Left, now)
 			continue
 		}
 		if m.beating {
