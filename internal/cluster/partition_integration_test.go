@@ -414,15 +414,23 @@ func (f *netFleet) series(url string) []seriesPoint {
 // nodeSeconds keys a node's seconds by the fleet second each merges into: the nearest
 // second after removing the phase of the node's ticks (as package merge does), taken
 // anew where its ticks restart. Rounding alone put a node whose ticks sit near the
-// half-second in the second before or after the fleet's, at random.
+// half-second in the second before or after the fleet's, at random. A segment's phase is
+// read from its last tick, not its first: a node resumed after a pause (SIGSTOP) first
+// delivers the tick its ticker held, late and off its phase, then ticks on its old phase,
+// which is the one the merge keeps for a stream that did not restart.
 func nodeSeconds(points []seriesPoint) map[int64]seriesPoint {
 	out := map[int64]seriesPoint{}
-	var phase time.Duration
-	for i, p := range points {
-		if i == 0 || (p.T.Sub(points[i-1].T)-time.Second).Abs() > 200*time.Millisecond {
-			phase = p.T.Sub(p.T.Round(time.Second))
+	for start := 0; start < len(points); {
+		end := start + 1
+		for end < len(points) && (points[end].T.Sub(points[end-1].T)-time.Second).Abs() <= 200*time.Millisecond {
+			end++
 		}
-		out[p.T.Add(-phase).Round(time.Second).Unix()] = p
+		last := points[end-1].T
+		phase := last.Sub(last.Round(time.Second))
+		for _, p := range points[start:end] {
+			out[p.T.Add(-phase).Round(time.Second).Unix()] = p
+		}
+		start = end
 	}
 	return out
 }
