@@ -212,6 +212,12 @@ func Build(in Input) *Report {
 		}
 		// Summaries built elsewhere (merged from nodes, older producers) may lack them.
 		s.Attempted, s.Succeeded = s.Count+s.Errors, s.Count
+		// A serve session's class runs for part of the span (started, stopped, idle
+		// since the connect): its rate is over the time it ran, as the UI shows it, not
+		// dragged down by the idle minutes.
+		if a := activeSpan(s, in.Cumulative.Seconds); a != in.Cumulative.Seconds {
+			s.Rate = float64(s.Count) / a
+		}
 		r.Ops[op] = s
 	}
 	if in.Snapshot != nil {
@@ -325,6 +331,7 @@ func warnings(r *Report, in Input) []string {
 		// Only a class that ran at one constant target is judged against it; a run whose
 		// rate changed has no single number to compare with.
 		if target, constant := runTarget(in.Series, name); target > 0 && constant && span > 0 {
+			span := activeSpan(s, span) // a class judged over the time it ran
 			attempted := float64(s.Attempted) / span
 			// Operations catchUp=drop skipped were due but deliberately not sent: their
 			// warning says so, and they are no sign of too few workers.
@@ -658,6 +665,15 @@ func runWorkers(series []stats.Point, op string, def int) int {
 
 // runTarget returns the target rate of op over the intervals in which it had workers (the
 // last one), and whether it was the same in all of them.
+// activeSpan is the part of a cumulative span of span seconds in which s's class ran
+// (stats.OpSummary.ActiveSeconds), or span when that is unknown or covers it.
+func activeSpan(s stats.OpSummary, span float64) float64 {
+	if s.ActiveSeconds > 0 && s.ActiveSeconds < span {
+		return s.ActiveSeconds
+	}
+	return span
+}
+
 func runTarget(series []stats.Point, op string) (target float64, constant bool) {
 	constant = true
 	for _, p := range series {

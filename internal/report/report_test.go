@@ -40,6 +40,37 @@ func points(targets ...float64) []stats.Point {
 	return append(ps, stats.Point{Ops: map[string]stats.OpSummary{"read": {}}})
 }
 
+// TestSessionRatesOverTheTimeAClassRan: a serve session summarized at Ctrl-C a minute
+// after a 12 s run at 100/s said "attempted 16 of the 100 ops/s target ... add workers"
+// and a rate of 16 (the walkthrough of issue 36): its class ran 12 of the 64 s, and its
+// rate and target are judged over those.
+func TestSessionRatesOverTheTimeAClassRan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int64
+		want string // a warning's substring; "" for none
+		rate float64
+	}{
+		{"kept its target while it ran", 1200, "", 100},
+		{"short of it while it ran", 600, "attempted 50 of the 100 ops/s target", 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(64, 100, tc.n, points(100, 100))
+			o := in.Cumulative.Ops["read"]
+			o.ActiveSeconds = 12
+			in.Cumulative.Ops["read"] = o
+			r := Build(in)
+			got := strings.Join(r.Warnings, "\n")
+			if tc.want == "" && strings.Contains(got, "attempted") || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Fatalf("warnings %q; want %q", got, tc.want)
+			}
+			if rate := r.Ops["read"].Rate; rate != tc.rate {
+				t.Fatalf("rate %.1f/s; want %.0f/s, over the 12 s the class ran", rate, tc.rate)
+			}
+		})
+	}
+}
+
 func TestWarnings(t *testing.T) {
 	tests := []struct {
 		name string
