@@ -666,13 +666,18 @@ func runWorkers(series []stats.Point, op string, def int) int {
 // runTarget returns the target rate of op over the intervals in which it had workers (the
 // last one), and whether it was the same in all of them.
 // activeSpan is the part of a cumulative span of span seconds in which s's class ran
-// (stats.OpSummary.ActiveSeconds), or span when that is unknown or covers it.
+// (stats.OpSummary.ActiveSeconds), or span when that is unknown or covers nearly all of
+// it: active time counts whole intervals, so a class that ran throughout reads a little
+// under the span, and its rate stays count over span, as a run's always was.
 func activeSpan(s stats.OpSummary, span float64) float64 {
-	if s.ActiveSeconds > 0 && s.ActiveSeconds < span {
+	if s.ActiveSeconds > 0 && s.ActiveSeconds < activeShare*span {
 		return s.ActiveSeconds
 	}
 	return span
 }
+
+// activeShare is the share of a span under which a class's active time replaces the span.
+const activeShare = 0.9
 
 func runTarget(series []stats.Point, op string) (target float64, constant bool) {
 	constant = true
