@@ -164,6 +164,17 @@ func TestNearest(t *testing.T) {
 	}
 }
 
+// A run whose store cannot be reached did not run: exit 2 (ERROR: "a store or hook error
+// that stopped the command before it had a result to judge"), not 1 (FAILED), which the
+// new-user walkthrough of issue 36 met against a refused Redis port (postgres here: the
+// test binary registers no redis driver).
+func TestRunUnreachableStoreExits2(t *testing.T) {
+	code, _, errOut := ndbench(t, nil, "run", "--driver", "postgres", "--set", "drivers.postgres.dsn=postgres://bench@127.0.0.1:1/ndbench?connect_timeout=2", "--duration", "2s")
+	if code != 2 || !strings.Contains(errOut, "connect") {
+		t.Errorf("run against a refused port: exit %d, want 2 with the connect error\n%s", code, errOut)
+	}
+}
+
 // A scenario or a search whose fleet cannot be reached did not run: exit 2 (README: "a
 // node failed"), never 1, which says the store failed its thresholds or its SLA.
 func TestUnreachableFleetExits2(t *testing.T) {

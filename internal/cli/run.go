@@ -246,7 +246,9 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	defer inst.Close()
 	seq := &node.Run{Node: inst}
 	if err := seq.Connect(ctx); err != nil {
-		return err
+		// A store that cannot be reached stopped the run before it had a result: ERROR
+		// (2), as for scenario and autotune, never FAILED (1), which judges a result.
+		return exitError{code: verdict.Usage, err: err}
 	}
 	coll := inst.Collector()
 	var otlp *otlpExport
