@@ -84,9 +84,7 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id in
 			b.oc.end()
 			// The worker was in the store until its batch's last reply: the operations due
 			// meanwhile waited for it.
-			end := p.clock.Now()
-			p.split.done(start, end)
-			p.spent(start, end, len(b.ops))
+			p.split.done(start, p.clock.Now())
 			if b.stopped || e.runCtx.Err() != nil {
 				return
 			}

@@ -2,7 +2,6 @@ package stats
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"sync"
@@ -26,7 +25,6 @@ import (
 type HDRLogWriter struct {
 	mu   sync.Mutex
 	w    *bufio.Writer
-	line bytes.Buffer // an interval's lines, handed to w in one Write
 	lw   *hdrhistogram.HistogramLogWriter
 	base time.Time
 	err  error
@@ -68,11 +66,8 @@ func NewHDRLogWriter(w io.Writer, start time.Time) (*HDRLogWriter, error) {
 }
 
 // WriteInterval appends iv's histograms, two per op class, and flushes, so the file is
-// complete up to the last interval if the process dies (kill -9 loses at most the
-// interval in progress). The interval's lines go to the file in one write, whatever
-// their size: a process killed mid-interval leaves whole intervals, never a torn line or
-// an interval with some of its classes. After a write error every later call returns
-// that error.
+// complete up to the last interval if the process dies. After a write error every later
+// call returns that error.
 func (l *HDRLogWriter) WriteInterval(iv *Interval) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -81,7 +76,6 @@ func (l *HDRLogWriter) WriteInterval(iv *Interval) error {
 	}
 	start := iv.Start.Sub(l.base).Seconds()
 	length := iv.Seconds()
-	l.line.Reset()
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		for _, h := range [...]struct {
@@ -93,17 +87,14 @@ func (l *HDRLogWriter) WriteInterval(iv *Interval) error {
 				l.err = err
 				return err
 			}
-			fmt.Fprintf(&l.line, "Tag=%s-%s,%.3f,%.3f,%.3f,%s\n",
-				o.Name, h.kind, start, length, float64(h.h.Max())/microsPerMs, payload)
+			if _, err := fmt.Fprintf(l.w, "Tag=%s-%s,%.3f,%.3f,%.3f,%s\n",
+				o.Name, h.kind, start, length, float64(h.h.Max())/microsPerMs, payload); err != nil {
+				l.err = fmt.Errorf("stats: write hdr log: %w", err)
+				return l.err
+			}
 		}
 	}
-	// bufio hands a write at least its size to the file at once when it holds nothing,
-	// which it never does between intervals (the header and each interval are flushed).
-	_, err := l.w.Write(l.line.Bytes())
-	if err == nil {
-		err = l.w.Flush()
-	}
-	if err != nil {
+	if err := l.w.Flush(); err != nil {
 		l.err = fmt.Errorf("stats: write hdr log: %w", err)
 	}
 	return l.err
