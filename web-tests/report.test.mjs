@@ -44,6 +44,27 @@ describe('HTML run report', () => {
     assert.deepEqual(requests.filter((u) => !u.startsWith('file:')), []);
   });
 
+  it('fits a phone without sideways scrolling', async () => {
+    // A report is often opened from a chat or a mail on a phone: the page must not scroll
+    // sideways; a table wider than the screen scrolls inside its own box.
+    const file = path.join(artifacts, 'report.html');
+    const phone = await browser.context.newPage();
+    try {
+      await phone.setViewportSize({ width: 390, height: 844 });
+      await phone.goto(pathToFileURL(file).href);
+      await phone.locator('figure[data-chart=throughput][data-op=read] canvas').waitFor();
+      const { scroll, inner } = await phone.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+      assert.ok(scroll <= inner, `page ${scroll} px wide in a ${inner} px screen`);
+      // The results table keeps every column: it scrolls within its box.
+      const box = await phone.locator('table.data').first().evaluate((t) => ({ sw: t.scrollWidth, cw: t.clientWidth, cols: t.querySelectorAll('thead th').length }));
+      assert.equal(box.cols, 14);
+      assert.ok(box.cw <= inner, `results table box ${box.cw} px`);
+      await phone.screenshot({ path: path.join(artifacts, '09-html-report-phone.png'), fullPage: false });
+    } finally {
+      await phone.close();
+    }
+  });
+
   it('charts an auto-tune search step by step', async () => {
     const file = path.join(artifacts, 'autotune-report.html');
     // A short search on the memory store; on a busy machine it may end client-bound, which
