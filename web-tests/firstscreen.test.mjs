@@ -113,4 +113,26 @@ describe('first screen', () => {
       }
     });
   }
+  it('says when the node does not answer a connect', async () => {
+    // A request the node never answers (here held by the browser: a wedged node or a proxy
+    // that holds it cannot be made to order) ends with a clear message, not a button that
+    // waits for ever.
+    const srv = await startServer({ args: ['--driver', 'memory'] });
+    const page = await browser.context.newPage();
+    page.setDefaultTimeout(T);
+    try {
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await page.route('**/api/v1/driver/init', () => {}); // never answered
+      await page.goto(srv.url + '/');
+      const run = page.locator(`[data-instance=${ID}] [data-action=quick-run]`);
+      await run.waitFor();
+      await page.locator(`[data-instance=${ID}]`).evaluate((el) => { el.dataset.apiTimeoutMs = '1500'; });
+      await run.click();
+      const msg = page.locator(`[data-instance=${ID}] [data-role=connect-message]`);
+      await waitFor(async () => /no answer from the node in 1.5 s \(POST \/api\/v1\/driver\/init\)/.test(await msg.innerText()), 'the connect says the node did not answer', T);
+    } finally {
+      await page.close();
+      await stopServer(srv);
+    }
+  });
 });

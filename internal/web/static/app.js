@@ -29,6 +29,9 @@
     }
   }
 
+  // API_TIMEOUT_MS bounds one API request (InstanceView.api).
+  const API_TIMEOUT_MS = { get: 20000, change: 120000 };
+
   const WINDOWS = { '300': 'last 5 min', '3600': 'last 1 h', '0': 'all' };
 
   // InstanceView is the panels and charts of one instance.
@@ -72,7 +75,23 @@
         init.headers['Content-Type'] = 'application/json';
         init.body = JSON.stringify(body);
       }
-      const r = await fetch(this.inst.baseURL + path, init);
+      // A node that stops answering (a wedged process, a cut link, a proxy that holds the
+      // request) must not leave a button waiting for ever: a request ends with a clear error
+      // after API_TIMEOUT_MS (a connect or a start may wait on the store's own connect
+      // timeout, so those get longer). data-api-timeout-ms on the instance overrides both.
+      const ms = Number(this.root.dataset.apiTimeoutMs) || (method === 'GET' ? API_TIMEOUT_MS.get : API_TIMEOUT_MS.change);
+      const ctl = new AbortController();
+      const timer = setTimeout(() => ctl.abort(), ms);
+      init.signal = ctl.signal;
+      let r;
+      try {
+        r = await fetch(this.inst.baseURL + path, init);
+      } catch (e) {
+        if (ctl.signal.aborted) throw new ApiError(0, { detail: 'no answer from the node in ' + (ms / 1000) + ' s (' + method + ' ' + path + ')' });
+        throw e;
+      } finally {
+        clearTimeout(timer);
+      }
       // This node's session ended (it expired, was deleted elsewhere, or the node restarted
       // with new sessions): reload, and the server answers with its login page, instead of
       // every control failing with "unauthorized". Only for the page's own node: a remote
