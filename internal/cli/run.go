@@ -553,8 +553,15 @@ func printOpNotes(out io.Writer, r *report.Report, op string, width int) {
 				parts = append(parts, fmt.Sprintf("%s %d", c, n))
 			}
 		}
-		fmt.Fprintln(out, wrapText(lead+"errors by class: ", strings.Join(parts, ", "), width))
-		printMessages(out, r.Errors[op], width)
+		msgs := r.Errors[op]
+		// One message that accounts for every failure says it all: the class count line
+		// above it would say the same number twice.
+		if len(msgs) == 1 && len(parts) == 1 && msgs[0].Count == s.Errors {
+			fmt.Fprintln(out, wrapText(lead+"errors: ", messageLine(msgs[0]), width))
+		} else {
+			fmt.Fprintln(out, wrapText(lead+"errors by class: ", strings.Join(parts, ", "), width))
+			printMessages(out, msgs, width)
+		}
 	}
 	if s.Dropped > 0 {
 		fmt.Fprintln(out, wrapText(lead, fmt.Sprintf("dropped %d (workload.catchUp=drop: not sent, more than maxLateness late); lateness p50 %s p99 %s max %s ms",
@@ -591,8 +598,15 @@ func printMessages(out io.Writer, msgs []stats.ErrorMessage, width int) {
 			fmt.Fprintf(out, "%s... %d more messages in the report\n", lead, len(sorted)-i)
 			break
 		}
-		fmt.Fprintln(out, wrapText(lead, fmt.Sprintf("%s ×%d: %s", m.Class, m.Count, m.Message), width))
+		fmt.Fprintln(out, wrapText(lead, messageLine(m), width))
 	}
+}
+
+// messageLine is a failure message with its class and count; a message that starts with
+// its class name (the driver's error wraps the class, as in "unavailable: ...") does not
+// repeat it.
+func messageLine(m stats.ErrorMessage) string {
+	return fmt.Sprintf("%s ×%d: %s", m.Class, m.Count, strings.TrimPrefix(m.Message, m.Class+": "))
 }
 
 func ms(us float64) string { return fmt.Sprintf("%.3f", us/1000) }
