@@ -170,6 +170,11 @@ func TestBeyondBoundButNotSignificant(t *testing.T) {
 	if res.Failed || !strings.Contains(res.Conditions[0].Reason, "not significant") {
 		t.Errorf("an insignificant change failed the gate: %+v", res.Conditions)
 	}
+	// Twelve seconds a run: the reason says the runs were too short to decide, not
+	// "within run-to-run noise" (a 10× p99 passed that way reads as a broken gate).
+	if r := res.Conditions[0].Reason; !strings.Contains(r, "over only 12 and 12 seconds") || !strings.Contains(r, "longer runs decide") || strings.Contains(r, "noise") {
+		t.Errorf("reason for short runs: %s", r)
+	}
 	opt := defaults("read.p99 > +10%")
 	opt.FailInsignificant = true
 	if res, _ := Compare(base, cand, opt); !res.Failed {

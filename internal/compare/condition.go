@@ -206,6 +206,11 @@ func (r *Result) find(series, metric string) (Metric, error) {
 
 // evaluate judges c on a result. A condition that cannot be judged (no data, no
 // intervals to test) is never passed silently: it triggers, and the reason says why.
+// decisiveSamples is how many per-second values each run needs before a change past a
+// bound that the test does not confirm is called run-to-run noise; below it the reason
+// says the runs were short.
+const decisiveSamples = 30
+
 func (c Condition) evaluate(r *Result, failInsignificant bool) Outcome {
 	o := Outcome{Condition: c.Text}
 	m, err := r.find(c.Series, c.Metric)
@@ -244,6 +249,11 @@ func (c Condition) evaluate(r *Result, failInsignificant bool) Outcome {
 	case m.Tested && failInsignificant:
 		o.Triggered = true
 		o.Reason = fmt.Sprintf("%s changed %s, not significant (p=%.4g) but failing on insignificant changes too", c.Metric, shown, *m.P)
+	case m.Tested && min(m.Samples[0], m.Samples[1]) < decisiveSamples:
+		// A gate that lets a large change through reads as broken unless it says why: a
+		// few seconds per run cannot tell a change in some of them from chance.
+		o.Reason = fmt.Sprintf("%s changed %s, beyond the bound but not significant (p=%.4g ≥ %g) over only %d and %d seconds: a change confined to a few seconds cannot be told from chance in runs this short; longer runs decide (or --fail-on-insignificant)",
+			c.Metric, shown, *m.P, r.Alpha, m.Samples[0], m.Samples[1])
 	case m.Tested:
 		o.Reason = fmt.Sprintf("%s changed %s, beyond the bound but not significant (p=%.4g ≥ %g): within run-to-run noise", c.Metric, shown, *m.P, r.Alpha)
 	default:
