@@ -138,9 +138,9 @@ func (p *directPool) get(ctx context.Context) (*dconn, error) {
 // connection, with the last connect's failure if connecting fails.
 func (p *directPool) waitErr(ctx context.Context, connectErr error) error {
 	if connectErr != nil {
-		return fmt.Errorf("postgres: waiting for one of poolSize=%d connections, while connecting more fails (%v): %w", cap(p.slots), connectErr, ctx.Err())
+		return fmt.Errorf("postgres: waiting for one of %s connections, while connecting more fails (%v): %w", p.d.opts.poolLabel(), connectErr, ctx.Err())
 	}
-	return fmt.Errorf("postgres: waiting for one of poolSize=%d connections: %w", cap(p.slots), ctx.Err())
+	return fmt.Errorf("postgres: waiting for one of %s connections: %w", p.d.opts.poolLabel(), ctx.Err())
 }
 
 // closedErr is the error of an operation on a closed driver.

@@ -105,7 +105,7 @@ func ndbenchArgs(name string, s *testserver.Server, d time.Duration, rate int) [
 		"--set", "workload.readers=" + strconv.Itoa(connections), "--set", "workload.writers=0",
 		"--set", "workload.readRate=0", "--set", "workload.dataSize=" + strconv.Itoa(valueSize)}
 	mix := []string{"--set", "workload.numKeys=" + strconv.Itoa(numKeys), "--set", "workload.readMix=read:8,write:2"}
-	// 50 connections as pgbench's -c 50: the driver's poolSize (default 32) caps the
+	// 50 connections as pgbench's -c 50, fixed: the driver's poolSize (once 32 by default) caps the
 	// workers' connections, and 18 workers queueing for one each readied a parked
 	// goroutine on every reply (1.3-1.8 context switches per operation against 0.3-0.5).
 	pg := []string{"--driver", "postgres", "--set", "drivers.postgres.dsn=" + s.DSN(),
