@@ -230,15 +230,19 @@ func TestDefaultPoolFollowsTheWorkers(t *testing.T) {
 				}
 			}
 			d := open(t, map[string]string{"table": table, "createSchema": "false", "mode": mode})
-			// The lock holder: every worker's upsert of the row waits behind it.
+			monitor := rawConn(t)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			// The lock holder: every worker's upsert of the row waits behind it until
+			// the rollback (deferred, so it runs before the wait for the workers).
 			tx, err := raw.Begin(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer func() { _ = tx.Rollback(ctx) }()
 			if _, err := tx.Exec(ctx, fmt.Sprintf("UPDATE %s SET value = 'x' WHERE key = 'locked'", table)); err != nil {
 				t.Fatal(err)
 			}
-			var wg sync.WaitGroup
 			for range workers {
 				wg.Add(1)
 				go func() {
@@ -266,7 +270,7 @@ func TestDefaultPoolFollowsTheWorkers(t *testing.T) {
 			var waiting int
 			deadline := time.Now().Add(15 * time.Second)
 			for time.Now().Before(deadline) {
-				if err := rawConn(t).QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%"+table+"%'").Scan(&waiting); err != nil {
+				if err := monitor.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%"+table+"%'").Scan(&waiting); err != nil {
 					t.Fatal(err)
 				}
 				if waiting >= workers {
@@ -274,10 +278,6 @@ func TestDefaultPoolFollowsTheWorkers(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if err := tx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-			wg.Wait()
 			if waiting != workers {
 				t.Errorf("%d of %d workers' upserts reached the server: the rest queued for a connection in the client", waiting, workers)
 			}
