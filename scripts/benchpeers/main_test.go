@@ -50,6 +50,12 @@ Transfer/sec:     18.77MB
 		{"memtier", func() (result, error) {
 			return parseMemtierJSON([]byte(`{"ALL STATS":{"Totals":{"Count":400000,"Ops/sec":50000.1,"Percentile Latencies":{"p50.00":0.871,"p99.00":1.663}}}}`))
 		}, 400000, 871 * time.Microsecond, 1663 * time.Microsecond, ""},
+		{"memtier 2.x, a histogram among the percentiles", func() (result, error) {
+			return parseMemtierJSON([]byte(`{"ALL STATS":{"Totals":{"Count":233207,"Percentile Latencies":{"p50.00":0.551,"p99.00":8.511,"Histogram log format":{"Compressed Histogram":"HISTF"}}}}}`))
+		}, 233207, 551 * time.Microsecond, 8511 * time.Microsecond, ""},
+		{"memtier without percentiles", func() (result, error) {
+			return parseMemtierJSON([]byte(`{"ALL STATS":{"Totals":{"Count":10,"Percentile Latencies":{}}}}`))
+		}, 0, 0, 0, "no p50.00"},
 		{"ndbench report: the top-level classes count, the mix's parts do not", func() (result, error) {
 			return parseNdbenchReport([]byte(`{"ops":{"read":{"succeeded":1000,"errors":0,"responseTime":{"p50":65,"p99":3501}},
 				"read.read":{"succeeded":800},"read.write":{"succeeded":200}}}`), time.Second, time.Second)

@@ -193,7 +193,9 @@ func parseMemtierJSON(b []byte) (result, error) {
 		All struct {
 			Totals struct {
 				Count       float64            `json:"Count"`
-				Percentiles map[string]float64 `json:"Percentile Latencies"`
+				// Newer memtiers put an object ("Histogram log format") among the
+				// figures, so each is decoded on its own.
+				Percentiles map[string]json.RawMessage `json:"Percentile Latencies"`
 			} `json:"Totals"`
 		} `json:"ALL STATS"`
 	}
@@ -204,8 +206,12 @@ func parseMemtierJSON(b []byte) (result, error) {
 	if t.Count == 0 {
 		return result{}, fmt.Errorf("memtier's JSON has no operations")
 	}
+	var p50, p99 float64
+	if json.Unmarshal(t.Percentiles["p50.00"], &p50) != nil || json.Unmarshal(t.Percentiles["p99.00"], &p99) != nil {
+		return result{}, fmt.Errorf("memtier's JSON has no p50.00 and p99.00 figures")
+	}
 	msd := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	return result{ops: t.Count, p50: msd(t.Percentiles["p50.00"]), p99: msd(t.Percentiles["p99.00"])}, nil
+	return result{ops: t.Count, p50: msd(p50), p99: msd(p99)}, nil
 }
 
 // runWrk runs Debian's wrk on one thread with 50 keep-alive connections for d.
