@@ -192,7 +192,7 @@ func parseMemtierJSON(b []byte) (result, error) {
 	var doc struct {
 		All struct {
 			Totals struct {
-				Count       float64            `json:"Count"`
+				Count float64 `json:"Count"`
 				// Newer memtiers put an object ("Histogram log format") among the
 				// figures, so each is decoded on its own.
 				Percentiles map[string]json.RawMessage `json:"Percentile Latencies"`
