@@ -283,4 +283,11 @@ func TestMemtierFromEnvironment(t *testing.T) {
 	if _, err := memtierBin(); err == nil || !strings.Contains(err.Error(), "MEMTIER=/no/such/memtier") {
 		t.Errorf("a missing MEMTIER binary: %v", err)
 	}
+	// Nowhere at all: the pair's note says so and how to give it.
+	t.Setenv("MEMTIER", "")
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("NDBENCH_CACHE", t.TempDir())
+	if _, err := memtierBin(); err == nil || !strings.Contains(err.Error(), "memtier_benchmark not installed") || !strings.Contains(err.Error(), "MEMTIER=path") {
+		t.Errorf("no memtier anywhere: %v", err)
+	}
 }
