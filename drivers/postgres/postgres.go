@@ -33,7 +33,7 @@ func init() {
 // Options configure the postgres driver.
 type Options struct {
 	DSN          string `opt:"dsn" default:"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" secret:"true" help:"connection string (URL or key=value); shown without its password"`
-	PoolSize     int    `opt:"poolSize" default:"0" min:"0" max:"10000" help:"maximum connections of the pool, and in mode=direct of the workers' connections too: 0 opens one per worker with an operation in flight (as many as the workers, elastic ones included); a number caps them and further workers queue for a connection; keep it below the server's max_connections"`
+	PoolSize     int    `opt:"poolSize" default:"0" min:"0" max:"10000" help:"maximum connections of the pool, and in mode=direct of the workers' connections too: 0 opens one per worker with an operation in flight, at most 64; a number caps them instead; workers beyond the cap queue for a connection; keep it below the server's max_connections"`
 	Table        string `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
 	CreateSchema bool   `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
 	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: workers share poolSize connections with the statements prepared on them and pipeline their batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
@@ -92,12 +92,15 @@ func (o *Options) mode() string {
 	return o.Mode
 }
 
-// perWorkerPool is the cap of a poolSize=0 pool: the option's own bound, far above any
-// worker count, so connections follow the workers. A fixed default (it was 32) silently
-// queued the 33rd and later workers for a connection: that wait read as the store's
-// latency, and each reply woke a queued worker (1.3-1.8 context switches per operation
-// against 0.3-0.5 with a connection each, issue 42).
-const perWorkerPool = 10000
+// perWorkerPool is the cap of a poolSize=0 pool, which opens connections as workers need
+// them. A fixed default of 32 silently queued the 33rd and later workers for a
+// connection: that wait read as the store's latency, and each reply woke a queued worker
+// (1.3-1.8 context switches per operation against 0.3-0.5 with a connection each, issue
+// 42). Without a cap an elastic pool growing behind a slow server opened connections
+// until the server refused them ("too many clients"), failing operations: 64 covers the
+// usual worker counts, and with the backfill pool beside it stays within PostgreSQL's
+// default max_connections of 100 for a 50-worker run.
+const perWorkerPool = 64
 
 // poolCap is how many connections the pool may open.
 func (o *Options) poolCap() int {
@@ -110,7 +113,7 @@ func (o *Options) poolCap() int {
 // poolLabel names the pool's size in messages.
 func (o *Options) poolLabel() string {
 	if o.PoolSize == 0 {
-		return "poolSize=0 (one per worker)"
+		return fmt.Sprintf("poolSize=0 (one per worker, at most %d)", perWorkerPool)
 	}
 	return "poolSize=" + strconv.Itoa(o.PoolSize)
 }
@@ -407,7 +410,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 	info := map[string]string{
 		"dsn":            RedactDSN(d.opts.DSN),
 		"table":          d.opts.Table,
-		"poolSize":       d.opts.poolLabel(),
+		"poolSize":       strings.TrimPrefix(d.opts.poolLabel(), "poolSize="),
 		"mode":           d.mode,
 		"pipelineSync":   d.opts.PipelineSync,
 		"execMode":       d.opts.ExecMode,
