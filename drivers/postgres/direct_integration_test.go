@@ -136,6 +136,10 @@ func TestDirectHonoursPoolSize(t *testing.T) {
 	if n := backends(t, "shared"); n > 3 {
 		t.Errorf("12 workers wrote on %d backends, want poolSize 3 at most", n)
 	}
+	// The queueing is counted, so a run beyond its pool says so on its driver line.
+	if w := d.DriverStats()["pool_waits"]; w == 0 {
+		t.Errorf("12 workers on 3 connections: pool_waits %d, want the waits counted", w)
+	}
 }
 
 // TestDirectConnectionLimit: against a server out of connection slots for the role
@@ -280,6 +284,9 @@ func TestDefaultPoolFollowsTheWorkers(t *testing.T) {
 			}
 			if waiting != workers {
 				t.Errorf("%d of %d workers' upserts reached the server: the rest queued for a connection in the client", waiting, workers)
+			}
+			if w := d.DriverStats()["pool_waits"]; mode == "direct" && w != 0 {
+				t.Errorf("pool_waits %d with a connection per worker, want 0", w)
 			}
 		})
 	}

@@ -157,6 +157,7 @@ var (
 	_ driver.Pipeliner        = (*Driver)(nil)
 	_ driver.Deleter          = (*Driver)(nil)
 	_ driver.Scanner          = (*Driver)(nil)
+	_ driver.StatsReporter    = (*Driver)(nil)
 )
 
 // Init connects the pool, checks the server answers and creates the table when asked.
@@ -422,6 +423,16 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		info["pool_total_conns"] = strconv.Itoa(int(st.TotalConns()))
 	}
 	return info
+}
+
+// DriverStats reports pool_waits in mode=direct: the operations that waited for a
+// connection because all poolSize were in use (workers beyond the cap queue in the
+// client, and that wait is in their latency).
+func (d *Driver) DriverStats() map[string]int64 {
+	if d.direct == nil {
+		return nil
+	}
+	return map[string]int64{"pool_waits": d.direct.capWaits.Load()}
 }
 
 // Close closes the pool; it copes with a failed Init. The engine closes its pipelines
