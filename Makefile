@@ -155,10 +155,10 @@ bench-micro:
 bench-program: build
 	bash scripts/bench.sh $(BIN)
 
-# ndbench and its peers (pgbench, redis-benchmark, memtier_benchmark when present, wrk,
-# vegeta) as whole processes side by side on local servers, interleaved rounds, client CPU
-# from each process's own rusage (scripts/benchpeers; docs/performance.md's headline
-# table). BENCH_PEERS_FLAGS passes flags, e.g. BENCH_PEERS_FLAGS='-pairs postgres -rounds 5'.
+# ndbench and its peers (pgbench, redis-benchmark, memtier_benchmark when present or
+# MEMTIER=path, wrk, vegeta) as whole processes side by side on local servers, interleaved
+# rounds, client CPU from each process's own rusage and p99 beside p99, closed and open
+# loop (scripts/benchpeers; docs/performance.md's headline table). BENCH_PEERS_FLAGS passes flags, e.g. BENCH_PEERS_FLAGS='-pairs postgres -rounds 5'.
 bench-drivers: build
 	NDBENCH_NO_LATTE=1 bash scripts/install-bench-peers.sh
 	$(GO) run ./scripts/benchpeers -ndbench $(BIN) -out bench-results/peers $(BENCH_PEERS_FLAGS)

@@ -6,8 +6,9 @@
 #   vegeta           the Go module proxy (github.com/tsenart/vegeta, pinned below), go install
 #                    into $NDBENCH_CACHE/peers/bin
 #   latte            crates.io (latte-cli), built with cargo into $NDBENCH_CACHE/peers
-#   memtier_benchmark is not packaged for Debian 12: scripts/benchpeers uses it when it is on
-#                    PATH or in $NDBENCH_CACHE/peers/bin, and skips its rows otherwise.
+#   memtier_benchmark is not packaged for Debian 12: scripts/benchpeers uses it when MEMTIER
+#                    names it, or it is on PATH or in $NDBENCH_CACHE/peers/bin, and skips its
+#                    rows (redis, redis-open, memcached, memcached-open) otherwise.
 # The servers themselves come from scripts/install-test-deps.sh, which this runs first.
 # Idempotent: a second run with everything present does nothing. Prints where latte is.
 #
@@ -71,4 +72,5 @@ fi
 memtier="absent (not packaged for Debian 12; its rows are skipped)"
 command -v memtier_benchmark >/dev/null 2>&1 && memtier="$(command -v memtier_benchmark)"
 [ -x "$peers/bin/memtier_benchmark" ] && memtier="$peers/bin/memtier_benchmark"
+[ -n "${MEMTIER:-}" ] && memtier="$MEMTIER (MEMTIER)"
 echo "install-bench-peers: ok (redis-benchmark, pgbench, wrk, vegeta $VEGETA_VERSION, latte $LATTE_VERSION${NDBENCH_NO_LATTE:+ skipped}; memtier_benchmark $memtier)"

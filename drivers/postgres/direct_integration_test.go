@@ -136,6 +136,10 @@ func TestDirectHonoursPoolSize(t *testing.T) {
 	if n := backends(t, "shared"); n > 3 {
 		t.Errorf("12 workers wrote on %d backends, want poolSize 3 at most", n)
 	}
+	// The queueing is counted, so a run beyond its pool says so on its driver line.
+	if w := d.DriverStats()["pool_waits"]; w == 0 {
+		t.Errorf("12 workers on 3 connections: pool_waits %d, want the waits counted", w)
+	}
 }
 
 // TestDirectConnectionLimit: against a server out of connection slots for the role
@@ -207,4 +211,83 @@ func TestDirectConnectionLimit(t *testing.T) {
 		t.Errorf("write %v beside a full server: %v", k, v)
 		return true
 	})
+}
+
+// TestDefaultPoolFollowsTheWorkers: with poolSize left at its default, every worker with
+// an operation in flight has a connection of its own, in either mode: 40 workers whose
+// upserts wait on a row lock all reach the server. The old default of 32 queued the
+// 33rd and later workers in the client, where their wait read as the store's latency.
+func TestDefaultPoolFollowsTheWorkers(t *testing.T) {
+	const workers = 40
+	for _, mode := range []string{"direct", "pool"} {
+		t.Run(mode, func(t *testing.T) {
+			table := "follow_" + mode
+			ctx := drivertest.Context(t)
+			raw := rawConn(t)
+			for _, q := range []string{
+				fmt.Sprintf("DROP TABLE IF EXISTS %s", table),
+				fmt.Sprintf("CREATE TABLE %s (key TEXT PRIMARY KEY, value BYTEA NOT NULL)", table),
+				fmt.Sprintf("INSERT INTO %s VALUES ('locked', 'v')", table),
+			} {
+				if _, err := raw.Exec(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			d := open(t, map[string]string{"table": table, "createSchema": "false", "mode": mode})
+			monitor := rawConn(t)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			// The lock holder: every worker's upsert of the row waits behind it until
+			// the rollback (deferred, so it runs before the wait for the workers).
+			tx, err := raw.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback(ctx) }()
+			if _, err := tx.Exec(ctx, fmt.Sprintf("UPDATE %s SET value = 'x' WHERE key = 'locked'", table)); err != nil {
+				t.Fatal(err)
+			}
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if mode == "pool" {
+						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+						defer cancel()
+						if err := d.Write(ctx, "locked", []byte("v")); err != nil {
+							t.Errorf("write: %v", err)
+						}
+						return
+					}
+					pl, err := d.NewPipeline(context.Background())
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer pl.Close()
+					if err := runOne(pl, "locked", 30*time.Second); err != nil {
+						t.Errorf("write: %v", err)
+					}
+				}()
+			}
+			// Waiting on the lock is the server's count of the workers that reached it.
+			var waiting int
+			deadline := time.Now().Add(15 * time.Second)
+			for time.Now().Before(deadline) {
+				if err := monitor.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%"+table+"%'").Scan(&waiting); err != nil {
+					t.Fatal(err)
+				}
+				if waiting >= workers {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if waiting != workers {
+				t.Errorf("%d of %d workers' upserts reached the server: the rest queued for a connection in the client", waiting, workers)
+			}
+			if w := d.DriverStats()["pool_waits"]; mode == "direct" && w != 0 {
+				t.Errorf("pool_waits %d with a connection per worker, want 0", w)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -69,6 +70,10 @@ type directPool struct {
 	// closed (under mu) stops new ones.
 	drains sync.WaitGroup
 	closed bool
+	// capWaits counts the operations that found every connection of the cap in use and
+	// waited for one (DriverStats pool_waits): workers beyond poolSize queue silently
+	// otherwise.
+	capWaits atomic.Int64
 }
 
 func newDirectPool(d *Driver, size int) *directPool {
@@ -81,6 +86,7 @@ func newDirectPool(d *Driver, size int) *directPool {
 // waits for a connection in use to come back, or fails at once with the connect's error
 // when none is open.
 func (p *directPool) get(ctx context.Context) (*dconn, error) {
+	counted := false
 	for {
 		select {
 		case c := <-p.free:
@@ -108,6 +114,12 @@ func (p *directPool) get(ctx context.Context) (*dconn, error) {
 				return nil, p.closedErr()
 			}
 			continue
+		}
+		if len(p.slots) == cap(p.slots) && !counted {
+			// Every connection the cap allows is open and none is idle: this worker
+			// queues in the client, which the store's latency then includes.
+			p.capWaits.Add(1)
+			counted = true
 		}
 		select {
 		case c := <-p.free:
@@ -138,9 +150,9 @@ func (p *directPool) get(ctx context.Context) (*dconn, error) {
 // connection, with the last connect's failure if connecting fails.
 func (p *directPool) waitErr(ctx context.Context, connectErr error) error {
 	if connectErr != nil {
-		return fmt.Errorf("postgres: waiting for one of poolSize=%d connections, while connecting more fails (%v): %w", cap(p.slots), connectErr, ctx.Err())
+		return fmt.Errorf("postgres: waiting for one of %s connections, while connecting more fails (%v): %w", p.d.opts.poolLabel(), connectErr, ctx.Err())
 	}
-	return fmt.Errorf("postgres: waiting for one of poolSize=%d connections: %w", cap(p.slots), ctx.Err())
+	return fmt.Errorf("postgres: waiting for one of %s connections: %w", p.d.opts.poolLabel(), ctx.Err())
 }
 
 // closedErr is the error of an operation on a closed driver.

@@ -80,9 +80,12 @@
 // # Pool size
 //
 // poolSize is the maximum number of connections of the pool, and in mode=direct also of
-// the workers' connections, which elastic workers share too. Give it at least the number
-// of read plus write workers, or workers queue for a connection and that wait shows up as
-// latency (and a wait past the deadline as a timeout). In mode=direct the pool serves
+// the workers' connections, which elastic workers share too. Its default, 0, opens a
+// connection for each worker with an operation in flight, up to 64, so up to 64 workers
+// (elastic ones included) each have one. A number sets the cap instead. Below the number
+// of read plus write workers, workers queue for a connection and that wait shows up as
+// latency (and a wait past the deadline as a timeout); in mode=direct the driver's
+// pool_waits counter (on the summary's driver line) counts those waits. In mode=direct the pool serves
 // backfill and the API besides the workers' connections, so the total is up to twice
 // poolSize; it must stay below the server's max_connections (100 by default in
 // PostgreSQL).

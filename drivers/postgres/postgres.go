@@ -33,7 +33,7 @@ func init() {
 // Options configure the postgres driver.
 type Options struct {
 	DSN          string `opt:"dsn" default:"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" secret:"true" help:"connection string (URL or key=value); shown without its password"`
-	PoolSize     int    `opt:"poolSize" default:"32" min:"1" max:"10000" help:"maximum connections of the pool, and in mode=direct of the workers' connections too; at least read+write workers, below the server's max_connections"`
+	PoolSize     int    `opt:"poolSize" default:"0" min:"0" max:"10000" help:"maximum connections of the pool, and in mode=direct of the workers' connections too: 0 opens one per worker with an operation in flight, at most 64; a number caps them instead; workers beyond the cap queue for a connection; keep it below the server's max_connections"`
 	Table        string `opt:"table" default:"ndbench" help:"table name, optionally schema-qualified (schema.table)"`
 	CreateSchema bool   `opt:"createSchema" default:"true" help:"create the table if it does not exist"`
 	Mode         string `opt:"mode" default:"auto" enum:"auto,pool,direct" help:"direct: workers share poolSize connections with the statements prepared on them and pipeline their batches (workload.pipeline); pool: workers share a pgxpool; auto: direct, or pool when execMode is exec or simple_protocol"`
@@ -92,6 +92,32 @@ func (o *Options) mode() string {
 	return o.Mode
 }
 
+// perWorkerPool is the cap of a poolSize=0 pool, which opens connections as workers need
+// them. A fixed default of 32 silently queued the 33rd and later workers for a
+// connection: that wait read as the store's latency, and each reply woke a queued worker
+// (1.3-1.8 context switches per operation against 0.3-0.5 with a connection each, issue
+// 42). Without a cap an elastic pool growing behind a slow server opened connections
+// until the server refused them ("too many clients"), failing operations: 64 covers the
+// usual worker counts, and with the backfill pool beside it stays within PostgreSQL's
+// default max_connections of 100 for a 50-worker run.
+const perWorkerPool = 64
+
+// poolCap is how many connections the pool may open.
+func (o *Options) poolCap() int {
+	if o.PoolSize == 0 {
+		return perWorkerPool
+	}
+	return o.PoolSize
+}
+
+// poolLabel names the pool's size in messages.
+func (o *Options) poolLabel() string {
+	if o.PoolSize == 0 {
+		return fmt.Sprintf("poolSize=0 (one per worker, at most %d)", perWorkerPool)
+	}
+	return "poolSize=" + strconv.Itoa(o.PoolSize)
+}
+
 func (o *Options) execMode() pgx.QueryExecMode {
 	switch o.ExecMode {
 	case "cache_describe":
@@ -131,6 +157,7 @@ var (
 	_ driver.Pipeliner        = (*Driver)(nil)
 	_ driver.Deleter          = (*Driver)(nil)
 	_ driver.Scanner          = (*Driver)(nil)
+	_ driver.StatsReporter    = (*Driver)(nil)
 )
 
 // Init connects the pool, checks the server answers and creates the table when asked.
@@ -151,7 +178,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		return driver.Wrap(driver.ClassRejected, fmt.Errorf("parse dsn %s: invalid connection string", RedactDSN(o.DSN)))
 	}
 	d.password = cfg.ConnConfig.Password
-	cfg.MaxConns = int32(o.PoolSize)
+	cfg.MaxConns = int32(o.poolCap())
 	cfg.ConnConfig.ConnectTimeout = o.Timeouts.Connect
 	cfg.ConnConfig.DefaultQueryExecMode = o.execMode()
 	// The pool's connections are read and written with raw system calls (driver.RawIO),
@@ -178,7 +205,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		// (driver.RawIO); pgconn adds TLS on top of what this returns.
 		pc.DialFunc = driver.RawIODialer(pc.DialFunc)
 		d.pgcfg = pc
-		d.direct = newDirectPool(d, o.PoolSize)
+		d.direct = newDirectPool(d, o.poolCap())
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -384,7 +411,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 	info := map[string]string{
 		"dsn":            RedactDSN(d.opts.DSN),
 		"table":          d.opts.Table,
-		"poolSize":       strconv.Itoa(d.opts.PoolSize),
+		"poolSize":       strings.TrimPrefix(d.opts.poolLabel(), "poolSize="),
 		"mode":           d.mode,
 		"pipelineSync":   d.opts.PipelineSync,
 		"execMode":       d.opts.ExecMode,
@@ -396,6 +423,16 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		info["pool_total_conns"] = strconv.Itoa(int(st.TotalConns()))
 	}
 	return info
+}
+
+// DriverStats reports pool_waits in mode=direct: the operations that waited for a
+// connection because all poolSize were in use (workers beyond the cap queue in the
+// client, and that wait is in their latency).
+func (d *Driver) DriverStats() map[string]int64 {
+	if d.direct == nil {
+		return nil
+	}
+	return map[string]int64{"pool_waits": d.direct.capWaits.Load()}
 }
 
 // Close closes the pool; it copes with a failed Init. The engine closes its pipelines
@@ -417,7 +454,7 @@ func (d *Driver) fail(what string, err error) error {
 	class := Classify(err)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == tooManyConnections {
-		what += fmt.Sprintf(" (the server's max_connections, or the role's or database's CONNECTION LIMIT, is reached: each ndbench node opens up to poolSize=%d connections, and twice that in mode=direct while backfill or the API run; lower poolSize or raise the limit)", d.opts.PoolSize)
+		what += fmt.Sprintf(" (the server's max_connections, or the role's or database's CONNECTION LIMIT, is reached: each ndbench node opens up to %s connections, and twice that in mode=direct while backfill or the API run; set poolSize below the limit or raise it)", d.opts.poolLabel())
 	}
 	msg := what + ": " + err.Error()
 	if d.password != "" && strings.Contains(msg, d.password) {

@@ -228,9 +228,7 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	for _, n := range snap.Notices {
 		fmt.Fprintln(io.err, "note:", n)
 	}
-	if threads != "" {
-		fmt.Fprintln(io.err, "note:", threads)
-	}
+	printThreadsNote(io, threads)
 	if len(secrets) > 0 {
 		fmt.Fprintf(io.err, "note: --from-report %s: the report redacted %s; give them again (--set or env) if the run needs them\n", f.fromReport, strings.Join(secrets, ", "))
 	}

@@ -39,6 +39,7 @@ type scenarioFlags struct {
 	outputs outputFlags
 	fleet   fleetClientFlags
 	record  recordFlags
+	threads threadsFlag
 }
 
 func newScenarioCmd(s *streams) *cobra.Command {
@@ -97,6 +98,7 @@ run here, and thresholds are judged on the merged per-second statistics (docs/fl
 	})
 	f.fleet.bind(run)
 	f.record.bind(run)
+	f.threads.bind(run)
 	cmd.AddCommand(run)
 	return cmd
 }
@@ -152,9 +154,20 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	if err := checkOutputs(s.err, ins, outs...); err != nil {
 		return err
 	}
+	// On a fleet the load runs on the nodes (serve --threads there); this process only
+	// steers it, so the store's place says nothing about its threads.
+	opts := sc.Snapshot.Config.DriverOptions
+	if f.fleet.enabled() {
+		opts = nil
+	}
+	threads, err := applyThreads(s, f.threads, opts)
+	if err != nil {
+		return err
+	}
 	for _, n := range sc.Snapshot.Notices {
 		fmt.Fprintln(s.err, "note:", n)
 	}
+	printThreadsNote(s, threads)
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var (
 		target scenario.Node

@@ -82,7 +82,7 @@ func chooseThreads(in threadInputs) (threadChoice, error) {
 	}
 	if in.local != "" && in.cores > 1 {
 		n := in.cores / 2
-		return threadChoice{procs: n, why: fmt.Sprintf("%d of %d cores: the store (%s) is on this machine and keeps the rest; --threads all or a number chooses", n, in.cores, in.local)}, nil
+		return threadChoice{procs: n, why: fmt.Sprintf("%d of %d cores, the rest for the local store (%s); --threads all takes all", n, in.cores, in.local)}, nil
 	}
 	return threadChoice{procs: in.cores, why: fmt.Sprintf("all %d cores", in.cores)}, nil
 }
@@ -267,4 +267,17 @@ func applyThreads(io *streams, t threadsFlag, opts any) (string, error) {
 		return "", nil // Go's own choice: nothing the user needs to know
 	}
 	return "threads: " + c.why, nil
+}
+
+// printThreadsNote prints the note applyThreads returned, if any, wrapped at the
+// console's width on a terminal (a long local host name took the line past 100 columns).
+func printThreadsNote(io *streams, note string) {
+	if note == "" {
+		return
+	}
+	width := 0
+	if io.tty {
+		width = consoleWidth
+	}
+	fmt.Fprintln(io.err, wrapText("note: ", note, width))
 }

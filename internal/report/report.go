@@ -313,6 +313,8 @@ func warnings(r *Report, in Input) []string {
 	if saturated {
 		w = append(w, fmt.Sprintf("the client kept %.1f of %.0f cores busy: results may measure ndbench's machine rather than the store", r.Client.CPUCores, usable))
 	}
+	// generatorBlamed: a warning below says the generator, not the store, was the limit.
+	generatorBlamed := saturated
 	// Rates are judged over the span the counts cover, not the process's: a service may
 	// have been idle, stopped or reset for part of it.
 	span := in.Cumulative.Seconds
@@ -343,7 +345,7 @@ func warnings(r *Report, in Input) []string {
 				if saturated {
 					cause = clientBound(name, fleetNodes(in.DriverInfo))
 				} else if why, short := generatorShort(name, s, in.Series, span, opTimeoutOf(in), fleetNodes(in.DriverInfo)); short {
-					cause = why
+					cause, generatorBlamed = why, true
 				} else if need, ok := workersNeeded(name, s, target, runWorkers(in.Series, name, s.Workers), roomOf(in, name)); ok {
 					cause = need
 				}
@@ -375,10 +377,19 @@ func warnings(r *Report, in Input) []string {
 				// (GC, scheduling) while a call was in flight, must not contradict it.
 				w = append(w, fmt.Sprintf("%s: operations started late against their schedule (start-lag p99 %.1f ms of a response p99 of %.1f ms): the class fell short of its target with its workers mostly out of the store, so the delay is the generator's own, not the store's",
 					name, s.StartLag.P99/1000, s.ResponseTime.P99/1000))
+				generatorBlamed = true
 			} else {
-				w = append(w, lagWarning(name, s, in.Series, saturated, opTimeoutOf(in), roomOf(in, name)))
+				msg := lagWarning(name, s, in.Series, saturated, opTimeoutOf(in), roomOf(in, name))
+				w = append(w, msg)
+				generatorBlamed = generatorBlamed || strings.Contains(msg, "generator's own") || strings.Contains(msg, "the generator's, not")
 			}
 		}
+	}
+	if generatorBlamed && r.Client.GOMAXPROCS > 0 && r.Client.GOMAXPROCS < r.Client.NumCPU {
+		// --threads auto leaves half the cores to a store on this machine: where that
+		// store is not the one busy, the generator starves on the half it kept.
+		w = append(w, fmt.Sprintf("the generator ran on %d of this machine's %d cores (GOMAXPROCS; --threads auto leaves the rest to a store on this machine): as the generator was the limit, run with --threads all to give it every core",
+			r.Client.GOMAXPROCS, r.Client.NumCPU))
 	}
 	if rd, ok := r.Ops["read"]; ok && in.Backfill == nil && rd.Count > missJudged && float64(rd.Misses) > missWarn*float64(rd.Count) {
 		w = append(w, fmt.Sprintf("read: %.0f%% of %d reads missed (key not found): the store holds few of the keys read; "+

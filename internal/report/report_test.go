@@ -426,3 +426,43 @@ func TestKeyspaceReported(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneratorOnFewerCoresSuggestsThreadsAll: when a warning blames the generator and
+// it ran on fewer cores than the machine has (--threads auto beside a local store), the
+// warnings say --threads all gives it every core; with every core, or with the store
+// to blame, they do not (the walkthrough of issue 36 met the blame without the remedy).
+func TestGeneratorOnFewerCoresSuggestsThreadsAll(t *testing.T) {
+	lat := func(p99, max, mean float64) stats.Latency { return stats.Latency{P99: p99, Max: max, Mean: mean} }
+	pt := func(rate, svcMean float64, workers int) stats.Point {
+		return stats.Point{Ops: map[string]stats.OpSummary{"read": {Rate: rate, TargetRate: 1000, Workers: workers,
+			ServiceTime: stats.Latency{Mean: svcMean}}}}
+	}
+	generator := stats.OpSummary{Count: 50000, Rate: 5000, ResponseTime: lat(20000, 40000, 900),
+		ServiceTime: lat(30, 500, 10), StartLag: lat(19000, 39000, 890)}
+	stall := stats.OpSummary{Count: 30001, Rate: 1000, ResponseTime: lat(905215, 1018879, 50694),
+		ServiceTime: lat(19, 1000447, 779), StartLag: lat(897023, 1007615, 49915)}
+	for _, tt := range []struct {
+		name         string
+		sum          stats.OpSummary
+		series       []stats.Point
+		procs, cores int
+		want         bool
+	}{
+		{"generator's own lag on 1 of 2 cores", generator, []stats.Point{pt(5000, 10, 8), pt(5000, 12, 8)}, 1, 2, true},
+		{"generator's own lag on every core", generator, []stats.Point{pt(5000, 10, 8), pt(5000, 12, 8)}, 2, 2, false},
+		{"a store stall on 1 of 2 cores", stall, []stats.Point{pt(1000, 4, 8), pt(1009, 7902, 8), pt(1000, 5, 8)}, 1, 2, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(10, 1000, tt.sum.Count, tt.series)
+			in.Cumulative.Ops["read"] = tt.sum
+			r := Build(in)
+			r.Client.GOMAXPROCS, r.Client.NumCPU = tt.procs, tt.cores
+			hint := "ran on 1 of this machine's 2 cores (GOMAXPROCS; --threads auto leaves the rest to a store on this machine): as the generator was the limit, run with --threads all"
+			if tt.want {
+				checkWarnings(t, warnings(r, in), []string{hint}, nil)
+			} else {
+				checkWarnings(t, warnings(r, in), nil, []string{"--threads all"})
+			}
+		})
+	}
+}

@@ -25,6 +25,10 @@
 //	redis      the same shape on Redis: ndbench and redis-benchmark (-c 50, a GET run and a
 //	           SET run, as it has no mix) and memtier_benchmark (-c 50 -t 1 --ratio=1:4)
 //	memcached  the same shape on Memcached: ndbench and memtier_benchmark
+//	redis-open, memcached-open  the same, open loop at -kv-rate operations per second (by
+//	           default half of memtier's closed-loop throughput, measured at set-up):
+//	           ndbench's readRate on a fixed pool of 50, memtier --rate-limiting; ndbench's
+//	           latency is its service time there, as memtier times from sending
 //	http       GET of a 100-byte file from nginx over 50 keep-alive HTTP/1.1 connections:
 //	           ndbench's http driver, wrk (-t 1 -c 50) and vegeta (50 workers, no rate)
 //
@@ -99,6 +103,9 @@ type options struct {
 	env []string
 	// rate is the open-loop pairs' total operations per second.
 	rate int
+	// kvRate is the redis-open and memcached-open pairs' total operations per second; 0
+	// takes half of memtier's closed-loop throughput, measured at set-up.
+	kvRate int
 }
 
 func main() {
@@ -106,8 +113,9 @@ func main() {
 	var pairs string
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds (the table quotes medians)")
 	flag.DurationVar(&o.duration, "duration", 8*time.Second, "how long each tool runs in each round")
-	flag.StringVar(&pairs, "pairs", "postgres,postgres-open,redis,memcached,http", "pairs to run, comma-separated: "+strings.Join(knownPairs, ", "))
+	flag.StringVar(&pairs, "pairs", "postgres,postgres-open,redis,redis-open,memcached,memcached-open,http", "pairs to run, comma-separated: "+strings.Join(knownPairs, ", "))
 	flag.IntVar(&o.rate, "rate", 5000, "operations per second of the open-loop pairs (postgres-open: ndbench's readRate, pgbench -R)")
+	flag.IntVar(&o.kvRate, "kv-rate", 0, "operations per second of redis-open and memcached-open (ndbench's readRate, memtier --rate-limiting × 50); 0: half of memtier's closed-loop throughput")
 	flag.StringVar(&o.ndbench, "ndbench", "bin/ndbench", "the ndbench binary to measure (make build writes bin/ndbench)")
 	flag.StringVar(&o.out, "out", "bench-results/peers", "directory for the tools' outputs and logs")
 	flag.StringVar(&o.baseline, "baseline", "", "a second ndbench binary (an earlier build) run beside -ndbench in every round, as ndbench-baseline")
@@ -131,7 +139,7 @@ func main() {
 }
 
 // knownPairs are the values -pairs accepts.
-var knownPairs = []string{"postgres", "postgres-open", "redis", "memcached", "http"}
+var knownPairs = []string{"postgres", "postgres-open", "redis", "redis-open", "memcached", "memcached-open", "http"}
 
 func (o options) validate() error {
 	if o.rounds < 1 || o.rounds > 100 {
@@ -139,6 +147,9 @@ func (o options) validate() error {
 	}
 	if o.rate < 1 || o.rate > 1000000 {
 		return fmt.Errorf("-rate %d: allowed 1 to 1000000", o.rate)
+	}
+	if o.kvRate < 0 || o.kvRate > 10000000 {
+		return fmt.Errorf("-kv-rate %d: allowed 0 (half of memtier's closed-loop throughput) to 10000000", o.kvRate)
 	}
 	if o.duration < time.Second || o.duration > 10*time.Minute {
 		return fmt.Errorf("-duration %s: allowed 1s to 10m", o.duration)
@@ -428,6 +439,13 @@ func tail(b []byte, n int) string {
 
 // lookTool finds a peer's binary on PATH or in the install script's cache.
 func lookTool(name string) (string, error) {
+	if env := toolEnv[name]; env != "" && os.Getenv(env) != "" {
+		p := os.Getenv(env)
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", env, p, err)
+		}
+		return p, nil
+	}
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
@@ -435,5 +453,9 @@ func lookTool(name string) (string, error) {
 	if _, err := os.Stat(p); err == nil {
 		return p, nil
 	}
-	return "", errors.New(name + " not installed (scripts/install-bench-peers.sh)")
+	hint := "scripts/install-bench-peers.sh"
+	if env := toolEnv[name]; env != "" {
+		hint += ", or " + env + "=path"
+	}
+	return "", errors.New(name + " not installed (" + hint + ")")
 }

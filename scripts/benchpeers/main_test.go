@@ -50,6 +50,12 @@ Transfer/sec:     18.77MB
 		{"memtier", func() (result, error) {
 			return parseMemtierJSON([]byte(`{"ALL STATS":{"Totals":{"Count":400000,"Ops/sec":50000.1,"Percentile Latencies":{"p50.00":0.871,"p99.00":1.663}}}}`))
 		}, 400000, 871 * time.Microsecond, 1663 * time.Microsecond, ""},
+		{"memtier 2.x, a histogram among the percentiles", func() (result, error) {
+			return parseMemtierJSON([]byte(`{"ALL STATS":{"Totals":{"Count":233207,"Percentile Latencies":{"p50.00":0.551,"p99.00":8.511,"Histogram log format":{"Compressed Histogram":"HISTF"}}}}}`))
+		}, 233207, 551 * time.Microsecond, 8511 * time.Microsecond, ""},
+		{"memtier without percentiles", func() (result, error) {
+			return parseMemtierJSON([]byte(`{"ALL STATS":{"Totals":{"Count":10,"Percentile Latencies":{}}}}`))
+		}, 0, 0, 0, "no p50.00"},
 		{"ndbench report: the top-level classes count, the mix's parts do not", func() (result, error) {
 			return parseNdbenchReport([]byte(`{"ops":{"read":{"succeeded":1000,"errors":0,"responseTime":{"p50":65,"p99":3501}},
 				"read.read":{"succeeded":800},"read.write":{"succeeded":200}}}`), time.Second, time.Second)
@@ -130,7 +136,8 @@ func TestValidate(t *testing.T) {
 		{"valid", func(*options) {}, ""},
 		{"no rounds", func(o *options) { o.rounds = 0 }, "-rounds 0: allowed 1 to 100"},
 		{"too short", func(o *options) { o.duration = time.Millisecond }, "-duration 1ms: allowed 1s to 10m"},
-		{"unknown pair", func(o *options) { o.pairs = []string{"postgres", "mongo"} }, `unknown pair "mongo"; allowed: postgres, postgres-open, redis, memcached, http`},
+		{"unknown pair", func(o *options) { o.pairs = []string{"postgres", "mongo"} }, `unknown pair "mongo"; allowed: postgres, postgres-open, redis, redis-open, memcached, memcached-open, http`},
+		{"negative kv rate", func(o *options) { o.kvRate = -1 }, "-kv-rate -1: allowed 0"},
 		{"no rate", func(o *options) { o.rate = 0 }, "-rate 0: allowed 1 to 1000000"},
 		{"no binary", func(o *options) { o.ndbench = "no/such/ndbench" }, "run make build first"},
 		{"no baseline binary", func(o *options) { o.baseline = "no/such/ndbench" }, "-baseline no/such/ndbench"},
@@ -203,6 +210,8 @@ func TestNdbenchArgsConnections(t *testing.T) {
 		{"postgres-open", []string{"workload.maxReaders=50", "drivers.postgres.poolSize=50", "workload.readRate=5000"}},
 		{"redis", []string{"workload.readers=50"}},
 		{"memcached", []string{"workload.readers=50"}},
+		{"redis-open", []string{"workload.maxReaders=50", "workload.readRate=5000", "drivers.redis.addrs=127.0.0.1:1"}},
+		{"memcached-open", []string{"workload.maxReaders=50", "workload.readRate=5000", "drivers.memcached.servers=127.0.0.1:1"}},
 	}
 	srv := &testserver.Server{Host: "127.0.0.1", Port: 1}
 	for _, tt := range tests {
@@ -220,5 +229,65 @@ func TestNdbenchArgsConnections(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNdbenchServiceTime: the open-loop key-value pairs compare ndbench's service time
+// with memtier's latency, both timed from the request's sending; the response time from
+// the schedule stays in the note.
+func TestNdbenchServiceTime(t *testing.T) {
+	rep := `{"ops":{"read":{"succeeded":1000,"errors":0,"responseTime":{"p50":80,"p99":4200},"serviceTime":{"p50":60,"p99":900}},
+		"read.read":{"succeeded":800},"read.write":{"succeeded":200}}}`
+	r, err := parseNdbenchService([]byte(rep), time.Second, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ops != 1000 || r.p50 != 60*time.Microsecond || r.p99 != 900*time.Microsecond {
+		t.Errorf("got ops %v p50 %v p99 %v, want 1000 60µs 900µs", r.ops, r.p50, r.p99)
+	}
+	if !strings.Contains(r.note, "p99 4.20ms") {
+		t.Errorf("note %q does not carry the response time's p99", r.note)
+	}
+	if _, err := parseNdbenchService([]byte(`{"ops":{"read":{"succeeded":10,"responseTime":{"p99":1}}}}`), time.Second, time.Second); err == nil {
+		t.Error("a report without service times: want an error")
+	}
+}
+
+// TestMemtierArgs: memtier refuses a key minimum of 0, so its keys run from 1 to 100000
+// (load() writes those); the open loop's rate is split over the 50 connections.
+func TestMemtierArgs(t *testing.T) {
+	srv := &testserver.Server{Host: "127.0.0.1", Port: 1}
+	args := strings.Join(memtierKeyArgs(srv, "memcache_text"), " ")
+	for _, want := range []string{"--key-minimum=1", "--key-maximum=100000", "--protocol=memcache_text", "-d 100"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("memtier's arguments %q lack %s", args, want)
+		}
+	}
+	if memtierProtocol("memcached-open") != "memcache_text" || memtierProtocol("redis-open") != "redis" {
+		t.Error("wrong protocol for a pair")
+	}
+	o := options{kvRate: 30030}
+	if got, err := kvOpenRate(context.Background(), "redis-open", srv, o); err != nil || got != 30000 {
+		t.Errorf("kvOpenRate %d, %v; want 30000 (a multiple of 50 connections)", got, err)
+	}
+}
+
+// TestMemtierFromEnvironment: MEMTIER=path names memtier_benchmark's binary (it is not
+// packaged for Debian 12, so it is often a build of one's own); a wrong path says so.
+func TestMemtierFromEnvironment(t *testing.T) {
+	t.Setenv("MEMTIER", os.Args[0])
+	if p, err := memtierBin(); err != nil || p != os.Args[0] {
+		t.Errorf("memtierBin() = %q, %v; want %s", p, err, os.Args[0])
+	}
+	t.Setenv("MEMTIER", "/no/such/memtier")
+	if _, err := memtierBin(); err == nil || !strings.Contains(err.Error(), "MEMTIER=/no/such/memtier") {
+		t.Errorf("a missing MEMTIER binary: %v", err)
+	}
+	// Nowhere at all: the pair's note says so and how to give it.
+	t.Setenv("MEMTIER", "")
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("NDBENCH_CACHE", t.TempDir())
+	if _, err := memtierBin(); err == nil || !strings.Contains(err.Error(), "memtier_benchmark not installed") || !strings.Contains(err.Error(), "MEMTIER=path") {
+		t.Errorf("no memtier anywhere: %v", err)
 	}
 }

@@ -23,9 +23,9 @@ func setUp(ctx context.Context, name string, o options) (p *pair, skipped []stri
 	switch name {
 	case "postgres", "postgres-open":
 		start = testserver.Postgres
-	case "redis":
+	case "redis", "redis-open":
 		start = testserver.Redis
-	case "memcached":
+	case "memcached", "memcached-open":
 		start = testserver.Memcached
 	case "http":
 		start = testserver.Nginx
@@ -34,6 +34,7 @@ func setUp(ctx context.Context, name string, o options) (p *pair, skipped []stri
 	// The runners read the server once it is started, below.
 	var server *testserver.Server
 	srv := func() *testserver.Server { return server }
+	var kvRate int // the open-loop key-value pairs' rate, set once the server is up
 	addPeer := func(bin, name string, run func(ctx context.Context, dir, bin string) (result, error)) {
 		path, err := lookTool(bin)
 		if err != nil {
@@ -59,11 +60,15 @@ func setUp(ctx context.Context, name string, o options) (p *pair, skipped []stri
 			return runRedisBenchmark(ctx, dir, bin, srv(), d)
 		})
 		addPeer("memtier_benchmark", "memtier", func(ctx context.Context, dir, bin string) (result, error) {
-			return runMemtier(ctx, dir, bin, srv(), "redis", d)
+			return runMemtier(ctx, dir, bin, srv(), "redis", d, 0)
 		})
 	case "memcached":
 		addPeer("memtier_benchmark", "memtier", func(ctx context.Context, dir, bin string) (result, error) {
-			return runMemtier(ctx, dir, bin, srv(), "memcache_text", d)
+			return runMemtier(ctx, dir, bin, srv(), "memcache_text", d, 0)
+		})
+	case "redis-open", "memcached-open":
+		addPeer("memtier_benchmark", "memtier --rate-limiting", func(ctx context.Context, dir, bin string) (result, error) {
+			return runMemtier(ctx, dir, bin, srv(), memtierProtocol(name), d, kvRate)
 		})
 	case "http":
 		addPeer("wrk", "wrk", func(ctx context.Context, dir, bin string) (result, error) {
@@ -93,6 +98,21 @@ func setUp(ctx context.Context, name string, o options) (p *pair, skipped []stri
 		_ = s.Stop()
 		return nil, skipped, err
 	}
+	if isKVOpen(name) {
+		if kvRate, err = kvOpenRate(ctx, name, s, o); err != nil {
+			_ = s.Stop()
+			return nil, skipped, err
+		}
+		skipped = append(skipped, fmt.Sprintf("open loop at %d ops/s", kvRate))
+		nd.run = func(ctx context.Context, dir string) (result, error) {
+			return runNdbenchService(ctx, dir, o.ndbench, o.env, kvOpenArgs(name, s, d, kvRate))
+		}
+		if o.baseline != "" {
+			peers[0].run = func(ctx context.Context, dir string) (result, error) {
+				return runNdbenchService(ctx, dir, o.baseline, nil, kvOpenArgs(name, s, d, kvRate))
+			}
+		}
+	}
 	return &pair{name: name, srv: s, tools: append([]tool{nd}, peers...)}, skipped, nil
 }
 
@@ -105,7 +125,7 @@ func ndbenchArgs(name string, s *testserver.Server, d time.Duration, rate int) [
 		"--set", "workload.readers=" + strconv.Itoa(connections), "--set", "workload.writers=0",
 		"--set", "workload.readRate=0", "--set", "workload.dataSize=" + strconv.Itoa(valueSize)}
 	mix := []string{"--set", "workload.numKeys=" + strconv.Itoa(numKeys), "--set", "workload.readMix=read:8,write:2"}
-	// 50 connections as pgbench's -c 50: the driver's poolSize (default 32) caps the
+	// 50 connections as pgbench's -c 50, fixed: the driver's poolSize (once 32 by default) caps the
 	// workers' connections, and 18 workers queueing for one each readied a parked
 	// goroutine on every reply (1.3-1.8 context switches per operation against 0.3-0.5).
 	pg := []string{"--driver", "postgres", "--set", "drivers.postgres.dsn=" + s.DSN(),
@@ -125,6 +145,8 @@ func ndbenchArgs(name string, s *testserver.Server, d time.Duration, rate int) [
 		return append(append(args, mix...), "--driver", "redis", "--set", "drivers.redis.addrs="+s.Addr())
 	case "memcached":
 		return append(append(args, mix...), "--driver", "memcached", "--set", "drivers.memcached.servers="+s.Addr())
+	case "redis-open", "memcached-open":
+		return kvOpenArgs(name, s, d, rate)
 	case "http":
 		// wrk's and vegeta's shape: one URL, GET only, the body not checked.
 		return append(args, "--driver", "http", "--set", "workload.numKeys=1",
@@ -158,23 +180,17 @@ func load(ctx context.Context, name string, s *testserver.Server, o options) err
 	if _, _, _, err := runProcess(lctx, dir, "ndbench-backfill", ndbenchCmd(lctx, o.ndbench, dir, args)); err != nil {
 		return err
 	}
-	if name == "redis" {
+	if name == "redis" || name == "redis-open" {
 		// Exact key names, all of them: redis-benchmark -r draws key:%012d, memtier
-		// memtier-%d (its default prefix), so a random preload would leave holes.
-		script := fmt.Sprintf(`for i=0,%d do redis.call('SET', string.format('key:%%012d', i), ARGV[1]); redis.call('SET', 'memtier-' .. i, ARGV[1]) end return 1`, numKeys-1)
+		// memtier-%d (its default prefix, from 1), so a random preload would leave holes.
+		script := fmt.Sprintf(`for i=0,%d do redis.call('SET', string.format('key:%%012d', i), ARGV[1]); redis.call('SET', 'memtier-' .. (i + 1), ARGV[1]) end return 1`, numKeys-1)
 		cmd := exec.CommandContext(lctx, "redis-cli", "-h", s.Host, "-p", strconv.Itoa(s.Port), "EVAL", script, "0", strings.Repeat("x", valueSize))
 		if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "1" {
 			return fmt.Errorf("preload redis-benchmark's keys: %v: %s", err, out)
 		}
 	}
-	if bin, err := lookTool("memtier_benchmark"); err == nil && name == "memcached" {
-		// memtier's own keys, each once, in order (P:P with --requests=allkeys).
-		cmd := exec.CommandContext(lctx, bin, "-s", s.Host, "-p", strconv.Itoa(s.Port), "--protocol=memcache_text",
-			"-c", "1", "-t", "1", "--ratio=1:0", "-d", strconv.Itoa(valueSize), "--key-minimum=0",
-			"--key-maximum="+strconv.Itoa(numKeys-1), "--key-pattern=P:P", "--requests=allkeys", "--hide-histogram")
-		if _, _, _, err := runProcess(lctx, dir, "memtier-preload", cmd); err != nil {
-			return fmt.Errorf("preload memtier's keys: %w", err)
-		}
+	if name == "memcached" || name == "memcached-open" {
+		return preloadMemtierKeys(lctx, dir, s)
 	}
 	return nil
 }

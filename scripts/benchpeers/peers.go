@@ -158,14 +158,18 @@ func parseRedisBenchmarkCSV(out []byte) (p50, p99 time.Duration, err error) {
 }
 
 // runMemtier runs memtier_benchmark with 50 connections on one thread, SET:GET 1:4 over
-// the 100k keys load() stored under its default prefix, for d.
-func runMemtier(ctx context.Context, dir, bin string, s *testserver.Server, protocol string, d time.Duration) (result, error) {
+// the 100k keys load() stored under its default prefix, for d; closed loop, or open
+// loop at rate operations per second in all (memtier's --rate-limiting is per
+// connection, so rate is rounded down to a multiple of 50).
+func runMemtier(ctx context.Context, dir, bin string, s *testserver.Server, protocol string, d time.Duration, rate int) (result, error) {
 	jsonPath := filepath.Join(dir, "memtier.json")
 	secs := max(int(d.Round(time.Second)/time.Second), 1)
-	cmd := exec.CommandContext(ctx, bin, "-s", s.Host, "-p", strconv.Itoa(s.Port), "--protocol="+protocol,
-		"-c", strconv.Itoa(connections), "-t", "1", "--ratio=1:4", "-d", strconv.Itoa(valueSize),
-		"--key-minimum=0", "--key-maximum="+strconv.Itoa(numKeys-1), "--key-pattern=R:R",
-		"--test-time="+strconv.Itoa(secs), "--hide-histogram", "--json-out-file="+jsonPath)
+	args := append(memtierKeyArgs(s, protocol), "-c", strconv.Itoa(connections), "-t", "1", "--ratio=1:4",
+		"--key-pattern=R:R", "--test-time="+strconv.Itoa(secs), "--hide-histogram", "--json-out-file="+jsonPath)
+	if rate > 0 {
+		args = append(args, "--rate-limiting="+strconv.Itoa(max(rate/connections, 1)))
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cpu, wall, _, err := runProcess(ctx, dir, "memtier", cmd)
 	if err != nil {
 		return result{}, err
@@ -176,6 +180,9 @@ func runMemtier(ctx context.Context, dir, bin string, s *testserver.Server, prot
 	}
 	r, err := parseMemtierJSON(b)
 	r.cpu, r.wall = cpu, wall
+	if rate > 0 {
+		r.note = fmt.Sprintf("--rate-limiting=%d per connection; latency from each request's sending (memtier does not time from a schedule)", max(rate/connections, 1))
+	}
 	return r, err
 }
 
@@ -185,8 +192,10 @@ func parseMemtierJSON(b []byte) (result, error) {
 	var doc struct {
 		All struct {
 			Totals struct {
-				Count       float64            `json:"Count"`
-				Percentiles map[string]float64 `json:"Percentile Latencies"`
+				Count float64 `json:"Count"`
+				// Newer memtiers put an object ("Histogram log format") among the
+				// figures, so each is decoded on its own.
+				Percentiles map[string]json.RawMessage `json:"Percentile Latencies"`
 			} `json:"Totals"`
 		} `json:"ALL STATS"`
 	}
@@ -197,8 +206,12 @@ func parseMemtierJSON(b []byte) (result, error) {
 	if t.Count == 0 {
 		return result{}, fmt.Errorf("memtier's JSON has no operations")
 	}
+	var p50, p99 float64
+	if json.Unmarshal(t.Percentiles["p50.00"], &p50) != nil || json.Unmarshal(t.Percentiles["p99.00"], &p99) != nil {
+		return result{}, fmt.Errorf("memtier's JSON has no p50.00 and p99.00 figures")
+	}
 	msd := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	return result{ops: t.Count, p50: msd(t.Percentiles["p50.00"]), p99: msd(t.Percentiles["p99.00"])}, nil
+	return result{ops: t.Count, p50: msd(p50), p99: msd(p99)}, nil
 }
 
 // runWrk runs Debian's wrk on one thread with 50 keep-alive connections for d.
