@@ -16,13 +16,26 @@ trap 'rm -f "$log"' EXIT
 ( bash scripts/install-test-deps.sh && bash scripts/install-ui-test-deps.sh ) >"$log" 2>&1 &
 install_pid=$!
 
+# Each stage's wall time is printed as it ends, so a CI log says where a run's time went
+# (docs/performance.md, "CI time", compares them with the bar).
+stage() {
+  local name=$1 began=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  echo "--- stage $name: $((SECONDS - began)) s (exit $rc)"
+  return "$rc"
+}
+
 status=0
-"$make_cmd" lint unit-rest || status=$?
+stage lint "$make_cmd" lint || status=$?
+if [ "$status" -eq 0 ]; then
+  stage unit-rest "$make_cmd" unit-rest || status=$?
+fi
 
 # An install is never killed half-way (an interrupted dpkg leaves the machine broken for
 # the next run): a failing lint still waits for it.
 install_status=0
-wait "$install_pid" || install_status=$?
+stage "installs (the rest of their time)" wait "$install_pid" || install_status=$?
 echo "--- installs (ran beside lint and unit-rest)"
 cat "$log"
 if [ "$install_status" -ne 0 ]; then
@@ -32,4 +45,7 @@ fi
 if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
-"$make_cmd" integration ui fuzz
+stage integration "$make_cmd" integration
+stage ui "$make_cmd" ui
+stage fuzz "$make_cmd" fuzz
+echo "--- make test: $SECONDS s"

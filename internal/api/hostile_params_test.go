@@ -126,9 +126,6 @@ func TestEveryNumericParameterHostile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks every parameter")
 	}
-	e := newEnv(t, "workload.ops.extra.mix=read", "workload.ops.extra.rate=10", "workload.readRate=50", "workload.writeRate=50")
-	e.initMemory(nil)
-
 	keys := map[string]driver.Option{}
 	for prefix, schema := range map[string][]driver.Option{"workload.": config.WorkloadSchema(), "workload.ops.extra.": config.OpClassSchema()} {
 		for _, o := range schema {
@@ -160,43 +157,56 @@ func TestEveryNumericParameterHostile(t *testing.T) {
 		if o.Min == "" || o.Max == "" {
 			t.Errorf("%s (%s) has bounds [%s..%s]: want both, the highest value the node honours", key, o.Type, o.Min, o.Max)
 		}
-		memoryOpt, isMemory := strings.CutPrefix(key, "drivers.memory.")
-		for _, v := range hostileValues(o) {
-			what := key + "=" + v
-			var st int
-			var body []byte
+		// Each key on a node of its own, so each is tried from the defaults: a driver's
+		// init options stay in the node's configuration, and a later init without options
+		// uses them. On one node for the whole walk, every memory init after shards=65536
+		// built 65,536 shards (and each key after stallEvery=24h ran with it), which made
+		// each later start and status of the walk slow under -race.
+		t.Run(key, func(t *testing.T) { walkHostile(t, key, o) })
+	}
+}
+
+// walkHostile tries o's hostile values as key on a new node (see
+// TestEveryNumericParameterHostile).
+func walkHostile(t *testing.T, key string, o driver.Option) {
+	e := newEnv(t, "workload.ops.extra.mix=read", "workload.ops.extra.rate=10", "workload.readRate=50", "workload.writeRate=50")
+	e.initMemory(nil)
+	memoryOpt, isMemory := strings.CutPrefix(key, "drivers.memory.")
+	for _, v := range hostileValues(o) {
+		what := key + "=" + v
+		var st int
+		var body []byte
+		if isMemory {
+			e.must(http.StatusOK, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
+			st, body = e.call(http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": "memory", "options": map[string]string{memoryOpt: v}})
+		} else {
+			st, body = e.call(http.MethodPatch, "/api/v1/config", map[string]any{"values": map[string]string{key: v}})
+		}
+		switch {
+		case st >= 500:
+			t.Errorf("%s: %d: %s", what, st, body)
+			continue
+		case st >= 400:
+			if !problemNames(body, key) && !(isMemory && problemNames(body, memoryOpt)) {
+				t.Errorf("%s: refused without naming it: %s", what, body)
+			}
 			if isMemory {
-				e.must(http.StatusOK, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
-				st, body = e.call(http.MethodPost, "/api/v1/driver/init", map[string]any{"driver": "memory", "options": map[string]string{memoryOpt: v}})
-			} else {
-				st, body = e.call(http.MethodPatch, "/api/v1/config", map[string]any{"values": map[string]string{key: v}})
-			}
-			switch {
-			case st >= 500:
-				t.Errorf("%s: %d: %s", what, st, body)
-				continue
-			case st >= 400:
-				if !problemNames(body, key) && !(isMemory && problemNames(body, memoryOpt)) {
-					t.Errorf("%s: refused without naming it: %s", what, body)
-				}
-				if isMemory {
-					e.initMemory(nil)
-				}
-				continue
-			}
-			if v != o.Max {
-				t.Errorf("%s: accepted, beyond [%s..%s]", what, o.Min, o.Max)
-			}
-			if isMemory || strings.HasPrefix(key, "workload.") {
-				runBriefly(t, e, what)
-			}
-			// Back to the default, so each value is tried on its own.
-			if isMemory {
-				e.must(http.StatusOK, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
 				e.initMemory(nil)
-			} else {
-				e.must(http.StatusOK, http.MethodPatch, "/api/v1/config", map[string]any{"values": map[string]string{key: o.Default}}, nil)
 			}
+			continue
+		}
+		if v != o.Max {
+			t.Errorf("%s: accepted, beyond [%s..%s]", what, o.Min, o.Max)
+		}
+		if isMemory || strings.HasPrefix(key, "workload.") {
+			runBriefly(t, e, what)
+		}
+		// Back to the default, so each value is tried on its own.
+		if isMemory {
+			e.must(http.StatusOK, http.MethodPost, "/api/v1/driver/shutdown", nil, nil)
+			e.initMemory(nil)
+		} else {
+			e.must(http.StatusOK, http.MethodPatch, "/api/v1/config", map[string]any{"values": map[string]string{key: o.Default}}, nil)
 		}
 	}
 	e.must(http.StatusOK, http.MethodGet, "/api/v1/status", nil, nil)
