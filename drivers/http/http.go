@@ -103,6 +103,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/ndbench/ndbench/driver"
 )
 
@@ -120,6 +122,7 @@ func init() {
 type Options struct {
 	URL                 string      `opt:"url" default:"http://127.0.0.1:8080" reach:"target" help:"base URL that request paths starting with / are joined to"`
 	Protocol            string      `opt:"protocol" default:"auto" enum:"auto,http1,h2" help:"auto: HTTP/2 if a TLS server offers it, else HTTP/1.1; http1; h2: HTTP/2 only (h2c over http://)"`
+	Engine              string      `opt:"engine" default:"auto" enum:"auto,fasthttp,nethttp" help:"client engine: auto = fasthttp where every request is HTTP/1.1 (protocol http1, or auto without https://), else nethttp; fasthttp speaks HTTP/1.1 only"`
 	MaxConnsPerHost     int         `opt:"maxConnsPerHost" default:"0" min:"0" max:"100000" help:"connections per host at most; 0 = no limit"`
 	MaxIdleConnsPerHost int         `opt:"maxIdleConnsPerHost" default:"1024" min:"1" max:"100000" help:"idle connections kept per host; at least the workers, or connections churn"`
 	KeepAlive           bool        `opt:"keepAlive" default:"true" help:"reuse connections (false: one connection per request, to measure set-up)"`
@@ -137,7 +140,11 @@ type Options struct {
 // Validate compiles the operations, so that a bad template or status list is a field
 // error when the configuration changes, not at Init. It reads no files and opens nothing.
 func (o *Options) Validate() error {
-	_, err := o.compile()
+	c, err := o.compile()
+	if err != nil {
+		return err
+	}
+	_, err = o.engineFor(c)
 	return err
 }
 
@@ -195,6 +202,8 @@ type Driver struct {
 	opts      Options
 	ops       [numSlots]*op
 	transport *http.Transport
+	fast      [numSlots]*fasthttp.HostClient // per op, when the engine is fasthttp
+	engine    string
 	maxBody   int64
 	seq       atomic.Uint64
 	closed    atomic.Bool
@@ -225,9 +234,22 @@ func (d *Driver) Init(_ context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
-	d.opts, d.ops = *o, c.ops
+	engine, err := o.engineFor(c)
+	if err != nil {
+		return err
+	}
+	d.opts, d.ops, d.engine = *o, c.ops, engine
 	d.maxBody = int64(o.MaxResponseSize)
-	d.transport = newTransport(o, tlsConf)
+	if engine == engineFast {
+		d.fast = fastClients(o, &c.ops, tlsConf)
+		for _, op := range c.ops {
+			if op != nil {
+				op.fastHdr = op.fastHeaders()
+			}
+		}
+	} else {
+		d.transport = newTransport(o, tlsConf)
+	}
 	return nil
 }
 
@@ -291,6 +313,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		"url":             driver.Shown(false, d.opts.URL),
 		"protocol":        d.opts.Protocol,
 		"maxConnsPerHost": fmt.Sprint(d.opts.MaxConnsPerHost),
+		"engine":          d.engine,
 	}
 	var names []string
 	for _, o := range d.ops {
@@ -311,6 +334,11 @@ func (d *Driver) Close() error {
 	d.closed.Store(true)
 	if d.transport != nil {
 		d.transport.CloseIdleConnections()
+	}
+	for _, hc := range d.fast {
+		if hc != nil {
+			hc.CloseIdleConnections()
+		}
 	}
 	return nil
 }

@@ -457,13 +457,13 @@ func benchTargets(b *testing.B) []benchTarget {
 //	go test -tags integration -run '^$' -bench 'Get$' -benchtime 5s ./drivers/http/
 func BenchmarkGet(b *testing.B) {
 	for _, t := range benchTargets(b) {
-		for _, proto := range []string{"http1", "h2"} {
-			b.Run(t.name+"/"+proto, func(b *testing.B) {
+		for _, c := range []struct{ proto, engine string }{{"http1", engineFast}, {"http1", engineNetHTTP}, {"h2", engineNetHTTP}} {
+			b.Run(t.name+"/"+c.proto+"/"+c.engine, func(b *testing.B) {
 				url := t.http1
-				if proto == "h2" {
+				if c.proto == "h2" {
 					url = t.h2
 				}
-				d := open(b, map[string]string{"url": url, "protocol": proto})
+				d := open(b, map[string]string{"url": url, "protocol": c.proto, "engine": c.engine})
 				testserver.BenchParallel(b, func(ctx context.Context, _ uint64) error {
 					_, err := d.Read(ctx, "bench")
 					return err
