@@ -109,6 +109,9 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"url": "", "read": "GET /kv/{key}"}, "read"},
 		{map[string]string{"headers": "X"}, "headers"},
 		{map[string]string{"protocol": "h3"}, "protocol"},
+		{map[string]string{"engine": "curl"}, "engine"},
+		// fasthttp speaks HTTP/1.1 only: asked for HTTP/2 it must refuse, not downgrade.
+		{map[string]string{"engine": "fasthttp", "protocol": "h2"}, "engine"},
 	} {
 		_, err := driver.NewOptions("http", tc.values)
 		fes, ok := driver.AsFieldErrors(err)
@@ -170,11 +173,22 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, body)
 }
 
+// engines are the client engines every behaviour test runs with: both must send the
+// same requests and read answers the same way.
+var engines = []string{engineFast, engineNetHTTP}
+
 func TestRequestsOnTheWire(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) { testRequestsOnTheWire(t, engine) })
+	}
+}
+
+func testRequestsOnTheWire(t *testing.T, engine string) {
 	s := &server{status: 200, body: `{"data":{"items":[{"id":"k1"}]}}`}
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	d, _, err := driver.Open(context.Background(), "http", map[string]string{
+		"engine":     engine,
 		"url":        ts.URL + "/api/",
 		"headers":    "X-Common: 1 | Accept: application/json",
 		"authHeader": "Authorization: Bearer tok",
@@ -187,6 +201,9 @@ func TestRequestsOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	if got := d.(*Driver).ConnectionInfo()["engine"]; got != engine {
+		t.Errorf("ConnectionInfo engine = %q, want %q", got, engine)
+	}
 	ctx := context.Background()
 	got, err := d.(*Driver).Do(ctx, 0, "k 1", nil)
 	if err != nil || string(got) != "k1" {
@@ -230,15 +247,17 @@ func TestResponseSizeLimit(t *testing.T) {
 		_, _ = io.WriteString(w, big)
 	}))
 	defer ts.Close()
-	d, _, err := driver.Open(context.Background(), "http", map[string]string{"url": ts.URL, "maxResponseSize": "1000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	for _, key := range []string{"sized", "chunked"} {
-		if _, err := d.Read(context.Background(), key); err == nil || !strings.Contains(err.Error(), "maxResponseSize") {
-			t.Errorf("read of 2000 bytes (%s) with maxResponseSize=1000: %v", key, err)
+	for _, engine := range engines {
+		d, _, err := driver.Open(context.Background(), "http", map[string]string{"url": ts.URL, "maxResponseSize": "1000", "engine": engine})
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, key := range []string{"sized", "chunked"} {
+			if _, err := d.Read(context.Background(), key); err == nil || !strings.Contains(err.Error(), "maxResponseSize") {
+				t.Errorf("%s: read of 2000 bytes (%s) with maxResponseSize=1000: %v", engine, key, err)
+			}
+		}
+		d.Close()
 	}
 }
 
