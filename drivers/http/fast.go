@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -100,10 +102,9 @@ func fastClients(o *Options, ops *[numSlots]*op, tlsConf *tls.Config) [numSlots]
 				ReadTimeout:         o.Timeouts.Request,
 				MaxResponseBodySize: int(min(int64(o.MaxResponseSize), math.MaxInt32)),
 				// The URL template already escaped the path: send it as it is.
-				DisablePathNormalizing:        true,
-				DisableHeaderNamesNormalizing: true,
-				NoDefaultUserAgentHeader:      true,
-				RetryIfErr:                    retryLikeNetHTTP,
+				DisablePathNormalizing:   true,
+				NoDefaultUserAgentHeader: true,
+				RetryIfErr:               retryLikeNetHTTP,
 			}
 			byHost[key] = hc
 		}
@@ -112,12 +113,19 @@ func fastClients(o *Options, ops *[numSlots]*op, tlsConf *tls.Config) [numSlots]
 	return out
 }
 
-// retryLikeNetHTTP retries once what net/http retries: a GET, HEAD, OPTIONS or TRACE
-// whose kept-alive connection broke (the server closed it while idle). A timeout is never
-// retried: it would double the op's time and hide the timeout.
+// retryLikeNetHTTP retries once what net/http retries or never sends: a GET, HEAD,
+// OPTIONS or TRACE whose kept-alive connection broke, and any request on a connection
+// the server had closed before answering (EOF, reset, broken pipe). net/http notices
+// such a connection while it is idle, with a goroutine reading each one; fasthttp has no
+// such goroutine and finds out by sending, so without the retry a write after an idle
+// spell longer than the server's keep-alive would fail where net/http's succeeds. A
+// timeout is never retried: it would double the op's time and hide the timeout.
 func retryLikeNetHTTP(req *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
 	if attempts > 1 || isTimeout(err) || errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		return false, false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return false, true
 	}
 	h := &req.Header
 	return false, h.IsGet() || h.IsHead() || h.IsOptions() || h.IsTrace()
@@ -149,6 +157,8 @@ func (d *Driver) doFast(ctx context.Context, o *op, hc *fasthttp.HostClient, s *
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod(o.method)
+	// As net/http: no Content-Type but the configured one.
+	req.Header.SetNoDefaultContentType(true)
 	req.SetRequestURIBytes(s.url)
 	req.Header.SetHost(o.host)
 	if o.scheme == "https" {

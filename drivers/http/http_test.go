@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ndbench/ndbench/driver"
 )
@@ -296,5 +297,38 @@ func BenchmarkExpandURL(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		buf = t.expand(buf[:0], v, true)
+	}
+}
+
+// TestWriteAfterServerClosedIdleConnection: a server that closes kept-alive connections
+// idle for 50 ms (as Node.js does after 5 s) must not fail the next write. net/http
+// notices the close while the connection is idle; fasthttp notices when it sends, and
+// sends again on a new connection.
+func TestWriteAfterServerClosedIdleConnection(t *testing.T) {
+	s := &server{status: 204}
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config.IdleTimeout = 50 * time.Millisecond
+	ts.Start()
+	defer ts.Close()
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			d, _, err := driver.Open(context.Background(), "http", map[string]string{"url": ts.URL, "engine": engine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			for i := 0; i < 3; i++ {
+				if err := d.Write(context.Background(), "k", []byte("v")); err != nil {
+					t.Errorf("write %d, after the server closed the idle connection: %v", i, err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			s.mu.Lock()
+			ct := s.hdr.Get("Content-Type")
+			s.mu.Unlock()
+			if ct != "" {
+				t.Errorf("write sent Content-Type %q; want none unless configured", ct)
+			}
+		})
 	}
 }
