@@ -427,9 +427,15 @@ func TestDeleteClassBesideValidatedReads(t *testing.T) {
 // TestSecretsNotShown: the auth header and password never appear in errors or
 // connection info, even when the service fails every request.
 func TestSecretsNotShown(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) { testSecretsNotShown(t, engine) })
+	}
+}
+
+func testSecretsNotShown(t *testing.T, engine string) {
 	const token, password = "tok-SECRET-123", "pw-SECRET-456"
 	d := open(t, map[string]string{
-		"url": "http://" + kv.Addr(), "authHeader": "Authorization: Bearer " + token,
+		"url": "http://" + kv.Addr(), "authHeader": "Authorization: Bearer " + token, "engine": engine,
 		"readHeaders": "X-Ndbench-Status: 503",
 	})
 	_, err := d.Read(drivertest.Context(t), "k")
@@ -443,7 +449,7 @@ func TestSecretsNotShown(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), token) {
 		t.Errorf("bad authHeader: %v; want an error without the value", err)
 	}
-	d = open(t, map[string]string{"url": "http://" + kv.Addr(), "username": "u", "password": password, "readHeaders": "X-Ndbench-Status: 400"})
+	d = open(t, map[string]string{"url": "http://" + kv.Addr(), "username": "u", "password": password, "readHeaders": "X-Ndbench-Status: 400", "engine": engine})
 	if _, err := d.Read(drivertest.Context(t), "k"); err == nil || strings.Contains(err.Error(), password) {
 		t.Errorf("error %v: want a failure without the password", err)
 	}

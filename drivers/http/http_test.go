@@ -332,3 +332,39 @@ func TestWriteAfterServerClosedIdleConnection(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepAliveOff: keepAlive=false opens a connection per request with either engine.
+func TestKeepAliveOff(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		w.WriteHeader(200)
+	}))
+	defer ts.Close()
+	for _, engine := range engines {
+		for _, keepAlive := range []string{"true", "false"} {
+			mu.Lock()
+			clear(conns)
+			mu.Unlock()
+			d, _, err := driver.Open(context.Background(), "http", map[string]string{"url": ts.URL, "engine": engine, "keepAlive": keepAlive})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 5; i++ {
+				if _, err := d.Read(context.Background(), "k"); err != nil {
+					t.Fatalf("%s keepAlive=%s: %v", engine, keepAlive, err)
+				}
+			}
+			d.Close()
+			mu.Lock()
+			n := len(conns)
+			mu.Unlock()
+			if want := map[string]int{"true": 1, "false": 5}[keepAlive]; n != want {
+				t.Errorf("%s keepAlive=%s: 5 sequential reads used %d connections, want %d", engine, keepAlive, n, want)
+			}
+		}
+	}
+}
