@@ -72,7 +72,10 @@
 // its headers), a request beyond maxConnsPerHost waits at most timeout for a
 // connection, a request in flight cannot be abandoned when the run stops (it ends at the
 // op's deadline or the timeout option, whichever is first), and maxIdleConnsPerHost
-// does not apply (connections idle for 90 s are closed).
+// does not apply (connections idle for 90 s are closed). The connection information
+// names the engine and the open-files limit: each connection takes a file descriptor,
+// and Go raises the soft RLIMIT_NOFILE to the hard limit at start, so that limit (less
+// the few files the process holds) is the most connections one node opens.
 //
 // # Example
 //
@@ -340,6 +343,9 @@ func (d *Driver) ConnectionInfo() map[string]string {
 	info["operations"] = strings.Join(names, "; ")
 	if p := d.proto.Load(); p != nil {
 		info["negotiated"] = *p
+	}
+	if f := openFilesInfo(); f != "" {
+		info["openFilesLimit"] = f
 	}
 	return info
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -202,8 +203,12 @@ func testRequestsOnTheWire(t *testing.T, engine string) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if got := d.(*Driver).ConnectionInfo()["engine"]; got != engine {
+	info := d.(*Driver).ConnectionInfo()
+	if got := info["engine"]; got != engine {
 		t.Errorf("ConnectionInfo engine = %q, want %q", got, engine)
+	}
+	if runtime.GOOS != "windows" && !strings.Contains(info["openFilesLimit"], "RLIMIT_NOFILE") {
+		t.Errorf("ConnectionInfo openFilesLimit = %q, want the limit of connections", info["openFilesLimit"])
 	}
 	ctx := context.Background()
 	got, err := d.(*Driver).Do(ctx, 0, "k 1", nil)
