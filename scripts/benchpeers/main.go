@@ -29,7 +29,7 @@
 //	           ndbench's http driver, wrk (-t 1 -c 50) and vegeta (50 workers, no rate)
 //	http-conns (not run unless named) ndbench alone at 10,000 and at 50 keep-alive HTTP/1.1
 //	           connections, open loop at 1,000 ops/s against the KV service, whose answers
-//	           are delayed so that rate × delay is the connection count (httpconns.go);
+//	           are delayed so that rate × delay is about the connection count (httpconns.go);
 //	           the ratio is ops per CPU-second at 10,000 over the same at 50
 //
 // A peer that is not installed (scripts/install-bench-peers.sh installs them) is skipped
