@@ -83,10 +83,10 @@ func rawDo(t *testing.T, method, url string, body []byte, header map[string]stri
 }
 
 func TestConformanceKV(t *testing.T) {
-	for _, proto := range []string{"http1", "h2"} {
-		t.Run(proto, func(t *testing.T) {
-			if proto == "h2" {
-				// The outage check restarts the shared server; once is enough.
+	for _, c := range []struct{ proto, engine string }{{"http1", engineFast}, {"http1", engineNetHTTP}, {"h2", engineNetHTTP}} {
+		t.Run(c.proto+"/"+c.engine, func(t *testing.T) {
+			if c.proto == "h2" {
+				// The outage check restarts the shared server; twice is enough.
 				drivertest.Run(t, drivertest.Harness{
 					Name:    "http",
 					Options: map[string]string{"url": "http://" + kv.Addr(), "protocol": "h2"},
@@ -96,7 +96,7 @@ func TestConformanceKV(t *testing.T) {
 			}
 			drivertest.Run(t, drivertest.Harness{
 				Name:    "http",
-				Options: map[string]string{"url": "http://" + kv.Addr(), "protocol": proto},
+				Options: map[string]string{"url": "http://" + kv.Addr(), "protocol": c.proto, "engine": c.engine},
 				Pause:   kv.Pause,
 				Outage: &drivertest.Outage{
 					Stop:          kv.Kill,
@@ -116,7 +116,8 @@ func TestConformanceNginx(t *testing.T) {
 		opts map[string]string
 		out  bool
 	}{
-		{"http1", map[string]string{"url": "http://" + ng.Addr(), "protocol": "http1"}, false},
+		{"http1/fasthttp", map[string]string{"url": "http://" + ng.Addr(), "protocol": "http1", "engine": engineFast}, false},
+		{"http1/nethttp", map[string]string{"url": "http://" + ng.Addr(), "protocol": "http1", "engine": engineNetHTTP}, false},
 		// nginx's cleartext HTTP/2 port speaks nothing else: h2 proves prior knowledge works.
 		{"h2c", map[string]string{"url": "http://" + ng.H2CAddr(), "protocol": "h2"}, true},
 	} {
@@ -145,8 +146,14 @@ func TestConformanceNginx(t *testing.T) {
 // TestStatusClasses injects statuses through the KV service and checks each one's
 // outcome with the default table and with an op's own table.
 func TestStatusClasses(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) { testStatusClasses(t, engine) })
+	}
+}
+
+func testStatusClasses(t *testing.T, engine string) {
 	ctx := drivertest.Context(t)
-	base := map[string]string{"url": "http://" + kv.Addr()}
+	base := map[string]string{"url": "http://" + kv.Addr(), "engine": engine}
 	for _, tc := range []struct {
 		status string
 		table  string // readStatus
@@ -186,7 +193,7 @@ func TestStatusClasses(t *testing.T) {
 		})
 	}
 	// Writes have no miss: 404 is rejected.
-	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "writeHeaders": "X-Ndbench-Status: 404"})
+	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "writeHeaders": "X-Ndbench-Status: 404", "engine": engine})
 	if err := d.Write(ctx, "k", []byte("v")); driver.Classify(err) != driver.ClassRejected {
 		t.Errorf("write answered 404: %v, want rejected", err)
 	}
@@ -195,23 +202,36 @@ func TestStatusClasses(t *testing.T) {
 // TestTimeoutClass: a service slower than the timeout option is a timeout, and so is one
 // slower than the op's deadline.
 func TestTimeoutClass(t *testing.T) {
-	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "readHeaders": "X-Ndbench-Delay: 3s", "timeout": "200ms"})
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) { testTimeoutClass(t, engine) })
+	}
+}
+
+func testTimeoutClass(t *testing.T, engine string) {
+	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "readHeaders": "X-Ndbench-Delay: 3s", "timeout": "200ms", "engine": engine})
 	start := time.Now()
 	_, err := d.Read(drivertest.Context(t), "slow")
 	if driver.Classify(err) != driver.ClassTimeout || time.Since(start) > 2*time.Second {
 		t.Errorf("read of a 3s answer with timeout=200ms: %v after %v, want a timeout within 2s", err, time.Since(start))
 	}
-	d = open(t, map[string]string{"url": "http://" + kv.Addr(), "readHeaders": "X-Ndbench-Delay: 3s", "timeout": "10s"})
+	d = open(t, map[string]string{"url": "http://" + kv.Addr(), "readHeaders": "X-Ndbench-Delay: 3s", "timeout": "10s", "engine": engine})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := d.Read(ctx, "slow"); driver.Classify(err) != driver.ClassTimeout {
-		t.Errorf("read past the op deadline: %v, want timeout", err)
+	start = time.Now()
+	if _, err := d.Read(ctx, "slow"); driver.Classify(err) != driver.ClassTimeout || time.Since(start) > 2*time.Second {
+		t.Errorf("read past the op deadline of 200ms: %v after %v, want a timeout within 2s", err, time.Since(start))
 	}
 }
 
 // TestOutageAndRecovery kills and pauses the KV service under a driver that stays open.
 func TestOutageAndRecovery(t *testing.T) {
-	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "timeout": "500ms", "connectTimeout": "500ms"})
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) { testOutageAndRecovery(t, engine) })
+	}
+}
+
+func testOutageAndRecovery(t *testing.T, engine string) {
+	d := open(t, map[string]string{"url": "http://" + kv.Addr(), "timeout": "500ms", "connectTimeout": "500ms", "engine": engine})
 	ctx := drivertest.Context(t)
 	if err := d.Write(ctx, "outage", []byte("before")); err != nil {
 		t.Fatal(err)
@@ -407,9 +427,15 @@ func TestDeleteClassBesideValidatedReads(t *testing.T) {
 // TestSecretsNotShown: the auth header and password never appear in errors or
 // connection info, even when the service fails every request.
 func TestSecretsNotShown(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) { testSecretsNotShown(t, engine) })
+	}
+}
+
+func testSecretsNotShown(t *testing.T, engine string) {
 	const token, password = "tok-SECRET-123", "pw-SECRET-456"
 	d := open(t, map[string]string{
-		"url": "http://" + kv.Addr(), "authHeader": "Authorization: Bearer " + token,
+		"url": "http://" + kv.Addr(), "authHeader": "Authorization: Bearer " + token, "engine": engine,
 		"readHeaders": "X-Ndbench-Status: 503",
 	})
 	_, err := d.Read(drivertest.Context(t), "k")
@@ -423,7 +449,7 @@ func TestSecretsNotShown(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), token) {
 		t.Errorf("bad authHeader: %v; want an error without the value", err)
 	}
-	d = open(t, map[string]string{"url": "http://" + kv.Addr(), "username": "u", "password": password, "readHeaders": "X-Ndbench-Status: 400"})
+	d = open(t, map[string]string{"url": "http://" + kv.Addr(), "username": "u", "password": password, "readHeaders": "X-Ndbench-Status: 400", "engine": engine})
 	if _, err := d.Read(drivertest.Context(t), "k"); err == nil || strings.Contains(err.Error(), password) {
 		t.Errorf("error %v: want a failure without the password", err)
 	}
@@ -457,13 +483,13 @@ func benchTargets(b *testing.B) []benchTarget {
 //	go test -tags integration -run '^$' -bench 'Get$' -benchtime 5s ./drivers/http/
 func BenchmarkGet(b *testing.B) {
 	for _, t := range benchTargets(b) {
-		for _, proto := range []string{"http1", "h2"} {
-			b.Run(t.name+"/"+proto, func(b *testing.B) {
+		for _, c := range []struct{ proto, engine string }{{"http1", engineFast}, {"http1", engineNetHTTP}, {"h2", engineNetHTTP}} {
+			b.Run(t.name+"/"+c.proto+"/"+c.engine, func(b *testing.B) {
 				url := t.http1
-				if proto == "h2" {
+				if c.proto == "h2" {
 					url = t.h2
 				}
-				d := open(b, map[string]string{"url": url, "protocol": proto})
+				d := open(b, map[string]string{"url": url, "protocol": c.proto, "engine": c.engine})
 				testserver.BenchParallel(b, func(ctx context.Context, _ uint64) error {
 					_, err := d.Read(ctx, "bench")
 					return err
@@ -556,9 +582,10 @@ func TestManyConcurrentRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	for _, proto := range []string{"http1", "h2"} {
-		t.Run(proto, func(t *testing.T) {
-			d := open(t, map[string]string{"url": "http://" + s.Addr(), "protocol": proto, "maxConnsPerHost": "32"})
+	for _, c := range []struct{ proto, engine string }{{"http1", engineFast}, {"http1", engineNetHTTP}, {"h2", engineNetHTTP}} {
+		proto := c.proto
+		t.Run(proto+"/"+c.engine, func(t *testing.T) {
+			d := open(t, map[string]string{"url": "http://" + s.Addr(), "protocol": proto, "maxConnsPerHost": "32", "engine": c.engine})
 			if err := d.Write(ctx, "many", []byte("value")); err != nil {
 				t.Fatal(err)
 			}
@@ -625,4 +652,66 @@ func establishedTo(t *testing.T, port int) int {
 		}
 	}
 	return len(seen)
+}
+
+// TestEnginesTimeFromIntendedStart: with either engine an open-loop run times every
+// operation from its intended start. The service stops answering for 600 ms mid-run;
+// the reads due meanwhile wait for a worker, so their response time (from the intended
+// start) must show the whole stall and their start lag the wait, while none fails: an
+// engine that blocked the pacer or timed from the actual send would hide it. A slow
+// machine only lengthens what is measured, so the bounds are lower bounds.
+func TestEnginesTimeFromIntendedStart(t *testing.T) {
+	for _, eng := range engines {
+		t.Run(eng, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			d := open(t, map[string]string{"url": "http://" + kv.Addr(), "engine": eng, "timeout": "10s"})
+			if got := d.ConnectionInfo()["engine"]; got != eng {
+				t.Fatalf("engine %q, want %q", got, eng)
+			}
+			w := config.DefaultWorkload()
+			w.NumKeys, w.DataSize = 10, 16
+			w.Readers, w.Writers, w.ReadRate, w.WriteRate = 4, 0, 200, 0
+			w.MaxReaders = 4 // a fixed pool: the stall must queue, not grow workers
+			w.OpTimeout = 10 * time.Second
+			coll := stats.NewCollector(stats.Config{Shards: 4})
+			def, _ := driver.Lookup("http")
+			e, err := engine.New(d, w, engine.Options{Collector: coll, Operations: def.Operations})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close(2 * time.Second)
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			const stall = 600 * time.Millisecond
+			resume, err := kv.Pause()
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(stall)
+			resume()
+			time.Sleep(500 * time.Millisecond)
+			if err := e.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			coll.Tick(time.Now())
+			rd := coll.Cumulative().Ops["read"]
+			t.Logf("%s: %d reads (%d misses), %d errors; response max %.0f µs, start lag max %.0f µs",
+				eng, rd.Count, rd.Misses, rd.Errors, rd.ResponseTime.Max, rd.StartLag.Max)
+			if rd.Errors != 0 || rd.Count == 0 {
+				t.Errorf("%d reads, %d errors (%v): want reads and no error (misses are answers)", rd.Count, rd.Errors, rd.Failures)
+			}
+			if want := 0.9 * float64(stall/time.Microsecond); rd.ResponseTime.Max < want {
+				t.Errorf("response time max %.0f µs across a %v stall: want at least %.0f µs (timed from the intended start)", rd.ResponseTime.Max, stall, want)
+			}
+			if want := 0.5 * float64(stall/time.Microsecond); rd.StartLag.Max < want {
+				t.Errorf("start lag max %.0f µs after a %v stall of all 4 workers: want at least %.0f µs (reads queued behind the stall)", rd.StartLag.Max, stall, want)
+			}
+		})
+	}
 }

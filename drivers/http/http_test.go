@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ndbench/ndbench/driver"
 )
@@ -109,6 +111,9 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"url": "", "read": "GET /kv/{key}"}, "read"},
 		{map[string]string{"headers": "X"}, "headers"},
 		{map[string]string{"protocol": "h3"}, "protocol"},
+		{map[string]string{"engine": "curl"}, "engine"},
+		// fasthttp speaks HTTP/1.1 only: asked for HTTP/2 it must refuse, not downgrade.
+		{map[string]string{"engine": "fasthttp", "protocol": "h2"}, "engine"},
 	} {
 		_, err := driver.NewOptions("http", tc.values)
 		fes, ok := driver.AsFieldErrors(err)
@@ -170,11 +175,22 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, body)
 }
 
+// engines are the client engines every behaviour test runs with: both must send the
+// same requests and read answers the same way.
+var engines = []string{engineFast, engineNetHTTP}
+
 func TestRequestsOnTheWire(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) { testRequestsOnTheWire(t, engine) })
+	}
+}
+
+func testRequestsOnTheWire(t *testing.T, engine string) {
 	s := &server{status: 200, body: `{"data":{"items":[{"id":"k1"}]}}`}
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	d, _, err := driver.Open(context.Background(), "http", map[string]string{
+		"engine":     engine,
 		"url":        ts.URL + "/api/",
 		"headers":    "X-Common: 1 | Accept: application/json",
 		"authHeader": "Authorization: Bearer tok",
@@ -187,6 +203,13 @@ func TestRequestsOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	info := d.(*Driver).ConnectionInfo()
+	if got := info["engine"]; got != engine {
+		t.Errorf("ConnectionInfo engine = %q, want %q", got, engine)
+	}
+	if runtime.GOOS != "windows" && !strings.Contains(info["openFilesLimit"], "RLIMIT_NOFILE") {
+		t.Errorf("ConnectionInfo openFilesLimit = %q, want the limit of connections", info["openFilesLimit"])
+	}
 	ctx := context.Background()
 	got, err := d.(*Driver).Do(ctx, 0, "k 1", nil)
 	if err != nil || string(got) != "k1" {
@@ -230,15 +253,17 @@ func TestResponseSizeLimit(t *testing.T) {
 		_, _ = io.WriteString(w, big)
 	}))
 	defer ts.Close()
-	d, _, err := driver.Open(context.Background(), "http", map[string]string{"url": ts.URL, "maxResponseSize": "1000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	for _, key := range []string{"sized", "chunked"} {
-		if _, err := d.Read(context.Background(), key); err == nil || !strings.Contains(err.Error(), "maxResponseSize") {
-			t.Errorf("read of 2000 bytes (%s) with maxResponseSize=1000: %v", key, err)
+	for _, engine := range engines {
+		d, _, err := driver.Open(context.Background(), "http", map[string]string{"url": ts.URL, "maxResponseSize": "1000", "engine": engine})
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, key := range []string{"sized", "chunked"} {
+			if _, err := d.Read(context.Background(), key); err == nil || !strings.Contains(err.Error(), "maxResponseSize") {
+				t.Errorf("%s: read of 2000 bytes (%s) with maxResponseSize=1000: %v", engine, key, err)
+			}
+		}
+		d.Close()
 	}
 }
 
@@ -277,5 +302,74 @@ func BenchmarkExpandURL(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		buf = t.expand(buf[:0], v, true)
+	}
+}
+
+// TestWriteAfterServerClosedIdleConnection: a server that closes kept-alive connections
+// idle for 50 ms (as Node.js does after 5 s) must not fail the next write. net/http
+// notices the close while the connection is idle; fasthttp notices when it sends, and
+// sends again on a new connection.
+func TestWriteAfterServerClosedIdleConnection(t *testing.T) {
+	s := &server{status: 204}
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config.IdleTimeout = 50 * time.Millisecond
+	ts.Start()
+	defer ts.Close()
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			d, _, err := driver.Open(context.Background(), "http", map[string]string{"url": ts.URL, "engine": engine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			for i := 0; i < 3; i++ {
+				if err := d.Write(context.Background(), "k", []byte("v")); err != nil {
+					t.Errorf("write %d, after the server closed the idle connection: %v", i, err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			s.mu.Lock()
+			ct := s.hdr.Get("Content-Type")
+			s.mu.Unlock()
+			if ct != "" {
+				t.Errorf("write sent Content-Type %q; want none unless configured", ct)
+			}
+		})
+	}
+}
+
+// TestKeepAliveOff: keepAlive=false opens a connection per request with either engine.
+func TestKeepAliveOff(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		w.WriteHeader(200)
+	}))
+	defer ts.Close()
+	for _, engine := range engines {
+		for _, keepAlive := range []string{"true", "false"} {
+			mu.Lock()
+			clear(conns)
+			mu.Unlock()
+			d, _, err := driver.Open(context.Background(), "http", map[string]string{"url": ts.URL, "engine": engine, "keepAlive": keepAlive})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 5; i++ {
+				if _, err := d.Read(context.Background(), "k"); err != nil {
+					t.Fatalf("%s keepAlive=%s: %v", engine, keepAlive, err)
+				}
+			}
+			d.Close()
+			mu.Lock()
+			n := len(conns)
+			mu.Unlock()
+			if want := map[string]int{"true": 1, "false": 5}[keepAlive]; n != want {
+				t.Errorf("%s keepAlive=%s: 5 sequential reads used %d connections, want %d", engine, keepAlive, n, want)
+			}
+		}
 	}
 }

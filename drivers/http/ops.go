@@ -114,8 +114,9 @@ type op struct {
 	statuses [600]outcome
 	check    checkKind
 	jsonPath []string
-	jsonWant *template // json:PATH=TEMPLATE
-	usesSeq  bool      // some template has {seq}: only then is the shared counter touched
+	jsonWant *template   // json:PATH=TEMPLATE
+	usesSeq  bool        // some template has {seq}: only then is the shared counter touched
+	fastHdr  [][2]string // header as name, value pairs, for the fasthttp engine
 }
 
 // parseOp compiles slot i's options. base is the parsed url option; common holds the

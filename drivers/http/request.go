@@ -96,6 +96,9 @@ func (d *Driver) do(ctx context.Context, i int, key string, value []byte) ([]byt
 	defer scratchPool.Put(s)
 
 	s.url = o.path.expand(s.url[:0], &v, true)
+	if hc := d.fast[i]; hc != nil {
+		return d.doFast(ctx, o, hc, s, &v, key)
+	}
 	// A shallow copy of the op's prototype: one allocation instead of NewRequest's
 	// parsing. Opaque carries the escaped path and query as they are: no second parse,
 	// no re-escaping of what the template already escaped.

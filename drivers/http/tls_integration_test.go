@@ -36,17 +36,21 @@ func TestTLS(t *testing.T) {
 	}
 	defer s.Stop()
 	base := "https://" + s.Addr()
-	for _, tc := range []struct{ protocol, want string }{
-		{"auto", "HTTP/2.0"},
-		{"h2", "HTTP/2.0"},
-		{"http1", "HTTP/1.1"},
+	for _, tc := range []struct{ protocol, engine, want string }{
+		{"auto", "auto", "HTTP/2.0"},
+		{"h2", "auto", "HTTP/2.0"},
+		{"http1", engineFast, "HTTP/1.1"},
+		{"http1", engineNetHTTP, "HTTP/1.1"},
 	} {
-		d := open(t, map[string]string{"url": base, "tlsCAFile": cert, "protocol": tc.protocol})
+		d := open(t, map[string]string{"url": base, "tlsCAFile": cert, "protocol": tc.protocol, "engine": tc.engine})
 		if err := d.Write(ctx, "tls-"+tc.protocol, []byte("v")); err != nil {
-			t.Fatalf("protocol %s: %v", tc.protocol, err)
+			t.Fatalf("protocol %s, engine %s: %v", tc.protocol, tc.engine, err)
+		}
+		if got, err := d.Read(ctx, "tls-"+tc.protocol); err != nil || string(got) != "v" {
+			t.Errorf("protocol %s, engine %s: read %q, %v", tc.protocol, tc.engine, got, err)
 		}
 		if got := d.ConnectionInfo()["negotiated"]; got != tc.want {
-			t.Errorf("protocol %s over TLS negotiated %q, want %s", tc.protocol, got, tc.want)
+			t.Errorf("protocol %s, engine %s over TLS negotiated %q, want %s", tc.protocol, tc.engine, got, tc.want)
 		}
 	}
 	drivertest.Run(t, drivertest.Harness{
@@ -54,10 +58,12 @@ func TestTLS(t *testing.T) {
 		Options: map[string]string{"url": base, "tlsCAFile": cert},
 		Pause:   s.Pause,
 	})
-	d := open(t, map[string]string{"url": base})
-	_, err = d.Read(ctx, "k")
-	if err == nil || driver.Classify(err) != driver.ClassOther {
-		t.Errorf("read from a server whose CA is not trusted: %v (class %v), want a failure of class other", err, driver.Classify(err))
+	for _, engine := range []string{"auto", engineFast} {
+		d := open(t, map[string]string{"url": base, "engine": engine})
+		_, err = d.Read(ctx, "k")
+		if err == nil || driver.Classify(err) != driver.ClassOther {
+			t.Errorf("engine %s: read from a server whose CA is not trusted: %v (class %v), want a failure of class other", engine, err, driver.Classify(err))
+		}
 	}
 }
 

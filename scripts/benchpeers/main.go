@@ -31,6 +31,10 @@
 //	           latency is its service time there, as memtier times from sending
 //	http       GET of a 100-byte file from nginx over 50 keep-alive HTTP/1.1 connections:
 //	           ndbench's http driver, wrk (-t 1 -c 50) and vegeta (50 workers, no rate)
+//	http-conns (not run unless named) ndbench alone at 10,000 and at 50 keep-alive HTTP/1.1
+//	           connections, open loop at 1,000 ops/s against the KV service, whose answers
+//	           are delayed so that rate × delay is about the connection count (httpconns.go);
+//	           the ratio is ops per CPU-second at 10,000 over the same at 50
 //
 // A peer that is not installed (scripts/install-bench-peers.sh installs them) is skipped
 // with a note; every run is bounded by -duration plus a grace period and killed after it.
@@ -67,6 +71,7 @@ type result struct {
 	wall     time.Duration // from start to exit
 	p50, p99 time.Duration // the tool's own figures
 	note     string        // what the latency figures cover, when it is not obvious
+	rss      int64         // peak resident memory in bytes, where the tool reports it
 }
 
 // opsPerCPU is the headline figure: operations per client CPU-second.
@@ -139,7 +144,7 @@ func main() {
 }
 
 // knownPairs are the values -pairs accepts.
-var knownPairs = []string{"postgres", "postgres-open", "redis", "redis-open", "memcached", "memcached-open", "http"}
+var knownPairs = []string{"postgres", "postgres-open", "redis", "redis-open", "memcached", "memcached-open", "http", "http-conns"}
 
 func (o options) validate() error {
 	if o.rounds < 1 || o.rounds > 100 {

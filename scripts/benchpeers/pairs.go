@@ -18,6 +18,10 @@ import (
 // with the tools that are installed; skipped says which were not. A pair whose only peer
 // is missing is not started at all (nil pair).
 func setUp(ctx context.Context, name string, o options) (p *pair, skipped []string, err error) {
+	if name == "http-conns" {
+		p, err := setUpHTTPConns(ctx, o)
+		return p, nil, err
+	}
 	var peers []tool
 	var start func(context.Context) (*testserver.Server, error)
 	switch name {
@@ -212,6 +216,9 @@ type ndbenchReport struct {
 			P99 float64 `json:"p99"`
 		} `json:"responseTime"`
 	} `json:"ops"`
+	Client struct {
+		MaxRSSBytes int64 `json:"maxRSSBytes"`
+	} `json:"client"`
 }
 
 // runNdbench runs ndbench with args and reads its report: operations are the top-level
@@ -238,7 +245,7 @@ func parseNdbenchReport(b []byte, cpu, wall time.Duration) (result, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return result{}, fmt.Errorf("parse ndbench's report: %w", err)
 	}
-	r := result{cpu: cpu, wall: wall}
+	r := result{cpu: cpu, wall: wall, rss: rep.Client.MaxRSSBytes}
 	var errs float64
 	for name, op := range rep.Ops {
 		if !strings.Contains(name, ".") {
