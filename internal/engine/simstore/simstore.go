@@ -28,12 +28,19 @@ type Store struct {
 	// when the store was made, ends with a stall of StallFor; an operation arriving
 	// during one waits for its end, then its service time. 0 means no stalls.
 	StallEvery, StallFor time.Duration
+	// Capacity, when above 0, is how many operations a second the store serves: above it
+	// they queue first in, first out for a service slot, as behind a single server (the
+	// memory driver's capacity), and then take their service time. A pool that sends
+	// more waits longer in the store, without the store answering any faster.
+	Capacity float64
 
 	clk   *clock.Sim
 	start time.Time
 
 	mu   sync.Mutex
 	data map[string][]byte
+	// nextFree is when the next service slot is free, with Capacity set.
+	nextFree time.Time
 	// waits holds the context of every operation waiting in the store, for Abandoned.
 	waits map[*waiter]struct{}
 }
@@ -75,6 +82,15 @@ func (s *Store) wait(ctx context.Context, key string) error {
 	}
 	s.mu.Lock()
 	d := s.Service
+	if s.Capacity > 0 {
+		now := s.clk.Now()
+		slot := now
+		if s.nextFree.After(now) {
+			slot = s.nextFree
+		}
+		s.nextFree = slot.Add(time.Duration(float64(time.Second) / s.Capacity))
+		d += slot.Sub(now)
+	}
 	s.mu.Unlock()
 	if s.StallEvery > 0 {
 		into := s.clk.Now().Sub(s.start) % s.StallEvery
