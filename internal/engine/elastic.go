@@ -81,18 +81,28 @@ type elasticState struct {
 	// (zero while it does not).
 	calmSince time.Time
 	// grownAt is when Little's law last grew the pool, from grownFrom workers, while
-	// grownRate operations a second completed; zero once that growth was judged.
-	// Growth is refused until futileUntil after one that did not pay.
-	grownAt     time.Time
-	grownFrom   int
-	grownRate   float64
-	futileUntil time.Time
+	// grownRate operations a second completed and grownInStore were in the store on
+	// average; zero once that growth was judged. Growth is refused until futileUntil
+	// after one that did not pay.
+	grownAt      time.Time
+	grownFrom    int
+	grownRate    float64
+	grownInStore float64
+	futileUntil  time.Time
 }
 
 // paying returns how many workers a pool of cur that is behind its schedule may grow to
 // when Little's law asks for want and no operation in flight says the store got slower:
-// at most twice cur, and only once the growth before has paid. A growth that did not
-// raise the rate at which operations complete by elasticPaid of its share (the workers' time
+// at most twice cur, and only once the growth before has paid. A growth paid when it
+// raised the rate at which operations complete by elasticPaid of its share, or when the
+// workers it added went to wait in the store: the operations in the store at once
+// (Little's law again: the service time of those completed over the window, divided by
+// the window) rose by elasticPaid of the workers added. The second is a store that
+// saturates by queueing (a server at its capacity): it answers no faster whatever is
+// sent, so the rate cannot show it, but the operations it holds wait in it, where its
+// latency shows the saturation, rather than in the generator's schedule, where they
+// would look like the generator's delay (an auto-tune search on such a store ended
+// "client-bound" at the store's capacity). A growth that did neither (the workers' time
 // goes to the client's CPU, not to waiting on the store: an in-process store, a machine
 // with no core to spare) is undone, and the pool does not grow on Little's law for
 // elasticFutile.
@@ -100,25 +110,27 @@ func (s *elasticState) paying(now time.Time, cur, want int, target float64) int 
 	if now.Before(s.futileUntil) {
 		return cur
 	}
-	_, _, ops := s.over(now, elasticWindow)
+	svc, _, ops := s.over(now, elasticWindow)
 	rate := float64(ops) / elasticWindow.Seconds()
+	inStore := svc.Seconds() / elasticWindow.Seconds()
 	if !s.grownAt.IsZero() {
 		if now.Sub(s.grownAt) < elasticWindow+elasticPeriod {
 			return cur // not judged yet: the window must hold only the grown pool's operations
 		}
-		gain := float64(cur-s.grownFrom) / float64(s.grownFrom)
+		added := float64(cur - s.grownFrom)
 		from := s.grownFrom
 		s.grownAt = time.Time{}
 		// Operations completing at the schedule's rate paid too: the rate cannot rise
 		// past it once the backlog is drained.
-		if rate < s.grownRate*(1+gain*elasticPaid) && rate < elasticKeptUp*target {
+		if rate < s.grownRate*(1+added/float64(from)*elasticPaid) && rate < elasticKeptUp*target &&
+			inStore < s.grownInStore+added*elasticPaid {
 			s.futileUntil = now.Add(elasticFutile)
 			return from
 		}
 	}
 	want = min(want, 2*cur)
 	if want > cur {
-		s.grownAt, s.grownFrom, s.grownRate = now, cur, rate
+		s.grownAt, s.grownFrom, s.grownRate, s.grownInStore = now, cur, rate, inStore
 	}
 	return want
 }
