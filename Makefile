@@ -15,7 +15,7 @@ INTEGRATION := ./internal/testserver/ ./internal/netlab/ ./internal/engine/ ./in
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
 
-.PHONY: build run test test-extended unit unit-rest integration ui fuzz lint bench bench-micro bench-program bench-drivers bench-drivers-inprocess clean image manifests
+.PHONY: build run test test-extended unit unit-rest integration ui fuzz lint bench bench-micro bench-program bench-drivers bench-drivers-inprocess soak clean image manifests
 
 build:
 	$(GO) build -ldflags "-X github.com/ndbench/ndbench/internal/cli.version=$(VERSION)" -o $(BIN) ./cmd/ndbench
@@ -167,6 +167,12 @@ bench-drivers: build
 # profiling, not for the headline figures (latte is built with cargo once).
 bench-drivers-inprocess:
 	bash scripts/bench-drivers.sh
+
+# The billion-operation soak (not in CI): serve on the memory store until 10^9 operations
+# were sent, sampling RSS, goroutines, the interval log and the HDR log (scripts/soak.sh;
+# SOAK_OPS, SOAK_RATE, SOAK_EVERY bound it; docs/performance.md records its figures).
+soak: build
+	bash scripts/soak.sh $(BIN)
 
 clean:
 	rm -rf bin ndbench-report.json bench-micro.txt bench-results

@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +37,7 @@ type serveFlags struct {
 	etcd         string
 	etcdPrefix   string
 	outputs      outputFlags
+	hdrLog       string
 	noWatchFile  bool
 	logLevelText string
 	fleet        fleetFlags
@@ -101,6 +104,7 @@ names, and --allow-targets) unless --allow names the capability.`,
 		report:     "on shutdown, write the JSON report of the whole service run to this file",
 		reportHTML: "on shutdown, write the HTML report of the whole service run to this file",
 	})
+	cmd.Flags().StringVar(&f.hdrLog, "hdr-log", "", "write HdrHistogram interval logs of every second the node measures to this file (as run --hdr-log), each interval as it closes")
 	cmd.Flags().BoolVar(&f.noWatchFile, "no-watch", false, "do not apply edits of the --config file while running")
 	cmd.Flags().StringVar(&f.logLevelText, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "let API and UI callers set what reaches beyond the store: script (script sources), http-targets (HTTP/gRPC targets on any host), paths (files and directories); comma-separated")
@@ -180,7 +184,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(io.err, append(f.inputs(), discoveryInput(f.fleet.discovery)), outs...); err != nil {
+	if err := checkOutputs(io.err, append(f.inputs(), discoveryInput(f.fleet.discovery)), append(outs, output{"hdr-log", f.hdrLog})...); err != nil {
 		return err
 	}
 	if err := f.record.check(); err != nil {
@@ -225,6 +229,18 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 			_ = inst.Close()
 		}
 	}()
+	if f.hdrLog != "" {
+		file, err := os.Create(f.hdrLog)
+		if err != nil {
+			return fmt.Errorf("create HDR log: %w", err)
+		}
+		defer file.Close()
+		hdr, err := stats.NewHDRLogWriter(file, time.Now())
+		if err != nil {
+			return fmt.Errorf("write HDR log %s: %w", f.hdrLog, err)
+		}
+		defer inst.Collector().Subscribe(hdr.Subscriber())()
+	}
 
 	var otlp *otlpExport
 	if otlpOn {

@@ -223,16 +223,10 @@ type opClass struct {
 	// when it compares equal to the old one (under Engine.mu).
 	shape                  pacer.Shape
 	shapeGen, installedGen uint64
-	// extra is how many workers an elastic pool added beyond its configured count, and
-	// calmSince when its schedule was last seen caught up (under Engine.mu).
-	extra     int
-	calmSince time.Time
-	// lastPending is the backlog at the previous check: a pool grows only while its
-	// backlog grows, not while it drains one (which it is already keeping up with).
-	lastPending int64
-	// lastAnswered is the class's answered operations at the previous check
-	// (stats.Recorder.Answered): a pool grows only while the store answers.
-	lastAnswered int64
+	// extra is how many workers an elastic pool added beyond its configured count
+	// (under Engine.mu), and elastic what its check has observed (see elastic.go).
+	extra   int
+	elastic elasticState
 	// startAt is when the pool's next start is due, a reading of the engine's clock set by
 	// StartAt (0: at once); the start that uses it clears it (under Engine.mu).
 	startAt int64
@@ -263,112 +257,13 @@ func (c *opClass) sizing(g *generation) (workers, most int, rate float64) {
 	return workers, most, rate
 }
 
-// Elastic pools: how often a pool is checked, how late its oldest due op may be before it
-// grows, and how long it must stay caught up before it shrinks.
-const (
-	elasticPeriod = 50 * time.Millisecond
-	elasticBehind = 10 * time.Millisecond
-	elasticCalm   = 5 * time.Second
-	// elasticBusy is the least share of a pool's workers that must be waiting on the
-	// store for the pool to grow.
-	elasticBusy = 0.75
-)
-
-// elastic grows open-loop pools that fall further and further behind their schedule, by half
-// their size per check up to their maximum (workload.maxReaders/maxWriters), and shrinks
-// them back once they have kept up for a while.
-func (e *Engine) elastic() {
-	defer e.bgWG.Done()
-	// A timer set again once the check is done, not a ticker: on a simulated clock the
-	// check then runs, workers it adds included, before the test moves time on.
-	t := e.timer.NewTimer(elasticPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.bgCtx.Done():
-			return
-		case now := <-t.C():
-			e.mu.Lock()
-			if !e.closed && e.resizeElastic(now) {
-				e.reconcile()
-			}
-			e.mu.Unlock()
-			t.Reset(elasticPeriod - clock.Since(e.timer, now))
-		}
-	}
-}
-
-// mostlyBusy reports whether at least elasticBusy of the class's workers have an
-// operation in flight. Called with e.mu held.
-func (c *opClass) mostlyBusy() bool {
-	busy := 0
-	for _, w := range c.workers {
-		if w.busy() {
-			busy++
-		}
-	}
-	return float64(busy) >= elasticBusy*float64(len(c.workers))
-}
-
-// resizeElastic updates each pool's extra workers and reports whether any changed. Called
-// with e.mu held.
-func (e *Engine) resizeElastic(now time.Time) (changed bool) {
-	g := e.gen.Load()
-	for _, c := range e.classes {
-		base, most, rate := c.sizing(g)
-		if base == 0 || most <= base || (rate == 0 && c.shape == nil) {
-			continue
-		}
-		cur := min(base+c.extra, most)
-		lag, pending := c.pacer.Backlog()
-		growing := pending > c.lastPending
-		c.lastPending = pending
-		// A store that answers nothing (a stall, an outage: operations time out) holds
-		// every worker it is given, and all of them would hit it at once when it
-		// recovers: only a store that still answers is slow enough to need more workers.
-		answered := c.rec.Answered()
-		answering := answered > c.lastAnswered
-		c.lastAnswered = answered
-		if lag > elasticBehind {
-			c.calmSince = time.Time{}
-			// More workers help only when those it has are waiting for the store. When
-			// most are between operations the generator itself is late (its CPU is
-			// saturated, its goroutines wait to be scheduled): more workers would only
-			// add to that.
-			if cur < most && growing && answering && c.mostlyBusy() {
-				c.extra = min(cur+max(1, cur/2), most) - base
-				changed = true
-			}
-			continue
-		}
-		switch {
-		case c.extra == 0:
-		case c.calmSince.IsZero():
-			c.calmSince = now
-		case now.Sub(c.calmSince) >= elasticCalm:
-			c.extra -= max(1, c.extra/4)
-			c.calmSince = now
-			changed = true
-		}
-	}
-	return changed
-}
-
 type worker struct {
 	cancel context.CancelFunc
-	// slot is the worker's operation slot once it runs: the elastic check reads whether
-	// an operation is in flight from it.
+	// slot is the worker's operation slot once it runs: the elastic check reads from it
+	// whether an operation is in flight, since when, and what the worker's operations took.
 	slot atomic.Pointer[opSlot]
-}
-
-// busy reports whether w has an operation (or a batch) in flight.
-func (w *worker) busy() bool {
-	s := w.slot.Load()
-	if s == nil {
-		return false
-	}
-	c := s.current()
-	return c != nil && c.status() == opRunning
+	// seen is the slot's spent counter at the elastic check before (under Engine.mu).
+	seen uint64
 }
 
 // New builds an engine for drv, which must be initialised, with workload w. Nothing runs

@@ -78,6 +78,48 @@ type opPath struct {
 	// the plain loop's operation in flight.
 	arena, vbuf []byte
 	failures    int // consecutive failed cycles (see cycled)
+	// acc is what the worker's operations took (spentOps packing), published to the
+	// slot's spent counter every few operations: unpub operations since pubAt.
+	acc   uint64
+	unpub int
+	pubAt int64
+	// top and topPrev are the longest operation of the worker's current and previous
+	// spans of spentSpan, the current one begun at topAt: what it publishes as the slot's
+	// longest.
+	top, topPrev, topAt int64
+}
+
+// What a worker's operations took is one counter: the sum of their service times in
+// nanoseconds shifted by spentShift, plus their count. It only grows (modulo 2^64), so
+// the elastic check takes the difference of two readings and splits it: the count of a
+// check period stays far below 2^spentShift (16M operations per worker in 50 ms), and
+// the time below 2^40 ns (18 minutes, more than the longest op timeout).
+const (
+	spentShift = 24
+	spentMask  = 1<<spentShift - 1
+	// A worker publishes its counter after spentBatch operations, or at once when a
+	// millisecond has passed since it last did: a fast worker pays an atomic store per
+	// batch, not per operation, and a slow store's every operation is seen.
+	spentBatch = 64
+	spentEvery = int64(time.Millisecond)
+	// spentSpan is how long the longest operation a worker publishes is remembered: one
+	// to two spans.
+	spentSpan = int64(time.Second)
+)
+
+// spent notes n operations that held the worker from start to end (one, or a batch).
+func (p *opPath) spent(start, end int64, n int) {
+	d := max(end-start, 0)
+	p.acc += uint64(d)<<spentShift + uint64(n)
+	if end-p.topAt >= spentSpan {
+		p.topPrev, p.top, p.topAt = p.top, 0, end
+	}
+	p.top = max(p.top, d)
+	if p.unpub++; p.unpub >= spentBatch || end-p.pubAt >= spentEvery {
+		p.slot.spent.Store(p.acc)
+		p.slot.longest.Store(max(p.top, p.topPrev))
+		p.unpub, p.pubAt = 0, end
+	}
 }
 
 // newOpPath returns a path whose operations are recorded in class and whose contexts the
@@ -273,6 +315,7 @@ func (p *opPath) do(o *operation, start int64) outcome {
 	timedOut := oc.end()
 	out := p.done(o, start, end, got, err, timedOut)
 	p.split.done(start, end)
+	p.spent(start, end, 1)
 	return out
 }
 
@@ -314,6 +357,7 @@ func (p *opPath) rmw(o *operation, start int64) outcome {
 	// counts only as answered or failed.
 	out := p.done(o, start, end, nil, failed, timedOut)
 	p.split.done(start, end)
+	p.spent(start, end, 1)
 	return out
 }
 

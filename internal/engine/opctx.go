@@ -97,6 +97,12 @@ type opSlot struct {
 	// interrupt, when set, unblocks the worker's I/O once its operation timed out or the
 	// run stopped hard (driver.Pipeline.Interrupt): a pipeline does not watch its context.
 	interrupt func()
+	// spent is what the worker's operations took, as the worker last published it (see
+	// opPath.spent): the elastic check reads service times from it.
+	spent atomic.Uint64
+	// longest is the longest of the worker's operations that ended in the last second or
+	// two, in nanoseconds, as last published.
+	longest atomic.Int64
 
 	mu    sync.Mutex
 	wctx  *opCtx // the context done and hooks belong to; nil when none

@@ -84,7 +84,9 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id in
 			b.oc.end()
 			// The worker was in the store until its batch's last reply: the operations due
 			// meanwhile waited for it.
-			p.split.done(start, p.clock.Now())
+			end := p.clock.Now()
+			p.split.done(start, end)
+			p.spent(start, end, len(b.ops))
 			if b.stopped || e.runCtx.Err() != nil {
 				return
 			}

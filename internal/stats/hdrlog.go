@@ -2,6 +2,7 @@ package stats
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"sync"
@@ -25,6 +26,7 @@ import (
 type HDRLogWriter struct {
 	mu   sync.Mutex
 	w    *bufio.Writer
+	line bytes.Buffer // an interval's lines, handed to w in one Write
 	lw   *hdrhistogram.HistogramLogWriter
 	base time.Time
 	err  error
@@ -66,8 +68,11 @@ func NewHDRLogWriter(w io.Writer, start time.Time) (*HDRLogWriter, error) {
 }
 
 // WriteInterval appends iv's histograms, two per op class, and flushes, so the file is
-// complete up to the last interval if the process dies. After a write error every later
-// call returns that error.
+// complete up to the last interval if the process dies (kill -9 loses at most the
+// interval in progress). The interval's lines go to the file in one write, whatever
+// their size: a process killed mid-interval leaves whole intervals, never a torn line or
+// an interval with some of its classes. After a write error every later call returns
+// that error.
 func (l *HDRLogWriter) WriteInterval(iv *Interval) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -76,6 +81,7 @@ func (l *HDRLogWriter) WriteInterval(iv *Interval) error {
 	}
 	start := iv.Start.Sub(l.base).Seconds()
 	length := iv.Seconds()
+	l.line.Reset()
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		for _, h := range [...]struct {
@@ -87,14 +93,17 @@ func (l *HDRLogWriter) WriteInterval(iv *Interval) error {
 				l.err = err
 				return err
 			}
-			if _, err := fmt.Fprintf(l.w, "Tag=%s-%s,%.3f,%.3f,%.3f,%s\n",
-				o.Name, h.kind, start, length, float64(h.h.Max())/microsPerMs, payload); err != nil {
-				l.err = fmt.Errorf("stats: write hdr log: %w", err)
-				return l.err
-			}
+			fmt.Fprintf(&l.line, "Tag=%s-%s,%.3f,%.3f,%.3f,%s\n",
+				o.Name, h.kind, start, length, float64(h.h.Max())/microsPerMs, payload)
 		}
 	}
-	if err := l.w.Flush(); err != nil {
+	// bufio hands a write at least its size to the file at once when it holds nothing,
+	// which it never does between intervals (the header and each interval are flushed).
+	_, err := l.w.Write(l.line.Bytes())
+	if err == nil {
+		err = l.w.Flush()
+	}
+	if err != nil {
 		l.err = fmt.Errorf("stats: write hdr log: %w", err)
 	}
 	return l.err

@@ -113,3 +113,53 @@ func TestHDRLogWriteErrorSticks(t *testing.T) {
 		t.Error("write after an error succeeded")
 	}
 }
+
+// writeCounter counts the writes that reach it and keeps what they wrote.
+type writeCounter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestHDRLogIntervalIsOneWrite: each interval reaches the file in one write, however many
+// bytes its histograms take, so a process killed while writing (kill -9) leaves whole
+// intervals: never a torn line, nor an interval with only some of its series. The first
+// interval here is more than bufio's 4 KiB, which once cut it into two writes.
+func TestHDRLogIntervalIsOneWrite(t *testing.T) {
+	c, _ := newTestCollector(t, Config{Shards: 2})
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	c.ResetAt(t0)
+	out := &writeCounter{}
+	lw, err := NewHDRLogWriter(out, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := out.writes
+	// Values spread over the whole range make large histograms.
+	for _, op := range []Op{OpRead, OpWrite} {
+		s := c.Recorder(op).Shard(0)
+		for i := 1; i <= 20000; i++ {
+			d := time.Duration(i*i) * time.Microsecond / 50
+			s.Success(d+time.Duration(i)*time.Microsecond, d)
+		}
+	}
+	for k := 1; k <= 3; k++ {
+		before, size := out.writes, out.Len()
+		if err := lw.WriteInterval(c.Tick(t0.Add(time.Duration(k) * time.Second))); err != nil {
+			t.Fatal(err)
+		}
+		if k == 1 && out.Len()-size <= 4096 {
+			t.Fatalf("the interval took %d bytes; the test needs one of more than 4 KiB", out.Len()-size)
+		}
+		if got := out.writes - before; got != 1 {
+			t.Errorf("interval %d (%d bytes) reached the file in %d writes, want 1", k, out.Len()-size, got)
+		}
+	}
+	if header != 1 {
+		t.Errorf("the header took %d writes, want 1", header)
+	}
+}

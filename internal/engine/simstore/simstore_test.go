@@ -73,3 +73,43 @@ func TestOperationsTakeTheirSimulatedTime(t *testing.T) {
 		t.Errorf("read of a missing key: %v, want driver.ErrNotFound", err)
 	}
 }
+
+// TestCapacityQueuesFirstInFirstOut: at 1,000 ops/s of capacity and a 2 ms service time,
+// three operations arriving at once take 2, 3 and 4 ms (each waits for the slot of the
+// one before), and one arriving after the queue emptied takes its 2 ms alone.
+func TestCapacityQueuesFirstInFirstOut(t *testing.T) {
+	clk := clock.NewSim(t0)
+	s := New(clk, 2*time.Millisecond)
+	s.Capacity = 1000
+	for _, tc := range []struct {
+		at   time.Duration
+		n    int
+		want []time.Duration
+	}{
+		{0, 3, []time.Duration{2 * time.Millisecond, 3 * time.Millisecond, 4 * time.Millisecond}},
+		{time.Second, 1, []time.Duration{2 * time.Millisecond}},
+	} {
+		clk.Set(t0.Add(tc.at))
+		done := make(chan error, tc.n)
+		for i := range tc.n {
+			go func() { done <- s.Write(context.Background(), "k", []byte("v")) }()
+			// One at a time, so the queue's order is the test's.
+			if !clk.WaitTimers(i+1, 10*time.Second) {
+				t.Fatalf("write %d at %v set no timer", i, tc.at)
+			}
+		}
+		for _, want := range tc.want {
+			next, ok := clk.Next()
+			if !ok {
+				t.Fatalf("no timer left at %v; want one ending %v after", tc.at, want)
+			}
+			if got := next.Sub(t0.Add(tc.at)); got != want {
+				t.Errorf("a write arriving at %v ends %v after, want %v", tc.at, got, want)
+			}
+			clk.Set(next)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

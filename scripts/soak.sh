@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The billion-operation soak (make soak; not in CI): `ndbench serve --start` on the memory
+# store at SOAK_RATE operations a second (80% reads, 20% writes) until SOAK_OPS operations
+# were sent, with its HDR interval log on (serve --hdr-log). Every SOAK_EVERY seconds it
+# samples the process's RSS (/proc, and process_resident_memory_bytes), its goroutines
+# (go_goroutines), the operations sent (ndbench_ops_total + ndbench_errors_total), the size
+# of the node's interval log (GET /api/v1/stats/intervals: the ring of 1 s intervals the
+# UI, the fleet's coordinator and the reports read) and of the HDR log file. At the end it
+# prints the figures docs/performance.md records: the RSS drift after the first minute
+# (bar: at most 5%), the goroutines' range, the interval log's size, the HDR log's growth.
+#
+# Usage: scripts/soak.sh [BIN]   (BIN defaults to bin/ndbench; make soak builds it)
+# Environment:
+#   SOAK_OPS=1000000000   operations to send (10^9: 2,000 s = 33 min at the default rate)
+#   SOAK_RATE=500000      operations a second (open loop)
+#   SOAK_EVERY=10         seconds between samples
+#   SOAK_OUT=bench-results/soak   where samples.tsv, soak.hlog, serve.log and summary.txt go
+# A bounded run: SOAK_OPS=100000000 (10^8, 200 s at the default rate).
+set -euo pipefail
+
+bin="${1:-bin/ndbench}"
+ops="${SOAK_OPS:-1000000000}"
+rate="${SOAK_RATE:-500000}"
+every="${SOAK_EVERY:-10}"
+out="${SOAK_OUT:-bench-results/soak}"
+[ -x "$bin" ] || { echo "soak: $bin is not an executable (make build)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "soak: python3 is needed to sample and summarise" >&2; exit 2; }
+mkdir -p "$out"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+reads=$((rate * 4 / 5))
+writes=$((rate - reads))
+
+# XDG_DATA_HOME: the session's record in the results history goes to a file of the soak's
+# own, not the user's.
+XDG_DATA_HOME="$out/data" "$bin" serve --listen "127.0.0.1:$port" --start --driver memory \
+  --hdr-log "$out/soak.hlog" --log-level warn \
+  --set workload.readRate="$reads" --set workload.writeRate="$writes" \
+  > "$out/serve.log" 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+echo "soak: serve (pid $pid) on 127.0.0.1:$port, memory store at $rate ops/s until $ops operations; samples every ${every}s in $out/samples.tsv" >&2
+
+SOAK_PID="$pid" SOAK_PORT="$port" SOAK_OPS="$ops" SOAK_RATE="$rate" SOAK_EVERY="$every" SOAK_OUT="$out" python3 - <<'EOF'
+import os, re, sys, time, urllib.request
+
+pid, port = int(os.environ["SOAK_PID"]), os.environ["SOAK_PORT"]
+want, rate, every, out = int(os.environ["SOAK_OPS"]), int(os.environ["SOAK_RATE"]), float(os.environ["SOAK_EVERY"]), os.environ["SOAK_OUT"]
+base = f"http://127.0.0.1:{port}"
+
+def get(path):
+    with urllib.request.urlopen(base + path, timeout=30) as r:
+        return r.read()
+
+def metric(text, name):
+    total = 0.0
+    for m in re.finditer(r"^" + name + r"(?:\{[^}]*\})? ([0-9.e+-]+)$", text, re.M):
+        total += float(m.group(1))
+    return total
+
+def rss_kib():
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+for _ in range(300):
+    try:
+        get("/health")
+        break
+    except Exception:
+        time.sleep(0.1)
+else:
+    sys.exit("soak: serve did not answer /health within 30 s")
+
+start = time.monotonic()
+rows = []
+with open(os.path.join(out, "samples.tsv"), "w") as tsv:
+    tsv.write("seconds\tops\trss_kib\tgoroutines\tinterval_log_bytes\thdr_log_bytes\n")
+    while True:
+        time.sleep(every)
+        text = get("/metrics").decode()
+        sent = int(metric(text, "ndbench_ops_total") + metric(text, "ndbench_errors_total"))
+        row = (round(time.monotonic() - start), sent, rss_kib(), int(metric(text, "go_goroutines")),
+               len(get("/api/v1/stats/intervals")), os.path.getsize(os.path.join(out, "soak.hlog")))
+        rows.append(row)
+        tsv.write("\t".join(map(str, row)) + "\n")
+        tsv.flush()
+        print("soak: %5ds  %13s ops  RSS %7.1f MiB  %4d goroutines  interval log %6.0f KiB  HDR log %7.1f MiB"
+              % (row[0], f"{row[1]:,}", row[2] / 1024, row[3], row[4] / 1024, row[5] / 2**20), file=sys.stderr)
+        if sent >= want:
+            break
+
+after = [r for r in rows if r[0] >= 60] or rows
+ref = after[0]
+peak = max(r[2] for r in after)
+last = rows[-1]
+secs = last[0]
+lines = [
+    f"operations sent      {last[1]:,} in {secs} s ({last[1] / secs:,.0f}/s of {rate:,}/s asked)",
+    f"RSS                  {ref[2] / 1024:.1f} MiB at {ref[0]} s, peak {peak / 1024:.1f} MiB after it, {last[2] / 1024:.1f} MiB at the end",
+    f"RSS drift            {100 * (peak - ref[2]) / ref[2]:+.1f}% peak, {100 * (last[2] - ref[2]) / ref[2]:+.1f}% at the end, after the first minute (bar: at most 5%)",
+    f"goroutines           {min(r[3] for r in after)}..{max(r[3] for r in after)} after the first minute",
+    f"interval log         {min(r[4] for r in after) / 1024:.0f}..{max(r[4] for r in after) / 1024:.0f} KiB (GET /api/v1/stats/intervals)",
+    f"HDR log              {last[5] / 2**20:.1f} MiB, {last[5] / secs * 3600 / 2**20:.1f} MiB per hour",
+]
+with open(os.path.join(out, "summary.txt"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+print("\n".join(lines))
+EOF
+kill -TERM "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
