@@ -19,7 +19,7 @@ import (
 // the nodes claimed. Before the coordinator gave the new split one base beyond every key
 // claimed, each node started its new share from its own count, and the fast node's keys
 // ran into the slow one's. The fleet's status carries the keyspace: numKeys plus every
-// node's inserts.
+// node's inserts, which the member list shows per node.
 func TestInProcessFleetResplitsInsertsOnce(t *testing.T) {
 	const numKeys = 100
 	nodes, coord, url := inFleet(t, 3)
@@ -106,12 +106,17 @@ func TestInProcessFleetResplitsInsertsOnce(t *testing.T) {
 	}
 	for end := time.Now().Add(5 * time.Second); ; {
 		inCall(t, http.MethodGet, url("/api/v1/status"), nil, &st)
-		if st.Inserted >= live && st.KeyspaceSize == numKeys+st.Inserted {
+		// Each member's line in the member list has its own count.
+		var members int64
+		for _, m := range coord.Members() {
+			members += m.Inserted
+		}
+		if st.Inserted >= live && st.KeyspaceSize == numKeys+st.Inserted && members == st.Inserted {
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatalf("fleet status keyspaceSize %d, inserted %d; want numKeys %d + inserted, at least the live nodes' %d",
-				st.KeyspaceSize, st.Inserted, numKeys, live)
+			t.Fatalf("fleet status keyspaceSize %d, inserted %d, the members' %d; want numKeys %d + inserted, at least the live nodes' %d, the members' sum",
+				st.KeyspaceSize, st.Inserted, members, numKeys, live)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
