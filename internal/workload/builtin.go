@@ -49,7 +49,7 @@ func init() {
 		{Name: PatternLatest, Summary: "recent keys, zipfian by recency (YCSB's SkewedLatestGenerator): the newest inserted once inserts grow the keyspace, else writes take the next key of a moving head",
 			NewOptions: func() any { return new(zipfOptions) },
 			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {
-				return &latestKeys{n: ks.NumKeys, z: newZipf(ks.NumKeys, o.(*zipfOptions).ZipfExponent), size: ks.Size}, nil
+				return newLatestKeys(ks.NumKeys, o.(*zipfOptions).ZipfExponent, ks.Size), nil
 			}},
 		{Name: PatternHotspot, Summary: "hotFraction of operations uniformly on the first hotKeys fraction of keys, the rest on the others (YCSB's HotspotIntegerGenerator)",
 			NewOptions: func() any { return new(hotspotOptions) },

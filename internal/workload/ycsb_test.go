@@ -78,6 +78,21 @@ func ycsbLatest(n int64) ycsbSide {
 	return func() int64 { return g.Next(r) }
 }
 
+// ycsbLatestGrown is YCSB's latest key chooser after inserts grew the keyspace from n to
+// size keys: SkewedLatestGenerator built over the insert sequence at recordcount n, which
+// then handed out the keys n .. size-1.
+func ycsbLatestGrown(n, size int64) ycsbSide {
+	c := ycsbgen.NewCounter(n)
+	g, r := ycsbgen.NewSkewedLatest(c), ycsbRand()
+	for range size - n {
+		c.Next(r)
+	}
+	return func() int64 { return g.Next(r) }
+}
+
+// grown is a keyspace of size keys (keydist.Keyspace.Size).
+func grown(size int64) func() int64 { return func() int64 { return size } }
+
 // ycsbScrambledZipfian is YCSB's requestdistribution=zipfian: ScrambledZipfianGenerator,
 // a ZipfianGenerator over [0, 10^10] with the hard-coded zeta, each value hashed by
 // Utils.fnvhash64 modulo recordcount. The rank generator is go-ycsb's; the hash is YCSB's
@@ -206,6 +221,17 @@ func TestKeyDistributionsMatchYCSB(t *testing.T) {
 		{"latest", KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.99},
 			func() ycsbSide { return ycsbLatest(n) },
 			KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.9}},
+		// D's inserts grow the keyspace: YCSB's ranks then reach every key inserted, not
+		// only the newest recordcount (17% of the reads beyond the newest 1000 of 3500).
+		{"latest, keyspace grown to 3500", KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.99, Size: grown(3500)},
+			func() ycsbSide { return ycsbLatestGrown(n, 3500) },
+			KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.95, Size: grown(3500)}},
+		{"latest, keyspace grown by 1 key", KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.99, Size: grown(n + 1)},
+			func() ycsbSide { return ycsbLatestGrown(n, n+1) },
+			KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.9, Size: grown(n + 1)}},
+		{"latest, keyspace grown to 100000", KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.99, Size: grown(100_000)},
+			func() ycsbSide { return ycsbLatestGrown(n, 100_000) },
+			KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.95, Size: grown(100_000)}},
 		{"uniform", KeyParams{Pattern: "uniform", NumKeys: n},
 			func() ycsbSide { return ycsbUniform(n) },
 			KeyParams{Pattern: "hotspot", NumKeys: n, HotKeys: 0.5, HotFraction: 0.55}},
@@ -213,6 +239,9 @@ func TestKeyDistributionsMatchYCSB(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			keys := tt.ndbench.NumKeys
+			if tt.ndbench.Size != nil {
+				keys = tt.ndbench.Size()
+			}
 			ycsb := sampleCounts(tt.ycsb(), keys, ycsbDraws)
 			stat, df := chiSquareTwoSample(sampleCounts(ndbenchSide(t, tt.ndbench), keys, ycsbDraws), ycsb)
 			crit := chiSquareQuantile(df, ycsbAlpha)
