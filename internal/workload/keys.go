@@ -372,13 +372,30 @@ func (k *scrambledKeys) Next(r *rand.Rand, _ Op) int64 {
 // 70%), since most of the zipfian mass lies in ranks far beyond the keyspace that the hash
 // folds onto it; and hash collisions merge ranks. It is here so that results can be
 // compared with YCSB's; scrambled_zipfian is the zipfian distribution over the keyspace.
+//
+// As YCSB's CoreWorkload builds it, the hash is taken modulo numKeys+1+expectedNewKeys
+// items (ScrambledZipfianGenerator(insertstart, insertstart+insertcount+expectednewkeys),
+// both ends included), and a key beyond the last one inserted is drawn again
+// (CoreWorkload.nextKeynum). So the hot keys lie where YCSB's do: modulo numKeys alone
+// would keep the profile but move every hot key. go-ycsb does not draw again; it reads
+// the key that does not exist yet.
 type ycsbScrambledKeys struct {
-	z *zipf
-	n int64
+	z     *zipf
+	items int64        // the hash's modulus
+	n     int64        // numKeys
+	size  func() int64 // the keyspace with the keys inserted; nil: n
 }
 
 func (k ycsbScrambledKeys) Next(r *rand.Rand, _ Op) int64 {
-	return floorMod(fnvhash64(k.z.rank(r)), k.n)
+	limit := k.n
+	if k.size != nil {
+		limit = max(limit, k.size())
+	}
+	for {
+		if key := floorMod(fnvhash64(k.z.rank(r)), k.items); key < limit {
+			return key
+		}
+	}
 }
 
 // ycsbScrambledItems is ScrambledZipfianGenerator.ITEM_COUNT: YCSB builds its

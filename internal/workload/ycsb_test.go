@@ -93,16 +93,25 @@ func ycsbLatestGrown(n, size int64) ycsbSide {
 // grown is a keyspace of size keys (keydist.Keyspace.Size).
 func grown(size int64) func() int64 { return func() int64 { return size } }
 
-// ycsbScrambledZipfian is YCSB's requestdistribution=zipfian: ScrambledZipfianGenerator,
+// ycsbScrambledZipfian is YCSB's requestdistribution=zipfian as CoreWorkload runs it over
+// n records of which size are inserted: ScrambledZipfianGenerator(0, n+expectedNewKeys),
 // a ZipfianGenerator over [0, 10^10] with the hard-coded zeta, each value hashed by
-// Utils.fnvhash64 modulo recordcount. The rank generator is go-ycsb's; the hash is YCSB's
+// Utils.fnvhash64 modulo its n+1+expectedNewKeys items, and a key beyond the last one
+// inserted drawn again (nextKeynum). The rank generator is go-ycsb's; the hash is YCSB's
 // Java one (FNV-1a over the value's bytes, least significant first, then Math.abs),
 // written here with the standard library's FNV-1a: go-ycsb's own Hash64 feeds the bytes
 // most significant first, which puts the hot keys at other indices than YCSB does (the
-// same profile, another layout).
-func ycsbScrambledZipfian(n int64) ycsbSide {
+// same profile, another layout), and go-ycsb does not draw again.
+func ycsbScrambledZipfian(n, expectedNewKeys, size int64) ycsbSide {
 	g, r := ycsbgen.NewZipfian(0, 10_000_000_000, 0.99, 26.46902820178302), ycsbRand()
-	return func() int64 { return javaFNVHash64(g.Next(r)) % n }
+	items := n + 1 + expectedNewKeys
+	return func() int64 {
+		for {
+			if k := javaFNVHash64(g.Next(r)) % items; k < size {
+				return k
+			}
+		}
+	}
 }
 
 // javaFNVHash64 is YCSB's Utils.fnvhash64.
@@ -213,11 +222,21 @@ func TestKeyDistributionsMatchYCSB(t *testing.T) {
 		// The control is scrambled_zipfian: the zipfian over the keyspace is not what YCSB
 		// runs for requestdistribution=zipfian, and the test says so.
 		{"ycsb_zipfian", KeyParams{Pattern: "ycsb_zipfian", NumKeys: n},
-			func() ycsbSide { return ycsbScrambledZipfian(n) },
+			func() ycsbSide { return ycsbScrambledZipfian(n, 0, n) },
 			KeyParams{Pattern: "scrambled_zipfian", NumKeys: n}},
+		// The hot keys are where YCSB's are only when the hash's modulus is YCSB's too:
+		// one more item moves them.
+		{"ycsb_zipfian, YCSB's modulus", KeyParams{Pattern: "ycsb_zipfian", NumKeys: n},
+			func() ycsbSide { return ycsbScrambledZipfian(n, 0, n) },
+			KeyParams{Pattern: "ycsb_zipfian", NumKeys: n, Options: "expectedNewKeys=1"}},
 		{"ycsb_zipfian over 100000 keys", KeyParams{Pattern: "ycsb_zipfian", NumKeys: 100_000},
-			func() ycsbSide { return ycsbScrambledZipfian(100_000) },
+			func() ycsbSide { return ycsbScrambledZipfian(100_000, 0, 100_000) },
 			KeyParams{Pattern: "ycsb_zipfian", NumKeys: 100_000, ZipfExponent: 0.9}},
+		// E's inserts: workloade's operationcount 1000 × insertproportion 0.05 × 2 = 100
+		// expected new keys, of which 50 inserted.
+		{"ycsb_zipfian with expected new keys", KeyParams{Pattern: "ycsb_zipfian", NumKeys: n, Options: "expectedNewKeys=100", Size: grown(n + 50)},
+			func() ycsbSide { return ycsbScrambledZipfian(n, 100, n+50) },
+			KeyParams{Pattern: "ycsb_zipfian", NumKeys: n, Size: grown(n + 50)}},
 		{"latest", KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.99},
 			func() ycsbSide { return ycsbLatest(n) },
 			KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.9}},
