@@ -149,6 +149,10 @@ const (
 // YCSB's defaults (maxscanlength 100, scanlengthdistribution uniform).
 const scanLengthMax = 100
 
+// ScanLengthMax is the longest scan the engine asks for (scanLengthMax), for those that
+// describe a run.
+const ScanLengthMax = scanLengthMax
+
 // plainRead and plainWrite are Driver.Read and Driver.Write as operations outside a
 // class's mix: backfill's writes, its verification's reads, and the parts of an rmw.
 var (
