@@ -195,7 +195,7 @@ func (a *Agent) Beat(req BeatRequest) (BeatResponse, error) {
 	st := a.node.Status()
 	resp := BeatResponse{ID: a.opts.ID, Version: a.opts.Version, Labels: a.opts.Labels, Boot: a.boot, Received: received,
 		Driver: st.Driver, Running: st.Running, FirstOps: st.FirstOps, Run: run, Coordinator: coord, Orphaned: orphaned,
-		Backfill: st.Backfill}
+		Backfill: st.Backfill, KeyspaceSize: st.KeyspaceSize, Inserted: st.Inserted}
 	resp.Sent = a.clk.Now()
 	return resp, nil
 }

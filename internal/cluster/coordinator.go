@@ -121,6 +121,10 @@ type Coordinator struct {
 	started []string
 	startAt time.Time
 	gen     uint64 // split generation: bumped at every re-split
+	// insertIDs are the members the new keys were last split among (sorted) and
+	// insertBase where that split starts (workload.insertBase; 0: at numKeys).
+	insertIDs  []string
+	insertBase int64
 	// shapes are the fleet's load shapes by op class (fleet totals) and the common
 	// instant they applied at, re-split when the nodes sharing the load change.
 	shapes map[string]fleetShape

@@ -252,7 +252,8 @@ func (f *Fleet) Patch(values map[string]string) (control.PatchResult, error) {
 func (f *Fleet) Config() *config.Snapshot { return f.c.FleetConfig() }
 
 // Status sums up the nodes: a class runs if it runs on any node; the backfill's progress
-// is the sum of the nodes'.
+// is the sum of the nodes'; the keyspace is numKeys plus the keys every node that beat
+// inserted (a node lost keeps its last count: its keys stay in the store).
 func (f *Fleet) Status() control.Status {
 	c := f.c
 	c.mu.Lock()
@@ -287,6 +288,12 @@ func (f *Fleet) Status() control.Status {
 	}
 	if bf == nil && st.Initialized {
 		bf = &engine.BackfillStatus{Phase: "idle"}
+	}
+	for _, m := range c.members {
+		st.Inserted += m.beat.Inserted
+	}
+	if st.Initialized {
+		st.KeyspaceSize = c.fleet.Current().Config.Workload.NumKeys + st.Inserted
 	}
 	st.Backfill = bf
 	st.ReadsRunning, st.WritesRunning = st.Running[config.ClassRead], st.Running[config.ClassWrite]

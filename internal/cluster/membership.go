@@ -464,6 +464,10 @@ type MemberStatus struct {
 	// FirstOpSkewMs is, per op class, its first operation's start minus the common start
 	// instant of the last fleet start, on the coordinator's clock.
 	FirstOpSkewMs map[string]float64 `json:"firstOpSkewMs,omitempty"`
+	// KeyspaceSize and Inserted are the node's keyspace and how many new keys its
+	// inserts claimed, as of its last beat: the fleet's status sums Inserted.
+	KeyspaceSize int64 `json:"keyspaceSize,omitempty"`
+	Inserted     int64 `json:"inserted,omitempty"`
 }
 
 // Members returns every node known, sorted by id.
@@ -474,7 +478,8 @@ func (c *Coordinator) Members() []MemberStatus {
 	for _, m := range c.members {
 		s := MemberStatus{ID: m.ID, Addr: m.Addr, Labels: m.Labels, Weight: m.split().w(), Cluster: m.Cluster,
 			Version: m.beat.Version, Health: m.health, Since: m.since, Driver: m.beat.Driver, Running: m.beat.Running,
-			InRun: m.inRun, Orphaned: m.beat.Orphaned, OffsetMs: ms(m.offset), RTTMs: ms(m.rtt), Assigned: m.assigned}
+			InRun: m.inRun, Orphaned: m.beat.Orphaned, OffsetMs: ms(m.offset), RTTMs: ms(m.rtt), Assigned: m.assigned,
+			KeyspaceSize: m.beat.KeyspaceSize, Inserted: m.beat.Inserted}
 		if m.health != Alive {
 			s.LastError = m.lastErr
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
@@ -158,6 +160,9 @@ func (c *Coordinator) reapply(ctx context.Context) error {
 		ids[i] = sm.id
 	}
 	slices.Sort(ids)
+	if !slices.Equal(ids, c.insertIDs) {
+		c.insertIDs, c.insertBase = ids, c.resplitBase()
+	}
 	for _, m := range ms {
 		eff, err := c.scopes.effective(m.split(), share)
 		if err != nil {
@@ -166,6 +171,7 @@ func (c *Coordinator) reapply(ctx context.Context) error {
 		}
 		if i, ok := slices.BinarySearch(ids, m.ID); ok {
 			eff["workload.insertMember"], eff["workload.insertMembers"] = strconv.Itoa(i), strconv.Itoa(len(ids))
+			eff["workload.insertBase"] = strconv.FormatInt(c.insertBase, 10)
 		}
 		diff := map[string]string{}
 		for k, v := range eff {
@@ -197,6 +203,56 @@ func (c *Coordinator) reapply(ctx context.Context) error {
 		return &FleetError{Op: "config change", Nodes: errs}
 	}
 	return nil
+}
+
+// resplitClosedLoop is the insert rate resplitBase assumes of a fleet with a closed-loop
+// class (rate 0), whose rate has no bound: a generous one for a fast store.
+const resplitClosedLoop = 100_000
+
+// resplitBase returns where a new split of the inserts' keys starts: beyond every key a
+// member claimed, so that the members, which counted their inserts apart, start their
+// new shares from one key and none overlaps another's (engine's insertKeys finishes an
+// old share below it first). The members' keyspaces are their last beats', so the base
+// adds what the fleet may insert from the oldest of those beats until every member has
+// the new split (a member that takes longer than LostAfter to apply it is lost anyway):
+// the members' rates (every class's, an upper bound of their inserts) over that time and
+// a silent member's lease, doubled for a margin. 0 (the split starts at
+// numKeys) while no member has inserted. Called with c.mu held.
+func (c *Coordinator) resplitBase() int64 {
+	var top, inserted int64
+	oldest := time.Now()
+	for _, m := range c.members {
+		if m.beat.Inserted == 0 && m.beat.KeyspaceSize == 0 {
+			continue
+		}
+		top, inserted = max(top, m.beat.KeyspaceSize), inserted+m.beat.Inserted
+		if !m.lastOK.IsZero() && m.lastOK.Before(oldest) {
+			oldest = m.lastOK
+		}
+	}
+	if inserted == 0 {
+		return 0
+	}
+	// The rates the members run at are those they were assigned (a node scope may give
+	// one more than its share of the fleet's).
+	var rate float64
+	for _, cs := range c.fleet.Current().Config.Workload.Classes() {
+		if !cs.Enabled {
+			continue
+		}
+		for _, m := range c.members {
+			if r, ok := m.assigned[cs.Name]; !ok {
+				continue // never given a share of the load
+			} else if r <= 0 {
+				rate += resplitClosedLoop
+			} else {
+				rate += r
+			}
+		}
+	}
+	// A member gone silent inserts on until its lease lapses.
+	window := time.Since(oldest) + c.opts.LostAfter + c.opts.Lease
+	return max(top+int64(math.Ceil(2*rate*window.Seconds())), c.insertBase)
 }
 
 // assignedRates is a node's rate per op class from its effective values over the fleet's

@@ -59,6 +59,12 @@ type BeatResponse struct {
 	Run         string `json:"run,omitempty"`
 	Coordinator string `json:"coordinator,omitempty"`
 	Orphaned    bool   `json:"orphaned,omitempty"`
+	// KeyspaceSize is the node's keyspace (engine.Engine.KeyspaceSize): every key its
+	// inserts claimed is below it. Inserted is how many keys they claimed. A coordinator
+	// re-splitting the new keys starts the split beyond every node's KeyspaceSize, and
+	// sums Inserted into the fleet's keyspace.
+	KeyspaceSize int64 `json:"keyspaceSize,omitempty"`
+	Inserted     int64 `json:"inserted,omitempty"`
 }
 
 // StartRequest starts op classes at an instant of the node's clock: the coordinator

@@ -375,8 +375,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 	schema := WorkloadSchema()
-	if len(schema) != 41 {
-		t.Errorf("schema has %d options, want 41", len(schema))
+	if len(schema) != 42 {
+		t.Errorf("schema has %d options, want 42", len(schema))
 	}
 	// A pattern's option that is a workload option of its own has the same default and
 	// bounds in both places: the config cannot accept what the pattern refuses.

@@ -94,6 +94,11 @@ type Workload struct {
 	// themselves.
 	InsertMember  int `opt:"insertMember" default:"0" min:"0" max:"100000" live:"true" help:"this node's index among the workload.insertMembers nodes inserting into one keyspace: it inserts the keys numKeys+insertMember, +insertMembers, ...; a fleet's coordinator sets it"`
 	InsertMembers int `opt:"insertMembers" default:"1" min:"1" max:"100000" live:"true" help:"the number of nodes inserting into one keyspace, each taking every insertMembers-th new key; a fleet's coordinator sets it"`
+	// InsertBase is where a fleet's split of the new keys starts: a coordinator that
+	// re-splits them while inserts run (a node joined or left) gives every node one base
+	// beyond every key any of them claimed, since nodes that counted their inserts apart
+	// would each start their new share from another key and insert some keys twice.
+	InsertBase int64 `opt:"insertBase" default:"0" min:"0" max:"1000000000000000" live:"true" help:"the first key index of this node's share of the new keys (workload.insertMember of insertMembers) when above numKeys: a node inserts its remaining keys of its previous share below it first; 0 starts the share where this node's inserts stopped; a fleet's coordinator sets it"`
 	// TrackedInserts bounds the validation tracker's growth: inserts add keys for as long
 	// as a run lasts, and a tracker that followed them all would pass any budget.
 	TrackedInserts int64       `opt:"trackedInserts" default:"16777216" min:"0" max:"1073741824" live:"true" help:"with validate: how many keys beyond numKeys validation tracks (4 bytes each, counted in memoryBudget); keys inserted past them are not validated; a change starts a new tracker"`

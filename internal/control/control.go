@@ -160,6 +160,9 @@ type Status struct {
 	// the keys inserts added beyond it (engine.Engine.KeyspaceSize); 0 before a driver is
 	// initialized.
 	KeyspaceSize int64 `json:"keyspaceSize,omitempty" doc:"Keys the workload addresses: numKeys plus the keys inserts added"`
+	// Inserted is how many new keys the node's inserts claimed (engine.Engine.Inserted);
+	// a fleet's status sums its nodes'.
+	Inserted int64 `json:"inserted,omitempty" doc:"New keys this node's inserts claimed (a fleet: all its nodes')"`
 	// FirstOps has, per op class running, when its first operation since it started
 	// began: a fleet compares them with the common start instant.
 	FirstOps map[string]time.Time `json:"firstOps,omitempty"`

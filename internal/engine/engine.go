@@ -149,6 +149,10 @@ const (
 // YCSB's defaults (maxscanlength 100, scanlengthdistribution uniform).
 const scanLengthMax = 100
 
+// ScanLengthMax is the longest scan the engine asks for (scanLengthMax), for those that
+// describe a run.
+const ScanLengthMax = scanLengthMax
+
 // plainRead and plainWrite are Driver.Read and Driver.Write as operations outside a
 // class's mix: backfill's writes, its verification's reads, and the parts of an rmw.
 var (
@@ -472,7 +476,7 @@ func (e *Engine) build(w config.Workload, prev *generation) (*generation, error)
 	// Last, once nothing can fail, and before workers use g: keys below numKeys are the
 	// initial keyspace's, never claimed by an insert, and the node inserts its share of
 	// the new keys.
-	e.inserts.plan(w.NumKeys, int64(w.InsertMember), int64(w.InsertMembers))
+	e.inserts.plan(w.NumKeys, w.InsertBase, int64(w.InsertMember), int64(w.InsertMembers))
 	return g, nil
 }
 
@@ -505,6 +509,11 @@ func sameKeys(a, b config.Workload) bool {
 // (workload.insertMembers > 1) counts the others' shares as claimed as far as its own:
 // its keyspace is the fleet's when the members insert at one pace.
 func (e *Engine) KeyspaceSize() int64 { return e.inserts.size() }
+
+// Inserted returns how many new keys this engine's inserts claimed (a claimed key whose
+// insert failed or is in flight may not exist): a fleet's keyspace is numKeys plus the
+// sum over its nodes.
+func (e *Engine) Inserted() int64 { return e.inserts.inserted() }
 
 // Clock returns the clock the engine times operations with.
 func (e *Engine) Clock() pacer.Clock { return e.clock }

@@ -371,3 +371,114 @@ func TestInsertSharesSplitTheNewKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestResplitClaimsEachKeyOnce: members of a split that drifted apart (they inserted at
+// different paces) are re-split with one base at or beyond every key claimed: each member
+// of the old split first claims what is left of its stride below the base, then its new
+// share, so no key is claimed twice, and every key below the highest one claimed is
+// claimed below the base but the unclaimed rest of a member that left (above the base the
+// members' shares stand where their paces took them). A node's own single share (a
+// node that joins) has no keys below the base to finish. Claims run concurrently with the
+// re-split.
+func TestResplitClaimsEachKeyOnce(t *testing.T) {
+	const numKeys = 100
+	tests := []struct {
+		name string
+		// before is each member's claims under the first split (-1: not in it); after
+		// the re-split, the members are those with a share in after.
+		before []int
+		after  []int // member index in the new split, -1: left
+		claims int   // per member after the re-split
+		gap    int64 // the base's headroom beyond the highest key claimed
+		holes  bool  // a member that left leaves keys unclaimed below the base
+	}{
+		{"two drifted apart, a third joins", []int{10, 3, -1}, []int{0, 1, 2}, 40, 0, false},
+		{"two drifted apart, a third joins, headroom", []int{10, 3, -1}, []int{0, 1, 2}, 40, 17, false},
+		{"three, the middle one leaves", []int{5, 9, 2}, []int{0, -1, 1}, 30, 4, true},
+		{"one alone, then two", []int{7, -1}, []int{0, 1}, 20, 0, false},
+		{"three become two, then a fourth share", []int{4, 4, 12}, []int{1, 0, -1}, 25, 9, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := int64(0)
+			for _, b := range tc.before {
+				if b >= 0 {
+					n++
+				}
+			}
+			m := int64(0)
+			for _, a := range tc.after {
+				if a >= 0 {
+					m++
+				}
+			}
+			ks := make([]*insertKeys, len(tc.before))
+			claimed := map[int64]int{}
+			var mu sync.Mutex
+			take := func(i int, k int64) {
+				mu.Lock()
+				defer mu.Unlock()
+				if o, dup := claimed[k]; dup {
+					t.Errorf("key %d claimed by member %d and member %d", k, o, i)
+				}
+				claimed[k] = i
+			}
+			var idx int64
+			var bound int64 = numKeys
+			for i, b := range tc.before {
+				ks[i] = &insertKeys{}
+				if b < 0 {
+					ks[i].plan(numKeys, 0, 0, 1) // a node alone
+					continue
+				}
+				if n > 1 {
+					ks[i].plan(numKeys, numKeys, idx, n)
+				} else {
+					ks[i].plan(numKeys, 0, 0, 1)
+				}
+				idx++
+				for range b {
+					take(i, ks[i].claim())
+				}
+				bound = max(bound, ks[i].size())
+			}
+			base := bound + tc.gap
+			var wg sync.WaitGroup
+			for i, a := range tc.after {
+				if a < 0 {
+					continue
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range tc.claims {
+						take(i, ks[i].claim())
+					}
+				}()
+				ks[i].plan(numKeys, base, int64(a), m)
+			}
+			wg.Wait()
+			var inserted int64
+			for i := range ks {
+				inserted += ks[i].inserted()
+			}
+			if int64(len(claimed)) != inserted {
+				t.Errorf("%d keys claimed, the members count %d inserts", len(claimed), inserted)
+			}
+			top := int64(numKeys)
+			for k := range claimed {
+				top = max(top, k+1)
+			}
+			missing := 0
+			for k := int64(numKeys); k < base; k++ {
+				if _, ok := claimed[k]; !ok {
+					missing++
+				}
+			}
+			if (missing > 0) != tc.holes {
+				t.Errorf("%d keys below the base %d not claimed; want holes: %v", missing, base, tc.holes)
+			}
+			t.Logf("%d keys claimed, up to %d; base %d; %d unclaimed below", len(claimed), top-1, base, missing)
+		})
+	}
+}

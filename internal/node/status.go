@@ -41,6 +41,7 @@ func (i *Node) Status() Status {
 		s.Backfill = &b
 		s.DriverPanics = i.eng.DriverPanics()
 		s.KeyspaceSize = i.eng.KeyspaceSize()
+		s.Inserted = i.eng.Inserted()
 		if f := i.eng.FirstOps(); len(f) > 0 {
 			s.FirstOps = f
 		}

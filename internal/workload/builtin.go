@@ -28,10 +28,11 @@ func init() {
 			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {
 				return &scrambledKeys{z: newZipf(ks.NumKeys, o.(*zipfOptions).ZipfExponent), perm: newPermutation(ks.NumKeys, ks.Seed)}, nil
 			}},
-		{Name: PatternYCSBZipfian, Summary: "YCSB's requestdistribution=zipfian exactly (ScrambledZipfianGenerator): zipfian ranks over 10^10 items, FNV-hashed onto the keyspace",
-			NewOptions: func() any { return new(zipfOptions) },
+		{Name: PatternYCSBZipfian, Summary: "YCSB's requestdistribution=zipfian exactly (ScrambledZipfianGenerator as CoreWorkload builds it): zipfian ranks over 10^10 items, FNV-hashed onto numKeys+1+expectedNewKeys keys, a key not inserted yet drawn again",
+			NewOptions: func() any { return new(ycsbZipfOptions) }, Check: checkYCSBZipf,
 			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {
-				return ycsbScrambledKeys{z: newYCSBScrambledZipf(o.(*zipfOptions).ZipfExponent), n: ks.NumKeys}, nil
+				y := o.(*ycsbZipfOptions)
+				return ycsbScrambledKeys{z: newYCSBScrambledZipf(y.ZipfExponent), items: ks.NumKeys + 1 + y.ExpectedNewKeys, n: ks.NumKeys, size: ks.Size}, nil
 			}},
 		{Name: PatternSlidingWindow, Summary: "uniform within a window of windowSize keys that moves over the keyspace once per windowDuration (NDBench's)",
 			NewOptions: func() any { return new(windowOptions) }, Check: checkWindow,
@@ -49,7 +50,7 @@ func init() {
 		{Name: PatternLatest, Summary: "recent keys, zipfian by recency (YCSB's SkewedLatestGenerator): the newest inserted once inserts grow the keyspace, else writes take the next key of a moving head",
 			NewOptions: func() any { return new(zipfOptions) },
 			New: func(ks keydist.Keyspace, o any) (keydist.Generator, error) {
-				return &latestKeys{n: ks.NumKeys, z: newZipf(ks.NumKeys, o.(*zipfOptions).ZipfExponent), size: ks.Size}, nil
+				return newLatestKeys(ks.NumKeys, o.(*zipfOptions).ZipfExponent, ks.Size), nil
 			}},
 		{Name: PatternHotspot, Summary: "hotFraction of operations uniformly on the first hotKeys fraction of keys, the rest on the others (YCSB's HotspotIntegerGenerator)",
 			NewOptions: func() any { return new(hotspotOptions) },
@@ -80,6 +81,27 @@ func init() {
 
 type zipfOptions struct {
 	ZipfExponent float64 `opt:"zipfExponent" default:"0.99" min:"0.01" max:"100" help:"skew theta: P(rank k) ~ 1/(k+1)^theta"`
+}
+
+// ycsbZipfOptions are ycsb_zipfian's: YCSB's CoreWorkload spreads its zipfian keys over
+// recordcount+1+expectednewkeys items, expectednewkeys being operationcount ×
+// insertproportion × 2, and draws again a key beyond the last one inserted.
+type ycsbZipfOptions struct {
+	ZipfExponent    float64 `opt:"zipfExponent" default:"0.99" min:"0.01" max:"100" help:"skew theta: P(rank k) ~ 1/(k+1)^theta"`
+	ExpectedNewKeys int64   `opt:"expectedNewKeys" default:"0" min:"0" max:"1000000000000000" help:"YCSB's expectednewkeys, operationcount × insertproportion × 2: keys beyond numKeys the hash spreads over besides the one YCSB adds (a draw of a key not inserted yet is drawn again); at most 100 × numKeys"`
+}
+
+// ycsbExpectedNewKeysPerKey bounds expectedNewKeys per key of the keyspace: a draw beyond
+// the keys inserted is drawn again, so the first draws take up to this many tries.
+const ycsbExpectedNewKeysPerKey = 100
+
+func checkYCSBZipf(ks keydist.Keyspace, o any) error {
+	y := o.(*ycsbZipfOptions)
+	if y.ExpectedNewKeys/ycsbExpectedNewKeysPerKey >= ks.NumKeys {
+		return driver.FieldErrors{{Field: "expectedNewKeys", Value: strconv.FormatInt(y.ExpectedNewKeys, 10),
+			Allowed: fmt.Sprintf("at most %d × numKeys = %d", ycsbExpectedNewKeysPerKey, ycsbExpectedNewKeysPerKey*ks.NumKeys)}}
+	}
+	return nil
 }
 
 type windowOptions struct {

@@ -372,13 +372,30 @@ func (k *scrambledKeys) Next(r *rand.Rand, _ Op) int64 {
 // 70%), since most of the zipfian mass lies in ranks far beyond the keyspace that the hash
 // folds onto it; and hash collisions merge ranks. It is here so that results can be
 // compared with YCSB's; scrambled_zipfian is the zipfian distribution over the keyspace.
+//
+// As YCSB's CoreWorkload builds it, the hash is taken modulo numKeys+1+expectedNewKeys
+// items (ScrambledZipfianGenerator(insertstart, insertstart+insertcount+expectednewkeys),
+// both ends included), and a key beyond the last one inserted is drawn again
+// (CoreWorkload.nextKeynum). So the hot keys lie where YCSB's do: modulo numKeys alone
+// would keep the profile but move every hot key. go-ycsb does not draw again; it reads
+// the key that does not exist yet.
 type ycsbScrambledKeys struct {
-	z *zipf
-	n int64
+	z     *zipf
+	items int64        // the hash's modulus
+	n     int64        // numKeys
+	size  func() int64 // the keyspace with the keys inserted; nil: n
 }
 
 func (k ycsbScrambledKeys) Next(r *rand.Rand, _ Op) int64 {
-	return floorMod(fnvhash64(k.z.rank(r)), k.n)
+	limit := k.n
+	if k.size != nil {
+		limit = max(limit, k.size())
+	}
+	for {
+		if key := floorMod(fnvhash64(k.z.rank(r)), k.items); key < limit {
+			return key
+		}
+	}
 }
 
 // ycsbScrambledItems is ScrambledZipfianGenerator.ITEM_COUNT: YCSB builds its
@@ -467,27 +484,93 @@ func (k *flipKeys) first() int64 {
 // newest depends on whether the keyspace grows:
 //
 //   - it grows (inserts have claimed keys beyond NumKeys, see keydist.Keyspace.Size):
-//     the newest key is the last one claimed, size-1, and reads and writes (updates, as
-//     YCSB's) both pick size-1-rank, rank < NumKeys, so they cover the newest NumKeys
-//     keys. A key claimed but not yet written reads as a miss, never as lost.
+//     the newest key is the last one claimed, max = size-1, and reads and writes
+//     (updates, as YCSB's) both pick max-rank with a zipfian rank over every key but key 0
+//     (rank < max), as YCSB's SkewedLatestGenerator does: its ZipfianGenerator is asked
+//     for a rank among max items, sums zeta over them as they grow, and keeps the
+//     numerator of eta, 1-(2/items)^(1-theta), of the item count it was built with
+//     (recordcount-1). That last is a quirk of YCSB's (eta belongs with the item count),
+//     kept because YCSB's D is quoted with it. A key claimed but not yet written reads as
+//     a miss, never as lost.
 //   - it does not (no insert yet): every write takes the next key of a shared head (head
 //     mod n), as NDBench-style appends that wrap, and reads pick head-1-rank. Before any
 //     write the head is 0 and reads go to the top of the keyspace (n-1, n-2, ...): the
 //     last keys a sequential backfill wrote.
 //
-// YCSB's zipfian over the latest key ranges over every key inserted so far; here the
-// ranks stay over NumKeys keys, so the oldest keys of a much grown keyspace are no
-// longer read (their share under YCSB is a vanishing tail).
+// An exponent of 1 or more, which YCSB's formula does not describe, draws its ranks
+// over NumKeys keys in a grown keyspace too (the newest NumKeys keys).
 type latestKeys struct {
 	n    int64
 	z    *zipf
 	size func() int64 // nil: the keyspace is fixed
 	head atomic.Int64
+	// YCSB's grown-keyspace constants: theta < 1 and NumKeys >= 3, else ycsb is false.
+	ycsb             bool
+	theta, alpha     float64
+	etaNum, zeta2    float64                    // eta's numerator, of the item count built with
+	grown            atomic.Pointer[latestZeta] // zeta over the last item count drawn for
+	lastTermsAtATime int64                      // terms summed one by one before zeta's closed form
+}
+
+// latestZeta is zeta(count, theta) and the eta that goes with it, kept for the next
+// draws while the keyspace stays.
+type latestZeta struct {
+	count      int64
+	zetan, eta float64
+}
+
+func newLatestKeys(n int64, theta float64, size func() int64) *latestKeys {
+	k := &latestKeys{n: n, z: newZipf(n, theta), size: size, theta: theta}
+	if items := n - 1; theta < 1 && items >= 2 {
+		k.ycsb, k.alpha = true, 1/(1-theta)
+		k.zeta2 = zeta(2, theta)
+		k.etaNum = 1 - math.Pow(2/float64(items), 1-theta)
+		zn := zeta(items, theta)
+		k.grown.Store(&latestZeta{count: items, zetan: zn, eta: k.etaNum / (1 - k.zeta2/zn)})
+		k.lastTermsAtATime = zetaExactTerms
+	}
+	return k
+}
+
+// grownRank is YCSB's ZipfianGenerator.next(r, count) as SkewedLatestGenerator calls it:
+// zeta over count items, eta's numerator (2/items)^(1-theta) from the count it was built
+// with, a rank in [0, count).
+// The zeta of a new count is worked out from the last one's when the keyspace grew by a
+// few keys (a few terms), from zeta's closed form otherwise.
+func (k *latestKeys) grownRank(r *rand.Rand, count int64) int64 {
+	g := k.grown.Load()
+	if g.count != count {
+		var zn float64
+		if d := count - g.count; d > 0 && d <= k.lastTermsAtATime {
+			zn = g.zetan
+			for i := g.count + 1; i <= count; i++ {
+				zn += math.Exp(-k.theta * math.Log(float64(i)))
+			}
+		} else {
+			zn = zeta(count, k.theta)
+		}
+		ng := &latestZeta{count: count, zetan: zn, eta: k.etaNum / (1 - k.zeta2/zn)}
+		k.grown.CompareAndSwap(g, ng) // a draw that lost the race uses its own, equal
+		g = ng
+	}
+	u := r.Float64()
+	uz := u * g.zetan
+	if uz < 1 {
+		return 0
+	}
+	if uz < k.zeta2 {
+		return 1
+	}
+	rank := int64(float64(count) * math.Exp(k.alpha*math.Log(g.eta*u-g.eta+1)))
+	return min(rank, count-1) // float rounding at u -> 1
 }
 
 func (k *latestKeys) Next(r *rand.Rand, op Op) int64 {
 	if k.size != nil {
 		if s := k.size(); s > k.n {
+			if k.ycsb {
+				return s - 1 - k.grownRank(r, s-1)
+			}
 			return s - 1 - k.z.rank(r)
 		}
 	}

@@ -379,6 +379,10 @@ func TestLatestReadsChaseWrites(t *testing.T) {
 // TestLatestFollowsInserts: once inserts grow the keyspace beyond numKeys, latest reads
 // and writes go to the newest keys (the last claimed the most), never beyond the size,
 // and writes no longer take keys from the wrapping head.
+//
+// Keys older than the newest numKeys are drawn too, as YCSB's (TestKeyDistributionsMatchYCSB
+// compares the frequencies with go-ycsb's), once there are more than numKeys keys
+// besides the newest.
 func TestLatestFollowsInserts(t *testing.T) {
 	const n = 1000
 	for _, tc := range []struct {
@@ -399,14 +403,22 @@ func TestLatestFollowsInserts(t *testing.T) {
 			}
 			size.Store(tc.size)
 			hits := map[int64]int{}
+			var old int
 			for _, op := range []Op{OpRead, OpWrite} {
 				for range 50_000 {
 					got := k.Next(r, op)
-					if got >= tc.size || got < tc.size-n {
-						t.Fatalf("%v drew key %d, want one of the newest %d below the size %d", op, got, n, tc.size)
+					if got >= tc.size || got < 1 {
+						t.Fatalf("%v drew key %d, want a key in [1, %d), as YCSB's SkewedLatestGenerator", op, got, tc.size)
+					}
+					if got < tc.size-n {
+						old++
 					}
 					hits[got]++
 				}
+			}
+			// YCSB's ranks reach every key inserted, not only the newest numKeys.
+			if (old > 0) != (tc.size > n+1) {
+				t.Errorf("%d of 100000 draws older than the newest %d keys of %d", old, n, tc.size)
 			}
 			newest := tc.size - 1
 			if hits[newest] <= hits[newest-1] || hits[newest-1] <= hits[newest-10] {

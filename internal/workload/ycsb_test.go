@@ -78,16 +78,40 @@ func ycsbLatest(n int64) ycsbSide {
 	return func() int64 { return g.Next(r) }
 }
 
-// ycsbScrambledZipfian is YCSB's requestdistribution=zipfian: ScrambledZipfianGenerator,
+// ycsbLatestGrown is YCSB's latest key chooser after inserts grew the keyspace from n to
+// size keys: SkewedLatestGenerator built over the insert sequence at recordcount n, which
+// then handed out the keys n .. size-1.
+func ycsbLatestGrown(n, size int64) ycsbSide {
+	c := ycsbgen.NewCounter(n)
+	g, r := ycsbgen.NewSkewedLatest(c), ycsbRand()
+	for range size - n {
+		c.Next(r)
+	}
+	return func() int64 { return g.Next(r) }
+}
+
+// grown is a keyspace of size keys (keydist.Keyspace.Size).
+func grown(size int64) func() int64 { return func() int64 { return size } }
+
+// ycsbScrambledZipfian is YCSB's requestdistribution=zipfian as CoreWorkload runs it over
+// n records of which size are inserted: ScrambledZipfianGenerator(0, n+expectedNewKeys),
 // a ZipfianGenerator over [0, 10^10] with the hard-coded zeta, each value hashed by
-// Utils.fnvhash64 modulo recordcount. The rank generator is go-ycsb's; the hash is YCSB's
+// Utils.fnvhash64 modulo its n+1+expectedNewKeys items, and a key beyond the last one
+// inserted drawn again (nextKeynum). The rank generator is go-ycsb's; the hash is YCSB's
 // Java one (FNV-1a over the value's bytes, least significant first, then Math.abs),
 // written here with the standard library's FNV-1a: go-ycsb's own Hash64 feeds the bytes
 // most significant first, which puts the hot keys at other indices than YCSB does (the
-// same profile, another layout).
-func ycsbScrambledZipfian(n int64) ycsbSide {
+// same profile, another layout), and go-ycsb does not draw again.
+func ycsbScrambledZipfian(n, expectedNewKeys, size int64) ycsbSide {
 	g, r := ycsbgen.NewZipfian(0, 10_000_000_000, 0.99, 26.46902820178302), ycsbRand()
-	return func() int64 { return javaFNVHash64(g.Next(r)) % n }
+	items := n + 1 + expectedNewKeys
+	return func() int64 {
+		for {
+			if k := javaFNVHash64(g.Next(r)) % items; k < size {
+				return k
+			}
+		}
+	}
 }
 
 // javaFNVHash64 is YCSB's Utils.fnvhash64.
@@ -198,14 +222,35 @@ func TestKeyDistributionsMatchYCSB(t *testing.T) {
 		// The control is scrambled_zipfian: the zipfian over the keyspace is not what YCSB
 		// runs for requestdistribution=zipfian, and the test says so.
 		{"ycsb_zipfian", KeyParams{Pattern: "ycsb_zipfian", NumKeys: n},
-			func() ycsbSide { return ycsbScrambledZipfian(n) },
+			func() ycsbSide { return ycsbScrambledZipfian(n, 0, n) },
 			KeyParams{Pattern: "scrambled_zipfian", NumKeys: n}},
+		// The hot keys are where YCSB's are only when the hash's modulus is YCSB's too:
+		// one more item moves them.
+		{"ycsb_zipfian, YCSB's modulus", KeyParams{Pattern: "ycsb_zipfian", NumKeys: n},
+			func() ycsbSide { return ycsbScrambledZipfian(n, 0, n) },
+			KeyParams{Pattern: "ycsb_zipfian", NumKeys: n, Options: "expectedNewKeys=1"}},
 		{"ycsb_zipfian over 100000 keys", KeyParams{Pattern: "ycsb_zipfian", NumKeys: 100_000},
-			func() ycsbSide { return ycsbScrambledZipfian(100_000) },
+			func() ycsbSide { return ycsbScrambledZipfian(100_000, 0, 100_000) },
 			KeyParams{Pattern: "ycsb_zipfian", NumKeys: 100_000, ZipfExponent: 0.9}},
+		// E's inserts: workloade's operationcount 1000 × insertproportion 0.05 × 2 = 100
+		// expected new keys, of which 50 inserted.
+		{"ycsb_zipfian with expected new keys", KeyParams{Pattern: "ycsb_zipfian", NumKeys: n, Options: "expectedNewKeys=100", Size: grown(n + 50)},
+			func() ycsbSide { return ycsbScrambledZipfian(n, 100, n+50) },
+			KeyParams{Pattern: "ycsb_zipfian", NumKeys: n, Size: grown(n + 50)}},
 		{"latest", KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.99},
 			func() ycsbSide { return ycsbLatest(n) },
 			KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.9}},
+		// D's inserts grow the keyspace: YCSB's ranks then reach every key inserted, not
+		// only the newest recordcount (17% of the reads beyond the newest 1000 of 3500).
+		{"latest, keyspace grown to 3500", KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.99, Size: grown(3500)},
+			func() ycsbSide { return ycsbLatestGrown(n, 3500) },
+			KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.95, Size: grown(3500)}},
+		{"latest, keyspace grown by 1 key", KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.99, Size: grown(n + 1)},
+			func() ycsbSide { return ycsbLatestGrown(n, n+1) },
+			KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.9, Size: grown(n + 1)}},
+		{"latest, keyspace grown to 100000", KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.99, Size: grown(100_000)},
+			func() ycsbSide { return ycsbLatestGrown(n, 100_000) },
+			KeyParams{Pattern: "latest", NumKeys: n, ZipfExponent: 0.95, Size: grown(100_000)}},
 		{"uniform", KeyParams{Pattern: "uniform", NumKeys: n},
 			func() ycsbSide { return ycsbUniform(n) },
 			KeyParams{Pattern: "hotspot", NumKeys: n, HotKeys: 0.5, HotFraction: 0.55}},
@@ -213,6 +258,9 @@ func TestKeyDistributionsMatchYCSB(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			keys := tt.ndbench.NumKeys
+			if tt.ndbench.Size != nil {
+				keys = tt.ndbench.Size()
+			}
 			ycsb := sampleCounts(tt.ycsb(), keys, ycsbDraws)
 			stat, df := chiSquareTwoSample(sampleCounts(ndbenchSide(t, tt.ndbench), keys, ycsbDraws), ycsb)
 			crit := chiSquareQuantile(df, ycsbAlpha)

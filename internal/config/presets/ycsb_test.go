@@ -134,6 +134,18 @@ func TestYCSBPresetsMatchYCSBWorkloads(t *testing.T) {
 			if got := get("dataSize", ""); got != "1000" {
 				t.Errorf("dataSize %s, YCSB's records are 10 fields of 100 bytes", got)
 			}
+			// CoreWorkload's zipfian chooser spreads over recordcount+1+expectednewkeys keys,
+			// expectednewkeys = operationcount × insertproportion × 2 (every file sets
+			// operationcount 1000).
+			if y.distribution == "zipfian" {
+				want := ""
+				if e := int64(1000 * y.insert * 2); e > 0 {
+					want = "expectedNewKeys=" + strconv.FormatInt(e, 10)
+				}
+				if got := get("patternOptions", ""); got != want {
+					t.Errorf("patternOptions %q, want %q for YCSB's expectednewkeys", got, want)
+				}
+			}
 			if z := get("zipfExponent", ""); y.distribution != "uniform" && z != "0.99" {
 				t.Errorf("zipfExponent %s, YCSB's ZipfianGenerator.ZIPFIAN_CONSTANT is 0.99", z)
 			}
