@@ -231,6 +231,12 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	if threads != "" {
 		fmt.Fprintln(io.err, "note:", threads)
 	}
+	if soft, hard, ok := fileLimit(); ok {
+		need, detail := fdNeed(w, f.backfill || w.Backfill)
+		if n := fdLimitNote(need, detail, soft, hard); n != "" {
+			fmt.Fprintln(io.err, "note:", n)
+		}
+	}
 	if len(secrets) > 0 {
 		fmt.Fprintf(io.err, "note: --from-report %s: the report redacted %s; give them again (--set or env) if the run needs them\n", f.fromReport, strings.Join(secrets, ", "))
 	}
