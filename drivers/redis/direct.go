@@ -19,11 +19,6 @@ import (
 // (a timeout or a hard stop reaches the connection through Interrupt), no goroutine
 // hand-off. docs/design-notes.md has the measurements that led here.
 
-// maxDials bounds the connects in flight at once in mode=direct: below the accept queue
-// of a server with default settings (Redis's tcp-backlog is 511), so that a pool of
-// thousands of workers connecting together never has SYNs dropped.
-const maxDials = 128
-
 // pipeline is one worker's connection in mode=direct.
 type pipeline struct {
 	d    *Driver
@@ -50,17 +45,7 @@ func (p *pipeline) connect(ctx context.Context) error {
 	if p.d.closed.Load() {
 		return fmt.Errorf("redis at %s: %w", o.Addrs[0], net.ErrClosed)
 	}
-	// At most maxDials connects at once: thousands of workers that start together
-	// (workload.readers=10000) would otherwise overflow the server's accept queue
-	// (Redis's tcp-backlog, 511 by default), whose dropped SYNs the kernel retries only
-	// after 1 s, 3 s, 7 s: connect timeouts from a healthy server, on loopback.
-	select {
-	case p.d.dials <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("connect to redis at %s: waiting for one of %d connects in flight: %w", o.Addrs[0], maxDials, ctx.Err())
-	}
 	nc, err := dial(ctx, "tcp", o.Addrs[0], o.Timeouts.Connect, p.d.tls)
-	<-p.d.dials
 	if err != nil {
 		return fmt.Errorf("connect to redis at %s: %w", o.Addrs[0], err)
 	}
@@ -413,7 +398,6 @@ func (dp *directPool) close() {
 func (d *Driver) initDirect(ctx context.Context) error {
 	o := &d.opts
 	d.direct = &directPool{d: d, idle: make(chan *pipeline, max(o.PoolSize, 10))}
-	d.dials = make(chan struct{}, maxDials)
 	p := &pipeline{d: d}
 	defer func() { _ = p.Close() }()
 	if err := p.connect(ctx); err != nil {

@@ -154,7 +154,6 @@ type Driver struct {
 	ap     *goredis.AutoPipeliner // set in autopipeline mode
 	direct *directPool            // set in direct mode, which has no go-redis client
 	closed atomic.Bool            // direct mode: Close was called; pipelines never reconnect
-	dials  chan struct{}          // direct mode: a slot per connect in flight (maxDials)
 	tls    *tls.Config
 	ttl    atomic.Int64 // time.Duration; live via Reconfigure
 
