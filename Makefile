@@ -174,5 +174,13 @@ bench-drivers-inprocess:
 soak: build
 	bash scripts/soak.sh $(BIN)
 
+# What a connection costs (issue 35): the binary, open loop at 2,000 ops/s against a local
+# Redis with 50, 1,000 and 10,000 connections, interleaved rounds, medians (client CPU per
+# op and its ratio to 50 connections, peak RSS, RSS per connection; docs/performance.md,
+# "Connection scale"). BENCH_CONNS_FLAGS passes flags, e.g. '-rate 5000 -rounds 5'.
+.PHONY: bench-conns
+bench-conns: build
+	$(GO) run ./scripts/benchconns -ndbench $(BIN) -out bench-results/conns $(BENCH_CONNS_FLAGS)
+
 clean:
 	rm -rf bin ndbench-report.json bench-micro.txt bench-results

@@ -254,7 +254,7 @@ func runAutotune(ctx context.Context, cmd *cobra.Command, f *autotuneFlags, io *
 	for _, n := range snap.Notices {
 		fmt.Fprintln(io.err, "note:", n)
 	}
-	printThreadsNote(io, threads)
+	printNote(io, threads)
 	w := snap.Config.Workload
 	for c := range s.Classes {
 		if _, ok := w.Class(c); !ok {

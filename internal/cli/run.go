@@ -228,7 +228,11 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	for _, n := range snap.Notices {
 		fmt.Fprintln(io.err, "note:", n)
 	}
-	printThreadsNote(io, threads)
+	printNote(io, threads)
+	if soft, hard, ok := fileLimit(); ok {
+		need, detail := fdNeed(w, f.backfill || w.Backfill)
+		printNote(io, fdLimitNote(need, detail, soft, hard))
+	}
 	if len(secrets) > 0 {
 		fmt.Fprintf(io.err, "note: --from-report %s: the report redacted %s; give them again (--set or env) if the run needs them\n", f.fromReport, strings.Join(secrets, ", "))
 	}

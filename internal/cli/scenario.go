@@ -167,7 +167,7 @@ func runScenario(ctx context.Context, path string, f *scenarioFlags, s *streams)
 	for _, n := range sc.Snapshot.Notices {
 		fmt.Fprintln(s.err, "note:", n)
 	}
-	printThreadsNote(s, threads)
+	printNote(s, threads)
 	log := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var (
 		target scenario.Node

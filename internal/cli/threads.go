@@ -269,9 +269,9 @@ func applyThreads(io *streams, t threadsFlag, opts any) (string, error) {
 	return "threads: " + c.why, nil
 }
 
-// printThreadsNote prints the note applyThreads returned, if any, wrapped at the
+// printNote prints a note (applyThreads's, the open-files limit's), if any, wrapped at the
 // console's width on a terminal (a long local host name took the line past 100 columns).
-func printThreadsNote(io *streams, note string) {
+func printNote(io *streams, note string) {
 	if note == "" {
 		return
 	}

@@ -190,7 +190,7 @@ func TestThreadsNoteFitsATerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 		var errOut bytes.Buffer
-		printThreadsNote(&streams{err: &errOut, tty: tt.tty}, "threads: "+c.why)
+		printNote(&streams{err: &errOut, tty: tt.tty}, "threads: "+c.why)
 		lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
 		for _, l := range lines {
 			if n := len([]rune(l)); n > consoleWidth {

@@ -823,7 +823,7 @@ func (e *Engine) Close(grace time.Duration) error {
 // step of Close), so operations in flight during Close's grace period still time out.
 func (e *Engine) watch() {
 	defer e.bgWG.Done()
-	t := e.timer.NewTimer(watchPeriod(e.gen.Load().w.OpTimeout))
+	t := e.timer.NewTimer(watchPeriod(e.gen.Load().w.OpTimeout, e.dog.count()))
 	defer t.Stop()
 	for {
 		select {
@@ -832,7 +832,7 @@ func (e *Engine) watch() {
 		case <-t.C():
 		}
 		e.dog.scan()
-		t.Reset(watchPeriod(e.gen.Load().w.OpTimeout))
+		t.Reset(watchPeriod(e.gen.Load().w.OpTimeout, e.dog.count()))
 	}
 }
 

@@ -71,6 +71,9 @@ type schedule struct {
 	// one that wakes after the slot's time, must retry on the new schedule rather than
 	// hand it out beside the new schedule's slots.
 	replacedAt atomic.Int64
+	// gone is closed once the schedule is replaced, after the new one is stored: a waiter
+	// whose slot is far off sleeps until its time or this, whichever comes first.
+	gone chan struct{}
 }
 
 // carried is a run of slots that fell due under an earlier schedule and were not claimed
@@ -190,8 +193,13 @@ func fineWaitFor(rate float64, procs int) fineWait {
 	return waitRuntime
 }
 
-// recheck bounds a single sleep so a waiter notices a rate change promptly instead of
-// sleeping out a slot claimed under the old, slower schedule.
+// recheck bounds a single time.Sleep so a waiter notices a rate change promptly instead
+// of sleeping out a slot claimed under the old, slower schedule. A wait longer than that
+// sleeps on a timer beside the schedule's gone channel instead (waitLong): with many
+// workers at a low rate each worker holds a slot workers/rate ahead (10,000 connections
+// at 2,000 ops/s: 5 s), and waking every recheck to look cost 10,000 × 50 wake-ups a
+// second, which made an idle connection cost more client CPU per operation than a busy
+// one (docs/performance.md, "Connection scale").
 const recheck = 20 * time.Millisecond
 
 // New returns a pacer at rate ops/s on its own clock; rate ≤ 0 means closed loop.
@@ -249,7 +257,7 @@ func (p *Pacer) install(s Shape, carry bool, at int64) {
 		claimed = old.next.Swap(replaced)
 	}
 	now := p.Now()
-	next := &schedule{anchor: max(now, at), shape: s}
+	next := &schedule{anchor: max(now, at), shape: s, gone: make(chan struct{})}
 	if p.src != nil {
 		next.waiters = &sourceWaiters{gone: make(chan struct{}), timers: map[clock.Timer]struct{}{}}
 	}
@@ -278,8 +286,11 @@ func (p *Pacer) install(s Shape, carry bool, at int64) {
 		}
 	}
 	p.sched.Store(next)
-	if old != nil && old.waiters != nil {
-		old.waiters.release() // after the Store: a waiter it wakes finds the new schedule
+	if old != nil {
+		close(old.gone) // after the Store: a waiter it wakes finds the new schedule
+		if old.waiters != nil {
+			old.waiters.release()
+		}
 	}
 }
 
@@ -472,10 +483,14 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 		// and a target computed from a larger margin than the one tested could be negative.
 		margin := p.wake.margin(rate)
 		switch {
+		case remaining > recheck+coarseMargin:
+			if !p.waitLong(s, done, remaining-coarseMargin) {
+				return 0, false
+			}
 		case fine == waitSleep:
 			time.Sleep(min(remaining, recheck))
 		case remaining > coarseMargin:
-			time.Sleep(min(remaining-coarseMargin, recheck))
+			time.Sleep(remaining - coarseMargin)
 		case fine == waitRuntime:
 			p.fine.Add(1)
 			if p.beating.CompareAndSwap(false, true) {
@@ -504,6 +519,26 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 			nanosleep(remaining)
 		}
 	}
+}
+
+// waitLong sleeps d on a timer, or until s is replaced (the caller's loop then finds
+// out what became of its slot, as after a recheck) or done is closed, which it reports as
+// false. One wake-up per slot however far off it is, at the cost of a timer (an
+// allocation) per wait longer than recheck, which only workers running fewer than
+// 1/recheck operations a second take.
+func (p *Pacer) waitLong(s *schedule, done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.gone:
+	case <-done:
+		// Leave as a recheck-sized sleep did: up to recheck later, so that a worker
+		// whose context ends keeps the timing it had (internal/cli's tests against a
+		// stalling store failed when it left at once, for a reason not yet found).
+		time.Sleep(recheck)
+	}
+	return true
 }
 
 // waitOn waits d on the clock's source (ClockOn), or until ctx ends or s is replaced. The
