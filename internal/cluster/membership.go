@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +62,13 @@ type member struct {
 	figures   nodeFigures
 	next      uint64 // the next interval sequence number to ask for
 	polling   bool
-	expected  bool // the merge expects its intervals (from its first poll after it became alive)
+	polls     int           // pulls of its intervals in flight
+	pullDelay time.Duration // how long its pulls take (a slow link), for the merge's wait
+	pollGen   uint64        // bumped when its interval sequence starts over (a restart)
+	// applyMu orders the merging of its pulled pages: pulls overlap on a slow link, and
+	// its intervals must reach the merge once each, in sequence.
+	applyMu  sync.Mutex
+	expected bool // the merge expects its intervals (from its first poll after it became alive)
 	// undiscovered: discovery no longer lists it, but it answers and runs its share (see
 	// refresh).
 	undiscovered bool
@@ -338,6 +345,7 @@ func (c *Coordinator) beat(ctx context.Context, m *member, req BeatRequest) {
 		c.log.Warn("fleet member restarted: it gets its whole assignment again", "node", m.ID)
 		m.applied, m.shaped = nil, nil
 		m.next, m.polling = 0, false
+		m.pollGen++
 	}
 	// NTP: offset = ((t1 − t0) + (t2 − t3)) / 2, round trip = (t3 − t0) − (t2 − t1).
 	s := clockSample{
