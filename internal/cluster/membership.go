@@ -148,6 +148,7 @@ func (c *Coordinator) refresh(ctx context.Context) {
 			continue
 		}
 		c.log.Info("fleet member left discovery", "node", id)
+		m.undiscovered = false
 		c.setHealth(m, Left, now)
 	}
 }
@@ -469,6 +470,10 @@ type MemberStatus struct {
 	Saturated bool `json:"saturated"`
 	// VersionMismatch flags a node running another ndbench version than the coordinator.
 	VersionMismatch bool `json:"versionMismatch,omitempty"`
+	// KeptAfterLeftDiscovery flags a node that discovery no longer lists (its registration
+	// lapsed: etcd cut off from it, say) but that answers its beats and runs its share of
+	// the run: it is kept, share and all, until it stops answering or the run ends.
+	KeptAfterLeftDiscovery bool `json:"keptAfterLeftDiscovery,omitempty" doc:"Discovery no longer lists the node, but it answers its beats and runs its share of the fleet run: it keeps its share until it stops answering or the run ends (its link to the registry failed, not the node)"`
 	// FirstOpSkewMs is, per op class, its first operation's start minus the common start
 	// instant of the last fleet start, on the coordinator's clock.
 	FirstOpSkewMs map[string]float64 `json:"firstOpSkewMs,omitempty"`
@@ -482,7 +487,8 @@ func (c *Coordinator) Members() []MemberStatus {
 	for _, m := range c.members {
 		s := MemberStatus{ID: m.ID, Addr: m.Addr, Labels: m.Labels, Weight: m.split().w(), Cluster: m.Cluster,
 			Version: m.beat.Version, Health: m.health, Since: m.since, Driver: m.beat.Driver, Running: m.beat.Running,
-			InRun: m.inRun, Orphaned: m.beat.Orphaned, OffsetMs: ms(m.offset), RTTMs: ms(m.rtt), Assigned: m.assigned}
+			InRun: m.inRun, Orphaned: m.beat.Orphaned, OffsetMs: ms(m.offset), RTTMs: ms(m.rtt), Assigned: m.assigned,
+			KeptAfterLeftDiscovery: m.undiscovered && (m.health == Alive || m.health == Suspect)}
 		if m.health != Alive {
 			s.LastError = m.lastErr
 		}
