@@ -101,6 +101,9 @@ type Options struct {
 	// (whose histograms are the session's until the next one starts), so the caller can
 	// record it.
 	OnSessionEnd func(*report.Report, *stats.Collector)
+	// PreviousServe, when set, is what the serve before this one lost (it ended without a
+	// clean stop); GET /api/v1/status says it.
+	PreviousServe *PreviousServe
 	// Certs, when set, makes Serve speak TLS with this certificate, re-read as its files
 	// change (CertFiles.Watch).
 	Certs *CertFiles

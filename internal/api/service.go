@@ -35,8 +35,29 @@ func (s *Server) health(context.Context, *empty) (*out[HealthBody], error) {
 	return &out[HealthBody]{HealthBody{Status: "ok", Version: s.opts.Version}}, nil
 }
 
-func (s *Server) getStatus(context.Context, *empty) (*out[node.Status], error) {
-	return &out[node.Status]{s.inst.Status()}, nil
+// StatusBody is what GET /api/v1/status answers: the node's status, and what the
+// service lost when the serve before it on this address ended without a clean stop.
+type StatusBody struct {
+	node.Status
+	PreviousServe *PreviousServe `json:"previousServe,omitempty" doc:"Set when the serve before this one on the same address ended without a clean stop (killed, crashed, the machine lost power): what it was doing and what of it was lost"`
+}
+
+// PreviousServe is what a restarted serve found of the one before it, which did not stop
+// cleanly: its last sign of life and the driver session it lost.
+type PreviousServe struct {
+	PID      int       `json:"pid" doc:"The previous serve's process id"`
+	Started  time.Time `json:"started" doc:"When it started"`
+	LastSeen time.Time `json:"lastSeen" doc:"Its last sign of life (it notes one every second): it ended between this and the next second"`
+	// Driver and SessionSince describe the driver session it had open, if any.
+	Driver       string    `json:"driver,omitempty" doc:"The driver of the session it had open (\"\" when none was)"`
+	SessionSince time.Time `json:"sessionSince,omitzero" doc:"When that driver session began"`
+	Running      []string  `json:"running,omitempty" doc:"The op classes it ran at its last sign of life"`
+	// Message says it in a sentence, as serve's log does.
+	Message string `json:"message" doc:"What was lost, in a sentence (as serve logs it at start)"`
+}
+
+func (s *Server) getStatus(context.Context, *empty) (*out[StatusBody], error) {
+	return &out[StatusBody]{StatusBody{Status: s.inst.Status(), PreviousServe: s.opts.PreviousServe}}, nil
 }
 
 func (s *Server) listDrivers(context.Context, *empty) (*out[[]DriverInfo], error) {

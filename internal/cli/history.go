@@ -16,6 +16,7 @@ import (
 
 	"github.com/ndbench/ndbench/internal/compare"
 	"github.com/ndbench/ndbench/internal/history"
+	"github.com/ndbench/ndbench/internal/report"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
@@ -498,19 +499,10 @@ points are (as history check finds them). Metrics: ` + strings.Join(history.Metr
 	return cmd
 }
 
+// writeTrendHTML writes the trend page as every other output is written: whole or not
+// at all, so a page a dashboard serves is never seen half written or torn by a crash.
 func writeTrendHTML(path string, p history.TrendPage) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write trend page: %w", err)
-	}
-	if err := history.WriteTrendHTML(f, p); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write trend page: %w", err)
-	}
-	return nil
+	return report.WriteFileAtomic(path, func(w io.Writer) error { return history.WriteTrendHTML(w, p) })
 }
 
 func values(pts []history.Point) []float64 {

@@ -326,7 +326,14 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err != nil {
 		return err
 	}
-	opts := api.Options{Instance: inst, Token: token, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
+	// What the serve before this one on the same address lost, if it did not stop
+	// cleanly; said once this one listens (a live serve there keeps it from listening).
+	statePath := serveStatePath(io.env, f.listen)
+	prev, err := readPreviousServe(statePath)
+	if err != nil {
+		log.Warn("serve cannot tell whether the previous serve stopped cleanly", "err", err)
+	}
+	opts := api.Options{Instance: inst, Token: token, PreviousServe: prev, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
 		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent,
 		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: onSessionEnd("serve"), Certs: certs, ClientCAs: clientCAs}
 	if fleetSrv != nil {
@@ -356,6 +363,11 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
+	if prev != nil {
+		log.Warn("serve restarted after an unclean stop: " + prev.Message)
+	}
+	cleanStop := keepServeState(ctx, statePath, f.listen, inst, log)
+	defer cleanStop()
 	// The service's run is the node's one run sequence, driven in the background: a
 	// backfill, when configured, then the load with its warm-up, while the API serves.
 	seq := &node.Run{Node: inst, Pin: true, Log: log}

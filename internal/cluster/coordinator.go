@@ -229,6 +229,7 @@ func (c *Coordinator) Run(ctx context.Context) {
 	defer func() { <-polled }()
 	go func() {
 		defer close(polled)
+		defer c.stats.pulls.Wait()
 		poll := time.NewTicker(time.Second)
 		defer poll.Stop()
 		for {

@@ -113,6 +113,23 @@ func TestInProcessFleetOutlivesItsDiscovery(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	victim := coord.Members()[2].ID
+	// kept says which members the fleet view says it keeps after they left discovery.
+	kept := func() []string {
+		var body struct {
+			Members []struct {
+				ID   string `json:"id"`
+				Kept bool   `json:"keptAfterLeftDiscovery"`
+			} `json:"members"`
+		}
+		inCall(t, http.MethodGet, url("/api/v1/fleet/members"), nil, &body)
+		var ids []string
+		for _, m := range body.Members {
+			if m.Kept {
+				ids = append(ids, m.ID)
+			}
+		}
+		return ids
+	}
 	for _, tc := range []struct {
 		name   string
 		hang   bool
@@ -124,9 +141,30 @@ func TestInProcessFleetOutlivesItsDiscovery(t *testing.T) {
 		fd.set(tc.hang, tc.hidden...)
 		time.Sleep(5 * time.Second) // past the lease (2 s) and the lost time (1 s)
 		allIn(tc.name)
+		// The fleet view says which node it keeps though discovery lost it.
+		if got := kept(); strings.Join(got, ",") != strings.Join(tc.hidden, ",") {
+			t.Errorf("%s: the members kept after they left discovery are %v, want %v", tc.name, got, tc.hidden)
+		}
 		fd.set(false)
 		time.Sleep(500 * time.Millisecond)
 		allIn(tc.name + ", then healed")
+		if got := kept(); len(got) > 0 {
+			t.Errorf("%s, then healed: members %v still said kept after they left discovery", tc.name, got)
+		}
+	}
+	// The API's document describes the flag.
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Description string `json:"description"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	inCall(t, http.MethodGet, url("/openapi.json"), nil, &doc)
+	if d := doc.Components.Schemas["MemberStatus"].Properties["keptAfterLeftDiscovery"].Description; !strings.Contains(d, "Discovery no longer lists the node") {
+		t.Errorf("the OpenAPI document's MemberStatus.keptAfterLeftDiscovery says %q; want it described", d)
 	}
 	// Once the run ends, a node discovery no longer lists leaves.
 	inCall(t, http.MethodPost, url("/api/v1/load/stop"), nil, nil)

@@ -30,6 +30,10 @@ type fleetStats struct {
 
 	satMu sync.Mutex
 	sat   map[int64][]string // merged second's start (ns) -> nodes saturated in it
+
+	emitMu sync.Mutex     // Ready and the ingest of what it returns, one at a time
+	pulls  sync.WaitGroup // pulls of nodes' intervals in flight
+	sem    chan struct{}  // bounds the pulls in flight (Options.Parallel)
 }
 
 // satKept is how many merged seconds' saturated nodes are kept.
@@ -73,7 +77,7 @@ func (f *fleetStats) noteSaturated(fl merge.Fleet) {
 
 func newFleetStats(c *Coordinator, wait time.Duration) *fleetStats {
 	coll := stats.NewCollector(stats.Config{})
-	return &fleetStats{c: c, merger: merge.New(merge.Config{Interval: time.Second, Wait: wait}), coll: coll,
+	return &fleetStats{c: c, sem: make(chan struct{}, c.opts.Parallel), merger: merge.New(merge.Config{Interval: time.Second, Wait: wait}), coll: coll,
 		log: stats.NewIntervalLog(coll, 120, time.Minute)}
 }
 
@@ -81,55 +85,126 @@ func (f *fleetStats) expect(id string, now time.Time) { f.merger.Expect(id, now)
 func (f *fleetStats) forget(id string, now time.Time) { f.merger.Forget(id, now) }
 func (f *fleetStats) reset()                          { f.coll.Reset() }
 
-// poll asks every node that answers for its new intervals, then ingests the seconds that
-// are complete or waited for long enough.
+// pollDeadline bounds one pull of a node's intervals; pullsPerNode bounds the pulls of
+// one node in flight. Pulls overlap on a link slower than the poll period, so that a
+// node's second waits for one round trip, not for the pull before it.
+const (
+	pollDeadline = 5 * time.Second
+	pullsPerNode = 5
+)
+
+// poll starts a pull of the new intervals of every node that answers and returns without
+// waiting for them: each node's pull has its own deadline, and its intervals are merged
+// when they arrive, so a node behind a slow link delays neither the other nodes' pulls nor
+// the seconds that do not need it. The merge waits for a slow node's seconds as long as
+// its pulls take (bounded, merge.Config.MaxDelay) before it flags them partial. Ready is
+// asked now, for the seconds whose wait has ended, and after every pull.
 func (f *fleetStats) poll(ctx context.Context, now time.Time) {
 	c := f.c
 	type job struct {
 		m      *member
 		since  uint64
-		first  bool
+		gen    uint64
 		offset time.Duration
 	}
 	c.mu.Lock()
 	var jobs []job
 	for _, m := range c.members {
-		if m.health == Alive || m.health == Suspect {
-			jobs = append(jobs, job{m: m, since: m.next, first: !m.polling, offset: m.offset})
+		if (m.health == Alive || m.health == Suspect) && m.polls < pullsPerNode {
+			m.polls++
+			jobs = append(jobs, job{m: m, since: m.next, gen: m.pollGen, offset: m.offset})
 		}
 	}
 	c.mu.Unlock()
-	c.each(len(jobs), func(i int) {
-		j := jobs[i]
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		var page stats.IntervalsPage
-		if err := j.m.client().call(pctx, http.MethodGet, "/api/v1/stats/intervals?since="+strconv.FormatUint(j.since, 10), nil, &page); err != nil {
-			c.log.Debug("fleet stats poll failed", "node", j.m.ID, "err", err)
-			return
-		}
+	for _, j := range jobs {
+		f.pulls.Add(1)
+		go func() {
+			defer f.pulls.Done()
+			f.pull(ctx, j.m, j.since, j.gen, j.offset)
+		}()
+	}
+	f.emit(time.Now())
+}
+
+// pull asks one node for its intervals from since and merges the new ones.
+func (f *fleetStats) pull(ctx context.Context, m *member, since, gen uint64, offset time.Duration) {
+	c := f.c
+	select {
+	case f.sem <- struct{}{}: // bounds the pulls in flight (Options.Parallel), apart from the beats'
+	case <-ctx.Done():
 		c.mu.Lock()
-		j.m.next, j.m.polling = page.Next, true
-		expect := !j.m.expected && j.m.health == Alive
-		j.m.expected = j.m.expected || expect
+		m.polls--
 		c.mu.Unlock()
-		if expect {
-			// Expected from now on, not from when it answered its first beat: seconds
-			// before its first interval was asked for are not missing it.
-			f.expect(j.m.ID, time.Now())
+		return
+	}
+	sent := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, pollDeadline)
+	var page stats.IntervalsPage
+	err := m.client().call(pctx, http.MethodGet, "/api/v1/stats/intervals?since="+strconv.FormatUint(since, 10), nil, &page)
+	cancel()
+	<-f.sem
+	took := time.Since(sent)
+	c.mu.Lock()
+	m.polls--
+	if err == nil {
+		// A link's delay is what its slow pulls take: it rises at once and decays slowly,
+		// so one quick pull does not cut the wait of the seconds still on their way.
+		m.pullDelay = max(took, m.pullDelay-(m.pullDelay-took)/4)
+	}
+	delay := m.pullDelay
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Debug("fleet stats poll failed", "node", m.ID, "err", err)
+		return
+	}
+	f.merger.SetDelay(m.ID, delay)
+
+	f.apply(m, gen, &page, offset)
+	f.emit(time.Now())
+}
+
+// apply merges the intervals of page that no other pull of m merged.
+func (f *fleetStats) apply(m *member, gen uint64, page *stats.IntervalsPage, offset time.Duration) {
+	c := f.c
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	c.mu.Lock()
+	if gen != m.pollGen {
+		// The node restarted while this pull was out: its page is the old process's.
+		c.mu.Unlock()
+		return
+	}
+	first, from := !m.polling, m.next
+	m.next, m.polling = max(m.next, page.Next), true
+	expect := !m.expected && m.health == Alive
+	m.expected = m.expected || expect
+	c.mu.Unlock()
+	if expect {
+		// Expected from now on, not from when it answered its first beat: seconds
+		// before its first interval was asked for are not missing it.
+		f.expect(m.ID, time.Now())
+	}
+	if first {
+		// What a node held before the coordinator first asked is its own history, not
+		// the fleet's: the fleet's figures start now.
+		return
+	}
+	for _, iv := range page.Intervals {
+		if iv.Seq < from {
+			continue // an overlapping pull merged it already
 		}
-		if j.first {
-			// What a node held before the coordinator first asked is its own history, not
-			// the fleet's: the fleet's figures start now.
-			return
+		if err := f.merger.Add(m.ID, offset, iv); err != nil {
+			c.log.Warn("fleet stats: interval not merged", "node", m.ID, "seq", iv.Seq, "err", err)
 		}
-		for _, iv := range page.Intervals {
-			if err := f.merger.Add(j.m.ID, j.offset, iv); err != nil {
-				c.log.Warn("fleet stats: interval not merged", "node", j.m.ID, "seq", iv.Seq, "err", err)
-			}
-		}
-	})
-	for _, fl := range f.merger.Ready(time.Now()) {
+	}
+}
+
+// emit ingests the merged seconds that are ready at now, in order: pulls end
+// concurrently, and the fleet's collector takes its seconds one after the other.
+func (f *fleetStats) emit(now time.Time) {
+	f.emitMu.Lock()
+	defer f.emitMu.Unlock()
+	for _, fl := range f.merger.Ready(now) {
 		f.ingest(fl)
 	}
 }

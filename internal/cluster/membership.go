@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +62,13 @@ type member struct {
 	figures   nodeFigures
 	next      uint64 // the next interval sequence number to ask for
 	polling   bool
-	expected  bool // the merge expects its intervals (from its first poll after it became alive)
+	polls     int           // pulls of its intervals in flight
+	pullDelay time.Duration // how long its pulls take (a slow link), for the merge's wait
+	pollGen   uint64        // bumped when its interval sequence starts over (a restart)
+	// applyMu orders the merging of its pulled pages: pulls overlap on a slow link, and
+	// its intervals must reach the merge once each, in sequence.
+	applyMu  sync.Mutex
+	expected bool // the merge expects its intervals (from its first poll after it became alive)
 	// undiscovered: discovery no longer lists it, but it answers and runs its share (see
 	// refresh).
 	undiscovered bool
@@ -141,6 +148,7 @@ func (c *Coordinator) refresh(ctx context.Context) {
 			continue
 		}
 		c.log.Info("fleet member left discovery", "node", id)
+		m.undiscovered = false
 		c.setHealth(m, Left, now)
 	}
 }
@@ -338,6 +346,7 @@ func (c *Coordinator) beat(ctx context.Context, m *member, req BeatRequest) {
 		c.log.Warn("fleet member restarted: it gets its whole assignment again", "node", m.ID)
 		m.applied, m.shaped = nil, nil
 		m.next, m.polling = 0, false
+		m.pollGen++
 	}
 	// NTP: offset = ((t1 − t0) + (t2 − t3)) / 2, round trip = (t3 − t0) − (t2 − t1).
 	s := clockSample{
@@ -461,6 +470,10 @@ type MemberStatus struct {
 	Saturated bool `json:"saturated"`
 	// VersionMismatch flags a node running another ndbench version than the coordinator.
 	VersionMismatch bool `json:"versionMismatch,omitempty"`
+	// KeptAfterLeftDiscovery flags a node that discovery no longer lists (its registration
+	// lapsed: etcd cut off from it, say) but that answers its beats and runs its share of
+	// the run: it is kept, share and all, until it stops answering or the run ends.
+	KeptAfterLeftDiscovery bool `json:"keptAfterLeftDiscovery,omitempty" doc:"Discovery no longer lists the node, but it answers its beats and runs its share of the fleet run: it keeps its share until it stops answering or the run ends (its link to the registry failed, not the node)"`
 	// FirstOpSkewMs is, per op class, its first operation's start minus the common start
 	// instant of the last fleet start, on the coordinator's clock.
 	FirstOpSkewMs map[string]float64 `json:"firstOpSkewMs,omitempty"`
@@ -479,7 +492,8 @@ func (c *Coordinator) Members() []MemberStatus {
 		s := MemberStatus{ID: m.ID, Addr: m.Addr, Labels: m.Labels, Weight: m.split().w(), Cluster: m.Cluster,
 			Version: m.beat.Version, Health: m.health, Since: m.since, Driver: m.beat.Driver, Running: m.beat.Running,
 			InRun: m.inRun, Orphaned: m.beat.Orphaned, OffsetMs: ms(m.offset), RTTMs: ms(m.rtt), Assigned: m.assigned,
-			KeyspaceSize: m.beat.KeyspaceSize, Inserted: m.beat.Inserted}
+			KeyspaceSize: m.beat.KeyspaceSize, Inserted: m.beat.Inserted,
+			KeptAfterLeftDiscovery: m.undiscovered && (m.health == Alive || m.health == Suspect)}
 		if m.health != Alive {
 			s.LastError = m.lastErr
 		}

@@ -198,6 +198,16 @@ func (e *etcdSource) Close() error {
 	return nil
 }
 
+// EtcdKeepAliveTime and EtcdKeepAliveTimeout are the etcd client's gRPC keepalive: a
+// connection that received nothing for EtcdKeepAliveTime is pinged, and dropped when the
+// ping is not answered within EtcdKeepAliveTimeout, so a silently cut etcd fails the
+// calls waiting on it within their sum (15 s). gRPC pings no more often than every 10 s,
+// and etcd refuses clients that ping more often than its --grpc-keepalive-min-time (5 s).
+const (
+	EtcdKeepAliveTime    = 10 * time.Second
+	EtcdKeepAliveTimeout = 5 * time.Second
+)
+
 // getClient returns the client, making it on first use.
 func (e *etcdSource) getClient() (*clientv3.Client, error) {
 	e.mu.Lock()
@@ -214,6 +224,13 @@ func (e *etcdSource) getClient() (*clientv3.Client, error) {
 		Password:    e.password,
 		DialTimeout: e.opts.EtcdDialTimeout,
 		TLS:         e.tlsConfig(),
+		// A link cut silently (a partition that drops packets, no reset) is otherwise
+		// only noticed when a call's own deadline ends, and a watch or a lease's
+		// keep-alive stream would wait on it for good: gRPC pings a connection idle for
+		// EtcdKeepAliveTime and drops it when no answer comes within
+		// EtcdKeepAliveTimeout, failing the calls on it.
+		DialKeepAliveTime:    EtcdKeepAliveTime,
+		DialKeepAliveTimeout: EtcdKeepAliveTimeout,
 		// The client logs every reconnect attempt; errors reach the caller instead.
 		Logger: zap.NewNop(),
 	})

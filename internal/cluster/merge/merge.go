@@ -22,7 +22,8 @@
 //
 // Expect and Forget say which slots expect which node. A slot is emitted (Ready) when
 // every node it expects has delivered its data through the slot, or when Config.Wait has
-// passed since the slot ended; then it is marked Partial, with the nodes that delivered
+// passed since the slot ended (plus, for a node behind a slow link, its SetDelay, at most
+// Config.MaxDelay); then it is marked Partial, with the nodes that delivered
 // nothing for it in Missing. A node has delivered through slot k when its intervals,
 // gapless in Seq, reach slot k: a gap in its Seq (intervals the coordinator could not
 // fetch any more, IntervalsPage.Missed), its first interval after being expected, and a
@@ -64,6 +65,7 @@ const (
 	DefaultInterval = time.Second
 	DefaultWait     = 2 * time.Second
 	DefaultHorizon  = 10 * time.Second
+	DefaultMaxDelay = 5 * time.Second
 )
 
 // SaturationRatio is the share of its target rate below which a node's class is
@@ -82,6 +84,9 @@ type Config struct {
 	// end, after its offset: beyond it Add refuses the interval, which can only come from
 	// a wrong offset (or sign), rather than keep a slot open for it; default 10 s.
 	Horizon time.Duration
+	// MaxDelay bounds the extra wait SetDelay gives a node behind a slow link: a slot
+	// that lacks such a node waits at most Wait + MaxDelay past its end; default 5 s.
+	MaxDelay time.Duration
 }
 
 // Fleet is one emitted slot: the merged interval of every node that reported in it.
@@ -194,6 +199,9 @@ func New(cfg Config) *Merger {
 	if cfg.Horizon <= 0 {
 		cfg.Horizon = DefaultHorizon
 	}
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = DefaultMaxDelay
+	}
 	m := &Merger{cfg: cfg, nodes: map[string]*node{}, slots: map[int64]*slot{}}
 	m.scratch.New = func() any { return new(decoded) }
 	return m
@@ -215,6 +223,7 @@ type node struct {
 	through int64         // it delivered all its data through this slot (unset: unknown)
 	holes   []period      // slots it left without data (Seq gaps, first contact, restart)
 	last    int64         // the latest slot it contributed to
+	delay   time.Duration // how late its data comes on its link (SetDelay), within MaxDelay
 }
 
 // period is a range of slots, both ends included.
@@ -308,6 +317,18 @@ func (m *Merger) Forget(id string, at time.Time) {
 	if p.until < p.from {
 		n.periods = n.periods[:len(n.periods)-1]
 	}
+}
+
+// SetDelay says that node's data reaches the coordinator d after it could have (the time a
+// pull of its intervals takes over its link): a slot that lacks only nodes behind slow
+// links waits for them up to Wait + their delay (at most Config.MaxDelay more) before it
+// is emitted partial, so a node on a slow but working link is not flagged missing every
+// second. The fleet's series is held back as long, never lost.
+func (m *Merger) SetDelay(id string, d time.Duration) {
+	d = min(max(d, 0), m.cfg.MaxDelay)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.node(id).delay = d
 }
 
 // Add merges one interval of node. offset is the node's clock minus the coordinator's,
@@ -434,9 +455,13 @@ func (m *Merger) Ready(now time.Time) []Fleet {
 	for m.started {
 		k := m.next
 		end := m.slotEnd(k)
-		expired := !now.Before(end.Add(m.cfg.Wait))
 		s := m.slots[k]
 		expectedAny, missing := m.check(k)
+		var extra time.Duration
+		for _, id := range missing {
+			extra = max(extra, m.nodes[id].delay)
+		}
+		expired := !now.Before(end.Add(m.cfg.Wait + extra))
 		if s == nil && !expectedAny {
 			if !expired {
 				break

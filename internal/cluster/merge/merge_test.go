@@ -382,6 +382,8 @@ func TestPartialAndLate(t *testing.T) {
 		skip  func(n *simNode, s int) bool
 		lose  func(n *simNode, s int) bool
 		event func(c *coord, nodes []*simNode, s int)
+		cfg   Config
+		delay map[string]time.Duration // SetDelay before the first second
 		want  want
 	}{
 		{name: "node lost for 3 s",
@@ -399,6 +401,19 @@ func TestPartialAndLate(t *testing.T) {
 			// c (phase 0.8) ticks slot s+1 during second s; skipped polls of seconds
 			// 10..13 delay slots 11..14 until second 14: 11 and 12 have expired by then.
 			want: want{partial: map[int][]string{11: {"c"}, 12: {"c"}}, late: 2}},
+		{name: "node behind a slow link, waited for",
+			// As above, but the coordinator knows c's pulls take 2 s: slot 11 waits until
+			// 11 + 2 + 2, and c's intervals, fetched in second 14, are on time.
+			skip:  func(n *simNode, s int) bool { return n.id == "c" && s >= 10 && s < 14 },
+			delay: map[string]time.Duration{"c": 2 * time.Second},
+			want:  want{}},
+		{name: "node behind a slow link, waited for within MaxDelay",
+			// Its delay of 3 s is bounded to 1 s: slot 11 waits until 11 + 2 + 1 and is
+			// partial, slot 12 (until 15) is whole.
+			skip:  func(n *simNode, s int) bool { return n.id == "c" && s >= 10 && s < 14 },
+			cfg:   Config{MaxDelay: time.Second},
+			delay: map[string]time.Duration{"c": 3 * time.Second},
+			want:  want{partial: map[int][]string{11: {"c"}}, late: 1}},
 		{name: "stats reset on a node",
 			event: func(c *coord, nodes []*simNode, s int) {
 				if s == 8 {
@@ -422,7 +437,7 @@ func TestPartialAndLate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := newCoord(t, Config{})
+			c := newCoord(t, tc.cfg)
 			nodes := []*simNode{
 				newSimNode("a", 100*time.Millisecond, 0, 1, 1),
 				newSimNode("b", 500*time.Millisecond, 250*time.Millisecond, 2, 2),
@@ -430,6 +445,9 @@ func TestPartialAndLate(t *testing.T) {
 			}
 			for _, n := range nodes {
 				c.m.Expect(n.id, at(0))
+			}
+			for id, d := range tc.delay {
+				c.m.SetDelay(id, d)
 			}
 			for s := range 17 {
 				if tc.event != nil {

@@ -74,6 +74,11 @@ func (a EtcdAccess) clientConfig(endpoints []string, timeout time.Duration) clie
 		TLS:         a.TLS,
 		Username:    a.Username,
 		Password:    a.Password,
+		// A silently cut link (no reset) would hold the watch for good: gRPC pings a
+		// connection idle for 10 s and drops it when no answer comes within 5 s, and
+		// the watch reconnects (the same bound as the discovery's etcd client).
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
 		// The client logs every reconnect attempt; ndbench reports what matters through
 		// OnError and Status instead.
 		Logger: zap.NewNop(),

@@ -1023,6 +1023,7 @@
       const flags = [];
       if (m.saturated && alive) flags.push(el('span', { class: 'flag saturated', title: "generator-bound: below 95% of its assigned rate; its numbers are the generator's, not the store's", text: 'saturated' }));
       if (m.orphaned) flags.push(el('span', { class: 'flag orphaned', title: 'runs load of a run this coordinator does not hold (left from another coordinator, or before a restart)', text: 'orphaned' }));
+      if (m.keptAfterLeftDiscovery) flags.push(el('span', { class: 'flag undiscovered', title: 'discovery no longer lists this node, but it answers and runs its share of the run: it keeps its share until it stops answering (its link to the registry failed, not the node)', text: 'kept: left discovery' }));
       if (m.versionMismatch) flags.push(el('span', { class: 'flag mismatch', title: 'runs ndbench ' + m.version + ', not the coordinator\'s version', text: 'version ' + m.version }));
       if (m.health === 'suspect' || m.health === 'lost') flags.push(el('span', { class: 'flag h-' + m.health, title: m.lastError || m.health, text: m.health === 'lost' ? 'lost: figures stale' : 'missed beats' }));
       if (m.inRun && alive) flags.push(el('span', { class: 'flag inrun', title: 'takes part in the fleet run', text: 'in run' }));
@@ -1054,7 +1055,7 @@
     ['p99', 'p99 (ms)', 'response time p99 per class, over the last seconds'],
     ['errors', 'errors/s', 'failures per second, all classes'],
     ['clock', 'clock (ms)', "the node's clock minus the coordinator's"],
-    ['flags', 'flags', 'saturated, orphaned, version mismatch, suspect/lost'],
+    ['flags', 'flags', 'saturated, orphaned, kept after it left discovery, version mismatch, suspect/lost'],
     ['actions', 'actions', 'start or stop the load on this node alone'],
   ];
 
