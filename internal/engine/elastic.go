@@ -312,8 +312,8 @@ func (c *opClass) elasticTarget(now time.Time, timeout time.Duration, base, most
 			// (a third of them at a 250 ms timeout, 330 a second: a standard error of 8%;
 			// 70 to 99 ms around the 84 ms of issue 39's frozen backend). Each growth is
 			// a new draw the pool keeps until it has been calm for elasticCalm, so the
-			// pool reached the highest of them, and 1.25× that with the drain: 38 or 39
-			// workers where Little's law asks for 25.2.
+			// pool reached the highest of them, and 1.25× that with the drain: 38
+			// workers where Little's law asks for 25.
 			steady := svc
 			if sum, _, n := st.over(now, elasticSteady); n > 0 {
 				steady = min(svc, sum/time.Duration(n))
@@ -353,14 +353,13 @@ func littles(rate float64, svc time.Duration, most int) int {
 }
 
 // drainFor returns the workers that drain pending overdue operations of service time svc
-// in elasticDrain, at most 1/elasticDrainShare of need rounded down (and at least one):
-// rounded up, a need of 30 drained with 8, 1.27× in all.
+// in elasticDrain, at most 1/elasticDrainShare of need (and at least one).
 func drainFor(pending int64, svc time.Duration, need, most int) int {
 	if pending <= 0 || svc <= 0 {
 		return 0
 	}
 	backlog := min(float64(pending)*svc.Seconds()/elasticDrain.Seconds(), float64(most))
-	return min(int(math.Ceil(backlog)), max(1, need/elasticDrainShare))
+	return min(int(math.Ceil(backlog)), max(1, (need+elasticDrainShare-1)/elasticDrainShare))
 }
 
 // inFlight reports whether w has an operation (or a batch) in flight, and for how long at

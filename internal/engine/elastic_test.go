@@ -198,8 +198,8 @@ func TestFrozenBackendKeepsTheHealthyShare(t *testing.T) {
 // last second's mean service time is 100 ms but the second before it was 70 ms (issue
 // 39's frozen backend: a third of the reads at a 250 ms timeout, whose one-second mean
 // swings 70-99 ms around 84), the growth sizes on the two seconds' 85 ms: 26 workers and
-// 6 (a quarter, rounded down) to drain, 32, where the last second alone asked for 30 + 8
-// = 38, past 1.5× the 25.2 the store needs. A store that just got faster is sized on the
+// 7 (a quarter) to drain, 33, where the last second alone asked for 30 + 8 = 38,
+// past 1.5× the 25.2 the store needs. A store that just got faster is sized on the
 // faster second (a pool of 20 there).
 func TestLittlesLawGrowthOnASteadierMean(t *testing.T) {
 	for _, tc := range []struct {
@@ -207,10 +207,10 @@ func TestLittlesLawGrowthOnASteadierMean(t *testing.T) {
 		before, last time.Duration // mean service time 2-1 s and 1-0 s before the check
 		cur, want    int
 	}{
-		{"one second 15% slow", 70 * time.Millisecond, 100 * time.Millisecond, 28, 32},
-		{"steady", 84 * time.Millisecond, 84 * time.Millisecond, 28, 32},
-		// 70 ms: 21 workers and 5 to drain; the two seconds' 85 ms would ask for 32.
-		{"the store got faster", 100 * time.Millisecond, 70 * time.Millisecond, 20, 26},
+		{"one second 15% slow", 70 * time.Millisecond, 100 * time.Millisecond, 28, 33},
+		{"steady", 84 * time.Millisecond, 84 * time.Millisecond, 28, 33},
+		// 70 ms: 21 workers and 6 to drain; the two seconds' 85 ms would ask for 33.
+		{"the store got faster", 100 * time.Millisecond, 70 * time.Millisecond, 20, 27},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewSim(simStart)
