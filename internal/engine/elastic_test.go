@@ -10,6 +10,7 @@ import (
 	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine/simstore"
+	"github.com/ndbench/ndbench/internal/pacer"
 )
 
 // poolSize returns how many workers class's pool has.
@@ -189,5 +190,57 @@ func TestFrozenBackendKeepsTheHealthyShare(t *testing.T) {
 	need := rate * (timeout.Seconds()/3 + 2*0.001/3)
 	if float64(most) > 1.5*need {
 		t.Errorf("the pool grew to %d workers; Little's law asks for %.1f, want at most 1.5× that", most, need)
+	}
+}
+
+// TestLittlesLawGrowthOnASteadierMean: a pool of 28 (8 configured, at most 64) at
+// 300 reads/s is 600 ms behind, 181 reads overdue, with no operation stuck. When the
+// last second's mean service time is 100 ms but the second before it was 70 ms (issue
+// 39's frozen backend: a third of the reads at a 250 ms timeout, whose one-second mean
+// swings 70-99 ms around 84), the growth sizes on the two seconds' 85 ms: 26 workers and
+// 7 (a quarter) to drain, 33, where the last second alone asked for 30 + 8 = 38,
+// past 1.5× the 25.2 the store needs. A store that just got faster is sized on the
+// faster second (a pool of 20 there).
+func TestLittlesLawGrowthOnASteadierMean(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		before, last time.Duration // mean service time 2-1 s and 1-0 s before the check
+		cur, want    int
+	}{
+		{"one second 15% slow", 70 * time.Millisecond, 100 * time.Millisecond, 28, 33},
+		{"steady", 84 * time.Millisecond, 84 * time.Millisecond, 28, 33},
+		// 70 ms: 21 workers and 6 to drain; the two seconds' 85 ms would ask for 33.
+		{"the store got faster", 100 * time.Millisecond, 70 * time.Millisecond, 20, 27},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewSim(simStart)
+			pc := pacer.ClockOn(clk)
+			p := pacer.NewWithClock(300, pc)
+			clk.Advance(600 * time.Millisecond) // 181 reads due (0 to 600 ms), none claimed
+			c := &opClass{name: "read", pacer: p, extra: tc.cur - 8}
+			const ops = 15 // per check: 300/s × 50 ms
+			checks := int(elasticWindow / elasticPeriod)
+			now := clk.Now()
+			for i := 2*checks - 1; i >= 0; i-- {
+				svc := tc.last
+				if i >= checks {
+					svc = tc.before
+				}
+				c.elastic.push(elasticSample{
+					at:  now.Add(-time.Duration(i) * elasticPeriod),
+					svc: svc * ops, ops: ops,
+					held:     time.Duration(tc.cur) * elasticPeriod,
+					longest:  250 * time.Millisecond,
+					answered: true,
+				})
+			}
+			if lag, pending := p.Backlog(); pending != 181 {
+				t.Fatalf("the pacer has %d reads overdue (%v late), want 181", pending, lag)
+			}
+			target, got := c.elasticTarget(now, 250*time.Millisecond, 8, 64, pc.Now())
+			if got != tc.cur || target != tc.want {
+				t.Errorf("a pool of %d with service times %v then %v: grew to %d, want %d", got, tc.before, tc.last, target, tc.want)
+			}
+		})
 	}
 }
