@@ -343,7 +343,8 @@ func TestRunExplainsFailures(t *testing.T) {
 	if !strings.Contains(out, "attempted  succeeded") {
 		t.Errorf("summary does not show attempted beside succeeded:\n%s", out)
 	}
-	if !strings.Contains(out, "rejected ×") || !strings.Contains(out, "past maxBytes=") {
+	// The message may be wrapped at the console's width: read it as one line.
+	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "rejected ×") || !strings.Contains(flat, "past maxBytes=") {
 		t.Errorf("summary does not show the rejected writes' message:\n%s", out)
 	}
 	msgs := readReport(t, rep).Errors["write"]
