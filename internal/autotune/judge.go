@@ -133,6 +133,14 @@ func (g Generator) withDefaults() Generator {
 // client-bound: it is no evidence of the store's limit either way. Nodes that sent less
 // than their share count as the generator's saturation, as start lag does: a violation
 // with the store's service time within SLA is then client-bound, and names them.
+// littleRise is how far the mean service time must rise over its baseline, and
+// littleInStore the share of the pool that must be in the store, for a step whose pool
+// would have carried its target at the baseline speed to be the store's limit.
+const (
+	littleRise    = 2.0
+	littleInStore = 0.75
+)
+
 func Judge(m Measurement, slas map[string]SLA, def SLA, g Generator, baseline map[string]float64) (Verdict, []string) {
 	g = g.withDefaults()
 	if m.Incomplete {
@@ -159,6 +167,16 @@ func Judge(m Measurement, slas map[string]SLA, def SLA, g Generator, baseline ma
 		rising := func(a, b float64) bool { return a > 0 && b > g.Rise*a && b-a > g.RiseMin*bound }
 		storeSlow := c.Service > bound || rising(c.ServiceFirstHalf, c.ServiceSecondHalf)
 		if b := baseline[name]; b > 0 && c.ServiceMean > 4*b && c.ServiceMean-b > 0.05*bound {
+			storeSlow = true
+		}
+		// Little's law: a pool that would have carried the target at the baseline service
+		// time, with its workers in the store (achieved × mean service time ≈ workers),
+		// fell short because the store answered slower under this load: it queues, as a
+		// server at its capacity does. More workers would only queue in it too, so the
+		// pool is not what limited the step (a search on a store with a capacity ended
+		// "client-bound" at it while 16 workers waited in the store 4 ms each).
+		if b := baseline[name]; b > 0 && c.Workers > 0 && c.Target > 0 && c.ServiceMean >= littleRise*b &&
+			float64(c.Workers)/(b/1e6) >= c.Target && c.Achieved*c.ServiceMean/1e6 >= littleInStore*float64(c.Workers) {
 			storeSlow = true
 		}
 		lagBound := float64(g.StartLag.Microseconds())

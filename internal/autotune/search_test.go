@@ -199,6 +199,18 @@ func TestJudge(t *testing.T) {
 		{"pool exhausted, store at its usual speed", func(c *ClassMeasurement, _ *Measurement) {
 			c.Achieved, c.Response, c.StartLag, c.Service, c.ServiceMean, c.Pending = 600, 900000, 850000, 1500, 1100, 20000
 		}, ClientBound, "start lag", map[string]float64{"read": 1000}},
+		// Little's law: 12 workers would carry 12,000/s at the baseline 1 ms; all of them
+		// waited in the store 3 ms each (under the 4× rule), so the shortfall is the
+		// store's queue.
+		{"a pool that would have sufficed, all in a queueing store", func(c *ClassMeasurement, _ *Measurement) {
+			c.Target, c.Achieved, c.Response, c.StartLag, c.Service, c.ServiceMean, c.Pending, c.Workers = 4240, 3880, 9000, 5000, 6000, 3000, 3000, 12
+		}, Fail, "achieved 91.5%", map[string]float64{"read": 1000}},
+		{"a pool mostly idle while the service time rose", func(c *ClassMeasurement, _ *Measurement) {
+			c.Target, c.Achieved, c.Response, c.StartLag, c.Service, c.ServiceMean, c.Pending, c.Workers = 4240, 3880, 9000, 5000, 6000, 3000, 3000, 64
+		}, ClientBound, "achieved 91.5%", map[string]float64{"read": 1000}},
+		{"a pool too small for the target at the baseline speed", func(c *ClassMeasurement, _ *Measurement) {
+			c.Target, c.Achieved, c.Response, c.StartLag, c.Service, c.ServiceMean, c.Pending, c.Workers = 4240, 1900, 9000, 5000, 2500, 2100, 3000, 4
+		}, ClientBound, "achieved 44.8%", map[string]float64{"read": 1000}},
 		{"CPU saturated", func(c *ClassMeasurement, m *Measurement) {
 			c.Response, c.Service = 20000, 19000
 			m.CPUCores, m.Cores = 1.95, 2
