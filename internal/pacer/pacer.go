@@ -484,9 +484,7 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 		margin := p.wake.margin(rate)
 		switch {
 		case remaining > recheck+coarseMargin:
-			if !p.waitLong(s, done, remaining-coarseMargin) {
-				return 0, false
-			}
+			p.waitLong(s, done, remaining-coarseMargin)
 		case fine == waitSleep:
 			time.Sleep(min(remaining, recheck))
 		case remaining > coarseMargin:
@@ -521,12 +519,12 @@ func (p *Pacer) waitUntil(ctx context.Context, s *schedule, due int64) (int64, b
 	}
 }
 
-// waitLong sleeps d on a timer, or until s is replaced (the caller's loop then finds
-// out what became of its slot, as after a recheck) or done is closed, which it reports as
-// false. One wake-up per slot however far off it is, at the cost of a timer (an
-// allocation) per wait longer than recheck, which only workers running fewer than
-// 1/recheck operations a second take.
-func (p *Pacer) waitLong(s *schedule, done <-chan struct{}, d time.Duration) bool {
+// waitLong sleeps d on a timer, or until s is replaced or done is closed; the caller's
+// loop then finds out what became of its slot (or its context), as after a recheck. One
+// wake-up per slot however far off it is, at the cost of a timer (an allocation) per wait
+// longer than recheck, which only workers running fewer than 1/recheck operations a
+// second take.
+func (p *Pacer) waitLong(s *schedule, done <-chan struct{}, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -538,7 +536,6 @@ func (p *Pacer) waitLong(s *schedule, done <-chan struct{}, d time.Duration) boo
 		// stalling store failed when it left at once, for a reason not yet found).
 		time.Sleep(recheck)
 	}
-	return true
 }
 
 // waitOn waits d on the clock's source (ClockOn), or until ctx ends or s is replaced. The
