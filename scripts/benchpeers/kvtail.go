@@ -83,16 +83,9 @@ func kvOpenArgs(pair string, s *testserver.Server, d time.Duration, rate int) []
 // scheduled start): memtier times a request from its sending, so in an open loop the
 // two spans compare only so. The response time's p99 goes into the note.
 func runNdbenchService(ctx context.Context, dir, bin string, env, args []string) (result, error) {
-	reportPath := filepath.Join(dir, "report.json")
-	cmd := ndbenchCmd(ctx, bin, dir, append(args, "--report", reportPath))
-	cmd.Env = append(cmd.Env, env...)
-	cpu, wall, _, err := runProcess(ctx, dir, "ndbench", cmd)
+	b, cpu, wall, err := runNdbenchReport(ctx, dir, bin, env, args)
 	if err != nil {
 		return result{}, err
-	}
-	b, err := os.ReadFile(reportPath)
-	if err != nil {
-		return result{}, fmt.Errorf("read ndbench's report: %w", err)
 	}
 	return parseNdbenchService(b, cpu, wall)
 }

@@ -225,19 +225,28 @@ type ndbenchReport struct {
 // classes' successes (read.read and read.write are parts of read), latency the response
 // time of read, which holds every operation of the mix.
 func runNdbench(ctx context.Context, dir, bin string, env, args []string) (result, error) {
-	reportPath := filepath.Join(dir, "report.json")
-	args = append(args, "--report", reportPath)
-	cmd := ndbenchCmd(ctx, bin, dir, args)
-	cmd.Env = append(cmd.Env, env...)
-	cpu, wall, _, err := runProcess(ctx, dir, "ndbench", cmd)
+	b, cpu, wall, err := runNdbenchReport(ctx, dir, bin, env, args)
 	if err != nil {
 		return result{}, err
 	}
+	return parseNdbenchReport(b, cpu, wall)
+}
+
+// runNdbenchReport runs ndbench with args, its JSON report written in dir, and returns
+// the report with the process's CPU and wall time.
+func runNdbenchReport(ctx context.Context, dir, bin string, env, args []string) ([]byte, time.Duration, time.Duration, error) {
+	reportPath := filepath.Join(dir, "report.json")
+	cmd := ndbenchCmd(ctx, bin, dir, append(args, "--report", reportPath))
+	cmd.Env = append(cmd.Env, env...)
+	cpu, wall, _, err := runProcess(ctx, dir, "ndbench", cmd)
+	if err != nil {
+		return nil, 0, 0, err
+	}
 	b, err := os.ReadFile(reportPath)
 	if err != nil {
-		return result{}, fmt.Errorf("read ndbench's report: %w", err)
+		return nil, 0, 0, fmt.Errorf("read ndbench's report: %w", err)
 	}
-	return parseNdbenchReport(b, cpu, wall)
+	return b, cpu, wall, nil
 }
 
 func parseNdbenchReport(b []byte, cpu, wall time.Duration) (result, error) {
