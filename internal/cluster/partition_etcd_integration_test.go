@@ -34,46 +34,12 @@ type etcdLink struct {
 // newEtcdLink starts a link to etcd at target; it stops when t ends.
 func newEtcdLink(t *testing.T, lab *netlab.Lab, target string) *etcdLink {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(lab.Gateway(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &etcdLink{addr: ln.Addr().String()}
+	l := &etcdLink{}
 	l.cond = sync.NewCond(&l.mu)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		_ = ln.Close()
-		l.set(false)
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.DialTimeout("tcp", target, 5*time.Second)
-			if err != nil {
-				_ = in.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, in, out)
-			mu.Unlock()
-			wg.Add(2)
-			go func() { defer wg.Done(); l.copy(out, in) }()
-			go func() { defer wg.Done(); l.copy(in, out) }()
-		}
-	}()
+	l.addr = netlab.Proxy(t, lab.Gateway(), target, l.copy)
+	// Registered after the proxy's cleanup, so it runs first: held copies go on and end
+	// when the proxy closes their connections.
+	t.Cleanup(func() { l.set(false) })
 	return l
 }
 

@@ -11,9 +11,18 @@ import (
 // delivered d after it was read, in order, in both directions; it stops when t ends.
 func delayProxy(t testing.TB, host, target string, d time.Duration) string {
 	t.Helper()
+	return Proxy(t, host, target, func(dst, src net.Conn) { delayCopy(dst, src, d) })
+}
+
+// Proxy listens on host and forwards each connection to target, each direction through
+// copy (which must return when either connection is closed); it returns the address it
+// listens on. When t ends it stops listening, closes every connection and waits for the
+// copies. A test's own link (one that can be cut, say) is a copy function.
+func Proxy(t testing.TB, host, target string, copy func(dst, src net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		t.Fatalf("netlab: delay proxy: %v", err)
+		t.Fatalf("netlab: proxy to %s: %v", target, err)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -44,8 +53,8 @@ func delayProxy(t testing.TB, host, target string, d time.Duration) string {
 			conns = append(conns, in, out)
 			mu.Unlock()
 			wg.Add(2)
-			go func() { defer wg.Done(); delayCopy(out, in, d) }()
-			go func() { defer wg.Done(); delayCopy(in, out, d) }()
+			go func() { defer wg.Done(); copy(out, in) }()
+			go func() { defer wg.Done(); copy(in, out) }()
 		}
 	}()
 	return ln.Addr().String()
