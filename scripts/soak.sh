@@ -15,6 +15,10 @@
 #   SOAK_RATE=500000      operations a second (open loop)
 #   SOAK_EVERY=10         seconds between samples
 #   SOAK_OUT=bench-results/soak   where samples.tsv, soak.hlog, serve.log and summary.txt go
+#   SOAK_FLAGS=           more serve flags, split on spaces: e.g. fixed pools, so the RSS
+#                         does not follow elastic pools growing on a generator-bound machine,
+#                         '--set workload.readers=8 --set workload.maxReaders=8
+#                          --set workload.writers=2 --set workload.maxWriters=2'
 # A bounded run: SOAK_OPS=100000000 (10^8, 200 s at the default rate).
 set -euo pipefail
 
@@ -34,7 +38,7 @@ writes=$((rate - reads))
 # own, not the user's.
 XDG_DATA_HOME="$out/data" "$bin" serve --listen "127.0.0.1:$port" --start --driver memory \
   --hdr-log "$out/soak.hlog" --log-level warn \
-  --set workload.readRate="$reads" --set workload.writeRate="$writes" \
+  --set workload.readRate="$reads" --set workload.writeRate="$writes" ${SOAK_FLAGS:-} \
   > "$out/serve.log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
