@@ -33,6 +33,10 @@ type Definition struct {
 	// refused when the configuration is written, not when the engine starts. nil means
 	// never.
 	Pipelines func(opts any) bool
+	// InProcess says the store lives inside the ndbench process (memory, pebble): its
+	// workers hold no connections or sockets, so what a run needs of the open-file limit
+	// does not grow with its workers.
+	InProcess bool
 }
 
 // The registry is the one piece of global mutable state ndbench allows: drivers add

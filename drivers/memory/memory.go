@@ -49,6 +49,7 @@ func init() {
 		Summary:    "in-process sharded map; optionally simulates service time, capacity, stalls and errors",
 		NewOptions: func() any { return &Options{} },
 		New:        func() driver.Driver { return New() },
+		InProcess:  true,
 	})
 }
 

@@ -29,6 +29,7 @@ func init() {
 		Summary:    "embedded Pebble LSM store in a local directory (default; no server needed)",
 		NewOptions: func() any { return &Options{} },
 		New:        func() driver.Driver { return New() },
+		InProcess:  true,
 	})
 }
 

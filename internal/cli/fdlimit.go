@@ -17,8 +17,13 @@ const fdReserve = 64
 // is more (backfill finishes before the load starts), plus fdReserve. Drivers that give
 // each worker a connection of its own (redis and memcached in mode=direct, cassandra per
 // worker) hold one descriptor per worker; pooled drivers hold fewer, so this is an upper
-// bound. detail names the settings the count comes from, for the note.
-func fdNeed(w config.Workload, backfill bool) (need int, detail string) {
+// bound. A store inside the process (driver.Definition.InProcess) gives its workers no
+// connection, so they need nothing of the limit. detail names the settings the count
+// comes from, for the note.
+func fdNeed(w config.Workload, backfill, inProcess bool) (need int, detail string) {
+	if inProcess {
+		return fdReserve, "an in-process store: its workers hold no connections"
+	}
 	load := 0
 	var parts []string
 	for _, c := range w.Classes() {

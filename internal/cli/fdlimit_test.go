@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
 )
 
@@ -41,11 +42,36 @@ func TestFDNeed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := base
 			c.edit(&w)
-			need, detail := fdNeed(w, c.backfill)
+			need, detail := fdNeed(w, c.backfill, false)
 			if need != c.need || detail != c.detail {
 				t.Errorf("fdNeed = %d, %q; want %d, %q", need, detail, c.need, c.detail)
 			}
 		})
+	}
+}
+
+// An in-process store (memory, pebble) gives its workers no connection: ten thousand
+// workers on it need no more of the open-file limit than the process itself, and a low
+// limit gets no note.
+func TestFDNeedInProcessStore(t *testing.T) {
+	w := config.DefaultWorkload()
+	w.Readers, w.MaxReaders, w.ReadRate, w.Writers, w.WriteRate = 10000, 10000, 20000, 0, 0
+	for _, name := range []string{"memory", "pebble"} {
+		def, ok := driver.Lookup(name)
+		if !ok {
+			t.Fatalf("driver %s is not registered", name)
+		}
+		need, detail := fdNeed(w, false, def.InProcess)
+		if need != fdReserve || !strings.Contains(detail, "in-process") {
+			t.Errorf("%s: fdNeed = %d, %q; want %d, an in-process store", name, need, detail, fdReserve)
+		}
+		if note := fdLimitNote(need, detail, 1024, 1024); note != "" {
+			t.Errorf("%s: note %q at a limit of 1024, want none", name, note)
+		}
+	}
+	def, _ := driver.Lookup("redis")
+	if need, _ := fdNeed(w, false, def.InProcess); need != 10000+fdReserve {
+		t.Errorf("redis: fdNeed = %d, want %d (a connection per worker)", need, 10000+fdReserve)
 	}
 }
 

@@ -230,7 +230,8 @@ func runWorkload(ctx context.Context, cmd *cobra.Command, f *runFlags, io *strea
 	}
 	printNote(io, threads)
 	if soft, hard, ok := fileLimit(); ok {
-		need, detail := fdNeed(w, f.backfill || w.Backfill)
+		def, _ := driver.Lookup(cfg.DriverName)
+		need, detail := fdNeed(w, f.backfill || w.Backfill, def.InProcess)
 		printNote(io, fdLimitNote(need, detail, soft, hard))
 	}
 	if len(secrets) > 0 {
