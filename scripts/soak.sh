@@ -6,8 +6,9 @@
 # (go_goroutines), the operations sent (ndbench_ops_total + ndbench_errors_total), the size
 # of the node's interval log (GET /api/v1/stats/intervals: the ring of 1 s intervals the
 # UI, the fleet's coordinator and the reports read) and of the HDR log file. At the end it
-# prints the figures docs/performance.md records: the RSS drift after the first minute
-# (bar: at most 5%), the goroutines' range, the interval log's size, the HDR log's growth.
+# prints the figures docs/performance.md records (scripts/soaksummary.py): the RSS drift
+# after the first minute, median against median (bar: at most 5%), the goroutines' range,
+# the interval log's size, the HDR log's growth.
 #
 # Usage: scripts/soak.sh [BIN]   (BIN defaults to bin/ndbench; make soak builds it)
 # Environment:
@@ -78,7 +79,6 @@ else:
     sys.exit("soak: serve did not answer /health within 30 s")
 
 start = time.monotonic()
-rows = []
 with open(os.path.join(out, "samples.tsv"), "w") as tsv:
     tsv.write("seconds\tops\trss_kib\tgoroutines\tinterval_log_bytes\thdr_log_bytes\n")
     while True:
@@ -87,7 +87,6 @@ with open(os.path.join(out, "samples.tsv"), "w") as tsv:
         sent = int(metric(text, "ndbench_ops_total") + metric(text, "ndbench_errors_total"))
         row = (round(time.monotonic() - start), sent, rss_kib(), int(metric(text, "go_goroutines")),
                len(get("/api/v1/stats/intervals")), os.path.getsize(os.path.join(out, "soak.hlog")))
-        rows.append(row)
         tsv.write("\t".join(map(str, row)) + "\n")
         tsv.flush()
         print("soak: %5ds  %13s ops  RSS %7.1f MiB  %4d goroutines  interval log %6.0f KiB  HDR log %7.1f MiB"
@@ -95,22 +94,7 @@ with open(os.path.join(out, "samples.tsv"), "w") as tsv:
         if sent >= want:
             break
 
-after = [r for r in rows if r[0] >= 60] or rows
-ref = after[0]
-peak = max(r[2] for r in after)
-last = rows[-1]
-secs = last[0]
-lines = [
-    f"operations sent      {last[1]:,} in {secs} s ({last[1] / secs:,.0f}/s of {rate:,}/s asked)",
-    f"RSS                  {ref[2] / 1024:.1f} MiB at {ref[0]} s, peak {peak / 1024:.1f} MiB after it, {last[2] / 1024:.1f} MiB at the end",
-    f"RSS drift            {100 * (peak - ref[2]) / ref[2]:+.1f}% peak, {100 * (last[2] - ref[2]) / ref[2]:+.1f}% at the end, after the first minute (bar: at most 5%)",
-    f"goroutines           {min(r[3] for r in after)}..{max(r[3] for r in after)} after the first minute",
-    f"interval log         {min(r[4] for r in after) / 1024:.0f}..{max(r[4] for r in after) / 1024:.0f} KiB (GET /api/v1/stats/intervals)",
-    f"HDR log              {last[5] / 2**20:.1f} MiB, {last[5] / secs * 3600 / 2**20:.1f} MiB per hour",
-]
-with open(os.path.join(out, "summary.txt"), "w") as f:
-    f.write("\n".join(lines) + "\n")
-print("\n".join(lines))
 EOF
+python3 "$(dirname "$0")/soaksummary.py" "$out" "$rate"
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true

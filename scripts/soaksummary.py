@@ -1,0 +1,55 @@
+"""The soak's figures from its samples (scripts/soak.sh writes SOAK_OUT/samples.tsv).
+
+Usage: python3 scripts/soaksummary.py SOAK_OUT RATE
+
+RSS drift is the change of the median RSS from the first tenth of the samples after the
+first minute to the last tenth (at least three samples each), and the least-squares slope
+over all of them: the RSS of a Go process saws up and down with each garbage collection
+cycle (±5-8% between 15 s samples of the soak at 300,000 ops/s), so one sample against
+another (the peak against the first) measures where two cycles were caught, not growth.
+The peak is printed beside them.
+"""
+import os
+import statistics
+import sys
+
+
+def main(out, rate):
+    rows = []
+    with open(os.path.join(out, "samples.tsv")) as f:
+        next(f)
+        for line in f:
+            rows.append(tuple(int(x) for x in line.split("\t")))
+    if not rows:
+        sys.exit("soak: no samples")
+    after = [r for r in rows if r[0] >= 60] or rows
+    k = max(3, len(after) // 10)
+    early, late = after[:k], after[-k:]
+    e, l = statistics.median(r[2] for r in early), statistics.median(r[2] for r in late)
+    ts = [r[0] for r in after]
+    ys = [r[2] for r in after]
+    mt, my = statistics.fmean(ts), statistics.fmean(ys)
+    var = sum((t - mt) ** 2 for t in ts)
+    slope = sum((t - mt) * (y - my) for t, y in zip(ts, ys)) / var if var else 0.0
+    peak = max(ys)
+    last = rows[-1]
+    secs = last[0]
+    lines = [
+        f"operations sent      {last[1]:,} in {secs} s ({last[1] / secs:,.0f}/s of {rate:,}/s asked)",
+        f"RSS                  median {e / 1024:.1f} MiB over {early[0][0]}-{early[-1][0]} s, {l / 1024:.1f} MiB over {late[0][0]}-{late[-1][0]} s; "
+        f"range {min(ys) / 1024:.1f}-{peak / 1024:.1f} MiB after the first minute",
+        f"RSS drift            {100 * (l - e) / e:+.1f}% (median of the last tenth against the first tenth after the first minute; bar: at most 5%); "
+        f"slope {100 * slope * 3600 / my:+.2f}% an hour; peak {100 * (peak - e) / e:+.1f}% over the first tenth's median",
+        f"goroutines           {min(r[3] for r in after)}..{max(r[3] for r in after)} after the first minute",
+        f"interval log         {min(r[4] for r in after) / 1024:.0f}..{max(r[4] for r in after) / 1024:.0f} KiB (GET /api/v1/stats/intervals)",
+        f"HDR log              {last[5] / 2**20:.1f} MiB, {last[5] / secs * 3600 / 2**20:.1f} MiB per hour",
+    ]
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: soaksummary.py SOAK_OUT RATE")
+    main(sys.argv[1], int(sys.argv[2]))
