@@ -52,6 +52,7 @@ type PreviousServe struct {
 	Driver       string    `json:"driver,omitempty" doc:"The driver of the session it had open (\"\" when none was)"`
 	SessionSince time.Time `json:"sessionSince,omitzero" doc:"When that driver session began"`
 	Running      []string  `json:"running,omitempty" doc:"The op classes it ran at its last sign of life"`
+	Panic        string    `json:"panic,omitempty" doc:"The value it panicked with, when it ended in a panic of its own (at most 300 bytes)"`
 	// Message says it in a sentence, as serve's log does.
 	Message string `json:"message" doc:"What was lost, in a sentence (as serve logs it at start)"`
 }

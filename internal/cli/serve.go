@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -366,8 +367,18 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	if prev != nil {
 		log.Warn("serve restarted after an unclean stop: " + prev.Message)
 	}
-	cleanStop := keepServeState(ctx, statePath, f.listen, inst, log)
-	defer cleanStop()
+	endState := keepServeState(ctx, statePath, f.listen, inst, log)
+	defer func() {
+		// A panic here runs this like a normal return would: the state note must then
+		// say so and stay, for the next serve to report. The stack is printed before the
+		// panic goes on, since the re-panic's trace starts here.
+		r := recover()
+		endState(r)
+		if r != nil {
+			fmt.Fprintf(io.err, "panic: %v\n\n%s\n", r, debug.Stack())
+			panic(r)
+		}
+	}()
 	// The service's run is the node's one run sequence, driven in the background: a
 	// backfill, when configured, then the load with its warm-up, while the API serves.
 	seq := &node.Run{Node: inst, Pin: true, Log: log}

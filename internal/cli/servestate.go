@@ -36,6 +36,8 @@ type serveState struct {
 	Driver       string    `json:"driver,omitempty"`
 	SessionSince time.Time `json:"sessionSince,omitzero"`
 	Running      []string  `json:"running,omitempty"`
+	// Panic is the value serve's own goroutine panicked with, when that is how it ended.
+	Panic string `json:"panic,omitempty"`
 }
 
 // serveStatePath is where the serve listening on listen keeps its state: beside the
@@ -82,7 +84,7 @@ func readPreviousServe(path string) (*api.PreviousServe, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("read the previous serve's state %s: %w", path, err)
 	}
-	p := &api.PreviousServe{PID: st.PID, Started: st.Started, LastSeen: st.LastSeen, Driver: st.Driver, SessionSince: st.SessionSince, Running: st.Running}
+	p := &api.PreviousServe{PID: st.PID, Started: st.Started, LastSeen: st.LastSeen, Driver: st.Driver, SessionSince: st.SessionSince, Running: st.Running, Panic: st.Panic}
 	p.Message = previousServeMessage(st)
 	return p, nil
 }
@@ -93,6 +95,10 @@ func previousServeMessage(st serveState) string {
 	at := st.LastSeen.UTC().Format(time.RFC3339)
 	msg := fmt.Sprintf("the previous serve (pid %d, started %s) ended without a clean stop at %s (its last sign of life)",
 		st.PID, st.Started.UTC().Format(time.RFC3339), at)
+	if st.Panic != "" {
+		msg = fmt.Sprintf("the previous serve (pid %d, started %s) ended in a panic at %s (%s)",
+			st.PID, st.Started.UTC().Format(time.RFC3339), at, st.Panic)
+	}
 	if st.Driver == "" {
 		return msg + "; it had no driver session open, so no run was lost"
 	}
@@ -105,14 +111,21 @@ func previousServeMessage(st serveState) string {
 		st.Driver, st.SessionSince.UTC().Format(time.RFC3339), load, span)
 }
 
+// maxPanicNote bounds the panic value a state note keeps: it is shown in the next serve's
+// status and log, and a value may be as long as whatever was formatted into it.
+const maxPanicNote = 300
+
 // keepServeState notes this serve's state at path every serveStateEvery until ctx ends
-// or the returned function is called at a clean stop, which removes it (then nothing was
-// lost).
+// or the returned function is called. Called with nil (a clean stop), it removes the note:
+// nothing was lost. Called with the value serve's goroutine panicked with (what recover
+// returned), it writes a last note saying so and keeps it, so the next serve reports the
+// crash: the deferred calls that run during a panic would otherwise stop it as cleanly as
+// a normal return does.
 // Each note is written whole (temporary file, fsync, rename): a kill mid-write leaves the
 // last note.
-func keepServeState(ctx context.Context, path, listen string, inst *node.Node, log *slog.Logger) (cleanStop func()) {
+func keepServeState(ctx context.Context, path, listen string, inst *node.Node, log *slog.Logger) (end func(panicked any)) {
 	if path == "" {
-		return func() {}
+		return func(any) {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	st := serveState{PID: os.Getpid(), Listen: listen, Started: time.Now()}
@@ -155,9 +168,17 @@ func keepServeState(ctx context.Context, path, listen string, inst *node.Node, l
 			}
 		}
 	}()
-	return func() {
+	return func(panicked any) {
 		cancel()
 		<-done
-		_ = os.Remove(path)
+		if panicked == nil {
+			_ = os.Remove(path)
+			return
+		}
+		st.Panic = fmt.Sprint(panicked)
+		if len(st.Panic) > maxPanicNote {
+			st.Panic = st.Panic[:maxPanicNote] + "…"
+		}
+		_ = note()
 	}
 }
