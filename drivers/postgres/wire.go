@@ -87,16 +87,22 @@ func (c *wire) send() error {
 // next returns the next message's type and body, reading as much as it needs. The body
 // points into the buffer: it is valid until the next call.
 func (c *wire) next() (byte, []byte, error) {
-	if err := c.fill(5); err != nil {
-		return 0, nil, err
+	// The checks before fill keep its call off the usual path: one read brings the
+	// whole reply, and its messages are parsed from the buffer.
+	if c.w-c.r < 5 {
+		if err := c.fill(5); err != nil {
+			return 0, nil, err
+		}
 	}
 	typ := c.in[c.r]
 	n := int(byteorder.BigEndian.Uint32(c.in[c.r+1:]))
 	if n < 4 || n > maxReply {
 		return 0, nil, fmt.Errorf("postgres: message %q of length %d: the connection is out of step", typ, n)
 	}
-	if err := c.fill(1 + n); err != nil {
-		return 0, nil, err
+	if c.w-c.r < 1+n {
+		if err := c.fill(1 + n); err != nil {
+			return 0, nil, err
+		}
 	}
 	body := c.in[c.r+5 : c.r+1+n]
 	c.r += 1 + n
