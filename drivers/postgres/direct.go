@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/ndbench/ndbench/driver"
 )
@@ -50,12 +49,8 @@ var singleViaPipeline = false
 type pipeline struct {
 	d *Driver
 	// Run's goroutine only.
-	c      *dconn // the batch's connection; nil between batches, or once handed off
-	params [2][]byte
-	// exec's messages, kept so that sending them allocates nothing.
-	bind    pgproto3.Bind
-	execute pgproto3.Execute
-	sync    pgproto3.Sync
+	c       *dconn // the batch's connection; nil between batches, or once handed off
+	params  [2][]byte
 	key     []byte // the key's bytes; pgconn copies parameters into its buffer
 	val     []byte // a read's value, copied out of pgconn's buffer
 	results []opResult
@@ -232,79 +227,77 @@ func unsupported(op int) error {
 	return driver.Wrap(driver.ClassRejected, fmt.Errorf("postgres: no operation %d", op))
 }
 
-// exec runs one operation: Bind, Execute and Sync written in one go on pgconn's frontend,
-// then the replies read up to ReadyForQuery. It goes around ExecStatement, which arms and
-// stops a timer per call (pgconn's guard against a write that blocks while the server
-// waits for it to read), takes pgconn's lock, builds a ResultReader, and sends a Describe
-// before every upsert (a statement without result columns has no cached description):
-// together about a microsecond and a half of the client's CPU per operation in
-// docs/performance.md's profile, where pgbench spends none. None of it is needed here:
+// exec runs one operation: Bind, Execute and Sync written in one go on the socket
+// (wire.go), then the replies read up to ReadyForQuery. It goes around ExecStatement,
+// which arms and stops a timer per call (pgconn's guard against a write that blocks while
+// the server waits for it to read), takes pgconn's lock, builds a ResultReader, and sends
+// a Describe before every upsert (a statement without result columns has no cached
+// description), and around pgproto3's Frontend (see wire). None of it is needed here:
 // the connection is this worker's alone; the previous reply was read to its
 // ReadyForQuery, so nothing is due from the server while the request is written and the
 // write cannot wait on a server that waits for us to read (the deadlock the timer
 // guards against), whatever the value's size; and the statements were prepared with
-// their descriptions. Between operations the connection is where pgconn left it
-// (idle, nothing buffered), so connect, the pipelined batches and Close use pgconn as
-// before.
+// their descriptions.
 func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(int, []byte, error)) {
-	sd, params, results := p.statement(op)
-	if sd == nil {
+	c := p.c
+	if op.Op != driver.PipelineRead && op.Op != driver.PipelineWrite {
 		done(0, nil, unsupported(op.Op))
 		return
 	}
-	fe := p.c.pc.Frontend()
-	p.bind = pgproto3.Bind{PreparedStatement: sd.Name, ParameterFormatCodes: binary, Parameters: params, ResultFormatCodes: results}
-	fe.SendBind(&p.bind)
-	fe.SendExecute(&p.execute)
-	fe.SendSync(&p.sync)
-	if err := fe.Flush(); err != nil {
-		p.ioFailed(ctx, op, done, err)
-		return
-	}
-	found := false
-	var pgErr error
-	for {
-		msg, err := fe.Receive()
-		if err != nil && isTimeout(err) && pastDeadline(ctx) {
-			// Cut at the deadline while the reply was due: the operation is over, the
-			// connection is not. It is handed to be drained (the query cancelled, the
-			// reply read to its end) and given back in step with the server.
-			c := p.c
-			p.c = nil
-			p.d.direct.drain(c)
-			done(0, nil, p.opErr(ctx, fmt.Errorf("postgres %s: %w", opName(op.Op), err)))
-			return
-		}
-		if err != nil {
+	if !c.synced {
+		// A pipelined batch ran on pgconn: its background reader may still hold a read.
+		if err := c.pc.SyncConn(ctx); err != nil {
 			p.ioFailed(ctx, op, done, err)
 			return
 		}
-		switch m := msg.(type) {
-		case *pgproto3.DataRow:
-			if len(m.Values) == 1 {
-				// m.Values points into the frontend's buffer: copied before the next read.
-				p.val, found = append(p.val[:0], m.Values[0]...), true
-			}
-		case *pgproto3.ErrorResponse:
-			// The server skips to the Sync: its ReadyForQuery still comes, and the
-			// connection stays usable.
-			pgErr = pgconn.ErrorResponseToPgError(m)
-		case *pgproto3.ReadyForQuery:
-			switch {
-			case pgErr != nil:
-				done(0, nil, p.d.fail(opName(op.Op), pgErr))
-			case op.Op == driver.PipelineWrite:
-				done(0, nil, nil)
-			case !found:
-				done(0, nil, driver.ErrNotFound)
-			default:
-				done(0, p.val, nil)
-			}
-			return
-		}
-		// BindComplete, CommandComplete, and what the server may send at any time
-		// (NoticeResponse, ParameterStatus, NotificationResponse): nothing to do.
+		c.synced = true
 	}
+	if op.Op == driver.PipelineRead {
+		c.wire.request(c.read.Name, op.Key, nil, false)
+	} else {
+		c.wire.request(c.write.Name, op.Key, op.Value, true)
+	}
+	if err := c.wire.send(); err != nil {
+		p.ioFailed(ctx, op, done, err)
+		return
+	}
+	val, found, pgErr, err := c.wire.reply(p.val)
+	p.val = val
+	if err != nil && isTimeout(err) && pastDeadline(ctx) {
+		// Cut at the deadline while the reply was due: the operation is over, the
+		// connection is not. It is handed to be drained (the query cancelled, the reply
+		// read to its end) and given back in step with the server.
+		p.c = nil
+		p.d.direct.drain(c)
+		done(0, nil, p.opErr(ctx, fmt.Errorf("postgres %s: %w", opName(op.Op), err)))
+		return
+	}
+	switch {
+	case err != nil:
+		p.ioFailed(ctx, op, done, err)
+	case pgErr != nil:
+		// The server skipped to the Sync: its ReadyForQuery came, and the connection
+		// stays usable.
+		done(0, nil, p.d.fail(opName(op.Op), pgErr))
+	case op.Op == driver.PipelineWrite:
+		done(0, nil, nil)
+	case !found:
+		done(0, nil, driver.ErrNotFound)
+	default:
+		done(0, p.val, nil)
+	}
+}
+
+// toPgconn hands the batch's connection from wire to pgconn for a pipelined batch. Bytes
+// wire read past the last ReadyForQuery (the server sends none unasked, so this is a
+// stream out of step) would be lost to pgconn: the connection is dropped instead.
+func (p *pipeline) toPgconn() error {
+	if p.c.wire.buffered() {
+		p.drop()
+		return errors.New("postgres: the connection holds a reply no request asked for")
+	}
+	p.c.synced = false
+	return nil
 }
 
 // ioFailed completes the operation of a single-operation batch whose connection failed
@@ -321,6 +314,10 @@ func (p *pipeline) ioFailed(ctx context.Context, op *driver.PipelineOp, done fun
 // done, and a failed one does not roll back or skip the others (one Sync for the batch
 // would make it one transaction).
 func (p *pipeline) pipelined(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
+	if err := p.toPgconn(); err != nil {
+		p.failAll(ctx, ops, 0, done, err)
+		return
+	}
 	pl := p.c.pc.StartPipeline(context.Background())
 	for i := range ops {
 		sd, params, results := p.statement(&ops[i])
@@ -424,6 +421,10 @@ func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, 
 		p.results = append(p.results[:cap(p.results)], make([]opResult, len(ops)-cap(p.results))...)
 	}
 	res := p.results[:len(ops)] // by position in order
+	if err := p.toPgconn(); err != nil {
+		p.failAll(ctx, ops, 0, done, err)
+		return
+	}
 	order := p.order[:0]
 	for i := range ops {
 		order = append(order, i)

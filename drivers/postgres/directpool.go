@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // The connections of mode=direct are shared by the engine's workers, poolSize at most:
@@ -35,6 +34,10 @@ type dconn struct {
 	pc          *pgconn.PgConn
 	nc          net.Conn // pc's socket, where Interrupt sets a deadline
 	read, write *pgconn.StatementDescription
+	// wire runs the single operations on nc; synced says it owns the stream (pgconn's
+	// SyncConn ran since pgconn last used it).
+	wire   *wire
+	synced bool
 	// broken marks a connection whose stream can no longer be trusted (an I/O error, a
 	// batch cut in pgconn's pipeline mode): it is closed when given back.
 	broken bool
@@ -205,10 +208,14 @@ func (p *directPool) connect(ctx context.Context) (*dconn, error) {
 	if err == nil {
 		c.write, err = pc.Prepare(ctx, writeStmt, d.writeSQL, []uint32{oidText, oidBytea})
 	}
+	if err == nil {
+		err = pc.SyncConn(ctx)
+	}
 	if err != nil {
 		closeConn(pc)
 		return nil, d.fail("prepare statements", err)
 	}
+	c.wire, c.synced = newWire(c.nc), true
 	return c, nil
 }
 
@@ -285,16 +292,10 @@ func (p *directPool) drain(c *dconn) {
 		// connection after signalling the backend); a backend already idle ignores it,
 		// so it cannot cancel the connection's next query.
 		_ = c.pc.CancelRequest(ctx)
-		fe := c.pc.Frontend()
-		for {
-			msg, err := fe.Receive()
-			if err != nil {
-				c.broken = true
-				break
-			}
-			if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
-				break
-			}
+		// The reply is read where exec left it, in wire's buffer (a single operation is
+		// the only one drained: a cut pipelined batch costs its connection).
+		if _, _, _, err := c.wire.reply(nil); err != nil {
+			c.broken = true
 		}
 		if !stop() {
 			// The bound passed as the reply ended: the past deadline may be on the

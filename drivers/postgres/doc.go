@@ -8,8 +8,9 @@
 // mode=direct (what mode=auto picks) makes the driver a driver.Pipeliner: each batch of a
 // worker runs on a pgconn.PgConn taken from the driver's poolSize connections, with the
 // read and the upsert prepared on it once (binary parameters and results). A batch of one operation is Bind, Execute, Sync in one
-// write on the connection's frontend and one reply read up to its ReadyForQuery, as
-// pgbench -M prepared sends it; a batch of several (workload.pipeline > 1) goes out
+// write on the connection's socket and one reply read up to its ReadyForQuery, as
+// pgbench -M prepared sends it (the driver encodes the three messages and parses the
+// replies in place itself; pgconn connects, prepares and runs the larger batches); a batch of several (workload.pipeline > 1) goes out
 // in pgconn's pipeline mode in one write, each operation followed by its own Sync, so each
 // is still its own transaction and a failed one does not roll back the others.
 // pipelineSync=batch sends one Sync per batch instead, as pgbench's \startpipeline blocks
@@ -29,7 +30,7 @@
 // connection (pgconn closes it). Connections are opened outside any operation's
 // deadline, with backoff (50 ms doubling to 5 s) after a failed connect: meanwhile an
 // operation waits for a connection in use, or fails at once with the connect's error
-// when none is open. A read's value is copied once, out of pgconn's receive buffer into
+// when none is open. A read's value is copied once, out of the connection's receive buffer into
 // the worker's own.
 //
 // mode=pool is the driver as it was: every worker borrows a connection from a pgxpool for

@@ -77,3 +77,63 @@ func TestSingleOperations(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleOperationsBetweenPipelinedBatches alternates batches of one (written and read
+// by the driver itself) with pipelined batches (pgconn's pipeline mode and, with
+// pipelineSync=batch, ExecBatch) on one connection: the stream changes hands between
+// the two at each switch, and every operation reads what the one before wrote, on the
+// same backend throughout.
+func TestSingleOperationsBetweenPipelinedBatches(t *testing.T) {
+	for _, sync := range []string{"op", "batch"} {
+		t.Run("pipelineSync="+sync, func(t *testing.T) {
+			ctx := drivertest.Context(t)
+			d := open(t, map[string]string{"mode": "direct", "poolSize": "1", "pipelineSync": sync})
+			pl, err := d.NewPipeline(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pl.Close()
+			prefix := fmt.Sprintf("switch-%s-%d-", sync, time.Now().UnixNano())
+			var conn uint32
+			for round := range 4 {
+				batch := make([]driver.PipelineOp, 8)
+				for i := range batch {
+					batch[i] = driver.PipelineOp{Op: driver.PipelineWrite, Key: fmt.Sprintf("%s%d", prefix, i), Value: []byte(fmt.Sprintf("v%d-%d", round, i))}
+				}
+				pl.Run(ctx, batch, func(i int, _ []byte, err error) {
+					if err != nil {
+						t.Errorf("round %d: pipelined write %d: %v", round, i, err)
+					}
+				})
+				for i := range batch {
+					want := fmt.Sprintf("v%d-%d", round, i)
+					pl.Run(ctx, []driver.PipelineOp{{Op: driver.PipelineRead, Key: batch[i].Key}}, func(_ int, v []byte, err error) {
+						if err != nil || string(v) != want {
+							t.Errorf("round %d: single read %d after the batch: %q, %v; want %q", round, i, v, err, want)
+						}
+					})
+				}
+				one := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: prefix + "0", Value: []byte("single")}}
+				pl.Run(ctx, one, func(_ int, _ []byte, err error) {
+					if err != nil {
+						t.Errorf("round %d: single write: %v", round, err)
+					}
+				})
+				reads := []driver.PipelineOp{{Op: driver.PipelineRead, Key: prefix + "0"}, {Op: driver.PipelineRead, Key: prefix + "1"}}
+				pl.Run(ctx, reads, func(i int, v []byte, err error) {
+					want := []string{"single", fmt.Sprintf("v%d-1", round)}[i]
+					if err != nil || string(v) != want {
+						t.Errorf("round %d: pipelined read %d after single operations: %q, %v; want %q", round, i, v, err, want)
+					}
+				})
+				if pids := idlePIDs(d); len(pids) != 1 {
+					t.Fatalf("round %d: %d idle connections (backends %v), want the one", round, len(pids), pids)
+				} else if conn == 0 {
+					conn = pids[0]
+				} else if pids[0] != conn {
+					t.Fatalf("round %d: the connection changed (a reconnect): the hand-over broke the stream", round)
+				}
+			}
+		})
+	}
+}

@@ -60,6 +60,11 @@ Transfer/sec:     18.77MB
 			return parseNdbenchReport([]byte(`{"ops":{"read":{"succeeded":1000,"errors":0,"responseTime":{"p50":65,"p99":3501}},
 				"read.read":{"succeeded":800},"read.write":{"succeeded":200}}}`), time.Second, time.Second)
 		}, 1000, 65 * time.Microsecond, 3501 * time.Microsecond, ""},
+		{"ndbench report after a warm-up: its operations count, as its CPU does; latency is the load's", func() (result, error) {
+			return parseNdbenchReport([]byte(`{"ops":{"read":{"succeeded":40000,"errors":0,"responseTime":{"p50":65,"p99":3501}}},
+				"phases":[{"name":"warmup","ops":{"read":{"succeeded":10000,"errors":0,"responseTime":{"p50":9000,"p99":99000}},
+				"read.read":{"succeeded":8000}}}]}`), time.Second, time.Second)
+		}, 50000, 65 * time.Microsecond, 3501 * time.Microsecond, ""},
 		{"ndbench report with failures", func() (result, error) {
 			return parseNdbenchReport([]byte(`{"ops":{"read":{"succeeded":900,"errors":100}}}`), time.Second, time.Second)
 		}, 0, 0, 0, "100 of 1000 operations failed"},
