@@ -103,8 +103,8 @@ type Options struct {
 	WriteSuccess string   `opt:"writeSuccess" default:"any" enum:"any,all,local" help:"with zones, a write succeeds when any zone, all zones or the local zone stored it"`
 	// gomemcache has one timeout for dialling, reading and writing, so the group's
 	// connectTimeout is omitted and its timeout keeps the default and bounds it had here.
-	Timeouts     driver.TimeoutOptions `omit:"connectTimeout" timeout.default:"1s" timeout.min:"1ms" timeout.max:"1h" timeout.help:"socket read/write and dial timeout of each operation"`
-	MaxIdleConns int                   `opt:"maxIdleConns" default:"64" min:"1" max:"100000" help:"idle connections kept per server; at least the workers hitting one server at once"`
+	Timeouts     driver.TimeoutOptions `omit:"connectTimeout" timeout.default:"1s" timeout.min:"1ms" timeout.max:"1h" timeout.help:"bound of each operation: its dial and socket reads and writes (client=gomemcache), its batch's deadline with the operation's own (client=direct)"`
+	MaxIdleConns int                   `opt:"maxIdleConns" default:"64" min:"1" max:"100000" help:"idle connections kept per server; at least the workers hitting one server at once (client=direct: only calls outside the workers, such as backfill, use them)"`
 	MaxValueSize int                   `opt:"maxValueSize" default:"1048000" min:"1" max:"1073741824" help:"largest value sent; larger writes are rejected without a round trip (memcached -I, default 1 MB incl. overhead)"`
 	TTL          time.Duration         `opt:"ttl" default:"0s" min:"0s" max:"87600h" live:"true" help:"expiry of written items, rounded up to whole seconds; 0 = no expiry"`
 	Client       string                `opt:"client" default:"auto" enum:"auto,direct,gomemcache" help:"auto: direct, or gomemcache with two or more zones; direct: each worker owns a connection per server and speaks the text protocol itself (least client CPU and tail, workload.pipeline > 1 allowed; one zone only); gomemcache: the gomemcache library's pooled connections (maxIdleConns)"`
