@@ -252,10 +252,19 @@ func TestDirectWorkerConnections(t *testing.T) {
 		}
 		runBatch(t, ctx, pl, ops)
 	}
-	open := func() int {
-		return serverStat(t, a.Addr(), "curr_connections") + serverStat(t, b.Addr(), "curr_connections") - base
+	// open waits for the count to reach want: the server notices closes (the probes'
+	// own included) asynchronously.
+	open := func(want int) int {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got := serverStat(t, a.Addr(), "curr_connections") + serverStat(t, b.Addr(), "curr_connections") - base
+			if got == want || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
-	if got := open(); got != 10 {
+	if got := open(10); got != 10 {
 		t.Errorf("5 pipelines over 2 servers hold %d connections, want 10", got)
 	}
 	for _, pl := range pls {
@@ -263,11 +272,7 @@ func TestDirectWorkerConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for open() != 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // the server notices closes asynchronously
-	}
-	if got := open(); got != 0 {
+	if got := open(0); got != 0 {
 		t.Errorf("after Close, %d connections still open", got)
 	}
 }
