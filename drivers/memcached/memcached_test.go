@@ -234,3 +234,31 @@ func TestPick(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinesFollowTheClient: the registry says which options give pipelines, so the
+// configuration accepts workload.pipeline > 1 exactly where Init will give them.
+func TestPipelinesFollowTheClient(t *testing.T) {
+	def, ok := driver.Lookup("memcached")
+	if !ok {
+		t.Fatal("memcached not registered")
+	}
+	for _, tc := range []struct {
+		values map[string]string
+		want   bool
+	}{
+		{nil, true},
+		{map[string]string{"client": "direct"}, true},
+		{map[string]string{"client": "gomemcache"}, false},
+		{map[string]string{"zones": "a=h:1"}, true},
+		{map[string]string{"zones": "a=h:1;b=h:2"}, false},
+		{map[string]string{"zones": "a=h:1;b=h:2", "client": "gomemcache"}, false},
+	} {
+		opts, err := driver.NewOptions("memcached", tc.values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := def.Pipelines(opts); got != tc.want {
+			t.Errorf("%v: pipelines %v, want %v", tc.values, got, tc.want)
+		}
+	}
+}
