@@ -117,7 +117,8 @@ FUZZTIME    ?=
 FUZZ_TARGETS := FuzzHistogramDecoder:./internal/stats/:100000x FuzzIntervalsPage:./internal/stats/:100000x \
 	FuzzProperties:./internal/config/:100000x FuzzConfigPatch:./internal/config/:30000x \
 	FuzzConfigFile:./internal/config/source/:20000x FuzzParse:./internal/scenario/scenariofuzz/:20000x \
-	FuzzRespReader:./drivers/redis/:50000x FuzzCheckValue:./internal/workload/:100000x
+	FuzzRespReader:./drivers/redis/:50000x FuzzTextReplies:./drivers/memcached/:50000x \
+	FuzzCheckValue:./internal/workload/:100000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  name=$${t%%:*}; rest=$${t#*:}; pkg=$${rest%%:*}; budget=$(or $(FUZZTIME),$${rest#*:}); \

@@ -1,16 +1,38 @@
-// Package memcached is the ndbench driver for memcached, built on
+// Package memcached is the ndbench driver for memcached (and proxies that speak its text
+// protocol, such as twemproxy), with two clients: its own (client=direct) and
 // github.com/bradfitz/gomemcache, with optional EVCache-style replication across zones.
+//
+// # Clients
+//
+// client=direct (what client=auto picks unless two or more zones are set) gives each
+// engine worker a connection of its own to each server and runs its hot loop itself
+// (direct.go, text.go): the worker appends its requests (get, set, delete) to one buffer
+// per server, writes each with one system call, and parses the replies in place, with no
+// pool, lock or goroutine between it and the socket and no allocation per operation.
+// Connections = workers × servers; a worker's connections close when it goes (an elastic
+// pool shrinking). workload.pipeline > 1 sends that many requests per write. It serves
+// one zone (servers, or zones with a single zone): client=direct with two or more zones
+// is refused. A batch ends at the earlier of the operation's deadline (workload.opTimeout)
+// and timeout; a request that ended at its deadline closes its connection (its reply may
+// still come, out of step), and the next operation on that server dials again within its
+// own time. docs/performance.md (issue 41) has the measurements that made it the default.
+//
+// client=gomemcache sends each operation on a pooled connection of the library.
 //
 // # Servers and connections
 //
-// servers lists memcached nodes; keys are spread over them by gomemcache's hashing. Every
+// servers lists memcached nodes; keys are spread over them as gomemcache spreads them
+// (the CRC-32 of the key modulo the number of servers, in the order listed), on both
+// clients, so data written by either is read by the other. With client=gomemcache every
 // operation in flight holds one connection, and after it gomemcache keeps at most
 // maxIdleConns idle connections per server, closing the rest. Set maxIdleConns to at least
 // the number of workers that may talk to one server at once (read plus write workers),
 // otherwise connections are opened and closed on every operation and the benchmark measures
-// TCP handshakes. The default, 64, covers NDBench's usual worker counts. timeout bounds each
-// operation's socket reads and writes and each dial (gomemcache has no per-call context;
-// the driver checks the operation's context before every network call).
+// TCP handshakes. The default, 64, covers NDBench's usual worker counts (with
+// client=direct it bounds only the idle connections kept for calls outside the workers:
+// backfill, the API). timeout bounds each operation's socket reads and writes and each
+// dial (gomemcache has no per-call context; the driver checks the operation's context
+// before every network call).
 //
 // # Zones (EVCache-style replication)
 //
@@ -63,9 +85,13 @@ import (
 func init() {
 	driver.MustRegister(driver.Definition{
 		Name:       "memcached",
-		Summary:    "memcached via gomemcache, with EVCache-style zone replication",
+		Summary:    "memcached (text protocol, its own client or gomemcache), with EVCache-style zone replication",
 		NewOptions: func() any { return &Options{} },
 		New:        func() driver.Driver { return &Driver{} },
+		Pipelines: func(opts any) bool {
+			o, ok := opts.(*Options)
+			return ok && o.direct()
+		},
 	})
 }
 
@@ -77,10 +103,23 @@ type Options struct {
 	WriteSuccess string   `opt:"writeSuccess" default:"any" enum:"any,all,local" help:"with zones, a write succeeds when any zone, all zones or the local zone stored it"`
 	// gomemcache has one timeout for dialling, reading and writing, so the group's
 	// connectTimeout is omitted and its timeout keeps the default and bounds it had here.
-	Timeouts     driver.TimeoutOptions `omit:"connectTimeout" timeout.default:"1s" timeout.min:"1ms" timeout.max:"1h" timeout.help:"socket read/write and dial timeout of each operation"`
-	MaxIdleConns int                   `opt:"maxIdleConns" default:"64" min:"1" max:"100000" help:"idle connections kept per server; at least the workers hitting one server at once"`
+	Timeouts     driver.TimeoutOptions `omit:"connectTimeout" timeout.default:"1s" timeout.min:"1ms" timeout.max:"1h" timeout.help:"bound of each operation: its dial and socket reads and writes (client=gomemcache), its batch's deadline with the operation's own (client=direct)"`
+	MaxIdleConns int                   `opt:"maxIdleConns" default:"64" min:"1" max:"100000" help:"idle connections kept per server; at least the workers hitting one server at once (client=direct: only calls outside the workers, such as backfill, use them)"`
 	MaxValueSize int                   `opt:"maxValueSize" default:"1048000" min:"1" max:"1073741824" help:"largest value sent; larger writes are rejected without a round trip (memcached -I, default 1 MB incl. overhead)"`
 	TTL          time.Duration         `opt:"ttl" default:"0s" min:"0s" max:"87600h" live:"true" help:"expiry of written items, rounded up to whole seconds; 0 = no expiry"`
+	Client       string                `opt:"client" default:"auto" enum:"auto,direct,gomemcache" help:"auto: direct, or gomemcache with two or more zones; direct: each worker owns a connection per server and speaks the text protocol itself (least client CPU and tail, workload.pipeline > 1 allowed; one zone only); gomemcache: the gomemcache library's pooled connections (maxIdleConns)"`
+}
+
+// direct reports whether the options resolve to client=direct.
+func (o *Options) direct() bool {
+	switch o.Client {
+	case "direct":
+		return true
+	case "gomemcache":
+		return false
+	}
+	zones, err := parseZones(o.Zones, o.Servers)
+	return err == nil && len(zones) == 1
 }
 
 // zone is one copy of the data: a set of servers with its own client and counters.
@@ -101,6 +140,7 @@ type Driver struct {
 	// closed is set by Close. gomemcache clients stay usable after Close (they dial
 	// again), so without it an operation after Close would reopen what Close released.
 	closed atomic.Bool
+	direct *directPool // set with client=direct, which serves the plain servers (one zone)
 
 	version string
 }
@@ -121,6 +161,12 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	d.opts = *o
 	d.local.Store(int32(local))
 	d.ttl.Store(int64(o.TTL))
+	if o.direct() {
+		d.opts.Client = "direct"
+		d.zones = []*zone{{name: zones[0].name, addrs: zones[0].addrs}}
+		return d.initDirect(ctx)
+	}
+	d.opts.Client = "gomemcache"
 	for _, z := range zones {
 		c := memcache.New(z.addrs...)
 		c.Timeout = o.Timeouts.Request
@@ -145,8 +191,15 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 // one of the zones. driver.NewOptions calls it, so the config store rejects a localZone
 // that names no zone instead of accepting a change that Init or Reconfigure would refuse.
 func (o *Options) Validate() error {
-	_, _, err := o.zones()
-	return err
+	zones, _, err := o.zones()
+	if err != nil {
+		return err
+	}
+	if o.Client == "direct" && len(zones) > 1 {
+		return driver.FieldErrors{&driver.FieldError{Field: "client", Value: o.Client,
+			Allowed: "auto or gomemcache with two or more zones (client=direct serves one zone: servers, or zones with one zone)"}}
+	}
+	return nil
 }
 
 // zones parses the zones (or servers) and finds the local zone's index.
@@ -260,6 +313,9 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 	if d.closed.Load() {
 		return nil, errClosed
 	}
+	if d.direct != nil {
+		return d.direct.do(ctx, driver.PipelineOp{Op: driver.PipelineRead, Key: key})
+	}
 	local := int(d.local.Load())
 	var firstErr error
 	missed := false
@@ -297,6 +353,10 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 	if d.closed.Load() {
 		return errClosed
+	}
+	if d.direct != nil {
+		_, err := d.direct.do(ctx, driver.PipelineOp{Op: driver.PipelineWrite, Key: key, Value: value})
+		return err
 	}
 	if len(value) > d.opts.MaxValueSize {
 		return driver.Wrap(driver.ClassRejected, fmt.Errorf("memcached set %s: value of %d bytes exceeds maxValueSize %d", key, len(value), d.opts.MaxValueSize))
@@ -375,6 +435,10 @@ func (d *Driver) Delete(ctx context.Context, key string) error {
 	if d.closed.Load() {
 		return errClosed
 	}
+	if d.direct != nil {
+		_, err := d.direct.do(ctx, driver.PipelineOp{Op: opDelete, Key: key})
+		return err
+	}
 	var errs []error
 	for _, z := range d.zones {
 		if err := ctx.Err(); err != nil {
@@ -418,6 +482,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 		"ttl":            time.Duration(d.ttl.Load()).String(),
 		"timeout":        d.opts.Timeouts.Request.String(),
 		"maxIdleConns":   strconv.Itoa(d.opts.MaxIdleConns),
+		"client":         d.opts.Client,
 	}
 	if len(d.zones) > 0 {
 		info["localZone"] = d.zones[d.local.Load()].name
@@ -447,8 +512,14 @@ func (d *Driver) DriverStats() map[string]int64 {
 // Safe after a failed Init.
 func (d *Driver) Close() error {
 	d.closed.Store(true)
+	if d.direct != nil {
+		d.direct.close()
+	}
 	var errs []error
 	for _, z := range d.zones {
+		if z.client == nil {
+			continue
+		}
 		if err := z.client.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close memcached zone %s: %w", z.name, err))
 		}

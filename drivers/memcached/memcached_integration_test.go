@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"strings"
@@ -62,8 +63,18 @@ func metaTTL(t *testing.T, addr, key string) (ttl int, ok bool) {
 	return ttl, true
 }
 
+// clients are the values of the option client that talk to plain servers; the tests that
+// do not depend on the client run on each.
+var clients = []string{"direct", "gomemcache"}
+
 func TestWriteReadMiss(t *testing.T) {
-	d := open(t, nil)
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) { writeReadMiss(t, client) })
+	}
+}
+
+func writeReadMiss(t *testing.T, client string) {
+	d := open(t, map[string]string{"client": client})
 	ctx := drivertest.Context(t)
 	values := map[string][]byte{
 		"mc-binary": {0, 1, 2, 0xff, 0, '\r', '\n'},
@@ -88,13 +99,19 @@ func TestWriteReadMiss(t *testing.T) {
 		t.Errorf("DriverStats = %v", s)
 	}
 	ci := d.ConnectionInfo()
-	if ci["zones"] != "default="+srv.Addr() || ci["server_version"] == "unknown" || !strings.HasPrefix(ci["server_version"], "1.") {
+	if ci["zones"] != "default="+srv.Addr() || ci["server_version"] == "unknown" || !strings.HasPrefix(ci["server_version"], "1.") || ci["client"] != client {
 		t.Errorf("ConnectionInfo = %v", ci)
 	}
 }
 
 func TestTTL(t *testing.T) {
-	d := open(t, map[string]string{"ttl": "1s"})
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) { ttl(t, client) })
+	}
+}
+
+func ttl(t *testing.T, client string) {
+	d := open(t, map[string]string{"ttl": "1s", "client": client})
 	ctx := drivertest.Context(t)
 	if err := d.Write(ctx, "ttl-a", []byte("v")); err != nil {
 		t.Fatal(err)
@@ -120,11 +137,11 @@ func TestTTL(t *testing.T) {
 		ttl      string
 		min, max int
 	}{{"0s", -1, -1}, {"1h", 3590, 3600}} {
-		opts, _ := driver.NewOptions("memcached", map[string]string{"servers": srv.Addr(), "ttl": tc.ttl})
+		opts, _ := driver.NewOptions("memcached", map[string]string{"servers": srv.Addr(), "ttl": tc.ttl, "client": client})
 		if err := d.Reconfigure(ctx, opts); err != nil {
 			t.Fatal(err)
 		}
-		key := "ttl-" + tc.ttl
+		key := "ttl-" + client + tc.ttl
 		if err := d.Write(ctx, key, []byte("v")); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +153,6 @@ func TestTTL(t *testing.T) {
 }
 
 func TestRejectedRequests(t *testing.T) {
-	ctx := drivertest.Context(t)
 	for _, tc := range []struct {
 		name  string
 		opts  map[string]string
@@ -149,17 +165,26 @@ func TestRejectedRequests(t *testing.T) {
 		{"key with a space", nil, "bad key", []byte("v")},
 		{"key over 250 bytes", nil, strings.Repeat("k", 251), []byte("v")},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := open(t, tc.opts)
-			err := d.Write(ctx, tc.key, tc.value)
-			if c := driver.Classify(err); err == nil || c != driver.ClassRejected {
-				t.Errorf("err = %v (class %v), want rejected", err, c)
-			}
-			// The connection pool stays usable after a rejected request.
-			if err := d.Write(ctx, "after-reject", []byte("ok")); err != nil {
-				t.Errorf("write after a rejected one: %v", err)
-			}
-		})
+		for _, client := range clients {
+			t.Run(tc.name+" "+client, func(t *testing.T) {
+				opts := map[string]string{"client": client}
+				maps.Copy(opts, tc.opts)
+				rejected(t, opts, tc.key, tc.value)
+			})
+		}
+	}
+}
+
+func rejected(t *testing.T, opts map[string]string, key string, value []byte) {
+	ctx := drivertest.Context(t)
+	d := open(t, opts)
+	err := d.Write(ctx, key, value)
+	if c := driver.Classify(err); err == nil || c != driver.ClassRejected {
+		t.Errorf("err = %v (class %v), want rejected", err, c)
+	}
+	// The connection pool stays usable after a rejected request.
+	if err := d.Write(ctx, "after-reject", []byte("ok")); err != nil {
+		t.Errorf("write after a rejected one: %v", err)
 	}
 }
 
@@ -275,7 +300,7 @@ func TestZones(t *testing.T) {
 }
 
 // TestConformance runs the public driver conformance suite (driver/drivertest) with plain
-// servers and with two zones (both on the test server, so every write goes to it twice),
+// servers on each client, one zone on client=direct, and with two zones (both on the test server, so every write goes to it twice),
 // pausing and killing the shared server. It is last in the file because its outage check
 // restarts the server.
 func TestConformance(t *testing.T) {
@@ -284,7 +309,9 @@ func TestConformance(t *testing.T) {
 		opts      map[string]string
 		localZone string // a second valid value of the live option localZone
 	}{
-		{"servers", map[string]string{"servers": srv.Addr()}, "default"},
+		{"servers direct", map[string]string{"servers": srv.Addr(), "client": "direct"}, "default"},
+		{"servers gomemcache", map[string]string{"servers": srv.Addr(), "client": "gomemcache"}, "default"},
+		{"one zone direct", map[string]string{"zones": "z=" + srv.Addr(), "client": "direct"}, "z"},
 		{"zones", map[string]string{"zones": fmt.Sprintf("a=%s;b=%s", srv.Addr(), srv.Addr())}, "b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -339,7 +366,13 @@ func BenchmarkGetSet(b *testing.B) {
 // TestDelete: Delete removes a key (a composition's cache invalidation), and a missing
 // key is not an error.
 func TestDelete(t *testing.T) {
-	d := open(t, nil)
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) { deleteTwice(t, client) })
+	}
+}
+
+func deleteTwice(t *testing.T, client string) {
+	d := open(t, map[string]string{"client": client})
 	ctx := drivertest.Context(t)
 	if err := d.Write(ctx, "del", []byte("value")); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -186,6 +188,9 @@ func TestOptionsAreValidatedBeforeInit(t *testing.T) {
 		{"bad zones", map[string]string{"zones": "a=nohostport"}, "zones"},
 		{"bad server", map[string]string{"servers": "nohost"}, "servers"},
 		{"no servers", map[string]string{"servers": ""}, "servers"},
+		{"direct with one zone", map[string]string{"zones": "a=h:1,h:2", "client": "direct"}, ""},
+		{"direct with two zones", map[string]string{"zones": "a=h:1;b=h:2", "client": "direct"}, "client"},
+		{"unknown client", map[string]string{"client": "libmemcached"}, "client"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := driver.NewOptions("memcached", tc.values)
@@ -200,5 +205,60 @@ func TestOptionsAreValidatedBeforeInit(t *testing.T) {
 				t.Fatalf("err = %v, want a field error on %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// TestPick holds pick to gomemcache's ServerList (a server listed twice included) on keys
+// of NDBench's, memtier's and redis-benchmark's shapes, so both clients put a key on the
+// same server.
+func TestPick(t *testing.T) {
+	for _, addrs := range [][]string{
+		{"127.0.0.1:11211"},
+		{"127.0.0.1:11211", "127.0.0.2:11211"},
+		{"127.0.0.1:11211", "127.0.0.2:11211", "127.0.0.3:11211", "127.0.0.1:11211"},
+	} {
+		var sl memcache.ServerList
+		if err := sl.SetServers(addrs...); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 1000 {
+			for _, key := range []string{"T" + strconv.Itoa(i), "key:" + fmt.Sprintf("%012d", i), "memtier-" + strconv.Itoa(i), strings.Repeat("k", i%251)} {
+				want, err := sl.PickServer(key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := addrs[pick(key, len(addrs))]; got != want.String() {
+					t.Fatalf("%d servers, key %q: pick says %s, gomemcache %s", len(addrs), key, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestPipelinesFollowTheClient: the registry says which options give pipelines, so the
+// configuration accepts workload.pipeline > 1 exactly where Init will give them.
+func TestPipelinesFollowTheClient(t *testing.T) {
+	def, ok := driver.Lookup("memcached")
+	if !ok {
+		t.Fatal("memcached not registered")
+	}
+	for _, tc := range []struct {
+		values map[string]string
+		want   bool
+	}{
+		{nil, true},
+		{map[string]string{"client": "direct"}, true},
+		{map[string]string{"client": "gomemcache"}, false},
+		{map[string]string{"zones": "a=h:1"}, true},
+		{map[string]string{"zones": "a=h:1;b=h:2"}, false},
+		{map[string]string{"zones": "a=h:1;b=h:2", "client": "gomemcache"}, false},
+	} {
+		opts, err := driver.NewOptions("memcached", tc.values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := def.Pipelines(opts); got != tc.want {
+			t.Errorf("%v: pipelines %v, want %v", tc.values, got, tc.want)
+		}
 	}
 }

@@ -74,36 +74,40 @@ func TestTwemproxy(t *testing.T) {
 	p := startTwemproxy(t, testserver.TwemproxyConfig{Timeout: twemproxyTimeout})
 	proxy := p.Proxy
 
-	t.Run("Conformance", func(t *testing.T) {
-		drivertest.Run(t, drivertest.Harness{
-			Name:         "memcached",
-			Options:      map[string]string{"servers": proxy.Addr()},
-			LiveValues:   map[string]string{"ttl": "1h", "localZone": "default"},
-			MaxValueSize: 1048000,
-			Pause:        proxy.Pause,
-			Outage: &drivertest.Outage{
-				Stop:          proxy.Kill,
-				Start:         proxy.Restart,
-				RecoverWithin: 10 * time.Second,
-				Options:       map[string]string{"timeout": "1s"},
-			},
+	for _, client := range []string{"direct", "gomemcache"} {
+		t.Run("Conformance "+client, func(t *testing.T) {
+			drivertest.Run(t, drivertest.Harness{
+				Name:         "memcached",
+				Options:      map[string]string{"servers": proxy.Addr(), "client": client},
+				LiveValues:   map[string]string{"ttl": "1h", "localZone": "default"},
+				MaxValueSize: 1048000,
+				Pause:        proxy.Pause,
+				Outage: &drivertest.Outage{
+					Stop:          proxy.Kill,
+					Start:         proxy.Restart,
+					RecoverWithin: 10 * time.Second,
+					Options:       map[string]string{"timeout": "1s"},
+				},
+			})
 		})
-	})
+	}
 
 	t.Run("Spread", func(t *testing.T) {
 		spread(t, p)
 	})
 
-	t.Run("BackendOutage", func(t *testing.T) {
-		backendOutage(t, p)
-	})
+	for _, client := range []string{"direct", "gomemcache"} {
+		t.Run("BackendOutage "+client, func(t *testing.T) {
+			backendOutage(t, p, client)
+		})
+	}
 }
 
 // backendOutage takes backend 0 down (SIGKILL, then SIGSTOP for a stall) and checks what a
 // user would: operations on its keys fail fast as unavailable (or timeout when it stalls),
 // keys on the other backends keep working, and everything works again once it is back.
-func backendOutage(t *testing.T, p *testserver.TwemproxyPool) {
-	d := open(t, map[string]string{"servers": p.Proxy.Addr(), "timeout": "2s"})
+func backendOutage(t *testing.T, p *testserver.TwemproxyPool, client string) {
+	d := open(t, map[string]string{"servers": p.Proxy.Addr(), "timeout": "2s", "client": client})
 	ctx := drivertest.Context(t)
 	// A few keys on backend 0 (each costs the proxy's timeout while it stalls) and more elsewhere.
 	var dead, alive []string
@@ -111,7 +115,7 @@ func backendOutage(t *testing.T, p *testserver.TwemproxyPool) {
 		if i > 1000 {
 			t.Fatalf("after %d keys: %d on backend 0, %d elsewhere", i, len(dead), len(alive))
 		}
-		key := fmt.Sprintf("twem-outage-%d", i)
+		key := fmt.Sprintf("twem-outage-%s-%d", client, i)
 		if err := d.Write(ctx, key, []byte(key)); err != nil {
 			t.Fatalf("write %s: %v", key, err)
 		}

@@ -1,0 +1,364 @@
+//go:build integration
+
+package memcached
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/testserver"
+)
+
+// startMemcached starts a memcached of the test's own, for tests that stall, count
+// connections on or split keys over servers.
+func startMemcached(t *testing.T) *testserver.Server {
+	t.Helper()
+	s, err := testserver.Memcached(drivertest.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+// serverStat reads one counter of memcached's "stats".
+func serverStat(t *testing.T, addr, name string) int {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	fmt.Fprintf(c, "stats\r\n")
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "STAT" && f[1] == name {
+			n, err := strconv.Atoi(f[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if f[0] == "END" {
+			break
+		}
+	}
+	t.Fatalf("memcached at %s has no stat %s (%v)", addr, name, sc.Err())
+	return 0
+}
+
+// result is one completed operation of a pipeline's batch.
+type result struct {
+	value []byte
+	err   error
+}
+
+// runBatch runs ops on p and returns each operation's result, failing the test when one
+// is completed twice or never.
+func runBatch(t *testing.T, ctx context.Context, p driver.Pipeline, ops []driver.PipelineOp) []result {
+	t.Helper()
+	out := make([]result, len(ops))
+	seen := make([]bool, len(ops))
+	p.Run(ctx, ops, func(i int, v []byte, err error) {
+		if seen[i] {
+			t.Errorf("operation %d completed twice", i)
+		}
+		seen[i] = true
+		out[i] = result{bytes.Clone(v), err}
+	})
+	for i, ok := range seen {
+		if !ok {
+			t.Errorf("operation %d (%s) never completed", i, ops[i].Key)
+		}
+	}
+	return out
+}
+
+// TestDirectKeepsGomemcacheServerMapping: with several servers both clients put a key on
+// the same server, so data written before a switch of client stays readable after it.
+// Writes go in one batch per client over three servers (a server listed twice gets
+// twice the share, as gomemcache gives it); each key is then read back by the other
+// client, and found on exactly the server gomemcache picks.
+func TestDirectKeepsGomemcacheServerMapping(t *testing.T) {
+	a, b := startMemcached(t), startMemcached(t)
+	servers := []string{a.Addr(), b.Addr(), a.Addr()}
+	ctx := drivertest.Context(t)
+	direct := open(t, map[string]string{"servers": strings.Join(servers, ","), "client": "direct"})
+	gm := memcache.New(servers...)
+	pl, err := direct.NewPipeline(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+
+	const n = 200
+	var ops []driver.PipelineOp
+	for i := range n {
+		k := "map-direct-" + strconv.Itoa(i)
+		ops = append(ops, driver.PipelineOp{Op: driver.PipelineWrite, Key: k, Value: []byte(k)})
+	}
+	for i, r := range runBatch(t, ctx, pl, ops) {
+		if r.err != nil {
+			t.Fatalf("direct write %s: %v", ops[i].Key, r.err)
+		}
+	}
+	perServer := map[string]int{}
+	for _, op := range ops {
+		it, err := gm.Get(op.Key)
+		if err != nil || string(it.Value) != op.Key {
+			t.Fatalf("gomemcache read of %s written by client=direct: %v", op.Key, err)
+		}
+		// The key is on the server gomemcache picks, and only there.
+		want := servers[pick(op.Key, len(servers))]
+		for _, s := range []string{a.Addr(), b.Addr()} {
+			_, err := memcache.New(s).Get(op.Key)
+			if on := err == nil; on != (s == want) {
+				t.Fatalf("key %s on %s: %v; gomemcache puts it on %s", op.Key, s, err, want)
+			}
+		}
+		perServer[want]++
+	}
+	if perServer[a.Addr()] < n/2 || perServer[b.Addr()] < n/6 {
+		t.Errorf("keys per server %v; want about 2/3 on %s (listed twice), 1/3 on %s", perServer, a.Addr(), b.Addr())
+	}
+
+	// And the other way: what gomemcache wrote, client=direct reads in one batch.
+	ops = ops[:0]
+	for i := range n {
+		k := "map-gomemcache-" + strconv.Itoa(i)
+		if err := gm.Set(&memcache.Item{Key: k, Value: []byte(k)}); err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, driver.PipelineOp{Op: driver.PipelineRead, Key: k})
+	}
+	for i, r := range runBatch(t, ctx, pl, ops) {
+		if r.err != nil || string(r.value) != ops[i].Key {
+			t.Fatalf("direct read of %s written by gomemcache = %q, %v", ops[i].Key, r.value, r.err)
+		}
+	}
+}
+
+// TestDirectTimeoutDropsAndRedials: an operation whose server stalls ends at the batch's
+// deadline (timeout here) as a timeout; its connection, whose replies are now out of step,
+// is closed, and the next operation dials a new one and succeeds once the server is back.
+func TestDirectTimeoutDropsAndRedials(t *testing.T) {
+	s := startMemcached(t)
+	ctx := drivertest.Context(t)
+	d := open(t, map[string]string{"servers": s.Addr(), "client": "direct", "timeout": "200ms"})
+	pl, err := d.NewPipeline(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	write := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "stall", Value: []byte("v")}}
+	read := []driver.PipelineOp{{Op: driver.PipelineRead, Key: "stall"}}
+	if r := runBatch(t, ctx, pl, write); r[0].err != nil {
+		t.Fatal(r[0].err)
+	}
+	dials := serverStat(t, s.Addr(), "total_connections")
+
+	resume, err := s.Pause()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runBatch(t, ctx, pl, read)
+	resume()
+	if c := driver.Classify(r[0].err); c != driver.ClassTimeout {
+		t.Fatalf("read from a stalled server: %v (class %v), want timeout", r[0].err, c)
+	}
+	if r := runBatch(t, ctx, pl, read); r[0].err != nil || string(r[0].value) != "v" {
+		t.Fatalf("read after the server came back = %q, %v", r[0].value, r[0].err)
+	}
+	// Our stats connection counts as one dial; the pipeline's new connection as another.
+	if got := serverStat(t, s.Addr(), "total_connections"); got != dials+2 {
+		t.Errorf("connections made since the timeout: %d, want 2 (the pipeline's redial and this probe)", got-dials)
+	}
+
+	// The same with the operation's context ending first (the engine's opTimeout): the
+	// engine interrupts the pipeline, as its watchdog does.
+	resume, err = s.Pause()
+	if err != nil {
+		t.Fatal(err)
+	}
+	octx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	stop := context.AfterFunc(octx, pl.Interrupt)
+	r = runBatch(t, octx, pl, read)
+	stop()
+	cancel()
+	resume()
+	if c := driver.Classify(r[0].err); c != driver.ClassTimeout || !errors.Is(r[0].err, context.DeadlineExceeded) {
+		t.Fatalf("read past its context's deadline: %v (class %v), want a timeout naming the deadline", r[0].err, c)
+	}
+	if r := runBatch(t, ctx, pl, read); r[0].err != nil || string(r[0].value) != "v" {
+		t.Fatalf("read after the interrupted one = %q, %v", r[0].value, r[0].err)
+	}
+}
+
+// TestDirectRidesOutStaleInterrupts: the engine may interrupt a pipeline after the batch
+// it meant has ended; the next batch must not fail for it.
+func TestDirectRidesOutStaleInterrupts(t *testing.T) {
+	ctx := drivertest.Context(t)
+	d := open(t, map[string]string{"client": "direct"})
+	pl, err := d.NewPipeline(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	ops := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "stale", Value: []byte("v")}, {Op: driver.PipelineRead, Key: "stale"}}
+	for range 3 {
+		for i, r := range runBatch(t, ctx, pl, ops) {
+			if r.err != nil {
+				t.Fatalf("op %d after a stale interrupt: %v", i, r.err)
+			}
+		}
+		pl.Interrupt()
+	}
+}
+
+// TestDirectWorkerConnections: a pipeline (one engine worker) holds one connection per
+// server it used, and Close gives them back, so an elastic pool that shrinks closes its
+// workers' connections.
+func TestDirectWorkerConnections(t *testing.T) {
+	a, b := startMemcached(t), startMemcached(t)
+	ctx := drivertest.Context(t)
+	d := open(t, map[string]string{"servers": a.Addr() + "," + b.Addr(), "client": "direct"})
+	base := serverStat(t, a.Addr(), "curr_connections") + serverStat(t, b.Addr(), "curr_connections")
+	var pls []driver.Pipeline
+	for range 5 {
+		pl, err := d.NewPipeline(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pls = append(pls, pl)
+		var ops []driver.PipelineOp
+		for k := range 20 { // 20 keys reach both servers
+			ops = append(ops, driver.PipelineOp{Op: driver.PipelineRead, Key: "conns-" + strconv.Itoa(k)})
+		}
+		runBatch(t, ctx, pl, ops)
+	}
+	// open waits for the count to reach want: the server notices closes (the probes'
+	// own included) asynchronously.
+	open := func(want int) int {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got := serverStat(t, a.Addr(), "curr_connections") + serverStat(t, b.Addr(), "curr_connections") - base
+			if got == want || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if got := open(10); got != 10 {
+		t.Errorf("5 pipelines over 2 servers hold %d connections, want 10", got)
+	}
+	for _, pl := range pls {
+		if err := pl.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := open(0); got != 0 {
+		t.Errorf("after Close, %d connections still open", got)
+	}
+}
+
+// TestClientOption: auto picks direct for plain servers and one zone, gomemcache for
+// zones; only client=direct gives pipelines (so workload.pipeline > 1 is refused on
+// gomemcache).
+func TestClientOption(t *testing.T) {
+	two := fmt.Sprintf("a=%s;b=%s", srv.Addr(), srv.Addr())
+	for _, tc := range []struct {
+		values map[string]string
+		want   string
+	}{
+		{nil, "direct"},
+		{map[string]string{"zones": "z=" + srv.Addr()}, "direct"},
+		{map[string]string{"zones": two}, "gomemcache"},
+		{map[string]string{"client": "gomemcache"}, "gomemcache"},
+	} {
+		d := open(t, tc.values)
+		if got := d.ConnectionInfo()["client"]; got != tc.want || d.Pipelines() != (tc.want == "direct") {
+			t.Errorf("%v: client %s, pipelines %v; want %s", tc.values, got, d.Pipelines(), tc.want)
+		}
+	}
+}
+
+// BenchmarkClients compares the two clients as the engine drives them: 50 workers, each
+// with a pipeline of its own on client=direct (one operation per batch, the engine's
+// workload.pipeline=1) and through Read and Write on gomemcache, one SET and one GET of
+// 100 bytes per iteration. It reports client CPU per operation as ops/cpu-s (the test
+// binary's user and system time; the server is another process) and allocations. Run:
+//
+//	go test -tags integration -run '^$' -bench Clients -benchmem -count 5 ./drivers/memcached/
+func BenchmarkClients(b *testing.B) {
+	value := bytes.Repeat([]byte("v"), 100)
+	for _, client := range clients {
+		b.Run(client, func(b *testing.B) {
+			d := open(b, map[string]string{"client": client})
+			var n atomic.Int64
+			b.SetParallelism(max(1, 50/runtime.GOMAXPROCS(0)))
+			b.ReportAllocs()
+			srv.Measure(b, "op", 2, func() {
+				b.RunParallel(func(pb *testing.PB) {
+					ctx := context.Background()
+					w := int(n.Add(1))
+					keys := make([]string, 1000)
+					for i := range keys {
+						keys[i] = "bench-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+					}
+					var op func(driver.PipelineOp) error
+					if client == "direct" {
+						pl, err := d.NewPipeline(ctx)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						defer pl.Close()
+						ops := make([]driver.PipelineOp, 1)
+						var failed error
+						done := func(_ int, _ []byte, err error) { failed = err }
+						op = func(o driver.PipelineOp) error {
+							ops[0] = o
+							pl.Run(ctx, ops, done)
+							return failed
+						}
+					} else {
+						op = func(o driver.PipelineOp) error {
+							if o.Op == driver.PipelineWrite {
+								return d.Write(ctx, o.Key, o.Value)
+							}
+							_, err := d.Read(ctx, o.Key)
+							return err
+						}
+					}
+					for i := 0; pb.Next(); i++ {
+						k := keys[i%len(keys)]
+						if err := op(driver.PipelineOp{Op: driver.PipelineWrite, Key: k, Value: value}); err != nil {
+							b.Error(err)
+							return
+						}
+						if err := op(driver.PipelineOp{Op: driver.PipelineRead, Key: k}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		})
+	}
+}
