@@ -73,7 +73,7 @@ type Workload struct {
 	MaxLateness time.Duration `opt:"maxLateness" default:"1s" min:"1ms" max:"1h" live:"true" help:"with catchUp=drop: how late an operation may be when a worker gets to it and still be sent"`
 	// Pipeline is the depth redis-benchmark calls -P and memtier --pipeline; see
 	// driver.Pipeliner.
-	Pipeline int `opt:"pipeline" default:"1" min:"1" max:"1024" live:"true" help:"operations a worker keeps in flight on its own connection, with drivers that pipeline (redis mode=direct): every operation due, up to this many, goes out in one batch; 1 = one at a time"`
+	Pipeline int `opt:"pipeline" default:"1" min:"1" max:"1024" live:"true" help:"operations a worker keeps in flight on its own connection, with drivers that pipeline (redis and postgres mode=direct, memcached client=direct; each its default): every operation due, up to this many, goes out in one batch; 1 = one at a time"`
 	// Warmup is `ndbench run --warmup` as configuration, so `ndbench serve` (a start from
 	// the API, the UI or a fleet) honours it too.
 	Warmup          time.Duration `opt:"warmup" default:"0s" min:"0s" max:"24h" live:"true" help:"run the load this long after a start before measuring: the time series shows it, the summary, reports and thresholds exclude it; applies at the next start"`
