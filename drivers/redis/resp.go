@@ -134,6 +134,9 @@ func (rd *respReader) need(n int) error {
 // $-1, which is how GET says "no such key"); for a status or an integer the line after
 // the tag; an error reply is returned as a replyError. For an array it returns its length
 // in n and leaves the elements to be read one by one. tag is the reply's type byte.
+// A reply cut by an error (a stale interrupt's deadline, which the caller rides out by
+// calling again) is unread whole: a bulk's length line stays unread until its bytes are
+// all there, so the next call starts at the reply's first byte, not inside its data.
 func (rd *respReader) reply() (tag byte, data []byte, n int, err error) {
 	l, err := rd.line()
 	if err != nil {
@@ -156,14 +159,19 @@ func (rd *respReader) reply() (tag byte, data []byte, n int, err error) {
 		if size < 0 {
 			return tag, nil, -1, nil
 		}
-		if err := rd.need(size + 2); err != nil {
+		// The length line with its CRLF stays unread until the bulk is whole (line may have
+		// moved the buffer, so it is found from where it ended).
+		head := len(l) + 2
+		rd.r -= head
+		if err := rd.need(head + size + 2); err != nil {
 			return tag, nil, 0, err
 		}
-		data := rd.buf[rd.r : rd.r+size : rd.r+size]
-		if rd.buf[rd.r+size] != '\r' || rd.buf[rd.r+size+1] != '\n' {
+		body := rd.r + head
+		data := rd.buf[body : body+size : body+size]
+		if rd.buf[body+size] != '\r' || rd.buf[body+size+1] != '\n' {
 			return tag, nil, 0, fmt.Errorf("%w: bulk of %d bytes not followed by CRLF", errProtocol, size)
 		}
-		rd.r += size + 2
+		rd.r = body + size + 2
 		return tag, data, size, nil
 	case '*':
 		size, err := parseLen(rest)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -107,6 +109,54 @@ func TestRespNamesForeignServers(t *testing.T) {
 		_, _, _, err := newRespReader(strings.NewReader(tt.in)).reply()
 		if !errors.Is(err, errProtocol) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("reply(%.24q) err = %v, want a protocol error saying %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+// cutReader returns its chunks one Read at a time, with err after the first: a reply
+// whose bytes arrive in two reads with a stale interrupt's deadline between them.
+type cutReader struct {
+	chunks [][]byte
+	err    error
+	cut    bool
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	if c.cut {
+		c.cut = false
+		return 0, c.err
+	}
+	n := copy(p, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	if len(c.chunks[0]) == 0 {
+		c.chunks = c.chunks[1:]
+		c.cut = true
+	}
+	return n, nil
+}
+
+// A bulk reply cut between its length line and its bytes by a deadline that the caller
+// rides out (a stale interrupt: PipelineConn.Retry, then reply again) is read whole by the
+// next call; the second call used to start inside the bulk's data.
+func TestReplyRidesOutADeadlineInsideABulk(t *testing.T) {
+	value := strings.Repeat("v", 40<<10) // larger than the reader's first buffer
+	for _, cutAt := range []int{3, len("$40960\r\n"), len("$40960\r\n") + 100, len("$40960\r\n") + 20000} {
+		reply := "$" + strconv.Itoa(len(value)) + "\r\n" + value + "\r\n+OK\r\n"
+		src := &cutReader{chunks: [][]byte{[]byte(reply[:cutAt]), []byte(reply[cutAt:])}, err: os.ErrDeadlineExceeded}
+		rd := newRespReader(src)
+		_, _, _, err := rd.reply()
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("cut at %d: first read: %v, want the deadline", cutAt, err)
+		}
+		tag, data, _, err := rd.reply()
+		if err != nil || tag != '$' || string(data) != value {
+			t.Fatalf("cut at %d: after the deadline: tag %q, %d bytes, %v; want the %d-byte bulk", cutAt, tag, len(data), err, len(value))
+		}
+		if tag, data, _, err := rd.reply(); err != nil || tag != '+' || string(data) != "OK" {
+			t.Fatalf("cut at %d: next reply: %q %q %v, want +OK", cutAt, tag, data, err)
 		}
 	}
 }
