@@ -1,15 +1,21 @@
 // Command benchconns measures what a connection costs the ndbench binary: one node, open
 // loop at one modest rate against a local Redis, with 50, 1,000 and 10,000 connections
 // (redis mode=direct: one connection per worker, readers = maxReaders = connections),
-// interleaved rounds, medians. For each count it prints the client's CPU per operation
-// (user + system from the report, start-up and connects included), that figure against
-// 50 connections' (issue 35's bar: at most 1.5x), the peak RSS (bar: 1 GB), RSS per
-// connection above the 50-connection run's, the server's CPU per operation, the achieved
-// rate and the response-time p50/p99 (on a shared machine a busy spell shows there first).
+// interleaved rounds, medians. Every run starts with a warm-up long enough for each worker
+// of the largest count to have had an operation, so its connection is made, and the
+// figures start after it. For each count it prints the client's CPU per operation in the
+// measured window (user + system from the report), that figure against 50 connections'
+// (issue 35's bar: at most 1.5x), the whole process's CPU per operation (wait4: start-up,
+// warm-up with the connects, the close of every connection and exit included; the
+// warm-up's operations counted at the run's rate) and its ratio, the CPU spent outside the
+// window per connection above the first count's (what a connection costs once: connect,
+// worker, close), the peak RSS (bar: 1 GB), RSS per connection above the 50-connection
+// run's, the server's CPU per operation, the achieved rate and the response-time p50/p99
+// (on a shared machine a busy spell shows there first).
 // It is what `make bench-conns` runs; docs/performance.md's "Connection scale" table
 // comes from it.
 //
-//	go run ./scripts/benchconns -ndbench bin/ndbench [-rounds 3] [-duration 20s] [-rate 2000] [-conns 50,1000,10000]
+//	go run ./scripts/benchconns -ndbench bin/ndbench [-rounds 3] [-duration 20s] [-rate 2000] [-conns 50,1000,10000] [-warmup 0]
 //
 // Redis is started by internal/testserver on 127.0.0.1 with maxclients raised to the
 // largest count plus 100. Each run needs one descriptor per connection in the client and
@@ -49,13 +55,26 @@ type options struct {
 	rate     int
 	conns    []int
 	out      string
+	// warmup runs before every run's figures; 0 takes warmupFor(conns, rate).
+	warmup time.Duration
+}
+
+// warmupFor is the warm-up that lets every worker of the largest count have its first
+// operation, and so its connection, before the figures start: the workers take the
+// schedule's slots in turn, so the last one's first comes about connections ÷ rate
+// seconds in; 2 s more for a start-up on a busy machine. Without it a 20 s run at
+// 2,000 ops/s counted 10,000 connects against 40,000 operations.
+func warmupFor(conns []int, rate int) time.Duration {
+	most := slices.Max(conns)
+	return time.Duration(float64(most)/float64(rate)*float64(time.Second)).Round(time.Second) + 2*time.Second
 }
 
 // sample is one ndbench run.
 type sample struct {
 	ops       float64 // operations that succeeded
 	errors    float64
-	cpu       float64 // client CPU seconds
+	cpu       float64 // client CPU seconds in the measured window (the report's)
+	wholeCPU  float64 // the process's CPU seconds from start to exit (wait4)
 	rss       float64 // bytes
 	serverCPU time.Duration
 	seconds   float64
@@ -71,6 +90,7 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 2000, "operations per second of every run (open loop)")
 	flag.StringVar(&conns, "conns", "50,1000,10000", "connection counts, comma-separated; the first is the base of the ratios")
 	flag.StringVar(&o.out, "out", "bench-results/conns", "directory for reports and logs")
+	flag.DurationVar(&o.warmup, "warmup", 0, "warm-up before every run's figures; 0: the largest count ÷ rate + 2 s, so every connection is made before the figures start")
 	flag.Parse()
 	for _, c := range strings.Split(conns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(c))
@@ -80,9 +100,12 @@ func main() {
 		}
 		o.conns = append(o.conns, n)
 	}
-	if o.rounds < 1 || o.duration < time.Second || o.rate < 1 {
-		fmt.Fprintln(os.Stderr, "benchconns: -rounds must be at least 1, -duration at least 1s, -rate at least 1")
+	if o.rounds < 1 || o.duration < time.Second || o.rate < 1 || o.warmup < 0 {
+		fmt.Fprintln(os.Stderr, "benchconns: -rounds must be at least 1, -duration at least 1s, -rate at least 1, -warmup at least 0")
 		os.Exit(2)
+	}
+	if o.warmup == 0 {
+		o.warmup = warmupFor(o.conns, o.rate)
 	}
 	if err := run(context.Background(), o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "benchconns:", err)
@@ -115,39 +138,50 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	if _, err := ndbench(ctx, bin, filepath.Join(o.out, "load"), append(args(s, time.Second, 1, 10), "--backfill", "--set", "workload.backfillWorkers=16")); err != nil {
 		return fmt.Errorf("backfill: %w", err)
 	}
-	fmt.Fprintf(w, "ndbench %s, Redis %s, %d keys of %d B, read:write 8:2, open loop at %d ops/s, %v per run, %d rounds, load average %s\n",
-		bin, s.Addr(), numKeys, valueSize, o.rate, o.duration, o.rounds, loadAverage())
+	fmt.Fprintf(w, "ndbench %s, Redis %s, %d keys of %d B, read:write 8:2, open loop at %d ops/s, %v measured per run after %v of warm-up, %d rounds, load average %s\n",
+		bin, s.Addr(), numKeys, valueSize, o.rate, o.duration, o.warmup, o.rounds, loadAverage())
 	got := map[int][]sample{}
 	for r := 1; r <= o.rounds; r++ {
 		for _, n := range o.conns {
 			cpu0 := s.CPU()
-			sm, err := ndbench(ctx, bin, filepath.Join(o.out, fmt.Sprintf("c%d-r%d", n, r)), args(s, o.duration, n, o.rate))
+			sm, err := ndbench(ctx, bin, filepath.Join(o.out, fmt.Sprintf("c%d-r%d", n, r)), append(args(s, o.duration, n, o.rate), "--warmup", o.warmup.String()))
 			if err != nil {
 				return fmt.Errorf("%d connections, round %d: %w", n, r, err)
 			}
 			sm.serverCPU = s.CPU() - cpu0
 			got[n] = append(got[n], sm)
-			fmt.Fprintf(w, "round %d, %5d connections: %.0f ops, %.2f s client CPU, RSS %.0f MB, %.0f errors\n", r, n, sm.ops, sm.cpu, sm.rss/1e6, sm.errors)
+			fmt.Fprintf(w, "round %d, %5d connections: %.0f ops, %.2f s client CPU measured, %.2f s in all, RSS %.0f MB, %.0f errors, load %s\n",
+				r, n, sm.ops, sm.cpu, sm.wholeCPU, sm.rss/1e6, sm.errors, loadAverage())
 		}
 	}
 	fmt.Fprintf(w, "load average after: %s\n\n", loadAverage())
 	base := got[o.conns[0]]
-	fmt.Fprintln(w, "| connections | client CPU/op | vs first | peak RSS | RSS/conn above first | server CPU/op | achieved ops/s | p50 | p99 | errors |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	// The warm-up's operations, at the run's rate, beside the measured ones: the whole
+	// process's CPU is spread over both.
+	warmOps := o.warmup.Seconds() * float64(o.rate)
+	fmt.Fprintln(w, "| connections | client CPU/op | vs first | whole process CPU/op | vs first | CPU outside the window per connection above first | peak RSS | RSS/conn above first | server CPU/op | achieved ops/s | p50 | p99 | errors |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, n := range o.conns {
 		ss := got[n]
 		cpuOp := med(ss, func(s sample) float64 { return s.cpu / s.ops * 1e6 })
-		var ratios []float64
+		wholeOp := func(s sample) float64 { return s.wholeCPU / (s.ops + warmOps) }
+		var ratios, wholeRatios, oneOff []float64
 		for i, s := range ss {
 			ratios = append(ratios, (s.cpu/s.ops)/(base[i].cpu/base[i].ops))
+			wholeRatios = append(wholeRatios, wholeOp(s)/wholeOp(base[i]))
+			if n != o.conns[0] {
+				outside := func(s sample) float64 { return s.wholeCPU - s.cpu }
+				oneOff = append(oneOff, (outside(s)-outside(base[i]))/float64(n-o.conns[0])*1e6)
+			}
 		}
 		rss := med(ss, func(s sample) float64 { return s.rss })
-		perConn := "-"
+		perConn, once := "-", "-"
 		if n != o.conns[0] {
 			perConn = fmt.Sprintf("%.1f KB", (rss-med(base, func(s sample) float64 { return s.rss }))/float64(n-o.conns[0])/1e3)
+			once = fmt.Sprintf("%.1f µs (%s)", median(oneOff), list(oneOff))
 		}
-		fmt.Fprintf(w, "| %d | %.1f µs | %.2fx (%s) | %.0f MB | %s | %.1f µs | %.0f | %.2f ms | %.2f ms | %.0f |\n",
-			n, cpuOp, median(ratios), list(ratios), rss/1e6, perConn,
+		fmt.Fprintf(w, "| %d | %.1f µs | %.2fx (%s) | %.1f µs | %.2fx (%s) | %s | %.0f MB | %s | %.1f µs | %.0f | %.2f ms | %.2f ms | %.0f |\n",
+			n, cpuOp, median(ratios), list(ratios), med(ss, wholeOp)*1e6, median(wholeRatios), list(wholeRatios), once, rss/1e6, perConn,
 			med(ss, func(s sample) float64 { return s.serverCPU.Seconds() / s.ops * 1e6 }),
 			med(ss, func(s sample) float64 { return s.ops / s.seconds }),
 			med(ss, func(s sample) float64 { return s.p50 / 1e3 }), med(ss, func(s sample) float64 { return s.p99 / 1e3 }),
@@ -198,6 +232,7 @@ func ndbench(ctx context.Context, bin, dir string, a []string) (sample, error) {
 	if err != nil {
 		return sample{}, fmt.Errorf("%v: %s", err, tail(out))
 	}
+	whole := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	b, err := os.ReadFile(rp)
 	if err != nil {
 		return sample{}, err
@@ -207,7 +242,7 @@ func ndbench(ctx context.Context, bin, dir string, a []string) (sample, error) {
 		return sample{}, fmt.Errorf("ndbench's report: %w", err)
 	}
 	rd := r.Ops["read"]
-	return sample{ops: rd.Succeeded, errors: rd.Errors, cpu: r.Client.User + r.Client.System, rss: r.Client.MaxRSS,
+	return sample{ops: rd.Succeeded, errors: rd.Errors, cpu: r.Client.User + r.Client.System, wholeCPU: whole, rss: r.Client.MaxRSS,
 		seconds: r.Seconds, p50: rd.ResponseTime.P50, p99: rd.ResponseTime.P99}, nil
 }
 

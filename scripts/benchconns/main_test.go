@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestMedian(t *testing.T) {
@@ -16,6 +17,25 @@ func TestMedian(t *testing.T) {
 		}
 		if !slices.Equal(in, c.in) {
 			t.Errorf("median reordered its input: %v, was %v", c.in, in)
+		}
+	}
+}
+
+// TestWarmupFor: the figures start once the largest count's last worker has had its first
+// operation (its connect): at 2,000 ops/s 10,000 workers take 5 s, plus 2 s.
+func TestWarmupFor(t *testing.T) {
+	for _, c := range []struct {
+		conns []int
+		rate  int
+		want  time.Duration
+	}{
+		{[]int{50, 1000, 10000}, 2000, 7 * time.Second},
+		{[]int{50}, 2000, 2 * time.Second},
+		{[]int{10000, 50}, 20000, 3 * time.Second}, // 0.5 s rounds to 1 s
+		{[]int{50, 1000}, 100, 12 * time.Second},
+	} {
+		if got := warmupFor(c.conns, c.rate); got != c.want {
+			t.Errorf("warmupFor(%v, %d) = %v, want %v", c.conns, c.rate, got, c.want)
 		}
 	}
 }

@@ -25,6 +25,9 @@
 //	redis      the same shape on Redis: ndbench and redis-benchmark (-c 50, a GET run and a
 //	           SET run, as it has no mix) and memtier_benchmark (-c 50 -t 1 --ratio=1:4)
 //	memcached  the same shape on Memcached: ndbench and memtier_benchmark
+//	redis-pipelined  the redis pair's keys, values and mix on 4 connections × 16 in flight:
+//	           ndbench (4 readers, workload.pipeline=16), redis-benchmark -c 4 -P 16 and
+//	           memtier -c 4 -t 1 --pipeline=16 (redispipe.go)
 //	redis-open, memcached-open  the same, open loop at -kv-rate operations per second (by
 //	           default half of memtier's closed-loop throughput, measured at set-up):
 //	           ndbench's readRate on a fixed pool of 50, memtier --rate-limiting; ndbench's
@@ -118,7 +121,7 @@ func main() {
 	var pairs string
 	flag.IntVar(&o.rounds, "rounds", 3, "interleaved rounds (the table quotes medians)")
 	flag.DurationVar(&o.duration, "duration", 8*time.Second, "how long each tool runs in each round")
-	flag.StringVar(&pairs, "pairs", "postgres,postgres-open,redis,redis-open,memcached,memcached-open,http", "pairs to run, comma-separated: "+strings.Join(knownPairs, ", "))
+	flag.StringVar(&pairs, "pairs", "postgres,postgres-open,redis,redis-open,redis-pipelined,memcached,memcached-open,http", "pairs to run, comma-separated: "+strings.Join(knownPairs, ", "))
 	flag.IntVar(&o.rate, "rate", 5000, "operations per second of the open-loop pairs (postgres-open: ndbench's readRate, pgbench -R)")
 	flag.IntVar(&o.kvRate, "kv-rate", 0, "operations per second of redis-open and memcached-open (ndbench's readRate, memtier --rate-limiting × 50); 0: half of memtier's closed-loop throughput")
 	flag.StringVar(&o.ndbench, "ndbench", "bin/ndbench", "the ndbench binary to measure (make build writes bin/ndbench)")
@@ -144,7 +147,7 @@ func main() {
 }
 
 // knownPairs are the values -pairs accepts.
-var knownPairs = []string{"postgres", "postgres-open", "redis", "redis-open", "memcached", "memcached-open", "http", "http-conns"}
+var knownPairs = []string{"postgres", "postgres-open", "redis", "redis-open", "redis-pipelined", "memcached", "memcached-open", "http", "http-conns"}
 
 func (o options) validate() error {
 	if o.rounds < 1 || o.rounds > 100 {

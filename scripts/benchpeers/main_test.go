@@ -141,7 +141,7 @@ func TestValidate(t *testing.T) {
 		{"valid", func(*options) {}, ""},
 		{"no rounds", func(o *options) { o.rounds = 0 }, "-rounds 0: allowed 1 to 100"},
 		{"too short", func(o *options) { o.duration = time.Millisecond }, "-duration 1ms: allowed 1s to 10m"},
-		{"unknown pair", func(o *options) { o.pairs = []string{"postgres", "mongo"} }, `unknown pair "mongo"; allowed: postgres, postgres-open, redis, redis-open, memcached, memcached-open, http`},
+		{"unknown pair", func(o *options) { o.pairs = []string{"postgres", "mongo"} }, `unknown pair "mongo"; allowed: postgres, postgres-open, redis, redis-open, redis-pipelined, memcached, memcached-open, http`},
 		{"negative kv rate", func(o *options) { o.kvRate = -1 }, "-kv-rate -1: allowed 0"},
 		{"no rate", func(o *options) { o.rate = 0 }, "-rate 0: allowed 1 to 1000000"},
 		{"no binary", func(o *options) { o.ndbench = "no/such/ndbench" }, "run make build first"},

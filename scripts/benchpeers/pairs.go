@@ -27,7 +27,7 @@ func setUp(ctx context.Context, name string, o options) (p *pair, skipped []stri
 	switch name {
 	case "postgres", "postgres-open":
 		start = testserver.Postgres
-	case "redis", "redis-open":
+	case "redis", "redis-open", "redis-pipelined":
 		start = testserver.Redis
 	case "memcached", "memcached-open":
 		start = testserver.Memcached
@@ -65,6 +65,13 @@ func setUp(ctx context.Context, name string, o options) (p *pair, skipped []stri
 		})
 		addPeer("memtier_benchmark", "memtier", func(ctx context.Context, dir, bin string) (result, error) {
 			return runMemtier(ctx, dir, bin, srv(), "redis", d, 0)
+		})
+	case "redis-pipelined":
+		addPeer("redis-benchmark", "redis-benchmark -P 16", func(ctx context.Context, dir, bin string) (result, error) {
+			return runRedisBenchmarkShape(ctx, dir, bin, srv(), pipelinedShape, d)
+		})
+		addPeer("memtier_benchmark", "memtier --pipeline=16", func(ctx context.Context, dir, bin string) (result, error) {
+			return runMemtierShape(ctx, dir, bin, srv(), "redis", pipelinedShape, d, 0)
 		})
 	case "memcached":
 		addPeer("memtier_benchmark", "memtier", func(ctx context.Context, dir, bin string) (result, error) {
@@ -151,6 +158,8 @@ func ndbenchArgs(name string, s *testserver.Server, d time.Duration, rate int) [
 		return append(append(args, mix...), "--driver", "memcached", "--set", "drivers.memcached.servers="+s.Addr())
 	case "redis-open", "memcached-open":
 		return kvOpenArgs(name, s, d, rate)
+	case "redis-pipelined":
+		return pipelinedArgs(s, d)
 	case "http":
 		// wrk's and vegeta's shape: one URL, GET only, the body not checked.
 		return append(args, "--driver", "http", "--set", "workload.numKeys=1",
@@ -184,7 +193,7 @@ func load(ctx context.Context, name string, s *testserver.Server, o options) err
 	if _, _, _, err := runProcess(lctx, dir, "ndbench-backfill", ndbenchCmd(lctx, o.ndbench, dir, args)); err != nil {
 		return err
 	}
-	if name == "redis" || name == "redis-open" {
+	if name == "redis" || name == "redis-open" || name == "redis-pipelined" {
 		// Exact key names, all of them: redis-benchmark -r draws key:%012d, memtier
 		// memtier-%d (its default prefix, from 1), so a random preload would leave holes.
 		script := fmt.Sprintf(`for i=0,%d do redis.call('SET', string.format('key:%%012d', i), ARGV[1]); redis.call('SET', 'memtier-' .. (i + 1), ARGV[1]) end return 1`, numKeys-1)

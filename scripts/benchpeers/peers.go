@@ -114,16 +114,28 @@ func percentile(lat []time.Duration, p int) time.Duration {
 // keys as two processes, GET then SET, 4:1 (it has no mix), and sums them. Its latency
 // figures are the GET run's: the SET run's are printed in its output.
 func runRedisBenchmark(ctx context.Context, dir, bin string, s *testserver.Server, d time.Duration) (result, error) {
-	var r result
 	// It runs a count, not a time: 50,000 operations a second of d is about what it
 	// does on a loaded 2-core machine, so a run lasts about as long as the others'.
-	n := max(int(d.Seconds()*50000), 1000)
+	return runRedisBenchmarkShape(ctx, dir, bin, s, redisShape{conns: connections, pipeline: 1, perSec: 50000}, d)
+}
+
+// redisShape is a Redis pair's concurrency: conns connections, each with pipeline
+// commands in flight, and the rate redis-benchmark is expected to reach (it runs a count,
+// so perSec × d sets how long it runs).
+type redisShape struct {
+	conns, pipeline, perSec int
+}
+
+// runRedisBenchmarkShape runs redis-benchmark on shape's connections and pipeline depth
+// (-P), GET then SET processes 4:1, and sums them; latency is the GET run's.
+func runRedisBenchmarkShape(ctx context.Context, dir, bin string, s *testserver.Server, shape redisShape, d time.Duration) (result, error) {
+	var r result
+	n := max(int(d.Seconds()*float64(shape.perSec)), 1000)
 	for _, run := range []struct {
 		test string
 		n    int
 	}{{"get", n * 4 / 5}, {"set", n / 5}} {
-		cmd := exec.CommandContext(ctx, bin, "-h", s.Host, "-p", strconv.Itoa(s.Port), "-c", strconv.Itoa(connections),
-			"-n", strconv.Itoa(run.n), "-d", strconv.Itoa(valueSize), "-r", strconv.Itoa(numKeys), "-t", run.test, "--csv")
+		cmd := exec.CommandContext(ctx, bin, redisBenchmarkArgs(s, shape, run.test, run.n)...)
 		cpu, wall, out, err := runProcess(ctx, dir, "redis-benchmark-"+run.test, cmd)
 		if err != nil {
 			return result{}, err
@@ -139,6 +151,18 @@ func runRedisBenchmark(ctx context.Context, dir, bin string, s *testserver.Serve
 	}
 	r.note = fmt.Sprintf("two processes, %d GETs then %d SETs (it has no mix); latency of the GET run", n*4/5, n/5)
 	return r, nil
+}
+
+// redisBenchmarkArgs is redis-benchmark's command line for n operations of test (get or
+// set) on shape's connections, 100-byte values over the 100k keys key:000000000000..
+// that load() writes.
+func redisBenchmarkArgs(s *testserver.Server, shape redisShape, test string, n int) []string {
+	args := []string{"-h", s.Host, "-p", strconv.Itoa(s.Port), "-c", strconv.Itoa(shape.conns),
+		"-n", strconv.Itoa(n), "-d", strconv.Itoa(valueSize), "-r", strconv.Itoa(numKeys), "-t", test, "--csv"}
+	if shape.pipeline > 1 {
+		args = append(args, "-P", strconv.Itoa(shape.pipeline))
+	}
+	return args
 }
 
 // parseRedisBenchmarkCSV reads the last line of redis-benchmark --csv: "test","rps",
@@ -162,14 +186,14 @@ func parseRedisBenchmarkCSV(out []byte) (p50, p99 time.Duration, err error) {
 // loop at rate operations per second in all (memtier's --rate-limiting is per
 // connection, so rate is rounded down to a multiple of 50).
 func runMemtier(ctx context.Context, dir, bin string, s *testserver.Server, protocol string, d time.Duration, rate int) (result, error) {
+	return runMemtierShape(ctx, dir, bin, s, protocol, redisShape{conns: connections, pipeline: 1}, d, rate)
+}
+
+// runMemtierShape runs memtier_benchmark as runMemtier does on shape's connections, each
+// with shape.pipeline requests in flight (--pipeline).
+func runMemtierShape(ctx context.Context, dir, bin string, s *testserver.Server, protocol string, shape redisShape, d time.Duration, rate int) (result, error) {
 	jsonPath := filepath.Join(dir, "memtier.json")
-	secs := max(int(d.Round(time.Second)/time.Second), 1)
-	args := append(memtierKeyArgs(s, protocol), "-c", strconv.Itoa(connections), "-t", "1", "--ratio=1:4",
-		"--key-pattern=R:R", "--test-time="+strconv.Itoa(secs), "--hide-histogram", "--json-out-file="+jsonPath)
-	if rate > 0 {
-		args = append(args, "--rate-limiting="+strconv.Itoa(max(rate/connections, 1)))
-	}
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, bin, memtierArgs(s, protocol, shape, d, rate, jsonPath)...)
 	cpu, wall, _, err := runProcess(ctx, dir, "memtier", cmd)
 	if err != nil {
 		return result{}, err
@@ -181,9 +205,24 @@ func runMemtier(ctx context.Context, dir, bin string, s *testserver.Server, prot
 	r, err := parseMemtierJSON(b)
 	r.cpu, r.wall = cpu, wall
 	if rate > 0 {
-		r.note = fmt.Sprintf("--rate-limiting=%d per connection; latency from each request's sending (memtier does not time from a schedule)", max(rate/connections, 1))
+		r.note = fmt.Sprintf("--rate-limiting=%d per connection; latency from each request's sending (memtier does not time from a schedule)", max(rate/shape.conns, 1))
 	}
 	return r, err
+}
+
+// memtierArgs is memtier's command line: shape's connections on one thread, SET:GET 1:4
+// over random keys for d, its JSON written to jsonPath.
+func memtierArgs(s *testserver.Server, protocol string, shape redisShape, d time.Duration, rate int, jsonPath string) []string {
+	secs := max(int(d.Round(time.Second)/time.Second), 1)
+	args := append(memtierKeyArgs(s, protocol), "-c", strconv.Itoa(shape.conns), "-t", "1", "--ratio=1:4",
+		"--key-pattern=R:R", "--test-time="+strconv.Itoa(secs), "--hide-histogram", "--json-out-file="+jsonPath)
+	if shape.pipeline > 1 {
+		args = append(args, "--pipeline="+strconv.Itoa(shape.pipeline))
+	}
+	if rate > 0 {
+		args = append(args, "--rate-limiting="+strconv.Itoa(max(rate/shape.conns, 1)))
+	}
+	return args
 }
 
 // parseMemtierJSON reads memtier's --json-out-file: ALL STATS / Totals, its Count and
