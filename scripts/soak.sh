@@ -80,13 +80,14 @@ else:
 
 start = time.monotonic()
 with open(os.path.join(out, "samples.tsv"), "w") as tsv:
-    tsv.write("seconds\tops\trss_kib\tgoroutines\tinterval_log_bytes\thdr_log_bytes\n")
+    tsv.write("seconds\tops\trss_kib\tgoroutines\tinterval_log_bytes\thdr_log_bytes\theap_inuse_bytes\n")
     while True:
         time.sleep(every)
         text = get("/metrics").decode()
         sent = int(metric(text, "ndbench_ops_total") + metric(text, "ndbench_errors_total"))
         row = (round(time.monotonic() - start), sent, rss_kib(), int(metric(text, "go_goroutines")),
-               len(get("/api/v1/stats/intervals")), os.path.getsize(os.path.join(out, "soak.hlog")))
+               len(get("/api/v1/stats/intervals")), os.path.getsize(os.path.join(out, "soak.hlog")),
+               int(metric(text, "go_memstats_heap_inuse_bytes")))
         tsv.write("\t".join(map(str, row)) + "\n")
         tsv.flush()
         print("soak: %5ds  %13s ops  RSS %7.1f MiB  %4d goroutines  interval log %6.0f KiB  HDR log %7.1f MiB"

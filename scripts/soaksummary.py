@@ -41,6 +41,13 @@ def main(out, rate):
         f"RSS drift            {100 * (l - e) / e:+.1f}% (median of the last tenth against the first tenth after the first minute; bar: at most 5%); "
         f"slope {100 * slope * 3600 / my:+.2f}% an hour; peak {100 * (peak - e) / e:+.1f}% over the first tenth's median",
         f"goroutines           {min(r[3] for r in after)}..{max(r[3] for r in after)} after the first minute",
+    ]
+    if all(len(r) > 6 for r in after):
+        # The Go heap in use, beside the RSS: growth of live objects shows here, while the
+        # RSS also moves with what the runtime's scavenger has returned to the system.
+        he, hl = statistics.median(r[6] for r in early), statistics.median(r[6] for r in late)
+        lines.append(f"heap in use          median {he / 2**20:.1f} MiB first tenth, {hl / 2**20:.1f} MiB last tenth ({100 * (hl - he) / he:+.1f}%)")
+    lines += [
         f"interval log         {min(r[4] for r in after) / 1024:.0f}..{max(r[4] for r in after) / 1024:.0f} KiB (GET /api/v1/stats/intervals)",
         f"HDR log              {last[5] / 2**20:.1f} MiB, {last[5] / secs * 3600 / 2**20:.1f} MiB per hour",
     ]
