@@ -115,7 +115,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -145,6 +144,7 @@ type Options struct {
 	MaxConnsPerHost     int         `opt:"maxConnsPerHost" default:"0" min:"0" max:"100000" help:"connections per host at most; 0 = no limit"`
 	MaxIdleConnsPerHost int         `opt:"maxIdleConnsPerHost" default:"1024" min:"1" max:"100000" help:"idle connections kept per host; at least the workers, or connections churn"`
 	KeepAlive           bool        `opt:"keepAlive" default:"true" help:"reuse connections (false: one connection per request, to measure set-up)"`
+	SourceAddrs         string      `opt:"sourceAddrs" default:"" help:"local addresses connections start from, in turn: IPs and CIDR blocks separated by commas (e.g. 127.0.0.2,127.0.0.3 or 127.0.1.0/24; at most 1024); empty = the system's choice"`
 	Headers             string      `opt:"headers" default:"" help:"headers of every request, Name: value, separated by | or newlines"`
 	AuthHeader          string      `opt:"authHeader" default:"" secret:"true" help:"a header with credentials sent with every request, e.g. Authorization: Bearer TOKEN"`
 	MaxResponseSize     driver.Size `opt:"maxResponseSize" default:"64MiB" min:"1" max:"1GiB" help:"largest response body read; larger answers fail (class other)"`
@@ -161,6 +161,9 @@ type Options struct {
 func (o *Options) Validate() error {
 	c, err := o.compile()
 	if err != nil {
+		return err
+	}
+	if _, err := parseSourceAddrs(o.SourceAddrs); err != nil {
 		return err
 	}
 	_, err = o.engineFor(c)
@@ -257,26 +260,33 @@ func (d *Driver) Init(_ context.Context, opts any) error {
 	if err != nil {
 		return err
 	}
+	src, err := parseSourceAddrs(o.SourceAddrs)
+	if err != nil {
+		return err
+	}
+	if err := checkSourceAddrs(src); err != nil {
+		return err
+	}
+	dial := newDialer(o.Timeouts.Connect, src)
 	d.opts, d.ops, d.engine = *o, c.ops, engine
 	d.maxBody = int64(o.MaxResponseSize)
 	if engine == engineFast {
-		d.fast = fastClients(o, &c.ops, tlsConf)
+		d.fast = fastClients(o, &c.ops, tlsConf, dial)
 		for _, op := range c.ops {
 			if op != nil {
 				op.fastHdr = op.fastHeaders()
 			}
 		}
 	} else {
-		d.transport = newTransport(o, tlsConf)
+		d.transport = newTransport(o, tlsConf, dial)
 	}
 	return nil
 }
 
 // newTransport builds the one transport every request goes through.
-func newTransport(o *Options, tlsConf *tls.Config) *http.Transport {
-	dialer := &net.Dialer{Timeout: o.Timeouts.Connect, KeepAlive: 30 * time.Second}
+func newTransport(o *Options, tlsConf *tls.Config, dial *dialer) *http.Transport {
 	t := &http.Transport{
-		DialContext:           dialer.DialContext,
+		DialContext:           dial.DialContext,
 		TLSClientConfig:       tlsConf,
 		TLSHandshakeTimeout:   o.Timeouts.Connect,
 		MaxIdleConns:          0, // no global cap: maxIdleConnsPerHost is the limit
