@@ -52,7 +52,20 @@
 // up, and another connection opens when every open one has the server's limit of
 // concurrent streams in use (a burst of 2,000 requests with maxConnsPerHost=32 used 38
 // to 41 connections to a Go server). Its strict mode, which would hold the cap, stalled
-// such a burst on one connection in tests, so it is not used. An https:// URL uses TLS, set up by the tls* options (tlsCAFile,
+// such a burst on one connection in tests, so it is not used.
+//
+// sourceAddrs spreads connections over several local addresses, each new connection
+// starting from the next (e.g. 127.0.0.2,127.0.0.3 or 127.0.1.0/24; a block stands for
+// its host addresses; at most 1,024). One source address reaches one server address and
+// port with at most its ephemeral ports (28,232 by default on Linux,
+// net.ipv4.ip_local_port_range), so past ~28,000 connections to one server a node needs
+// several. Init binds each address once and fails naming it when the machine does not
+// have it. Linux answers on every 127.x.y.z; macOS has only 127.0.0.1 until aliases are
+// added (sudo ifconfig lo0 alias 127.0.0.2 up), and Windows only the loopback addresses
+// configured on an adapter (netsh interface ipv4 add address). Each connection also
+// takes a file descriptor, in the client and in the server.
+//
+// An https:// URL uses TLS, set up by the tls* options (tlsCAFile,
 // client certificates, tlsVerify, tlsServerName); basic authentication comes from
 // username and password, and authHeader (secret) is a header such as Authorization:
 // Bearer TOKEN sent with every request. Neither is ever logged or reported; URLs in
