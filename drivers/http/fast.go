@@ -105,6 +105,11 @@ func fastClients(o *Options, ops *[numSlots]*op, tlsConf *tls.Config, dial *dial
 				NoDefaultUserAgentHeader: true,
 				RetryIfErr:               retryLikeNetHTTP,
 			}
+			if o.Connections > 0 {
+				// Oldest idle first, so that every connection opened at Init carries a
+				// request in turn and none idles out.
+				hc.ConnPoolStrategy = fasthttp.FIFO
+			}
 			byHost[key] = hc
 		}
 		out[i] = hc
