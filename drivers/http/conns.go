@@ -22,6 +22,10 @@ func (o *Options) checkConnections(engine string) error {
 		return driver.FieldErrors{&driver.FieldError{Field: "connections", Value: strconv.Itoa(o.Connections),
 			Allowed: "0 with engine " + engine + " (connections opened at Init need engine fasthttp, HTTP/1.1)"}}
 	}
+	if !o.KeepAlive {
+		return driver.FieldErrors{&driver.FieldError{Field: "connections", Value: strconv.Itoa(o.Connections),
+			Allowed: "0 with keepAlive=false (each request would close the connection it took)"}}
+	}
 	if o.MaxConnsPerHost > 0 && o.Connections > o.MaxConnsPerHost {
 		return driver.FieldErrors{&driver.FieldError{Field: "connections", Value: strconv.Itoa(o.Connections),
 			Allowed: fmt.Sprintf("0 to maxConnsPerHost (%d)", o.MaxConnsPerHost)}}

@@ -73,6 +73,7 @@ func TestConnectionsErrors(t *testing.T) {
 		{map[string]string{"connections": "10", "protocol": "h2"}, "engine fasthttp"},
 		{map[string]string{"connections": "10", "maxConnsPerHost": "4"}, "maxConnsPerHost (4)"},
 		{map[string]string{"connections": "-1"}, "connections"},
+		{map[string]string{"connections": "10", "keepAlive": "false"}, "keepAlive=false"},
 	} {
 		_, err := driver.NewOptions("http", tc.values)
 		fes, ok := driver.AsFieldErrors(err)
