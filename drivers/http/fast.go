@@ -62,10 +62,9 @@ func (o *Options) engineFor(c *compiled) (string, error) {
 
 // fastClients builds one fasthttp.HostClient per scheme and host the operations name;
 // every operation's host is fixed when it is compiled, so the hot path needs no lookup.
-func fastClients(o *Options, ops *[numSlots]*op, tlsConf *tls.Config) [numSlots]*fasthttp.HostClient {
+func fastClients(o *Options, ops *[numSlots]*op, tlsConf *tls.Config, dial *dialer) [numSlots]*fasthttp.HostClient {
 	var out [numSlots]*fasthttp.HostClient
 	byHost := map[string]*fasthttp.HostClient{}
-	dialer := &net.Dialer{Timeout: o.Timeouts.Connect, KeepAlive: 30 * time.Second}
 	maxConns := o.MaxConnsPerHost
 	if maxConns == 0 {
 		maxConns = math.MaxInt32 // net/http's 0: no cap (fasthttp's 0 would be 512)
@@ -90,7 +89,7 @@ func fastClients(o *Options, ops *[numSlots]*op, tlsConf *tls.Config) [numSlots]
 				IsTLS:     op.scheme == "https",
 				TLSConfig: tlsConf,
 				Dial: func(addr string) (net.Conn, error) {
-					return dialer.Dial("tcp", addr)
+					return dial.DialContext(context.Background(), "tcp", addr)
 				},
 				MaxConns: maxConns,
 				// Requests beyond the cap wait for a connection, as net/http's do, until
@@ -105,6 +104,11 @@ func fastClients(o *Options, ops *[numSlots]*op, tlsConf *tls.Config) [numSlots]
 				DisablePathNormalizing:   true,
 				NoDefaultUserAgentHeader: true,
 				RetryIfErr:               retryLikeNetHTTP,
+			}
+			if o.Connections > 0 {
+				// Oldest idle first, so that every connection opened at Init carries a
+				// request in turn and none idles out.
+				hc.ConnPoolStrategy = fasthttp.FIFO
 			}
 			byHost[key] = hc
 		}

@@ -244,3 +244,46 @@ func TestLittlesLawGrowthOnASteadierMean(t *testing.T) {
 		})
 	}
 }
+
+// TestFixedPoolIsNotSampled: the elastic check reads no worker of a fixed pool (it had
+// read every worker's counters every 50 ms, a cost that grew with the workers: 200,000
+// visits a second at 10,000), and a pool made elastic later still follows Little's law,
+// its first check taking the counters that ran on meanwhile as the baseline.
+func TestFixedPoolIsNotSampled(t *testing.T) {
+	clk := clock.NewSim(simStart)
+	store := simstore.New(clk, time.Millisecond)
+	w := testWorkload(t, func(w *config.Workload) {
+		w.WriteEnabled = false
+		w.ReadRate, w.Readers, w.MaxReaders = 20, 4, 4
+		w.OpTimeout = 5 * time.Second
+	})
+	e := newSimEngine(t, clk, store, w)
+	e.to(25 * time.Millisecond)
+	if err := e.Start("read"); err != nil {
+		t.Fatal(err)
+	}
+	e.to(2*time.Second + 26*time.Millisecond)
+	e.mu.Lock()
+	var read int
+	for _, wk := range e.lookupClass("read").workers {
+		if wk.seen != 0 {
+			read++
+		}
+	}
+	e.mu.Unlock()
+	if read != 0 {
+		t.Errorf("after 2 s of a fixed pool of 4, the elastic check had read %d workers' counters, want none", read)
+	}
+	// Made elastic against a 500 ms store: 20/s × 0.5 s = 10 workers, within 5 s.
+	w.MaxReaders = 64
+	if err := e.Apply(w); err != nil {
+		t.Fatal(err)
+	}
+	store.SetService(500 * time.Millisecond)
+	for at := 2*time.Second + 76*time.Millisecond; at <= 7*time.Second+26*time.Millisecond; at += elasticPeriod {
+		e.to(at)
+	}
+	if n := e.poolSize("read"); n < 10 || n > 15 {
+		t.Errorf("5 s after the pool turned elastic against a 500 ms store: %d workers, want 10 to 15 (Little's law: 10)", n)
+	}
+}

@@ -231,6 +231,10 @@ type opClass struct {
 	// (under Engine.mu), and elastic what its check has observed (see elastic.go).
 	extra   int
 	elastic elasticState
+	// unsampled is set while a pool with workers is fixed: the elastic check then reads
+	// none of its workers, so their counters ran on, and its first check once elastic
+	// takes them as the baseline (under Engine.mu).
+	unsampled bool
 	// startAt is when the pool's next start is due, a reading of the engine's clock set by
 	// StartAt (0: at once); the start that uses it clears it (under Engine.mu).
 	startAt int64

@@ -14,10 +14,12 @@ func TestWatchPeriod(t *testing.T) {
 		want    time.Duration
 	}{
 		{5 * time.Second, 4, 50 * time.Millisecond},
-		{5 * time.Second, 2000, 50 * time.Millisecond},
-		{5 * time.Second, 4000, 100 * time.Millisecond},
+		{5 * time.Second, 500, 50 * time.Millisecond},
+		{5 * time.Second, 2000, 200 * time.Millisecond},
+		{5 * time.Second, 4000, 250 * time.Millisecond},
 		{5 * time.Second, 10000, 250 * time.Millisecond}, // 10,000 connections: a fifth of the CPU at 50 ms
-		{time.Minute, 10000, 250 * time.Millisecond},
+		{24 * time.Second, 10000, time.Second},           // the http-conns pair: 6% of the CPU at 250 ms
+		{time.Minute, 10000, time.Second},
 		{time.Second, 10000, 50 * time.Millisecond}, // 5% of the timeout bounds it
 		{100 * time.Millisecond, 10000, 5 * time.Millisecond},
 		{10 * time.Millisecond, 1, time.Millisecond},

@@ -60,3 +60,26 @@ func TestNdbenchReportRSS(t *testing.T) {
 		t.Errorf("rss %d, %v; want 12345", r.rss, err)
 	}
 }
+
+// TestHTTPConnsSaturated: the runs the 90 s rounds recorded (docs/performance.md): a
+// 50-connection run at p50 1,018 ms (or 122 ms) against a 40 ms answer saturated, the one at 41.6 ms
+// did not, and neither did a 10,000-connection run a few hundred ms over its 9.6 s.
+func TestHTTPConnsSaturated(t *testing.T) {
+	for _, c := range []struct {
+		p50   time.Duration
+		conns int
+		want  bool
+	}{
+		{1018 * time.Millisecond, httpConnsFew, true},
+		{122 * time.Millisecond, httpConnsFew, true}, // a 30 s round at load 10 that read 20,753 against ~15,000
+		{100 * time.Millisecond, httpConnsFew, false},
+		{41600 * time.Microsecond, httpConnsFew, false},
+		{9609 * time.Millisecond, httpConnsMany, false},
+		{10928 * time.Millisecond, httpConnsMany, false},
+		{15 * time.Second, httpConnsMany, true},
+	} {
+		if got := httpConnsSaturated(c.p50, c.conns); got != c.want {
+			t.Errorf("httpConnsSaturated(%s, %d) = %v, want %v", c.p50, c.conns, got, c.want)
+		}
+	}
+}
