@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ndbench/ndbench/driver"
 )
@@ -42,11 +43,15 @@ func TestConnectionsOpenedAtInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	mu.Lock()
-	if opened != n {
-		t.Errorf("after Init: %d connections opened, want %d", opened, n)
+	// Init returns once the client's connects are done; the server counts each when its
+	// accept loop gets to it, which may be a moment later.
+	count := func() int { mu.Lock(); defer mu.Unlock(); return opened }
+	for deadline := time.Now().Add(10 * time.Second); count() < n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
-	mu.Unlock()
+	if got := count(); got != n {
+		t.Errorf("after Init: %d connections opened, want %d", got, n)
+	}
 	for i := range 3 * n {
 		if _, err := d.Read(context.Background(), fmt.Sprint("k", i)); err != nil {
 			t.Fatal(err)
