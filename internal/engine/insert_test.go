@@ -378,8 +378,8 @@ func TestInsertSharesSplitTheNewKeys(t *testing.T) {
 // share, so no key is claimed twice, and every key below the highest one claimed is
 // claimed below the base but the unclaimed rest of a member that left (above the base the
 // members' shares stand where their paces took them). A node's own single share (a
-// node that joins) has no keys below the base to finish. Claims run concurrently with the
-// re-split.
+// node that joins) has no keys below the base to finish. Each member's claims start once
+// its re-split reached it, concurrently with the other members' re-splits and claims.
 func TestResplitClaimsEachKeyOnce(t *testing.T) {
 	const numKeys = 100
 	tests := []struct {
@@ -448,6 +448,10 @@ func TestResplitClaimsEachKeyOnce(t *testing.T) {
 				if a < 0 {
 					continue
 				}
+				// The re-split reaches this member before its claims (a claim made before it
+				// reaches a node follows the old stride past the base: the base's headroom
+				// is for those); the other members' re-splits and claims run beside them.
+				ks[i].plan(numKeys, base, int64(a), m)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -455,7 +459,6 @@ func TestResplitClaimsEachKeyOnce(t *testing.T) {
 						take(i, ks[i].claim())
 					}
 				}()
-				ks[i].plan(numKeys, base, int64(a), m)
 			}
 			wg.Wait()
 			var inserted int64
