@@ -164,7 +164,7 @@ func (f *fleetStats) pull(ctx context.Context, m *member, since, gen uint64, off
 		m.pullDelay = max(took, m.pullDelay-(m.pullDelay-took)/4)
 	}
 	delay := m.pullDelay
-	if err != nil && gen == m.pollGen && !m.polling {
+	if err != nil && gen == m.pollGen && !m.expectedAt.IsZero() {
 		// The seconds since its expectation stay owed: see apply.
 		m.pullFailed = true
 	}
@@ -198,7 +198,10 @@ func (f *fleetStats) apply(m *member, gen uint64, page *stats.IntervalsPage, off
 	// the pull's start and its answer would lack it for nothing. One that came after a
 	// failed pull does not erase the seconds owed meanwhile: they are partial.
 	rebase := first && !expect && m.expected && !m.pullFailed && !m.expectedAt.IsZero()
+	// Only the first page since the expectation began: a restarted node's first page
+	// (polling starts over) must leave the seconds it lost partial.
 	expectedAt := m.expectedAt
+	m.expectedAt = time.Time{}
 	m.expected = m.expected || expect
 	c.mu.Unlock()
 	if rebase {
