@@ -37,6 +37,7 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster"
 	"github.com/ndbench/ndbench/internal/cluster/discovery"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/crossorigin"
 	"github.com/ndbench/ndbench/internal/ndbenchapi"
 	"github.com/ndbench/ndbench/internal/report"
@@ -104,6 +105,10 @@ type Options struct {
 	// PreviousServe, when set, is what the serve before this one lost (it ended without a
 	// clean stop); GET /api/v1/status says it.
 	PreviousServe *PreviousServe
+	// ConfigSources, when set, returns the status of each dynamic configuration source
+	// (etcd, a watched file); GET /api/v1/status says it, so a source that fails while
+	// the node runs on its last good configuration shows.
+	ConfigSources func() []source.Status
 	// Certs, when set, makes Serve speak TLS with this certificate, re-read as its files
 	// change (CertFiles.Watch).
 	Certs *CertFiles

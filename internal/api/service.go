@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/config/source"
 	"github.com/ndbench/ndbench/internal/node"
 )
 
@@ -40,6 +41,13 @@ func (s *Server) health(context.Context, *empty) (*out[HealthBody], error) {
 type StatusBody struct {
 	node.Status
 	PreviousServe *PreviousServe `json:"previousServe,omitempty" doc:"Set when the serve before this one on the same address ended without a clean stop (killed, crashed, the machine lost power): what it was doing and what of it was lost"`
+	ConfigSources []ConfigSource `json:"configSources,omitempty" doc:"The dynamic configuration sources (--config-etcd, a watched --config file): what each last applied and, while one fails (etcd not answering, a rejected edit), failing, its error and failingSince; the last good configuration stays applied meanwhile"`
+}
+
+// ConfigSource is what a dynamic configuration source last did (its own name in the
+// OpenAPI schema: another package's Status is taken).
+type ConfigSource struct {
+	source.Status
 }
 
 // PreviousServe is what a restarted serve found of the one before it, which did not stop
@@ -58,7 +66,13 @@ type PreviousServe struct {
 }
 
 func (s *Server) getStatus(context.Context, *empty) (*out[StatusBody], error) {
-	return &out[StatusBody]{StatusBody{Status: s.inst.Status(), PreviousServe: s.opts.PreviousServe}}, nil
+	body := StatusBody{Status: s.inst.Status(), PreviousServe: s.opts.PreviousServe}
+	if s.opts.ConfigSources != nil {
+		for _, st := range s.opts.ConfigSources() {
+			body.ConfigSources = append(body.ConfigSources, ConfigSource{st})
+		}
+	}
+	return &out[StatusBody]{body}, nil
 }
 
 func (s *Server) listDrivers(context.Context, *empty) (*out[[]DriverInfo], error) {

@@ -163,8 +163,10 @@ func TestWrapText(t *testing.T) {
 // forms: the header, the one summary table and the verdict each on one line.
 func TestRunConsoleFits100Columns(t *testing.T) {
 	// A store that stalls makes the start-lag warnings, the longest lines a run prints; a
-	// paced backfill long enough to draw its bar.
-	args := []string{"run", "--driver", "memory", "--warmup", "1s", "--duration", "2s", "--backfill",
+	// paced backfill long enough to draw its bar. 3 s of load for the 2 live lines asked
+	// below: a line is a whole second, and the second ending as a 2 s run ends raced the
+	// run's stop (it got its line only while stopping workers took a further 20 ms).
+	args := []string{"run", "--driver", "memory", "--warmup", "1s", "--duration", "3s", "--backfill",
 		"--set", "workload.numKeys=1500", "--set", "workload.backfillRate=1000",
 		"--set", "workload.readRate=500", "--set", "workload.writeRate=100", "--set", "drivers.memory.stallEvery=1s",
 		"--set", "drivers.memory.stallFor=300ms", "--set", "workload.opTimeout=2s"}

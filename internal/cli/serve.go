@@ -292,6 +292,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 		inst.RecordError(err)
 	}
 	var sources []func(context.Context) error
+	var sourceStatus []func() source.Status // for GET /api/v1/status
 	if f.etcd != "" {
 		es, err := source.OpenEtcd(ctx, store, source.EtcdOptions{
 			Endpoints: strings.Split(f.etcd, ","), Prefix: f.etcdPrefix, Access: etcdAccess, OnError: onSourceErr})
@@ -299,6 +300,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 			return err
 		}
 		sources = append(sources, es.Run)
+		sourceStatus = append(sourceStatus, es.Status)
 	}
 	if f.file != "" && !f.noWatchFile {
 		fs, err := source.OpenFile(store, f.file, onSourceErr)
@@ -306,6 +308,7 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 			return err
 		}
 		sources = append(sources, fs.Run)
+		sourceStatus = append(sourceStatus, fs.Status)
 	}
 	for _, run := range sources {
 		go func() {
@@ -337,6 +340,15 @@ func serve(ctx context.Context, f *serveFlags, io *streams) error {
 	opts := api.Options{Instance: inst, Token: token, PreviousServe: prev, CORSOrigins: f.corsOrigins, Logger: log, Version: toolVersion(),
 		UI: web.Handler(web.Options{Version: toolVersion()}), Agent: agent,
 		History: hooks.source, HistoryName: hooks.name, OnSessionEnd: onSessionEnd("serve"), Certs: certs, ClientCAs: clientCAs}
+	if len(sourceStatus) > 0 {
+		opts.ConfigSources = func() []source.Status {
+			out := make([]source.Status, len(sourceStatus))
+			for i, st := range sourceStatus {
+				out[i] = st()
+			}
+			return out
+		}
+	}
 	if fleetSrv != nil {
 		defer fleetSrv.Close()
 		opts.Fleet, opts.Discovery = fleetSrv.handler, fleetSrv.disc

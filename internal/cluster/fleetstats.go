@@ -109,13 +109,25 @@ func (f *fleetStats) poll(ctx context.Context, now time.Time) {
 	}
 	c.mu.Lock()
 	var jobs []job
+	var expect []string
 	for _, m := range c.members {
 		if (m.health == Alive || m.health == Suspect) && m.polls < pullsPerNode {
 			m.polls++
 			jobs = append(jobs, job{m: m, since: m.next, gen: m.pollGen, offset: m.offset})
+			if m.health == Alive && !m.expected {
+				// Owed from its first pull, not from its first answer: a node whose
+				// pulls never succeed (a hung stats endpoint, a link too slow for
+				// pollDeadline) must be missing from every second, not left out of the
+				// fleet's figures with no second flagged.
+				m.expected, m.expectedAt, m.pullFailed = true, now, false
+				expect = append(expect, m.ID)
+			}
 		}
 	}
 	c.mu.Unlock()
+	for _, id := range expect {
+		f.expect(id, now)
+	}
 	for _, j := range jobs {
 		f.pulls.Add(1)
 		go func() {
@@ -152,6 +164,10 @@ func (f *fleetStats) pull(ctx context.Context, m *member, since, gen uint64, off
 		m.pullDelay = max(took, m.pullDelay-(m.pullDelay-took)/4)
 	}
 	delay := m.pullDelay
+	if err != nil && gen == m.pollGen && !m.expectedAt.IsZero() {
+		// The seconds since its expectation stay owed: see apply.
+		m.pullFailed = true
+	}
 	c.mu.Unlock()
 	if err != nil {
 		c.log.Debug("fleet stats poll failed", "node", m.ID, "err", err)
@@ -177,9 +193,21 @@ func (f *fleetStats) apply(m *member, gen uint64, page *stats.IntervalsPage, off
 	first, from := !m.polling, m.next
 	m.next, m.polling = max(m.next, page.Next), true
 	expect := !m.expected && m.health == Alive
+	// A first page, when no pull of the node failed since it was expected, is its own
+	// history up to now (below): its expectation moves to now, or the seconds between
+	// the pull's start and its answer would lack it for nothing. One that came after a
+	// failed pull does not erase the seconds owed meanwhile: they are partial.
+	rebase := first && !expect && m.expected && !m.pullFailed && !m.expectedAt.IsZero()
+	// Only the first page since the expectation began: a restarted node's first page
+	// (polling starts over) must leave the seconds it lost partial.
+	expectedAt := m.expectedAt
+	m.expectedAt = time.Time{}
 	m.expected = m.expected || expect
 	c.mu.Unlock()
-	if expect {
+	if rebase {
+		f.forget(m.ID, expectedAt)
+	}
+	if expect || rebase {
 		// Expected from now on, not from when it answered its first beat: seconds
 		// before its first interval was asked for are not missing it.
 		f.expect(m.ID, time.Now())

@@ -69,6 +69,10 @@ type member struct {
 	// its intervals must reach the merge once each, in sequence.
 	applyMu  sync.Mutex
 	expected bool // the merge expects its intervals (from its first poll after it became alive)
+	// expectedAt is when the merge began expecting it, until its first page came;
+	// pullFailed says a pull failed before that page (the seconds since stay owed).
+	expectedAt time.Time
+	pullFailed bool
 	// undiscovered: discovery no longer lists it, but it answers and runs its share (see
 	// refresh).
 	undiscovered bool

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,80 @@ func TestSlowNodePullDoesNotHoldTheFleet(t *testing.T) {
 	for _, m := range coord.Members() {
 		if m.Health != cluster.Alive {
 			t.Errorf("member %s is %s; want alive", m.ID, m.Health)
+		}
+	}
+}
+
+// A live node whose intervals never come back within the pull's deadline (its stats
+// endpoint hangs, its beats answer) is missing from every fleet second: each second of the
+// load is flagged partial and names it, never summed silently without it. Before, a node
+// was expected by the merge only from its first successful pull, so such a node dropped
+// out of the fleet's figures with no second flagged.
+func TestHungStatsNodeIsNamedMissing(t *testing.T) {
+	nodes, coord, url := inFleetWith(t, 2, nil)
+	hung := nodes[1]
+	hungID := strings.TrimPrefix(hung.ts.URL, "http://")
+	inner := *hung.handler.Load()
+	var hanging http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/v1/stats/intervals") {
+			<-r.Context().Done() // hangs until the coordinator gives up on it
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	hung.handler.Store(&hanging)
+
+	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
+		"workload.readRate": 100, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
+	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
+	// A node is owed from the first pull after it is found alive (once a second): its
+	// seconds before are not the fleet's.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		alive := false
+		for _, m := range coord.Members() {
+			alive = alive || m.ID == hungID && m.Health == cluster.Alive
+		}
+		if alive {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the hung node is not alive after 10 s")
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	from := time.Now()
+	inCall(t, http.MethodPost, url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
+	// The pull's deadline (5 s) passes, then the merge's wait: the seconds of the load's
+	// first 3 s are then emitted.
+	time.Sleep(9 * time.Second)
+	inCall(t, http.MethodPost, url("/api/v1/load/stop"), nil, nil)
+
+	var series struct {
+		Points []struct {
+			T       time.Time `json:"t"`
+			Partial bool      `json:"partial"`
+			Missing []string  `json:"missing"`
+		} `json:"points"`
+	}
+	inCall(t, http.MethodGet, url("/api/v1/stats/series"), nil, &series)
+	seen, named := 0, 0
+	for _, p := range series.Points {
+		if p.T.Before(from) {
+			continue
+		}
+		seen++
+		if p.Partial && slices.Contains(p.Missing, hungID) {
+			named++
+		} else {
+			t.Logf("fleet second ending %s: partial %v, missing %v", p.T.Format("15:04:05.000"), p.Partial, p.Missing)
+		}
+	}
+	if seen < 3 || named != seen {
+		t.Errorf("%d of the fleet's %d seconds since the start are partial naming %s, whose intervals never came; want every one (at least 3)", named, seen, hungID)
+	}
+	for _, m := range coord.Members() {
+		if m.ID == hungID && m.Health != cluster.Alive {
+			t.Errorf("the hung node is %s; its beats answer, want alive", m.Health)
 		}
 	}
 }

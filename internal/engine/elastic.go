@@ -92,6 +92,9 @@ type elasticState struct {
 	grownRate    float64
 	grownInStore float64
 	futileUntil  time.Time
+	// grownPending is the operations overdue when Little's law last grew the pool
+	// while it was behind (zero once it kept up): a backlog below it is draining.
+	grownPending int64
 }
 
 // paying returns how many workers a pool of cur that is behind its schedule may grow to
@@ -329,8 +332,19 @@ func (c *opClass) elasticTarget(now time.Time, timeout time.Duration, base, most
 				steady = min(svc, sum/time.Duration(n))
 			}
 			flowing := littles(c.pacer.Rate(), steady, most)
+			if cur >= flowing && st.grownPending > 0 && pending < st.grownPending {
+				// The pool carries the flow and its backlog fell since it last grew: it
+				// is draining. Growing again would size on a new draw of the swinging
+				// mean, and the pool would keep the highest draw of all its growths
+				// (28-38 workers where Little's law asks for 25, issue 39's frozen
+				// backend); its last growth's drain share already clears the backlog.
+				break
+			}
 			flowing += drainFor(pending, steady, flowing, most)
 			target = st.paying(now, cur, max(cur, min(flowing, exist)), c.pacer.Rate())
+			if target > cur {
+				st.grownPending = pending
+			}
 		} else {
 			// A worker for each operation stuck in the store, as long as the others
 			// suffice for the flow.
@@ -339,6 +353,7 @@ func (c *opClass) elasticTarget(now time.Time, timeout time.Duration, base, most
 		}
 	default:
 		st.grownAt = time.Time{} // the pool keeps up: its last growth paid
+		st.grownPending = 0
 		// A pool shrinks once it has kept up for elasticCalm with more workers than it
 		// needs, to what it needs now: in one step, measured over the last second only,
 		// so that a store that just became fast again is not judged by its slow past.

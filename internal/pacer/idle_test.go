@@ -101,3 +101,41 @@ func TestRateChangeWakesAFarWaiter(t *testing.T) {
 		t.Fatal("a cancelled caller slept on")
 	}
 }
+
+// TestFarWaitersLeaveWithTheirContext: a waiter whose slot is far off leaves as soon as
+// its context ends (a stop), not after a further recheck-long sleep. The waiters are
+// stopped one after the other, each waited for, so a sleep on the way out adds up: 200 of
+// them took at least 200 × 20 ms = 4 s with one, where leaving at once takes a few ms on
+// an idle machine. The bar is half the sleeps' sum, a bound set by the sleep that a
+// stop must not take, not a rate of this machine.
+func TestFarWaitersLeaveWithTheirContext(t *testing.T) {
+	const waiters = 200
+	p := New(0)
+	p.ResetAt(Constant(1), p.Now()+int64(time.Hour)) // every slot an hour or more ahead
+	var cancels []context.CancelFunc
+	var dones []chan struct{}
+	for range waiters {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		cancels, dones = append(cancels, cancel), append(dones, done)
+		go func() {
+			defer close(done)
+			if _, _, err := p.Acquire(ctx); err == nil {
+				t.Error("a slot an hour ahead was handed out")
+			}
+		}()
+	}
+	for p.sched.Load().next.Load() < waiters {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	for i := range waiters {
+		cancels[i]()
+		<-dones[i]
+	}
+	took := time.Since(start)
+	t.Logf("%d waiters stopped one after the other in %v", waiters, took)
+	if limit := waiters * recheck / 2; took > limit {
+		t.Errorf("%d waiters of far slots took %v to leave one after the other, past %v: each sleeps on its way out", waiters, took, limit)
+	}
+}

@@ -531,10 +531,6 @@ func (p *Pacer) waitLong(s *schedule, done <-chan struct{}, d time.Duration) {
 	case <-t.C:
 	case <-s.gone:
 	case <-done:
-		// Leave as a recheck-sized sleep did: up to recheck later, so that a worker
-		// whose context ends keeps the timing it had (internal/cli's tests against a
-		// stalling store failed when it left at once, for a reason not yet found).
-		time.Sleep(recheck)
 	}
 }
 

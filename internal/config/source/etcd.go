@@ -167,8 +167,14 @@ func (e *Etcd) Run(ctx context.Context) error {
 	backoff := newBackoff(100*time.Millisecond, 10*time.Second)
 	for {
 		wctx, cancel := context.WithCancel(ctx)
-		delivered := e.watch(wctx)
+		probed := make(chan struct{})
+		go func() {
+			defer close(probed)
+			e.probe(wctx, cancel)
+		}()
+		delivered := e.watch(clientv3.WithRequireLeader(wctx))
 		cancel()
+		<-probed
 		if delivered {
 			backoff.reset()
 		}
@@ -216,6 +222,33 @@ func (e *Etcd) watch(ctx context.Context) (delivered bool) {
 		}
 	}
 	return delivered
+}
+
+// probe asks etcd for the prefix's key count every opts.Timeout while the watch runs.
+// The client's watch reconnects by itself and says nothing while etcd is unreachable,
+// so without it a node kept its configuration with a source that looked healthy: when
+// etcd does not answer within opts.Timeout, probe records the failure in the status and
+// calls lost, which ends the watch; Run then reads the prefix again until etcd answers,
+// and the read's success clears the failure.
+func (e *Etcd) probe(ctx context.Context, lost func()) {
+	t := time.NewTicker(e.opts.Timeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+		_, err := e.client.Get(pctx, e.opts.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			e.state.failed(fmt.Errorf("watch etcd prefix %s at %s (%s): no answer within %v, reconnecting; the last configuration read stays: %w",
+				e.opts.Prefix, shownEndpoints(e.opts.Endpoints), e.opts.Access, e.opts.Timeout, err))
+			lost()
+			return
+		}
+	}
 }
 
 // read replaces e.kvs with the prefix as etcd holds it now.

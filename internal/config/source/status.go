@@ -20,6 +20,9 @@ type Status struct {
 	Error     string    `json:"error,omitempty"`    // the last error, kept after later successes
 	ErrorAt   time.Time `json:"errorAt,omitzero"`
 	Failing   bool      `json:"failing"` // the last attempt failed: the last good content stays applied
+	// FailingSince is when the source began failing, zero while it is not: an error
+	// that changes its message while the source stays down keeps it.
+	FailingSince time.Time `json:"failingSince,omitzero"`
 }
 
 // sourceState records a source's status for concurrent readers and reports errors once
@@ -55,7 +58,7 @@ func (s *sourceState) applied(snap *config.Snapshot, rev int64) {
 		s.st.AppliedAt = now
 	}
 	s.st.Revision = rev
-	s.st.Failing = false
+	s.st.Failing, s.st.FailingSince = false, time.Time{}
 	s.lastMsg = ""
 }
 
@@ -69,6 +72,9 @@ func (s *sourceState) failed(err error) {
 		s.lastMsg = err.Error()
 		s.st.Error = err.Error()
 		s.st.ErrorAt = now
+	}
+	if !s.st.Failing {
+		s.st.FailingSince = now
 	}
 	s.st.Failing = true
 	s.mu.Unlock()
