@@ -131,9 +131,13 @@ integration:
 
 # The web UI in headless Chromium (Debian's package) driven by playwright-core from npm;
 # the tests start bin/ndbench serve themselves.
+# Two files at a time (UI_CONCURRENCY): each file starts its own serve on a free port and
+# its own Chromium, and most of a file's time is waiting for runs of whole seconds, so two
+# side by side took about half the stage's time on 2 cores (docs/performance.md, "CI time").
+UI_CONCURRENCY ?= 2
 ui: build
 	bash scripts/install-ui-test-deps.sh
-	cd web-tests && node --test --test-concurrency=1
+	cd web-tests && node --test --test-concurrency=$(UI_CONCURRENCY)
 
 # The container image (deploy/Dockerfile): a static binary on distroless, non-root.
 image:
