@@ -10,7 +10,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # HTTP and gRPC services) on loopback, and fleets of ndbench processes; ./internal/history/ runs its
 # store's tests against PostgreSQL as against SQLite; ./deploy/ checks the Helm chart with the helm that
 # scripts/install-test-deps.sh installs.
-INTEGRATION := ./internal/testserver/ ./internal/netlab/ ./internal/engine/ ./internal/cluster/... ./internal/cli/ ./internal/history/ ./drivers/... ./deploy/
+# Longest first (cli, cluster, engine): go test -p starts packages in the order listed, so
+# the three longest start together and the short ones fill the slots after them.
+INTEGRATION := ./internal/cli/ ./internal/cluster/... ./internal/engine/ ./internal/testserver/ ./internal/netlab/ ./internal/history/ ./drivers/... ./deploy/
 # The container image: `make image` (needs a Docker engine with BuildKit).
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
@@ -131,9 +133,15 @@ fuzz:
 	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$budget -fuzzminimizetime 10x $(if $(FUZZ_PARALLEL),-parallel $(FUZZ_PARALLEL)) $$pkg; \
 	done
 
+# Three packages at a time (INTEGRATION_P; go test's default is one per core): the
+# integration packages mostly wait, for real runs of whole seconds, servers starting and
+# fleets of ndbench processes. cli, cluster and engine side by side used 0.65 of the 2
+# cores (340 s of CPU in 523 s) and took 523 s, where two at a time would take ~665 s from
+# their package times (docs/performance.md, "CI time").
+INTEGRATION_P ?= 3
 integration:
 	bash scripts/install-test-deps.sh
-	$(GO) test -race -count=1 -tags integration -timeout 20m $(INTEGRATION)
+	$(GO) test -race -count=1 -tags integration -timeout 20m -p $(INTEGRATION_P) $(INTEGRATION)
 
 # The web UI in headless Chromium (Debian's package) driven by playwright-core from npm;
 # the tests start bin/ndbench serve themselves.
