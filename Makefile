@@ -10,7 +10,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # HTTP and gRPC services) on loopback, and fleets of ndbench processes; ./internal/history/ runs its
 # store's tests against PostgreSQL as against SQLite; ./deploy/ checks the Helm chart with the helm that
 # scripts/install-test-deps.sh installs.
-INTEGRATION := ./internal/testserver/ ./internal/netlab/ ./internal/engine/ ./internal/cluster/... ./internal/cli/ ./internal/history/ ./drivers/... ./deploy/
+# Longest first (cli, cluster, engine): go test -p starts packages in the order listed, so
+# the three longest start together and the short ones fill the slots after them.
+INTEGRATION := ./internal/cli/ ./internal/cluster/... ./internal/engine/ ./internal/testserver/ ./internal/netlab/ ./internal/history/ ./drivers/... ./deploy/
 # The container image: `make image` (needs a Docker engine with BuildKit).
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
@@ -99,7 +101,10 @@ test-extended:
 # Every parser of outside input has a fuzz target (docs/security.md). `go test` runs each
 # target's seeds and its crashers kept in testdata/fuzz/ as ordinary tests; here each also
 # fuzzes (go test -fuzz takes one target per invocation) for a number of executions, the
-# third field of its FUZZ_TARGETS entry, sized to 5-15 s each on an idle machine here.
+# third field of its FUZZ_TARGETS entry, sized to 3-8 s each on an idle machine here: the
+# seeds and crashers already run in every unit run, so what this stage adds is new inputs,
+# and halving the counts (they were sized to 5-15 s) costs half of those; longer runs are
+# FUZZTIME's (below).
 # A count, not a duration: Go 1.26's fuzz coordinator fails a run whose -fuzztime deadline
 # fires while a worker is still answering ("context deadline exceeded", no crasher;
 # golang/go#75804, fixed in Go 1.27), which CI met on a busy machine. A count has no
@@ -113,28 +118,42 @@ test-extended:
 # every input seems to find new coverage; by default the worker then minimizes it for up
 # to 60 s before the coordinator drops it as not reproducible, and FuzzParse did about ten
 # executions a minute. Ten attempts bound that to milliseconds.
+# FUZZ_PARALLEL: fuzz workers (go test -parallel; every core when empty). make test runs
+# the fuzzers on one core beside the browser tests (scripts/test.sh).
 FUZZTIME    ?=
-FUZZ_TARGETS := FuzzHistogramDecoder:./internal/stats/:100000x FuzzIntervalsPage:./internal/stats/:100000x \
-	FuzzProperties:./internal/config/:100000x FuzzConfigPatch:./internal/config/:30000x \
-	FuzzConfigFile:./internal/config/source/:20000x FuzzParse:./internal/scenario/scenariofuzz/:20000x \
-	FuzzRespReader:./drivers/redis/:50000x FuzzTextReplies:./drivers/memcached/:50000x \
-	FuzzCheckValue:./internal/workload/:100000x
+FUZZ_PARALLEL ?=
+FUZZ_TARGETS := FuzzHistogramDecoder:./internal/stats/:50000x FuzzIntervalsPage:./internal/stats/:50000x \
+	FuzzProperties:./internal/config/:50000x FuzzConfigPatch:./internal/config/:15000x \
+	FuzzConfigFile:./internal/config/source/:10000x FuzzParse:./internal/scenario/scenariofuzz/:10000x \
+	FuzzRespReader:./drivers/redis/:25000x FuzzTextReplies:./drivers/memcached/:25000x \
+	FuzzCheckValue:./internal/workload/:50000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  name=$${t%%:*}; rest=$${t#*:}; pkg=$${rest%%:*}; budget=$(or $(FUZZTIME),$${rest#*:}); \
 	  echo "fuzz $$name for $$budget"; \
-	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$budget -fuzzminimizetime 10x $$pkg; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$budget -fuzzminimizetime 10x $(if $(FUZZ_PARALLEL),-parallel $(FUZZ_PARALLEL)) $$pkg; \
 	done
 
+# Three packages at a time (INTEGRATION_P; go test's default is one per core): the
+# integration packages mostly wait, for real runs of whole seconds, servers starting and
+# fleets of ndbench processes. cli, cluster and engine side by side used 0.65 of the 2
+# cores (340 s of CPU in 523 s) and took 523 s, where two at a time would take ~665 s from
+# their package times (docs/performance.md, "CI time").
+INTEGRATION_P ?= 3
 integration:
 	bash scripts/install-test-deps.sh
-	$(GO) test -race -count=1 -tags integration -timeout 20m $(INTEGRATION)
+	$(GO) test -race -count=1 -tags integration -timeout 20m -p $(INTEGRATION_P) $(INTEGRATION)
 
 # The web UI in headless Chromium (Debian's package) driven by playwright-core from npm;
 # the tests start bin/ndbench serve themselves.
+# Two files at a time (UI_CONCURRENCY): each file starts its own serve on a free port and
+# its own Chromium, and most of a file's time is waiting for runs of whole seconds, so two
+# side by side took two thirds of the time of one at a time (297 s against 442 s, measured
+# side by side on 2 loaded cores; docs/performance.md, "CI time").
+UI_CONCURRENCY ?= 2
 ui: build
 	bash scripts/install-ui-test-deps.sh
-	cd web-tests && node --test --test-concurrency=1
+	cd web-tests && node --test --test-concurrency=$(UI_CONCURRENCY)
 
 # The container image (deploy/Dockerfile): a static binary on distroless, non-root.
 image:
