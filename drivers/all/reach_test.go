@@ -30,6 +30,7 @@ var notBeyond = map[string]string{
 	"gremlin.traversalSource":  "a name on the store (g), not code: the traversals are fixed",
 	"http.maxConnsPerHost":     "a number",
 	"http.maxIdleConnsPerHost": "a number",
+	"http.sourceAddrs":         "this machine's own addresses to connect from (Init refuses one it does not have), not hosts dialled",
 	"memcached.servers":        "the store's address",
 	"pebble.memTableSize":      "a size (its help speaks of files)",
 	"postgres.dsn":             "the store's address (known gap: libpq parameters such as sslrootcert name files)",
