@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ndbench/ndbench/driver"
 )
 
 // This file is the text-protocol codec of client=direct. gomemcache formats every request
@@ -80,72 +82,22 @@ func appendDelete(b []byte, key string) []byte {
 // corrupt length must not make the reader allocate without bound.
 const maxValue = 1 << 30
 
-// textReader reads replies from src through a buffer it owns.
+// textReader reads replies through a buffer it owns (driver.LineReader).
 type textReader struct {
-	src  io.Reader
-	buf  []byte
-	r, w int // unread bytes are buf[r:w]
+	*driver.LineReader
 }
 
 func newTextReader(src io.Reader) *textReader {
-	return &textReader{src: src, buf: make([]byte, 16<<10)}
-}
-
-// fill reads more bytes, making room first: unread bytes move to the front, and the
-// buffer doubles when they fill it.
-func (rd *textReader) fill() error {
-	if rd.r > 0 {
-		n := copy(rd.buf, rd.buf[rd.r:rd.w])
-		rd.r, rd.w = 0, n
-	}
-	if rd.w == len(rd.buf) {
-		nb := make([]byte, 2*len(rd.buf))
-		copy(nb, rd.buf[:rd.w])
-		rd.buf = nb
-	}
-	n, err := rd.src.Read(rd.buf[rd.w:])
-	rd.w += n
-	if n > 0 {
-		return nil
-	}
-	if err == nil {
-		err = io.ErrNoProgress
-	}
-	return err
+	return &textReader{driver.NewLineReader(src, 16<<10)}
 }
 
 // line returns the next line without its CRLF, valid until the next read.
 func (rd *textReader) line() ([]byte, error) {
-	for {
-		if i := bytes.IndexByte(rd.buf[rd.r:rd.w], '\n'); i >= 0 {
-			end := rd.r + i
-			if end == rd.r || rd.buf[end-1] != '\r' {
-				return nil, fmt.Errorf("%w: line without CRLF: %q", errProtocol, clip(rd.buf[rd.r:end]))
-			}
-			l := rd.buf[rd.r : end-1]
-			rd.r = end + 1
-			return l, nil
-		}
-		if err := rd.fill(); err != nil {
-			return nil, err
-		}
+	l, err := rd.Line()
+	if errors.Is(err, driver.ErrLineWithoutCRLF) {
+		return nil, fmt.Errorf("%w: line without CRLF: %q", errProtocol, clip(l))
 	}
-}
-
-// need makes n unread bytes available. A value larger than the buffer grows it for good:
-// a connection that read a 1 MB value once is likely to read another.
-func (rd *textReader) need(n int) error {
-	if n > len(rd.buf) {
-		nb := make([]byte, max(n, 2*len(rd.buf)))
-		rd.w = copy(nb, rd.buf[rd.r:rd.w])
-		rd.r, rd.buf = 0, nb
-	}
-	for rd.w-rd.r < n {
-		if err := rd.fill(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return l, err
 }
 
 var (
@@ -182,15 +134,16 @@ func (rd *textReader) get() (value []byte, found bool, err error) {
 	}
 	// The value, its CRLF and the END line are read before the value is handed out, so no
 	// later fill moves the bytes under it.
-	if err := rd.need(size + 2 + len(endCRLF)); err != nil {
+	if err := rd.Need(size + 2 + len(endCRLF)); err != nil {
 		return nil, false, err
 	}
-	v := rd.buf[rd.r : rd.r+size : rd.r+size]
-	tail := rd.buf[rd.r+size : rd.r+size+2+len(endCRLF)]
+	b := rd.Buffered()
+	v := b[:size:size]
+	tail := b[size : size+2+len(endCRLF)]
 	if tail[0] != '\r' || tail[1] != '\n' || !bytes.Equal(tail[2:], endCRLF) {
 		return nil, false, fmt.Errorf("%w: value of %d bytes not followed by CRLF END", errProtocol, size)
 	}
-	rd.r += size + 2 + len(endCRLF)
+	rd.Discard(size + 2 + len(endCRLF))
 	return v, true, nil
 }
 

@@ -1,12 +1,13 @@
 package redis
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ndbench/ndbench/driver"
 )
 
 // This file is the RESP2 codec of mode=direct. RESP2 has five reply types, each a line
@@ -59,75 +60,26 @@ type replyError string
 
 func (e replyError) Error() string { return string(e) }
 
-// respReader reads RESP2 replies from src through a buffer it owns.
+// respReader reads RESP2 replies through a buffer it owns (driver.LineReader).
 type respReader struct {
-	src  io.Reader
-	buf  []byte
-	r, w int // unread bytes are buf[r:w]
+	*driver.LineReader
 }
 
 func newRespReader(src io.Reader) *respReader {
-	return &respReader{src: src, buf: make([]byte, 16<<10)}
+	return &respReader{driver.NewLineReader(src, 16<<10)}
 }
 
-// fill reads more bytes, making room first: unread bytes move to the front, and the
-// buffer doubles when they fill it.
-func (rd *respReader) fill() error {
-	if rd.r > 0 {
-		n := copy(rd.buf, rd.buf[rd.r:rd.w])
-		rd.r, rd.w = 0, n
-	}
-	if rd.w == len(rd.buf) {
-		nb := make([]byte, 2*len(rd.buf))
-		copy(nb, rd.buf[:rd.w])
-		rd.buf = nb
-	}
-	n, err := rd.src.Read(rd.buf[rd.w:])
-	rd.w += n
-	if n > 0 {
-		return nil
-	}
-	if err == nil {
-		err = io.ErrNoProgress
-	}
-	return err
-}
-
-// line returns the next line without its CRLF. It is valid until the next read.
+// line returns the next line without its CRLF, valid until the next read; a line that is
+// not RESP names the server that sent it when it can tell.
 func (rd *respReader) line() ([]byte, error) {
-	for {
-		if i := bytes.IndexByte(rd.buf[rd.r:rd.w], '\n'); i >= 0 {
-			end := rd.r + i
-			if end == rd.r || rd.buf[end-1] != '\r' {
-				if what := foreignServer(rd.buf[rd.r:end]); what != "" {
-					return nil, fmt.Errorf("%w: this is not a Redis server: %s", errProtocol, what)
-				}
-				return nil, fmt.Errorf("%w: line without CRLF", errProtocol)
-			}
-			l := rd.buf[rd.r : end-1]
-			rd.r = end + 1
-			return l, nil
+	l, err := rd.Line()
+	if errors.Is(err, driver.ErrLineWithoutCRLF) {
+		if what := foreignServer(l); what != "" {
+			return nil, fmt.Errorf("%w: this is not a Redis server: %s", errProtocol, what)
 		}
-		if err := rd.fill(); err != nil {
-			return nil, err
-		}
+		return nil, fmt.Errorf("%w: line without CRLF", errProtocol)
 	}
-}
-
-// need makes n unread bytes available. A value larger than the buffer grows it for good:
-// a pipeline that read a 1 MB value once is likely to read another.
-func (rd *respReader) need(n int) error {
-	if n > len(rd.buf) {
-		nb := make([]byte, max(n, 2*len(rd.buf)))
-		rd.w = copy(nb, rd.buf[rd.r:rd.w])
-		rd.r, rd.buf = 0, nb
-	}
-	for rd.w-rd.r < n {
-		if err := rd.fill(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return l, err
 }
 
 // reply reads one reply. For a bulk string it returns the bytes (nil for the null bulk
@@ -159,19 +111,18 @@ func (rd *respReader) reply() (tag byte, data []byte, n int, err error) {
 		if size < 0 {
 			return tag, nil, -1, nil
 		}
-		// The length line with its CRLF stays unread until the bulk is whole (line may have
-		// moved the buffer, so it is found from where it ended).
+		// The length line with its CRLF stays unread until the bulk is whole.
 		head := len(l) + 2
-		rd.r -= head
-		if err := rd.need(head + size + 2); err != nil {
+		rd.UnreadLine(l)
+		if err := rd.Need(head + size + 2); err != nil {
 			return tag, nil, 0, err
 		}
-		body := rd.r + head
-		data := rd.buf[body : body+size : body+size]
-		if rd.buf[body+size] != '\r' || rd.buf[body+size+1] != '\n' {
+		b := rd.Buffered()
+		data := b[head : head+size : head+size]
+		if b[head+size] != '\r' || b[head+size+1] != '\n' {
 			return tag, nil, 0, fmt.Errorf("%w: bulk of %d bytes not followed by CRLF", errProtocol, size)
 		}
-		rd.r = body + size + 2
+		rd.Discard(head + size + 2)
 		return tag, data, size, nil
 	case '*':
 		size, err := parseLen(rest)
