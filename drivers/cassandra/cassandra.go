@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"regexp"
 	"sort"
@@ -614,9 +615,32 @@ func (d *Driver) Close() error {
 	d.closed.Store(true)
 	d.closeShared()
 	if d.session != nil {
-		d.session.Close()
+		closeSession(d.session, sessionCloseWait)
 	}
 	return nil
+}
+
+// sessionCloseWait bounds how long Close waits for gocql's Session.Close, which on a
+// starved or stalled node waited over 20 s for its control connection (a reconnect or a
+// schema refresh in flight); past it the session finishes closing in the background.
+var sessionCloseWait = 5 * time.Second
+
+// closeSession closes s, waiting at most wait; it reports whether the close finished.
+func closeSession(s interface{ Close() }, wait time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		s.Close()
+		close(done)
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		slog.Warn("cassandra: the gocql session is still closing; it finishes in the background (a stalled or starved node?)", "waited", wait)
+		return false
+	}
 }
 
 // initError classifies a failed session creation. gocql flattens the cause into text, so

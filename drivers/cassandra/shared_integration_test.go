@@ -217,3 +217,47 @@ func inFlight(d *Driver) int {
 	}
 	return n
 }
+
+// TestCloseOnStalledNode checks that Close returns within its bound while the node is
+// stalled (SIGSTOP): gocql's Session.Close can wait on its control connection for far
+// longer, and a run's end or a driver swap must not hang on it.
+func TestCloseOnStalledNode(t *testing.T) {
+	for _, mode := range []string{"gocql", "direct"} {
+		t.Run(mode, func(t *testing.T) {
+			d, err := tryOpen(map[string]string{"table": "close_stalled", "mode": mode, "directConns": "1", "timeout": "30s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := drivertest.Context(t)
+			if mode == "direct" {
+				pl, err := d.NewPipeline(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if errs, _, _ := runBatch(pl, []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "k", Value: []byte("v")}}, 30*time.Second); errs[0] != nil {
+					t.Fatal(errs[0])
+				}
+				defer pl.Close()
+			} else if err := d.Write(ctx, "k", []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			resume, err := srv.Pause()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resume()
+			// Let gocql notice: its heartbeats and the control connection's queries stall.
+			time.Sleep(2 * time.Second)
+			start := time.Now()
+			if err := d.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			took := time.Since(start)
+			t.Logf("Close on a stalled node took %v", took)
+			if took > 10*time.Second {
+				t.Errorf("Close on a stalled node took %v; want at most about %v", took, sessionCloseWait)
+			}
+			resume()
+		})
+	}
+}
