@@ -85,11 +85,11 @@ func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 	n := d.nextHost.Add(1) - 1
 	hosts := uint64(len(d.opts.Hosts))
 	h := d.hostAddr(int(n % hosts))
-	if d.opts.DirectConns == 0 {
+	if d.opts.SharedConns == 0 {
 		return &pipeline{d: d, host: h}, nil
 	}
 	// Pipelines take the hosts in turn, and on each host its shared connections in turn.
-	sc, err := d.sharedConn(int(n%hosts)*d.opts.DirectConns+int(n/hosts)%d.opts.DirectConns, h)
+	sc, err := d.sharedConn(int(n%hosts)*d.opts.SharedConns+int(n/hosts)%d.opts.SharedConns, h)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (d *Driver) sharedConn(i int, h string) (*sharedConn, error) {
 		return nil, fmt.Errorf("cassandra at %s: %w", h, net.ErrClosed)
 	}
 	if d.shared == nil {
-		d.shared = make([]*sharedConn, len(d.opts.Hosts)*d.opts.DirectConns)
+		d.shared = make([]*sharedConn, len(d.opts.Hosts)*d.opts.SharedConns)
 	}
 	if d.shared[i] == nil {
 		d.shared[i] = &sharedConn{d: d, host: h, dial: make(chan struct{}, 1)}
@@ -662,5 +662,5 @@ type directState struct {
 	tls      *tls.Config
 
 	sharedMu sync.Mutex    // guards shared
-	shared   []*sharedConn // directConns per host, made on first use
+	shared   []*sharedConn // sharedConns per host, made on first use
 }

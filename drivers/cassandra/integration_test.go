@@ -512,7 +512,7 @@ func TestDirectMode(t *testing.T) {
 
 // TestDirectEngine runs the engine on mode=direct, with 16 operations in flight per worker
 // on a connection each and with 16 workers of one operation each sharing two connections
-// (directConns), and validation on until it has done 1,000 reads and 200 writes, and
+// (sharedConns), and validation on until it has done 1,000 reads and 200 writes, and
 // checks every read was valid and nothing failed. It asserts counts, not a rate: on a
 // loaded machine under -race a JVM store's replies take seconds (it once did 64 reads in
 // 3 s with three operations past a 5 s opTimeout), which says nothing of the driver.
@@ -528,7 +528,7 @@ func TestDirectEngine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			d := open(t, map[string]string{"table": "direct_engine", "mode": "direct", "timeout": "30s", "directConns": tc.conns})
+			d := open(t, map[string]string{"table": "direct_engine", "mode": "direct", "timeout": "30s", "sharedConns": tc.conns})
 			w := config.DefaultWorkload()
 			w.NumKeys, w.DataSize, w.ValidateValues = 2000, 100, true
 			w.Readers, w.Writers, w.ReadRate, w.WriteRate = tc.readers, tc.writers, 0, 0

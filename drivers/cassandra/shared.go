@@ -16,7 +16,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 )
 
-// mode=direct with directConns > 0: the workers share that many CQL connections per host
+// mode=direct with sharedConns > 0: the workers share that many CQL connections per host
 // instead of owning one each. With many workers and one operation each in flight (the
 // NDBench shape) a connection per worker costs every operation a write, a read and a
 // network-poller wake-up of its own; on a shared connection CQL's stream ids multiplex the
@@ -37,7 +37,7 @@ const maxStreams = 1 << 15
 var abandoned = &sharedPipeline{}
 
 // errTooManyStreams refuses requests beyond the stream ids of a connection.
-var errTooManyStreams = errors.New("more than 32768 requests in flight on one connection: raise directConns")
+var errTooManyStreams = errors.New("more than 32768 requests in flight on one connection: raise sharedConns")
 
 // sharedConn is one connection slot that several pipelines share; it reconnects when its
 // connection fails.

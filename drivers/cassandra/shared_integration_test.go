@@ -48,7 +48,7 @@ func runBatch(pl driver.Pipeline, ops []driver.PipelineOp, timeout time.Duration
 	return errs, vals, took
 }
 
-// TestDirectSharedConns checks mode=direct with directConns: many workers' pipelines
+// TestDirectSharedConns checks mode=direct with sharedConns: many workers' pipelines
 // share few connections and read back what they wrote (batches with conflicting keys
 // included); operations on a stalled node (SIGSTOP) end at their deadline as timeouts,
 // their late replies are dropped and the connection serves again; a dropped connection
@@ -56,7 +56,7 @@ func runBatch(pl driver.Pipeline, ops []driver.PipelineOp, timeout time.Duration
 // every reader goroutine.
 func TestDirectSharedConns(t *testing.T) {
 	before := readerGoroutines()
-	d := open(t, map[string]string{"table": "direct_shared", "mode": "direct", "directConns": "2", "timeout": "30s"})
+	d := open(t, map[string]string{"table": "direct_shared", "mode": "direct", "sharedConns": "2", "timeout": "30s"})
 	ctx := drivertest.Context(t)
 	const workers = 16
 	pls := make([]driver.Pipeline, workers)
@@ -66,7 +66,7 @@ func TestDirectSharedConns(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, ok := pl.(*sharedPipeline); !ok {
-			t.Fatalf("directConns=2 gives a %T; want a shared pipeline", pl)
+			t.Fatalf("sharedConns=2 gives a %T; want a shared pipeline", pl)
 		}
 		pls[i] = pl
 	}
@@ -111,7 +111,7 @@ func TestDirectSharedConns(t *testing.T) {
 	}
 	t.Run("round trip", func(t *testing.T) { roundTrip(t, "a") })
 	if n := readerGoroutines() - before; n != 2 {
-		t.Errorf("%d reader goroutines for 16 workers on directConns=2; want 2", n)
+		t.Errorf("%d reader goroutines for 16 workers on sharedConns=2; want 2", n)
 	}
 
 	t.Run("stalled node", func(t *testing.T) {
@@ -224,7 +224,7 @@ func inFlight(d *Driver) int {
 func TestCloseOnStalledNode(t *testing.T) {
 	for _, mode := range []string{"gocql", "direct"} {
 		t.Run(mode, func(t *testing.T) {
-			d, err := tryOpen(map[string]string{"table": "close_stalled", "mode": mode, "directConns": "1", "timeout": "30s"})
+			d, err := tryOpen(map[string]string{"table": "close_stalled", "mode": mode, "sharedConns": "1", "timeout": "30s"})
 			if err != nil {
 				t.Fatal(err)
 			}
