@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"regexp"
 	"sort"
@@ -61,6 +62,7 @@ type Options struct {
 	Timeouts              driver.TimeoutOptions // connectTimeout and timeout, as gocql's ConnectTimeout and Timeout
 	Retries               int                   `opt:"retries" default:"0" min:"0" max:"10" help:"retries of a failed request on the next host (SimpleRetryPolicy); 0 shows every failure"`
 	NumConns              int                   `opt:"numConns" alias:"connections" default:"2" min:"1" max:"128" help:"connections per host"`
+	SharedConns           int                   `opt:"sharedConns" default:"0" min:"0" max:"64" help:"mode=direct: connections per host that the workers share, CQL stream ids multiplexing their requests, concurrent workers' requests leaving in one write and one reader per connection handing out the replies (least client CPU with many workers and few requests each in flight); 0 gives each worker a connection of its own"`
 	WriteCoalesceWait     time.Duration         `opt:"writeCoalesceWait" default:"0s" min:"0s" max:"10ms" help:"gather request frames for up to this long into one write syscall (gocql's default is 200us): fewer syscalls, but up to this much latency added to every op; 0 writes each frame at once"`
 	ReconnectInterval     time.Duration         `opt:"reconnectInterval" default:"1s" min:"100ms" max:"10m" help:"how often hosts marked down are retried, so a restarted node is used again quickly"`
 }
@@ -215,11 +217,8 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	if d.opts.Mode == "direct" {
 		// Check a direct connection can be set up (authentication, PREPARE) now rather
 		// than fail every operation of the run.
-		p, err := d.NewPipeline(ctx)
-		if err != nil {
-			return err
-		}
-		err = p.(*pipeline).connect(ctx)
+		p := &pipeline{d: d, host: d.hostAddr(0)}
+		err := p.connect(ctx)
 		_ = p.Close()
 		if err != nil {
 			return classifyDirect(d.scrub(err))
@@ -614,10 +613,34 @@ func (d *Driver) ConnectionInfo() map[string]string {
 // their connections until the engine closes them, but never reconnect.
 func (d *Driver) Close() error {
 	d.closed.Store(true)
+	d.closeShared()
 	if d.session != nil {
-		d.session.Close()
+		closeSession(d.session, sessionCloseWait)
 	}
 	return nil
+}
+
+// sessionCloseWait bounds how long Close waits for gocql's Session.Close, which on a
+// starved or stalled node waited over 20 s for its control connection (a reconnect or a
+// schema refresh in flight); past it the session finishes closing in the background.
+var sessionCloseWait = 5 * time.Second
+
+// closeSession closes s, waiting at most wait; it reports whether the close finished.
+func closeSession(s interface{ Close() }, wait time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		s.Close()
+		close(done)
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		slog.Warn("cassandra: the gocql session is still closing; it finishes in the background (a stalled or starved node?)", "waited", wait)
+		return false
+	}
 }
 
 // initError classifies a failed session creation. gocql flattens the cause into text, so

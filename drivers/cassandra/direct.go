@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,11 +83,54 @@ func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 		return nil, fmt.Errorf("cassandra: pipelines need mode=direct (mode is %s)", d.opts.Mode)
 	}
 	n := d.nextHost.Add(1) - 1
-	h := d.opts.Hosts[n%uint64(len(d.opts.Hosts))]
+	hosts := uint64(len(d.opts.Hosts))
+	h := d.hostAddr(int(n % hosts))
+	if d.opts.SharedConns == 0 {
+		return &pipeline{d: d, host: h}, nil
+	}
+	// Pipelines take the hosts in turn, and on each host its shared connections in turn.
+	sc, err := d.sharedConn(int(n%hosts)*d.opts.SharedConns+int(n/hosts)%d.opts.SharedConns, h)
+	if err != nil {
+		return nil, err
+	}
+	return &sharedPipeline{sc: sc, wake: make(chan struct{}, 1), enc: pipeline{d: d, host: h}}, nil
+}
+
+// hostAddr returns configured host i as host:port.
+func (d *Driver) hostAddr(i int) string {
+	h := d.opts.Hosts[i]
 	if _, _, err := net.SplitHostPort(h); err != nil {
 		h = net.JoinHostPort(h, strconv.Itoa(d.opts.Port))
 	}
-	return &pipeline{d: d, host: h}, nil
+	return h
+}
+
+// sharedConn returns shared connection slot i (to host h), making it on first use.
+func (d *Driver) sharedConn(i int, h string) (*sharedConn, error) {
+	d.sharedMu.Lock()
+	defer d.sharedMu.Unlock()
+	if d.closed.Load() {
+		return nil, fmt.Errorf("cassandra at %s: %w", h, net.ErrClosed)
+	}
+	if d.shared == nil {
+		d.shared = make([]*sharedConn, len(d.opts.Hosts)*d.opts.SharedConns)
+	}
+	if d.shared[i] == nil {
+		d.shared[i] = &sharedConn{d: d, host: h, dial: make(chan struct{}, 1)}
+	}
+	return d.shared[i], nil
+}
+
+// closeShared closes the shared connections and waits for their readers to end.
+func (d *Driver) closeShared() {
+	d.sharedMu.Lock()
+	shared := d.shared
+	d.sharedMu.Unlock()
+	for _, sc := range shared {
+		if sc != nil {
+			sc.close()
+		}
+	}
 }
 
 // connect dials and sets the connection up: TLS, STARTUP, authentication, and the
@@ -293,7 +337,7 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 	w := p.wbuf[:0]
 	for i := range ops {
 		if p.blocked[i] == 0 {
-			w = p.appendOp(w, ops, i)
+			w = p.appendOp(w, ops, i, int16(i))
 		}
 	}
 	if err := p.send(ctx, w); err != nil {
@@ -339,7 +383,7 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 			for k := i + 1; k < len(ops); k++ {
 				if p.blocked[k] > 0 && conflict(&ops[i], &ops[k]) {
 					if p.blocked[k]--; p.blocked[k] == 0 {
-						w = p.appendOp(w, ops, k)
+						w = p.appendOp(w, ops, k, int16(k))
 						held--
 					}
 				}
@@ -407,11 +451,11 @@ func (p *pipeline) order(ops []driver.PipelineOp) int {
 	return held
 }
 
-// appendOp appends operation i's EXECUTE, on stream id i.
-func (p *pipeline) appendOp(w []byte, ops []driver.PipelineOp, i int) []byte {
+// appendOp appends operation i's EXECUTE, on the given stream id.
+func (p *pipeline) appendOp(w []byte, ops []driver.PipelineOp, i int, stream int16) []byte {
 	op := &ops[i]
 	if op.Op == driver.PipelineRead {
-		return appendReadExecute(w, int16(i), p.readID, p.readCL, op.Key)
+		return appendReadExecute(w, stream, p.readID, p.readCL, op.Key)
 	}
 	d := p.d
 	row := 0
@@ -421,7 +465,7 @@ func (p *pipeline) appendOp(w []byte, ops []driver.PipelineOp, i int) []byte {
 	}
 	// Each write of the batch gets its own microsecond, in batch order, so two writes of
 	// one key are applied in the order the engine issued them.
-	return appendWriteExecute(w, int16(i), p.writeID, p.writeCL, op.Key, int32(row), op.Value, d.cols, p.ts+int64(i))
+	return appendWriteExecute(w, stream, p.writeID, p.writeCL, op.Key, int32(row), op.Value, d.cols, p.ts+int64(i))
 }
 
 // send writes w, riding out stale interrupts; it keeps w's buffer for the next batch.
@@ -460,11 +504,19 @@ func opName(op int) string {
 // frame reads one reply frame, riding out stale interrupts, and returns its stream id,
 // opcode and body. The body is valid until the next call.
 func (p *pipeline) frame(ctx context.Context) (int16, primitive.OpCode, []byte, error) {
+	return readFrame(p.rd, &p.big, func(err error) bool { return p.conn.Retry(ctx, err) })
+}
+
+// readFrame reads one reply frame from rd and returns its stream id, opcode and body; a
+// body larger than rd's buffer is read into *big. retry, when not nil, tells an I/O error
+// worth retrying (a stale interrupt). The body is valid until the next call.
+func readFrame(rd *bufio.Reader, big *[]byte, retry func(error) bool) (int16, primitive.OpCode, []byte, error) {
+	again := func(err error) bool { return retry != nil && retry(err) }
 	var hdr []byte
 	var err error
 	for {
-		hdr, err = p.rd.Peek(headerLen)
-		if err == nil || !p.conn.Retry(ctx, err) {
+		hdr, err = rd.Peek(headerLen)
+		if err == nil || !again(err) {
 			break
 		}
 	}
@@ -478,28 +530,28 @@ func (p *pipeline) frame(ctx context.Context) (int16, primitive.OpCode, []byte, 
 	if n < 0 || n > 256<<20 {
 		return 0, 0, nil, fmt.Errorf("%w: reply frame body of %d bytes", errProtocol, n)
 	}
-	_, _ = p.rd.Discard(headerLen)
+	_, _ = rd.Discard(headerLen)
 	var body []byte
-	if int(n) <= p.rd.Size() {
+	if int(n) <= rd.Size() {
 		for {
-			body, err = p.rd.Peek(int(n))
-			if err == nil || !p.conn.Retry(ctx, err) {
+			body, err = rd.Peek(int(n))
+			if err == nil || !again(err) {
 				break
 			}
 		}
 		if err != nil {
 			return 0, 0, nil, err
 		}
-		_, _ = p.rd.Discard(int(n))
+		_, _ = rd.Discard(int(n))
 	} else {
-		if cap(p.big) < int(n) {
-			p.big = make([]byte, n)
+		if cap(*big) < int(n) {
+			*big = make([]byte, n)
 		}
-		body = p.big[:n]
+		body = (*big)[:n]
 		for got := 0; got < len(body); {
-			m, err := p.rd.Read(body[got:])
+			m, err := rd.Read(body[got:])
 			got += m
-			if err != nil && !p.conn.Retry(ctx, err) {
+			if err != nil && !again(err) {
 				return 0, 0, nil, err
 			}
 		}
@@ -608,4 +660,7 @@ type directState struct {
 	nextHost atomic.Uint64 // the next pipeline's host, round robin
 	closed   atomic.Bool   // Close was called: pipelines never reconnect
 	tls      *tls.Config
+
+	sharedMu sync.Mutex    // guards shared
+	shared   []*sharedConn // sharedConns per host, made on first use
 }

@@ -72,11 +72,26 @@
 // frames are appended and parsed without allocation, byte-compatible with that library
 // (its tests check), since the library's encoder allocates about 24 times per request.
 //
+// sharedConns (mode=direct; 0, the default, is the above) makes the workers share that
+// many connections per host instead, for NDBench's shape of many workers with one
+// operation each in flight, where a connection per worker costs every operation a write,
+// a read and a wake-up of its own: CQL stream ids multiplex the workers' requests on a
+// connection, the frames that concurrent workers queue leave in one write (a worker
+// appends its frame to the connection's queue, and whoever finds no write running writes
+// all that is queued), and one reader goroutine per connection reads the replies in bulk
+// and hands each to its worker. The outputs and error classes are the same. An operation
+// whose deadline passes returns then as a timeout, and its stream id stays reserved until
+// its late reply arrives (and is dropped) or the connection goes; a connection that breaks
+// fails every operation on it as unavailable and is set up again by the next batch; Close
+// ends the readers. docs/performance.md ("Cassandra against latte") has the measurements.
+//
 // Direct mode is not token-aware and discovers no ring: the workers' connections take the
 // configured hosts in turn, and a worker's host coordinates every request it sends. On a
 // single node that costs nothing; on a cluster each request whose key the coordinator does
 // not own takes one more network hop inside the cluster (and the listed hosts carry all
 // the coordination work), so latencies are not comparable with a token-aware client's.
+// Close waits at most 5 s for gocql's session to close (on a stalled node it waited over
+// 20 s for its control connection) and lets it finish in the background, with a warning.
 // localDC, numConns, retries, writeCoalesceWait and reconnectInterval apply to gocql only,
 // and so does the request timeout: a worker's operations end at workload.opTimeout.
 // useBatchWrites with rowsPerPartition > 1 needs gocql (direct sends no BATCH). TLS and

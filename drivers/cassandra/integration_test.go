@@ -510,60 +510,72 @@ func TestDirectMode(t *testing.T) {
 	})
 }
 
-// TestDirectEngine runs the engine on mode=direct with 16 operations in flight per worker
-// and validation on until it has done 1,000 reads and 200 writes, and checks every read
-// was valid and nothing failed. It asserts counts, not a rate: on a loaded machine under
-// -race a JVM store's replies take seconds (it once did 64 reads in 3 s with three
-// operations past a 5 s opTimeout), which says nothing of the driver.
+// TestDirectEngine runs the engine on mode=direct, with 16 operations in flight per worker
+// on a connection each and with 16 workers of one operation each sharing two connections
+// (sharedConns), and validation on until it has done 1,000 reads and 200 writes, and
+// checks every read was valid and nothing failed. It asserts counts, not a rate: on a
+// loaded machine under -race a JVM store's replies take seconds (it once did 64 reads in
+// 3 s with three operations past a 5 s opTimeout), which says nothing of the driver.
 func TestDirectEngine(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	d := open(t, map[string]string{"table": "direct_engine", "mode": "direct", "timeout": "30s"})
-	w := config.DefaultWorkload()
-	w.NumKeys, w.DataSize, w.ValidateValues = 2000, 100, true
-	w.Readers, w.Writers, w.ReadRate, w.WriteRate = 4, 2, 0, 0
-	w.Pipeline = 16
-	w.OpTimeout = time.Minute
-	coll := stats.NewCollector(stats.Config{Shards: 8})
-	e, err := engine.New(d, w, engine.Options{Collector: coll})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(2 * time.Second)
-	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 8}); err != nil || st.Written != w.NumKeys {
-		t.Fatalf("backfill: %+v, %v", st, err)
-	}
-	coll.Reset()
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	enough := func() bool {
-		r, w := coll.CumulativeCounts(stats.OpRead), coll.CumulativeCounts(stats.OpWrite)
-		return r.Count() >= 1000 && w.Count() >= 200
-	}
-	for !enough() && ctx.Err() == nil {
-		time.Sleep(100 * time.Millisecond)
-		coll.Tick(time.Now())
-	}
-	if err := e.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	coll.Tick(time.Now())
-	cum := coll.Cumulative()
-	r, wr := cum.Ops["read"], cum.Ops["write"]
-	if r.Count < 1000 || wr.Count < 200 {
-		t.Errorf("reads %d, writes %d in 2 minutes; want 1,000 and 200", r.Count, wr.Count)
-	}
-	if r.Errors+wr.Errors != 0 || r.Misses != 0 {
-		t.Errorf("errors %d+%d, misses %d; want none (failures %v %v)", r.Errors, wr.Errors, r.Misses, r.Failures, wr.Failures)
-	}
-	for k, n := range r.Validation {
-		if n != 0 {
-			t.Errorf("validation %s: %d; want none", k, n)
-		}
+	for _, tc := range []struct {
+		name                    string
+		readers, writers, depth int
+		conns                   string
+	}{
+		{"own connections", 4, 2, 16, "0"},
+		{"shared connections", 12, 4, 1, "2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			d := open(t, map[string]string{"table": "direct_engine", "mode": "direct", "timeout": "30s", "sharedConns": tc.conns})
+			w := config.DefaultWorkload()
+			w.NumKeys, w.DataSize, w.ValidateValues = 2000, 100, true
+			w.Readers, w.Writers, w.ReadRate, w.WriteRate = tc.readers, tc.writers, 0, 0
+			w.Pipeline = tc.depth
+			w.OpTimeout = time.Minute
+			coll := stats.NewCollector(stats.Config{Shards: 8})
+			e, err := engine.New(d, w, engine.Options{Collector: coll})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close(2 * time.Second)
+			if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 8}); err != nil || st.Written != w.NumKeys {
+				t.Fatalf("backfill: %+v, %v", st, err)
+			}
+			coll.Reset()
+			if err := e.Start(); err != nil {
+				t.Fatal(err)
+			}
+			enough := func() bool {
+				r, w := coll.CumulativeCounts(stats.OpRead), coll.CumulativeCounts(stats.OpWrite)
+				return r.Count() >= 1000 && w.Count() >= 200
+			}
+			for !enough() && ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+				coll.Tick(time.Now())
+			}
+			if err := e.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			coll.Tick(time.Now())
+			cum := coll.Cumulative()
+			r, wr := cum.Ops["read"], cum.Ops["write"]
+			if r.Count < 1000 || wr.Count < 200 {
+				t.Errorf("reads %d, writes %d in 2 minutes; want 1,000 and 200", r.Count, wr.Count)
+			}
+			if r.Errors+wr.Errors != 0 || r.Misses != 0 {
+				t.Errorf("errors %d+%d, misses %d; want none (failures %v %v)", r.Errors, wr.Errors, r.Misses, r.Failures, wr.Failures)
+			}
+			for k, n := range r.Validation {
+				if n != 0 {
+					t.Errorf("validation %s: %d; want none", k, n)
+				}
+			}
+		})
 	}
 }
 

@@ -280,8 +280,11 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 	ctx := context.Background()
 	srv, dir := latteSetup(b)
 	hp := map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port), "readConsistencyLevel": "LOCAL_ONE", "writeConsistencyLevel": "LOCAL_ONE"}
-	open := func(mode string) driver.Driver {
+	open := func(mode string, extra ...string) driver.Driver {
 		o := map[string]string{"mode": mode}
+		for i := 0; i+1 < len(extra); i += 2 {
+			o[extra[i]] = extra[i+1]
+		}
 		for k, v := range hp {
 			o[k] = v
 		}
@@ -293,6 +296,8 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 		return d
 	}
 	direct, gocql := open("direct"), open("gocql")
+	// mode=direct with the workers sharing one or two connections (sharedConns).
+	shared1, shared2 := open("direct", "sharedConns", "1"), open("direct", "sharedConns", "2")
 	if err := backfillValues(ctx, direct, latteKeys); err != nil {
 		b.Fatal(err)
 	}
@@ -315,6 +320,12 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 		// request whenever one returns).
 		shape("direct-1x64", direct, 1, 64),
 		shape("direct-64x1", direct, 64, 1),
+		// NDBench's shape on shared connections: 64 workers, one op each in flight, their
+		// requests multiplexed on one (two) connection(s) by stream id.
+		shape("shared1-64x1", shared1, 64, 1),
+		shape("shared2-64x1", shared2, 64, 1),
+		shape("shared1-4x16", shared1, 4, 16),
+		shape("shared1-1x64", shared1, 1, 64),
 		shape("gocql-64", gocql, 64, 1),
 	}
 	results := map[string][]cmpResult{}
@@ -350,7 +361,9 @@ func BenchmarkCassandraVsLatte(b *testing.B) {
 	// Open loop at half of latte's closed-loop throughput: far from saturation, so the
 	// service time is the round trip plus what each client adds.
 	rate := med("latte", func(r cmpResult) float64 { return r.ops / r.secs }) / 2
-	openRuns := closed[:4] // latte and the direct shapes; gocql is only measured closed loop
+	// latte, the direct shapes on a connection per worker, and 64 x 1 on one shared
+	// connection; the other rows are only measured closed loop.
+	openRuns := append(slices.Clone(closed[:4]), closed[4])
 	openRes := map[string][]cmpResult{}
 	for round := 0; round < rounds; round++ {
 		for _, r := range openRuns {
