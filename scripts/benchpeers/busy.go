@@ -120,6 +120,50 @@ func quotaCgroup(root string, cpus float64) (dir string, remove func(), err erro
 	return dir, remove, nil
 }
 
+// throttling is a cgroup's CPU bandwidth counters (cpu.stat): enforcement periods, those
+// in which the cgroup ran out of quota, and the time its threads waited for the next.
+type throttling struct {
+	periods, throttled int64
+	wait               time.Duration
+}
+
+// readThrottling reads dir/cpu.stat: v1's nr_periods, nr_throttled and throttled_time
+// (ns), or v2's the same with throttled_usec. A quota that never throttles is not what
+// moved a figure; one that does says by how much.
+func readThrottling(dir string) (throttling, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		return throttling{}, err
+	}
+	var t throttling
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "nr_periods":
+			t.periods = n
+		case "nr_throttled":
+			t.throttled = n
+		case "throttled_time":
+			t.wait = time.Duration(n)
+		case "throttled_usec":
+			t.wait = time.Duration(n) * time.Microsecond
+		}
+	}
+	return t, nil
+}
+
+// String is the round line's "throttled 3 of 80 periods, 12ms".
+func (t throttling) String() string {
+	return fmt.Sprintf("throttled %d of %d periods, %s", t.throttled, t.periods, t.wait.Round(time.Millisecond))
+}
+
 // cpuPerOpRatios returns, for each round where both ran, the tool's CPU per operation in
 // a condition over the same in the idle condition: 1.2 is 20% more CPU for each operation.
 func cpuPerOpRatios(idle, cond []*result) []float64 {

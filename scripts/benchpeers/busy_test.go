@@ -186,3 +186,33 @@ func TestIntoCgroup(t *testing.T) {
 		t.Errorf("CPU %v, want the tool's user+system time", cpu)
 	}
 }
+
+// TestReadThrottling: the quota condition's round line says whether the quota bit, from
+// either cgroup version's cpu.stat.
+func TestReadThrottling(t *testing.T) {
+	for _, tt := range []struct {
+		name, stat string
+		want       throttling
+	}{
+		{"v1", "nr_periods 80\nnr_throttled 3\nthrottled_time 12000000\nnr_bursts 0\nburst_time 0\n", throttling{80, 3, 12 * time.Millisecond}},
+		{"v2", "usage_usec 9\nuser_usec 5\nsystem_usec 4\nnr_periods 41\nnr_throttled 0\nthrottled_usec 0\n", throttling{41, 0, 0}},
+		{"v2 throttled", "nr_periods 10\nnr_throttled 10\nthrottled_usec 250000\n", throttling{10, 10, 250 * time.Millisecond}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "cpu.stat"), []byte(tt.stat), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readThrottling(dir)
+			if err != nil || got != tt.want {
+				t.Errorf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+	if s := (throttling{80, 3, 12 * time.Millisecond}).String(); s != "throttled 3 of 80 periods, 12ms" {
+		t.Errorf("String() = %q", s)
+	}
+	if _, err := readThrottling(t.TempDir()); err == nil {
+		t.Error("no cpu.stat: want an error")
+	}
+}

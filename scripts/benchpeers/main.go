@@ -80,6 +80,9 @@ type result struct {
 	p50, p99 time.Duration // the tool's own figures
 	note     string        // what the latency figures cover, when it is not obvious
 	rss      int64         // peak resident memory in bytes, where the tool reports it
+	// throttling is what the quota condition's cgroup counted during the run (nil in the
+	// other conditions).
+	throttling *throttling
 }
 
 // opsPerCPU is the headline figure: operations per client CPU-second.
@@ -305,8 +308,12 @@ func run(ctx context.Context, o options, w io.Writer) error {
 					if len(conds) > 1 {
 						label += " " + cond
 					}
-					fmt.Fprintf(w, "round %d %-9s %-22s %9.0f ops %6.2f CPU-s %9.0f ops/CPU-s  p50 %s p99 %s  load %s\n",
-						round+1, p.name, label, r.ops, r.cpu.Seconds(), r.opsPerCPU(), ms(r.p50), ms(r.p99), loadAverage())
+					var quota string
+					if r.throttling != nil {
+						quota = "  " + r.throttling.String()
+					}
+					fmt.Fprintf(w, "round %d %-9s %-22s %9.0f ops %6.2f CPU-s %9.0f ops/CPU-s  p50 %s p99 %s  load %s%s\n",
+						round+1, p.name, label, r.ops, r.cpu.Seconds(), r.opsPerCPU(), ms(r.p50), ms(r.p99), loadAverage(), quota)
 				}
 			}
 		}
@@ -333,6 +340,15 @@ func runIn(ctx context.Context, cond, cgroup string, d time.Duration, t tool, di
 		defer stop()
 	case condQuota:
 		rctx = withCgroup(rctx, cgroup)
+		before, err := readThrottling(cgroup)
+		if err != nil {
+			return result{}, fmt.Errorf("read the quota cgroup's counters: %w", err)
+		}
+		r, err := t.run(rctx, dir)
+		if after, aerr := readThrottling(cgroup); aerr == nil {
+			r.throttling = &throttling{periods: after.periods - before.periods, throttled: after.throttled - before.throttled, wait: after.wait - before.wait}
+		}
+		return r, err
 	}
 	return t.run(rctx, dir)
 }
