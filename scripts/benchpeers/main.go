@@ -39,6 +39,11 @@
 //	           are delayed so that rate × delay is about the connection count (httpconns.go);
 //	           the ratio is ops per CPU-second at 10,000 over the same at 50
 //
+// -busy runs every tool of every round twice, as is and with one core kept busy by a
+// loop pinned to it (taskset), and -quota N once more in a cgroup limited to N CPUs
+// (busy.go); the tables add each tool's CPU per operation in each condition over the
+// same round's idle run, and ndbench's ratio to each peer in each condition (issue 39).
+//
 // A peer that is not installed (scripts/install-bench-peers.sh installs them) is skipped
 // with a note; every run is bounded by -duration plus a grace period and killed after it.
 package main
@@ -75,6 +80,9 @@ type result struct {
 	p50, p99 time.Duration // the tool's own figures
 	note     string        // what the latency figures cover, when it is not obvious
 	rss      int64         // peak resident memory in bytes, where the tool reports it
+	// throttling is what the quota condition's cgroup counted during the run (nil in the
+	// other conditions).
+	throttling *throttling
 }
 
 // opsPerCPU is the headline figure: operations per client CPU-second.
@@ -114,6 +122,14 @@ type options struct {
 	// kvRate is the redis-open and memcached-open pairs' total operations per second; 0
 	// takes half of memtier's closed-loop throughput, measured at set-up.
 	kvRate int
+	// busy runs every tool of every round a second time with one core kept busy
+	// (busy.go), and the tables compare its CPU per operation with the idle run's.
+	busy bool
+	// quota, above 0, runs every tool of every round once more in a cgroup limited to
+	// that many CPUs.
+	quota float64
+	// cgroupRoot is where cgroups are mounted (/sys/fs/cgroup; a directory of a test's).
+	cgroupRoot string
 }
 
 func main() {
@@ -126,6 +142,8 @@ func main() {
 	flag.IntVar(&o.kvRate, "kv-rate", 0, "operations per second of redis-open and memcached-open (ndbench's readRate, memtier --rate-limiting × 50); 0: half of memtier's closed-loop throughput")
 	flag.StringVar(&o.ndbench, "ndbench", "bin/ndbench", "the ndbench binary to measure (make build writes bin/ndbench)")
 	flag.StringVar(&o.out, "out", "bench-results/peers", "directory for the tools' outputs and logs")
+	flag.BoolVar(&o.busy, "busy", false, "run every tool twice a round: as is, and with one core kept busy by a loop pinned to it (taskset); the tables add each tool's CPU per operation busy ÷ idle")
+	flag.Float64Var(&o.quota, "quota", 0, "above 0: run every tool once more a round in a cgroup limited to this many CPUs (cgroup v2 cpu.max or v1 cpu.cfs_quota_us; needs root)")
 	flag.StringVar(&o.baseline, "baseline", "", "a second ndbench binary (an earlier build) run beside -ndbench in every round, as ndbench-baseline")
 	var env string
 	flag.StringVar(&env, "ndbench-env", "", "extra environment for the -ndbench runs, KEY=VALUE[,KEY=VALUE...], e.g. GOMAXPROCS=1")
@@ -134,6 +152,7 @@ func main() {
 		o.env = strings.Split(env, ",")
 	}
 	o.pairs = strings.Split(pairs, ",")
+	o.cgroupRoot = "/sys/fs/cgroup"
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "benchpeers:", err)
 		os.Exit(2)
@@ -174,6 +193,14 @@ func (o options) validate() error {
 		if _, err := os.Stat(o.baseline); err != nil {
 			return fmt.Errorf("-baseline %s: %w", o.baseline, err)
 		}
+	}
+	if o.busy {
+		if _, err := exec.LookPath("taskset"); err != nil {
+			return fmt.Errorf("-busy: taskset (util-linux) pins the busy loop to one core: %w", err)
+		}
+	}
+	if o.quota != 0 && (o.quota < 0.1 || o.quota > 1024) {
+		return fmt.Errorf("-quota %g: allowed 0 (no quota condition) or 0.1 to 1024 CPUs", o.quota)
 	}
 	for _, kv := range o.env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -227,47 +254,103 @@ func run(ctx context.Context, o options, w io.Writer) error {
 			ps = append(ps, p)
 		}
 	}
+	conds := o.conditions()
+	var cgroup string
+	if o.quota > 0 {
+		dir, remove, err := quotaCgroup(o.cgroupRoot, o.quota)
+		if err != nil {
+			return err
+		}
+		defer remove()
+		cgroup = dir
+		fmt.Fprintf(w, "quota condition: cgroup %s limited to %g CPUs\n", dir, o.quota)
+	}
 	load0 := loadAverage()
 	fmt.Fprintf(w, "load average before: %s\n", load0)
-	results := map[string][][]*result{} // pair -> tool -> round
-	for _, p := range ps {
-		results[p.name] = make([][]*result, len(p.tools))
-		for i := range p.tools {
-			results[p.name][i] = make([]*result, o.rounds)
+	results := map[string]map[string][][]*result{} // condition -> pair -> tool -> round
+	for _, c := range conds {
+		results[c] = map[string][][]*result{}
+		for _, p := range ps {
+			results[c][p.name] = make([][]*result, len(p.tools))
+			for i := range p.tools {
+				results[c][p.name][i] = make([]*result, o.rounds)
+			}
 		}
 	}
 	for round := 0; round < o.rounds; round++ {
 		for _, p := range ps {
 			// The order rotates each round so no tool always runs right after another's
-			// load (a server's checkpoint, the page cache).
+			// load (a server's checkpoint, the page cache), and so does the order of the
+			// conditions, so none always follows the busy loop.
 			for k := range p.tools {
 				i := (k + round) % len(p.tools)
 				t := p.tools[i]
-				if err := ctx.Err(); err != nil {
-					return err
+				for kc := range conds {
+					cond := conds[(kc+round)%len(conds)]
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					name := fmt.Sprintf("%s-%s-%d", p.name, t.name, round+1)
+					if len(conds) > 1 {
+						name += "-" + cond
+					}
+					dir := filepath.Join(o.out, name)
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						return err
+					}
+					r, err := runIn(ctx, cond, cgroup, o.duration, t, dir)
+					if err != nil {
+						fmt.Fprintf(w, "round %d %s %s %s: failed: %v\n", round+1, p.name, t.name, cond, err)
+						continue
+					}
+					results[cond][p.name][i][round] = &r
+					label := t.name
+					if len(conds) > 1 {
+						label += " " + cond
+					}
+					var quota string
+					if r.throttling != nil {
+						quota = "  " + r.throttling.String()
+					}
+					fmt.Fprintf(w, "round %d %-9s %-22s %9.0f ops %6.2f CPU-s %9.0f ops/CPU-s  p50 %s p99 %s  load %s%s\n",
+						round+1, p.name, label, r.ops, r.cpu.Seconds(), r.opsPerCPU(), ms(r.p50), ms(r.p99), loadAverage(), quota)
 				}
-				dir := filepath.Join(o.out, fmt.Sprintf("%s-%s-%d", p.name, t.name, round+1))
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return err
-				}
-				rctx, cancel := context.WithTimeout(ctx, o.duration+2*time.Minute)
-				r, err := t.run(rctx, dir)
-				cancel()
-				if err != nil {
-					fmt.Fprintf(w, "round %d %s %s: failed: %v\n", round+1, p.name, t.name, err)
-					continue
-				}
-				results[p.name][i][round] = &r
-				fmt.Fprintf(w, "round %d %-9s %-16s %9.0f ops %6.2f CPU-s %9.0f ops/CPU-s  p50 %s p99 %s  load %s\n",
-					round+1, p.name, t.name, r.ops, r.cpu.Seconds(), r.opsPerCPU(), ms(r.p50), ms(r.p99), loadAverage())
 			}
 		}
 	}
 	fmt.Fprintf(w, "load average after: %s\n\n", loadAverage())
 	fmt.Fprintf(w, "%d interleaved rounds of %s each, medians; %s; load average %s before, %s after\n\n",
 		o.rounds, o.duration, time.Now().UTC().Format("2006-01-02 15:04 UTC"), load0, loadAverage())
-	writeTable(w, ps, results)
+	writeTable(w, ps, results[condIdle])
+	writeConditionTables(w, ps, conds, results)
 	return nil
+}
+
+// runIn runs t once in condition cond: with the busy loop beside it for busy, in the
+// cgroup for quota.
+func runIn(ctx context.Context, cond, cgroup string, d time.Duration, t tool, dir string) (result, error) {
+	rctx, cancel := context.WithTimeout(ctx, d+2*time.Minute)
+	defer cancel()
+	switch cond {
+	case condBusy:
+		stop, err := busyCore()
+		if err != nil {
+			return result{}, err
+		}
+		defer stop()
+	case condQuota:
+		rctx = withCgroup(rctx, cgroup)
+		before, err := readThrottling(cgroup)
+		if err != nil {
+			return result{}, fmt.Errorf("read the quota cgroup's counters: %w", err)
+		}
+		r, err := t.run(rctx, dir)
+		if after, aerr := readThrottling(cgroup); aerr == nil {
+			r.throttling = &throttling{periods: after.periods - before.periods, throttled: after.throttled - before.throttled, wait: after.wait - before.wait}
+		}
+		return r, err
+	}
+	return t.run(rctx, dir)
 }
 
 // writeTable prints one Markdown row per peer: both tools' medians and the median of the
@@ -280,13 +363,11 @@ func writeTable(w io.Writer, ps []*pair, results map[string][][]*result) {
 		nd := rs[0]
 		for i := 1; i < len(p.tools); i++ {
 			peer := rs[i]
-			var ratios, p99s []float64
+			ratios := peerRatios(nd, peer)
+			var p99s []float64
 			for r := range nd {
-				if nd[r] != nil && peer[r] != nil && peer[r].opsPerCPU() > 0 {
-					ratios = append(ratios, nd[r].opsPerCPU()/peer[r].opsPerCPU())
-					if peer[r].p99 > 0 {
-						p99s = append(p99s, float64(nd[r].p99)/float64(peer[r].p99))
-					}
+				if nd[r] != nil && peer[r] != nil && peer[r].opsPerCPU() > 0 && peer[r].p99 > 0 {
+					p99s = append(p99s, float64(nd[r].p99)/float64(peer[r].p99))
 				}
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | **%s** (%s) | %s | %s | %s / %s | %s / %s | %s |\n",
@@ -412,6 +493,9 @@ func runProcess(ctx context.Context, dir, name string, cmd *exec.Cmd) (cpu, wall
 	}
 	defer f.Close()
 	cmd.Stdout, cmd.Stderr = f, f
+	if dir, ok := ctx.Value(cgroupKey{}).(string); ok && dir != "" {
+		intoCgroup(cmd, dir)
+	}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return 0, 0, nil, fmt.Errorf("start %s: %w", name, err)

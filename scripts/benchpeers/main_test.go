@@ -147,6 +147,9 @@ func TestValidate(t *testing.T) {
 		{"no binary", func(o *options) { o.ndbench = "no/such/ndbench" }, "run make build first"},
 		{"no baseline binary", func(o *options) { o.baseline = "no/such/ndbench" }, "-baseline no/such/ndbench"},
 		{"environment without =", func(o *options) { o.env = []string{"GOMAXPROCS"} }, `-ndbench-env "GOMAXPROCS": allowed KEY=VALUE`},
+		{"quota below a tenth of a CPU", func(o *options) { o.quota = 0.05 }, "-quota 0.05: allowed 0 (no quota condition) or 0.1 to 1024 CPUs"},
+		{"negative quota", func(o *options) { o.quota = -1 }, "-quota -1: allowed 0"},
+		{"quota of one CPU", func(o *options) { o.quota = 1 }, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := ok
