@@ -127,7 +127,7 @@ func startEtcdNetFleet(t *testing.T) (*netFleet, []*etcdLink, *clientv3.Client) 
 	f.call(http.MethodPatch, f.url("/api/v1/fleet/config"), map[string]any{"values": vals}, nil)
 	f.call(http.MethodPost, f.url("/api/v1/driver/init"), map[string]any{"driver": "redis",
 		"options": map[string]any{"addrs": redis.Addr(), "readTimeout": "500ms", "writeTimeout": "500ms"}}, nil)
-	f.gets = countGets(t, redis.Addr())
+	f.ops = monitorGets(t, redis.Addr())
 	return f, links, srv.Client()
 }
 

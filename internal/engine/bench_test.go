@@ -75,3 +75,40 @@ func BenchmarkOpContext(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOpNext is the cost of making one operation (opPath.next: the mix's pick, the
+// key's draw and name) on a worker's path, with and without a schedule: on one, each
+// operation first reseeds its draws from its slot's intended time.
+func BenchmarkOpNext(b *testing.B) {
+	for _, paced := range []bool{false, true} {
+		b.Run(fmt.Sprintf("paced=%v", paced), func(b *testing.B) {
+			w := config.DefaultWorkload()
+			w.NumKeys, w.ReadRate, w.WriteRate, w.Readers, w.Writers = 1000, 0, 0, 2, 2
+			e, err := New(nopStore{}, w, Options{Collector: stats.NewCollector(stats.Config{})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close(time.Second)
+			e.mu.Lock()
+			c, err := e.class("read")
+			e.mu.Unlock()
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.paced.Store(paced)
+			p := e.newWorkerPath(c, 0, 1, nil)
+			defer p.close()
+			g := e.gen.Load()
+			p.g = g
+			p.mix, p.shards, p.parts = e.classMix(g, "read", 0, nil, nil)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				o := p.next(int64(i)*1000, &p.vbuf)
+				if o.key == "" {
+					b.Fatal("no key")
+				}
+			}
+		})
+	}
+}

@@ -242,6 +242,10 @@ type opClass struct {
 	// (engine clock; 0 until then): how a fleet measures how far each node's first
 	// operation was from the common start instant.
 	firstOp atomic.Int64
+	// paced is set while the pool's pacer runs a schedule (a rate or a shape), whose
+	// slots each have an intended start time of their own: an operation then draws its
+	// key and value from its slot's stream (opPath.next), not its worker's.
+	paced atomic.Bool
 }
 
 // sizing returns the class's configured workers (0 when it is not started, not enabled,
@@ -685,6 +689,7 @@ func (e *Engine) reconcile() {
 			c.pacer.SetShape(shape)
 		}
 		c.rate, c.installedGen = rate, c.shapeGen
+		c.paced.Store(shape != nil)
 		c.active = active
 		c.startAt = 0
 		e.resize(c, workers)

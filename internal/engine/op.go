@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -64,7 +65,15 @@ type opPath struct {
 	clock pacer.Clock
 	slot  *opSlot
 	rng   *rand.Rand
-	class *stats.Shard // this worker's shard of the class's (or backfill's) series
+	// src is rng's source on a worker's path, and stream the pool's part of its seed:
+	// while paced (the class's opClass.paced) is set, next reseeds src from the
+	// operation's intended start time, so an operation's key and value follow its slot
+	// in the schedule, not which worker happened to claim it (see slotSeed). nil on
+	// backfill's paths, which keep the worker's stream.
+	src    *rand.PCG
+	stream uint64
+	paced  *atomic.Bool
+	class  *stats.Shard // this worker's shard of the class's (or backfill's) series
 	// split is the worker's previous cycle, for the start lag's split; the loop notes each
 	// cycle (an operation, a batch, a bulk write) after recording its operations.
 	split lagSplit
@@ -129,6 +138,27 @@ func (e *Engine) newOpPath(rng *rand.Rand, class *stats.Shard, interrupt func())
 	p := &opPath{e: e, clock: e.clock, rng: rng, class: class, slot: newOpSlot(e.runCtx, e.clock, interrupt)}
 	e.dog.add(p.slot)
 	return p
+}
+
+// newWorkerPath returns the path of worker id of class c's pool, started with seed: its
+// own stream, from the seed, the class and the worker, draws what a closed loop's
+// operations need; an open loop's draw from their slots' streams (see next).
+func (e *Engine) newWorkerPath(c *opClass, id int, seed uint64, interrupt func()) *opPath {
+	src := rand.NewPCG(seed, uint64(c.series)<<32|uint64(id))
+	p := e.newOpPath(rand.New(src), c.rec.Shard(id), interrupt)
+	p.src, p.paced = src, &c.paced
+	p.stream = seed ^ uint64(c.series)<<56
+	return p
+}
+
+// slotSeed spreads an intended start time over 64 bits (SplitMix64's finalizer), so that
+// the streams of neighbouring slots, nanoseconds apart, start far apart: the PCG seeded
+// with it then draws as an unbroken stream would.
+func slotSeed(intended int64) uint64 {
+	z := uint64(intended) + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 func (p *opPath) close() {
@@ -223,6 +253,14 @@ func (p *opPath) dropped(intended, start int64) bool {
 // next returns an operation of the class's mix, picked by weight, intended at intended;
 // vbuf holds its value when a validated write encodes one.
 func (p *opPath) next(intended int64, vbuf *[]byte) operation {
+	// On a schedule each slot's intended time is its own, so the slot alone decides what
+	// the operation draws: a run on simulated time then does the same whichever worker
+	// the scheduler let claim each slot. A closed loop's intended times are its workers'
+	// clock readings, which coincide on a simulated clock, so there each worker keeps
+	// its own stream.
+	if p.src != nil && p.paced.Load() {
+		p.src.Seed(p.stream, slotSeed(intended))
+	}
 	pick := 0
 	if len(p.mix) > 1 {
 		u := p.rng.Float64()

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/pacer"
@@ -35,7 +34,6 @@ type batch struct {
 // Open-loop timing stays exact: each operation keeps its own intended start time, and its
 // response time runs from there to the moment its reply was read.
 func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id int, seed uint64) {
-	rng := rand.New(rand.NewPCG(seed, uint64(c.series)<<32|uint64(id)))
 	var pl driver.Pipeline
 	for pl == nil {
 		np, err := e.pipeliner.NewPipeline(ctx)
@@ -52,7 +50,7 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id in
 		e.backoff(ctx, 8)
 	}
 	defer func() { _ = pl.Close() }()
-	p := e.newOpPath(rng, c.rec.Shard(id), pl.Interrupt)
+	p := e.newWorkerPath(c, id, seed, pl.Interrupt)
 	defer p.close()
 	w.slot.Store(p.slot)
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 )
 
@@ -17,7 +16,7 @@ const maxClosedLoopBackoff = 100 * time.Millisecond
 // shrank below its index. seed is the pool's seed for this start; with the class's series
 // and the worker's index it makes the worker's random stream.
 func (e *Engine) work(ctx context.Context, c *opClass, w *worker, id int, seed uint64) {
-	p := e.newOpPath(rand.New(rand.NewPCG(seed, uint64(c.series)<<32|uint64(id))), c.rec.Shard(id), nil)
+	p := e.newWorkerPath(c, id, seed, nil)
 	defer p.close()
 	w.slot.Store(p.slot)
 	for {
