@@ -88,7 +88,7 @@ const (
 )
 
 // tagOf is the control byte of a slot that holds the key of hash h.
-func tagOf(h uint64) uint8 { return usedCtrl | uint8(h>>tagShift)&^usedCtrl }
+func tagOf(h uint64) uint8 { return usedCtrl | uint8(h>>tagShift) }
 
 func newTable() table {
 	b := newBucket(minSlots, 0)
@@ -119,12 +119,24 @@ func (t *table) point(b *bucket, i uint64) {
 // get returns the entry of key, whose hash is h, or nil. The entry may be changed in
 // place (its value) under the shard's write lock; it is valid until the next add or
 // remove.
+//
+// It repeats find's loop rather than calling it: a read of a table in the caches took 8
+// instructions more through find (callgrind, BenchmarkTable at 1,000 keys: 242 per hit
+// and 237 per miss in the driver's Read, against 209 and 232 before the control bytes,
+// when get was small enough to be inlined; now it is not).
 func (t *table) get(h uint64, key string) *entry {
 	d := &t.dir[(h>>dirShift)&(uint64(len(t.dir))-1)]
-	if i := find(d.ctrl, d.slots, h, key); i >= 0 {
-		return &d.slots[i]
+	ctrl, slots, tag := d.ctrl, d.slots, tagOf(h)
+	mask := uint64(len(ctrl) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		if c := ctrl[i]; c == tag {
+			if s := &slots[i]; s.hash == h && s.key == key {
+				return s
+			}
+		} else if c == 0 {
+			return nil
+		}
 	}
-	return nil
 }
 
 // find returns the slot of key, whose hash is h, or -1. It reads an entry only where the
