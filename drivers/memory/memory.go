@@ -78,11 +78,13 @@ var errFull = errors.New("memory: store full")
 
 // entryOverhead is what one entry costs beyond its key and value bytes, as maxBytes counts
 // it. It is an estimate of the heap, fixed so that the limit is exact and the same on every
-// platform: the table slot is 48 bytes (a hash, a string header and a slice header), and
-// the table is 3/8 to 3/4 full, so a slot costs 64 to 128 bytes per entry; 96 is the
-// middle, so the heap runs at most a third above or below the count for small values
-// (the allocator's rounding of the value aside). With a Go map and an entry object it was
-// ~60 bytes, counted as 64.
+// platform. The table's slot was 48 bytes (a hash, a string header and a slice header) at
+// 3/8 to 3/4 full, 64 to 128 bytes per entry, and 96 the middle; it is 41 bytes now (a
+// control byte and an entry that keeps the value's pointer and length), 55 to 109 bytes
+// per entry, 86 measured at 1,000,000 keys (BenchmarkTable's index-B/key, from 101). The
+// count stays 96, so a maxBytes that fitted a workload still fits it: the heap runs at most
+// a third above or below it for small values (the allocator's rounding of the value
+// aside). With a Go map and an entry object it was ~60 bytes, counted as 64.
 const entryOverhead = 96
 
 // entryCost is what an entry of key and value counts against maxBytes.
@@ -342,7 +344,7 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 		sh.mu.RUnlock()
 		return nil, driver.ErrNotFound
 	}
-	v := e.v
+	v := e.value()
 	sh.mu.RUnlock()
 	return v, nil
 }
@@ -364,7 +366,7 @@ func (d *Driver) Delete(ctx context.Context, key string) error {
 		return errClosed
 	}
 	if e, ok := sh.t.remove(h, key); ok {
-		d.stored.Add(-entryCost(key, e.v))
+		d.stored.Add(-entryCost(key, e.value()))
 	}
 	sh.mu.Unlock()
 	return nil
@@ -513,13 +515,13 @@ func (d *Driver) store(limit int64, key string, v []byte) error {
 	}
 	if e := sh.t.get(h, key); e != nil {
 		// An overwrite of the same length, the common case, leaves stored alone.
-		if grow := int64(len(v)) - int64(len(e.v)); grow != 0 {
+		if grow := int64(len(v)) - int64(e.vn); grow != 0 {
 			if stored, ok := d.account(limit, grow); !ok {
 				sh.mu.Unlock()
 				return d.full(limit, stored, grow)
 			}
 		}
-		e.v = v
+		e.set(v)
 	} else {
 		grow := entryCost(key, v)
 		if stored, ok := d.account(limit, grow); !ok {
@@ -536,7 +538,7 @@ func (d *Driver) store(limit int64, key string, v []byte) error {
 // entry for key is e (nil: none).
 func growth(e *entry, key string, value []byte) int64 {
 	if e != nil {
-		return int64(len(value)) - int64(len(e.v))
+		return int64(len(value)) - int64(e.vn)
 	}
 	return entryCost(key, value)
 }
@@ -589,7 +591,7 @@ func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) 
 			return nil, errClosed
 		}
 		if e := sh.t.get(h, k); e != nil {
-			out[i] = e.v
+			out[i] = e.value()
 		}
 		sh.mu.RUnlock()
 	}

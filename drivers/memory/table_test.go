@@ -1,10 +1,14 @@
 package memory
 
 import (
+	"context"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"testing"
 	"unsafe"
+
+	"github.com/ndbench/ndbench/driver"
 )
 
 // The table against a Go map, through random adds, overwrites, removes and lookups. The
@@ -35,7 +39,7 @@ func TestTableAgainstMap(t *testing.T) {
 				t.Helper()
 				w, ok := want[key]
 				e := tab.get(h, key)
-				if (e != nil) != ok || e != nil && (e.key != key || len(e.v) != 1 || e.v[0] != w) {
+				if (e != nil) != ok || e != nil && (e.key != key || len(e.value()) != 1 || e.value()[0] != w) {
 					t.Fatalf("step %d: get %s = %+v, want value %v (stored %v)", step, key, e, w, ok)
 				}
 			}
@@ -45,14 +49,14 @@ func TestTableAgainstMap(t *testing.T) {
 				switch op := rng.IntN(10); {
 				case op < 4: // add or overwrite
 					if e := tab.get(h, key); e != nil {
-						e.v = []byte{byte(step)}
+						e.set([]byte{byte(step)})
 					} else {
 						tab.add(h, key, []byte{byte(step)})
 					}
 					want[key] = byte(step)
 				case op < 7:
 					e, ok := tab.remove(h, key)
-					if w, stored := want[key]; ok != stored || ok && (e.key != key || e.v[0] != w) {
+					if w, stored := want[key]; ok != stored || ok && (e.key != key || e.value()[0] != w) {
 						t.Fatalf("step %d: remove %s returned %+v, %v; want value %v (stored %v)", step, key, e, ok, w, stored)
 					}
 					delete(want, key)
@@ -70,21 +74,14 @@ func TestTableAgainstMap(t *testing.T) {
 			n := 0
 			tab.each(func(e *entry) {
 				n++
-				if w, ok := want[e.key]; !ok || e.v[0] != w {
-					t.Errorf("each gave %s = %v, not stored", e.key, e.v)
+				if w, ok := want[e.key]; !ok || e.value()[0] != w {
+					t.Errorf("each gave %s = %v, not stored", e.key, e.value())
 				}
 			})
 			if n != len(want) {
 				t.Errorf("each gave %d entries, want %d", n, len(want))
 			}
-			for i, d := range tab.dir {
-				b := d.b
-				if 4*b.n > 3*len(b.slots) || b.depth > tab.depth || tab.dir[uint64(i)&(1<<b.depth-1)].b != b ||
-					len(d.slots) != len(b.slots) || &d.slots[0] != &b.slots[0] {
-					t.Fatalf("bucket at %d: %d entries in %d slots, depth %d of %d, not at its first index or slots not its own",
-						i, b.n, len(b.slots), b.depth, tab.depth)
-				}
-			}
+			checkTable(t, &tab)
 			t.Logf("%d entries, directory depth %d", tab.n, tab.depth)
 		})
 	}
@@ -93,5 +90,303 @@ func TestTableAgainstMap(t *testing.T) {
 func TestShardIsACacheLine(t *testing.T) {
 	if n := unsafe.Sizeof(shard{}); n != 64 {
 		t.Errorf("a shard is %d bytes, want 64: one cache line, so neighbouring shards' locks share none", n)
+	}
+}
+
+// checkTable fails t unless tab keeps its invariants: every bucket at most 3/4 full and at
+// its directory indexes with its own slots and control bytes; a used slot's control byte
+// is its hash's tag and an empty slot holds nothing; and every entry is reachable, with
+// no empty slot between its home and its slot (a lookup stops at the first empty one).
+func checkTable(t *testing.T, tab *table) {
+	t.Helper()
+	n := 0
+	for i, d := range tab.dir {
+		b := d.b
+		if 4*b.n > 3*len(b.slots) || b.depth > tab.depth || tab.dir[uint64(i)&(1<<b.depth-1)].b != b ||
+			len(d.slots) != len(b.slots) || &d.slots[0] != &b.slots[0] ||
+			len(d.ctrl) != len(b.slots) || len(b.ctrl) != len(b.slots) || &d.ctrl[0] != &b.ctrl[0] {
+			t.Fatalf("bucket at %d: %d entries in %d slots, depth %d of %d, not at its first index or slots not its own",
+				i, b.n, len(b.slots), b.depth, tab.depth)
+		}
+		if uint64(i) >= 1<<b.depth {
+			continue
+		}
+		used := 0
+		mask := uint64(len(b.slots) - 1)
+		for j, c := range b.ctrl {
+			e := b.slots[j]
+			if c == 0 {
+				if !isEmpty(e) {
+					t.Fatalf("bucket at %d: empty slot %d holds %+v", i, j, e)
+				}
+				continue
+			}
+			used++
+			if c != tagOf(e.hash) {
+				t.Fatalf("bucket at %d: slot %d's control byte %#x, want %#x", i, j, c, tagOf(e.hash))
+			}
+			for k := e.hash & mask; k != uint64(j); k = (k + 1) & mask {
+				if b.ctrl[k] == 0 {
+					t.Fatalf("bucket at %d: %s in slot %d, but slot %d between its home %d and it is empty", i, e.key, j, k, e.hash&mask)
+				}
+			}
+			if tab.get(e.hash, e.key) != &b.slots[j] {
+				t.Fatalf("bucket at %d: %s in slot %d is not found there", i, e.key, j)
+			}
+		}
+		if used != b.n {
+			t.Fatalf("bucket at %d: %d slots used, counted %d", i, used, b.n)
+		}
+		n += used
+	}
+	if n != tab.n {
+		t.Fatalf("%d entries in the buckets, counted %d", n, tab.n)
+	}
+}
+
+// An entry gives back the value it was set to: nil as nil, an empty value as empty but not
+// nil (ReadBulk tells an empty value from a missing key by it), and a value's bytes and
+// length, whose capacity is its length.
+func TestEntryValue(t *testing.T) {
+	for _, v := range [][]byte{nil, {}, []byte("x"), make([]byte, 1000)} {
+		var e entry
+		e.set(v)
+		got := e.value()
+		if (got == nil) != (v == nil) || len(got) != len(v) || cap(got) != len(v) || len(v) > 0 && &got[0] != &v[0] {
+			t.Errorf("set %v (nil %v, len %d): value is nil %v, len %d, cap %d, same bytes %v",
+				v, v == nil, len(v), got == nil, len(got), cap(got), len(v) > 0 && &got[0] == &v[0])
+		}
+	}
+}
+
+// isEmpty reports whether e holds nothing, so it keeps no key or value alive.
+func isEmpty(e entry) bool { return e == (entry{}) }
+
+// The probe sequence's edges, in a new table's single bucket of minSlots (8) slots, where
+// a key's home is its hash's low 3 bits. Hashes that differ only above the home share its
+// run; hashes that differ in bits tagShift.. differ in their tags too.
+func TestTableProbeEdges(t *testing.T) {
+	const otherTag = 1 << tagShift
+	type op struct {
+		remove bool
+		key    string
+		hash   uint64
+	}
+	add := func(key string, h uint64) op { return op{key: key, hash: h} }
+	del := func(key string, h uint64) op { return op{remove: true, key: key, hash: h} }
+	for _, c := range []struct {
+		name   string
+		ops    []op
+		slots  map[string]int    // where each stored key must sit
+		misses map[string]uint64 // keys that must not be found, with their hashes
+	}{
+		{
+			name:   "a run wraps around the end",
+			ops:    []op{add("a", 6), add("b", 6), add("c", 7), add("d", 6)},
+			slots:  map[string]int{"a": 6, "b": 7, "c": 0, "d": 1},
+			misses: map[string]uint64{"e": 7, "f": 6 | otherTag, "g": 1},
+		},
+		{
+			name:   "a delete inside a run moves the rest back",
+			ops:    []op{add("a", 5), add("b", 5), add("c", 6), add("d", 5), del("b", 5)},
+			slots:  map[string]int{"a": 5, "c": 6, "d": 7},
+			misses: map[string]uint64{"b": 5, "e": 6},
+		},
+		{
+			name:   "a delete leaves an entry at its home",
+			ops:    []op{add("a", 1), add("b", 1), add("c", 3), del("a", 1)},
+			slots:  map[string]int{"b": 1, "c": 3},
+			misses: map[string]uint64{"a": 1, "d": 2},
+		},
+		{
+			name:   "an entry moves back across the wrap",
+			ops:    []op{add("a", 7), add("b", 7), add("c", 0), del("a", 7)},
+			slots:  map[string]int{"b": 7, "c": 0},
+			misses: map[string]uint64{"a": 7, "d": 0},
+		},
+		{
+			name:   "an entry may not move back before its home",
+			ops:    []op{add("a", 2), add("b", 3), add("c", 3), add("d", 2), del("a", 2)},
+			slots:  map[string]int{"b": 3, "c": 4, "d": 2},
+			misses: map[string]uint64{"a": 2},
+		},
+		{
+			name:   "keys of one hash are told apart by their bytes",
+			ops:    []op{add("a", 3), add("b", 3), add("c", 3), del("a", 3)},
+			slots:  map[string]int{"b": 3, "c": 4},
+			misses: map[string]uint64{"a": 3, "d": 3},
+		},
+		{
+			name: "the same tag, another hash: a miss reads the entries and ends at an empty slot",
+			ops:  []op{add("a", 2), add("b", 3)},
+			// "a"'s bytes with another hash of the same home and tag: not the stored key
+			slots:  map[string]int{"a": 2, "b": 3},
+			misses: map[string]uint64{"x": 2 | 1<<20, "a": 2 | 1<<20},
+		},
+		{
+			name:   "delete the only entry of a full run's last slot",
+			ops:    []op{add("a", 0), add("b", 0), add("c", 0), add("d", 0), add("e", 0), add("f", 0), del("f", 0)},
+			slots:  map[string]int{"a": 0, "b": 1, "c": 2, "d": 3, "e": 4},
+			misses: map[string]uint64{"f": 0, "g": 5},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tab := newTable()
+			for _, o := range c.ops {
+				if o.remove {
+					if _, ok := tab.remove(o.hash, o.key); !ok {
+						t.Fatalf("remove %s: not found", o.key)
+					}
+				} else {
+					tab.add(o.hash, o.key, []byte(o.key))
+				}
+				checkTable(t, &tab)
+			}
+			b := tab.dir[0].b
+			if len(b.slots) != minSlots || tab.n != len(c.slots) {
+				t.Fatalf("%d entries in %d slots, want %d in %d", tab.n, len(b.slots), len(c.slots), minSlots)
+			}
+			for key, want := range c.slots {
+				e := tab.get(b.slots[want].hash, key)
+				if e != &b.slots[want] || string(e.value()) != key {
+					t.Errorf("%s is not in slot %d", key, want)
+				}
+			}
+			for key, h := range c.misses {
+				if e := tab.get(h, key); e != nil {
+					t.Errorf("%s (hash %#x) found: %+v", key, h, e)
+				}
+				if _, ok := tab.remove(h, key); ok {
+					t.Errorf("%s (hash %#x) removed", key, h)
+				}
+			}
+		})
+	}
+}
+
+// Deletes leave nothing behind: a bucket that has held and lost many more keys than it
+// has slots, all in one run, is as empty as a new one, a miss stops at the first slot,
+// and it fills to 3/4 again without growing.
+func TestTableReuseAfterManyDeletes(t *testing.T) {
+	tab := newTable()
+	for round := range 1000 {
+		for k := range 6 { // 6 of 8 slots: the most before a bucket grows
+			tab.add(uint64(round+k), "k"+strconv.Itoa(round)+"."+strconv.Itoa(k), nil)
+		}
+		checkTable(t, &tab)
+		for k := range 6 {
+			if _, ok := tab.remove(uint64(round+k), "k"+strconv.Itoa(round)+"."+strconv.Itoa(k)); !ok {
+				t.Fatalf("round %d: key %d not removed", round, k)
+			}
+		}
+	}
+	b := tab.dir[0].b
+	if len(b.slots) != minSlots || tab.n != 0 || len(tab.dir) != 1 {
+		t.Fatalf("after the deletes: %d entries, %d slots, %d buckets; want 0, %d, 1", tab.n, len(b.slots), len(tab.dir), minSlots)
+	}
+	for i, c := range b.ctrl {
+		if c != 0 || !isEmpty(b.slots[i]) {
+			t.Fatalf("slot %d still holds %#x %+v", i, c, b.slots[i])
+		}
+	}
+}
+
+// FuzzTable runs the table against a Go map: each pair of input bytes is an operation and
+// a key. The keys' hashes come from few homes and tags, so runs are long, collide in
+// their tags and wrap around, and the table grows and splits.
+func FuzzTable(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 1, 1, 2, 1, 2, 2})
+	f.Add([]byte("\x00\x07\x00\x0f\x00\x17\x01\x07\x02\x0f\x02\x07"))
+	seq := make([]byte, 0, 4000)
+	for i := range 2000 {
+		seq = append(seq, byte(i%3), byte(i*7))
+	}
+	f.Add(seq)
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		// 256 keys: homes from the low bits, a few tags, and directory bits for splits
+		hash := func(k byte) uint64 {
+			return uint64(k&7) | uint64(k>>3&3)<<tagShift | uint64(k>>5)<<dirShift
+		}
+		tab := newTable()
+		want := map[string]byte{}
+		for i := 0; i+1 < len(ops); i += 2 {
+			k := ops[i+1]
+			key, h := "k"+strconv.Itoa(int(k)), hash(k)
+			switch ops[i] % 3 {
+			case 0:
+				if e := tab.get(h, key); e != nil {
+					e.set([]byte{byte(i)})
+				} else {
+					tab.add(h, key, []byte{byte(i)})
+				}
+				want[key] = byte(i)
+			case 1:
+				_, ok := tab.remove(h, key)
+				if _, stored := want[key]; ok != stored {
+					t.Fatalf("op %d: remove %s = %v, want %v", i/2, key, ok, stored)
+				}
+				delete(want, key)
+			}
+			w, ok := want[key]
+			if e := tab.get(h, key); (e != nil) != ok || e != nil && e.value()[0] != w {
+				t.Fatalf("op %d: get %s = %+v, want %v (stored %v)", i/2, key, e, w, ok)
+			}
+		}
+		checkTable(t, &tab)
+		if tab.n != len(want) {
+			t.Fatalf("%d entries, want %d", tab.n, len(want))
+		}
+		for k := range 256 {
+			key := "k" + strconv.Itoa(k)
+			w, ok := want[key]
+			if e := tab.get(hash(byte(k)), key); (e != nil) != ok || e != nil && e.value()[0] != w {
+				t.Fatalf("get %s = %+v, want %v (stored %v)", key, e, w, ok)
+			}
+		}
+	})
+}
+
+// BenchmarkTable reads stored keys (hit) and keys never written (miss) through the driver,
+// at 1,000 keys (the table stays in the CPU's caches) and 1,000,000 (it does not), and
+// reports what the index costs per key: the heap the writes of the keys with empty values
+// took, less nothing else (the key strings exist before).
+//
+//	go test -run '^$' -bench Table -benchtime 2000000x ./drivers/memory/
+func BenchmarkTable(b *testing.B) {
+	for _, n := range []int{1_000, 1_000_000} {
+		b.Run("keys="+strconv.Itoa(n), func(b *testing.B) {
+			ctx := context.Background()
+			d := open(b, map[string]string{"maxBytes": "0"})
+			keys := make([]string, 2*n) // the first n are written, the rest never
+			rng := rand.New(rand.NewPCG(3, 4))
+			for i := range keys { // even numbers written, odd ones never
+				keys[i] = "key" + strconv.FormatUint(rng.Uint64()%1e12&^1|uint64(i/n), 10)
+			}
+			var m0, m1 runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&m0)
+			for _, k := range keys[:n] {
+				if err := d.Write(ctx, k, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			perKey := float64(m1.HeapAlloc-m0.HeapAlloc) / float64(n)
+			for _, c := range []struct {
+				name string
+				keys []string
+				err  error
+			}{{"hit", keys[:n], nil}, {"miss", keys[n:], driver.ErrNotFound}} {
+				b.Run(c.name, func(b *testing.B) {
+					for i := range b.N {
+						if _, err := d.Read(ctx, c.keys[i%n]); err != c.err {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(perKey, "index-B/key")
+				})
+			}
+		})
 	}
 }

@@ -21,6 +21,13 @@
     return e;
   }
 
+  // shownCredentials masks the password of every URL in text (scheme://user:password@),
+  // as the server's own redaction does: a source's name and error name etcd's endpoints,
+  // which may carry one, and the page must never show it whatever the server sends.
+  function shownCredentials(text) {
+    return String(text).replace(/([a-z][a-z0-9+.-]*:\/\/[^\/\s:@]*):[^\s,/]*@/gi, '$1:xxxxx@');
+  }
+
   // ApiError carries the problem+json body of a failed request.
   class ApiError extends Error {
     constructor(status, problem) {
@@ -414,6 +421,7 @@
       this.q('[data-role=pending]').textContent = pend.length ? 'Applies at the next connect: ' + pend.join(', ') : '';
       const le = st.lastError;
       this.q('[data-role=lasterror]').textContent = le ? 'Last error: ' + (le.message || le.error || JSON.stringify(le)) : '';
+      this.renderConfigSources(st.configSources || []);
       // Backfill progress.
       const prog = this.q('[data-role=backfill-progress]');
       const ptext = this.q('[data-role=backfill-text]');
@@ -425,6 +433,31 @@
       } else { prog.removeAttribute('value'); prog.value = 0; ptext.textContent = 'not run'; }
       this.applyConnectedState();
       this.queueRender();
+    }
+
+    // renderConfigSources lists the dynamic configuration sources (a watched --config file,
+    // --config-etcd): a failing one with its error and since when, because while it fails
+    // the node keeps its last good configuration and an edit there silently changes
+    // nothing. No sources, no section.
+    renderConfigSources(list) {
+      const box = this.q('[data-role=config-sources]');
+      box.hidden = list.length === 0;
+      const when = (iso) => el('time', { datetime: iso, text: new Date(iso).toLocaleString() });
+      this.q('[data-role=config-sources-list]').replaceChildren(...list.map((s) => {
+        const li = el('li', { class: s.failing ? 'failing' : 'ok', 'data-failing': String(!!s.failing) },
+          el('span', { class: 'cs-name', text: shownCredentials(s.source || '') }), ' ');
+        if (s.failing) {
+          li.append(el('span', { class: 'flag failing', text: 'failing' }));
+          if (s.failingSince) li.append(' since ', when(s.failingSince));
+          li.append(el('span', { class: 'muted small', text: ': the last good configuration stays applied' }));
+          if (s.error) li.append(el('p', { class: 'error-text', 'data-role': 'config-source-error', text: shownCredentials(s.error) }));
+        } else {
+          li.append(el('span', { class: 'flag ok', text: 'ok' }));
+          if (s.appliedAt) li.append(' applied ', when(s.appliedAt));
+          else if (s.checkedAt) li.append(' read ', when(s.checkedAt));
+        }
+        return li;
+      }));
     }
 
     // settle refreshes a fleet's status once its nodes have beaten again: a fleet answers a
