@@ -104,6 +104,16 @@ type job struct {
 	// print.
 	shard bool
 	run   func(ctx context.Context) (out []byte, err error)
+	// cpu is the CPU time (user and system) of the job's commands and of the processes
+	// they waited for: for a go test job its compile and its test binary.
+	cpu time.Duration
+	mu  sync.Mutex
+}
+
+func (j *job) addCPU(st *os.ProcessState) {
+	j.mu.Lock()
+	j.cpu += cpuOf(st)
+	j.mu.Unlock()
 }
 
 func run(ctx context.Context, o options) int {
@@ -165,7 +175,9 @@ func buildNdbench(ctx context.Context, tmp string, began time.Time) *ndbenchBuil
 			b.err = fmt.Errorf("build ndbench: %w\n%s", err, out)
 			return
 		}
-		fmt.Printf("--- built ndbench for the fleet tests in %.1fs\n", time.Since(began).Seconds())
+		// On standard error, like every note of the runner's own, so -json's stream stays
+		// go test's.
+		fmt.Fprintf(os.Stderr, "--- built ndbench for the fleet tests in %.1fs\n", time.Since(began).Seconds())
 	}()
 	return b
 }
@@ -206,9 +218,13 @@ func goTestJob(o options, pkg string, heavy bool, nb *ndbenchBuild) *job {
 		args = append(args, "-json")
 	}
 	args = append(args, pkg)
-	return &job{name: pkg, heavy: heavy, run: func(ctx context.Context) ([]byte, error) {
-		return command(ctx, "", nb.env(false), "go", args...)
-	}}
+	j := &job{name: pkg, heavy: heavy}
+	j.run = func(ctx context.Context) ([]byte, error) {
+		out, st, err := commandCPU(ctx, "", nb.env(false), "go", args...)
+		j.addCPU(st)
+		return out, err
+	}
+	return j
 }
 
 // compiled is a split package's test binary, compiled once for all its shards, and the
@@ -219,16 +235,26 @@ type compiled struct {
 	dir   string
 	tests []string
 	env   []string
-	out   []byte
-	err   error
+	// compileCPU: go test -c's CPU time.
+	compileCPU time.Duration
+	out        []byte
+	err        error
 }
 
 func shardJobs(o options, pkg, tmp string, nb *ndbenchBuild) []*job {
 	c := &compiled{}
 	compile := func(ctx context.Context) {
+		began := time.Now()
+		defer func() {
+			fmt.Fprintf(os.Stderr, "--- compiled and listed the tests of %s in %.1fs (go test -c: %.1fs of CPU): %d tests in %d processes\n",
+				pkg, time.Since(began).Seconds(), c.compileCPU.Seconds(), len(c.tests), o.shards)
+		}()
 		c.bin = filepath.Join(tmp, strings.ReplaceAll(pkg, "/", "_")+".test")
 		args := append([]string{"test", "-c", "-o", c.bin}, o.buildFlags()...)
-		if c.out, c.err = command(ctx, "", nil, "go", append(args, pkg)...); c.err != nil {
+		var st *os.ProcessState
+		c.out, st, c.err = commandCPU(ctx, "", nil, "go", append(args, pkg)...)
+		c.compileCPU = cpuOf(st)
+		if c.err != nil {
 			c.err = fmt.Errorf("go test -c %s: %w", pkg, c.err)
 			return
 		}
@@ -254,7 +280,9 @@ func shardJobs(o options, pkg, tmp string, nb *ndbenchBuild) []*job {
 	}
 	jobs := make([]*job, o.shards)
 	for i := range jobs {
-		jobs[i] = &job{name: fmt.Sprintf("%s (shard %d of %d)", pkg, i+1, o.shards), shard: true, run: func(ctx context.Context) ([]byte, error) {
+		j := &job{name: fmt.Sprintf("%s (shard %d of %d)", pkg, i+1, o.shards), shard: true}
+		jobs[i] = j
+		j.run = func(ctx context.Context) ([]byte, error) {
 			c.once.Do(func() { compile(ctx) })
 			if c.err != nil {
 				return c.out, c.err
@@ -266,10 +294,15 @@ func shardJobs(o options, pkg, tmp string, nb *ndbenchBuild) []*job {
 			args := []string{"-test.paniconexit0", "-test.count=1", "-test.timeout=" + o.timeout.String(), "-test.run", runPattern(mine)}
 			if o.json {
 				// As go test -json runs a test binary.
-				return command(ctx, c.dir, c.env, "go", append([]string{"tool", "test2json", "-t", "-p", pkg, c.bin, "-test.v=test2json"}, args...)...)
+				args = append([]string{"tool", "test2json", "-t", "-p", pkg, c.bin, "-test.v=test2json"}, args...)
+				out, st, err := commandCPU(ctx, c.dir, c.env, "go", args...)
+				j.addCPU(st)
+				return out, err
 			}
-			return command(ctx, c.dir, c.env, c.bin, args...)
-		}}
+			out, st, err := commandCPU(ctx, c.dir, c.env, c.bin, args...)
+			j.addCPU(st)
+			return out, err
+		}
 	}
 	return jobs
 }
@@ -311,12 +344,18 @@ func runPattern(names []string) string {
 // command runs name in dir (the current one when empty) with env (this process's when
 // nil) and returns its output, standard error included.
 func command(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
+	out, _, err := commandCPU(ctx, dir, env, name, args...)
+	return out, err
+}
+
+// commandCPU is command, with the finished process's state for its CPU time.
+func commandCPU(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, *os.ProcessState, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir, cmd.Env = dir, env
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
 	err := cmd.Run()
-	return b.Bytes(), err
+	return b.Bytes(), cmd.ProcessState, err
 }
 
 type result struct {
@@ -361,15 +400,12 @@ func schedule(ctx context.Context, o options, jobs []*job, began time.Time) int 
 			status = 1
 		}
 	}
-	if !o.json {
-		sort.Slice(times, func(a, b int) bool { return times[a].elapsed > times[b].elapsed })
-		fmt.Printf("--- integration: %d test processes in %.0fs, %d at a time; the longest:\n", len(times), time.Since(began).Seconds(), o.p)
-		for i, r := range times {
-			if i == 8 {
-				break
-			}
-			fmt.Printf("    %6.1fs %s\n", r.elapsed.Seconds(), r.j.name)
-		}
+	// On standard error, so -json's stream stays go test's. CPU is the job's processes'
+	// (a split package's compile is reported on its own line, not in its shards).
+	sort.Slice(times, func(a, b int) bool { return times[a].elapsed > times[b].elapsed })
+	fmt.Fprintf(os.Stderr, "--- integration: %d test processes in %.0fs, %d at a time (wall, CPU user+sys):\n", len(times), time.Since(began).Seconds(), o.p)
+	for _, r := range times {
+		fmt.Fprintf(os.Stderr, "    %6.1fs %6.1fs %s\n", r.elapsed.Seconds(), r.j.cpu.Seconds(), r.j.name)
 	}
 	return status
 }
@@ -396,4 +432,11 @@ func report(o options, r result) {
 	default:
 		fmt.Printf("ok  \t%s\t%.3fs\n", r.j.name, r.elapsed.Seconds())
 	}
+}
+
+func cpuOf(st *os.ProcessState) time.Duration {
+	if st == nil {
+		return 0
+	}
+	return st.UserTime() + st.SystemTime()
 }
