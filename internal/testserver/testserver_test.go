@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 func TestTailLines(t *testing.T) {
@@ -83,7 +85,7 @@ func TestMissingCassandraNamesInstallScript(t *testing.T) {
 	}
 }
 
-// A run handed a built binary (make integration's NDBENCH_BIN) uses it and builds nothing:
+// A run handed a built binary (make integration's TEST_NDBENCH_BIN) uses it and builds nothing:
 // the context is already cancelled, so a build would fail. A path that is not a binary
 // file fails naming the variable.
 func TestBuildNdbenchUsesTheGivenBinary(t *testing.T) {
@@ -98,7 +100,7 @@ func TestBuildNdbenchUsesTheGivenBinary(t *testing.T) {
 		name, env, want, wantErr string
 	}{
 		{"a binary", bin, bin, ""},
-		{"missing", filepath.Join(dir, "absent"), "", "NDBENCH_BIN=" + filepath.Join(dir, "absent")},
+		{"missing", filepath.Join(dir, "absent"), "", "TEST_NDBENCH_BIN=" + filepath.Join(dir, "absent")},
 		{"a directory", dir, "", "is not a file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,5 +116,13 @@ func TestBuildNdbenchUsesTheGivenBinary(t *testing.T) {
 				t.Fatalf("BuildNdbench = %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// The nodes a test starts inherit its environment, and ndbench refuses an unknown
+// variable under its configuration's prefix: the binary's variable must be outside it.
+func TestNdbenchBinEnvIsNotASetting(t *testing.T) {
+	if strings.HasPrefix(NdbenchBinEnv, config.EnvPrefix) {
+		t.Errorf("%s starts with %s: every node started with it set would refuse to start", NdbenchBinEnv, config.EnvPrefix)
 	}
 }
