@@ -3,7 +3,7 @@
 // three differences that cut the stage's wall time without dropping a test:
 //
 //   - The ndbench binary the fleet tests exec is built once, beside the first jobs, and
-//     handed in NDBENCH_BIN (testserver.BuildNdbench) to the split packages' shards, which
+//     handed in TEST_NDBENCH_BIN (testserver.BuildNdbench) to the split packages' shards, which
 //     wait for it, and to every job started after it is built, instead of cli and cluster
 //     each compiling and linking their own.
 //   - The packages named by -split have their tests divided among -shards processes of one
@@ -143,7 +143,7 @@ type ndbenchBuild struct {
 	err  error
 }
 
-// env is the environment for a test process: NDBENCH_BIN when the build is done (wait:
+// env is the environment for a test process: TEST_NDBENCH_BIN when the build is done (wait:
 // after waiting for it). A process started before it is done builds its own if it needs one.
 func (b *ndbenchBuild) env(wait bool) []string {
 	if wait {
@@ -152,7 +152,7 @@ func (b *ndbenchBuild) env(wait bool) []string {
 	select {
 	case <-b.done:
 		if b.err == nil {
-			return append(os.Environ(), "NDBENCH_BIN="+b.bin)
+			return append(os.Environ(), "TEST_NDBENCH_BIN="+b.bin)
 		}
 	default:
 	}
@@ -161,7 +161,7 @@ func (b *ndbenchBuild) env(wait bool) []string {
 
 func buildNdbench(ctx context.Context, tmp string, began time.Time) *ndbenchBuild {
 	b := &ndbenchBuild{done: make(chan struct{})}
-	if bin := os.Getenv("NDBENCH_BIN"); bin != "" {
+	if bin := os.Getenv("TEST_NDBENCH_BIN"); bin != "" {
 		b.bin = bin
 		close(b.done)
 		return b
@@ -182,11 +182,14 @@ func buildNdbench(ctx context.Context, tmp string, began time.Time) *ndbenchBuil
 	return b
 }
 
-// plan lists the jobs in the order they start: the split packages' shards first (the
-// longest), then the other packages in the order given, the heavy ones last.
+// plan lists the jobs in the order they start: the packages in the order given (list the
+// longest first), a split package's shards in its place, the heavy packages last. The
+// stage is bound by its jobs' summed time over -p slots, so a long package started late
+// is its tail: engine, listed after cli's and cluster's four shards, ran alone for its
+// last ~70 s.
 func plan(o options, tmp string, nb *ndbenchBuild) []*job {
 	split, heavy := strings.Fields(o.split), strings.Fields(o.heavy)
-	var first, rest, last []*job
+	var first, last []*job
 	for _, pkg := range o.pkgs {
 		switch {
 		case contains(split, pkg):
@@ -194,10 +197,10 @@ func plan(o options, tmp string, nb *ndbenchBuild) []*job {
 		case contains(heavy, pkg):
 			last = append(last, goTestJob(o, pkg, true, nb))
 		default:
-			rest = append(rest, goTestJob(o, pkg, false, nb))
+			first = append(first, goTestJob(o, pkg, false, nb))
 		}
 	}
-	return append(append(first, rest...), last...)
+	return append(first, last...)
 }
 
 func (o options) buildFlags() []string {

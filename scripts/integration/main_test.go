@@ -60,15 +60,15 @@ func TestTestNames(t *testing.T) {
 	}
 }
 
-// The split packages' shards start first, the heavy (JVM) packages last, the others in
-// the order given.
+// The packages start in the order given, a split package's shards in its place, the
+// heavy (JVM) packages last.
 func TestPlanOrder(t *testing.T) {
 	o := options{shards: 2, split: "p/cli", heavy: "p/cass p/es", pkgs: []string{"p/eng", "p/cass", "p/cli", "p/redis", "p/es"}}
 	var got []string
 	for _, j := range plan(o, t.TempDir(), &ndbenchBuild{done: make(chan struct{})}) {
 		got = append(got, j.name)
 	}
-	want := []string{"p/cli (shard 1 of 2)", "p/cli (shard 2 of 2)", "p/eng", "p/redis", "p/cass", "p/es"}
+	want := []string{"p/eng", "p/cli (shard 1 of 2)", "p/cli (shard 2 of 2)", "p/redis", "p/cass", "p/es"}
 	if !slices.Equal(got, want) {
 		t.Errorf("plan = %v, want %v", got, want)
 	}
