@@ -184,9 +184,9 @@ func buildNdbench(ctx context.Context, tmp string, began time.Time) *ndbenchBuil
 
 // plan lists the jobs in the order they start: the packages in the order given (list the
 // longest first), a split package's shards in its place, the heavy packages last. The
-// stage is bound by its jobs' summed time over -p slots, so a long package started late
-// is its tail: engine, listed after cli's and cluster's four shards, ran alone for its
-// last ~70 s.
+// stage is bound by its jobs' summed time over -p slots, and a long package started late
+// makes its tail: engine, listed after cli's and cluster's four shards, started ~290 s in
+// and was among the last jobs to end.
 func plan(o options, tmp string, nb *ndbenchBuild) []*job {
 	split, heavy := strings.Fields(o.split), strings.Fields(o.heavy)
 	var first, last []*job
