@@ -10,9 +10,10 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # HTTP and gRPC services) on loopback, and fleets of ndbench processes; ./internal/history/ runs its
 # store's tests against PostgreSQL as against SQLite; ./deploy/ checks the Helm chart with the helm that
 # scripts/install-test-deps.sh installs.
-# Longest first (cli, cluster, engine): go test -p starts packages in the order listed, so
-# the three longest start together and the short ones fill the slots after them.
-INTEGRATION := ./internal/cli/ ./internal/cluster/... ./internal/engine/ ./internal/testserver/ ./internal/netlab/ ./internal/history/ ./drivers/... ./deploy/
+# Longest first (engine, then cli's and cluster's shards): scripts/integration starts them
+# in the order listed, so the longest start together and the short ones fill the slots
+# after them; a long package listed late is the stage's tail.
+INTEGRATION := ./internal/engine/ ./internal/cli/ ./internal/cluster/... ./internal/testserver/ ./internal/netlab/ ./internal/history/ ./drivers/... ./deploy/
 # The container image: `make image` (needs a Docker engine with BuildKit).
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
@@ -134,26 +135,30 @@ fuzz:
 	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$budget -fuzzminimizetime 10x $(if $(FUZZ_PARALLEL),-parallel $(FUZZ_PARALLEL)) $$pkg; \
 	done
 
-# Three packages at a time (INTEGRATION_P; go test's default is one per core): the
-# integration packages mostly wait, for real runs of whole seconds, servers starting and
-# fleets of ndbench processes. cli, cluster and engine side by side used 0.65 of the 2
-# cores (340 s of CPU in 523 s) and took 523 s, where two at a time would take ~665 s from
-# their package times (docs/performance.md, "CI time").
-# The packages whose servers are JVMs (Cassandra, Elasticsearch and OpenSearch, Geode,
-# Gremlin Server, DynamoDB Local; 0.5-1.5 GB and seconds of CPU to start each) run after
-# the others, two at a time: three at once beside the compile starved them, and a
-# Cassandra session's Close took over 20 s (drivers/cassandra's TestZConformance, in the
-# first CI run with three packages at a time).
-INTEGRATION_P ?= 3
+# scripts/integration runs the packages' tests (go test -race -tags integration, each
+# package in a process of its own, INTEGRATION_P processes at a time; go test's default is
+# one per core): the integration packages mostly wait, for real runs of whole seconds,
+# servers starting and fleets of ndbench processes. cli, cluster and engine side by side
+# used 0.65 of the 2 cores (340 s of CPU in 523 s) (docs/performance.md, "CI time").
+# - The ndbench binary that cli's and cluster's fleet tests exec is built once and handed to
+#   them in TEST_NDBENCH_BIN (`go test` alone builds its own).
+# - cli and cluster (INTEGRATION_SPLIT), ~400 s of tests each that cannot run in parallel
+#   inside one process (a run's verdict reads the process's CPU), have their tests divided
+#   between two processes of one test binary compiled once: they were the stage's floor.
+# - The packages whose servers are JVMs (Cassandra, Elasticsearch and OpenSearch, Geode,
+#   Gremlin Server, DynamoDB Local; 0.5-1.5 GB and seconds of CPU to start each) start after
+#   every other package has started, and two at most at a time: three at once beside the
+#   compile starved them, and a Cassandra session's Close took over 20 s (drivers/cassandra's
+#   TestZConformance, in the first CI run with three packages at a time).
+# Every job runs whatever the others give, so a CI log shows every failure.
+INTEGRATION_P ?= 4
+INTEGRATION_SPLIT := ./internal/cli/ ./internal/cluster/
 INTEGRATION_JVM := ./drivers/cassandra/ ./drivers/elasticsearch/ ./drivers/geode/ ./drivers/gremlin/ ./drivers/dynamodb/
 integration:
 	bash scripts/install-test-deps.sh
-	@# Both groups run whatever the first gives, so a CI log shows every failure.
-	status=0; \
-	$(GO) test -race -count=1 -tags integration -timeout 20m -p $(INTEGRATION_P) \
-	  $(filter-out $(shell $(GO) list $(INTEGRATION_JVM)),$(shell $(GO) list $(INTEGRATION))) || status=$$?; \
-	$(GO) test -race -count=1 -tags integration -timeout 20m -p 2 $(INTEGRATION_JVM) || status=$$?; \
-	exit $$status
+	$(GO) run ./scripts/integration -p $(INTEGRATION_P) -timeout 20m \
+	  -split "$(shell $(GO) list $(INTEGRATION_SPLIT))" -heavy "$(shell $(GO) list $(INTEGRATION_JVM))" -heavy-p 2 \
+	  $(shell $(GO) list $(INTEGRATION))
 
 # The web UI in headless Chromium (Debian's package) driven by playwright-core from npm;
 # the tests start bin/ndbench serve themselves.

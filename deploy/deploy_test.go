@@ -670,7 +670,13 @@ func TestDockerfile(t *testing.T) {
 }
 
 var serveFlagsOnce = sync.OnceValues(func() (map[string]bool, error) {
-	out, err := exec.Command("go", "run", "github.com/ndbench/ndbench/cmd/ndbench", "serve", "--help").CombinedOutput()
+	cmd := exec.Command("go", "run", "github.com/ndbench/ndbench/cmd/ndbench", "serve", "--help")
+	// make integration builds ndbench once for every package (testserver.NdbenchBinEnv);
+	// go run would link another.
+	if bin := os.Getenv("TEST_NDBENCH_BIN"); bin != "" {
+		cmd = exec.Command(bin, "serve", "--help")
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("ndbench serve --help: %w: %s", err, out)
 	}

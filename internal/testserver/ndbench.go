@@ -3,6 +3,7 @@ package testserver
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -11,10 +12,28 @@ import (
 // NdbenchPackage is the ndbench command's package, built by BuildNdbench.
 const NdbenchPackage = "github.com/ndbench/ndbench/cmd/ndbench"
 
+// NdbenchBinEnv names the environment variable through which a test run is handed an
+// ndbench binary already built (make integration builds one for every package, so each
+// package's fleet tests do not compile and link their own). Not NDBENCH_...: the nodes
+// inherit the test's environment, and ndbench refuses an NDBENCH_ variable that is not
+// one of its settings.
+const NdbenchBinEnv = "TEST_NDBENCH_BIN"
+
 // BuildNdbench builds the ndbench binary into dir and returns its path. A test package
 // that starts ndbench processes (a fleet) builds it once, in TestMain or a sync.Once of
-// its own, and hands the path to Ndbench.
+// its own, and hands the path to Ndbench. When TEST_NDBENCH_BIN names a binary, that binary is
+// returned and nothing is built; `go test` alone, without the variable, still works.
 func BuildNdbench(ctx context.Context, dir string) (string, error) {
+	if bin := os.Getenv(NdbenchBinEnv); bin != "" {
+		st, err := os.Stat(bin)
+		if err != nil {
+			return "", fmt.Errorf("build ndbench: %s=%s: %w", NdbenchBinEnv, bin, err)
+		}
+		if !st.Mode().IsRegular() {
+			return "", fmt.Errorf("build ndbench: %s=%s is not a file (want the path of an ndbench binary)", NdbenchBinEnv, bin)
+		}
+		return bin, nil
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("build ndbench: the go command is needed: %w", err)

@@ -1,8 +1,13 @@
 package testserver
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ndbench/ndbench/internal/config"
 )
 
 func TestTailLines(t *testing.T) {
@@ -77,5 +82,47 @@ func TestMissingCassandraNamesInstallScript(t *testing.T) {
 	_, err := Cassandra(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "install-test-deps.sh") {
 		t.Fatalf("Cassandra() with an empty home: err = %v, want a hint to run install-test-deps.sh", err)
+	}
+}
+
+// A run handed a built binary (make integration's TEST_NDBENCH_BIN) uses it and builds nothing:
+// the context is already cancelled, so a build would fail. A path that is not a binary
+// file fails naming the variable.
+func TestBuildNdbenchUsesTheGivenBinary(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "ndbench")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name, env, want, wantErr string
+	}{
+		{"a binary", bin, bin, ""},
+		{"missing", filepath.Join(dir, "absent"), "", "TEST_NDBENCH_BIN=" + filepath.Join(dir, "absent")},
+		{"a directory", dir, "", "is not a file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(NdbenchBinEnv, tc.env)
+			got, err := BuildNdbench(ctx, t.TempDir())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("BuildNdbench = %q, %v; want an error containing %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("BuildNdbench = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// The nodes a test starts inherit its environment, and ndbench refuses an unknown
+// variable under its configuration's prefix: the binary's variable must be outside it.
+func TestNdbenchBinEnvIsNotASetting(t *testing.T) {
+	if strings.HasPrefix(NdbenchBinEnv, config.EnvPrefix) {
+		t.Errorf("%s starts with %s: every node started with it set would refuse to start", NdbenchBinEnv, config.EnvPrefix)
 	}
 }

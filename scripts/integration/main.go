@@ -1,0 +1,445 @@
+// Command integration runs make integration's tests: each package's tests (with the
+// integration tag) in a process of its own, several at a time, like `go test -p N`, with
+// three differences that cut the stage's wall time without dropping a test:
+//
+//   - The ndbench binary the fleet tests exec is built once, beside the first jobs, and
+//     handed in TEST_NDBENCH_BIN (testserver.BuildNdbench) to the split packages' shards, which
+//     wait for it, and to every job started after it is built, instead of cli and cluster
+//     each compiling and linking their own.
+//   - The packages named by -split have their tests divided among -shards processes of one
+//     test binary compiled once (`go test -c`). cli and cluster are each ~400 s of tests
+//     that mostly wait for runs of whole seconds, and they cannot run their tests in
+//     parallel inside one process: a run's verdict reads the process's own CPU time. As
+//     separate processes they can.
+//   - The packages named by -heavy (those whose servers are JVMs) start only after every
+//     other job has started, and at most -heavy-p of them run at a time: three JVMs beside
+//     the compile starved Cassandra.
+//
+// Each job's output is printed whole when it ends, as go test prints a package's; the exit
+// status is 1 when any job failed. Usage, from the Makefile:
+//
+//	go run ./scripts/integration -p 4 -heavy "$(go list JVM...)" -split "$(go list ./internal/cli/)" PKG...
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	var o options
+	flag.IntVar(&o.p, "p", 3, "test processes at a time")
+	flag.StringVar(&o.heavy, "heavy", "", "import paths (space-separated) whose servers are JVMs: started after the others, -heavy-p at a time")
+	flag.IntVar(&o.heavyP, "heavy-p", 2, "heavy packages at a time")
+	flag.StringVar(&o.split, "split", "", "import paths (space-separated) whose tests are divided among -shards processes")
+	flag.IntVar(&o.shards, "shards", 2, "processes per split package")
+	flag.BoolVar(&o.race, "race", true, "build with the race detector")
+	flag.StringVar(&o.tags, "tags", "integration", "build tags")
+	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "each test process's timeout (go test -timeout)")
+	flag.BoolVar(&o.json, "json", false, "go test -json output (test2json for the shards), to compare the tests run")
+	flag.Parse()
+	o.pkgs = flag.Args()
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		os.Exit(2)
+	}
+	os.Exit(run(context.Background(), o))
+}
+
+type options struct {
+	p, heavyP, shards int
+	heavy, split      string
+	race, json        bool
+	tags              string
+	timeout           time.Duration
+	pkgs              []string
+}
+
+func (o options) check() error {
+	switch {
+	case o.p < 1:
+		return fmt.Errorf("-p is %d: want 1 or more processes at a time", o.p)
+	case o.heavyP < 1:
+		return fmt.Errorf("-heavy-p is %d: want 1 or more", o.heavyP)
+	case o.shards < 1:
+		return fmt.Errorf("-shards is %d: want 1 or more", o.shards)
+	case len(o.pkgs) == 0:
+		return errors.New("no packages given: want import paths (go list ...)")
+	}
+	for _, set := range []struct{ flag, list string }{{"-heavy", o.heavy}, {"-split", o.split}} {
+		for _, p := range strings.Fields(set.list) {
+			if !contains(o.pkgs, p) {
+				return fmt.Errorf("%s names %s, which is not among the packages to test", set.flag, p)
+			}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// job is one test process: a package's `go test`, or one shard of a split package.
+type job struct {
+	name  string
+	heavy bool
+	// shard: the job runs a compiled test binary, whose passing output go test would not
+	// print.
+	shard bool
+	run   func(ctx context.Context) (out []byte, err error)
+	// cpu is the CPU time (user and system) of the job's commands and of the processes
+	// they waited for: for a go test job its compile and its test binary.
+	cpu time.Duration
+	mu  sync.Mutex
+}
+
+func (j *job) addCPU(st *os.ProcessState) {
+	j.mu.Lock()
+	j.cpu += cpuOf(st)
+	j.mu.Unlock()
+}
+
+func run(ctx context.Context, o options) int {
+	began := time.Now()
+	tmp, err := os.MkdirTemp("", "ndbench-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+
+	nb := buildNdbench(ctx, tmp, began)
+	jobs := plan(o, tmp, nb)
+	status := schedule(ctx, o, jobs, began)
+	<-nb.done
+	if nb.err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", nb.err)
+		status = 1
+	}
+	return status
+}
+
+// ndbenchBuild is the ndbench binary the fleet tests exec, built beside the first jobs.
+type ndbenchBuild struct {
+	done chan struct{}
+	bin  string
+	err  error
+}
+
+// env is the environment for a test process: TEST_NDBENCH_BIN when the build is done (wait:
+// after waiting for it). A process started before it is done builds its own if it needs one.
+func (b *ndbenchBuild) env(wait bool) []string {
+	if wait {
+		<-b.done
+	}
+	select {
+	case <-b.done:
+		if b.err == nil {
+			return append(os.Environ(), "TEST_NDBENCH_BIN="+b.bin)
+		}
+	default:
+	}
+	return nil
+}
+
+func buildNdbench(ctx context.Context, tmp string, began time.Time) *ndbenchBuild {
+	b := &ndbenchBuild{done: make(chan struct{})}
+	if bin := os.Getenv("TEST_NDBENCH_BIN"); bin != "" {
+		b.bin = bin
+		close(b.done)
+		return b
+	}
+	b.bin = filepath.Join(tmp, "ndbench")
+	go func() {
+		defer close(b.done)
+		// A plain build, as testserver.BuildNdbench makes: under -race a node was several
+		// times slower and a five-node fleet lost nodes to missed heartbeats.
+		if out, err := command(ctx, "", nil, "go", "build", "-o", b.bin, "github.com/ndbench/ndbench/cmd/ndbench"); err != nil {
+			b.err = fmt.Errorf("build ndbench: %w\n%s", err, out)
+			return
+		}
+		// On standard error, like every note of the runner's own, so -json's stream stays
+		// go test's.
+		fmt.Fprintf(os.Stderr, "--- built ndbench for the fleet tests in %.1fs\n", time.Since(began).Seconds())
+	}()
+	return b
+}
+
+// plan lists the jobs in the order they start: the packages in the order given (list the
+// longest first), a split package's shards in its place, the heavy packages last. The
+// stage is bound by its jobs' summed time over -p slots, and a long package started late
+// makes its tail: engine, listed after cli's and cluster's four shards, started ~290 s in
+// and was among the last jobs to end.
+func plan(o options, tmp string, nb *ndbenchBuild) []*job {
+	split, heavy := strings.Fields(o.split), strings.Fields(o.heavy)
+	var first, last []*job
+	for _, pkg := range o.pkgs {
+		switch {
+		case contains(split, pkg):
+			first = append(first, shardJobs(o, pkg, tmp, nb)...)
+		case contains(heavy, pkg):
+			last = append(last, goTestJob(o, pkg, true, nb))
+		default:
+			first = append(first, goTestJob(o, pkg, false, nb))
+		}
+	}
+	return append(first, last...)
+}
+
+func (o options) buildFlags() []string {
+	var f []string
+	if o.race {
+		f = append(f, "-race")
+	}
+	if o.tags != "" {
+		f = append(f, "-tags", o.tags)
+	}
+	return f
+}
+
+func goTestJob(o options, pkg string, heavy bool, nb *ndbenchBuild) *job {
+	args := append([]string{"test"}, o.buildFlags()...)
+	args = append(args, "-count=1", "-timeout", o.timeout.String())
+	if o.json {
+		args = append(args, "-json")
+	}
+	args = append(args, pkg)
+	j := &job{name: pkg, heavy: heavy}
+	j.run = func(ctx context.Context) ([]byte, error) {
+		out, st, err := commandCPU(ctx, "", nb.env(false), "go", args...)
+		j.addCPU(st)
+		return out, err
+	}
+	return j
+}
+
+// compiled is a split package's test binary, compiled once for all its shards, and the
+// names of its tests.
+type compiled struct {
+	once  sync.Once
+	bin   string
+	dir   string
+	tests []string
+	env   []string
+	// compileCPU: go test -c's CPU time.
+	compileCPU time.Duration
+	out        []byte
+	err        error
+}
+
+func shardJobs(o options, pkg, tmp string, nb *ndbenchBuild) []*job {
+	c := &compiled{}
+	compile := func(ctx context.Context) {
+		began := time.Now()
+		defer func() {
+			fmt.Fprintf(os.Stderr, "--- compiled and listed the tests of %s in %.1fs (go test -c: %.1fs of CPU): %d tests in %d processes\n",
+				pkg, time.Since(began).Seconds(), c.compileCPU.Seconds(), len(c.tests), o.shards)
+		}()
+		c.bin = filepath.Join(tmp, strings.ReplaceAll(pkg, "/", "_")+".test")
+		args := append([]string{"test", "-c", "-o", c.bin}, o.buildFlags()...)
+		var st *os.ProcessState
+		c.out, st, c.err = commandCPU(ctx, "", nil, "go", append(args, pkg)...)
+		c.compileCPU = cpuOf(st)
+		if c.err != nil {
+			c.err = fmt.Errorf("go test -c %s: %w", pkg, c.err)
+			return
+		}
+		if _, err := os.Stat(c.bin); err != nil {
+			c.err = fmt.Errorf("go test -c %s wrote no test binary (a split package needs tests): %w", pkg, err)
+			return
+		}
+		var dir []byte
+		if dir, c.err = command(ctx, "", nil, "go", "list", "-f", "{{.Dir}}", pkg); c.err != nil {
+			c.out, c.err = dir, fmt.Errorf("go list %s: %w", pkg, c.err)
+			return
+		}
+		c.dir = strings.TrimSpace(string(dir))
+		// -test.list runs TestMain too (cluster's builds ndbench there), so it waits for
+		// the binary like the shards.
+		c.env = nb.env(true)
+		var list []byte
+		if list, c.err = command(ctx, c.dir, c.env, c.bin, "-test.list", "."); c.err != nil {
+			c.out, c.err = list, fmt.Errorf("list the tests of %s: %w", pkg, c.err)
+			return
+		}
+		c.tests = testNames(list)
+	}
+	jobs := make([]*job, o.shards)
+	for i := range jobs {
+		j := &job{name: fmt.Sprintf("%s (shard %d of %d)", pkg, i+1, o.shards), shard: true}
+		jobs[i] = j
+		j.run = func(ctx context.Context) ([]byte, error) {
+			c.once.Do(func() { compile(ctx) })
+			if c.err != nil {
+				return c.out, c.err
+			}
+			mine := shard(c.tests, i, o.shards)
+			if len(mine) == 0 {
+				return nil, nil
+			}
+			args := []string{"-test.paniconexit0", "-test.count=1", "-test.timeout=" + o.timeout.String(), "-test.run", runPattern(mine)}
+			if o.json {
+				// As go test -json runs a test binary.
+				args = append([]string{"tool", "test2json", "-t", "-p", pkg, c.bin, "-test.v=test2json"}, args...)
+				out, st, err := commandCPU(ctx, c.dir, c.env, "go", args...)
+				j.addCPU(st)
+				return out, err
+			}
+			out, st, err := commandCPU(ctx, c.dir, c.env, c.bin, args...)
+			j.addCPU(st)
+			return out, err
+		}
+	}
+	return jobs
+}
+
+// testNames reads `-test.list` output: one name per line (tests, examples, fuzz targets
+// and benchmarks), then "ok" lines of the binary's own.
+func testNames(list []byte) []string {
+	var names []string
+	for _, l := range strings.Split(string(list), "\n") {
+		l = strings.TrimSpace(l)
+		if ident.MatchString(l) {
+			names = append(names, l)
+		}
+	}
+	return names
+}
+
+var ident = regexp.MustCompile(`^(Test|Example|Fuzz|Benchmark)[\p{L}\p{N}_]*$`)
+
+// shard is the i-th of n shares of names, every n-th name from the i-th: each name is in
+// exactly one share, and the long tests of a file (listed together) are spread out.
+func shard(names []string, i, n int) []string {
+	var mine []string
+	for j := i; j < len(names); j += n {
+		mine = append(mine, names[j])
+	}
+	return mine
+}
+
+// runPattern matches exactly names at the top level; their subtests all run.
+func runPattern(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = regexp.QuoteMeta(n)
+	}
+	return "^(" + strings.Join(q, "|") + ")$"
+}
+
+// command runs name in dir (the current one when empty) with env (this process's when
+// nil) and returns its output, standard error included.
+func command(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
+	out, _, err := commandCPU(ctx, dir, env, name, args...)
+	return out, err
+}
+
+// commandCPU is command, with the finished process's state for its CPU time.
+func commandCPU(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, *os.ProcessState, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	err := cmd.Run()
+	return b.Bytes(), cmd.ProcessState, err
+}
+
+type result struct {
+	j       *job
+	out     []byte
+	err     error
+	elapsed time.Duration
+}
+
+// schedule runs the jobs, o.p at a time in their order, and a heavy job only when fewer
+// than o.heavyP heavy ones run. It returns the exit status.
+func schedule(ctx context.Context, o options, jobs []*job, began time.Time) int {
+	done := make(chan result)
+	running, heavyRunning, status := 0, 0, 0
+	var times []result
+	for len(jobs) > 0 || running > 0 {
+		for running < o.p {
+			i := next(jobs, heavyRunning < o.heavyP)
+			if i < 0 {
+				break
+			}
+			j := jobs[i]
+			jobs = append(jobs[:i:i], jobs[i+1:]...)
+			running++
+			if j.heavy {
+				heavyRunning++
+			}
+			go func() {
+				t := time.Now()
+				out, err := j.run(ctx)
+				done <- result{j: j, out: out, err: err, elapsed: time.Since(t)}
+			}()
+		}
+		r := <-done
+		running--
+		if r.j.heavy {
+			heavyRunning--
+		}
+		times = append(times, r)
+		report(o, r)
+		if r.err != nil {
+			status = 1
+		}
+	}
+	// On standard error, so -json's stream stays go test's. CPU is the job's processes'
+	// (a split package's compile is reported on its own line, not in its shards).
+	sort.Slice(times, func(a, b int) bool { return times[a].elapsed > times[b].elapsed })
+	fmt.Fprintf(os.Stderr, "--- integration: %d test processes in %.0fs, %d at a time (wall, CPU user+sys):\n", len(times), time.Since(began).Seconds(), o.p)
+	for _, r := range times {
+		fmt.Fprintf(os.Stderr, "    %6.1fs %6.1fs %s\n", r.elapsed.Seconds(), r.j.cpu.Seconds(), r.j.name)
+	}
+	return status
+}
+
+// next is the index of the first job that may start, or -1.
+func next(jobs []*job, heavyMayStart bool) int {
+	for i, j := range jobs {
+		if !j.heavy || heavyMayStart {
+			return i
+		}
+	}
+	return -1
+}
+
+// report prints a job's output as go test does: all of it when it failed or when -json
+// asks for the events, and one line when it passed.
+func report(o options, r result) {
+	switch {
+	case o.json, r.err != nil, !r.j.shard:
+		os.Stdout.Write(r.out)
+		if r.err != nil && r.j.shard && !o.json {
+			fmt.Printf("FAIL\t%s\t%.3fs: %v\n", r.j.name, r.elapsed.Seconds(), r.err)
+		}
+	default:
+		fmt.Printf("ok  \t%s\t%.3fs\n", r.j.name, r.elapsed.Seconds())
+	}
+}
+
+func cpuOf(st *os.ProcessState) time.Duration {
+	if st == nil {
+		return 0
+	}
+	return st.UserTime() + st.SystemTime()
+}
