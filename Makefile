@@ -127,7 +127,7 @@ FUZZ_TARGETS := FuzzHistogramDecoder:./internal/stats/:50000x FuzzIntervalsPage:
 	FuzzProperties:./internal/config/:50000x FuzzConfigPatch:./internal/config/:15000x \
 	FuzzConfigFile:./internal/config/source/:10000x FuzzParse:./internal/scenario/scenariofuzz/:10000x \
 	FuzzRespReader:./drivers/redis/:25000x FuzzTextReplies:./drivers/memcached/:25000x \
-	FuzzCheckValue:./internal/workload/:50000x
+	FuzzCheckValue:./internal/workload/:50000x FuzzTable:./drivers/memory/:20000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  name=$${t%%:*}; rest=$${t#*:}; pkg=$${rest%%:*}; budget=$(or $(FUZZTIME),$${rest#*:}); \
