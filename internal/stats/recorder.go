@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -14,12 +13,13 @@ import (
 )
 
 // MaxDefaultShards caps DefaultShards. Every shard of every op that records holds, active
-// and retired, a response-time and a service-time histogram of ~188 KB each and a start-lag
-// histogram of ~24 KB (two significant digits), and ~17 KB of small-value counts (see
-// buffer), i.e. ~830 KB per shard per op: at 16 shards that is 13 MB per op and 40 MB with
-// reads, writes and backfill all active, plus ~2.5 MB of collector histograms. A 1000-worker process measured 68 MB RSS in all (see
-// docs/performance.md), far below the 150 MB budget, while 16 locks still leave each shard
-// mostly uncontended: a record holds its lock for ~20 ns.
+// and retired, response-time and service-time counts of ~188 KB each and start-lag counts
+// of ~24 KB (two significant digits), with ~6 KB of bitmaps saying which are used (see
+// sparse), i.e. ~800 KB per shard per op: at 16 shards that is 13 MB per op and 39 MB
+// with reads, writes and backfill all active, plus ~2.5 MB of collector histograms. A
+// 1000-worker process measured 68 MB RSS in all (see docs/performance.md), far below the
+// 150 MB budget, while 16 locks still leave each shard mostly uncontended: a record holds
+// its lock for ~20 ns.
 const MaxDefaultShards = 16
 
 // DefaultShards returns the shard count used when Config.Shards is 0: 4 per
@@ -86,75 +86,23 @@ func (c *Counts) Add(o *Counts) {
 
 // buffer is one half of a shard's double buffer: everything recorded in an interval.
 type buffer struct {
-	resp, svc, lag *hdrhistogram.Histogram
+	// The response-time, service-time and start-lag counts, by the buckets of the
+	// histograms the collector drains them into: counting a value costs a few ns where a
+	// histogram's RecordValue costs ~15, three times per operation, and the drain visits
+	// only the buckets a shard recorded into (see sparse).
+	resp, svc, lag *sparse
 	// late is the lateness of the dropped operations (Counts.Dropped); nil until a shard
 	// first drops one, so runs that never drop pay no memory for it.
-	late *hdrhistogram.Histogram
+	late *sparse
 	Counts
 	// Buffers of different shards are separate allocations that the allocator may
 	// place side by side; at a multiple of 128 bytes (a size class whose objects are
 	// 128-byte aligned) two shards' counters never share a cache line.
 	_ [256 - 32 - unsafe.Sizeof(Counts{})]byte
-
-	// The counts of small values, not yet in resp, svc and lag: flush moves them there
-	// before anyone reads the histograms. Below these bounds a histogram has one bucket
-	// per value (its first sub-bucket range), so counting the value here and adding the
-	// count later gives exactly the histogram that recording it would have; and an
-	// increment costs a few ns where the histogram's RecordValue costs ~15 (bucket
-	// index, total count, min and max), three times per operation. They are what fast
-	// stores answer in (µs) and what start lag is in a closed loop (0).
-	respSmall, svcSmall smallCounts
-	lagSmall            smallLagCounts
-}
-
-// smallValues is how many values of a latency histogram (3 significant digits) have a
-// bucket each: 0 to 2047 µs. smallLagValues is the same for a start-lag histogram (2
-// digits): 0 to 255 µs. TestSmallCountsAreExact checks both against the histograms.
-const (
-	smallValues    = 2048
-	smallLagValues = 256
-)
-
-type (
-	smallCounts    [smallValues]uint32
-	smallLagCounts [smallLagValues]uint32
-)
-
-// count adds one at value v of h: in c while v is small, else in h.
-func count(c []uint32, h *hdrhistogram.Histogram, v int64) {
-	if uint64(v) < uint64(len(c)) {
-		if c[v]++; c[v] == math.MaxUint32 {
-			// Only an interval far longer than the collector's could get here; the
-			// histogram's counts are 64-bit.
-			_ = h.RecordValues(v, int64(c[v]))
-			c[v] = 0
-		}
-		return
-	}
-	// The values are in range by construction, so RecordValue cannot fail.
-	_ = h.RecordValue(v)
-}
-
-// flushCounts moves the counts of c into h and clears c.
-func flushCounts(c []uint32, h *hdrhistogram.Histogram) {
-	for v, n := range c {
-		if n != 0 {
-			_ = h.RecordValues(int64(v), int64(n))
-			c[v] = 0
-		}
-	}
-}
-
-// flush moves the small values' counts into the histograms. The collector calls it on a
-// retired buffer before it reads it.
-func (b *buffer) flush() {
-	flushCounts(b.respSmall[:], b.resp)
-	flushCounts(b.svcSmall[:], b.svc)
-	flushCounts(b.lagSmall[:], b.lag)
 }
 
 func newBuffer() *buffer {
-	return &buffer{resp: NewHistogram(), svc: NewHistogram(), lag: NewLagHistogram()}
+	return &buffer{resp: newSparse(latencyLayout), svc: newSparse(latencyLayout), lag: newSparse(lagLayout)}
 }
 
 // latency records one answered operation's times. own is the generator's own part of its
@@ -162,11 +110,11 @@ func newBuffer() *buffer {
 func (b *buffer) latency(resp, svc, own time.Duration) {
 	r, rc := Micros(resp)
 	s, sc := Micros(svc)
-	count(b.respSmall[:], b.resp, r)
-	count(b.svcSmall[:], b.svc, s)
+	b.resp.add(r)
+	b.svc.add(s)
 	// Start lag (actual minus intended start) is exactly resp - svc.
 	l, _ := Micros(resp - svc)
-	count(b.lagSmall[:], b.lag, l)
+	b.lag.add(l)
 	if own >= 0 {
 		o, _ := Micros(min(own, resp-svc))
 		b.LagOwnUs += o
@@ -177,21 +125,17 @@ func (b *buffer) latency(resp, svc, own time.Duration) {
 	}
 }
 
-func (b *buffer) reset() {
-	clear(b.respSmall[:])
-	clear(b.svcSmall[:])
-	clear(b.lagSmall[:])
-	if b.resp.TotalCount() != 0 {
-		b.resp.Reset()
+// moveTo adds what b recorded into resp, svc, lag, late and c, and leaves b empty for
+// reuse. With nil destinations it only empties b.
+func (b *buffer) moveTo(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts) {
+	b.resp.moveTo(resp)
+	b.svc.moveTo(svc)
+	b.lag.moveTo(lag)
+	if b.late != nil {
+		b.late.moveTo(late)
 	}
-	if b.svc.TotalCount() != 0 {
-		b.svc.Reset()
-	}
-	if b.lag.TotalCount() != 0 {
-		b.lag.Reset()
-	}
-	if b.late != nil && b.late.TotalCount() != 0 {
-		b.late.Reset()
+	if c != nil {
+		c.Add(&b.Counts)
 	}
 	b.Counts = Counts{}
 }
@@ -287,9 +231,9 @@ func (s *Shard) Drop(lateness time.Duration) {
 	b := s.buf()
 	b.Dropped++
 	if b.late == nil {
-		b.late = NewLagHistogram()
+		b.late = newSparse(lagLayout)
 	}
-	_ = b.late.RecordValue(l)
+	b.late.add(l)
 	s.mu.Unlock()
 }
 
@@ -342,25 +286,14 @@ func (r *Recorder) Answered() int64 {
 	return n
 }
 
-// drain swaps every shard and merges the retired buffers into resp, svc, lag, late and c,
-// outside the shard locks, then resets them for reuse.
+// drain swaps every shard and moves the retired buffers into resp, svc, lag, late and c,
+// outside the shard locks, leaving them empty for reuse. Its cost follows what the
+// shards recorded (the buckets they touched), not the histograms' width.
 func (r *Recorder) drain(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts) {
 	for i := range r.shards {
-		b := r.shards[i].swap()
-		if b == nil {
-			continue
+		if b := r.shards[i].swap(); b != nil {
+			b.moveTo(resp, svc, lag, late, c)
 		}
-		if resp != nil {
-			b.flush()
-			MergeHistograms(resp, b.resp)
-			MergeHistograms(svc, b.svc)
-			MergeHistograms(lag, b.lag)
-			if b.late != nil {
-				MergeHistograms(late, b.late)
-			}
-			c.Add(&b.Counts)
-		}
-		b.reset()
 	}
 }
 

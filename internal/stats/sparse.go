@@ -1,0 +1,115 @@
+package stats
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// layout is the index arithmetic of the package's histogram geometries (lowest value 1,
+// highest HighestValue): which entry of hdrhistogram's counts array a value falls in,
+// and the lowest value of an entry. It is the library's own arithmetic (getBucketIndex,
+// getSubBucketIdx, countsIndex, valueFromIndex) for a unit magnitude of 0, so a count
+// kept at index(v) and recorded into a histogram at value(index(v)) lands in the bucket
+// that recording v would have; TestLayoutMatchesHistogram checks every bucket.
+type layout struct {
+	halfMag uint   // log2 of half the sub-bucket count
+	half    int    // half the sub-bucket count
+	small   int64  // the sub-bucket count: values below it have an entry each, at index v
+	mask    uint64 // small - 1
+	n       int    // length of the counts array
+}
+
+func newLayout(digits int) *layout {
+	subMag := uint(math.Ceil(math.Log2(2 * math.Pow10(digits))))
+	return &layout{
+		halfMag: subMag - 1,
+		half:    1 << (subMag - 1),
+		small:   1 << subMag,
+		mask:    1<<subMag - 1,
+		n:       int(countsLen(int64(digits), LowestValue, HighestValue)),
+	}
+}
+
+// The layouts of the latency (SignificantDigits) and start-lag (LagSignificantDigits)
+// histograms.
+var (
+	latencyLayout = newLayout(SignificantDigits)
+	lagLayout     = newLayout(LagSignificantDigits)
+)
+
+// index returns the counts index of v, 0 <= v <= HighestValue.
+func (l *layout) index(v int64) int {
+	if v < l.small {
+		return int(v)
+	}
+	bucket := uint(bits.Len64(uint64(v)|l.mask)) - l.halfMag - 1
+	return int(bucket+1)<<l.halfMag + int(v>>bucket) - l.half
+}
+
+// value returns the lowest value of counts index i.
+func (l *layout) value(i int) int64 {
+	bucket := i>>l.halfMag - 1
+	sub := i&(l.half-1) + l.half
+	if bucket < 0 {
+		return int64(sub - l.half)
+	}
+	return int64(sub) << uint(bucket)
+}
+
+// sparse is one shard's counts of one histogram over an interval, by counts index, with
+// a two-level bitmap of the indexes it holds, so that moving them out (once a second,
+// for every shard) visits only the buckets recorded into: with a shard's values within
+// a few hundred buckets of the 23,552, a drain costs those few hundred steps where
+// merging and resetting a whole histogram walked every bucket up to its max and
+// cleared 188 KB.
+type sparse struct {
+	l      *layout
+	counts []int64
+	used   []uint64 // bit i%64 of used[i/64] is set when counts[i] != 0
+	words  []uint64 // bit j%64 of words[j/64] is set when used[j] != 0
+	total  int64
+}
+
+func newSparse(l *layout) *sparse {
+	nw := (l.n + 63) / 64
+	return &sparse{l: l, counts: make([]int64, l.n), used: make([]uint64, nw), words: make([]uint64, (nw+63)/64)}
+}
+
+// add counts one value v, 0 <= v <= HighestValue.
+func (s *sparse) add(v int64) {
+	i := s.l.index(v)
+	s.counts[i]++
+	s.total++
+	if s.counts[i] == 1 {
+		s.used[i>>6] |= 1 << (i & 63)
+		s.words[i>>12] |= 1 << ((i >> 6) & 63)
+	}
+}
+
+// moveTo adds every count into dst (nil: discards them) and leaves s empty, touching
+// only the indexes s holds.
+func (s *sparse) moveTo(dst *hdrhistogram.Histogram) {
+	if s.total == 0 {
+		return
+	}
+	for wi, w := range s.words {
+		for w != 0 {
+			j := wi<<6 + bits.TrailingZeros64(w)
+			w &= w - 1
+			for u := s.used[j]; u != 0; u &= u - 1 {
+				i := j<<6 + bits.TrailingZeros64(u)
+				if dst != nil {
+					// In range by construction; a count that would overflow the
+					// destination's total is dropped, as hdrhistogram's Merge drops it.
+					_ = dst.RecordValues(s.l.value(i), s.counts[i])
+				}
+				s.counts[i] = 0
+			}
+			s.used[j] = 0
+		}
+		s.words[wi] = 0
+	}
+	s.total = 0
+}
