@@ -125,17 +125,34 @@ func (b *buffer) latency(resp, svc, own time.Duration) {
 	}
 }
 
-// moveTo adds what b recorded into resp, svc, lag, late and c, and leaves b empty for
-// reuse. With nil destinations it only empties b.
-func (b *buffer) moveTo(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts) {
-	b.resp.moveTo(resp)
-	b.svc.moveTo(svc)
-	b.lag.moveTo(lag)
-	if b.late != nil {
-		b.late.moveTo(late)
+// moveTo adds what b recorded into sum and leaves b empty for reuse.
+func (b *buffer) moveTo(sum *buffer) {
+	b.resp.moveTo(sum.resp)
+	b.svc.moveTo(sum.svc)
+	b.lag.moveTo(sum.lag)
+	if b.late != nil && b.late.total != 0 {
+		if sum.late == nil {
+			sum.late = newSparse(lagLayout)
+		}
+		b.late.moveTo(sum.late)
 	}
-	if c != nil {
-		c.Add(&b.Counts)
+	sum.Add(&b.Counts)
+	b.Counts = Counts{}
+}
+
+// The parts of a buffer, for latencyOf.
+func (b *buffer) respSum() *sparse { return b.resp }
+func (b *buffer) svcSum() *sparse  { return b.svc }
+func (b *buffer) lagSum() *sparse  { return b.lag }
+func (b *buffer) lateSum() *sparse { return b.late }
+
+// clear empties b.
+func (b *buffer) clear() {
+	b.resp.clear()
+	b.svc.clear()
+	b.lag.clear()
+	if b.late != nil {
+		b.late.clear()
 	}
 	b.Counts = Counts{}
 }
@@ -254,6 +271,11 @@ func (s *Shard) swap() *buffer {
 type Recorder struct {
 	op     Op
 	shards []Shard
+	// sum is what the last drain took from the shards, bucket by bucket, until the next
+	// drain: the collector also merges it into the cumulative view and reads the
+	// interval's max and mean from it (see publish). Only the collector's tick touches
+	// it; nil until a shard has recorded.
+	sum *buffer
 }
 
 func newRecorder(op Op, shards int) *Recorder {
@@ -286,15 +308,35 @@ func (r *Recorder) Answered() int64 {
 	return n
 }
 
-// drain swaps every shard and moves the retired buffers into resp, svc, lag, late and c,
-// outside the shard locks, leaving them empty for reuse. Its cost follows what the
-// shards recorded (the buckets they touched), not the histograms' width.
+// drain swaps every shard and adds what the retired buffers hold into resp, svc, lag,
+// late and c (nil: discards it), outside the shard locks, leaving them empty for reuse.
+// Its cost follows what the shards recorded (the buckets they used), not the histograms'
+// width: the shards' counts are summed bucket by bucket into r.sum, which then records
+// each bucket used once.
 func (r *Recorder) drain(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts) {
-	for i := range r.shards {
-		if b := r.shards[i].swap(); b != nil {
-			b.moveTo(resp, svc, lag, late, c)
-		}
+	if r.sum != nil {
+		r.sum.clear()
 	}
+	for i := range r.shards {
+		b := r.shards[i].swap()
+		if b == nil {
+			continue
+		}
+		if r.sum == nil {
+			r.sum = newBuffer()
+		}
+		b.moveTo(r.sum)
+	}
+	if r.sum == nil || resp == nil {
+		return
+	}
+	r.sum.resp.record(resp)
+	r.sum.svc.record(svc)
+	r.sum.lag.record(lag)
+	if r.sum.late != nil {
+		r.sum.late.record(late)
+	}
+	c.Add(&r.sum.Counts)
 }
 
 // Sink records measurements a driver makes of its own into a series (driver.Sink): the

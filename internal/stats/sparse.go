@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"iter"
 	"math"
 	"math/bits"
 
@@ -48,6 +49,17 @@ func (l *layout) index(v int64) int {
 	return int(bucket+1)<<l.halfMag + int(v>>bucket) - l.half
 }
 
+// size returns how many values counts index i holds.
+func (l *layout) size(i int) int64 {
+	if bucket := i>>l.halfMag - 1; bucket > 0 {
+		return 1 << uint(bucket)
+	}
+	return 1
+}
+
+// median returns the middle value of counts index i, as hdrhistogram's mean weighs it.
+func (l *layout) median(i int) int64 { return l.value(i) + l.size(i)>>1 }
+
 // value returns the lowest value of counts index i.
 func (l *layout) value(i int) int64 {
 	bucket := i>>l.halfMag - 1
@@ -88,9 +100,54 @@ func (s *sparse) add(v int64) {
 	}
 }
 
-// moveTo adds every count into dst (nil: discards them) and leaves s empty, touching
-// only the indexes s holds.
-func (s *sparse) moveTo(dst *hdrhistogram.Histogram) {
+// all yields every index that holds a count, with its count, in ascending order.
+func (s *sparse) all() iter.Seq2[int, int64] {
+	return func(yield func(int, int64) bool) {
+		for wi, w := range s.words {
+			for w != 0 {
+				j := wi<<6 + bits.TrailingZeros64(w)
+				w &= w - 1
+				for u := s.used[j]; u != 0; u &= u - 1 {
+					i := j<<6 + bits.TrailingZeros64(u)
+					if !yield(i, s.counts[i]) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// moveTo adds every count into dst, which has the same layout, and leaves s empty.
+func (s *sparse) moveTo(dst *sparse) {
+	if s.total == 0 {
+		return
+	}
+	for i, n := range s.all() {
+		if dst.counts[i] == 0 {
+			dst.used[i>>6] |= 1 << (i & 63)
+			dst.words[i>>12] |= 1 << ((i >> 6) & 63)
+		}
+		dst.counts[i] += n
+	}
+	dst.total += s.total
+	s.clear()
+}
+
+// record adds every count into h, a histogram of s's layout.
+func (s *sparse) record(h *hdrhistogram.Histogram) {
+	if s.total == 0 {
+		return
+	}
+	for i, n := range s.all() {
+		// In range by construction; a count that would overflow h's total is dropped,
+		// as hdrhistogram's Merge drops it.
+		_ = h.RecordValues(s.l.value(i), n)
+	}
+}
+
+// clear empties s, touching only the indexes it holds.
+func (s *sparse) clear() {
 	if s.total == 0 {
 		return
 	}
@@ -99,17 +156,38 @@ func (s *sparse) moveTo(dst *hdrhistogram.Histogram) {
 			j := wi<<6 + bits.TrailingZeros64(w)
 			w &= w - 1
 			for u := s.used[j]; u != 0; u &= u - 1 {
-				i := j<<6 + bits.TrailingZeros64(u)
-				if dst != nil {
-					// In range by construction; a count that would overflow the
-					// destination's total is dropped, as hdrhistogram's Merge drops it.
-					_ = dst.RecordValues(s.l.value(i), s.counts[i])
-				}
-				s.counts[i] = 0
+				s.counts[j<<6+bits.TrailingZeros64(u)] = 0
 			}
 			s.used[j] = 0
 		}
 		s.words[wi] = 0
 	}
 	s.total = 0
+}
+
+// latency is LatencyOf(h) for a histogram h that holds exactly s's counts, with the max
+// and the mean read from s's buckets rather than by hdrhistogram's walks over every
+// bucket up to the max (the same arithmetic in the same order, so the same figures to
+// the bit; TestCollectorMatchesOldPath checks them).
+func (s *sparse) latency(h *hdrhistogram.Histogram) Latency {
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	p := h.ValueAtPercentilesSlice([]float64{50, 95, 99, 99.5, 99.9})
+	total := float64(h.TotalCount())
+	var mean float64
+	last := 0
+	for i, n := range s.all() {
+		mean += float64(n) * float64(s.l.median(i)) / total
+		last = i
+	}
+	return Latency{
+		P50:  float64(p[0]),
+		P95:  float64(p[1]),
+		P99:  float64(p[2]),
+		P995: float64(p[3]),
+		P999: float64(p[4]),
+		Max:  float64(s.l.value(last) + s.l.size(last) - 1),
+		Mean: mean,
+	}
 }

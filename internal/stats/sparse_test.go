@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ndbench/ndbench/internal/clock"
 )
 
 // The layouts are hdrhistogram's arithmetic: every value from 0 to HighestValue maps to
@@ -170,6 +172,59 @@ func randomLatency(rng *rand.Rand) time.Duration {
 	}
 }
 
+// feedRandom records a random interval's operations into the shards of r and the same
+// into old, and returns how many: values of every range, some shards left empty, and
+// some intervals with nothing at all.
+func feedRandom(rng *rand.Rand, r *Recorder, old []*oldBuffer) int {
+	shards := len(old)
+	n := 0
+	switch rng.IntN(4) {
+	case 0: // nothing recorded
+	case 1:
+		n = rng.IntN(20)
+	default:
+		n = rng.IntN(3000)
+	}
+	// Some shards get nothing this interval: the values go to the others.
+	quiet := rng.IntN(shards)
+	for range n {
+		w := rng.IntN(shards)
+		if w < quiet && rng.IntN(2) == 0 {
+			w = quiet + rng.IntN(shards-quiet)
+		}
+		s, o := r.Shard(w), old[w]
+		resp, svc := randomLatency(rng), randomLatency(rng)
+		if rng.IntN(3) > 0 && svc > resp {
+			resp, svc = svc, resp
+		}
+		own := time.Duration(-1)
+		if rng.IntN(2) == 0 {
+			own = randomLatency(rng)
+		}
+		switch k := rng.IntN(10); {
+		case k == 0:
+			l := randomLatency(rng)
+			s.Drop(l)
+			o.drop(l)
+		case k < 3:
+			s.MissLag(resp, svc, own)
+			o.record(resp, svc, own, true)
+		default:
+			s.SuccessLag(resp, svc, own)
+			o.record(resp, svc, own, false)
+		}
+	}
+	return n
+}
+
+func newOldBuffers(n int) []*oldBuffer {
+	old := make([]*oldBuffer, n)
+	for i := range old {
+		old[i] = newOldBuffer()
+	}
+	return old
+}
+
 // The drain that visits only what shards recorded gives, interval after interval, the
 // histograms and counters the old one gave (whole shard histograms merged and reset):
 // every bucket, total, min, max, mean, percentile and encoded interval, over random
@@ -181,49 +236,10 @@ func TestDrainMatchesOldPath(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			shards := 1 + rng.IntN(9)
 			r := newRecorder(OpRead, shards)
-			old := make([]*oldBuffer, shards)
-			for i := range old {
-				old[i] = newOldBuffer()
-			}
+			old := newOldBuffers(shards)
 			start := time.Unix(1700000000, 0)
 			for iv := range 4 {
-				n := 0
-				switch rng.IntN(4) {
-				case 0: // nothing recorded
-				case 1:
-					n = rng.IntN(20)
-				default:
-					n = rng.IntN(3000)
-				}
-				// Some shards get nothing this interval: the values go to the others.
-				quiet := rng.IntN(shards)
-				for range n {
-					w := rng.IntN(shards)
-					if w < quiet && rng.IntN(2) == 0 {
-						w = quiet + rng.IntN(shards-quiet)
-					}
-					s, o := r.Shard(w), old[w]
-					resp, svc := randomLatency(rng), randomLatency(rng)
-					if rng.IntN(3) > 0 && svc > resp {
-						resp, svc = svc, resp
-					}
-					own := time.Duration(-1)
-					if rng.IntN(2) == 0 {
-						own = randomLatency(rng)
-					}
-					switch k := rng.IntN(10); {
-					case k == 0:
-						l := randomLatency(rng)
-						s.Drop(l)
-						o.drop(l)
-					case k < 3:
-						s.MissLag(resp, svc, own)
-						o.record(resp, svc, own, true)
-					default:
-						s.SuccessLag(resp, svc, own)
-						o.record(resp, svc, own, false)
-					}
-				}
+				n := feedRandom(rng, r, old)
 				got := newTestInterval(start, iv)
 				want := newTestInterval(start, iv)
 				g, w := &got.Ops[0], &want.Ops[0]
@@ -232,6 +248,63 @@ func TestDrainMatchesOldPath(t *testing.T) {
 					o.drainInto(w.Response, w.Service, w.StartLag, w.Late, &w.Counts)
 				}
 				compareIntervals(t, fmt.Sprintf("interval %d (%d values)", iv, n), got, want)
+			}
+		})
+	}
+}
+
+// What a collector's tick publishes from the drained sums (the interval, its summary,
+// the cumulative histograms and report) is what merging and walking whole histograms
+// gave, across ticks, a reset, and intervals with and without values.
+func TestCollectorMatchesOldPath(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			shards := 1 + rng.IntN(5)
+			start := time.Unix(1700000000, 0)
+			c := NewCollector(Config{Shards: shards, Clock: clock.NewSim(start)})
+			old := newOldBuffers(shards)
+			cumResp, cumSvc, cumLag, cumLate := NewHistogram(), NewHistogram(), NewLagHistogram(), NewLagHistogram()
+			for iv := range 6 {
+				if iv == 3 {
+					// A reset discards what was recorded since the tick and the totals.
+					feedRandom(rng, c.Recorder(OpRead), old)
+					c.ResetAt(start.Add(time.Duration(iv) * time.Second))
+					for _, o := range old {
+						o.drainInto(NewHistogram(), NewHistogram(), NewLagHistogram(), NewLagHistogram(), &Counts{})
+					}
+					for _, h := range []*hdrhistogram.Histogram{cumResp, cumSvc, cumLag, cumLate} {
+						h.Reset()
+					}
+				}
+				n := feedRandom(rng, c.Recorder(OpRead), old)
+				want := newTestInterval(start, iv)
+				w := &want.Ops[0]
+				for _, o := range old {
+					o.drainInto(w.Response, w.Service, w.StartLag, w.Late, &w.Counts)
+				}
+				got := c.Tick(want.End)
+				what := fmt.Sprintf("tick %d (%d values)", iv, n)
+				one := &Interval{Start: got.Start, End: got.End, Ops: []OpInterval{*got.Op("read")}}
+				want.Start = got.Start
+				compareIntervals(t, what, one, want)
+				gs, ws := got.Summary().Ops["read"], want.Summary().Ops["read"]
+				if gs.ResponseTime != ws.ResponseTime || gs.ServiceTime != ws.ServiceTime || gs.StartLag != ws.StartLag || gs.DropLateness != ws.DropLateness {
+					t.Errorf("%s: summary %+v, want %+v", what, gs, ws)
+				}
+				MergeHistograms(cumResp, w.Response)
+				MergeHistograms(cumSvc, w.Service)
+				MergeHistograms(cumLag, w.StartLag)
+				MergeHistograms(cumLate, w.Late)
+				resp, svc := c.CumulativeHistograms(OpRead)
+				if !resp.Equals(cumResp) || !svc.Equals(cumSvc) {
+					t.Errorf("%s: cumulative histograms differ: totals %d, %d, want %d, %d", what, resp.TotalCount(), svc.TotalCount(), cumResp.TotalCount(), cumSvc.TotalCount())
+				}
+				cum := c.Cumulative().Ops["read"]
+				wantResp := LatencyOf(cumResp)
+				if cum.ResponseTime != wantResp || cum.StartLag != LagWithin(LatencyOf(cumLag), wantResp) || cum.DropLateness != LatencyOf(cumLate) {
+					t.Errorf("%s: cumulative %+v, want response %+v", what, cum, wantResp)
+				}
 			}
 		})
 	}
