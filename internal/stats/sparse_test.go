@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -288,6 +290,21 @@ func TestCollectorMatchesOldPath(t *testing.T) {
 				one := &Interval{Start: got.Start, End: got.End, Ops: []OpInterval{*got.Op("read")}}
 				want.Start = got.Start
 				compareIntervals(t, what, one, want)
+				var gl, wl bytes.Buffer
+				glw, err := NewHDRLogWriter(&gl, start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wlw, err := NewHDRLogWriter(&wl, start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := errors.Join(glw.WriteInterval(one), wlw.WriteInterval(want)); err != nil {
+					t.Fatal(err)
+				}
+				if gl.String() != wl.String() {
+					t.Errorf("%s: HDR log\n%s\nwant\n%s", what, gl.String(), wl.String())
+				}
 				gs, ws := got.Summary().Ops["read"], want.Summary().Ops["read"]
 				if gs.ResponseTime != ws.ResponseTime || gs.ServiceTime != ws.ServiceTime || gs.StartLag != ws.StartLag || gs.DropLateness != ws.DropLateness {
 					t.Errorf("%s: summary %+v, want %+v", what, gs, ws)
