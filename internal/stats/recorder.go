@@ -90,7 +90,7 @@ type buffer struct {
 	// histograms the collector drains them into: counting a value costs a few ns where a
 	// histogram's RecordValue costs ~15, three times per operation, and the drain visits
 	// only the buckets a shard recorded into (see sparse).
-	resp, svc, lag *sparse
+	resp, svc, lag sparse
 	// late is the lateness of the dropped operations (Counts.Dropped); nil until a shard
 	// first drops one, so runs that never drop pay no memory for it.
 	late *sparse
@@ -98,11 +98,11 @@ type buffer struct {
 	// Buffers of different shards are separate allocations that the allocator may
 	// place side by side; at a multiple of 128 bytes (a size class whose objects are
 	// 128-byte aligned) two shards' counters never share a cache line.
-	_ [256 - 32 - unsafe.Sizeof(Counts{})]byte
+	_ [(128 - (3*unsafe.Sizeof(sparse{})+8+unsafe.Sizeof(Counts{}))%128) % 128]byte
 }
 
 func newBuffer() *buffer {
-	return &buffer{resp: newSparse(latencyLayout), svc: newSparse(latencyLayout), lag: newSparse(lagLayout)}
+	return &buffer{resp: makeSparse(latencyLayout), svc: makeSparse(latencyLayout), lag: makeSparse(lagLayout)}
 }
 
 // latency records one answered operation's times. own is the generator's own part of its
@@ -110,11 +110,11 @@ func newBuffer() *buffer {
 func (b *buffer) latency(resp, svc, own time.Duration) {
 	r, rc := Micros(resp)
 	s, sc := Micros(svc)
-	b.resp.add(r)
-	b.svc.add(s)
+	b.resp.add(r, latencySmall)
+	b.svc.add(s, latencySmall)
 	// Start lag (actual minus intended start) is exactly resp - svc.
 	l, _ := Micros(resp - svc)
-	b.lag.add(l)
+	b.lag.add(l, lagSmall)
 	if own >= 0 {
 		o, _ := Micros(min(own, resp-svc))
 		b.LagOwnUs += o
@@ -127,12 +127,13 @@ func (b *buffer) latency(resp, svc, own time.Duration) {
 
 // moveTo adds what b recorded into sum and leaves b empty for reuse.
 func (b *buffer) moveTo(sum *buffer) {
-	b.resp.moveTo(sum.resp)
-	b.svc.moveTo(sum.svc)
-	b.lag.moveTo(sum.lag)
-	if b.late != nil && b.late.total != 0 {
+	b.resp.moveTo(&sum.resp)
+	b.svc.moveTo(&sum.svc)
+	b.lag.moveTo(&sum.lag)
+	if b.late != nil && !b.late.empty() {
 		if sum.late == nil {
-			sum.late = newSparse(lagLayout)
+			late := makeSparse(lagLayout)
+			sum.late = &late
 		}
 		b.late.moveTo(sum.late)
 	}
@@ -141,9 +142,9 @@ func (b *buffer) moveTo(sum *buffer) {
 }
 
 // The parts of a buffer, for latencyOf.
-func (b *buffer) respSum() *sparse { return b.resp }
-func (b *buffer) svcSum() *sparse  { return b.svc }
-func (b *buffer) lagSum() *sparse  { return b.lag }
+func (b *buffer) respSum() *sparse { return &b.resp }
+func (b *buffer) svcSum() *sparse  { return &b.svc }
+func (b *buffer) lagSum() *sparse  { return &b.lag }
 func (b *buffer) lateSum() *sparse { return b.late }
 
 // clear empties b.
@@ -248,9 +249,10 @@ func (s *Shard) Drop(lateness time.Duration) {
 	b := s.buf()
 	b.Dropped++
 	if b.late == nil {
-		b.late = newSparse(lagLayout)
+		late := makeSparse(lagLayout)
+		b.late = &late
 	}
-	b.late.add(l)
+	b.late.add(l, lagSmall)
 	s.mu.Unlock()
 }
 

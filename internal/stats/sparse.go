@@ -70,6 +70,15 @@ func (l *layout) value(i int) int64 {
 	return int64(sub) << uint(bucket)
 }
 
+// The single-value bounds of the latency (SignificantDigits) and start-lag
+// (LagSignificantDigits) layouts (layout.small): below them a value is its own counts
+// index. Constants, so that counting a value costs a compare and an increment
+// (sparse.add); TestLayoutMatchesHistogram checks them.
+const (
+	latencySmall = 2048
+	lagSmall     = 256
+)
+
 // sparse is one shard's counts of one histogram over an interval, by counts index, with
 // a two-level bitmap of the indexes it holds, so that moving them out (once a second,
 // for every shard) visits only the buckets recorded into: with a shard's values within
@@ -77,27 +86,52 @@ func (l *layout) value(i int) int64 {
 // merging and resetting a whole histogram walked every bucket up to its max and
 // cleared 188 KB.
 type sparse struct {
-	l      *layout
 	counts []int64
 	used   []uint64 // bit i%64 of used[i/64] is set when counts[i] != 0
 	words  []uint64 // bit j%64 of words[j/64] is set when used[j] != 0
-	total  int64
+	l      *layout
 }
 
-func newSparse(l *layout) *sparse {
+func makeSparse(l *layout) sparse {
 	nw := (l.n + 63) / 64
-	return &sparse{l: l, counts: make([]int64, l.n), used: make([]uint64, nw), words: make([]uint64, (nw+63)/64)}
+	return sparse{l: l, counts: make([]int64, l.n), used: make([]uint64, nw), words: make([]uint64, (nw+63)/64)}
 }
 
-// add counts one value v, 0 <= v <= HighestValue.
-func (s *sparse) add(v int64) {
-	i := s.l.index(v)
-	s.counts[i]++
-	s.total++
-	if s.counts[i] == 1 {
-		s.used[i>>6] |= 1 << (i & 63)
-		s.words[i>>12] |= 1 << ((i >> 6) & 63)
+// add counts one value v, 0 <= v <= HighestValue, of the layout whose single-value
+// bound is small (latencySmall or lagSmall).
+func (s *sparse) add(v, small int64) {
+	i := int(v)
+	if v >= small {
+		i = wideIndex(v, small)
 	}
+	c := s.counts[i] + 1
+	s.counts[i] = c
+	if c == 1 {
+		s.mark(i)
+	}
+}
+
+// wideIndex is layout.index for a value beyond the single-value buckets of bound small.
+func wideIndex(v, small int64) int {
+	halfMag := uint(bits.Len64(uint64(small))) - 2
+	bucket := uint(bits.Len64(uint64(v))) - halfMag - 1
+	return int(bucket+1)<<halfMag + int(v>>bucket) - 1<<halfMag
+}
+
+// mark notes that counts[i] holds a count.
+func (s *sparse) mark(i int) {
+	s.used[i>>6] |= 1 << (i & 63)
+	s.words[i>>12] |= 1 << ((i >> 6) & 63)
+}
+
+// empty tells whether s holds no count.
+func (s *sparse) empty() bool {
+	for _, w := range s.words {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // all yields every index that holds a count, with its count, in ascending order.
@@ -120,9 +154,6 @@ func (s *sparse) all() iter.Seq2[int, int64] {
 
 // moveTo adds every count into dst, which has the same layout, and leaves s empty.
 func (s *sparse) moveTo(dst *sparse) {
-	if s.total == 0 {
-		return
-	}
 	for i, n := range s.all() {
 		if dst.counts[i] == 0 {
 			dst.used[i>>6] |= 1 << (i & 63)
@@ -130,15 +161,11 @@ func (s *sparse) moveTo(dst *sparse) {
 		}
 		dst.counts[i] += n
 	}
-	dst.total += s.total
 	s.clear()
 }
 
 // record adds every count into h, a histogram of s's layout.
 func (s *sparse) record(h *hdrhistogram.Histogram) {
-	if s.total == 0 {
-		return
-	}
 	for i, n := range s.all() {
 		// In range by construction; a count that would overflow h's total is dropped,
 		// as hdrhistogram's Merge drops it.
@@ -148,9 +175,6 @@ func (s *sparse) record(h *hdrhistogram.Histogram) {
 
 // clear empties s, touching only the indexes it holds.
 func (s *sparse) clear() {
-	if s.total == 0 {
-		return
-	}
 	for wi, w := range s.words {
 		for w != 0 {
 			j := wi<<6 + bits.TrailingZeros64(w)
@@ -162,7 +186,6 @@ func (s *sparse) clear() {
 		}
 		s.words[wi] = 0
 	}
-	s.total = 0
 }
 
 // latency is LatencyOf(h) for a histogram h that holds exactly s's counts, with the max

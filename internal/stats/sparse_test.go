@@ -26,9 +26,13 @@ func TestLayoutMatchesHistogram(t *testing.T) {
 		h    func() *hdrhistogram.Histogram
 	}{{"latency", latencyLayout, NewHistogram}, {"start lag", lagLayout, NewLagHistogram}} {
 		h := tc.h()
+		if got, want := tc.l.small, map[string]int64{"latency": latencySmall, "start lag": lagSmall}[tc.name]; got != want {
+			t.Fatalf("%s: layout's single-value bound %d, the constant %d", tc.name, got, want)
+		}
 		if want := (h.ByteSize() - (6*8 + 5*4)) / 8; tc.l.n != want {
 			t.Fatalf("%s: layout has %d entries, the histogram %d", tc.name, tc.l.n, want)
 		}
+		s := makeSparse(tc.l)
 		next := int64(0)
 		for i := range tc.l.n {
 			lo := tc.l.value(i)
@@ -50,6 +54,11 @@ func TestLayoutMatchesHistogram(t *testing.T) {
 				if got := tc.l.index(v); got != i {
 					t.Fatalf("%s: index(%d) = %d, want %d (bucket %d..%d)", tc.name, v, got, i, lo, hi)
 				}
+				s.add(v, tc.l.small)
+				if s.counts[i] != 1 || s.used[i/64] != 1<<(i%64) {
+					t.Fatalf("%s: add(%d) did not count index %d", tc.name, v, i)
+				}
+				s.clear()
 			}
 			next = hi + 1
 			if next > HighestValue {
