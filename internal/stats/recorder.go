@@ -14,9 +14,10 @@ import (
 
 // MaxDefaultShards caps DefaultShards. Every shard of every op that records holds, active
 // and retired, response-time and service-time counts of ~188 KB each and start-lag counts
-// of ~24 KB (two significant digits), with ~6 KB of bitmaps saying which are used (see
-// sparse), i.e. ~800 KB per shard per op: at 16 shards that is 13 MB per op and 39 MB
-// with reads, writes and backfill all active, plus ~2.5 MB of collector histograms. A
+// of ~24 KB (two significant digits), with ~6 KB of bitmaps per buffer saying which are
+// used (see sparse), i.e. ~800 KB per shard per op: at 16 shards that is 13 MB per op and
+// 39 MB with reads, writes and backfill all active, plus ~1.3 MB per active series in the
+// collector (interval and cumulative histograms, and the drained sums, Recorder.sum). A
 // 1000-worker process measured 68 MB RSS in all (see docs/performance.md), far below the
 // 150 MB budget, while 16 locks still leave each shard mostly uncontended: a record holds
 // its lock for ~20 ns.
