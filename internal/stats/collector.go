@@ -457,12 +457,12 @@ func (c *Collector) publish(list []*series, iv *Interval, drained bool) {
 	p := pointRec{end: iv.End.UnixNano(), seconds: float32(iv.Seconds()), ops: make([]opRec, len(list)), fleet: iv.fleet()}
 	for i, s := range list {
 		o := &iv.Ops[i]
-		var sum *buffer
+		var sum *sums
 		if drained {
 			sum = s.rec.sum
 		}
-		o.lat.resp, o.lat.svc = latencyOf(o.Response, sum, (*buffer).respSum), latencyOf(o.Service, sum, (*buffer).svcSum)
-		o.lat.lag, o.lat.late = latencyOf(o.StartLag, sum, (*buffer).lagSum), latencyOf(o.Late, sum, (*buffer).lateSum)
+		o.lat.resp, o.lat.svc = latencyOf(o.Response, sum, (*sums).respSum), latencyOf(o.Service, sum, (*sums).svcSum)
+		o.lat.lag, o.lat.late = latencyOf(o.StartLag, sum, (*sums).lagSum), latencyOf(o.Late, sum, (*sums).lateSum)
 		o.lat.ok = true
 		p.ops[i] = newOpRec(&o.Counts, o.lat.resp, o.lat.svc, LagWithin(o.lat.lag, o.lat.resp), o.lat.late, o.gauges())
 	}
@@ -631,7 +631,7 @@ func droppedErr(iv *Interval, dropped int64) error {
 
 // latencyOf is LatencyOf(h), read with the bucket sums of sum (part picks which) when
 // sum is not nil: h then holds exactly those sums.
-func latencyOf(h *hdrhistogram.Histogram, sum *buffer, part func(*buffer) *sparse) Latency {
+func latencyOf(h *hdrhistogram.Histogram, sum *sums, part func(*sums) *sparse) Latency {
 	if sum == nil || h.TotalCount() == 0 {
 		return LatencyOf(h)
 	}

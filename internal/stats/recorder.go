@@ -13,14 +13,14 @@ import (
 )
 
 // MaxDefaultShards caps DefaultShards. Every shard of every op that records holds, active
-// and retired, response-time and service-time counts of ~188 KB each and start-lag counts
-// of ~24 KB (two significant digits), with ~6 KB of bitmaps per buffer saying which are
-// used (see sparse), i.e. ~800 KB per shard per op: at 16 shards that is 13 MB per op and
-// 39 MB with reads, writes and backfill all active, plus ~1.3 MB per active series in the
-// collector (interval and cumulative histograms, and the drained sums, Recorder.sum). A
-// 1000-worker process measured 68 MB RSS in all (see docs/performance.md), far below the
-// 150 MB budget, while 16 locks still leave each shard mostly uncontended: a record holds
-// its lock for ~20 ns.
+// and retired, response-time and service-time counts of ~92 KB each and start-lag counts
+// of ~12 KB (two significant digits; uint32 counts, see tally), with ~6 KB of bitmaps per
+// buffer saying which are used, i.e. ~400 KB per shard per op: at 16 shards that is
+// 6.5 MB per op and 20 MB with reads, writes and backfill all active, plus ~1.3 MB per
+// active series in the collector (interval and cumulative histograms, and the drained
+// sums, Recorder.sum). A 1000-worker process measured 68 MB RSS in all (see
+// docs/performance.md), far below the 150 MB budget, while 16 locks still leave each
+// shard mostly uncontended: a record holds its lock for ~20 ns.
 const MaxDefaultShards = 16
 
 // DefaultShards returns the shard count used when Config.Shards is 0: 4 per
@@ -91,19 +91,31 @@ type buffer struct {
 	// histograms the collector drains them into: counting a value costs a few ns where a
 	// histogram's RecordValue costs ~15, three times per operation, and the drain visits
 	// only the buckets a shard recorded into (see sparse).
-	resp, svc, lag sparse
+	resp, svc, lag tally
 	// late is the lateness of the dropped operations (Counts.Dropped); nil until a shard
 	// first drops one, so runs that never drop pay no memory for it.
-	late *sparse
+	late *tally
 	Counts
 	// Buffers of different shards are separate allocations that the allocator may
 	// place side by side; at a multiple of 128 bytes (a size class whose objects are
 	// 128-byte aligned) two shards' counters never share a cache line.
-	_ [(128 - (3*unsafe.Sizeof(sparse{})+8+unsafe.Sizeof(Counts{}))%128) % 128]byte
+	_ [(128 - (3*unsafe.Sizeof(tally{})+8+unsafe.Sizeof(Counts{}))%128) % 128]byte
 }
 
 func newBuffer() *buffer {
-	return &buffer{resp: makeSparse(latencyLayout), svc: makeSparse(latencyLayout), lag: makeSparse(lagLayout)}
+	return &buffer{resp: makeTally(latencyLayout), svc: makeTally(latencyLayout), lag: makeTally(lagLayout)}
+}
+
+// sums is what the collector drained from a recorder's shards in one tick, bucket by
+// bucket: the buffers' counts summed into int64s.
+type sums struct {
+	resp, svc, lag sparse
+	late           *sparse // nil until a shard has dropped an operation
+	Counts
+}
+
+func newSums() *sums {
+	return &sums{resp: makeSparse(latencyLayout), svc: makeSparse(latencyLayout), lag: makeSparse(lagLayout)}
 }
 
 // latency records one answered operation's times. own is the generator's own part of its
@@ -111,11 +123,18 @@ func newBuffer() *buffer {
 func (b *buffer) latency(resp, svc, own time.Duration) {
 	r, rc := Micros(resp)
 	s, sc := Micros(svc)
-	b.resp.add(r, latencySmall)
-	b.svc.add(s, latencySmall)
+	// add inlined, its rare cases (a bucket's first count, a count wrapping) out of line.
+	if i, c := b.resp.add(r, latencySmall); c <= 1 {
+		b.resp.settle(i, c)
+	}
+	if i, c := b.svc.add(s, latencySmall); c <= 1 {
+		b.svc.settle(i, c)
+	}
 	// Start lag (actual minus intended start) is exactly resp - svc.
 	l, _ := Micros(resp - svc)
-	b.lag.add(l, lagSmall)
+	if i, c := b.lag.add(l, lagSmall); c <= 1 {
+		b.lag.settle(i, c)
+	}
 	if own >= 0 {
 		o, _ := Micros(min(own, resp-svc))
 		b.LagOwnUs += o
@@ -127,7 +146,7 @@ func (b *buffer) latency(resp, svc, own time.Duration) {
 }
 
 // moveTo adds what b recorded into sum and leaves b empty for reuse.
-func (b *buffer) moveTo(sum *buffer) {
+func (b *buffer) moveTo(sum *sums) {
 	b.resp.moveTo(&sum.resp)
 	b.svc.moveTo(&sum.svc)
 	b.lag.moveTo(&sum.lag)
@@ -142,14 +161,14 @@ func (b *buffer) moveTo(sum *buffer) {
 	b.Counts = Counts{}
 }
 
-// The parts of a buffer, for latencyOf.
-func (b *buffer) respSum() *sparse { return &b.resp }
-func (b *buffer) svcSum() *sparse  { return &b.svc }
-func (b *buffer) lagSum() *sparse  { return &b.lag }
-func (b *buffer) lateSum() *sparse { return b.late }
+// The parts of a sums, for latencyOf.
+func (b *sums) respSum() *sparse { return &b.resp }
+func (b *sums) svcSum() *sparse  { return &b.svc }
+func (b *sums) lagSum() *sparse  { return &b.lag }
+func (b *sums) lateSum() *sparse { return b.late }
 
 // clear empties b.
-func (b *buffer) clear() {
+func (b *sums) clear() {
 	b.resp.clear()
 	b.svc.clear()
 	b.lag.clear()
@@ -250,10 +269,10 @@ func (s *Shard) Drop(lateness time.Duration) {
 	b := s.buf()
 	b.Dropped++
 	if b.late == nil {
-		late := makeSparse(lagLayout)
+		late := makeTally(lagLayout)
 		b.late = &late
 	}
-	b.late.add(l, lagSmall)
+	b.late.count(l, lagSmall)
 	s.mu.Unlock()
 }
 
@@ -278,7 +297,7 @@ type Recorder struct {
 	// drain: the collector also merges it into the cumulative view and reads the
 	// interval's max and mean from it (see publish). Only the collector's tick touches
 	// it; nil until a shard has recorded.
-	sum *buffer
+	sum *sums
 }
 
 func newRecorder(op Op, shards int) *Recorder {
@@ -326,7 +345,7 @@ func (r *Recorder) drain(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts
 			continue
 		}
 		if r.sum == nil {
-			r.sum = newBuffer()
+			r.sum = newSums()
 		}
 		b.moveTo(r.sum)
 	}

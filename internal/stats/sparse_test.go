@@ -32,7 +32,7 @@ func TestLayoutMatchesHistogram(t *testing.T) {
 		if want := (h.ByteSize() - (6*8 + 5*4)) / 8; tc.l.n != want {
 			t.Fatalf("%s: layout has %d entries, the histogram %d", tc.name, tc.l.n, want)
 		}
-		s := makeSparse(tc.l)
+		s := makeTally(tc.l)
 		next := int64(0)
 		for i := range tc.l.n {
 			lo := tc.l.value(i)
@@ -54,7 +54,7 @@ func TestLayoutMatchesHistogram(t *testing.T) {
 				if got := tc.l.index(v); got != i {
 					t.Fatalf("%s: index(%d) = %d, want %d (bucket %d..%d)", tc.name, v, got, i, lo, hi)
 				}
-				s.add(v, tc.l.small)
+				s.count(v, tc.l.small)
 				if s.counts[i] != 1 || s.used[i/64] != 1<<(i%64) {
 					t.Fatalf("%s: add(%d) did not count index %d", tc.name, v, i)
 				}
@@ -373,5 +373,58 @@ func compareIntervals(t *testing.T, what string, got, want *Interval) {
 	}
 	if !reflect.DeepEqual(ge, we) {
 		t.Errorf("%s: encoded interval differs:\n got %+v\nwant %+v", what, ge, we)
+	}
+}
+
+// A shard's counts are uint32: a bucket counted up to and past math.MaxUint32 in one
+// interval still drains its exact count, once or several times over the limit, and the
+// next interval starts from zero. The counts are set near the limit directly, as 2^32
+// records would take minutes.
+func TestTallySpillIsExact(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		d      time.Duration // the value recorded (resp and svc)
+		starts []uint32      // counts set before each batch of adds
+		adds   int
+	}{
+		{"reaches the limit", 500 * time.Microsecond, []uint32{math.MaxUint32 - 1}, 1},
+		{"stops below the limit", 500 * time.Microsecond, []uint32{math.MaxUint32 - 2}, 1},
+		{"passes the limit", 500 * time.Microsecond, []uint32{math.MaxUint32 - 3}, 7},
+		{"passes it twice", 3 * time.Second, []uint32{math.MaxUint32 - 1, math.MaxUint32 - 5}, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecorder(OpRead, 1)
+			s := r.Shard(0)
+			v, _ := Micros(tc.d)
+			i := latencyLayout.index(v)
+			for round := range 2 {
+				want := int64(0)
+				for _, start := range tc.starts {
+					s.Success(tc.d, tc.d)
+					b := s.active
+					want += int64(start) - int64(b.resp.counts[i])
+					b.resp.counts[i] = start
+					for range tc.adds {
+						s.Success(tc.d, tc.d)
+					}
+					want += int64(tc.adds) + 1
+				}
+				resp, svc := NewHistogram(), NewHistogram()
+				var c Counts
+				r.drain(resp, svc, NewLagHistogram(), NewLagHistogram(), &c)
+				for _, h := range []struct {
+					name string
+					h    *hdrhistogram.Histogram
+					want int64
+				}{{"response", resp, want}, {"service", svc, int64(len(tc.starts) * (tc.adds + 1))}} {
+					if got := h.h.TotalCount(); got != h.want {
+						t.Errorf("round %d: %s count %d, want %d", round, h.name, got, h.want)
+					}
+					if !h.h.ValuesAreEquivalent(h.h.Min(), v) || !h.h.ValuesAreEquivalent(h.h.Max(), v) {
+						t.Errorf("round %d: %s values %d..%d, want all in %d's bucket", round, h.name, h.h.Min(), h.h.Max(), v)
+					}
+				}
+			}
+		})
 	}
 }
