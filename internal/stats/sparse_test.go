@@ -185,8 +185,8 @@ func randomLatency(rng *rand.Rand) time.Duration {
 
 // feedRandom records a random interval's operations into the shards of r and the same
 // into old, and returns how many: values of every range, some shards left empty, and
-// some intervals with nothing at all.
-func feedRandom(rng *rand.Rand, r *Recorder, old []*oldBuffer) int {
+// some intervals with nothing at all (always when empty is set).
+func feedRandom(rng *rand.Rand, r *Recorder, old []*oldBuffer, empty bool) int {
 	shards := len(old)
 	n := 0
 	switch rng.IntN(4) {
@@ -194,7 +194,10 @@ func feedRandom(rng *rand.Rand, r *Recorder, old []*oldBuffer) int {
 	case 1:
 		n = rng.IntN(20)
 	default:
-		n = rng.IntN(3000)
+		n = rng.IntN(maxRandomValues)
+	}
+	if empty {
+		n = 0
 	}
 	// Some shards get nothing this interval: the values go to the others.
 	quiet := rng.IntN(shards)
@@ -242,7 +245,7 @@ func newOldBuffers(n int) []*oldBuffer {
 // values of every range, shards left empty, shards used again after a swap, and intervals
 // in which nothing is recorded at all.
 func TestDrainMatchesOldPath(t *testing.T) {
-	for seed := range uint64(16) {
+	for seed := range uint64(drainSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			shards := 1 + rng.IntN(9)
@@ -250,7 +253,7 @@ func TestDrainMatchesOldPath(t *testing.T) {
 			old := newOldBuffers(shards)
 			start := time.Unix(1700000000, 0)
 			for iv := range 4 {
-				n := feedRandom(rng, r, old)
+				n := feedRandom(rng, r, old, iv == 1)
 				got := newTestInterval(start, iv)
 				want := newTestInterval(start, iv)
 				g, w := &got.Ops[0], &want.Ops[0]
@@ -268,7 +271,7 @@ func TestDrainMatchesOldPath(t *testing.T) {
 // the cumulative histograms and report) is what merging and walking whole histograms
 // gave, across ticks, a reset, and intervals with and without values.
 func TestCollectorMatchesOldPath(t *testing.T) {
-	for seed := range uint64(8) {
+	for seed := range uint64(collectorSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			shards := 1 + rng.IntN(5)
@@ -279,7 +282,7 @@ func TestCollectorMatchesOldPath(t *testing.T) {
 			for iv := range 6 {
 				if iv == 3 {
 					// A reset discards what was recorded since the tick and the totals.
-					feedRandom(rng, c.Recorder(OpRead), old)
+					feedRandom(rng, c.Recorder(OpRead), old, false)
 					c.ResetAt(start.Add(time.Duration(iv) * time.Second))
 					for _, o := range old {
 						o.drainInto(NewHistogram(), NewHistogram(), NewLagHistogram(), NewLagHistogram(), &Counts{})
@@ -288,7 +291,7 @@ func TestCollectorMatchesOldPath(t *testing.T) {
 						h.Reset()
 					}
 				}
-				n := feedRandom(rng, c.Recorder(OpRead), old)
+				n := feedRandom(rng, c.Recorder(OpRead), old, iv == 1)
 				want := newTestInterval(start, iv)
 				w := &want.Ops[0]
 				for _, o := range old {
