@@ -98,6 +98,14 @@ type OpInterval struct {
 	// Backlog and Pending were sampled from the op's backlog func at the tick.
 	Backlog time.Duration
 	Pending int64
+
+	// lat holds the latencies of the histograms above as the collector computed them
+	// when it published the interval, so that Summary does not walk them again for every
+	// subscriber; lat.ok is false on an interval built elsewhere.
+	lat struct {
+		resp, svc, lag, late Latency
+		ok                   bool
+	}
 }
 
 // active tells whether the series was active in the interval: it had workers at the
@@ -122,10 +130,14 @@ func (iv *Interval) Summary() Summary {
 		Nodes: iv.Nodes, Partial: iv.Partial, Missing: slices.Clone(iv.Missing)}
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
-		sum := buildOpSummary(&o.Counts, LatencyOf(o.Response), LatencyOf(o.Service), secs, o.gauges())
-		sum.StartLag = LagWithin(LatencyOf(o.StartLag), sum.ResponseTime)
+		resp, svc, lag, late := o.lat.resp, o.lat.svc, o.lat.lag, o.lat.late
+		if !o.lat.ok {
+			resp, svc, lag, late = LatencyOf(o.Response), LatencyOf(o.Service), LatencyOf(o.StartLag), LatencyOf(o.Late)
+		}
+		sum := buildOpSummary(&o.Counts, resp, svc, secs, o.gauges())
+		sum.StartLag = LagWithin(lag, sum.ResponseTime)
 		if o.Late != nil {
-			sum.DropLateness = LatencyOf(o.Late)
+			sum.DropLateness = late
 		}
 		s.Ops[o.Name] = sum
 	}
@@ -416,9 +428,10 @@ func (c *Collector) Tick(now time.Time) *Interval {
 		resetHistogram(o.StartLag)
 		resetHistogram(o.Late)
 		o.Counts = Counts{}
+		o.lat.ok = false
 		s.rec.drain(o.Response, o.Service, o.StartLag, o.Late, &o.Counts)
 	}
-	c.publish(list, iv)
+	c.publish(list, iv, true)
 	return iv
 }
 
@@ -435,28 +448,41 @@ func (c *Collector) interval(list []*series) *Interval {
 
 // publish is the part of a tick after the interval is filled, shared by Tick and Ingest:
 // it merges iv (c.iv, in registration order) into the cumulative view, makes it the
-// latest interval and a point of the series, and hands it to the subscribers. The caller
-// holds tickMu.
-func (c *Collector) publish(list []*series, iv *Interval) {
+// latest interval and a point of the series, and hands it to the subscribers. drained
+// says iv's histograms hold exactly what the recorders' last drain summed (a tick), so
+// the merge and the max and mean read those sums, visiting only the buckets used, where
+// an ingested interval's histograms are walked whole. The caller holds tickMu.
+func (c *Collector) publish(list []*series, iv *Interval, drained bool) {
 	// Percentiles are computed before taking mu so readers wait only for the merge.
 	p := pointRec{end: iv.End.UnixNano(), seconds: float32(iv.Seconds()), ops: make([]opRec, len(list)), fleet: iv.fleet()}
-	for i := range list {
+	for i, s := range list {
 		o := &iv.Ops[i]
-		var late Latency
-		if o.Dropped > 0 {
-			late = LatencyOf(o.Late)
+		var sum *sums
+		if drained {
+			sum = s.rec.sum
 		}
-		resp := LatencyOf(o.Response)
-		p.ops[i] = newOpRec(&o.Counts, resp, LatencyOf(o.Service), LagWithin(LatencyOf(o.StartLag), resp), late, o.gauges())
+		o.lat.resp, o.lat.svc = latencyOf(o.Response, sum, (*sums).respSum), latencyOf(o.Service, sum, (*sums).svcSum)
+		o.lat.lag, o.lat.late = latencyOf(o.StartLag, sum, (*sums).lagSum), latencyOf(o.Late, sum, (*sums).lateSum)
+		o.lat.ok = true
+		p.ops[i] = newOpRec(&o.Counts, o.lat.resp, o.lat.svc, LagWithin(o.lat.lag, o.lat.resp), o.lat.late, o.gauges())
 	}
 
 	c.mu.Lock()
 	for i, s := range list {
 		o := &iv.Ops[i]
-		MergeHistograms(s.cumResp, o.Response)
-		MergeHistograms(s.cumSvc, o.Service)
-		MergeHistograms(s.cumLag, o.StartLag)
-		MergeHistograms(s.cumLate, o.Late)
+		if sum := s.rec.sum; drained && sum != nil {
+			sum.resp.record(s.cumResp)
+			sum.svc.record(s.cumSvc)
+			sum.lag.record(s.cumLag)
+			if sum.late != nil {
+				sum.late.record(s.cumLate)
+			}
+		} else {
+			MergeHistograms(s.cumResp, o.Response)
+			MergeHistograms(s.cumSvc, o.Service)
+			MergeHistograms(s.cumLag, o.StartLag)
+			MergeHistograms(s.cumLate, o.Late)
+		}
 		s.cum.Add(&o.Counts)
 		if o.active() {
 			s.cumActive += iv.Seconds()
@@ -574,6 +600,7 @@ func (c *Collector) ingest(src *Interval, publish bool) error {
 		resetHistogram(o.Late)
 		o.Counts = Counts{}
 		o.TargetRate, o.Workers, o.Backlog, o.Pending = 0, 0, 0, 0
+		o.lat.ok = false
 	}
 	for i := range src.Ops {
 		s, o := &src.Ops[i], &iv.Ops[ops[i]]
@@ -589,7 +616,7 @@ func (c *Collector) ingest(src *Interval, publish bool) error {
 		o.Backlog = max(o.Backlog, s.Backlog)
 		o.Pending += s.Pending
 	}
-	c.publish(list, iv)
+	c.publish(list, iv, false)
 	return droppedErr(src, dropped)
 }
 
@@ -600,6 +627,15 @@ func droppedErr(iv *Interval, dropped int64) error {
 		return nil
 	}
 	return fmt.Errorf("ingest interval %v..%v: %d latencies outside the histogram range were dropped", iv.Start, iv.End, dropped)
+}
+
+// latencyOf is LatencyOf(h), read with the bucket sums of sum (part picks which) when
+// sum is not nil: h then holds exactly those sums.
+func latencyOf(h *hdrhistogram.Histogram, sum *sums, part func(*sums) *sparse) Latency {
+	if sum == nil || h.TotalCount() == 0 {
+		return LatencyOf(h)
+	}
+	return part(sum).latency(h)
 }
 
 func resetHistogram(h *hdrhistogram.Histogram) {

@@ -87,14 +87,20 @@ func (l *HDRLogWriter) WriteInterval(iv *Interval) error {
 		for _, h := range [...]struct {
 			kind string
 			h    *hdrhistogram.Histogram
-		}{{"response", o.Response}, {"service", o.Service}} {
+			max  float64
+		}{{"response", o.Response, o.lat.resp.Max}, {"service", o.Service, o.lat.svc.Max}} {
 			payload, err := EncodeHistogram(h.h)
 			if err != nil {
 				l.err = err
 				return err
 			}
+			// The collector read the max when it published the interval; Max would
+			// walk the histogram again.
+			if !o.lat.ok {
+				h.max = float64(h.h.Max())
+			}
 			fmt.Fprintf(&l.line, "Tag=%s-%s,%.3f,%.3f,%.3f,%s\n",
-				o.Name, h.kind, start, length, float64(h.h.Max())/microsPerMs, payload)
+				o.Name, h.kind, start, length, h.max/microsPerMs, payload)
 		}
 	}
 	// bufio hands a write at least its size to the file at once when it holds nothing,

@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -14,12 +13,14 @@ import (
 )
 
 // MaxDefaultShards caps DefaultShards. Every shard of every op that records holds, active
-// and retired, a response-time and a service-time histogram of ~188 KB each and a start-lag
-// histogram of ~24 KB (two significant digits), and ~17 KB of small-value counts (see
-// buffer), i.e. ~830 KB per shard per op: at 16 shards that is 13 MB per op and 40 MB with
-// reads, writes and backfill all active, plus ~2.5 MB of collector histograms. A 1000-worker process measured 68 MB RSS in all (see
-// docs/performance.md), far below the 150 MB budget, while 16 locks still leave each shard
-// mostly uncontended: a record holds its lock for ~20 ns.
+// and retired, response-time and service-time counts of ~92 KB each and start-lag counts
+// of ~12 KB (two significant digits; uint32 counts, see tally), with ~6 KB of bitmaps per
+// buffer saying which are used, i.e. ~400 KB per shard per op: at 16 shards that is
+// 6.5 MB per op and 20 MB with reads, writes and backfill all active, plus ~1.3 MB per
+// active series in the collector (interval and cumulative histograms, and the drained
+// sums, Recorder.sum). A 1000-worker process measured 68 MB RSS in all (see
+// docs/performance.md), far below the 150 MB budget, while 16 locks still leave each
+// shard mostly uncontended: a record holds its lock for ~20 ns.
 const MaxDefaultShards = 16
 
 // DefaultShards returns the shard count used when Config.Shards is 0: 4 per
@@ -86,75 +87,35 @@ func (c *Counts) Add(o *Counts) {
 
 // buffer is one half of a shard's double buffer: everything recorded in an interval.
 type buffer struct {
-	resp, svc, lag *hdrhistogram.Histogram
+	// The response-time, service-time and start-lag counts, by the buckets of the
+	// histograms the collector drains them into: counting a value costs a few ns where a
+	// histogram's RecordValue costs ~15, three times per operation, and the drain visits
+	// only the buckets a shard recorded into (see sparse).
+	resp, svc, lag tally
 	// late is the lateness of the dropped operations (Counts.Dropped); nil until a shard
 	// first drops one, so runs that never drop pay no memory for it.
-	late *hdrhistogram.Histogram
+	late *tally
 	Counts
 	// Buffers of different shards are separate allocations that the allocator may
 	// place side by side; at a multiple of 128 bytes (a size class whose objects are
 	// 128-byte aligned) two shards' counters never share a cache line.
-	_ [256 - 32 - unsafe.Sizeof(Counts{})]byte
-
-	// The counts of small values, not yet in resp, svc and lag: flush moves them there
-	// before anyone reads the histograms. Below these bounds a histogram has one bucket
-	// per value (its first sub-bucket range), so counting the value here and adding the
-	// count later gives exactly the histogram that recording it would have; and an
-	// increment costs a few ns where the histogram's RecordValue costs ~15 (bucket
-	// index, total count, min and max), three times per operation. They are what fast
-	// stores answer in (µs) and what start lag is in a closed loop (0).
-	respSmall, svcSmall smallCounts
-	lagSmall            smallLagCounts
-}
-
-// smallValues is how many values of a latency histogram (3 significant digits) have a
-// bucket each: 0 to 2047 µs. smallLagValues is the same for a start-lag histogram (2
-// digits): 0 to 255 µs. TestSmallCountsAreExact checks both against the histograms.
-const (
-	smallValues    = 2048
-	smallLagValues = 256
-)
-
-type (
-	smallCounts    [smallValues]uint32
-	smallLagCounts [smallLagValues]uint32
-)
-
-// count adds one at value v of h: in c while v is small, else in h.
-func count(c []uint32, h *hdrhistogram.Histogram, v int64) {
-	if uint64(v) < uint64(len(c)) {
-		if c[v]++; c[v] == math.MaxUint32 {
-			// Only an interval far longer than the collector's could get here; the
-			// histogram's counts are 64-bit.
-			_ = h.RecordValues(v, int64(c[v]))
-			c[v] = 0
-		}
-		return
-	}
-	// The values are in range by construction, so RecordValue cannot fail.
-	_ = h.RecordValue(v)
-}
-
-// flushCounts moves the counts of c into h and clears c.
-func flushCounts(c []uint32, h *hdrhistogram.Histogram) {
-	for v, n := range c {
-		if n != 0 {
-			_ = h.RecordValues(int64(v), int64(n))
-			c[v] = 0
-		}
-	}
-}
-
-// flush moves the small values' counts into the histograms. The collector calls it on a
-// retired buffer before it reads it.
-func (b *buffer) flush() {
-	flushCounts(b.respSmall[:], b.resp)
-	flushCounts(b.svcSmall[:], b.svc)
-	flushCounts(b.lagSmall[:], b.lag)
+	_ [(128 - (3*unsafe.Sizeof(tally{})+8+unsafe.Sizeof(Counts{}))%128) % 128]byte
 }
 
 func newBuffer() *buffer {
-	return &buffer{resp: NewHistogram(), svc: NewHistogram(), lag: NewLagHistogram()}
+	return &buffer{resp: makeTally(latencyLayout), svc: makeTally(latencyLayout), lag: makeTally(lagLayout)}
+}
+
+// sums is what the collector drained from a recorder's shards in one tick, bucket by
+// bucket: the buffers' counts summed into int64s.
+type sums struct {
+	resp, svc, lag sparse
+	late           *sparse // nil until a shard has dropped an operation
+	Counts
+}
+
+func newSums() *sums {
+	return &sums{resp: makeSparse(latencyLayout), svc: makeSparse(latencyLayout), lag: makeSparse(lagLayout)}
 }
 
 // latency records one answered operation's times. own is the generator's own part of its
@@ -162,11 +123,18 @@ func newBuffer() *buffer {
 func (b *buffer) latency(resp, svc, own time.Duration) {
 	r, rc := Micros(resp)
 	s, sc := Micros(svc)
-	count(b.respSmall[:], b.resp, r)
-	count(b.svcSmall[:], b.svc, s)
+	// add inlined, its rare cases (a bucket's first count, a count wrapping) out of line.
+	if i, c := b.resp.add(r, latencySmall); c <= 1 {
+		b.resp.settle(i, c)
+	}
+	if i, c := b.svc.add(s, latencySmall); c <= 1 {
+		b.svc.settle(i, c)
+	}
 	// Start lag (actual minus intended start) is exactly resp - svc.
 	l, _ := Micros(resp - svc)
-	count(b.lagSmall[:], b.lag, l)
+	if i, c := b.lag.add(l, lagSmall); c <= 1 {
+		b.lag.settle(i, c)
+	}
 	if own >= 0 {
 		o, _ := Micros(min(own, resp-svc))
 		b.LagOwnUs += o
@@ -177,21 +145,35 @@ func (b *buffer) latency(resp, svc, own time.Duration) {
 	}
 }
 
-func (b *buffer) reset() {
-	clear(b.respSmall[:])
-	clear(b.svcSmall[:])
-	clear(b.lagSmall[:])
-	if b.resp.TotalCount() != 0 {
-		b.resp.Reset()
+// moveTo adds what b recorded into sum and leaves b empty for reuse.
+func (b *buffer) moveTo(sum *sums) {
+	b.resp.moveTo(&sum.resp)
+	b.svc.moveTo(&sum.svc)
+	b.lag.moveTo(&sum.lag)
+	if b.late != nil && !b.late.empty() {
+		if sum.late == nil {
+			late := makeSparse(lagLayout)
+			sum.late = &late
+		}
+		b.late.moveTo(sum.late)
 	}
-	if b.svc.TotalCount() != 0 {
-		b.svc.Reset()
-	}
-	if b.lag.TotalCount() != 0 {
-		b.lag.Reset()
-	}
-	if b.late != nil && b.late.TotalCount() != 0 {
-		b.late.Reset()
+	sum.Add(&b.Counts)
+	b.Counts = Counts{}
+}
+
+// The parts of a sums, for latencyOf.
+func (b *sums) respSum() *sparse { return &b.resp }
+func (b *sums) svcSum() *sparse  { return &b.svc }
+func (b *sums) lagSum() *sparse  { return &b.lag }
+func (b *sums) lateSum() *sparse { return b.late }
+
+// clear empties b.
+func (b *sums) clear() {
+	b.resp.clear()
+	b.svc.clear()
+	b.lag.clear()
+	if b.late != nil {
+		b.late.clear()
 	}
 	b.Counts = Counts{}
 }
@@ -287,9 +269,10 @@ func (s *Shard) Drop(lateness time.Duration) {
 	b := s.buf()
 	b.Dropped++
 	if b.late == nil {
-		b.late = NewLagHistogram()
+		late := makeTally(lagLayout)
+		b.late = &late
 	}
-	_ = b.late.RecordValue(l)
+	b.late.count(l, lagSmall)
 	s.mu.Unlock()
 }
 
@@ -310,6 +293,11 @@ func (s *Shard) swap() *buffer {
 type Recorder struct {
 	op     Op
 	shards []Shard
+	// sum is what the last drain took from the shards, bucket by bucket, until the next
+	// drain: the collector also merges it into the cumulative view and reads the
+	// interval's max and mean from it (see publish). Only the collector's tick touches
+	// it; nil until a shard has recorded.
+	sum *sums
 }
 
 func newRecorder(op Op, shards int) *Recorder {
@@ -342,26 +330,35 @@ func (r *Recorder) Answered() int64 {
 	return n
 }
 
-// drain swaps every shard and merges the retired buffers into resp, svc, lag, late and c,
-// outside the shard locks, then resets them for reuse.
+// drain swaps every shard and adds what the retired buffers hold into resp, svc, lag,
+// late and c (nil: discards it), outside the shard locks, leaving them empty for reuse.
+// Its cost follows what the shards recorded (the buckets they used), not the histograms'
+// width: the shards' counts are summed bucket by bucket into r.sum, which then records
+// each bucket used once.
 func (r *Recorder) drain(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts) {
+	if r.sum != nil {
+		r.sum.clear()
+	}
 	for i := range r.shards {
 		b := r.shards[i].swap()
 		if b == nil {
 			continue
 		}
-		if resp != nil {
-			b.flush()
-			MergeHistograms(resp, b.resp)
-			MergeHistograms(svc, b.svc)
-			MergeHistograms(lag, b.lag)
-			if b.late != nil {
-				MergeHistograms(late, b.late)
-			}
-			c.Add(&b.Counts)
+		if r.sum == nil {
+			r.sum = newSums()
 		}
-		b.reset()
+		b.moveTo(r.sum)
 	}
+	if r.sum == nil || resp == nil {
+		return
+	}
+	r.sum.resp.record(resp)
+	r.sum.svc.record(svc)
+	r.sum.lag.record(lag)
+	if r.sum.late != nil {
+		r.sum.late.record(late)
+	}
+	c.Add(&r.sum.Counts)
 }
 
 // Sink records measurements a driver makes of its own into a series (driver.Sink): the

@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"math"
 	"runtime"
 	"sync"
 	"testing"
@@ -182,11 +181,11 @@ func TestStartLagIsResponseMinusService(t *testing.T) {
 	}
 }
 
-// Small values are counted beside the histograms and added to them when the collector
-// drains a shard: what it drains must equal, bucket for bucket, min, max and total, the
-// histograms that recording every value straight into them gives. The values span both
-// sides of the small bounds (2048 µs for latency, 256 µs for start lag), and two drains
-// check that a drained buffer starts the next interval empty.
+// A shard counts values by bucket and the collector adds the counts to its histograms
+// when it drains the shard: what it drains must equal, bucket for bucket, min, max and
+// total, the histograms that recording every value straight into them gives. The values
+// span the single-value buckets (below 2048 µs for latency, 256 µs for start lag) and
+// beyond, and two drains check that a drained buffer starts the next interval empty.
 func TestSmallCountsAreExact(t *testing.T) {
 	var values []time.Duration // resp, svc pairs
 	for _, us := range []int64{0, 1, 2, 255, 256, 257, 1000, 2047, 2048, 2049, 5000, 123456, HighestValue + 1} {
@@ -222,35 +221,5 @@ func TestSmallCountsAreExact(t *testing.T) {
 		if c.Successes != int64(len(values)/2) {
 			t.Errorf("round %d: %d successes, want %d", round, c.Successes, len(values)/2)
 		}
-	}
-}
-
-// Below the small bounds every value has a bucket of its own in the package's histograms:
-// that is what makes counting them apart exact.
-func TestSmallBoundsAreSingleValueBuckets(t *testing.T) {
-	for _, h := range []struct {
-		name  string
-		h     *hdrhistogram.Histogram
-		bound int64
-	}{{"latency", NewHistogram(), smallValues}, {"start lag", NewLagHistogram(), smallLagValues}} {
-		for v := int64(0); v < h.bound; v++ {
-			if h.h.ValuesAreEquivalent(v, v+1) {
-				t.Fatalf("%s histogram: %d and %d share a bucket, below the small bound %d", h.name, v, v+1, h.bound)
-			}
-		}
-	}
-}
-
-// A small count about to overflow its 32 bits moves into the histogram instead.
-func TestSmallCountOverflowMovesToHistogram(t *testing.T) {
-	var c smallCounts
-	h := NewHistogram()
-	c[7] = math.MaxUint32 - 2
-	for range 3 {
-		count(c[:], h, 7)
-	}
-	flushCounts(c[:], h)
-	if want := int64(math.MaxUint32) + 1; h.TotalCount() != want || h.Min() != 7 || h.Max() != 7 {
-		t.Errorf("histogram total %d min %d max %d, want %d values of 7", h.TotalCount(), h.Min(), h.Max(), want)
 	}
 }
