@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/testserver"
+	"github.com/ndbench/ndbench/internal/verdict"
 )
 
 func TestParsers(t *testing.T) {
@@ -297,5 +298,28 @@ func TestMemtierFromEnvironment(t *testing.T) {
 	t.Setenv("NDBENCH_CACHE", t.TempDir())
 	if _, err := memtierBin(); err == nil || !strings.Contains(err.Error(), "memtier_benchmark not installed") || !strings.Contains(err.Error(), "MEMTIER=path") {
 		t.Errorf("no memtier anywhere: %v", err)
+	}
+}
+
+// A client-bound run's report is taken (the harness compares client CPU); a report
+// INVALID for any other reason, or failed, is not.
+func TestOnlyClientBound(t *testing.T) {
+	clientBound := verdict.InvalidPrefix + "the client kept 0.9 of 1 cores busy"
+	for _, tc := range []struct {
+		name string
+		rep  string
+		want bool
+	}{
+		{"client-bound", `{"verdict":{"status":"INVALID","exitCode":4,"reasons":[` + strconv.Quote(clientBound) + `]}}`, true},
+		{"client-bound and another reason", `{"verdict":{"status":"INVALID","exitCode":4,"reasons":[` + strconv.Quote(clientBound) + `,"the clock stepped back"]}}`, false},
+		{"invalid for another reason", `{"verdict":{"status":"INVALID","exitCode":4,"reasons":["the clock stepped back"]}}`, false},
+		{"failed", `{"verdict":{"status":"FAILED","exitCode":1,"reasons":[` + strconv.Quote(clientBound) + `]}}`, false},
+		{"no reasons", `{"verdict":{"status":"INVALID","exitCode":4}}`, false},
+		{"no verdict", `{}`, false},
+		{"not json", `{`, false},
+	} {
+		if got := onlyClientBound([]byte(tc.rep)); got != tc.want {
+			t.Errorf("%s: onlyClientBound = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
