@@ -79,22 +79,77 @@ const (
 	lagSmall     = 256
 )
 
-// sparse is the counts of one histogram over an interval, by counts index, with a
-// two-level bitmap of the indexes it holds, so that moving them out (once a second)
-// visits only the buckets recorded into: with a shard's values within a few hundred
-// buckets of the 23,552, a drain costs those few hundred steps where merging and
-// resetting a whole histogram walked every bucket up to its max and cleared 188 KB. The
-// collector sums the shards' tallies into sparses (Recorder.sum).
+// marks is a two-level bitmap of the counts indexes that hold a count, so that moving
+// counts out (once a second) visits only the buckets recorded into: with a shard's values
+// within a few hundred buckets of the 23,552, a drain costs those few hundred steps where
+// merging and resetting a whole histogram walked every bucket up to its max and cleared
+// 188 KB.
+type marks struct {
+	used  []uint64 // bit i%64 of used[i/64] is set when index i holds a count
+	words []uint64 // bit j%64 of words[j/64] is set when used[j] != 0
+}
+
+func makeMarks(n int) marks {
+	nw := (n + 63) / 64
+	return marks{used: make([]uint64, nw), words: make([]uint64, (nw+63)/64)}
+}
+
+// set marks index i.
+func (m *marks) set(i int) {
+	m.used[i>>6] |= 1 << (i & 63)
+	m.words[i>>12] |= 1 << ((i >> 6) & 63)
+}
+
+// each yields every marked index in ascending order. The caller may change the counts
+// (not the marks) while it runs.
+func (m *marks) each() iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for wi, w := range m.words {
+			for w != 0 {
+				j := wi<<6 + bits.TrailingZeros64(w)
+				w &= w - 1
+				for u := m.used[j]; u != 0; u &= u - 1 {
+					if !yield(j<<6 + bits.TrailingZeros64(u)) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// reset unmarks every index, touching only the words that hold marks.
+func (m *marks) reset() {
+	for wi, w := range m.words {
+		for w != 0 {
+			m.used[wi<<6+bits.TrailingZeros64(w)] = 0
+			w &= w - 1
+		}
+		m.words[wi] = 0
+	}
+}
+
+// empty tells whether no index is marked.
+func (m *marks) empty() bool {
+	for _, w := range m.words {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sparse is the counts of one histogram over an interval, by counts index, with the marks
+// of the indexes it holds. The collector sums the shards' tallies into sparses
+// (Recorder.sum).
 type sparse struct {
 	counts []int64
-	used   []uint64 // bit i%64 of used[i/64] is set when counts[i] != 0
-	words  []uint64 // bit j%64 of words[j/64] is set when used[j] != 0
+	marks  // the indexes whose counts are not 0
 	l      *layout
 }
 
 func makeSparse(l *layout) sparse {
-	nw := (l.n + 63) / 64
-	return sparse{l: l, counts: make([]int64, l.n), used: make([]uint64, nw), words: make([]uint64, (nw+63)/64)}
+	return sparse{l: l, counts: make([]int64, l.n), marks: makeMarks(l.n)}
 }
 
 // tally is one shard's counts of one histogram over an interval: a sparse whose counts
@@ -103,16 +158,14 @@ func makeSparse(l *layout) sparse {
 // wrap past math.MaxUint32 leaves its 2^32 in spill, so the tally stays exact at any count.
 type tally struct {
 	counts []uint32
-	used   []uint64 // bit i%64 of used[i/64] is set when counts[i] != 0 or spill[i] != 0
-	words  []uint64 // bit j%64 of words[j/64] is set when used[j] != 0
+	marks  // the indexes whose counts or spills are not 0
 	// spill holds, by counts index, the multiples of 2^32 a count wrapped past; nil until
 	// one first wraps, which takes 2^32 records of one bucket in one interval.
 	spill map[int]int64
 }
 
 func makeTally(l *layout) tally {
-	nw := (l.n + 63) / 64
-	return tally{counts: make([]uint32, l.n), used: make([]uint64, nw), words: make([]uint64, (nw+63)/64)}
+	return tally{counts: make([]uint32, l.n), marks: makeMarks(l.n)}
 }
 
 // add counts one value v, 0 <= v <= HighestValue, of the layout whose single-value
@@ -142,8 +195,7 @@ func (t *tally) count(v, small int64) {
 //go:noinline
 func (t *tally) settle(i int, c uint32) {
 	if c == 1 {
-		t.used[i>>6] |= 1 << (i & 63)
-		t.words[i>>12] |= 1 << ((i >> 6) & 63)
+		t.set(i)
 		return
 	}
 	if t.spill == nil {
@@ -153,59 +205,33 @@ func (t *tally) settle(i int, c uint32) {
 	t.spill[i] += 1 << 32
 }
 
-// empty tells whether t holds no count.
-func (t *tally) empty() bool {
-	for _, w := range t.words {
-		if w != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // moveTo adds every count into dst, which has t's layout, and leaves t empty, touching
 // only the indexes t holds.
 func (t *tally) moveTo(dst *sparse) {
-	for wi, w := range t.words {
-		for w != 0 {
-			j := wi<<6 + bits.TrailingZeros64(w)
-			w &= w - 1
-			for u := t.used[j]; u != 0; u &= u - 1 {
-				i := j<<6 + bits.TrailingZeros64(u)
-				n := int64(t.counts[i])
-				if t.spill != nil {
-					n += t.spill[i]
-				}
-				t.counts[i] = 0
-				if n == 0 {
-					continue
-				}
-				if dst.counts[i] == 0 {
-					dst.used[i>>6] |= 1 << (i & 63)
-					dst.words[i>>12] |= 1 << ((i >> 6) & 63)
-				}
-				dst.counts[i] += n
-			}
-			t.used[j] = 0
+	for i := range t.each() {
+		n := int64(t.counts[i])
+		if t.spill != nil {
+			n += t.spill[i]
 		}
-		t.words[wi] = 0
+		t.counts[i] = 0
+		if n == 0 {
+			continue
+		}
+		if dst.counts[i] == 0 {
+			dst.set(i)
+		}
+		dst.counts[i] += n
 	}
+	t.reset()
 	clear(t.spill)
 }
 
 // clear empties t, touching only the indexes it holds.
 func (t *tally) clear() {
-	for wi, w := range t.words {
-		for w != 0 {
-			j := wi<<6 + bits.TrailingZeros64(w)
-			w &= w - 1
-			for u := t.used[j]; u != 0; u &= u - 1 {
-				t.counts[j<<6+bits.TrailingZeros64(u)] = 0
-			}
-			t.used[j] = 0
-		}
-		t.words[wi] = 0
+	for i := range t.each() {
+		t.counts[i] = 0
 	}
+	t.reset()
 	clear(t.spill)
 }
 
@@ -219,16 +245,9 @@ func wideIndex(v, small int64) int {
 // all yields every index that holds a count, with its count, in ascending order.
 func (s *sparse) all() iter.Seq2[int, int64] {
 	return func(yield func(int, int64) bool) {
-		for wi, w := range s.words {
-			for w != 0 {
-				j := wi<<6 + bits.TrailingZeros64(w)
-				w &= w - 1
-				for u := s.used[j]; u != 0; u &= u - 1 {
-					i := j<<6 + bits.TrailingZeros64(u)
-					if !yield(i, s.counts[i]) {
-						return
-					}
-				}
+		for i := range s.each() {
+			if !yield(i, s.counts[i]) {
+				return
 			}
 		}
 	}
@@ -245,17 +264,10 @@ func (s *sparse) record(h *hdrhistogram.Histogram) {
 
 // clear empties s, touching only the indexes it holds.
 func (s *sparse) clear() {
-	for wi, w := range s.words {
-		for w != 0 {
-			j := wi<<6 + bits.TrailingZeros64(w)
-			w &= w - 1
-			for u := s.used[j]; u != 0; u &= u - 1 {
-				s.counts[j<<6+bits.TrailingZeros64(u)] = 0
-			}
-			s.used[j] = 0
-		}
-		s.words[wi] = 0
+	for i := range s.each() {
+		s.counts[i] = 0
 	}
+	s.reset()
 }
 
 // latency is LatencyOf(h) for a histogram h that holds exactly s's counts, with the max
