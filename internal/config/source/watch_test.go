@@ -91,6 +91,9 @@ func TestFileSourceAppliesEdits(t *testing.T) {
 			if e := errs.all(); len(e) != 0 {
 				t.Errorf("errors reported for a valid edit: %v", e)
 			}
+			// The store publishes before the source records what it applied: wait for the
+			// record, which must then say exactly this version.
+			waitFor(t, "the source to record the apply", func() bool { return f.Status().Version >= snap.Version })
 			if s := f.Status(); s.Failing || s.Version != snap.Version || s.Version <= before.Version || s.AppliedAt.IsZero() {
 				t.Errorf("status %+v after applying v%d", s, snap.Version)
 			}
@@ -175,7 +178,11 @@ func TestFileSourceKeepsLastGoodConfig(t *testing.T) {
 			fixed = strings.ReplaceAll(fixed, ": 1", ": 42")
 			replaceByRename(t, path, fixed)
 			waitFor(t, "the fixed file to apply", func() bool { return st.Current().Config.Workload.ReadRate == 42 })
-			if s := f.Status(); s.Failing {
+			// The store publishes before the source records the apply (CI saw the status
+			// read in between): wait for the record of this version, then judge it.
+			applied := st.Current().Version
+			waitFor(t, "the source to record the apply", func() bool { return f.Status().Version >= applied })
+			if s := f.Status(); s.Failing || s.Version != applied {
 				t.Errorf("status still failing after a good edit: %+v", s)
 			}
 			if n := len(errs.all()); n != 1 {
