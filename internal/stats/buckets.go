@@ -3,6 +3,7 @@ package stats
 import (
 	"iter"
 	"math"
+	"math/bits"
 	"sort"
 	"sync"
 
@@ -177,6 +178,68 @@ func (b *Buckets) Add(h *hdrhistogram.Histogram) {
 			b.Max = max(b.Max, t.high[i])
 			break
 		}
+	}
+}
+
+// AddResponse adds the response times of one series of an interval the collector
+// published (o.Response). An interval drained by the collector's tick carries the counts
+// it drained by bucket with the marks of the buckets used, so this visits only those
+// buckets, a few hundred at most in a second, where Add copies and walks the whole
+// histogram (188 KB); an interval built elsewhere (ingested, decoded) is read as Add
+// reads it. Either way b ends the same (TestAddIntervalMatchesAdd).
+func (b *Buckets) AddResponse(o *OpInterval) {
+	if o.sum == nil {
+		b.Add(o.Response)
+		return
+	}
+	b.addSparse(&o.sum.resp, o.Response)
+}
+
+// AddService is AddResponse for the service times (o.Service).
+func (b *Buckets) AddService(o *OpInterval) {
+	if o.sum == nil {
+		b.Add(o.Service)
+		return
+	}
+	b.addSparse(&o.sum.svc, o.Service)
+}
+
+// addSparse is Add for a histogram h that holds exactly s's counts: the same arithmetic
+// in the same order (ascending counts index), over the indexes s marks. The walk over the
+// marks is written out rather than ranged over s.all(): at a few thousand buckets a
+// second the nested iterator's calls were half of its instructions.
+func (b *Buckets) addSparse(s *sparse, h *hdrhistogram.Histogram) {
+	t := slotsFor(h)
+	last := -1
+walk:
+	for wi, w := range s.words {
+		for ; w != 0; w &= w - 1 {
+			j := wi<<6 + bits.TrailingZeros64(w)
+			for u := s.used[j]; u != 0; u &= u - 1 {
+				i := j<<6 + bits.TrailingZeros64(u)
+				if i >= len(t.slots) {
+					break walk // beyond h's range: Add does not see it either
+				}
+				n := s.counts[i]
+				sl := &t.slots[i]
+				if last < 0 && (b.Count == 0 || t.high[i] < b.Min) {
+					b.Min = t.high[i]
+				}
+				c := uint64(n)
+				b.Classic[sl.classic] += c
+				if sl.exp == zeroKey {
+					b.Zero += c
+				} else {
+					b.Exp[int(sl.exp)-ExpMinKey] += c
+				}
+				b.Count += c
+				b.Sum += float64(n) * sl.mid
+				last = i
+			}
+		}
+	}
+	if last >= 0 {
+		b.Max = max(b.Max, t.high[last])
 	}
 }
 

@@ -3,7 +3,11 @@ package stats
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/internal/clock"
 )
 
 // TestBucketsKnownValues: one value recorded in a NewHistogram lands where the docs say
@@ -125,4 +129,77 @@ func TestSeriesFirstSeenOrder(t *testing.T) {
 	if created != 3 || s.Len() != 3 || fmt.Sprint(names) != "[write read search.byTitle]" || fmt.Sprint(counts) != "[2 2 1]" {
 		t.Errorf("created %d, listed %v with counts %v; want 3 created, [write read search.byTitle] with [2 2 1]", created, names, counts)
 	}
+}
+
+// AddResponse and AddService, which visit only the buckets a tick drained, leave a
+// Buckets exactly as Add over the interval's whole histograms does (every classic and
+// schema-3 count, zero count, count, sum, min and max), interval after interval, over
+// random values of every range (clamped ones included) and intervals with none; and on
+// the intervals they cannot read that way (one ingested, or a tick's interval after a
+// Reset drained the sums again), they fall back to Add.
+func TestAddIntervalMatchesAdd(t *testing.T) {
+	for seed := range uint64(collectorSeeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 13))
+			shards := 1 + rng.IntN(5)
+			start := time.Unix(1700000000, 0)
+			c := NewCollector(Config{Shards: shards, Clock: clock.NewSim(start)})
+			old := newOldBuffers(shards) // feedRandom's other half, unused here
+			var oldResp, oldSvc, newResp, newSvc Buckets
+			what := ""
+			check := func(when string) {
+				t.Helper()
+				if newResp != oldResp {
+					t.Errorf("%s %s: response buckets differ:\n got %s\nwant %s", what, when, bucketsString(&newResp), bucketsString(&oldResp))
+				}
+				if newSvc != oldSvc {
+					t.Errorf("%s %s: service buckets differ:\n got %s\nwant %s", what, when, bucketsString(&newSvc), bucketsString(&oldSvc))
+				}
+			}
+			add := func(o *OpInterval) {
+				oldResp.Add(o.Response)
+				oldSvc.Add(o.Service)
+				newResp.AddResponse(o)
+				newSvc.AddService(o)
+			}
+			sawSums := false
+			cancel := c.Subscribe(func(iv *Interval) {
+				o := iv.Op("read")
+				sawSums = sawSums || o.sum != nil
+				add(o)
+				check("in the subscriber")
+			})
+			defer cancel()
+			var last *Interval
+			for iv := range 6 {
+				n := feedRandom(rng, c.Recorder(OpRead), old, iv == 1)
+				what = fmt.Sprintf("tick %d (%d values)", iv, n)
+				last = c.Tick(start.Add(time.Duration(iv+1) * time.Second))
+			}
+			if !sawSums {
+				t.Fatal("no tick's interval carried its drained sums: AddResponse never took the sparse path")
+			}
+			// A reset drains the shards into the sums the last interval pointed to.
+			feedRandom(rng, c.Recorder(OpRead), old, false)
+			c.ResetAt(start.Add(7 * time.Second))
+			what = "the last tick's interval after a reset"
+			add(last.Op("read"))
+			check("")
+			// An ingested interval has no sums.
+			what = "an ingested interval"
+			if err := c.Ingest(&Interval{Start: start.Add(7 * time.Second), End: start.Add(8 * time.Second), Ops: []OpInterval{*last.Op("read")}}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func bucketsString(b *Buckets) string {
+	exp := map[int]uint64{}
+	for i, n := range b.Exp {
+		if n != 0 {
+			exp[i+ExpMinKey] = n
+		}
+	}
+	return fmt.Sprintf("count %d sum %v min %v max %v zero %d classic %v exp %v", b.Count, b.Sum, b.Min, b.Max, b.Zero, b.Classic, exp)
 }

@@ -106,6 +106,12 @@ type OpInterval struct {
 		resp, svc, lag, late Latency
 		ok                   bool
 	}
+	// sum holds, when the collector's tick drained the recorders into the interval,
+	// the sums it drained: exactly Response's and Service's counts, with the marks of the
+	// buckets used, so that Buckets.AddResponse and AddService visit those buckets rather
+	// than copying the histograms whole. nil on an ingested interval or one built
+	// elsewhere, and after a Reset (which drains the sums again).
+	sum *sums
 }
 
 // active tells whether the series was active in the interval: it had workers at the
@@ -464,6 +470,7 @@ func (c *Collector) publish(list []*series, iv *Interval, drained bool) {
 		o.lat.resp, o.lat.svc = latencyOf(o.Response, sum, (*sums).respSum), latencyOf(o.Service, sum, (*sums).svcSum)
 		o.lat.lag, o.lat.late = latencyOf(o.StartLag, sum, (*sums).lagSum), latencyOf(o.Late, sum, (*sums).lateSum)
 		o.lat.ok = true
+		o.sum = sum
 		p.ops[i] = newOpRec(&o.Counts, o.lat.resp, o.lat.svc, LagWithin(o.lat.lag, o.lat.resp), o.lat.late, o.gauges())
 	}
 
@@ -654,6 +661,11 @@ func (c *Collector) ResetAt(now time.Time) {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
 	list := c.list()
+	// The drain below reuses the sums the last tick's interval points to: that interval
+	// (still the caller's until the next tick) must fall back to its histograms.
+	for i := range c.iv.Ops {
+		c.iv.Ops[i].sum = nil
+	}
 	for _, s := range list {
 		s.rec.drain(nil, nil, nil, nil, nil)
 		for i := range s.rec.shards {
