@@ -118,8 +118,8 @@ func (l *latencyHistograms) observe(iv *stats.Interval) {
 	defer l.mu.Unlock()
 	for i := range iv.Ops {
 		s := l.series(iv.Ops[i].Name)
-		s.response.Add(iv.Ops[i].Response)
-		s.service.Add(iv.Ops[i].Service)
+		s.response.AddResponse(&iv.Ops[i])
+		s.service.AddService(&iv.Ops[i])
 	}
 }
 

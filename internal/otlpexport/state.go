@@ -57,8 +57,8 @@ func (s *state) observe(iv *stats.Interval) {
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
 		se := s.series(o.Name, iv.Start)
-		se.response.Add(o.Response)
-		se.service.Add(o.Service)
+		se.response.AddResponse(o)
+		se.service.AddService(o)
 		c := &se.counts
 		c.Successes += o.Successes
 		c.Misses += o.Misses
