@@ -21,6 +21,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/driver/drivertest/enginerun"
 	"github.com/ndbench/ndbench/driver/drivertest/ycsb"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
@@ -535,34 +536,18 @@ func TestDirectEngine(t *testing.T) {
 			w.Pipeline = tc.depth
 			w.OpTimeout = time.Minute
 			coll := stats.NewCollector(stats.Config{Shards: 8})
-			e, err := engine.New(d, w, engine.Options{Collector: coll})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close(2 * time.Second)
-			if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 8}); err != nil || st.Written != w.NumKeys {
-				t.Fatalf("backfill: %+v, %v", st, err)
-			}
-			coll.Reset()
-			if err := e.Start(); err != nil {
-				t.Fatal(err)
-			}
+			run := enginerun.New(t, d, w, engine.Options{Collector: coll})
+			run.Backfill(t, ctx, 8)
 			enough := func() bool {
 				r, w := coll.CumulativeCounts(stats.OpRead), coll.CumulativeCounts(stats.OpWrite)
 				return r.Count() >= 1000 && w.Count() >= 200
 			}
-			for !enough() && ctx.Err() == nil {
-				time.Sleep(100 * time.Millisecond)
-				coll.Tick(time.Now())
-			}
-			if err := e.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
-			coll.Tick(time.Now())
-			cum := coll.Cumulative()
+			cum := run.Measure(t, ctx, func() {
+				for !enough() && ctx.Err() == nil {
+					time.Sleep(100 * time.Millisecond)
+					coll.Tick(time.Now())
+				}
+			})
 			r, wr := cum.Ops["read"], cum.Ops["write"]
 			if r.Count < 1000 || wr.Count < 200 {
 				t.Errorf("reads %d, writes %d in 2 minutes; want 1,000 and 200", r.Count, wr.Count)
@@ -726,28 +711,9 @@ func TestDeleteAndScanClassesBesideValidatedReads(t *testing.T) {
 		"purge": {Workers: 1, Rate: 100, Enabled: true, Mix: "delete"},
 		"range": {Workers: 1, Rate: 100, Enabled: true, Mix: "scan"},
 	}
-	coll := stats.NewCollector(stats.Config{Shards: 4})
-	e, err := engine.New(d, w, engine.Options{Collector: coll})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(2 * time.Second)
-	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
-		t.Fatalf("backfill: %+v, %v", st, err)
-	}
-	coll.Reset()
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(3 * time.Second)
-	if err := e.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	coll.Tick(time.Now())
-	cum := coll.Cumulative()
+	run := enginerun.New(t, d, w, engine.Options{})
+	run.Backfill(t, ctx, 4)
+	cum := run.Measure(t, ctx, enginerun.Sleep(3*time.Second))
 	rd, del, sc := cum.Ops["read"], cum.Ops["purge"], cum.Ops["range"]
 	if del.Count < 50 || del.Errors != 0 || sc.Count < 50 || sc.Errors != 0 {
 		t.Fatalf("purge: %d deletes, %d errors (%v); range: %d scans, %d errors (%v); want many, none failed",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/driver/drivertest/enginerun"
 	_ "github.com/ndbench/ndbench/drivers/memcached"
 	_ "github.com/ndbench/ndbench/drivers/postgres"
 	_ "github.com/ndbench/ndbench/drivers/redis"
@@ -151,37 +152,18 @@ func TestCacheAsideHitRatioFollowsPattern(t *testing.T) {
 	w := config.DefaultWorkload()
 	w.NumKeys, w.DataSize, w.ValidateValues = 20000, 100, true
 	w.Readers, w.Writers, w.ReadRate, w.WriteRate = 4, 0, 2000, 0
-	coll := stats.NewCollector(stats.Config{Shards: 4})
-	e, err := engine.New(d, w, engine.Options{Collector: coll})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(2 * time.Second)
+	run := enginerun.New(t, d, w, engine.Options{})
 	// The backfill writes through the composition: into PostgreSQL, invalidating the cache.
-	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 8}); err != nil || st.Written != w.NumKeys {
-		t.Fatalf("backfill: %+v, %v", st, err)
-	}
+	run.Backfill(t, ctx, 8)
 	ratio := func(pattern string) float64 {
 		t.Helper()
 		w.Pattern, w.WindowSize, w.WindowDuration = pattern, 200, time.Hour
-		if err := e.Apply(w); err != nil {
+		if err := run.Engine.Apply(w); err != nil {
 			t.Fatal(err)
 		}
 		before := d.DriverStats()
-		coll.Reset()
-		if err := e.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(2 * time.Second)
-		if err := e.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
+		r := run.Measure(t, ctx, enginerun.Sleep(2*time.Second)).Ops["read"]
 		after := d.DriverStats()
-		coll.Tick(time.Now())
-		r := coll.Cumulative().Ops["read"]
 		if r.Errors != 0 || r.Misses != 0 {
 			t.Fatalf("%s: %d errors %v, %d misses; want none (every key was backfilled)", pattern, r.Errors, r.Failures, r.Misses)
 		}

@@ -22,9 +22,9 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/driver/drivertest/enginerun"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
-	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -386,29 +386,10 @@ func TestDeleteClassBesideValidatedReads(t *testing.T) {
 	w.Readers, w.Writers, w.ReadRate, w.WriteRate = 2, 1, 0, 0
 	w.OpTimeout = 5 * time.Second
 	w.Ops = map[string]config.OpClass{"cleanup": {Workers: 1, Rate: 200, Enabled: true, Mix: "delete"}}
-	coll := stats.NewCollector(stats.Config{Shards: 4})
 	def, _ := driver.Lookup("http")
-	e, err := engine.New(d, w, engine.Options{Collector: coll, Operations: def.Operations})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(2 * time.Second)
-	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
-		t.Fatalf("backfill: %+v, %v", st, err)
-	}
-	coll.Reset()
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	if err := e.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	coll.Tick(time.Now())
-	cum := coll.Cumulative()
+	run := enginerun.New(t, d, w, engine.Options{Operations: def.Operations})
+	run.Backfill(t, ctx, 4)
+	cum := run.Measure(t, ctx, enginerun.Sleep(2*time.Second))
 	rd, del := cum.Ops["read"], cum.Ops["cleanup"]
 	if del.Count < 50 || del.Errors != 0 {
 		t.Fatalf("cleanup: %d deletes, %d errors (%v); want many, none failed", del.Count, del.Errors, del.Failures)
@@ -674,33 +655,20 @@ func TestEnginesTimeFromIntendedStart(t *testing.T) {
 			w.Readers, w.Writers, w.ReadRate, w.WriteRate = 4, 0, 200, 0
 			w.MaxReaders = 4 // a fixed pool: the stall must queue, not grow workers
 			w.OpTimeout = 10 * time.Second
-			coll := stats.NewCollector(stats.Config{Shards: 4})
 			def, _ := driver.Lookup("http")
-			e, err := engine.New(d, w, engine.Options{Collector: coll, Operations: def.Operations})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close(2 * time.Second)
-			if err := e.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(300 * time.Millisecond)
+			run := enginerun.New(t, d, w, engine.Options{Operations: def.Operations})
 			const stall = 600 * time.Millisecond
-			resume, err := kv.Pause()
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(stall)
-			resume()
-			time.Sleep(500 * time.Millisecond)
-			if err := e.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
-			coll.Tick(time.Now())
-			rd := coll.Cumulative().Ops["read"]
+			cum := run.Measure(t, ctx, func() {
+				time.Sleep(300 * time.Millisecond)
+				resume, err := kv.Pause()
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(stall)
+				resume()
+				time.Sleep(500 * time.Millisecond)
+			})
+			rd := cum.Ops["read"]
 			t.Logf("%s: %d reads (%d misses), %d errors; response max %.0f µs, start lag max %.0f µs",
 				eng, rd.Count, rd.Misses, rd.Errors, rd.ResponseTime.Max, rd.StartLag.Max)
 			if rd.Errors != 0 || rd.Count == 0 {

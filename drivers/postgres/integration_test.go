@@ -19,11 +19,11 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/driver/drivertest/enginerun"
 	"github.com/ndbench/ndbench/driver/drivertest/ycsb"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/report"
-	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/workload"
 )
@@ -707,28 +707,9 @@ func TestDeleteAndScanClassesBesideValidatedReads(t *testing.T) {
 		"purge": {Workers: 1, Rate: 200, Enabled: true, Mix: "delete"},
 		"range": {Workers: 1, Rate: 200, Enabled: true, Mix: "scan"},
 	}
-	coll := stats.NewCollector(stats.Config{Shards: 4})
-	e, err := engine.New(d, w, engine.Options{Collector: coll})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(2 * time.Second)
-	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
-		t.Fatalf("backfill: %+v, %v", st, err)
-	}
-	coll.Reset()
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
-	if err := e.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	coll.Tick(time.Now())
-	cum := coll.Cumulative()
+	run := enginerun.New(t, d, w, engine.Options{})
+	run.Backfill(t, ctx, 4)
+	cum := run.Measure(t, ctx, enginerun.Sleep(2*time.Second))
 	rd, del, sc := cum.Ops["read"], cum.Ops["purge"], cum.Ops["range"]
 	if del.Count < 50 || del.Errors != 0 || sc.Count < 50 || sc.Errors != 0 {
 		t.Fatalf("purge: %d deletes, %d errors (%v); range: %d scans, %d errors (%v); want many, none failed",

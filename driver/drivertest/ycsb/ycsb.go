@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest/enginerun"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/presets"
 	"github.com/ndbench/ndbench/internal/engine"
@@ -99,35 +100,17 @@ func run(t *testing.T, c Case, name string) {
 	if c.Tune != nil {
 		c.Tune(&w)
 	}
-	coll := stats.NewCollector(stats.Config{Shards: 4})
-	e, err := engine.New(d, w, engine.Options{Collector: coll})
-	if err != nil {
-		t.Fatalf("%s on %s: %v", name, c.Driver, err)
-	}
-	defer e.Close(2 * time.Second)
-	if st, err := e.Backfill(ctx, engine.BackfillOptions{Workers: 4}); err != nil || st.Written != w.NumKeys {
-		t.Fatalf("backfill: %+v, %v", st, err)
-	}
+	run := enginerun.New(t, d, w, engine.Options{})
+	run.Backfill(t, ctx, 4)
 	if c.AfterBackfill != nil {
 		c.AfterBackfill(t, name)
-	}
-	coll.Reset()
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
 	}
 	load := c.Load
 	if load == 0 {
 		load = 2 * time.Second
 	}
-	time.Sleep(load)
-	if err := e.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	coll.Tick(time.Now())
-	r := Result{Preset: name, Workload: w, Summary: coll.Cumulative(), KeyspaceSize: e.KeyspaceSize()}
+	sum := run.Measure(t, ctx, enginerun.Sleep(load))
+	r := Result{Preset: name, Workload: w, Summary: sum, KeyspaceSize: run.Engine.KeyspaceSize()}
 	check(t, c, r)
 	if c.After != nil {
 		c.After(t, r)
