@@ -2,20 +2,37 @@
 // (configSources: a watched --config file, --config-etcd). A source that fails (an edit
 // the validator rejects, etcd not answering) shows visibly with its error and since when,
 // and clears once the source is good again; a node without such sources shows no section;
-// and a password in a source's name or error (an etcd endpoint URL) is never shown.
+// and a password in a source's name or error (an etcd endpoint URL) is never shown. All of
+// it at desktop width and on a phone, where a source's long name and error (an etcd
+// endpoint list, a validator's message) wrap inside the view: no sideways scrolling.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startServer, stopServer, launchBrowser, waitFor } from './harness.mjs';
+import { startServer, stopServer, launchBrowser, waitFor, artifacts } from './harness.mjs';
 
 const T = 15000;
 const ID = 'local';
 const good = 'driver:\n  name: memory\nworkload:\n  readRate: 100\n';
 const bad = 'driver:\n  name: memory\nworkload:\n  readRate: lots\n';
+const VIEWPORTS = [{ name: 'desktop', width: 1280, height: 800 }, { name: 'phone', width: 390, height: 844 }];
 
-describe('configuration sources on the status view', () => {
+// readable checks that the page does not scroll sideways and that item, a listed source,
+// lies within the view with none of its text cut off or spilling out of its box.
+async function readable(page, item, vp) {
+  const w = await page.evaluate(() => [document.scrollingElement.scrollWidth, window.innerWidth]);
+  assert.ok(w[0] <= w[1], `no horizontal scroll at ${vp.width} px: ${w[0]} > ${w[1]}`);
+  const box = await item.evaluate((e) => {
+    const r = e.getBoundingClientRect();
+    const spill = [e, ...e.querySelectorAll('*')].filter((c) => c.scrollWidth > c.clientWidth + 1 && getComputedStyle(c).display !== 'inline');
+    return { left: r.left, right: r.right, spill: spill.map((c) => c.outerHTML.slice(0, 80)) };
+  });
+  assert.ok(box.left >= 0 && box.right <= vp.width, `the source at ${box.left}..${box.right} px, outside the ${vp.width} px view`);
+  assert.deepEqual(box.spill, [], `text spills out of its box at ${vp.width} px`);
+}
+
+for (const vp of VIEWPORTS) describe(`configuration sources on the status view (${vp.name})`, () => {
   let browser, dir;
   const consoleErrors = [];
 
@@ -32,6 +49,7 @@ describe('configuration sources on the status view', () => {
   async function open(srv) {
     const page = await browser.context.newPage();
     page.setDefaultTimeout(T);
+    await page.setViewportSize({ width: vp.width, height: vp.height });
     page.on('console', (m) => { if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) consoleErrors.push(m.text()); });
     page.on('pageerror', (e) => consoleErrors.push(String(e)));
     return page;
@@ -64,6 +82,9 @@ describe('configuration sources on the status view', () => {
       const colour = await item.locator('.flag').evaluate((e) => getComputedStyle(e).color);
       const errColour = await item.locator('.error-text').evaluate((e) => getComputedStyle(e).color);
       assert.equal(colour, errColour);
+      await item.scrollIntoViewIfNeeded();
+      await readable(page, item, vp);
+      await page.screenshot({ path: path.join(artifacts, `configsources-failing-${vp.name}.png`) });
 
       writeFileSync(file, good);
       await waitFor(async () => (await item.getAttribute('data-failing')) === 'false', 'the source shown good again', T);
@@ -108,6 +129,8 @@ describe('configuration sources on the status view', () => {
       assert.match(text, /from http:\/\/alice:xxxxx@10\.0\.0\.5:2379 \(plain\): no answer within 5s/);
       assert.equal(await item.locator('time').getAttribute('datetime'), since);
       assert.ok(!(await page.content()).includes(secret), 'the password is in the page');
+      await item.scrollIntoViewIfNeeded();
+      await readable(page, item, vp);
       assert.deepEqual(consoleErrors, []);
     } finally {
       await page.close();
