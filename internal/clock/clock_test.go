@@ -3,6 +3,7 @@ package clock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -208,5 +209,71 @@ func TestSimStepToRecountsWaiters(t *testing.T) {
 	}()
 	if !s.StepTo(t0.Add(10*time.Millisecond), parked, 5*time.Second) {
 		t.Fatal("StepTo waited for a waiter that had gone")
+	}
+}
+
+// TestSimStepToWakesOneAtATime: goroutines whose timers fall due at one instant are woken
+// one at a time in the order their timers were set, each running to its next wait before
+// the next one wakes, at every instant. Woken together, the order they ran in was the
+// scheduler's, different from run to run.
+func TestSimStepToWakesOneAtATime(t *testing.T) {
+	const waiters, instants = 8, 20
+	s := NewSim(t0)
+	var (
+		mu   sync.Mutex
+		woke []int
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for id := range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for Sleep(ctx, s, 10*time.Millisecond) == nil {
+				mu.Lock()
+				woke = append(woke, id)
+				mu.Unlock()
+			}
+		}()
+		// One at a time, so that the timers are first set in the order of the ids.
+		if !s.WaitTimers(id+1, 10*time.Second) {
+			t.Fatalf("waiter %d did not wait", id)
+		}
+	}
+	if !s.StepTo(t0.Add(instants*10*time.Millisecond), func() int { return waiters }, 10*time.Second) {
+		t.Fatal("the waiters did not park")
+	}
+	cancel()
+	wg.Wait()
+	var want []int
+	for range instants {
+		for id := range waiters {
+			want = append(want, id)
+		}
+	}
+	if !slices.Equal(woke, want) {
+		t.Errorf("woke in the order %v, want the order the timers were set in at every instant: %v", woke, want)
+	}
+}
+
+// TestSimJumpLeavesTimersOverdue: a jump fires nothing; the timers due meanwhile fire at
+// the next step, in their order, each reading the clock after the jump, as a paused
+// process's waits all end at once when it resumes.
+func TestSimJumpLeavesTimersOverdue(t *testing.T) {
+	s := NewSim(t0)
+	var got []string
+	for _, d := range []time.Duration{300, 100, 200} {
+		s.AfterFunc(d*time.Millisecond, func() { got = append(got, fmt.Sprintf("%d@%v", d, Since(s, t0))) })
+	}
+	s.Jump(time.Second)
+	if len(got) != 0 || s.Pending() != 3 {
+		t.Fatalf("a jump fired %v, %d pending; want nothing fired", got, s.Pending())
+	}
+	if now := Since(s, t0); now != time.Second {
+		t.Fatalf("clock at %v after a 1 s jump", now)
+	}
+	s.Advance(0)
+	if want := []string{"100@1s", "200@1s", "300@1s"}; !slices.Equal(got, want) {
+		t.Errorf("after the jump fired %v, want %v", got, want)
 	}
 }

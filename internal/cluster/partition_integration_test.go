@@ -333,46 +333,12 @@ func (f *netFleet) checkNodeNoBacklog(i int, paused, resumed, again, to time.Tim
 	}
 }
 
-type seriesPoint struct {
-	T       time.Time `json:"t"`
-	Nodes   int       `json:"nodes"`
-	Partial bool      `json:"partial"`
-	Missing []string  `json:"missing"`
-	Ops     map[string]struct {
-		Attempted int64 `json:"attempted"`
-	} `json:"ops"`
-}
-
 func (f *netFleet) series(url string) []seriesPoint {
 	var body struct {
 		Points []seriesPoint `json:"points"`
 	}
 	f.call(http.MethodGet, url, nil, &body)
 	return body.Points
-}
-
-// nodeSeconds keys a node's seconds by the fleet second each merges into: the nearest
-// second after removing the phase of the node's ticks (as package merge does), taken
-// anew where its ticks restart. Rounding alone put a node whose ticks sit near the
-// half-second in the second before or after the fleet's, at random. A segment's phase is
-// read from its last tick, not its first: a node resumed after a pause (SIGSTOP) first
-// delivers the tick its ticker held, late and off its phase, then ticks on its old phase,
-// which is the one the merge keeps for a stream that did not restart.
-func nodeSeconds(points []seriesPoint) map[int64]seriesPoint {
-	out := map[int64]seriesPoint{}
-	for start := 0; start < len(points); {
-		end := start + 1
-		for end < len(points) && (points[end].T.Sub(points[end-1].T)-time.Second).Abs() <= 200*time.Millisecond {
-			end++
-		}
-		last := points[end-1].T
-		phase := last.Sub(last.Round(time.Second))
-		for _, p := range points[start:end] {
-			out[p.T.Add(-phase).Round(time.Second).Unix()] = p
-		}
-		start = end
-	}
-	return out
 }
 
 // checkUnion stops the load and checks that every second the fleet merged counts exactly
@@ -385,11 +351,7 @@ func (f *netFleet) checkUnion() map[string]int {
 	time.Sleep(3 * time.Second) // the last seconds reach the coordinator, its merge wait ends
 	perNode := map[string]map[int64]int64{}
 	for i, s := range f.nodes {
-		m := map[int64]int64{}
-		for sec, p := range nodeSeconds(f.series("https://" + s.Addr() + "/api/v1/stats/series")) {
-			m[sec] = p.Ops["read"].Attempted
-		}
-		perNode[f.ids[i]] = m
+		perNode[f.ids[i]] = nodeSeconds(f.series("https://" + s.Addr() + "/api/v1/stats/series"))
 	}
 	fleet := f.series(f.url("/api/v1/stats/series"))
 	partial := map[string]int{}

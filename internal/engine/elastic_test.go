@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"hash/fnv"
 	"os"
 	"slices"
 	"strconv"
@@ -199,13 +200,18 @@ func frozenBackend(t *testing.T, seed uint64) {
 	e.to(5 * time.Second)
 	e.tick()
 	most := 0
+	// The pool's size at every check, hashed: two runs of a seed that log the same
+	// fingerprint grew and shrank the pool at the same instants.
+	sizes := fnv.New64a()
 	for at := 5*time.Second + elasticPeriod; at <= 15*time.Second; at += elasticPeriod {
 		e.to(at)
-		most = max(most, e.poolSize("read"))
+		n := e.poolSize("read")
+		most = max(most, n)
+		fmt.Fprintf(sizes, "%d,", n)
 	}
 	s := e.tick().Ops["read"]
 	timeouts := s.Failures["timeout"]
-	t.Logf("seed %d, 10 s: %d workers (most %d), %d answered, %d timed out, %d overdue", seed, s.Workers, most, s.Count, timeouts, s.Pending)
+	t.Logf("seed %d, 10 s: %d workers (most %d, sizes %016x), %d answered, %d timed out, %d overdue", seed, s.Workers, most, sizes.Sum64(), s.Count, timeouts, s.Pending)
 	// The keys are drawn uniformly, so the healthy share of 3,000 reads is about 2,000.
 	healthy := float64(rate*10) * 2 / 3
 	if got := float64(s.Count); got < 0.6*healthy {

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/pacer"
 	"github.com/ndbench/ndbench/internal/stats"
 	"github.com/ndbench/ndbench/internal/workload"
@@ -206,18 +207,17 @@ const fencePoll = 20 * time.Millisecond
 
 // holdAtFence is for a slot past the engine's fence, which is dropped unsent: the worker
 // waits until the fence is lifted or moved past the clock, or ctx ends, so that it does
-// not run through the slots the schedule has overdue.
+// not run through the slots the schedule has overdue. It polls on the engine's clock, so
+// a held worker waits on one timer like any other (Engine.Waiters) and a test on a
+// simulated clock steps it: on a real-time ticker it waited outside the simulated clock,
+// which then could not be stepped past a paused node's resume.
 func (p *opPath) holdAtFence(ctx context.Context) {
-	t := time.NewTicker(fencePoll)
-	defer t.Stop()
 	for {
 		if f := p.e.fence.Load(); f == 0 || p.clock.Now() < f {
 			return
 		}
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, p.e.timer, fencePoll) != nil {
 			return
-		case <-t.C:
 		}
 	}
 }
