@@ -45,12 +45,19 @@ func logBeats(n *inNode) *beatLog {
 	return b
 }
 
-// since counts the beats sent at or after at.
-func (b *beatLog) since(at time.Time) int {
+// mark returns how many beats the node has been sent so far.
+func (b *beatLog) mark() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.sent)
+}
+
+// since counts the beats that came after the first mark ones and were sent at or after at.
+func (b *beatLog) since(mark int, at time.Time) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := 0
-	for _, s := range b.sent {
+	for _, s := range b.sent[mark:] {
 		if !s.Before(at) {
 			n++
 		}
@@ -82,16 +89,23 @@ func TestLossIsJudgedOnTheCoordinatorsClock(t *testing.T) {
 	for i, n := range nodes {
 		logs[i] = logBeats(n)
 	}
-	// beaten waits until every node has been sent two beats at the clock's current reading:
-	// the coordinator sends a node its next beat only once it has taken in the answer (or
-	// failure) of the one before, so the first of them has been judged at this instant.
+	// beaten waits until every node has been sent two more beats at the clock's current
+	// reading: the coordinator sends a node its next beat only once it has taken in the
+	// answer (or failure) of the one before, so every beat before the second, the first
+	// of them included, has been judged at this instant. (Counting beats sent before the
+	// call as well, an answer from before the cut was once taken in after the next
+	// Advance, and the silent node's last answer moved a step later.)
 	beaten := func() {
 		t.Helper()
 		now := sim.Now()
+		marks := make([]int, len(logs))
+		for i, l := range logs {
+			marks[i] = l.mark()
+		}
 		for end := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 			done := true
-			for _, l := range logs {
-				done = done && l.since(now) >= 2
+			for i, l := range logs {
+				done = done && l.since(marks[i], now) >= 2
 			}
 			if done {
 				return
@@ -116,7 +130,8 @@ func TestLossIsJudgedOnTheCoordinatorsClock(t *testing.T) {
 			t.Fatalf("node %d is %s before any cut, want alive", i, h)
 		}
 	}
-	logs[2].setCut(true) // its last answer was at the current instant
+	logs[2].setCut(true)
+	beaten() // its last answer is taken in, at the current instant
 	for elapsed := time.Duration(0); elapsed <= lostAfter+3*step; elapsed += step {
 		if elapsed > 0 {
 			sim.Advance(step)
