@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -302,34 +304,58 @@ func TestErrorRatio(t *testing.T) {
 	}
 }
 
+// TestCapacity: at a capacity, operations take service slots one after another, so
+// however the goroutines are scheduled the k-th operation to complete cannot have
+// completed before (k-1) slots from the first one's arrival: the ceiling holds exactly,
+// on a loaded machine too. The old form counted the operations done before a 500 ms
+// context expired, and the context's timer fires late on a loaded machine while the
+// operations go on (1,297 counted against a ceiling of 1,200). How closely the limiter
+// keeps its rate, a wall-clock figure, is BenchmarkCapacity's.
 func TestCapacity(t *testing.T) {
-	d := open(t, map[string]string{"capacity": "2000"})
-	const run = 500 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), run)
-	defer cancel()
-	var done atomic.Int64
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if d.Write(ctx, "k", []byte("v")) == nil {
-					done.Add(1)
+	for _, c := range []struct {
+		capacity         string
+		slot             time.Duration
+		goroutines, perG int
+	}{
+		{"2000", 500 * time.Microsecond, 8, 40},
+		{"10000", 100 * time.Microsecond, 4, 100},
+		{"300", 3333333 * time.Nanosecond, 3, 10},
+	} {
+		t.Run(c.capacity, func(t *testing.T) {
+			d := open(t, map[string]string{"capacity": c.capacity})
+			ctx := context.Background()
+			done := make([][]time.Time, c.goroutines)
+			var wg sync.WaitGroup
+			first := time.Now()
+			for g := range c.goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range c.perG {
+						if err := d.Write(ctx, "k", []byte("v")); err != nil {
+							t.Errorf("write at capacity %s: %v", c.capacity, err)
+							return
+						}
+						done[g] = append(done[g], time.Now())
+					}
+				}()
+			}
+			wg.Wait()
+			all := slices.SortedFunc(slices.Values(slices.Concat(done...)), time.Time.Compare)
+			if len(all) != c.goroutines*c.perG {
+				t.Fatalf("%d writes completed, want %d", len(all), c.goroutines*c.perG)
+			}
+			for k, at := range all {
+				if early := first.Add(time.Duration(k) * c.slot).Sub(at); early > 0 {
+					t.Fatalf("capacity %s ops/s: write %d of %d completed %v after the first arrived, %v before its slot (%d × %v)",
+						c.capacity, k+1, len(all), at.Sub(first), early, k, c.slot)
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	// The capacity is a ceiling: never more than 1000 ops in 500 ms (+20% for the edges
-	// of the window). Below it, a machine busy with the rest of the suite under -race
-	// delays the goroutines themselves (674 seen in a CI rehearsal), so the floor only
-	// checks that the limiter does not throttle far below its rate.
-	if got := done.Load(); got < 400 || got > 1200 {
-		t.Fatalf("8 goroutines at capacity 2000 ops/s for %v completed %d ops, want at most 1000 + 20%% and not far below", run, got)
-	}
-	if d.DriverStats()["queuedOps"] == 0 {
-		t.Fatal("queuedOps = 0 although 8 goroutines exceeded capacity")
+			// Every goroutine but the one served found the others ahead of it at least once.
+			if q := d.DriverStats()["queuedOps"]; q == 0 {
+				t.Fatalf("queuedOps = 0 although %d goroutines wrote at capacity", c.goroutines)
+			}
+		})
 	}
 }
 
@@ -562,6 +588,28 @@ func BenchmarkServiceTime(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N)-st)/1e3, "µs-late/op")
+		})
+	}
+}
+
+// BenchmarkCapacity shows how closely a capacity is kept on real time: 8 goroutines per P write
+// as fast as the limiter lets them, and achieved/capacity should be just under 1 (the
+// ceiling itself is TestCapacity's, exactly; how far below it a busy machine's scheduling
+// leaves the rate is this figure).
+func BenchmarkCapacity(b *testing.B) {
+	for _, capacity := range []float64{2000, 20000} {
+		b.Run(strconv.FormatFloat(capacity, 'g', -1, 64), func(b *testing.B) {
+			d := open(b, map[string]string{"capacity": strconv.FormatFloat(capacity, 'g', -1, 64)})
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := d.Write(context.Background(), "k", []byte("v")); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/capacity, "achieved/capacity")
 		})
 	}
 }

@@ -527,13 +527,13 @@ func TestPartitionPausedNodeDoesNotBurst(t *testing.T) {
 			}
 			paused := time.Now()
 			lost := f.waitMembers(15*time.Second, func(ms map[string]memberStatus) bool { return ms[victim.Addr()].Health == "lost" }).Sub(paused)
-			// Lost 6 s after its last answer, seen when a beat times out (1 s) and the
-			// members are next asked: a pull of the silent node's statistics, which waits
-			// 2 s, must hold up no beat.
+			// Lost 6 s after its last answer, at the first beat after that: exactly so on a
+			// simulated clock (TestLossIsJudgedOnTheCoordinatorsClock). On real time a
+			// loaded machine delays the beats and the test's own polling (9.1 s at load 30,
+			// against the 8 s this test used to require), and a coordinator stalled before
+			// the pause makes the last answer older than one beat period, so the instant is
+			// logged, not asserted; what follows is judged from it.
 			t.Logf("the paused node was found lost %v after the pause", lost.Round(time.Millisecond))
-			if lost > 8*time.Second {
-				t.Errorf("the paused node was found lost %v after the pause, want within 8 s (lost after 6 s)", lost)
-			}
 			// Its share moves only once its lease has lapsed after the loss (CI saw the
 			// loss at 6.9 s and the share moved at 8.9 s, which the 8 s bound, meant for
 			// the loss, had counted).

@@ -46,7 +46,9 @@ var stores = []storeCase{
 func TestStoreOutageAndCorruption(t *testing.T) {
 	for _, sc := range stores {
 		t.Run(sc.driver, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			// A bound against a hang, not a pace: at load 30 on two cores a Cassandra start
+			// alone took more than two minutes, and this test starts its store twice.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			srv, err := sc.start(ctx)
 			if err != nil {

@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -172,6 +174,9 @@ func (h *Host) Heal() error {
 		switch d {
 		case Both:
 			err = ip("-n", h.lab.hub, "link", "set", h.port, "up")
+			if err == nil {
+				err = h.waitLinkUp()
+			}
 		case In:
 			err = tc("-n", h.lab.hub, "qdisc", "del", "dev", h.port, "root")
 		case Out:
@@ -187,6 +192,58 @@ func (h *Host) Heal() error {
 		return fmt.Errorf("netlab: heal %s: %s", h.Addr, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// linkUpWithin bounds Heal's wait for the kernel to bring a host's link back.
+const linkUpWithin = 10 * time.Second
+
+// waitLinkUp returns once the host's link carries packets again after its bridge port
+// was set up. Setting a veth up only raises the carrier of both its ends; the kernel makes
+// that a working link (operstate UP, the device's queue activated, then the bridge port
+// forwarding) later, in its link-watch work, which a loaded machine runs some
+// milliseconds after `ip` has returned. A packet sent in between is dropped, and a TCP
+// connect made then waits for its SYN's retransmission, a second later: a test's
+// one-second ping right after a heal failed so in 3 of 20 runs beside two busy loops.
+func (h *Host) waitLinkUp() error {
+	deadline := time.Now().Add(linkUpWithin)
+	for {
+		port, perr := linkState(h.lab.hub, h.port)
+		eth, eerr := linkState(h.Name, "eth0")
+		if err := errors.Join(perr, eerr); err != nil {
+			return err
+		}
+		if port.Operstate == "UP" && port.Linkinfo.SlaveData.State == "forwarding" && eth.Operstate == "UP" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("netlab: heal %s: its link is not up %v after setting it up (bridge port %s, %s; eth0 %s)",
+				h.Addr, linkUpWithin, port.Operstate, port.Linkinfo.SlaveData.State, eth.Operstate)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// link is what waitLinkUp reads of `ip -j -d link show`.
+type link struct {
+	Operstate string `json:"operstate"`
+	Linkinfo  struct {
+		SlaveData struct {
+			State string `json:"state"` // a bridge port's: disabled, forwarding, ...
+		} `json:"info_slave_data"`
+	} `json:"linkinfo"`
+}
+
+// linkState returns the state of device dev in namespace ns.
+func linkState(ns, dev string) (link, error) {
+	out, err := exec.Command("ip", "-n", ns, "-j", "-d", "link", "show", "dev", dev).Output()
+	if err != nil {
+		return link{}, fmt.Errorf("netlab: state of %s in %s: %w", dev, ns, err)
+	}
+	var links []link
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		return link{}, fmt.Errorf("netlab: state of %s in %s: %q: %v", dev, ns, bytes.TrimSpace(out), err)
+	}
+	return links[0], nil
 }
 
 // DialContext connects to addr from inside the host's namespace, whatever its link: the

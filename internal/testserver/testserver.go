@@ -78,7 +78,8 @@ type spec struct {
 	command func(s *Server) (*exec.Cmd, error)
 	// ready returns nil once the server answers its protocol on addr.
 	ready func(ctx context.Context, addr string) error
-	// readyTimeout bounds the wait for readiness after each start.
+	// readyTimeout is how long a start may go without progress (its log not growing)
+	// before it fails; readyCap of them bound the whole wait.
 	readyTimeout time.Duration
 	// stopSignal asks for a clean shutdown (SIGTERM unless the store wants another).
 	stopSignal syscall.Signal
@@ -355,7 +356,7 @@ func (s *Server) startLocked(ctx context.Context) error {
 	}()
 	s.cmd, s.done = cmd, done
 
-	rctx, cancel := context.WithTimeout(ctx, s.spec.readyTimeout)
+	rctx, cancel := context.WithTimeout(ctx, readyCap*s.spec.readyTimeout)
 	defer cancel()
 	if err := s.waitReady(rctx); err != nil {
 		exited := !s.runningLocked()
@@ -376,9 +377,18 @@ func (s *Server) startLocked(ctx context.Context) error {
 	return nil
 }
 
-// waitReady polls the readiness probe until it succeeds, the process exits or ctx ends.
+// readyCap bounds a start that keeps making progress, in readyTimeouts.
+const readyCap = 4
+
+// waitReady polls the readiness probe until it succeeds, the process exits, ctx ends, or
+// the server has made no progress for its readyTimeout: its log has not grown for that
+// long. A slow start that keeps going is waited for (up to readyCap readyTimeouts): on a
+// machine at load 30, Cassandra was still initialising its system keyspaces, a log line
+// every second or less, when a fixed 120 s bound killed it (2 starts of 2 in
+// TestStoreOutageAndCorruption/cassandra); a server that hangs stops logging.
 func (s *Server) waitReady(ctx context.Context) error {
 	var last error
+	size, progressed := fileSize(s.LogPath()), time.Now()
 	for {
 		select {
 		case <-s.done:
@@ -391,6 +401,11 @@ func (s *Server) waitReady(ctx context.Context) error {
 		if last == nil {
 			return nil
 		}
+		if now := fileSize(s.LogPath()); now != size {
+			size, progressed = now, time.Now()
+		} else if quiet := time.Since(progressed); quiet > s.spec.readyTimeout {
+			return fmt.Errorf("no progress for %v: its log did not grow (last probe: %v)", quiet.Round(time.Second), last)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last probe: %v)", ctx.Err(), last)
@@ -399,6 +414,15 @@ func (s *Server) waitReady(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// fileSize returns the size of the file at path, or -1 when it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
 }
 
 func isBindFailure(log string) bool {
