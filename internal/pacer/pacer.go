@@ -74,6 +74,77 @@ type schedule struct {
 	// gone is closed once the schedule is replaced, after the new one is stored: a waiter
 	// whose slot is far off sleeps until its time or this, whichever comes first.
 	gone chan struct{}
+	// back holds slots claimed and then given up by a caller whose context ended while
+	// it waited (a worker cut when its pool shrinks, which holds a slot up to a pool's
+	// width ahead): the next claim takes the oldest of them before a new one, so a
+	// shrinking pool leaves no hole in the schedule. nback is their count, read without
+	// the lock on every claim.
+	back returned
+}
+
+// returned is a schedule's given-up slots, oldest first.
+type returned struct {
+	nback  atomic.Int32
+	mu     sync.Mutex
+	slots  []int64
+	closed bool // the schedule was replaced: its due given-up slots were carried
+}
+
+// give puts back slot k, unless the schedule was replaced meanwhile (install has then
+// carried what was due and dropped the rest, as it does for unclaimed slots).
+func (r *returned) give(k int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	i := len(r.slots)
+	for i > 0 && r.slots[i-1] > k {
+		i--
+	}
+	r.slots = append(r.slots, 0)
+	copy(r.slots[i+1:], r.slots[i:])
+	r.slots[i] = k
+	r.nback.Add(1)
+}
+
+// take returns the oldest given-up slot, if there is one and ok(it) says to take it.
+func (r *returned) take(ok func(k int64) bool) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || len(r.slots) == 0 || !ok(r.slots[0]) {
+		return 0, false
+	}
+	k := r.slots[0]
+	r.slots = r.slots[1:]
+	r.nback.Add(-1)
+	return k, true
+}
+
+// close ends giving back and returns the slots given up and not taken.
+func (r *returned) close() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	out := r.slots
+	r.slots = nil
+	r.nback.Store(0)
+	return out
+}
+
+// due counts the given-up slots of s due at now and returns the oldest one's time.
+func (r *returned) due(s *schedule, now int64) (n int64, oldest int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range r.slots {
+		if at := s.slot(k); at <= now {
+			if n == 0 {
+				oldest = at
+			}
+			n++
+		}
+	}
+	return n, oldest
 }
 
 // carried is a run of slots that fell due under an earlier schedule and were not claimed
@@ -113,6 +184,17 @@ func (s *schedule) slot(k int64) int64 {
 		k -= c.n
 	}
 	return s.anchor + int64(s.shape.Offset(k))
+}
+
+// run returns slot k of s as a carried run of one.
+func (s *schedule) run(k int64) carried {
+	for _, c := range s.carry {
+		if k < c.n {
+			return carried{anchor: c.anchor, shape: c.shape, from: c.from + k, n: 1}
+		}
+		k -= c.n
+	}
+	return carried{anchor: s.anchor, shape: s.shape, from: k, n: 1}
 }
 
 // due returns how many slots of s are due at now.
@@ -271,10 +353,19 @@ func (p *Pacer) install(s Shape, carry bool, at int64) {
 	}
 	if old != nil {
 		old.replacedAt.Store(max(now, 1))
+		back := old.back.close()
 		if carry {
+			// Given-up slots due by now are owed like unclaimed ones, and older than
+			// them; the rest belong to no schedule, as unclaimed slots not yet due.
+			var owed []carried
+			for _, k := range back {
+				if old.slot(k) <= now {
+					owed = append(owed, old.run(k))
+				}
+			}
 			// The carried slots are at most maxSlots, cut at the end: a count beyond what
 			// any run issues, which keeps the schedule's counts in range.
-			for _, c := range old.owed(claimed, now) {
+			for _, c := range append(owed, old.owed(claimed, now)...) {
 				c.n = min(c.n, maxSlots-next.carryN)
 				if c.n <= 0 {
 					break
@@ -370,7 +461,10 @@ func (p *Pacer) Rate() float64 {
 // Acquire blocks until the next operation is due and returns its intended start time and
 // the actual time it returned (the operation's start), both on the Now clock. In closed
 // loop it returns at once with both set to now. It returns ctx's error if ctx ends first;
-// the slot it held is then left unused, as a real client that gave up would.
+// the slot it held is then given back, and the next claim on the schedule takes it: a
+// worker cut from a shrinking pool holds a slot up to the pool's width ahead, and leaving
+// it unused would drop an operation from the schedule silently, counted neither as sent
+// nor as dropped.
 //
 // Returning the start saves the caller a clock read per operation, a measurable share of
 // the engine's per-operation budget.
@@ -381,6 +475,19 @@ func (p *Pacer) Acquire(ctx context.Context) (intended, start int64, err error) 
 			return 0, 0, err
 		}
 		s := p.sched.Load()
+		if s.back.nback.Load() != 0 {
+			if k, ok := s.back.take(func(int64) bool { return true }); ok {
+				due := s.slot(k)
+				if now, ok := p.waitUntil(ctx, s, due); ok {
+					return due, now, nil
+				}
+				if err := ctx.Err(); err != nil {
+					s.back.give(k)
+					return 0, 0, err
+				}
+				continue
+			}
+		}
 		if s.shape == nil && s.next.Load() >= s.carryN {
 			// Closed loop, with nothing carried left to issue: due at once, or at the
 			// anchor of a start set for later (ResetAt).
@@ -406,6 +513,9 @@ func (p *Pacer) Acquire(ctx context.Context) (intended, start int64, err error) 
 			return due, now, nil
 		}
 		if err := ctx.Err(); err != nil {
+			// The slot is given back, not left as a hole in the schedule: the next
+			// claim sends it (a run's end gives back slots no one takes, harmlessly).
+			s.back.give(k)
 			return 0, 0, err
 		}
 		// The schedule changed while we waited: the slot belongs to the old one.
@@ -420,6 +530,11 @@ func (p *Pacer) Acquire(ctx context.Context) (intended, start int64, err error) 
 func (p *Pacer) TryAcquire(now int64) (intended int64, ok bool) {
 	for {
 		s := p.sched.Load()
+		if s.back.nback.Load() != 0 {
+			if k, ok := s.back.take(func(k int64) bool { return s.slot(k) <= now }); ok {
+				return s.slot(k), true
+			}
+		}
 		k := s.next.Load()
 		if k >= replaced {
 			continue // being replaced: the new schedule is about to be stored
@@ -648,9 +763,20 @@ func (p *Pacer) Backlog() (lag time.Duration, pending int64) {
 	if claimed >= replaced {
 		return 0, 0 // being replaced: the next call sees the new schedule
 	}
-	pending = s.due(now) - claimed
-	if pending <= 0 {
+	pending = max(s.due(now)-claimed, 0)
+	oldest := int64(0)
+	if pending > 0 {
+		oldest = s.slot(claimed)
+	}
+	if s.back.nback.Load() != 0 {
+		n, at := s.back.due(s, now)
+		if n > 0 && (pending == 0 || at < oldest) {
+			oldest = at
+		}
+		pending += n
+	}
+	if pending == 0 {
 		return 0, 0
 	}
-	return time.Duration(now - s.slot(claimed)), pending
+	return time.Duration(now - oldest), pending
 }

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -222,6 +223,60 @@ func TestClockOnReadsItsSource(t *testing.T) {
 	for _, real := range []clock.Clock{nil, clock.Real} {
 		if r := ClockOn(real); r.src != nil || r.Source() == "simulated" {
 			t.Errorf("ClockOn(%v) is %q, want the counter clock", real, r.Source())
+		}
+	}
+}
+
+// TestSimulatedCutWorkerGivesItsSlotBack: 4 workers at 500/s, each waiting for the slot it
+// claimed; two of them are cut (their contexts end, as when a pool shrinks) while they wait.
+// The slots they held are sent by the others, so the 2 s still start exactly the 1,001
+// operations due, each once, in order of intended start; before, the cut workers' two
+// slots were lost, counted neither as sent nor as dropped.
+func TestSimulatedCutWorkerGivesItsSlotBack(t *testing.T) {
+	for _, cut := range [][]int{{3}, {0, 2}, {1, 2, 3}} {
+		p, s := simPacer(500)
+		var mu sync.Mutex
+		var slots []int64
+		cancels := make([]context.CancelFunc, 4)
+		var wg sync.WaitGroup
+		for i := range cancels {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels[i] = cancel
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					intended, _, err := p.Acquire(ctx)
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					slots = append(slots, intended)
+					mu.Unlock()
+				}
+			}()
+		}
+		step(t, s, time.Second+time.Millisecond, 4)
+		for _, i := range cut {
+			cancels[i]()
+		}
+		// The cut workers leave at once; the rest wait again.
+		step(t, s, 2*time.Second, 4-len(cut))
+		if lag, pending := p.Backlog(); lag != 0 || pending != 0 {
+			t.Errorf("cut %v: backlog %v, %d with every due operation started", cut, lag, pending)
+		}
+		for _, c := range cancels {
+			c()
+		}
+		wg.Wait()
+		t.Logf("cut %v: %d slots", cut, len(slots)); slices.Sort(slots)
+		if len(slots) != 1001 {
+			t.Fatalf("cut %v: %d operations started in 2 s at 500/s, want the 1001 due", cut, len(slots))
+		}
+		for k, at := range slots {
+			if want := int64(k) * int64(2*time.Millisecond); at != want {
+				t.Fatalf("cut %v: operation %d intended at %v, want %v", cut, k, time.Duration(at), time.Duration(want))
+			}
 		}
 	}
 }
