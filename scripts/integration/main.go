@@ -319,6 +319,7 @@ func shardJobs(o options, pkg, tmp string, nb *ndbenchBuild) []*job {
 			return
 		}
 		c.tests = testNames(list)
+		c.err = partitions(c.tests, o.times[pkg], o.shards)
 	}
 	jobs := make([]*job, o.shards)
 	for i := range jobs {
@@ -407,6 +408,28 @@ func shard(names []string, times map[string]float64, i, n int) []string {
 	}
 	slices.Sort(mine)
 	return mine
+}
+
+// partitions checks, on the package's real test list, that the n shares hold every test
+// exactly once: a split must never drop or repeat a test, and the shares are computed
+// apart, each by its own shard.
+func partitions(names []string, times map[string]float64, n int) error {
+	seen := make(map[string]int, len(names))
+	for i := range n {
+		for _, name := range shard(names, times, i, n) {
+			seen[name]++
+		}
+	}
+	for _, name := range names {
+		if seen[name] != 1 {
+			return fmt.Errorf("split %d tests into %d shares: %s is in %d of them, want 1", len(names), n, name, seen[name])
+		}
+		delete(seen, name)
+	}
+	for name := range seen {
+		return fmt.Errorf("split %d tests into %d shares: %s is in a share but not among the tests", len(names), n, name)
+	}
+	return nil
 }
 
 // expected says how many seconds of tests each share holds by the recorded times, so a

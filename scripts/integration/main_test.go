@@ -46,7 +46,20 @@ func TestShardsCoverEveryTestOnce(t *testing.T) {
 			if !slices.Equal(all, names) {
 				t.Errorf("%d tests in %d shards (times %v): the shards hold %v", tc.tests, tc.shards, timed, all)
 			}
+			// The runner's own check on every run agrees.
+			if err := partitions(names, tm, tc.shards); err != nil {
+				t.Errorf("%d tests in %d shards (times %v): %v", tc.tests, tc.shards, timed, err)
+			}
 		}
+	}
+}
+
+// The runner's check refuses a test list with a name twice (a list it cannot split so
+// that each runs once: -test.run selects by name).
+func TestPartitionsRefusesRepeats(t *testing.T) {
+	err := partitions([]string{"TestA", "TestB", "TestA"}, nil, 2)
+	if err == nil || !strings.Contains(err.Error(), "TestA is in") {
+		t.Errorf("partitions with TestA twice: %v", err)
 	}
 }
 
