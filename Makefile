@@ -144,7 +144,16 @@ fuzz:
 #   them in TEST_NDBENCH_BIN (`go test` alone builds its own).
 # - cli and cluster (INTEGRATION_SPLIT), ~400 s of tests each that cannot run in parallel
 #   inside one process (a run's verdict reads the process's CPU), have their tests divided
-#   between two processes of one test binary compiled once: they were the stage's floor.
+#   among INTEGRATION_SHARDS processes of one test binary compiled once, balanced by the
+#   tests' times recorded in scripts/integration/testtimes (cli's run from under a second
+#   to ~90 s, so equal counts made shards of 203 s and 285 s). A shard counts as
+#   INTEGRATION_SHARD_WEIGHT of a process against INTEGRATION_P: it mostly waits (285 s of
+#   wall for 59 s of CPU), but at 0.5 (engine and six shards at once) engine, the stage's
+#   CPU-bound critical path, took 640 s against 457 s and three fleet tests failed on
+#   timing, at load 10-32 (docs/performance.md, "The test suite's own time"); 1 until a
+#   quiet machine shows 0.5 is safe. Record new times after adding long tests:
+#   go run ./scripts/integration -json ... > run.json, then
+#   go run ./scripts/integration -split "$$(go list ./internal/cli/ ./internal/cluster/)" -times-from run.json > scripts/integration/testtimes
 # - The packages whose servers are JVMs (Cassandra, Elasticsearch and OpenSearch, Geode,
 #   Gremlin Server, DynamoDB Local; 0.5-1.5 GB and seconds of CPU to start each) start after
 #   every other package has started, and two at most at a time: three at once beside the
@@ -153,11 +162,14 @@ fuzz:
 # Every job runs whatever the others give, so a CI log shows every failure.
 INTEGRATION_P ?= 4
 INTEGRATION_SPLIT := ./internal/cli/ ./internal/cluster/
+INTEGRATION_SHARDS ?= 4
+INTEGRATION_SHARD_WEIGHT ?= 1
 INTEGRATION_JVM := ./drivers/cassandra/ ./drivers/elasticsearch/ ./drivers/geode/ ./drivers/gremlin/ ./drivers/dynamodb/
 integration:
 	bash scripts/install-test-deps.sh
 	$(GO) run ./scripts/integration -p $(INTEGRATION_P) -timeout 20m \
-	  -split "$(shell $(GO) list $(INTEGRATION_SPLIT))" -heavy "$(shell $(GO) list $(INTEGRATION_JVM))" -heavy-p 2 \
+	  -split "$(shell $(GO) list $(INTEGRATION_SPLIT))" -shards $(INTEGRATION_SHARDS) -shard-weight $(INTEGRATION_SHARD_WEIGHT) \
+	  -times scripts/integration/testtimes -heavy "$(shell $(GO) list $(INTEGRATION_JVM))" -heavy-p 2 \
 	  $(shell $(GO) list $(INTEGRATION))
 
 # The web UI in headless Chromium (Debian's package) driven by playwright-core from npm;
