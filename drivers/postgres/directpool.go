@@ -13,7 +13,8 @@ import (
 )
 
 // The connections of mode=direct are shared by the engine's workers, poolSize at most:
-// a worker takes one for a batch and gives it back after. A connection per worker
+// a worker takes one for a batch and keeps it until another worker waits for one (see
+// directPool.waiting). A connection per worker
 // opened a backend per worker whatever poolSize said, elastic workers included, until
 // the server ran out of connection slots.
 //
