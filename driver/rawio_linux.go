@@ -58,16 +58,6 @@ type rawConn struct {
 	werr  syscall.Errno
 }
 
-// WriteReader is a connection that sends a request and waits for its reply in one
-// call: RawIO's connections on Linux. Request-reply drivers use it when a connection
-// offers it.
-type WriteReader interface {
-	// WriteRead writes all of req, then reads what the connection holds into p as Read
-	// does, waiting for it. An error of a *net.OpError with Op "write" means req was
-	// not (or not wholly) sent; any other error is the read's, after req was sent.
-	WriteRead(req, p []byte) (int, error)
-}
-
 // WriteRead sends req and waits for the reply without first trying a read that
 // would find nothing: the send is made inside the RawConn's Read, after the netpoller's
 // readiness for the descriptor was reset (prepareRead), so a reply arriving at any time
