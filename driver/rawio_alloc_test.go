@@ -31,4 +31,29 @@ func TestRawIOAllocatesNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("a round trip allocated %.1f times; want 0", allocs)
 	}
+	// WriteRead, against a server end that echoes for as long as the test runs.
+	go func() {
+		buf := make([]byte, len(req))
+		for {
+			if _, err := io.ReadFull(s, buf); err != nil {
+				return
+			}
+			if _, err := s.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	wr := c.(WriteReader)
+	allocs = testing.AllocsPerRun(200, func() {
+		n, err := wr.WriteRead(req, reply)
+		if err == nil && n < len(reply) {
+			_, err = io.ReadFull(c, reply[n:])
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a WriteRead round trip allocated %.1f times; want 0", allocs)
+	}
 }

@@ -1,8 +1,11 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -121,4 +124,125 @@ func TestRawIODialer(t *testing.T) {
 	if _, err := dial(context.Background(), "tcp", ln.Addr().String()); err == nil {
 		t.Fatal("a dial to a closed listener succeeded")
 	}
+}
+
+// WriteRead sends the request and returns the reply, also when the reply comes long after
+// the send (the goroutine waits in the netpoller) and when it comes before the wait
+// begins (the server answers at once): a readiness between the send and the wait is not
+// lost.
+func TestRawIOWriteRead(t *testing.T) {
+	c, s := loopbackPair(t)
+	wr, ok := c.(WriteReader)
+	if !ok {
+		t.Fatalf("RawIO's connection %T is not a WriteReader", c)
+	}
+	for _, delay := range []time.Duration{0, 0, 0, 30 * time.Millisecond, 0, time.Millisecond} {
+		req := []byte(fmt.Sprintf("req after %v", delay))
+		go func() {
+			got := make([]byte, len(req))
+			if _, err := io.ReadFull(s, got); err != nil {
+				return
+			}
+			time.Sleep(delay)
+			_, _ = s.Write(append([]byte("re:"), got...))
+		}()
+		buf := make([]byte, 64)
+		n, err := wr.WriteRead(req, buf)
+		if err != nil {
+			t.Fatalf("delay %v: %v", delay, err)
+		}
+		// A reply may come in parts; the rest is read as Read reads.
+		want := "re:" + string(req)
+		for n < len(want) {
+			m, err := c.Read(buf[n:])
+			if err != nil {
+				t.Fatalf("delay %v: the rest of the reply: %v", delay, err)
+			}
+			n += m
+		}
+		if got := string(buf[:n]); got != want {
+			t.Fatalf("delay %v: reply %q, want %q", delay, got, want)
+		}
+	}
+}
+
+// A request larger than the socket's buffer is finished by Write while the server reads
+// slowly, and its reply still read.
+func TestRawIOWriteReadLargeRequest(t *testing.T) {
+	c, s := loopbackPair(t)
+	req := bytes.Repeat([]byte("x"), 16<<20)
+	go func() {
+		got := make([]byte, len(req))
+		time.Sleep(20 * time.Millisecond) // the client's send finds the buffer full first
+		if _, err := io.ReadFull(s, got); err != nil {
+			return
+		}
+		_, _ = s.Write([]byte("done"))
+	}()
+	buf := make([]byte, 4)
+	n, err := c.(WriteReader).WriteRead(req, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < len(buf) {
+		m, err := io.ReadFull(c, buf[n:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += m
+	}
+	if string(buf[:n]) != "done" {
+		t.Fatalf("reply %q, want done", buf[:n])
+	}
+}
+
+// A past deadline set while WriteRead waits for the reply ends it as a read's timeout
+// (the request went out); one set before it ends it as a write's, nothing sent; a
+// closed connection's is a write's too.
+func TestRawIOWriteReadErrors(t *testing.T) {
+	t.Run("deadline while waiting", func(t *testing.T) {
+		c, s := loopbackPair(t)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.(WriteReader).WriteRead([]byte("ping"), make([]byte, 16))
+			errc <- err
+		}()
+		got := make([]byte, 4)
+		if _, err := io.ReadFull(s, got); err != nil || string(got) != "ping" {
+			t.Fatalf("server got %q, %v; want the request", got, err)
+		}
+		_ = c.SetDeadline(time.Unix(1, 0))
+		var err error
+		select {
+		case err = <-errc:
+		case <-time.After(5 * time.Second):
+			t.Fatal("WriteRead did not return after its deadline passed")
+		}
+		var oe *net.OpError
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &oe) || oe.Op != "read" {
+			t.Fatalf("err = %v; want a read's os.ErrDeadlineExceeded", err)
+		}
+	})
+	t.Run("deadline before", func(t *testing.T) {
+		c, s := loopbackPair(t)
+		_ = c.SetDeadline(time.Unix(1, 0))
+		_, err := c.(WriteReader).WriteRead([]byte("ping"), make([]byte, 16))
+		var oe *net.OpError
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &oe) || oe.Op != "write" {
+			t.Fatalf("err = %v; want a write's os.ErrDeadlineExceeded", err)
+		}
+		_ = s.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if n, _ := s.Read(make([]byte, 4)); n != 0 {
+			t.Fatalf("the server got %d bytes of a request reported not sent", n)
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		c, _ := loopbackPair(t)
+		_ = c.Close()
+		_, err := c.(WriteReader).WriteRead([]byte("ping"), make([]byte, 16))
+		var oe *net.OpError
+		if !errors.Is(err, net.ErrClosed) || !errors.As(err, &oe) || oe.Op != "write" {
+			t.Fatalf("err = %v; want a write's net.ErrClosed", err)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -48,6 +49,9 @@ var singleViaPipeline = false
 // and buffers reused from batch to batch.
 type pipeline struct {
 	d *Driver
+	// home holds the worker's connection between batches while no other worker waits
+	// for one (directPool.keep); another worker may take it from there.
+	home atomic.Pointer[dconn]
 	// Run's goroutine only.
 	c       *dconn // the batch's connection; nil between batches, or once handed off
 	params  [2][]byte
@@ -73,7 +77,9 @@ func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 	if !d.Pipelines() {
 		return nil, fmt.Errorf("postgres: pipelines need mode=direct (mode is %s)", d.mode)
 	}
-	return &pipeline{d: d, val: make([]byte, 0, 256)}, nil
+	p := &pipeline{d: d, val: make([]byte, 0, 256)}
+	d.direct.addHome(&p.home)
+	return p, nil
 }
 
 // drop marks the batch's connection as broken: its stream can no longer be trusted (an
@@ -130,15 +136,18 @@ func (p *pipeline) end() {
 	if interrupted && !c.broken {
 		c.broken = c.nc.SetDeadline(time.Time{}) != nil
 	}
-	p.d.direct.put(c)
+	p.d.direct.keep(&p.home, c)
 }
 
 // Run sends ops and completes each as its reply (up to its ReadyForQuery) is read.
 func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(int, []byte, error)) {
-	c, err := p.d.direct.get(ctx)
-	if err != nil {
-		p.failAll(ctx, ops, 0, done, err)
-		return
+	c := p.d.direct.unhome(&p.home)
+	if c == nil {
+		var err error
+		if c, err = p.d.direct.get(ctx); err != nil {
+			p.failAll(ctx, ops, 0, done, err)
+			return
+		}
 	}
 	p.begin(ctx, c)
 	defer p.end()
@@ -263,6 +272,13 @@ func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(in
 	}
 	val, found, pgErr, err := c.wire.reply(p.val)
 	p.val = val
+	if err != nil {
+		if se := sendFailure(err); se != nil {
+			// The request did not go out (whole): the stream is out of step.
+			p.ioFailed(ctx, op, done, se)
+			return
+		}
+	}
 	if err != nil && isTimeout(err) && pastDeadline(ctx) {
 		// Cut at the deadline while the reply was due: the operation is over, the
 		// connection is not. It is handed to be drained (the query cancelled, the reply
@@ -503,6 +519,8 @@ func (p *pipeline) oneTransaction(ctx context.Context, ops []driver.PipelineOp, 
 	}
 }
 
-// Close has nothing to release: the connection went back to the pool when the last
-// batch ended.
-func (p *pipeline) Close() error { return nil }
+// Close gives back the connection the worker kept between batches.
+func (p *pipeline) Close() error {
+	p.d.direct.removeHome(&p.home)
+	return nil
+}

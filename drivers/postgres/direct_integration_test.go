@@ -291,3 +291,135 @@ func TestDefaultPoolFollowsTheWorkers(t *testing.T) {
 		})
 	}
 }
+
+// TestDirectWorkersKeepTheirConnections: with a connection for every worker, each worker
+// runs its batches on the same backend (it keeps its connection between batches instead
+// of taking one from the pool per operation); with fewer connections than workers, a
+// connection kept by an idle worker serves the others at once; and Close closes the
+// connections workers keep.
+func TestDirectWorkersKeepTheirConnections(t *testing.T) {
+	ctx := drivertest.Context(t)
+	raw := rawConn(t)
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS homes, homes_pids",
+		"CREATE TABLE homes (key TEXT PRIMARY KEY, value BYTEA NOT NULL)",
+		"CREATE TABLE homes_pids (key TEXT NOT NULL, pid INT NOT NULL)",
+		`CREATE OR REPLACE FUNCTION homes_trg() RETURNS trigger AS $$
+BEGIN
+	INSERT INTO homes_pids VALUES (NEW.key, pg_backend_pid());
+	RETURN NEW;
+END $$ LANGUAGE plpgsql`,
+		"CREATE TRIGGER homes_trg BEFORE INSERT OR UPDATE ON homes FOR EACH ROW EXECUTE FUNCTION homes_trg()",
+	} {
+		if _, err := raw.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// backendsOf returns the distinct backends that wrote the keys starting with prefix.
+	backendsOf := func(prefix string) []int {
+		rows, err := raw.Query(ctx, "SELECT DISTINCT pid FROM homes_pids WHERE key LIKE $1 ORDER BY pid", prefix+"%")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var pids []int
+		for rows.Next() {
+			var pid int
+			if err := rows.Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			pids = append(pids, pid)
+		}
+		return pids
+	}
+	newPipeline := func(d *Driver) driver.Pipeline {
+		pl, err := d.NewPipeline(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl
+	}
+
+	t.Run("a connection per worker", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "homes", "createSchema": "false", "mode": "direct", "poolSize": "4"})
+		a, b := newPipeline(d), newPipeline(d)
+		defer a.Close()
+		defer b.Close()
+		// Alternating, so that a worker taking from a shared pool would run on the
+		// connection the other just gave back.
+		for i := range 10 {
+			for _, w := range []struct {
+				name string
+				pl   driver.Pipeline
+			}{{"one", a}, {"two", b}} {
+				if err := runOne(w.pl, fmt.Sprintf("%s-%d", w.name, i), 10*time.Second); err != nil {
+					t.Fatalf("write: %v", err)
+				}
+			}
+		}
+		one, two := backendsOf("one-"), backendsOf("two-")
+		if len(one) != 1 || len(two) != 1 || one[0] == two[0] {
+			t.Errorf("two workers' writes ran on backends %v and %v; want one backend each, not the same", one, two)
+		}
+		if w := d.DriverStats()["pool_waits"]; w != 0 {
+			t.Errorf("2 workers on 4 connections: pool_waits %d, want 0", w)
+		}
+	})
+
+	t.Run("fewer connections than workers", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "homes", "createSchema": "false", "mode": "direct", "poolSize": "1"})
+		a, b := newPipeline(d), newPipeline(d)
+		defer a.Close()
+		defer b.Close()
+		if err := runOne(a, "few-a", 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		// a now sits idle with the only connection; b must get it, not wait for a's
+		// next batch.
+		start := time.Now()
+		if err := runOne(b, "few-b", 5*time.Second); err != nil {
+			t.Fatalf("a worker beside an idle one on a pool of 1: %v", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("the write took %v on an idle connection", took)
+		}
+		if err := runOne(a, "few-a2", 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(backendsOf("few-")); n != 1 {
+			t.Errorf("the writes ran on %d backends, want the 1 of poolSize", n)
+		}
+	})
+
+	t.Run("close", func(t *testing.T) {
+		d := open(t, map[string]string{"table": "homes", "createSchema": "false", "mode": "direct", "poolSize": "2"})
+		a := newPipeline(d)
+		if err := runOne(a, "close-a", 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		pids := idlePIDs(d)
+		if len(pids) != 1 {
+			t.Fatalf("%d idle connections after one write, want 1", len(pids))
+		}
+		// The engine closes its pipelines before the driver; a driver closed first must
+		// still close what a worker keeps.
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var open int
+		if err := raw.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int(pids[0])).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for open != 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			if err := raw.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int(pids[0])).Scan(&open); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if open != 0 {
+			t.Errorf("backend %d still connected after Close", pids[0])
+		}
+		_ = a.Close()
+	})
+}

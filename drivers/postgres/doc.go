@@ -7,7 +7,8 @@
 //
 // mode=direct (what mode=auto picks) makes the driver a driver.Pipeliner: each batch of a
 // worker runs on a pgconn.PgConn taken from the driver's poolSize connections, with the
-// read and the upsert prepared on it once (binary parameters and results). A batch of one operation is Bind, Execute, Sync in one
+// read and the upsert prepared on it once (binary parameters and results); a worker keeps
+// its connection from batch to batch while no other worker waits for one. A batch of one operation is Bind, Execute, Sync in one
 // write on the connection's socket and one reply read up to its ReadyForQuery, as
 // pgbench -M prepared sends it (the driver encodes the three messages and parses the
 // replies in place itself; pgconn connects, prepares and runs the larger batches); a batch of several (workload.pipeline > 1) goes out

@@ -402,7 +402,8 @@ func TestDirectMissingTable(t *testing.T) {
 	}
 }
 
-// idlePIDs returns the backends of mode=direct's idle connections.
+// idlePIDs returns the backends of mode=direct's idle connections: those in the free
+// channel and those kept in the workers' homes between batches. Call it between batches.
 func idlePIDs(d *Driver) []uint32 {
 	var cs []*dconn
 	for len(d.direct.free) > 0 {
@@ -412,6 +413,13 @@ func idlePIDs(d *Driver) []uint32 {
 	for i, c := range cs {
 		pids[i] = c.pc.PID()
 		d.direct.free <- c
+	}
+	d.direct.homesMu.Lock()
+	defer d.direct.homesMu.Unlock()
+	for h := range d.direct.homes {
+		if c := h.Load(); c != nil {
+			pids = append(pids, c.pc.PID())
+		}
 	}
 	return pids
 }

@@ -21,9 +21,12 @@ type batch struct {
 	// of a validated write.
 	answered []bool
 	vals     [][]byte
-	done     int  // operations completed
-	failed   int  // of them, failures
-	stopped  bool // a hard stop cancelled an operation
+	done     int // operations completed
+	failed   int // of them, failures
+	// last is when the last operation completed: the batch's end, so that the loop reads
+	// the clock once per operation fewer.
+	last    int64
+	stopped bool // a hard stop cancelled an operation
 }
 
 // workPipelined is the worker loop for drivers that give each worker a connection of its
@@ -81,8 +84,9 @@ func (e *Engine) workPipelined(ctx context.Context, c *opClass, w *worker, id in
 			e.runBatch(pl, b, done)
 			b.oc.end()
 			// The worker was in the store until its batch's last reply: the operations due
-			// meanwhile waited for it.
-			end := p.clock.Now()
+			// meanwhile waited for it. (Every operation was completed by now, the last
+			// one reading the clock at its reply; recording it is the worker's own time.)
+			end := b.last
 			p.split.done(start, end)
 			p.spent(start, end, len(b.ops))
 			if b.stopped || e.runCtx.Err() != nil {
@@ -215,7 +219,8 @@ func (b *batch) complete(i int, got []byte, err error) {
 	}
 	b.answered[i] = true
 	b.done++
-	switch b.p.done(&b.meta[i], b.start, b.p.clock.Now(), got, err, b.oc.status() == opTimedOut) {
+	b.last = b.p.clock.Now()
+	switch b.p.done(&b.meta[i], b.start, b.last, got, err, b.oc.status() == opTimedOut) {
 	case outStopped:
 		b.stopped = true
 	case outFailed:
