@@ -121,6 +121,11 @@ type sharedPipeline struct {
 	// woken says it was woken from there and has not looked yet (both guarded by mc.mu).
 	waitAt int
 	woken  bool
+	// own is the operation whose reply the pipeline read as the leader, -1 when none, with
+	// the reply's opcode and body (in the read buffer, valid until the next read).
+	own     int32
+	ownOp   primitive.OpCode
+	ownBody []byte
 }
 
 // connect returns a serving connection, connecting when there is none; only one worker
@@ -239,13 +244,16 @@ func (p *sharedPipeline) lead(mc *muxConn) bool {
 			continue
 		}
 		i := mc.slot[stream]
+		if o == p {
+			// p's own reply: p parses it before it reads again, so the body stays
+			// where it was read.
+			mc.mu.Unlock()
+			p.own, p.ownOp, p.ownBody = i, opcode, body
+			return true
+		}
 		r := &o.res[i]
 		r.opcode, r.body, r.err = opcode, append(r.body[:0], body...), nil
 		o.ready = append(o.ready, i)
-		if o == p {
-			mc.mu.Unlock()
-			return true
-		}
 		if o.waitAt >= 0 && !o.woken {
 			o.woken = true
 			mc.nominated++
@@ -468,55 +476,15 @@ func (p *sharedPipeline) Run(ctx context.Context, ops []driver.PipelineOp, done 
 		p.failRest(ops, done, err)
 		return
 	}
-	finish := func(i int, value []byte, err error) {
-		p.completed[i] = true
-		done(i, value, err)
-	}
+	p.own = -1
 	for left := len(ops); left > 0; {
 		mc.mu.Lock()
 		p.took = append(p.took[:0], p.ready...)
 		p.ready = p.ready[:0]
 		mc.mu.Unlock()
 		for _, i := range p.took {
-			p.stream[i] = -1
-			left--
 			r := &p.res[i]
-			op := &ops[i]
-			if r.err != nil {
-				finish(int(i), nil, classifyDirect(p.sc.d.scrub(fmt.Errorf("cassandra %s %s: %w", opName(op.Op), op.Key, r.err))))
-			} else {
-				value, err := e.result(op, r.opcode, r.body)
-				switch {
-				case err == nil, errors.Is(err, driver.ErrNotFound):
-					finish(int(i), value, err)
-				default:
-					var se *serverError
-					if !errors.As(err, &se) || se.code == primitive.ErrorCodeUnprepared {
-						// A reply this driver cannot read, or a statement the node forgot:
-						// the next connection prepares the statements again.
-						mc.drop(fmt.Errorf("cassandra at %s: %w", mc.host, err))
-					}
-					finish(int(i), nil, classifyDirect(fmt.Errorf("cassandra %s %s: %w", opName(op.Op), op.Key, err)))
-				}
-			}
-			if held == 0 {
-				continue
-			}
-			// Send what waited for this operation (one queueing for all of them).
-			p.send = p.send[:0]
-			for k := int(i) + 1; k < len(ops); k++ {
-				if e.blocked[k] > 0 && conflict(&ops[i], &ops[k]) {
-					if e.blocked[k]--; e.blocked[k] == 0 {
-						p.send = append(p.send, int32(k))
-						held--
-					}
-				}
-			}
-			if len(p.send) == 0 {
-				continue
-			}
-			if err := p.enqueue(ctx, mc, ops); err != nil {
-				p.failRest(ops, done, err)
+			if !p.answer(ctx, mc, ops, done, i, r.opcode, r.body, r.err, &left, &held) {
 				return
 			}
 		}
@@ -530,7 +498,63 @@ func (p *sharedPipeline) Run(ctx context.Context, ops []driver.PipelineOp, done 
 			p.failRest(ops, done, fmt.Errorf("cassandra reply from %s (%d of %d outstanding): %w", mc.host, left, len(ops), err))
 			return
 		}
+		if i := p.own; i >= 0 {
+			// The leader's own reply, parsed where it was read (no copy, no queue).
+			p.own = -1
+			if !p.answer(ctx, mc, ops, done, i, p.ownOp, p.ownBody, nil, &left, &held) {
+				return
+			}
+		}
 	}
+}
+
+// answer completes operation i with its reply (or rerr, the connection's failure), then
+// sends what waited for it; it returns false when the batch ended on a failed send.
+func (p *sharedPipeline) answer(ctx context.Context, mc *muxConn, ops []driver.PipelineOp, done func(int, []byte, error),
+	i int32, opcode primitive.OpCode, body []byte, rerr error, left, held *int) bool {
+	e := &p.enc
+	p.stream[i] = -1
+	*left--
+	op := &ops[i]
+	p.completed[i] = true
+	if rerr != nil {
+		done(int(i), nil, classifyDirect(p.sc.d.scrub(fmt.Errorf("cassandra %s %s: %w", opName(op.Op), op.Key, rerr))))
+	} else {
+		value, err := e.result(op, opcode, body)
+		switch {
+		case err == nil, errors.Is(err, driver.ErrNotFound):
+			done(int(i), value, err)
+		default:
+			var se *serverError
+			if !errors.As(err, &se) || se.code == primitive.ErrorCodeUnprepared {
+				// A reply this driver cannot read, or a statement the node forgot:
+				// the next connection prepares the statements again.
+				mc.drop(fmt.Errorf("cassandra at %s: %w", mc.host, err))
+			}
+			done(int(i), nil, classifyDirect(fmt.Errorf("cassandra %s %s: %w", opName(op.Op), op.Key, err)))
+		}
+	}
+	if *held == 0 {
+		return true
+	}
+	// Send what waited for this operation (one queueing for all of them).
+	p.send = p.send[:0]
+	for k := int(i) + 1; k < len(ops); k++ {
+		if e.blocked[k] > 0 && conflict(&ops[i], &ops[k]) {
+			if e.blocked[k]--; e.blocked[k] == 0 {
+				p.send = append(p.send, int32(k))
+				*held--
+			}
+		}
+	}
+	if len(p.send) == 0 {
+		return true
+	}
+	if err := p.enqueue(ctx, mc, ops); err != nil {
+		p.failRest(ops, done, err)
+		return false
+	}
+	return true
 }
 
 // await waits for a reply to one of p's operations: it reads the connection itself if no
