@@ -93,7 +93,9 @@ func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sharedPipeline{sc: sc, wake: make(chan struct{}, 1), enc: pipeline{d: d, host: h}}, nil
+	sp := &sharedPipeline{sc: sc, wake: make(chan struct{}, 1), enc: pipeline{d: d, host: h}, waitAt: -1}
+	sp.retryFn = sp.retry
+	return sp, nil
 }
 
 // hostAddr returns configured host i as host:port.
@@ -523,12 +525,9 @@ func readFrame(rd *bufio.Reader, big *[]byte, retry func(error) bool) (int16, pr
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	version, flags, stream, opcode, n := parseHeader(hdr)
-	if version != 0x80|byte(protoVersion) {
-		return 0, 0, nil, fmt.Errorf("%w: reply frame of version byte %#x, want %#x", errProtocol, version, 0x80|byte(protoVersion))
-	}
-	if n < 0 || n > 256<<20 {
-		return 0, 0, nil, fmt.Errorf("%w: reply frame body of %d bytes", errProtocol, n)
+	_, flags, stream, opcode, n, err := checkHeader(hdr)
+	if err != nil {
+		return 0, 0, nil, err
 	}
 	_, _ = rd.Discard(headerLen)
 	var body []byte
@@ -556,14 +555,31 @@ func readFrame(rd *bufio.Reader, big *[]byte, retry func(error) bool) (int16, pr
 			}
 		}
 	}
-	if flags&^byte(primitive.HeaderFlagWarning|primitive.HeaderFlagTracing|primitive.HeaderFlagCustomPayload) != 0 {
-		return 0, 0, nil, fmt.Errorf("%w: reply frame flags %#x (compression is never asked for)", errProtocol, flags)
-	}
-	body, err = skipBodyPrefix(flags, body)
+	body, err = frameBody(flags, body)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	return stream, opcode, body, nil
+}
+
+// checkHeader parses a reply frame's header and refuses what this driver does not read.
+func checkHeader(hdr []byte) (version, flags byte, stream int16, opcode primitive.OpCode, n int32, err error) {
+	version, flags, stream, opcode, n = parseHeader(hdr)
+	if version != 0x80|byte(protoVersion) {
+		return 0, 0, 0, 0, 0, fmt.Errorf("%w: reply frame of version byte %#x, want %#x", errProtocol, version, 0x80|byte(protoVersion))
+	}
+	if n < 0 || n > 256<<20 {
+		return 0, 0, 0, 0, 0, fmt.Errorf("%w: reply frame body of %d bytes", errProtocol, n)
+	}
+	return version, flags, stream, opcode, n, nil
+}
+
+// frameBody returns a reply frame's body past what its flags put before the message.
+func frameBody(flags byte, body []byte) ([]byte, error) {
+	if flags&^byte(primitive.HeaderFlagWarning|primitive.HeaderFlagTracing|primitive.HeaderFlagCustomPayload) != 0 {
+		return nil, fmt.Errorf("%w: reply frame flags %#x (compression is never asked for)", errProtocol, flags)
+	}
+	return skipBodyPrefix(flags, body)
 }
 
 // result interprets one operation's reply: a read's value (joined from its columns,

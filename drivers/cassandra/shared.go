@@ -22,12 +22,20 @@ import (
 // network-poller wake-up of its own; on a shared connection CQL's stream ids multiplex the
 // workers' requests, the frames queued by concurrent workers leave in one write (a worker
 // appends its frame to the connection's queue, and whoever finds no write running writes
-// everything queued), and one reader per connection reads the replies in bulk and hands
-// each to its worker. docs/performance.md has the measurements.
+// everything queued), and the replies are read leader/follower style: a worker waiting
+// for a reply reads the connection itself when no one else does (it leads), hands the
+// replies of other workers to them, and keeps reading until its own batch is answered;
+// the others wait to be handed theirs. No goroutine belongs to a connection, and the
+// reply a worker reads for itself costs no wake-up: a worker with all its operations in
+// flight on a connection of its own (1 x 64) reads as on the per-worker path. When a
+// leader leaves, a worker that was just handed a reply, or failing that one that waits,
+// takes the lead. docs/performance.md has the measurements.
 //
 // An operation whose deadline passes returns then with a timeout; its stream id stays
-// reserved until its late reply arrives (which is then dropped) or the connection goes.
-// A connection that fails fails every operation on it, and the next batch reconnects.
+// reserved until its late reply arrives (which is then dropped, by whoever reads next) or
+// the connection goes. A leader whose deadline passes stops reading at a frame boundary
+// (a frame larger than the read buffer is resumed by the next leader) and hands the lead
+// on. A connection that fails fails every operation on it, and the next batch reconnects.
 
 // maxStreams is the number of stream ids of protocol v4 (non-negative int16s).
 const maxStreams = 1 << 15
@@ -57,19 +65,31 @@ type sharedConn struct {
 type muxConn struct {
 	host            string
 	nc              net.Conn
-	rd              *bufio.Reader
-	big             []byte // a reply body larger than rd's buffer
 	readID, writeID []byte
-	readerDone      chan struct{}
+
+	// The reading side, used by the leader only (leadership passes under mu).
+	rd  *bufio.Reader
+	big []byte // a reply body larger than rd's buffer
+	// part is set while such a body is read in parts: its header and how much of it has
+	// been read, so the next leader goes on where one whose deadline passed stopped.
+	part    bool
+	partHdr [headerLen]byte
+	partGot int
 
 	mu      sync.Mutex
 	err     error             // why the connection was dropped; nil while it serves
 	out     []byte            // frames queued for the next write
 	spare   []byte            // the buffer of the write before, reused
 	flusher *sharedPipeline   // the pipeline writing now, nil when no write runs
-	owner   []*sharedPipeline // by stream id: who waits for its reply; nil when free
-	slot    []int32           // by stream id: the operation's index in its owner's batch
-	free    []int16           // stream ids free for reuse
+	leader  *sharedPipeline   // the pipeline reading now, nil when none
+	waiting []*sharedPipeline // pipelines asleep until a reply or the lead comes to them
+	// nominated counts the waiting pipelines woken (with a reply, or to lead) that have
+	// not looked yet: each of them will lead if no one does, so a leaving leader need
+	// not wake another.
+	nominated int
+	owner     []*sharedPipeline // by stream id: who waits for its reply; nil when free
+	slot      []int32           // by stream id: the operation's index in its owner's batch
+	free      []int16           // stream ids free for reuse
 }
 
 // reply is one operation's answer as the reader hands it over.
@@ -94,6 +114,18 @@ type sharedPipeline struct {
 	send   []int32
 	// completed marks the operations of the batch done has been called for.
 	completed []bool
+	// ctx is the batch's context while Run runs, for retry; retryFn is retry bound once.
+	ctx     context.Context
+	retryFn func(error) bool
+	// waitAt is the pipeline's index in its connection's waiting list, -1 when not there;
+	// woken says it was woken from there and has not looked yet (both guarded by mc.mu).
+	waitAt int
+	woken  bool
+	// own is the operation whose reply the pipeline read as the leader, -1 when none, with
+	// the reply's opcode and body (in the read buffer, valid until the next read).
+	own     int32
+	ownOp   primitive.OpCode
+	ownBody []byte
 }
 
 // connect returns a serving connection, connecting when there is none; only one worker
@@ -121,20 +153,18 @@ func (sc *sharedConn) connect(ctx context.Context, p *sharedPipeline) (*muxConn,
 	if err := setup.connect(ctx); err != nil {
 		return nil, err
 	}
-	mc := &muxConn{host: sc.host, nc: setup.conn.Conn(), rd: setup.rd, readID: setup.readID, writeID: setup.writeID,
-		readerDone: make(chan struct{})}
+	mc := &muxConn{host: sc.host, nc: setup.conn.Conn(), rd: setup.rd, readID: setup.readID, writeID: setup.writeID}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.closed {
 		_ = mc.nc.Close()
 		return nil, fmt.Errorf("cassandra at %s: %w", sc.host, net.ErrClosed)
 	}
-	go mc.read()
 	sc.cur.Store(mc)
 	return mc, nil
 }
 
-// close drops the connection for good and waits for its reader to end.
+// close drops the connection for good; a leader reading it gets an error and leaves.
 func (sc *sharedConn) close() {
 	sc.mu.Lock()
 	sc.closed = true
@@ -142,7 +172,6 @@ func (sc *sharedConn) close() {
 	sc.mu.Unlock()
 	if mc != nil {
 		mc.drop(fmt.Errorf("cassandra at %s: %w", sc.host, net.ErrClosed))
-		<-mc.readerDone
 	}
 }
 
@@ -177,15 +206,19 @@ func (mc *muxConn) drop(err error) {
 	}
 }
 
-// read is the connection's reader: it hands each reply to the worker waiting for it,
-// until the connection fails or is closed.
-func (mc *muxConn) read() {
-	defer close(mc.readerDone)
+// lead reads replies as the connection's leader until one of p's own operations is
+// answered, handing the others' replies to them. It returns false when p's deadline
+// passed while it read (the frame being read is left for the next leader) and true
+// otherwise; a connection that fails is dropped, which answers p's operations too.
+func (p *sharedPipeline) lead(mc *muxConn) bool {
 	for {
-		stream, opcode, body, err := readFrame(mc.rd, &mc.big, nil)
+		stream, opcode, body, err := mc.next(p.retryFn)
 		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && p.ctx.Err() != nil {
+				return false
+			}
 			mc.drop(fmt.Errorf("cassandra reply from %s: %w", mc.host, err))
-			return
+			return true
 		}
 		if stream < 0 {
 			continue // an event; this connection registers for none
@@ -193,7 +226,7 @@ func (mc *muxConn) read() {
 		mc.mu.Lock()
 		if mc.err != nil {
 			mc.mu.Unlock()
-			return
+			return true
 		}
 		var o *sharedPipeline
 		if int(stream) < len(mc.owner) {
@@ -202,21 +235,97 @@ func (mc *muxConn) read() {
 		if o == nil {
 			mc.mu.Unlock()
 			mc.drop(fmt.Errorf("%w: cassandra at %s answered stream %d, which has no request in flight", errProtocol, mc.host, stream))
-			return
+			return true
 		}
 		mc.owner[stream] = nil
 		mc.free = append(mc.free, stream)
-		if o != abandoned {
-			i := mc.slot[stream]
-			r := &o.res[i]
-			r.opcode, r.body, r.err = opcode, append(r.body[:0], body...), nil
-			o.ready = append(o.ready, i)
+		if o == abandoned {
+			mc.mu.Unlock()
+			continue
+		}
+		i := mc.slot[stream]
+		if o == p {
+			// p's own reply: p parses it before it reads again, so the body stays
+			// where it was read.
+			mc.mu.Unlock()
+			p.own, p.ownOp, p.ownBody = i, opcode, body
+			return true
+		}
+		r := &o.res[i]
+		r.opcode, r.body, r.err = opcode, append(r.body[:0], body...), nil
+		o.ready = append(o.ready, i)
+		if o.waitAt >= 0 && !o.woken {
+			o.woken = true
+			mc.nominated++
 		}
 		mc.mu.Unlock()
-		if o != abandoned {
-			o.signal()
+		o.signal()
+	}
+}
+
+// retry tells a stale interrupt (a deadline error while the leader's batch is not done)
+// from a real one, and clears the deadline for the reads to go on. The deadline is
+// cleared before the context is looked at: an interrupt that comes in between sets it
+// again, and the next read returns.
+func (p *sharedPipeline) retry(err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	if mc := p.mc.Load(); mc != nil {
+		_ = mc.nc.SetReadDeadline(time.Time{})
+	}
+	return p.ctx.Err() == nil
+}
+
+// next reads the next reply frame and returns its stream id, opcode and body (valid until
+// the next call). A read that fails consumes nothing of a frame that fits rd's buffer; a
+// larger body is read in parts, its progress kept in mc for the next call.
+func (mc *muxConn) next(retry func(error) bool) (int16, primitive.OpCode, []byte, error) {
+	peek := func(n int) ([]byte, error) {
+		for {
+			b, err := mc.rd.Peek(n)
+			if err == nil || !retry(err) {
+				return b, err
+			}
 		}
 	}
+	if !mc.part {
+		hdr, err := peek(headerLen)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		_, flags, stream, opcode, n, err := checkHeader(hdr)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		if headerLen+int(n) <= mc.rd.Size() {
+			b, err := peek(headerLen + int(n))
+			if err != nil {
+				return 0, 0, nil, err
+			}
+			_, _ = mc.rd.Discard(len(b))
+			body, err := frameBody(flags, b[headerLen:])
+			return stream, opcode, body, err
+		}
+		copy(mc.partHdr[:], hdr)
+		_, _ = mc.rd.Discard(headerLen)
+		mc.part, mc.partGot = true, 0
+		if cap(mc.big) < int(n) {
+			mc.big = make([]byte, n)
+		}
+	}
+	_, flags, stream, opcode, n, _ := checkHeader(mc.partHdr[:])
+	body := mc.big[:n]
+	for mc.partGot < len(body) {
+		m, err := mc.rd.Read(body[mc.partGot:])
+		mc.partGot += m
+		if err != nil && !retry(err) {
+			return 0, 0, nil, err
+		}
+	}
+	mc.part = false
+	body, err := frameBody(flags, body)
+	return stream, opcode, body, err
 }
 
 // signal wakes the pipeline's worker if it waits.
@@ -228,13 +337,17 @@ func (p *sharedPipeline) signal() {
 }
 
 // Interrupt wakes the worker, which returns if its batch's deadline has passed; if the
-// worker is writing the connection's queue, the write returns too.
+// worker is writing the connection's queue, or reading it as the leader, that I/O returns
+// too.
 func (p *sharedPipeline) Interrupt() {
 	p.signal()
 	if mc := p.mc.Load(); mc != nil {
 		mc.mu.Lock()
 		if mc.flusher == p {
 			_ = mc.nc.SetWriteDeadline(longAgo)
+		}
+		if mc.leader == p {
+			_ = mc.nc.SetReadDeadline(longAgo)
 		}
 		mc.mu.Unlock()
 	}
@@ -339,6 +452,8 @@ func (p *sharedPipeline) Run(ctx context.Context, ops []driver.PipelineOp, done 
 		return
 	}
 	p.mc.Store(mc)
+	p.ctx = ctx
+	defer p.leave(mc)
 	e := &p.enc
 	for len(p.stream) < len(ops) {
 		p.stream = append(p.stream, -1)
@@ -361,55 +476,15 @@ func (p *sharedPipeline) Run(ctx context.Context, ops []driver.PipelineOp, done 
 		p.failRest(ops, done, err)
 		return
 	}
-	finish := func(i int, value []byte, err error) {
-		p.completed[i] = true
-		done(i, value, err)
-	}
+	p.own = -1
 	for left := len(ops); left > 0; {
 		mc.mu.Lock()
 		p.took = append(p.took[:0], p.ready...)
 		p.ready = p.ready[:0]
 		mc.mu.Unlock()
 		for _, i := range p.took {
-			p.stream[i] = -1
-			left--
 			r := &p.res[i]
-			op := &ops[i]
-			if r.err != nil {
-				finish(int(i), nil, classifyDirect(p.sc.d.scrub(fmt.Errorf("cassandra %s %s: %w", opName(op.Op), op.Key, r.err))))
-			} else {
-				value, err := e.result(op, r.opcode, r.body)
-				switch {
-				case err == nil, errors.Is(err, driver.ErrNotFound):
-					finish(int(i), value, err)
-				default:
-					var se *serverError
-					if !errors.As(err, &se) || se.code == primitive.ErrorCodeUnprepared {
-						// A reply this driver cannot read, or a statement the node forgot:
-						// the next connection prepares the statements again.
-						mc.drop(fmt.Errorf("cassandra at %s: %w", mc.host, err))
-					}
-					finish(int(i), nil, classifyDirect(fmt.Errorf("cassandra %s %s: %w", opName(op.Op), op.Key, err)))
-				}
-			}
-			if held == 0 {
-				continue
-			}
-			// Send what waited for this operation (one queueing for all of them).
-			p.send = p.send[:0]
-			for k := int(i) + 1; k < len(ops); k++ {
-				if e.blocked[k] > 0 && conflict(&ops[i], &ops[k]) {
-					if e.blocked[k]--; e.blocked[k] == 0 {
-						p.send = append(p.send, int32(k))
-						held--
-					}
-				}
-			}
-			if len(p.send) == 0 {
-				continue
-			}
-			if err := p.enqueue(ctx, mc, ops); err != nil {
-				p.failRest(ops, done, err)
+			if !p.answer(ctx, mc, ops, done, i, r.opcode, r.body, r.err, &left, &held) {
 				return
 			}
 		}
@@ -419,11 +494,138 @@ func (p *sharedPipeline) Run(ctx context.Context, ops []driver.PipelineOp, done 
 		if len(p.took) > 0 {
 			continue
 		}
-		<-p.wake
-		if err := ctx.Err(); err != nil {
+		if err := p.await(ctx, mc); err != nil {
 			p.failRest(ops, done, fmt.Errorf("cassandra reply from %s (%d of %d outstanding): %w", mc.host, left, len(ops), err))
 			return
 		}
+		if i := p.own; i >= 0 {
+			// The leader's own reply, parsed where it was read (no copy, no queue).
+			p.own = -1
+			if !p.answer(ctx, mc, ops, done, i, p.ownOp, p.ownBody, nil, &left, &held) {
+				return
+			}
+		}
+	}
+}
+
+// answer completes operation i with its reply (or rerr, the connection's failure), then
+// sends what waited for it; it returns false when the batch ended on a failed send.
+func (p *sharedPipeline) answer(ctx context.Context, mc *muxConn, ops []driver.PipelineOp, done func(int, []byte, error),
+	i int32, opcode primitive.OpCode, body []byte, rerr error, left, held *int) bool {
+	e := &p.enc
+	p.stream[i] = -1
+	*left--
+	op := &ops[i]
+	p.completed[i] = true
+	if rerr != nil {
+		done(int(i), nil, classifyDirect(p.sc.d.scrub(fmt.Errorf("cassandra %s %s: %w", opName(op.Op), op.Key, rerr))))
+	} else {
+		value, err := e.result(op, opcode, body)
+		switch {
+		case err == nil, errors.Is(err, driver.ErrNotFound):
+			done(int(i), value, err)
+		default:
+			var se *serverError
+			if !errors.As(err, &se) || se.code == primitive.ErrorCodeUnprepared {
+				// A reply this driver cannot read, or a statement the node forgot:
+				// the next connection prepares the statements again.
+				mc.drop(fmt.Errorf("cassandra at %s: %w", mc.host, err))
+			}
+			done(int(i), nil, classifyDirect(fmt.Errorf("cassandra %s %s: %w", opName(op.Op), op.Key, err)))
+		}
+	}
+	if *held == 0 {
+		return true
+	}
+	// Send what waited for this operation (one queueing for all of them).
+	p.send = p.send[:0]
+	for k := int(i) + 1; k < len(ops); k++ {
+		if e.blocked[k] > 0 && conflict(&ops[i], &ops[k]) {
+			if e.blocked[k]--; e.blocked[k] == 0 {
+				p.send = append(p.send, int32(k))
+				*held--
+			}
+		}
+	}
+	if len(p.send) == 0 {
+		return true
+	}
+	if err := p.enqueue(ctx, mc, ops); err != nil {
+		p.failRest(ops, done, err)
+		return false
+	}
+	return true
+}
+
+// await waits for a reply to one of p's operations: it reads the connection itself if no
+// one else does, and otherwise sleeps until it is handed a reply or the lead. It returns
+// the batch's context error when its deadline passed, or the connection's when it failed.
+func (p *sharedPipeline) await(ctx context.Context, mc *muxConn) error {
+	mc.mu.Lock()
+	p.looked(mc)
+	if len(p.ready) > 0 {
+		mc.mu.Unlock()
+		return nil
+	}
+	if err := mc.err; err != nil {
+		mc.mu.Unlock()
+		return err
+	}
+	if mc.leader == nil || mc.leader == p {
+		// Interrupt sets the read deadline only for the leader: a deadline that passed
+		// before p took the lead shows here.
+		mc.leader = p
+		mc.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !p.lead(mc) {
+			return ctx.Err()
+		}
+		return nil
+	}
+	p.waitAt = len(mc.waiting)
+	mc.waiting = append(mc.waiting, p)
+	mc.mu.Unlock()
+	<-p.wake
+	mc.mu.Lock()
+	if i := p.waitAt; i >= 0 {
+		last := mc.waiting[len(mc.waiting)-1]
+		mc.waiting[i], last.waitAt = last, i
+		mc.waiting[len(mc.waiting)-1] = nil
+		mc.waiting = mc.waiting[:len(mc.waiting)-1]
+		p.waitAt = -1
+	}
+	mc.mu.Unlock()
+	return ctx.Err()
+}
+
+// looked ends p's nomination (see muxConn.nominated): it is back where it leads if no
+// one else does, or leaves. The caller holds mc.mu.
+func (p *sharedPipeline) looked(mc *muxConn) {
+	if p.woken {
+		p.woken = false
+		mc.nominated--
+	}
+}
+
+// leave ends p's batch on the connection: it gives up the lead if it has it, and when no
+// one leads and no woken pipeline is on its way to, it wakes a waiting one to lead.
+func (p *sharedPipeline) leave(mc *muxConn) {
+	var next *sharedPipeline
+	mc.mu.Lock()
+	p.looked(mc)
+	if mc.leader == p {
+		mc.leader = nil
+	}
+	if mc.leader == nil && mc.nominated == 0 && len(mc.waiting) > 0 {
+		next = mc.waiting[len(mc.waiting)-1]
+		next.woken = true
+		mc.nominated++
+	}
+	mc.mu.Unlock()
+	if next != nil {
+		next.signal()
 	}
 }
 

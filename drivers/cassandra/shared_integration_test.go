@@ -19,7 +19,15 @@ import (
 func readerGoroutines() int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "(*muxConn).read(")
+	return strings.Count(string(buf), "(*muxConn).read(") + strings.Count(string(buf), "(*muxConn).next(")
+}
+
+// sharedGoroutines counts the goroutines whose stack is in shared.go (a worker left
+// waiting or reading).
+func sharedGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "drivers/cassandra/shared.go")
 }
 
 // runBatch runs ops on pl with the given deadline, interrupting the pipeline when it
@@ -52,8 +60,8 @@ func runBatch(pl driver.Pipeline, ops []driver.PipelineOp, timeout time.Duration
 // share few connections and read back what they wrote (batches with conflicting keys
 // included); operations on a stalled node (SIGSTOP) end at their deadline as timeouts,
 // their late replies are dropped and the connection serves again; a dropped connection
-// fails the operations on it as unavailable and the next batch reconnects; Close ends
-// every reader goroutine.
+// fails the operations on it as unavailable and the next batch reconnects; no goroutine
+// reads a connection (the waiting workers do), and none is left after Close.
 func TestDirectSharedConns(t *testing.T) {
 	before := readerGoroutines()
 	d := open(t, map[string]string{"table": "direct_shared", "mode": "direct", "sharedConns": "2", "timeout": "30s"})
@@ -110,8 +118,8 @@ func TestDirectSharedConns(t *testing.T) {
 		})
 	}
 	t.Run("round trip", func(t *testing.T) { roundTrip(t, "a") })
-	if n := readerGoroutines() - before; n != 2 {
-		t.Errorf("%d reader goroutines for 16 workers on sharedConns=2; want 2", n)
+	if n := readerGoroutines() - before; n != 0 {
+		t.Errorf("%d reader goroutines for 16 workers on sharedConns=2; want none (the workers read)", n)
 	}
 
 	t.Run("stalled node", func(t *testing.T) {
@@ -140,14 +148,56 @@ func TestDirectSharedConns(t *testing.T) {
 			}
 		})
 		resume()
-		// The late replies free their stream ids, and the connections serve again.
+		// The connections serve again, and the late replies, read by whoever reads the
+		// connection next, free their stream ids.
 		roundTrip(t, "b")
 		deadline := time.Now().Add(30 * time.Second)
-		for inFlight(d) > 0 && time.Now().Before(deadline) {
+		for r := 0; inFlight(d) > 0 && time.Now().Before(deadline); r++ {
 			time.Sleep(50 * time.Millisecond)
+			roundTrip(t, fmt.Sprintf("b%d", r))
 		}
 		if n := inFlight(d); n > 0 {
 			t.Errorf("%d stream ids still reserved 30 s after the stall; want their late replies to free them", n)
+		}
+	})
+
+	t.Run("leader deadline", func(t *testing.T) {
+		// pls[0] and pls[2] share a connection. On a stalled node pls[0] leads (it waits
+		// first) with a short deadline and pls[2] waits behind it with a long one: when
+		// pls[0] gives up, pls[2] must take the lead and read its own reply once the node
+		// resumes, not sit out its deadline.
+		resume, err := srv.Pause()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resume()
+		type res struct {
+			errs []error
+			vals [][]byte
+			took time.Duration
+		}
+		first, second := make(chan res, 1), make(chan res, 1)
+		go func() {
+			errs, vals, took := runBatch(pls[0], []driver.PipelineOp{{Op: driver.PipelineRead, Key: "a-w0-0"}}, 500*time.Millisecond)
+			first <- res{errs, vals, took}
+		}()
+		time.Sleep(200 * time.Millisecond)
+		go func() {
+			errs, vals, took := runBatch(pls[2], []driver.PipelineOp{{Op: driver.PipelineRead, Key: "a-w2-0"}}, 60*time.Second)
+			second <- res{errs, vals, took}
+		}()
+		r0 := <-first
+		if c := driver.Classify(r0.errs[0]); c != driver.ClassTimeout {
+			t.Errorf("the leader on a stalled node: class %v (%v); want timeout", c, r0.errs[0])
+		}
+		resume()
+		start := time.Now()
+		r2 := <-second
+		if r2.errs[0] != nil || string(r2.vals[0]) != "two" {
+			t.Errorf("the follower after the leader gave up: %v, %q; want two", r2.errs[0], r2.vals[0])
+		}
+		if waited := time.Since(start); waited > 20*time.Second {
+			t.Errorf("the follower's reply came %v after the node resumed; want it read as soon as it comes", waited)
 		}
 	})
 
@@ -194,6 +244,9 @@ func TestDirectSharedConns(t *testing.T) {
 	}
 	if n := readerGoroutines() - before; n != 0 {
 		t.Errorf("%d reader goroutines left after Close; want none", n)
+	}
+	if n := sharedGoroutines(); n != 0 {
+		t.Errorf("%d goroutines in shared.go left after Close; want none", n)
 	}
 }
 
