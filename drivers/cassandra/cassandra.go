@@ -64,6 +64,7 @@ type Options struct {
 	NumConns              int                   `opt:"numConns" alias:"connections" default:"2" min:"1" max:"128" help:"connections per host"`
 	SharedConns           int                   `opt:"sharedConns" default:"0" min:"0" max:"64" help:"mode=direct: connections per host that the workers share, CQL stream ids multiplexing their requests, concurrent workers' requests leaving in one write and the waiting workers reading the replies in turn (least client CPU with many workers and few requests each in flight); 0 gives each worker a connection of its own"`
 	WriteCoalesceWait     time.Duration         `opt:"writeCoalesceWait" default:"0s" min:"0s" max:"10ms" help:"gather request frames for up to this long into one write syscall (gocql's default is 200us): fewer syscalls, but up to this much latency added to every op; 0 writes each frame at once"`
+	SchemaTimeout         time.Duration         `opt:"schemaTimeout" default:"30s" min:"1s" max:"10m" help:"request timeout of the keyspace and table creation (createSchema), sent on a session of its own when longer than timeout: a schema change waits for the node to write it and the ring to agree, seconds on a busy node"`
 	ReconnectInterval     time.Duration         `opt:"reconnectInterval" default:"1s" min:"100ms" max:"10m" help:"how often hosts marked down are retried, so a restarted node is used again quickly"`
 }
 
@@ -108,6 +109,9 @@ func (o *Options) checkFiles() (*tls.Config, error) {
 type Driver struct {
 	opts    Options // guarded by mu after Init (Reconfigure changes the levels)
 	session *gocql.Session
+	// beforeSchema, when set (by a test), runs right before the schema statements are
+	// sent: a test stalls the node there to make them slower than the request timeout.
+	beforeSchema func()
 
 	// Immutable after Init, read by every op without locking.
 	cols, rows int
@@ -159,36 +163,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 	}
 	d.buildStatements()
 
-	cfg := gocql.NewCluster(o.Hosts...)
-	cfg.Port = o.Port
-	cfg.NumConns = o.NumConns
-	cfg.Timeout = o.Timeouts.Request
-	cfg.ConnectTimeout = o.Timeouts.Connect
-	// gocql's connections are read and written with raw system calls (driver.RawIO), as
-	// direct mode's are; gocql adds TLS (SslOpts) on top of what this returns. With
-	// writeCoalesceWait set, gocql's coalesced writes are net.Buffers, whose WriteTo finds
-	// the TCP connection's own writev through the wrapper: those take the runtime's path,
-	// under the same socket lock.
-	cfg.Dialer = dialFunc(driver.RawIODialer((&net.Dialer{Timeout: o.Timeouts.Connect}).DialContext))
-	cfg.ReconnectInterval = o.ReconnectInterval
-	cfg.WriteCoalesceWaitTime = o.WriteCoalesceWait
-	cfg.Consistency = gocql.LocalOne
-	if o.Retries > 0 {
-		cfg.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: o.Retries}
-	}
-	if o.LocalDC != "" {
-		cfg.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(o.LocalDC))
-	} else {
-		cfg.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
-	}
-	if o.Auth.Username != "" {
-		cfg.Authenticator = gocql.PasswordAuthenticator{Username: o.Auth.Username, Password: o.Auth.Password}
-	}
-	if tlsConf != nil {
-		// The files are already loaded into tlsConf; gocql sets each host's ServerName
-		// when verifying and tlsServerName is empty.
-		cfg.SslOpts = &gocql.SslOptions{Config: tlsConf, EnableHostVerification: o.TLS.Verify}
-	}
+	cfg := clusterConfig(o, tlsConf, o.Timeouts.Request, o.NumConns)
 	session, err := connect(ctx, cfg)
 	if err != nil {
 		return d.initError(fmt.Sprintf("connect to %s port %d", strings.Join(o.Hosts, ","), o.Port), err)
@@ -200,7 +175,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		return d.fail("read system.local", err)
 	}
 	if o.CreateSchema {
-		if err := d.createSchema(ctx); err != nil {
+		if err := d.createSchema(ctx, tlsConf); err != nil {
 			return err
 		}
 	}
@@ -248,6 +223,43 @@ func (d *Driver) autoMode(ctx context.Context) (string, error) {
 		return "gocql", nil
 	}
 	return "direct", nil
+}
+
+// clusterConfig is gocql's configuration for o, with the given request timeout and
+// connections per host. Each session needs one of its own: a token-aware host policy
+// must not be shared between sessions.
+func clusterConfig(o *Options, tlsConf *tls.Config, timeout time.Duration, numConns int) *gocql.ClusterConfig {
+	cfg := gocql.NewCluster(o.Hosts...)
+	cfg.Port = o.Port
+	cfg.NumConns = numConns
+	cfg.Timeout = timeout
+	cfg.ConnectTimeout = o.Timeouts.Connect
+	// gocql's connections are read and written with raw system calls (driver.RawIO), as
+	// direct mode's are; gocql adds TLS (SslOpts) on top of what this returns. With
+	// writeCoalesceWait set, gocql's coalesced writes are net.Buffers, whose WriteTo finds
+	// the TCP connection's own writev through the wrapper: those take the runtime's path,
+	// under the same socket lock.
+	cfg.Dialer = dialFunc(driver.RawIODialer((&net.Dialer{Timeout: o.Timeouts.Connect}).DialContext))
+	cfg.ReconnectInterval = o.ReconnectInterval
+	cfg.WriteCoalesceWaitTime = o.WriteCoalesceWait
+	cfg.Consistency = gocql.LocalOne
+	if o.Retries > 0 {
+		cfg.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: o.Retries}
+	}
+	if o.LocalDC != "" {
+		cfg.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(o.LocalDC))
+	} else {
+		cfg.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
+	}
+	if o.Auth.Username != "" {
+		cfg.Authenticator = gocql.PasswordAuthenticator{Username: o.Auth.Username, Password: o.Auth.Password}
+	}
+	if tlsConf != nil {
+		// The files are already loaded into tlsConf; gocql sets each host's ServerName
+		// when verifying and tlsServerName is empty.
+		cfg.SslOpts = &gocql.SslOptions{Config: tlsConf, EnableHostVerification: o.TLS.Verify}
+	}
+	return cfg
 }
 
 // connect creates the session without outliving ctx: gocql's CreateSession takes no
@@ -313,7 +325,12 @@ func (d *Driver) buildStatements() {
 	d.scanSQL = "SELECT key, " + cols + " FROM " + d.qualified() + " WHERE token(key) >= token(?) PER PARTITION LIMIT 1 LIMIT ?"
 }
 
-func (d *Driver) createSchema(ctx context.Context) error {
+func (d *Driver) createSchema(ctx context.Context, tlsConf *tls.Config) error {
+	if ok, err := d.tableExists(ctx); err != nil {
+		return err
+	} else if ok {
+		return nil // checkTable judges its columns
+	}
 	repl := fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", d.opts.ReplicationFactor)
 	if d.opts.ReplicationClass == "NetworkTopologyStrategy" {
 		dcs, err := d.dataCenters(ctx)
@@ -331,8 +348,24 @@ func (d *Driver) createSchema(ctx context.Context) error {
 		"CREATE TABLE IF NOT EXISTS " + d.qualified() + " (key text, column1 int, " +
 			strings.Join(valueCols(d.opts.ColsPerRow), " blob, ") + " blob, PRIMARY KEY ((key), column1))",
 	}
+	// A schema change waits for the node to write it and for the ring to agree, seconds on
+	// a busy node: under the run's request timeout (often ~1 s, chosen for operations) the
+	// creation failed while the node was merely slow. It gets a session of its own with
+	// schemaTimeout, for the few statements it sends.
+	s := d.session
+	if d.opts.SchemaTimeout > d.opts.Timeouts.Request && d.opts.Timeouts.Request > 0 {
+		ddlSession, err := connect(ctx, clusterConfig(&d.opts, tlsConf, d.opts.SchemaTimeout, 1))
+		if err != nil {
+			return d.initError(fmt.Sprintf("connect to %s port %d to create the schema", strings.Join(d.opts.Hosts, ","), d.opts.Port), err)
+		}
+		defer closeSession(ddlSession, sessionCloseWait)
+		s = ddlSession
+	}
+	if d.beforeSchema != nil {
+		d.beforeSchema()
+	}
 	for _, q := range ddl {
-		if err := d.session.Query(q).ExecContext(ctx); err != nil {
+		if err := s.Query(q).ExecContext(ctx); err != nil {
 			var exists *gocql.RequestErrAlreadyExists
 			if errors.As(err, &exists) { // another node created it first
 				continue
@@ -341,6 +374,21 @@ func (d *Driver) createSchema(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// tableExists says whether the table is in the node's schema, so that a run against an
+// existing table sends no schema statement (and opens no session for one).
+func (d *Driver) tableExists(ctx context.Context) (bool, error) {
+	ks, tb := strings.ToLower(d.opts.Keyspace), strings.ToLower(d.opts.Table)
+	var name string
+	err := d.session.Query("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?", ks, tb).ScanContext(ctx, &name)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, d.fail("look up table "+d.qualified(), err)
+	}
+	return true, nil
 }
 
 // dataCenters lists the data centers of the ring, for NetworkTopologyStrategy.

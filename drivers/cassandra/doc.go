@@ -16,6 +16,11 @@
 //	    value0 blob, ..., value<colsPerRow-1> blob, PRIMARY KEY ((key), column1))
 //
 // A key is a partition; a partition holds rowsPerPartition rows (column1 = 0..n-1).
+// With createSchema (the default) a missing keyspace or table is created at start, on a
+// session of its own whose request timeout is schemaTimeout (30 s): a schema change
+// waits for the node to write it and for the ring to agree, which on a busy node takes
+// longer than the request timeout chosen for operations; a table that exists is only
+// checked, and no schema statement is sent.
 //
 //   - colsPerRow: a value is cut into colsPerRow contiguous pieces of near-equal size, one per
 //     value<i> column, and a read joins them in order. The bytes stored per key stay the
@@ -78,12 +83,17 @@
 // a read and a wake-up of its own: CQL stream ids multiplex the workers' requests on a
 // connection, the frames that concurrent workers queue leave in one write (a worker
 // appends its frame to the connection's queue, and whoever finds no write running writes
-// all that is queued), and one reader goroutine per connection reads the replies in bulk
-// and hands each to its worker. The outputs and error classes are the same. An operation
-// whose deadline passes returns then as a timeout, and its stream id stays reserved until
-// its late reply arrives (and is dropped) or the connection goes; a connection that breaks
-// fails every operation on it as unavailable and is set up again by the next batch; Close
-// ends the readers. docs/performance.md ("Cassandra against latte") has the measurements.
+// all that is queued), and the replies are read by the waiting workers in turn
+// (leader/follower, no goroutine per connection): a worker waiting for a reply reads the
+// connection when no one else does, hands the other workers their replies and reads
+// until its own batch is answered, so a worker reads its own replies without a wake-up
+// and a lone worker with many operations in flight reads as on a connection of its own.
+// The outputs and error classes are the same. An operation whose deadline passes returns
+// then as a timeout, and its stream id stays reserved until its late reply arrives (and
+// is dropped by whoever reads next) or the connection goes; a worker whose deadline
+// passes while it reads hands the reading on without losing a reply; a connection that
+// breaks fails every operation on it as unavailable and is set up again by the next
+// batch. docs/performance.md ("Cassandra against latte") has the measurements.
 //
 // Direct mode is not token-aware and discovers no ring: the workers' connections take the
 // configured hosts in turn, and a worker's host coordinates every request it sends. On a

@@ -273,6 +273,41 @@ func TestSchemaHandling(t *testing.T) {
 			t.Fatalf("row in other_ks.my_table: %q, %v", v, err)
 		}
 	})
+	t.Run("schema change slower than the request timeout", func(t *testing.T) {
+		// A schema change waits for the node to write it (and the ring to agree): on a
+		// busy node seconds, which the run's request timeout (1 s here) is not chosen
+		// for. The node stalls for 2.5 s as the statements go out; the creation must
+		// wait for it (schemaTimeout), not fail the run's start.
+		opts, err := driver.NewOptions("cassandra", map[string]string{"hosts": srv.Host, "port": strconv.Itoa(srv.Port),
+			"keyspace": "ndb_slow_ddl", "table": "t", "timeout": "1s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stalled := false
+		d := &Driver{beforeSchema: func() {
+			resume, err := srv.Pause()
+			if err != nil {
+				t.Errorf("pause the node: %v", err)
+				return
+			}
+			stalled = true
+			time.AfterFunc(2500*time.Millisecond, resume)
+		}}
+		t.Cleanup(func() { _ = d.Close() })
+		start := time.Now()
+		if err := d.Init(ctx, opts); err != nil {
+			t.Fatalf("init with the node stalled during the schema change: %v", err)
+		}
+		if !stalled {
+			t.Fatal("the schema statements were not sent (the keyspace existed before the test?)")
+		}
+		if took := time.Since(start); took < 2500*time.Millisecond {
+			t.Errorf("init took %v, less than the node's stall: the stall did not hold the schema change", took)
+		}
+		if err := d.Write(ctx, "x", []byte("y")); err != nil {
+			t.Fatalf("write after the slow creation: %v", err)
+		}
+	})
 	t.Run("network topology keyspace", func(t *testing.T) {
 		d := open(t, map[string]string{"keyspace": "ndb_nts", "table": "t", "replicationClass": "NetworkTopologyStrategy", "localDC": "datacenter1"})
 		if err := d.Write(ctx, "x", []byte("y")); err != nil {
