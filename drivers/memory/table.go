@@ -87,6 +87,18 @@ const (
 	maxDepth = 16
 )
 
+// homeShift is how far home shifts the hash bits it mixes into a slot index's bits at and
+// above dirShift: from bit tagShift+7 on, above the tag's bits.
+const homeShift = tagShift + 7 - dirShift
+
+// home is the slot index of hash h before the bucket's mask: the hash's low dirShift bits,
+// and above them its bits from dirShift on mixed with bits the directory and the tag do
+// not use. A bucket of at most maxBucketSlots slots uses only the low bits; a bigger one,
+// grown because its keys share every directory bit (at the directory's maximum depth, or
+// hashes a split told apart by none of its bits), would otherwise have only
+// maxBucketSlots homes for all of its slots (TestTableBigBucketSpreads).
+func home(h uint64) uint64 { return h ^ (h>>homeShift)&^(1<<dirShift-1) }
+
 // tagOf is the control byte of a slot that holds the key of hash h.
 func tagOf(h uint64) uint8 { return usedCtrl | uint8(h>>tagShift) }
 
@@ -128,7 +140,7 @@ func (t *table) get(h uint64, key string) *entry {
 	d := &t.dir[(h>>dirShift)&(uint64(len(t.dir))-1)]
 	ctrl, slots, tag := d.ctrl, d.slots, tagOf(h)
 	mask := uint64(len(ctrl) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := home(h) & mask; ; i = (i + 1) & mask {
 		if c := ctrl[i]; c == tag {
 			if s := &slots[i]; s.hash == h && s.key == key {
 				return s
@@ -145,7 +157,7 @@ func find(ctrl []uint8, slots []entry, h uint64, key string) int {
 	mask := uint64(len(ctrl) - 1)
 	slots = slots[:len(ctrl)]
 	tag := tagOf(h)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := home(h) & mask; ; i = (i + 1) & mask {
 		switch ctrl[i] {
 		case tag:
 			if s := &slots[i]; s.hash == h && s.key == key {
@@ -222,7 +234,7 @@ func (t *table) split(b *bucket, i uint64) {
 // place puts e in the first free slot from its hash's home on.
 func (b *bucket) place(e entry) {
 	mask := uint64(len(b.slots) - 1)
-	for i := e.hash & mask; ; i = (i + 1) & mask {
+	for i := home(e.hash) & mask; ; i = (i + 1) & mask {
 		if b.ctrl[i] == 0 {
 			b.ctrl[i], b.slots[i] = tagOf(e.hash), e
 			return
@@ -246,7 +258,7 @@ func (t *table) remove(h uint64, key string) (entry, bool) {
 	// An entry further along the run may move into the hole unless its home lies
 	// cyclically in (hole, j]: it would then sit before its home, where lookups never look.
 	for j := (hole + 1) & mask; b.ctrl[j] != 0; j = (j + 1) & mask {
-		if home := b.slots[j].hash & mask; (j-home)&mask >= (j-hole)&mask {
+		if at := home(b.slots[j].hash) & mask; (j-at)&mask >= (j-hole)&mask {
 			b.ctrl[hole], b.slots[hole] = b.ctrl[j], b.slots[j]
 			hole = j
 		}

@@ -125,9 +125,9 @@ func checkTable(t *testing.T, tab *table) {
 			if c != tagOf(e.hash) {
 				t.Fatalf("bucket at %d: slot %d's control byte %#x, want %#x", i, j, c, tagOf(e.hash))
 			}
-			for k := e.hash & mask; k != uint64(j); k = (k + 1) & mask {
+			for k := home(e.hash) & mask; k != uint64(j); k = (k + 1) & mask {
 				if b.ctrl[k] == 0 {
-					t.Fatalf("bucket at %d: %s in slot %d, but slot %d between its home %d and it is empty", i, e.key, j, k, e.hash&mask)
+					t.Fatalf("bucket at %d: %s in slot %d, but slot %d between its home %d and it is empty", i, e.key, j, k, home(e.hash)&mask)
 				}
 			}
 			if tab.get(e.hash, e.key) != &b.slots[j] {
@@ -386,6 +386,58 @@ func BenchmarkTable(b *testing.B) {
 					}
 					b.ReportMetric(perKey, "index-B/key")
 				})
+			}
+		})
+	}
+}
+
+// A bucket that grows past maxBucketSlots holds keys that share every directory bit
+// (hash bits dirShift to dirShift+maxDepth): at the directory's maximum depth, ~40 M keys
+// per shard, that is every bucket, and before it a bucket whose split told none of its
+// keys apart. Its keys still spread over all of its slots: a stored key sits a few slots
+// from its home, as in any bucket at most 3/4 full. The table here is not at the maximum
+// depth (that takes ~50 M keys); its keys share the bits the directory would use there,
+// which is the same bucket. Before the fix a key's home came from the hash's low bits
+// only, so such a bucket of 32,768 slots had 1,024 homes and its keys sat hundreds of
+// slots from them.
+func TestTableBigBucketSpreads(t *testing.T) {
+	const dirBits = uint64(1<<maxDepth-1) << dirShift
+	for _, c := range []struct {
+		name  string
+		share uint64 // the directory bits every key has
+		keys  int
+	}{
+		{"directory bits 0, 2 buckets' worth", 0, 1500},
+		{"directory bits 0, 20 buckets' worth", 0, 20000},
+		{"directory bits all 1", dirBits, 20000},
+		{"directory bits mixed", 0x5a5a << dirShift & dirBits, 50000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			tab := newTable()
+			for i := range c.keys {
+				h := rng.Uint64()&^dirBits | c.share
+				tab.add(h, "k"+strconv.Itoa(i), nil)
+			}
+			checkTable(t, &tab)
+			b := tab.dir[c.share>>dirShift&(uint64(len(tab.dir))-1)].b
+			if b.n != c.keys {
+				t.Fatalf("the bucket holds %d of the %d keys", b.n, c.keys)
+			}
+			mask := uint64(len(b.slots) - 1)
+			var total, worst uint64
+			for j, ctl := range b.ctrl {
+				if ctl != 0 {
+					d := (uint64(j) - home(b.slots[j].hash)) & mask
+					total += d
+					worst = max(worst, d)
+				}
+			}
+			// Linear probing at load α puts a key (1/(1-α)-1)/2 slots from its home on
+			// average: 1.5 at 3/4 full.
+			if mean := float64(total) / float64(b.n); mean > 3 {
+				t.Errorf("%d keys in %d slots sit %.1f slots from their homes on average (worst %d), want <= 3",
+					b.n, len(b.slots), mean, worst)
 			}
 		})
 	}
