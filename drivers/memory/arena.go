@@ -137,31 +137,51 @@ func (a *arena) release(loc uint64) {
 	a.check(id)
 }
 
+// rec returns the start of the record at loc. The table's entries and compact's walk
+// point only at records within their slabs, so the accessors below read a record's
+// header and bytes without bounds checks: with them a read took ~100 instructions more
+// than the Go strings and slices the table held before (callgrind, BenchmarkRead at 1,000
+// keys).
+func (a *arena) rec(loc uint64) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(a.slabs[loc>>32].buf)), uint32(loc))
+}
+
+// lens returns the key's and the value's lengths in the header of the record at p, the
+// key's with deadBit if the record is dead.
+func lens(p unsafe.Pointer) (k, v uint32) {
+	return binary.LittleEndian.Uint32(unsafe.Slice((*byte)(unsafe.Add(p, 8)), 4)),
+		binary.LittleEndian.Uint32(unsafe.Slice((*byte)(unsafe.Add(p, 12)), 4))
+}
+
 // keyIs reports whether the live record at loc holds key.
 func (a *arena) keyIs(loc uint64, key string) bool {
-	r := a.slabs[loc>>32].buf[uint32(loc):]
-	k := binary.LittleEndian.Uint32(r[8:])
-	return int(k) == len(key) && string(r[recHeader:recHeader+k]) == key
+	p := a.rec(loc)
+	k, _ := lens(p)
+	return int(k) == len(key) && unsafe.String((*byte)(unsafe.Add(p, recHeader)), k) == key
 }
 
 // key returns the key of the live record at loc, sharing its bytes with the arena.
 func (a *arena) key(loc uint64) string {
-	r := a.slabs[loc>>32].buf[uint32(loc):]
-	k := binary.LittleEndian.Uint32(r[8:])
-	return unsafe.String(&r[recHeader], k)
+	p := a.rec(loc)
+	k, _ := lens(p)
+	return unsafe.String((*byte)(unsafe.Add(p, recHeader)), k)
 }
 
 // value returns the value of the live record at loc (see table.value).
 func (a *arena) value(loc uint64) []byte {
-	r := a.slabs[loc>>32].buf[uint32(loc):]
-	s := recHeader + int(binary.LittleEndian.Uint32(r[8:]))
-	e := s + int(binary.LittleEndian.Uint32(r[12:]))
-	return r[s:e:e]
+	p := a.rec(loc)
+	k, v := lens(p)
+	if v == 0 {
+		// Not a pointer past the value, which may be past the slab's end.
+		return unsafe.Slice((*byte)(p), 0)
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(p, recHeader+uintptr(k))), v)
 }
 
 // valueLen is the length of the value of the live record at loc.
 func (a *arena) valueLen(loc uint64) int {
-	return int(binary.LittleEndian.Uint32(a.slabs[loc>>32].buf[uint32(loc)+12:]))
+	_, v := lens(a.rec(loc))
+	return int(v)
 }
 
 // compact copies the live records of every slab queued for it to the current slab,
