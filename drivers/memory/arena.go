@@ -31,6 +31,7 @@ type arena struct {
 	cur     int      // index of the slab records are appended to; -1 before the first
 	free    []uint32 // indexes of dropped slabs, to reuse
 	pending []uint32 // slabs to compact; each has queued set while it is here
+	live    int      // bytes of live records in all slabs
 }
 
 // slab is one byte slice of records.
@@ -50,10 +51,15 @@ const (
 	// maxKeyLen and maxValueLen are the longest key and value a record holds.
 	maxKeyLen   = deadBit - 1
 	maxValueLen = 1<<32 - 1
-	// minSlab is a shard's first slab, so that a store of many shards and few keys
-	// takes little memory; each new slab doubles the last up to maxSlab.
-	minSlab = 4 << 10
-	maxSlab = 1 << 20
+	// A new slab is slabPerLive times the shard's live records, at least minSlab and at
+	// most maxSlab bytes. So a shard of few keys overwritten often (1,000 keys in 64
+	// shards) takes slabs of a few KiB, which the allocator recycles, rather than 1 MiB
+	// ones, each zeroed and likely new to the kernel (page faults), for a few live keys:
+	// the closed loop at 1,000 keys ran ~0.8x as many operations per CPU-second with them
+	// as with a Go slice per value. A shard of many keys gets maxSlab.
+	slabPerLive = 4
+	minSlab     = 4 << 10
+	maxSlab     = 1 << 20
 	// bigRecord is the largest record a shared slab holds: a bigger one would leave too
 	// much of a slab unused at its end.
 	bigRecord = maxSlab / 4
@@ -70,10 +76,12 @@ func (a *arena) put(h uint64, key string, v []byte) uint64 {
 		id = a.newSlab(n)
 	} else {
 		if a.cur < 0 || a.slabs[a.cur].used+n > len(a.slabs[a.cur].buf) {
-			size := minSlab
 			if a.cur >= 0 {
-				size = min(maxSlab, 2*len(a.slabs[a.cur].buf))
 				a.seal()
+			}
+			size := minSlab
+			for size < slabPerLive*a.live && size < maxSlab {
+				size *= 2
 			}
 			a.cur = a.newSlab(max(size, n))
 		}
@@ -88,6 +96,7 @@ func (a *arena) put(h uint64, key string, v []byte) uint64 {
 	copy(r[recHeader+copy(r[recHeader:], key):], v)
 	s.used += n
 	s.live += n
+	a.live += n
 	return uint64(id)<<32 | uint64(off)
 }
 
@@ -133,7 +142,9 @@ func (a *arena) release(loc uint64) {
 	r := s.buf[uint32(loc):]
 	k := binary.LittleEndian.Uint32(r[8:])
 	binary.LittleEndian.PutUint32(r[8:], k|deadBit)
-	s.live -= recSize(int(k), int(binary.LittleEndian.Uint32(r[12:])))
+	n := recSize(int(k), int(binary.LittleEndian.Uint32(r[12:])))
+	s.live -= n
+	a.live -= n
 	a.check(id)
 }
 
@@ -210,6 +221,7 @@ func (t *table) compact() {
 				// record's own bytes: they are still here until the slab is dropped.
 				e := t.get(h, key)
 				e.loc = a.put(h, key, r[recHeader+int(k):recHeader+int(k)+v])
+				a.live -= n // the copy counts, this record no longer
 			}
 			off += n
 		}

@@ -226,6 +226,13 @@ func checkArena(t *testing.T, tab *table) {
 			live[id] += recSize(int(k), tab.valueLen(&e))
 		}
 	}
+	total := 0
+	for _, n := range live {
+		total += n
+	}
+	if a.live != total {
+		t.Errorf("the arena counts %d live bytes, its entries take %d", a.live, total)
+	}
 	free := map[uint32]bool{}
 	for _, id := range a.free {
 		free[id] = true
