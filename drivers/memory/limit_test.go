@@ -28,7 +28,7 @@ func realBytes(d *Driver) int64 {
 		sh := &d.shards[i]
 		sh.mu.RLock()
 		if sh.t.open() {
-			sh.t.each(func(e *entry) { n += cost(e.key, e.vn) })
+			sh.t.each(func(key string, v []byte) { n += cost(key, len(v)) })
 		}
 		sh.mu.RUnlock()
 	}

@@ -6,11 +6,12 @@
 // accounting, coordinated-omission correction, auto-tune and error handling can be checked
 // against a store whose behaviour is known exactly.
 //
-// Stored values are immutable: Write stores a fresh copy and Read returns the stored slice
-// itself. The alternative, overwriting the stored buffer in place to save the allocation on
-// Write, would change a slice that an earlier Read handed out, so every Read would have to
-// copy instead. Reads outnumber writes in most workloads and the engine's read path is
-// meant to be allocation-free, so writes pay the one allocation.
+// Stored values are immutable: Write copies the value into its shard's arena, appended
+// after the records before it, and Read returns a slice of the arena itself. Overwriting
+// the stored bytes in place would change a slice that an earlier Read handed out, so every
+// Read would have to copy instead; reads outnumber writes in most workloads and the
+// engine's read path is meant to be allocation-free. The arena holds no Go pointers per
+// key (arena.go), so the collector's marking does not grow with the keys stored.
 //
 // The stored data is bounded by maxBytes, counting keys, values and a fixed per-entry
 // overhead: the store lives in ndbench's own heap, so without a bound a workload of large
@@ -79,12 +80,13 @@ var errFull = errors.New("memory: store full")
 // entryOverhead is what one entry costs beyond its key and value bytes, as maxBytes counts
 // it. It is an estimate of the heap, fixed so that the limit is exact and the same on every
 // platform. The table's slot was 48 bytes (a hash, a string header and a slice header) at
-// 3/8 to 3/4 full, 64 to 128 bytes per entry, and 96 the middle; it is 41 bytes now (a
-// control byte and an entry that keeps the value's pointer and length), 55 to 109 bytes
-// per entry, 86 measured at 1,000,000 keys (BenchmarkTable's index-B/key, from 101). The
-// count stays 96, so a maxBytes that fitted a workload still fits it: the heap runs at most
-// a third above or below it for small values (the allocator's rounding of the value
-// aside). With a Go map and an entry object it was ~60 bytes, counted as 64.
+// 3/8 to 3/4 full, 64 to 128 bytes per entry, and 96 the middle. It is 17 bytes now (a
+// control byte and an entry of hash and arena offset), 23 to 45 bytes per entry, and the
+// arena's record adds a 16-byte header and up to 7 bytes of padding to the key and value;
+// the arena keeps up to about as many dead bytes as live ones until it compacts (arena.go),
+// as the collector lets the heap reach about twice the live data. The count stays 96, so a
+// maxBytes that fitted a workload still fits it. With a Go map and an entry object it was
+// ~60 bytes, counted as 64.
 const entryOverhead = 96
 
 // entryCost is what an entry of key and value counts against maxBytes.
@@ -344,7 +346,7 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 		sh.mu.RUnlock()
 		return nil, driver.ErrNotFound
 	}
-	v := e.value()
+	v := sh.t.value(e)
 	sh.mu.RUnlock()
 	return v, nil
 }
@@ -365,8 +367,8 @@ func (d *Driver) Delete(ctx context.Context, key string) error {
 		sh.mu.Unlock()
 		return errClosed
 	}
-	if e, ok := sh.t.remove(h, key); ok {
-		d.stored.Add(-entryCost(key, e.value()))
+	if v, ok := sh.t.remove(h, key); ok {
+		d.stored.Add(-entryCost(key, v))
 	}
 	sh.mu.Unlock()
 	return nil
@@ -395,14 +397,14 @@ func (d *Driver) Scan(ctx context.Context, start string, n int) (int, error) {
 			sh.mu.RUnlock()
 			return 0, errClosed
 		}
-		sh.t.each(func(e *entry) {
+		sh.t.each(func(key string, _ []byte) {
 			switch {
-			case e.key < start:
+			case key < start:
 			case len(first) < n:
-				first = append(first, e.key)
+				first = append(first, key)
 				siftUp(first, len(first)-1)
-			case e.key < first[0]:
-				first[0] = e.key
+			case key < first[0]:
+				first[0] = key
 				siftDown(first, 0)
 			}
 		})
@@ -460,21 +462,19 @@ func (d *Driver) Write(ctx context.Context, key string, value []byte) error {
 			return err
 		}
 	}
-	return d.store(s.maxBytes, key, clone(value))
+	return d.store(s.maxBytes, key, value)
 }
 
 // put stores a copy of value under key within limit (0 = unlimited). When the write could
-// pass the limit (the data plus a whole new entry would), refuse checks first without
-// copying, so a refused 64 MiB value is never copied: the copy would be garbage at once,
-// and at a benchmark's write rate the heap would fill with such copies. store decides for
-// good.
+// pass the limit (the data plus a whole new entry would), refuse checks first under the
+// shard's read lock, so a refused 64 MiB value is never copied. store decides for good.
 func (d *Driver) put(limit int64, key string, value []byte) error {
 	if limit > 0 && d.stored.Load()+entryCost(key, value) > limit {
 		if err := d.refuse(limit, key, value); err != nil {
 			return err
 		}
 	}
-	return d.store(limit, key, clone(value))
+	return d.store(limit, key, value)
 }
 
 // refuse returns the rejected error of a write of value under key that would take the data
@@ -484,7 +484,9 @@ func (d *Driver) refuse(limit int64, key string, value []byte) error {
 	sh.mu.RLock()
 	grow := entryCost(key, value)
 	if sh.t.open() {
-		grow = growth(sh.t.get(h, key), key, value)
+		if e := sh.t.get(h, key); e != nil {
+			grow = int64(len(value)) - int64(sh.t.valueLen(e))
+		}
 	}
 	sh.mu.RUnlock()
 	if stored := d.stored.Load(); grow > 0 && stored+grow > limit {
@@ -497,16 +499,15 @@ func (d *Driver) refuse(limit int64, key string, value []byte) error {
 // store that is called with a dead context does not do the work.
 func cancelled(err error) error { return fmt.Errorf("memory: operation not started: %w", err) }
 
-// clone copies value into a new slice that is never nil, so an empty value stays distinct
-// from a missing one in ReadBulk.
-func clone(value []byte) []byte {
-	v := make([]byte, len(value))
-	copy(v, value)
-	return v
-}
-
-// store puts v under key, owning v, if the data stays within limit (0 = unlimited).
+// store puts a copy of v under key if the data stays within limit (0 = unlimited). The
+// copy goes into the shard's arena (arena.go), so v may be the caller's buffer, which the
+// engine reuses.
 func (d *Driver) store(limit int64, key string, v []byte) error {
+	if uint64(len(key)) > maxKeyLen || uint64(len(v)) > maxValueLen {
+		return driver.Wrap(driver.ClassRejected, fmt.Errorf(
+			"memory: a key of %d bytes and a value of %d bytes: the store holds keys of at most %d bytes and values of at most %d",
+			len(key), len(v), maxKeyLen, uint64(maxValueLen)))
+	}
 	sh, h := d.shardFor(key)
 	sh.mu.Lock()
 	if !sh.t.open() {
@@ -515,13 +516,13 @@ func (d *Driver) store(limit int64, key string, v []byte) error {
 	}
 	if e := sh.t.get(h, key); e != nil {
 		// An overwrite of the same length, the common case, leaves stored alone.
-		if grow := int64(len(v)) - int64(e.vn); grow != 0 {
+		if grow := int64(len(v)) - int64(sh.t.valueLen(e)); grow != 0 {
 			if stored, ok := d.account(limit, grow); !ok {
 				sh.mu.Unlock()
 				return d.full(limit, stored, grow)
 			}
 		}
-		e.set(v)
+		sh.t.set(e, key, v)
 	} else {
 		grow := entryCost(key, v)
 		if stored, ok := d.account(limit, grow); !ok {
@@ -532,15 +533,6 @@ func (d *Driver) store(limit int64, key string, v []byte) error {
 	}
 	sh.mu.Unlock()
 	return nil
-}
-
-// growth is how much writing value under key would change the size of the data, whose
-// entry for key is e (nil: none).
-func growth(e *entry, key string, value []byte) int64 {
-	if e != nil {
-		return int64(len(value)) - int64(e.vn)
-	}
-	return entryCost(key, value)
 }
 
 // account adds grow to stored, unless grow is positive and would take stored past limit
@@ -591,7 +583,7 @@ func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) 
 			return nil, errClosed
 		}
 		if e := sh.t.get(h, k); e != nil {
-			out[i] = e.value()
+			out[i] = sh.t.value(e)
 		}
 		sh.mu.RUnlock()
 	}

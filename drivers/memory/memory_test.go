@@ -456,6 +456,90 @@ func TestConcurrentReadWrite(t *testing.T) {
 	}
 }
 
+// A value a Read returned stays what was written while other goroutines overwrite and
+// delete its key and its neighbours, which fills slabs, compacts them and drops them under
+// the reader (run with -race: the reader reads the bytes while writers append next to
+// them), and after. Each value is its key's name and version, repeated to a length that
+// varies.
+func TestHeldValuesSurviveOverwrites(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, map[string]string{"shards": "2"})
+	value := func(k, version int) []byte {
+		return bytes.Repeat([]byte(fmt.Sprintf("<%d.%d>", k, version)), 1+(k+version)%40)
+	}
+	const keys, writers, rounds = 200, 2, 100
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				for k := w; k < keys; k += writers {
+					key := "k" + strconv.Itoa(k)
+					var err error
+					if (k+r)%9 == 0 {
+						err = d.Delete(ctx, key)
+					} else {
+						err = d.Write(ctx, key, value(k, r))
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	type held struct {
+		k int
+		v []byte
+	}
+	var kept []held
+	for i := 0; i < 5000; i++ {
+		k := i % keys
+		v, err := d.Read(ctx, "k"+strconv.Itoa(k))
+		if errors.Is(err, driver.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, held{k, v})
+		if len(kept) > 500 {
+			kept = kept[len(kept)-500:]
+		}
+		for _, h := range kept[max(0, len(kept)-5):] {
+			if !isValueOf(h.v, h.k, value) {
+				t.Fatalf("a value of k%d read earlier is now %q", h.k, h.v)
+			}
+		}
+	}
+	wg.Wait()
+	// Enough overwrites to fill every shard's current slab (1 MiB) several times over, so
+	// that the slabs the last values were read from are compacted or dropped too.
+	for r := range 200 {
+		for k := range keys {
+			if err := d.Write(ctx, "k"+strconv.Itoa(k), value(k, rounds+r)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, h := range kept {
+		if !isValueOf(h.v, h.k, value) {
+			t.Fatalf("a value of k%d read earlier is now %q", h.k, h.v)
+		}
+	}
+}
+
+// isValueOf reports whether v is one of the values of key k that value makes.
+func isValueOf(v []byte, k int, value func(k, version int) []byte) bool {
+	var version int
+	if _, err := fmt.Sscanf(string(v), "<"+strconv.Itoa(k)+".%d>", &version); err != nil {
+		return false
+	}
+	return bytes.Equal(v, value(k, version))
+}
+
 func TestClosedAndUninitialised(t *testing.T) {
 	ctx := context.Background()
 	closed := open(t, nil)

@@ -1,21 +1,21 @@
 package memory
 
-import "unsafe"
+import "math/bits"
 
 // table is one shard's index: open-addressing hash tables with linear probing, keyed by
 // the hash the driver computes anyway to pick the shard. A Go map hashes the key a second
 // time, and its lookup was most of the store's cost per operation (measured: the closed
 // loop at 1,000 keys spent ~14% of its CPU in mapaccess1_faststr and its hashing). An
 // entry holds the hash, so a probe compares the key's bytes only when the 64-bit hashes
-// match, and it holds the key and value headers itself, so a lookup that misses the CPU
-// caches (a large keyspace) waits for the entry and the key's bytes, not for a third
-// object.
+// match, and where the key and value are in the shard's arena (arena.go): a record there
+// holds the key and the value side by side, so a hit that misses the CPU caches waits for
+// the entry and the record, and an entry is 16 bytes with no Go pointer in it.
 //
 // Beside the slots, a bucket keeps one control byte per slot: 0 for an empty slot, or a
 // used bit and seven bits of the key's hash (its tag). A lookup probes the control bytes
 // and reads an entry only where the tag matches, so a read of a key that is not stored
 // (most reads of a large keyspace) reads one cache line of control bytes (64 slots) and
-// stops at the first empty one, instead of reading every 48-byte entry to the end of its
+// stops at the first empty one, instead of reading every entry (48 bytes then) to the end of its
 // run: with entries alone such misses were 28% of the CPU of the engine's closed loop at
 // 100 M keys (docs/performance.md, "Engine cost as the work grows").
 //
@@ -25,12 +25,17 @@ import "unsafe"
 // entries while the shard's lock is held (a single table of 100,000 entries took 26 ms to
 // double), as a Go map grows table by table. The caller holds the shard's lock.
 type table struct {
-	// dir maps bits dirShift.. of a hash to its bucket; 1<<depth long. A bucket of local
-	// depth d is at every index with its low d bits.
-	dir   []dirEntry
-	depth uint
-	n     int // entries
+	// dir maps bits dirShift.. of a hash to its bucket; 1<<t.depth() long. A bucket of
+	// local depth d is at every index with its low d bits.
+	dir []dirEntry
+	n   int // entries
+	// a holds the keys and values. It is a pointer so that the table, the shard's lock
+	// and the padding keep to one cache line (TestShardIsACacheLine).
+	a *arena
 }
+
+// depth is the number of hash bits the directory's index takes.
+func (t *table) depth() uint { return uint(bits.TrailingZeros(uint(len(t.dir)))) }
 
 // dirEntry is a bucket's place in the directory. It repeats the bucket's control bytes and
 // slots so that a lookup goes from the directory straight to them.
@@ -48,23 +53,13 @@ type bucket struct {
 	depth uint // bits of the directory index its keys share
 }
 
-// entry is one used slot of a bucket: a stored key and value. The value is kept as its
-// pointer and length, without the slice's capacity, so that an entry is 40 bytes, not 48:
-// that pays for the control byte, and a slot costs less than before the control bytes
-// (BenchmarkTable's index-B/key). A stored value's capacity is its length anyway (the
-// driver stores its own copy), so value returns the slice that was set.
+// entry is one used slot of a bucket: the key's hash and where the key and value are in
+// the table's arena. It holds no Go pointer, so neither do the slots: the collector does
+// not scan them, nor anything per key (arena.go).
 type entry struct {
 	hash uint64
-	key  string
-	vp   *byte
-	vn   int
+	loc  uint64 // the record's slab index << 32 | its offset in the slab
 }
-
-// value returns the stored value; nil stays nil and an empty value stays empty, not nil.
-func (e *entry) value() []byte { return unsafe.Slice(e.vp, e.vn) }
-
-// set makes v the stored value.
-func (e *entry) set(v []byte) { e.vp, e.vn = unsafe.SliceData(v), len(v) }
 
 const (
 	// usedCtrl marks a used slot's control byte; the byte's other bits are the tag.
@@ -87,12 +82,24 @@ const (
 	maxDepth = 16
 )
 
+// homeShift is how far home shifts the hash bits it mixes into a slot index's bits at and
+// above dirShift: from bit tagShift+7 on, above the tag's bits.
+const homeShift = tagShift + 7 - dirShift
+
+// home is the slot index of hash h before the bucket's mask: the hash's low dirShift bits,
+// and above them its bits from dirShift on mixed with bits the directory and the tag do
+// not use. A bucket of at most maxBucketSlots slots uses only the low bits; a bigger one,
+// grown because its keys share every directory bit (at the directory's maximum depth, or
+// hashes a split told apart by none of its bits), would otherwise have only
+// maxBucketSlots homes for all of its slots (TestTableBigBucketSpreads).
+func home(h uint64) uint64 { return h ^ (h>>homeShift)&^(1<<dirShift-1) }
+
 // tagOf is the control byte of a slot that holds the key of hash h.
 func tagOf(h uint64) uint8 { return usedCtrl | uint8(h>>tagShift) }
 
 func newTable() table {
 	b := newBucket(minSlots, 0)
-	return table{dir: []dirEntry{{ctrl: b.ctrl, slots: b.slots, b: b}}}
+	return table{dir: []dirEntry{{ctrl: b.ctrl, slots: b.slots, b: b}}, a: &arena{cur: -1}}
 }
 
 func newBucket(slots int, depth uint) *bucket {
@@ -128,9 +135,9 @@ func (t *table) get(h uint64, key string) *entry {
 	d := &t.dir[(h>>dirShift)&(uint64(len(t.dir))-1)]
 	ctrl, slots, tag := d.ctrl, d.slots, tagOf(h)
 	mask := uint64(len(ctrl) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := home(h) & mask; ; i = (i + 1) & mask {
 		if c := ctrl[i]; c == tag {
-			if s := &slots[i]; s.hash == h && s.key == key {
+			if s := &slots[i]; s.hash == h && t.a.keyIs(s.loc, key) {
 				return s
 			}
 		} else if c == 0 {
@@ -141,14 +148,14 @@ func (t *table) get(h uint64, key string) *entry {
 
 // find returns the slot of key, whose hash is h, or -1. It reads an entry only where the
 // slot's tag is key's; a run ends at the first empty slot (there are no tombstones).
-func find(ctrl []uint8, slots []entry, h uint64, key string) int {
+func (t *table) find(ctrl []uint8, slots []entry, h uint64, key string) int {
 	mask := uint64(len(ctrl) - 1)
 	slots = slots[:len(ctrl)]
 	tag := tagOf(h)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := home(h) & mask; ; i = (i + 1) & mask {
 		switch ctrl[i] {
 		case tag:
-			if s := &slots[i]; s.hash == h && s.key == key {
+			if s := &slots[i]; s.hash == h && t.a.keyIs(s.loc, key) {
 				return int(i)
 			}
 		case 0:
@@ -175,12 +182,27 @@ func (t *table) add(h uint64, key string, v []byte) {
 			}
 		}
 	}
-	e := entry{hash: h, key: key}
-	e.set(v)
-	b.place(e)
+	b.place(entry{hash: h, loc: t.a.put(h, key, v)})
 	b.n++
 	t.n++
+	t.compact()
 }
+
+// set makes a copy of v the value of e, the entry of key. The old value's bytes stay as
+// they are (a slice of them that a reader holds keeps them) and count as garbage.
+func (t *table) set(e *entry, key string, v []byte) {
+	old := e.loc
+	e.loc = t.a.put(e.hash, key, v)
+	t.a.release(old)
+	t.compact()
+}
+
+// value returns e's value, capped at its length so that an append to it cannot write into
+// the arena. It is never nil: an empty value stays distinct from a missing key.
+func (t *table) value(e *entry) []byte { return t.a.value(e.loc) }
+
+// valueLen is the length of e's value.
+func (t *table) valueLen(e *entry) int { return t.a.valueLen(e.loc) }
 
 // resize moves b's entries into n slots.
 func (b *bucket) resize(n int) {
@@ -196,9 +218,8 @@ func (b *bucket) resize(n int) {
 // split replaces b, found at directory index i, by two buckets that tell its keys apart
 // by one more bit, doubling the directory first if b already uses all of its bits.
 func (t *table) split(b *bucket, i uint64) {
-	if b.depth == t.depth {
+	if b.depth == t.depth() {
 		t.dir = append(t.dir, t.dir...)
-		t.depth++
 	}
 	bit := uint64(1) << b.depth
 	lo, hi := newBucket(len(b.slots), b.depth+1), newBucket(len(b.slots), b.depth+1)
@@ -222,7 +243,7 @@ func (t *table) split(b *bucket, i uint64) {
 // place puts e in the first free slot from its hash's home on.
 func (b *bucket) place(e entry) {
 	mask := uint64(len(b.slots) - 1)
-	for i := e.hash & mask; ; i = (i + 1) & mask {
+	for i := home(e.hash) & mask; ; i = (i + 1) & mask {
 		if b.ctrl[i] == 0 {
 			b.ctrl[i], b.slots[i] = tagOf(e.hash), e
 			return
@@ -230,36 +251,39 @@ func (b *bucket) place(e entry) {
 	}
 }
 
-// remove deletes key, whose hash is h, and returns its entry, or false if it was not
+// remove deletes key, whose hash is h, and returns its value, or false if it was not
 // there. The entries after it in its run move back (backward-shift deletion), so a bucket
 // needs no tombstones and lookups stay as short as before the key was added. Buckets do
 // not merge again, as a Go map does not shrink.
-func (t *table) remove(h uint64, key string) (entry, bool) {
+func (t *table) remove(h uint64, key string) ([]byte, bool) {
 	b, _ := t.bucketOf(h)
-	i := find(b.ctrl, b.slots, h, key)
+	i := t.find(b.ctrl, b.slots, h, key)
 	if i < 0 {
-		return entry{}, false
+		return nil, false
 	}
 	e := b.slots[i]
+	v := t.a.value(e.loc)
 	mask := uint64(len(b.slots) - 1)
 	hole := uint64(i)
 	// An entry further along the run may move into the hole unless its home lies
 	// cyclically in (hole, j]: it would then sit before its home, where lookups never look.
 	for j := (hole + 1) & mask; b.ctrl[j] != 0; j = (j + 1) & mask {
-		if home := b.slots[j].hash & mask; (j-home)&mask >= (j-hole)&mask {
+		if at := home(b.slots[j].hash) & mask; (j-at)&mask >= (j-hole)&mask {
 			b.ctrl[hole], b.slots[hole] = b.ctrl[j], b.slots[j]
 			hole = j
 		}
 	}
-	// The slot keeps no pointers, so the collector can free the key and value.
 	b.ctrl[hole], b.slots[hole] = 0, entry{}
 	b.n--
 	t.n--
-	return e, true
+	t.a.release(e.loc)
+	t.compact()
+	return v, true
 }
 
-// each calls f for every entry.
-func (t *table) each(f func(*entry)) {
+// each calls f with every key and value. The key's bytes are the arena's, which never
+// change (a record is never written over), so f may keep it.
+func (t *table) each(f func(key string, value []byte)) {
 	for i, d := range t.dir {
 		b := d.b
 		if uint64(i) >= uint64(1)<<b.depth {
@@ -267,7 +291,7 @@ func (t *table) each(f func(*entry)) {
 		}
 		for j, c := range b.ctrl {
 			if c != 0 {
-				f(&b.slots[j])
+				f(t.a.key(b.slots[j].loc), t.a.value(b.slots[j].loc))
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -39,7 +41,7 @@ func TestTableAgainstMap(t *testing.T) {
 				t.Helper()
 				w, ok := want[key]
 				e := tab.get(h, key)
-				if (e != nil) != ok || e != nil && (e.key != key || len(e.value()) != 1 || e.value()[0] != w) {
+				if (e != nil) != ok || e != nil && (tab.a.key(e.loc) != key || len(tab.value(e)) != 1 || tab.value(e)[0] != w) {
 					t.Fatalf("step %d: get %s = %+v, want value %v (stored %v)", step, key, e, w, ok)
 				}
 			}
@@ -49,15 +51,15 @@ func TestTableAgainstMap(t *testing.T) {
 				switch op := rng.IntN(10); {
 				case op < 4: // add or overwrite
 					if e := tab.get(h, key); e != nil {
-						e.set([]byte{byte(step)})
+						tab.set(e, key, []byte{byte(step)})
 					} else {
 						tab.add(h, key, []byte{byte(step)})
 					}
 					want[key] = byte(step)
 				case op < 7:
-					e, ok := tab.remove(h, key)
-					if w, stored := want[key]; ok != stored || ok && (e.key != key || e.value()[0] != w) {
-						t.Fatalf("step %d: remove %s returned %+v, %v; want value %v (stored %v)", step, key, e, ok, w, stored)
+					v, ok := tab.remove(h, key)
+					if w, stored := want[key]; ok != stored || ok && v[0] != w {
+						t.Fatalf("step %d: remove %s returned %v, %v; want value %v (stored %v)", step, key, v, ok, w, stored)
 					}
 					delete(want, key)
 				default:
@@ -72,17 +74,18 @@ func TestTableAgainstMap(t *testing.T) {
 				check(-1, "k"+strconv.Itoa(i), c.hash(i))
 			}
 			n := 0
-			tab.each(func(e *entry) {
+			tab.each(func(key string, v []byte) {
 				n++
-				if w, ok := want[e.key]; !ok || e.value()[0] != w {
-					t.Errorf("each gave %s = %v, not stored", e.key, e.value())
+				if w, ok := want[key]; !ok || v[0] != w {
+					t.Errorf("each gave %s = %v, not stored", key, v)
 				}
 			})
 			if n != len(want) {
 				t.Errorf("each gave %d entries, want %d", n, len(want))
 			}
 			checkTable(t, &tab)
-			t.Logf("%d entries, directory depth %d", tab.n, tab.depth)
+			checkArena(t, &tab)
+			t.Logf("%d entries, directory depth %d, %d slabs", tab.n, tab.depth(), len(tab.a.slabs))
 		})
 	}
 }
@@ -102,11 +105,11 @@ func checkTable(t *testing.T, tab *table) {
 	n := 0
 	for i, d := range tab.dir {
 		b := d.b
-		if 4*b.n > 3*len(b.slots) || b.depth > tab.depth || tab.dir[uint64(i)&(1<<b.depth-1)].b != b ||
+		if 4*b.n > 3*len(b.slots) || b.depth > tab.depth() || tab.dir[uint64(i)&(1<<b.depth-1)].b != b ||
 			len(d.slots) != len(b.slots) || &d.slots[0] != &b.slots[0] ||
 			len(d.ctrl) != len(b.slots) || len(b.ctrl) != len(b.slots) || &d.ctrl[0] != &b.ctrl[0] {
 			t.Fatalf("bucket at %d: %d entries in %d slots, depth %d of %d, not at its first index or slots not its own",
-				i, b.n, len(b.slots), b.depth, tab.depth)
+				i, b.n, len(b.slots), b.depth, tab.depth())
 		}
 		if uint64(i) >= 1<<b.depth {
 			continue
@@ -125,13 +128,13 @@ func checkTable(t *testing.T, tab *table) {
 			if c != tagOf(e.hash) {
 				t.Fatalf("bucket at %d: slot %d's control byte %#x, want %#x", i, j, c, tagOf(e.hash))
 			}
-			for k := e.hash & mask; k != uint64(j); k = (k + 1) & mask {
+			for k := home(e.hash) & mask; k != uint64(j); k = (k + 1) & mask {
 				if b.ctrl[k] == 0 {
-					t.Fatalf("bucket at %d: %s in slot %d, but slot %d between its home %d and it is empty", i, e.key, j, k, e.hash&mask)
+					t.Fatalf("bucket at %d: %s in slot %d, but slot %d between its home %d and it is empty", i, tab.a.key(e.loc), j, k, home(e.hash)&mask)
 				}
 			}
-			if tab.get(e.hash, e.key) != &b.slots[j] {
-				t.Fatalf("bucket at %d: %s in slot %d is not found there", i, e.key, j)
+			if tab.get(e.hash, tab.a.key(e.loc)) != &b.slots[j] {
+				t.Fatalf("bucket at %d: %s in slot %d is not found there", i, tab.a.key(e.loc), j)
 			}
 		}
 		if used != b.n {
@@ -144,18 +147,112 @@ func checkTable(t *testing.T, tab *table) {
 	}
 }
 
-// An entry gives back the value it was set to: nil as nil, an empty value as empty but not
-// nil (ReadBulk tells an empty value from a missing key by it), and a value's bytes and
-// length, whose capacity is its length.
-func TestEntryValue(t *testing.T) {
-	for _, v := range [][]byte{nil, {}, []byte("x"), make([]byte, 1000)} {
-		var e entry
-		e.set(v)
-		got := e.value()
-		if (got == nil) != (v == nil) || len(got) != len(v) || cap(got) != len(v) || len(v) > 0 && &got[0] != &v[0] {
-			t.Errorf("set %v (nil %v, len %d): value is nil %v, len %d, cap %d, same bytes %v",
-				v, v == nil, len(v), got == nil, len(got), cap(got), len(v) > 0 && &got[0] == &v[0])
+// A stored value comes back with its bytes and length, capacity its length (an append to
+// it cannot write into the arena), never nil (ReadBulk tells an empty value from a missing
+// key by it), whether it shares a slab or has one of its own; and a value handed out
+// never changes, through overwrites, removals and the compactions they cause.
+func TestTableValues(t *testing.T) {
+	tab := newTable()
+	sizes := []int{0, 1, 7, 8, 9, 100, bigRecord - recHeader - 2, bigRecord, 3 * maxSlab}
+	fill := func(size int, b byte) []byte { return bytes.Repeat([]byte{b}, size) }
+	hash := func(i int) uint64 { return uint64(i+1) * 0x9e3779b97f4a7c15 }
+	held := map[int][]byte{} // size -> the slice read back after writing it
+	for i, size := range sizes {
+		key := "k" + strconv.Itoa(size)
+		v := fill(size, byte(i+1))
+		tab.add(hash(i), key, v)
+		clear(v) // the caller reuses its buffer
+		got := tab.value(tab.get(hash(i), key))
+		if got == nil || len(got) != size || cap(got) != size || !bytes.Equal(got, fill(size, byte(i+1))) {
+			t.Fatalf("value of %d bytes: nil %v, len %d, cap %d", size, got == nil, len(got), cap(got))
 		}
+		held[size] = got
+	}
+	// Overwrite and remove everything many times over, so that every slab is compacted
+	// or dropped.
+	for round := range 50 {
+		for i, size := range sizes {
+			key := "k" + strconv.Itoa(size)
+			if round%7 == 3 {
+				tab.remove(hash(i), key)
+				tab.add(hash(i), key, fill(size, byte(round)))
+			} else {
+				tab.set(tab.get(hash(i), key), key, fill(size, byte(round)))
+			}
+		}
+		checkArena(t, &tab)
+	}
+	for i, size := range sizes {
+		if !bytes.Equal(held[size], fill(size, byte(i+1))) {
+			t.Errorf("value of %d bytes read before the overwrites changed", size)
+		}
+		if got := tab.value(tab.get(hash(i), "k"+strconv.Itoa(size))); !bytes.Equal(got, fill(size, 49)) {
+			t.Errorf("value of %d bytes after the overwrites: %d bytes, not the last written", size, len(got))
+		}
+	}
+	if len(tab.a.slabs)-len(tab.a.free) > 4 {
+		t.Errorf("%d slabs in use for %d values", len(tab.a.slabs)-len(tab.a.free), len(sizes))
+	}
+}
+
+// checkArena fails t unless tab's arena keeps its invariants: every entry's record is
+// live, holds the entry's hash and is counted in its slab; no slab but the current one
+// is at most half live; nothing is left to compact; and dropped slabs are free to reuse.
+func checkArena(t *testing.T, tab *table) {
+	t.Helper()
+	a := tab.a
+	live := make([]int, len(a.slabs))
+	seen := map[*bucket]bool{}
+	for _, d := range tab.dir {
+		if seen[d.b] {
+			continue // the directory lists a bucket at every index of its bits
+		}
+		seen[d.b] = true
+		for j, c := range d.b.ctrl {
+			if c == 0 {
+				continue
+			}
+			e := d.b.slots[j]
+			id, off := int(e.loc>>32), int(uint32(e.loc))
+			s := a.slabs[id]
+			if s.buf == nil || off+recHeader > s.used {
+				t.Fatalf("entry %x points past its slab %d (%d bytes used)", e.hash, id, s.used)
+			}
+			r := s.buf[off:]
+			k := binary.LittleEndian.Uint32(r[8:])
+			if k&deadBit != 0 || binary.LittleEndian.Uint64(r) != e.hash {
+				t.Fatalf("entry %x: its record is dead (%v) or has hash %x", e.hash, k&deadBit != 0, binary.LittleEndian.Uint64(r))
+			}
+			live[id] += recSize(int(k), tab.valueLen(&e))
+		}
+	}
+	total := 0
+	for _, n := range live {
+		total += n
+	}
+	if a.live != total {
+		t.Errorf("the arena counts %d live bytes, its entries take %d", a.live, total)
+	}
+	free := map[uint32]bool{}
+	for _, id := range a.free {
+		free[id] = true
+	}
+	for id, s := range a.slabs {
+		switch {
+		case s.buf == nil:
+			if !free[uint32(id)] {
+				t.Errorf("slab %d dropped but not free", id)
+			}
+		case free[uint32(id)]:
+			t.Errorf("slab %d in use and free", id)
+		case s.live != live[id]:
+			t.Errorf("slab %d counts %d live bytes, its entries take %d", id, s.live, live[id])
+		case id != a.cur && 2*s.live <= len(s.buf):
+			t.Errorf("slab %d of %d bytes has %d live and stays", id, len(s.buf), s.live)
+		}
+	}
+	if len(a.pending) != 0 {
+		t.Errorf("%d slabs left to compact", len(a.pending))
 	}
 }
 
@@ -248,7 +345,7 @@ func TestTableProbeEdges(t *testing.T) {
 			}
 			for key, want := range c.slots {
 				e := tab.get(b.slots[want].hash, key)
-				if e != &b.slots[want] || string(e.value()) != key {
+				if e != &b.slots[want] || string(tab.value(e)) != key {
 					t.Errorf("%s is not in slot %d", key, want)
 				}
 			}
@@ -315,7 +412,7 @@ func FuzzTable(f *testing.F) {
 			switch ops[i] % 3 {
 			case 0:
 				if e := tab.get(h, key); e != nil {
-					e.set([]byte{byte(i)})
+					tab.set(e, key, []byte{byte(i)})
 				} else {
 					tab.add(h, key, []byte{byte(i)})
 				}
@@ -328,18 +425,19 @@ func FuzzTable(f *testing.F) {
 				delete(want, key)
 			}
 			w, ok := want[key]
-			if e := tab.get(h, key); (e != nil) != ok || e != nil && e.value()[0] != w {
+			if e := tab.get(h, key); (e != nil) != ok || e != nil && tab.value(e)[0] != w {
 				t.Fatalf("op %d: get %s = %+v, want %v (stored %v)", i/2, key, e, w, ok)
 			}
 		}
 		checkTable(t, &tab)
+		checkArena(t, &tab)
 		if tab.n != len(want) {
 			t.Fatalf("%d entries, want %d", tab.n, len(want))
 		}
 		for k := range 256 {
 			key := "k" + strconv.Itoa(k)
 			w, ok := want[key]
-			if e := tab.get(hash(byte(k)), key); (e != nil) != ok || e != nil && e.value()[0] != w {
+			if e := tab.get(hash(byte(k)), key); (e != nil) != ok || e != nil && tab.value(e)[0] != w {
 				t.Fatalf("get %s = %+v, want %v (stored %v)", key, e, w, ok)
 			}
 		}
@@ -386,6 +484,58 @@ func BenchmarkTable(b *testing.B) {
 					}
 					b.ReportMetric(perKey, "index-B/key")
 				})
+			}
+		})
+	}
+}
+
+// A bucket that grows past maxBucketSlots holds keys that share every directory bit
+// (hash bits dirShift to dirShift+maxDepth): at the directory's maximum depth, ~40 M keys
+// per shard, that is every bucket, and before it a bucket whose split told none of its
+// keys apart. Its keys still spread over all of its slots: a stored key sits a few slots
+// from its home, as in any bucket at most 3/4 full. The table here is not at the maximum
+// depth (that takes ~50 M keys); its keys share the bits the directory would use there,
+// which is the same bucket. Before the fix a key's home came from the hash's low bits
+// only, so such a bucket of 32,768 slots had 1,024 homes and its keys sat hundreds of
+// slots from them.
+func TestTableBigBucketSpreads(t *testing.T) {
+	const dirBits = uint64(1<<maxDepth-1) << dirShift
+	for _, c := range []struct {
+		name  string
+		share uint64 // the directory bits every key has
+		keys  int
+	}{
+		{"directory bits 0, 2 buckets' worth", 0, 1500},
+		{"directory bits 0, 20 buckets' worth", 0, 20000},
+		{"directory bits all 1", dirBits, 20000},
+		{"directory bits mixed", 0x5a5a << dirShift & dirBits, 50000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			tab := newTable()
+			for i := range c.keys {
+				h := rng.Uint64()&^dirBits | c.share
+				tab.add(h, "k"+strconv.Itoa(i), nil)
+			}
+			checkTable(t, &tab)
+			b := tab.dir[c.share>>dirShift&(uint64(len(tab.dir))-1)].b
+			if b.n != c.keys {
+				t.Fatalf("the bucket holds %d of the %d keys", b.n, c.keys)
+			}
+			mask := uint64(len(b.slots) - 1)
+			var total, worst uint64
+			for j, ctl := range b.ctrl {
+				if ctl != 0 {
+					d := (uint64(j) - home(b.slots[j].hash)) & mask
+					total += d
+					worst = max(worst, d)
+				}
+			}
+			// Linear probing at load α puts a key (1/(1-α)-1)/2 slots from its home on
+			// average: 1.5 at 3/4 full.
+			if mean := float64(total) / float64(b.n); mean > 3 {
+				t.Errorf("%d keys in %d slots sit %.1f slots from their homes on average (worst %d), want <= 3",
+					b.n, len(b.slots), mean, worst)
 			}
 		})
 	}
