@@ -111,18 +111,7 @@ func (c *rawConn) WriteRead(req, p []byte) (int, error) {
 // readable, it receives.
 func (c *rawConn) sendRecv(fd uintptr) bool {
 	if c.begun {
-		p := c.wr.p
-		for {
-			r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			c.wr.n, c.wr.errno = int(r), e
-			return true
-		}
+		return receive(fd, &c.wr)
 	}
 	c.begun = true
 	// Writes stay whole: a Write of another goroutine is not interleaved with this one.
@@ -171,8 +160,12 @@ func (o *rawOp) run(p []byte) (n int, errno syscall.Errno, err error) {
 	return n, errno, err
 }
 
-func (c *rawConn) recv(fd uintptr) bool {
-	p := c.r.p
+func (c *rawConn) recv(fd uintptr) bool { return receive(fd, &c.r) }
+
+// receive makes one receive into o.p, riding out interrupts: false when there is
+// nothing to read yet (the RawConn then waits for readability and calls again).
+func receive(fd uintptr, o *rawOp) bool {
+	p := o.p
 	for {
 		r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)
 		switch e {
@@ -181,7 +174,7 @@ func (c *rawConn) recv(fd uintptr) bool {
 		case syscall.EAGAIN:
 			return false
 		}
-		c.r.n, c.r.errno = int(r), e
+		o.n, o.errno = int(r), e
 		return true
 	}
 }

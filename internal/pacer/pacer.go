@@ -475,38 +475,33 @@ func (p *Pacer) Acquire(ctx context.Context) (intended, start int64, err error) 
 			return 0, 0, err
 		}
 		s := p.sched.Load()
+		// A slot given back (by a caller whose context ended while it waited) is older
+		// than any new one: it is taken first.
+		k, given := int64(0), false
 		if s.back.nback.Load() != 0 {
-			if k, ok := s.back.take(func(int64) bool { return true }); ok {
-				due := s.slot(k)
-				if now, ok := p.waitUntil(ctx, s, due); ok {
-					return due, now, nil
+			k, given = s.back.take(func(int64) bool { return true })
+		}
+		if !given {
+			if s.shape == nil && s.next.Load() >= s.carryN {
+				// Closed loop, with nothing carried left to issue: due at once, or at the
+				// anchor of a start set for later (ResetAt).
+				now := p.Now()
+				if now < s.anchor {
+					if now, ok := p.waitUntil(ctx, s, s.anchor); ok {
+						return now, now, nil
+					}
+					continue
 				}
-				if err := ctx.Err(); err != nil {
-					s.back.give(k)
-					return 0, 0, err
-				}
-				continue
+				return now, now, nil
 			}
-		}
-		if s.shape == nil && s.next.Load() >= s.carryN {
-			// Closed loop, with nothing carried left to issue: due at once, or at the
-			// anchor of a start set for later (ResetAt).
-			now := p.Now()
-			if now < s.anchor {
-				if now, ok := p.waitUntil(ctx, s, s.anchor); ok {
-					return now, now, nil
-				}
-				continue
+			k = s.next.Add(1) - 1
+			if k >= replaced {
+				continue // the schedule was replaced after we loaded it
 			}
-			return now, now, nil
-		}
-		k := s.next.Add(1) - 1
-		if k >= replaced {
-			continue // the schedule was replaced after we loaded it
-		}
-		if k >= s.carryN && s.shape == nil {
-			now := p.Now()
-			return now, now, nil
+			if k >= s.carryN && s.shape == nil {
+				now := p.Now()
+				return now, now, nil
+			}
 		}
 		due := s.slot(k)
 		if now, ok := p.waitUntil(ctx, s, due); ok {
