@@ -237,16 +237,8 @@ func (p *directPool) get(ctx context.Context) (*dconn, error) {
 			}
 		}
 		if dialed {
-			select {
-			case c := <-p.free:
-				return c, nil
-			case <-failed:
-				// A connect failed (maybe this one): the loop returns its error or
-				// waits for a connection in use.
-			case <-ctx.Done():
-				return nil, p.waitErr(ctx, nil)
-			case <-p.closing:
-				return nil, p.closedErr()
+			if c, done, err := p.afterDial(ctx, failed); done {
+				return c, err
 			}
 			continue
 		}
@@ -255,14 +247,8 @@ func (p *directPool) get(ctx context.Context) (*dconn, error) {
 			return c, nil
 		case p.slots <- struct{}{}:
 			go p.dial()
-			select {
-			case c := <-p.free:
-				return c, nil
-			case <-failed:
-			case <-ctx.Done():
-				return nil, p.waitErr(ctx, nil)
-			case <-p.closing:
-				return nil, p.closedErr()
+			if c, done, err := p.afterDial(ctx, failed); done {
+				return c, err
 			}
 		case <-failed:
 		case <-ctx.Done():
@@ -270,6 +256,22 @@ func (p *directPool) get(ctx context.Context) (*dconn, error) {
 		case <-p.closing:
 			return nil, p.closedErr()
 		}
+	}
+}
+
+// afterDial waits, once a connect has started, for a connection (freed or the new one),
+// ctx's end or the pool's close (done), or a connect's failure, maybe this one's (not
+// done: the caller's loop returns its error or waits for a connection in use).
+func (p *directPool) afterDial(ctx context.Context, failed <-chan struct{}) (c *dconn, done bool, err error) {
+	select {
+	case c := <-p.free:
+		return c, true, nil
+	case <-failed:
+		return nil, false, nil
+	case <-ctx.Done():
+		return nil, true, p.waitErr(ctx, nil)
+	case <-p.closing:
+		return nil, true, p.closedErr()
 	}
 }
 
