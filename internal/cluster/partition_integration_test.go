@@ -347,6 +347,7 @@ func (f *netFleet) series(url string) []seriesPoint {
 // named each node.
 func (f *netFleet) checkUnion() map[string]int {
 	f.t.Helper()
+	stopped := time.Now()
 	f.call(http.MethodPost, f.url("/api/v1/load/stop"), nil, nil)
 	time.Sleep(3 * time.Second) // the last seconds reach the coordinator, its merge wait ends
 	perNode := map[string]map[int64]int64{}
@@ -399,7 +400,17 @@ func (f *netFleet) checkUnion() map[string]int {
 		// a node ticking near the half-second moves between neighbouring slots. So a
 		// second may differ from its nodes' by one node-second; a second counted twice or
 		// lost shows in the run's total below.
-		if d := got - sum; d > nodeSecond || -d > nodeSecond {
+		//
+		// The run's first fleet second and those from the stop on are judged by the total
+		// only: this test reads a node's phase from its series (nodeSeconds), and when
+		// that reading is a second off from the one the merge keeps (a node whose first
+		// ticks were late), the node's seconds all sit one slot over, which at a steady
+		// rate shows only where the nodes start and stop: CI saw the first second at 1,191
+		// reads against the test's 398 and the last two at 336 and 0 against 905 and 228,
+		// with the totals equal (23,133). Between them a rate change (a node lost and its
+		// share moved) still shows.
+		edge := p.T.Equal(fleet[0].T) || p.T.After(stopped)
+		if d := got - sum; (d > nodeSecond || -d > nodeSecond) && !edge {
 			f.t.Errorf("fleet second ending %s counts %d reads, its nodes (missing %v) %d: more than one node's second (%d) apart", p.T.Format("15:04:05"), got, p.Missing, sum, nodeSecond)
 		}
 		if len(p.Missing) > 0 && !p.Partial {
