@@ -79,9 +79,20 @@ var execSync = []byte{msgExecute, 0, 0, 0, 9, 0, 0, 0, 0, 0, msgSync, 0, 0, 0, 4
 
 func newWire(nc net.Conn) *wire {
 	c := &wire{nc: nc, out: make([]byte, 0, 512), in: make([]byte, 8192)}
-	c.wr, _ = nc.(driver.WriteReader)
+	if useWriteRead {
+		c.wr, _ = nc.(driver.WriteReader)
+	}
 	return c
 }
+
+// useWriteRead sends each request inside the reply's first read (driver.WriteReader),
+// which spares the receive that finds nothing (1.8 receives per operation become 1.0,
+// context switches 0.27-0.40 become 0.17-0.19) but cost CPU per operation on a quiet
+// machine: in one interleaved benchpeers set (postgres pair, 3 rounds, load 1.5-5) the
+// build without it ran 1.08x the ops per client CPU-second of the build with it (rounds
+// 1.02, 1.12, 1.08) and 1.02x pgbench's, where the build with it read 0.89x pgbench's.
+// Why is not known (docs/performance.md); off until a measurement says otherwise.
+const useWriteRead = false
 
 // request encodes Bind of the prepared statement stmt, then Execute and Sync: a read
 // binds key and asks for its result column in binary; a write binds key and value. Every
