@@ -272,13 +272,6 @@ func (p *pipeline) exec(ctx context.Context, op *driver.PipelineOp, done func(in
 	}
 	val, found, pgErr, err := c.wire.reply(p.val)
 	p.val = val
-	if err != nil {
-		if se := sendFailure(err); se != nil {
-			// The request did not go out (whole): the stream is out of step.
-			p.ioFailed(ctx, op, done, se)
-			return
-		}
-	}
 	if err != nil && isTimeout(err) && pastDeadline(ctx) {
 		// Cut at the deadline while the reply was due: the operation is over, the
 		// connection is not. It is handed to be drained (the query cancelled, the reply

@@ -9,8 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
-
-	"github.com/ndbench/ndbench/driver"
 )
 
 // wire is a connection's single operations, written and read on its socket directly:
@@ -32,32 +30,6 @@ type wire struct {
 	in  []byte // replies read; in[r:w] not parsed yet
 	r   int
 	w   int
-	// wr sends the request and waits for its reply in one call, when nc offers it
-	// (driver.RawIO on Linux): the read after a send then makes no receive that finds
-	// nothing. unsent says send left the request to the first read.
-	wr     driver.WriteReader
-	unsent bool
-}
-
-// sendError is a failure to send the request: the reply's read never began.
-type sendError struct{ err error }
-
-func (e *sendError) Error() string { return e.err.Error() }
-func (e *sendError) Unwrap() error { return e.err }
-
-// sendFailure returns the send's error if err is one, or nil.
-func sendFailure(err error) error {
-	var se *sendError
-	if errors.As(err, &se) {
-		return se.err
-	}
-	return nil
-}
-
-// isWriteErr says whether err is WriteRead's failure to send (see driver.WriteReader).
-func isWriteErr(err error) bool {
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "write"
 }
 
 // Message types of the protocol that exec writes or tells apart.
@@ -78,21 +50,8 @@ const maxReply = 1<<30 + 1<<20
 var execSync = []byte{msgExecute, 0, 0, 0, 9, 0, 0, 0, 0, 0, msgSync, 0, 0, 0, 4}
 
 func newWire(nc net.Conn) *wire {
-	c := &wire{nc: nc, out: make([]byte, 0, 512), in: make([]byte, 8192)}
-	if useWriteRead {
-		c.wr, _ = nc.(driver.WriteReader)
-	}
-	return c
+	return &wire{nc: nc, out: make([]byte, 0, 512), in: make([]byte, 8192)}
 }
-
-// useWriteRead sends each request inside the reply's first read (driver.WriteReader),
-// which spares the receive that finds nothing (1.8 receives per operation become 1.0,
-// context switches 0.27-0.40 become 0.17-0.19) but cost CPU per operation on a quiet
-// machine: in one interleaved benchpeers set (postgres pair, 3 rounds, load 1.5-5) the
-// build without it ran 1.08x the ops per client CPU-second of the build with it (rounds
-// 1.02, 1.12, 1.08) and 1.02x pgbench's, where the build with it read 0.89x pgbench's.
-// Why is not known (docs/performance.md); off until a measurement says otherwise.
-const useWriteRead = false
 
 // request encodes Bind of the prepared statement stmt, then Execute and Sync: a read
 // binds key and asks for its result column in binary; a write binds key and value. Every
@@ -119,13 +78,11 @@ func (c *wire) request(stmt, key string, value []byte, write bool) {
 	c.out = append(b, execSync...)
 }
 
-// send writes the request, or leaves it to the reply's first read (WriteRead) when
-// nothing is buffered: the read then begins with it.
+// send writes the request. It is not left to the reply's first read (driver.WriteReader),
+// which spares the receive that finds nothing but cost CPU per operation on a quiet
+// machine: the build without it ran 1.08x the ops per client CPU-second of the build
+// with it (docs/performance.md, "A quiet machine judges WriteRead: off").
 func (c *wire) send() error {
-	if c.wr != nil && c.r == c.w {
-		c.unsent = true
-		return nil
-	}
 	_, err := c.nc.Write(c.out)
 	return err
 }
@@ -171,17 +128,7 @@ func (c *wire) fill(n int) error {
 		c.in = in
 	}
 	for c.w < n {
-		var m int
-		var err error
-		if c.unsent {
-			c.unsent = false
-			m, err = c.wr.WriteRead(c.out, c.in[c.w:])
-			if err != nil && isWriteErr(err) {
-				return &sendError{err}
-			}
-		} else {
-			m, err = c.nc.Read(c.in[c.w:])
-		}
+		m, err := c.nc.Read(c.in[c.w:])
 		c.w += m
 		if err != nil {
 			if errors.Is(err, io.EOF) && c.w < n {
