@@ -114,6 +114,21 @@ type RunOptions struct {
 	// Clock times the timeline (phases, hooks, their undos, the run's end); nil is the
 	// real clock. Tests pass a clock.Sim to check the timeline exactly.
 	Clock clock.Clock
+	// NewProber makes the prober an auto-tune phase's search runs its steps on, for the
+	// class it tunes ("" for every class with a rate); nil is the node's own
+	// (autotune.NewNodeProber). Tests give a model store of known capacity whose steps
+	// take their time on Clock, so a phase's verdict is judged exactly rather than by
+	// how fast the machine ran the generator.
+	NewProber func(class string) (Prober, error)
+}
+
+// Prober is what an auto-tune phase's search runs on: autotune.NodeProber by default.
+type Prober interface {
+	autotune.Prober
+	// Begin is called before the search's first step, End after its last (the node's
+	// prober gives the tuned classes their configured rates back there).
+	Begin()
+	End() error
 }
 
 // queue hands Seconds from the collector's ticking goroutine to the runner without ever
@@ -180,7 +195,7 @@ type phaseSearch struct {
 	phase  int
 	cancel context.CancelFunc
 	done   chan struct{}
-	prober *autotune.NodeProber
+	prober Prober
 	result *autotune.Result // set before done closes
 }
 
@@ -640,13 +655,25 @@ func durText(d time.Duration) string {
 // SLA it holds there until the phase ends (endSearch).
 func (r *runner) startSearch(i int) error {
 	p := r.sc.Phases[i]
-	prober, err := autotune.NewNodeProber(r.node, p.Autotune.Class)
-	if err != nil {
-		return fmt.Errorf("auto-tune: %w", err)
-	}
 	st := p.Autotune.Settings
-	if st.Start == 0 {
-		st.Start = autotune.DefaultStart(r.node, prober)
+	// The search's instants (its start and end, a timed hold) are the timeline's.
+	st.Clock = r.clk
+	var prober Prober
+	if r.opts.NewProber != nil {
+		np, err := r.opts.NewProber(p.Autotune.Class)
+		if err != nil {
+			return fmt.Errorf("auto-tune: %w", err)
+		}
+		prober = np
+	} else {
+		np, err := autotune.NewNodeProber(r.node, p.Autotune.Class)
+		if err != nil {
+			return fmt.Errorf("auto-tune: %w", err)
+		}
+		if st.Start == 0 {
+			st.Start = autotune.DefaultStart(r.node, np)
+		}
+		prober = np
 	}
 	log := r.opts.Log
 	st.OnStep = func(s autotune.Step) {
