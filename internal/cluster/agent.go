@@ -377,7 +377,11 @@ func (a *Agent) Run(ctx context.Context) {
 			continue
 		}
 		if a.run != "" {
-			wait = a.lease - clock.Since(a.clk, a.lastBeat)
+			// To the first instant at which the lease has lapsed: strictly more than
+			// the lease since the last beat. A timer for lastBeat+lease itself found the
+			// lease alive and set one of zero, again and again until the clock moved:
+			// a spin, and on a simulated clock one that never ends.
+			wait = a.lease - clock.Since(a.clk, a.lastBeat) + time.Nanosecond
 		}
 		a.mu.Unlock()
 		t := a.clk.NewTimer(wait)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/node"
@@ -66,16 +67,30 @@ func (n *recordingNode) counts() (startAt time.Time, stops, bfStops int) {
 }
 
 // A node whose coordinator goes silent stops its own load after the lease, and says so;
-// beats renew the lease; a beat naming no run does not.
+// beats renew the lease; a beat naming no run does not. On a simulated clock the load
+// stops at the first instant past the lease after the run's last beat, not before; on
+// real time a loaded machine's beats, 100 ms apart, could come later than a 300 ms lease.
 func TestAgentStopsLoadWhenTheLeaseLapses(t *testing.T) {
+	start := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
+	sim := clock.NewSim(start)
 	node := newRecordingNode()
-	a := NewAgent(node, AgentOptions{ID: "n1", Version: "v1"})
+	a := NewAgent(node, AgentOptions{ID: "n1", Version: "v1", Clock: sim})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go a.Run(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); a.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	// to steps the clock to at after start; the agent's lease goroutine holds one timer
+	// when it waits.
+	to := func(at time.Duration) {
+		t.Helper()
+		if !sim.StepTo(start.Add(at), func() int { return 1 }, 10*time.Second) {
+			t.Fatalf("the agent did not wait at %v (%d timers pending)", clock.Since(sim, start), sim.Pending())
+		}
+	}
+	stops := func() int { _, n, _ := node.counts(); return n }
 
-	lease := 300 * time.Millisecond
-	at := time.Now().Add(10 * time.Millisecond)
+	const lease = 300 * time.Millisecond
+	at := start.Add(10 * time.Millisecond)
 	if err := a.Start(StartRequest{Coordinator: "c1", Run: "r1", At: at, LeaseMs: lease.Milliseconds()}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,38 +98,38 @@ func TestAgentStopsLoadWhenTheLeaseLapses(t *testing.T) {
 		t.Fatalf("started at %v, want %v", got, at)
 	}
 	// Renewed for three lease times: still running.
-	for range 9 {
-		time.Sleep(lease / 3)
-		if _, err := a.Beat(BeatRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease.Milliseconds(), Sent: time.Now()}); err != nil {
+	for i := range 9 {
+		to(time.Duration(i+1) * lease / 3)
+		if _, err := a.Beat(BeatRequest{Coordinator: "c1", Run: "r1", LeaseMs: lease.Milliseconds(), Sent: sim.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, stops, _ := node.counts(); stops != 0 {
+	if stops() != 0 {
 		t.Fatal("load stopped while the coordinator beat")
 	}
-	// Membership-only beats keep the node answering but do not renew the run's lease.
-	deadline := time.After(5 * lease)
-	for done := false; !done; {
-		select {
-		case <-node.stopped:
-			done = true
-		case <-deadline:
-			t.Fatal("load still running 5 lease times after the last beat of the run")
-		case <-time.After(lease / 4):
-			if _, err := a.Beat(BeatRequest{Coordinator: "c1", Sent: time.Now()}); err != nil {
-				t.Fatal(err)
-			}
+	// Membership-only beats keep the node answering but do not renew the run's lease:
+	// the run's last beat was at 900 ms, so the load runs at 1.2 s and stops just after.
+	lastBeat := 900 * time.Millisecond
+	for now := lastBeat + lease/4; now <= lastBeat+lease; now += lease / 4 {
+		to(now)
+		if stops() != 0 {
+			t.Fatalf("load stopped %v after the run's last beat, within its lease of %v", now-lastBeat, lease)
+		}
+		if _, err := a.Beat(BeatRequest{Coordinator: "c1", Sent: sim.Now()}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	// The backfill is stopped right after the load, on the agent's goroutine.
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		if _, _, bf := node.counts(); bf > 0 {
-			break
-		}
+	to(lastBeat + lease + time.Millisecond)
+	select {
+	case <-node.stopped:
+	default:
+		t.Fatalf("load still running %v after the run's last beat (lease %v)", lease+time.Millisecond, lease)
 	}
-	resp, err := a.Beat(BeatRequest{Coordinator: "c1", Sent: time.Now()})
-	if _, _, bf := node.counts(); err != nil || !resp.Orphaned || resp.Run != "" || bf != 1 {
-		t.Fatalf("after the lease lapsed: %+v, %v, backfill stops %d; want orphaned, no run, backfill stopped", resp, err, bf)
+	// The backfill is stopped with the load, on the agent's goroutine, which has parked
+	// again since.
+	resp, err := a.Beat(BeatRequest{Coordinator: "c1", Sent: sim.Now()})
+	if _, stops, bf := node.counts(); err != nil || !resp.Orphaned || resp.Run != "" || stops != 1 || bf != 1 {
+		t.Fatalf("after the lease lapsed: %+v, %v, load stops %d, backfill stops %d; want orphaned, no run, both stopped once", resp, err, stops, bf)
 	}
 	if resp.Received.IsZero() || resp.Sent.Before(resp.Received) || resp.ID != "n1" || resp.Version != "v1" {
 		t.Errorf("beat answer %+v: want id, version and ordered timestamps", resp)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/stats"
 )
 
 // insertLog is the memory store with every key written counted, and writes slowed so that
@@ -81,7 +82,10 @@ func TestInsertGrowsTheKeyspace(t *testing.T) {
 			if err := e.Start(); err != nil {
 				t.Fatal(err)
 			}
-			measure(e, 300*time.Millisecond)
+			until(t, e, "20 inserts and a read of an inserted key", func(s stats.Summary) bool {
+				rd := s.Ops["read"]
+				return s.Ops["write"].Count+s.Ops["more"].Count >= 20 && rd.Count > rd.Misses
+			})
 			_ = e.Stop()
 			waitIdle(t, e)
 			e.Collector().Tick(time.Now())
@@ -136,7 +140,9 @@ func TestInsertedKeyLostIsCaught(t *testing.T) {
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	measure(e, 200*time.Millisecond)
+	// Every third insert is dropped, and reads go to the latest keys: a lost read comes
+	// soon; a store that lost nothing would leave this waiting a minute and fail.
+	until(t, e, "a read of a dropped insert", func(s stats.Summary) bool { return s.Ops["read"].Validation["lost"] > 0 })
 	_ = e.Stop()
 	waitIdle(t, e)
 	e.Collector().Tick(time.Now())
@@ -187,7 +193,9 @@ func TestBuiltinKindsOnPipelines(t *testing.T) {
 			if err := e.Start(); err != nil {
 				t.Fatal(err)
 			}
-			measure(e, 250*time.Millisecond)
+			until(t, e, "20 operations of the class", func(s stats.Summary) bool {
+				return s.Ops["kinds"].Count+s.Ops["kinds"].Errors >= 20 && ps.batches.Load() > 0
+			})
 			_ = e.Stop()
 			waitIdle(t, e)
 			e.Collector().Tick(time.Now())
@@ -262,7 +270,7 @@ func TestInsertUsesInserter(t *testing.T) {
 			if err := e.Start(); err != nil {
 				t.Fatal(err)
 			}
-			measure(e, 200*time.Millisecond)
+			until(t, e, "20 inserts", func(s stats.Summary) bool { return s.Ops["write"].Count+s.Ops["write"].Errors >= 20 })
 			_ = e.Stop()
 			waitIdle(t, e)
 			e.Collector().Tick(time.Now())
@@ -310,12 +318,22 @@ func TestInsertSharesSplitTheNewKeys(t *testing.T) {
 				})))
 			}
 			run := func() {
+				before := make([]int64, len(engines))
+				for i, e := range engines {
+					e.Collector().Tick(time.Now())
+					before[i] = e.Collector().Cumulative().Ops["write"].Count
+				}
 				for _, e := range engines {
 					if err := e.Start(); err != nil {
 						t.Fatal(err)
 					}
 				}
-				time.Sleep(100 * time.Millisecond)
+				// Each member inserts some keys in each run, however slowly a loaded
+				// machine runs it.
+				for i, e := range engines {
+					before := before[i]
+					until(t, e, "an insert", func(s stats.Summary) bool { return s.Ops["write"].Count > before })
+				}
 				for _, e := range engines {
 					_ = e.Stop()
 					waitIdle(t, e)

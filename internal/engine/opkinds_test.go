@@ -9,6 +9,7 @@ import (
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
+	"github.com/ndbench/ndbench/internal/stats"
 )
 
 // TestDeleteBesideValidatedReads: a class that deletes keys beside validated reads and
@@ -26,7 +27,7 @@ func TestDeleteBesideValidatedReads(t *testing.T) {
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	measure(e, 400*time.Millisecond)
+	until(t, e, "100 deletes", func(s stats.Summary) bool { return s.Ops["purge"].Count+s.Ops["purge"].Errors >= 100 })
 	_ = e.Stop()
 	waitIdle(t, e)
 	e.Collector().Tick(time.Now())
@@ -83,7 +84,7 @@ func TestRMWTimedAsOneAndAsItsParts(t *testing.T) {
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	measure(e, 500*time.Millisecond)
+	until(t, e, "20 rmw", func(s stats.Summary) bool { return s.Ops["write"].Count+s.Ops["write"].Errors >= 20 })
 	_ = e.Stop()
 	waitIdle(t, e)
 	e.Collector().Tick(time.Now())

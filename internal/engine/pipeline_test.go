@@ -12,6 +12,7 @@ import (
 	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine/simstore"
+	"github.com/ndbench/ndbench/internal/stats"
 )
 
 // pipeStore gives pipelines over a memory driver: each batch runs its operations in
@@ -171,7 +172,9 @@ func TestPipelinedTimeoutInterrupts(t *testing.T) {
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sum := measure(e, 400*time.Millisecond)
+	sum := until(t, e, "3 batches and a failed read", func(sm stats.Summary) bool {
+		return sm.Ops["read"].Errors > 0 && s.batches.Load() >= 3
+	})
 	rd := sum.Ops["read"]
 	if rd.Errors == 0 || rd.Failures[driver.ClassTimeout.String()] != rd.Errors {
 		t.Fatalf("read errors %d by class %v; want timeouts only", rd.Errors, rd.Failures)
