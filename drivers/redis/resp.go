@@ -73,7 +73,7 @@ func newRespReader(src io.Reader) *respReader {
 // not RESP names the server that sent it when it can tell.
 func (rd *respReader) line() ([]byte, error) {
 	l, err := rd.Line()
-	if errors.Is(err, driver.ErrLineWithoutCRLF) {
+	if err != nil && errors.Is(err, driver.ErrLineWithoutCRLF) {
 		if what := foreignServer(l); what != "" {
 			return nil, fmt.Errorf("%w: this is not a Redis server: %s", errProtocol, what)
 		}
@@ -158,8 +158,7 @@ func foreignServer(line []byte) string {
 // skip reads and discards one reply, arrays included.
 func (rd *respReader) skip() error {
 	tag, _, n, err := rd.reply()
-	var re replyError
-	if err != nil && !errors.As(err, &re) {
+	if err != nil && !isReplyError(err) {
 		return err
 	}
 	if tag == '*' {
