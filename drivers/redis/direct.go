@@ -183,8 +183,7 @@ func (d *Driver) appendOp(w []byte, op *driver.PipelineOp, hash bool, ttl time.D
 	case read && hash:
 		return appendCommand(w, "HGETALL", d.hashKey(op.Key))
 	case read:
-		w = appendArrayHeader(w, 2)
-		w = appendBulkString(w, "GET")
+		w = append(w, getHead...)
 		return appendBulkString(w, op.Key)
 	case hash:
 		hk := d.hashKey(op.Key)
@@ -202,11 +201,10 @@ func (d *Driver) appendOp(w []byte, op *driver.PipelineOp, hash bool, ttl time.D
 		return d.appendIndex(w, op.Key)
 	}
 	if ttl > 0 {
-		w = appendArrayHeader(w, 5)
+		w = append(w, setPXHead...)
 	} else {
-		w = appendArrayHeader(w, 3)
+		w = append(w, setHead...)
 	}
-	w = appendBulkString(w, "SET")
 	w = appendBulkString(w, op.Key)
 	w = appendBulk(w, op.Value)
 	if ttl > 0 {
