@@ -131,17 +131,27 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 	}
 	for i := range ops {
 		value, err := p.readOp(ctx, &ops[i], hash, ttl)
-		var re replyError
-		switch {
-		case err == nil, errors.Is(err, driver.ErrNotFound):
+		if err == nil || errors.Is(err, driver.ErrNotFound) {
 			done(i, value, err)
-		case errors.As(err, &re):
-			done(i, nil, driver.Wrap(serverClass(string(re)), fmt.Errorf("redis %s %s: %w", opName(ops[i].Op, hash), ops[i].Key, err)))
-		default:
-			p.fail(ops, i, done, fmt.Errorf("redis %s %s: %w", opName(ops[i].Op, hash), ops[i].Key, err))
-			return
+			continue
 		}
+		// The error reply is looked for out of line: a replyError declared in this loop
+		// escapes to errors.As's target and was allocated for every operation, answered
+		// or not.
+		if re, ok := asReplyError(err); ok {
+			done(i, nil, driver.Wrap(serverClass(string(re)), fmt.Errorf("redis %s %s: %w", opName(ops[i].Op, hash), ops[i].Key, err)))
+			continue
+		}
+		p.fail(ops, i, done, fmt.Errorf("redis %s %s: %w", opName(ops[i].Op, hash), ops[i].Key, err))
+		return
 	}
+}
+
+// asReplyError returns the error reply in err's chain, if any.
+func asReplyError(err error) (replyError, bool) {
+	var re replyError
+	ok := errors.As(err, &re)
+	return re, ok
 }
 
 // fail completes ops[from:] with err and drops the connection, whose replies are out of
@@ -173,8 +183,7 @@ func (d *Driver) appendOp(w []byte, op *driver.PipelineOp, hash bool, ttl time.D
 	case read && hash:
 		return appendCommand(w, "HGETALL", d.hashKey(op.Key))
 	case read:
-		w = appendArrayHeader(w, 2)
-		w = appendBulkString(w, "GET")
+		w = append(w, getHead...)
 		return appendBulkString(w, op.Key)
 	case hash:
 		hk := d.hashKey(op.Key)
@@ -192,11 +201,10 @@ func (d *Driver) appendOp(w []byte, op *driver.PipelineOp, hash bool, ttl time.D
 		return d.appendIndex(w, op.Key)
 	}
 	if ttl > 0 {
-		w = appendArrayHeader(w, 5)
+		w = append(w, setPXHead...)
 	} else {
-		w = appendArrayHeader(w, 3)
+		w = append(w, setHead...)
 	}
-	w = appendBulkString(w, "SET")
 	w = appendBulkString(w, op.Key)
 	w = appendBulk(w, op.Value)
 	if ttl > 0 {
@@ -247,9 +255,11 @@ func (p *pipeline) readOp(ctx context.Context, op *driver.PipelineOp, hash bool,
 	return data, err
 }
 
+// isReplyError reports whether err's chain holds an error reply. Its target escapes to
+// errors.As, so a caller checks for an error before calling it.
 func isReplyError(err error) bool {
-	var re replyError
-	return errors.As(err, &re)
+	_, ok := asReplyError(err)
+	return ok
 }
 
 // reply reads one reply, riding out stale interrupts, and returns a bulk's bytes.

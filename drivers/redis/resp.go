@@ -27,13 +27,13 @@ func appendCommand(b []byte, args ...string) []byte {
 
 func appendArrayHeader(b []byte, n int) []byte {
 	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(n), 10)
+	b = appendLen(b, n)
 	return append(b, '\r', '\n')
 }
 
 func appendBulkString(b []byte, s string) []byte {
 	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = appendLen(b, len(s))
 	b = append(b, '\r', '\n')
 	b = append(b, s...)
 	return append(b, '\r', '\n')
@@ -41,11 +41,34 @@ func appendBulkString(b []byte, s string) []byte {
 
 func appendBulk(b []byte, p []byte) []byte {
 	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(p)), 10)
+	b = appendLen(b, len(p))
 	b = append(b, '\r', '\n')
 	b = append(b, p...)
 	return append(b, '\r', '\n')
 }
+
+// appendLen appends a length or count n >= 0 in decimal. The lengths of a batch's commands
+// are a few digits: written here directly, they cost a fraction of strconv.AppendInt's
+// general path, which a key and a value took on every operation.
+func appendLen(b []byte, n int) []byte {
+	switch {
+	case n < 10:
+		return append(b, byte('0'+n))
+	case n < 100:
+		return append(b, byte('0'+n/10), byte('0'+n%10))
+	case n < 1000:
+		return append(b, byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10))
+	}
+	return strconv.AppendInt(b, int64(n), 10)
+}
+
+// The fixed heads of the commands a batch sends most: the array header and the command's
+// name, appended as one string.
+const (
+	getHead   = "*2\r\n$3\r\nGET\r\n"
+	setHead   = "*3\r\n$3\r\nSET\r\n"
+	setPXHead = "*5\r\n$3\r\nSET\r\n"
+)
 
 // maxBulk bounds a bulk reply's length, as Redis bounds a string (proto-max-bulk-len,
 // 512 MB): a corrupt length must not make the reader allocate gigabytes.
@@ -73,7 +96,7 @@ func newRespReader(src io.Reader) *respReader {
 // not RESP names the server that sent it when it can tell.
 func (rd *respReader) line() ([]byte, error) {
 	l, err := rd.Line()
-	if errors.Is(err, driver.ErrLineWithoutCRLF) {
+	if err != nil && errors.Is(err, driver.ErrLineWithoutCRLF) {
 		if what := foreignServer(l); what != "" {
 			return nil, fmt.Errorf("%w: this is not a Redis server: %s", errProtocol, what)
 		}
@@ -158,8 +181,7 @@ func foreignServer(line []byte) string {
 // skip reads and discards one reply, arrays included.
 func (rd *respReader) skip() error {
 	tag, _, n, err := rd.reply()
-	var re replyError
-	if err != nil && !errors.As(err, &re) {
+	if err != nil && !isReplyError(err) {
 		return err
 	}
 	if tag == '*' {

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
 )
 
 func TestRespReplies(t *testing.T) {
@@ -157,6 +160,32 @@ func TestReplyRidesOutADeadlineInsideABulk(t *testing.T) {
 		}
 		if tag, data, _, err := rd.reply(); err != nil || tag != '+' || string(data) != "OK" {
 			t.Fatalf("cut at %d: next reply: %q %q %v, want +OK", cutAt, tag, data, err)
+		}
+	}
+}
+
+// TestRespCommandHeads: the commands a batch encodes with their fixed heads and appendLen
+// are byte for byte what appendCommand writes with strconv's lengths.
+func TestRespCommandHeads(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1001, 65535, 1 << 20, maxBulk} {
+		if got, want := string(appendLen(nil, n)), strconv.Itoa(n); got != want {
+			t.Errorf("appendLen(%d) = %q, want %q", n, got, want)
+		}
+	}
+	d := &Driver{}
+	value := bytes.Repeat([]byte("x"), 100)
+	for _, tt := range []struct {
+		op   driver.PipelineOp
+		ttl  time.Duration
+		want []string
+	}{
+		{driver.PipelineOp{Op: driver.PipelineRead, Key: "T12345"}, 0, []string{"GET", "T12345"}},
+		{driver.PipelineOp{Op: driver.PipelineWrite, Key: "T7", Value: value}, 0, []string{"SET", "T7", string(value)}},
+		{driver.PipelineOp{Op: driver.PipelineWrite, Key: "k", Value: []byte{}}, 1500 * time.Millisecond, []string{"SET", "k", "", "PX", "1500"}},
+	} {
+		got := d.appendOp(nil, &tt.op, false, tt.ttl)
+		if want := appendCommand(nil, tt.want...); !bytes.Equal(got, want) {
+			t.Errorf("appendOp(%v) = %q, want %q", tt.want, got, want)
 		}
 	}
 }
