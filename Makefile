@@ -63,8 +63,9 @@ lint:
 	@if git grep -l 'go:build.*!integration' -- '*.go' >/dev/null; then echo "a file excludes the integration tag: vet both builds"; exit 1; fi
 	$(GO) vet -tags integration ./...
 	@# The other systems are vetted from source (scripts/crossvet: go vet's analyzers on
-	@# packages type-checked for the target, no object code): `GOOS=windows go vet` compiles
-	@# every dependency for windows first, minutes per system on a new machine.
+	@# our packages type-checked for the target, their dependencies for declarations only, no
+	@# object code): `GOOS=windows go vet` compiles every dependency for windows first,
+	@# minutes per system on a new machine.
 	$(GO) build -o bin/crossvet ./scripts/crossvet
 	GOOS=darwin GOARCH=arm64 ./bin/crossvet -tags=integration ./...
 	GOOS=windows GOARCH=amd64 ./bin/crossvet -tags=integration ./...
