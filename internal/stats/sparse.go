@@ -262,6 +262,19 @@ func (s *sparse) record(h *hdrhistogram.Histogram) {
 	}
 }
 
+// addTo adds every count into dst, which has s's layout.
+func (s *sparse) addTo(dst *sparse) {
+	for i, n := range s.all() {
+		if n == 0 {
+			continue // dst marks only the indexes that hold a count
+		}
+		if dst.counts[i] == 0 {
+			dst.set(i)
+		}
+		dst.counts[i] += n
+	}
+}
+
 // clear empties s, touching only the indexes it holds.
 func (s *sparse) clear() {
 	for i := range s.each() {

@@ -431,3 +431,60 @@ func TestTallySpillIsExact(t *testing.T) {
 		})
 	}
 }
+
+// TestCumulativeAfterIngest checks the cumulative summary against LatencyOf of the
+// cumulative histograms when they hold drained ticks only (read from the collector's
+// cumulative buckets), once an ingested interval was merged into them whole (walked as
+// before), and again after a reset.
+func TestCumulativeAfterIngest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 42))
+	start := time.Unix(1700000000, 0)
+	c := NewCollector(Config{Shards: 2, Clock: clock.NewSim(start)})
+	record := func(n int) {
+		sh := c.Recorder(OpRead).Shard(rng.IntN(2))
+		for range n {
+			svc := time.Duration(1+rng.Int64N(int64(50*time.Millisecond))) * time.Nanosecond
+			sh.Success(svc+time.Duration(rng.Int64N(int64(time.Millisecond))), svc)
+		}
+	}
+	check := func(what string) {
+		t.Helper()
+		got := c.Cumulative().Ops["read"]
+		resp, svc := c.CumulativeHistograms(OpRead)
+		if want := LatencyOf(resp); got.ResponseTime != want {
+			t.Errorf("%s: cumulative response %+v, want %+v", what, got.ResponseTime, want)
+		}
+		if want := LatencyOf(svc); got.ServiceTime != want {
+			t.Errorf("%s: cumulative service %+v, want %+v", what, got.ServiceTime, want)
+		}
+	}
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
+	for s := 1; s <= 3; s++ {
+		record(500)
+		c.Tick(at(s))
+	}
+	check("drained ticks")
+
+	// A node's interval merged into the totals whole: values the drains never saw.
+	other := NewCollector(Config{Shards: 1, Clock: clock.NewSim(start)})
+	for range 300 {
+		d := time.Duration(1+rng.Int64N(int64(2*time.Second))) * time.Nanosecond
+		other.Recorder(OpRead).Shard(0).Success(d, d)
+	}
+	iv := other.Tick(at(4))
+	if err := c.IngestCumulative(&Interval{Start: at(3), End: at(4), Ops: []OpInterval{*iv.Op("read")}}); err != nil {
+		t.Fatal(err)
+	}
+	check("after an ingested interval")
+	record(500)
+	c.Tick(at(5))
+	check("a tick after the ingested interval")
+
+	c.ResetAt(at(5))
+	record(500)
+	c.Tick(at(6))
+	check("after a reset")
+	if c.get(OpRead).cumMerged {
+		t.Error("a reset left the cumulative buckets marked as incomplete")
+	}
+}
