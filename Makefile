@@ -15,10 +15,10 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # slots after them; a long package listed late is the stage's tail. The JVM packages
 # (INTEGRATION_JVM, two at a time) are among the longest and use most of a core each
 # (elasticsearch ~145 s of CPU in ~150 s, cassandra ~115 in ~130), so they are listed
-# among the first: elasticsearch beside engine, cassandra after cli's shards, geode,
-# gremlin and dynamodb after cluster's. After every other package, as before, they were
-# the last ~250 s of stop 50's 636 s stage (docs/performance.md, "The test suite's own
-# time").
+# among the first: elasticsearch beside engine, cassandra after cli's shards, geode after
+# cluster's, gremlin and dynamodb after cluster/merge and testserver. After every other
+# package, as before, they were the last ~250 s of stop 50's 636 s stage
+# (docs/performance.md, "The test suite's own time").
 INTEGRATION := ./internal/engine/ ./drivers/elasticsearch/ ./internal/cli/ ./drivers/cassandra/ ./internal/cluster/ \
 	./drivers/geode/ ./internal/cluster/merge/ ./internal/testserver/ ./drivers/gremlin/ ./drivers/dynamodb/ \
 	./internal/cluster/... ./internal/netlab/ ./internal/history/ ./drivers/... ./deploy/
