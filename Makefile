@@ -10,10 +10,21 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # HTTP and gRPC services) on loopback, and fleets of ndbench processes; ./internal/history/ runs its
 # store's tests against PostgreSQL as against SQLite; ./deploy/ checks the Helm chart with the helm that
 # scripts/install-test-deps.sh installs.
-# Longest first (engine, then cli's and cluster's shards): scripts/integration starts them
-# in the order listed, so the longest start together and the short ones fill the slots
-# after them; a long package listed late is the stage's tail.
-INTEGRATION := ./internal/engine/ ./internal/cli/ ./internal/cluster/... ./internal/testserver/ ./internal/netlab/ ./internal/history/ ./drivers/... ./deploy/
+# Longest first: scripts/integration starts them in the order listed (go list keeps it and
+# drops a package named twice), so the longest start together and the short ones fill the
+# slots after them; a long package listed late is the stage's tail. The JVM packages
+# (INTEGRATION_JVM, two at a time) are among the longest and use most of a core each
+# (elasticsearch ~145 s of CPU in ~150 s, cassandra ~115 in ~130): after every other
+# package they were the last ~250 s of stop 50's 636 s stage, and listed beside engine,
+# Elasticsearch did not start within its 150 s beside the stage's first compiles (the node
+# binary, cli's test binary) at load ~30 (docs/performance.md, "The test suite's own
+# time"). So they come right after cli's and cluster's shards, which start first with the
+# stage's big compiles (the node binary, those two test binaries): elasticsearch and
+# cassandra, geode when one of them ends, gremlin and dynamodb after cluster/merge and
+# testserver.
+INTEGRATION := ./internal/engine/ ./internal/cli/ ./internal/cluster/ ./drivers/elasticsearch/ ./drivers/cassandra/ \
+	./drivers/geode/ ./internal/cluster/merge/ ./internal/testserver/ ./drivers/gremlin/ ./drivers/dynamodb/ \
+	./internal/cluster/... ./internal/netlab/ ./internal/history/ ./drivers/... ./deploy/
 # The container image: `make image` (needs a Docker engine with BuildKit).
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)
@@ -156,10 +167,11 @@ fuzz:
 #   go run ./scripts/integration -json ... > run.json, then
 #   go run ./scripts/integration -split "$$(go list ./internal/cli/ ./internal/cluster/)" -times-from run.json > scripts/integration/testtimes
 # - The packages whose servers are JVMs (Cassandra, Elasticsearch and OpenSearch, Geode,
-#   Gremlin Server, DynamoDB Local; 0.5-1.5 GB and seconds of CPU to start each) start after
-#   every other package has started, and two at most at a time: three at once beside the
+#   Gremlin Server, DynamoDB Local; 0.5-1.5 GB and seconds of CPU to start each) start in
+#   their place in INTEGRATION's order, two at most at a time: three at once beside the
 #   compile starved them, and a Cassandra session's Close took over 20 s (drivers/cassandra's
-#   TestZConformance, in the first CI run with three packages at a time).
+#   TestZConformance, in the first CI run with three packages at a time). While two run,
+#   the next other package starts instead.
 # Every job runs whatever the others give, so a CI log shows every failure.
 INTEGRATION_P ?= 4
 INTEGRATION_SPLIT := ./internal/cli/ ./internal/cluster/

@@ -13,9 +13,9 @@
 //     parallel inside one process: a run's verdict reads the process's own CPU time. As
 //     separate processes they can. Since they mostly wait, a shard takes -shard-weight
 //     of a process against -p.
-//   - The packages named by -heavy (those whose servers are JVMs) start only after every
-//     other job has started, and at most -heavy-p of them run at a time: three JVMs beside
-//     the compile starved Cassandra.
+//   - The packages named by -heavy (those whose servers are JVMs) start in their place in
+//     the order given, but at most -heavy-p of them run at a time (three JVMs beside the
+//     compile starved Cassandra): while -heavy-p run, the next light job starts instead.
 //
 // Each job's output is printed whole when it ends, as go test prints a package's; the exit
 // status is 1 when any job failed. Usage, from the Makefile:
@@ -54,7 +54,7 @@ import (
 func main() {
 	var o options
 	flag.Float64Var(&o.p, "p", 3, "test processes at a time, each counted at its weight (a shard at -shard-weight, any other process at 1)")
-	flag.StringVar(&o.heavy, "heavy", "", "import paths (space-separated) whose servers are JVMs: started after the others, -heavy-p at a time")
+	flag.StringVar(&o.heavy, "heavy", "", "import paths (space-separated) whose servers are JVMs: started in their place in the order given, at most -heavy-p at a time")
 	flag.IntVar(&o.heavyP, "heavy-p", 2, "heavy packages at a time")
 	flag.StringVar(&o.split, "split", "", "import paths (space-separated) whose tests are divided among -shards processes")
 	flag.IntVar(&o.shards, "shards", 2, "processes per split package")
@@ -113,6 +113,16 @@ func (o options) check() error {
 		return fmt.Errorf("-shards is %d: want 1 or more", o.shards)
 	case len(o.pkgs) == 0:
 		return errors.New("no packages given: want import paths (go list ...)")
+	}
+	// A package named twice would run twice (the order given is the start order, so a
+	// list may name a package early and match it again in a later pattern; go list keeps
+	// the first).
+	seen := make(map[string]bool, len(o.pkgs))
+	for _, p := range o.pkgs {
+		if seen[p] {
+			return fmt.Errorf("package %s is named twice: want each package once", p)
+		}
+		seen[p] = true
 	}
 	for _, set := range []struct{ flag, list string }{{"-heavy", o.heavy}, {"-split", o.split}} {
 		for _, p := range strings.Fields(set.list) {
@@ -221,25 +231,24 @@ func buildNdbench(ctx context.Context, tmp string, began time.Time) *ndbenchBuil
 	return b
 }
 
-// plan lists the jobs in the order they start: the packages in the order given (list the
-// longest first), a split package's shards in its place, the heavy packages last. The
-// stage is bound by its jobs' summed time over -p slots, and a long package started late
-// makes its tail: engine, listed after cli's and cluster's four shards, started ~290 s in
-// and was among the last jobs to end.
+// plan lists the jobs in the order they start: the packages in the order given, a split
+// package's shards in its place, a heavy package in its place too (the scheduler holds it
+// back only while -heavy-p heavy ones run). The stage is bound by its jobs' summed time
+// over -p slots, and a long package started late makes its tail: engine, listed after
+// cli's and cluster's four shards, started ~290 s in and was among the last jobs to end;
+// the JVM packages, all started after every other job had started, made the last ~250 s
+// of stop 50's 636 s stage two at a time.
 func plan(o options, tmp string, nb *ndbenchBuild) []*job {
 	split, heavy := strings.Fields(o.split), strings.Fields(o.heavy)
-	var first, last []*job
+	var jobs []*job
 	for _, pkg := range o.pkgs {
-		switch {
-		case contains(split, pkg):
-			first = append(first, shardJobs(o, pkg, tmp, nb)...)
-		case contains(heavy, pkg):
-			last = append(last, goTestJob(o, pkg, true, nb))
-		default:
-			first = append(first, goTestJob(o, pkg, false, nb))
+		if contains(split, pkg) {
+			jobs = append(jobs, shardJobs(o, pkg, tmp, nb)...)
+		} else {
+			jobs = append(jobs, goTestJob(o, pkg, contains(heavy, pkg), nb))
 		}
 	}
-	return append(first, last...)
+	return jobs
 }
 
 func (o options) buildFlags() []string {

@@ -219,23 +219,79 @@ func TestTestNames(t *testing.T) {
 	}
 }
 
-// The packages start in the order given, a split package's shards in its place, the
-// heavy (JVM) packages last.
+// The packages start in the order given, a split package's shards in its place, and a
+// heavy (JVM) package in its place too, marked heavy: moved after every other job, the
+// JVM packages made the stage's tail.
 func TestPlanOrder(t *testing.T) {
 	o := options{shards: 2, split: "p/cli", heavy: "p/cass p/es", pkgs: []string{"p/eng", "p/cass", "p/cli", "p/redis", "p/es"}}
 	var got []string
 	for _, j := range plan(o, t.TempDir(), &ndbenchBuild{done: make(chan struct{})}) {
-		got = append(got, j.name)
+		name := j.name
+		if j.heavy {
+			name += " heavy"
+		}
+		got = append(got, name)
 	}
-	want := []string{"p/eng", "p/cli (shard 1 of 2)", "p/cli (shard 2 of 2)", "p/redis", "p/cass", "p/es"}
+	want := []string{"p/eng", "p/cass heavy", "p/cli (shard 1 of 2)", "p/cli (shard 2 of 2)", "p/redis", "p/es heavy"}
 	if !slices.Equal(got, want) {
 		t.Errorf("plan = %v, want %v", got, want)
 	}
 }
 
-// At most p jobs run at a time, at most heavyP heavy ones, and a heavy job starts only
-// after every other job started; every job runs once and a failure sets the status.
-// With 5 light jobs before the heavy ones and p = 3, the first heavy one may start only
+// A heavy job listed early starts early, beside the light ones, and one that may not start
+// yet (-heavy-p already running) does not hold back the light jobs after it. Listed H1,
+// H2, H3, L1, L2 with p = 3 and heavy-p = 2: H1 and H2 start, H3 waits, and L1 starts
+// beside them (H1 and H2 wait for it, so a scheduler that held L1 behind H3 would never
+// finish them); H3 starts only after a heavy job ended.
+func TestScheduleHeavyInPlace(t *testing.T) {
+	l1Started := make(chan struct{})
+	var mu sync.Mutex
+	heavy, maxHeavy, heavyEnded := 0, 0, 0
+	var problems []string
+	mk := func(name string, isHeavy bool) *job {
+		return &job{name: name, heavy: isHeavy, weight: 1, run: func(context.Context) ([]byte, error) {
+			mu.Lock()
+			if isHeavy {
+				heavy++
+				maxHeavy = max(maxHeavy, heavy)
+				if name == "H3" && heavyEnded == 0 {
+					problems = append(problems, "H3 started while H1 and H2 ran")
+				}
+			}
+			mu.Unlock()
+			switch name {
+			case "L1":
+				close(l1Started)
+			case "H1", "H2":
+				select {
+				case <-l1Started:
+				case <-time.After(10 * time.Second):
+					mu.Lock()
+					problems = append(problems, name+" ran 10 s without L1 starting beside it")
+					mu.Unlock()
+				}
+			}
+			mu.Lock()
+			if isHeavy {
+				heavy--
+				heavyEnded++
+			}
+			mu.Unlock()
+			return nil, nil
+		}}
+	}
+	jobs := []*job{mk("H1", true), mk("H2", true), mk("H3", true), mk("L1", false), mk("L2", false)}
+	if status := schedule(context.Background(), options{p: 3, heavyP: 2, json: true}, jobs, time.Now()); status != 0 {
+		t.Errorf("status %d", status)
+	}
+	if maxHeavy > 2 || len(problems) > 0 {
+		t.Errorf("%d heavy jobs at once (heavy-p 2); %v", maxHeavy, problems)
+	}
+}
+
+// At most p jobs run at a time, at most heavyP heavy ones, and jobs start in the order
+// listed; every job runs once and a failure sets the status.
+// With 5 light jobs listed before the heavy ones and p = 3, the first heavy one may start only
 // once 3 light ones have finished (the 4th and 5th started as the 1st and 2nd ended). A
 // light job's finish is counted before its run returns, which comes before the scheduler
 // starts the next job, so the count is exact; counting starts inside the jobs was not
@@ -344,6 +400,7 @@ func TestCheck(t *testing.T) {
 		{"shard weight 0", func(o *options) { o.shardWeight = 0 }, "-shard-weight is 0"},
 		{"shard weight over p", func(o *options) { o.shardWeight = 4 }, "-shard-weight is 4: want more than 0 and at most -p (3)"},
 		{"no packages", func(o *options) { o.pkgs = nil }, "no packages"},
+		{"package twice", func(o *options) { o.pkgs = []string{"a", "b", "a"} }, "package a is named twice"},
 		{"split outside", func(o *options) { o.split = "c" }, "-split names c"},
 		{"heavy outside", func(o *options) { o.heavy = "a c" }, "-heavy names c"},
 	} {
