@@ -157,13 +157,15 @@ func (a *arena) check(id int) {
 func (a *arena) release(loc uint64) {
 	id := int(loc >> 32)
 	s := &a.slabs[id]
-	r := s.buf[uint32(loc):]
-	k := binary.LittleEndian.Uint32(r[8:])
-	binary.LittleEndian.PutUint32(r[8:], k|deadBit)
-	n := recSize(int(k), int(binary.LittleEndian.Uint32(r[12:])))
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.buf)), uint32(loc))
+	k, v := lens(p)
+	binary.LittleEndian.PutUint32(unsafe.Slice((*byte)(unsafe.Add(p, 8)), 4), k|deadBit)
+	n := recSize(int(k), int(v))
 	s.live -= n
 	a.live -= n
-	a.check(id)
+	if 2*s.live <= len(s.buf) {
+		a.check(id) // only a slab at most half live is dropped or queued
+	}
 }
 
 // rec returns the start of the record at loc. The table's entries and compact's walk
@@ -222,6 +224,13 @@ func (a *arena) valueLen(loc uint64) int {
 // points their entries there, and drops the slab. Appending may seal the current slab
 // and queue it; the loop takes that one too.
 func (t *table) compact() {
+	if len(t.a.pending) > 0 {
+		t.compactPending()
+	}
+}
+
+// compactPending is compact's work, apart so that compact's check is inlined in every write.
+func (t *table) compactPending() {
 	a := t.a
 	for len(a.pending) > 0 {
 		id := a.pending[len(a.pending)-1]
