@@ -99,11 +99,19 @@ func (a *arena) put(h uint64, key string, v []byte) uint64 {
 	}
 	s := &a.slabs[id]
 	off := s.used
-	r := s.buf[off : off+n]
-	binary.LittleEndian.PutUint64(r, h)
-	binary.LittleEndian.PutUint32(r[8:], uint32(len(key)))
-	binary.LittleEndian.PutUint32(r[12:], uint32(len(v)))
-	copy(r[recHeader+copy(r[recHeader:], key):], v)
+	// The record fits (checked above, or its slab is its own), so it is written through
+	// its address without bounds checks, as rec reads it.
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.buf)), off)
+	hdr := (*[recHeader]byte)(p)
+	binary.LittleEndian.PutUint64(hdr[:], h)
+	binary.LittleEndian.PutUint32(hdr[8:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(hdr[12:], uint32(len(v)))
+	kp := unsafe.Add(p, recHeader)
+	copy(unsafe.Slice((*byte)(kp), len(key)), key)
+	if len(v) > 0 {
+		// Not a pointer past the key when there is no value: it may be the slab's end.
+		copy(unsafe.Slice((*byte)(unsafe.Add(kp, len(key))), len(v)), v)
+	}
 	s.used += n
 	s.live += n
 	a.live += n
