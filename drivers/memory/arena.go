@@ -63,12 +63,14 @@ const (
 	maxValueLen = 1<<32 - 1
 	// A new slab is slabPerLive times the shard's live records, at least minSlab and at
 	// most maxSlab bytes. So a shard of few keys overwritten often (1,000 keys in 64
-	// shards) takes slabs of a few KiB, which the allocator recycles, rather than 1 MiB
-	// ones, each zeroed and likely new to the kernel (page faults), for a few live keys:
-	// the closed loop at 1,000 keys ran ~0.8x as many operations per CPU-second with them
-	// as with a Go slice per value. A shard of many keys gets maxSlab.
+	// shards) takes slabs of 32 KiB, the allocator's largest small size, which it
+	// recycles, rather than 1 MiB ones, each zeroed and likely new to the kernel (page
+	// faults), for a few live keys. Not smaller: each slab costs ~6,400 instructions to
+	// allocate (the span refill and zeroing), which 8 KiB slabs of 68 records paid every
+	// ~84 writes (BenchmarkMix's Write under callgrind, 752 instructions per call with
+	// 4 KiB minimum slabs, 713 with 32 KiB). A shard of many keys gets maxSlab.
 	slabPerLive = 4
-	minSlab     = 4 << 10
+	minSlab     = 32 << 10
 	maxSlab     = 1 << 20
 	// bigRecord is the largest record a shared slab holds: a bigger one would leave too
 	// much of a slab unused at its end.
