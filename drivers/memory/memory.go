@@ -341,13 +341,11 @@ func (d *Driver) Read(ctx context.Context, key string) ([]byte, error) {
 		sh.mu.RUnlock()
 		return nil, errClosed
 	}
-	e := sh.t.get(h, key)
-	if e == nil {
-		sh.mu.RUnlock()
+	v, ok := sh.t.read(h, key)
+	sh.mu.RUnlock()
+	if !ok {
 		return nil, driver.ErrNotFound
 	}
-	v := sh.t.value(e)
-	sh.mu.RUnlock()
 	return v, nil
 }
 
@@ -582,9 +580,7 @@ func (d *Driver) ReadBulk(ctx context.Context, keys []string) ([][]byte, error) 
 			sh.mu.RUnlock()
 			return nil, errClosed
 		}
-		if e := sh.t.get(h, k); e != nil {
-			out[i] = sh.t.value(e)
-		}
+		out[i], _ = sh.t.read(h, k)
 		sh.mu.RUnlock()
 	}
 	return out, nil

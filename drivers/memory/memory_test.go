@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -624,6 +625,38 @@ func BenchmarkWrite(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkMix is the store's part of BenchmarkEngineCost at NDBench's default keyspace
+// (internal/engine, 1,000 keys): reads and writes 8:2 of keys T0..T999 drawn uniformly,
+// 100-byte values, the keys' strings made once (as the engine's key table does), on one
+// goroutine. Its whole process's instructions under callgrind, at two b.N, tell the
+// store's cost per operation with the collector's part and without the engine's.
+//
+//	go test -run '^$' -bench Mix -benchtime 2000000x ./drivers/memory/
+func BenchmarkMix(b *testing.B) {
+	ctx := context.Background()
+	d := open(b, nil)
+	keys := make([]string, 1000)
+	value := make([]byte, 100)
+	for i := range keys {
+		keys[i] = "T" + strconv.Itoa(i)
+		if err := d.Write(ctx, keys[i], value); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	for b.Loop() {
+		k := keys[rng.IntN(len(keys))]
+		if rng.IntN(10) < 2 {
+			if err := d.Write(ctx, k, value); err != nil {
+				b.Fatal(err)
+			}
+		} else if _, err := d.Read(ctx, k); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

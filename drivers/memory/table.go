@@ -1,6 +1,9 @@
 package memory
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // table is one shard's index: open-addressing hash tables with linear probing, keyed by
 // the hash the driver computes anyway to pick the shard. A Go map hashes the key a second
@@ -99,7 +102,7 @@ func tagOf(h uint64) uint8 { return usedCtrl | uint8(h>>tagShift) }
 
 func newTable() table {
 	b := newBucket(minSlots, 0)
-	return table{dir: []dirEntry{{ctrl: b.ctrl, slots: b.slots, b: b}}, a: &arena{cur: -1}}
+	return table{dir: []dirEntry{{ctrl: b.ctrl, slots: b.slots, b: b}}, a: &arena{cur: -1, prev: -1}}
 }
 
 func newBucket(slots int, depth uint) *bucket {
@@ -142,6 +145,28 @@ func (t *table) get(h uint64, key string) *entry {
 			}
 		} else if c == 0 {
 			return nil
+		}
+	}
+}
+
+// read returns the value of key, whose hash is h (see value), or false when it is not
+// stored. It is get and value in one: the record's address, found once, serves the key's
+// comparison and the value.
+func (t *table) read(h uint64, key string) ([]byte, bool) {
+	d := &t.dir[(h>>dirShift)&(uint64(len(t.dir))-1)]
+	ctrl, slots, tag := d.ctrl, d.slots, tagOf(h)
+	mask := uint64(len(ctrl) - 1)
+	slots = slots[:len(ctrl)]
+	for i := home(h) & mask; ; i = (i + 1) & mask {
+		if c := ctrl[i]; c == tag {
+			if s := &slots[i]; s.hash == h {
+				p := t.a.rec(s.loc)
+				if k, v := lens(p); int(k) == len(key) && unsafe.String((*byte)(unsafe.Add(p, recHeader)), k) == key {
+					return valueAt(p, k, v), true
+				}
+			}
+		} else if c == 0 {
+			return nil, false
 		}
 	}
 }
