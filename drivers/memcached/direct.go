@@ -38,6 +38,11 @@ type conn struct {
 	pc   driver.PipelineConn
 	rd   *textReader
 	w    []byte
+	// wr is the connection as a driver.WriteReader, when it is one (RawIO's, on Linux);
+	// unsent says the batch's requests in w go out inside the first read of their replies
+	// (see Run).
+	wr     driver.WriteReader
+	unsent bool
 	// err, within a batch, is why the connection failed (dial, write, read, a reply out of
 	// step): its remaining operations of the batch fail with it, and it is closed at the
 	// batch's end.
@@ -90,8 +95,31 @@ func pick(key string, servers int) int {
 
 // Read is the connection read by the textReader: it rides out stale interrupts (the
 // engine's Interrupt after the batch it was meant for ended), and reports a real deadline
-// as a timeout.
+// as a timeout. When the batch's requests are unsent, the first Read sends them and waits
+// for the reply in one call.
 func (c *conn) Read(b []byte) (int, error) {
+	for c.unsent {
+		n, err := c.wr.WriteRead(c.w, b)
+		if err == nil || n > 0 {
+			c.unsent = false
+			return n, err
+		}
+		var oe *net.OpError
+		if !errors.As(err, &oe) || oe.Op != "write" {
+			// Sent: what failed is the reply's read.
+			c.unsent = false
+			if !c.stale(err) {
+				return 0, err
+			}
+			break
+		}
+		// Not sent, or not wholly: only a request that goes out whole in one send may be
+		// sent again (see maxSendInRead).
+		if !c.stale(err) || len(c.w) > maxSendInRead {
+			c.unsent = false
+			return 0, err
+		}
+	}
 	for {
 		n, err := c.pc.Conn().Read(b)
 		if err == nil || n > 0 || !c.stale(err) {
@@ -121,6 +149,7 @@ func (c *conn) connect(ctx context.Context) error {
 		return err
 	}
 	c.rd = newTextReader(c)
+	c.wr, _ = nc.(driver.WriteReader)
 	c.pc.Set(nc)
 	return nil
 }
@@ -191,10 +220,18 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 		}
 		p.server = append(p.server, s)
 	}
+	// A batch on one connection sends its requests inside the first read of their
+	// replies (driver.WriteReader), which parks the worker until the netpoller reports the
+	// reply, even when it is already there: see sendInRead.
+	one := p.oneConn()
 	for s := range p.conns {
 		c := &p.conns[s]
 		if len(c.w) > 0 && c.err == nil {
-			c.err = c.send()
+			if one && sendInRead(c) {
+				c.unsent = true
+			} else {
+				c.err = c.send()
+			}
 		}
 	}
 	for i := range ops {
@@ -209,7 +246,7 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 func (p *pipeline) finish() {
 	for s := range p.conns {
 		c := &p.conns[s]
-		c.w = c.w[:0]
+		c.w, c.unsent = c.w[:0], false
 		if c.err != nil {
 			c.pc.Drop()
 			c.rd, c.err = nil, nil
@@ -253,6 +290,39 @@ func (p *pipeline) add(ctx context.Context, op *driver.PipelineOp, exptime int32
 		c.w = appendDelete(c.w, op.Key)
 	}
 	return s, nil
+}
+
+// maxSendInRead bounds the requests sent inside a read: one of at most 2 KiB on a
+// connection whose earlier requests were all answered goes out whole in its first send
+// (the smallest send buffer Linux gives a TCP socket is 4.6 KiB), so a write error from
+// WriteRead means nothing was sent, and a stale interrupt's retry cannot send a request
+// twice.
+const maxSendInRead = 2 << 10
+
+// sendInRead reports whether c's requests are to go out inside the first read of their
+// replies.
+//
+// Why: the worker then always parks until the netpoller reports its reply, and the
+// netpoller wakes the workers whose replies arrived together, in turn. Sending, then
+// reading, lets a worker whose reply is already there when it reads (the server ran on
+// the worker's core while it was sending: a loopback send wakes the server's thread
+// there) go straight on to its next operation without parking; on one P such a worker
+// kept the P for many operations while the replies of the others waited, unread, for
+// the run queue to empty: most operations fast and ~1% waiting milliseconds
+// (docs/performance.md, "Memcached's tail: workers that never park").
+func sendInRead(c *conn) bool {
+	return c.wr != nil && len(c.w) <= maxSendInRead && len(c.rd.Buffered()) == 0
+}
+
+// oneConn reports whether the batch's requests are all for one connection.
+func (p *pipeline) oneConn() bool {
+	n := 0
+	for s := range p.conns {
+		if len(p.conns[s].w) > 0 {
+			n++
+		}
+	}
+	return n == 1
 }
 
 // send writes the connection's buffer whole, riding out stale interrupts.
