@@ -1,8 +1,9 @@
 // Package elasticsearch is the ndbench driver for Elasticsearch 8 and OpenSearch 2. One
 // driver serves both: it builds every REST request itself and hands it to the flavor's
-// client, github.com/elastic/go-elasticsearch/v8 (flavor=elasticsearch; it refuses to talk
-// to anything but Elasticsearch) or github.com/opensearch-project/opensearch-go/v4
-// (flavor=opensearch), which pick the node, add authentication and keep the connections.
+// client, Elasticsearch's github.com/elastic/elastic-transport-go/v8 (flavor=elasticsearch;
+// the driver refuses a server that does not say it is Elasticsearch) or
+// github.com/opensearch-project/opensearch-go/v4 (flavor=opensearch), which pick the node,
+// add authentication and keep the connections.
 // Neither client retries: a benchmark counts what the store answered.
 //
 // # Documents

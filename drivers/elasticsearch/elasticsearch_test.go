@@ -112,7 +112,7 @@ func TestThrottledAnswers(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Elastic-Product", "Elasticsearch") // go-elasticsearch's product check
+		w.Header().Set("X-Elastic-Product", "Elasticsearch") // the flavor's check
 		switch {
 		case r.URL.Path == "/_nodes/_local":
 			_, _ = io.WriteString(w, `{"cluster_name":"mock","nodes":{"n1":{"version":"8.19.21"}}}`)
@@ -144,4 +144,34 @@ func TestThrottledAnswers(t *testing.T) {
 	if !errors.As(err, &be) || be.Errs[0] != nil || driver.Classify(be.Errs[1]) != driver.ClassThrottled {
 		t.Fatalf("bulk with one document rejected 429: %v, want a BulkError with the second throttled", err)
 	}
+}
+
+// TestFlavorElasticsearchRefusesOtherServers: with flavor=elasticsearch, a server whose
+// answers do not carry Elasticsearch's X-Elastic-Product header (OpenSearch, a proxy
+// that answers for it) is refused at Init with an error naming the flavor and the other
+// choice; flavor=opensearch talks to the same server. (Not a real OpenSearch: the
+// integration tests start one, and this checks the refusal without a second JVM.)
+func TestFlavorElasticsearchRefusesOtherServers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/_nodes/_local" {
+			_, _ = io.WriteString(w, `{"cluster_name":"other","nodes":{"n1":{"version":"2.19.6"}}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"acknowledged":true}`)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := driver.Open(ctx, "elasticsearch", map[string]string{"addrs": srv.URL, "createIndex": "false"})
+	var fe *driver.FieldError
+	if !errors.As(err, &fe) || fe.Field != "flavor" || !strings.Contains(err.Error(), "opensearch") {
+		t.Fatalf("flavor=elasticsearch on a server that is not: %v, want an error naming flavor and opensearch", err)
+	}
+	dr, _, err := driver.Open(ctx, "elasticsearch", map[string]string{"addrs": srv.URL, "flavor": "opensearch", "createIndex": "false"})
+	if err != nil {
+		t.Fatalf("flavor=opensearch: %v", err)
+	}
+	_ = dr.Close()
 }

@@ -12,9 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/node"
 )
 
 // alive tells whether pid is a running process: a zombie (killed, not yet reaped by an
@@ -140,7 +137,7 @@ func TestHookProcessesEndWithTheHook(t *testing.T) {
 // started, and an undo that outlasts its timeout is killed whole.
 func TestInterruptKillsHookProcesses(t *testing.T) {
 	dir := t.TempDir()
-	sc, err := parse(t, `
+	sc, inst := nodeFor(t, `
 config:
   driver: {name: memory}
   workload: {readRate: 50, writeEnabled: false, numKeys: 10}
@@ -153,14 +150,6 @@ hooks:
 thresholds:
   - {check: read.p99 < 1s, window: phase p}
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := node.New(config.NewStore(sc.Snapshot), nil)
-	defer inst.Close()
-	if err := inst.InitConfigured(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
 	out, err := Run(ctx, inst, sc, RunOptions{Log: func(s string) { t.Log(s) }})

@@ -11,22 +11,53 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/autotune"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/node"
 	"github.com/ndbench/ndbench/internal/stats"
 )
 
-func runOn(t *testing.T, text string) *Outcome {
+// nodeFor parses a scenario and makes the node it runs on, closed when the test ends.
+func nodeFor(t *testing.T, text string) (*Scenario, *node.Node) {
 	t.Helper()
 	sc, err := parse(t, text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	inst := node.New(config.NewStore(sc.Snapshot), nil)
-	defer inst.Close()
+	t.Cleanup(func() { _ = inst.Close() })
 	if err := inst.InitConfigured(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return sc, inst
+}
+
+// capacityVerdict returns the one auto-tune phase's search result and its "capacity"
+// threshold result, which must be in the phase's JUnit suite.
+func capacityVerdict(t *testing.T, out *Outcome) (*autotune.Result, *Result) {
+	t.Helper()
+	if len(out.Capacity) != 1 || out.Capacity[0].Phase != "find" || out.Capacity[0].Result == nil {
+		t.Fatalf("capacity: %+v", out.Capacity)
+	}
+	var verdict *Result
+	for i := range out.Thresholds {
+		if out.Thresholds[i].Metric == "capacity" {
+			verdict = &out.Thresholds[i]
+		}
+	}
+	if verdict == nil || verdict.Suite != "find" {
+		t.Fatalf("no capacity verdict in the find suite: %+v", out.Thresholds)
+	}
+	var junit bytes.Buffer
+	if err := out.WriteJUnit(&junit); err != nil || !strings.Contains(junit.String(), `classname="capacity.find"`) {
+		t.Errorf("JUnit (%v): %s", err, junit.String())
+	}
+	return out.Capacity[0].Result, verdict
+}
+
+func runOn(t *testing.T, text string) *Outcome {
+	t.Helper()
+	sc, inst := nodeFor(t, text)
 	out, err := Run(context.Background(), inst, sc, RunOptions{Log: func(s string) { t.Log(s) }})
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +249,7 @@ thresholds:
 // TestAutotunePhaseOnAModel: on real time a search's steps measure the machine as much
 // as the store (a step at 1,000 ops/s was judged client-bound under -race at a load of 33).
 func TestAutotunePhaseOnTheNode(t *testing.T) {
-	sc, err := parse(t, `
+	sc, inst := nodeFor(t, `
 name: capacity
 config:
   driver: {name: memory}
@@ -231,14 +262,6 @@ phases:
   - name: after
     duration: 2s
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := node.New(config.NewStore(sc.Snapshot), nil)
-	defer inst.Close()
-	if err := inst.InitConfigured(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var targets []float64 // the read class's target rate at each tick
 	unsub := inst.Collector().Subscribe(func(iv *stats.Interval) {
@@ -255,19 +278,7 @@ phases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Capacity) != 1 || out.Capacity[0].Phase != "find" || out.Capacity[0].Result == nil {
-		t.Fatalf("capacity: %+v", out.Capacity)
-	}
-	res := out.Capacity[0].Result
-	var verdict *Result
-	for i := range out.Thresholds {
-		if out.Thresholds[i].Metric == "capacity" {
-			verdict = &out.Thresholds[i]
-		}
-	}
-	if verdict == nil || verdict.Suite != "find" {
-		t.Fatalf("no capacity verdict in the find suite: %+v", out.Thresholds)
-	}
+	res, verdict := capacityVerdict(t, out)
 	t.Logf("search %s %.0f [%.0f, %.0f], verdict %s %q", res.Status, res.Capacity, res.Lo, res.Hi, verdict.Status, verdict.Detail)
 	if verdict.Status != Fail || out.ExitCode() != ExitFailed || !strings.Contains(verdict.Detail, "did not end within the phase's duration") {
 		t.Errorf("verdict %s (%s), exit %d; want fail, exit %d, detail saying the search did not end within the phase", verdict.Status, verdict.Detail, out.ExitCode(), ExitFailed)
@@ -282,10 +293,6 @@ phases:
 	} else if after := targets[step:]; slices.ContainsFunc(after, func(r float64) bool { return r != 500 && r != 100 && r != 0 }) ||
 		!slices.Contains(after, 100) || slices.Contains(after[slices.Index(after, 100):], 500) {
 		t.Errorf("targets %v: want the search's 500/s, then the configured 100/s", targets)
-	}
-	var junit bytes.Buffer
-	if err := out.WriteJUnit(&junit); err != nil || !strings.Contains(junit.String(), `classname="capacity.find"`) {
-		t.Errorf("JUnit (%v): %s", err, junit.String())
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/ndbench/ndbench/internal/clock"
-	"github.com/ndbench/ndbench/internal/config"
-	"github.com/ndbench/ndbench/internal/node"
 )
 
 // TestTimelineOnASimulatedClock: the runner starts each phase, fires each hook and its
@@ -23,7 +21,7 @@ func TestTimelineOnASimulatedClock(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	sc, err := parse(t, `
+	sc, inst := nodeFor(t, `
 name: timeline
 config:
   driver: {name: memory}
@@ -38,14 +36,6 @@ hooks:
     for: 2s
     undo: {http: {url: "`+srv.URL+`/toxic", method: delete}}
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := node.New(config.NewStore(sc.Snapshot), nil)
-	defer inst.Close()
-	if err := inst.InitConfigured(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	sim := clock.NewSim(time.Now())
 	var mu sync.Mutex
 	var start time.Time
