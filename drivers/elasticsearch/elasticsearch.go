@@ -248,10 +248,15 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 			}
 			urls[i] = u
 		}
-		c, err := elastictransport.New(elastictransport.Config{
-			URLs: urls, Username: o.Auth.Username, Password: o.Auth.Password, APIKey: o.APIKey,
-			Transport: d.hc, DisableRetry: true, UserAgent: "ndbench",
-		})
+		topts := []elastictransport.Option{elastictransport.WithURLs(urls...), elastictransport.WithTransport(d.hc),
+			elastictransport.WithDisableRetry(), elastictransport.WithUserAgent("ndbench")}
+		if o.Auth.Username != "" || o.Auth.Password != "" {
+			topts = append(topts, elastictransport.WithBasicAuth(o.Auth.Username, o.Auth.Password))
+		}
+		if o.APIKey != "" {
+			topts = append(topts, elastictransport.WithAPIKey(o.APIKey))
+		}
+		c, err := elastictransport.NewClient(topts...)
 		if err != nil {
 			return d.fail("create elasticsearch client", err)
 		}
