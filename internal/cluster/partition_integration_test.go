@@ -366,6 +366,7 @@ func (f *netFleet) checkUnion() map[string]int {
 		}
 	}
 	var mismatches []string
+	loaded := false // a second with reads has been seen
 	defer func() {
 		if len(mismatches) > 0 {
 			f.t.Logf("seconds placed differently by the merge (totals %d fleet, %d nodes):\n%s", fleetSum, nodeSum, strings.Join(mismatches, "\n"))
@@ -409,7 +410,13 @@ func (f *netFleet) checkUnion() map[string]int {
 		// reads against the test's 398 and the last two at 336 and 0 against 905 and 228,
 		// with the totals equal (23,133). Between them a rate change (a node lost and its
 		// share moved) still shows.
-		edge := p.T.Equal(fleet[0].T) || p.T.After(stopped)
+		// The first second with reads (the fleet's or the nodes') is the start's edge
+		// too: with one core kept busy the nodes' first ticks came late, the merge kept
+		// that phase, and the fleet's first loaded second read 0 against its nodes' 778
+		// (the next 1,161 against 1,211, totals equal): the merge's known phase defect
+		// (docs/design-notes.md, "Fleet intervals"), not a loss.
+		edge := !loaded || p.T.Equal(fleet[0].T) || p.T.After(stopped)
+		loaded = loaded || got > 0 || sum > 0
 		if d := got - sum; (d > nodeSecond || -d > nodeSecond) && !edge {
 			f.t.Errorf("fleet second ending %s counts %d reads, its nodes (missing %v) %d: more than one node's second (%d) apart", p.T.Format("15:04:05"), got, p.Missing, sum, nodeSecond)
 		}
