@@ -238,7 +238,10 @@ func TestDirectWorkerConnections(t *testing.T) {
 	a, b := startMemcached(t), startMemcached(t)
 	ctx := drivertest.Context(t)
 	d := open(t, map[string]string{"servers": a.Addr() + "," + b.Addr(), "client": "direct"})
-	base := serverStat(t, a.Addr(), "curr_connections") + serverStat(t, b.Addr(), "curr_connections")
+	conns := newConnCounter(t, a.Addr(), b.Addr())
+	// The driver's start-up version probes have closed, but the servers count them until
+	// they notice, asynchronously: the base is the count once it has stopped moving.
+	base := conns.settled()
 	var pls []driver.Pipeline
 	for range 5 {
 		pl, err := d.NewPipeline(ctx)
@@ -252,19 +255,7 @@ func TestDirectWorkerConnections(t *testing.T) {
 		}
 		runBatch(t, ctx, pl, ops)
 	}
-	// open waits for the count to reach want: the server notices closes (the probes'
-	// own included) asynchronously.
-	open := func(want int) int {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			got := serverStat(t, a.Addr(), "curr_connections") + serverStat(t, b.Addr(), "curr_connections") - base
-			if got == want || time.Now().After(deadline) {
-				return got
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	if got := open(10); got != 10 {
+	if got := conns.await(base+10) - base; got != 10 {
 		t.Errorf("5 pipelines over 2 servers hold %d connections, want 10", got)
 	}
 	for _, pl := range pls {
@@ -272,8 +263,97 @@ func TestDirectWorkerConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := open(0); got != 0 {
+	if got := conns.await(base) - base; got != 0 {
 		t.Errorf("after Close, %d connections still open", got)
+	}
+}
+
+// connCounter sums memcached's curr_connections over servers through one stats
+// connection per server, held for the test: a probe that dialled per reading would
+// itself be counted after it closed, until the server noticed.
+type connCounter struct {
+	t     *testing.T
+	conns []net.Conn
+	rds   []*bufio.Reader
+}
+
+func newConnCounter(t *testing.T, addrs ...string) *connCounter {
+	t.Helper()
+	c := &connCounter{t: t}
+	for _, addr := range addrs {
+		nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = nc.Close() })
+		c.conns = append(c.conns, nc)
+		c.rds = append(c.rds, bufio.NewReader(nc))
+	}
+	return c
+}
+
+// read is the sum of curr_connections now (our own stats connections included).
+func (c *connCounter) read() int {
+	c.t.Helper()
+	sum := 0
+	for i, nc := range c.conns {
+		_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := nc.Write([]byte("stats\r\n")); err != nil {
+			c.t.Fatal(err)
+		}
+		found := false
+		for {
+			line, err := c.rds[i].ReadString('\n')
+			if err != nil {
+				c.t.Fatalf("stats from %s: %v", nc.RemoteAddr(), err)
+			}
+			f := strings.Fields(line)
+			if len(f) == 1 && f[0] == "END" {
+				break
+			}
+			if len(f) == 3 && f[0] == "STAT" && f[1] == "curr_connections" {
+				n, err := strconv.Atoi(f[2])
+				if err != nil {
+					c.t.Fatal(err)
+				}
+				sum += n
+				found = true
+			}
+		}
+		if !found {
+			c.t.Fatalf("memcached at %s has no stat curr_connections", nc.RemoteAddr())
+		}
+	}
+	return sum
+}
+
+// settled reads until the count has stayed the same for 200 ms (at most 10 s) and returns
+// it: connections closed a moment ago are still counted until the server notices.
+func (c *connCounter) settled() int {
+	c.t.Helper()
+	last, since := c.read(), time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if n := c.read(); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= 200*time.Millisecond {
+			break
+		}
+	}
+	return last
+}
+
+// await reads until the count is want (at most 10 s) and returns the last reading: the
+// server counts connections opened and closed asynchronously.
+func (c *connCounter) await(want int) int {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := c.read()
+		if n == want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
