@@ -49,7 +49,8 @@ type Settings struct {
 	MaxRate float64 `json:"maxRate"`
 	// Tolerance ends the bisection at hi/lo ≤ 1+Tolerance; default 0.02.
 	Tolerance float64 `json:"tolerance"`
-	// Settle is how long each step runs before its window (default 2 s); Window the
+	// Settle is how long each step runs before its window (default 2 s; NoSettle for
+	// none); Window the
 	// window's least length (default 5 s), MaxWindow its most (default 60 s), whatever
 	// the percentile's samples need.
 	Settle    time.Duration `json:"settle"`
@@ -92,10 +93,22 @@ type Settings struct {
 	HoldDecrease float64 `json:"holdDecrease,omitempty"`
 	// OnStep, when set, is called after every step (progress).
 	OnStep func(Step) `json:"-"`
+
+	// defaulted marks settings WithDefaults has filled, so that filling again keeps a
+	// Settle of NoSettle, which the first fill turned into zero, at zero.
+	defaulted bool
 }
+
+// NoSettle, as Settings.Settle, asks for steps measured from their first instant:
+// Settle's zero value means the default (2 s), so a settle of zero is asked for with this.
+const NoSettle time.Duration = -1
 
 // WithDefaults returns s with its zero fields set to the defaults.
 func (s Settings) WithDefaults() Settings {
+	if s.defaulted {
+		return s
+	}
+	s.defaulted = true
 	if s.SLA == (SLA{}) {
 		s.SLA = DefaultSLA
 	}
@@ -114,7 +127,12 @@ func (s Settings) WithDefaults() Settings {
 	def(&s.MinRate, 1)
 	def(&s.MaxRate, 10e6)
 	def(&s.Tolerance, 0.02)
-	defD(&s.Settle, 2*time.Second)
+	switch s.Settle {
+	case 0:
+		s.Settle = 2 * time.Second
+	case NoSettle:
+		s.Settle = 0
+	}
 	defD(&s.Window, 5*time.Second)
 	defD(&s.MaxWindow, 60*time.Second)
 	defD(&s.Confirm, 3*s.Window)

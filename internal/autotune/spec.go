@@ -23,7 +23,7 @@ type Spec struct {
 	Start     float64                    `json:"start,omitempty" doc:"First total rate in ops/s; default the configured total, at least 1000"`
 	MaxRate   float64                    `json:"maxRate,omitempty" doc:"Highest total rate tried; default 10M"`
 	Tolerance Text                       `json:"tolerance,omitempty" doc:"Bisection ends at hi/lo <= 1+tolerance; default 2%"`
-	Settle    Text                       `json:"settle,omitempty" doc:"Settle period of each step; default 2s"`
+	Settle    Text                       `json:"settle,omitempty" doc:"Settle period of each step; default 2s, 0s for none"`
 	Window    Text                       `json:"window,omitempty" doc:"Least measuring window; default 5s"`
 	Confirm   Text                       `json:"confirm,omitempty" doc:"Least confirmation window; default three windows"`
 	Hold      bool                       `json:"hold,omitempty" doc:"Hold the highest rate within SLA afterwards (AIMD)"`
@@ -102,6 +102,9 @@ func (r Spec) Settings() (Settings, error) {
 		v, err := time.ParseDuration(d.v)
 		if err != nil {
 			return s, &driver.FieldError{Field: name, Value: d.v, Allowed: "a duration, e.g. 5s"}
+		}
+		if v == 0 && name == "settle" {
+			v = NoSettle
 		}
 		*d.dst = v
 	}

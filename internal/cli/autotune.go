@@ -112,7 +112,7 @@ never the store's (docs/autotune.md).`,
 	fl.Float64Var(&f.minRate, "min-rate", 1, "lowest total rate tried before giving up")
 	fl.Float64Var(&f.maxRate, "max-rate", 10e6, "highest total rate tried: every rate up to it within SLA ends the search")
 	fl.StringVar(&f.tolerance, "tolerance", "2%", "bisection ends when hi/lo is at most 1 + tolerance")
-	fl.DurationVar(&f.settle, "settle", 2*time.Second, "how long each step runs before its window")
+	fl.DurationVar(&f.settle, "settle", 2*time.Second, "how long each step runs before its window (0: measure from the first instant)")
 	fl.DurationVar(&f.window, "window", 5*time.Second, "least length of a step's measuring window (longer while the percentile lacks samples)")
 	fl.DurationVar(&f.maxWindow, "max-window", time.Minute, "most length of a step's measuring window")
 	fl.DurationVar(&f.confirm, "confirm", 15*time.Second, "least length of the confirmation window at the found rate")
@@ -150,6 +150,9 @@ func (f *autotuneFlags) settings(cmd *cobra.Command) (autotune.Settings, error) 
 		Hold:      f.hold,
 		HoldFor:   f.duration,
 		Generator: autotune.Generator{StartLag: f.clientLag, CPU: f.clientCPU},
+	}
+	if s.Settle == 0 {
+		s.Settle = autotune.NoSettle // --settle 0: the flag's default is 2s, so zero is asked for
 	}
 	var err error
 	if s.SLA.MaxErrors, err = autotune.ParseRatio(f.maxErrors); err != nil {
