@@ -16,12 +16,7 @@ import (
 // bookkeeping allocates.)
 func TestDirectAllocatesNothing(t *testing.T) {
 	ctx := drivertest.Context(t)
-	d := open(t, map[string]string{"client": "direct", "ttl": "1h"})
-	pl, err := d.NewPipeline(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
+	pl := directPipeline(t, map[string]string{"client": "direct", "ttl": "1h"})
 	value := bytes.Repeat([]byte("v"), 100)
 	ops := []driver.PipelineOp{
 		{Op: driver.PipelineWrite, Key: "alloc", Value: value},

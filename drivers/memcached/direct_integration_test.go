@@ -35,6 +35,18 @@ func startMemcached(t *testing.T) *testserver.Server {
 	return s
 }
 
+// directPipeline opens the driver with values (client=direct among them) and one
+// pipeline on it, closed when the test ends.
+func directPipeline(t *testing.T, values map[string]string) driver.Pipeline {
+	t.Helper()
+	pl, err := open(t, values).NewPipeline(drivertest.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pl.Close() })
+	return pl
+}
+
 // serverStat reads one counter of memcached's "stats".
 func serverStat(t *testing.T, addr, name string) int {
 	t.Helper()
@@ -160,12 +172,7 @@ func TestDirectKeepsGomemcacheServerMapping(t *testing.T) {
 func TestDirectTimeoutDropsAndRedials(t *testing.T) {
 	s := startMemcached(t)
 	ctx := drivertest.Context(t)
-	d := open(t, map[string]string{"servers": s.Addr(), "client": "direct", "timeout": "200ms"})
-	pl, err := d.NewPipeline(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
+	pl := directPipeline(t, map[string]string{"servers": s.Addr(), "client": "direct", "timeout": "200ms"})
 	write := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "stall", Value: []byte("v")}}
 	read := []driver.PipelineOp{{Op: driver.PipelineRead, Key: "stall"}}
 	if r := runBatch(t, ctx, pl, write); r[0].err != nil {
@@ -214,12 +221,7 @@ func TestDirectTimeoutDropsAndRedials(t *testing.T) {
 // it meant has ended; the next batch must not fail for it.
 func TestDirectRidesOutStaleInterrupts(t *testing.T) {
 	ctx := drivertest.Context(t)
-	d := open(t, map[string]string{"client": "direct"})
-	pl, err := d.NewPipeline(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
+	pl := directPipeline(t, map[string]string{"client": "direct"})
 	ops := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "stale", Value: []byte("v")}, {Op: driver.PipelineRead, Key: "stale"}}
 	for range 3 {
 		for i, r := range runBatch(t, ctx, pl, ops) {
@@ -455,12 +457,7 @@ func TestDirectParksForEveryReply(t *testing.T) {
 		t.Skip("RawIO's WriteRead, which sends inside the read, is Linux's")
 	}
 	ctx := drivertest.Context(t)
-	d := open(t, map[string]string{"client": "direct"})
-	pl, err := d.NewPipeline(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
+	pl := directPipeline(t, map[string]string{"client": "direct"})
 	value := bytes.Repeat([]byte("v"), 100)
 	write := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "parks", Value: value}}
 	read := []driver.PipelineOp{{Op: driver.PipelineRead, Key: "parks"}}
@@ -506,12 +503,7 @@ func TestDirectParksForEveryReply(t *testing.T) {
 func TestDirectSendInReadRidesOutStaleInterrupt(t *testing.T) {
 	s := startMemcached(t)
 	ctx := drivertest.Context(t)
-	d := open(t, map[string]string{"servers": s.Addr(), "client": "direct"})
-	pl, err := d.NewPipeline(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
+	pl := directPipeline(t, map[string]string{"servers": s.Addr(), "client": "direct"})
 	write := []driver.PipelineOp{{Op: driver.PipelineWrite, Key: "stale-send", Value: []byte("v")}}
 	if r := runBatch(t, ctx, pl, write); r[0].err != nil {
 		t.Fatal(r[0].err)
