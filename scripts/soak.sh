@@ -20,6 +20,12 @@
 #                         does not follow elastic pools growing on a generator-bound machine,
 #                         '--set workload.readers=8 --set workload.maxReaders=8
 #                          --set workload.writers=2 --set workload.maxWriters=2'
+#   SOAK_UI=0             simulated browser tabs (scripts/soakui.py): each opens the page,
+#                         holds the live stream 5-60 s and polls status every 2 s, leaves and
+#                         comes back; an operator tab PATCHes the read rate every 10 s. The
+#                         serve-session soak: N tabs for T seconds are N*T/86,400 tab-days;
+#                         the file descriptors are sampled too, and the tabs' counters go to
+#                         ui.tsv (errors to ui-errors.txt).
 # A bounded run: SOAK_OPS=100000000 (10^8, 200 s at the default rate).
 set -euo pipefail
 
@@ -43,6 +49,12 @@ XDG_DATA_HOME="$out/data" "$bin" serve --listen "127.0.0.1:$port" --start --driv
   > "$out/serve.log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
+ui_pid=""
+if [ "${SOAK_UI:-0}" -gt 0 ]; then
+  python3 "$(dirname "$0")/soakui.py" "$port" "$SOAK_UI" "$reads" "$out" "$every" 2>"$out/soakui.log" &
+  ui_pid=$!
+  trap 'kill "$pid" $ui_pid 2>/dev/null || true' EXIT
+fi
 echo "soak: serve (pid $pid) on 127.0.0.1:$port, memory store at $rate ops/s until $ops operations; samples every ${every}s in $out/samples.tsv" >&2
 
 SOAK_PID="$pid" SOAK_PORT="$port" SOAK_OPS="$ops" SOAK_RATE="$rate" SOAK_EVERY="$every" SOAK_OUT="$out" python3 - <<'EOF'
@@ -80,22 +92,23 @@ else:
 
 start = time.monotonic()
 with open(os.path.join(out, "samples.tsv"), "w") as tsv:
-    tsv.write("seconds\tops\trss_kib\tgoroutines\tinterval_log_bytes\thdr_log_bytes\theap_inuse_bytes\n")
+    tsv.write("seconds\tops\trss_kib\tgoroutines\tinterval_log_bytes\thdr_log_bytes\theap_inuse_bytes\tfds\n")
     while True:
         time.sleep(every)
         text = get("/metrics").decode()
         sent = int(metric(text, "ndbench_ops_total") + metric(text, "ndbench_errors_total"))
         row = (round(time.monotonic() - start), sent, rss_kib(), int(metric(text, "go_goroutines")),
                len(get("/api/v1/stats/intervals")), os.path.getsize(os.path.join(out, "soak.hlog")),
-               int(metric(text, "go_memstats_heap_inuse_bytes")))
+               int(metric(text, "go_memstats_heap_inuse_bytes")), len(os.listdir(f"/proc/{pid}/fd")))
         tsv.write("\t".join(map(str, row)) + "\n")
         tsv.flush()
-        print("soak: %5ds  %13s ops  RSS %7.1f MiB  %4d goroutines  interval log %6.0f KiB  HDR log %7.1f MiB"
-              % (row[0], f"{row[1]:,}", row[2] / 1024, row[3], row[4] / 1024, row[5] / 2**20), file=sys.stderr)
+        print("soak: %5ds  %13s ops  RSS %7.1f MiB  %4d goroutines  %4d fds  interval log %6.0f KiB  HDR log %7.1f MiB"
+              % (row[0], f"{row[1]:,}", row[2] / 1024, row[3], row[7], row[4] / 1024, row[5] / 2**20), file=sys.stderr)
         if sent >= want:
             break
 
 EOF
+[ -z "$ui_pid" ] || { sleep "$every"; kill "$ui_pid" 2>/dev/null || true; }
 python3 "$(dirname "$0")/soaksummary.py" "$out" "$rate"
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true

@@ -47,10 +47,21 @@ def main(out, rate):
         # RSS also moves with what the runtime's scavenger has returned to the system.
         he, hl = statistics.median(r[6] for r in early), statistics.median(r[6] for r in late)
         lines.append(f"heap in use          median {he / 2**20:.1f} MiB first tenth, {hl / 2**20:.1f} MiB last tenth ({100 * (hl - he) / he:+.1f}%)")
+    if all(len(r) > 7 for r in after):
+        lines.append(f"file descriptors     {min(r[7] for r in after)}..{max(r[7] for r in after)} after the first minute (first tenth median {statistics.median(r[7] for r in early):.0f}, last tenth {statistics.median(r[7] for r in late):.0f})")
     lines += [
         f"interval log         {min(r[4] for r in after) / 1024:.0f}..{max(r[4] for r in after) / 1024:.0f} KiB (GET /api/v1/stats/intervals)",
         f"HDR log              {last[5] / 2**20:.1f} MiB, {last[5] / secs * 3600 / 2**20:.1f} MiB per hour",
     ]
+    ui = os.path.join(out, "ui.tsv")
+    if os.path.exists(ui):
+        with open(ui) as f:
+            urows = [line.split("\t") for line in f.read().splitlines()[1:]]
+        if urows:
+            s, req, streams, events, patches, errors = (int(x) for x in urows[-1])
+            tabs = int(os.environ.get("SOAK_UI", "0"))
+            lines.append(f"browser tabs         {tabs} for {s} s ({tabs * s / 86400:.2f} tab-days): {req:,} requests, "
+                         f"{streams:,} live streams opened and left, {events:,} stream events, {patches:,} config PATCHes, {errors:,} errors")
     with open(os.path.join(out, "summary.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
