@@ -615,6 +615,89 @@ func TestManyConcurrentRequests(t *testing.T) {
 	}
 }
 
+// TestWaitForConnectionUntilDeadline: with maxConnsPerHost=1 and the one connection
+// busy for longer than the timeout option, a read waits for it until the op's deadline
+// and succeeds once it is free, with either engine. The timeout option bounds waiting
+// for an answer, not queueing for a connection: fasthttp's wait was its timeout, so on a
+// busy machine 2,000 reads over 32 connections failed as "no free connections" long
+// before their deadline while net/http's waited.
+func TestWaitForConnectionUntilDeadline(t *testing.T) {
+	startCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := testserver.KVHTTP(startCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	const timeout = time.Second
+	for _, engine := range []string{engineFast, engineNetHTTP} {
+		t.Run(engine, func(t *testing.T) {
+			d := open(t, map[string]string{"url": "http://" + s.Addr(), "protocol": "http1", "engine": engine,
+				"maxConnsPerHost": "1", "timeout": timeout.String()})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := d.Write(ctx, "busy", []byte("value")); err != nil {
+				t.Fatal(err)
+			}
+			release := holdConnection(ctx, t, d, s.Addr())
+			done := make(chan error, 1)
+			go func() {
+				got, err := d.Read(ctx, "busy")
+				if err == nil && string(got) != "value" {
+					err = fmt.Errorf("read %q, want %q", got, "value")
+				}
+				done <- err
+			}()
+			// Three timeouts: a read that gives up on the connection at the timeout
+			// option has long returned by then, even on a busy machine.
+			select {
+			case err := <-done:
+				release()
+				t.Fatalf("read returned while the only connection was busy, %v before its deadline: %v", time.Until(deadlineOf(ctx)).Round(time.Second), err)
+			case <-time.After(3 * timeout):
+			}
+			release()
+			if err := <-done; err != nil {
+				t.Fatalf("read after the connection was freed: %v (class %v)", err, driver.Classify(err))
+			}
+		})
+	}
+}
+
+// holdConnection takes the driver's one connection to addr until release is called:
+// fasthttp's straight from its pool, net/http's by a response whose body is not read yet.
+func holdConnection(ctx context.Context, t *testing.T, d *Driver, addr string) (release func()) {
+	t.Helper()
+	if hc := d.fast[0]; hc != nil {
+		cc, err := hc.AcquireConn(time.Minute, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		return func() { once.Do(func() { hc.ReleaseConn(cc) }) }
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/kv/busy", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := d.transport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+	}
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	dl, _ := ctx.Deadline()
+	return dl
+}
+
 // establishedTo counts established TCP connections to port on 127.0.0.1 in this network
 // namespace, the client side only (remote port = port).
 func establishedTo(t *testing.T, port int) int {
