@@ -704,24 +704,17 @@ func (c *countedConn) Close() error {
 // busy machine 2,000 reads over 32 connections failed as "no free connections" long
 // before their deadline while net/http's waited.
 func TestWaitForConnectionUntilDeadline(t *testing.T) {
-	startCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := testserver.KVHTTP(startCtx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
 	const timeout = time.Second
 	for _, engine := range []string{engineFast, engineNetHTTP} {
 		t.Run(engine, func(t *testing.T) {
-			d := open(t, map[string]string{"url": "http://" + s.Addr(), "protocol": "http1", "engine": engine,
+			d := open(t, map[string]string{"url": "http://" + kv.Addr(), "protocol": "http1", "engine": engine,
 				"maxConnsPerHost": "1", "timeout": timeout.String()})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if err := d.Write(ctx, "busy", []byte("value")); err != nil {
 				t.Fatal(err)
 			}
-			release := holdConnection(ctx, t, d, s.Addr())
+			release := holdConnection(ctx, t, d, kv.Addr())
 			done := make(chan error, 1)
 			go func() {
 				got, err := d.Read(ctx, "busy")
