@@ -702,9 +702,11 @@ func (c *countedConn) Close() error {
 // and succeeds once it is free, with either engine. The timeout option bounds waiting
 // for an answer, not queueing for a connection: fasthttp's wait was its timeout, so on a
 // busy machine 2,000 reads over 32 connections failed as "no free connections" long
-// before their deadline while net/http's waited.
+// before their deadline while net/http's waited. The timeout is also what the read has
+// for its answer once the connection is free, so it is not shorter than a loaded
+// machine needs for a loopback answer.
 func TestWaitForConnectionUntilDeadline(t *testing.T) {
-	const timeout = time.Second
+	const timeout = 2 * time.Second
 	for _, engine := range []string{engineFast, engineNetHTTP} {
 		t.Run(engine, func(t *testing.T) {
 			d := open(t, map[string]string{"url": "http://" + kv.Addr(), "protocol": "http1", "engine": engine,
