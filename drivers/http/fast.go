@@ -60,6 +60,11 @@ func (o *Options) engineFor(c *compiled) (string, error) {
 	return "", driver.FieldErrors{&driver.FieldError{Field: "engine", Value: o.Engine, Allowed: engineEnumList}}
 }
 
+// maxConnWait bounds a fasthttp request's wait for a connection beyond
+// maxConnsPerHost. It is the longest workload.opTimeout, so the op's deadline always
+// comes first; it only bounds a call without a deadline (net/http's would wait for ever).
+const maxConnWait = 5 * time.Minute
+
 // fastClients builds one fasthttp.HostClient per scheme and host the operations name;
 // every operation's host is fixed when it is compiled, so the hot path needs no lookup.
 func fastClients(o *Options, ops *[numSlots]*op, tlsConf *tls.Config, dial *dialer) [numSlots]*fasthttp.HostClient {
@@ -92,9 +97,11 @@ func fastClients(o *Options, ops *[numSlots]*op, tlsConf *tls.Config, dial *dial
 					return dial.DialContext(context.Background(), "tcp", addr)
 				},
 				MaxConns: maxConns,
-				// Requests beyond the cap wait for a connection, as net/http's do, until
-				// the op's deadline or at most the timeout option.
-				MaxConnWaitTimeout:  o.Timeouts.Request,
+				// Requests beyond the cap wait for a connection until the op's deadline
+				// (DoDeadline), as net/http's do: the timeout option is about the answer,
+				// and a wait bounded by it failed queued requests as "no free
+				// connections" long before their deadline on a busy machine.
+				MaxConnWaitTimeout:  maxConnWait,
 				MaxIdleConnDuration: 90 * time.Second,
 				// The timeout option bounds reading the answer; the op's deadline bounds
 				// the whole request (DoDeadline).

@@ -96,9 +96,9 @@
 // (docs/performance.md), fasthttp did 2.5 to 2.8 times net/http's GETs per client
 // CPU-second. Requests, status classes, checks and errors are the same with both; what
 // differs: with fasthttp the timeout option bounds reading the whole answer (net/http:
-// its headers), a request beyond maxConnsPerHost waits at most timeout for a
-// connection, a request in flight cannot be abandoned when the run stops (it ends at the
-// op's deadline or the timeout option, whichever is first), and maxIdleConnsPerHost
+// its headers), a request in flight cannot be abandoned when the run stops (it ends at
+// the op's deadline or the timeout option, whichever is first; one waiting beyond
+// maxConnsPerHost for a connection, at the op's deadline), and maxIdleConnsPerHost
 // does not apply (connections idle for 90 s are closed). The connection information
 // names the engine and the open-files limit: each connection takes a file descriptor,
 // and Go raises the soft RLIMIT_NOFILE to the hard limit at start, so that limit (less
