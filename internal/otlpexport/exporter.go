@@ -36,6 +36,9 @@ import (
 // down for an hour gives 60 lines, each with the count since the previous one.
 const errorLogEvery = time.Minute
 
+// maxExportTime bounds one export, retries included, whatever the interval.
+const maxExportTime = 30 * time.Second
+
 // Exporter pushes the metrics of the intervals it observes to an OTLP endpoint. Create it
 // with New, subscribe Observe to the stats collector, and call Shutdown at the end.
 //
@@ -72,12 +75,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, driverStats func() (
 		inner sdkmetric.Exporter
 		err   error
 	)
-	// Each export gets at most the interval (and never more than 30 s), retries included,
-	// so a slow collector cannot queue exports up behind each other.
-	timeout := min(cfg.Interval, 30*time.Second)
+	// Each periodic export gets at most the interval (and never more than 30 s), retries
+	// included, so a slow collector cannot queue exports up behind each other; the export
+	// loop bounds it with its context. The exporters' own timeout is the 30 s ceiling
+	// only: as the interval, it also cut the final export short of Shutdown's context.
+	timeout := min(cfg.Interval, maxExportTime)
 	if cfg.GRPC {
 		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpoint(cfg.hostPort), otlpmetricgrpc.WithHeaders(cfg.Headers),
-			otlpmetricgrpc.WithTimeout(timeout),
+			otlpmetricgrpc.WithTimeout(maxExportTime),
 			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: timeout})}
 		if cfg.Insecure {
 			opts = append(opts, otlpmetricgrpc.WithInsecure())
@@ -85,7 +90,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, driverStats func() (
 		inner, err = otlpmetricgrpc.New(ctx, opts...)
 	} else {
 		opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpoint(cfg.hostPort), otlpmetrichttp.WithURLPath(cfg.path),
-			otlpmetrichttp.WithHeaders(cfg.Headers), otlpmetrichttp.WithTimeout(timeout),
+			otlpmetrichttp.WithHeaders(cfg.Headers), otlpmetrichttp.WithTimeout(maxExportTime),
 			otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: timeout})}
 		if cfg.Insecure {
 			opts = append(opts, otlpmetrichttp.WithInsecure())

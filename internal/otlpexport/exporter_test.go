@@ -464,7 +464,11 @@ func testCollectorDown(t *testing.T, scheme string, hang bool) {
 	if n := strings.Count(logs.String(), "OTLP export failed"); n != 2 {
 		t.Errorf("%d log lines after a minute more, want 2:\n%s", n, logs.String())
 	}
-	exp.shutdown()
+	// The final export waits for an answer as long as Shutdown's context lasts: here one
+	// that never comes, so the context is short.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	exp.Shutdown(ctx)
 	r := exp.Result()
 	if r.Exports != 5 || r.Failed != r.Exports || !r.FinalFailed {
 		t.Errorf("result %+v: want 5 exports (4 periodic, the final), every one failed", r)
