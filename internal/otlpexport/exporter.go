@@ -44,8 +44,8 @@ const maxExportTime = 30 * time.Second
 //
 // It runs its own export loop rather than the SDK's periodic reader, whose Shutdown
 // cancels the export in flight: at the end of a run that export's data was then lost
-// (delta) or reached the collector after the final one (cumulative, over gRPC), and the
-// collector's counts fell short of the report.
+// (delta), or, when the collector had already read the request, could be kept after the
+// final one (cumulative), and a failure was reported.
 type Exporter struct {
 	cfg     Config
 	clk     clock.Clock
@@ -136,7 +136,8 @@ func (e *Exporter) run(ctx context.Context) {
 		_ = e.export(ectx) // counted and logged by e.exp
 		cancel()
 		now := e.clk.Now()
-		for next = next.Add(iv); !next.After(now); next = next.Add(iv) {
+		if next = next.Add(iv); !next.After(now) {
+			next = next.Add((now.Sub(next)/iv + 1) * iv)
 		}
 		t.Reset(next.Sub(now))
 	}
