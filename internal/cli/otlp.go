@@ -12,8 +12,9 @@ import (
 	"github.com/ndbench/ndbench/internal/otlpexport"
 )
 
-// otlpShutdownTimeout bounds the last export at the end of a run or service: a collector
-// that does not answer delays the exit by at most this.
+// otlpShutdownTimeout bounds, at the end of a run or service, the periodic export in
+// flight and the last export together: a collector that does not answer delays the exit
+// by at most this.
 const otlpShutdownTimeout = 5 * time.Second
 
 // otlpFlags are the OpenTelemetry export flags of run and serve.
@@ -73,8 +74,8 @@ type otlpExport struct {
 }
 
 // stop sends the last data, waiting at most otlpShutdownTimeout, and returns what was
-// done, e.g. "OTLP export to http://127.0.0.1:4318/v1/metrics: 7 exports, 0 failed", and
-// whether any export failed. Call it after the last interval (node.Finish).
+// done, e.g. "OTLP export to http://127.0.0.1:4318/v1/metrics: 7 exports, 0 failed" (which
+// says so when the final export failed), and whether any export failed. Call it after the last interval (node.Finish).
 // A nil or stopped export returns "".
 func (o *otlpExport) stop() (summary string, failed bool) {
 	if o == nil || o.stopped {

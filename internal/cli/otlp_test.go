@@ -15,7 +15,14 @@ import (
 // TestRunExportsOTLP: after a short run at a known rate, the last export has the run's
 // counts (as its JSON report gives them), a latency histogram whose count equals them and
 // whose p99 is within one bucket of the report's, the resource, and the header, which no
-// output shows.
+// output shows; the exports reach the collector in order (a periodic export in flight at
+// the end finishes before the final one).
+//
+// Nothing here depends on the machine's speed: how many periodic exports a 1.5 s run
+// makes, and whether one outlasts its 500 ms timeout, vary with the load, so the test
+// asks for the final export (which the run waits up to 5 s for) and accepts periodic
+// ones that failed, whose data the cumulative final export carries anyway. The
+// exporter's timing is tested on a simulated clock in internal/otlpexport.
 func TestRunExportsOTLP(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -39,12 +46,23 @@ func TestRunExportsOTLP(t *testing.T) {
 			if strings.Contains(out+errOut, "s3cret-hdr") {
 				t.Errorf("a header value is in the output:\n%s\n%s", out, errOut)
 			}
-			if !regexp.MustCompile(`OTLP export to \S+: [1-9]\d* exports, 0 failed`).MatchString(out) {
-				t.Errorf("no OTLP summary line with 0 failed:\n%s", out)
+			summary := regexp.MustCompile(`OTLP export to \S+: ([1-9]\d*) exports, (\d+) failed(.*)`).FindStringSubmatch(out)
+			if summary == nil || strings.Contains(summary[3], "final") {
+				t.Fatalf("no OTLP summary line, or the final export failed:\n%s", out)
 			}
 			exports := rcv.Exports()
-			if len(exports) < 2 {
-				t.Fatalf("receiver got %d exports in a 1.5 s run every 500 ms", len(exports))
+			if n, _ := strconv.Atoi(summary[1]); n < 1 || len(exports) < 1 || len(exports) > n {
+				t.Fatalf("receiver got %d exports, the summary says %s sent", len(exports), summary[1])
+			}
+			for _, op := range []string{"read", "write"} {
+				var prev int64
+				for i, e := range exports {
+					n, _ := e.SumValue("ndbench_ops_total", map[string]string{"op": op, "result": "success"})
+					if n < prev {
+						t.Errorf("%s: export %d of %d has %d successes, fewer than the one before (%d): an older export arrived late", op, i+1, len(exports), n, prev)
+					}
+					prev = n
+				}
 			}
 			last := exports[len(exports)-1]
 			if h := last.Header["x-api-key"]; len(h) != 1 || h[0] != "s3cret-hdr" {
@@ -77,8 +95,12 @@ func TestRunExportsOTLP(t *testing.T) {
 	}
 }
 
-// TestRunOTLPCollectorDown: a collector that is down neither slows nor fails the run,
-// and the summary says how many exports failed.
+// TestRunOTLPCollectorDown: a collector that is down does not fail the run (exit 0),
+// the failures are logged, and the summary says how many exports failed, the final one
+// included, so that the collector lacks the end. How many periodic exports a 1 s run
+// makes depends on the machine's speed, and so does how many log lines the once-a-minute
+// pace allows: the test does not count on either (internal/otlpexport tests both on a
+// simulated clock).
 func TestRunOTLPCollectorDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,28 +108,23 @@ func TestRunOTLPCollectorDown(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	start := time.Now()
 	code, out, errOut := ndbench(t, []string{"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20env-s3cret"}, "run", "--driver", "memory",
 		"--duration", "1s", "--set", "workload.readRate=500", "--set", "workload.writeRate=100",
 		"--otlp-endpoint", "http://"+addr, "--otlp-interval", "200ms")
-	took := time.Since(start)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	if took > 4*time.Second {
-		t.Errorf("a 1 s run took %s with the collector down", took)
-	}
-	m := regexp.MustCompile(`OTLP export to http://\S+: (\d+) exports, (\d+) failed`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`OTLP export to http://\S+: (\d+) exports, (\d+) failed, the final one too: the collector lacks`).FindStringSubmatch(out)
 	if m == nil {
-		t.Fatalf("no OTLP summary line:\n%s", out)
+		t.Fatalf("no OTLP summary line saying that the final export failed:\n%s", out)
 	}
 	n, _ := strconv.Atoi(m[1])
 	failed, _ := strconv.Atoi(m[2])
-	if failed < 3 || failed != n {
-		t.Errorf("%d of %d exports failed, want all of at least 3 (1 s every 200 ms, and the last)", failed, n)
+	if n < 1 || failed != n {
+		t.Errorf("%d of %d exports failed, want all of them", failed, n)
 	}
-	if strings.Count(errOut, "OTLP export failed") != 1 {
-		t.Errorf("want one log line of failures in a 1 s run:\n%s", errOut)
+	if !strings.Contains(errOut, "OTLP export failed") {
+		t.Errorf("no log line of the failures:\n%s", errOut)
 	}
 	if strings.Contains(out+errOut, "env-s3cret") {
 		t.Errorf("a header value from the environment is in the output:\n%s\n%s", out, errOut)
@@ -179,8 +196,10 @@ func TestServeExportsOTLPFromEnv(t *testing.T) {
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	if !strings.Contains(errOut.String(), "OTLP export to http://") || !strings.Contains(errOut.String(), " 0 failed") {
-		t.Errorf("no OTLP result logged at the end:\n%s", errOut)
+	// A periodic export may outlast its 300 ms on a loaded machine and fail; the final one
+	// carries its data (cumulative), and must not fail.
+	if !strings.Contains(errOut.String(), "OTLP export to http://") || strings.Contains(errOut.String(), "the final one too") {
+		t.Errorf("no OTLP result logged at the end, or the final export failed:\n%s", errOut)
 	}
 	final := rcv.Exports()[len(rcv.Exports())-1]
 	for _, op := range []string{"read", "write"} {

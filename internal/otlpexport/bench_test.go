@@ -27,7 +27,7 @@ func benchInterval(b *testing.B) *stats.Interval {
 // histograms and the counters) to the export state: the work the collector's tick does.
 func BenchmarkObserve(b *testing.B) {
 	iv := benchInterval(b)
-	s := newState(false, nil)
+	s := newState(false, nil, time.Now())
 	b.ReportAllocs()
 	for b.Loop() {
 		s.observe(iv)
@@ -35,14 +35,14 @@ func BenchmarkObserve(b *testing.B) {
 }
 
 // BenchmarkBuildExport is the cost of building one export's data for the 3 built-in
-// series (what the periodic reader asks the producer for, before encoding and sending).
+// series (what each export builds before encoding and sending).
 func BenchmarkBuildExport(b *testing.B) {
 	for _, tc := range []struct {
 		name        string
 		exponential bool
 	}{{"exponential", true}, {"explicit", false}} {
 		b.Run(tc.name, func(b *testing.B) {
-			s := newState(false, nil)
+			s := newState(false, nil, time.Now())
 			s.observe(benchInterval(b))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -80,7 +80,7 @@ func benchPush(b *testing.B, hist string) {
 	exp.Observe(benchInterval(b))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := exp.provider.ForceFlush(context.Background()); err != nil {
+		if err := exp.export(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/ndbench/ndbench/internal/clock"
 )
 
 // Environment variables read when the matching setting is not given, as the
@@ -62,6 +64,9 @@ type Config struct {
 	// Attributes are the resource attributes, service.name and service.instance.id
 	// included.
 	Attributes map[string]string
+	// Clock times the periodic exports, the data points and the failure log's pace; nil
+	// means clock.Real. Tests pass a clock.Sim to decide when an export starts.
+	Clock clock.Clock
 
 	hostPort, path string
 }

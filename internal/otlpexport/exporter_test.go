@@ -24,6 +24,7 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/otlpexport/otlptest"
 	"github.com/ndbench/ndbench/internal/stats"
 )
@@ -177,70 +178,239 @@ func sortFloats(s []float64) {
 	}
 }
 
+// patience bounds the real time a test waits for the exporter's goroutine to reach its
+// next step: only a stuck exporter takes it, so it judges nothing about speed.
+const patience = 30 * time.Second
+
+// simExporter is an exporter on a simulated clock: the test decides when each periodic
+// export starts, so no export depends on how fast the machine is.
+type simExporter struct {
+	*Exporter
+	t   *testing.T
+	sim *clock.Sim
+}
+
+func startSim(t *testing.T, s Settings, log *slog.Logger) *simExporter {
+	t.Helper()
+	cfg := mustParse(t, s)
+	sim := clock.NewSim(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC))
+	cfg.Clock = sim
+	exp, err := New(context.Background(), cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // a test that failed before its Shutdown; a second call does nothing
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		exp.Shutdown(ctx)
+	})
+	return &simExporter{Exporter: exp, t: t, sim: sim}
+}
+
+// begin starts the next periodic export, which runs on the exporter's goroutine.
+func (s *simExporter) begin() {
+	s.t.Helper()
+	if !s.sim.WaitTimers(1, patience) {
+		s.t.Fatal("the exporter does not wait for its next export")
+	}
+	next, _ := s.sim.Next()
+	s.sim.Set(next)
+}
+
+// tick makes one periodic export and returns when it is done (the exporter waits for the
+// next one again).
+func (s *simExporter) tick() {
+	s.t.Helper()
+	s.begin()
+	if !s.sim.WaitTimers(1, patience) {
+		s.t.Fatal("the periodic export did not end")
+	}
+}
+
+// shutdown calls Shutdown with a context that ends in 10 s (no export here takes long).
+func (s *simExporter) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.Shutdown(ctx)
+}
+
+var readSuccess = map[string]string{"op": "read", "result": "success"}
+
+// readsExported returns the read successes of each export the receiver kept, in order.
+func readsExported(rcv *otlptest.Receiver) []int64 {
+	var out []int64
+	for _, e := range rcv.Exports() {
+		n, _ := e.SumValue("ndbench_ops_total", readSuccess)
+		out = append(out, n)
+	}
+	return out
+}
+
 // TestTemporality: cumulative exports the totals since the start at every export; delta
 // exports what is new since the previous one, so the exports add up to the total.
 func TestTemporality(t *testing.T) {
 	for _, temp := range []string{"cumulative", "delta"} {
 		t.Run(temp, func(t *testing.T) {
 			rcv := otlptest.StartHTTP(t)
-			cfg := mustParse(t, Settings{Endpoint: rcv.Endpoint, Interval: 100 * time.Millisecond, Temporality: temp, Histogram: "exponential"})
-			exp, err := New(context.Background(), cfg, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			exp := startSim(t, Settings{Endpoint: rcv.Endpoint, Interval: 10 * time.Second, Temporality: temp, Histogram: "exponential"}, nil)
 			c := stats.NewCollector(stats.Config{Shards: 1})
 			record(c, spread(100, time.Millisecond, 2*time.Millisecond, 2), exp.Observe)
-			sel := map[string]string{"op": "read", "result": "success"}
-			waitExport(t, rcv, func(e otlptest.Export) bool { n, _ := e.SumValue("ndbench_ops_total", sel); return n == 100 })
+			exp.tick()
 			record(c, spread(50, time.Millisecond, 2*time.Millisecond, 3), exp.Observe)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			exp.Shutdown(ctx)
+			exp.tick()
+			exp.tick() // nothing new
+			exp.shutdown()
 
-			var values []int64
-			var total int64
+			wantTemp := metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
+			want := []int64{100, 150, 150, 150}
+			if temp == "delta" {
+				wantTemp = metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
+				want = []int64{100, 50, 0, 0}
+			}
+			if got := readsExported(rcv); !slices.Equal(got, want) {
+				t.Errorf("reads of the exports %v, want %v", got, want)
+			}
 			for _, e := range rcv.Exports() {
-				n, _ := e.SumValue("ndbench_ops_total", sel)
-				values = append(values, n)
-				total += n
-				wantTemp := metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE
-				if temp == "delta" {
-					wantTemp = metricspb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
-				}
 				if got := e.Metric("ndbench_response_seconds").GetExponentialHistogram().GetAggregationTemporality(); got != wantTemp {
 					t.Errorf("histogram temporality %v, want %v", got, wantTemp)
-				}
-			}
-			// The 50 may land in a periodic export or in the last one (Shutdown's).
-			last := values[len(values)-1]
-			switch temp {
-			case "cumulative":
-				if last != 150 || !slices.IsSorted(values) || !slices.Contains(values, 100) {
-					t.Errorf("cumulative exports %v: want them rising, 100 after the first interval, 150 at the end", values)
-				}
-			case "delta":
-				if total != 150 || !slices.Contains(values, 100) || !slices.Contains(values, 50) {
-					t.Errorf("delta exports %v: want each interval once (100, then 50 later), adding up to 150", values)
 				}
 			}
 		})
 	}
 }
 
-// waitExport waits until the receiver has an export for which ok holds.
-func waitExport(t *testing.T, rcv *otlptest.Receiver, ok func(otlptest.Export) bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.ContainsFunc(rcv.Exports(), ok) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no such export in 5 s (%d exports)", len(rcv.Exports()))
+// TestInFlightExportFinishesAtShutdown: a periodic export that the collector has not
+// answered yet when Shutdown begins is let finish, then the final export sends the rest:
+// the collector gets every operation once, in order, and nothing failed. (The SDK's
+// periodic reader cancelled it: the delta collector lost its 100 reads, and a failure
+// was reported.)
+func TestInFlightExportFinishesAtShutdown(t *testing.T) {
+	for _, tr := range []struct {
+		name  string
+		start func(testing.TB) *otlptest.Receiver
+	}{{"http", otlptest.StartHTTP}, {"grpc", otlptest.StartGRPC}} {
+		for _, temp := range []string{"cumulative", "delta"} {
+			t.Run(tr.name+" "+temp, func(t *testing.T) {
+				rcv := tr.start(t)
+				exp := startSim(t, Settings{Endpoint: rcv.Endpoint, Insecure: tr.name == "grpc", Interval: time.Hour, Temporality: temp}, nil)
+				waiting := make(chan struct{})
+				exp.shutdownWaits = func() { close(waiting) }
+				c := stats.NewCollector(stats.Config{Shards: 1})
+				record(c, spread(100, time.Millisecond, 2*time.Millisecond, 2), exp.Observe)
+				held := rcv.Hold()
+				exp.begin()
+				awaitOrFatal(t, held.Arrived(), "the periodic export never reached the collector")
+				record(c, spread(50, time.Millisecond, 2*time.Millisecond, 3), exp.Observe)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					exp.shutdown()
+				}()
+				select {
+				case <-held.GaveUp():
+					t.Errorf("the export in flight was cancelled when Shutdown began")
+				case <-waiting:
+					held.Release()
+				case <-time.After(patience):
+					t.Fatal("Shutdown never began")
+				}
+				awaitOrFatal(t, done, "Shutdown did not return")
+
+				want := []int64{100, 150}
+				if temp == "delta" {
+					want = []int64{100, 50}
+				}
+				if got := readsExported(rcv); !slices.Equal(got, want) {
+					t.Errorf("reads of the exports the collector kept %v, want %v", got, want)
+				}
+				if r := exp.Result(); r.Exports != 2 || r.Failed != 0 || r.FinalFailed {
+					t.Errorf("result %q, want 2 exports and no failure", r)
+				}
+			})
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// TestCollectorDown: failed exports are counted, logged once a minute at most and
-// without the header values, and the shutdown returns in time.
+// TestShutdownCutsOffInFlightExport: a collector that holds the periodic export until
+// Shutdown's context ends delays Shutdown no longer than that, and the result says that
+// the final export failed (the collector lacks the end).
+func TestShutdownCutsOffInFlightExport(t *testing.T) {
+	rcv := otlptest.StartHTTP(t)
+	exp := startSim(t, Settings{Endpoint: rcv.Endpoint, Interval: time.Hour, Temporality: "delta"}, nil)
+	waiting := make(chan struct{})
+	exp.shutdownWaits = func() { close(waiting) }
+	c := stats.NewCollector(stats.Config{Shards: 1})
+	record(c, spread(100, time.Millisecond, 2*time.Millisecond, 2), exp.Observe)
+	held := rcv.Hold()
+	exp.begin()
+	awaitOrFatal(t, held.Arrived(), "the periodic export never reached the collector")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		exp.Shutdown(ctx)
+	}()
+	awaitOrFatal(t, waiting, "Shutdown never began")
+	cancel()
+	awaitOrFatal(t, held.GaveUp(), "the export in flight was not cut off when Shutdown's context ended")
+	awaitOrFatal(t, done, "Shutdown did not return when its context ended")
+	r := exp.Result()
+	if r.Exports != 2 || r.Failed != 2 || !r.FinalFailed {
+		t.Errorf("result %+v, want both exports failed, the final one included", r)
+	}
+	if !strings.Contains(r.String(), "the final one too: the collector lacks") {
+		t.Errorf("result %q does not say the collector lacks the end", r)
+	}
+	if n := len(rcv.Exports()); n != 0 {
+		t.Errorf("the collector kept %d exports, want none", n)
+	}
+}
+
+// TestFailedExportCaughtUp: after an export the collector rejects, the next one carries
+// its data: for delta too, the exports add up to what was recorded.
+func TestFailedExportCaughtUp(t *testing.T) {
+	for _, temp := range []string{"cumulative", "delta"} {
+		t.Run(temp, func(t *testing.T) {
+			rcv := otlptest.StartGRPC(t)
+			exp := startSim(t, Settings{Endpoint: rcv.Endpoint, Insecure: true, Interval: 10 * time.Second, Temporality: temp}, nil)
+			c := stats.NewCollector(stats.Config{Shards: 1})
+			record(c, spread(100, time.Millisecond, 2*time.Millisecond, 2), exp.Observe)
+			rcv.Reject(1)
+			exp.tick()
+			record(c, spread(50, time.Millisecond, 2*time.Millisecond, 3), exp.Observe)
+			exp.tick()
+			exp.shutdown()
+			want := []int64{150, 150}
+			if temp == "delta" {
+				want = []int64{150, 0}
+			}
+			if got := readsExported(rcv); !slices.Equal(got, want) {
+				t.Errorf("reads of the exports the collector kept %v, want %v", got, want)
+			}
+			e := rcv.Exports()[0]
+			if count, _, _, ok := otlptest.Quantile(e.Metric("ndbench_response_seconds"), "read", 0.5); !ok || count != 150 {
+				t.Errorf("the export after the rejected one has a read histogram of %d (present %v), want 150", count, ok)
+			}
+			if r := exp.Result(); r.Exports != 3 || r.Failed != 1 || r.FinalFailed || strings.Contains(r.String(), "final") {
+				t.Errorf("result %q, want 1 of 3 exports failed, not the final one", r)
+			}
+		})
+	}
+}
+
+// awaitOrFatal waits for ch to close; patience only catches a stuck exporter.
+func awaitOrFatal(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(patience):
+		t.Fatal(msg)
+	}
+}
+
+// TestCollectorDown: failed exports are counted, logged once a minute at most (of the
+// exporter's clock) and without the header values, and the result says that the final
+// export failed.
 func TestCollectorDown(t *testing.T) {
 	for _, tc := range []struct {
 		name, scheme string
@@ -257,7 +427,7 @@ func testCollectorDown(t *testing.T, scheme string, hang bool) {
 	}
 	addr := ln.Addr().String()
 	if hang {
-		// Connections are accepted and never answered.
+		// Connections are accepted and never answered: each export ends at its timeout.
 		t.Cleanup(func() { ln.Close() })
 		go func() {
 			var conns []net.Conn
@@ -279,34 +449,35 @@ func testCollectorDown(t *testing.T, scheme string, hang bool) {
 	}
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	cfg := mustParse(t, Settings{Endpoint: scheme + "://" + addr, Insecure: scheme == "grpc", Interval: 50 * time.Millisecond,
-		Headers: []string{"authorization=Bearer top-secret-token"}})
-	exp, err := New(context.Background(), cfg, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp := startSim(t, Settings{Endpoint: scheme + "://" + addr, Insecure: scheme == "grpc", Interval: 50 * time.Millisecond,
+		Headers: []string{"authorization=Bearer top-secret-token"}}, log)
 	c := stats.NewCollector(stats.Config{Shards: 1})
 	record(c, spread(10, time.Millisecond, 2*time.Millisecond, 4), exp.Observe)
-	time.Sleep(500 * time.Millisecond)
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	for range 3 {
+		exp.tick()
+	}
+	if n := strings.Count(logs.String(), "OTLP export failed"); n != 1 {
+		t.Errorf("%d log lines for 3 failures in 150 ms, want 1:\n%s", n, logs.String())
+	}
+	exp.sim.Jump(time.Minute)
+	exp.tick()
+	if n := strings.Count(logs.String(), "OTLP export failed"); n != 2 {
+		t.Errorf("%d log lines after a minute more, want 2:\n%s", n, logs.String())
+	}
+	// The final export waits for an answer as long as Shutdown's context lasts: here one
+	// that never comes, so the context is short.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	exp.Shutdown(ctx)
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("shutdown took %s with the collector down", d)
-	}
 	r := exp.Result()
-	if r.Failed < 2 || r.Failed != r.Exports {
-		t.Errorf("result %+v: want every export (at least 2 in 0.5 s) failed", r)
+	if r.Exports != 5 || r.Failed != r.Exports || !r.FinalFailed {
+		t.Errorf("result %+v: want 5 exports (4 periodic, the final), every one failed", r)
 	}
 	out := logs.String()
-	if n := strings.Count(out, "OTLP export failed"); n != 1 {
-		t.Errorf("%d log lines for %d failures in 0.5 s, want 1:\n%s", n, r.Failed, out)
-	}
 	if strings.Contains(out, "top-secret-token") || strings.Contains(r.String(), "top-secret-token") {
 		t.Errorf("a header value was printed:\n%s\n%s", out, r)
 	}
-	if !strings.Contains(r.String(), "failed") || r.LastError == "" {
+	if !strings.Contains(r.String(), "5 failed, the final one too") || r.LastError == "" {
 		t.Errorf("result %q does not say why", r)
 	}
 }

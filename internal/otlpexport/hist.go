@@ -25,6 +25,27 @@ const (
 // start time.
 type hist struct{ stats.Buckets }
 
+// merge adds o's values to p.
+func (p *hist) merge(o *hist) {
+	if o.Count == 0 {
+		return
+	}
+	if p.Count == 0 {
+		p.Min, p.Max = o.Min, o.Max
+	} else {
+		p.Min, p.Max = min(p.Min, o.Min), max(p.Max, o.Max)
+	}
+	for i, n := range o.Classic {
+		p.Classic[i] += n
+	}
+	for i, n := range o.Exp {
+		p.Exp[i] += n
+	}
+	p.Zero += o.Zero
+	p.Count += o.Count
+	p.Sum += o.Sum
+}
+
 // explicitPoint is p as an explicit-bucket data point.
 func (p *hist) explicitPoint(dp *metricdata.HistogramDataPoint[float64]) {
 	dp.Bounds = Bounds[:]

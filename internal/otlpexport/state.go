@@ -34,9 +34,9 @@ type state struct {
 	ops stats.Series[series]
 }
 
-func newState(delta bool, driverStats func() (string, map[string]int64)) *state {
+// newState returns the state of an export started at now.
+func newState(delta bool, driverStats func() (string, map[string]int64), now time.Time) *state {
 	s := &state{delta: delta, driverStats: driverStats}
-	now := time.Now()
 	// Every built-in series exists from the start, so a backend sees zeros, not gaps.
 	for _, name := range stats.BuiltinNames() {
 		s.series(name, now)
@@ -59,18 +59,41 @@ func (s *state) observe(iv *stats.Interval) {
 		se := s.series(o.Name, iv.Start)
 		se.response.AddResponse(o)
 		se.service.AddService(o)
-		c := &se.counts
-		c.Successes += o.Successes
-		c.Misses += o.Misses
-		for k, n := range o.Failures {
-			c.Failures[k] += n
-		}
-		for k, n := range o.Validation {
-			c.Validation[k] += n
-		}
-		c.Clamped += o.Clamped
+		addCounts(&se.counts, &o.Counts)
 		se.target, se.workers = o.TargetRate, int64(o.Workers)
 		se.backlog, se.pending = o.Backlog.Seconds(), o.Pending
+	}
+}
+
+// addCounts adds the counts that are exported.
+func addCounts(c, o *stats.Counts) {
+	c.Successes += o.Successes
+	c.Misses += o.Misses
+	for k, n := range o.Failures {
+		c.Failures[k] += n
+	}
+	for k, n := range o.Validation {
+		c.Validation[k] += n
+	}
+	c.Clamped += o.Clamped
+}
+
+// restore gives the state back the data of a delta export that failed (snaps, from
+// snapshot), so the next export carries it, over a span from the failed export's start.
+// The gauges stay the latest. Cumulative state was never taken out: nothing to do.
+func (s *state) restore(snaps []series) {
+	if !s.delta {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range snaps {
+		o := &snaps[i]
+		se := s.series(o.name, o.start)
+		se.start = o.start
+		se.response.merge(&o.response)
+		se.service.merge(&o.service)
+		addCounts(&se.counts, &o.counts)
 	}
 }
 
@@ -109,11 +132,12 @@ func (b *sumBuilder) metric(name, desc, unit string) metricdata.Metrics {
 		Data: metricdata.Sum[int64]{DataPoints: b.points, Temporality: b.temporality, IsMonotonic: true}}
 }
 
-// metrics builds the data of one export. The names are the Prometheus export's, so a
+// metrics builds the data of one export, and returns the series it was built from (for
+// restore). The names are the Prometheus export's, so a
 // dashboard of ndbench's /metrics works on the series an OTLP pipeline writes to
 // Prometheus (the Collector's and Prometheus' OTLP translation keep a name that already
 // ends in _total or in its unit).
-func (s *state) metrics(now time.Time, exponential bool) []metricdata.Metrics {
+func (s *state) metrics(now time.Time, exponential bool) ([]metricdata.Metrics, []series) {
 	snaps := s.snapshot(now)
 	temp := metricdata.CumulativeTemporality
 	if s.delta {
@@ -198,5 +222,5 @@ func (s *state) metrics(now time.Time, exponential bool) []metricdata.Metrics {
 				Data:        metricdata.Gauge[int64]{DataPoints: pts}})
 		}
 	}
-	return out
+	return out, snaps
 }

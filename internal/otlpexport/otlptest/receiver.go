@@ -17,7 +17,9 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -36,6 +38,74 @@ type Receiver struct {
 
 	mu      sync.Mutex
 	exports []Export
+	hold    *Held
+	reject  int
+}
+
+// Reject makes the next n exports fail with a permanent error (HTTP 400, gRPC
+// InvalidArgument: the sender does not retry them); they are not kept.
+func (r *Receiver) Reject(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reject = n
+}
+
+// rejects reports whether to refuse this export (Reject).
+func (r *Receiver) rejects() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reject == 0 {
+		return false
+	}
+	r.reject--
+	return true
+}
+
+// Held is an export the receiver holds back (Hold): the sender waits for its answer.
+type Held struct {
+	arrived, gaveUp, release chan struct{}
+}
+
+// Arrived is closed when the held export has come in (it is being held).
+func (h *Held) Arrived() <-chan struct{} { return h.arrived }
+
+// GaveUp is closed if the sender gave up on the held export (its request was cancelled)
+// before Release: the receiver then drops it, as a collector that had not processed it
+// yet would.
+func (h *Held) GaveUp() <-chan struct{} { return h.gaveUp }
+
+// Release lets the held export be kept and answered.
+func (h *Held) Release() { close(h.release) }
+
+// Hold makes the next export that comes in wait, before it is kept, until Release or
+// until its sender gives up on it: a slow collector, driven by the test instead of by a
+// delay.
+func (r *Receiver) Hold() *Held {
+	h := &Held{arrived: make(chan struct{}), gaveUp: make(chan struct{}), release: make(chan struct{})}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hold = h
+	return h
+}
+
+// wait holds an export that came in if Hold asked for it, and reports whether to keep
+// it: false when its sender gave up first (ctx ended).
+func (r *Receiver) wait(ctx context.Context) bool {
+	r.mu.Lock()
+	h := r.hold
+	r.hold = nil
+	r.mu.Unlock()
+	if h == nil {
+		return true
+	}
+	close(h.arrived)
+	select {
+	case <-h.release:
+		return true
+	case <-ctx.Done():
+		close(h.gaveUp)
+		return false
+	}
 }
 
 func (r *Receiver) add(req *colpb.ExportMetricsServiceRequest, h map[string][]string) {
@@ -71,6 +141,14 @@ func StartHTTP(t testing.TB) *Receiver {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		if r.rejects() {
+			http.Error(w, "rejected by the test", http.StatusBadRequest)
+			return
+		}
+		if !r.wait(req.Context()) {
+			http.Error(w, "the sender gave up", http.StatusServiceUnavailable)
+			return
+		}
 		h := map[string][]string{}
 		for k, v := range req.Header {
 			h[strings.ToLower(k)] = v
@@ -94,6 +172,12 @@ type grpcService struct {
 
 func (s grpcService) Export(ctx context.Context, req *colpb.ExportMetricsServiceRequest) (*colpb.ExportMetricsServiceResponse, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
+	if s.r.rejects() {
+		return nil, status.Error(codes.InvalidArgument, "rejected by the test")
+	}
+	if !s.r.wait(ctx) {
+		return nil, status.Error(codes.Canceled, "the sender gave up")
+	}
 	s.r.add(req, md)
 	return &colpb.ExportMetricsServiceResponse{}, nil
 }
