@@ -126,8 +126,8 @@ func TestTenThousandConnections(t *testing.T) {
 	coll.Tick(time.Now())
 	rd := coll.Cumulative().Ops["read"]
 	perConn := float64(mem.HeapInuse+mem.StackInuse) / float64(n)
-	t.Logf("%d connections open, %d used; %d operations; goroutines %d (%d before the start); heap+stacks %.1f KiB per connection",
-		connected, used, rd.Count, goroutines, baseGoroutines, perConn/1024)
+	t.Logf("%d connections open, %d used; %d operations; goroutines %d (%d before the start); heap+stacks %.1f KiB per connection (heap %.1f, stacks %.1f)",
+		connected, used, rd.Count, goroutines, baseGoroutines, perConn/1024, float64(mem.HeapInuse)/float64(n)/1024, float64(mem.StackInuse)/float64(n)/1024)
 	if rd.Count < int64(n) || rd.Errors != 0 {
 		t.Errorf("%d operations, %d failed (%v: %v); want at least %d, none failed", rd.Count, rd.Errors, rd.Failures, coll.Errors()["read"], n)
 	}
