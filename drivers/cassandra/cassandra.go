@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,8 +67,22 @@ type Options struct {
 	ReconnectInterval     time.Duration         `opt:"reconnectInterval" default:"1s" min:"100ms" max:"10m" help:"how often hosts marked down are retried, so a restarted node is used again quickly"`
 }
 
-// Unquoted CQL identifiers: a letter, then letters, digits and _, at most 48 characters.
-var identRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
+// ident reports whether s is an unquoted CQL identifier: a letter, then letters, digits
+// and _, at most 48 characters. A loop rather than a regexp, which every ndbench process
+// compiled at package init whatever its driver.
+func ident(s string) bool {
+	if len(s) < 1 || len(s) > 48 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '_')) {
+			return false
+		}
+	}
+	return true
+}
 
 // Validate checks what the tags cannot. Names are spliced into CQL text, so they must be
 // plain identifiers. driver.NewOptions calls it, so the config store rejects such options
@@ -78,7 +91,7 @@ var identRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,47}$`)
 func (o *Options) Validate() error {
 	var errs driver.FieldErrors
 	for _, f := range []struct{ name, value string }{{"keyspace", o.Keyspace}, {"table", o.Table}} {
-		if !identRe.MatchString(f.value) {
+		if !ident(f.value) {
 			errs = append(errs, &driver.FieldError{Field: f.name, Value: f.value,
 				Allowed: "a letter then letters, digits or _, at most 48 characters"})
 		}

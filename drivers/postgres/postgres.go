@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -45,7 +46,21 @@ type Options struct {
 	Timeouts driver.TimeoutOptions `omit:"timeout" connectTimeout.help:"timeout for establishing one connection"`
 }
 
-var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+// ident reports whether s is a plain PostgreSQL identifier: a letter or _, then up to 62
+// letters, digits or _. A loop rather than a regexp: compiling `{0,62}` at package init
+// cost every ndbench process, whatever its driver, millions of instructions and garbage.
+func ident(s string) bool {
+	if len(s) < 1 || len(s) > 63 || '0' <= s[0] && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // Validate checks what the tags cannot: the table must be a plain identifier because it is
 // spliced into SQL text. driver.NewOptions calls it, so the config store rejects such
@@ -56,7 +71,7 @@ func (o *Options) Validate() error {
 	parts := strings.Split(o.Table, ".")
 	ok := len(parts) <= 2
 	for _, p := range parts {
-		ok = ok && identRe.MatchString(p)
+		ok = ok && ident(p)
 	}
 	if !ok {
 		errs = append(errs, &driver.FieldError{Field: "table", Value: o.Table,
@@ -519,11 +534,19 @@ func classifySQLState(code string) driver.Class {
 	return driver.ClassOther
 }
 
+// The DSN redaction's patterns, compiled on first use (sync.OnceValue): at package init
+// every ndbench process paid for them, whatever its driver.
 var (
-	kvPasswordQuoted = regexp.MustCompile(`(?i)\b(password|sslpassword)\s*=\s*'(?:[^'\\]|\\.)*'`)
-	kvPasswordPlain  = regexp.MustCompile(`(?i)\b(password|sslpassword)\s*=\s*[^\s&']*`)
+	kvPasswordQuoted = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(password|sslpassword)\s*=\s*'(?:[^'\\]|\\.)*'`)
+	})
+	kvPasswordPlain = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(password|sslpassword)\s*=\s*[^\s&']*`)
+	})
 	// Greedy up to the last '@' so a password holding '/' or '@' unescaped is still cut.
-	urlUserinfo = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*://[^:@/]*):.*@`)
+	urlUserinfo = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*://[^:@/]*):.*@`)
+	})
 )
 
 // RedactDSN returns dsn without its passwords, in URL or key=value form, for display.
@@ -535,9 +558,9 @@ func RedactDSN(dsn string) string {
 			s = u.String()
 		}
 	} else {
-		s = urlUserinfo.ReplaceAllString(dsn, "$1@")
+		s = urlUserinfo().ReplaceAllString(dsn, "$1@")
 	}
-	s = kvPasswordQuoted.ReplaceAllString(s, "$1=xxxxx")
-	s = kvPasswordPlain.ReplaceAllString(s, "$1=xxxxx")
+	s = kvPasswordQuoted().ReplaceAllString(s, "$1=xxxxx")
+	s = kvPasswordPlain().ReplaceAllString(s, "$1=xxxxx")
 	return s
 }

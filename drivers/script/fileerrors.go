@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
@@ -24,8 +25,11 @@ const withheld = "(message withheld: the text of a file that has not loaded as a
 
 // safeSyntax matches the parser's and compiler's messages that quote nothing of the
 // text: the unexpected-token family (whose token is a punctuator, a keyword's kind or a
-// literal true/false/null) and fixed sentences of letters.
-var safeSyntax = regexp.MustCompile(`^(Unexpected (identifier|number|string|end of input|reserved word|strict mode reserved word|token (ILLEGAL|true|false|null|[^\sA-Za-z0-9'"` + "`" + `\\]{1,4}))|[A-Za-z][A-Za-z ,-]*\.?)$`)
+// literal true/false/null) and fixed sentences of letters. It is compiled on first use:
+// at package init every ndbench process paid for it, whatever its driver.
+var safeSyntax = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(Unexpected (identifier|number|string|end of input|reserved word|strict mode reserved word|token (ILLEGAL|true|false|null|[^\sA-Za-z0-9'"` + "`" + `\\]{1,4}))|[A-Za-z][A-Za-z ,-]*\.?)$`)
+})
 
 // compileError reports a script that does not compile: whole for the source option, and
 // for a file, the position and only a message that quotes nothing of it.
@@ -55,7 +59,7 @@ func compileError(src source, err error) error {
 		}
 		return fmt.Errorf("script %s: ReferenceError %s", where, withheld)
 	}
-	if safeSyntax.MatchString(msg) {
+	if safeSyntax().MatchString(msg) {
 		return fmt.Errorf("script %s: SyntaxError: %s", where, msg)
 	}
 	return fmt.Errorf("script %s: SyntaxError %s", where, withheld)
