@@ -36,6 +36,7 @@ type inNode struct {
 	ts      *httptest.Server
 	shapes  *shapeRecorder
 	clk     clock.Clock // the agent's; nil is the real clock
+	nodeClk clock.Clock // the instance's (its engine's, its collector's); nil is the real clock
 	handler atomic.Pointer[http.Handler]
 	stop    func() // ends the current incarnation
 }
@@ -68,9 +69,13 @@ func (r *shapeRecorder) sets() []shapeSet {
 }
 
 // newInNodeClock starts an in-process node whose agent runs on clk (nil: real time).
-func newInNodeClock(t *testing.T, clk clock.Clock) *inNode {
+func newInNodeClock(t *testing.T, clk clock.Clock) *inNode { return newInNodeOn(t, clk, nil) }
+
+// newInNodeOn starts an in-process node whose agent runs on clk and whose instance (its
+// engine, pacers and collector) on nodeClk (nil: real time).
+func newInNodeOn(t *testing.T, clk, nodeClk clock.Clock) *inNode {
 	t.Helper()
-	n := &inNode{t: t, clk: clk}
+	n := &inNode{t: t, clk: clk, nodeClk: nodeClk}
 	n.boot()
 	n.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*n.handler.Load()).ServeHTTP(w, r)
@@ -86,7 +91,7 @@ func (n *inNode) boot() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := node.New(config.NewStore(snap), nil)
+	inst := node.NewOn(config.NewStore(snap), nil, clock.Or(n.nodeClk))
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := &shapeRecorder{Node: inst, clk: clock.Or(n.clk)}
 	agent := cluster.NewAgent(rec, cluster.AgentOptions{ID: "n", Version: "test", Clock: n.clk})
@@ -266,16 +271,28 @@ func inFleet(t *testing.T, n int) ([]*inNode, *cluster.Coordinator, func(string)
 }
 
 // inFleetWith is inFleet with the coordinator's options adjusted by tune (when not nil).
+// The nodes' agents share the coordinator's clock when tune sets one; their instances
+// run on real time.
 func inFleetWith(t *testing.T, n int, tune func(*cluster.Options)) ([]*inNode, *cluster.Coordinator, func(string) string) {
+	return inFleetOn(t, n, false, tune)
+}
+
+// inFleetOn is inFleetWith; with shared set, the nodes' instances run on the
+// coordinator's clock too, so that a fleet on a simulated clock runs its load, its leases
+// and its judgments of loss all on it.
+func inFleetOn(t *testing.T, n int, shared bool, tune func(*cluster.Options)) ([]*inNode, *cluster.Coordinator, func(string) string) {
 	t.Helper()
-	// The nodes' agents share the coordinator's clock when tune sets one.
 	var tuned cluster.Options
 	if tune != nil {
 		tune(&tuned)
 	}
+	var nodeClk clock.Clock
+	if shared {
+		nodeClk = tuned.Clock
+	}
 	var nodes []*inNode
 	for range n {
-		nodes = append(nodes, newInNodeClock(t, tuned.Clock))
+		nodes = append(nodes, newInNodeOn(t, tuned.Clock, nodeClk))
 	}
 	var addrs []string
 	for _, n := range nodes {
