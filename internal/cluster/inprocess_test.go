@@ -38,7 +38,8 @@ type inNode struct {
 	clk     clock.Clock // the agent's; nil is the real clock
 	nodeClk clock.Clock // the instance's (its engine's, its collector's); nil is the real clock
 	handler atomic.Pointer[http.Handler]
-	stop    func() // ends the current incarnation
+	beats   atomic.Pointer[beatLog] // notes the beats sent to the address, when set (logBeats)
+	stop    func()                  // ends the current incarnation
 }
 
 // shapeRecorder is the agent's node: the instance, with the shapes set on it noted.
@@ -78,7 +79,12 @@ func newInNodeOn(t *testing.T, clk, nodeClk clock.Clock) *inNode {
 	n := &inNode{t: t, clk: clk, nodeClk: nodeClk}
 	n.boot()
 	n.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		(*n.handler.Load()).ServeHTTP(w, r)
+		h := *n.handler.Load()
+		if b := n.beats.Load(); b != nil {
+			b.serve(w, r, h)
+			return
+		}
+		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { n.ts.Close(); n.stop() })
 	return n
@@ -106,16 +112,14 @@ func (n *inNode) boot() {
 	n.stop = func() { cancel(); srv.Close(); _ = inst.Close() }
 }
 
-// restart kills the node's incarnation and, after down, boots a new one at the same
-// address: a node process restarted under the same id. Meanwhile the address answers 503.
-func (n *inNode) restart(down time.Duration) {
+// kill ends the node's incarnation; until boot starts a new one at the same address (a
+// node process restarted under the same id), the address answers 503.
+func (n *inNode) kill() {
 	var dead http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "node down", http.StatusServiceUnavailable)
 	})
 	n.handler.Store(&dead)
 	n.stop()
-	time.Sleep(down)
-	n.boot()
 }
 
 func inCall(t *testing.T, method, url string, in, out any) {

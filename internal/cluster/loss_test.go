@@ -13,8 +13,8 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster"
 )
 
-// beatLog wraps a node's API and notes the coordinator's clock reading of every beat it
-// is sent; while cut, the node answers every call 503 (beats still noted), as a node cut
+// beatLog notes the coordinator's clock reading of every beat sent to a node's address
+// (whichever incarnation of the node answers it, if any); while cut, the node answers every call 503 (beats still noted), as a node cut
 // off behind a proxy would.
 type beatLog struct {
 	mu   sync.Mutex
@@ -24,28 +24,29 @@ type beatLog struct {
 
 func logBeats(n *inNode) *beatLog {
 	b := &beatLog{}
-	api := *n.handler.Load()
-	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/v1/cluster/beat" {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var req cluster.BeatRequest
-			_ = json.Unmarshal(body, &req)
-			b.mu.Lock()
-			b.sent = append(b.sent, req.Sent)
-			b.mu.Unlock()
-		}
-		b.mu.Lock()
-		cut := b.cut
-		b.mu.Unlock()
-		if cut {
-			http.Error(w, "cut off", http.StatusServiceUnavailable)
-			return
-		}
-		api.ServeHTTP(w, r)
-	})
-	n.handler.Store(&h)
+	n.beats.Store(b)
 	return b
+}
+
+// serve notes a beat and passes the call to next, or answers 503 while cut.
+func (b *beatLog) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if r.URL.Path == "/api/v1/cluster/beat" {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req cluster.BeatRequest
+		_ = json.Unmarshal(body, &req)
+		b.mu.Lock()
+		b.sent = append(b.sent, req.Sent)
+		b.mu.Unlock()
+	}
+	b.mu.Lock()
+	cut := b.cut
+	b.mu.Unlock()
+	if cut {
+		http.Error(w, "cut off", http.StatusServiceUnavailable)
+		return
+	}
+	next.ServeHTTP(w, r)
 }
 
 // mark returns how many beats the node has been sent so far.
