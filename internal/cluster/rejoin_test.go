@@ -60,9 +60,12 @@ func simWaitFor(t *testing.T, within time.Duration, what string, stepOn func(), 
 // load shape, and the classes it ran; its share is assigned to it and achieved again.
 //
 // The fleet runs on one simulated clock, stepped once every node's address has been
-// beaten, so a node down 100 ms is back before it is lost and one down 2.5 s after, as
-// each case says (checked), however slowly a loaded machine runs the beats: on real time
-// with LostAfter 1 s, the first could be found lost.
+// beaten, so a node down 100 ms is back before it is lost, and one down 3 s after it was
+// lost (at 1 s) and its share moved (at 2.6 s: the lease last sent to it, at 600 ms when
+// it was last alive, lapsed), as each case says (checked), however slowly a loaded
+// machine runs the beats: on real time with LostAfter 1 s, the first could be found lost.
+// (Down 2.5 s, the node came back at the step its share moved, and the two re-splits
+// raced: docs/performance.md, stop 52.)
 func TestInProcessRestartedNodeRejoinsWithItsAssignment(t *testing.T) {
 	const lostAfter, step = time.Second, 100 * time.Millisecond
 	for _, tc := range []struct {
@@ -72,9 +75,9 @@ func TestInProcessRestartedNodeRejoinsWithItsAssignment(t *testing.T) {
 		write bool          // writes run too, and were stopped on the node before it restarted
 	}{
 		{name: "back before lost", down: 100 * time.Millisecond},
-		{name: "back after lost", down: 2500 * time.Millisecond},
+		{name: "back after lost", down: 3 * time.Second},
 		{name: "shape, back before lost", down: 100 * time.Millisecond, shape: true},
-		{name: "shape, back after lost", down: 2500 * time.Millisecond, shape: true},
+		{name: "shape, back after lost", down: 3 * time.Second, shape: true},
 		{name: "a stopped class stays stopped", down: 100 * time.Millisecond, write: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,6 +141,13 @@ func TestInProcessRestartedNodeRejoinsWithItsAssignment(t *testing.T) {
 			}
 			if lost := health == cluster.Lost; lost != (tc.down >= lostAfter) {
 				t.Fatalf("down %v the node is %s; want lost if and only if down at least LostAfter (%v)", tc.down, health, lostAfter)
+			}
+			if tc.down >= lostAfter {
+				simWaitFor(t, 30*time.Second, "the lost node's share moved to the others", func() { time.Sleep(5 * time.Millisecond) }, func() (bool, string) {
+					r0, _, _ := nodes[0].inst.Config().Value("workload.readRate")
+					r1, _, _ := nodes[1].inst.Config().Value("workload.readRate")
+					return r0 == "300" && r1 == "300", "readRates " + r0 + ", " + r1
+				})
 			}
 			victim.boot()
 			back := sim.Now()
