@@ -39,6 +39,7 @@ type inNode struct {
 	nodeClk clock.Clock // the instance's (its engine's, its collector's); nil is the real clock
 	handler atomic.Pointer[http.Handler]
 	beats   atomic.Pointer[beatLog] // notes the beats sent to the address, when set (logBeats)
+	serving sync.RWMutex            // held shared by each call while an incarnation serves it
 	stop    func()                  // ends the current incarnation
 }
 
@@ -69,9 +70,6 @@ func (r *shapeRecorder) sets() []shapeSet {
 	return append([]shapeSet(nil), r.set...)
 }
 
-// newInNodeClock starts an in-process node whose agent runs on clk (nil: real time).
-func newInNodeClock(t *testing.T, clk clock.Clock) *inNode { return newInNodeOn(t, clk, nil) }
-
 // newInNodeOn starts an in-process node whose agent runs on clk and whose instance (its
 // engine, pacers and collector) on nodeClk (nil: real time).
 func newInNodeOn(t *testing.T, clk, nodeClk clock.Clock) *inNode {
@@ -79,6 +77,8 @@ func newInNodeOn(t *testing.T, clk, nodeClk clock.Clock) *inNode {
 	n := &inNode{t: t, clk: clk, nodeClk: nodeClk}
 	n.boot()
 	n.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.serving.RLock()
+		defer n.serving.RUnlock()
 		h := *n.handler.Load()
 		if b := n.beats.Load(); b != nil {
 			b.serve(w, r, h)
@@ -119,6 +119,12 @@ func (n *inNode) kill() {
 		http.Error(w, "node down", http.StatusServiceUnavailable)
 	})
 	n.handler.Store(&dead)
+	// The calls the old incarnation is serving end first: closed under a beat, it
+	// answered that it ran nothing (its load closed), and its coordinator took that for
+	// the classes to resume, none, where a killed process answers nothing.
+	n.serving.Lock()
+	//lint:ignore SA2001 a barrier: the lock waits for the calls in flight, it guards nothing
+	n.serving.Unlock()
 	n.stop()
 }
 
