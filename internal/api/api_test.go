@@ -191,6 +191,23 @@ func (e *env) call(method, path string, body any) (int, []byte) {
 
 func (e *env) callAs(token, method, path string, body any) (int, []byte) {
 	e.t.Helper()
+	st, data, err := e.send(token, 10*time.Second, method, path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st, data
+}
+
+// callWithin is call waiting up to patience for the answer, and returning the error of
+// one that did not come rather than failing the test.
+func (e *env) callWithin(patience time.Duration, method, path string, body any) (int, []byte, error) {
+	e.t.Helper()
+	return e.send(testToken, patience, method, path, body)
+}
+
+// send sends a request with token and waits up to patience for the whole answer.
+func (e *env) send(token string, patience time.Duration, method, path string, body any) (int, []byte, error) {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -203,7 +220,7 @@ func (e *env) callAs(token, method, path string, body any) (int, []byte) {
 		}
 		rd = bytes.NewReader(j)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, e.ts.URL+path, rd)
 	if err != nil {
@@ -217,14 +234,14 @@ func (e *env) callAs(token, method, path string, body any) (int, []byte) {
 	}
 	resp, err := e.ts.Client().Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatalf("%s %s: read body: %v", method, path, err)
+		return 0, nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
 	}
-	return resp.StatusCode, data
+	return resp.StatusCode, data, nil
 }
 
 // must calls and fails the test unless the status is want; it decodes the body into out.

@@ -1,10 +1,12 @@
 package cluster_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/cluster"
 )
 
@@ -13,60 +15,106 @@ import (
 // lease has lapsed: until then it may still run it, and the fleet would run over its
 // target. It stops its own load at its lease's end; when the link heals it rejoins and
 // takes its share again.
+//
+// The whole fleet (coordinator, agents, the nodes' load) runs on one simulated clock,
+// moved a step at a time once every node has been beaten at the step's instant, so each
+// instant is exact: the node is lost LostAfter after its last answer, stops its load at
+// the first step past its lease, and its share moves at the first step at or past the
+// lease the coordinator last sent it (with the beat at SuspectAfter, its last one while it
+// was alive) and not one step before. On real time this test bounded when the share moved
+// by the wall clock, which a loaded machine's late beats made fail.
 func TestInProcessLostNodeKeepsItsShareUntilItsLeaseLapses(t *testing.T) {
-	const lease = 2 * time.Second
-	nodes, coord, url := inFleet(t, 3) // beats every 200 ms, lost after 1 s, lease 2 s
+	const suspectAfter, lostAfter, lease, step = 600 * time.Millisecond, time.Second, 2 * time.Second, 100 * time.Millisecond
+	sim := clock.NewSim(time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC))
+	nodes, coord, url := inFleetOn(t, 3, true, func(o *cluster.Options) {
+		o.Clock, o.BeatEvery = sim, 20*time.Millisecond
+		o.SuspectAfter, o.LostAfter, o.Lease = suspectAfter, lostAfter, lease
+	})
+	logs := make([]*beatLog, len(nodes))
+	for i, n := range nodes {
+		logs[i] = logBeats(n)
+	}
+	beaten := func() { beatenAt(t, sim, logs) }
+	stepOn := func() { sim.Advance(step); beaten() }
+	readRate := func(n *inNode) string { v, _, _ := n.inst.Config().Value("workload.readRate"); return v }
+	running := func(n *inNode) bool { return n.inst.Status().Running["read"] }
+	// eventually waits for what a goroutine of the fleet does after a step (an agent's
+	// stop, a re-split's calls); the patience only turns one that never comes into a
+	// failure.
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("%v after the cut: %s: not within 30 s", clock.Since(sim, sim.Now()), what)
+			}
+		}
+	}
+
+	beaten()
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 600, "workload.writeEnabled": false, "workload.numKeys": 500}}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
-	inCall(t, http.MethodPost, url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
-	time.Sleep(time.Second)
+	// The coordinator's start returns at once (the fleet's API waits for the common
+	// instant, on the simulated clock).
+	if _, err := coord.Start(context.Background(), "read"); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 { // a second of load, the leases renewed at every step
+		stepOn()
+	}
+	for i, n := range nodes {
+		if !running(n) || readRate(n) != "200" {
+			t.Fatalf("node %d before the cut: running %v, readRate %s; want running at 200, a third of 600", i, running(n), readRate(n))
+		}
+	}
 
 	cutOff := nodes[2]
-	live := cutOff.handler.Load()
-	var dead http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "cut off", http.StatusServiceUnavailable)
-	})
-	cutOff.handler.Store(&dead)
-	cut := time.Now()
-	var moved, stopped, lost time.Duration
-	for moved == 0 || stopped == 0 || lost == 0 {
+	logs[2].setCut(true)
+	cut := sim.Now()
+	beaten() // its last answer and its last renewed lease are at the cut
+	addr := nodeID(cutOff)
+	for elapsed := time.Duration(0); elapsed <= suspectAfter+lease+3*step; elapsed += step {
+		if elapsed > 0 {
+			stepOn()
+		}
+		if got := clock.Since(sim, cut); got != elapsed {
+			t.Fatalf("the clock reads %v after the cut, want %v", got, elapsed)
+		}
+		health := cluster.Health("")
 		for _, m := range coord.Members() {
-			if m.Health == cluster.Lost && lost == 0 {
-				lost = time.Since(cut)
+			if m.ID == addr {
+				health = m.Health
 			}
 		}
-		if got, _, _ := nodes[0].inst.Config().Value("workload.readRate"); got == "300" && moved == 0 {
-			moved = time.Since(cut)
+		if lost := health == cluster.Lost; lost != (elapsed >= lostAfter) {
+			t.Errorf("%v after the cut the cut-off node is %s; want lost from %v on, not before", elapsed, health, lostAfter)
 		}
-		if !cutOff.inst.Status().Running["read"] && stopped == 0 {
-			stopped = time.Since(cut)
+		// The node's own lease lapses at the first instant past cut+lease: its agent
+		// stops its load then, in the agent's goroutine.
+		if elapsed > lease {
+			eventually("the cut-off node stops its load past its lease", func() bool { return !running(cutOff) })
+		} else if !running(cutOff) {
+			t.Errorf("%v after the cut the cut-off node stopped its load, within its lease of %v", elapsed, lease)
 		}
-		if time.Since(cut) > lease+10*time.Second {
-			t.Fatalf("%v after the cut: share moved after %v, cut-off node stopped after %v", time.Since(cut), moved, stopped)
+		if elapsed >= suspectAfter+lease {
+			eventually("its share moves to the others", func() bool { return readRate(nodes[0]) == "300" && readRate(nodes[1]) == "300" })
+		} else if r0, r1 := readRate(nodes[0]), readRate(nodes[1]); r0 != "200" || r1 != "200" {
+			t.Fatalf("%v after the cut the others' readRates are %s and %s: its share moved before the lease last sent to it (at %v) lapsed",
+				elapsed, r0, r1, suspectAfter)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Logf("cut-off node found lost after %v, stopped its load after %v, its share moved after %v (lease %v)", lost, stopped, moved, lease)
-	// The last beat that renewed the node's lease answered at most one beat period (200 ms)
-	// before the cut: its lease ends no earlier than lease-200ms after the cut, and the
-	// share must not move before.
-	if moved < lease-200*time.Millisecond {
-		t.Errorf("the cut-off node's share moved %v after the cut, before its lease (%v) could have lapsed", moved, lease)
 	}
 
-	cutOff.handler.Store(live)
-	healed := time.Now()
-	for {
-		got, _, _ := nodes[0].inst.Config().Value("workload.readRate")
-		if got == "200" && cutOff.inst.Status().Running["read"] {
-			t.Logf("healed node runs its share again after %v", time.Since(healed))
-			break
+	logs[2].setCut(false)
+	healed := sim.Now()
+	for end := time.Now().Add(30 * time.Second); readRate(nodes[0]) != "200" || readRate(cutOff) != "200" || !running(cutOff); {
+		if time.Now().After(end) {
+			t.Fatalf("%v after the heal: node 0 readRate %s, healed node readRate %s, running %v; want both at 200, the healed node running",
+				clock.Since(sim, healed), readRate(nodes[0]), readRate(cutOff), running(cutOff))
 		}
-		if time.Since(healed) > 10*time.Second {
-			t.Fatalf("10 s after the heal: node 0 readRate %s, healed node running %v", got, cutOff.inst.Status().Running["read"])
-		}
-		time.Sleep(50 * time.Millisecond)
+		stepOn()
 	}
-	inCall(t, http.MethodPost, url("/api/v1/load/stop"), nil, nil)
+	t.Logf("healed node runs its share again %v after the heal (simulated)", clock.Since(sim, healed))
+	if err := coord.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/ndbench/ndbench/internal/cluster"
 )
 
-// beatLog wraps a node's API and notes the coordinator's clock reading of every beat it
-// is sent; while cut, the node answers beats 503, as a node cut off behind a proxy would.
+// beatLog notes the coordinator's clock reading of every beat sent to a node's address
+// (whichever incarnation of the node answers it, if any); while cut, the node answers every call 503 (beats still noted), as a node cut
+// off behind a proxy would.
 type beatLog struct {
 	mu   sync.Mutex
 	sent []time.Time
@@ -23,26 +24,29 @@ type beatLog struct {
 
 func logBeats(n *inNode) *beatLog {
 	b := &beatLog{}
-	api := *n.handler.Load()
-	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/v1/cluster/beat" {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var req cluster.BeatRequest
-			_ = json.Unmarshal(body, &req)
-			b.mu.Lock()
-			b.sent = append(b.sent, req.Sent)
-			cut := b.cut
-			b.mu.Unlock()
-			if cut {
-				http.Error(w, "cut off", http.StatusServiceUnavailable)
-				return
-			}
-		}
-		api.ServeHTTP(w, r)
-	})
-	n.handler.Store(&h)
+	n.beats.Store(b)
 	return b
+}
+
+// serve notes a beat and passes the call to next, or answers 503 while cut.
+func (b *beatLog) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if r.URL.Path == "/api/v1/cluster/beat" {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req cluster.BeatRequest
+		_ = json.Unmarshal(body, &req)
+		b.mu.Lock()
+		b.sent = append(b.sent, req.Sent)
+		b.mu.Unlock()
+	}
+	b.mu.Lock()
+	cut := b.cut
+	b.mu.Unlock()
+	if cut {
+		http.Error(w, "cut off", http.StatusServiceUnavailable)
+		return
+	}
+	next.ServeHTTP(w, r)
 }
 
 // mark returns how many beats the node has been sent so far.
@@ -71,6 +75,34 @@ func (b *beatLog) setCut(cut bool) {
 	b.mu.Unlock()
 }
 
+// beatenAt waits until every node has been sent two more beats at sim's current reading:
+// the coordinator sends a node its next beat only once it has taken in the answer (or
+// failure) of the one before, so every beat before the second, the first of them
+// included, has been judged at this instant. (Counting beats sent before the call as
+// well, an answer from before the cut was once taken in after the next Advance, and the
+// silent node's last answer moved a step later.) The beats go out on real time; the
+// patience only turns a coordinator that stopped beating into a failure.
+func beatenAt(t *testing.T, sim *clock.Sim, logs []*beatLog) {
+	t.Helper()
+	now := sim.Now()
+	marks := make([]int, len(logs))
+	for i, l := range logs {
+		marks[i] = l.mark()
+	}
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		done := true
+		for i, l := range logs {
+			done = done && l.since(marks[i], now) >= 2
+		}
+		if done {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the nodes were not beaten at %v within 30 s", now)
+		}
+	}
+}
+
 // TestLossIsJudgedOnTheCoordinatorsClock: a node that stops answering its beats is suspect
 // once SuspectAfter has passed since its last answer and lost once LostAfter has, on the
 // coordinator's clock, at the first beat that fails after that instant and not one step
@@ -89,32 +121,7 @@ func TestLossIsJudgedOnTheCoordinatorsClock(t *testing.T) {
 	for i, n := range nodes {
 		logs[i] = logBeats(n)
 	}
-	// beaten waits until every node has been sent two more beats at the clock's current
-	// reading: the coordinator sends a node its next beat only once it has taken in the
-	// answer (or failure) of the one before, so every beat before the second, the first
-	// of them included, has been judged at this instant. (Counting beats sent before the
-	// call as well, an answer from before the cut was once taken in after the next
-	// Advance, and the silent node's last answer moved a step later.)
-	beaten := func() {
-		t.Helper()
-		now := sim.Now()
-		marks := make([]int, len(logs))
-		for i, l := range logs {
-			marks[i] = l.mark()
-		}
-		for end := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-			done := true
-			for i, l := range logs {
-				done = done && l.since(marks[i], now) >= 2
-			}
-			if done {
-				return
-			}
-			if time.Now().After(end) {
-				t.Fatalf("the nodes were not beaten at %v within 30 s", now)
-			}
-		}
-	}
+	beaten := func() { beatenAt(t, sim, logs) }
 	health := func() map[string]cluster.Health {
 		h := map[string]cluster.Health{}
 		for _, m := range coord.Members() {
