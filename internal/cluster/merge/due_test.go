@@ -267,3 +267,64 @@ func TestTickOffTheScheduleWaitsForItsSecond(t *testing.T) {
 		t.Errorf("slot 4 holds %d intervals of the node, %d reads; want both, 27", f.Intervals, f.Ops["read"].Count)
 	}
 }
+
+// TestRejoinedNodeIsExpectedInItsFirstSecond: a node lost at 5 comes back and is expected
+// again from 8.2 (its first answer: the coordinator starts its load then). Its schedule
+// sits at .4 of each second, so its interval due at 8.4, which holds what it read from
+// 8.2 on, is slot 8's (it ends 8.0, before 8.2). Slot 8 must wait for it, not go out
+// when b delivered and leave those reads to a late delivery, out of the fleet's seconds
+// and unflagged: the partition tests' rejoin (issue 39) lost 169 and 347 reads so.
+func TestRejoinedNodeIsExpectedInItsFirstSecond(t *testing.T) {
+	m := New(Config{})
+	m.Expect("a", at(0))
+	m.Expect("b", at(0))
+	add := func(id string, seq uint64, due float64, reads int64) {
+		t.Helper()
+		e := stats.EncodedInterval{Seq: seq, Start: at(due - 1), End: at(due), Due: at(due),
+			Ops: map[string]stats.EncodedOp{"read": {Successes: reads}}}
+		if err := m.Add(id, 0, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var series int64 // reads in the fleet's seconds
+	ready := func(now float64) {
+		for _, f := range m.Ready(at(now)) {
+			if f.Late {
+				continue
+			}
+			series += f.Interval.Summary().Ops["read"].Attempted
+			if k := f.Interval.End.Sub(t0) / time.Second; k == 8 && (f.Interval.Partial || f.PerNode["a"].Intervals != 1) {
+				t.Errorf("slot 8: partial %v (missing %v), %d intervals of a; want a's second due at 8.4 in it",
+					f.Interval.Partial, f.Interval.Missing, f.PerNode["a"].Intervals)
+			}
+		}
+	}
+	for s := range 5 {
+		add("a", uint64(s), float64(s)+0.4, 100)
+		add("b", uint64(s), float64(s)+0.1, 100)
+		ready(float64(s) + 0.5)
+	}
+	// a is cut off from 4.5 (it stops reading), found lost at 5; b ticks on.
+	m.Forget("a", at(5))
+	for s := 5; s < 9; s++ {
+		add("b", uint64(s), float64(s)+0.1, 100)
+		if s == 8 {
+			m.Expect("a", at(8.2))
+		}
+		ready(float64(s) + 0.3)
+	}
+	// a's page, pulled at 8.5: its seconds of the cut without reads, then the one it
+	// rejoined in.
+	for s := 5; s < 8; s++ {
+		add("a", uint64(s), float64(s)+0.4, 0)
+	}
+	add("a", 8, 8.4, 20)
+	ready(8.5)
+	add("a", 9, 9.4, 100)
+	add("b", 9, 9.1, 100)
+	ready(12)
+	if want := int64(5*100 + 5*100 + 4*100 + 20 + 100 + 100); series != want {
+		t.Errorf("the fleet's seconds count %d reads, the nodes read %d", series, want)
+	}
+}
+

@@ -314,17 +314,23 @@ func (m *Merger) node(id string) *node {
 	return n
 }
 
-// Expect makes node a member from `from` (coordinator clock): every slot ending after
-// from expects its data, until Forget. Expecting a node that is already expected
-// changes nothing.
+// Expect makes node a member from `from` (coordinator clock): every slot that holds
+// what it records after from expects its data, until Forget. For a node not seen yet
+// those are the slots ending after from; for one whose schedule is known (it comes back)
+// the slots of its seconds due after from, which with its phase may include the slot
+// ending just before from. Expecting a node that is already expected changes nothing.
 func (m *Merger) Expect(id string, from time.Time) {
-	k := m.floorSlot(from) + 1
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := m.node(id)
 	if len(n.periods) > 0 && n.periods[len(n.periods)-1].until == math.MaxInt64 {
 		return
 	}
+	// A second due after from is placed at its due instant less the phase: a node whose
+	// schedule sits at .4 s and that reads from .2 on has that second in the slot ending
+	// at .0, which the slots ending after from leave out; it went out without the node
+	// and took its reads late, in no fleet second and unflagged.
+	k := m.floorSlot(from.Add(-n.phase)) + 1
 	n.periods = append(n.periods, period{k, math.MaxInt64})
 	if n.through == unset {
 		// Its data is owed from the first slot that expects it.
