@@ -328,3 +328,29 @@ func TestRejoinedNodeIsExpectedInItsFirstSecond(t *testing.T) {
 	}
 }
 
+// TestSkippedSlotIsNotHeld: a slot a node's late tick spanned (the tick due at 3.3 came
+// at 4.8: it is the tick due at 4.3, and counts whole in slot 4) will never get that
+// node's data, and b delivered it: it goes out partial as soon as the node's later
+// interval says so, not held for the wait (2 s) first.
+func TestSkippedSlotIsNotHeld(t *testing.T) {
+	m := New(Config{})
+	m.Expect("a", at(0))
+	m.Expect("b", at(0))
+	for _, v := range slices.Concat(
+		sched("a", 0, 0, 0, []float64{1.3, 2.3, 4.8}, []float64{1.3, 2.3, 4.3}),
+		sched("b", 0, 0, 0, every(1.1, 4), every(1.1, 4))) {
+		e := stats.EncodedInterval{Seq: v.seq, Start: at(v.start), End: at(v.end), Due: at(v.due),
+			Ops: map[string]stats.EncodedOp{"read": {Successes: 1}}}
+		if err := m.Add(v.node, 0, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// At 4.9 slot 3's wait (2 s) has not passed; slot 4 is complete.
+	var got []string
+	for _, f := range m.Ready(at(4.9)) {
+		got = append(got, fmt.Sprintf("%v%v", f.Interval.End.Sub(t0), f.Interval.Missing))
+	}
+	if want := "[1s[] 2s[] 3s[a] 4s[]]"; fmt.Sprint(got) != want {
+		t.Errorf("at 4.9: slots %v emitted, want %s", got, want)
+	}
+}

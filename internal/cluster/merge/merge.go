@@ -38,8 +38,9 @@
 // fetch any more, IntervalsPage.Missed), its first interval after being expected, and a
 // restart (Seq starting over with a new SpanStart) leave the slots before the interval
 // that follows without that node's data, and those slots are partial for it; so do the
-// slots an interval spanned (above). A node's stats reset between two intervals leaves
-// none: what it recorded meanwhile it discarded itself.
+// slots an interval spanned (above). Such a slot is not held for the wait: the data it
+// lacks will not come. A node's stats reset between two intervals leaves none: what it
+// recorded meanwhile it discarded itself.
 //
 // An interval whose slot was already emitted is never dropped: Ready delivers it, merged
 // with any other late ones, as a Fleet with Late set, for the cumulative view only
@@ -506,8 +507,8 @@ func (m *Merger) newSlot(k int64) *slot {
 }
 
 // Ready returns the slots that can be emitted at now, oldest first, each once: those
-// every expected node has delivered, and those whose Wait has passed (partial if some
-// expected node did not deliver). A slot waits for the ones before it. Late intervals
+// every expected node has delivered or has left without data for good (partial), and
+// those whose Wait has passed (partial if some expected node did not deliver). A slot waits for the ones before it. Late intervals
 // merged since the last call come last, as one Fleet with Late set. The Fleets returned
 // by the previous call are reused: call Ready from one goroutine and be done with its
 // Fleets before calling it again.
@@ -526,7 +527,7 @@ func (m *Merger) Ready(now time.Time) []Fleet {
 		k := m.next
 		end := m.slotEnd(k)
 		s := m.slots[k]
-		expectedAny, missing := m.check(k)
+		expectedAny, missing, owed := m.check(k)
 		var extra time.Duration
 		for _, id := range missing {
 			extra = max(extra, m.nodes[id].delay)
@@ -539,7 +540,9 @@ func (m *Merger) Ready(now time.Time) []Fleet {
 			m.next = m.skipIdle(k, now)
 			continue
 		}
-		if !expired && (len(missing) > 0 || now.Before(end)) {
+		// Only a node whose data may still come holds the slot: one that delivered past
+		// it, leaving it a hole (a Seq gap, a stall's skipped slot), never sends it.
+		if !expired && (owed || now.Before(end)) {
 			break
 		}
 		if s == nil {
@@ -557,9 +560,10 @@ func (m *Merger) Ready(now time.Time) []Fleet {
 	return out
 }
 
-// check returns whether slot k expects any node, and the expected nodes that did not
-// deliver its data.
-func (m *Merger) check(k int64) (expectedAny bool, missing []string) {
+// check returns whether slot k expects any node, the expected nodes that did not
+// deliver its data, and whether any of those may still deliver it (it has not delivered
+// past the slot).
+func (m *Merger) check(k int64) (expectedAny bool, missing []string, owed bool) {
 	s := m.slots[k]
 	for id, n := range m.nodes {
 		if !n.expected(k) {
@@ -577,8 +581,9 @@ func (m *Merger) check(k int64) (expectedAny bool, missing []string) {
 			}
 		}
 		missing = append(missing, id)
+		owed = owed || n.through == unset || n.through < k
 	}
-	return expectedAny, missing
+	return expectedAny, missing, owed
 }
 
 // skipIdle returns the slot to look at after k, which has no data and expects nobody:
