@@ -122,7 +122,8 @@ func (s *Server) routes() {
 		Summary: "The 1 s intervals with their histograms, encoded for merging",
 		Description: "Every interval from since on that the node still holds (the last 5 minutes), oldest first, each with a " +
 			"sequence number, its counters and its response, service and start-lag histograms (HdrHistogram V2 " +
-			"compressed, base64, microseconds). Ask again from next: no interval is skipped or repeated; missed " +
+			"compressed, base64, microseconds), and due, when its tick was due on the node's 1 s schedule (the end of " +
+			"the second it belongs to; absent without a schedule). Ask again from next: no interval is skipped or repeated; missed " +
 			"counts the requested intervals no longer held. Merging every interval of one spanStart gives exactly " +
 			"that span's cumulative histograms. A node encodes intervals only while someone reads them: the first " +
 			"call starts it."},

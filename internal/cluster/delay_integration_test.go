@@ -82,10 +82,10 @@ func TestPartitionDelayedNodeKeepsItsShare(t *testing.T) {
 // what the nodes' own seconds count: a second a node's interval reached after the merge's
 // wait is flagged partial in the series and counted late in the cumulative, where it must
 // be. The nodes are fresh, so their series hold this run only. (Per second, which fleet
-// second holds a node's second is the merge's, by the phase of the node's first interval
-// it merged, which a node's own timestamps cannot tell when its ticks sit near the
-// half-second: at 800 ms each way one node's seconds were all one fleet second later than
-// checkUnion's rounding put them, with the totals equal.)
+// second holds a node's second is the merge's, by the instant its tick was due in
+// coordinator time, with the clock offset the coordinator measured over the delayed
+// link: at 800 ms each way one node's seconds were all one fleet second later than the
+// rounding of the time (checkUnion's then) put them, with the totals equal.)
 func (f *netFleet) checkTotals(from time.Time) {
 	f.t.Helper()
 	f.call(http.MethodPost, f.url("/api/v1/load/stop"), nil, nil)

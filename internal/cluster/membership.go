@@ -68,7 +68,7 @@ type member struct {
 	// applyMu orders the merging of its pulled pages: pulls overlap on a slow link, and
 	// its intervals must reach the merge once each, in sequence.
 	applyMu  sync.Mutex
-	expected bool // the merge expects its intervals (from its first poll after it became alive)
+	expected bool // the merge expects its intervals (from its first poll after it became alive, or from its return when it had been pulled before)
 	// expectedAt is when the merge began expecting it, until its first page came;
 	// pullFailed says a pull failed before that page (the seconds since stay owed).
 	expectedAt time.Time
@@ -168,6 +168,18 @@ func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
 	case Lost, Left:
 		c.stats.forget(m.ID, now)
 		m.expected = false
+	case Alive:
+		if m.polling && !m.expected {
+			// A node that comes back (found lost, or gone from discovery) is started
+			// again at once (join, below), and its next page holds every interval since
+			// the last one merged: it is owed from now, not from the next poll, up to a
+			// second later. Expected from that poll, the slot of its first second back
+			// went out without it when the other nodes had delivered, and its reads
+			// came late, in no fleet second and unflagged (issue 39: the partition
+			// test's rejoin lost 169 and 347 reads so).
+			m.expected, m.expectedAt, m.pullFailed = true, now, false
+			c.stats.expect(m.ID, now)
+		}
 	}
 	if h == Lost || h == Suspect {
 		c.log.Warn("fleet member "+string(h), "node", m.ID, "last answer", m.lastOK.Format(time.RFC3339Nano), "err", m.lastErr)

@@ -46,6 +46,15 @@ type Config struct {
 // or call Summary).
 type Interval struct {
 	Start, End time.Time
+	// Due is when the tick that ended the interval was due on the collector's schedule
+	// (Run's ticks, an interval apart): the end of the second the interval belongs to.
+	// A tick that came late (a stalled process) ends after its due instant, and one
+	// closed off the schedule (Tick: a flush, a phase's end) is due at the next instant
+	// of the schedule, whose second it is part of. A fleet coordinator places the
+	// interval by it, so a late tick lands in its own second. Zero when the collector
+	// has no schedule (it was never Run and never ticked with TickDue), and on an
+	// interval from a node that predates it.
+	Due time.Time
 	// Ops has one entry per series, indexed by Op (registration order); each names itself.
 	// An Interval built elsewhere (decoded, or merged from several nodes) may hold its
 	// series in any order: consumers that take one from outside find series by Name.
@@ -222,6 +231,10 @@ type Collector struct {
 	subs  []*subscriber // copy-on-write, so Tick reads it without holding subMu
 
 	backlogMu sync.Mutex // guards each series' backlog and targetFn
+
+	// sched is an instant of the ticks' schedule (the last due instant, or Run's start),
+	// zero before any: Tick puts a tick off the schedule on it. Under tickMu.
+	sched time.Time
 }
 
 // NewCollector creates a collector with empty recorders and the built-in series (read,
@@ -380,13 +393,21 @@ func (c *Collector) Subscribe(f func(*Interval)) (cancel func()) {
 	}
 }
 
-// Run ticks every Config.Interval until ctx ends. It does not tick when ctx ends: to
-// flush what was recorded after the last tick, stop the workers and call Tick once more.
+// Run ticks every Config.Interval from now until ctx ends, on a schedule: the ticks are
+// due an interval apart from Run's start, and each interval carries the instant its tick
+// was due (Interval.Due). It does not tick when ctx ends: to flush what was recorded
+// after the last tick, stop the workers and call Tick once more (it is due at the
+// schedule's next instant).
 func (c *Collector) Run(ctx context.Context) {
+	iv := c.cfg.Interval
+	start := c.cfg.Clock.Now()
+	c.tickMu.Lock()
+	c.sched = start
+	c.tickMu.Unlock()
 	// A timer set again at each tick, not a ticker: a simulated clock has no tickers, and
 	// each tick is due an interval after the last one was due, so the ticks do not drift.
-	next := c.cfg.Clock.Now().Add(c.cfg.Interval)
-	t := c.cfg.Clock.NewTimer(c.cfg.Interval)
+	next := start.Add(iv)
+	t := c.cfg.Clock.NewTimer(iv)
 	defer t.Stop()
 	for {
 		select {
@@ -396,31 +417,74 @@ func (c *Collector) Run(ctx context.Context) {
 			// The clock's reading, not the timer's: the interval ends when its buffers
 			// are swapped, which is later than the timer was due when the process stalled.
 			now := c.cfg.Clock.Now()
-			c.Tick(now)
-			next = next.Add(c.cfg.Interval)
-			// A tick that came late (a stalled process) is not followed by a burst of
-			// catch-up ticks: the next one is due an interval from now.
-			if !next.After(now) {
-				next = now.Add(c.cfg.Interval)
+			// A tick more than an interval late (a stall) is not followed by a burst of
+			// catch-up ticks, nor does it move the schedule: it is the tick of the last
+			// instant due (its interval spans the seconds it missed) and the next one is
+			// due at the schedule's next instant, so the node's seconds keep their phase
+			// for whoever places them (a fleet coordinator).
+			late := now.Sub(next)
+			if late >= iv {
+				next = next.Add(late / iv * iv)
+				late %= iv
 			}
+			// Due as the clock's reading minus the lateness, not next itself: a wall
+			// clock stepped since Run started moves the due instants with the interval's
+			// end, and with the clock offset its readers measure.
+			c.TickDue(now, now.Add(-late))
+			next = next.Add(iv)
 			t.Reset(next.Sub(now))
 		}
 	}
 }
 
+// nextDue returns the first instant of the schedule at or after now, or zero without
+// a schedule. The caller holds tickMu.
+func (c *Collector) nextDue(now time.Time) time.Time {
+	if c.sched.IsZero() {
+		return time.Time{}
+	}
+	iv := c.cfg.Interval
+	r := now.Sub(c.sched) % iv
+	if r < 0 {
+		r += iv
+	}
+	if r == 0 {
+		return now
+	}
+	return now.Add(iv - r)
+}
+
 // Tick closes the current interval at now: it swaps every shard's buffers, merges what
 // they recorded into the interval histograms and the cumulative view, appends a point to
-// the series and hands the interval to the subscribers.
+// the series and hands the interval to the subscribers. A tick off the schedule (Run's)
+// is due at the schedule's next instant: the interval is part of the second that ends
+// there (Interval.Due).
 //
 // The returned Interval belongs to the Collector and is valid until the next Tick or
 // Reset (see Interval).
 func (c *Collector) Tick(now time.Time) *Interval {
 	c.tickMu.Lock()
 	defer c.tickMu.Unlock()
+	return c.tick(now, c.nextDue(now))
+}
 
+// TickDue is Tick for a caller that keeps the schedule itself: due is when this tick was
+// due (at or before now when it came late), and becomes the instant the schedule is
+// kept on for later calls of Tick.
+func (c *Collector) TickDue(now, due time.Time) *Interval {
+	c.tickMu.Lock()
+	defer c.tickMu.Unlock()
+	if !due.IsZero() {
+		c.sched = due
+	}
+	return c.tick(now, due)
+}
+
+// tick closes the interval at now, due at due. The caller holds tickMu.
+func (c *Collector) tick(now, due time.Time) *Interval {
 	list := c.list()
 	iv := c.interval(list)
-	iv.Start, iv.End = c.last, now
+	iv.Start, iv.End, iv.Due = c.last, now, due
 	iv.Nodes, iv.Partial, iv.Missing = 0, false, nil
 	c.backlogMu.Lock()
 	for i, s := range list {
@@ -605,7 +669,7 @@ func (c *Collector) ingest(src *Interval, publish bool) error {
 			src.Start, src.End, ErrOutOfOrder, c.last)
 	}
 	iv := c.interval(list)
-	iv.Start, iv.End = src.Start, src.End
+	iv.Start, iv.End, iv.Due = src.Start, src.End, src.Due
 	iv.Nodes, iv.Partial, iv.Missing = src.Nodes, src.Partial, append(iv.Missing[:0], src.Missing...)
 	for i := range list {
 		o := &iv.Ops[i]

@@ -271,50 +271,95 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
-// TestRunTicksOnItsClock: Run closes an interval every Interval of the collector's clock,
-// each a whole interval long and due where the last one was, also when the clock jumps
-// past several (a stalled process gets one late tick, not a burst of catch-up ticks).
+// TestRunTicksOnItsClock: Run closes an interval every Interval of the collector's clock
+// on a schedule from its start, and each interval says when its tick was due. A tick
+// that comes late (the process stalled) is due where it was; one more than an interval
+// late is the tick of the last instant due (no burst of catch-up ticks), and the next
+// one is due on the schedule, not an interval after the late one. A Tick off the
+// schedule (a flush, a phase's end) is due at the schedule's next instant.
 func TestRunTicksOnItsClock(t *testing.T) {
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	clk := clock.NewSim(t0)
 	c := NewCollector(Config{Shards: 1, Clock: clk})
-	ticks := make(chan [2]time.Time, 16)
-	c.Subscribe(func(iv *Interval) { ticks <- [2]time.Time{iv.Start, iv.End} })
+	ticks := make(chan [3]time.Time, 16)
+	c.Subscribe(func(iv *Interval) { ticks <- [3]time.Time{iv.Start, iv.End, iv.Due} })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	step := func(d time.Duration) {
+	parked := func() {
 		t.Helper()
 		if !clk.WaitTimers(1, 10*time.Second) {
 			t.Fatal("Run set no timer on its clock")
 		}
+	}
+	step := func(d time.Duration) {
+		t.Helper()
+		parked()
 		clk.Advance(d)
 	}
-	want := func(from, to time.Duration) {
+	// stall pauses the process for d: its tick's timer fires late, when it resumes.
+	stall := func(d time.Duration) {
+		t.Helper()
+		parked()
+		clk.Jump(d)
+		clk.Advance(0)
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	want := func(from, to, due time.Duration) {
 		t.Helper()
 		select {
 		case got := <-ticks:
-			if !got[0].Equal(t0.Add(from)) || !got[1].Equal(t0.Add(to)) {
-				t.Errorf("interval %v..%v, want %v..%v", got[0].Sub(t0), got[1].Sub(t0), from, to)
+			if !got[0].Equal(t0.Add(from)) || !got[1].Equal(t0.Add(to)) || !got[2].Equal(t0.Add(due)) {
+				t.Errorf("interval %v..%v due %v, want %v..%v due %v", got[0].Sub(t0), got[1].Sub(t0), got[2].Sub(t0), from, to, due)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no tick for %v..%v", from, to)
 		}
 	}
-	step(999 * time.Millisecond)
-	step(time.Millisecond)
-	want(0, time.Second)
-	step(time.Second)
-	want(time.Second, 2*time.Second)
-	step(3500 * time.Millisecond) // a stall: one late tick at 5.5 s, the next at 6.5 s
-	want(2*time.Second, 5500*time.Millisecond)
-	step(time.Second)
-	want(5500*time.Millisecond, 6500*time.Millisecond)
+	step(ms(999))
+	step(ms(1))
+	want(0, ms(1000), ms(1000))
+	step(ms(1000))
+	want(ms(1000), ms(2000), ms(2000))
+	stall(ms(1300)) // due at 3 s, ticks at 3.3 s
+	want(ms(2000), ms(3300), ms(3000))
+	step(ms(700))
+	want(ms(3300), ms(4000), ms(4000))
+	stall(ms(3500)) // due at 5 s, ticks at 7.5 s: the tick due at 7 s; the next is due at 8 s
+	want(ms(4000), ms(7500), ms(7000))
+	step(ms(500))
+	want(ms(7500), ms(8000), ms(8000))
+	step(ms(400))
+	c.Tick(clk.Now()) // off the schedule: part of the second due at 9 s
+	want(ms(8000), ms(8400), ms(9000))
+	step(ms(600))
+	want(ms(8400), ms(9000), ms(9000))
 	select {
 	case got := <-ticks:
 		t.Errorf("an extra tick %v..%v", got[0].Sub(t0), got[1].Sub(t0))
 	default:
+	}
+}
+
+// TestTickDue: a collector without a schedule closes intervals due at no instant (a
+// reader places them by their end); TickDue gives it one, which a later Tick keeps.
+func TestTickDue(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 1})
+	if iv := c.Tick(t0.Add(time.Second)); !iv.Due.IsZero() {
+		t.Errorf("a tick without a schedule is due at %v", iv.Due)
+	}
+	if iv := c.TickDue(t0.Add(2300*time.Millisecond), t0.Add(2*time.Second)); !iv.Due.Equal(t0.Add(2 * time.Second)) {
+		t.Errorf("TickDue: due %v, want 2 s", iv.Due.Sub(t0))
+	}
+	for _, tc := range []struct{ at, due time.Duration }{
+		{2500 * time.Millisecond, 3 * time.Second},
+		{3 * time.Second, 3 * time.Second},
+		{7001 * time.Millisecond, 8 * time.Second},
+	} {
+		if iv := c.Tick(t0.Add(tc.at)); !iv.Due.Equal(t0.Add(tc.due)) {
+			t.Errorf("Tick at %v: due %v, want %v", tc.at, iv.Due.Sub(t0), tc.due)
+		}
 	}
 }
 

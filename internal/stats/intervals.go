@@ -22,6 +22,12 @@ type EncodedInterval struct {
 	Seq   uint64    `json:"seq"`
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
+	// Due is when the tick that ended the interval was due on the node's schedule
+	// (Interval.Due): a coordinator places the interval in the second that ends there,
+	// so a late tick lands in its own second. Absent from nodes that predate it, and on
+	// an interval closed by a collector without a schedule; a coordinator then places
+	// the interval by End.
+	Due time.Time `json:"due,omitzero"`
 	// SpanStart is the start of the cumulative span the interval counts in: it changes at
 	// a stats reset (a new driver session, a new phase), and merging every interval of one
 	// SpanStart gives exactly that span's cumulative histograms and counters.
@@ -64,7 +70,7 @@ type EncodedOp struct {
 
 // EncodeInterval encodes iv as interval seq of the span that started at spanStart.
 func EncodeInterval(iv *Interval, seq uint64, spanStart time.Time) (EncodedInterval, error) {
-	e := EncodedInterval{Seq: seq, Start: iv.Start, End: iv.End, SpanStart: spanStart, Ops: make(map[string]EncodedOp, len(iv.Ops)),
+	e := EncodedInterval{Seq: seq, Start: iv.Start, End: iv.End, Due: iv.Due, SpanStart: spanStart, Ops: make(map[string]EncodedOp, len(iv.Ops)),
 		Nodes: iv.Nodes, Partial: iv.Partial, Missing: slices.Clone(iv.Missing)}
 	for i := range iv.Ops {
 		o := &iv.Ops[i]
@@ -107,7 +113,7 @@ func (e *EncodedInterval) Decode() (*Interval, error) {
 	if len(e.Ops) > MaxSeries {
 		return nil, fmt.Errorf("decode interval %d: %d series, more than the %d a node has at most", e.Seq, len(e.Ops), MaxSeries)
 	}
-	iv := &Interval{Start: e.Start, End: e.End, Ops: make([]OpInterval, 0, len(e.Ops)),
+	iv := &Interval{Start: e.Start, End: e.End, Due: e.Due, Ops: make([]OpInterval, 0, len(e.Ops)),
 		Nodes: e.Nodes, Partial: e.Partial, Missing: slices.Clone(e.Missing)}
 	names := make([]string, 0, len(e.Ops))
 	for name := range e.Ops {
@@ -203,7 +209,7 @@ func (l *IntervalLog) add(iv *Interval) {
 		// Keep the sequence gapless: a reader sees an interval without histograms rather
 		// than a hole it cannot explain; the error is reported by Since.
 		l.err = err
-		e = EncodedInterval{Seq: l.next, Start: iv.Start, End: iv.End, SpanStart: l.coll.SpanStart(),
+		e = EncodedInterval{Seq: l.next, Start: iv.Start, End: iv.End, Due: iv.Due, SpanStart: l.coll.SpanStart(),
 			Nodes: iv.Nodes, Partial: iv.Partial, Missing: slices.Clone(iv.Missing)}
 	}
 	l.next++

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -156,6 +157,53 @@ func TestIntervalLogResumesWithoutGapsOrDuplicates(t *testing.T) {
 	}
 	if p := log.Since(12); len(p.Intervals) != 0 || p.Next != 12 {
 		t.Errorf("reading from the next seq: %+v", p)
+	}
+}
+
+// TestEncodedIntervalDue: the instant a tick was due crosses the wire (what the interval
+// log serves, as JSON, decoded again), and stays off the wire when unknown, so an older
+// reader sees the format it knows and an older node's intervals decode with no due
+// instant (a coordinator then places them by their end).
+func TestEncodedIntervalDue(t *testing.T) {
+	c, t0 := newTestCollector(t, Config{Shards: 1})
+	log := NewIntervalLog(c, 10, 0)
+	defer log.Close()
+	c.Recorder(OpRead).Shard(0).Success(time.Millisecond, time.Millisecond)
+	c.Tick(t0.Add(time.Second)) // no schedule yet
+	c.TickDue(t0.Add(2300*time.Millisecond), t0.Add(2*time.Second))
+	page := log.Since(0)
+	if len(page.Intervals) != 2 {
+		t.Fatalf("%d intervals", len(page.Intervals))
+	}
+	b, err := json.Marshal(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back IntervalsPage
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []time.Time{{}, t0.Add(2 * time.Second)} {
+		e := back.Intervals[i]
+		iv, err := e.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !e.Due.Equal(want) || !iv.Due.Equal(want) {
+			t.Errorf("interval %d: due %v on the wire, %v decoded; want %v", i, e.Due, iv.Due, want)
+		}
+	}
+	var raw struct {
+		Intervals []map[string]json.RawMessage `json:"intervals"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := raw.Intervals[0]["due"]; ok {
+		t.Errorf("an interval due at no instant has a due field: %s", b)
+	}
+	if _, ok := raw.Intervals[1]["due"]; !ok {
+		t.Errorf("an interval with a due instant has no due field: %s", b)
 	}
 }
 

@@ -7,16 +7,25 @@
 //
 // The coordinator's time is cut into slots of Config.Interval on a grid from the Unix
 // epoch: slot k is the span ((k-1)·I, k·I]. Nodes tick every second, but not in phase with
-// each other or with that grid, so each node interval is assigned to exactly one slot by
-// its end time: the end is moved to the coordinator's clock (End − offset) and rounded to
-// the nearest slot end. Rounding alone would flip an interval between two slots when a
-// node's phase sits near the half-slot and its ticks jitter, leaving one slot without the
-// node and the next with two seconds of it; so the offset of a node's first interval
-// from the grid (its phase, within ±I/2) is kept, and later intervals are rounded after
-// removing it. Every interval lands in exactly one slot, so merging every slot (plus the
-// late deliveries, below) gives exactly the union of every node's intervals: the fleet
-// cumulative is exact whatever the phases. A slot's own figures are exact to within each
-// node's phase (a node's second that ends 0.3 s into the slot counts whole in it).
+// each other or with that grid, so each node interval is assigned to exactly one slot:
+// the one that ends nearest the instant its tick was due on the node's schedule
+// (EncodedInterval.Due), moved to the coordinator's clock (Due − offset). A tick that
+// came late (a stalled process) thus lands in its own slot, and the next one in the next.
+// Rounding alone would still flip a node's intervals between two slots when its schedule
+// sits near the half-slot and the measured offset jitters, so the offset of the schedule
+// from the grid (its phase, within ±I/2) is kept from the node's first due instant and
+// removed before rounding; it is taken again when the schedule moves (a restart, its
+// ticks restarted for a new driver session, its clock stepped: a due instant off the
+// last one's grid). An interval from a node that does not send Due (an older version) is
+// placed the same way by its end, with the phase of its stream's first end.
+//
+// Every interval lands in exactly one slot, so merging every slot (plus the late
+// deliveries, below) gives exactly the union of every node's intervals: the fleet
+// cumulative is exact whatever the phases. A slot holds each node's second that was due
+// at its end (a node's second that ends 0.3 s into the slot counts whole in it); an
+// interval that spans more than one due instant (a stall longer than a slot) counts
+// whole in the slot of the last, and the slots it spanned before are partial with the
+// node in Missing: its data for them is in the later slot, not in them.
 //
 // # Completeness
 //
@@ -28,7 +37,10 @@
 // gapless in Seq, reach slot k: a gap in its Seq (intervals the coordinator could not
 // fetch any more, IntervalsPage.Missed), its first interval after being expected, and a
 // restart (Seq starting over with a new SpanStart) leave the slots before the interval
-// that follows without that node's data, and those slots are partial for it.
+// that follows without that node's data, and those slots are partial for it; so do the
+// slots an interval spanned (above). Such a slot is not held for the wait: the data it
+// lacks will not come. A node's stats reset between two intervals leaves none: what it
+// recorded meanwhile it discarded itself.
 //
 // An interval whose slot was already emitted is never dropped: Ready delivers it, merged
 // with any other late ones, as a Fleet with Late set, for the cumulative view only
@@ -159,6 +171,9 @@ type Counters struct {
 	// Resets counts node stats resets seen (SpanStart changed, Seq ran on); Restarts
 	// counts node restarts (Seq started over).
 	Resets, Restarts uint64
+	// Skipped counts slots a node's interval spanned without being placed in them (its
+	// tick came more than a slot late): partial with the node missing.
+	Skipped uint64
 	// Slots counts slots emitted, Partial those emitted partial.
 	Slots, Partial uint64
 }
@@ -219,7 +234,8 @@ type node struct {
 	seen    bool
 	seq     uint64
 	span    time.Time
-	phase   time.Duration // of its first interval from the slot grid, within ±I/2
+	phase   time.Duration // of its schedule from the slot grid, within ±I/2
+	lastDue time.Time     // the stream's last due instant (node clock); zero: none yet
 	through int64         // it delivered all its data through this slot (unset: unknown)
 	holes   []period      // slots it left without data (Seq gaps, first contact, restart)
 	last    int64         // the latest slot it contributed to
@@ -268,6 +284,28 @@ func (m *Merger) roundSlot(t time.Time) int64 {
 	return m.floorSlot(t.Add(m.cfg.Interval / 2))
 }
 
+// phaseOf returns t's offset from the nearest slot end, within ±I/2.
+func (m *Merger) phaseOf(t time.Time) time.Duration {
+	return t.Sub(m.slotEnd(m.roundSlot(t)))
+}
+
+// scheduleSlack is how far a node's due instant may be off a whole number of intervals
+// from its last one and still be on the same schedule, as a fraction of the interval.
+// The due instants of one schedule are exact multiples apart but for the slewing of the
+// node's wall clock (at most 0.05% of the time between them); a restarted schedule is
+// off by anything.
+const scheduleSlack = 20
+
+// onSchedule reports whether two due instants d apart are on one schedule.
+func (m *Merger) onSchedule(d time.Duration) bool {
+	iv := m.cfg.Interval
+	r := d % iv
+	if r < 0 {
+		r += iv
+	}
+	return min(r, iv-r) <= iv/scheduleSlack
+}
+
 func (m *Merger) node(id string) *node {
 	n := m.nodes[id]
 	if n == nil {
@@ -277,17 +315,23 @@ func (m *Merger) node(id string) *node {
 	return n
 }
 
-// Expect makes node a member from `from` (coordinator clock): every slot ending after
-// from expects its data, until Forget. Expecting a node that is already expected
-// changes nothing.
+// Expect makes node a member from `from` (coordinator clock): every slot that holds
+// what it records after from expects its data, until Forget. For a node not seen yet
+// those are the slots ending after from; for one whose schedule is known (it comes back)
+// the slots of its seconds due after from, which with its phase may include the slot
+// ending just before from. Expecting a node that is already expected changes nothing.
 func (m *Merger) Expect(id string, from time.Time) {
-	k := m.floorSlot(from) + 1
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := m.node(id)
 	if len(n.periods) > 0 && n.periods[len(n.periods)-1].until == math.MaxInt64 {
 		return
 	}
+	// A second due after from is placed at its due instant less the phase: a node whose
+	// schedule sits at .4 s and that reads from .2 on has that second in the slot ending
+	// at .0, which the slots ending after from leave out; it went out without the node
+	// and took its reads late, in no fleet second and unflagged.
+	k := m.floorSlot(from.Add(-n.phase)) + 1
 	n.periods = append(n.periods, period{k, math.MaxInt64})
 	if n.through == unset {
 		// Its data is owed from the first slot that expects it.
@@ -342,6 +386,12 @@ func (m *Merger) Add(id string, offset time.Duration, e stats.EncodedInterval) e
 		return fmt.Errorf("merge interval %d of node %s: %w", e.Seq, id, err)
 	}
 	end := e.End.Add(-offset)
+	// The instant it is placed by: when its tick was due, or its end from a node that
+	// does not say.
+	due := end
+	if !e.Due.IsZero() {
+		due = e.Due.Add(-offset)
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -352,12 +402,21 @@ func (m *Merger) Add(id string, offset time.Duration, e stats.EncodedInterval) e
 		return nil
 	}
 	restart := n.seen && e.Seq <= n.seq
-	phase := n.phase
-	if !n.seen || restart {
+	phase, lastDue := n.phase, n.lastDue
+	switch {
+	case !n.seen || restart:
 		// A new stream (first contact or a restarted node): a new ticker, a new phase.
-		phase = end.Sub(m.slotEnd(m.roundSlot(end)))
+		phase, lastDue = m.phaseOf(due), time.Time{}
+	case !e.Due.IsZero() && (lastDue.IsZero() || !m.onSchedule(e.Due.Sub(lastDue))):
+		// Its schedule moved (its ticks restarted, its clock was stepped), or this is
+		// its first due instant after intervals closed off any schedule: the phase is
+		// the schedule's.
+		phase = m.phaseOf(due)
 	}
-	k := m.roundSlot(end.Add(-phase))
+	if !e.Due.IsZero() {
+		lastDue = e.Due
+	}
+	k := m.roundSlot(due.Add(-phase))
 	if m.haveNow && k > m.nowSlot+int64(m.cfg.Horizon/m.cfg.Interval) {
 		return fmt.Errorf("merge interval %d of node %s: it ends at %v in coordinator time (offset %v), beyond %v past the coordinator's clock: is the offset right?",
 			e.Seq, id, end, offset, m.cfg.Horizon)
@@ -386,17 +445,29 @@ func (m *Merger) Add(id string, offset time.Duration, e stats.EncodedInterval) e
 	if n.seen && !sameSpan && !restart {
 		m.counters.Resets++
 	}
-	if gap && n.through != unset && k > n.through+1 {
-		// The slots between what it delivered and this interval lack its data. Those
-		// already emitted were emitted without it; only open ones need the mark.
+	// The slots between what it delivered and this interval lack its data: after a gap
+	// (a Seq gap, first contact, a restart), and in one span when this interval spanned
+	// them (its tick came more than a slot late: it counts whole here). Across a stats
+	// reset, none: the node discarded what it recorded meanwhile.
+	if (gap || sameSpan) && n.through != unset && k > n.through+1 {
+		if !gap {
+			m.counters.Skipped += uint64(k - 1 - n.through)
+		}
+		// Those already emitted were emitted without it; only open ones need the mark.
 		if from := max(n.through+1, m.next); from <= k-1 {
 			n.holes = append(n.holes, period{from, k - 1})
 		}
 	}
-	if n.through == unset || k > n.through {
-		n.through = k
+	// A tick closed before its due instant (off the schedule: a phase's end) leaves the
+	// rest of its slot to the tick due there: the node has delivered the slots before.
+	done := k
+	if !e.Due.IsZero() && e.End.Before(e.Due) {
+		done = k - 1
 	}
-	n.seen, n.seq, n.span, n.phase = true, e.Seq, e.SpanStart, phase
+	if n.through == unset || done > n.through {
+		n.through = done
+	}
+	n.seen, n.seq, n.span, n.phase, n.lastDue = true, e.Seq, e.SpanStart, phase, lastDue
 	n.last = max(n.last, k)
 	if !m.started {
 		m.started, m.next = true, k
@@ -436,8 +507,8 @@ func (m *Merger) newSlot(k int64) *slot {
 }
 
 // Ready returns the slots that can be emitted at now, oldest first, each once: those
-// every expected node has delivered, and those whose Wait has passed (partial if some
-// expected node did not deliver). A slot waits for the ones before it. Late intervals
+// every expected node has delivered or has left without data for good (partial), and
+// those whose Wait has passed (partial if some expected node did not deliver). A slot waits for the ones before it. Late intervals
 // merged since the last call come last, as one Fleet with Late set. The Fleets returned
 // by the previous call are reused: call Ready from one goroutine and be done with its
 // Fleets before calling it again.
@@ -456,7 +527,7 @@ func (m *Merger) Ready(now time.Time) []Fleet {
 		k := m.next
 		end := m.slotEnd(k)
 		s := m.slots[k]
-		expectedAny, missing := m.check(k)
+		expectedAny, missing, owed := m.check(k)
 		var extra time.Duration
 		for _, id := range missing {
 			extra = max(extra, m.nodes[id].delay)
@@ -469,7 +540,9 @@ func (m *Merger) Ready(now time.Time) []Fleet {
 			m.next = m.skipIdle(k, now)
 			continue
 		}
-		if !expired && (len(missing) > 0 || now.Before(end)) {
+		// Only a node whose data may still come holds the slot: one that delivered past
+		// it, leaving it a hole (a Seq gap, a stall's skipped slot), never sends it.
+		if !expired && (owed || now.Before(end)) {
 			break
 		}
 		if s == nil {
@@ -487,9 +560,10 @@ func (m *Merger) Ready(now time.Time) []Fleet {
 	return out
 }
 
-// check returns whether slot k expects any node, and the expected nodes that did not
-// deliver its data.
-func (m *Merger) check(k int64) (expectedAny bool, missing []string) {
+// check returns whether slot k expects any node, the expected nodes that did not
+// deliver its data, and whether any of those may still deliver it (it has not delivered
+// past the slot).
+func (m *Merger) check(k int64) (expectedAny bool, missing []string, owed bool) {
 	s := m.slots[k]
 	for id, n := range m.nodes {
 		if !n.expected(k) {
@@ -500,13 +574,16 @@ func (m *Merger) check(k int64) (expectedAny bool, missing []string) {
 			continue
 		}
 		if s != nil {
-			if _, ok := s.per[id]; ok {
+			// Its data is here, unless only a tick off its schedule's (through is then
+			// the slot before): the rest of the node's second is still owed.
+			if _, ok := s.per[id]; ok && n.through >= k {
 				continue
 			}
 		}
 		missing = append(missing, id)
+		owed = owed || n.through == unset || n.through < k
 	}
-	return expectedAny, missing
+	return expectedAny, missing, owed
 }
 
 // skipIdle returns the slot to look at after k, which has no data and expects nobody:
@@ -533,6 +610,12 @@ func (m *Merger) skipIdle(k int64, now time.Time) int64 {
 func (m *Merger) emit(s *slot, missing []string, late bool) Fleet {
 	iv := &s.iv
 	iv.Start, iv.End = m.slotEnd(s.lo-1), m.slotEnd(s.k)
+	// A fleet interval is due at its slot's end, so a coordinator above this one (its
+	// /stats/intervals) places it there; a late delivery belongs to no one slot.
+	iv.Due = time.Time{}
+	if !late {
+		iv.Due = iv.End
+	}
 	slices.Sort(missing)
 	iv.Partial, iv.Missing, iv.Nodes = len(missing) > 0, missing, len(s.nodes)
 	iv.Ops = iv.Ops[:0]
