@@ -4,6 +4,17 @@
 
 GO          ?= go
 BIN         := bin/ndbench
+# Build tags of every go command here. pebblegozstd: pebble compresses with klauspost's
+# zstd in Go instead of DataDog/zstd, a cgo wrapper of the C library whose gcc compile
+# (~2.3 MB of C, serial) a new machine paid once per build mode (plain for vet and the
+# node binary, again under -race). The container image already builds without cgo, so it
+# already runs this zstd. The tag must be on every go build, vet and test of a run (an
+# explicit -tags replaces GOFLAGS' -tags): one without it compiles pebble and all that
+# imports it a second time (docs/performance.md, "CI time").
+TAGS        := integration,pebblegozstd
+ifeq ($(filter -tags=pebblegozstd,$(GOFLAGS)),)
+export GOFLAGS := $(strip $(GOFLAGS) -tags=pebblegozstd)
+endif
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Integration tests start real servers (Redis, Memcached, PostgreSQL, Cassandra, DynamoDB
 # Local, Elasticsearch, OpenSearch, Gremlin Server, Geode, twemproxy, nginx and our own
@@ -72,20 +83,20 @@ lint:
 	@# Every file builds with -tags integration (none says !integration), so vetting with the
 	@# tag covers the plain build too, at half the time.
 	@if git grep -l 'go:build.*!integration' -- '*.go' >/dev/null; then echo "a file excludes the integration tag: vet both builds"; exit 1; fi
-	$(GO) vet -tags integration ./...
+	$(GO) vet -tags $(TAGS) ./...
 	@# The other systems are vetted from source (scripts/crossvet: go vet's analyzers on
 	@# our packages type-checked for the target, their dependencies for declarations only, no
 	@# object code): `GOOS=windows go vet` compiles every dependency for windows first,
 	@# minutes per system on a new machine.
 	$(GO) build -o bin/crossvet ./scripts/crossvet
-	GOOS=darwin GOARCH=arm64 ./bin/crossvet -tags=integration ./...
-	GOOS=windows GOARCH=amd64 ./bin/crossvet -tags=integration ./...
+	GOOS=darwin GOARCH=arm64 ./bin/crossvet -tags=$(TAGS) ./...
+	GOOS=windows GOARCH=amd64 ./bin/crossvet -tags=$(TAGS) ./...
 	@for f in $$(git ls-files '*.go' '*.s' | grep -E '_(amd64|arm64|386|arm|riscv64|ppc64le|s390x|loong64|mips[a-z0-9]*|wasm)(_test)?\.(go|s)$$'; \
 	  git grep -l -E '^//go:build.*[ !(](amd64|arm64|386|arm|riscv64|ppc64le|s390x|loong64|wasm)([ )&|]|$$)' -- '*.go'); do \
 	  case " $(ARCH_PKGS) " in *" ./$$(dirname $$f) "*) ;; \
 	  *) echo "$$f is specific to an architecture: add ./$$(dirname $$f) to ARCH_PKGS"; exit 1;; esac; done
-	GOOS=linux GOARCH=arm64 ./bin/crossvet -tags=integration $(ARCH_PKGS)
-	$(GO) run $(STATICCHECK) -tags integration ./...
+	GOOS=linux GOARCH=arm64 ./bin/crossvet -tags=$(TAGS) $(ARCH_PKGS)
+	$(GO) run $(STATICCHECK) -tags $(TAGS) ./...
 
 # Auto-tune's searches measure the generator too, so they run without the race detector
 # (under it they skip): here a generator-capped search must be reported client-bound. The
@@ -101,7 +112,11 @@ unit:
 # make test runs each package's tests once: the packages in INTEGRATION run in
 # `integration`, with the tag, and their unit tests with them (run twice, they added ~200 s
 # of package time to a fresh CI run under -race, 2 packages at a time).
-UNIT_REST = $(filter-out $(shell $(GO) list $(INTEGRATION)),$(shell $(GO) list ./...))
+# Only packages with test files: `go test -race` compiles a package without tests, and all
+# it imports, under -race just to print "no test files" (scripts/crossvet alone pulled 75
+# packages of golang.org/x/tools and go/types into a fresh run's race build); lint's vet has
+# compiled every package already, with the integration tag that every file builds with.
+UNIT_REST = $(filter-out $(shell $(GO) list $(INTEGRATION)),$(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...))
 unit-rest:
 	$(GO) test -race -count=1 $(UNIT_REST)
 	$(GO) test -count=1 -timeout 15m -run 'TestClientBoundIsNotCapacity' ./internal/autotune/
@@ -180,7 +195,7 @@ INTEGRATION_SHARD_WEIGHT ?= 1
 INTEGRATION_JVM := ./drivers/cassandra/ ./drivers/elasticsearch/ ./drivers/geode/ ./drivers/gremlin/ ./drivers/dynamodb/
 integration:
 	bash scripts/install-test-deps.sh
-	$(GO) run ./scripts/integration -p $(INTEGRATION_P) -timeout 20m \
+	$(GO) run ./scripts/integration -tags $(TAGS) -p $(INTEGRATION_P) -timeout 20m \
 	  -split "$(shell $(GO) list $(INTEGRATION_SPLIT))" -shards $(INTEGRATION_SHARDS) -shard-weight $(INTEGRATION_SHARD_WEIGHT) \
 	  -times scripts/integration/testtimes -heavy "$(shell $(GO) list $(INTEGRATION_JVM))" -heavy-p 2 \
 	  $(shell $(GO) list $(INTEGRATION))

@@ -5,24 +5,19 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndbench/ndbench/deploy/internal/kube"
 	_ "github.com/ndbench/ndbench/drivers/memory" // the chart's default config uses it
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/config/source"
@@ -92,21 +87,20 @@ func template(t *testing.T, sets ...string) string {
 
 // objects are the decoded objects of one render, by kind.
 type objects struct {
-	services     []*corev1.Service
-	secrets      []*corev1.Secret
-	configMaps   []*corev1.ConfigMap
-	accounts     []*corev1.ServiceAccount
-	pods         []*corev1.Pod
-	statefulSets []*appsv1.StatefulSet
-	deployments  []*appsv1.Deployment
+	services     []*kube.Service
+	secrets      []*kube.Secret
+	configMaps   []*kube.ConfigMap
+	accounts     []*kube.ServiceAccount
+	pods         []*kube.Pod
+	statefulSets []*kube.StatefulSet
+	deployments  []*kube.Deployment
 }
 
-// decode splits a multi-document render and decodes each object strictly into its
-// Kubernetes API type: sigs.k8s.io/yaml to JSON (duplicate keys are errors), then
-// encoding/json with DisallowUnknownFields, and the API server's own strict decoding
-// (sigs.k8s.io/json: also case-sensitive, which encoding/json is not), so a misspelt or
-// misplaced field fails here rather than being dropped by the API server or kubectl. A kind
-// without a type here fails.
+// decode splits a multi-document render and checks each object strictly against its
+// Kubernetes API type (kube.Check: the field names and value types of k8s.io/api's Go
+// types, case-sensitive, as the API server's strict decoding), after sigs.k8s.io/yaml to
+// JSON (duplicate keys are errors), so a misspelt or misplaced field fails here rather than
+// being dropped by the API server or kubectl. A kind the schema does not have fails.
 func decode(t *testing.T, render string) objects {
 	t.Helper()
 	var objs objects
@@ -119,12 +113,12 @@ func decode(t *testing.T, render string) objects {
 		if s := string(bytes.TrimSpace(j)); s == "null" || s == "" {
 			continue // comments only
 		}
-		var tm struct{ APIVersion, Kind string }
-		if err := json.Unmarshal(j, &tm); err != nil {
-			t.Fatalf("document %d: %v", i, err)
+		kind, err := kube.Check(j)
+		if err != nil {
+			t.Fatalf("document %d (%s) does not match the Kubernetes API type: %v\n%s", i, kind, err, doc)
 		}
 		var into any
-		switch tm.APIVersion + " " + tm.Kind {
+		switch kind {
 		case "v1 Service":
 			into = appendNew(&objs.services)
 		case "v1 Secret":
@@ -140,10 +134,10 @@ func decode(t *testing.T, render string) objects {
 		case "apps/v1 Deployment":
 			into = appendNew(&objs.deployments)
 		default:
-			t.Fatalf("document %d: kind %q of apiVersion %q has no API type in this test; add it\n%s", i, tm.Kind, tm.APIVersion, doc)
+			t.Fatalf("document %d: kind %s has no type in this test; add it\n%s", i, kind, doc)
 		}
-		if err := strictJSON(j, into); err != nil {
-			t.Fatalf("document %d (%s %s) does not match the Kubernetes API type: %v\n%s", i, tm.APIVersion, tm.Kind, err, doc)
+		if err := json.Unmarshal(j, into); err != nil {
+			t.Fatalf("document %d (%s): %v\n%s", i, kind, err, doc)
 		}
 		n++
 	}
@@ -159,24 +153,8 @@ func appendNew[T any](s *[]*T) *T {
 	return v
 }
 
-func strictJSON(j []byte, into any) error {
-	d := json.NewDecoder(bytes.NewReader(j))
-	d.DisallowUnknownFields()
-	if err := d.Decode(into); err != nil {
-		return err
-	}
-	if _, err := d.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("data after the object")
-	}
-	strict, err := sigsjson.UnmarshalStrict(j, reflect.New(reflect.TypeOf(into).Elem()).Interface())
-	if err != nil {
-		return err
-	}
-	return errors.Join(strict...)
-}
-
 // podTemplate returns the one workload's pod template.
-func (o objects) podTemplate(t *testing.T) corev1.PodTemplateSpec {
+func (o objects) podTemplate(t *testing.T) kube.PodTemplateSpec {
 	t.Helper()
 	switch {
 	case len(o.statefulSets) == 1 && len(o.deployments) == 0:
@@ -185,15 +163,15 @@ func (o objects) podTemplate(t *testing.T) corev1.PodTemplateSpec {
 		return o.deployments[0].Spec.Template
 	}
 	t.Fatalf("want one StatefulSet or Deployment, got %d and %d", len(o.statefulSets), len(o.deployments))
-	return corev1.PodTemplateSpec{}
+	return kube.PodTemplateSpec{}
 }
 
 // headless returns the Service with clusterIP None.
-func (o objects) headless(t *testing.T) *corev1.Service {
+func (o objects) headless(t *testing.T) *kube.Service {
 	t.Helper()
-	var found []*corev1.Service
+	var found []*kube.Service
 	for _, s := range o.services {
-		if s.Spec.ClusterIP == corev1.ClusterIPNone {
+		if s.Spec.ClusterIP == kube.ClusterIPNone {
 			found = append(found, s)
 		}
 	}
@@ -213,7 +191,7 @@ func argAfter(t *testing.T, args []string, flag string) string {
 	return args[i+1]
 }
 
-func envVar(t *testing.T, c corev1.Container, name string) corev1.EnvVar {
+func envVar(t *testing.T, c kube.Container, name string) kube.EnvVar {
 	t.Helper()
 	for _, e := range c.Env {
 		if e.Name == name {
@@ -221,7 +199,7 @@ func envVar(t *testing.T, c corev1.Container, name string) corev1.EnvVar {
 		}
 	}
 	t.Fatalf("container %s has no env %s", c.Name, name)
-	return corev1.EnvVar{}
+	return kube.EnvVar{}
 }
 
 func selects(selector, labels map[string]string) bool {
@@ -244,7 +222,7 @@ func TestLint(t *testing.T) {
 
 // checkNode asserts what every node's pod must have, whatever the values: what a user
 // deploying it would check by hand.
-func checkNode(t *testing.T, o objects, secretName, secretKey string) corev1.Container {
+func checkNode(t *testing.T, o objects, secretName, secretKey string) kube.Container {
 	t.Helper()
 	tpl := o.podTemplate(t)
 	spec := tpl.Spec
@@ -315,7 +293,7 @@ func checkNode(t *testing.T, o objects, secretName, secretKey string) corev1.Con
 			cmName = v.ConfigMap.Name
 		}
 	}
-	var cm *corev1.ConfigMap
+	var cm *kube.ConfigMap
 	for _, m := range o.configMaps {
 		if m.Name == cmName {
 			cm = m
@@ -348,7 +326,7 @@ func checkNode(t *testing.T, o objects, secretName, secretKey string) corev1.Con
 	if psc.RunAsUser == nil || *psc.RunAsUser == 0 {
 		t.Error("runAsUser is not a non-root uid")
 	}
-	if psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+	if psc.SeccompProfile == nil || psc.SeccompProfile.Type != kube.SeccompProfileTypeRuntimeDefault {
 		t.Error("seccompProfile is not RuntimeDefault")
 	}
 	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
@@ -357,7 +335,7 @@ func checkNode(t *testing.T, o objects, secretName, secretKey string) corev1.Con
 	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		t.Error("allowPrivilegeEscalation is not false")
 	}
-	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []kube.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
 		t.Errorf("capabilities are not drop ALL: %+v", sc.Capabilities)
 	}
 	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
@@ -368,7 +346,7 @@ func checkNode(t *testing.T, o objects, secretName, secretKey string) corev1.Con
 	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != port {
 		t.Errorf("container ports %+v, want http %d", c.Ports, port)
 	}
-	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+	for name, p := range map[string]*kube.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/health" || p.HTTPGet.Port.String() != "http" {
 			t.Errorf("%s probe is not GET /health on port http: %+v", name, p)
 		}
@@ -387,8 +365,8 @@ func checkNode(t *testing.T, o objects, secretName, secretKey string) corev1.Con
 				t.Errorf("%s %s, want %s", flag, got, want)
 			}
 		}
-		for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-			if p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		for name, p := range map[string]*kube.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+			if p != nil && p.HTTPGet != nil && p.HTTPGet.Scheme != kube.URISchemeHTTPS {
 				t.Errorf("%s probe over %q, want HTTPS", name, p.HTTPGet.Scheme)
 			}
 		}
@@ -438,7 +416,7 @@ func TestDefaults(t *testing.T) {
 	if !h.Spec.PublishNotReadyAddresses {
 		t.Error("the headless Service does not publish not-ready addresses: nodes could not find each other before they are ready")
 	}
-	if p := h.Spec.Ports; len(p) != 1 || p[0].Name != "http" || p[0].Port != port || p[0].Protocol != corev1.ProtocolTCP {
+	if p := h.Spec.Ports; len(p) != 1 || p[0].Name != "http" || p[0].Port != port || p[0].Protocol != kube.ProtocolTCP {
 		t.Errorf("headless Service ports %+v: want one TCP port named http (SRV _http._tcp) on %d", p, port)
 	}
 	if len(o.statefulSets) != 1 {
@@ -473,13 +451,13 @@ func TestDefaults(t *testing.T) {
 	}
 
 	// The control point: node 0 alone, so a browser session and a fleet run stay on it.
-	var ctl *corev1.Service
+	var ctl *kube.Service
 	for _, s := range o.services {
 		if s != h {
 			ctl = s
 		}
 	}
-	if ctl.Spec.Type != corev1.ServiceTypeClusterIP {
+	if ctl.Spec.Type != kube.ServiceTypeClusterIP {
 		t.Errorf("control Service type %s", ctl.Spec.Type)
 	}
 	if got := ctl.Spec.Selector["statefulset.kubernetes.io/pod-name"]; got != ss.Name+"-0" {
@@ -537,10 +515,10 @@ func TestVariant(t *testing.T) {
 		t.Errorf("tls.secretName=my-tls mounts %+v", v)
 	}
 	for _, s := range o.services {
-		if s.Spec.ClusterIP == corev1.ClusterIPNone {
+		if s.Spec.ClusterIP == kube.ClusterIPNone {
 			continue
 		}
-		if s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		if s.Spec.Type != kube.ServiceTypeLoadBalancer || s.Spec.SessionAffinity != kube.ServiceAffinityClientIP {
 			t.Errorf("control Service type %s affinity %s, want LoadBalancer with ClientIP affinity", s.Spec.Type, s.Spec.SessionAffinity)
 		}
 		if _, ok := s.Spec.Selector["statefulset.kubernetes.io/pod-name"]; ok {
@@ -554,7 +532,7 @@ func TestVariant(t *testing.T) {
 }
 
 // tlsVolume is the pod's volume of the TLS Secret, nil without one.
-func tlsVolume(spec corev1.PodSpec) *corev1.Volume {
+func tlsVolume(spec kube.PodSpec) *kube.Volume {
 	for i, v := range spec.Volumes {
 		if v.Name == "tls" && v.Secret != nil {
 			return &spec.Volumes[i]
@@ -574,7 +552,7 @@ func TestInsecure(t *testing.T) {
 	if v := tlsVolume(o.statefulSets[0].Spec.Template.Spec); v != nil {
 		t.Errorf("TLS off, yet the Secret is mounted: %+v", v)
 	}
-	if p := c.ReadinessProbe; p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+	if p := c.ReadinessProbe; p.HTTPGet.Scheme == kube.URISchemeHTTPS {
 		t.Error("TLS off, yet the probe is over https")
 	}
 }
