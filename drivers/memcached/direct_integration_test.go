@@ -55,24 +55,38 @@ func serverStat(t *testing.T, addr, name string) int {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	fmt.Fprintf(c, "stats\r\n")
-	sc := bufio.NewScanner(c)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 3 && f[0] == "STAT" && f[1] == name {
-			n, err := strconv.Atoi(f[2])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
+	return stat(t, c, bufio.NewReader(c), name)
+}
+
+// stat asks memcached for its "stats" on c (read through rd) and returns the counter
+// name, reading the answer to its END so that c can ask again.
+func stat(t *testing.T, c net.Conn, rd *bufio.Reader, name string) int {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("stats\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	n, found := 0, false
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stats from %s: %v", c.RemoteAddr(), err)
 		}
-		if f[0] == "END" {
+		f := strings.Fields(line)
+		if len(f) == 1 && f[0] == "END" {
 			break
 		}
+		if len(f) == 3 && f[0] == "STAT" && f[1] == name {
+			if n, err = strconv.Atoi(f[2]); err != nil {
+				t.Fatal(err)
+			}
+			found = true
+		}
 	}
-	t.Fatalf("memcached at %s has no stat %s (%v)", addr, name, sc.Err())
-	return 0
+	if !found {
+		t.Fatalf("memcached at %s has no stat %s", c.RemoteAddr(), name)
+	}
+	return n
 }
 
 // result is one completed operation of a pipeline's batch.
@@ -299,32 +313,7 @@ func (c *connCounter) read() int {
 	c.t.Helper()
 	sum := 0
 	for i, nc := range c.conns {
-		_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := nc.Write([]byte("stats\r\n")); err != nil {
-			c.t.Fatal(err)
-		}
-		found := false
-		for {
-			line, err := c.rds[i].ReadString('\n')
-			if err != nil {
-				c.t.Fatalf("stats from %s: %v", nc.RemoteAddr(), err)
-			}
-			f := strings.Fields(line)
-			if len(f) == 1 && f[0] == "END" {
-				break
-			}
-			if len(f) == 3 && f[0] == "STAT" && f[1] == "curr_connections" {
-				n, err := strconv.Atoi(f[2])
-				if err != nil {
-					c.t.Fatal(err)
-				}
-				sum += n
-				found = true
-			}
-		}
-		if !found {
-			c.t.Fatalf("memcached at %s has no stat curr_connections", nc.RemoteAddr())
-		}
+		sum += stat(c.t, nc, c.rds[i], "curr_connections")
 	}
 	return sum
 }
