@@ -56,7 +56,16 @@ type member struct {
 	// rejoining is set while a join of the node runs: an orphaned node's beats ask for
 	// one until it is started again, not one per beat.
 	rejoining bool
-	applied   map[string]string // the values last patched onto it
+	applied   map[string]string // the values it last confirmed (nil: none known)
+	// want is what the latest re-split computed for it, on behalf of wantAs, and what its
+	// next patch sends; patching counts the re-splits' patches of it queued or in flight,
+	// which go one at a time under patchMu; resets counts the times applied was forgotten
+	// (a restart, a join), so a patch answered after that confirms nothing (reapply).
+	want      map[string]string
+	wantAs    runRef
+	patching  int
+	patchMu   sync.Mutex
+	resets    uint64
 	assigned  map[string]float64
 	shaped    map[string]float64 // per class: the share of the fleet's shape it was sent
 	figures   nodeFigures
@@ -361,6 +370,7 @@ func (c *Coordinator) beat(ctx context.Context, m *member, req BeatRequest) {
 	if restarted {
 		c.log.Warn("fleet member restarted: it gets its whole assignment again", "node", m.ID)
 		m.applied, m.shaped = nil, nil
+		m.resets++
 		m.next, m.polling = 0, false
 		m.pollGen++
 	}
@@ -554,6 +564,7 @@ func (c *Coordinator) join(ctx context.Context, id string, resume []string, know
 	// What it was told before is sent again in whole: a new process lost it, and a lost
 	// node may have been changed meanwhile.
 	m.applied, m.shaped = nil, nil
+	m.resets++
 	name, opts, run := c.driver, maps.Clone(c.drvOpts), c.run
 	running := c.run != "" && c.started != nil
 	classes := resume

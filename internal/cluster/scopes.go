@@ -140,17 +140,29 @@ func (c *Coordinator) Scopes() map[string]map[string]string {
 // FleetConfig is the fleet-scope view of the configuration (rates as fleet totals).
 func (c *Coordinator) FleetConfig() *config.Snapshot { return c.fleet.Current() }
 
-// reapply patches every live node whose effective values changed since it was last told.
+// reapply patches every live node whose effective values changed since it was last told,
+// and returns once each has confirmed the latest values the coordinator computed for it
+// (this call's or a later one's).
+//
+// Re-splits overlap: a lost node's share moves (a goroutine) while the node comes back and
+// its join re-splits again, or a config change meets either. Each call computes every
+// node's values under c.mu and records them as the node's want; the patches to one node
+// go one at a time (member.patchMu), each sending the want as it is then, diffed against
+// what the node confirmed. So a call that finds a patch in flight to a node waits for it
+// and then sends what is newer, and the latest split is what every node ends at. Before,
+// a call diffed against the confirmed values while an earlier call's patch was in flight:
+// the later one sent the node nothing, the earlier one's values stayed (a node back at
+// the step its share moved: the fleet at 800 of 600 reads/s, stop 52). A call also
+// returns only once its nodes are past the patches in flight, so a joining node starts
+// (join: re-split, then start) only when no earlier patch can raise the others after.
+// Serialising whole re-splits would do as much, but would hold the re-split after a loss
+// behind every node of an earlier one, the slowest included (a node on an 800 ms link,
+// or one that hangs to the client's timeout); per node, only that node's patch waits.
 func (c *Coordinator) reapply(ctx context.Context) error {
 	c.mu.Lock()
 	ms, share := c.sharing()
 	as := c.ref()
-	type job struct {
-		m    *member
-		eff  map[string]string
-		diff map[string]string
-	}
-	var jobs []job
+	var jobs []*member
 	var errs []NodeError
 	// Each node sharing the load inserts its own share of the new keys (its index in the
 	// sorted list of those nodes), so no two insert the same key. Sorted by id, since a
@@ -173,36 +185,72 @@ func (c *Coordinator) reapply(ctx context.Context) error {
 			eff["workload.insertMember"], eff["workload.insertMembers"] = strconv.Itoa(i), strconv.Itoa(len(ids))
 			eff["workload.insertBase"] = strconv.FormatInt(c.insertBase, 10)
 		}
-		diff := map[string]string{}
-		for k, v := range eff {
-			if m.applied[k] != v {
-				diff[k] = v
-			}
-		}
 		m.assigned = assignedRates(eff, c.fleet.Current())
-		if len(diff) > 0 {
-			jobs = append(jobs, job{m, eff, diff})
+		m.want, m.wantAs = eff, as
+		// A node with a patch in flight is waited for even when this split leaves its
+		// values as they were confirmed: the patch in flight may change them.
+		if m.patching > 0 || len(diffValues(eff, m.applied)) > 0 {
+			m.patching++
+			jobs = append(jobs, m)
 		}
 	}
 	c.mu.Unlock()
 	var mu sync.Mutex
 	c.each(len(jobs), func(i int) {
-		j := jobs[i]
-		err := j.m.client().command(ctx, as, http.MethodPatch, "/api/v1/config", map[string]any{"values": j.diff}, nil)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			errs = append(errs, NodeError{j.m.ID, err})
-			return
+		if err := c.patch(ctx, jobs[i]); err != nil {
+			mu.Lock()
+			errs = append(errs, NodeError{jobs[i].ID, err})
+			mu.Unlock()
 		}
-		c.mu.Lock()
-		j.m.applied = j.eff
-		c.mu.Unlock()
 	})
 	if errs != nil {
 		return &FleetError{Op: "config change", Nodes: errs}
 	}
 	return nil
+}
+
+// patch sends m what its latest want adds to what it confirmed, after the patch in flight
+// to it, if any, was answered; a job of reapply, which counted it in m.patching.
+func (c *Coordinator) patch(ctx context.Context, m *member) error {
+	if !m.patchMu.TryLock() {
+		c.log.Debug("re-split waits for the patch in flight to the node", "node", m.ID)
+		m.patchMu.Lock()
+	}
+	defer m.patchMu.Unlock()
+	c.mu.Lock()
+	want, as, resets := m.want, m.wantAs, m.resets
+	diff := diffValues(want, m.applied)
+	c.mu.Unlock()
+	var err error
+	if len(diff) > 0 {
+		err = m.client().command(ctx, as, http.MethodPatch, "/api/v1/config", map[string]any{"values": diff}, nil)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m.patching--
+	switch {
+	case m.resets != resets:
+		// Its confirmed values were forgotten meanwhile (it restarted, or rejoins): the
+		// answer speaks for a node state that is gone.
+	case err != nil:
+		// Whether it applied the values is not known (an answer lost after it did): the
+		// next re-split sends it everything.
+		m.applied = nil
+	default:
+		m.applied = want
+	}
+	return err
+}
+
+// diffValues returns the values of want that have is without, or holds otherwise.
+func diffValues(want, have map[string]string) map[string]string {
+	diff := map[string]string{}
+	for k, v := range want {
+		if hv, ok := have[k]; !ok || hv != v {
+			diff[k] = v
+		}
+	}
+	return diff
 }
 
 // resplitClosedLoop is the insert rate resplitBase assumes of a fleet with a closed-loop
