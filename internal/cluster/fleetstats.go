@@ -85,6 +85,9 @@ func (f *fleetStats) expect(id string, now time.Time) { f.merger.Expect(id, now)
 func (f *fleetStats) forget(id string, now time.Time) { f.merger.Forget(id, now) }
 func (f *fleetStats) reset()                          { f.coll.Reset() }
 
+// expectAgain expects a node that comes back, its stream going on (merge.ExpectAgain).
+func (f *fleetStats) expectAgain(id string, now time.Time) { f.merger.ExpectAgain(id, now) }
+
 // pollDeadline bounds one pull of a node's intervals; pullsPerNode bounds the pulls of
 // one node in flight. Pulls overlap on a link slower than the poll period, so that a
 // node's second waits for one round trip, not for the pull before it.

@@ -185,9 +185,11 @@ func (c *Coordinator) setHealth(m *member, h Health, now time.Time) {
 			// second later. Expected from that poll, the slot of its first second back
 			// went out without it when the other nodes had delivered, and its reads
 			// came late, in no fleet second and unflagged (issue 39: the partition
-			// test's rejoin lost 169 and 347 reads so).
+			// test's rejoin lost 169 and 347 reads so). The slots still open after the
+			// last it delivered expect it too: a paused node's stall interval is due
+			// before its answer (TestResumedNodeStallIsInTheFleetSecondOfItsDueInstant).
 			m.expected, m.expectedAt, m.pullFailed = true, now, false
-			c.stats.expect(m.ID, now)
+			c.stats.expectAgain(m.ID, now)
 		}
 	}
 	if h == Lost || h == Suspect {

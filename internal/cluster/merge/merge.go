@@ -29,11 +29,11 @@
 //
 // # Completeness
 //
-// Expect and Forget say which slots expect which node. A slot is emitted (Ready) when
-// every node it expects has delivered its data through the slot, or when Config.Wait has
-// passed since the slot ended (plus, for a node behind a slow link, its SetDelay, at most
-// Config.MaxDelay); then it is marked Partial, with the nodes that delivered
-// nothing for it in Missing. A node has delivered through slot k when its intervals,
+// Expect and Forget say which slots expect which node (ExpectAgain: a node that comes
+// back, from its last delivery on). A slot is emitted (Ready) when every node it expects
+// has delivered its data through the slot, or when Config.Wait has passed since the slot
+// ended (plus, for a node behind a slow link, its SetDelay, at most Config.MaxDelay);
+// then it is marked Partial, with the nodes that delivered nothing for it in Missing. A node has delivered through slot k when its intervals,
 // gapless in Seq, reach slot k: a gap in its Seq (intervals the coordinator could not
 // fetch any more, IntervalsPage.Missed), its first interval after being expected, and a
 // restart (Seq starting over with a new SpanStart) leave the slots before the interval
@@ -320,7 +320,20 @@ func (m *Merger) node(id string) *node {
 // those are the slots ending after from; for one whose schedule is known (it comes back)
 // the slots of its seconds due after from, which with its phase may include the slot
 // ending just before from. Expecting a node that is already expected changes nothing.
-func (m *Merger) Expect(id string, from time.Time) {
+func (m *Merger) Expect(id string, from time.Time) { m.expect(id, from, false) }
+
+// ExpectAgain is Expect for a node that comes back with its stream going on (found lost,
+// the same process answering again): every slot not yet emitted after the last it
+// delivered expects it too. Its next interval may be due before from: a paused process's
+// late tick is the tick of the last instant due before it resumed, and its coordinator
+// hears of the resume from its next answer, after that instant. Expected from the
+// answer, that interval's slot went out as soon as the other nodes had delivered it, and
+// the interval came late, in no fleet second and unflagged (the partition test's paused
+// node, stop 52). A slot already emitted stays as it went out: an interval due in one
+// still comes late (its node was lost when the slot went out).
+func (m *Merger) ExpectAgain(id string, from time.Time) { m.expect(id, from, true) }
+
+func (m *Merger) expect(id string, from time.Time, again bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := m.node(id)
@@ -332,6 +345,9 @@ func (m *Merger) Expect(id string, from time.Time) {
 	// at .0, which the slots ending after from leave out; it went out without the node
 	// and took its reads late, in no fleet second and unflagged.
 	k := m.floorSlot(from.Add(-n.phase)) + 1
+	if again && n.through != unset && m.started {
+		k = min(k, max(n.through+1, m.next))
+	}
 	n.periods = append(n.periods, period{k, math.MaxInt64})
 	if n.through == unset {
 		// Its data is owed from the first slot that expects it.
