@@ -247,6 +247,13 @@ func (f *fleetStats) ingest(fl merge.Fleet) {
 	var err error
 	if fl.Late {
 		err = f.coll.IngestCumulative(fl.Interval)
+		// The seconds that went out without these operations say so now (a node lost
+		// when they went out, back with a stall's interval due in one).
+		for _, s := range fl.Short {
+			if err == nil {
+				f.coll.MarkMissing(s.End, s.Node)
+			}
+		}
 	} else {
 		err = f.coll.Ingest(fl.Interval)
 	}

@@ -368,13 +368,11 @@ func (f *netFleet) series(url string) []seriesPoint {
 // second with reads is left out unflagged: no second counted twice, none lost silently,
 // the first and the last included. It returns how many partial seconds named each node.
 //
-// grace names spans (around a paused node's resume: a second before, two after) where
-// the fleet's seconds may count fewer reads than their nodes', never more: a known
-// defect, logged with its size. A node resumed after it was found lost sends the
-// interval its stall spanned at the resume's due instant, and the merge, which stopped
-// expecting it at the loss, may emit that slot before it arrives (seen once in two runs
-// beside a busy core: 116 reads short, unflagged; docs/design-notes.md).
-func (f *netFleet) checkUnion(grace ...graceSpan) map[string]int {
+// A node resumed after it was found lost sends the interval its stall spanned at the
+// resume's due instant: its fleet second holds it, or names the node missing when it went
+// out before the node resumed (stop 53; before, such a second was short, unflagged: 116
+// reads once in two runs beside a busy core, 18 in CI, and a grace span let it pass).
+func (f *netFleet) checkUnion() map[string]int {
 	f.t.Helper()
 	f.call(http.MethodPost, f.url("/api/v1/load/stop"), nil, nil)
 	time.Sleep(3 * time.Second) // the last seconds reach the coordinator, its merge wait ends
@@ -405,10 +403,7 @@ func (f *netFleet) checkUnion(grace ...graceSpan) map[string]int {
 	ids := slices.Sorted(maps.Keys(placements))
 	// check compares the fleet's seconds with one placement of each node's, and returns
 	// the differences and how many partial seconds named each node.
-	var short int64
-	var shortNotes []string
 	check := func(choice map[string]placement) (diffs []string, partial map[string]int) {
-		short, shortNotes = 0, nil
 		partial = map[string]int{}
 		seen := map[string]map[int64]bool{}
 		var fleetSum, nodeSum int64
@@ -430,11 +425,6 @@ func (f *netFleet) checkUnion(grace ...graceSpan) map[string]int {
 				seen[id][sec] = true
 			}
 			got := p.Ops["read"].Attempted
-			if got < sum && inGrace(grace, sec) {
-				short += sum - got
-				shortNotes = append(shortNotes, fmt.Sprintf("fleet second ending %s counts %d reads, its nodes %d", p.T.Format("15:04:05"), got, sum))
-				sum = got
-			}
 			fleetSum, nodeSum = fleetSum+got, nodeSum+sum
 			if got != sum {
 				diffs = append(diffs, fmt.Sprintf("fleet second ending %s counts %d reads, its nodes (missing %v) %d", p.T.Format("15:04:05"), got, p.Missing, sum))
@@ -454,11 +444,6 @@ func (f *netFleet) checkUnion(grace ...graceSpan) map[string]int {
 					if p.T.Round(time.Second).Unix() == sec && slices.Contains(p.Missing, id) {
 						missed = true
 					}
-				}
-				if !missed && inGrace(grace, sec) {
-					short += n
-					shortNotes = append(shortNotes, fmt.Sprintf("node %s's %d reads of the second ending %s in no fleet second", id, n, time.Unix(sec, 0).Format("15:04:05")))
-					continue
 				}
 				if !missed {
 					diffs = append(diffs, fmt.Sprintf("node %s's %d reads of the second ending %s are in no fleet second, and none says it misses them",
@@ -495,24 +480,8 @@ func (f *netFleet) checkUnion(grace ...graceSpan) map[string]int {
 	if !try(0, map[string]placement{}) {
 		f.t.Errorf("the fleet's seconds are not the union of its nodes' (from %s):\n%s",
 			time.Unix(from, 0).Format("15:04:05"), strings.Join(best, "\n"))
-	} else if short > 0 {
-		f.t.Logf("known defect, within the grace span: the fleet's seconds count %d reads fewer than the nodes':\n%s", short, strings.Join(shortNotes, "\n"))
 	}
 	return bestPartial
-}
-
-// graceSpan is a span of time in which checkUnion lets the fleet's seconds count fewer
-// reads than their nodes' (see there).
-type graceSpan struct{ from, to time.Time }
-
-// inGrace says whether the fleet second ending at sec (Unix seconds) touches a span.
-func inGrace(spans []graceSpan, sec int64) bool {
-	for _, g := range spans {
-		if sec >= g.from.Unix() && sec <= g.to.Unix()+1 {
-			return true
-		}
-	}
-	return false
 }
 
 // A node's link is cut while its process lives, both ways, then one way only (what it
@@ -653,7 +622,7 @@ func TestPartitionPausedNodeDoesNotBurst(t *testing.T) {
 			time.Sleep(2 * time.Second)
 			f.checkNoBurst(begin.Add(time.Second), time.Now())
 			f.checkNodeNoBacklog(2, paused, resumed, again, time.Now())
-			f.checkUnion(graceSpan{resumed.Add(-time.Second), resumed.Add(2 * time.Second)})
+			f.checkUnion()
 		})
 	}
 }

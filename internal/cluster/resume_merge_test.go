@@ -14,20 +14,127 @@ import (
 // collector's late tick is the tick of the last instant due, so the interval its stall
 // spanned (what it read before the pause) is due a little before the resume, and the
 // coordinator, which stopped expecting the node at the loss, learns of the resume from
-// the node's next answer, after that instant. The fleet second of that interval must hold
-// it (or name the node missing), not go out when the other nodes delivered it and leave
-// its reads to a late delivery, in no fleet second and unflagged: the partition test's
-// paused node (stop 52) had the fleet's second at its resume short by 116 and 18 reads.
+// the node's next answer, after that instant. The fleet second of that interval holds it
+// when it is still open at the answer, and names the node missing when it went out
+// before (while the node was paused and lost, the data did not exist yet); it is never
+// silently short. The partition test's paused node (stop 52) had the fleet's second at
+// its resume short by 116 and 18 reads, unflagged.
 //
 // On given instants, the coordinator's own calls (setHealth at the loss and at the
-// answer) with the pulls' pages fed to its merge: c ticks at .4 of each second, a and b
-// at .1 and .2; c is paused at 4.7 (its last tick due at 4.4), found lost at 10.8,
-// resumed at 12.9 and answers at 12.95; its stall's interval is due at 12.4, slot 12's.
-// The coordinator polls on the second: at 13.0 a and b's pages come in before c's.
-// Before the fix, the coordinator expected c again from its answer (12.95): slot 12 did
-// not expect it and went out with a and b's seconds only, unflagged; c's 130 reads came
-// late.
+// answer) with the pulls' pages fed to its merge and its fleet statistics: c ticks at .4
+// of each second, a and b at .1 and .2; c is paused at 4.7 (its last tick due at 4.4),
+// found lost at 10.8, resumed at 12.9, and answers at 12.95; its stall's interval, 130
+// reads, is due at 12.4, slot 12's. Before the fix, the coordinator expected c again from
+// its answer (12.95): slot 12 did not expect it and went out with a and b's seconds only,
+// unflagged, whenever their pages came before c's (polls on the second), and c's reads
+// came late; when slot 12 went out before the resume (polls at the half second), the
+// same, and the fix's expectation cannot help: the late reads flag the second instead.
 func TestResumedNodeStallIsInTheFleetSecondOfItsDueInstant(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		poll float64 // when in each second the coordinator polls (a and b's pages first)
+		want second  // the fleet's second 12
+	}{
+		{name: "its slot open at its answer", poll: 1, want: second{reads: 330}},
+		{name: "its slot out before its resume", poll: 0.5, want: second{reads: 200, missing: []string{"c"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := resumeCoordinator(t)
+			t0 := time.Unix(1_800_000_000, 0)
+			at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+			seqs := map[string]uint64{}
+			last := map[string]float64{} // each node's last due instant
+			// add merges node id's interval due at due (from its last), as its pull brings it.
+			add := func(id string, due float64, reads int64) {
+				t.Helper()
+				start, ok := last[id]
+				if !ok {
+					start = due - 1
+				}
+				e := stats.EncodedInterval{Seq: seqs[id], Start: at(start), End: at(due), Due: at(due),
+					Ops: map[string]stats.EncodedOp{"read": {Successes: reads}}}
+				seqs[id]++
+				last[id] = due
+				if err := c.stats.merger.Add(id, 0, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			health := func(id string, h Health, s float64) {
+				c.mu.Lock()
+				c.setHealth(c.members[id], h, at(s))
+				c.mu.Unlock()
+			}
+			phase := map[string]float64{"a": 0.1, "b": 0.2, "c": 0.4}
+			// c is lost at 10.8 (its last answer before the pause + LostAfter) and answers
+			// again at 12.95: each before the poll that follows it.
+			events := []struct {
+				at float64
+				h  Health
+			}{{10.8, Lost}, {12.95, Alive}}
+			for s := 1; s < 16; s++ {
+				poll := float64(s) + tc.poll
+				back := false
+				for len(events) > 0 && events[0].at < poll {
+					health("c", events[0].h, events[0].at)
+					back = events[0].h == Alive
+					events = events[1:]
+				}
+				for _, id := range []string{"a", "b", "c"} {
+					if id == "c" && back {
+						// Its first pull after its answer: the interval its stall spanned.
+						add("c", 12.4, 130)
+					}
+					if id == "c" && s >= 5 && s <= 12 {
+						continue // paused from 4.7 to 12.9
+					}
+					add(id, float64(s)+phase[id], 100)
+					if id == "b" {
+						c.stats.emit(at(poll)) // a and b's pages come in first
+					}
+				}
+				c.stats.emit(at(poll))
+			}
+			c.stats.emit(at(30))
+			fleet := map[int]second{}
+			for _, p := range c.stats.coll.Series() {
+				fleet[int(p.Time.Sub(t0)/time.Second)] = second{p.Ops["read"].Attempted, p.Missing}
+			}
+			if got := fleet[12]; got.reads != tc.want.reads || fmt.Sprint(got.missing) != fmt.Sprint(tc.want.missing) {
+				t.Errorf("the fleet's second 12: %d reads, missing %v; want %d, missing %v (a's and b's 100, c's 130 of its stall, due at 12.4)",
+					got.reads, got.missing, tc.want.reads, tc.want.missing)
+			}
+			// Every other second: whole, or naming c missing while it was paused and expected.
+			for k := 1; k <= 15; k++ {
+				want := second{reads: 300}
+				switch {
+				case k == 12:
+					continue
+				case k >= 5 && k <= 10:
+					want = second{200, []string{"c"}}
+				case k == 11:
+					want = second{reads: 200}
+				}
+				if g := fleet[k]; g.reads != want.reads || fmt.Sprint(g.missing) != fmt.Sprint(want.missing) {
+					t.Errorf("the fleet's second %d: %d reads, missing %v; want %d, missing %v", k, g.reads, g.missing, want.reads, want.missing)
+				}
+			}
+			if n := c.stats.coll.Cumulative().Ops["read"].Attempted; n != 15*300-8*100+130 {
+				t.Errorf("the fleet's cumulative counts %d reads; want %d, every node's", n, 15*300-8*100+130)
+			}
+		})
+	}
+}
+
+// second is a fleet second as a test checks it: its reads and the nodes it names missing.
+type second struct {
+	reads   int64
+	missing []string
+}
+
+// resumeCoordinator is a coordinator of members a, b and c, alive and pulled, expected
+// by its merge from the test's t0; nothing runs: the test calls it.
+func resumeCoordinator(t *testing.T) *Coordinator {
+	t.Helper()
 	disc, err := discovery.Parse("static:127.0.0.1:1", discovery.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -40,99 +147,10 @@ func TestResumedNodeStallIsInTheFleetSecondOfItsDueInstant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Unix(1_800_000_000, 0)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	merger := c.stats.merger
-	seqs := map[string]uint64{}
-	last := map[string]float64{} // each node's last due instant
-	// add merges node id's interval due at due (from its last), as its pull brings it.
-	add := func(id string, due float64, reads int64) {
-		t.Helper()
-		start, ok := last[id]
-		if !ok {
-			start = due - 1
-		}
-		e := stats.EncodedInterval{Seq: seqs[id], Start: at(start), End: at(due), Due: at(due),
-			Ops: map[string]stats.EncodedOp{"read": {Successes: reads}}}
-		seqs[id]++
-		last[id] = due
-		if err := merger.Add(id, 0, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	type second struct {
-		reads   int64
-		missing []string
-	}
-	fleet := map[int]second{}
-	var late int64
-	ready := func(now float64) {
-		for _, f := range merger.Ready(at(now)) {
-			n := f.Interval.Summary().Ops["read"].Attempted
-			if f.Late {
-				late += n
-				continue
-			}
-			fleet[int(f.Interval.End.Sub(t0)/time.Second)] = second{n, f.Interval.Missing}
-		}
-	}
-	members := map[string]*member{}
+	c.stats.coll.ResetAt(time.Unix(1_800_000_000, 0))
 	for _, id := range []string{"a", "b", "c"} {
-		m := &member{Member: discovery.Member{ID: id}, health: Alive, polling: true, expected: true}
-		members[id] = m
-		c.members[id] = m
-		merger.Expect(id, at(0))
+		c.members[id] = &member{Member: discovery.Member{ID: id}, health: Alive, polling: true, expected: true}
+		c.stats.merger.Expect(id, time.Unix(1_800_000_000, 0))
 	}
-	phase := map[string]float64{"a": 0.1, "b": 0.2, "c": 0.4}
-	for s := range 13 {
-		for _, id := range []string{"a", "b", "c"} {
-			if id == "c" && s >= 5 {
-				continue // paused from 4.7
-			}
-			add(id, float64(s)+phase[id], 100)
-		}
-		if s == 10 {
-			// Lost at 10.8 (its last answer before the pause + LostAfter).
-			c.mu.Lock()
-			c.setHealth(members["c"], Lost, at(10.8))
-			c.mu.Unlock()
-		}
-		if s == 12 {
-			// Resumed at 12.9; its answer comes in at 12.95.
-			c.mu.Lock()
-			c.setHealth(members["c"], Alive, at(12.95))
-			c.mu.Unlock()
-		}
-		ready(float64(s) + 1) // the poll on the next second, after a and b's pages
-	}
-	// c's page at 13.0: the interval its stall spanned (its reads before the pause).
-	add("c", 12.4, 130)
-	ready(13)
-	for s := 13; s < 16; s++ {
-		for _, id := range []string{"a", "b", "c"} {
-			add(id, float64(s)+phase[id], 100)
-		}
-		ready(float64(s) + 1)
-	}
-	ready(30)
-	got := fleet[12]
-	if got.reads != 330 {
-		t.Errorf("the fleet's second 12 counts %d reads (missing %v), late deliveries %d; want 330: a's and b's 100 and c's 130 of its stall, due at 12.4",
-			got.reads, got.missing, late)
-	}
-	// Every other second: whole, or naming c missing while it was paused and expected.
-	for k := 1; k <= 15; k++ {
-		want := second{reads: 300}
-		switch {
-		case k == 12:
-			continue
-		case k >= 5 && k <= 10:
-			want = second{200, []string{"c"}}
-		case k == 11:
-			want = second{reads: 200}
-		}
-		if g := fleet[k]; g.reads != want.reads || fmt.Sprint(g.missing) != fmt.Sprint(want.missing) {
-			t.Errorf("the fleet's second %d: %d reads, missing %v; want %d, missing %v", k, g.reads, g.missing, want.reads, want.missing)
-		}
-	}
+	return c
 }

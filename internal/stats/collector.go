@@ -907,6 +907,35 @@ func (c *Collector) CumulativeHistograms(op Op) (resp, svc *hdrhistogram.Histogr
 	return s.cumResp.Clone(), s.cumSvc.Clone()
 }
 
+// MarkMissing flags the series point of the interval that ended at end partial, with
+// node among its missing: data of that node for it came after it was published (a fleet
+// coordinator's late delivery), so its counts were a lower bound. The cumulative view
+// is not: it takes the late data (IngestCumulative). The subscribers saw the interval as
+// it was published, and a poller of SeriesSince that fetched the point does not see it
+// again. A point no longer in the series is not marked.
+func (c *Collector) MarkMissing(end time.Time, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := end.UnixNano()
+	for i := range c.ring {
+		p := &c.ring[i]
+		if p.end != at {
+			continue
+		}
+		// A new mark, not the old one changed: a reader's Point may share its slice.
+		f := fleetMark{partial: true}
+		if p.fleet != nil {
+			f.nodes = p.fleet.nodes
+			f.missing = slices.Clone(p.fleet.missing)
+		}
+		if !slices.Contains(f.missing, node) {
+			f.missing = append(f.missing, node)
+			slices.Sort(f.missing)
+		}
+		p.fleet = &f
+	}
+}
+
 // Series returns the time series, oldest point first: at most Config.SeriesLen points.
 func (c *Collector) Series() []Point {
 	return c.SeriesSince(time.Time{})

@@ -56,3 +56,38 @@ func TestExpectAgainCoversTheOpenSlotsAfterItsLastDelivery(t *testing.T) {
 		t.Errorf("%d intervals late, want none", l)
 	}
 }
+
+// TestLateFleetNamesTheSlotsItLeftShort: the late delivery of an interval with
+// operations names its slot and node in Short (that slot went out without them); one
+// without operations (a node's idle second, back after a cut) leaves nothing short.
+func TestLateFleetNamesTheSlotsItLeftShort(t *testing.T) {
+	m := New(Config{})
+	m.Expect("b", at(0))
+	add := func(id string, seq uint64, due float64, reads int64) {
+		t.Helper()
+		e := stats.EncodedInterval{Seq: seq, Start: at(due - 1), End: at(due), Due: at(due),
+			Ops: map[string]stats.EncodedOp{"read": {Successes: reads}}}
+		if err := m.Add(id, 0, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for s := range 4 {
+		add("b", uint64(s), float64(s)+0.1, 100)
+	}
+	m.Ready(at(4))
+	// a, expected by no slot, delivers seconds of slots 2 and 3 after they went out.
+	add("a", 0, 2.4, 0)
+	add("a", 1, 3.4, 130)
+	var got []string
+	for _, f := range m.Ready(at(4.5)) {
+		if !f.Late {
+			continue
+		}
+		for _, s := range f.Short {
+			got = append(got, fmt.Sprintf("%v:%s", s.End.Sub(t0).Seconds(), s.Node))
+		}
+	}
+	if want := "[3:a]"; fmt.Sprint(got) != want {
+		t.Errorf("the late delivery names %v short; want %s", got, want)
+	}
+}

@@ -44,7 +44,8 @@
 //
 // An interval whose slot was already emitted is never dropped: Ready delivers it, merged
 // with any other late ones, as a Fleet with Late set, for the cumulative view only
-// (stats.Collector.IngestCumulative), and Counters counts it. A repeated interval (same
+// (stats.Collector.IngestCumulative), and Counters counts it; its Short names the slots
+// that went out without its operations, to be flagged partial after the fact. A repeated interval (same
 // SpanStart, a Seq already seen) is ignored and counted, so a poller may re-fetch safely.
 // A stats reset on a node (SpanStart changes, Seq runs on) changes nothing here: its
 // intervals keep merging, and the coordinator decides whether the fleet resets too.
@@ -118,6 +119,19 @@ type Fleet struct {
 	// cumulative view only (stats.Collector.IngestCumulative), the series already has
 	// those seconds.
 	Late bool
+	// Short lists, on a Late fleet, the emitted slots its intervals belong to that went
+	// out without their operations, and whose: each such slot's counts were short of the
+	// node's (a node lost when the slot went out, back with a stall's interval due in
+	// it). Its point in the series is to be flagged partial with the node missing
+	// (stats.Collector.MarkMissing): the slot was short, and never silently. An interval
+	// without operations leaves nothing short.
+	Short []SlotNode
+}
+
+// SlotNode names a node's interval in a slot: the slot by its end (coordinator time).
+type SlotNode struct {
+	End  time.Time
+	Node string
 }
 
 // NodeFigures are one node's own figures in a slot, for the fleet view's node table:
@@ -194,6 +208,7 @@ type Merger struct {
 	nowSlot  int64 // the slot of the last Ready's now
 	haveNow  bool
 	late     *slot // intervals whose slot was emitted, for the next Ready
+	short    []SlotNode
 	free     []*slot
 	out      []*slot // handed out by the last Ready, reused at the next
 	hists    []*hdrhistogram.Histogram
@@ -502,6 +517,9 @@ func (m *Merger) Add(id string, offset time.Duration, e stats.EncodedInterval) e
 			m.late = s
 		}
 		s.lo, s.k = min(s.lo, k), max(s.k, k)
+		if d.operations() {
+			m.short = append(m.short, SlotNode{End: m.slotEnd(k), Node: id})
+		}
 	case s == nil:
 		s = m.newSlot(k)
 		m.slots[k] = s
@@ -569,7 +587,9 @@ func (m *Merger) Ready(now time.Time) []Fleet {
 		m.next, m.emitted = k+1, true
 	}
 	if m.late != nil {
-		out = append(out, m.emit(m.late, nil, true))
+		f := m.emit(m.late, nil, true)
+		f.Short, m.short = m.short, nil
+		out = append(out, f)
 		m.late = nil
 	}
 	m.prune()
@@ -850,6 +870,17 @@ type decodedOp struct {
 	late           stats.HistogramDecoder
 	// The node's own p99s, taken while decoding, outside the merger's lock.
 	respP99, lagP99 float64
+}
+
+// operations reports whether the interval holds any operation (done, failed or
+// dropped).
+func (d *decoded) operations() bool {
+	for i := range d.ops {
+		if c := &d.ops[i].counts; c.Count()+c.Errors()+c.Dropped > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *decoded) decode(e *stats.EncodedInterval) error {
