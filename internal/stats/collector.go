@@ -305,6 +305,42 @@ func (c *Collector) Register(name string) (Op, error) {
 	return Op(len(old)), nil
 }
 
+// RegisterPart returns the series called name, as Register, made a part of series class:
+// an answered operation recorded in it (Success, Miss and their variants) counts in
+// class as well, added at each tick, so that the engine records an operation of a class
+// that mixes several once, in the operation's own series, and not again in the class's.
+// Failures are not added: a failure recorded in a part must be recorded in class too (it
+// is rare, and class keeps its failure messages), and Drop is for the class alone. It
+// fails for an unknown class, a class that is itself a part, a name that is a series
+// with parts of its own or a part of another series, and as Register does.
+func (c *Collector) RegisterPart(class Op, name string) (Op, error) {
+	op, err := c.Register(name)
+	if err != nil {
+		return 0, err
+	}
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	list := c.list()
+	if int(class) >= len(list) {
+		return 0, fmt.Errorf("register series %q: part of unknown series %d", name, class)
+	}
+	parent, part := list[class].rec, list[op].rec
+	switch {
+	case part.partOf == parent:
+		return op, nil
+	case parent == part:
+		return 0, fmt.Errorf("register series %q: a series cannot be a part of itself", name)
+	case parent.partOf != nil:
+		return 0, fmt.Errorf("register series %q: %q is a part of %q, and a part has no parts", name, list[class].name, list[parent.partOf.op].name)
+	case part.partOf != nil:
+		return 0, fmt.Errorf("register series %q as a part of %q: it is a part of %q", name, list[class].name, list[part.partOf.op].name)
+	case len(part.partList()) > 0:
+		return 0, fmt.Errorf("register series %q as a part of %q: it has parts of its own", name, list[class].name)
+	}
+	parent.addPart(part)
+	return op, nil
+}
+
 // Lookup returns the series called name, if registered.
 func (c *Collector) Lookup(name string) (Op, bool) {
 	for i, s := range c.list() {
@@ -500,6 +536,11 @@ func (c *Collector) tick(now, due time.Time) *Interval {
 		}
 	}
 	c.backlogMu.Unlock()
+	// Every recorder is collected before any is recorded: a series with parts adds what
+	// its parts collected in this interval (Recorder.record).
+	for _, s := range list {
+		s.rec.collect()
+	}
 	for i, s := range list {
 		o := &iv.Ops[i]
 		resetHistogram(o.Response)
@@ -508,7 +549,7 @@ func (c *Collector) tick(now, due time.Time) *Interval {
 		resetHistogram(o.Late)
 		o.Counts = Counts{}
 		o.lat.ok = false
-		s.rec.drain(o.Response, o.Service, o.StartLag, o.Late, &o.Counts)
+		s.rec.record(o.Response, o.Service, o.StartLag, o.Late, &o.Counts)
 	}
 	c.publish(list, iv, true)
 	return iv
@@ -739,7 +780,7 @@ func (c *Collector) ResetAt(now time.Time) {
 		c.iv.Ops[i].sum = nil
 	}
 	for _, s := range list {
-		s.rec.drain(nil, nil, nil, nil, nil)
+		s.rec.collect()
 		for i := range s.rec.shards {
 			s.rec.shards[i].resetErrors()
 		}
