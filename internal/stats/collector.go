@@ -188,6 +188,11 @@ type series struct {
 	// every count and Cumulative walks the histograms.
 	cumSum    *sums
 	cumMerged bool
+	// cumPend holds what ticks drained since the cumulative histograms were last read:
+	// a tick adds its sums here, bucket by bucket, and the first reader after it records
+	// them into the histograms (settleCum), so a run nobody reads until its end does not
+	// record every bucket into a second histogram each second. nil until a tick drains.
+	cumPend *sums
 	// cumActive is the seconds of the cumulative span in which the series was active
 	// (OpSummary.ActiveSeconds).
 	cumActive float64
@@ -214,7 +219,11 @@ type Collector struct {
 
 	// mu guards the published views below and each series' cumulative fields. It is
 	// written only with tickMu held, so Tick can read them under tickMu alone.
-	mu      sync.RWMutex
+	mu sync.RWMutex
+	// cumMu serializes readers that hold mu for reading while they settle the series'
+	// pending cumulative counts (settleCum); publish adds to them with mu held for
+	// writing, so no reader settles then.
+	cumMu   sync.Mutex
 	start   time.Time // of the cumulative span
 	last    time.Time // end of the last interval (start of the next)
 	latest  pointRec
@@ -592,12 +601,10 @@ func (c *Collector) publish(list []*series, iv *Interval, drained bool) {
 	for i, s := range list {
 		o := &iv.Ops[i]
 		if sum := s.rec.sum; drained && sum != nil {
-			sum.resp.record(s.cumResp)
-			sum.svc.record(s.cumSvc)
-			sum.lag.record(s.cumLag)
-			if sum.late != nil {
-				sum.late.record(s.cumLate)
+			if s.cumPend == nil {
+				s.cumPend = newSums()
 			}
+			sum.addTo(s.cumPend)
 			s.addCumSum(sum)
 		} else {
 			s.mergeWhole(o.Response, o.Service, o.StartLag, o.Late)
@@ -795,6 +802,9 @@ func (c *Collector) ResetAt(now time.Time) {
 		if s.cumSum != nil {
 			s.cumSum.clear()
 		}
+		if s.cumPend != nil {
+			s.cumPend.clear()
+		}
 		s.cum, s.cumActive, s.cumMerged = Counts{}, 0, false
 	}
 	c.cumPartial, c.cumMissing = false, nil
@@ -845,6 +855,7 @@ func (c *Collector) Cumulative() Summary {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	list := c.list()
+	c.settleAll(list)
 	secs := spanSeconds(c.start, c.last)
 	s := Summary{Start: c.start, End: c.last, Seconds: secs, Ops: make(map[string]OpSummary, len(list))}
 	for i, se := range list {
@@ -873,16 +884,46 @@ func (s *series) addCumSum(sum *sums) {
 	if s.cumSum == nil {
 		s.cumSum = newSums()
 	}
-	sum.resp.addTo(&s.cumSum.resp)
-	sum.svc.addTo(&s.cumSum.svc)
-	sum.lag.addTo(&s.cumSum.lag)
-	if sum.late != nil {
-		if s.cumSum.late == nil {
+	sum.addTo(s.cumSum)
+}
+
+// addTo adds b's bucket counts (not its Counts) into dst.
+func (b *sums) addTo(dst *sums) {
+	b.resp.addTo(&dst.resp)
+	b.svc.addTo(&dst.svc)
+	b.lag.addTo(&dst.lag)
+	if b.late != nil {
+		if dst.late == nil {
 			late := makeSparse(lagLayout)
-			s.cumSum.late = &late
+			dst.late = &late
 		}
-		sum.late.addTo(s.cumSum.late)
+		b.late.addTo(dst.late)
 	}
+}
+
+// settleCum records the pending cumulative counts (cumPend) into the cumulative
+// histograms. The caller holds mu for writing, or for reading and cumMu.
+func (s *series) settleCum() {
+	p := s.cumPend
+	if p == nil {
+		return
+	}
+	p.resp.record(s.cumResp)
+	p.svc.record(s.cumSvc)
+	p.lag.record(s.cumLag)
+	if p.late != nil {
+		p.late.record(s.cumLate)
+	}
+	p.clear()
+}
+
+// settleAll settles every series of list; the caller holds mu for reading.
+func (c *Collector) settleAll(list []*series) {
+	c.cumMu.Lock()
+	for _, s := range list {
+		s.settleCum()
+	}
+	c.cumMu.Unlock()
 }
 
 // mergeWhole merges histograms that are not a drain's sums (an ingested interval, or a
@@ -945,6 +986,9 @@ func (c *Collector) CumulativeHistograms(op Op) (resp, svc *hdrhistogram.Histogr
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	c.cumMu.Lock()
+	s.settleCum()
+	c.cumMu.Unlock()
 	return s.cumResp.Clone(), s.cumSvc.Clone()
 }
 

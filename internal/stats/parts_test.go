@@ -223,3 +223,48 @@ func TestRegisterPartWhileTicking(t *testing.T) {
 		t.Errorf("class counted %d successes, want %d", got, total)
 	}
 }
+
+// The cumulative histograms are brought up to date when read (settleCum), not at each
+// tick: a collector read only at the end of a run reports what one read after every
+// tick does, and a reset drops what was pending.
+func TestCumulativeReadLateEqualsReadEachTick(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	clkA, clkB := clock.NewSim(t0), clock.NewSim(t0)
+	a, b := NewCollector(Config{Shards: 4, Clock: clkA}), NewCollector(Config{Shards: 4, Clock: clkB})
+	resp, svc := secondValues(5000)
+	for tick := range 4 {
+		for _, c := range []*Collector{a, b} {
+			for i := range resp {
+				c.Recorder(OpRead).Shard(i).Success(resp[(i+tick*777)%len(resp)], svc[(i+tick*777)%len(svc)])
+			}
+			if tick == 2 {
+				c.Recorder(OpWrite).Shard(0).Drop(time.Duration(tick) * time.Millisecond)
+			}
+		}
+		clkA.Advance(time.Second)
+		clkB.Advance(time.Second)
+		a.Tick(clkA.Now())
+		b.Tick(clkB.Now())
+		_ = a.Cumulative() // a settles at every tick, b only at the end
+	}
+	got, want := b.Cumulative(), a.Cumulative()
+	if !reflect.DeepEqual(got.Ops, want.Ops) {
+		t.Errorf("cumulative read late:\n%+v\nread each tick:\n%+v", got.Ops, want.Ops)
+	}
+	ra, sa := a.CumulativeHistograms(OpRead)
+	rb, sb := b.CumulativeHistograms(OpRead)
+	if l := LatencyOf(rb); got.Ops["read"].ResponseTime != l {
+		t.Errorf("cumulative response time read late %+v, want its histogram's %+v", got.Ops["read"].ResponseTime, l)
+	}
+	if !ra.Equals(rb) || !sa.Equals(sb) || ra.TotalCount() != 4*int64(len(resp)) {
+		t.Errorf("cumulative histograms: %d, %d values read late, %d, %d each tick", rb.TotalCount(), sb.TotalCount(), ra.TotalCount(), sa.TotalCount())
+	}
+	// What a reset discards is not settled into the next span.
+	b.Recorder(OpRead).Shard(0).Success(time.Millisecond, time.Millisecond)
+	clkB.Advance(time.Second)
+	b.Tick(clkB.Now())
+	b.Reset()
+	if r, _ := b.CumulativeHistograms(OpRead); r.TotalCount() != 0 {
+		t.Errorf("after a reset the cumulative histogram holds %d values", r.TotalCount())
+	}
+}
