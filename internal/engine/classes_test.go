@@ -55,7 +55,7 @@ func newOpsEngine(t *testing.T, w config.Workload) (*Engine, *countingOps) {
 }
 
 // TestOpClassMixAndSeries: a class mixing two driver operations runs them by weight and
-// records each under the class and under "class.operation"; the operations reach the
+// records each under "class.operation", counted under the class too; the operations reach the
 // driver through Operator.Do with what their kind gets.
 func TestOpClassMixAndSeries(t *testing.T) {
 	w := testWorkload(t, func(w *config.Workload) {

@@ -362,7 +362,8 @@ func (e *Engine) resolveClasses(w config.Workload) (classes []classGen, deletes 
 	specs := w.Classes()
 	out := make([]classGen, 0, len(specs))
 	for _, spec := range specs {
-		if _, err := e.coll.Register(spec.Name); err != nil {
+		classOp, err := e.coll.Register(spec.Name)
+		if err != nil {
 			return nil, false, fmt.Errorf("op class %s: %w", spec.Name, err)
 		}
 		cg := classGen{spec: spec}
@@ -399,7 +400,9 @@ func (e *Engine) resolveClasses(w config.Workload) (classes []classGen, deletes 
 			sum += m.Weight
 			me.upTo = sum / total
 			if len(spec.Mix) > 1 {
-				s, err := e.coll.Register(stats.OperationSeries(spec.Name, m.Op))
+				// A part of the class's series: an answered operation is recorded once,
+				// in its own series, and counted in the class's at the tick.
+				s, err := e.coll.RegisterPart(classOp, stats.OperationSeries(spec.Name, m.Op))
 				if err != nil {
 					return nil, false, fmt.Errorf("op class %s: %w", spec.Name, err)
 				}

@@ -401,9 +401,9 @@ func (p *opPath) rmw(o *operation, start int64) outcome {
 
 // done classifies the result of o, which started at start and ended at end returning got
 // and err (timedOut: its context's deadline fired first, whatever the driver returned),
-// and records it under the class and the operation's own series: response time from the
-// intended start, service time from the actual one, the start lag's own part from the
-// worker's previous cycle. With validation, a read's value is checked against what the
+// and records it under the class or the operation's own series (see recording):
+// response time from the intended start, service time from the actual one, the start
+// lag's own part from the worker's previous cycle. With validation, a read's value is checked against what the
 // key should hold and a write's success is noted for later reads.
 func (p *opPath) done(o *operation, start, end int64, got []byte, err error, timedOut bool) outcome {
 	resp, svc := time.Duration(end-o.intended), time.Duration(end-start)
@@ -420,10 +420,7 @@ func (p *opPath) done(o *operation, start, end int64, got []byte, err error, tim
 		case t == nil:
 			// The common case, written out: a call through recording costs a few
 			// nanoseconds per operation (it does not inline).
-			o.class.SuccessLag(resp, svc, own)
-			if o.opShard != nil {
-				o.opShard.SuccessLag(resp, svc, own)
-			}
+			o.answered().SuccessLag(resp, svc, own)
 		case o.m.kind == driver.KindWrite || o.m.kind == driver.KindInsert:
 			p.rec(o).success(resp, svc, own)
 			t.Ack(o.idx, o.seq)
@@ -444,10 +441,7 @@ func (p *opPath) done(o *operation, start, end int64, got []byte, err error, tim
 			(!p.g.deletes || t.Expect(o.idx) == o.expect) {
 			p.rec(o).missInvalid(resp, svc, own, stats.Lost)
 		} else {
-			o.class.MissLag(resp, svc, own)
-			if o.opShard != nil {
-				o.opShard.MissLag(resp, svc, own)
-			}
+			o.answered().MissLag(resp, svc, own)
 		}
 		return outMiss
 	case p.e.runCtx.Err() != nil:
@@ -464,32 +458,42 @@ func (p *opPath) done(o *operation, start, end int64, got []byte, err error, tim
 
 func (p *opPath) rec(o *operation) recording { return recording{class: o.class, op: o.opShard} }
 
-// recording records one operation into its class's series and, when the class mixes
-// several operations, into the operation's own series too. done writes the common
-// outcomes (success, miss without validation) out instead.
+// answered returns the shard an answered operation is recorded in: the operation's own
+// series when its class mixes several, which is a part of the class's series
+// (stats.Collector.RegisterPart), so the class counts it at the tick without a second
+// record; else the class's.
+func (o *operation) answered() *stats.Shard {
+	if o.opShard != nil {
+		return o.opShard
+	}
+	return o.class
+}
+
+// recording records one operation: an answered one once (see operation.answered), a
+// failure into its class's series and, when the class mixes several operations, into
+// the operation's own series too (a part's failures are not added to its class). done
+// writes the common outcomes (success, miss without validation) out instead.
 type recording struct {
 	class, op *stats.Shard // op is nil for a class of one operation
 }
 
-func (r recording) success(resp, svc, own time.Duration) {
-	r.class.SuccessLag(resp, svc, own)
+func (r recording) answered() *stats.Shard {
 	if r.op != nil {
-		r.op.SuccessLag(resp, svc, own)
+		return r.op
 	}
+	return r.class
+}
+
+func (r recording) success(resp, svc, own time.Duration) {
+	r.answered().SuccessLag(resp, svc, own)
 }
 
 func (r recording) successInvalid(resp, svc, own time.Duration, v stats.Validation) {
-	r.class.SuccessInvalid(resp, svc, own, v)
-	if r.op != nil {
-		r.op.SuccessInvalid(resp, svc, own, v)
-	}
+	r.answered().SuccessInvalid(resp, svc, own, v)
 }
 
 func (r recording) missInvalid(resp, svc, own time.Duration, v stats.Validation) {
-	r.class.MissInvalid(resp, svc, own, v)
-	if r.op != nil {
-		r.op.MissInvalid(resp, svc, own, v)
-	}
+	r.answered().MissInvalid(resp, svc, own, v)
 }
 
 func (r recording) failure(class driver.Class, err error) {

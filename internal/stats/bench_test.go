@@ -156,3 +156,49 @@ func BenchmarkBucketsAdd(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMixedClassSecond is one second of a class that mixes reads and writes 8:2, as
+// benchpeers' postgres pair runs it (14,000 operations over 16 shards), recorded and
+// ticked: "twice" records each operation in the class's series and in its operation's,
+// as the engine did before operation series were parts of their class; "parts" records
+// it once, in its operation's series, a part of the class (RegisterPart), whose figures
+// the tick derives. Its ns/op is that cost per second of a run at this rate.
+func BenchmarkMixedClassSecond(b *testing.B) {
+	const perSecond = 14000
+	resp, svc := secondValues(perSecond)
+	for _, mode := range []string{"twice", "parts"} {
+		b.Run(mode, func(b *testing.B) {
+			c := NewCollector(Config{Shards: 16})
+			class, _ := c.Register("read")
+			register := c.Register
+			if mode == "parts" {
+				register = func(name string) (Op, error) { return c.RegisterPart(class, name) }
+			}
+			rd, _ := register("read.read")
+			wr, _ := register("read.write")
+			cls, ops := c.Recorder(class), [2]*Recorder{c.Recorder(rd), c.Recorder(wr)}
+			second := func() {
+				for i := range resp {
+					w := i % 50 // the worker
+					op := ops[0]
+					if i%10 >= 8 {
+						op = ops[1]
+					}
+					op.Shard(w).SuccessLag(resp[i], svc[i], 0)
+					if mode == "twice" {
+						cls.Shard(w).SuccessLag(resp[i], svc[i], 0)
+					}
+				}
+			}
+			now := time.Now()
+			second()
+			c.Tick(now)
+			b.ReportAllocs()
+			for b.Loop() {
+				second()
+				now = now.Add(time.Second)
+				c.Tick(now)
+			}
+		})
+	}
+}

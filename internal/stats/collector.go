@@ -188,6 +188,11 @@ type series struct {
 	// every count and Cumulative walks the histograms.
 	cumSum    *sums
 	cumMerged bool
+	// cumPend holds what ticks drained since the cumulative histograms were last read:
+	// a tick adds its sums here, bucket by bucket, and the first reader after it records
+	// them into the histograms (settleCum), so a run nobody reads until its end does not
+	// record every bucket into a second histogram each second. nil until a tick drains.
+	cumPend *sums
 	// cumActive is the seconds of the cumulative span in which the series was active
 	// (OpSummary.ActiveSeconds).
 	cumActive float64
@@ -214,7 +219,11 @@ type Collector struct {
 
 	// mu guards the published views below and each series' cumulative fields. It is
 	// written only with tickMu held, so Tick can read them under tickMu alone.
-	mu      sync.RWMutex
+	mu sync.RWMutex
+	// cumMu serializes readers that hold mu for reading while they settle the series'
+	// pending cumulative counts (settleCum); publish adds to them with mu held for
+	// writing, so no reader settles then.
+	cumMu   sync.Mutex
 	start   time.Time // of the cumulative span
 	last    time.Time // end of the last interval (start of the next)
 	latest  pointRec
@@ -303,6 +312,42 @@ func (c *Collector) Register(name string) (Op, error) {
 	next := append(old[:len(old):len(old)], s)
 	c.series.Store(&next)
 	return Op(len(old)), nil
+}
+
+// RegisterPart returns the series called name, as Register, made a part of series class:
+// an answered operation recorded in it (Success, Miss and their variants) counts in
+// class as well, added at each tick, so that the engine records an operation of a class
+// that mixes several once, in the operation's own series, and not again in the class's.
+// Failures are not added: a failure recorded in a part must be recorded in class too (it
+// is rare, and class keeps its failure messages), and Drop is for the class alone. It
+// fails for an unknown class, a class that is itself a part, a name that is a series
+// with parts of its own or a part of another series, and as Register does.
+func (c *Collector) RegisterPart(class Op, name string) (Op, error) {
+	op, err := c.Register(name)
+	if err != nil {
+		return 0, err
+	}
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	list := c.list()
+	if int(class) >= len(list) {
+		return 0, fmt.Errorf("register series %q: part of unknown series %d", name, class)
+	}
+	parent, part := list[class].rec, list[op].rec
+	switch {
+	case part.partOf == parent:
+		return op, nil
+	case parent == part:
+		return 0, fmt.Errorf("register series %q: a series cannot be a part of itself", name)
+	case parent.partOf != nil:
+		return 0, fmt.Errorf("register series %q: %q is a part of %q, and a part has no parts", name, list[class].name, list[parent.partOf.op].name)
+	case part.partOf != nil:
+		return 0, fmt.Errorf("register series %q as a part of %q: it is a part of %q", name, list[class].name, list[part.partOf.op].name)
+	case len(part.partList()) > 0:
+		return 0, fmt.Errorf("register series %q as a part of %q: it has parts of its own", name, list[class].name)
+	}
+	parent.addPart(part)
+	return op, nil
 }
 
 // Lookup returns the series called name, if registered.
@@ -500,6 +545,11 @@ func (c *Collector) tick(now, due time.Time) *Interval {
 		}
 	}
 	c.backlogMu.Unlock()
+	// Every recorder is collected before any is recorded: a series with parts adds what
+	// its parts collected in this interval (Recorder.record).
+	for _, s := range list {
+		s.rec.collect()
+	}
 	for i, s := range list {
 		o := &iv.Ops[i]
 		resetHistogram(o.Response)
@@ -508,7 +558,7 @@ func (c *Collector) tick(now, due time.Time) *Interval {
 		resetHistogram(o.Late)
 		o.Counts = Counts{}
 		o.lat.ok = false
-		s.rec.drain(o.Response, o.Service, o.StartLag, o.Late, &o.Counts)
+		s.rec.record(o.Response, o.Service, o.StartLag, o.Late, &o.Counts)
 	}
 	c.publish(list, iv, true)
 	return iv
@@ -551,12 +601,10 @@ func (c *Collector) publish(list []*series, iv *Interval, drained bool) {
 	for i, s := range list {
 		o := &iv.Ops[i]
 		if sum := s.rec.sum; drained && sum != nil {
-			sum.resp.record(s.cumResp)
-			sum.svc.record(s.cumSvc)
-			sum.lag.record(s.cumLag)
-			if sum.late != nil {
-				sum.late.record(s.cumLate)
+			if s.cumPend == nil {
+				s.cumPend = newSums()
 			}
+			sum.addTo(s.cumPend)
 			s.addCumSum(sum)
 		} else {
 			s.mergeWhole(o.Response, o.Service, o.StartLag, o.Late)
@@ -739,7 +787,7 @@ func (c *Collector) ResetAt(now time.Time) {
 		c.iv.Ops[i].sum = nil
 	}
 	for _, s := range list {
-		s.rec.drain(nil, nil, nil, nil, nil)
+		s.rec.collect()
 		for i := range s.rec.shards {
 			s.rec.shards[i].resetErrors()
 		}
@@ -753,6 +801,9 @@ func (c *Collector) ResetAt(now time.Time) {
 		resetHistogram(s.cumLate)
 		if s.cumSum != nil {
 			s.cumSum.clear()
+		}
+		if s.cumPend != nil {
+			s.cumPend.clear()
 		}
 		s.cum, s.cumActive, s.cumMerged = Counts{}, 0, false
 	}
@@ -804,6 +855,7 @@ func (c *Collector) Cumulative() Summary {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	list := c.list()
+	c.settleAll(list)
 	secs := spanSeconds(c.start, c.last)
 	s := Summary{Start: c.start, End: c.last, Seconds: secs, Ops: make(map[string]OpSummary, len(list))}
 	for i, se := range list {
@@ -832,16 +884,46 @@ func (s *series) addCumSum(sum *sums) {
 	if s.cumSum == nil {
 		s.cumSum = newSums()
 	}
-	sum.resp.addTo(&s.cumSum.resp)
-	sum.svc.addTo(&s.cumSum.svc)
-	sum.lag.addTo(&s.cumSum.lag)
-	if sum.late != nil {
-		if s.cumSum.late == nil {
+	sum.addTo(s.cumSum)
+}
+
+// addTo adds b's bucket counts (not its Counts) into dst.
+func (b *sums) addTo(dst *sums) {
+	b.resp.addTo(&dst.resp)
+	b.svc.addTo(&dst.svc)
+	b.lag.addTo(&dst.lag)
+	if b.late != nil {
+		if dst.late == nil {
 			late := makeSparse(lagLayout)
-			s.cumSum.late = &late
+			dst.late = &late
 		}
-		sum.late.addTo(s.cumSum.late)
+		b.late.addTo(dst.late)
 	}
+}
+
+// settleCum records the pending cumulative counts (cumPend) into the cumulative
+// histograms. The caller holds mu for writing, or for reading and cumMu.
+func (s *series) settleCum() {
+	p := s.cumPend
+	if p == nil {
+		return
+	}
+	p.resp.record(s.cumResp)
+	p.svc.record(s.cumSvc)
+	p.lag.record(s.cumLag)
+	if p.late != nil {
+		p.late.record(s.cumLate)
+	}
+	p.clear()
+}
+
+// settleAll settles every series of list; the caller holds mu for reading.
+func (c *Collector) settleAll(list []*series) {
+	c.cumMu.Lock()
+	for _, s := range list {
+		s.settleCum()
+	}
+	c.cumMu.Unlock()
 }
 
 // mergeWhole merges histograms that are not a drain's sums (an ingested interval, or a
@@ -904,6 +986,9 @@ func (c *Collector) CumulativeHistograms(op Op) (resp, svc *hdrhistogram.Histogr
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	c.cumMu.Lock()
+	s.settleCum()
+	c.cumMu.Unlock()
 	return s.cumResp.Clone(), s.cumSvc.Clone()
 }
 

@@ -161,6 +161,25 @@ func (b *buffer) moveTo(sum *sums) {
 	b.Counts = Counts{}
 }
 
+// addAnsweredTo adds what b holds of answered operations into dst: the latencies and the
+// counts an answer brings (successes, misses, validation verdicts, clamped values, the
+// start lag's split). Failures and drops are not added: a part's failures are also
+// counted in the series it is part of, where the failure messages are kept (the engine
+// records them in both, they are rare), and only a class drops operations.
+func (b *sums) addAnsweredTo(dst *sums) {
+	b.resp.addTo(&dst.resp)
+	b.svc.addTo(&dst.svc)
+	b.lag.addTo(&dst.lag)
+	dst.Successes += b.Successes
+	dst.Misses += b.Misses
+	for i := range dst.Validation {
+		dst.Validation[i] += b.Validation[i]
+	}
+	dst.Clamped += b.Clamped
+	dst.LagOwnUs += b.LagOwnUs
+	dst.LagWaitUs += b.LagWaitUs
+}
+
 // The parts of a sums, for latencyOf.
 func (b *sums) respSum() *sparse { return &b.resp }
 func (b *sums) svcSum() *sparse  { return &b.svc }
@@ -293,6 +312,14 @@ func (s *Shard) swap() *buffer {
 type Recorder struct {
 	op     Op
 	shards []Shard
+	// parts are the recorders of the series that are parts of this one (Collector.
+	// RegisterPart): what their operations were answered with counts here as well, added
+	// at each drain, so an operation is recorded once, in its part. Copy-on-write, as the
+	// collector's series list: a part registered while the engine runs is read by the
+	// tick and by Answered without a lock.
+	parts atomic.Pointer[[]*Recorder]
+	// partOf is the series this one is a part of, nil if none; under Collector.regMu.
+	partOf *Recorder
 	// sum is what the last drain took from the shards, bucket by bucket, until the next
 	// drain: the collector also merges it into the cumulative view and reads the
 	// interval's max and mean from it (see publish). Only the collector's tick touches
@@ -327,15 +354,42 @@ func (r *Recorder) Answered() int64 {
 		}
 		s.mu.Unlock()
 	}
+	for _, p := range r.partList() {
+		n += p.Answered()
+	}
 	return n
+}
+
+// partList returns the recorders of r's parts.
+func (r *Recorder) partList() []*Recorder {
+	if l := r.parts.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
+
+// addPart makes p a part of r. The caller holds Collector.regMu.
+func (r *Recorder) addPart(p *Recorder) {
+	old := r.partList()
+	next := append(old[:len(old):len(old)], p)
+	r.parts.Store(&next)
+	p.partOf = r
 }
 
 // drain swaps every shard and adds what the retired buffers hold into resp, svc, lag,
 // late and c (nil: discards it), outside the shard locks, leaving them empty for reuse.
 // Its cost follows what the shards recorded (the buckets they used), not the histograms'
 // width: the shards' counts are summed bucket by bucket into r.sum, which then records
-// each bucket used once.
+// each bucket used once. A recorder with parts needs them collected first (the
+// collector's tick collects every recorder, then records each).
 func (r *Recorder) drain(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts) {
+	r.collect()
+	r.record(resp, svc, lag, late, c)
+}
+
+// collect swaps every shard and moves what the retired buffers hold into r.sum, outside
+// the shard locks, leaving them empty for reuse.
+func (r *Recorder) collect() {
 	if r.sum != nil {
 		r.sum.clear()
 	}
@@ -348,6 +402,21 @@ func (r *Recorder) drain(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts
 			r.sum = newSums()
 		}
 		b.moveTo(r.sum)
+	}
+}
+
+// record adds the answered operations its parts collected into r.sum, then what r.sum
+// holds into resp, svc, lag, late and c (nil: only the first). The parts must have been
+// collected since r was, and must have no parts of their own (RegisterPart refuses it).
+func (r *Recorder) record(resp, svc, lag, late *hdrhistogram.Histogram, c *Counts) {
+	for _, p := range r.partList() {
+		if p.sum == nil {
+			continue
+		}
+		if r.sum == nil {
+			r.sum = newSums()
+		}
+		p.sum.addAnsweredTo(r.sum)
 	}
 	if r.sum == nil || resp == nil {
 		return
