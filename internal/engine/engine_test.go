@@ -1065,17 +1065,23 @@ func TestNoAllocationPerOperation(t *testing.T) {
 			time.Sleep(50 * time.Millisecond) // buffers, slabs and arenas warm up
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
-			first := count()
+			first, began := count(), time.Now()
 			for end := time.Now().Add(30 * time.Second); count()-first < 10000; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(end) {
 					t.Fatalf("only %d operations in 30 s on a store that answers at once", count()-first)
 				}
 			}
 			runtime.ReadMemStats(&m1)
-			ops := count() - first
+			ops, took := count()-first, time.Since(began)
 			allocs := m1.Mallocs - m0.Mallocs
-			if perOp := float64(allocs) / float64(ops); perOp > 0.02 {
-				t.Errorf("%d allocations for %d operations (%.3f per op); want none per op", allocs, ops, perOp)
+			// The background tasks (the stats tick, the elastic pools' checks) allocate per
+			// second, not per operation: on a loaded machine the 10,000 operations took
+			// seconds and their ticks' allocations alone passed 0.02 per op (246 for 11,073
+			// under -race at load 12). They are allowed per second of the window, 200 a
+			// second: one allocation per operation still fails, as 10,000 operations in the
+			// window's 30 s at most get 6,200.
+			if allowed := 0.02*float64(ops) + 200*took.Seconds(); float64(allocs) > allowed {
+				t.Errorf("%d allocations for %d operations in %v (%.3f per op; %.0f allowed); want none per op", allocs, ops, took.Round(time.Millisecond), float64(allocs)/float64(ops), allowed)
 			}
 		})
 	}
