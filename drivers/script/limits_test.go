@@ -24,15 +24,14 @@ func TestInitTimeout(t *testing.T) {
 		{"sleep in init", `function init() { sleep(1e9); } function read(key) {}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			start := time.Now()
-			d, _, err := driver.Open(context.Background(), Name, map[string]string{"source": tt.src, "initTimeout": "200ms"})
-			took := time.Since(start)
+			var d driver.Driver
+			var err error
+			within(t, "Open with initTimeout 200ms", func() {
+				d, _, err = driver.Open(context.Background(), Name, map[string]string{"source": tt.src, "initTimeout": "200ms"})
+			})
 			if err == nil {
 				_ = d.Close()
 				t.Fatal("opened")
-			}
-			if took > 3*time.Second {
-				t.Errorf("Open took %v with initTimeout 200ms", took)
 			}
 			if driver.Classify(err) != driver.ClassTimeout || !strings.Contains(err.Error(), "initTimeout") {
 				t.Errorf("Open: %v (class %v); want a timeout naming initTimeout", err, driver.Classify(err))
@@ -59,11 +58,8 @@ function read(key) {
 `})
 	for _, key := range []string{"loop", "catch", "sleep", "sleeps", "nested"} {
 		t.Run(key, func(t *testing.T) {
-			start := time.Now()
-			_, err := d.Read(context.Background(), key)
-			if took := time.Since(start); took > 2*time.Second {
-				t.Errorf("took %v with callTimeout 150ms", took)
-			}
+			var err error
+			within(t, "a runaway call with callTimeout 150ms", func() { _, err = d.Read(context.Background(), key) })
 			if driver.Classify(err) != driver.ClassTimeout {
 				t.Errorf("%v (class %v), want a timeout", err, driver.Classify(err))
 			}
@@ -89,10 +85,11 @@ func TestCloseStopsRunawayScripts(t *testing.T) {
 		key    string // an operation running when Close is called; "" for none
 		queued bool   // and another one waiting for its runtime
 	}{
-		{"operation spinning", map[string]string{"source": `function read(key) { for (;;) {} }`}, "k", false},
-		{"operation spinning in catch", map[string]string{"source": `function read(key) { for (;;) { try { for (;;) {} } catch (e) {} } }`}, "k", false},
-		{"operation sleeping", map[string]string{"source": `function read(key) { sleep(1e9); }`}, "k", false},
-		{"operation waiting for a runtime", map[string]string{"runtimes": "1", "source": `function read(key) { for (;;) {} }`}, "k", true},
+		// callTimeout 10m: only Close can end these operations before the patiences.
+		{"operation spinning", map[string]string{"callTimeout": "10m", "source": `function read(key) { for (;;) {} }`}, "k", false},
+		{"operation spinning in catch", map[string]string{"callTimeout": "10m", "source": `function read(key) { for (;;) { try { for (;;) {} } catch (e) {} } }`}, "k", false},
+		{"operation sleeping", map[string]string{"callTimeout": "10m", "source": `function read(key) { sleep(1e9); }`}, "k", false},
+		{"operation waiting for a runtime", map[string]string{"callTimeout": "10m", "runtimes": "1", "source": `function read(key) { for (;;) {} }`}, "k", true},
 		{"close() spinning", map[string]string{"callTimeout": "300ms", "source": `function read(key) {} function close() { for (;;) {} }`}, "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,7 +102,7 @@ func TestCloseStopsRunawayScripts(t *testing.T) {
 			if tt.key != "" {
 				ops++
 				go func() { _, err := d.Read(context.Background(), tt.key); opErr <- err }()
-				for deadline := time.Now().Add(2 * time.Second); !busy(d.(*Driver)); {
+				for deadline := time.Now().Add(time.Minute); !busy(d.(*Driver)); {
 					if time.Now().After(deadline) {
 						t.Fatal("the operation did not start")
 					}
@@ -126,8 +123,8 @@ func TestCloseStopsRunawayScripts(t *testing.T) {
 				if tt.key == "" && (err == nil || !strings.Contains(err.Error(), "close ran past 300ms (callTimeout")) {
 					t.Errorf("Close: %v; want close() reported as interrupted", err)
 				}
-			case <-time.After(4 * time.Second):
-				t.Fatal("Close did not return within 4s")
+			case <-time.After(time.Minute): // a patience: how soon is the machine's
+				t.Fatal("Close did not return within a minute")
 			}
 			t.Logf("Close took %v", time.Since(start))
 			for ; ops > 0; ops-- {
@@ -136,8 +133,8 @@ func TestCloseStopsRunawayScripts(t *testing.T) {
 					if err == nil || driver.Classify(err) != driver.ClassUnavailable {
 						t.Errorf("operation in flight at Close: %v (class %v); want unavailable (driver closed)", err, driver.Classify(err))
 					}
-				case <-time.After(2 * time.Second):
-					t.Fatal("an operation in flight did not end after Close")
+				case <-time.After(time.Minute):
+					t.Fatal("an operation in flight did not end within a minute after Close")
 				}
 			}
 		})
@@ -189,13 +186,13 @@ function read(key) {
 }
 `})
 			start := time.Now()
-			deadline := start.Add(8 * time.Second)
+			deadline := start.Add(time.Minute) // a patience, as the loop after the stop's
 			var err error
 			for err == nil && time.Now().Before(deadline) {
 				_, err = d.Read(context.Background(), tt.key)
 			}
 			if err == nil {
-				t.Fatal("no call stopped within 8s")
+				t.Fatal("no call stopped within a minute")
 			}
 			t.Logf("stopped after %v: %v", time.Since(start), err)
 			if driver.Classify(err) != driver.ClassRejected || !strings.Contains(err.Error(), "memoryLimit "+tt.limit) {
@@ -227,12 +224,10 @@ function read(key) {
 			if n := d.DriverStats()["memoryStops"]; n != 1 {
 				t.Fatalf("memoryStops = %d after the stop, want 1 (the dropped runtimes' heap measured as gone)", n)
 			}
-			closeStart := time.Now()
-			if err := d.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if took := time.Since(closeStart); took > 3*time.Second {
-				t.Errorf("Close took %v", took)
+			var closeErr error
+			within(t, "Close after a memory stop", func() { closeErr = d.Close() })
+			if closeErr != nil {
+				t.Fatal(closeErr)
 			}
 		})
 	}

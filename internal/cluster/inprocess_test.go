@@ -172,13 +172,18 @@ func callAs(token, method, url string, in, out any) error {
 // TestInProcessFleetUnderRace drives a fleet of three nodes in this process, so the race
 // detector sees the coordinator, the agents, the merge and the fleet's collector at work:
 // a start, load, a config change mid-run, a node that goes away, and the stop.
+//
+// The fleet runs on a simulated clock moved on only once every node still there has been
+// beaten (pumpedFleet): on real time, at load 35, the healthy nodes were judged lost
+// (LostAfter 1 s) and the fleet had no member alive at its stop.
 func TestInProcessFleetUnderRace(t *testing.T) {
-	nodes, coord, url := inFleet(t, 3)
+	f := newPumpedFleet(t, 3, nil)
+	nodes, url := f.nodes, f.url
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 600, "workload.writeRate": 300, "workload.numKeys": 500}}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/load/start"), nil, nil)
-	time.Sleep(1500 * time.Millisecond)
+	f.waitSim(t, 1500*time.Millisecond)
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{"workload.readRate": 900}}, nil)
 	for _, n := range nodes {
 		if got, _, _ := n.inst.Config().Value("workload.readRate"); got != "300" {
@@ -197,15 +202,20 @@ func TestInProcessFleetUnderRace(t *testing.T) {
 	if !strings.Contains(string(buf[:n]), "event:") || !strings.Contains(string(buf[:n]), `"read"`) {
 		t.Errorf("fleet SSE stream starts with %q; want an event with the read class", buf[:n])
 	}
-	time.Sleep(time.Second)
+	f.waitSim(t, time.Second)
+	for _, m := range f.coord.Members() {
+		if m.Health != cluster.Alive {
+			t.Errorf("before any node went away, %s is %s; want every node alive", m.ID, m.Health)
+		}
+	}
 	gone := nodeID(nodes[2])
+	f.drop(2)
 	nodes[2].ts.CloseClientConnections()
 	nodes[2].ts.Close() // the node is gone for the coordinator
 	// Lost after 1 s; its share moves once its lease (2 s) has lapsed: until then it may
-	// still run its share, cut off rather than dead (as here: its agent runs on). Waited
-	// for rather than slept out: on a loaded machine the beats that find it lost come
-	// late (when they come is TestInProcessLostNodeKeepsItsShareUntilItsLeaseLapses's, on
-	// a simulated clock).
+	// still run its share, cut off rather than dead (as here: its agent runs on). When, to
+	// the step, is TestInProcessLostNodeKeepsItsShareUntilItsLeaseLapses's.
+	lostAt := f.sim.Now()
 	waitFor(t, time.Minute, "the gone node lost and its share moved", func() (bool, string) {
 		var members struct {
 			Members []cluster.MemberStatus `json:"members"`
@@ -215,6 +225,9 @@ func TestInProcessFleetUnderRace(t *testing.T) {
 		ok := true
 		for _, m := range members.Members {
 			state += fmt.Sprintf("%s %s; ", m.ID, m.Health)
+			if m.ID != gone && m.Health == cluster.Lost {
+				t.Fatalf("%v after a node went away, the answering node %s is lost", clock.Since(f.sim, lostAt), m.ID)
+			}
 			ok = ok && (m.Health == cluster.Lost) == (m.ID == gone)
 		}
 		for _, n := range nodes[:2] {
@@ -241,14 +254,19 @@ func TestInProcessFleetUnderRace(t *testing.T) {
 	if !strings.Contains(string(metrics), `ndbench_ops_total{op="read"`) {
 		t.Errorf("fleet /metrics has no ndbench_ops_total for reads:\n%.2000s", metrics)
 	}
-	_ = coord
 }
 
 // A node that cannot keep up with its share is flagged saturated: its figures are the
 // generator's (here: its store's capacity is far below its share, so it does not even
 // send its share), and the others are not.
+//
+// The fleet runs on a simulated clock moved on only once every node has been beaten
+// (pumpedFleet). The slow node's store limits it on real time (the memory driver's
+// capacity), about 16 reads a second against its share of 200 at the clock's pace, which
+// is about 2.5 times real time; the other's store has no limit.
 func TestInProcessFleetFlagsASaturatedNode(t *testing.T) {
-	nodes, coord, url := inFleet(t, 2)
+	f := newPumpedFleet(t, 2, nil)
+	nodes, coord, url := f.nodes, f.coord, f.url
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 400, "workload.readers": 2, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
@@ -256,8 +274,7 @@ func TestInProcessFleetFlagsASaturatedNode(t *testing.T) {
 	inCall(t, http.MethodPatch, url("/api/v1/fleet/config"), map[string]any{"scope": "node:" + slow,
 		"values": map[string]any{"drivers.memory.capacity": 40}}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/load/start"), map[string]any{"ops": []string{"read"}}, nil)
-	end := time.Now().Add(15 * time.Second)
-	for {
+	waitFor(t, time.Minute, "only the slow node flagged saturated", func() (bool, string) {
 		ms := coord.Members()
 		var flagged []string
 		for _, m := range ms {
@@ -265,14 +282,8 @@ func TestInProcessFleetFlagsASaturatedNode(t *testing.T) {
 				flagged = append(flagged, m.ID)
 			}
 		}
-		if len(flagged) == 1 && flagged[0] == slow {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("saturated nodes %v after 15 s, want only %s: %+v", flagged, slow, ms)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return len(flagged) == 1 && flagged[0] == slow, fmt.Sprintf("flagged %v, want only %s: %+v", flagged, slow, ms)
+	})
 	inCall(t, http.MethodPost, url("/api/v1/load/stop"), nil, nil)
 }
 
@@ -441,9 +452,12 @@ func TestInProcessFleetSetShape(t *testing.T) {
 }
 
 // With --redistribute, a lost node's share of a fleet's shape goes to the others: they get
-// the shape again at their new share, continued where the fleet's is.
+// the shape again at their new share, continued where the fleet's is. The fleet runs on a
+// simulated clock moved on only once every node still there has been beaten
+// (pumpedFleet), so no answering node is judged lost on a loaded machine.
 func TestInProcessFleetReshapesAfterALoss(t *testing.T) {
-	nodes, coord, url := inFleet(t, 3)
+	f := newPumpedFleet(t, 3, nil)
+	nodes, coord, url := f.nodes, f.coord, f.url
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 90, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
@@ -455,26 +469,27 @@ func TestInProcessFleetReshapesAfterALoss(t *testing.T) {
 	if err := fleet.Start("read"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	f.waitSim(t, 500*time.Millisecond)
+	f.drop(2)
 	nodes[2].ts.CloseClientConnections()
 	nodes[2].ts.Close()
-	end := time.Now().Add(10 * time.Second)
-	for _, n := range nodes[:2] {
-		for {
+	for i, n := range nodes[:2] {
+		waitFor(t, time.Minute, "a node's share re-split to a half", func() (bool, string) {
 			got := n.shapes.sets()
 			last := got[len(got)-1]
 			// Half of the fleet's ramp, some seconds into it: above 150, the old third's
 			// 100 at its start.
-			if len(got) >= 2 && last.class == "read" && last.shape.Rate(0) > 150 && last.shape.Rate(0) < 300 {
-				if r := last.shape.Rate(time.Hour); r != 300 {
-					t.Errorf("re-split ramp ends at %v ops/s on a node; want 300, half of 600", r)
-				}
-				break
-			}
-			if time.Now().After(end) {
-				t.Fatalf("shapes set on a node %+v 10 s after a node was lost; want its share re-split to a half", got)
-			}
-			time.Sleep(100 * time.Millisecond)
+			return len(got) >= 2 && last.class == "read" && last.shape.Rate(0) > 150 && last.shape.Rate(0) < 300,
+				fmt.Sprintf("node %d: shapes set %+v", i, got)
+		})
+		got := n.shapes.sets()
+		if r := got[len(got)-1].shape.Rate(time.Hour); r != 300 {
+			t.Errorf("re-split ramp ends at %v ops/s on node %d; want 300, half of 600", r, i)
+		}
+	}
+	for _, m := range coord.Members() {
+		if m.ID != nodeID(nodes[2]) && m.Health != cluster.Alive {
+			t.Errorf("answering node %s is %s after the loss; want alive", m.ID, m.Health)
 		}
 	}
 	// Each live node's own report, for what only it can judge of itself.
@@ -497,8 +512,14 @@ func TestInProcessFleetReshapesAfterALoss(t *testing.T) {
 
 // POST /fleet/api/v1/autotune runs the search on the fleet: each step's rate is split
 // among the nodes as a constant shape, and measured on the merged statistics.
+//
+// The coordinator and the agents run on a simulated clock moved on only once every node
+// has been beaten (pumpedFleet), so no node is judged lost on a loaded machine; the nodes'
+// load runs on real time, since the search times its windows on it (autotune's NodeTarget
+// reads time.Now) and the merged seconds carry the nodes' times.
 func TestInProcessFleetAutotuneRoute(t *testing.T) {
-	nodes, _, url := inFleet(t, 2)
+	f := newPumpedFleetOn(t, 2, false, nil)
+	nodes, url := f.nodes, f.url
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 300, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
@@ -563,9 +584,12 @@ func TestStartDuringBeats(t *testing.T) {
 
 // TestInProcessFleetStartWarmsUp: a start of the fleet's load over its API, from idle,
 // honours workload.warmup on every node (from the common instant) and in the fleet's
-// merged report, as a node's own start does.
+// merged report, as a node's own start does. The fleet runs on a simulated clock moved on
+// only once every node has been beaten (pumpedFleet), so the warm-ups end on it and no
+// node is judged lost on a loaded machine.
 func TestInProcessFleetStartWarmsUp(t *testing.T) {
-	nodes, _, url := inFleet(t, 2)
+	f := newPumpedFleet(t, 2, nil)
+	nodes, url := f.nodes, f.url
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 200, "workload.writeEnabled": false, "workload.numKeys": 100, "workload.warmup": "500ms"}}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
@@ -575,23 +599,22 @@ func TestInProcessFleetStartWarmsUp(t *testing.T) {
 			t.Errorf("node %d: no warm-up after the fleet's start", i)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, n := range nodes {
-		for n.inst.Session().Warmup == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("a node's warm-up never ended: %+v", n.inst.Status())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	for i, n := range nodes {
+		waitFor(t, time.Minute, "a node's warm-up ends", func() (bool, string) {
+			return n.inst.Session().Warmup != 0, fmt.Sprintf("node %d: %+v", i, n.inst.Status())
+		})
 		if w := n.inst.Session().Warmup; w != 500*time.Millisecond {
 			t.Errorf("node warm-up %v, want 500ms", w)
 		}
 	}
-	time.Sleep(time.Second) // the fleet view's own warm-up ends beside the nodes'
+	// The fleet view's own warm-up ends beside the nodes', on the coordinator's clock.
 	var rep struct {
 		WarmupSeconds float64 `json:"warmupSeconds"`
 	}
-	inCall(t, http.MethodGet, url("/api/v1/report"), nil, &rep)
+	waitFor(t, time.Minute, "the fleet's warm-up ends", func() (bool, string) {
+		inCall(t, http.MethodGet, url("/api/v1/report"), nil, &rep)
+		return rep.WarmupSeconds != 0, fmt.Sprintf("warmupSeconds %v", rep.WarmupSeconds)
+	})
 	if rep.WarmupSeconds != 0.5 {
 		t.Errorf("fleet report's warmupSeconds %v, want 0.5", rep.WarmupSeconds)
 	}
@@ -602,9 +625,12 @@ func TestInProcessFleetStartWarmsUp(t *testing.T) {
 // it, and the first phase (or step) starts the load again. That start is a step of the
 // run, so no node warms up a second time (each node's agent used to start every load from
 // idle as a user's start, with a warm-up of its own), and the fleet's report counts the
-// run's one warm-up.
+// run's one warm-up. The fleet runs on a simulated clock moved on only once every node has
+// been beaten (pumpedFleet); the run's warm-up itself is timed on real time (node.Run
+// times a fleet's so), which the test does not judge.
 func TestInProcessFleetRunWarmsUpOnce(t *testing.T) {
-	nodes, coord, url := inFleet(t, 2)
+	f := newPumpedFleet(t, 2, nil)
+	nodes, coord, url := f.nodes, f.coord, f.url
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 200, "workload.writeEnabled": false, "workload.numKeys": 100, "workload.warmup": "400ms"}}, nil)
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)

@@ -112,7 +112,10 @@ func (c *Coordinator) refresh(ctx context.Context) {
 		c.log.Warn("fleet discovery failed; keeping the members known", "discovery", c.opts.Discovery.String(), "err", err)
 		return
 	}
-	now := time.Now()
+	// The coordinator's clock, as every judgment of its members: a member's times
+	// (leaseSent, lastOK) are on it, and on a simulated clock a lost node that then left
+	// discovery had its share moved at once, its lease judged against the real time.
+	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := map[string]bool{}
