@@ -73,7 +73,13 @@ func TestSlowNodePullDoesNotHoldTheFleet(t *testing.T) {
 		} `json:"points"`
 	}
 	inCall(t, http.MethodGet, url("/api/v1/stats/series"), nil, &series)
-	seen, partial := 0, 0
+	// The subject is the slow node: before, nearly every second named it missing (and
+	// often the others). A fast node's interval delayed past its second by a stall of the
+	// whole machine is flagged too, since a late delivery marks the seconds that went out
+	// without it (2 of 9 partial, one naming a fast node, in a package run at load 13):
+	// those are allowed up to a third of the seconds, the slow node in one at most.
+	slowID := strings.TrimPrefix(slow.ts.URL, "http://")
+	seen, partial, slowMissing := 0, 0, 0
 	for _, p := range series.Points {
 		if p.T.Before(from) {
 			continue
@@ -81,11 +87,14 @@ func TestSlowNodePullDoesNotHoldTheFleet(t *testing.T) {
 		seen++
 		if p.Partial {
 			partial++
+			if slices.Contains(p.Missing, slowID) {
+				slowMissing++
+			}
 			t.Logf("fleet second ending %s is partial, missing %v", p.T.Format("15:04:05.000"), p.Missing)
 		}
 	}
-	if seen < 6 || partial > 1 {
-		t.Errorf("%d of the fleet's %d seconds since the start are partial; want at least 6 seconds, at most one partial", partial, seen)
+	if seen < 6 || slowMissing > 1 || 3*partial > seen {
+		t.Errorf("%d of the fleet's %d seconds since the start are partial, %d missing the slow node; want at least 6 seconds, the slow node missing from one at most, a third partial at most", partial, seen, slowMissing)
 	}
 	for _, m := range coord.Members() {
 		if m.Health != cluster.Alive {
