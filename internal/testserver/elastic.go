@@ -118,7 +118,10 @@ func startElastic(ctx context.Context, f elasticFlavor) (*Server, error) {
 			cmd := exec.Command(bin)
 			cmd.Env = append(os.Environ(),
 				f.envPrefix+"_JAVA_HOME="+javaHome,
-				f.envPrefix+"_JAVA_OPTS=-Xms512m -Xmx512m",
+				f.envPrefix+"_JAVA_OPTS=-Xms512m -Xmx512m "+serverJIT,
+				// Elasticsearch's launcher JVM (OpenSearch's is a shell script) lives as
+				// long as the server and only waits: C1 is enough for it too.
+				"CLI_JAVA_OPTS="+serverJIT,
 				f.envPrefix+"_PATH_CONF="+d(s, "config"),
 				f.envPrefix+"_TMPDIR="+d(s, "tmp"),
 				"HOME="+s.Dir,

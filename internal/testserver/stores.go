@@ -282,7 +282,9 @@ authorizer: AllowAllAuthorizer
 		"java.base/jdk.internal.util.jar", "jdk.management/com.sun.management.internal", "java.base/sun.nio.ch",
 		"java.base/java.io", "java.base/java.lang.reflect", "jdk.compiler/com.sun.tools.javac",
 		"java.base/java.lang", "java.base/java.util"}
-	jvm := []string{"-Xms512M", "-Xmx512M", "-Xss256k", "-XX:+UseG1GC",
+	// The serial GC: a 512 MB heap needs no concurrent collector threads competing with
+	// the tests for the CI's 2 cores.
+	jvm := []string{"-Xms512M", "-Xmx512M", "-Xss256k", "-XX:+UseSerialGC", serverJIT,
 		"-XX:CompileCommandFile=" + filepath.Join(home, "conf", "hotspot_compiler"),
 		"-Djava.net.preferIPv4Stack=true", "-Djdk.attach.allowAttachSelf=true",
 		"-Dio.netty.tryReflectionSetAccessible=true", "-javaagent:" + jamm}

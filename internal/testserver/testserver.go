@@ -46,6 +46,15 @@ const Host = "127.0.0.1"
 // installHint is appended to errors about missing binaries so the fix is one command away.
 const installHint = "run scripts/install-test-deps.sh (as root) to install the test servers"
 
+// serverJIT stops the test JVMs' JIT at C1. A server's start is mostly compilation, and
+// C2's compiler threads took most of it (a Cassandra start: 13.5 s of CPU with both
+// compilers, 7.6 s with C1 alone and the serial GC), while the tests' short runs never
+// reach the steady state where C2's code would pay that back. The integration stage is
+// CPU-bound on the CI's 2 cores; the whole packages' CPU fell from 116 to 69 s
+// (drivers/cassandra), 127 to 90 s (drivers/elasticsearch), 70 to 57 s (drivers/geode)
+// and 42 to 25 s (drivers/gremlin) (docs/performance.md, "CI time", stop 53).
+const serverJIT = "-XX:TieredStopAtLevel=1"
+
 // Server is a running (or killed) data-store process started by this package.
 type Server struct {
 	// Name is the store's name: "redis", "memcached", "postgres", "cassandra", "nginx",
