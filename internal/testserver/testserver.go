@@ -52,8 +52,44 @@ const installHint = "run scripts/install-test-deps.sh (as root) to install the t
 // reach the steady state where C2's code would pay that back. The integration stage is
 // CPU-bound on the CI's 2 cores; the whole packages' CPU fell from 116 to 69 s
 // (drivers/cassandra), 127 to 90 s (drivers/elasticsearch), 70 to 57 s (drivers/geode)
-// and 42 to 25 s (drivers/gremlin) (docs/performance.md, "CI time", stop 53).
+// and 42 to 25 s (drivers/gremlin) (docs/performance.md, "CI time", stop 53). Not in a
+// process that runs benchmarks (see benchRequested), except DynamoDB Local's, whose
+// documented figures were measured with C1.
 const serverJIT = "-XX:TieredStopAtLevel=1"
+
+// jit is the JIT flag of a test server's JVM: serverJIT, or for benchmarks the default
+// (a harmless flag, so that the argument lists need no second form).
+func jit() string {
+	if benchmarking {
+		return "-XX:+TieredCompilation"
+	}
+	return serverJIT
+}
+
+// benchmarking is whether this test process was asked to run benchmarks. Their servers
+// start as before, with both JIT compilers and their usual collector, so that the figures
+// in docs/performance.md (server CPU per operation, ndbench against latte on Cassandra)
+// stay comparable. Read from the arguments, not the flag: TestMain starts the servers
+// before the testing flags are parsed.
+var benchmarking = benchRequested(os.Args[1:])
+
+// benchRequested reports whether args hold a -test.bench (or -bench) flag with a pattern.
+func benchRequested(args []string) bool {
+	for i, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "test.bench" && name != "bench") {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		return value != ""
+	}
+	return false
+}
 
 // Server is a running (or killed) data-store process started by this package.
 type Server struct {
