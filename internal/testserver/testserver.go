@@ -51,9 +51,9 @@ const installHint = "run scripts/install-test-deps.sh (as root) to install the t
 // compilers, 7.6 s with C1 alone and the serial GC), while the tests' short runs never
 // reach the steady state where C2's code would pay that back. The integration stage is
 // CPU-bound on the CI's 2 cores; the whole packages' CPU fell from 116 to 69 s
-// (drivers/cassandra), 127 to 90 s (drivers/elasticsearch), 70 to 57 s (drivers/geode)
-// and 42 to 25 s (drivers/gremlin) (docs/performance.md, "CI time", stop 53). Not in a
-// process that runs benchmarks (see benchRequested), except DynamoDB Local's, whose
+// (drivers/cassandra), 166 to 120 s (drivers/elasticsearch, means of noisy runs), 70 to
+// 57 s (drivers/geode) and 42 to 25 s (drivers/gremlin) (docs/performance.md, "CI time",
+// stop 53). Not in a process that runs benchmarks (see benchRequested), except DynamoDB Local's, whose
 // documented figures were measured with C1.
 const serverJIT = "-XX:TieredStopAtLevel=1"
 
