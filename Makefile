@@ -182,7 +182,8 @@ fuzz:
 #   go run ./scripts/integration -json ... > run.json, then
 #   go run ./scripts/integration -split "$$(go list ./internal/cli/ ./internal/cluster/)" -times-from run.json > scripts/integration/testtimes
 # - The packages whose servers are JVMs (Cassandra, Elasticsearch and OpenSearch, Geode,
-#   Gremlin Server, DynamoDB Local; 0.5-1.5 GB and seconds of CPU to start each) start in
+#   Gremlin Server, DynamoDB Local; 0.5-1.5 GB and seconds of CPU to start each, though
+#   fewer since they compile with C1 only: a Cassandra start 7.6 s of CPU, not 13.5) start in
 #   their place in INTEGRATION's order, two at most at a time: three at once beside the
 #   compile starved them, and a Cassandra session's Close took over 20 s (drivers/cassandra's
 #   TestZConformance, in the first CI run with three packages at a time). While two run,

@@ -83,7 +83,7 @@ func DynamoDBLocal(ctx context.Context) (*Server, error) {
 			// with other test JVMs, and C1 alone halves the start (~1.6 s of CPU instead of
 			// ~3.5 s, measured) at some cost in steady-state speed, which an emulator's
 			// figures do not need.
-			args := []string{"-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+			args := []string{"-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", serverJIT,
 				"-Djava.net.preferIPv4Stack=true", "-Djava.library.path=" + lib}
 			switch {
 			case classes != "":

@@ -50,7 +50,7 @@ func Geode(ctx context.Context) (*Server, error) {
 	}
 	return start(ctx, "geode", spec{
 		command: func(s *Server) (*exec.Cmd, error) {
-			cmd := exec.Command(java, "-Xms256m", "-Xmx512m", "-XX:+UseSerialGC",
+			cmd := exec.Command(java, "-Xms256m", "-Xmx512m", "-XX:+UseSerialGC", jit(),
 				"-cp", filepath.Join(home, "lib", "*"), launcher,
 				strconv.Itoa(s.Ports["locator"]), strconv.Itoa(s.Ports["server"]), strconv.Itoa(s.Port), s.Dir)
 			cmd.Env = append(os.Environ(), "GEODE_HOME="+home)

@@ -56,7 +56,7 @@ func GremlinServer(ctx context.Context) (*Server, error) {
 	return start(ctx, "gremlin-server", spec{
 		prepare: writeGremlinConfig,
 		command: func(s *Server) (*exec.Cmd, error) {
-			return exec.Command(java, "-Xms256m", "-Xmx512m", "-XX:+UseSerialGC",
+			return exec.Command(java, "-Xms256m", "-Xmx512m", "-XX:+UseSerialGC", jit(),
 				"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 				"-cp", filepath.Join(home, "lib", "*"),
 				"org.apache.tinkerpop.gremlin.server.GremlinServer",

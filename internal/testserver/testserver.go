@@ -46,6 +46,51 @@ const Host = "127.0.0.1"
 // installHint is appended to errors about missing binaries so the fix is one command away.
 const installHint = "run scripts/install-test-deps.sh (as root) to install the test servers"
 
+// serverJIT stops the test JVMs' JIT at C1. A server's start is mostly compilation, and
+// C2's compiler threads took most of it (a Cassandra start: 13.5 s of CPU with both
+// compilers, 7.6 s with C1 alone and the serial GC), while the tests' short runs never
+// reach the steady state where C2's code would pay that back. The integration stage is
+// CPU-bound on the CI's 2 cores; the whole packages' CPU fell from 116 to 69 s
+// (drivers/cassandra), 166 to 120 s (drivers/elasticsearch, means of noisy runs), 70 to
+// 57 s (drivers/geode) and 42 to 25 s (drivers/gremlin) (docs/performance.md, "CI time",
+// stop 53). Not in a process that runs benchmarks (see benchRequested), except DynamoDB Local's, whose
+// documented figures were measured with C1.
+const serverJIT = "-XX:TieredStopAtLevel=1"
+
+// jit is the JIT flag of a test server's JVM: serverJIT, or for benchmarks the default
+// (a harmless flag, so that the argument lists need no second form).
+func jit() string {
+	if benchmarking {
+		return "-XX:+TieredCompilation"
+	}
+	return serverJIT
+}
+
+// benchmarking is whether this test process was asked to run benchmarks. Their servers
+// start as before, with both JIT compilers and their usual collector, so that the figures
+// in docs/performance.md (server CPU per operation, ndbench against latte on Cassandra)
+// stay comparable. Read from the arguments, not the flag: TestMain starts the servers
+// before the testing flags are parsed.
+var benchmarking = benchRequested(os.Args[1:])
+
+// benchRequested reports whether args hold a -test.bench (or -bench) flag with a pattern.
+func benchRequested(args []string) bool {
+	for i, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "test.bench" && name != "bench") {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		return value != ""
+	}
+	return false
+}
+
 // Server is a running (or killed) data-store process started by this package.
 type Server struct {
 	// Name is the store's name: "redis", "memcached", "postgres", "cassandra", "nginx",

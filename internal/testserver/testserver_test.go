@@ -126,3 +126,26 @@ func TestNdbenchBinEnvIsNotASetting(t *testing.T) {
 		t.Errorf("%s starts with %s: every node started with it set would refuse to start", NdbenchBinEnv, config.EnvPrefix)
 	}
 }
+
+// TestBenchRequested: the servers of a benchmark run keep their JVMs' default JIT, in
+// every form go test and a test binary take the flag; a run of tests only gets C1.
+func TestBenchRequested(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"-test.paniconexit0", "-test.timeout=10m0s", "-test.run=TestX"}, false},
+		{[]string{"-test.run=^$", "-test.bench=PutGet", "-test.benchtime=20000x"}, true},
+		{[]string{"-test.bench", "."}, true},
+		{[]string{"--test.bench=."}, true},
+		{[]string{"-bench=Write"}, true},
+		{[]string{"-test.bench="}, false},
+		{[]string{"-test.benchtime=2s"}, false},
+		{[]string{"-test.v", "--", "-test.bench=."}, false},
+		{nil, false},
+	} {
+		if got := benchRequested(tc.args); got != tc.want {
+			t.Errorf("benchRequested(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
