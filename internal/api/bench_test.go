@@ -68,10 +68,8 @@ func (w *discardWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); ret
 // request are what a long-lived server's RSS pays for.
 func BenchmarkSeriesEndpoint(b *testing.B) {
 	e := newEnv(b)
-	c := e.inst.Collector()
-	t0 := seriesStart()
 	const n = 3600 + 600
-	fillSeries(b, c, t0, n)
+	t0 := fillSeries(b, e, n)
 	last := t0.Add((n - 1) * time.Second) // the second newest point's end
 	for _, bc := range []struct{ name, query string }{
 		{"whole", ""},
