@@ -35,7 +35,8 @@ type SeriesPage struct {
 // Here each point is encoded once, by the first call after it entered the series, and
 // kept until it leaves the series, so a call costs a copy of what it returns and the
 // encoding of the points no call has asked for yet. The cache holds at most the
-// series' length of points (about as much again as the series itself).
+// series' length of points, and only from the first call on: about 2 KB a point for a
+// node's built-in classes, 7 MB for a full hour (the series itself is about 2.6 MB).
 func (c *Collector) SeriesJSON(since time.Time, limit int) (SeriesPage, error) {
 	after := int64(math.MinInt64)
 	if !since.IsZero() {
