@@ -35,7 +35,11 @@ func register[I, O any](s *Server, eff effect, op huma.Operation, errs []int, h 
 	} else {
 		op.Security = []map[string][]string{}
 	}
-	op.Responses = map[string]*huma.Response{}
+	if op.Responses == nil {
+		// A route whose handler writes its own body (GET /api/v1/stats/series) declares
+		// its 200 response: huma cannot derive it from a func body.
+		op.Responses = map[string]*huma.Response{}
+	}
 	for _, code := range errs {
 		op.Responses[strconv.Itoa(code)] = &huma.Response{
 			Description: http.StatusText(code),
@@ -113,7 +117,12 @@ func (s *Server) routes() {
 		Summary: "Latest interval and cumulative statistics", Description: "Latencies in microseconds; rates per second."},
 		nil, s.getStats)
 	register(s, readOnly, huma.Operation{OperationID: "get-series", Method: http.MethodGet, Path: "/api/v1/stats/series", Tags: []string{"stats"},
-		Summary: "Time series of intervals", Description: "With since (RFC 3339), only the points whose interval ended after it."},
+		Summary: "Time series of intervals",
+		Description: "With since (RFC 3339), only the points whose interval ended after it. With limit, at most that many " +
+			"points, oldest first; more is true when points after the last one were left out: ask again with since set " +
+			"to the last point's t to page through the series. A poller passes the t of the last point it has as since, " +
+			"and gets only the new points.",
+		Responses: s.seriesResponses()},
 		[]int{http.StatusUnprocessableEntity}, s.getSeries)
 	register(s, readOnly, huma.Operation{OperationID: "get-histograms", Method: http.MethodGet, Path: "/api/v1/stats/histograms", Tags: []string{"stats"},
 		Summary: "Cumulative HDR histograms per op class, encoded for aggregation"},

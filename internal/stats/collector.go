@@ -230,11 +230,17 @@ type Collector struct {
 	latestT time.Time // start of the latest interval; zero before the first tick
 	latestE time.Time // end of the latest interval
 	ring    []pointRec
-	head    int // index of the oldest point once the ring is full
+	head    int    // index of the oldest point once the ring is full
+	pushed  uint64 // points ever put in the ring: the newest one's sequence number
 	// cumPartial and cumMissing say the cumulative span includes ingested intervals that
 	// lacked some node's data, and whose.
 	cumPartial bool
 	cumMissing map[string]struct{}
+
+	// encMu guards enc, the series' points encoded in JSON for SeriesJSON. It is taken
+	// before mu, never while holding it, so a tick never waits for an encoding.
+	encMu sync.Mutex
+	enc   []encodedPoint
 
 	subMu sync.Mutex
 	subs  []*subscriber // copy-on-write, so Tick reads it without holding subMu
@@ -627,6 +633,7 @@ func (c *Collector) publish(list []*series, iv *Interval, drained bool) {
 			c.ring[c.head] = p
 			c.head = (c.head + 1) % len(c.ring)
 		}
+		c.pushed++
 	}
 	c.mu.Unlock()
 
