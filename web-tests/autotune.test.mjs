@@ -38,7 +38,7 @@ describe('auto-tune in the web UI', () => {
     await stopServer(srv);
   });
 
-  it('runs a search from the form and shows its capacity, steps and chart', { timeout: 150000 }, async () => {
+  it('runs a search from the form and shows its capacity, steps and chart', { timeout: 300000 }, async () => {
     await page.goto(srv.url + '/');
     await page.locator(`${panel} [data-role=autotune-outcome]`).filter({ hasText: 'No search has run' }).waitFor();
     // Every control of the form is labelled and shows its default.
@@ -77,20 +77,31 @@ describe('auto-tune in the web UI', () => {
     for (const [k, v] of Object.entries({ percentile: '90', latency: '100ms', start: '1500', tolerance: '10%', settle: '1s', window: '1s', confirm: '2s' })) {
       await input(k).fill(v);
     }
-    await page.locator(`${panel} [data-action=autotune-start]`).click();
-    await page.waitForSelector(`${panel}[data-state=running]`);
-    // The load controls that would fight it say so and are off; the API refuses them too.
-    await page.locator(`[data-instance=${ID}] [data-role=load-autotune]`).waitFor();
-    assert.ok(await page.locator(`[data-instance=${ID}] [data-action=stop-both]`).isDisabled());
-    const refused = await page.evaluate(async () => (await fetch('/api/v1/load/stop', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status);
-    assert.equal(refused, 409);
-    // Progress while it runs: steps in the table and the chart.
-    await page.waitForFunction((sel) => Number(document.querySelector(sel).dataset.steps) >= 2, panel, { timeout: 30000 });
-    assert.equal(await page.locator(`${panel} details.autotune-settings`).evaluate((d) => d.open), false, 'settings folded while running');
-    await page.locator(`${panel} [data-role=autotune-chart]`).scrollIntoViewIfNeeded();
-    await page.screenshot({ path: path.join(artifacts, 'autotune-running.png') });
+    // A search that ends client-bound is run once more, as its message advises a user:
+    // with 1 s windows beside the fuzzers and another browser file (make test's ui stage),
+    // a starved generator started operations late at 3.89k of 4k ops/s, and the search
+    // said so honestly (2 of 8 runs, 19 of 32 workers in the store). Twice is a failure.
+    for (let attempt = 1; ; attempt++) {
+      await page.locator(`${panel} [data-action=autotune-start]`).click();
+      await page.waitForSelector(`${panel}[data-state=running]`);
+      // The load controls that would fight it say so and are off; the API refuses them too.
+      await page.locator(`[data-instance=${ID}] [data-role=load-autotune]`).waitFor();
+      assert.ok(await page.locator(`[data-instance=${ID}] [data-action=stop-both]`).isDisabled());
+      const refused = await page.evaluate(async () => (await fetch('/api/v1/load/stop', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status);
+      assert.equal(refused, 409);
+      // Progress while it runs: steps in the table and the chart.
+      await page.waitForFunction((sel) => Number(document.querySelector(sel).dataset.steps) >= 2, panel, { timeout: 30000 });
+      assert.equal(await page.locator(`${panel} details.autotune-settings`).evaluate((d) => d.open), false, 'settings folded while running');
+      await page.locator(`${panel} [data-role=autotune-chart]`).scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(artifacts, 'autotune-running.png') });
 
-    await page.waitForSelector(`${panel}[data-state=done]`, { timeout: 130000 });
+      await page.waitForSelector(`${panel}[data-state=done]`, { timeout: 130000 });
+      if (attempt === 1 && await page.locator(panel).getAttribute('data-status') === 'client-bound') {
+        console.log('search 1 ended client-bound: ' + await page.locator(`${panel} [data-role=autotune-outcome]`).innerText());
+        continue;
+      }
+      break;
+    }
     const status = await page.locator(panel).getAttribute('data-status');
     const outcome = page.locator(`${panel} [data-role=autotune-outcome]`);
     const text = await outcome.innerText();
