@@ -169,7 +169,11 @@
       this.box.dataset.steps = String(steps.length);
       this.box.querySelector('[data-action=autotune-start]').disabled = this.running;
       this.box.querySelector('[data-action=autotune-stop]').disabled = !this.running;
-      this.lockLoad();
+      // A search that just ended gives the load buttons back in the same render that says
+      // it ended: lockLoad only disables them, and waiting for the next status poll left
+      // them disabled for up to 2 s with the note that explains it already gone.
+      if (wasRunning && !this.running) this.view.applyConnectedState();
+      else this.lockLoad();
       this.renderOutcome(st, res, steps);
       const show = steps.length > 0;
       this.box.querySelector('[data-role=autotune-results]').hidden = !show;
