@@ -74,7 +74,10 @@ func (s *slowRMW) Write(ctx context.Context, key string, value []byte) error {
 func TestRMWTimedAsOneAndAsItsParts(t *testing.T) {
 	d := &slowRMW{Driver: openMemory(t, nil), readFor: 2 * time.Millisecond, writeFor: 6 * time.Millisecond}
 	w := testWorkload(t, func(w *config.Workload) {
-		w.NumKeys = 50
+		// 5 keys, not 50: 20 rmw on 50 uniform keys all differ about once in 83 runs (no
+		// read could find a written key; CI 53c met it). On 5, some key gets 4 of them,
+		// and with 2 writers the third of those starts after one of the first two ended.
+		w.NumKeys = 5
 		w.ValidateValues = true
 		w.ReadEnabled = false
 		w.WriteMix = "rmw"
