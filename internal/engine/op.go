@@ -463,10 +463,7 @@ func (p *opPath) rec(o *operation) recording { return recording{class: o.class, 
 // (stats.Collector.RegisterPart), so the class counts it at the tick without a second
 // record; else the class's.
 func (o *operation) answered() *stats.Shard {
-	if o.opShard != nil {
-		return o.opShard
-	}
-	return o.class
+	return recording{class: o.class, op: o.opShard}.answered()
 }
 
 // recording records one operation: an answered one once (see operation.answered), a
