@@ -26,6 +26,8 @@
 #                         serve-session soak: N tabs for T seconds are N*T/86,400 tab-days;
 #                         the file descriptors are sampled too, and the tabs' counters go to
 #                         ui.tsv (errors to ui-errors.txt).
+#   SOAK_FROM=60          seconds from which the drift rule is judged (soaksummary.py): 3600
+#                         for a serve session with tabs, whose series fills for an hour
 # A bounded run: SOAK_OPS=100000000 (10^8, 200 s at the default rate).
 set -euo pipefail
 
