@@ -13,6 +13,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/testserver"
 )
 
 // readerGoroutines counts the shared connections' reader goroutines alive.
@@ -137,7 +138,7 @@ func TestDirectSharedConns(t *testing.T) {
 				// deadline does not end fails at the minute's patience. How soon after
 				// the deadline it returns is the machine's (it was bounded at 2 s).
 				var errs []error
-				if !patiently(func() { errs, _, _ = runBatch(pl, ops[:1+w%2], timeout) }) {
+				if !testserver.Patiently(func() { errs, _, _ = runBatch(pl, ops[:1+w%2], timeout) }) {
 					t.Errorf("worker %d: a batch with a %v deadline on a stalled node has not returned after a minute", w, timeout)
 					return
 				}
@@ -272,20 +273,6 @@ func inFlight(d *Driver) int {
 	return n
 }
 
-// patiently runs f and reports whether it returned within a minute: a patience that
-// turns an operation or Close waiting on a stopped node into a failure, without bounding
-// how long a loaded machine takes.
-func patiently(f func()) bool {
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(time.Minute):
-		return false
-	}
-}
-
 // TestCloseOnStalledNode checks that Close returns within its bound while the node is
 // stalled (SIGSTOP): gocql's Session.Close can wait on its control connection for far
 // longer, and a run's end or a driver swap must not hang on it.
@@ -320,7 +307,7 @@ func TestCloseOnStalledNode(t *testing.T) {
 			// fails at the minute's patience (it was bounded at 10 s; its own bound is
 			// sessionCloseWait, and the driver's request timeout is 5 minutes).
 			start := time.Now()
-			if !patiently(func() { err = d.Close() }) {
+			if !testserver.Patiently(func() { err = d.Close() }) {
 				t.Fatalf("Close on a stalled node has not returned after a minute; want about %v", sessionCloseWait)
 			}
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/testserver"
 )
 
 // pidTable makes table, whose every insert or update logs the backend that ran it in
@@ -36,20 +37,6 @@ END $$ LANGUAGE plpgsql`, table, table),
 		if _, err := raw.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
-	}
-}
-
-// patiently runs f and reports whether it returned within a minute: the patience turns an
-// operation that is not ended at its deadline (the store's sleep is 10 minutes) into a
-// failure without bounding how long a loaded machine takes.
-func patiently(f func()) bool {
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(time.Minute):
-		return false
 	}
 }
 
@@ -99,7 +86,7 @@ func TestDirectTimeoutsKeepConnections(t *testing.T) {
 				// The operation ends at its deadline: the trigger's sleep is 10 minutes,
 				// past the minute's patience.
 				var err error
-				if !patiently(func() { err = runOne(pl, fmt.Sprintf("sleep-%d-%d", w, i), 200*time.Millisecond) }) {
+				if !testserver.Patiently(func() { err = runOne(pl, fmt.Sprintf("sleep-%d-%d", w, i), 200*time.Millisecond) }) {
 					t.Error("a write with a 200ms deadline has not ended after a minute")
 					return
 				}
@@ -186,7 +173,7 @@ func TestDirectConnectionLimit(t *testing.T) {
 	// once, not after their deadlines, which are 10 minutes here, past the minute's
 	// patience for all 50.
 	var errs []error
-	if !patiently(func() {
+	if !testserver.Patiently(func() {
 		for i := range 50 {
 			errs = append(errs, runOne(pl, fmt.Sprintf("k%d", i), 10*time.Minute))
 		}
