@@ -427,12 +427,15 @@ func TestRateChangeKeepsTheSpacing(t *testing.T) {
 // A start set for later (a fleet's common instant) hands out nothing before it, open loop
 // or closed: the first operation is due at the anchor, and none is owed for the wait.
 func TestResetAtStartsAtTheAnchor(t *testing.T) {
+	// On the simulated clock: on real time the last check (a past anchor owes at most one
+	// operation at 1,000/s) counted what fell due between ResetAt and Backlog, and a
+	// loaded machine let 3 ms pass between them (CI, load 29).
 	for _, tc := range []struct {
 		name  string
 		shape Shape
 	}{{"open loop", Constant(1000)}, {"closed loop", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := New(0)
+			p, s := simPacer(0)
 			anchor := p.Now() + int64(30*time.Millisecond)
 			p.ResetAt(tc.shape, anchor)
 			if lag, pending := p.Backlog(); lag != 0 || pending != 0 {
@@ -441,17 +444,33 @@ func TestResetAtStartsAtTheAnchor(t *testing.T) {
 			if _, ok := p.TryAcquire(p.Now()); ok && tc.shape != nil {
 				t.Fatal("TryAcquire claimed a slot before the anchor")
 			}
-			intended, start, err := p.Acquire(context.Background())
-			if err != nil {
-				t.Fatal(err)
+			type slot struct {
+				intended, start int64
+				err             error
 			}
-			if start < anchor {
-				t.Errorf("first operation started %v before the anchor", time.Duration(anchor-start))
+			got := make(chan slot, 1)
+			go func() {
+				intended, start, err := p.Acquire(context.Background())
+				got <- slot{intended, start, err}
+			}()
+			// The clock moves to the anchor only once the Acquire waits on it: one that
+			// returned before would be taken at the clock's start.
+			if !s.WaitTimers(1, time.Minute) {
+				t.Fatal("Acquire before the anchor did not wait on the clock")
 			}
-			if tc.shape != nil && intended != anchor {
-				t.Errorf("first intended start = anchor%+v, want the anchor", time.Duration(intended-anchor))
+			s.Advance(30 * time.Millisecond)
+			r := <-got
+			if r.err != nil {
+				t.Fatal(r.err)
 			}
-			// An anchor already past means now: nothing owed for the time before.
+			if r.start != anchor {
+				t.Errorf("first operation started at anchor%+v, want the anchor", time.Duration(r.start-anchor))
+			}
+			if tc.shape != nil && r.intended != anchor {
+				t.Errorf("first intended start = anchor%+v, want the anchor", time.Duration(r.intended-anchor))
+			}
+			// An anchor already past means now: nothing owed for the time before, only the
+			// operation due at the instant itself.
 			p.ResetAt(Constant(1000), p.Now()-int64(time.Second))
 			if _, pending := p.Backlog(); pending > 1 {
 				t.Errorf("a past anchor owes %d operations, want at most 1", pending)
