@@ -97,6 +97,7 @@ func TestSize(t *testing.T) {
 // TestValidateRunsTheStructsRules: NewOptions applies an OptionsValidator's rules after
 // the tags, and says which driver the options belong to once.
 func TestValidateRunsTheStructsRules(t *testing.T) {
+	forgetRegistered(t, "validated")
 	if err := Register(Definition{Name: "validated", New: func() Driver { return nil },
 		NewOptions: func() any { return &validatedOptions{} }}); err != nil {
 		t.Fatal(err)

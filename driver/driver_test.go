@@ -175,6 +175,7 @@ func newFake(initErr error, closed *bool) func() Driver {
 func newOpts() any { return &testOptions{} }
 
 func TestRegistry(t *testing.T) {
+	forgetRegistered(t, "test-ok", "test-failing")
 	var closed bool
 	tests := []struct {
 		def  Definition

@@ -209,6 +209,7 @@ func TestGroupSchemaErrors(t *testing.T) {
 // secrets: redacted in Values, never echoed in errors (also under a mistyped name, which
 // may be the secret option misspelt), and kept out of %v and %#v.
 func TestGroupSecretsNeverShown(t *testing.T) {
+	forgetRegistered(t, "grouped-secret")
 	const secret = "hunter2-s3cret"
 	o := groupedDefaults(t)
 	if err := Set(o, map[string]string{"password": secret, "username": "u"}); err != nil {
@@ -260,6 +261,7 @@ func keys(m map[string]string) []string {
 }
 
 func TestGroupRules(t *testing.T) {
+	forgetRegistered(t, "grouped-rules")
 	if err := Register(Definition{Name: "grouped-rules", New: func() Driver { return nil },
 		NewOptions: func() any { return &groupedOptions{} }}); err != nil {
 		t.Fatal(err)

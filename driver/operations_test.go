@@ -21,6 +21,7 @@ func (nopDriver) Close() error                                 { return nil }
 type noOptions struct{}
 
 func TestRegisterChecksOperations(t *testing.T) {
+	forgetRegistered(t, "ops-ok")
 	def := func(name string, ops []Operation, withDo bool) Definition {
 		return Definition{Name: name, Summary: "test", NewOptions: func() any { return &noOptions{} },
 			New: func() Driver {

@@ -29,6 +29,7 @@ var first = GeneratorFunc(func(*rand.Rand, Op) int64 { return 0 })
 func newFirst(Keyspace, any) (Generator, error) { return first, nil }
 
 func TestRegisterRefusesBadDefinitions(t *testing.T) {
+	forgetRegistered(t, "kd_taken")
 	if err := Register(Definition{Name: "kd_taken", Aliases: []string{"kd_alias"}, New: newFirst}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +79,7 @@ func (o *zeroSkew) Validate() error {
 }
 
 func TestLookupNamesAndAliases(t *testing.T) {
+	forgetRegistered(t, "kd_look")
 	MustRegister(Definition{Name: "kd_look", Aliases: []string{"kd_look_alias"}, Summary: "s", New: newFirst})
 	for _, n := range []string{"kd_look", "KD_LOOK", " kd_look_alias "} {
 		if d, ok := Lookup(n); !ok || d.Name != "kd_look" {
