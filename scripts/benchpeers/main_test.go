@@ -323,3 +323,35 @@ func TestOnlyClientBound(t *testing.T) {
 		}
 	}
 }
+
+func TestPgbenchWrapperIsUnwrapped(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p, body string) string {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	versions := filepath.Join(dir, "postgresql")
+	wrapper := write(filepath.Join(dir, "usr", "bin", "pgbench"), "#!/usr/bin/perl\n")
+	write(filepath.Join(versions, "9", "bin", "pgbench"), "\x7fELF old")
+	newest := write(filepath.Join(versions, "15", "bin", "pgbench"), "\x7fELF new")
+	write(filepath.Join(versions, "16", "bin", "pgbench"), "#!/bin/sh\n") // a script is never chosen
+	other := write(filepath.Join(dir, "usr", "bin", "redis-benchmark"), "#!/bin/sh\n")
+	for _, tc := range []struct{ path, want string }{
+		{wrapper, newest}, // Debian's Perl wrapper: the newest real binary
+		{newest, newest},  // a binary is itself
+		{other, other},    // only pgbench is unwrapped
+	} {
+		if got := unwrapIn(tc.path, versions); got != tc.want {
+			t.Errorf("unwrapIn(%s) = %s, want %s", tc.path, got, tc.want)
+		}
+	}
+	if got := unwrapIn(wrapper, filepath.Join(dir, "none")); got != wrapper {
+		t.Errorf("with no versions installed: %s, want the wrapper itself", got)
+	}
+}
