@@ -177,21 +177,25 @@ func TestRawIOEnds(t *testing.T) {
 func TestRawIODeadlineInterruptsWrite(t *testing.T) {
 	// A write that starts after its deadline rightly writes nothing, and on a loaded
 	// machine (CI, with other test binaries beside it) the goroutine can be descheduled
-	// past a 50 ms deadline before it writes: such an attempt is retried. A write that is
-	// never interrupted, or never writes, fails every attempt.
+	// past the deadline before it writes: such an attempt is retried. A write that is
+	// never interrupted, or never writes, fails every attempt. The 4 MiB are allocated
+	// before the deadline is set (zeroed under -race, inside the 50 ms, they were part of
+	// why all 3 attempts of a unit run at load 35 wrote nothing), and the deadline is
+	// 200 ms: it is how long each attempt blocks, the server never reading.
+	buf := make([]byte, 4<<20)
 	for attempt := 1; ; attempt++ {
 		c, s := loopbackPair(t)
 		if tc, ok := c.(interface{ SetWriteBuffer(int) error }); ok {
 			_ = tc.SetWriteBuffer(64 << 10)
 		}
 		_ = s.SetReadBuffer(64 << 10)
-		_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
-		n, err := c.Write(make([]byte, 4<<20)) // the server never reads
+		_ = c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+		n, err := c.Write(buf) // the server never reads
 		var ne net.Error
 		if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
 			t.Fatalf("err = %v; want a timeout", err)
 		}
-		if n == 0 && attempt < 3 {
+		if n == 0 && attempt < 5 {
 			t.Logf("attempt %d wrote nothing before its deadline; again", attempt)
 			continue
 		}
