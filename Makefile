@@ -117,25 +117,13 @@ unit:
 # packages of golang.org/x/tools and go/types into a fresh run's race build); lint's vet has
 # compiled every package already, with the integration tag that every file builds with.
 UNIT_REST = $(filter-out $(shell $(GO) list $(INTEGRATION)),$(shell $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...))
-# TestClientBoundIsNotCapacity (without -race, see unit) runs beside the race run instead of
-# after it: it is ~50 s of mostly waiting (a search of 2 s windows, 6-18 s of CPU). Its
-# generator is capped (4 workers against a 2 ms service time, 2,000 ops/s at most), so a
-# loaded client only saturates earlier, still client-bound. It also wants one step within
-# SLA (a lower bound reported), which a client starved of the CPU can miss even at its
-# first step, 500 ops/s (2 of 8 runs at load 15-36 on this machine, one with no race run
-# beside): it then searches once more. The race run is not niced: niced, its own timing
-# tests lost the CPU to the machine's other work (node's "status within 1 s" failed at
-# load 19), and on a new machine that work is the installs (docs/performance.md, "CI
-# time"). Its output is printed after the race run's.
+# TestClientBoundIsNotCapacity (without -race, see unit) runs after the race run, not beside
+# it, though it is ~50 s of mostly waiting: it wants one step of its search within SLA, and
+# beside a race run on a loaded machine its client started reads 100-700 ms late at 500
+# ops/s, in both of its searches (docs/performance.md, "CI time").
 unit-rest:
-	@log=$$(mktemp "$${TMPDIR:-/tmp}/ndbench-clientbound.XXXXXX"); \
-	echo "$(GO) test -count=1 -timeout 15m -run 'TestClientBoundIsNotCapacity' ./internal/autotune/ (beside the race run)"; \
-	$(GO) test -count=1 -timeout 15m -run 'TestClientBoundIsNotCapacity' ./internal/autotune/ >"$$log" 2>&1 & cb=$$!; \
-	pkgs="$(UNIT_REST)"; echo "$(GO) test -race -count=1 $$pkgs"; \
-	race=0; $(GO) test -race -count=1 $$pkgs || race=$$?; \
-	clientbound=0; wait $$cb || clientbound=$$?; \
-	echo "--- TestClientBoundIsNotCapacity (ran beside the race run)"; cat "$$log"; rm -f "$$log"; \
-	[ $$race -eq 0 ] && [ $$clientbound -eq 0 ]
+	$(GO) test -race -count=1 $(UNIT_REST)
+	$(GO) test -count=1 -timeout 15m -run 'TestClientBoundIsNotCapacity' ./internal/autotune/
 
 # The whole auto-tune capacity bar (5k, 20k 80/20 and 60k ops/s, ~2 min each); run it on
 # a quiet machine before a release and after changing the search, the pacer or the engine.
