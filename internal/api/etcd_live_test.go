@@ -28,6 +28,9 @@ import (
 // etcd is rejected without touching the running configuration, that a runtime PATCH beats
 // an etcd value, and that deleting an etcd key falls back to the layer below.
 func TestEtcdLiveChanges(t *testing.T) {
+	// Beside TestLiveChanges and the hostile walk, after the package's other tests (see
+	// TestLiveChanges): its own node and etcd, and ~50 s of waiting for whole intervals.
+	t.Parallel()
 	endpoint, cli := etcdtest.Start(t)
 	const prefix = "/ndbench/node1/"
 	ctx := context.Background()

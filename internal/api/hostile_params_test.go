@@ -121,6 +121,9 @@ func TestEveryNumericParameterHostile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks every parameter")
 	}
+	// Beside the two live-change tests (see TestLiveChanges): each key has a node of its
+	// own, and how long answers take is logged, not judged.
+	t.Parallel()
 	keys := map[string]driver.Option{}
 	for prefix, schema := range map[string][]driver.Option{"workload.": config.WorkloadSchema(), "workload.ops.extra.": config.OpClassSchema()} {
 		for _, o := range schema {

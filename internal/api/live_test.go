@@ -12,6 +12,15 @@ import (
 // PATCH /api/v1/config, and checks that each shows in /api/v1/stats (or in what the store
 // holds) within the next whole interval.
 func TestLiveChanges(t *testing.T) {
+	// Parallel with TestEtcdLiveChanges and TestEveryNumericParameterHostile, which run
+	// after the package's other tests, two at a time (-parallel is GOMAXPROCS): the two
+	// live tests are ~80 s of waiting for whole 1 s intervals (a change shows in the next
+	// one), and one after the other the three were ~100 s of the package's 180-250 s under
+	// -race. Each has its own node and server; another test's CPU beside it can only delay
+	// a check, since a wait for a change returns at the first interval that shows it (its
+	// 20 s bound is a patience). TestRunawayScriptsKeepTheNodeUp, which reads the
+	// process's heap, is not parallel: it runs before them.
+	t.Parallel()
 	// Fixed pools (maxReaders/maxWriters 1): the steps check worker counts as configured,
 	// which an elastic pool on a loaded machine would exceed.
 	e := newEnv(t, "workload.readRate=500", "workload.writeRate=400", "workload.readers=4", "workload.writers=4",

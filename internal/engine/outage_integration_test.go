@@ -46,6 +46,13 @@ var stores = []storeCase{
 func TestStoreOutageAndCorruption(t *testing.T) {
 	for _, sc := range stores {
 		t.Run(sc.driver, func(t *testing.T) {
+			// The stores side by side (each its own server on its own port, its own driver,
+			// engine and collector; the pause and kill signal only that server's processes):
+			// a store's case is mostly waiting, for its server to start (Cassandra twice,
+			// 40-70 s each under the integration stage's load) and for its ~15 s of measured
+			// windows, so one after the other they were the engine package's longest test
+			// (167 s of CI's 227 s). -parallel (GOMAXPROCS) bounds how many run at once.
+			t.Parallel()
 			// A bound against a hang, not a pace: at load 30 on two cores a Cassandra start
 			// alone took more than two minutes, and this test starts its store twice.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
