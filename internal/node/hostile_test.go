@@ -11,17 +11,34 @@ import (
 	"github.com/ndbench/ndbench/internal/engine"
 )
 
-// answers runs f and fails the test if it has not returned within limit: a generous bound
-// for a hang check (a wedged node never answers), not a speed assertion.
-func answers(t *testing.T, limit time.Duration, what string, f func()) {
+// answerPatience bounds every answer of the walk below: a wedged node (issue 39: a rate
+// of 1e308 held the engine's lock for good) never answers; a slow one is the machine's, and
+// how slow is logged, not judged, as the API's walk does (internal/api,
+// hostile_params_test.go): under -race beside other test binaries at load 15-30, status
+// once took over the old bar of 1 s.
+const answerPatience = time.Minute
+
+// slowest keeps the slowest answer of a walk, for its log.
+type slowest struct {
+	what string
+	took time.Duration
+}
+
+// answers runs f and fails the test if it has not returned within limit; it records how
+// long f took in worst.
+func answers(t *testing.T, limit time.Duration, worst *slowest, what string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
+	began := time.Now()
 	go func() {
 		defer close(done)
 		f()
 	}()
 	select {
 	case <-done:
+		if d := time.Since(began); d > worst.took {
+			*worst = slowest{what, d}
+		}
 	case <-time.After(limit):
 		t.Fatalf("%s did not return within %v", what, limit)
 	}
@@ -31,8 +48,8 @@ func answers(t *testing.T, limit time.Duration, what string, f func()) {
 // and the memory driver's options) through the node's configuration, as PATCH
 // /api/v1/config does, to its maximum, past it, negative, NaN, ±Inf and 1e308, on a node
 // running the memory driver: each value is refused with a field error naming it, or
-// accepted, and then the node answers status within 1 s, stops within 2 s and starts
-// again; at the end it shuts down within 2 s and a little. workload.readRate=1e308 once
+// accepted, and then the node answers status, stops and starts again; at the end it shuts
+// down. Each answer has a minute's patience; the slowest of each kind is logged. workload.readRate=1e308 once
 // answered 200 and left the node deaf to status, stop and SIGTERM.
 func TestNodeAnswersWhateverNumberItIsGiven(t *testing.T) {
 	options := map[string]driver.Option{}
@@ -49,6 +66,14 @@ func TestNodeAnswersWhateverNumberItIsGiven(t *testing.T) {
 			}
 		}
 	}
+	var patch, status, stop, shutdown slowest
+	defer func() {
+		for _, w := range []slowest{patch, status, stop, shutdown} {
+			if w.what != "" {
+				t.Logf("slowest: %s, %v", w.what, w.took.Round(time.Millisecond))
+			}
+		}
+	}()
 	for key, o := range options {
 		t.Run(key, func(t *testing.T) {
 			i := newInstance(t, "workload.readRate=100", "workload.writeRate=100", "workload.ops.extra.mix=read", "workload.ops.extra.rate=100")
@@ -63,7 +88,7 @@ func TestNodeAnswersWhateverNumberItIsGiven(t *testing.T) {
 				if err := i.Start(); err != nil {
 					t.Fatalf("start before %s=%s: %v", key, v, err)
 				}
-				answers(t, 2*time.Second, "PATCH "+key+"="+v, func() {
+				answers(t, answerPatience, &patch, "PATCH "+key+"="+v, func() {
 					if _, err := i.Patch(map[string]string{key: v}); err != nil {
 						fes, ok := driver.AsFieldErrors(err)
 						named := false
@@ -76,8 +101,8 @@ func TestNodeAnswersWhateverNumberItIsGiven(t *testing.T) {
 					}
 				})
 				time.Sleep(60 * time.Millisecond) // workers and the elastic check run on it
-				answers(t, time.Second, "status after "+key+"="+v, func() { i.Status() })
-				answers(t, 2*time.Second, "stop after "+key+"="+v, func() {
+				answers(t, answerPatience, &status, "status after "+key+"="+v, func() { i.Status() })
+				answers(t, answerPatience, &stop, "stop after "+key+"="+v, func() {
 					if err := i.Stop(); err != nil {
 						t.Errorf("stop after %s=%s: %v", key, v, err)
 					}
@@ -86,7 +111,7 @@ func TestNodeAnswersWhateverNumberItIsGiven(t *testing.T) {
 			if err := i.Start(); err != nil {
 				t.Fatal(err)
 			}
-			answers(t, closeGrace+time.Second, "shutdown", func() { _ = i.Shutdown() })
+			answers(t, answerPatience, &shutdown, "shutdown", func() { _ = i.Shutdown() })
 		})
 	}
 }
@@ -115,5 +140,10 @@ func TestShutdownCancelsOperationsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // operations are in flight, each for a minute
-	answers(t, closeGrace+time.Second, "shutdown", func() { _ = i.Shutdown() })
+	// Not a minute's patience: a shutdown that waited for the operations would return with
+	// them, after their minute. closeGrace and half a minute tell the two apart however
+	// loaded the machine (it was closeGrace and a second).
+	var took slowest
+	answers(t, closeGrace+30*time.Second, &took, "shutdown", func() { _ = i.Shutdown() })
+	t.Logf("shutdown with operations in flight took %v (closeGrace %v)", took.took.Round(time.Millisecond), closeGrace)
 }
