@@ -249,6 +249,9 @@ type Collector struct {
 	encMu  sync.Mutex
 	enc    []encodedPoint
 	encRev uint64
+	// encAmended counts the points of enc that were ever amended (rev != 0): while it is
+	// 0, a since read need not look at the points at or before since.
+	encAmended int
 	// encRead is when SeriesJSON was last called (the collector's clock, Unix ns) and
 	// encHeld how many points enc holds: a tick reads them without encMu to drop the
 	// encoded points nobody read for SeriesJSONIdle (dropIdleJSON).

@@ -66,12 +66,12 @@ func (c *Collector) SeriesJSON(since time.Time, limit int) (SeriesPage, error) {
 	if err := c.encodeNew(); err != nil {
 		return SeriesPage{}, err
 	}
-	n, k := 0, 0
+	n, k := 0, 0 // the points that ended after since, and those amended before it
 	for i := range c.enc {
 		switch {
 		case c.enc[i].end > after:
 			n++
-		case c.enc[i].updatedAfter(after):
+		case c.encAmended > 0 && c.enc[i].updatedAfter(after):
 			k++
 		}
 	}
@@ -82,12 +82,13 @@ func (c *Collector) SeriesJSON(since time.Time, limit int) (SeriesPage, error) {
 	page.Points = make([][]byte, 0, n+k)
 	for i := range c.enc {
 		e := &c.enc[i]
-		if e.end > after {
+		switch {
+		case e.end > after:
 			if n == 0 {
-				break
+				return page, nil
 			}
 			n--
-		} else if !e.updatedAfter(after) {
+		case k == 0 || !e.updatedAfter(after):
 			continue
 		}
 		page.Points = append(page.Points, e.b)
@@ -107,7 +108,7 @@ func (c *Collector) dropIdleJSON() {
 	}
 	defer c.encMu.Unlock()
 	if idle() {
-		c.enc = nil // the array too: it is the series' length of references
+		c.enc, c.encAmended = nil, 0 // the array too: it is the series' length of references
 		c.encHeld.Store(0)
 	}
 }
@@ -152,9 +153,17 @@ func (c *Collector) encodeNew() error {
 	for drop < len(c.enc) && c.enc[drop].seq < oldest {
 		drop++
 	}
+	for i := range c.enc[:drop] {
+		if c.enc[i].rev != 0 {
+			c.encAmended--
+		}
+	}
 	// Cleared, so the dropped points' bytes are freed before append moves the rest.
 	clear(c.enc[:drop])
 	c.enc = c.enc[drop:]
+	if len(recs) == 0 && len(again) == 0 {
+		return nil // and the encoder's buffer is not allocated
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // as the API's encoder writes it
@@ -176,12 +185,19 @@ func (c *Collector) encodeNew() error {
 		if err != nil {
 			return err
 		}
-		c.enc[againSeq[i]-c.enc[0].seq] = e
+		old := &c.enc[againSeq[i]-c.enc[0].seq]
+		if old.rev == 0 {
+			c.encAmended++
+		}
+		*old = e
 	}
 	for i := range recs {
 		e, err := encode(from+uint64(i), &recs[i])
 		if err != nil {
 			return err
+		}
+		if e.rev != 0 {
+			c.encAmended++
 		}
 		c.enc = append(c.enc, e)
 	}
