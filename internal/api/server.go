@@ -250,7 +250,8 @@ func New(opts Options) (*Server, error) {
 		writeProblem(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path+"; see /openapi.json")
 	}))
 
-	s.unsub = s.inst.Collector().Subscribe(s.interval)
+	unsubIv, unsubAmend := s.inst.Collector().Subscribe(s.interval), s.inst.Collector().SubscribeAmended(s.hub.publishAmend)
+	s.unsub = func() { unsubIv(); unsubAmend() }
 	s.handler = s.recoverer(s.cors(s.refuseCrossSiteUnsafe(s.auth(s.admitFleet(s.limitBody(s.mux))))))
 	return s, nil
 }

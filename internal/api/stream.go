@@ -17,49 +17,67 @@ import (
 // some: the tick goroutine never waits for a client.
 const streamBuffer = 8
 
-// hub fans each interval's summary out to the open event streams.
+// hub fans each interval's summary, and each amended point of the series, out to the
+// open event streams.
 type hub struct {
 	mu      sync.Mutex
-	clients map[chan []byte]struct{}
+	clients map[chan hubEvent]struct{}
 	done    chan struct{}
 	closed  bool
 }
 
+// hubEvent is one event for the streams: an interval's summary, or an amended point.
+type hubEvent struct {
+	amend bool
+	data  []byte
+}
+
 func newHub() *hub {
-	return &hub{clients: map[chan []byte]struct{}{}, done: make(chan struct{})}
+	return &hub{clients: map[chan hubEvent]struct{}{}, done: make(chan struct{})}
 }
 
 // publish encodes the summary once and offers it to every client without blocking.
 func (h *hub) publish(sum stats.Summary) {
+	h.send(false, sum)
+}
+
+// publishAmend offers every client the series point p, amended after it was published
+// (stats.Collector.MarkMissing), without blocking: a client that holds the point, from
+// the series or from the interval event of its second, replaces it.
+func (h *hub) publishAmend(p stats.Point) {
+	h.send(true, p)
+}
+
+func (h *hub) send(amend bool, v any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.clients) == 0 {
 		return
 	}
-	data, err := json.Marshal(sum)
+	data, err := json.Marshal(v)
 	if err != nil {
-		return // a Summary is plain data; this cannot fail
+		return // a Summary or a Point is plain data; this cannot fail
 	}
 	for c := range h.clients {
 		select {
-		case c <- data:
-		default: // slow client: it misses this interval
+		case c <- hubEvent{amend: amend, data: data}:
+		default: // slow client: it misses this event
 		}
 	}
 }
 
-func (h *hub) subscribe() (chan []byte, bool) {
+func (h *hub) subscribe() (chan hubEvent, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, false
 	}
-	c := make(chan []byte, streamBuffer)
+	c := make(chan hubEvent, streamBuffer)
 	h.clients[c] = struct{}{}
 	return c, true
 }
 
-func (h *hub) unsubscribe(c chan []byte) {
+func (h *hub) unsubscribe(c chan hubEvent) {
 	h.mu.Lock()
 	delete(h.clients, c)
 	h.mu.Unlock()
@@ -92,10 +110,14 @@ func (s *Server) streamRoute() {
 		Summary: "Live statistics as Server-Sent Events",
 		Description: "One `interval` event per second whose data is the interval summary (JSON, as `latest` in GET /api/v1/stats); " +
 			"comment lines as heartbeats. A client that reads too slowly misses intervals rather than slowing the server. " +
+			"An `amend` event re-sends a point of the series that changed after it was published (a fleet second flagged " +
+			"partial when a node's data for it came late), its data as a point of GET /api/v1/stats/series (`t` is the " +
+			"interval's end, as `end` in the interval event): a client replaces the point it holds at that `t`. " +
 			"With `intervals=1`, also one `encoded` event per interval whose data is that interval encoded for merging " +
 			"(as an element of GET /api/v1/stats/intervals: seq, counters, HdrHistogram V2 histograms), from `since` " +
 			"(a sequence number; default: the next interval) on, without gaps: intervals the node no longer holds are " +
-			"announced by a `missed` event with their count, so a merger knows its result is partial. " +
+			"announced by a `missed` event with their count, so a merger knows its result is partial; an interval amended " +
+			"after it was sent comes again as an `amended` event (as `amended` in GET /api/v1/stats/intervals). " +
 			"With `cumulative=1`, also one `cumulative` event when the stream opens and after each interval whose data is " +
 			"`cumulative` and `errors` as in GET /api/v1/stats (the session totals and the recent failure messages), " +
 			"so a live numbers table needs no polling.",
@@ -152,6 +174,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 				return err
 			}
 		}
+		for _, iv := range page.Amended {
+			b, err := json.Marshal(iv)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "event: amended\ndata: %s\n\n", b); err != nil {
+				return err
+			}
+		}
 		for _, iv := range page.Intervals {
 			b, err := json.Marshal(iv)
 			if err != nil {
@@ -198,8 +229,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-beat.C:
 			_, err = fmt.Fprint(w, ": heartbeat\n\n")
-		case data := <-c:
-			_, err = fmt.Fprintf(w, "event: interval\ndata: %s\n\n", data)
+		case ev := <-c:
+			if ev.amend {
+				_, err = fmt.Fprintf(w, "event: amend\ndata: %s\n\n", ev.data)
+				break
+			}
+			_, err = fmt.Fprintf(w, "event: interval\ndata: %s\n\n", ev.data)
 			if err == nil && encoded {
 				err = sendEncoded()
 			}

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,6 +31,9 @@ import (
 // unflagged, whenever their pages came before c's (polls on the second), and c's reads
 // came late; when slot 12 went out before the resume (polls at the half second), the
 // same, and the fix's expectation cannot help: the late reads flag the second instead.
+// The fleet's clients that had second 12 before the late reads came (the live stream, a
+// poller of the series and one of the interval log) hold it as the series has it at the
+// end (stop 54: before, they kept it unflagged).
 func TestResumedNodeStallIsInTheFleetSecondOfItsDueInstant(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -41,6 +46,7 @@ func TestResumedNodeStallIsInTheFleetSecondOfItsDueInstant(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := resumeCoordinator(t)
 			t0 := time.Unix(1_800_000_000, 0)
+			r := newFleetReaders(t, c, t0)
 			at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 			seqs := map[string]uint64{}
 			last := map[string]float64{} // each node's last due instant
@@ -93,8 +99,10 @@ func TestResumedNodeStallIsInTheFleetSecondOfItsDueInstant(t *testing.T) {
 					}
 				}
 				c.stats.emit(at(poll))
+				r.poll()
 			}
 			c.stats.emit(at(30))
+			r.poll()
 			fleet := map[int]second{}
 			for _, p := range c.stats.coll.Series() {
 				fleet[int(p.Time.Sub(t0)/time.Second)] = second{p.Ops["read"].Attempted, p.Missing}
@@ -118,11 +126,71 @@ func TestResumedNodeStallIsInTheFleetSecondOfItsDueInstant(t *testing.T) {
 					t.Errorf("the fleet's second %d: %d reads, missing %v; want %d, missing %v", k, g.reads, g.missing, want.reads, want.missing)
 				}
 			}
+			for k := 1; k <= 15; k++ {
+				for _, h := range []struct {
+					name string
+					held map[int][]string
+				}{{"the live stream", r.live}, {"a poller of the series", r.series}, {"a poller of the interval log", r.log}} {
+					if got, ok := h.held[k]; !ok || fmt.Sprint(got) != fmt.Sprint(fleet[k].missing) {
+						t.Errorf("%s holds the fleet's second %d missing %v (held: %v); the series has it missing %v", h.name, k, got, ok, fleet[k].missing)
+					}
+				}
+			}
 			if n := c.stats.coll.Cumulative().Ops["read"].Attempted; n != 15*300-8*100+130 {
 				t.Errorf("the fleet's cumulative counts %d reads; want %d, every node's", n, 15*300-8*100+130)
 			}
 		})
 	}
+}
+
+// fleetReaders are what a fleet's clients hold of its seconds, the nodes each names
+// missing by second after t0: the live stream's (interval events, then amend events, as
+// the API's hub gets them), a series poller's (since its newest point) and an interval
+// log poller's (from its next seq), each replacing a second it holds when it comes again.
+type fleetReaders struct {
+	t      *testing.T
+	c      *Coordinator
+	t0     time.Time
+	live   map[int][]string
+	series map[int][]string
+	log    map[int][]string
+	since  time.Time
+	next   uint64
+}
+
+func newFleetReaders(t *testing.T, c *Coordinator, t0 time.Time) *fleetReaders {
+	r := &fleetReaders{t: t, c: c, t0: t0, live: map[int][]string{}, series: map[int][]string{}, log: map[int][]string{}}
+	coll := c.stats.coll
+	t.Cleanup(coll.Subscribe(func(iv *stats.Interval) { r.live[r.second(iv.End)] = slices.Clone(iv.Missing) }))
+	t.Cleanup(coll.SubscribeAmended(func(p stats.Point) { r.live[r.second(p.Time)] = p.Missing }))
+	r.next = c.stats.log.Since(0).Next // the log encodes from its first reader on
+	return r
+}
+
+func (r *fleetReaders) second(end time.Time) int { return int(end.Sub(r.t0) / time.Second) }
+
+// poll reads what came since the last poll, as the pollers do.
+func (r *fleetReaders) poll() {
+	r.t.Helper()
+	page, err := r.c.stats.coll.SeriesJSON(r.since, 0)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, b := range page.Points {
+		var p stats.Point
+		if err := json.Unmarshal(b, &p); err != nil {
+			r.t.Fatal(err)
+		}
+		r.series[r.second(p.Time)] = p.Missing
+		if p.Time.After(r.since) {
+			r.since = p.Time
+		}
+	}
+	ivs := r.c.stats.log.Since(r.next)
+	for _, e := range append(ivs.Amended, ivs.Intervals...) {
+		r.log[r.second(e.End)] = e.Missing
+	}
+	r.next = ivs.Next
 }
 
 // second is a fleet second as a test checks it: its reads and the nodes it names missing.

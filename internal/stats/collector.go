@@ -200,6 +200,8 @@ type series struct {
 
 type subscriber struct{ f func(*Interval) }
 
+type amendSubscriber struct{ f func(Point) }
+
 // Collector owns the recorders of all series, snapshots them every interval and keeps
 // the derived views (latest interval, cumulative, time series). All its methods are safe
 // for concurrent use.
@@ -237,13 +239,28 @@ type Collector struct {
 	cumPartial bool
 	cumMissing map[string]struct{}
 
-	// encMu guards enc, the series' points encoded in JSON for SeriesJSON. It is taken
-	// before mu, never while holding it, so a tick never waits for an encoding.
-	encMu sync.Mutex
-	enc   []encodedPoint
+	// amendRev counts MarkMissing's amendments of the series (under mu); each amended
+	// point's fleetMark holds the count at its last amendment, so SeriesJSON re-encodes
+	// just the points amended since it last looked (encRev).
+	amendRev uint64
 
-	subMu sync.Mutex
-	subs  []*subscriber // copy-on-write, so Tick reads it without holding subMu
+	// encMu guards enc and encRev, the series' points encoded in JSON for SeriesJSON. It
+	// is taken before mu, never while holding it, so a tick never waits for an encoding.
+	encMu  sync.Mutex
+	enc    []encodedPoint
+	encRev uint64
+	// encAmended counts the points of enc that were ever amended (rev != 0): while it is
+	// 0, a since read need not look at the points at or before since.
+	encAmended int
+	// encRead is when SeriesJSON was last called (the collector's clock, Unix ns) and
+	// encHeld how many points enc holds: a tick reads them without encMu to drop the
+	// encoded points nobody read for SeriesJSONIdle (dropIdleJSON).
+	encRead atomic.Int64
+	encHeld atomic.Int64
+
+	subMu     sync.Mutex
+	subs      []*subscriber      // copy-on-write, so Tick reads it without holding subMu
+	amendSubs []*amendSubscriber // copy-on-write, as subs
 
 	backlogMu sync.Mutex // guards each series' backlog and targetFn
 
@@ -643,6 +660,7 @@ func (c *Collector) publish(list []*series, iv *Interval, drained bool) {
 	for _, s := range subs {
 		s.f(iv)
 	}
+	c.dropIdleJSON()
 }
 
 // markPartial records in the cumulative view that iv lacked some node's data, so the
@@ -1002,16 +1020,25 @@ func (c *Collector) CumulativeHistograms(op Op) (resp, svc *hdrhistogram.Histogr
 // MarkMissing flags the series point of the interval that ended at end partial, with
 // node among its missing: data of that node for it came after it was published (a fleet
 // coordinator's late delivery), so its counts were a lower bound. The cumulative view
-// is not: it takes the late data (IngestCumulative). The subscribers saw the interval as
-// it was published, and a poller of SeriesSince that fetched the point does not see it
-// again. A point no longer in the series is not marked.
+// is not: it takes the late data (IngestCumulative). A point no longer in the series is
+// not marked.
+//
+// The amendment reaches every reader that already has the point: the subscribers of
+// SubscribeAmended get the point as it is now (the live stream re-sends it, an
+// IntervalLog flags its entry), and a poller that asks for what came after the point
+// gets it again (SeriesUpdatedSince, SeriesJSON). A mark that changes nothing (the point
+// already named the node) is no amendment.
 func (c *Collector) MarkMissing(end time.Time, node string) {
+	var amended []Point
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	at := end.UnixNano()
+	list := c.list()
 	for i := range c.ring {
 		p := &c.ring[i]
 		if p.end != at {
+			continue
+		}
+		if p.fleet != nil && p.fleet.partial && slices.Contains(p.fleet.missing, node) {
 			continue
 		}
 		// A new mark, not the old one changed: a reader's Point may share its slice.
@@ -1024,7 +1051,47 @@ func (c *Collector) MarkMissing(end time.Time, node string) {
 			f.missing = append(f.missing, node)
 			slices.Sort(f.missing)
 		}
+		c.amendRev++
+		// A poller that has everything up to the newest interval's end has not seen this:
+		// SeriesUpdatedSince(t) returns the point again for any t up to that end.
+		f.amended, f.rev = c.last.UnixNano(), c.amendRev
 		p.fleet = &f
+		amended = append(amended, p.point(list))
+	}
+	c.mu.Unlock()
+	if len(amended) == 0 {
+		return
+	}
+	c.subMu.Lock()
+	subs := c.amendSubs
+	c.subMu.Unlock()
+	for _, p := range amended {
+		for _, s := range subs {
+			s.f(p)
+		}
+	}
+}
+
+// SubscribeAmended registers f to receive every point of the series amended after it
+// was published (MarkMissing), as it is after the amendment, so that a reader that holds
+// the point can replace it. f runs on the amending goroutine (a fleet coordinator's
+// ingest), must return quickly and must not call MarkMissing; the read-only views are
+// fine. cancel unregisters f; it is idempotent.
+func (c *Collector) SubscribeAmended(f func(Point)) (cancel func()) {
+	s := &amendSubscriber{f: f}
+	c.subMu.Lock()
+	c.amendSubs = append(c.amendSubs[:len(c.amendSubs):len(c.amendSubs)], s)
+	c.subMu.Unlock()
+	return func() {
+		c.subMu.Lock()
+		defer c.subMu.Unlock()
+		subs := make([]*amendSubscriber, 0, len(c.amendSubs))
+		for _, o := range c.amendSubs {
+			if o != s {
+				subs = append(subs, o)
+			}
+		}
+		c.amendSubs = subs
 	}
 }
 
@@ -1033,9 +1100,28 @@ func (c *Collector) Series() []Point {
 	return c.SeriesSince(time.Time{})
 }
 
-// SeriesSince returns the points whose interval ended after t, oldest first, so a
-// poller can fetch only what it has not seen.
+// SeriesSince returns the points whose interval ended after t, oldest first: a span's
+// points (a report's), or everything (zero t).
 func (c *Collector) SeriesSince(t time.Time) []Point {
+	return c.seriesSince(t, false)
+}
+
+// SeriesUpdatedSince returns what a poller that read the series up to the point ending
+// at t has not seen as it is now, oldest first: the points that ended after t, and those
+// that ended at or before it but were amended (MarkMissing) since the series had t, the
+// amended ones maybe once more than needed, never less. It is SeriesSince until a point
+// is amended.
+func (c *Collector) SeriesUpdatedSince(t time.Time) []Point {
+	return c.seriesSince(t, true)
+}
+
+// updatedAfter tells whether the point is one SeriesUpdatedSince(after) returns (or
+// SeriesSince, without updated).
+func (p *pointRec) updatedAfter(after int64, updated bool) bool {
+	return p.end > after || updated && p.fleet != nil && p.fleet.rev != 0 && p.fleet.amended >= after
+}
+
+func (c *Collector) seriesSince(t time.Time, updated bool) []Point {
 	after := int64(math.MinInt64)
 	if !t.IsZero() {
 		after = t.UnixNano()
@@ -1047,7 +1133,7 @@ func (c *Collector) SeriesSince(t time.Time) []Point {
 	list := c.list()
 	for i := range n {
 		p := &c.ring[(c.head+i)%n]
-		if p.end > after {
+		if p.updatedAfter(after, updated) {
 			pts = append(pts, p.point(list))
 		}
 	}

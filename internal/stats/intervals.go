@@ -165,9 +165,13 @@ func (e *EncodedInterval) Decode() (*Interval, error) {
 // histogram; BenchmarkEncodeInterval). A node nobody reads from should not pay that
 // forever, so with an idle time set the log encodes only while a reader has asked within
 // it; a reader's first call starts it (and reports what it missed).
+//
+// An interval the collector amends after it was published (Collector.MarkMissing: a
+// fleet second flagged partial when a node's data for it came late) is amended in the
+// log too, and a reader that had it gets it again (IntervalsPage.Amended).
 type IntervalLog struct {
 	coll   *Collector
-	cancel func()
+	cancel []func()
 	idle   time.Duration // 0: always encode
 	now    func() time.Time
 
@@ -175,22 +179,46 @@ type IntervalLog struct {
 	active   bool
 	lastRead time.Time
 	ring     []EncodedInterval
-	head     int    // index of the oldest once the ring is full
-	next     uint64 // Seq of the next interval
-	err      error  // the last encoding error, if any
-	bytes    int    // encoded size held, for memory accounting
+	// amended is, beside each interval of ring, 1 + next when it was last amended, 0
+	// if it never was: a reader that asked for an interval from next on has not seen it.
+	amended []uint64
+	head    int    // index of the oldest once the ring is full
+	next    uint64 // Seq of the next interval
+	err     error  // the last encoding error, if any
+	bytes   int    // encoded size held, for memory accounting
 }
 
 // NewIntervalLog starts keeping the last n intervals of c (n ≥ 1). With idle > 0 it
 // encodes only while a reader has called Since within idle. Close stops it.
 func NewIntervalLog(c *Collector, n int, idle time.Duration) *IntervalLog {
-	l := &IntervalLog{coll: c, ring: make([]EncodedInterval, 0, max(n, 1)), idle: idle, now: time.Now, active: idle == 0}
-	l.cancel = c.Subscribe(l.add)
+	l := &IntervalLog{coll: c, ring: make([]EncodedInterval, 0, max(n, 1)), amended: make([]uint64, 0, max(n, 1)),
+		idle: idle, now: time.Now, active: idle == 0}
+	l.cancel = []func(){c.Subscribe(l.add), c.SubscribeAmended(l.amend)}
 	return l
 }
 
-// Close stops recording new intervals; those held stay readable.
-func (l *IntervalLog) Close() { l.cancel() }
+// Close stops recording new intervals and amendments; those held stay readable.
+func (l *IntervalLog) Close() {
+	for _, f := range l.cancel {
+		f()
+	}
+}
+
+// amend gives the held interval that ended at p's time p's completeness: the collector
+// flagged it partial after it was published.
+func (l *IntervalLog) amend(p Point) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at := p.Time.UnixNano()
+	for i := range l.ring {
+		if l.ring[i].End.UnixNano() != at {
+			continue
+		}
+		// A new slice, not the old one changed: pages handed out share it.
+		l.ring[i].Partial, l.ring[i].Missing = p.Partial, slices.Clone(p.Missing)
+		l.amended[i] = l.next + 1
+	}
+}
 
 // add encodes one tick. It runs on the collector's tick goroutine, about once a second.
 func (l *IntervalLog) add(iv *Interval) {
@@ -198,7 +226,7 @@ func (l *IntervalLog) add(iv *Interval) {
 	defer l.mu.Unlock()
 	if l.active && l.idle > 0 && l.now().Sub(l.lastRead) > l.idle {
 		l.active = false
-		l.ring, l.head, l.bytes = l.ring[:0], 0, 0
+		l.ring, l.amended, l.head, l.bytes = l.ring[:0], l.amended[:0], 0, 0
 	}
 	if !l.active {
 		l.next++ // the sequence runs on, so a returning reader learns what it missed
@@ -215,10 +243,10 @@ func (l *IntervalLog) add(iv *Interval) {
 	l.next++
 	size := encodedSize(&e)
 	if len(l.ring) < cap(l.ring) {
-		l.ring = append(l.ring, e)
+		l.ring, l.amended = append(l.ring, e), append(l.amended, 0)
 	} else {
 		l.bytes -= encodedSize(&l.ring[l.head])
-		l.ring[l.head] = e
+		l.ring[l.head], l.amended[l.head] = e, 0
 		l.head = (l.head + 1) % len(l.ring)
 	}
 	l.bytes += size
@@ -236,6 +264,11 @@ func encodedSize(e *EncodedInterval) int {
 type IntervalsPage struct {
 	// Intervals are those with Seq ≥ the requested one that are still held, oldest first.
 	Intervals []EncodedInterval `json:"intervals"`
+	// Amended are the intervals before the requested Seq amended since a reader that
+	// asked for that Seq got them (Collector.MarkMissing: a fleet second flagged partial
+	// after it was published), as they are now, oldest first; a reader replaces those
+	// it holds. A reader may get one more than once, never misses one while it is held.
+	Amended []EncodedInterval `json:"amended,omitempty"`
 	// Next is the Seq to ask for next time.
 	Next uint64 `json:"next"`
 	// Missed counts requested intervals no longer held (the reader fell behind the ring):
@@ -255,6 +288,12 @@ func (l *IntervalLog) Since(seq uint64) IntervalsPage {
 		p.Error = l.err.Error()
 	}
 	oldest := l.next - uint64(len(l.ring))
+	for s := oldest; s < min(seq, l.next); s++ {
+		i := (l.head + int(s-oldest)) % len(l.ring)
+		if a := l.amended[i]; a != 0 && a-1 >= seq {
+			p.Amended = append(p.Amended, l.ring[i])
+		}
+	}
 	if seq < oldest {
 		p.Missed = oldest - seq
 		seq = oldest

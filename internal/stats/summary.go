@@ -106,6 +106,11 @@ type fleetMark struct {
 	nodes   int
 	partial bool
 	missing []string
+	// rev is the collector's amendRev at the point's last amendment (MarkMissing), 0
+	// if it was never amended, and amended the end of the newest interval then (Unix
+	// ns): a poller that read up to an end at or before it has not seen the amendment.
+	rev     uint64
+	amended int64
 }
 
 // gauges are the engine's settings and pacing state sampled at a tick.

@@ -648,7 +648,9 @@
       if (!this.held) this.held = [];
       try {
         const res = await this.api('GET', '/api/v1/stats/series' + (since ? '?since=' + encodeURIComponent(since) : ''));
-        for (const p of res.points || []) this.store.push(p);
+        // A point not newer than the last held is one the server amended since (a fleet
+        // second flagged partial late): it replaces the one held, never adds a second.
+        for (const p of res.points || []) if (!this.store.push(p)) this.store.replace(p);
       } catch (e) { /* the stream fills in */ }
       if (--this.loads === 0) this.releaseHeld();
       this.queueRender();
@@ -658,7 +660,9 @@
     releaseHeld() {
       const held = this.held || [];
       this.held = null;
-      for (const [p, seconds] of held) this.store.push(p, seconds);
+      // An interval event older than the history is dropped (the history has it, maybe
+      // amended since); an amend event replaces the point.
+      for (const [p, seconds, amend] of held) if (!this.store.push(p, seconds) && amend) this.store.replace(p, seconds);
     }
 
     // openStream opens the live stream and resolves once the history is in: fetched when
@@ -703,6 +707,13 @@
           this.releaseHeld();
           this.queueRender();
         } else if (this.store.push(p, s.seconds)) this.queueRender();
+      });
+      // A point of the series amended after it was sent (a fleet second flagged partial
+      // when a node's data for it came late) replaces the one held at its time.
+      es.addEventListener('amend', (ev) => {
+        const p = JSON.parse(ev.data);
+        if (this.held) this.held.push([p, undefined, true]);
+        else if (this.store.replace(p)) this.queueRender();
       });
       es.addEventListener('cumulative', (ev) => {
         this.numbersLive = true;

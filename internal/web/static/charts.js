@@ -107,6 +107,22 @@
       this.missing[i] = missing || null;
       for (let c = 0; c < vals.length; c++) this.cols[c][i] = vals[c] === null ? NaN : vals[c];
     }
+    // set puts vals and missing in place of the point at logical index j.
+    set(j, vals, missing) {
+      const i = (this.start + j) % this.cap;
+      this.missing[i] = missing || null;
+      for (let c = 0; c < this.cols.length; c++) this.cols[c][i] = c < vals.length && vals[c] !== null ? vals[c] : NaN;
+    }
+    // indexOf returns the logical index of the point at t, -1 when none is held; from the
+    // newest back, where the points a server amends are.
+    indexOf(t) {
+      for (let j = this.len - 1; j >= 0; j--) {
+        const tj = this.t[(this.start + j) % this.cap];
+        if (tj === t) return j;
+        if (tj < t) break;
+      }
+      return -1;
+    }
     lastT() { return this.len ? this.t[(this.start + this.len - 1) % this.cap] : -Infinity; }
     firstT() { return this.len ? this.t[this.start] : Infinity; }
     // slice returns the logical indexes [from, len) of points with t in [t0, t1).
@@ -154,6 +170,36 @@
       this.fine.push(t, vals, missing);
       this.fold(t, vals, missing);
       this.last = p; this.total++;
+      return true;
+    }
+    // replace puts p in place of the 1 s point held at its time: a point the server
+    // amended after it was sent (a fleet second flagged partial when a node's data for it
+    // came late), from the stream's amend event or a series fetch that returns it again.
+    // It returns false when no point is held at that time (push adds newer ones). The
+    // minute the second is folded into takes its missing nodes; its values stay (an
+    // amendment flags a second, its counts do not change).
+    replace(p, seconds) {
+      const t = (typeof p.t === 'number' ? p.t : Date.parse(p.t)) / 1000;
+      const j = this.fine.indexOf(t);
+      if (j < 0) return false;
+      this.learn(p.ops);
+      const missing = missingOf(p);
+      this.fine.set(j, pointValues(p, seconds, this.ops), missing);
+      if (missing && this.coarse) {
+        const key = Math.floor(t / this.bucketSecs);
+        if (this.bucket && this.bucket.key === key) {
+          this.bucket.missing = this.bucket.missing || new Set();
+          missing.forEach((id) => this.bucket.missing.add(id));
+        } else {
+          for (let k = this.coarse.len - 1; k >= 0; k--) {
+            if (Math.floor(this.coarse.time(k) / this.bucketSecs) !== key) continue;
+            const i = (this.coarse.start + k) % this.coarse.cap;
+            this.coarse.missing[i] = [...new Set([...(this.coarse.missing[i] || []), ...missing])];
+            break;
+          }
+        }
+      }
+      if (this.last && t === this.fine.lastT()) this.last = p;
       return true;
     }
     // times returns the end times (Unix seconds) of the 1 s points held, oldest first.
