@@ -196,7 +196,10 @@ phases: [{name: p, duration: 1200ms}]
 				if code := stop(); code != 0 {
 					t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 				}
-			} else if code, out, errOut := ndbench(t, nil, append(tt.args, "--out-dir", dir)...); code != 0 {
+			} else if code, out, errOut := ndbench(t, nil, append(tt.args, "--out-dir", dir)...); code != verdict.Pass && code != verdict.Invalid {
+				// INVALID is the tool's honest verdict when the machine starved the
+				// generator (CI at load 36: "sent 27 of the 50 ops/s target"); its outputs
+				// are written all the same, and they are what this test is about.
 				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 			}
 			entries, err := os.ReadDir(dir)
