@@ -513,12 +513,12 @@ func TestInProcessFleetReshapesAfterALoss(t *testing.T) {
 // POST /fleet/api/v1/autotune runs the search on the fleet: each step's rate is split
 // among the nodes as a constant shape, and measured on the merged statistics.
 //
-// The coordinator and the agents run on a simulated clock moved on only once every node
-// has been beaten (pumpedFleet), so no node is judged lost on a loaded machine; the nodes'
-// load runs on real time, since the search times its windows on it (autotune's NodeTarget
-// reads time.Now) and the merged seconds carry the nodes' times.
+// The whole fleet runs on a simulated clock moved on only once every node has been beaten
+// (pumpedFleet), so no node is judged lost on a loaded machine; the search times its
+// settle periods and windows on the fleet's clock (autotune's NodeProber on
+// control.ClockOf), as the merged seconds it judges.
 func TestInProcessFleetAutotuneRoute(t *testing.T) {
-	f := newPumpedFleetOn(t, 2, false, nil)
+	f := newPumpedFleet(t, 2, nil)
 	nodes, url := f.nodes, f.url
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 300, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
@@ -626,8 +626,8 @@ func TestInProcessFleetStartWarmsUp(t *testing.T) {
 // run, so no node warms up a second time (each node's agent used to start every load from
 // idle as a user's start, with a warm-up of its own), and the fleet's report counts the
 // run's one warm-up. The fleet runs on a simulated clock moved on only once every node has
-// been beaten (pumpedFleet); the run's warm-up itself is timed on real time (node.Run
-// times a fleet's so), which the test does not judge.
+// been beaten (pumpedFleet); the run's warm-up is timed on it too (node.Run on the
+// fleet's clock).
 func TestInProcessFleetRunWarmsUpOnce(t *testing.T) {
 	f := newPumpedFleet(t, 2, nil)
 	nodes, coord, url := f.nodes, f.coord, f.url
