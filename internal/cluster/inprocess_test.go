@@ -359,10 +359,15 @@ func inFleetOn(t *testing.T, n int, shared bool, tune func(*cluster.Options)) ([
 // the coordinator's lock while calls in flight use them without it. Under -race this
 // failed when refresh rewrote a member's fields (its ID among them) and its client in
 // place.
+//
+// The fleet runs on a simulated clock moved on only once every node has been beaten
+// (pumpedFleet): a node judged lost on a loaded machine (LostAfter 1 s on real time)
+// would fail the rates checked, which are not the subject.
 func TestRefreshDuringCommands(t *testing.T) {
-	nodes, coord, _ := inFleetWith(t, 2, func(o *cluster.Options) {
+	f := newPumpedFleet(t, 2, func(o *cluster.Options) {
 		o.BeatEvery, o.Refresh = 5*time.Millisecond, time.Millisecond
 	})
+	nodes, coord := f.nodes, f.coord
 	ctx := context.Background()
 	for i := range 40 {
 		if _, err := coord.SetConfig(ctx, cluster.Scope{Kind: cluster.ScopeFleet}, map[string]string{"workload.readRate": fmt.Sprint(100 + i)}); err != nil {
@@ -566,10 +571,14 @@ func TestInProcessFleetAutotuneRoute(t *testing.T) {
 // node's start time is the common instant shifted by its offset: under -race this failed
 // (an auto-tune search on a fleet, restarting its load after each step) while the start
 // read the offsets without the coordinator's lock.
+//
+// The fleet runs on a simulated clock moved on only once every node has been beaten
+// (pumpedFleet), so no node is judged lost on a loaded machine and refuses a start.
 func TestStartDuringBeats(t *testing.T) {
-	_, coord, url := inFleetWith(t, 2, func(o *cluster.Options) {
+	f := newPumpedFleet(t, 2, func(o *cluster.Options) {
 		o.BeatEvery, o.StartDelay = 2*time.Millisecond, time.Millisecond
 	})
+	coord, url := f.coord, f.url
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
 	ctx := context.Background()
 	for i := range 30 {
