@@ -258,8 +258,7 @@ func (c *Coordinator) pollEvery(ctx context.Context, period time.Duration) {
 		t       clock.Timer
 		next    = clk.Now().Add(period)
 	)
-	var tick func()
-	tick = func() {
+	tick := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
