@@ -271,7 +271,9 @@ func (c *Coordinator) pollEvery(ctx context.Context, period time.Duration) {
 		for !next.After(now) {
 			next = next.Add(period)
 		}
-		t.Reset(next.Sub(now))
+		// From the clock's reading after the poll: a poll that took a while must not
+		// push every later one back by as much.
+		t.Reset(clock.Until(clk, next))
 	}
 	mu.Lock()
 	t = clk.AfterFunc(period, tick)
