@@ -14,6 +14,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/control"
 	"github.com/ndbench/ndbench/internal/pacer"
@@ -54,6 +55,12 @@ type NodeProber struct {
 	// fleet, when set, names the saturated nodes of each merged second.
 	fleet FleetNode
 
+	// Clock times a step's settle period and the wait for its intervals. NewNodeProber
+	// sets the node's own (control.ClockOf): the intervals it judges are stamped on it,
+	// and a step's settle period must end on the clock its intervals start by. A caller
+	// may set another before Begin.
+	Clock clock.Clock
+
 	active atomic.Bool
 	snaps  chan snapshot
 	unsub  func()
@@ -84,7 +91,7 @@ type opSnapshot struct {
 // beside it at their configured rates.
 func NewNodeProber(n Node, class string) (*NodeProber, error) {
 	w := n.Config().Config.Workload
-	p := &NodeProber{node: n, share: map[string]float64{}, measureCPU: true}
+	p := &NodeProber{node: n, share: map[string]float64{}, measureCPU: true, Clock: control.ClockOf(n)}
 	if f, ok := n.(FleetNode); ok {
 		p.fleet, p.measureCPU = f, false
 	}
@@ -253,8 +260,8 @@ func (p *NodeProber) Probe(ctx context.Context, rate float64, spec ProbeSpec) (M
 		}
 		p.started = append([]string{}, start...)
 	}
-	t0 := time.Now()
-	from := t0.Add(spec.Settle)
+	clk := clock.Or(p.Clock)
+	from := clk.Now().Add(spec.Settle)
 	// Whole intervals long enough for every class's samples at its target rate.
 	secs := spec.Window.Seconds()
 	for _, c := range p.classes {
@@ -276,7 +283,7 @@ func (p *NodeProber) Probe(ctx context.Context, rate float64, spec ProbeSpec) (M
 	defer p.active.Store(false)
 	var got []snapshot
 	partial := 0
-	stall := time.NewTimer(time.Hour)
+	stall := clk.NewTimer(time.Hour)
 	defer stall.Stop()
 	// A partial fleet second (a node's data missing) is left out, not measured: its
 	// counts are a lower bound. A window that cannot be filled without them is judged
@@ -286,7 +293,7 @@ func (p *NodeProber) Probe(ctx context.Context, rate float64, spec ProbeSpec) (M
 		select {
 		case <-ctx.Done():
 			return Measurement{}, ctx.Err()
-		case <-stall.C:
+		case <-stall.C():
 			return Measurement{}, fmt.Errorf("no statistics interval for %v: the node's collector is not ticking", spec.Settle+5*time.Second)
 		case s := <-p.snaps:
 			if s.start.Before(from) {

@@ -31,7 +31,10 @@ func TestFleetPatchPassesTheAllowGate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes, coord, url := inFleetWith(t, 2, func(o *cluster.Options) { o.Allow = tc.allow })
+			// On a simulated clock moved on only once every node has been beaten
+			// (pumpedFleet): a node judged lost on a loaded machine is not the subject.
+			f := newPumpedFleet(t, 2, func(o *cluster.Options) { o.Allow = tc.allow })
+			nodes, coord, url := f.nodes, f.coord, f.url
 			// One node's operator allowed everything; the other allowed nothing but what
 			// the coordinator allows.
 			nodes[0].inst.Store().SetAllow(config.AllowAll())
@@ -77,7 +80,8 @@ func TestFleetPatchPassesTheAllowGate(t *testing.T) {
 // the store, which the coordinator's --allow does not permit, is refused with 403 before
 // any node is told: a node whose own --allow would take it does not connect alone.
 func TestFleetDriverInitPassesTheAllowGate(t *testing.T) {
-	nodes, _, url := inFleetWith(t, 2, nil)
+	f := newPumpedFleet(t, 2, nil) // no node judged lost on a loaded machine
+	nodes, url := f.nodes, f.url
 	nodes[0].inst.Store().SetAllow(config.AllowAll())
 	err := callAs(inToken, http.MethodPost, url("/api/v1/driver/init"),
 		map[string]any{"driver": "http", "options": map[string]string{"url": "http://elsewhere.example:8080"}}, nil)

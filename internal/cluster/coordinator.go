@@ -229,17 +229,7 @@ func (c *Coordinator) Run(ctx context.Context) {
 	defer func() { <-polled }()
 	go func() {
 		defer close(polled)
-		defer c.stats.pulls.Wait()
-		poll := time.NewTicker(time.Second)
-		defer poll.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-poll.C:
-				c.stats.poll(ctx, now)
-			}
-		}
+		c.pollEvery(ctx, time.Second)
 	}()
 	for {
 		select {
@@ -249,4 +239,48 @@ func (c *Coordinator) Run(ctx context.Context) {
 			c.beats(ctx, false)
 		}
 	}
+}
+
+// pollEvery pulls the nodes' statistics every period of the coordinator's clock until ctx
+// ends, then waits for the pulls in flight. The pulls decide when a fleet second is
+// emitted, so they are timed on the clock the seconds are judged on: on a simulated clock
+// each poll starts within the Advance that reaches its instant (AfterFunc runs there),
+// and a test knows every pull due by then has begun. The beats and discovery's refresh
+// stay on real time: they judge nothing by their own timing (every judgment reads
+// c.now()), and the simulated fleets' tests move their clock on once the beats sent on
+// real time have been answered at its reading.
+func (c *Coordinator) pollEvery(ctx context.Context, period time.Duration) {
+	defer c.stats.pulls.Wait()
+	clk := clock.Or(c.opts.Clock)
+	var (
+		mu      sync.Mutex // held by a poll: the loop ends only once none runs
+		stopped bool
+		t       clock.Timer
+		next    = clk.Now().Add(period)
+	)
+	tick := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		now := clk.Now()
+		c.stats.poll(ctx, now)
+		// Ticks missed (a poll, or the machine, slower than the period) are dropped, as
+		// a time.Ticker drops them; the schedule keeps its phase.
+		for !next.After(now) {
+			next = next.Add(period)
+		}
+		// From the clock's reading after the poll: a poll that took a while must not
+		// push every later one back by as much.
+		t.Reset(clock.Until(clk, next))
+	}
+	mu.Lock()
+	t = clk.AfterFunc(period, tick)
+	mu.Unlock()
+	<-ctx.Done()
+	mu.Lock()
+	stopped = true
+	t.Stop()
+	mu.Unlock()
 }

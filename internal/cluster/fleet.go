@@ -40,6 +40,11 @@ type Fleet struct {
 // clock is the coordinator's clock, which the fleet's waits share with its instants.
 func (f *Fleet) clock() clock.Clock { return clock.Or(f.c.opts.Clock) }
 
+// Clock is the clock the fleet's instants and waits are on (the coordinator's,
+// Options.Clock): a run's warm-up (node.Run) and auto-tune's windows on the fleet are
+// timed on it, as a node's on its own.
+func (f *Fleet) Clock() clock.Clock { return f.clock() }
+
 // Fleet returns the coordinator's fleet view.
 func (c *Coordinator) Fleet() *Fleet { return &Fleet{c: c, created: c.now()} }
 
@@ -197,6 +202,8 @@ func (f *Fleet) Backfill(ctx context.Context, opts engine.BackfillOptions) (engi
 	if err := f.StartBackfill(opts); err != nil {
 		return engine.BackfillStatus{}, err
 	}
+	// A poll of the beats' progress on real time: it judges no time span, and the beats
+	// it reads are sent on real time (see pollEvery).
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	// The nodes' beats carry their progress; the first ones may predate the start.
@@ -347,7 +354,7 @@ func (f *Fleet) ReportInput(version string) report.Input {
 	in := report.Input{
 		ToolVersion: version,
 		Started:     started,
-		Ended:       time.Now(),
+		Ended:       f.c.now(), // on the clock of the span's start (SpanStart)
 		DriverName:  st.Driver,
 		Cumulative:  coll.Cumulative(),
 		Series:      coll.SeriesSince(started),
@@ -403,7 +410,10 @@ func (f *Fleet) Drain() error {
 	if err := f.c.Stop(ctx); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(f.c.FleetConfig().Config.Workload.OpTimeout + time.Second)
+	// The deadline is on the coordinator's clock, as the load's operations and their
+	// timeouts on a fleet that shares it; the beats that tell are asked on real time
+	// (see pollEvery), so a simulated clock that stands still does not hold them.
+	deadline := f.c.now().Add(f.c.FleetConfig().Config.Workload.OpTimeout + time.Second)
 	for {
 		running := false
 		for _, r := range f.Status().Running {
@@ -412,7 +422,7 @@ func (f *Fleet) Drain() error {
 		if !running {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if f.c.now().After(deadline) {
 			return fmt.Errorf("drain the fleet: load still running on a node after %v", f.c.FleetConfig().Config.Workload.OpTimeout+time.Second)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -424,7 +434,8 @@ func (f *Fleet) Drain() error {
 // (every node's interval merged, or the merge's wait for late nodes over), so the end of
 // a run is judged and reported; at most the merge wait and 3 s.
 func (f *Fleet) Finish() {
-	now := time.Now()
+	// The second and the wait are on the coordinator's clock, as the merge's readiness.
+	now := f.c.now()
 	done := make(chan struct{})
 	var once sync.Once
 	cancel := f.c.stats.coll.Subscribe(func(iv *stats.Interval) {
@@ -433,9 +444,11 @@ func (f *Fleet) Finish() {
 		}
 	})
 	defer cancel()
+	t := f.clock().NewTimer(f.c.opts.MergeWait + 3*time.Second)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(f.c.opts.MergeWait + 3*time.Second):
+	case <-t.C():
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/cluster/merge"
 	"github.com/ndbench/ndbench/internal/stats"
 )
@@ -34,6 +36,9 @@ type fleetStats struct {
 	emitMu sync.Mutex     // Ready and the ingest of what it returns, one at a time
 	pulls  sync.WaitGroup // pulls of nodes' intervals in flight
 	sem    chan struct{}  // bounds the pulls in flight (Options.Parallel)
+	// inFlight counts the pulls begun and not yet merged and emitted: a test on a
+	// simulated clock moves it on once only the pulls it holds are out.
+	inFlight atomic.Int64
 }
 
 // satKept is how many merged seconds' saturated nodes are kept.
@@ -76,7 +81,10 @@ func (f *fleetStats) noteSaturated(fl merge.Fleet) {
 }
 
 func newFleetStats(c *Coordinator, wait time.Duration) *fleetStats {
-	coll := stats.NewCollector(stats.Config{})
+	// On the coordinator's clock: its span starts and resets, and the merged seconds it
+	// takes in end after them, on one clock (on another, a simulated fleet's seconds were
+	// all refused as older than the collector's start).
+	coll := stats.NewCollector(stats.Config{Clock: c.opts.Clock})
 	return &fleetStats{c: c, sem: make(chan struct{}, c.opts.Parallel), merger: merge.New(merge.Config{Interval: time.Second, Wait: wait}), coll: coll,
 		log: stats.NewIntervalLog(coll, 120, time.Minute)}
 }
@@ -133,12 +141,14 @@ func (f *fleetStats) poll(ctx context.Context, now time.Time) {
 	}
 	for _, j := range jobs {
 		f.pulls.Add(1)
+		f.inFlight.Add(1)
 		go func() {
 			defer f.pulls.Done()
+			defer f.inFlight.Add(-1)
 			f.pull(ctx, j.m, j.since, j.gen, j.offset)
 		}()
 	}
-	f.emit(time.Now())
+	f.emit(c.now())
 }
 
 // pull asks one node for its intervals from since and merges the new ones.
@@ -152,13 +162,16 @@ func (f *fleetStats) pull(ctx context.Context, m *member, since, gen uint64, off
 		c.mu.Unlock()
 		return
 	}
-	sent := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, pollDeadline)
+	// The pull's deadline and what it took are on the coordinator's clock, as the seconds
+	// they decide on: a link's delay holds a second back by it (SetDelay, Ready).
+	clk := clock.Or(c.opts.Clock)
+	sent := clk.Now()
+	pctx, cancel := withTimeoutOn(ctx, clk, pollDeadline)
 	var page stats.IntervalsPage
 	err := m.client().call(pctx, http.MethodGet, "/api/v1/stats/intervals?since="+strconv.FormatUint(since, 10), nil, &page)
 	cancel()
 	<-f.sem
-	took := time.Since(sent)
+	took := clock.Since(clk, sent)
 	c.mu.Lock()
 	m.polls--
 	if err == nil {
@@ -179,7 +192,19 @@ func (f *fleetStats) pull(ctx context.Context, m *member, since, gen uint64, off
 	f.merger.SetDelay(m.ID, delay)
 
 	f.apply(m, gen, &page, offset)
-	f.emit(time.Now())
+	f.emit(c.now())
+}
+
+// withTimeoutOn is context.WithTimeout with d measured on clk: on the real clock it is
+// context.WithTimeout itself; on another (a simulated one) the context ends when clk has
+// moved d on, with context.DeadlineExceeded as its cause.
+func withTimeoutOn(ctx context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	if clk == clock.Real {
+		return context.WithTimeout(ctx, d)
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	t := clk.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return cctx, func() { t.Stop(); cancel(context.Canceled) }
 }
 
 // apply merges the intervals of page that no other pull of m merged.
@@ -213,7 +238,7 @@ func (f *fleetStats) apply(m *member, gen uint64, page *stats.IntervalsPage, off
 	if expect || rebase {
 		// Expected from now on, not from when it answered its first beat: seconds
 		// before its first interval was asked for are not missing it.
-		f.expect(m.ID, time.Now())
+		f.expect(m.ID, c.now())
 	}
 	if first {
 		// What a node held before the coordinator first asked is its own history, not

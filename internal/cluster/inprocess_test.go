@@ -359,10 +359,15 @@ func inFleetOn(t *testing.T, n int, shared bool, tune func(*cluster.Options)) ([
 // the coordinator's lock while calls in flight use them without it. Under -race this
 // failed when refresh rewrote a member's fields (its ID among them) and its client in
 // place.
+//
+// The fleet runs on a simulated clock moved on only once every node has been beaten
+// (pumpedFleet): a node judged lost on a loaded machine (LostAfter 1 s on real time)
+// would fail the rates checked, which are not the subject.
 func TestRefreshDuringCommands(t *testing.T) {
-	nodes, coord, _ := inFleetWith(t, 2, func(o *cluster.Options) {
+	f := newPumpedFleet(t, 2, func(o *cluster.Options) {
 		o.BeatEvery, o.Refresh = 5*time.Millisecond, time.Millisecond
 	})
+	nodes, coord := f.nodes, f.coord
 	ctx := context.Background()
 	for i := range 40 {
 		if _, err := coord.SetConfig(ctx, cluster.Scope{Kind: cluster.ScopeFleet}, map[string]string{"workload.readRate": fmt.Sprint(100 + i)}); err != nil {
@@ -513,12 +518,12 @@ func TestInProcessFleetReshapesAfterALoss(t *testing.T) {
 // POST /fleet/api/v1/autotune runs the search on the fleet: each step's rate is split
 // among the nodes as a constant shape, and measured on the merged statistics.
 //
-// The coordinator and the agents run on a simulated clock moved on only once every node
-// has been beaten (pumpedFleet), so no node is judged lost on a loaded machine; the nodes'
-// load runs on real time, since the search times its windows on it (autotune's NodeTarget
-// reads time.Now) and the merged seconds carry the nodes' times.
+// The whole fleet runs on a simulated clock moved on only once every node has been beaten
+// (pumpedFleet), so no node is judged lost on a loaded machine; the search times its
+// settle periods and windows on the fleet's clock (autotune's NodeProber on
+// control.ClockOf), as the merged seconds it judges.
 func TestInProcessFleetAutotuneRoute(t *testing.T) {
-	f := newPumpedFleetOn(t, 2, false, nil)
+	f := newPumpedFleet(t, 2, nil)
 	nodes, url := f.nodes, f.url
 	inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 		"workload.readRate": 300, "workload.writeEnabled": false, "workload.numKeys": 100}}, nil)
@@ -566,10 +571,14 @@ func TestInProcessFleetAutotuneRoute(t *testing.T) {
 // node's start time is the common instant shifted by its offset: under -race this failed
 // (an auto-tune search on a fleet, restarting its load after each step) while the start
 // read the offsets without the coordinator's lock.
+//
+// The fleet runs on a simulated clock moved on only once every node has been beaten
+// (pumpedFleet), so no node is judged lost on a loaded machine and refuses a start.
 func TestStartDuringBeats(t *testing.T) {
-	_, coord, url := inFleetWith(t, 2, func(o *cluster.Options) {
+	f := newPumpedFleet(t, 2, func(o *cluster.Options) {
 		o.BeatEvery, o.StartDelay = 2*time.Millisecond, time.Millisecond
 	})
+	coord, url := f.coord, f.url
 	inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
 	ctx := context.Background()
 	for i := range 30 {
@@ -626,8 +635,8 @@ func TestInProcessFleetStartWarmsUp(t *testing.T) {
 // run, so no node warms up a second time (each node's agent used to start every load from
 // idle as a user's start, with a warm-up of its own), and the fleet's report counts the
 // run's one warm-up. The fleet runs on a simulated clock moved on only once every node has
-// been beaten (pumpedFleet); the run's warm-up itself is timed on real time (node.Run
-// times a fleet's so), which the test does not judge.
+// been beaten (pumpedFleet); the run's warm-up is timed on it too (node.Run on the
+// fleet's clock).
 func TestInProcessFleetRunWarmsUpOnce(t *testing.T) {
 	f := newPumpedFleet(t, 2, nil)
 	nodes, coord, url := f.nodes, f.coord, f.url

@@ -32,18 +32,18 @@ func TestInProcessFleetNodeReportsLeaveTheWarmUpOut(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// The coordinator and agents on a simulated clock moved on only once every
-			// node has been beaten (pumpedFleet), so no node is judged lost on a loaded
-			// machine; the nodes and the run's warm-up (node.Run times a fleet's so) on
-			// real time, which the measured span is checked against.
-			f := newPumpedFleetOn(t, 2, false, nil)
+			// The whole fleet on a simulated clock moved on only once every node has been
+			// beaten (pumpedFleet), so no node is judged lost on a loaded machine; the
+			// run's warm-up is timed on it too (node.Run on the fleet's clock), and the
+			// measured span is checked against it.
+			f := newPumpedFleet(t, 2, nil)
 			nodes, coord, url := f.nodes, f.coord, f.url
 			inCall(t, http.MethodPatch, url("/api/v1/config"), map[string]any{"values": map[string]any{
 				"workload.readRate": 200, "workload.writeEnabled": false, "workload.numKeys": 100, "workload.warmup": "400ms"}}, nil)
 			inCall(t, http.MethodPost, url("/api/v1/driver/init"), map[string]any{"driver": "memory"}, nil)
 			fleet := coord.Fleet()
 			seq := &node.Run{Node: fleet}
-			before := time.Now()
+			before := f.sim.Now()
 			if measured, err := tc.start(seq); err != nil || !measured {
 				t.Fatalf("warm-up: measured %v, %v", measured, err)
 			}

@@ -17,6 +17,11 @@ import (
 // clock does not move past its last answer until it has answered again. On real time,
 // with LostAfter 1 s, a healthy node was judged lost at load 35.
 //
+// The pump also waits until the coordinator's pulls of the nodes' statistics have been
+// merged, but for those the test's nodes hold on the simulated clock (held): the fleet's
+// seconds are then judged at the instants they are due, as on a real clock that the
+// coordinator keeps up with.
+//
 // The tests wait on it with real-time patiences (waitFor, waitSim); the patience only
 // turns something that never happens into a failure.
 type pumpedFleet struct {
@@ -28,30 +33,25 @@ type pumpedFleet struct {
 
 	mu      sync.Mutex
 	dropped []bool // nodes the pump no longer waits for (gone: they are sent no beats)
+	// held, when set, counts the pulls of intervals the test's nodes hold on the clock
+	// (a slow link's sleep, a hung endpoint): the pump does not wait for those.
+	held func() int
 }
 
 // pumpStep is how far the pump moves the clock at a time.
 const pumpStep = 100 * time.Millisecond
 
-// newPumpedFleet starts n in-process nodes on a simulated clock, with inFleet's timings
-// (beats every 20 ms of real time, so the clock moves about 2.5 times faster than real
-// time) adjusted by tune, and the pump that moves the clock.
+// newPumpedFleet starts n in-process nodes, their load included, on a simulated clock,
+// with inFleet's timings (beats every 20 ms of real time, so the clock moves about 2.5
+// times faster than real time; a merge wait of 1.5 s, since a node's second is pulled at
+// the coordinator's next whole second, up to a second after it ends) adjusted by tune,
+// and the pump that moves the clock.
 func newPumpedFleet(t *testing.T, n int, tune func(*cluster.Options)) *pumpedFleet {
 	t.Helper()
-	return newPumpedFleetOn(t, n, true, tune)
-}
-
-// newPumpedFleetOn is newPumpedFleet; with shared false, the nodes' instances (their
-// load, their collectors) run on real time, and only the coordinator and the agents on
-// the simulated clock.
-func newPumpedFleetOn(t *testing.T, n int, shared bool, tune func(*cluster.Options)) *pumpedFleet {
-	t.Helper()
-	// In the past, as the other simulated fleets' clocks: the fleet's stats merge judges
-	// when a second is ready on real time (time.Now in fleetstats.go), and a simulated
-	// clock ahead of it would hold every merged second back.
+	// A past day: anything that still reads real time for a fleet instant shows at once.
 	sim := clock.NewSim(time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC))
-	nodes, coord, url := inFleetOn(t, n, shared, func(o *cluster.Options) {
-		o.BeatEvery = 20 * time.Millisecond
+	nodes, coord, url := inFleetOn(t, n, true, func(o *cluster.Options) {
+		o.BeatEvery, o.MergeWait = 20*time.Millisecond, 1500*time.Millisecond
 		if tune != nil {
 			tune(o)
 		}
@@ -93,17 +93,30 @@ func (f *pumpedFleet) pump(ctx context.Context, t *testing.T) {
 			for i, l := range f.logs {
 				beaten = beaten && (f.dropped[i] || left[nodeID(f.nodes[i])] || l.since(marks[i], now) >= 2)
 			}
+			held := 0
+			if f.held != nil {
+				held = f.held()
+			}
 			f.mu.Unlock()
+			beaten = beaten && cluster.PullsInFlight(f.coord) == held
 			if beaten {
 				break
 			}
 			if time.Now().After(end) {
-				t.Errorf("the fleet's nodes were not beaten at %v within a minute: the pump stops", now)
+				t.Errorf("the fleet's nodes were not beaten, or its pulls merged (%d out, %d held), at %v within a minute: the pump stops",
+					cluster.PullsInFlight(f.coord), held, now)
 				return
 			}
 		}
 		f.sim.Advance(pumpStep)
 	}
+}
+
+// hold makes the pump leave out the pulls held() counts (see held).
+func (f *pumpedFleet) hold(held func() int) {
+	f.mu.Lock()
+	f.held = held
+	f.mu.Unlock()
 }
 
 // drop stops the pump waiting for node i's beats: it is gone, and is sent none.

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/internal/config"
@@ -268,7 +267,9 @@ const resplitClosedLoop = 100_000
 // numKeys) while no member has inserted. Called with c.mu held.
 func (c *Coordinator) resplitBase() int64 {
 	var top, inserted int64
-	oldest := time.Now()
+	// The members' answers (lastOK) are on the coordinator's clock.
+	now := c.now()
+	oldest := now
 	for _, m := range c.members {
 		if m.beat.Inserted == 0 && m.beat.KeyspaceSize == 0 {
 			continue
@@ -299,7 +300,7 @@ func (c *Coordinator) resplitBase() int64 {
 		}
 	}
 	// A member gone silent inserts on until its lease lapses.
-	window := time.Since(oldest) + c.opts.LostAfter + c.opts.Lease
+	window := now.Sub(oldest) + c.opts.LostAfter + c.opts.Lease
 	return max(top+int64(math.Ceil(2*rate*window.Seconds())), c.insertBase)
 }
 

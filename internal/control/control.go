@@ -14,6 +14,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ndbench/ndbench/internal/clock"
 	"github.com/ndbench/ndbench/internal/config"
 	"github.com/ndbench/ndbench/internal/engine"
 	"github.com/ndbench/ndbench/internal/pacer"
@@ -23,6 +24,17 @@ import (
 
 // ErrNotInitialized is returned by actions that need a connected driver.
 var ErrNotInitialized = errors.New("no driver is initialized: init one first")
+
+// ClockOf returns the clock n runs on: its own when it has one (a node's, a fleet's,
+// whose instants are its coordinator's), else real time. A run (node.Run) or a search
+// (autotune.NodeProber) on n times itself on it, so that a node or a fleet on a
+// simulated clock is driven on that clock.
+func ClockOf(n Node) clock.Clock {
+	if c, ok := n.(interface{ Clock() clock.Clock }); ok {
+		return clock.Or(c.Clock())
+	}
+	return clock.Real
+}
 
 // Node is a node, or a fleet seen as one, with every capability a controller uses.
 type Node interface {

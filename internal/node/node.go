@@ -88,6 +88,10 @@ type Node struct {
 // New returns an instance on store, with no driver connected. Close releases it.
 func New(store *config.Store, log *slog.Logger) *Node { return NewOn(store, log, clock.Real) }
 
+// Clock is the clock the node's load, intervals and warm-up run on (NewOn's): a run's
+// steps (Run) and auto-tune's windows time themselves on it.
+func (n *Node) Clock() clock.Clock { return n.clk }
+
 // NewOn is New on the clock c (nil: clock.Real): the engine's schedules, the collector's
 // 1 s intervals and the warm-up all run on it, so a test on a simulated clock (clock.Sim)
 // drives a whole node in simulated time.

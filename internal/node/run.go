@@ -65,6 +65,9 @@ type Run struct {
 	Measuring func(at time.Time, warmup time.Duration)
 	// Log gets the steps of a run in the background (Serve); nil discards them.
 	Log *slog.Logger
+	// Clock times the warm-up and stamps the measured span's start. Nil is the node's own
+	// clock when it has one (a Node's, a fleet's coordinator's: control.ClockOf), else real time.
+	Clock clock.Clock
 }
 
 // Options returns the run's options as the node's configuration sets them now.
@@ -161,13 +164,12 @@ func (r *Run) wait(ctx context.Context, warmup time.Duration, drain bool) (bool,
 	return true, nil
 }
 
-// clock is the time the run's node runs on: a Node's own clock, real time for any other
-// control.Node (a fleet's coordinator).
+// clock is the time the run is timed on: the caller's (Run.Clock), or the node's own.
 func (r *Run) clock() clock.Clock {
-	if n, ok := r.Node.(*Node); ok {
-		return n.clk
+	if r.Clock != nil {
+		return r.Clock
 	}
-	return clock.Real
+	return control.ClockOf(r.Node)
 }
 
 func (r *Run) measuring(at time.Time, warmup time.Duration) {
