@@ -1,11 +1,9 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -106,15 +104,7 @@ func TestAmendedSecondReachesTheStream(t *testing.T) {
 	e.inst.Finish() // the node's own ticks would interleave with the ingested seconds
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/api/v1/stats/stream", nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := e.ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	sc := e.stream(t, ctx, "")
 	// next returns the next event's name and data (heartbeats skipped).
 	next := func() (string, string) {
 		t.Helper()

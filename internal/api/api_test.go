@@ -245,6 +245,26 @@ func (e *env) send(token string, patience time.Duration, method, path string, bo
 }
 
 // must calls and fails the test unless the status is want; it decodes the body into out.
+// stream opens GET /api/v1/stats/stream with query ("" or "?intervals=1", ...) for ctx,
+// checks it is an event stream, and returns a scanner over its lines; the body is closed
+// when the test ends (or when ctx ends).
+func (e *env) stream(t *testing.T, ctx context.Context, query string) *bufio.Scanner {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/api/v1/stats/stream"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream%s: %d %s", query, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	return sc
+}
+
 func (e *env) must(want int, method, path string, body, out any) {
 	e.t.Helper()
 	st, data := e.call(method, path, body)
@@ -627,18 +647,7 @@ func TestStreamAndMetrics(t *testing.T) {
 	t.Run("stream", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/api/v1/stats/stream", nil)
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		resp, err := e.ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-			t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		sc := e.stream(t, ctx, "")
 		var events []stats.Summary
 		heartbeats, event := 0, ""
 		for len(events) < 2 && sc.Scan() {
@@ -675,15 +684,7 @@ func TestStreamAndMetrics(t *testing.T) {
 		// its histograms decoding to its counts.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/api/v1/stats/stream?intervals=1", nil)
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		resp, err := e.ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+		sc := e.stream(t, ctx, "?intervals=1")
 		var got []stats.EncodedInterval
 		event := ""
 		for len(got) < 3 && sc.Scan() {

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +18,7 @@ func TestStreamCumulative(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", e.ts.URL+"/api/v1/stats/stream?cumulative=1", nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := e.ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	sc := e.stream(t, ctx, "?cumulative=1")
 	var got []CumulativeEvent
 	intervals, event := 0, ""
 	for len(got) < 3 && sc.Scan() {
