@@ -337,7 +337,7 @@ func TestFleetLosesANodeThenItsCoordinator(t *testing.T) {
 	}
 	var series struct {
 		Points []struct {
-			End     time.Time `json:"end"`
+			T       time.Time `json:"t"` // the second's end, as a series point names it
 			Partial bool      `json:"partial"`
 			Missing []string  `json:"missing"`
 		} `json:"points"`
@@ -348,7 +348,7 @@ func TestFleetLosesANodeThenItsCoordinator(t *testing.T) {
 		if p.Partial {
 			partial++
 			if !slices.Contains(p.Missing, victim.Addr()) {
-				t.Errorf("partial second ending %v misses %v, want the killed node %s", p.End, p.Missing, victim.Addr())
+				t.Errorf("partial second ending %v misses %v, want the killed node %s", p.T, p.Missing, victim.Addr())
 			}
 		}
 	}
