@@ -151,7 +151,7 @@ test-extended:
 # to 60 s before the coordinator drops it as not reproducible, and FuzzParse did about ten
 # executions a minute. Ten attempts bound that to milliseconds.
 # FUZZ_PARALLEL: fuzz workers (go test -parallel; every core when empty). make test runs
-# the fuzzers at nice 19 beside the integration and browser tests (scripts/test.sh).
+# the fuzzers on one core beside the browser tests (scripts/test.sh).
 FUZZTIME    ?=
 FUZZ_PARALLEL ?=
 FUZZ_TARGETS := FuzzHistogramDecoder:./internal/stats/:50000x FuzzIntervalsPage:./internal/stats/:50000x \
