@@ -82,6 +82,13 @@ for (const vp of VIEWPORTS) describe(`configuration sources on the status view (
       const colour = await item.locator('.flag').evaluate((e) => getComputedStyle(e).color);
       const errColour = await item.locator('.error-text').evaluate((e) => getComputedStyle(e).color);
       assert.equal(colour, errColour);
+      // The list is not rebuilt while nothing changes: a mark set on the element now is
+      // still on it after two more status polls (a rebuild at every poll dropped a
+      // selection of the error text and the element under a scroll).
+      await item.evaluate((e) => { e.dataset.probe = 'kept'; });
+      for (let i = 0; i < 2; i++) await page.waitForResponse((r) => r.url().endsWith('/api/v1/status'), { timeout: T });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+      assert.equal(await item.getAttribute('data-probe'), 'kept', 'the failing source was rebuilt although nothing about it changed');
       await item.scrollIntoViewIfNeeded();
       await readable(page, item, vp);
       await page.screenshot({ path: path.join(artifacts, `configsources-failing-${vp.name}.png`) });
@@ -129,6 +136,13 @@ for (const vp of VIEWPORTS) describe(`configuration sources on the status view (
       assert.match(text, /from http:\/\/alice:xxxxx@10\.0\.0\.5:2379 \(plain\): no answer within 5s/);
       assert.equal(await item.locator('time').getAttribute('datetime'), since);
       assert.ok(!(await page.content()).includes(secret), 'the password is in the page');
+      // The list is not rebuilt while nothing changes: a mark set on the element now is
+      // still on it after two more status polls (a rebuild at every poll dropped a
+      // selection of the error text and the element under a scroll).
+      await item.evaluate((e) => { e.dataset.probe = 'kept'; });
+      for (let i = 0; i < 2; i++) await page.waitForResponse((r) => r.url().endsWith('/api/v1/status'), { timeout: T });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+      assert.equal(await item.getAttribute('data-probe'), 'kept', 'the failing source was rebuilt although nothing about it changed');
       await item.scrollIntoViewIfNeeded();
       await readable(page, item, vp);
       assert.deepEqual(consoleErrors, []);

@@ -442,6 +442,12 @@
     renderConfigSources(list) {
       const box = this.q('[data-role=config-sources]');
       box.hidden = list.length === 0;
+      // Rebuilt only when a source changed, not at every status poll: a rebuild every 2 s
+      // dropped a user's selection of the error text they were copying, and replaced the
+      // element under a browser test scrolling to it (CI 54d, 54e).
+      const key = JSON.stringify(list);
+      if (key === this.configSourcesKey) return;
+      this.configSourcesKey = key;
       const when = (iso) => el('time', { datetime: iso, text: new Date(iso).toLocaleString() });
       this.q('[data-role=config-sources-list]').replaceChildren(...list.map((s) => {
         const li = el('li', { class: s.failing ? 'failing' : 'ok', 'data-failing': String(!!s.failing) },
