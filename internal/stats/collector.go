@@ -444,20 +444,20 @@ func (c *Collector) SetTargetFunc(op Op, f func() float64) {
 // Interval, and must not call Tick or Reset (it would deadlock); the read-only views
 // (Latest, Cumulative, Series) are fine. cancel unregisters f; it is idempotent.
 func (c *Collector) Subscribe(f func(*Interval)) (cancel func()) {
-	s := &subscriber{f: f}
-	c.subMu.Lock()
-	c.subs = append(c.subs[:len(c.subs):len(c.subs)], s)
-	c.subMu.Unlock()
+	return addSubscriber(&c.subMu, &c.subs, &subscriber{f: f})
+}
+
+// addSubscriber appends s to *list under mu, copy on write (the publishers range over the
+// list they loaded, outside the lock), and returns its cancel, which removes s the same
+// way and is idempotent.
+func addSubscriber[T any](mu *sync.Mutex, list *[]*T, s *T) (cancel func()) {
+	mu.Lock()
+	*list = append((*list)[:len(*list):len(*list)], s)
+	mu.Unlock()
 	return func() {
-		c.subMu.Lock()
-		defer c.subMu.Unlock()
-		subs := make([]*subscriber, 0, len(c.subs))
-		for _, o := range c.subs {
-			if o != s {
-				subs = append(subs, o)
-			}
-		}
-		c.subs = subs
+		mu.Lock()
+		defer mu.Unlock()
+		*list = slices.DeleteFunc(slices.Clone(*list), func(o *T) bool { return o == s })
 	}
 }
 
@@ -1078,21 +1078,7 @@ func (c *Collector) MarkMissing(end time.Time, node string) {
 // ingest), must return quickly and must not call MarkMissing; the read-only views are
 // fine. cancel unregisters f; it is idempotent.
 func (c *Collector) SubscribeAmended(f func(Point)) (cancel func()) {
-	s := &amendSubscriber{f: f}
-	c.subMu.Lock()
-	c.amendSubs = append(c.amendSubs[:len(c.amendSubs):len(c.amendSubs)], s)
-	c.subMu.Unlock()
-	return func() {
-		c.subMu.Lock()
-		defer c.subMu.Unlock()
-		subs := make([]*amendSubscriber, 0, len(c.amendSubs))
-		for _, o := range c.amendSubs {
-			if o != s {
-				subs = append(subs, o)
-			}
-		}
-		c.amendSubs = subs
-	}
+	return addSubscriber(&c.subMu, &c.amendSubs, &amendSubscriber{f: f})
 }
 
 // Series returns the time series, oldest point first: at most Config.SeriesLen points.
