@@ -35,7 +35,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # testserver.
 INTEGRATION := ./internal/engine/ ./internal/cli/ ./internal/cluster/ ./drivers/elasticsearch/ ./drivers/cassandra/ \
 	./drivers/geode/ ./internal/cluster/merge/ ./internal/testserver/ ./drivers/gremlin/ ./drivers/dynamodb/ \
-	./internal/cluster/... ./internal/netlab/ ./internal/history/ ./drivers/... ./deploy/
+	./internal/cluster/... ./internal/netlab/ ./internal/history/ ./drivers/... ./deploy/ ./scripts/benchpeers/
 # The container image: `make image` (needs a Docker engine with BuildKit).
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE       ?= ndbench:$(VERSION)

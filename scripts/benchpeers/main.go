@@ -105,6 +105,9 @@ type pair struct {
 	name  string
 	srv   *testserver.Server
 	tools []tool
+	// settle, when set, brings the server to the same state before every tool's run, so
+	// that no tool meets the clean-up of the writes the run before it made.
+	settle func(ctx context.Context) error
 }
 
 type options struct {
@@ -298,6 +301,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 					dir := filepath.Join(o.out, name)
 					if err := os.MkdirAll(dir, 0o755); err != nil {
 						return err
+					}
+					if p.settle != nil {
+						if err := p.settle(ctx); err != nil {
+							return fmt.Errorf("settle %s before %s: %w", p.name, name, err)
+						}
 					}
 					r, err := runIn(ctx, cond, cgroup, o.duration, t, dir)
 					if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ndbench/ndbench/internal/testserver"
 	"github.com/ndbench/ndbench/internal/verdict"
 )
@@ -126,7 +128,33 @@ func setUp(ctx context.Context, name string, o options) (p *pair, skipped []stri
 			}
 		}
 	}
-	return &pair{name: name, srv: s, tools: append([]tool{nd}, peers...)}, skipped, nil
+	p = &pair{name: name, srv: s, tools: append([]tool{nd}, peers...)}
+	if name == "postgres" || name == "postgres-open" {
+		p.settle = func(ctx context.Context) error { return settlePostgres(ctx, s.DSN()) }
+	}
+	return p, skipped, nil
+}
+
+// settlePostgres vacuums the table and checkpoints, outside every tool's accounting, so
+// that each tool's run starts from the same server state. A round's 20% upserts leave
+// ~25,000 dead rows, past autovacuum's threshold for 100k rows (50 + 20%), and dirty
+// pages: without it the autovacuum and checkpoint that one tool's writes called for ran
+// during the next tool's run. pgbench vacuums before a run itself unless -n, which
+// benchpeers passes so that it does not vacuum on its own turn only.
+func settlePostgres(ctx context.Context, dsn string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connect to postgres: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for _, q := range []string{"VACUUM (ANALYZE) ndbench", "CHECKPOINT"} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
 }
 
 func httpURL(s *testserver.Server) string { return "http://" + s.Addr() + "/kv/bench" }
