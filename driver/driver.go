@@ -79,6 +79,18 @@ type Workflower interface {
 	RunWorkflow(ctx context.Context, key string) error
 }
 
+// Warmer is implemented by drivers that connect lazily, on a worker's first operation,
+// and can open ahead of the load the connections the workers will use. ndbench calls
+// Warm once after Init with the number of workers the configuration starts with, so that
+// a run's first seconds measure the store and not the connects (pgbench, memtier and
+// latte connect before their clocks start). Warm opens what the driver's own limits allow
+// and returns once those connections are open or failed, within the driver's connect
+// timeout and ctx. Its error is logged, not fatal: the workers then connect as they would
+// have.
+type Warmer interface {
+	Warm(ctx context.Context, workers int) error
+}
+
 // StatsReporter is implemented by drivers that keep counters of their own (for example per
 // replication zone). The engine includes them in status and reports.
 type StatsReporter interface {

@@ -68,6 +68,19 @@ type pipeline struct {
 	interrupted bool            // a deadline was set on nc for the running batch
 }
 
+// Warm opens mode=direct's connections for workers workers ahead of the load, poolSize
+// at most (driver.Warmer), as pgbench connects its clients before its clock starts: the
+// workers otherwise connect on their first operations, and a run's first second or two
+// measured 50 connects (each a backend forked, two statements prepared) beside the
+// operations of the workers already connected. mode=pool opens its connections as
+// pgxpool does, on demand.
+func (d *Driver) Warm(ctx context.Context, workers int) error {
+	if d.direct == nil {
+		return nil
+	}
+	return d.direct.warm(ctx, workers)
+}
+
 // Pipelines reports whether the driver runs in mode=direct.
 func (d *Driver) Pipelines() bool { return d.mode == "direct" }
 

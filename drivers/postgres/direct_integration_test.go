@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
 	"github.com/ndbench/ndbench/internal/testserver"
@@ -424,4 +426,73 @@ END $$ LANGUAGE plpgsql`,
 		}
 		_ = a.Close()
 	})
+}
+
+// clientBackends counts the server's client backends other than raw's.
+func clientBackends(t *testing.T, raw *pgx.Conn) int {
+	t.Helper()
+	var n int
+	q := "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+	if err := raw.QueryRow(drivertest.Context(t), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestDirectWarmOpensTheWorkersConnections: Warm opens mode=direct's connections for the
+// workers before any operation, poolSize at most, and the workers then run on them
+// without connecting: a run's first second measured the workers' connects beside the
+// operations of those already connected (pgbench connects before its clock starts).
+func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
+	pidTable(t, "warm")
+	ctx := drivertest.Context(t)
+	raw := rawConn(t)
+	d := open(t, map[string]string{"table": "warm", "createSchema": "false", "mode": "direct"})
+	before := clientBackends(t, raw)
+	if err := d.Warm(ctx, 6); err != nil {
+		t.Fatalf("warm: %v", err)
+	}
+	if n := clientBackends(t, raw) - before; n != 6 {
+		t.Errorf("Warm(6) opened %d backends, want 6", n)
+	}
+	// Asked again, it opens nothing more: the six are open.
+	if err := d.Warm(ctx, 4); err != nil {
+		t.Fatalf("warm again: %v", err)
+	}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pl, err := d.NewPipeline(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer pl.Close()
+			for i := range 10 {
+				if err := runOne(pl, fmt.Sprintf("k-%d-%d", w, i), 10*time.Second); err != nil {
+					t.Errorf("write: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := clientBackends(t, raw) - before; n != 6 {
+		t.Errorf("after Warm(6) and six workers' writes: %d backends, want the 6 warmed", n)
+	}
+	if n := backends(t, "warm"); n > 6 {
+		t.Errorf("six workers wrote on %d backends, want the 6 warmed", n)
+	}
+
+	// poolSize caps it.
+	capped := open(t, map[string]string{"table": "warm", "createSchema": "false", "mode": "direct", "poolSize": "3"})
+	before = clientBackends(t, raw)
+	if err := capped.Warm(ctx, 10); err != nil {
+		t.Fatalf("warm: %v", err)
+	}
+	if n := clientBackends(t, raw) - before; n != 3 {
+		t.Errorf("Warm(10) with poolSize 3 opened %d backends, want 3", n)
+	}
 }

@@ -319,6 +319,40 @@ func (p *directPool) dial() {
 	p.put(c)
 }
 
+// warm opens connections at once, each as dial does, until n are open or being opened
+// (poolSize at most), and returns when those it started are open or failed, with the
+// last connect's error, as the workers would meet it, or when ctx ends (the connects
+// then finish in the background, within the connect timeout).
+func (p *directPool) warm(ctx context.Context, n int) error {
+	var wg sync.WaitGroup
+open:
+	for len(p.slots) < n {
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			break open // every slot taken
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.dial()
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastErr
+}
+
 // connect opens a connection and prepares the read and the upsert on it.
 func (p *directPool) connect(ctx context.Context) (*dconn, error) {
 	d := p.d

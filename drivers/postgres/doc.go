@@ -28,7 +28,10 @@
 // within connectTimeout, before the connection serves another batch; closing it instead
 // made a run whose opTimeout is near the store's tail open a backend per operation and
 // measure nothing but timeouts. A batch of several cut at its deadline costs its
-// connection (pgconn closes it). Connections are opened outside any operation's
+// connection (pgconn closes it). The workers' connections are opened at Init, one per
+// worker of the workload (poolSize at most), all at once (driver.Warmer), as pgbench
+// connects before its clock starts; later ones, for workers added while the load runs,
+// on the operation that needs one. Connections are opened outside any operation's
 // deadline, with backoff (50 ms doubling to 5 s) after a failed connect: meanwhile an
 // operation waits for a connection in use, or fails at once with the connect's error
 // when none is open. A read's value is copied once, out of the connection's receive buffer into

@@ -138,6 +138,7 @@ func (i *Node) init(ctx context.Context, name string, opts map[string]string, pi
 		_ = d.Close()
 		return fmt.Errorf("init driver %s: %w", name, err)
 	}
+	i.warm(ctx, name, d, next.Config.Workload)
 	i.mu.Lock()
 	i.drv, i.drvName, i.drvInit, i.drvOpts, i.pending = d, name, decoded, decoded, nil
 	if r, ok := d.(driver.Reconfigurer); ok {
@@ -262,4 +263,27 @@ func (i *Node) measure(drvName string, d driver.Driver) error {
 	}
 	m.SetSinks(sinks)
 	return nil
+}
+
+// warm has a driver that connects on its workers' first operations open their
+// connections now (driver.Warmer), before any load starts and is measured. A failure is
+// only logged: the workers then connect as they would have, and their operations report
+// the store's state.
+func (i *Node) warm(ctx context.Context, name string, d driver.Driver, w config.Workload) {
+	wm, ok := d.(driver.Warmer)
+	if !ok {
+		return
+	}
+	n := 0
+	for _, c := range w.Classes() {
+		if c.Enabled {
+			n += c.Workers
+		}
+	}
+	if n == 0 {
+		return
+	}
+	if err := wm.Warm(ctx, n); err != nil {
+		i.log.Warn("opening the workers' connections ahead of the load failed; they connect on their first operations", "driver", name, "workers", n, "err", err)
+	}
 }
