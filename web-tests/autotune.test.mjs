@@ -166,8 +166,19 @@ describe('auto-tune in the web UI', () => {
     const outcome = page.locator(`${panel} [data-role=autotune-outcome]`);
     const text = await outcome.innerText();
     assert.equal(await page.locator(panel).getAttribute('data-status'), 'client-bound', text);
-    assert.match(text, /^Client-bound: the store sustains at least [\d.k]+ ops\/s within SLA/);
-    assert.match(text, /give the generator more workers/);
+    // Which limit the generator meets first is the machine's: with a step within SLA the
+    // four busy workers are the limit and the outcome says the rate the store sustained;
+    // on a starved machine (CI 55's first run, one core kept busy) the generator fell
+    // behind at the first step, and the outcome says no rate was measured within SLA and
+    // that free workers point at cores. Both are client-bound, neither claims a capacity;
+    // each must say what its steps show.
+    const passed = await page.locator(`${panel} [data-role=autotune-steps] tbody tr[data-verdict=pass]`).count();
+    if (passed > 0) {
+      assert.match(text, /^Client-bound: the store sustains at least [\d.k]+ ops\/s within SLA/);
+    } else {
+      assert.match(text, /^Client-bound\. .*no rate was measured within SLA before it/s);
+    }
+    assert.match(text, /give the generator more workers|so more workers will not help: give it more cores/);
     assert.equal(await outcome.getAttribute('data-capacity'), null, 'no capacity claimed');
     assert.ok(await page.locator(`${panel} [data-role=autotune-steps] tbody tr[data-verdict=client-bound]`).count() >= 1);
     await page.locator(`${panel} [data-role=autotune-outcome]`).scrollIntoViewIfNeeded();
