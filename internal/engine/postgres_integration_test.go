@@ -38,6 +38,18 @@ func startPostgresEngine(t *testing.T, ctx context.Context, w config.Workload, e
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
+	// The node opens the workers' connections at Init (driver.Warmer), and so does this
+	// harness: the tests' first windows measure operations, not connects. Without it,
+	// each worker's first operation waited for its connect, and with a 300 ms op timeout
+	// on a busy machine all six of TestPostgresDirectDeadlines' workers timed out in the
+	// window before the stall (CI 55, one core kept busy).
+	wm, ok := d.(driver.Warmer)
+	if !ok {
+		t.Fatal("postgres in mode=direct is no driver.Warmer")
+	}
+	if err := wm.Warm(ctx, w.Readers+w.Writers); err != nil {
+		t.Fatalf("warm: %v", err)
+	}
 	if pr, ok := d.(driver.Pipeliner); !ok || !pr.Pipelines() {
 		t.Fatal("postgres in mode=direct gives no pipelines")
 	}
