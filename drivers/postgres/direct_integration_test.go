@@ -52,6 +52,33 @@ func backends(t *testing.T, table string) int {
 	return n
 }
 
+// writeFromWorkers runs workers workers at once, each writing writes keys (prefix, the
+// worker, the write) on a pipeline of its own, and fails the test for every write that
+// fails.
+func writeFromWorkers(t *testing.T, d *Driver, workers, writes int, prefix string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pl, err := d.NewPipeline(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer pl.Close()
+			for i := range writes {
+				key := fmt.Sprintf("%s%d-%d", prefix, w, i)
+				if err := runOne(pl, key, 10*time.Second); err != nil {
+					t.Errorf("write %s: %v", key, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // runOne runs one write on pl under a deadline of d, with the engine's interrupt at the
 // deadline (its watchdog calls Interrupt once an operation's context ended).
 func runOne(pl driver.Pipeline, key string, d time.Duration) error {
@@ -116,26 +143,7 @@ func TestDirectTimeoutsKeepConnections(t *testing.T) {
 func TestDirectHonoursPoolSize(t *testing.T) {
 	pidTable(t, "shared")
 	d := open(t, map[string]string{"table": "shared", "createSchema": "false", "mode": "direct", "poolSize": "3"})
-	var wg sync.WaitGroup
-	for w := range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pl, err := d.NewPipeline(context.Background())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer pl.Close()
-			for i := range 20 {
-				if err := runOne(pl, fmt.Sprintf("k-%d-%d", w, i), 10*time.Second); err != nil {
-					t.Errorf("write: %v", err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	writeFromWorkers(t, d, 12, 20, "k-")
 	if n := backends(t, "shared"); n > 3 {
 		t.Errorf("12 workers wrote on %d backends, want poolSize 3 at most", n)
 	}
@@ -194,30 +202,7 @@ func TestDirectConnectionLimit(t *testing.T) {
 	}
 	d2 := drivertest.Open(t, "postgres", map[string]string{"dsn": dsn}, map[string]string{"table": "limited", "createSchema": "false", "mode": "direct", "poolSize": "8"}).(*Driver)
 	_ = d.Close() // its pool's slot back
-	var wg sync.WaitGroup
-	var failures sync.Map
-	for w := range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pl, err := d2.NewPipeline(ctx)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer pl.Close()
-			for i := range 10 {
-				if err := runOne(pl, fmt.Sprintf("w%d-%d", w, i), 10*time.Second); err != nil {
-					failures.Store(fmt.Sprintf("%d-%d", w, i), err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	failures.Range(func(k, v any) bool {
-		t.Errorf("write %v beside a full server: %v", k, v)
-		return true
-	})
+	writeFromWorkers(t, d2, 12, 10, "w")
 }
 
 // TestDefaultPoolFollowsTheWorkers: with poolSize left at its default, every worker with
@@ -459,26 +444,7 @@ func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
 	if err := d.Warm(ctx, 4); err != nil {
 		t.Fatalf("warm again: %v", err)
 	}
-	var wg sync.WaitGroup
-	for w := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pl, err := d.NewPipeline(context.Background())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer pl.Close()
-			for i := range 10 {
-				if err := runOne(pl, fmt.Sprintf("k-%d-%d", w, i), 10*time.Second); err != nil {
-					t.Errorf("write: %v", err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	writeFromWorkers(t, d, 6, 10, "k-")
 	if n := clientBackends(t, raw) - before; n != 6 {
 		t.Errorf("after Warm(6) and six workers' writes: %d backends, want the 6 warmed", n)
 	}
