@@ -21,6 +21,12 @@
     return e;
   }
 
+  // setText changes e's text only when it differs: a live panel updated every second
+  // keeps a user's selection of a figure that did not change.
+  function setText(e, text) {
+    if (e.textContent !== text) e.textContent = text;
+  }
+
   // shownCredentials masks the password of every URL in text (scheme://user:password@),
   // as the server's own redaction does: a source's name and error name etcd's endpoints,
   // which may carry one, and the page must never show it whatever the server sends.
@@ -801,39 +807,77 @@
       const cum = stats && stats.cumulative;
       const box = this.q('[data-role=numbers]');
       const ops = cum ? NDCharts.reportOrder(Object.keys(cum.ops || {})).filter((op) => (cum.ops[op].count || 0) + (cum.ops[op].errors || 0) > 0) : [];
-      if (!ops.length) { box.replaceChildren(); return; }
+      if (!ops.length) { box.replaceChildren(); this.numbers = null; return; }
       const ms = (v) => (typeof v === 'number' ? (v / 1000).toFixed(v >= 100000 ? 0 : v >= 1000 ? 2 : 3) : '–');
       // A dropped column only when workload.catchUp=drop skipped something: never silent,
       // never an empty column.
       const dropping = ops.some((op) => (cum.ops[op].dropped || 0) > 0);
       const heads = ['class', 'count', 'rate (ops/s)', 'p50 (ms)', 'p95 (ms)', 'p99 (ms)', 'p99.9 (ms)', 'max (ms)', 'avg (ms)', 'errors', 'misses', 'hit ratio'];
       if (dropping) heads.push('dropped');
+      // Each row as cell specs; the table is updated in place, not rebuilt: rebuilt at
+      // every update, each of its elements was replaced every second, so a user's
+      // selection of a figure was lost before it could be copied, and an element held
+      // between two looks (the caption, by a browser test under load) was detached.
       const rows = ops.map((op) => {
         const s = cum.ops[op];
         const rt = s.responseTime || {};
         const errs = Object.entries(s.failures || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n).join(', ');
         const hit = NDCharts.readLike(op) && s.count > 0 ? (100 * (s.count - (s.misses || 0)) / s.count).toFixed(1) + ' %' : '–';
-        return el('tr', { 'data-op': op, 'data-count': String(s.count || 0) },
-          el('td', { text: op }), el('td', { text: String(s.count || 0) }), el('td', { 'data-role': 'rate', title: activeTitle(s), text: activeRate(s).toFixed(1) }),
-          el('td', { text: ms(rt.p50) }), el('td', { text: ms(rt.p95) }), el('td', { text: ms(rt.p99) }),
-          el('td', { text: ms(rt.p999) }), el('td', { text: ms(rt.max) }), el('td', { text: ms(rt.mean) }),
-          el('td', { class: 'errors', text: errs || '0' }), el('td', { text: String(s.misses || 0) }), el('td', { text: hit }),
-          ...(dropping ? [el('td', { 'data-role': 'dropped', text: String(s.dropped || 0) })] : []));
+        return { op, count: String(s.count || 0), cells: [
+          { text: op }, { text: String(s.count || 0) }, { 'data-role': 'rate', title: activeTitle(s), text: activeRate(s).toFixed(1) },
+          { text: ms(rt.p50) }, { text: ms(rt.p95) }, { text: ms(rt.p99) },
+          { text: ms(rt.p999) }, { text: ms(rt.max) }, { text: ms(rt.mean) },
+          { class: 'errors', text: errs || '0' }, { text: String(s.misses || 0) }, { text: hit },
+          ...(dropping ? [{ 'data-role': 'dropped', text: String(s.dropped || 0) }] : [])] };
       });
       const secs = (cum.seconds ? ' over ' + Math.round(cum.seconds) + ' s' : '') +
         (ops.some((op) => cum.ops[op].activeSeconds > 0) ? ', rates over the time each class ran' : '');
       // A fleet's totals that include seconds merged without some node's data.
       // (Outside the table, which scrolls sideways on a phone.)
-      const partial = cum.partial ? el('p', { class: 'small' }, el('span', { class: 'partial-now', 'data-role': 'numbers-partial',
-        text: 'The totals include partial seconds (missing ' + ((cum.missing || []).join(', ') || '?') + '): their counts are a lower bound.' })) : null;
-      // On a phone the table is wider than the screen: say that it scrolls.
-      const hint = el('p', { class: 'scroll-hint muted small', text: 'Swipe the table sideways for every column →' });
-      // The caption sits above the table, not in it: in the table it scrolled away with
-      // the columns on a phone, cut at the screen's edge.
-      const capId = this.inst.id + '-numbers-caption';
-      box.replaceChildren(...(partial ? [partial] : []), el('p', { id: capId, class: 'muted small numbers-caption', text: 'Session totals' + secs + ' (response time)' }), hint, el('table', { 'aria-describedby': capId },
-        el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))),
-        el('tbody', {}, ...rows)));
+      const partialText = cum.partial ? 'The totals include partial seconds (missing ' + ((cum.missing || []).join(', ') || '?') + '): their counts are a lower bound.' : '';
+      let n = this.numbers;
+      if (!n || !box.contains(n.table) || n.heads !== heads.join('|')) {
+        const capId = this.inst.id + '-numbers-caption';
+        n = this.numbers = {
+          heads: heads.join('|'),
+          partial: el('p', { class: 'small' }, el('span', { class: 'partial-now', 'data-role': 'numbers-partial' })),
+          // The caption sits above the table, not in it: in the table it scrolled away with
+          // the columns on a phone, cut at the screen's edge.
+          caption: el('p', { id: capId, class: 'muted small numbers-caption' }),
+          tbody: el('tbody', {}),
+          rows: new Map(),
+        };
+        n.table = el('table', { 'aria-describedby': capId },
+          el('thead', {}, el('tr', {}, ...heads.map((h) => el('th', { scope: 'col', class: h === 'errors' ? 'errors' : null, text: h })))), n.tbody);
+        // On a phone the table is wider than the screen: say that it scrolls.
+        const hint = el('p', { class: 'scroll-hint muted small', text: 'Swipe the table sideways for every column →' });
+        box.replaceChildren(n.partial, n.caption, hint, n.table);
+      }
+      n.partial.hidden = !partialText;
+      setText(n.partial.firstChild, partialText);
+      setText(n.caption, 'Session totals' + secs + ' (response time)');
+      const seen = new Set();
+      rows.forEach((r, i) => {
+        seen.add(r.op);
+        let tr = n.rows.get(r.op);
+        if (!tr) {
+          tr = el('tr', { 'data-op': r.op }, ...r.cells.map(() => el('td', {})));
+          n.rows.set(r.op, tr);
+        }
+        tr.dataset.count = r.count;
+        r.cells.forEach((c, k) => {
+          const td = tr.children[k];
+          setText(td, c.text);
+          for (const a of ['title', 'class', 'data-role']) {
+            if (c[a] === undefined) td.removeAttribute(a);
+            else if (td.getAttribute(a) !== c[a]) td.setAttribute(a, c[a]);
+          }
+        });
+        if (n.tbody.children[i] !== tr) n.tbody.insertBefore(tr, n.tbody.children[i] || null);
+      });
+      for (const [op, tr] of n.rows) {
+        if (!seen.has(op)) { tr.remove(); n.rows.delete(op); }
+      }
     }
 
     // renderFailures fills the failures panel, like Locust's: per op class, the recent
