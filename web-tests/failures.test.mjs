@@ -65,7 +65,11 @@ describe('failures panel and live numbers', () => {
     const n0 = await n();
     assert.ok(n0 > 0, 'a count');
     assert.equal(Number(await row.locator('td.num').innerText()), n0, 'the count shown');
+    // Updated in place: the message a user selects to copy is the same element while the
+    // count grows (the list was rebuilt at every update, which dropped a selection).
+    await row.locator('td.msg').evaluate((e) => { window.ndMsg = e; });
     await waitFor(async () => (await n()) > n0, 'the count grows', T);
+    assert.ok(await row.locator('td.msg').evaluate((e) => e === window.ndMsg), 'the message cell is the same element across updates');
     const cells = await row.locator('td').allInnerTexts();
     assert.match(cells[4], /\d\d:\d\d:\d\d/, `first seen: ${cells}`);
     assert.match(cells[5], /\d\d:\d\d:\d\d/, `last seen: ${cells}`);

@@ -27,6 +27,35 @@
     if (e.textContent !== text) e.textContent = text;
   }
 
+  // updateRows makes tbody's rows those of items ({key, attrs, cells}), in order, in
+  // place: a row is kept by its key (kept maps keys to rows) and its cells' text and
+  // attributes (title, class, data-role) are changed only where they differ, so a live
+  // panel updated every second keeps a user's selection and the elements a reader holds.
+  function updateRows(tbody, kept, items) {
+    const seen = new Set();
+    items.forEach((it, i) => {
+      seen.add(it.key);
+      let tr = kept.get(it.key);
+      if (!tr) {
+        tr = el('tr', {}, ...it.cells.map(() => el('td', {})));
+        kept.set(it.key, tr);
+      }
+      for (const [a, v] of Object.entries(it.attrs)) if (tr.getAttribute(a) !== v) tr.setAttribute(a, v);
+      it.cells.forEach((c, k) => {
+        const td = tr.children[k];
+        setText(td, c.text);
+        for (const a of ['title', 'class', 'data-role']) {
+          if (c[a] === undefined) td.removeAttribute(a);
+          else if (td.getAttribute(a) !== c[a]) td.setAttribute(a, c[a]);
+        }
+      });
+      if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null);
+    });
+    for (const [key, tr] of kept) {
+      if (!seen.has(key)) { tr.remove(); kept.delete(key); }
+    }
+  }
+
   // shownCredentials masks the password of every URL in text (scheme://user:password@),
   // as the server's own redaction does: a source's name and error name etcd's endpoints,
   // which may carry one, and the page must never show it whatever the server sends.
@@ -856,28 +885,7 @@
       n.partial.hidden = !partialText;
       setText(n.partial.firstChild, partialText);
       setText(n.caption, 'Session totals' + secs + ' (response time)');
-      const seen = new Set();
-      rows.forEach((r, i) => {
-        seen.add(r.op);
-        let tr = n.rows.get(r.op);
-        if (!tr) {
-          tr = el('tr', { 'data-op': r.op }, ...r.cells.map(() => el('td', {})));
-          n.rows.set(r.op, tr);
-        }
-        tr.dataset.count = r.count;
-        r.cells.forEach((c, k) => {
-          const td = tr.children[k];
-          setText(td, c.text);
-          for (const a of ['title', 'class', 'data-role']) {
-            if (c[a] === undefined) td.removeAttribute(a);
-            else if (td.getAttribute(a) !== c[a]) td.setAttribute(a, c[a]);
-          }
-        });
-        if (n.tbody.children[i] !== tr) n.tbody.insertBefore(tr, n.tbody.children[i] || null);
-      });
-      for (const [op, tr] of n.rows) {
-        if (!seen.has(op)) { tr.remove(); n.rows.delete(op); }
-      }
+      updateRows(n.tbody, n.rows, rows.map((r) => ({ key: r.op, attrs: { 'data-op': r.op, 'data-count': r.count }, cells: r.cells })));
     }
 
     // renderFailures fills the failures panel, like Locust's: per op class, the recent
@@ -889,22 +897,28 @@
       const ops = NDCharts.reportOrder(Object.keys(errors || {}).filter((op) => (errors[op] || []).length));
       box.hidden = ops.length === 0;
       const list = this.q('[data-role=failures-list]');
-      if (!ops.length) { list.replaceChildren(); return; }
+      if (!ops.length) { list.replaceChildren(); this.failuresTable = null; return; }
       const time = (t) => (t ? new Date(t).toLocaleTimeString([], { hour12: false }) : '–');
-      const rows = [];
+      const items = [];
       for (const op of ops) {
         for (const m of errors[op]) {
-          rows.push(el('tr', { 'data-op': op, 'data-class': m.class, 'data-count': String(m.count) },
-            el('td', { text: op }), el('td', { text: m.class }), el('td', { class: 'msg', text: m.message }),
-            el('td', { class: 'num', text: String(m.count) }),
-            el('td', { title: m.first ? new Date(m.first).toLocaleString() : '', text: time(m.first) }),
-            el('td', { title: m.last ? new Date(m.last).toLocaleString() : '', text: time(m.last) })));
+          items.push({ key: op + '\u0000' + m.class + '\u0000' + m.message,
+            attrs: { 'data-op': op, 'data-class': m.class, 'data-count': String(m.count) },
+            cells: [{ text: op }, { text: m.class }, { class: 'msg', text: m.message }, { class: 'num', text: String(m.count) },
+              { title: m.first ? new Date(m.first).toLocaleString() : '', text: time(m.first) },
+              { title: m.last ? new Date(m.last).toLocaleString() : '', text: time(m.last) }] });
         }
       }
-      list.replaceChildren(el('table', {},
-        el('thead', {}, el('tr', {}, ...['class', 'failure', 'message', 'count', 'first seen', 'last seen'].map((h) =>
-          el('th', { scope: 'col', class: h === 'message' ? 'msg' : h === 'count' ? 'num' : null, text: h })))),
-        el('tbody', {}, ...rows)));
+      // Updated in place, as the numbers table: a message is what a user selects to copy.
+      let f = this.failuresTable;
+      if (!f || !list.contains(f.table)) {
+        f = this.failuresTable = { tbody: el('tbody', {}), rows: new Map() };
+        f.table = el('table', {},
+          el('thead', {}, el('tr', {}, ...['class', 'failure', 'message', 'count', 'first seen', 'last seen'].map((h) =>
+            el('th', { scope: 'col', class: h === 'message' ? 'msg' : h === 'count' ? 'num' : null, text: h })))), f.tbody);
+        list.replaceChildren(f.table);
+      }
+      updateRows(f.tbody, f.rows, items);
     }
 
     queueRender() {
