@@ -76,6 +76,15 @@ describe('ndbench web UI', () => {
     await page.keyboard.press('Enter');
     await page.locator(`[data-instance=${ID}] [data-role=state]`).filter({ hasText: 'connected: memory' }).waitFor();
     await page.locator(`[data-instance=${ID}] [data-role=conninfo] dt`, { hasText: 'shards' }).waitFor({ state: 'attached' });
+    // The status polls (every 2 s) leave what did not change alone: the connection info a
+    // user selects to copy is the same element two polls later (it was rebuilt at each).
+    const polls = [];
+    page.on('request', (r) => { if (new URL(r.url()).pathname === '/api/v1/status') polls.push(r.url()); });
+    await page.locator(`[data-instance=${ID}] [data-role=conninfo] dd`).first().evaluate((e) => { window.ndInfo = e; });
+    await waitFor(async () => polls.length >= 2, 'two status polls', T);
+    await page.waitForTimeout(300);
+    assert.ok(await page.locator(`[data-instance=${ID}] [data-role=conninfo] dd`).first().evaluate((e) => e === window.ndInfo),
+      'the connection info is the same element across status polls');
     await shot('02-connected');
   });
 

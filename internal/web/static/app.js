@@ -439,23 +439,32 @@
       this.root.dataset.initialized = String(!!st.initialized);
       this.root.dataset.reads = String(!!st.readsRunning);
       this.root.dataset.writes = String(!!st.writesRunning);
-      this.q('[data-role=state]').textContent = st.initialized ? 'connected: ' + st.driver : 'not connected';
+      // Every 2 s poll lands here: what did not change is left alone (setText, and the
+      // lists rebuilt only when their content changed), so a user's selection of the
+      // connection info or the last error survives the polls, as in the numbers table.
+      setText(this.q('[data-role=state]'), st.initialized ? 'connected: ' + st.driver : 'not connected');
       this.q('[data-role=state]').className = 'state ' + (st.initialized ? 'on' : 'off');
       const run = (on) => (on ? 'running' : 'stopped');
       const bf = st.backfill;
-      this.q('[data-role=running]').replaceChildren(
-        el('li', { class: st.readsRunning ? 'on' : '' }, 'reads: ' + run(st.readsRunning)),
-        el('li', { class: st.writesRunning ? 'on' : '' }, 'writes: ' + run(st.writesRunning)),
-        el('li', { class: bf && bf.running ? 'on' : '' }, 'backfill: ' + (bf ? bf.phase : 'idle')));
+      const running = [[st.readsRunning, 'reads: ' + run(st.readsRunning)], [st.writesRunning, 'writes: ' + run(st.writesRunning)],
+        [bf && bf.running, 'backfill: ' + (bf ? bf.phase : 'idle')]];
+      const runningList = this.q('[data-role=running]');
+      if (runningList.dataset.shown !== JSON.stringify(running)) {
+        runningList.dataset.shown = JSON.stringify(running);
+        runningList.replaceChildren(...running.map(([on, text]) => el('li', { class: on ? 'on' : '' }, text)));
+      }
       const info = this.q('[data-role=conninfo]');
       const rows = Object.entries(st.connectionInfo || {}).concat(
         Object.entries(st.driverStats || {}).map(([k, v]) => [k + ' (count)', String(v)]));
       if (st.since) rows.unshift(['since', new Date(st.since).toLocaleString()]);
-      info.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]));
+      if (info.dataset.shown !== JSON.stringify(rows)) {
+        info.dataset.shown = JSON.stringify(rows);
+        info.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]));
+      }
       const pend = st.pending || [];
-      this.q('[data-role=pending]').textContent = pend.length ? 'Applies at the next connect: ' + pend.join(', ') : '';
+      setText(this.q('[data-role=pending]'), pend.length ? 'Applies at the next connect: ' + pend.join(', ') : '');
       const le = st.lastError;
-      this.q('[data-role=lasterror]').textContent = le ? 'Last error: ' + (le.message || le.error || JSON.stringify(le)) : '';
+      setText(this.q('[data-role=lasterror]'), le ? 'Last error: ' + (le.message || le.error || JSON.stringify(le)) : '');
       this.renderConfigSources(st.configSources || []);
       // Backfill progress.
       const prog = this.q('[data-role=backfill-progress]');
