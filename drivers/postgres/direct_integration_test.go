@@ -52,10 +52,9 @@ func backends(t *testing.T, table string) int {
 	return n
 }
 
-// writeFromWorkers runs workers workers at once, each writing writes keys (prefix, the
-// worker, the write) on a pipeline of its own, and fails the test for every write that
-// fails.
-func writeFromWorkers(t *testing.T, d *Driver, workers, writes int, prefix string) {
+// onPipelines runs f for each of workers workers at once, each on a pipeline of its own,
+// and returns when all have ended.
+func onPipelines(t *testing.T, d *Driver, workers int, f func(w int, pl driver.Pipeline)) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -68,15 +67,24 @@ func writeFromWorkers(t *testing.T, d *Driver, workers, writes int, prefix strin
 				return
 			}
 			defer pl.Close()
-			for i := range writes {
-				key := fmt.Sprintf("%s%d-%d", prefix, w, i)
-				if err := runOne(pl, key, 10*time.Second); err != nil {
-					t.Errorf("write %s: %v", key, err)
-				}
-			}
+			f(w, pl)
 		}()
 	}
 	wg.Wait()
+}
+
+// writeFromWorkers has workers workers write writes keys each (prefix, the worker, the
+// write) on pipelines of their own, and fails the test for every write that fails.
+func writeFromWorkers(t *testing.T, d *Driver, workers, writes int, prefix string) {
+	t.Helper()
+	onPipelines(t, d, workers, func(w int, pl driver.Pipeline) {
+		for i := range writes {
+			key := fmt.Sprintf("%s%d-%d", prefix, w, i)
+			if err := runOne(pl, key, 10*time.Second); err != nil {
+				t.Errorf("write %s: %v", key, err)
+			}
+		}
+	})
 }
 
 // runOne runs one write on pl under a deadline of d, with the engine's interrupt at the
@@ -100,35 +108,23 @@ func runOne(pl driver.Pipeline, key string, d time.Duration) error {
 func TestDirectTimeoutsKeepConnections(t *testing.T) {
 	pidTable(t, "tmo")
 	d := open(t, map[string]string{"table": "tmo", "createSchema": "false", "mode": "direct", "poolSize": "2"})
-	var wg sync.WaitGroup
-	for w := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pl, err := d.NewPipeline(context.Background())
-			if err != nil {
-				t.Error(err)
+	onPipelines(t, d, 2, func(w int, pl driver.Pipeline) {
+		for i := range 8 {
+			// The operation ends at its deadline: the trigger's sleep is 10 minutes,
+			// past the minute's patience.
+			var err error
+			if !testserver.Patiently(func() { err = runOne(pl, fmt.Sprintf("sleep-%d-%d", w, i), 200*time.Millisecond) }) {
+				t.Error("a write with a 200ms deadline has not ended after a minute")
 				return
 			}
-			defer pl.Close()
-			for i := range 8 {
-				// The operation ends at its deadline: the trigger's sleep is 10 minutes,
-				// past the minute's patience.
-				var err error
-				if !testserver.Patiently(func() { err = runOne(pl, fmt.Sprintf("sleep-%d-%d", w, i), 200*time.Millisecond) }) {
-					t.Error("a write with a 200ms deadline has not ended after a minute")
-					return
-				}
-				if driver.Classify(err) != driver.ClassTimeout {
-					t.Errorf("a write past its deadline: %v (class %v), want a timeout", err, driver.Classify(err))
-				}
-				if err := runOne(pl, fmt.Sprintf("ok-%d-%d", w, i), 10*time.Second); err != nil {
-					t.Errorf("the write after a timeout: %v", err)
-				}
+			if driver.Classify(err) != driver.ClassTimeout {
+				t.Errorf("a write past its deadline: %v (class %v), want a timeout", err, driver.Classify(err))
 			}
-		}()
-	}
-	wg.Wait()
+			if err := runOne(pl, fmt.Sprintf("ok-%d-%d", w, i), 10*time.Second); err != nil {
+				t.Errorf("the write after a timeout: %v", err)
+			}
+		}
+	})
 	// Every write logs its backend before it sleeps or commits; the logs of the cut
 	// ones roll back with them, so these are the backends that ran the writes that
 	// succeeded.
