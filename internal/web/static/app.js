@@ -27,6 +27,19 @@
     if (e.textContent !== text) e.textContent = text;
   }
 
+  // replaceIfChanged replaces e's children with build()'s only when content (what they
+  // show, as JSON) differs from what e shows: a list refreshed by a 2 s poll keeps a
+  // user's selection, and the elements a reader holds, while nothing in it changed. The
+  // content is kept beside the element, never in the page: a source's raw text may hold
+  // a password that the list shows masked.
+  const shownContent = new WeakMap();
+  function replaceIfChanged(e, content, build) {
+    const key = JSON.stringify(content);
+    if (shownContent.get(e) === key) return;
+    shownContent.set(e, key);
+    e.replaceChildren(...build());
+  }
+
   // updateRows makes tbody's rows those of items ({key, attrs, cells}), in order, in
   // place: a row is kept by its key (kept maps keys to rows) and its cells' text and
   // attributes (title, class, data-role) are changed only where they differ, so a live
@@ -448,19 +461,12 @@
       const bf = st.backfill;
       const running = [[st.readsRunning, 'reads: ' + run(st.readsRunning)], [st.writesRunning, 'writes: ' + run(st.writesRunning)],
         [bf && bf.running, 'backfill: ' + (bf ? bf.phase : 'idle')]];
-      const runningList = this.q('[data-role=running]');
-      if (runningList.dataset.shown !== JSON.stringify(running)) {
-        runningList.dataset.shown = JSON.stringify(running);
-        runningList.replaceChildren(...running.map(([on, text]) => el('li', { class: on ? 'on' : '' }, text)));
-      }
+      replaceIfChanged(this.q('[data-role=running]'), running, () => running.map(([on, text]) => el('li', { class: on ? 'on' : '' }, text)));
       const info = this.q('[data-role=conninfo]');
       const rows = Object.entries(st.connectionInfo || {}).concat(
         Object.entries(st.driverStats || {}).map(([k, v]) => [k + ' (count)', String(v)]));
       if (st.since) rows.unshift(['since', new Date(st.since).toLocaleString()]);
-      if (info.dataset.shown !== JSON.stringify(rows)) {
-        info.dataset.shown = JSON.stringify(rows);
-        info.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]));
-      }
+      replaceIfChanged(info, rows, () => rows.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]));
       const pend = st.pending || [];
       setText(this.q('[data-role=pending]'), pend.length ? 'Applies at the next connect: ' + pend.join(', ') : '');
       const le = st.lastError;
@@ -489,11 +495,8 @@
       // Rebuilt only when a source changed, not at every status poll: a rebuild every 2 s
       // dropped a user's selection of the error text they were copying, and replaced the
       // element under a browser test scrolling to it (CI 54d, 54e).
-      const key = JSON.stringify(list);
-      if (key === this.configSourcesKey) return;
-      this.configSourcesKey = key;
       const when = (iso) => el('time', { datetime: iso, text: new Date(iso).toLocaleString() });
-      this.q('[data-role=config-sources-list]').replaceChildren(...list.map((s) => {
+      replaceIfChanged(this.q('[data-role=config-sources-list]'), list, () => list.map((s) => {
         const li = el('li', { class: s.failing ? 'failing' : 'ok', 'data-failing': String(!!s.failing) },
           el('span', { class: 'cs-name', text: shownCredentials(s.source || '') }), ' ');
         if (s.failing) {
