@@ -169,14 +169,12 @@ func (h *Host) Heal() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var errs []string
+	healed := len(h.cuts) > 0
 	for d := range h.cuts {
 		var err error
 		switch d {
 		case Both:
 			err = ip("-n", h.lab.hub, "link", "set", h.port, "up")
-			if err == nil {
-				err = h.waitLinkUp()
-			}
 		case In:
 			err = tc("-n", h.lab.hub, "qdisc", "del", "dev", h.port, "root")
 		case Out:
@@ -191,19 +189,25 @@ func (h *Host) Heal() error {
 	if errs != nil {
 		return fmt.Errorf("netlab: heal %s: %s", h.Addr, strings.Join(errs, "; "))
 	}
+	if healed {
+		// After every cut is undone, not after each: a probe cannot pass while another
+		// direction is still cut.
+		return h.waitLinkUp()
+	}
 	return nil
 }
 
 // linkUpWithin bounds Heal's wait for the kernel to bring a host's link back.
 const linkUpWithin = 10 * time.Second
 
-// waitLinkUp returns once the host's link carries packets again after its bridge port
-// was set up. Setting a veth up only raises the carrier of both its ends; the kernel makes
+// waitLinkUp returns once the host's link carries packets again after its cuts were
+// undone. Setting a veth up only raises the carrier of both its ends; the kernel makes
 // that a working link (operstate UP, the device's queue activated, then the bridge port
 // forwarding) later, in its link-watch work, which a loaded machine runs some
 // milliseconds after `ip` has returned. A packet sent in between is dropped, and a TCP
 // connect made then waits for its SYN's retransmission, a second later: a test's
 // one-second ping right after a heal failed so in 3 of 20 runs beside two busy loops.
+// The states say when to start probing; the probe says when packets pass.
 func (h *Host) waitLinkUp() error {
 	deadline := time.Now().Add(linkUpWithin)
 	for {
@@ -212,15 +216,43 @@ func (h *Host) waitLinkUp() error {
 		if err := errors.Join(perr, eerr); err != nil {
 			return err
 		}
-		if port.Operstate == "UP" && port.Linkinfo.SlaveData.State == "forwarding" && eth.Operstate == "UP" {
-			return nil
+		up := port.Operstate == "UP" && port.Linkinfo.SlaveData.State == "forwarding" && eth.Operstate == "UP"
+		var probeErr error
+		if up {
+			if probeErr = h.probe(); probeErr == nil {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("netlab: heal %s: its link is not up %v after setting it up (bridge port %s, %s; eth0 %s)",
-				h.Addr, linkUpWithin, port.Operstate, port.Linkinfo.SlaveData.State, eth.Operstate)
+			return fmt.Errorf("netlab: heal %s: its link is not up %v after setting it up (bridge port %s, %s; eth0 %s; probe: %v)",
+				h.Addr, linkUpWithin, port.Operstate, port.Linkinfo.SlaveData.State, eth.Operstate, probeErr)
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// probeWithin bounds one probe of a host's link: a reply on loopback veths takes
+// microseconds, and a dropped one would be retransmitted only a second later.
+const probeWithin = 50 * time.Millisecond
+
+// probe says whether a packet to the host and its answer both pass: a TCP connect from
+// the test process to a port no one listens on (1), answered by the host's kernel with a
+// reset (or accepted, should something listen there). The link's states are not enough:
+// the kernel sets eth0's operstate UP in its link-watch work just before it gives the
+// device its queue back (until then every packet it sends is dropped), and a connect
+// whose SYN-ACK is dropped that way waits a second for the retransmission (one in 15
+// heals beside two busy loops after the states were UP). TCP, not ICMP: the host's kernel
+// rate-limits port-unreachable messages, not resets.
+func (h *Host) probe() error {
+	d := net.Dialer{Timeout: probeWithin}
+	c, err := d.Dial("tcp", net.JoinHostPort(h.Addr, "1"))
+	if err == nil {
+		return c.Close()
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return nil
+	}
+	return err
 }
 
 // link is what waitLinkUp reads of `ip -j -d link show`.
