@@ -91,6 +91,12 @@ describe('auto-tune in the web UI', () => {
       assert.equal(refused, 409);
       // Progress while it runs: steps in the table and the chart.
       await page.waitForFunction((sel) => Number(document.querySelector(sel).dataset.steps) >= 2, panel, { timeout: 30000 });
+      // A step's row stays the same element while the panel renders each second and more
+      // steps arrive: rebuilt every time, a user's selection of a figure and the tooltip
+      // read on a phase were lost.
+      await page.locator(`${panel} [data-role=autotune-steps] tbody tr`).first().evaluate((tr) => { window.__firstStep = tr; });
+      await page.waitForFunction((sel) => Number(document.querySelector(sel).dataset.steps) >= 3 || document.querySelector(sel).dataset.state === 'done', panel, { timeout: 130000 });
+      assert.equal(await page.evaluate(() => window.__firstStep.isConnected), true, 'the first step\'s row survives later renders');
       assert.equal(await page.locator(`${panel} details.autotune-settings`).evaluate((d) => d.open), false, 'settings folded while running');
       await page.locator(`${panel} [data-role=autotune-chart]`).scrollIntoViewIfNeeded();
       await page.screenshot({ path: path.join(artifacts, 'autotune-running.png') });

@@ -67,6 +67,16 @@ describe('fleet view', () => {
       return rows.length === 3 && rows.every((r) => r.health === 'alive' && r.running === 'read,write' && r.achieved > 0);
     }, 'three nodes running reads and writes with achieved rates > 0', T);
     await page.locator(`${inst} [data-role=nodes-summary]`).filter({ hasText: /^3 nodes · 3 alive · run [0-9a-f]+/ }).waitFor();
+    // A refresh (every 2 s) leaves a cell whose content did not change as it is: the
+    // node's id is selected to copy it, and health and flags carry tooltips. Rebuilt at
+    // every refresh, they were replaced under the user's pointer. The id cell's content
+    // never changes (health and flags may, for real, on a starved machine).
+    const box = `${inst} [data-role=nodes]`;
+    const renders = () => page.locator(box).evaluate((b) => Number(b.dataset.renders));
+    await page.locator(`${box} tr[data-node="${addrs[0]}"] .node-id`).evaluate((e) => { window.__heldNodeId = e; });
+    const first = await renders();
+    await waitFor(async () => (await renders()) >= first + 2, 'two more refreshes of the nodes table', T);
+    assert.equal(await page.evaluate(() => window.__heldNodeId.isConnected), true, 'the node id element survives refreshes');
     // Per class: achieved of assigned, and a p99.
     const rate = await row(addrs[0]).locator('td.c-rate').innerText();
     assert.match(rate, /read [\d.]+ \/ [\d.]+/);

@@ -1050,6 +1050,7 @@
       this.summary = view.q('[data-role=nodes-summary]');
       this.rows = new Map();
       this.members = [];
+      this.renders = 0;
       this.tbody = el('tbody');
       this.box.replaceChildren(el('table', { class: 'nodes-table' },
         el('thead', {}, el('tr', {}, ...NodesPanel.HEADS.map(([, h, tip]) => el('th', { scope: 'col', title: tip, text: h })))),
@@ -1094,6 +1095,8 @@
         this.tbody.append(row.tr); // keeps the server's order (by id)
       }
       for (const [id, row] of this.rows) if (!seen.has(id)) { row.tr.remove(); this.rows.delete(id); }
+      // How many answers the table has shown: tests and scripts wait on it.
+      this.box.dataset.renders = String(++this.renders);
     }
 
     makeRow(id) {
@@ -1125,29 +1128,43 @@
       tr.className = 'h-' + m.health + (m.saturated && alive ? ' saturated' : '');
       // A node that is not alive keeps its last figures: shown, but as stale.
       const stale = alive ? '' : ' stale';
-      const labels = Object.entries(m.labels || {}).map(([k, v]) => el('span', { class: 'chip', text: k + '=' + v }));
-      put(c.node, el('span', { class: 'node-id', text: m.id }),
-        m.addr && m.addr !== m.id ? el('small', { class: 'muted block', text: m.addr }) : null,
-        labels.length ? el('span', { class: 'chips' }, ...labels) : null);
+      // Each cell is rebuilt only when what it shows changed (replaceIfChanged): rebuilt at
+      // every 2 s refresh, a user's selection of a node's address, or the tooltip read on
+      // a health or flag, was lost before it could be used.
+      const labels = Object.entries(m.labels || {}).map(([k, v]) => k + '=' + v);
+      const addr = m.addr && m.addr !== m.id ? m.addr : '';
+      replaceIfChanged(c.node, [m.id, addr, labels], () => [el('span', { class: 'node-id', text: m.id }),
+        addr ? el('small', { class: 'muted block', text: addr }) : null,
+        labels.length ? el('span', { class: 'chips' }, ...labels.map((l) => el('span', { class: 'chip', text: l }))) : null].filter(Boolean));
       const since = m.since ? 'since ' + new Date(m.since).toLocaleTimeString() : '';
-      put(c.health, el('span', { class: 'health h-' + m.health, title: [since, m.lastError].filter(Boolean).join(': '), text: m.health }),
-        m.lastError && !alive ? el('small', { class: 'why', title: m.lastError, text: m.lastError }) : null);
-      put(c.running, running.length ? el('span', { class: 'line' + stale, text: running.join(', ') }) : el('span', { class: 'muted', text: m.driver ? 'idle' : 'no driver' }));
-      const lines = (f) => (classes.length ? classes.map((k) => el('span', { class: 'line' + stale }, el('span', { class: 'cls', text: k }), ' ', f(k))) : ['–']);
-      c.rate.replaceChildren(...lines((k) => rate(achieved[k]) + (assigned[k] > 0 ? ' / ' + rate(assigned[k]) : '')));
-      c.p99.replaceChildren(...lines((k) => (p99[k] > 0 ? ms(p99[k]) : '–')));
-      c.errors.textContent = (m.errorsPerSec || 0).toFixed(m.errorsPerSec >= 10 ? 0 : 1);
+      const why = m.lastError && !alive ? m.lastError : '';
+      const healthTitle = [since, m.lastError].filter(Boolean).join(': ');
+      replaceIfChanged(c.health, [m.health, healthTitle, why], () => [el('span', { class: 'health h-' + m.health, title: healthTitle, text: m.health }),
+        why ? el('small', { class: 'why', title: why, text: why }) : null].filter(Boolean));
+      const runningText = running.length ? running.join(', ') : m.driver ? 'idle' : 'no driver';
+      replaceIfChanged(c.running, [runningText, running.length > 0, stale], () => [running.length
+        ? el('span', { class: 'line' + stale, text: runningText }) : el('span', { class: 'muted', text: runningText })]);
+      const lines = (cell, f) => {
+        const texts = classes.map((k) => [k, f(k)]);
+        replaceIfChanged(cell, [texts, stale], () => (texts.length
+          ? texts.map(([k, v]) => el('span', { class: 'line' + stale }, el('span', { class: 'cls', text: k }), ' ', v)) : ['–']));
+      };
+      lines(c.rate, (k) => rate(achieved[k]) + (assigned[k] > 0 ? ' / ' + rate(assigned[k]) : ''));
+      lines(c.p99, (k) => (p99[k] > 0 ? ms(p99[k]) : '–'));
+      setText(c.errors, (m.errorsPerSec || 0).toFixed(m.errorsPerSec >= 10 ? 0 : 1));
       c.errors.classList.toggle('bad', m.errorsPerSec > 0);
-      c.clock.textContent = (m.offsetMs >= 0 ? '+' : '') + ms(m.offsetMs || 0);
-      c.clock.title = 'clock offset from the coordinator; beat round trip ' + ms(m.rttMs || 0) + ' ms';
+      setText(c.clock, (m.offsetMs >= 0 ? '+' : '') + ms(m.offsetMs || 0));
+      const clockTitle = 'clock offset from the coordinator; beat round trip ' + ms(m.rttMs || 0) + ' ms';
+      if (c.clock.title !== clockTitle) c.clock.title = clockTitle;
+      // Each flag as [class, tooltip, text].
       const flags = [];
-      if (m.saturated && alive) flags.push(el('span', { class: 'flag saturated', title: "generator-bound: below 95% of its assigned rate; its numbers are the generator's, not the store's", text: 'saturated' }));
-      if (m.orphaned) flags.push(el('span', { class: 'flag orphaned', title: 'runs load of a run this coordinator does not hold (left from another coordinator, or before a restart)', text: 'orphaned' }));
-      if (m.keptAfterLeftDiscovery) flags.push(el('span', { class: 'flag undiscovered', title: 'discovery no longer lists this node, but it answers and runs its share of the run: it keeps its share until it stops answering (its link to the registry failed, not the node)', text: 'kept: left discovery' }));
-      if (m.versionMismatch) flags.push(el('span', { class: 'flag mismatch', title: 'runs ndbench ' + m.version + ', not the coordinator\'s version', text: 'version ' + m.version }));
-      if (m.health === 'suspect' || m.health === 'lost') flags.push(el('span', { class: 'flag h-' + m.health, title: m.lastError || m.health, text: m.health === 'lost' ? 'lost: figures stale' : 'missed beats' }));
-      if (m.inRun && alive) flags.push(el('span', { class: 'flag inrun', title: 'takes part in the fleet run', text: 'in run' }));
-      c.flags.replaceChildren(...(flags.length ? flags : ['–']));
+      if (m.saturated && alive) flags.push(['saturated', "generator-bound: below 95% of its assigned rate; its numbers are the generator's, not the store's", 'saturated']);
+      if (m.orphaned) flags.push(['orphaned', 'runs load of a run this coordinator does not hold (left from another coordinator, or before a restart)', 'orphaned']);
+      if (m.keptAfterLeftDiscovery) flags.push(['undiscovered', 'discovery no longer lists this node, but it answers and runs its share of the run: it keeps its share until it stops answering (its link to the registry failed, not the node)', 'kept: left discovery']);
+      if (m.versionMismatch) flags.push(['mismatch', 'runs ndbench ' + m.version + ', not the coordinator\'s version', 'version ' + m.version]);
+      if (m.health === 'suspect' || m.health === 'lost') flags.push(['h-' + m.health, m.lastError || m.health, m.health === 'lost' ? 'lost: figures stale' : 'missed beats']);
+      if (m.inRun && alive) flags.push(['inrun', 'takes part in the fleet run', 'in run']);
+      replaceIfChanged(c.flags, flags, () => (flags.length ? flags.map(([cls, title, text]) => el('span', { class: 'flag ' + cls, title, text })) : ['–']));
       row.start.disabled = !alive || !m.driver;
       row.stop.disabled = !alive || running.length === 0;
     }
@@ -1179,8 +1196,6 @@
     ['actions', 'actions', 'start or stop the load on this node alone'],
   ];
 
-  // put sets an element's children, leaving out null ones (replaceChildren would write "null").
-  function put(e, ...kids) { e.replaceChildren(...kids.filter((k) => k !== null && k !== undefined)); }
   function rate(v) { v = v || 0; return v >= 100 ? String(Math.round(v)) : v.toFixed(1); }
   function ms(v) { const a = Math.abs(v); return a >= 100 ? v.toFixed(0) : a >= 1 ? v.toFixed(2) : v.toFixed(3); }
 

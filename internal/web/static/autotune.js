@@ -197,8 +197,10 @@
       delete o.dataset.capacity; delete o.dataset.lo; delete o.dataset.hi;
       if (st.running) {
         const last = steps[steps.length - 1];
-        o.textContent = 'Running since ' + NDCharts.clock(Date.parse(st.started) / 1000) + ': ' + steps.length + ' step' + (steps.length === 1 ? '' : 's') +
+        const text = 'Running since ' + NDCharts.clock(Date.parse(st.started) / 1000) + ': ' + steps.length + ' step' + (steps.length === 1 ? '' : 's') +
           (last ? '; last ' + last.phase + ' at ' + num(last.rate) + ' ops/s: ' + last.verdict : '; measuring the first rate…');
+        // Written only when it changed: the panel renders every second while a search runs.
+        if (o.textContent !== text) o.textContent = text;
         return;
       }
       if (!res) { o.textContent = 'No search has run here yet.'; return; }

@@ -721,27 +721,44 @@
 
   // autotuneRows fills a table body with a search's steps: number, phase, target and
   // achieved rate, each class's percentile and error ratio, verdict and why. Each row
-  // carries its verdict (data-verdict) for styling and tests.
+  // carries its verdict (data-verdict) for styling and tests. Rows are updated in place,
+  // a cell's text only where it changed: the panel renders every second while a search
+  // runs, and a table rebuilt each time lost a user's selection of a figure and the
+  // tooltip being read on a phase.
   function autotuneRows(tbody, steps) {
     const classes = autotuneClasses(steps);
     const m = (st, c) => st.classes && st.classes[c];
-    tbody.replaceChildren(...steps.map((st) => {
-      const tr = document.createElement('tr');
-      tr.dataset.verdict = st.verdict;
+    steps.forEach((st, i) => {
+      let tr = tbody.children[i];
+      if (!tr) {
+        tr = document.createElement('tr');
+        for (const h of AUTOTUNE_HEADS) {
+          const td = document.createElement('td');
+          // The column's name, for a narrow screen that shows each row as a card.
+          td.dataset.label = h;
+          tr.appendChild(td);
+        }
+        tr.children[6].className = 'verdict';
+        tbody.appendChild(tr);
+      }
+      if (tr.dataset.verdict !== st.verdict) tr.dataset.verdict = st.verdict;
       const lat = classes.map((c) => (m(st, c) ? c + ' ' + (m(st, c).response / 1000).toFixed(3) : '')).join(' / ');
       const errs = classes.map((c) => (m(st, c) && m(st, c).attempted ? (100 * m(st, c).errors / m(st, c).attempted).toPrecision(2) + '%' : '0%')).join(' / ');
-      [st.n, st.phase, Math.round(st.rate), Math.round(st.achieved), lat, errs, st.verdict, (st.why || []).join('; ')].forEach((v, i) => {
-        const td = document.createElement('td');
-        td.textContent = String(v);
-        // The column's name, for a narrow screen that shows each row as a card.
-        td.dataset.label = AUTOTUNE_HEADS[i];
-        tr.appendChild(td);
+      [st.n, st.phase, Math.round(st.rate), Math.round(st.achieved), lat, errs, st.verdict, (st.why || []).join('; ')].forEach((v, k) => {
+        const td = tr.children[k];
+        if (td.textContent !== String(v)) td.textContent = String(v);
       });
-      tr.children[6].className = 'verdict';
       // Why the search ran this rate (after which step, to do what), on the phase.
-      if (st.because) { tr.children[1].title = st.because; tr.dataset.because = st.because; }
-      return tr;
-    }));
+      const phase = tr.children[1];
+      if (st.because) {
+        if (phase.title !== st.because) phase.title = st.because;
+        if (tr.dataset.because !== st.because) tr.dataset.because = st.because;
+      } else {
+        phase.removeAttribute('title');
+        delete tr.dataset.because;
+      }
+    });
+    while (tbody.children.length > steps.length) tbody.lastElementChild.remove();
   }
 
   global.NDCharts = { OPS, readLike, reportOrder, FIELDS, ERROR_CLASSES, CHARTS, Store, Grid, pointValues, spanOf, fmt, clock, AutotuneChart, autotuneRows };
