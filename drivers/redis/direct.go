@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
@@ -39,15 +41,31 @@ func (d *Driver) NewPipeline(context.Context) (driver.Pipeline, error) {
 	return &pipeline{d: d}, nil
 }
 
-// connect dials, and sets up the session: TLS, AUTH, SELECT.
+// connect gives the pipeline a connection: one Warm opened, or a new one.
 func (p *pipeline) connect(ctx context.Context) error {
-	o := &p.d.opts
 	if p.d.closed.Load() {
-		return fmt.Errorf("redis at %s: %w", o.Addrs[0], net.ErrClosed)
+		return fmt.Errorf("redis at %s: %w", p.d.opts.Addrs[0], net.ErrClosed)
 	}
-	nc, err := dial(ctx, "tcp", o.Addrs[0], o.Timeouts.Connect, p.d.tls)
+	if w, ok := p.d.direct.takeWarm(); ok {
+		p.rd = w.rd
+		p.conn.Set(w.nc)
+		return nil
+	}
+	nc, rd, err := p.d.session(ctx)
 	if err != nil {
-		return fmt.Errorf("connect to redis at %s: %w", o.Addrs[0], err)
+		return err
+	}
+	p.rd = rd
+	p.conn.Set(nc)
+	return nil
+}
+
+// session dials, and sets up the session: TLS, AUTH, SELECT.
+func (d *Driver) session(ctx context.Context) (net.Conn, *respReader, error) {
+	o := &d.opts
+	nc, err := dial(ctx, "tcp", o.Addrs[0], o.Timeouts.Connect, d.tls)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to redis at %s: %w", o.Addrs[0], err)
 	}
 	var src io.Reader = nc
 	if sr := newSpinReader(nc, o.SpinRead); sr != nil {
@@ -82,12 +100,10 @@ func (p *pipeline) connect(ctx context.Context) error {
 		_ = nc.SetDeadline(time.Time{})
 		if err != nil {
 			_ = nc.Close()
-			return err
+			return nil, nil, err
 		}
 	}
-	p.rd = rd
-	p.conn.Set(nc)
-	return nil
+	return nc, rd, nil
 }
 
 // Interrupt makes blocked I/O return; Run tells a stale interrupt from a real one by its
@@ -350,10 +366,131 @@ func (p *pipeline) Close() error {
 }
 
 // directPool serves Read, Write and the API in mode=direct (the engine's workers have
-// their own pipelines): pipelines reused across calls, at most poolSize kept idle.
+// their own pipelines): pipelines reused across calls, at most poolSize kept idle. It
+// also holds the connections Warm opened until pipelines take them.
 type directPool struct {
 	d    *Driver
 	idle chan *pipeline
+
+	warmMu sync.Mutex
+	warm   []warmConn
+	// warmFor is how long a warmed connection waits for a pipeline before it is closed
+	// instead of used (warmKeptFor; tests shorten it).
+	warmFor time.Duration
+	now     func() time.Time
+}
+
+// warmConn is a connection Warm opened and set up, waiting for a worker's pipeline.
+type warmConn struct {
+	nc     net.Conn
+	rd     *respReader
+	opened time.Time
+}
+
+// warmKeptFor bounds how long a warmed connection waits for its worker. `ndbench run`
+// starts its load right after Init; a serve session may wait for a user's start for
+// longer than a server's or a proxy's idle timeout (Redis's `timeout`, twemproxy's
+// `timeout`), and a connection the server closed in between would fail its worker's
+// first operation: after this long the worker connects as it would have without Warm.
+const warmKeptFor = 30 * time.Second
+
+// warmAtOnce bounds the connects Warm has in flight: ten thousand workers connect in
+// waves, not in one burst that overflows the server's accept queue.
+const warmAtOnce = 64
+
+// Warm opens mode=direct's connections for workers workers ahead of the load
+// (driver.Warmer), as memtier and redis-benchmark connect their clients before their
+// clocks start: each worker's pipeline otherwise connects on its first operation, whose
+// response time then holds a TCP connect (and a TLS handshake, AUTH and SELECT where
+// configured). Warm stops at its first failure: the workers then connect as they would
+// have, and their operations report the server's state. Other modes keep go-redis's
+// pools, which connect on demand.
+func (d *Driver) Warm(ctx context.Context, workers int) error {
+	if d.direct == nil {
+		return nil
+	}
+	return d.direct.warmUp(ctx, workers)
+}
+
+// warmUp opens connections until n wait for pipelines (those already waiting count).
+func (dp *directPool) warmUp(ctx context.Context, n int) error {
+	dp.warmMu.Lock()
+	n -= len(dp.warm)
+	dp.warmMu.Unlock()
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		first  error
+		failed atomic.Bool
+	)
+	slots := make(chan struct{}, warmAtOnce)
+	for i := 0; i < n && !failed.Load() && ctx.Err() == nil; i++ {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			if failed.Load() {
+				return
+			}
+			nc, rd, err := dp.d.session(ctx)
+			if err != nil {
+				if !failed.Swap(true) {
+					mu.Lock()
+					first = err
+					mu.Unlock()
+				}
+				return
+			}
+			dp.warmMu.Lock()
+			closed := dp.d.closed.Load()
+			if !closed {
+				dp.warm = append(dp.warm, warmConn{nc: nc, rd: rd, opened: dp.now()})
+			}
+			dp.warmMu.Unlock()
+			if closed {
+				_ = nc.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if first != nil {
+		return classify(first)
+	}
+	return ctx.Err()
+}
+
+// takeWarm returns a connection Warm opened, if one is waiting; those that waited longer
+// than warmFor are closed.
+func (dp *directPool) takeWarm() (warmConn, bool) {
+	if dp == nil {
+		return warmConn{}, false
+	}
+	dp.warmMu.Lock()
+	defer dp.warmMu.Unlock()
+	for len(dp.warm) > 0 {
+		w := dp.warm[len(dp.warm)-1]
+		dp.warm[len(dp.warm)-1] = warmConn{}
+		dp.warm = dp.warm[:len(dp.warm)-1]
+		if dp.now().Sub(w.opened) <= dp.warmFor {
+			return w, true
+		}
+		_ = w.nc.Close()
+	}
+	return warmConn{}, false
+}
+
+// warmWaiting returns how many warmed connections wait for pipelines.
+func (dp *directPool) warmWaiting() int {
+	dp.warmMu.Lock()
+	defer dp.warmMu.Unlock()
+	return len(dp.warm)
 }
 
 // do runs one operation on a pooled pipeline. ctx's end interrupts it, as the engine's
@@ -393,6 +530,12 @@ func (dp *directPool) do(ctx context.Context, op driver.PipelineOp) ([]byte, err
 // close closes the idle pipelines; the driver is marked closed first, so no pipeline
 // connects again.
 func (dp *directPool) close() {
+	dp.warmMu.Lock()
+	for _, w := range dp.warm {
+		_ = w.nc.Close()
+	}
+	dp.warm = nil
+	dp.warmMu.Unlock()
 	for {
 		select {
 		case p := <-dp.idle:
@@ -407,7 +550,7 @@ func (dp *directPool) close() {
 // version.
 func (d *Driver) initDirect(ctx context.Context) error {
 	o := &d.opts
-	d.direct = &directPool{d: d, idle: make(chan *pipeline, max(o.PoolSize, 10))}
+	d.direct = &directPool{d: d, idle: make(chan *pipeline, max(o.PoolSize, 10)), warmFor: warmKeptFor, now: time.Now}
 	p := &pipeline{d: d}
 	defer func() { _ = p.Close() }()
 	if err := p.connect(ctx); err != nil {

@@ -37,7 +37,13 @@
 // between it and the socket. Connections = workers (poolSize only bounds the idle
 // connections kept for calls outside the workers, such as backfill and the API). It
 // speaks RESP2 to one node: no cluster. With workload.pipeline=1 it is the plain
-// one-command-per-round-trip client, the same load shape as pool mode at less CPU.
+// one-command-per-round-trip client, the same load shape as pool mode at less CPU. The
+// workers' connections are opened at Init, one per worker of the workload, 64 connects
+// in flight at a time (driver.Warmer), as memtier and redis-benchmark connect before
+// their clocks start: a worker's first operation then does not time a connect, a TLS
+// handshake, AUTH or SELECT. A connection that waits more than 30 s for its worker (a
+// serve session not started yet) is closed and the worker connects on its first
+// operation; so do workers added while the load runs.
 //
 // spinRead (mode=direct, Linux, plain TCP; off by default) makes a worker poll its socket
 // for up to that long after sending, yielding the processor between tries, before it

@@ -1,0 +1,181 @@
+//go:build integration
+
+package redis
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ndbench/ndbench/driver"
+	"github.com/ndbench/ndbench/driver/drivertest"
+)
+
+// warmDB is the database the warm tests' driver selects: the server lists each of its
+// connections with db=9 (CLIENT LIST), which tells them from every other test's.
+const warmDB = "9"
+
+// clientsOn counts the server's connections that selected database db.
+func clientsOn(t *testing.T, db string) int {
+	t.Helper()
+	list, err := raw(t).ClientList(drivertest.Context(t)).Result()
+	if err != nil {
+		t.Fatalf("CLIENT LIST: %v", err)
+	}
+	return strings.Count(list, " db="+db+" ")
+}
+
+// waitClients waits, on the server's answers, until it lists want connections on db.
+func waitClients(t *testing.T, db string, want int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := clientsOn(t, db)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the server lists %d connections on db %s, want %d", what, got, db, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runOne runs one write on a new worker's pipeline and returns the pipeline.
+func runOne(t *testing.T, d *Driver, key string) driver.Pipeline {
+	t.Helper()
+	ctx := drivertest.Context(t)
+	p, err := d.NewPipeline(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	var got error
+	p.Run(ctx, []driver.PipelineOp{{Op: driver.PipelineWrite, Key: key, Value: []byte("v")}}, func(_ int, _ []byte, err error) { got = err })
+	if got != nil {
+		t.Fatalf("write %s: %v", key, got)
+	}
+	return p
+}
+
+// Warm opens the workers' connections, set up (SELECT) before any operation; the workers'
+// pipelines take them instead of connecting; a connection that waited longer than warmFor
+// is closed and its worker connects anew; Close closes those never taken.
+func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
+	ctx := drivertest.Context(t)
+	d := open(t, map[string]string{"mode": "direct", "db": warmDB})
+	var mu sync.Mutex
+	now := time.Now()
+	d.direct.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	waitClients(t, warmDB, 0, "after Init")
+
+	if err := d.Warm(ctx, 6); err != nil {
+		t.Fatalf("Warm(6): %v", err)
+	}
+	if got := clientsOn(t, warmDB); got != 6 {
+		t.Fatalf("after Warm(6) the server lists %d connections, want 6", got)
+	}
+	if err := d.Warm(ctx, 6); err != nil {
+		t.Fatalf("Warm(6) again: %v", err)
+	}
+	if got := clientsOn(t, warmDB); got != 6 {
+		t.Errorf("after a second Warm(6) the server lists %d connections, want the same 6", got)
+	}
+	for i := range 6 {
+		runOne(t, d, fmt.Sprintf("warm-%d", i))
+	}
+	if got, waiting := clientsOn(t, warmDB), d.direct.warmWaiting(); got != 6 || waiting != 0 {
+		t.Errorf("after six workers' first writes: %d connections (want 6), %d warmed ones waiting (want 0)", got, waiting)
+	}
+	runOne(t, d, "warm-7")
+	if got := clientsOn(t, warmDB); got != 7 {
+		t.Errorf("a seventh worker: %d connections, want 7 (it connects itself)", got)
+	}
+
+	// Two warmed connections that wait longer than warmFor are not used.
+	if err := d.Warm(ctx, 2); err != nil {
+		t.Fatalf("Warm(2): %v", err)
+	}
+	waitClients(t, warmDB, 9, "after Warm(2)")
+	mu.Lock()
+	now = now.Add(d.direct.warmFor + time.Second)
+	mu.Unlock()
+	runOne(t, d, "warm-stale")
+	waitClients(t, warmDB, 8, "a worker after the warmed connections expired (two closed, one opened)")
+
+	if err := d.Warm(ctx, 3); err != nil {
+		t.Fatalf("Warm(3): %v", err)
+	}
+	waitClients(t, warmDB, 11, "after Warm(3)")
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The workers' pipelines are the engine's to close; the warmed ones are the driver's.
+	waitClients(t, warmDB, 8, "after Close (the three warmed connections closed)")
+}
+
+// The first operation of a worker whose connection Warm opened measures the server, not
+// a connect: its pipeline makes no connection of its own.
+func TestDirectWarmedWorkerDoesNotConnect(t *testing.T) {
+	ctx := drivertest.Context(t)
+	d := open(t, map[string]string{"mode": "direct", "db": warmDB})
+	if err := d.Warm(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	d.direct.warmMu.Lock()
+	if len(d.direct.warm) != 1 {
+		d.direct.warmMu.Unlock()
+		t.Fatalf("%d warmed connections, want 1", len(d.direct.warm))
+	}
+	warmed := d.direct.warm[0].nc
+	d.direct.warmMu.Unlock()
+	p := runOne(t, d, "warm-first").(*pipeline)
+	if p.conn.Conn() != warmed {
+		t.Errorf("the worker's pipeline uses %v, not the warmed connection %v", p.conn.Conn().LocalAddr(), warmed.LocalAddr())
+	}
+}
+
+// Warm stops at its first failure: against a server that closes every connection at
+// once, Warm(10000) returns an error after at most one wave of connects, not ten thousand.
+func TestDirectWarmStopsAtItsFirstFailure(t *testing.T) {
+	ctx := drivertest.Context(t)
+	d := open(t, map[string]string{"mode": "direct", "db": warmDB})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = c.Close()
+		}
+	}()
+	// The same driver pointed at the closing server: SELECT's reply never comes.
+	d.opts.Addrs = []string{ln.Addr().String()}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err = d.Warm(wctx, 10000)
+	if err == nil {
+		t.Fatal("Warm against a server that closes every connection succeeded")
+	}
+	if n := accepted.Load(); n > 2*warmAtOnce {
+		t.Errorf("Warm made %d connections after its first failure's wave, want at most %d", n, 2*warmAtOnce)
+	}
+	if c := driver.Classify(err); c != driver.ClassUnavailable {
+		t.Errorf("Warm's error: class %v, want unavailable (a server that hangs up): %v", c, err)
+	}
+	if got := d.direct.warmWaiting(); got != 0 {
+		t.Errorf("%d connections wait after a failed Warm, want 0", got)
+	}
+}
