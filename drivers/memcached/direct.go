@@ -138,15 +138,19 @@ func (c *conn) stale(err error) bool {
 	return c.pc.Conn().SetDeadline(p.deadline) == nil
 }
 
-// connect dials the server with the batch's deadline.
+// connect takes a connection Warm opened to the server, or dials it with the batch's
+// deadline.
 func (c *conn) connect(ctx context.Context) error {
 	d := c.p.d
 	if d.closed.Load() {
 		return errClosed
 	}
-	nc, err := dial(ctx, c.addr, time.Until(c.p.deadline))
-	if err != nil {
-		return err
+	nc, ok := d.direct.warm.Take(c.addr)
+	if !ok {
+		var err error
+		if nc, err = dial(ctx, c.addr, time.Until(c.p.deadline)); err != nil {
+			return err
+		}
 	}
 	c.rd = newTextReader(c)
 	c.wr, _ = nc.(driver.WriteReader)
@@ -437,6 +441,38 @@ func opVerb(op int) string {
 type directPool struct {
 	d    *Driver
 	idle chan *pipeline
+	// warm holds the connections Warm opened, by server address, until workers take them.
+	warm *driver.WarmConns[net.Conn]
+}
+
+// Warm opens client=direct's connections for workers workers ahead of the load, one per
+// worker and server (driver.Warmer), as memtier connects its clients before its clock
+// starts: a worker otherwise connects to a server on its first operation there, whose
+// response time then holds the connect. A server that fails stops only its own
+// connections: the others are opened, and the error names it. client=gomemcache
+// connects on demand, as gomemcache does.
+func (d *Driver) Warm(ctx context.Context, workers int) error {
+	if d.direct == nil {
+		return nil
+	}
+	per := map[string]int{} // a server listed twice has a connection per listing
+	var order []string
+	for _, a := range d.zones[0].addrs {
+		if per[a] == 0 {
+			order = append(order, a)
+		}
+		per[a]++
+	}
+	var errs []error
+	for _, a := range order {
+		err := d.direct.warm.Fill(ctx, a, workers*per[a], func(ctx context.Context) (net.Conn, error) {
+			return dial(ctx, a, d.opts.Timeouts.Request)
+		})
+		if err != nil {
+			errs = append(errs, classify(fmt.Errorf("open the workers' connections to memcached at %s: %w", a, err)))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // do runs one operation on a pooled pipeline; ctx's end interrupts it. The value is a
@@ -473,6 +509,7 @@ func (dp *directPool) do(ctx context.Context, op driver.PipelineOp) ([]byte, err
 // close closes the idle pipelines; the driver is marked closed first, so none connects
 // again.
 func (dp *directPool) close() {
+	dp.warm.Close()
 	for {
 		select {
 		case p := <-dp.idle:
@@ -485,7 +522,8 @@ func (dp *directPool) close() {
 
 // initDirect checks every server answers "version" and reads the first one's.
 func (d *Driver) initDirect(ctx context.Context) error {
-	d.direct = &directPool{d: d, idle: make(chan *pipeline, d.opts.MaxIdleConns)}
+	d.direct = &directPool{d: d, idle: make(chan *pipeline, d.opts.MaxIdleConns),
+		warm: driver.NewWarmConns(0, nil, func(nc net.Conn) { _ = nc.Close() })}
 	z := d.zones[0]
 	for i, addr := range z.addrs {
 		v, err := version(ctx, addr, d.opts.Timeouts.Request)

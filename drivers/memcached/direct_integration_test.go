@@ -284,6 +284,71 @@ func TestDirectWorkerConnections(t *testing.T) {
 	}
 }
 
+// Warm opens a connection per worker and server before any operation (a server listed
+// twice, one per listing); the workers' pipelines take them instead of connecting; a
+// server that does not answer costs only its own connections, and the error names it;
+// Close closes those never taken.
+func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
+	a, b := startMemcached(t), startMemcached(t)
+	ctx := drivertest.Context(t)
+	d := open(t, map[string]string{"servers": a.Addr() + "," + b.Addr() + "," + b.Addr(), "client": "direct"})
+	conns := newConnCounter(t, a.Addr(), b.Addr())
+	base := conns.settled()
+	if err := d.Warm(ctx, 4); err != nil {
+		t.Fatalf("Warm(4): %v", err)
+	}
+	if got := conns.await(base+12) - base; got != 12 {
+		t.Fatalf("after Warm(4) on a, b, b: %d connections, want 12 (4 to a, 8 to b)", got)
+	}
+	if err := d.Warm(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	var pls []driver.Pipeline
+	for range 4 {
+		pl, err := d.NewPipeline(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pls = append(pls, pl)
+		var ops []driver.PipelineOp
+		for k := range 40 { // 40 keys reach every listing
+			ops = append(ops, driver.PipelineOp{Op: driver.PipelineRead, Key: "warm-" + strconv.Itoa(k)})
+		}
+		runBatch(t, ctx, pl, ops)
+	}
+	if got, waiting := conns.settled()-base, d.direct.warm.Len(); got != 12 || waiting != 0 {
+		t.Errorf("after a second Warm(4) and four workers' batches: %d connections (want the same 12), %d warmed ones waiting (want 0)", got, waiting)
+	}
+	for _, pl := range pls {
+		_ = pl.Close()
+	}
+	if got := conns.await(base) - base; got != 0 {
+		t.Fatalf("after the pipelines closed, %d connections open", got)
+	}
+
+	// A listed server that is gone: its connections fail, the live one's are opened.
+	gone := startMemcached(t)
+	goneAddr := gone.Addr()
+	if err := gone.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	d2 := open(t, map[string]string{"servers": a.Addr(), "client": "direct"})
+	d2.zones[0].addrs = []string{goneAddr, a.Addr()}
+	err := d2.Warm(ctx, 3)
+	if err == nil || !strings.Contains(err.Error(), goneAddr) || strings.Contains(err.Error(), a.Addr()) {
+		t.Errorf("Warm with %s gone: %v, want an error naming it alone", goneAddr, err)
+	}
+	if got := conns.await(base+3) - base; got != 3 {
+		t.Errorf("the live server holds %d warmed connections, want 3", got)
+	}
+	if err := d2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := conns.await(base) - base; got != 0 {
+		t.Errorf("after Close, %d warmed connections open", got)
+	}
+}
+
 // connCounter sums memcached's curr_connections over servers through one stats
 // connection per server, held for the test: a probe that dialled per reading would
 // itself be counted after it closed, until the server noticed.

@@ -10,7 +10,13 @@
 // per server, writes each with one system call, and parses the replies in place, with no
 // pool, lock or goroutine between it and the socket and no allocation per operation.
 // Connections = workers × servers; a worker's connections close when it goes (an elastic
-// pool shrinking). workload.pipeline > 1 sends that many requests per write. It serves
+// pool shrinking). They are opened at Init, one per worker of the workload and server, 64
+// connects in flight at a time (driver.Warmer), as memtier connects before its clock
+// starts, so a worker's first operation on a server does not time a connect; a server
+// that fails there stops only its own (the error names it), a connection that waits more
+// than 30 s for its worker (a serve session not started yet) is closed, and those
+// workers, like workers added while the load runs, connect on their first operation.
+// workload.pipeline > 1 sends that many requests per write. It serves
 // one zone (servers, or zones with a single zone): client=direct with two or more zones
 // is refused. A batch ends at the earlier of the operation's deadline (workload.opTimeout)
 // and timeout; a request that ended at its deadline closes its connection (its reply may

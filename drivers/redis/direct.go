@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
@@ -46,7 +44,7 @@ func (p *pipeline) connect(ctx context.Context) error {
 	if p.d.closed.Load() {
 		return fmt.Errorf("redis at %s: %w", p.d.opts.Addrs[0], net.ErrClosed)
 	}
-	if w, ok := p.d.direct.takeWarm(); ok {
+	if w, ok := p.d.direct.warm.Take(""); ok {
 		p.rd = w.rd
 		p.conn.Set(w.nc)
 		return nil
@@ -371,126 +369,29 @@ func (p *pipeline) Close() error {
 type directPool struct {
 	d    *Driver
 	idle chan *pipeline
-
-	warmMu sync.Mutex
-	warm   []warmConn
-	// warmFor is how long a warmed connection waits for a pipeline before it is closed
-	// instead of used (warmKeptFor; tests shorten it).
-	warmFor time.Duration
-	now     func() time.Time
+	warm *driver.WarmConns[warmed]
 }
 
-// warmConn is a connection Warm opened and set up, waiting for a worker's pipeline.
-type warmConn struct {
-	nc     net.Conn
-	rd     *respReader
-	opened time.Time
+// warmed is a connection Warm opened and set up, with its reply reader.
+type warmed struct {
+	nc net.Conn
+	rd *respReader
 }
-
-// warmKeptFor bounds how long a warmed connection waits for its worker. `ndbench run`
-// starts its load right after Init; a serve session may wait for a user's start for
-// longer than a server's or a proxy's idle timeout (Redis's `timeout`, twemproxy's
-// `timeout`), and a connection the server closed in between would fail its worker's
-// first operation: after this long the worker connects as it would have without Warm.
-const warmKeptFor = 30 * time.Second
-
-// warmAtOnce bounds the connects Warm has in flight: ten thousand workers connect in
-// waves, not in one burst that overflows the server's accept queue.
-const warmAtOnce = 64
 
 // Warm opens mode=direct's connections for workers workers ahead of the load
 // (driver.Warmer), as memtier and redis-benchmark connect their clients before their
 // clocks start: each worker's pipeline otherwise connects on its first operation, whose
 // response time then holds a TCP connect (and a TLS handshake, AUTH and SELECT where
-// configured). Warm stops at its first failure: the workers then connect as they would
-// have, and their operations report the server's state. Other modes keep go-redis's
-// pools, which connect on demand.
+// configured). Other modes keep go-redis's pools, which connect on demand.
 func (d *Driver) Warm(ctx context.Context, workers int) error {
 	if d.direct == nil {
 		return nil
 	}
-	return d.direct.warmUp(ctx, workers)
-}
-
-// warmUp opens connections until n wait for pipelines (those already waiting count).
-func (dp *directPool) warmUp(ctx context.Context, n int) error {
-	dp.warmMu.Lock()
-	n -= len(dp.warm)
-	dp.warmMu.Unlock()
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		first  error
-		failed atomic.Bool
-	)
-	slots := make(chan struct{}, warmAtOnce)
-	for i := 0; i < n && !failed.Load() && ctx.Err() == nil; i++ {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			if failed.Load() {
-				return
-			}
-			nc, rd, err := dp.d.session(ctx)
-			if err != nil {
-				if !failed.Swap(true) {
-					mu.Lock()
-					first = err
-					mu.Unlock()
-				}
-				return
-			}
-			dp.warmMu.Lock()
-			closed := dp.d.closed.Load()
-			if !closed {
-				dp.warm = append(dp.warm, warmConn{nc: nc, rd: rd, opened: dp.now()})
-			}
-			dp.warmMu.Unlock()
-			if closed {
-				_ = nc.Close()
-			}
-		}()
-	}
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if first != nil {
-		return classify(first)
-	}
-	return ctx.Err()
-}
-
-// takeWarm returns a connection Warm opened, if one is waiting; those that waited longer
-// than warmFor are closed.
-func (dp *directPool) takeWarm() (warmConn, bool) {
-	if dp == nil {
-		return warmConn{}, false
-	}
-	dp.warmMu.Lock()
-	defer dp.warmMu.Unlock()
-	for len(dp.warm) > 0 {
-		w := dp.warm[len(dp.warm)-1]
-		dp.warm[len(dp.warm)-1] = warmConn{}
-		dp.warm = dp.warm[:len(dp.warm)-1]
-		if dp.now().Sub(w.opened) <= dp.warmFor {
-			return w, true
-		}
-		_ = w.nc.Close()
-	}
-	return warmConn{}, false
-}
-
-// warmWaiting returns how many warmed connections wait for pipelines.
-func (dp *directPool) warmWaiting() int {
-	dp.warmMu.Lock()
-	defer dp.warmMu.Unlock()
-	return len(dp.warm)
+	err := d.direct.warm.Fill(ctx, "", workers, func(ctx context.Context) (warmed, error) {
+		nc, rd, err := d.session(ctx)
+		return warmed{nc, rd}, err
+	})
+	return classify(err)
 }
 
 // do runs one operation on a pooled pipeline. ctx's end interrupts it, as the engine's
@@ -530,12 +431,7 @@ func (dp *directPool) do(ctx context.Context, op driver.PipelineOp) ([]byte, err
 // close closes the idle pipelines; the driver is marked closed first, so no pipeline
 // connects again.
 func (dp *directPool) close() {
-	dp.warmMu.Lock()
-	for _, w := range dp.warm {
-		_ = w.nc.Close()
-	}
-	dp.warm = nil
-	dp.warmMu.Unlock()
+	dp.warm.Close()
 	for {
 		select {
 		case p := <-dp.idle:
@@ -550,7 +446,8 @@ func (dp *directPool) close() {
 // version.
 func (d *Driver) initDirect(ctx context.Context) error {
 	o := &d.opts
-	d.direct = &directPool{d: d, idle: make(chan *pipeline, max(o.PoolSize, 10)), warmFor: warmKeptFor, now: time.Now}
+	d.direct = &directPool{d: d, idle: make(chan *pipeline, max(o.PoolSize, 10)),
+		warm: driver.NewWarmConns(0, nil, func(w warmed) { _ = w.nc.Close() })}
 	p := &pipeline{d: d}
 	defer func() { _ = p.Close() }()
 	if err := p.connect(ctx); err != nil {

@@ -71,7 +71,8 @@ func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
 	d := open(t, map[string]string{"mode": "direct", "db": warmDB})
 	var mu sync.Mutex
 	now := time.Now()
-	d.direct.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	d.direct.warm = driver.NewWarmConns(driver.WarmKeepFor, clock, func(w warmed) { _ = w.nc.Close() })
 	waitClients(t, warmDB, 0, "after Init")
 
 	if err := d.Warm(ctx, 6); err != nil {
@@ -89,7 +90,7 @@ func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
 	for i := range 6 {
 		runOne(t, d, fmt.Sprintf("warm-%d", i))
 	}
-	if got, waiting := clientsOn(t, warmDB), d.direct.warmWaiting(); got != 6 || waiting != 0 {
+	if got, waiting := clientsOn(t, warmDB), d.direct.warm.Len(); got != 6 || waiting != 0 {
 		t.Errorf("after six workers' first writes: %d connections (want 6), %d warmed ones waiting (want 0)", got, waiting)
 	}
 	runOne(t, d, "warm-7")
@@ -103,7 +104,7 @@ func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
 	}
 	waitClients(t, warmDB, 9, "after Warm(2)")
 	mu.Lock()
-	now = now.Add(d.direct.warmFor + time.Second)
+	now = now.Add(driver.WarmKeepFor + time.Second)
 	mu.Unlock()
 	runOne(t, d, "warm-stale")
 	waitClients(t, warmDB, 8, "a worker after the warmed connections expired (two closed, one opened)")
@@ -120,23 +121,33 @@ func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
 }
 
 // The first operation of a worker whose connection Warm opened measures the server, not
-// a connect: its pipeline makes no connection of its own.
+// a connect: its pipeline's connection is the one the server listed after Warm.
 func TestDirectWarmedWorkerDoesNotConnect(t *testing.T) {
 	ctx := drivertest.Context(t)
 	d := open(t, map[string]string{"mode": "direct", "db": warmDB})
 	if err := d.Warm(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	d.direct.warmMu.Lock()
-	if len(d.direct.warm) != 1 {
-		d.direct.warmMu.Unlock()
-		t.Fatalf("%d warmed connections, want 1", len(d.direct.warm))
+	list, err := raw(t).ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
 	}
-	warmed := d.direct.warm[0].nc
-	d.direct.warmMu.Unlock()
+	var warmedAddr string
+	for _, l := range strings.Split(list, "\n") {
+		if strings.Contains(l, " db="+warmDB+" ") {
+			for _, f := range strings.Fields(l) {
+				if a, ok := strings.CutPrefix(f, "addr="); ok {
+					warmedAddr = a
+				}
+			}
+		}
+	}
+	if warmedAddr == "" {
+		t.Fatalf("no connection on db %s after Warm(1): %s", warmDB, list)
+	}
 	p := runOne(t, d, "warm-first").(*pipeline)
-	if p.conn.Conn() != warmed {
-		t.Errorf("the worker's pipeline uses %v, not the warmed connection %v", p.conn.Conn().LocalAddr(), warmed.LocalAddr())
+	if got := p.conn.Conn().LocalAddr().String(); got != warmedAddr {
+		t.Errorf("the worker's pipeline connects from %s, not from the warmed connection's %s", got, warmedAddr)
 	}
 }
 
@@ -169,13 +180,13 @@ func TestDirectWarmStopsAtItsFirstFailure(t *testing.T) {
 	if err == nil {
 		t.Fatal("Warm against a server that closes every connection succeeded")
 	}
-	if n := accepted.Load(); n > 2*warmAtOnce {
-		t.Errorf("Warm made %d connections after its first failure's wave, want at most %d", n, 2*warmAtOnce)
+	if n := accepted.Load(); n > 2*driver.WarmAtOnce {
+		t.Errorf("Warm made %d connections after its first failure's wave, want at most %d", n, 2*driver.WarmAtOnce)
 	}
 	if c := driver.Classify(err); c != driver.ClassUnavailable {
 		t.Errorf("Warm's error: class %v, want unavailable (a server that hangs up): %v", c, err)
 	}
-	if got := d.direct.warmWaiting(); got != 0 {
+	if got := d.direct.warm.Len(); got != 0 {
 		t.Errorf("%d connections wait after a failed Warm, want 0", got)
 	}
 }
