@@ -144,15 +144,22 @@ func (w *WarmConns[C]) Take(key string) (C, bool) {
 	return got, ok
 }
 
-// Len returns how many connections wait, under every key.
+// Len returns how many connections wait, under every key; a nil set has none.
 func (w *WarmConns[C]) Len() int {
+	if w == nil {
+		return 0
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.n
 }
 
 // Close closes the waiting connections; connections Fill opens later are closed at once.
+// Closing a nil set does nothing.
 func (w *WarmConns[C]) Close() {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	conns := w.conns
 	w.conns, w.n, w.closed = map[string][]warmConn[C]{}, 0, true

@@ -211,6 +211,7 @@ func (d *Driver) Init(ctx context.Context, opts any) error {
 		if err != nil {
 			return classifyDirect(d.scrub(err))
 		}
+		d.warm = driver.NewWarmConns(0, nil, func(w warmed) { _ = w.nc.Close() })
 	}
 	d.refreshInfo()
 	return nil
@@ -674,6 +675,7 @@ func (d *Driver) ConnectionInfo() map[string]string {
 // their connections until the engine closes them, but never reconnect.
 func (d *Driver) Close() error {
 	d.closed.Store(true)
+	d.warm.Close()
 	d.closeShared()
 	if d.session != nil {
 		closeSession(d.session, sessionCloseWait)

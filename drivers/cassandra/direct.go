@@ -321,7 +321,7 @@ func (p *pipeline) Run(ctx context.Context, ops []driver.PipelineOp, done func(i
 		return
 	}
 	if p.conn.Conn() == nil {
-		if err := p.connect(ctx); err != nil {
+		if err := p.start(ctx); err != nil {
 			failAll(ops, done, p.d.scrub(err))
 			return
 		}
@@ -679,4 +679,66 @@ type directState struct {
 
 	sharedMu sync.Mutex    // guards shared
 	shared   []*sharedConn // sharedConns per host, made on first use
+
+	// warm holds the connections Warm opened, set up, by host until pipelines take them.
+	warm *driver.WarmConns[warmed]
+}
+
+// warmed is a connection Warm opened: STARTUP (and authentication) done, the two
+// statements prepared on it.
+type warmed struct {
+	nc              net.Conn
+	rd              *bufio.Reader
+	readID, writeID []byte
+}
+
+// Warm opens mode=direct's connections for workers workers ahead of the load
+// (driver.Warmer), on the hosts the workers' pipelines will take in turn, as latte and
+// cassandra-stress connect before their clocks start: a worker otherwise connects on its
+// first operation, whose response time then holds a TCP connect, STARTUP, authentication
+// and two PREPAREs (a TLS handshake too, where configured). A host that fails costs only
+// its own connections, and the error names it. sharedConns' few connections and mode=gocql
+// (gocql's own pool, opened at Init) are not warmed.
+func (d *Driver) Warm(ctx context.Context, workers int) error {
+	if d.opts.Mode != "direct" || d.opts.SharedConns > 0 || d.warm == nil {
+		return nil
+	}
+	hosts := uint64(len(d.opts.Hosts))
+	next := d.nextHost.Load()
+	per := make([]int, hosts)
+	for i := range per {
+		// Pipelines next, next+1, ... take hosts (next+k) % hosts.
+		per[(next+uint64(i))%hosts] = workers / int(hosts)
+		if i < workers%int(hosts) {
+			per[(next+uint64(i))%hosts]++
+		}
+	}
+	var errs []error
+	for i, n := range per {
+		if n == 0 {
+			continue
+		}
+		h := d.hostAddr(i)
+		err := d.warm.Fill(ctx, h, n, func(ctx context.Context) (warmed, error) {
+			p := pipeline{d: d, host: h}
+			if err := p.connect(ctx); err != nil {
+				return warmed{}, err
+			}
+			return warmed{nc: p.conn.Conn(), rd: p.rd, readID: p.readID, writeID: p.writeID}, nil
+		})
+		if err != nil {
+			errs = append(errs, classifyDirect(d.scrub(err)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// start gives the pipeline a connection Warm opened to its host, or connects.
+func (p *pipeline) start(ctx context.Context) error {
+	if w, ok := p.d.warm.Take(p.host); ok {
+		p.rd, p.readID, p.writeID = w.rd, w.readID, w.writeID
+		p.conn.Set(w.nc)
+		return nil
+	}
+	return p.connect(ctx)
 }

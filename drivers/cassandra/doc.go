@@ -72,7 +72,12 @@
 // STARTUP (PasswordAuthenticator when username is set), then PREPAREs the read and write
 // statements (fully qualified, so no USE), and a connection that breaks, is interrupted by
 // a timeout, or finds its statements unprepared is dropped and set up again on the
-// worker's next batch. Frames for set-up and error replies go through
+// worker's next batch. The workers' connections are set up at Init, one per worker of the
+// workload on the host its pipeline will take, 64 at a time (driver.Warmer), as latte
+// connects before its clock starts, so a worker's first operation does not time a
+// connect, STARTUP and two PREPAREs; a host that fails there costs only its own
+// connections, and one that waits over 30 s for its worker (a serve session not started
+// yet) is closed and the worker connects on its first batch. Frames for set-up and error replies go through
 // github.com/datastax/go-cassandra-native-protocol; the per-operation EXECUTE and RESULT
 // frames are appended and parsed without allocation, byte-compatible with that library
 // (its tests check), since the library's encoder allocates about 24 times per request.
