@@ -68,6 +68,7 @@ const (
 	CheckDeadlineOnStall  = "DeadlineOnStall"  // a deadline ends an operation on a paused server
 	CheckLiveReconfigure  = "LiveReconfigure"  // every live option changes through Reconfigure
 	CheckClosed           = "Closed"           // operations after Close fail without panicking
+	CheckWarm             = "Warm"             // a Warmer's connections serve the workers' pipelines
 	CheckOutage           = "Outage"           // failures are classified; the driver recovers
 )
 
@@ -75,7 +76,7 @@ const (
 var Checks = []string{
 	CheckReadYourWrite, CheckOverwrite, CheckNotFound, CheckValueBufferReuse, CheckBulk,
 	CheckConcurrentUse, CheckCancelledContext, CheckPipeline, CheckDeadlineOnStall, CheckLiveReconfigure,
-	CheckClosed, CheckOutage,
+	CheckClosed, CheckWarm, CheckOutage,
 }
 
 // Harness tells the suite how to reach a driver's store and what the store can do.
@@ -206,6 +207,7 @@ func Run(t *testing.T, h Harness) {
 		{CheckDeadlineOnStall, s.deadlineOnStall},
 		{CheckLiveReconfigure, s.liveReconfigure},
 		{CheckClosed, s.closed},
+		{CheckWarm, s.warm},
 		{CheckOutage, s.outage},
 	} {
 		t.Run(c.name, func(t *testing.T) {
