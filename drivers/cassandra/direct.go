@@ -156,6 +156,14 @@ func (p *pipeline) connect(ctx context.Context) (err error) {
 		_ = tc.SetNoDelay(true)
 	}
 	nc = driver.RawIO(nc)
+	// The set-up (TLS handshake, STARTUP, authentication, PREPAREs) ends within
+	// connectTimeout, as the connect did: a node that accepts and never answers must not
+	// hold Init or Warm, whose contexts may have no deadline.
+	deadline := time.Now().Add(d.opts.Timeouts.Connect)
+	if cdl, ok := ctx.Deadline(); ok && cdl.Before(deadline) {
+		deadline = cdl
+	}
+	_ = nc.SetDeadline(deadline)
 	if d.tls != nil {
 		conf := d.tls
 		if conf.ServerName == "" && d.opts.TLS.Verify {
@@ -169,11 +177,6 @@ func (p *pipeline) connect(ctx context.Context) (err error) {
 		}
 		nc = tc
 	}
-	deadline := time.Now().Add(d.opts.Timeouts.Connect)
-	if cdl, ok := ctx.Deadline(); ok && cdl.Before(deadline) {
-		deadline = cdl
-	}
-	_ = nc.SetDeadline(deadline)
 	rd := bufio.NewReaderSize(nc, 64<<10)
 	s := setup{nc: nc, rd: rd, codec: frame.NewCodec()}
 	reply, err := s.call(message.NewStartup())

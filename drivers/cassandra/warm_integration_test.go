@@ -3,7 +3,10 @@
 package cassandra
 
 import (
+	"context"
+	"crypto/tls"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,5 +109,51 @@ func TestDirectWarm(t *testing.T) {
 			t.Fatalf("%d of the warmed connections still listed 20 s after Close", left-1)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A node that accepts and never answers (here: the TLS handshake) holds Warm for
+// connectTimeout, not for as long as its context lasts (the node's Init context has no
+// deadline).
+func TestDirectWarmBoundedByConnectTimeout(t *testing.T) {
+	d := open(t, map[string]string{"table": "direct_warm", "mode": "direct", "timeout": "30s", "connectTimeout": "300ms"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	}()
+	d.opts.Hosts = []string{ln.Addr().String()}
+	d.tls = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // never completes: the peer never answers
+	// A context that ends after 10 s, so that a Warm without its own bound fails the test
+	// instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = d.Warm(ctx, 3)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Warm against a node that never answers its TLS handshake took %v, want about connectTimeout (300ms)", took)
+	}
+	if err == nil {
+		t.Error("Warm against a node that never answers succeeded")
 	}
 }

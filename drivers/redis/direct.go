@@ -85,9 +85,14 @@ func (d *Driver) session(ctx context.Context) (net.Conn, *respReader, error) {
 		names = append(names, "SELECT")
 	}
 	if len(setup) > 0 {
-		if dl, ok := ctx.Deadline(); ok {
-			_ = nc.SetDeadline(dl)
+		// The set-up's replies come within connectTimeout, as the connect did: a server
+		// that accepts and never answers (a black hole, a stopped process) must not hold
+		// Init or Warm, whose contexts may have no deadline.
+		dl := time.Now().Add(o.Timeouts.Connect)
+		if cdl, ok := ctx.Deadline(); ok && cdl.Before(dl) {
+			dl = cdl
 		}
+		_ = nc.SetDeadline(dl)
 		_, err := nc.Write(setup)
 		for i := 0; err == nil && i < len(names); i++ {
 			if _, _, _, err = rd.reply(); err != nil {

@@ -190,3 +190,47 @@ func TestDirectWarmStopsAtItsFirstFailure(t *testing.T) {
 		t.Errorf("%d connections wait after a failed Warm, want 0", got)
 	}
 }
+
+// A server that accepts and never answers SELECT holds Warm for connectTimeout, not for
+// as long as its context lasts (the node's Init context has no deadline).
+func TestDirectWarmBoundedByConnectTimeout(t *testing.T) {
+	d := open(t, map[string]string{"mode": "direct", "db": warmDB, "connectTimeout": "300ms"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	}()
+	d.opts.Addrs = []string{ln.Addr().String()}
+	// A context that ends after 10 s, so that a Warm without its own bound fails the test
+	// instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = d.Warm(ctx, 3)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Warm against a server that never answers took %v, want about connectTimeout (300ms)", took)
+	}
+	if c := driver.Classify(err); err == nil || c != driver.ClassTimeout {
+		t.Errorf("Warm against a server that never answers: %v (class %v), want a timeout", err, c)
+	}
+}
