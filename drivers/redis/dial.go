@@ -37,11 +37,17 @@ func dial(ctx context.Context, network, addr string, timeout time.Duration, conf
 		conf = conf.Clone()
 		conf.ServerName, _, _ = net.SplitHostPort(addr)
 	}
+	// The handshake ends within timeout, as the connect did: a server that accepts and
+	// never answers must not hold a caller whose context has no deadline (Init, Warm).
+	if timeout > 0 {
+		_ = nc.SetDeadline(time.Now().Add(timeout))
+	}
 	tc := tls.Client(nc, conf)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		_ = nc.Close()
 		return nil, fmt.Errorf("TLS handshake: %w", err)
 	}
+	_ = nc.SetDeadline(time.Time{})
 	return tc, nil
 }
 

@@ -4,6 +4,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -221,12 +222,25 @@ func TestDirectWarmBoundedByConnectTimeout(t *testing.T) {
 		}
 	}()
 	d.opts.Addrs = []string{ln.Addr().String()}
+	for _, useTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "SELECT", true: "TLS handshake"}[useTLS], func(t *testing.T) {
+			if useTLS {
+				d.tls = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // never completes: the peer never answers
+			}
+			warmWithin(t, d)
+		})
+	}
+}
+
+// warmWithin checks Warm(3) against a server that never answers ends in a timeout within
+// about connectTimeout.
+func warmWithin(t *testing.T, d *Driver) {
 	// A context that ends after 10 s, so that a Warm without its own bound fails the test
 	// instead of hanging it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	err = d.Warm(ctx, 3)
+	err := d.Warm(ctx, 3)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Warm against a server that never answers took %v, want about connectTimeout (300ms)", took)
 	}
