@@ -6,12 +6,12 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/testserver"
 )
 
 // clientPorts returns the client ports of the node's connections (system_views.clients).
@@ -117,39 +117,14 @@ func TestDirectWarm(t *testing.T) {
 // deadline).
 func TestDirectWarmBoundedByConnectTimeout(t *testing.T) {
 	d := open(t, map[string]string{"table": "direct_warm", "mode": "direct", "timeout": "30s", "connectTimeout": "300ms"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // accepted, never answered
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			_ = c.Close()
-		}
-	}()
-	d.opts.Hosts = []string{ln.Addr().String()}
+	d.opts.Hosts = []string{testserver.BlackHole(t)}
 	d.tls = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // never completes: the peer never answers
 	// A context that ends after 10 s, so that a Warm without its own bound fails the test
 	// instead of hanging it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	err = d.Warm(ctx, 3)
+	err := d.Warm(ctx, 3)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Warm against a node that never answers its TLS handshake took %v, want about connectTimeout (300ms)", took)
 	}

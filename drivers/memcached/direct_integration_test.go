@@ -258,19 +258,7 @@ func TestDirectWorkerConnections(t *testing.T) {
 	// The driver's start-up version probes have closed, but the servers count them until
 	// they notice, asynchronously: the base is the count once it has stopped moving.
 	base := conns.settled()
-	var pls []driver.Pipeline
-	for range 5 {
-		pl, err := d.NewPipeline(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pls = append(pls, pl)
-		var ops []driver.PipelineOp
-		for k := range 20 { // 20 keys reach both servers
-			ops = append(ops, driver.PipelineOp{Op: driver.PipelineRead, Key: "conns-" + strconv.Itoa(k)})
-		}
-		runBatch(t, ctx, pl, ops)
-	}
+	pls := pipelinesReading(t, ctx, d, 5, 20, "conns-") // 20 keys reach both servers
 	if got := conns.await(base+10) - base; got != 10 {
 		t.Errorf("5 pipelines over 2 servers hold %d connections, want 10", got)
 	}
@@ -303,19 +291,7 @@ func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
 	if err := d.Warm(ctx, 4); err != nil {
 		t.Fatal(err)
 	}
-	var pls []driver.Pipeline
-	for range 4 {
-		pl, err := d.NewPipeline(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pls = append(pls, pl)
-		var ops []driver.PipelineOp
-		for k := range 40 { // 40 keys reach every listing
-			ops = append(ops, driver.PipelineOp{Op: driver.PipelineRead, Key: "warm-" + strconv.Itoa(k)})
-		}
-		runBatch(t, ctx, pl, ops)
-	}
+	pls := pipelinesReading(t, ctx, d, 4, 40, "warm-") // 40 keys reach every listing
 	if got, waiting := conns.settled()-base, d.direct.warm.Len(); got != 12 || waiting != 0 {
 		t.Errorf("after a second Warm(4) and four workers' batches: %d connections (want the same 12), %d warmed ones waiting (want 0)", got, waiting)
 	}
@@ -347,6 +323,26 @@ func TestDirectWarmOpensTheWorkersConnections(t *testing.T) {
 	if got := conns.await(base) - base; got != 0 {
 		t.Errorf("after Close, %d warmed connections open", got)
 	}
+}
+
+// pipelinesReading opens n workers' pipelines on d, runs on each one batch reading keys
+// prefix0 to prefix<keys-1>, and returns them open.
+func pipelinesReading(t *testing.T, ctx context.Context, d *Driver, n, keys int, prefix string) []driver.Pipeline {
+	t.Helper()
+	var pls []driver.Pipeline
+	for range n {
+		pl, err := d.NewPipeline(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pls = append(pls, pl)
+		var ops []driver.PipelineOp
+		for k := range keys {
+			ops = append(ops, driver.PipelineOp{Op: driver.PipelineRead, Key: prefix + strconv.Itoa(k)})
+		}
+		runBatch(t, ctx, pl, ops)
+	}
+	return pls
 }
 
 // connCounter sums memcached's curr_connections over servers through one stats

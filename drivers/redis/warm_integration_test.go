@@ -15,6 +15,7 @@ import (
 
 	"github.com/ndbench/ndbench/driver"
 	"github.com/ndbench/ndbench/driver/drivertest"
+	"github.com/ndbench/ndbench/internal/testserver"
 )
 
 // warmDB is the database the warm tests' driver selects: the server lists each of its
@@ -196,32 +197,7 @@ func TestDirectWarmStopsAtItsFirstFailure(t *testing.T) {
 // as long as its context lasts (the node's Init context has no deadline).
 func TestDirectWarmBoundedByConnectTimeout(t *testing.T) {
 	d := open(t, map[string]string{"mode": "direct", "db": warmDB, "connectTimeout": "300ms"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // accepted, never answered
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			_ = c.Close()
-		}
-	}()
-	d.opts.Addrs = []string{ln.Addr().String()}
+	d.opts.Addrs = []string{testserver.BlackHole(t)}
 	for _, useTLS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "SELECT", true: "TLS handshake"}[useTLS], func(t *testing.T) {
 			if useTLS {
