@@ -89,11 +89,29 @@ export async function launchBrowser() {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
+  // Every page gets a navigation timeout of NAVIGATION_PATIENCE, which a test's own
+  // page.setDefaultTimeout does not shorten (Playwright gives a page's navigation timeout
+  // precedence). No test here judges how fast a page loads; a timeout on page.goto only
+  // turns a page that never loads into a failure. On a starved machine (one core kept
+  // busy, the fuzzers and another browser file beside) a fresh Chromium's first
+  // navigation once took over the 15 s the tests give their conditions, and the test
+  // failed before it looked at the page.
+  const newPage = context.newPage.bind(context);
+  context.newPage = async (...args) => {
+    const page = await newPage(...args);
+    page.setDefaultNavigationTimeout(NAVIGATION_PATIENCE);
+    return page;
+  };
   return {
     context,
     async close() { await context.close(); rmSync(profile, { recursive: true, force: true }); },
   };
 }
+
+// NAVIGATION_PATIENCE bounds a page's navigation (page.goto, reload): long enough that no
+// machine, however loaded, takes it to load a page of ours; short enough that a page that
+// never loads fails its test instead of hanging the run (as testserver.Patience in Go).
+export const NAVIGATION_PATIENCE = 60000;
 
 // waitFor polls fn (in node) until it returns a truthy value or timeoutMs passes.
 export async function waitFor(fn, what, timeoutMs = 15000) {
