@@ -20,7 +20,6 @@ type WarmConns[C any] struct {
 
 	mu     sync.Mutex
 	conns  map[string][]warmConn[C]
-	n      int
 	closed bool
 }
 
@@ -111,7 +110,6 @@ func (w *WarmConns[C]) put(key string, c C) {
 		return
 	}
 	w.conns[key] = append(w.conns[key], warmConn[C]{c: c, opened: w.now()})
-	w.n++
 	w.mu.Unlock()
 }
 
@@ -130,7 +128,6 @@ func (w *WarmConns[C]) Take(key string) (C, bool) {
 		wc := l[len(l)-1]
 		l[len(l)-1] = warmConn[C]{}
 		w.conns[key] = l[:len(l)-1]
-		w.n--
 		if w.now().Sub(wc.opened) <= w.keepFor {
 			got, ok = wc.c, true
 			break
@@ -151,7 +148,11 @@ func (w *WarmConns[C]) Len() int {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.n
+	n := 0
+	for _, l := range w.conns {
+		n += len(l)
+	}
+	return n
 }
 
 // Close closes the waiting connections; connections Fill opens later are closed at once.
@@ -162,7 +163,7 @@ func (w *WarmConns[C]) Close() {
 	}
 	w.mu.Lock()
 	conns := w.conns
-	w.conns, w.n, w.closed = map[string][]warmConn[C]{}, 0, true
+	w.conns, w.closed = map[string][]warmConn[C]{}, true
 	w.mu.Unlock()
 	for _, l := range conns {
 		for _, wc := range l {

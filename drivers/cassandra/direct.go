@@ -703,7 +703,7 @@ type warmed struct {
 // its own connections, and the error names it. sharedConns' few connections and mode=gocql
 // (gocql's own pool, opened at Init) are not warmed.
 func (d *Driver) Warm(ctx context.Context, workers int) error {
-	if d.opts.Mode != "direct" || d.opts.SharedConns > 0 || d.warm == nil {
+	if d.warm == nil || d.opts.SharedConns > 0 { // d.warm is made for mode=direct only
 		return nil
 	}
 	hosts := uint64(len(d.opts.Hosts))
